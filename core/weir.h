@@ -1,0 +1,22 @@
+/* weir.h — the public API of libweir, in one include. */
+#ifndef WEIR_H
+#define WEIR_H
+
+#include "weir-analysis.h"
+#include "weir-code.h"
+#include "weir-expr.h"
+#include "weir-graph.h"
+#include "weir-interp.h"
+#include "weir-json.h"
+#include "weir-tensor.h"
+#include "weir-types.h"
+#include "weir-validate.h"
+
+G_BEGIN_DECLS
+
+/* Version of libweir, "MAJOR.MINOR.PATCH" (borrowed static string). */
+WEIR_API const char *weir_version(void);
+
+G_END_DECLS
+
+#endif

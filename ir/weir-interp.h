@@ -1,0 +1,42 @@
+/* weir-interp.h — the reference interpreter.
+ *
+ * Executes a validated program whose library nodes are all expanded:
+ * states and transitions, maps (sequentially, in lexicographic order of the
+ * parameters), tasklets (by evaluating their AST), copies between access
+ * nodes, nested programs and write-conflict resolution.  It is the semantic
+ * reference generated code is tested against: correctness over speed.
+ *
+ * Semantics worth knowing:
+ *  - Transitions leaving a state are tried in id order; the first whose
+ *    condition holds is taken (assignments are simultaneous).  When none
+ *    holds the program ends.
+ *  - Transients start zero-filled (or with their constant data).
+ *  - f32 arithmetic rounds every operation to float, as C does.
+ */
+#ifndef WEIR_INTERP_H
+#define WEIR_INTERP_H
+
+#include "weir-graph.h"
+#include "weir-tensor.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint64 max_transitions; /* stop with an error after this many state
+                              transitions (0: 10^9) */
+} WeirInterpOptions;
+
+/* Runs g.  symbols: name -> gint64* (as built by weir_bindings_new) giving
+ * every free symbol that is not assigned by a transition before use.
+ * args: container name -> WeirTensor* for every non-transient container;
+ * shapes and dtypes must match the containers (after evaluating symbolic
+ * shapes).  Arguments are read and written in place.  The graph is
+ * validated first.  options may be NULL. */
+WEIR_API gboolean weir_interpret(WeirGraph *g, GHashTable *symbols,
+                                 GHashTable *args,
+                                 const WeirInterpOptions *options,
+                                 GError **error);
+
+G_END_DECLS
+
+#endif
