@@ -1,0 +1,1322 @@
+/* graph.c — the program graph: construction, lookup, copying, scopes.
+ *
+ * Every element array (containers, states, nodes, memlets, transitions) is
+ * kept sorted by id.  New elements get g->next_id, which only grows, so
+ * appending keeps the order and lookups can use binary search.  Removal
+ * keeps the order too (g_ptr_array_remove_index, not _fast).
+ */
+#include <string.h>
+
+#include "weir-graph.h"
+
+/* ------------------------------------------------------------- name tables */
+
+static const char *const node_kind_names[] = {
+#define WEIR_X(id, name) name,
+    WEIR_NODE_KINDS(WEIR_X)
+#undef WEIR_X
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(node_kind_names) == WEIR_NODE_KIND_COUNT);
+
+static const char *const schedule_names[] = {
+#define WEIR_X(id, name) name,
+    WEIR_SCHEDULES(WEIR_X)
+#undef WEIR_X
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(schedule_names) == WEIR_SCHEDULE_COUNT);
+
+static const char *const wcr_names[] = {
+#define WEIR_X(id, name) name,
+    WEIR_WCRS(WEIR_X)
+#undef WEIR_X
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(wcr_names) == WEIR_WCR_COUNT);
+
+static const char *const attr_type_names[] = {
+#define WEIR_X(id, name) name,
+    WEIR_ATTR_TYPES(WEIR_X)
+#undef WEIR_X
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(attr_type_names) == WEIR_ATTR_TYPE_COUNT);
+
+static gboolean lookup_name(const char *const *table, guint n,
+                            const char *name, guint *out) {
+  for (guint i = 0; i < n; i++) {
+    if (g_strcmp0(table[i], name) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+const char *weir_node_kind_name(WeirNodeKind kind) {
+  g_return_val_if_fail(kind < WEIR_NODE_KIND_COUNT, "?");
+  return node_kind_names[kind];
+}
+
+gboolean weir_node_kind_from_name(const char *name, WeirNodeKind *out) {
+  guint i;
+  if (!lookup_name(node_kind_names, WEIR_NODE_KIND_COUNT, name, &i))
+    return FALSE;
+  *out = (WeirNodeKind)i;
+  return TRUE;
+}
+
+const char *weir_schedule_name(WeirSchedule s) {
+  g_return_val_if_fail(s < WEIR_SCHEDULE_COUNT, "?");
+  return schedule_names[s];
+}
+
+gboolean weir_schedule_from_name(const char *name, WeirSchedule *out) {
+  guint i;
+  if (!lookup_name(schedule_names, WEIR_SCHEDULE_COUNT, name, &i))
+    return FALSE;
+  *out = (WeirSchedule)i;
+  return TRUE;
+}
+
+const char *weir_wcr_name(WeirWcr w) {
+  g_return_val_if_fail(w < WEIR_WCR_COUNT, "?");
+  return wcr_names[w];
+}
+
+gboolean weir_wcr_from_name(const char *name, WeirWcr *out) {
+  guint i;
+  if (!lookup_name(wcr_names, WEIR_WCR_COUNT, name, &i))
+    return FALSE;
+  *out = (WeirWcr)i;
+  return TRUE;
+}
+
+const char *weir_attr_type_name(WeirAttrType t) {
+  g_return_val_if_fail(t < WEIR_ATTR_TYPE_COUNT, "?");
+  return attr_type_names[t];
+}
+
+/* ------------------------------------------------------------------ ranges */
+
+void weir_range_clear(WeirRange *r) {
+  g_clear_pointer(&r->begin, weir_expr_unref);
+  g_clear_pointer(&r->end, weir_expr_unref);
+  g_clear_pointer(&r->step, weir_expr_unref);
+}
+
+void weir_range_copy(const WeirRange *src, WeirRange *dst) {
+  dst->begin = weir_expr_ref(src->begin);
+  dst->end = weir_expr_ref(src->end);
+  dst->step = weir_expr_ref(src->step);
+}
+
+/* Splits text at top-level occurrences of sep (outside parentheses). */
+static GPtrArray *split_top_level(const char *text, char sep) {
+  GPtrArray *parts = g_ptr_array_new_with_free_func(g_free);
+  int depth = 0;
+  const char *start = text;
+  for (const char *p = text;; p++) {
+    if (*p == '(' || *p == '[')
+      depth++;
+    else if (*p == ')' || *p == ']')
+      depth--;
+    if (*p == '\0' || (*p == sep && depth == 0)) {
+      g_ptr_array_add(parts, g_strndup(start, (gsize)(p - start)));
+      if (*p == '\0')
+        break;
+      start = p + 1;
+    }
+  }
+  return parts;
+}
+
+/* Splits a range at top-level ':' — but "//" contains no ':' so a plain
+ * split is safe. */
+gboolean weir_range_parse(const char *text, WeirRange *out, GError **error) {
+  g_autoptr(GPtrArray) parts = split_top_level(text, ':');
+  memset(out, 0, sizeof *out);
+  if (parts->len > 3) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                "range '%s': expected begin:end[:step]", text);
+    return FALSE;
+  }
+  g_autoptr(GError) local = NULL;
+  WeirExpr *begin = weir_expr_parse(g_ptr_array_index(parts, 0), &local);
+  if (!begin)
+    goto fail;
+  if (parts->len == 1) {
+    out->begin = begin;
+    out->end = weir_expr_add_const(begin, 1);
+    out->step = weir_expr_const(1);
+    return TRUE;
+  }
+  WeirExpr *end = weir_expr_parse(g_ptr_array_index(parts, 1), &local);
+  if (!end) {
+    weir_expr_unref(begin);
+    goto fail;
+  }
+  WeirExpr *step = NULL;
+  if (parts->len == 3) {
+    step = weir_expr_parse(g_ptr_array_index(parts, 2), &local);
+    if (!step) {
+      weir_expr_unref(begin);
+      weir_expr_unref(end);
+      goto fail;
+    }
+  } else {
+    step = weir_expr_const(1);
+  }
+  out->begin = begin;
+  out->end = end;
+  out->step = step;
+  return TRUE;
+fail:
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE, "range '%s': %s", text,
+              local->message);
+  return FALSE;
+}
+
+char *weir_range_to_string(const WeirRange *r) {
+  g_autofree char *b = weir_expr_to_string(r->begin);
+  gint64 step = 0;
+  gboolean unit_step = weir_expr_is_const(r->step, &step) && step == 1;
+  if (unit_step) {
+    g_autoptr(WeirExpr) b1 = weir_expr_add_const(r->begin, 1);
+    if (weir_expr_equal(b1, r->end))
+      return g_steal_pointer(&b);
+  }
+  g_autofree char *e = weir_expr_to_string(r->end);
+  if (unit_step)
+    return g_strdup_printf("%s:%s", b, e);
+  g_autofree char *s = weir_expr_to_string(r->step);
+  return g_strdup_printf("%s:%s:%s", b, e, s);
+}
+
+WeirExpr *weir_range_size(const WeirRange *r) {
+  g_autoptr(WeirExpr) diff = weir_expr_sub(r->end, r->begin);
+  gint64 step = 0;
+  if (weir_expr_is_const(r->step, &step) && step == 1) {
+    gint64 d;
+    if (weir_expr_is_const(diff, &d))
+      return weir_expr_const(d < 0 ? 0 : d);
+    return g_steal_pointer(&diff);
+  }
+  g_autoptr(WeirExpr) num = weir_expr_add(diff, r->step);
+  g_autoptr(WeirExpr) num1 = weir_expr_add_const(num, -1);
+  WeirExpr *size = weir_expr_floordiv(num1, r->step);
+  gint64 v;
+  if (weir_expr_is_const(size, &v) && v < 0) {
+    weir_expr_unref(size);
+    return weir_expr_const(0);
+  }
+  return size;
+}
+
+WeirSubset *weir_subset_parse(const char *text, GError **error) {
+  WeirSubset *s = g_new0(WeirSubset, 1);
+  g_autofree char *stripped = g_strstrip(g_strdup(text ? text : ""));
+  if (*stripped == '\0')
+    return s;
+  g_autoptr(GPtrArray) parts = split_top_level(stripped, ',');
+  s->rank = parts->len;
+  s->dims = g_new0(WeirRange, s->rank);
+  for (guint i = 0; i < parts->len; i++) {
+    g_autoptr(GError) local = NULL;
+    if (!weir_range_parse(g_ptr_array_index(parts, i), &s->dims[i], &local)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "subset '%s', dimension %u: %s", stripped, i,
+                  local->message);
+      weir_subset_free(s);
+      return NULL;
+    }
+  }
+  return s;
+}
+
+char *weir_subset_to_string(const WeirSubset *s) {
+  GString *out = g_string_new(NULL);
+  for (guint i = 0; i < s->rank; i++) {
+    g_autofree char *r = weir_range_to_string(&s->dims[i]);
+    if (i)
+      g_string_append(out, ", ");
+    g_string_append(out, r);
+  }
+  return g_string_free(out, FALSE);
+}
+
+WeirSubset *weir_subset_copy(const WeirSubset *s) {
+  WeirSubset *c = g_new0(WeirSubset, 1);
+  c->rank = s->rank;
+  c->dims = g_new0(WeirRange, s->rank);
+  for (guint i = 0; i < s->rank; i++)
+    weir_range_copy(&s->dims[i], &c->dims[i]);
+  return c;
+}
+
+void weir_subset_free(WeirSubset *s) {
+  if (!s)
+    return;
+  for (guint i = 0; i < s->rank; i++)
+    weir_range_clear(&s->dims[i]);
+  g_free(s->dims);
+  g_free(s);
+}
+
+gboolean weir_subset_equal(const WeirSubset *a, const WeirSubset *b) {
+  if (a->rank != b->rank)
+    return FALSE;
+  for (guint i = 0; i < a->rank; i++) {
+    if (!weir_expr_equal(a->dims[i].begin, b->dims[i].begin) ||
+        !weir_expr_equal(a->dims[i].end, b->dims[i].end) ||
+        !weir_expr_equal(a->dims[i].step, b->dims[i].step))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+WeirExpr *weir_subset_volume(const WeirSubset *s) {
+  WeirExpr *v = weir_expr_const(1);
+  for (guint i = 0; i < s->rank; i++) {
+    g_autoptr(WeirExpr) size = weir_range_size(&s->dims[i]);
+    WeirExpr *nv = weir_expr_mul(v, size);
+    weir_expr_unref(v);
+    v = nv;
+  }
+  return v;
+}
+
+WeirSubset *weir_subset_substitute(const WeirSubset *s, GHashTable *map) {
+  WeirSubset *c = g_new0(WeirSubset, 1);
+  c->rank = s->rank;
+  c->dims = g_new0(WeirRange, s->rank);
+  for (guint i = 0; i < s->rank; i++) {
+    c->dims[i].begin = weir_expr_substitute(s->dims[i].begin, map);
+    c->dims[i].end = weir_expr_substitute(s->dims[i].end, map);
+    c->dims[i].step = weir_expr_substitute(s->dims[i].step, map);
+  }
+  return c;
+}
+
+/* -------------------------------------------------------------- containers */
+
+static gboolean is_identifier(const char *s) {
+  if (!s || !(g_ascii_isalpha(*s) || *s == '_'))
+    return FALSE;
+  for (const char *p = s + 1; *p; p++)
+    if (!(g_ascii_isalnum(*p) || *p == '_'))
+      return FALSE;
+  return TRUE;
+}
+
+static void container_free(gpointer p) {
+  WeirContainer *c = p;
+  g_free(c->name);
+  g_ptr_array_unref(c->shape);
+  g_ptr_array_unref(c->strides);
+  g_clear_pointer(&c->initial, g_bytes_unref);
+  g_free(c);
+}
+
+static GPtrArray *expr_array_new(void) {
+  return g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+}
+
+WeirExpr *weir_container_volume(const WeirContainer *c) {
+  WeirExpr *v = weir_expr_const(1);
+  for (guint i = 0; i < c->shape->len; i++) {
+    WeirExpr *nv = weir_expr_mul(v, g_ptr_array_index(c->shape, i));
+    weir_expr_unref(v);
+    v = nv;
+  }
+  return v;
+}
+
+WeirExpr *weir_container_bytes(const WeirContainer *c) {
+  g_autoptr(WeirExpr) v = weir_container_volume(c);
+  return weir_expr_mul_const(v, (gint64)weir_dtype_size(c->dtype));
+}
+
+WeirSubset *weir_container_full_subset(const WeirContainer *c) {
+  WeirSubset *s = g_new0(WeirSubset, 1);
+  s->rank = c->shape->len;
+  s->dims = g_new0(WeirRange, s->rank);
+  for (guint i = 0; i < s->rank; i++) {
+    s->dims[i].begin = weir_expr_const(0);
+    s->dims[i].end = weir_expr_ref(g_ptr_array_index(c->shape, i));
+    s->dims[i].step = weir_expr_const(1);
+  }
+  return s;
+}
+
+static void set_row_major_strides(WeirContainer *c) {
+  g_ptr_array_set_size(c->strides, 0);
+  guint rank = c->shape->len;
+  WeirExpr **st = g_new0(WeirExpr *, rank ? rank : 1);
+  WeirExpr *acc = weir_expr_const(1);
+  for (guint i = rank; i-- > 0;) {
+    st[i] = weir_expr_ref(acc);
+    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, i));
+    weir_expr_unref(acc);
+    acc = next;
+  }
+  weir_expr_unref(acc);
+  for (guint i = 0; i < rank; i++)
+    g_ptr_array_add(c->strides, st[i]);
+  g_free(st);
+}
+
+/* ------------------------------------------------------------------- graph */
+
+static void node_free(gpointer p);
+static void memlet_free(gpointer p);
+
+static void state_free(gpointer p) {
+  WeirState *s = p;
+  g_free(s->label);
+  g_ptr_array_unref(s->nodes);
+  g_ptr_array_unref(s->edges);
+  g_free(s);
+}
+
+static void transition_free(gpointer p) {
+  WeirTransition *t = p;
+  g_free(t->condition_text);
+  g_clear_pointer(&t->condition, weir_code_free);
+  g_ptr_array_unref(t->assign_names);
+  g_ptr_array_unref(t->assign_values);
+  g_free(t);
+}
+
+WeirGraph *weir_graph_new(const char *name) {
+  WeirGraph *g = g_new0(WeirGraph, 1);
+  g->name = g_strdup(name ? name : "program");
+  g->symbols = g_ptr_array_new_with_free_func(g_free);
+  g->containers = g_ptr_array_new_with_free_func(container_free);
+  g->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  g->states = g_ptr_array_new_with_free_func(state_free);
+  g->transitions = g_ptr_array_new_with_free_func(transition_free);
+  g->next_id = 1;
+  return g;
+}
+
+void weir_graph_free(WeirGraph *g) {
+  if (!g)
+    return;
+  g_free(g->name);
+  g_ptr_array_unref(g->symbols);
+  g_hash_table_unref(g->by_name);
+  g_ptr_array_unref(g->containers);
+  g_ptr_array_unref(g->states);
+  g_ptr_array_unref(g->transitions);
+  g_free(g);
+}
+
+static int cmp_str(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+gboolean weir_graph_add_symbol(WeirGraph *g, const char *name) {
+  if (weir_graph_has_symbol(g, name))
+    return FALSE;
+  g_ptr_array_add(g->symbols, g_strdup(name));
+  g_ptr_array_sort(g->symbols, cmp_str);
+  return TRUE;
+}
+
+gboolean weir_graph_has_symbol(const WeirGraph *g, const char *name) {
+  for (guint i = 0; i < g->symbols->len; i++)
+    if (strcmp(g_ptr_array_index(g->symbols, i), name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+WeirContainer *weir_graph_add_container(WeirGraph *g, const char *name,
+                                        WeirDType dtype, guint rank,
+                                        WeirExpr *const *shape,
+                                        gboolean transient, GError **error) {
+  if (!is_identifier(name)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "container name '%s' is not an identifier", name ? name : "");
+    return NULL;
+  }
+  if (g_hash_table_contains(g->by_name, name)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "container '%s' already exists", name);
+    return NULL;
+  }
+  WeirContainer *c = g_new0(WeirContainer, 1);
+  c->id = g->next_id++;
+  c->name = g_strdup(name);
+  c->dtype = dtype;
+  c->shape = expr_array_new();
+  c->strides = expr_array_new();
+  for (guint i = 0; i < rank; i++)
+    g_ptr_array_add(c->shape, weir_expr_ref(shape[i]));
+  set_row_major_strides(c);
+  c->transient = transient;
+  g_ptr_array_add(g->containers, c);
+  g_hash_table_insert(g->by_name, c->name, c);
+  return c;
+}
+
+WeirContainer *weir_graph_add_array(WeirGraph *g, const char *name,
+                                    WeirDType dtype, const char *shape,
+                                    gboolean transient, GError **error) {
+  g_autoptr(GPtrArray) dims = expr_array_new();
+  g_autofree char *stripped = g_strstrip(g_strdup(shape ? shape : ""));
+  if (*stripped) {
+    g_autoptr(GPtrArray) parts = split_top_level(stripped, ',');
+    for (guint i = 0; i < parts->len; i++) {
+      g_autoptr(GError) local = NULL;
+      WeirExpr *e = weir_expr_parse(g_ptr_array_index(parts, i), &local);
+      if (!e) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                    "container '%s': shape '%s': %s", name, stripped,
+                    local->message);
+        return NULL;
+      }
+      g_ptr_array_add(dims, e);
+    }
+  }
+  return weir_graph_add_container(g, name, dtype, dims->len,
+                                  (WeirExpr *const *)dims->pdata, transient,
+                                  error);
+}
+
+WeirContainer *weir_graph_container(const WeirGraph *g, const char *name) {
+  if (!name)
+    return NULL;
+  return g_hash_table_lookup(g->by_name, name);
+}
+
+gboolean weir_graph_remove_container(WeirGraph *g, const char *name) {
+  WeirContainer *c = weir_graph_container(g, name);
+  if (!c)
+    return FALSE;
+  g_hash_table_remove(g->by_name, name);
+  g_ptr_array_remove(g->containers, c);
+  return TRUE;
+}
+
+void weir_container_set_strides(WeirContainer *c, WeirExpr *const *strides) {
+  g_ptr_array_set_size(c->strides, 0);
+  for (guint i = 0; i < c->shape->len; i++)
+    g_ptr_array_add(c->strides, weir_expr_ref(strides[i]));
+}
+
+void weir_container_set_initial(WeirContainer *c, GBytes *data) {
+  g_clear_pointer(&c->initial, g_bytes_unref);
+  if (data)
+    c->initial = g_bytes_ref(data);
+}
+
+/* Binary search in an array of elements whose first field is a guint id. */
+static gpointer find_by_id(GPtrArray *arr, guint id, guint *index_out) {
+  guint lo = 0, hi = arr->len;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    guint mid_id = *(const guint *)g_ptr_array_index(arr, mid);
+    if (mid_id == id) {
+      if (index_out)
+        *index_out = mid;
+      return g_ptr_array_index(arr, mid);
+    }
+    if (mid_id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+WeirState *weir_graph_add_state(WeirGraph *g, const char *label) {
+  WeirState *s = g_new0(WeirState, 1);
+  s->id = g->next_id++;
+  s->label = g_strdup(label ? label : "state");
+  s->nodes = g_ptr_array_new_with_free_func(node_free);
+  s->edges = g_ptr_array_new_with_free_func(memlet_free);
+  g_ptr_array_add(g->states, s);
+  if (g->start == 0)
+    g->start = s->id;
+  return s;
+}
+
+WeirState *weir_graph_state(const WeirGraph *g, guint id) {
+  return find_by_id(g->states, id, NULL);
+}
+
+void weir_graph_set_start(WeirGraph *g, guint state_id) {
+  g->start = state_id;
+}
+
+WeirTransition *weir_graph_add_transition(WeirGraph *g, guint src, guint dst,
+                                          const char *condition,
+                                          GError **error) {
+  WeirCode *code = NULL;
+  if (condition) {
+    g_autoptr(GError) local = NULL;
+    code = weir_code_parse_condition(condition, &local);
+    if (!code) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "transition condition '%s': %s", condition, local->message);
+      return NULL;
+    }
+  }
+  WeirTransition *t = g_new0(WeirTransition, 1);
+  t->id = g->next_id++;
+  t->src = src;
+  t->dst = dst;
+  t->condition_text = g_strdup(condition);
+  t->condition = code;
+  t->assign_names = g_ptr_array_new_with_free_func(g_free);
+  t->assign_values = expr_array_new();
+  g_ptr_array_add(g->transitions, t);
+  return t;
+}
+
+gboolean weir_transition_add_assignment(WeirTransition *t, const char *symbol,
+                                        const char *value, GError **error) {
+  if (!is_identifier(symbol)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "assignment target '%s' is not an identifier",
+                symbol ? symbol : "");
+    return FALSE;
+  }
+  g_autoptr(GError) local = NULL;
+  WeirExpr *e = weir_expr_parse(value, &local);
+  if (!e) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                "assignment %s = %s: %s", symbol, value, local->message);
+    return FALSE;
+  }
+  g_ptr_array_add(t->assign_names, g_strdup(symbol));
+  g_ptr_array_add(t->assign_values, e);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------- nodes */
+
+static void attr_free(gpointer p) {
+  WeirAttr *a = p;
+  g_free(a->name);
+  g_free(a->s);
+  g_clear_pointer(&a->ints, g_array_unref);
+  g_clear_pointer(&a->floats, g_array_unref);
+  g_clear_pointer(&a->strings, g_ptr_array_unref);
+  g_free(a);
+}
+
+static void binding_free(gpointer p) {
+  WeirSymbolBinding *b = p;
+  g_free(b->name);
+  weir_expr_unref(b->value);
+  g_free(b);
+}
+
+static void map_free(WeirMap *m) {
+  if (!m)
+    return;
+  g_ptr_array_unref(m->params);
+  for (guint i = 0; i < m->ranges->len; i++)
+    weir_range_clear(&g_array_index(m->ranges, WeirRange, i));
+  g_array_unref(m->ranges);
+  g_array_unref(m->tile);
+  g_free(m);
+}
+
+static void node_free(gpointer p) {
+  WeirNode *n = p;
+  g_free(n->label);
+  g_ptr_array_unref(n->in_conns);
+  g_ptr_array_unref(n->out_conns);
+  g_free(n->data);
+  g_free(n->code_text);
+  g_clear_pointer(&n->code, weir_code_free);
+  map_free(n->map);
+  g_free(n->op);
+  g_clear_pointer(&n->attrs, g_ptr_array_unref);
+  g_clear_pointer(&n->nested, weir_graph_free);
+  g_clear_pointer(&n->symbol_map, g_ptr_array_unref);
+  g_free(n);
+}
+
+static GPtrArray *strv_to_array(const char *const *v) {
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; v && v[i]; i++)
+    g_ptr_array_add(a, g_strdup(v[i]));
+  return a;
+}
+
+static WeirNode *node_add(WeirGraph *g, WeirState *s, WeirNodeKind kind,
+                          const char *label, const char *const *ins,
+                          const char *const *outs) {
+  WeirNode *n = g_new0(WeirNode, 1);
+  n->id = g->next_id++;
+  n->kind = kind;
+  n->label = g_strdup(label ? label : weir_node_kind_name(kind));
+  n->in_conns = strv_to_array(ins);
+  n->out_conns = strv_to_array(outs);
+  g_ptr_array_add(s->nodes, n);
+  return n;
+}
+
+WeirNode *weir_state_add_access(WeirGraph *g, WeirState *s, const char *data) {
+  WeirNode *n = node_add(g, s, WEIR_NODE_ACCESS, data, NULL, NULL);
+  n->data = g_strdup(data);
+  return n;
+}
+
+WeirNode *weir_state_add_tasklet(WeirGraph *g, WeirState *s,
+                                 const char *label, const char *const *ins,
+                                 const char *const *outs, const char *code) {
+  WeirNode *n = node_add(g, s, WEIR_NODE_TASKLET, label, ins, outs);
+  n->code_text = g_strdup(code ? code : "");
+  n->code = weir_code_parse(n->code_text, NULL);
+  return n;
+}
+
+static WeirMap *map_new(void) {
+  WeirMap *m = g_new0(WeirMap, 1);
+  m->params = g_ptr_array_new_with_free_func(g_free);
+  m->ranges = g_array_new(FALSE, TRUE, sizeof(WeirRange));
+  m->tile = g_array_new(FALSE, TRUE, sizeof(gint64));
+  return m;
+}
+
+WeirNode *weir_state_add_map(WeirGraph *g, WeirState *s, const char *label,
+                             const char *const *params,
+                             const char *const *ranges, WeirSchedule schedule,
+                             WeirNode **exit_out, GError **error) {
+  guint np = params ? g_strv_length((char **)params) : 0;
+  guint nr = ranges ? g_strv_length((char **)ranges) : 0;
+  if (np == 0 || np != nr) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "map '%s': %u parameters but %u ranges", label ? label : "",
+                np, nr);
+    return NULL;
+  }
+  WeirMap *m = map_new();
+  for (guint i = 0; i < np; i++) {
+    WeirRange r;
+    g_autoptr(GError) local = NULL;
+    if (!is_identifier(params[i])) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "map '%s': parameter '%s' is not an identifier",
+                  label ? label : "", params[i]);
+      map_free(m);
+      return NULL;
+    }
+    if (!weir_range_parse(ranges[i], &r, &local)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE, "map '%s': %s",
+                  label ? label : "", local->message);
+      map_free(m);
+      return NULL;
+    }
+    g_ptr_array_add(m->params, g_strdup(params[i]));
+    g_array_append_val(m->ranges, r);
+  }
+  m->schedule = schedule;
+  WeirNode *entry = node_add(g, s, WEIR_NODE_MAP_ENTRY, label, NULL, NULL);
+  entry->map = m;
+  WeirNode *exit = node_add(g, s, WEIR_NODE_MAP_EXIT, label, NULL, NULL);
+  exit->entry = entry->id;
+  if (exit_out)
+    *exit_out = exit;
+  return entry;
+}
+
+WeirNode *weir_state_add_library(WeirGraph *g, WeirState *s,
+                                 const char *label, const char *op,
+                                 const char *const *ins,
+                                 const char *const *outs) {
+  WeirNode *n = node_add(g, s, WEIR_NODE_LIBRARY, label ? label : op, ins,
+                         outs);
+  n->op = g_strdup(op);
+  n->attrs = g_ptr_array_new_with_free_func(attr_free);
+  return n;
+}
+
+WeirNode *weir_state_add_nested(WeirGraph *g, WeirState *s,
+                                const char *label, WeirGraph *nested,
+                                const char *const *ins,
+                                const char *const *outs) {
+  WeirNode *n = node_add(g, s, WEIR_NODE_NESTED, label, ins, outs);
+  n->nested = nested;
+  n->symbol_map = g_ptr_array_new_with_free_func(binding_free);
+  return n;
+}
+
+static int cmp_binding(gconstpointer a, gconstpointer b) {
+  const WeirSymbolBinding *x = *(WeirSymbolBinding *const *)a;
+  const WeirSymbolBinding *y = *(WeirSymbolBinding *const *)b;
+  return strcmp(x->name, y->name);
+}
+
+gboolean weir_node_bind_symbol(WeirNode *n, const char *name,
+                               const char *value, GError **error) {
+  g_return_val_if_fail(n->kind == WEIR_NODE_NESTED, FALSE);
+  g_autoptr(GError) local = NULL;
+  WeirExpr *e = weir_expr_parse(value, &local);
+  if (!e) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                "nested node '%s': symbol %s = %s: %s", n->label, name, value,
+                local->message);
+    return FALSE;
+  }
+  for (guint i = 0; i < n->symbol_map->len; i++) {
+    WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, i);
+    if (strcmp(b->name, name) == 0) {
+      weir_expr_unref(b->value);
+      b->value = e;
+      return TRUE;
+    }
+  }
+  WeirSymbolBinding *b = g_new0(WeirSymbolBinding, 1);
+  b->name = g_strdup(name);
+  b->value = e;
+  g_ptr_array_add(n->symbol_map, b);
+  g_ptr_array_sort(n->symbol_map, cmp_binding);
+  return TRUE;
+}
+
+WeirNode *weir_state_node(const WeirState *s, guint id) {
+  return find_by_id(s->nodes, id, NULL);
+}
+
+WeirNode *weir_graph_node(const WeirGraph *g, guint id,
+                          WeirState **state_out) {
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    WeirNode *n = weir_state_node(s, id);
+    if (n) {
+      if (state_out)
+        *state_out = s;
+      return n;
+    }
+  }
+  return NULL;
+}
+
+WeirNode *weir_state_map_exit(const WeirState *s, const WeirNode *entry) {
+  if (!entry || entry->kind != WEIR_NODE_MAP_ENTRY)
+    return NULL;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_MAP_EXIT && n->entry == entry->id)
+      return n;
+  }
+  return NULL;
+}
+
+gboolean weir_state_remove_node(WeirState *s, guint id) {
+  guint index;
+  if (!find_by_id(s->nodes, id, &index))
+    return FALSE;
+  for (guint i = s->edges->len; i-- > 0;) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (m->src == id || m->dst == id)
+      g_ptr_array_remove_index(s->edges, i);
+  }
+  g_ptr_array_remove_index(s->nodes, index);
+  return TRUE;
+}
+
+static gboolean has_conn(GPtrArray *conns, const char *name) {
+  if (!name)
+    return FALSE;
+  for (guint i = 0; i < conns->len; i++)
+    if (strcmp(g_ptr_array_index(conns, i), name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+gboolean weir_node_has_in_conn(const WeirNode *n, const char *name) {
+  return has_conn(n->in_conns, name);
+}
+
+gboolean weir_node_has_out_conn(const WeirNode *n, const char *name) {
+  return has_conn(n->out_conns, name);
+}
+
+void weir_node_add_in_conn(WeirNode *n, const char *name) {
+  if (!has_conn(n->in_conns, name))
+    g_ptr_array_add(n->in_conns, g_strdup(name));
+}
+
+void weir_node_add_out_conn(WeirNode *n, const char *name) {
+  if (!has_conn(n->out_conns, name))
+    g_ptr_array_add(n->out_conns, g_strdup(name));
+}
+
+/* -------------------------------------------------------------- attributes */
+
+static int cmp_attr(gconstpointer a, gconstpointer b) {
+  const WeirAttr *x = *(WeirAttr *const *)a;
+  const WeirAttr *y = *(WeirAttr *const *)b;
+  return strcmp(x->name, y->name);
+}
+
+static WeirAttr *attr_replace(WeirNode *n, const char *name,
+                              WeirAttrType type) {
+  g_return_val_if_fail(n->attrs != NULL, NULL);
+  for (guint i = 0; i < n->attrs->len; i++) {
+    WeirAttr *a = g_ptr_array_index(n->attrs, i);
+    if (strcmp(a->name, name) == 0) {
+      g_ptr_array_remove_index(n->attrs, i);
+      break;
+    }
+  }
+  WeirAttr *a = g_new0(WeirAttr, 1);
+  a->name = g_strdup(name);
+  a->type = type;
+  g_ptr_array_add(n->attrs, a);
+  g_ptr_array_sort(n->attrs, cmp_attr);
+  return a;
+}
+
+void weir_node_set_attr_int(WeirNode *n, const char *name, gint64 v) {
+  attr_replace(n, name, WEIR_ATTR_INT)->i = v;
+}
+
+void weir_node_set_attr_float(WeirNode *n, const char *name, double v) {
+  attr_replace(n, name, WEIR_ATTR_FLOAT)->f = v;
+}
+
+void weir_node_set_attr_string(WeirNode *n, const char *name,
+                               const char *v) {
+  attr_replace(n, name, WEIR_ATTR_STRING)->s = g_strdup(v ? v : "");
+}
+
+void weir_node_set_attr_ints(WeirNode *n, const char *name, const gint64 *v,
+                             guint count) {
+  WeirAttr *a = attr_replace(n, name, WEIR_ATTR_INTS);
+  a->ints = g_array_sized_new(FALSE, FALSE, sizeof(gint64), count);
+  if (count)
+    g_array_append_vals(a->ints, v, count);
+}
+
+void weir_node_set_attr_floats(WeirNode *n, const char *name, const double *v,
+                               guint count) {
+  WeirAttr *a = attr_replace(n, name, WEIR_ATTR_FLOATS);
+  a->floats = g_array_sized_new(FALSE, FALSE, sizeof(double), count);
+  if (count)
+    g_array_append_vals(a->floats, v, count);
+}
+
+void weir_node_set_attr_strings(WeirNode *n, const char *name,
+                                const char *const *v, guint count) {
+  WeirAttr *a = attr_replace(n, name, WEIR_ATTR_STRINGS);
+  a->strings = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < count; i++)
+    g_ptr_array_add(a->strings, g_strdup(v[i]));
+}
+
+const WeirAttr *weir_node_attr(const WeirNode *n, const char *name) {
+  if (!n->attrs)
+    return NULL;
+  for (guint i = 0; i < n->attrs->len; i++) {
+    WeirAttr *a = g_ptr_array_index(n->attrs, i);
+    if (strcmp(a->name, name) == 0)
+      return a;
+  }
+  return NULL;
+}
+
+/* ----------------------------------------------------------------- memlets */
+
+static void memlet_free(gpointer p) {
+  WeirMemlet *m = p;
+  g_free(m->src_conn);
+  g_free(m->dst_conn);
+  g_free(m->data);
+  weir_subset_free(m->subset);
+  weir_subset_free(m->other);
+  g_clear_pointer(&m->volume, weir_expr_unref);
+  g_free(m);
+}
+
+WeirMemlet *weir_state_add_memlet(WeirGraph *g, WeirState *s, guint src,
+                                  const char *src_conn, guint dst,
+                                  const char *dst_conn, const char *data,
+                                  const char *subset, GError **error) {
+  if (!weir_state_node(s, src) || !weir_state_node(s, dst)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "state %u '%s': memlet %u -> %u names a node not in the state",
+                s->id, s->label, src, dst);
+    return NULL;
+  }
+  WeirSubset *sub = NULL;
+  if (data) {
+    sub = weir_subset_parse(subset, error);
+    if (!sub)
+      return NULL;
+  }
+  WeirMemlet *m = g_new0(WeirMemlet, 1);
+  m->id = g->next_id++;
+  m->src = src;
+  m->dst = dst;
+  m->src_conn = g_strdup(src_conn);
+  m->dst_conn = g_strdup(dst_conn);
+  m->data = g_strdup(data);
+  m->subset = sub;
+  m->volume = sub ? weir_subset_volume(sub) : weir_expr_const(0);
+  m->wcr = WEIR_WCR_NONE;
+  g_ptr_array_add(s->edges, m);
+  return m;
+}
+
+void weir_memlet_set_volume(WeirMemlet *m, WeirExpr *volume) {
+  WeirExpr *v = weir_expr_ref(volume);
+  g_clear_pointer(&m->volume, weir_expr_unref);
+  m->volume = v;
+}
+
+gboolean weir_memlet_set_other(WeirMemlet *m, const char *subset,
+                               GError **error) {
+  WeirSubset *o = NULL;
+  if (subset) {
+    o = weir_subset_parse(subset, error);
+    if (!o)
+      return FALSE;
+  }
+  weir_subset_free(m->other);
+  m->other = o;
+  return TRUE;
+}
+
+WeirMemlet *weir_state_memlet(const WeirState *s, guint id) {
+  return find_by_id(s->edges, id, NULL);
+}
+
+gboolean weir_state_remove_memlet(WeirState *s, guint id) {
+  guint index;
+  if (!find_by_id(s->edges, id, &index))
+    return FALSE;
+  g_ptr_array_remove_index(s->edges, index);
+  return TRUE;
+}
+
+GPtrArray *weir_state_in_edges(const WeirState *s, guint node) {
+  GPtrArray *out = g_ptr_array_new();
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (m->dst == node)
+      g_ptr_array_add(out, m);
+  }
+  return out;
+}
+
+GPtrArray *weir_state_out_edges(const WeirState *s, guint node) {
+  GPtrArray *out = g_ptr_array_new();
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (m->src == node)
+      g_ptr_array_add(out, m);
+  }
+  return out;
+}
+
+/* -------------------------------------------------------------------- copy */
+
+static WeirMap *map_copy(const WeirMap *m) {
+  WeirMap *c = map_new();
+  for (guint i = 0; i < m->params->len; i++) {
+    WeirRange r;
+    g_ptr_array_add(c->params, g_strdup(g_ptr_array_index(m->params, i)));
+    weir_range_copy(&g_array_index(m->ranges, WeirRange, i), &r);
+    g_array_append_val(c->ranges, r);
+  }
+  c->schedule = m->schedule;
+  if (m->tile->len)
+    g_array_append_vals(c->tile, m->tile->data, m->tile->len);
+  c->unroll = m->unroll;
+  c->collapse = m->collapse;
+  return c;
+}
+
+static WeirAttr *attr_copy(const WeirAttr *a) {
+  WeirAttr *c = g_new0(WeirAttr, 1);
+  c->name = g_strdup(a->name);
+  c->type = a->type;
+  c->i = a->i;
+  c->f = a->f;
+  c->s = g_strdup(a->s);
+  if (a->ints)
+    c->ints = g_array_copy(a->ints);
+  if (a->floats)
+    c->floats = g_array_copy(a->floats);
+  if (a->strings) {
+    c->strings = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < a->strings->len; i++)
+      g_ptr_array_add(c->strings, g_strdup(g_ptr_array_index(a->strings, i)));
+  }
+  return c;
+}
+
+static GPtrArray *strarray_copy(GPtrArray *a) {
+  GPtrArray *c = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < a->len; i++)
+    g_ptr_array_add(c, g_strdup(g_ptr_array_index(a, i)));
+  return c;
+}
+
+static WeirNode *node_copy(const WeirNode *n) {
+  WeirNode *c = g_new0(WeirNode, 1);
+  c->id = n->id;
+  c->kind = n->kind;
+  c->label = g_strdup(n->label);
+  c->in_conns = strarray_copy(n->in_conns);
+  c->out_conns = strarray_copy(n->out_conns);
+  c->data = g_strdup(n->data);
+  c->code_text = g_strdup(n->code_text);
+  if (n->code)
+    c->code = weir_code_copy(n->code);
+  if (n->map)
+    c->map = map_copy(n->map);
+  c->entry = n->entry;
+  c->op = g_strdup(n->op);
+  if (n->attrs) {
+    c->attrs = g_ptr_array_new_with_free_func(attr_free);
+    for (guint i = 0; i < n->attrs->len; i++)
+      g_ptr_array_add(c->attrs, attr_copy(g_ptr_array_index(n->attrs, i)));
+  }
+  if (n->nested)
+    c->nested = weir_graph_copy(n->nested);
+  if (n->symbol_map) {
+    c->symbol_map = g_ptr_array_new_with_free_func(binding_free);
+    for (guint i = 0; i < n->symbol_map->len; i++) {
+      const WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, i);
+      WeirSymbolBinding *cb = g_new0(WeirSymbolBinding, 1);
+      cb->name = g_strdup(b->name);
+      cb->value = weir_expr_ref(b->value);
+      g_ptr_array_add(c->symbol_map, cb);
+    }
+  }
+  return c;
+}
+
+static WeirMemlet *memlet_copy(const WeirMemlet *m) {
+  WeirMemlet *c = g_new0(WeirMemlet, 1);
+  c->id = m->id;
+  c->src = m->src;
+  c->dst = m->dst;
+  c->src_conn = g_strdup(m->src_conn);
+  c->dst_conn = g_strdup(m->dst_conn);
+  c->data = g_strdup(m->data);
+  if (m->subset)
+    c->subset = weir_subset_copy(m->subset);
+  if (m->other)
+    c->other = weir_subset_copy(m->other);
+  if (m->volume)
+    c->volume = weir_expr_ref(m->volume);
+  c->dynamic = m->dynamic;
+  c->wcr = m->wcr;
+  return c;
+}
+
+WeirGraph *weir_graph_copy(const WeirGraph *g) {
+  WeirGraph *c = weir_graph_new(g->name);
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_ptr_array_add(c->symbols, g_strdup(g_ptr_array_index(g->symbols, i)));
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *src = g_ptr_array_index(g->containers, i);
+    WeirContainer *dst = g_new0(WeirContainer, 1);
+    dst->id = src->id;
+    dst->name = g_strdup(src->name);
+    dst->dtype = src->dtype;
+    dst->shape = expr_array_new();
+    dst->strides = expr_array_new();
+    for (guint d = 0; d < src->shape->len; d++)
+      g_ptr_array_add(dst->shape,
+                      weir_expr_ref(g_ptr_array_index(src->shape, d)));
+    for (guint d = 0; d < src->strides->len; d++)
+      g_ptr_array_add(dst->strides,
+                      weir_expr_ref(g_ptr_array_index(src->strides, d)));
+    dst->transient = src->transient;
+    if (src->initial)
+      dst->initial = g_bytes_ref(src->initial);
+    g_ptr_array_add(c->containers, dst);
+    g_hash_table_insert(c->by_name, dst->name, dst);
+  }
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *src = g_ptr_array_index(g->states, i);
+    WeirState *dst = g_new0(WeirState, 1);
+    dst->id = src->id;
+    dst->label = g_strdup(src->label);
+    dst->nodes = g_ptr_array_new_with_free_func(node_free);
+    dst->edges = g_ptr_array_new_with_free_func(memlet_free);
+    for (guint k = 0; k < src->nodes->len; k++)
+      g_ptr_array_add(dst->nodes, node_copy(g_ptr_array_index(src->nodes, k)));
+    for (guint k = 0; k < src->edges->len; k++)
+      g_ptr_array_add(dst->edges,
+                      memlet_copy(g_ptr_array_index(src->edges, k)));
+    g_ptr_array_add(c->states, dst);
+  }
+  for (guint i = 0; i < g->transitions->len; i++) {
+    const WeirTransition *src = g_ptr_array_index(g->transitions, i);
+    WeirTransition *dst = g_new0(WeirTransition, 1);
+    dst->id = src->id;
+    dst->src = src->src;
+    dst->dst = src->dst;
+    dst->condition_text = g_strdup(src->condition_text);
+    if (src->condition)
+      dst->condition = weir_code_copy(src->condition);
+    dst->assign_names = strarray_copy(src->assign_names);
+    dst->assign_values = expr_array_new();
+    for (guint k = 0; k < src->assign_values->len; k++)
+      g_ptr_array_add(dst->assign_values,
+                      weir_expr_ref(g_ptr_array_index(src->assign_values, k)));
+    g_ptr_array_add(c->transitions, dst);
+  }
+  c->start = g->start;
+  c->next_id = g->next_id;
+  return c;
+}
+
+/* ------------------------------------------------------------------ scopes */
+
+void weir_scopes_free(WeirScopes *sc) {
+  if (!sc)
+    return;
+  g_array_unref(sc->order);
+  g_hash_table_unref(sc->parent);
+  g_free(sc);
+}
+
+guint weir_scopes_parent(const WeirScopes *sc, guint node) {
+  return GPOINTER_TO_UINT(
+      g_hash_table_lookup(sc->parent, GUINT_TO_POINTER(node)));
+}
+
+static int cmp_guint(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Kahn's algorithm with a sorted ready list, so the order is deterministic:
+ * among the nodes whose predecessors are all placed, the smallest id goes
+ * first. */
+static GArray *topological_order(const WeirState *s, GError **error) {
+  GHashTable *indeg = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    g_hash_table_insert(indeg, GUINT_TO_POINTER(n->id), GUINT_TO_POINTER(0));
+  }
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    gpointer k = GUINT_TO_POINTER(m->dst);
+    g_hash_table_insert(
+        indeg, k, GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(indeg, k)) + 1));
+  }
+  GArray *ready = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (GPOINTER_TO_UINT(g_hash_table_lookup(indeg, GUINT_TO_POINTER(n->id))) ==
+        0)
+      g_array_append_val(ready, n->id);
+  }
+  GArray *order = g_array_new(FALSE, FALSE, sizeof(guint));
+  while (ready->len) {
+    /* ready is kept sorted; take the smallest. */
+    guint id = g_array_index(ready, guint, 0);
+    g_array_remove_index(ready, 0);
+    g_array_append_val(order, id);
+    gboolean added = FALSE;
+    for (guint i = 0; i < s->edges->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(s->edges, i);
+      if (m->src != id)
+        continue;
+      gpointer k = GUINT_TO_POINTER(m->dst);
+      guint d = GPOINTER_TO_UINT(g_hash_table_lookup(indeg, k)) - 1;
+      g_hash_table_insert(indeg, k, GUINT_TO_POINTER(d));
+      if (d == 0) {
+        g_array_append_val(ready, m->dst);
+        added = TRUE;
+      }
+    }
+    if (added)
+      g_array_sort(ready, cmp_guint);
+  }
+  g_array_unref(ready);
+  g_hash_table_unref(indeg);
+  if (order->len != s->nodes->len) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "state %u '%s': the dataflow graph has a cycle", s->id,
+                s->label);
+    g_array_unref(order);
+    return NULL;
+  }
+  return order;
+}
+
+WeirScopes *weir_state_scopes(const WeirState *s, GError **error) {
+  GArray *order = topological_order(s, error);
+  if (!order)
+    return NULL;
+  WeirScopes *sc = g_new0(WeirScopes, 1);
+  sc->order = order;
+  sc->parent = g_hash_table_new(g_direct_hash, g_direct_equal);
+  /* scope each node opens for its successors: entries open themselves,
+   * exits close their entry's scope (the successors of an exit are in the
+   * scope containing the entry). */
+  for (guint k = 0; k < order->len; k++) {
+    guint id = g_array_index(order, guint, k);
+    WeirNode *n = weir_state_node(s, id);
+    guint scope = 0;
+    gboolean first = TRUE;
+    if (n->kind == WEIR_NODE_MAP_EXIT) {
+      /* An exit lives where its entry lives. */
+      WeirNode *entry = weir_state_node(s, n->entry);
+      if (!entry || entry->kind != WEIR_NODE_MAP_ENTRY) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "state %u '%s': map exit %u refers to %u, which is not a "
+                    "map entry in this state",
+                    s->id, s->label, n->id, n->entry);
+        weir_scopes_free(sc);
+        return NULL;
+      }
+      scope = weir_scopes_parent(sc, entry->id);
+      if (scope)
+        g_hash_table_insert(sc->parent, GUINT_TO_POINTER(id),
+                            GUINT_TO_POINTER(scope));
+      continue;
+    }
+    for (guint i = 0; i < s->edges->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(s->edges, i);
+      if (m->dst != id)
+        continue;
+      WeirNode *pred = weir_state_node(s, m->src);
+      guint pscope;
+      if (pred->kind == WEIR_NODE_MAP_ENTRY)
+        pscope = pred->id;
+      else
+        pscope = weir_scopes_parent(sc, pred->id);
+      if (first) {
+        scope = pscope;
+        first = FALSE;
+      } else if (scope != pscope) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "state %u '%s': node %u '%s' is reached from two scopes "
+                    "(map entry %u and map entry %u)",
+                    s->id, s->label, n->id, n->label, scope, pscope);
+        weir_scopes_free(sc);
+        return NULL;
+      }
+    }
+    if (scope)
+      g_hash_table_insert(sc->parent, GUINT_TO_POINTER(id),
+                          GUINT_TO_POINTER(scope));
+  }
+  return sc;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+char *weir_describe_node(const WeirState *s, const WeirNode *n) {
+  return g_strdup_printf("state %u '%s', node %u (%s '%s')", s->id, s->label,
+                         n->id, weir_node_kind_name(n->kind), n->label);
+}
+
+char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m) {
+  return g_strdup_printf("state %u '%s', memlet %u (%u -> %u%s%s)", s->id,
+                         s->label, m->id, m->src, m->dst,
+                         m->data ? ", " : "", m->data ? m->data : "");
+}
