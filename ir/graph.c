@@ -199,6 +199,14 @@ WeirExpr *weir_range_size(const WeirRange *r) {
       return weir_expr_const(d < 0 ? 0 : d);
     return g_steal_pointer(&diff);
   }
+  /* When the step divides the extent exactly (2*N with step 2), the size
+   * is the plain quotient; otherwise round up. */
+  if (weir_expr_is_const(r->step, &step) && step > 0) {
+    g_autoptr(WeirExpr) q = weir_expr_floordiv(diff, r->step);
+    g_autoptr(WeirExpr) back = weir_expr_mul(q, r->step);
+    if (weir_expr_equal(back, diff) && weir_expr_kind(q) != WEIR_EXPR_FLOORDIV)
+      return g_steal_pointer(&q);
+  }
   g_autoptr(WeirExpr) num = weir_expr_add(diff, r->step);
   g_autoptr(WeirExpr) num1 = weir_expr_add_const(num, -1);
   WeirExpr *size = weir_expr_floordiv(num1, r->step);
