@@ -4,10 +4,12 @@
 
 #include "weir-analysis.h"
 #include "weir-code.h"
+#include "weir-expand.h"
 #include "weir-expr.h"
 #include "weir-graph.h"
 #include "weir-interp.h"
 #include "weir-json.h"
+#include "weir-ops.h"
 #include "weir-tensor.h"
 #include "weir-types.h"
 #include "weir-validate.h"

@@ -1,0 +1,148 @@
+/* weir-ops.h — the operator library: what a library node means.
+ *
+ * Every operator Weir knows (ONNX operators by their op_type: "Conv",
+ * "Gemm", "Relu", ...) has one WeirOpInfo record: a schema (input and output
+ * counts, typed attributes with defaults), a shape and type inference
+ * function and a FLOP count.  The records live in a registry keyed by op
+ * name; the built-in operators (ir/ops/) register themselves on first use of
+ * the registry.  Expansions into maps, tasklets and memlets are registered
+ * separately, per (op, implementation), by transforms/expand/.
+ *
+ * Library-node conventions (the importer produces them; expansions,
+ * analyses and code generation rely on them):
+ *  - node->op is the operator name, node->label the original (ONNX) node
+ *    name, kept for display and error messages.
+ *  - Connectors are positional: inputs "in0", "in1", ... and outputs
+ *    "out0", "out1", ... in the operator's order.  An omitted optional input
+ *    has no connector (Clip with only a max has "in0" and "in2").
+ *  - Each connector has exactly one memlet, from or to an ACCESS node, with
+ *    the container's full subset.  Library nodes are never wired directly to
+ *    each other.
+ *  - Attributes are normalized by the importer to the latest opset's form
+ *    *as attributes*: inputs that older or newer opsets take as constant
+ *    tensors (Reshape's shape, Squeeze/Unsqueeze/Reduce* axes, Split's split,
+ *    Pad's pads and value, Slice's starts/ends/axes/steps, Clip's min/max
+ *    when constant, Tile's repeats, Expand's shape, TopK's k, ...) become
+ *    INTS/FLOAT attributes of the same name and the input connector is
+ *    dropped.  Semantic changes between opsets are recorded explicitly (for
+ *    example Softmax before opset 13 gets the attribute "legacy_2d" = 1).
+ *    Attribute defaults from the schema are filled in, so expansions can read
+ *    every attribute without repeating defaults.
+ */
+#ifndef WEIR_OPS_H
+#define WEIR_OPS_H
+
+#include "weir-graph.h"
+#include "weir-tensor.h"
+
+G_BEGIN_DECLS
+
+#define WEIR_OP_VARIADIC G_MAXUINT
+
+/* One attribute of an operator's schema. */
+typedef struct {
+  const char *name;
+  WeirAttrType type;
+  gboolean required;
+  /* Default as text, parsed according to type: "1", "0.0001", "NOTSET",
+   * "1,1" for INTS; NULL when there is no default (optional attribute with
+   * no value, e.g. Conv's kernel_shape, inferred from the weights). */
+  const char *default_value;
+} WeirOpAttrSpec;
+
+/* What shape inference knows about one input or output value. */
+typedef struct {
+  gboolean present;        /* FALSE for an omitted optional input */
+  WeirDType dtype;
+  guint rank;
+  WeirExpr **shape;        /* rank entries */
+  /* Known content, when the value is a compile-time constant: */
+  const WeirTensor *value; /* the tensor, or NULL */
+  /* For small integer tensors computed from shapes (Shape -> Gather ->
+   * Concat -> Reshape chains): one symbolic expression per element, or
+   * NULL.  Lets a symbolic batch size flow through shape computations. */
+  GPtrArray *int_values;   /* WeirExpr* */
+} WeirOpValue;
+
+typedef struct {
+  const WeirNode *node;    /* the library node (attributes normalized) */
+  guint n_inputs;
+  const WeirOpValue *inputs;
+  guint n_outputs;
+  WeirOpValue *outputs;    /* to be filled with the helpers below */
+  gpointer priv;
+} WeirOpInferContext;
+
+/* Helpers for inference functions.  Shapes and values are borrowed and
+ * referenced as needed. */
+WEIR_API void weir_op_set_output(WeirOpInferContext *ctx, guint k,
+                                 WeirDType dtype, guint rank,
+                                 WeirExpr *const *shape);
+WEIR_API void weir_op_set_output_int_values(WeirOpInferContext *ctx, guint k,
+                                            WeirExpr *const *values,
+                                            guint n);
+
+/* Numpy-style broadcasting of n shapes (right-aligned; a dimension of
+ * constant size 1 stretches; otherwise sizes must be equal, symbolically).
+ * *out_shape receives out_rank owned expressions (free each with
+ * weir_expr_unref, then the array with g_free). */
+WEIR_API gboolean weir_op_broadcast(guint n, const guint *ranks,
+                                    WeirExpr *const *const *shapes,
+                                    guint *out_rank, WeirExpr ***out_shape,
+                                    GError **error);
+
+/* Frees the shape and int_values of a WeirOpValue filled by inference (the
+ * struct itself is the caller's). */
+WEIR_API void weir_op_value_clear(WeirOpValue *v);
+
+typedef struct _WeirOpInfo WeirOpInfo;
+struct _WeirOpInfo {
+  const char *name;
+  guint min_inputs, max_inputs;   /* max may be WEIR_OP_VARIADIC */
+  guint min_outputs, max_outputs;
+  const WeirOpAttrSpec *attrs;    /* n_attrs entries */
+  guint n_attrs;
+  /* Output dtypes and shapes from inputs and attributes.  Errors name the
+   * node (ctx->node->label) and the problem. */
+  gboolean (*infer)(WeirOpInferContext *ctx, GError **error);
+  /* FLOPs of one execution, or NULL when not meaningful. */
+  WeirExpr *(*flops)(const WeirGraph *g, const WeirState *s,
+                     const WeirNode *n);
+};
+
+/* Registers an operator (replacing one of the same name).  info is borrowed
+ * and must outlive the registry (static records). */
+WEIR_API void weir_op_register(const WeirOpInfo *info);
+/* Looks up an operator by name, or NULL. */
+WEIR_API const WeirOpInfo *weir_op_lookup(const char *name);
+/* Names of all registered operators, sorted (transfer container: free the
+ * array, not the strings). */
+WEIR_API GPtrArray *weir_op_names(void);
+
+/* Checks a library node's attributes against its schema: required ones
+ * present, types right; fills defaults for absent ones that have a default.
+ * Errors name the node, the attribute and the problem. */
+WEIR_API gboolean weir_op_check_attrs(WeirNode *n, GError **error);
+
+/* Expansions.  An expansion replaces library node n in state s by maps,
+ * tasklets and memlets (or, for fast implementations, by other nodes) that
+ * compute the same thing, connected to the same access nodes; transients it
+ * needs are added to g with fresh names.  On error g may be partly changed:
+ * callers work on a copy (weir_expand_node in core/weir-expand.h does).  Expansions live in
+ * transforms/expand/ and register here by (op, implementation) name; "pure"
+ * is the maps-and-tasklets implementation every operator has. */
+typedef gboolean (*WeirExpandFunc)(WeirGraph *g, WeirState *s, WeirNode *n,
+                                   GError **error);
+
+WEIR_API void weir_op_register_expansion(const char *op, const char *impl,
+                                         WeirExpandFunc func);
+/* The expansion registered for (op, impl), or NULL. */
+WEIR_API WeirExpandFunc weir_op_expansion(const char *op, const char *impl);
+
+/* A fresh container name based on base ("tmp", "tmp_1", ...). (transfer
+ * full) */
+WEIR_API char *weir_graph_fresh_name(const WeirGraph *g, const char *base);
+
+G_END_DECLS
+
+#endif

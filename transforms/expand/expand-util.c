@@ -1,0 +1,292 @@
+/* expand-util.c — helpers shared by the expansions of library nodes. */
+#include <math.h>
+#include <string.h>
+
+#include "expand-util.h"
+
+static gboolean find_port(WeirGraph *g, WeirState *s, WeirNode *n,
+                          gboolean input, guint k, WeirPort *out,
+                          GError **error) {
+  g_autofree char *conn = g_strdup_printf(input ? "in%u" : "out%u", k);
+  gboolean declared = input ? weir_node_has_in_conn(n, conn)
+                            : weir_node_has_out_conn(n, conn);
+  if (!declared)
+    return FALSE;
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    gboolean match = input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
+                           : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0);
+    if (!match)
+      continue;
+    WeirNode *other = weir_state_node(s, input ? m->src : m->dst);
+    if (!other || other->kind != WEIR_NODE_ACCESS) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "connector '%s' of node '%s' is not wired to an access node",
+                  conn, n->label);
+      return FALSE;
+    }
+    WeirContainer *c = weir_graph_container(g, other->data);
+    if (!c) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "connector '%s' of node '%s': unknown container '%s'", conn,
+                  n->label, other->data);
+      return FALSE;
+    }
+    out->access = other;
+    out->container = c;
+    out->rank = c->shape->len;
+    out->shape = (WeirExpr *const *)c->shape->pdata;
+    return TRUE;
+  }
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+              "connector '%s' of node '%s' has no memlet", conn, n->label);
+  return FALSE;
+}
+
+gboolean weir_port_input(WeirGraph *g, WeirState *s, WeirNode *n, guint k,
+                         WeirPort *out, GError **error) {
+  return find_port(g, s, n, TRUE, k, out, error);
+}
+
+gboolean weir_port_output(WeirGraph *g, WeirState *s, WeirNode *n, guint k,
+                          WeirPort *out, GError **error) {
+  return find_port(g, s, n, FALSE, k, out, error);
+}
+
+static gboolean require_port(WeirGraph *g, WeirState *s, WeirNode *n,
+                             gboolean input, guint k, WeirPort *out,
+                             GError **error) {
+  g_autoptr(GError) local = NULL;
+  if (find_port(g, s, n, input, k, out, &local))
+    return TRUE;
+  if (local)
+    g_propagate_error(error, g_steal_pointer(&local));
+  else
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "node '%s' (%s) has no %s %u", n->label, n->op,
+                input ? "input" : "output", k);
+  return FALSE;
+}
+
+gboolean weir_port_require_input(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 guint k, WeirPort *out, GError **error) {
+  return require_port(g, s, n, TRUE, k, out, error);
+}
+
+gboolean weir_port_require_output(WeirGraph *g, WeirState *s, WeirNode *n,
+                                  guint k, WeirPort *out, GError **error) {
+  return require_port(g, s, n, FALSE, k, out, error);
+}
+
+WeirContainer *weir_expand_add_transient(WeirGraph *g, const char *base,
+                                         WeirDType dtype, guint rank,
+                                         WeirExpr *const *shape) {
+  g_autofree char *name = weir_graph_fresh_name(g, base);
+  WeirContainer *c =
+      weir_graph_add_container(g, name, dtype, rank, shape, TRUE, NULL);
+  g_assert(c != NULL); /* fresh names cannot clash */
+  return c;
+}
+
+char **weir_expand_params(const char *prefix, guint rank) {
+  char **p = g_new0(char *, rank + 1);
+  for (guint i = 0; i < rank; i++)
+    p[i] = g_strdup_printf("%s%u", prefix, i);
+  return p;
+}
+
+char **weir_expand_full_ranges(guint rank, WeirExpr *const *shape) {
+  char **r = g_new0(char *, rank + 1);
+  for (guint i = 0; i < rank; i++) {
+    g_autofree char *dim = weir_expr_to_string(shape[i]);
+    r[i] = g_strdup_printf("0:%s", dim);
+  }
+  return r;
+}
+
+char *weir_expand_index_subset(guint rank, const char *const *params) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < rank; i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", params[i]);
+  return g_string_free(s, FALSE);
+}
+
+char *weir_expand_broadcast_subset(guint in_rank, WeirExpr *const *in_shape,
+                                   guint out_rank,
+                                   const char *const *params) {
+  g_return_val_if_fail(in_rank <= out_rank, NULL);
+  GString *s = g_string_new(NULL);
+  guint offset = out_rank - in_rank;
+  for (guint d = 0; d < in_rank; d++) {
+    gint64 v;
+    gboolean one = weir_expr_is_const(in_shape[d], &v) && v == 1;
+    g_string_append_printf(s, "%s%s", d ? ", " : "",
+                           one ? "0" : params[offset + d]);
+  }
+  return g_string_free(s, FALSE);
+}
+
+char *weir_expand_float_literal(double v) {
+  if (isinf(v))
+    return g_strdup(v > 0 ? "1e999" : "-1e999");
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(buf, sizeof buf, "%.17g", v);
+  if (!strpbrk(buf, ".eEn"))
+    return g_strdup_printf("%s.0", buf);
+  return g_strdup(buf);
+}
+
+/* Full-container subset text: "0:d0, 0:d1, ..." */
+static char *full_subset_text(const WeirContainer *c) {
+  g_autoptr(WeirSubset) full = weir_container_full_subset(c);
+  return weir_subset_to_string(full);
+}
+
+static gboolean add_memlet(WeirGraph *g, WeirState *s, guint src,
+                           const char *src_conn, guint dst,
+                           const char *dst_conn, const char *data,
+                           const char *subset, WeirExpr *volume, WeirWcr wcr,
+                           GError **error) {
+  WeirMemlet *m = weir_state_add_memlet(g, s, src, src_conn, dst, dst_conn,
+                                        data, subset, error);
+  if (!m)
+    return FALSE;
+  if (volume)
+    weir_memlet_set_volume(m, volume);
+  m->wcr = wcr;
+  return TRUE;
+}
+
+WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
+                          guint n_params, const char *const *params,
+                          const char *const *ranges,
+                          const WeirTaskletPort *ins, guint n_ins,
+                          const WeirTaskletPort *outs, guint n_outs,
+                          const char *code, WeirNode *const *after,
+                          guint n_after, GError **error) {
+  g_autoptr(GPtrArray) in_names = g_ptr_array_new();
+  g_autoptr(GPtrArray) out_names = g_ptr_array_new();
+  for (guint i = 0; i < n_ins; i++)
+    g_ptr_array_add(in_names, (gpointer)ins[i].conn);
+  g_ptr_array_add(in_names, NULL);
+  for (guint i = 0; i < n_outs; i++)
+    g_ptr_array_add(out_names, (gpointer)outs[i].conn);
+  g_ptr_array_add(out_names, NULL);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, label, (const char *const *)in_names->pdata,
+                             (const char *const *)out_names->pdata, code);
+
+  if (n_params == 0) {
+    for (guint i = 0; i < n_ins; i++) {
+      WeirContainer *c = weir_graph_container(g, ins[i].access->data);
+      g_autofree char *full = full_subset_text(c);
+      if (!add_memlet(g, s, ins[i].access->id, NULL, t->id, ins[i].conn,
+                      c->name, ins[i].subset ? ins[i].subset : full, NULL,
+                      WEIR_WCR_NONE, error))
+        return NULL;
+    }
+    for (guint i = 0; i < n_outs; i++) {
+      WeirContainer *c = weir_graph_container(g, outs[i].access->data);
+      g_autofree char *full = full_subset_text(c);
+      if (!add_memlet(g, s, t->id, outs[i].conn, outs[i].access->id, NULL,
+                      c->name, outs[i].subset ? outs[i].subset : full, NULL,
+                      outs[i].wcr, error))
+        return NULL;
+    }
+    for (guint i = 0; i < n_after; i++)
+      if (!add_memlet(g, s, after[i]->id, NULL, t->id, NULL, NULL, NULL,
+                      NULL, WEIR_WCR_NONE, error))
+        return NULL;
+    return t;
+  }
+
+  g_autoptr(GPtrArray) p = g_ptr_array_new();
+  g_autoptr(GPtrArray) r = g_ptr_array_new();
+  for (guint i = 0; i < n_params; i++) {
+    g_ptr_array_add(p, (gpointer)params[i]);
+    g_ptr_array_add(r, (gpointer)ranges[i]);
+  }
+  g_ptr_array_add(p, NULL);
+  g_ptr_array_add(r, NULL);
+  WeirNode *exit = NULL;
+  WeirNode *entry = weir_state_add_map(
+      g, s, label, (const char *const *)p->pdata,
+      (const char *const *)r->pdata, WEIR_SCHEDULE_PARALLEL, &exit, error);
+  if (!entry)
+    return NULL;
+
+  /* Number of iterations of the map. */
+  g_autoptr(WeirExpr) iterations = weir_expr_const(1);
+  for (guint i = 0; i < entry->map->ranges->len; i++) {
+    g_autoptr(WeirExpr) size =
+        weir_range_size(&g_array_index(entry->map->ranges, WeirRange, i));
+    WeirExpr *next = weir_expr_mul(iterations, size);
+    weir_expr_unref(iterations);
+    iterations = next;
+  }
+
+  for (guint i = 0; i < n_ins; i++) {
+    WeirContainer *c = weir_graph_container(g, ins[i].access->data);
+    g_autofree char *full = full_subset_text(c);
+    g_autofree char *in_conn = g_strdup_printf("IN_%s", c->name);
+    g_autofree char *out_conn = g_strdup_printf("OUT_%s", c->name);
+    const char *inner = ins[i].subset ? ins[i].subset : full;
+    g_autoptr(WeirSubset) inner_subset = weir_subset_parse(inner, error);
+    if (!inner_subset)
+      return NULL;
+    g_autoptr(WeirExpr) inner_volume = weir_subset_volume(inner_subset);
+    g_autoptr(WeirExpr) volume = weir_expr_mul(inner_volume, iterations);
+    if (!weir_node_has_in_conn(entry, in_conn)) {
+      weir_node_add_in_conn(entry, in_conn);
+      weir_node_add_out_conn(entry, out_conn);
+      if (!add_memlet(g, s, ins[i].access->id, NULL, entry->id, in_conn,
+                      c->name, full, volume, WEIR_WCR_NONE, error))
+        return NULL;
+    } else {
+      /* A second read of the same container through the same entry
+       * connector: account for its accesses on the outer memlet. */
+      for (guint e = 0; e < s->edges->len; e++) {
+        WeirMemlet *m = g_ptr_array_index(s->edges, e);
+        if (m->dst == entry->id && g_strcmp0(m->dst_conn, in_conn) == 0) {
+          g_autoptr(WeirExpr) sum = weir_expr_add(m->volume, volume);
+          weir_memlet_set_volume(m, sum);
+        }
+      }
+    }
+    if (!add_memlet(g, s, entry->id, out_conn, t->id, ins[i].conn, c->name,
+                    inner, NULL, WEIR_WCR_NONE, error))
+      return NULL;
+  }
+  if (n_ins == 0 &&
+      !add_memlet(g, s, entry->id, NULL, t->id, NULL, NULL, NULL, NULL,
+                  WEIR_WCR_NONE, error))
+    return NULL;
+  for (guint i = 0; i < n_after; i++)
+    if (!add_memlet(g, s, after[i]->id, NULL, entry->id, NULL, NULL, NULL,
+                    NULL, WEIR_WCR_NONE, error))
+      return NULL;
+
+  for (guint i = 0; i < n_outs; i++) {
+    WeirContainer *c = weir_graph_container(g, outs[i].access->data);
+    g_autofree char *full = full_subset_text(c);
+    g_autofree char *in_conn = g_strdup_printf("IN_%s", c->name);
+    g_autofree char *out_conn = g_strdup_printf("OUT_%s", c->name);
+    const char *inner = outs[i].subset ? outs[i].subset : full;
+    g_autoptr(WeirSubset) inner_subset = weir_subset_parse(inner, error);
+    if (!inner_subset)
+      return NULL;
+    g_autoptr(WeirExpr) inner_volume = weir_subset_volume(inner_subset);
+    g_autoptr(WeirExpr) volume = weir_expr_mul(inner_volume, iterations);
+    if (!add_memlet(g, s, t->id, outs[i].conn, exit->id, in_conn, c->name,
+                    inner, NULL, outs[i].wcr, error))
+      return NULL;
+    if (!weir_node_has_in_conn(exit, in_conn)) {
+      weir_node_add_in_conn(exit, in_conn);
+      weir_node_add_out_conn(exit, out_conn);
+      if (!add_memlet(g, s, exit->id, out_conn, outs[i].access->id, NULL,
+                      c->name, full, volume, outs[i].wcr, error))
+        return NULL;
+    }
+  }
+  return entry;
+}

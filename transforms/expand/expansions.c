@@ -1,0 +1,9 @@
+/* expansions.c — registers the built-in expansions in transforms/expand/.
+ * Each operator family has a file with its expansions and one registration
+ * function listed here. */
+#include "expand-util.h"
+
+void weir_transforms_register_expansions(void);
+
+void weir_transforms_register_expansions(void) {
+}
