@@ -48,6 +48,14 @@ typedef struct {
    * "1,1" for INTS; NULL when there is no default (optional attribute with
    * no value, e.g. Conv's kernel_shape, inferred from the weights). */
   const char *default_value;
+  /* 1-based position of the input that carries this attribute as a
+   * constant tensor in some opsets (Reshape "shape" = 2, ReduceSum "axes" =
+   * 2, Clip "min" = 2); 0 when it is always an attribute.  The importer
+   * moves such inputs into the attribute and drops the connector. */
+  guint from_input;
+  /* First opset in which the value comes from that input (e.g. 13 for
+   * ReduceSum axes, 11 for Clip min/max); before it, it is an attribute. */
+  guint input_since;
 } WeirOpAttrSpec;
 
 /* What shape inference knows about one input or output value. */
