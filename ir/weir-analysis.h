@@ -2,25 +2,61 @@
  *
  * Counting rules (docs/ir-format.md, "Analyses"):
  *  - A memlet moves volume x executions elements, where executions is the
- *    product of the sizes of the map ranges enclosing the memlet (an edge
- *    between a map entry and a node inside it is inside that map).  Bytes
- *    are elements x the dtype size of its container.  Empty memlets move
- *    nothing.
+ *    product of the sizes of the map ranges enclosing the memlet.  An edge
+ *    into a map entry is outside that map, an edge out of a map entry is
+ *    inside it; an edge out of a map exit is outside the map, an edge into a
+ *    map exit is inside it; any other edge is in the scope of its source.
+ *    Bytes are elements x the dtype size of its container.  Empty memlets
+ *    move nothing.
+ *  - When a range size (or a per-execution figure: a volume, library or
+ *    nested FLOPs) depends on a parameter of an enclosing map (triangular
+ *    loops), the parameter is replaced by the end of its range where the
+ *    figure is largest (innermost parameter first; max() of both ends when
+ *    the direction is not a constant).  The result is then an upper bound:
+ *    exact for figures affine in each parameter, e.g. j in 0:i inside
+ *    i in 0:N counts N*(N-1) executions (exact: N*(N-1)/2).
  *  - Data movement of a state ("bytes moved") counts the memlets that touch
  *    an access node: that is where data leaves or enters a container.  Inner
  *    memlets describe the same traffic per iteration and are reported per
  *    memlet but not added again.
  *  - FLOPs of a tasklet are weir_code_flops() of its body, plus one per
- *    element written through a WCR memlet, times its executions.  A map
- *    scope's FLOPs are the sum of the nodes inside it.  Library nodes get
- *    FLOPs from a cost function registered for their op, when there is one.
- *  - State and program totals count each state once (one execution of each
- *    state; loops are not unrolled).
- *  - Peak transient memory: transients are live from their first to their
- *    last access in a linear order of the states (reverse post-order from the
- *    start) and of the nodes in each state (topological); a transient used
- *    in several states is live over the whole span between them.  The peak is
- *    the largest sum of the sizes of simultaneously live transients.
+ *    element written through a WCR memlet (its volume), times its
+ *    executions.  A body not yet type-checked is checked on a copy (connector
+ *    dtype from the memlet's container, rank 0 when the memlet's subset has
+ *    one element, else the container's rank; symbols: program symbols and
+ *    enclosing map parameters); when it does not parse or check, its FLOPs
+ *    are unknown.  A map entry's FLOPs are the sum of the nodes inside its
+ *    scope, nested scopes included.  Library nodes get FLOPs from a cost
+ *    function registered for their op, else unknown.  A nested node has the
+ *    total FLOPs of its program with the nested symbols replaced by the
+ *    expressions bound to them.  Other nodes have 0 FLOPs.
+ *  - A state's FLOPs sum its tasklets, library and nested nodes (not the map
+ *    entries, which would count them twice).  State and program totals count
+ *    each state once (one execution of each state; loops are not unrolled).
+ *  - Unknown parts: a sum with an unknown part is unknown (expr NULL), not a
+ *    partial sum, so a printed figure is never silently too small.  The
+ *    per-node figures still show which parts are known.
+ *  - Intensity is total FLOPs / total bytes when both are known and bytes
+ *    are positive.
+ *  - Peak transient memory: the nodes of all states are put in one linear
+ *    order: states in reverse post-order of a depth-first search from the
+ *    start (successors by id; states not reached come last, by id), nodes in
+ *    the topological order of weir_state_scopes().  A transient is touched
+ *    at a node that is an access node naming it or an end of a memlet of it
+ *    (so it is live while the map that writes or reads it runs); it is live
+ *    from the first to the last node touching it.  A transient touched in
+ *    several states is live over the whole states from the first to the
+ *    last; when one of those states is in a loop (it can reach itself), the
+ *    span also covers every state of that loop (repeated until stable).  The
+ *    same holds for a transient used in one state of a loop whose first
+ *    touch reads it (its value comes from the previous iteration).
+ *    Transients never touched are never live; transients of nested programs
+ *    are not included.  The peak is the largest sum of the sizes of
+ *    simultaneously live transients: its expr is the max over the maximal
+ *    live sets of their symbolic sums, known when it evaluates.  peak_live
+ *    (sorted names) is the live set at the first position reaching the
+ *    value; when a size cannot be evaluated, the first live set with the
+ *    most transients.
  * Every figure is kept as a symbolic expression and, when all its symbols
  * are bound, as a number.
  */
@@ -68,18 +104,22 @@ typedef struct {
   double intensity;   /* FLOPs per byte */
   WeirQuantity peak_transient_bytes;
   GPtrArray *peak_live; /* char* names of the transients live at the peak */
+  /* nodes of each kind over all states (not inside nested programs) */
   guint node_counts[WEIR_NODE_KIND_COUNT];
 } WeirAnalysis;
 
 /* Computes every figure.  bindings (name -> gint64*, may be NULL) give
- * values to symbols.  Fails only on a state whose scopes are broken (the
- * validator reports those). */
+ * values to symbols.  Fails only on a state whose scopes are broken, also
+ * inside a nested program (the validator reports those).  The result is
+ * owned (free with weir_analysis_free); only this function creates one,
+ * since it also holds the indexes of the lookups below. */
 WEIR_API WeirAnalysis *weir_analysis_compute(const WeirGraph *g,
                                              GHashTable *bindings,
                                              GError **error);
 WEIR_API void weir_analysis_free(WeirAnalysis *a);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirAnalysis, weir_analysis_free)
 
+/* Costs of one element by id (borrowed from a), or NULL when absent. */
 WEIR_API const WeirMemletCost *weir_analysis_memlet(const WeirAnalysis *a,
                                                     guint edge);
 WEIR_API const WeirNodeCost *weir_analysis_node(const WeirAnalysis *a,
@@ -87,9 +127,9 @@ WEIR_API const WeirNodeCost *weir_analysis_node(const WeirAnalysis *a,
 WEIR_API const WeirStateCost *weir_analysis_state(const WeirAnalysis *a,
                                                   guint state);
 
-/* Cost model of library nodes: FLOPs of one execution of node n, or NULL
- * when unknown.  Registered per op name (replacing an earlier one);
- * thread-safe. */
+/* Cost model of library nodes: FLOPs of one execution of node n (transfer
+ * full), or NULL when unknown.  Registered per op name (replacing an earlier
+ * one; f == NULL removes it); thread-safe. */
 typedef WeirExpr *(*WeirLibraryFlopsFunc)(const WeirGraph *g,
                                           const WeirState *s,
                                           const WeirNode *n);

@@ -1,0 +1,1031 @@
+/* analysis.c — data movement, FLOPs, operational intensity and peak
+ * transient memory of a program (ir/weir-analysis.h).
+ *
+ * Structure of this file:
+ *  1. WeirQuantity helpers and an accumulator for sums that may contain
+ *     unknown parts (an unknown part makes the whole sum unknown).
+ *  2. The library cost-model registry (op name -> function, under a mutex).
+ *  3. Scopes: for every map entry of a state, the enclosing map parameters
+ *     with their bounds and the number of executions of its body.  A
+ *     per-execution figure that depends on map parameters is bounded by
+ *     eliminate_params() (innermost parameter first) before it is multiplied
+ *     by the executions: that is how triangular maps get an upper bound.
+ *  4. Per state: memlet costs, node costs (tasklet FLOPs by type-checking a
+ *     copy of the body, library nodes through the registry, nested programs
+ *     through a recursive analysis), map scopes, the state totals.
+ *  5. Liveness of transients over a linear order of all nodes (states in
+ *     reverse post-order from the start, nodes in topological order), and
+ *     the peak of the sizes of the simultaneously live transients.
+ *  6. weir_analysis_compute(), the lookups and weir_analysis_free().
+ *
+ * The public WeirAnalysis is the first member of a private AnalysisImpl
+ * that also holds the id indexes used by the lookups.
+ */
+#include "weir-analysis.h"
+
+#include "weir-graph.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------ quantities */
+
+/* Sets q from expr (transfer full, may be NULL for unknown). */
+static void quantity_set(WeirQuantity *q, WeirExpr *expr,
+                         GHashTable *bindings) {
+  q->expr = expr;
+  q->known = FALSE;
+  q->value = 0;
+  if (expr != NULL && weir_expr_eval(expr, bindings, &q->value, NULL))
+    q->known = TRUE;
+  else
+    q->value = 0;
+}
+
+static void quantity_clear(WeirQuantity *q) {
+  g_clear_pointer(&q->expr, weir_expr_unref);
+  q->known = FALSE;
+  q->value = 0;
+}
+
+/* A sum under construction: once a part is unknown, the sum is unknown. */
+typedef struct {
+  WeirExpr *sum; /* owned */
+  gboolean unknown;
+} Acc;
+
+static void acc_init(Acc *acc) {
+  acc->sum = weir_expr_const(0);
+  acc->unknown = FALSE;
+}
+
+/* Adds term (borrowed; NULL: unknown). */
+static void acc_add(Acc *acc, WeirExpr *term) {
+  if (term == NULL) {
+    acc->unknown = TRUE;
+    return;
+  }
+  WeirExpr *s = weir_expr_add(acc->sum, term);
+  weir_expr_unref(acc->sum);
+  acc->sum = s;
+}
+
+/* Returns the sum (transfer full), or NULL when a part was unknown. */
+static WeirExpr *acc_finish(Acc *acc) {
+  WeirExpr *s = acc->sum;
+  acc->sum = NULL;
+  if (acc->unknown) {
+    weir_expr_unref(s);
+    return NULL;
+  }
+  return s;
+}
+
+static WeirExpr *ref_or_null(WeirExpr *e) {
+  return e != NULL ? weir_expr_ref(e) : NULL;
+}
+
+/* ------------------------------------------------------ library registry */
+
+typedef struct {
+  WeirLibraryFlopsFunc func;
+} LibraryEntry;
+
+static GMutex library_lock;
+static GHashTable *library_flops; /* char* op -> LibraryEntry*, both owned */
+
+void weir_analysis_register_library_flops(const char *op,
+                                          WeirLibraryFlopsFunc f) {
+  g_return_if_fail(op != NULL);
+  g_mutex_lock(&library_lock);
+  if (library_flops == NULL)
+    library_flops =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  if (f == NULL) {
+    g_hash_table_remove(library_flops, op);
+  } else {
+    LibraryEntry *e = g_new0(LibraryEntry, 1);
+    e->func = f;
+    g_hash_table_replace(library_flops, g_strdup(op), e);
+  }
+  g_mutex_unlock(&library_lock);
+}
+
+static WeirLibraryFlopsFunc library_lookup(const char *op) {
+  WeirLibraryFlopsFunc f = NULL;
+  if (op == NULL)
+    return NULL;
+  g_mutex_lock(&library_lock);
+  if (library_flops != NULL) {
+    LibraryEntry *e = g_hash_table_lookup(library_flops, op);
+    if (e != NULL)
+      f = e->func;
+  }
+  g_mutex_unlock(&library_lock);
+  return f;
+}
+
+/* ---------------------------------------------------------------- scopes */
+
+/* A map parameter and the first and last values it takes, as expressions
+ * over the parameters of enclosing maps and program symbols. */
+typedef struct {
+  char *name;
+  WeirExpr *lo, *hi;
+} ParamBound;
+
+static void param_bound_free(gpointer p) {
+  ParamBound *b = p;
+  g_free(b->name);
+  weir_expr_unref(b->lo);
+  weir_expr_unref(b->hi);
+  g_free(b);
+}
+
+static ParamBound *param_bound_copy(const ParamBound *b) {
+  ParamBound *c = g_new0(ParamBound, 1);
+  c->name = g_strdup(b->name);
+  c->lo = weir_expr_ref(b->lo);
+  c->hi = weir_expr_ref(b->hi);
+  return c;
+}
+
+/* The inside of a map scope (or the top level of a state, entry 0). */
+typedef struct {
+  guint entry;
+  GPtrArray *params;    /* ParamBound*, outermost first (owned) */
+  WeirExpr *executions; /* upper bound of the executions of the body */
+} ScopeInfo;
+
+static void scope_info_free(gpointer p) {
+  ScopeInfo *si = p;
+  g_ptr_array_unref(si->params);
+  weir_expr_unref(si->executions);
+  g_free(si);
+}
+
+static gboolean expr_mentions(const WeirExpr *e, const char *name) {
+  g_autoptr(GHashTable) set =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  weir_expr_collect_symbols(e, set);
+  return g_hash_table_contains(set, name);
+}
+
+/* Removes the map parameters in params from e (borrowed), innermost first,
+ * replacing each by the end of its range where e is largest: when e grows
+ * by a constant step with the parameter, the direction is known; otherwise
+ * the max of both ends is taken.  Exact for expressions affine in each
+ * parameter; an upper bound in general.  (transfer full) */
+static WeirExpr *eliminate_params(WeirExpr *e, GPtrArray *params) {
+  WeirExpr *cur = weir_expr_ref(e);
+  for (guint k = params->len; k-- > 0;) {
+    const ParamBound *p = g_ptr_array_index(params, k);
+    if (!expr_mentions(cur, p->name))
+      continue;
+    g_autoptr(WeirExpr) sym = weir_expr_symbol(p->name);
+    g_autoptr(WeirExpr) next = weir_expr_add_const(sym, 1);
+    g_autoptr(WeirExpr) shifted = weir_expr_substitute_one(cur, p->name, next);
+    g_autoptr(WeirExpr) slope = weir_expr_sub(shifted, cur);
+    gint64 d;
+    WeirExpr *bounded;
+    if (weir_expr_is_const(slope, &d)) {
+      bounded = weir_expr_substitute_one(cur, p->name, d >= 0 ? p->hi : p->lo);
+    } else {
+      g_autoptr(WeirExpr) at_lo = weir_expr_substitute_one(cur, p->name, p->lo);
+      g_autoptr(WeirExpr) at_hi = weir_expr_substitute_one(cur, p->name, p->hi);
+      bounded = weir_expr_max(at_lo, at_hi);
+    }
+    weir_expr_unref(cur);
+    cur = bounded;
+  }
+  return cur;
+}
+
+/* Everything needed while analysing one state. */
+typedef struct {
+  const WeirGraph *g;
+  const WeirState *s;
+  GHashTable *bindings;
+  WeirScopes *sc;
+  GHashTable *scopes; /* entry id -> ScopeInfo* (owned) */
+} StateCtx;
+
+static ScopeInfo *scope_info(StateCtx *ctx, guint entry) {
+  ScopeInfo *si = g_hash_table_lookup(ctx->scopes, GUINT_TO_POINTER(entry));
+  if (si != NULL)
+    return si;
+  si = g_new0(ScopeInfo, 1);
+  si->entry = entry;
+  si->params = g_ptr_array_new_with_free_func(param_bound_free);
+  const WeirNode *n = entry ? weir_state_node(ctx->s, entry) : NULL;
+  if (n == NULL || n->kind != WEIR_NODE_MAP_ENTRY || n->map == NULL) {
+    si->executions = weir_expr_const(1);
+  } else {
+    ScopeInfo *outer = scope_info(ctx, weir_scopes_parent(ctx->sc, entry));
+    for (guint i = 0; i < outer->params->len; i++)
+      g_ptr_array_add(si->params,
+                      param_bound_copy(g_ptr_array_index(outer->params, i)));
+    WeirExpr *exec = weir_expr_ref(outer->executions);
+    const WeirMap *map = n->map;
+    for (guint k = 0; k < map->params->len && k < map->ranges->len; k++) {
+      const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
+      g_autoptr(WeirExpr) size = weir_range_size(r);
+      g_autoptr(WeirExpr) bounded = eliminate_params(size, si->params);
+      WeirExpr *e2 = weir_expr_mul(exec, bounded);
+      weir_expr_unref(exec);
+      exec = e2;
+      /* last value: begin + (size - 1) * step */
+      g_autoptr(WeirExpr) sm1 = weir_expr_add_const(size, -1);
+      g_autoptr(WeirExpr) span = weir_expr_mul(sm1, r->step);
+      ParamBound *b = g_new0(ParamBound, 1);
+      b->name = g_strdup(g_ptr_array_index(map->params, k));
+      b->lo = weir_expr_ref(r->begin);
+      b->hi = weir_expr_add(r->begin, span);
+      g_ptr_array_add(si->params, b);
+    }
+    si->executions = exec;
+  }
+  g_hash_table_insert(ctx->scopes, GUINT_TO_POINTER(entry), si);
+  return si;
+}
+
+/* The scope a memlet is in (the rule of weir-analysis.h). */
+static guint memlet_scope(StateCtx *ctx, const WeirMemlet *m) {
+  const WeirNode *src = weir_state_node(ctx->s, m->src);
+  const WeirNode *dst = weir_state_node(ctx->s, m->dst);
+  if (dst != NULL && dst->kind == WEIR_NODE_MAP_ENTRY)
+    return weir_scopes_parent(ctx->sc, dst->id);
+  if (src != NULL && src->kind == WEIR_NODE_MAP_ENTRY)
+    return src->id;
+  if (src != NULL && src->kind == WEIR_NODE_MAP_EXIT)
+    return weir_scopes_parent(ctx->sc, src->entry);
+  if (dst != NULL && dst->kind == WEIR_NODE_MAP_EXIT)
+    return dst->entry;
+  return src != NULL ? weir_scopes_parent(ctx->sc, src->id) : 0;
+}
+
+/* per-execution figure (borrowed, NULL: unknown) times the executions of
+ * scope si, after bounding the map parameters.  (transfer full) */
+static WeirExpr *times_executions(WeirExpr *per_exec, ScopeInfo *si) {
+  if (per_exec == NULL)
+    return NULL;
+  g_autoptr(WeirExpr) bounded = eliminate_params(per_exec, si->params);
+  return weir_expr_mul(bounded, si->executions);
+}
+
+/* ------------------------------------------------------------ node costs */
+
+/* The memlet attached to connector conn of node id (incoming when in),
+ * or NULL. */
+static const WeirMemlet *connector_memlet(const WeirState *s, guint id,
+                                          const char *conn, gboolean in) {
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    const char *c = in ? m->dst_conn : m->src_conn;
+    if ((in ? m->dst : m->src) == id && c != NULL && g_str_equal(c, conn))
+      return m;
+  }
+  return NULL;
+}
+
+/* Connector infos of a tasklet, as the validator builds them: dtype of the
+ * memlet's container, rank 0 when the memlet's subset has one element, else
+ * the container's rank.  FALSE when a connector has no usable memlet. */
+static gboolean connector_infos(const WeirGraph *g, const WeirState *s,
+                                const WeirNode *n, gboolean in, GArray *out) {
+  GPtrArray *conns = in ? n->in_conns : n->out_conns;
+  for (guint i = 0; i < conns->len; i++) {
+    const char *name = g_ptr_array_index(conns, i);
+    const WeirMemlet *m = connector_memlet(s, n->id, name, in);
+    if (m == NULL || m->data == NULL || m->subset == NULL)
+      return FALSE;
+    const WeirContainer *c = weir_graph_container(g, m->data);
+    if (c == NULL)
+      return FALSE;
+    g_autoptr(WeirExpr) vol = weir_subset_volume(m->subset);
+    gint64 v;
+    WeirConnectorInfo info = {
+        .name = name,
+        .dtype = c->dtype,
+        .rank = (weir_expr_is_const(vol, &v) && v == 1) ? 0 : c->shape->len,
+    };
+    g_array_append_val(out, info);
+  }
+  return TRUE;
+}
+
+/* FLOPs of one execution of a tasklet's body, or G_MAXUINT64 when the body
+ * does not parse or type-check. */
+static guint64 tasklet_body_flops(StateCtx *ctx, const WeirNode *n,
+                                  ScopeInfo *si) {
+  if (n->code == NULL)
+    return G_MAXUINT64;
+  if (n->code->checked)
+    return weir_code_flops(n->code);
+  g_autoptr(GArray) ins = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
+  g_autoptr(GArray) outs = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
+  if (!connector_infos(ctx->g, ctx->s, n, TRUE, ins) ||
+      !connector_infos(ctx->g, ctx->s, n, FALSE, outs))
+    return G_MAXUINT64;
+  g_autoptr(GHashTable) symbols =
+      g_hash_table_new(g_str_hash, g_str_equal); /* borrowed keys */
+  for (guint i = 0; i < ctx->g->symbols->len; i++)
+    g_hash_table_add(symbols, g_ptr_array_index(ctx->g->symbols, i));
+  for (guint i = 0; i < si->params->len; i++)
+    g_hash_table_add(symbols,
+                     ((ParamBound *)g_ptr_array_index(si->params, i))->name);
+  g_autoptr(WeirCode) copy = weir_code_copy(n->code);
+  if (!weir_code_check(copy, (const WeirConnectorInfo *)ins->data, ins->len,
+                       (const WeirConnectorInfo *)outs->data, outs->len,
+                       symbols, NULL))
+    return G_MAXUINT64;
+  return weir_code_flops(copy);
+}
+
+/* FLOPs of one execution of a tasklet: its body plus one per element
+ * written through a WCR memlet.  (transfer full; NULL: unknown) */
+static WeirExpr *tasklet_flops(StateCtx *ctx, const WeirNode *n,
+                               ScopeInfo *si) {
+  guint64 body = tasklet_body_flops(ctx, n, si);
+  if (body == G_MAXUINT64)
+    return NULL;
+  WeirExpr *total = weir_expr_const((gint64)body);
+  for (guint i = 0; i < ctx->s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(ctx->s->edges, i);
+    if (m->src != n->id || m->data == NULL || m->wcr == WEIR_WCR_NONE ||
+        m->volume == NULL)
+      continue;
+    WeirExpr *t = weir_expr_add(total, m->volume);
+    weir_expr_unref(total);
+    total = t;
+  }
+  return total;
+}
+
+/* FLOPs of a nested node: the nested program's total with its symbols
+ * replaced by the outer expressions bound to them.  (transfer full) */
+static WeirExpr *nested_flops(const WeirNode *n, GError **error) {
+  if (n->nested == NULL)
+    return NULL;
+  g_autoptr(GError) local = NULL;
+  g_autoptr(WeirAnalysis) inner =
+      weir_analysis_compute(n->nested, NULL, &local);
+  if (inner == NULL) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "nested program '%s' of node %u: %s", n->nested->name, n->id,
+                local->message);
+    return NULL;
+  }
+  if (inner->total_flops.expr == NULL)
+    return NULL;
+  g_autoptr(GHashTable) map = g_hash_table_new(g_str_hash, g_str_equal);
+  if (n->symbol_map != NULL) {
+    for (guint i = 0; i < n->symbol_map->len; i++) {
+      const WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, i);
+      g_hash_table_insert(map, b->name, b->value);
+    }
+  }
+  return weir_expr_substitute(inner->total_flops.expr, map);
+}
+
+/* ------------------------------------------------------------- the state */
+
+typedef struct {
+  WeirAnalysis pub;         /* first: the public part */
+  GHashTable *memlet_index; /* edge id -> WeirMemletCost* */
+  GHashTable *node_index;   /* node id -> WeirNodeCost* */
+  GHashTable *state_index;  /* state id -> WeirStateCost* */
+} AnalysisImpl;
+
+static void memlet_cost_free(gpointer p) {
+  WeirMemletCost *mc = p;
+  quantity_clear(&mc->executions);
+  quantity_clear(&mc->elements);
+  quantity_clear(&mc->bytes);
+  g_free(mc);
+}
+
+static void node_cost_free(gpointer p) {
+  WeirNodeCost *nc = p;
+  quantity_clear(&nc->bytes_in);
+  quantity_clear(&nc->bytes_out);
+  quantity_clear(&nc->flops);
+  g_free(nc);
+}
+
+static void state_cost_free(gpointer p) {
+  WeirStateCost *sc = p;
+  quantity_clear(&sc->bytes);
+  quantity_clear(&sc->flops);
+  g_free(sc);
+}
+
+static gboolean is_access(const WeirState *s, guint id) {
+  const WeirNode *n = weir_state_node(s, id);
+  return n != NULL && n->kind == WEIR_NODE_ACCESS;
+}
+
+static WeirMemletCost *memlet_cost(StateCtx *ctx, const WeirMemlet *m) {
+  WeirMemletCost *mc = g_new0(WeirMemletCost, 1);
+  mc->state = ctx->s->id;
+  mc->edge = m->id;
+  mc->counted = is_access(ctx->s, m->src) || is_access(ctx->s, m->dst);
+  ScopeInfo *si = scope_info(ctx, memlet_scope(ctx, m));
+  quantity_set(&mc->executions, weir_expr_ref(si->executions), ctx->bindings);
+  if (m->data == NULL) {
+    quantity_set(&mc->elements, weir_expr_const(0), ctx->bindings);
+    quantity_set(&mc->bytes, weir_expr_const(0), ctx->bindings);
+    return mc;
+  }
+  WeirExpr *elements = times_executions(m->volume, si);
+  quantity_set(&mc->elements, elements, ctx->bindings);
+  const WeirContainer *c = weir_graph_container(ctx->g, m->data);
+  WeirExpr *bytes = NULL;
+  if (elements != NULL && c != NULL)
+    bytes = weir_expr_mul_const(elements, (gint64)weir_dtype_size(c->dtype));
+  quantity_set(&mc->bytes, bytes, ctx->bindings);
+  return mc;
+}
+
+/* FLOPs of a node that computes (tasklet, library, nested), over all its
+ * executions; NULL when unknown.  Other kinds are not asked. */
+static WeirExpr *compute_node_flops(StateCtx *ctx, const WeirNode *n,
+                                    GError **error) {
+  ScopeInfo *si = scope_info(ctx, weir_scopes_parent(ctx->sc, n->id));
+  g_autoptr(WeirExpr) per_exec = NULL;
+  switch (n->kind) {
+  case WEIR_NODE_TASKLET:
+    per_exec = tasklet_flops(ctx, n, si);
+    break;
+  case WEIR_NODE_LIBRARY: {
+    WeirLibraryFlopsFunc f = library_lookup(n->op);
+    if (f != NULL)
+      per_exec = f(ctx->g, ctx->s, n);
+    break;
+  }
+  case WEIR_NODE_NESTED: {
+    GError *local = NULL;
+    per_exec = nested_flops(n, &local);
+    if (local != NULL) {
+      g_propagate_error(error, local);
+      return NULL;
+    }
+    break;
+  }
+  default:
+    return weir_expr_const(0);
+  }
+  return times_executions(per_exec, si);
+}
+
+static gboolean computes(const WeirNode *n) {
+  return n->kind == WEIR_NODE_TASKLET || n->kind == WEIR_NODE_LIBRARY ||
+         n->kind == WEIR_NODE_NESTED;
+}
+
+/* TRUE when node id lies (directly or in a nested scope) inside entry. */
+static gboolean inside_scope(const WeirScopes *sc, guint id, guint entry) {
+  for (guint p = weir_scopes_parent(sc, id); p != 0;
+       p = weir_scopes_parent(sc, p))
+    if (p == entry)
+      return TRUE;
+  return FALSE;
+}
+
+/* Adds the costs of state s to a; FALSE on broken scopes or a broken
+ * nested program. */
+static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
+                              const WeirState *s, GHashTable *bindings,
+                              GError **error) {
+  WeirAnalysis *a = &impl->pub;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
+  if (sc == NULL)
+    return FALSE;
+  g_autoptr(GHashTable) scopes = g_hash_table_new_full(
+      g_direct_hash, g_direct_equal, NULL, scope_info_free);
+  StateCtx ctx = {
+      .g = g, .s = s, .bindings = bindings, .sc = sc, .scopes = scopes};
+
+  /* memlets */
+  g_autoptr(GHashTable) by_edge =
+      g_hash_table_new(g_direct_hash, g_direct_equal);
+  Acc state_bytes;
+  acc_init(&state_bytes);
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    WeirMemletCost *mc = memlet_cost(&ctx, m);
+    g_ptr_array_add(a->memlets, mc);
+    g_hash_table_insert(impl->memlet_index, GUINT_TO_POINTER(m->id), mc);
+    g_hash_table_insert(by_edge, GUINT_TO_POINTER(m->id), mc);
+    if (mc->counted)
+      acc_add(&state_bytes, mc->bytes.expr);
+  }
+
+  /* FLOPs of the computing nodes, by node id (NULL values: unknown) */
+  g_autoptr(GHashTable) flops = g_hash_table_new_full(
+      g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)weir_expr_unref);
+  g_autoptr(GHashTable) unknown =
+      g_hash_table_new(g_direct_hash, g_direct_equal);
+  Acc state_flops;
+  acc_init(&state_flops);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    a->node_counts[n->kind]++;
+    if (!computes(n))
+      continue;
+    GError *local = NULL;
+    WeirExpr *f = compute_node_flops(&ctx, n, &local);
+    if (local != NULL) {
+      g_propagate_error(error, local);
+      g_clear_pointer(&state_bytes.sum, weir_expr_unref);
+      g_clear_pointer(&state_flops.sum, weir_expr_unref);
+      return FALSE;
+    }
+    if (f != NULL)
+      g_hash_table_insert(flops, GUINT_TO_POINTER(n->id), f);
+    else
+      g_hash_table_add(unknown, GUINT_TO_POINTER(n->id));
+    acc_add(&state_flops, f);
+  }
+
+  /* node costs */
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    WeirNodeCost *nc = g_new0(WeirNodeCost, 1);
+    nc->state = s->id;
+    nc->node = n->id;
+    Acc in, out;
+    acc_init(&in);
+    acc_init(&out);
+    for (guint j = 0; j < s->edges->len; j++) {
+      const WeirMemlet *m = g_ptr_array_index(s->edges, j);
+      WeirMemletCost *mc =
+          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+      if (m->dst == n->id)
+        acc_add(&in, mc->bytes.expr);
+      if (m->src == n->id)
+        acc_add(&out, mc->bytes.expr);
+    }
+    quantity_set(&nc->bytes_in, acc_finish(&in), bindings);
+    quantity_set(&nc->bytes_out, acc_finish(&out), bindings);
+    WeirExpr *f;
+    if (computes(n)) {
+      f = ref_or_null(g_hash_table_lookup(flops, GUINT_TO_POINTER(n->id)));
+    } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
+      Acc scope;
+      acc_init(&scope);
+      for (guint j = 0; j < s->nodes->len; j++) {
+        const WeirNode *inner = g_ptr_array_index(s->nodes, j);
+        if (!computes(inner) || !inside_scope(sc, inner->id, n->id))
+          continue;
+        acc_add(&scope,
+                g_hash_table_lookup(flops, GUINT_TO_POINTER(inner->id)));
+      }
+      f = acc_finish(&scope);
+    } else {
+      f = weir_expr_const(0);
+    }
+    quantity_set(&nc->flops, f, bindings);
+    g_ptr_array_add(a->nodes, nc);
+    g_hash_table_insert(impl->node_index, GUINT_TO_POINTER(n->id), nc);
+  }
+
+  WeirStateCost *stc = g_new0(WeirStateCost, 1);
+  stc->state = s->id;
+  quantity_set(&stc->bytes, acc_finish(&state_bytes), bindings);
+  quantity_set(&stc->flops, acc_finish(&state_flops), bindings);
+  g_ptr_array_add(a->states, stc);
+  g_hash_table_insert(impl->state_index, GUINT_TO_POINTER(s->id), stc);
+  return TRUE;
+}
+
+/* -------------------------------------------------------------- liveness */
+
+static gint state_index_of(const WeirGraph *g, guint id) {
+  for (guint i = 0; i < g->states->len; i++)
+    if (((WeirState *)g_ptr_array_index(g->states, i))->id == id)
+      return (gint)i;
+  return -1;
+}
+
+static int cmp_uint(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Successor state indexes of every state (sorted by state id, unique). */
+static GPtrArray *state_successors(const WeirGraph *g) {
+  GPtrArray *succ =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < g->states->len; i++)
+    g_ptr_array_add(succ, g_array_new(FALSE, FALSE, sizeof(guint)));
+  for (guint t = 0; t < g->transitions->len; t++) {
+    const WeirTransition *tr = g_ptr_array_index(g->transitions, t);
+    gint si = state_index_of(g, tr->src), di = state_index_of(g, tr->dst);
+    if (si < 0 || di < 0)
+      continue;
+    GArray *arr = g_ptr_array_index(succ, si);
+    gboolean seen = FALSE;
+    for (guint k = 0; k < arr->len; k++)
+      seen |= g_array_index(arr, guint, k) == (guint)di;
+    if (!seen) {
+      guint d = (guint)di;
+      g_array_append_val(arr, d);
+    }
+  }
+  /* states are sorted by id, so sorting indexes sorts by id */
+  for (guint i = 0; i < succ->len; i++)
+    g_array_sort(g_ptr_array_index(succ, i), cmp_uint);
+  return succ;
+}
+
+/* rank[i] = position of state i in the linear order: reverse post-order of
+ * a depth-first search from the start (successors by id), then the states
+ * not reached, by id. */
+static guint *state_ranks(const WeirGraph *g, GPtrArray *succ) {
+  guint n = g->states->len;
+  guint *rank = g_new0(guint, n);
+  gboolean *visited = g_new0(gboolean, n);
+  g_autoptr(GArray) post = g_array_new(FALSE, FALSE, sizeof(guint));
+  gint start = state_index_of(g, g->start);
+  if (start >= 0) {
+    /* iterative DFS: stack of (state, next successor) */
+    g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint) * 2);
+    guint top[2] = {(guint)start, 0};
+    g_array_append_val(stack, top);
+    visited[start] = TRUE;
+    while (stack->len) {
+      guint *fr = (guint *)(stack->data + (stack->len - 1) * sizeof(guint) * 2);
+      GArray *arr = g_ptr_array_index(succ, fr[0]);
+      if (fr[1] < arr->len) {
+        guint next = g_array_index(arr, guint, fr[1]);
+        fr[1]++;
+        if (!visited[next]) {
+          visited[next] = TRUE;
+          guint f2[2] = {next, 0};
+          g_array_append_val(stack, f2);
+        }
+      } else {
+        g_array_append_val(post, fr[0]);
+        g_array_set_size(stack, stack->len - 1);
+      }
+    }
+  }
+  guint r = 0;
+  for (guint k = post->len; k-- > 0;)
+    rank[g_array_index(post, guint, k)] = r++;
+  for (guint i = 0; i < n; i++)
+    if (!visited[i])
+      rank[i] = r++;
+  g_free(visited);
+  return rank;
+}
+
+/* reach[i * n + j]: state j can be reached from state i in one or more
+ * transitions. */
+static gboolean *state_reachability(guint n, GPtrArray *succ) {
+  gboolean *reach = g_new0(gboolean, (gsize)n * n);
+  g_autoptr(GArray) work = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < n; i++) {
+    gboolean *row = reach + (gsize)i * n;
+    g_array_set_size(work, 0);
+    g_array_append_val(work, i);
+    while (work->len) {
+      guint x = g_array_index(work, guint, work->len - 1);
+      g_array_set_size(work, work->len - 1);
+      GArray *arr = g_ptr_array_index(succ, x);
+      for (guint k = 0; k < arr->len; k++) {
+        guint y = g_array_index(arr, guint, k);
+        if (!row[y]) {
+          row[y] = TRUE;
+          g_array_append_val(work, y);
+        }
+      }
+    }
+  }
+  return reach;
+}
+
+/* A transient's accesses and live interval over the global positions. */
+typedef struct {
+  const WeirContainer *c;
+  gboolean accessed;
+  guint first, last;      /* positions of the first and last access */
+  guint lo_rank, hi_rank; /* ranks of the first and last accessing state */
+  gboolean first_is_read; /* first access only reads it */
+  guint begin, end;       /* live interval [begin, end] */
+  WeirExpr *bytes;        /* owned */
+  gboolean bytes_known;
+  gint64 bytes_value;
+} Live;
+
+/* Records that l's container is touched at pos (in state rank r). */
+static void live_touch(Live *l, guint pos, guint r, gboolean writes) {
+  if (!l->accessed || pos < l->first) {
+    l->accessed = TRUE;
+    l->first = pos;
+    l->lo_rank = r;
+    l->first_is_read = !writes;
+  } else if (pos == l->first && writes) {
+    l->first_is_read = FALSE;
+  }
+  if (pos >= l->last) {
+    l->last = pos;
+    l->hi_rank = r;
+  }
+}
+
+static int cmp_name(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
+                         GHashTable *bindings, GError **error) {
+  WeirAnalysis *a = &impl->pub;
+  guint ns = g->states->len;
+  g_autoptr(GPtrArray) succ = state_successors(g);
+  g_autofree guint *rank = state_ranks(g, succ);
+  g_autofree gboolean *reach = state_reachability(ns, succ);
+
+  /* by_rank[r] = state index; offset[r] = first global position of it */
+  g_autofree guint *by_rank = g_new0(guint, ns);
+  for (guint i = 0; i < ns; i++)
+    by_rank[rank[i]] = i;
+  g_autofree guint *offset = g_new0(guint, ns + 1);
+  g_autoptr(GPtrArray) orders =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_scopes_free);
+  g_ptr_array_set_size(orders, ns);
+  for (guint r = 0; r < ns; r++) {
+    const WeirState *s = g_ptr_array_index(g->states, by_rank[r]);
+    WeirScopes *sc = weir_state_scopes(s, error);
+    if (sc == NULL)
+      return; /* analyse_state reported it first; unreachable */
+    g_ptr_array_index(orders, r) = sc;
+    offset[r + 1] = offset[r] + sc->order->len;
+  }
+  guint npos = offset[ns];
+
+  /* Touches of every transient.  A node touches a container when it is an
+   * access node of it, or an end of a memlet of it; it writes it as an
+   * access node with an incoming memlet, or as the source of a memlet of
+   * it that is not its own access node. */
+  g_autoptr(GArray) all = g_array_new(FALSE, TRUE, sizeof(Live));
+  g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (!c->transient)
+      continue;
+    Live l = {.c = c};
+    g_array_append_val(all, l);
+  }
+  for (guint i = 0; i < all->len; i++) {
+    Live *l = &g_array_index(all, Live, i);
+    g_hash_table_insert(by_name, l->c->name, l);
+  }
+  for (guint r = 0; r < ns && all->len > 0; r++) {
+    const WeirState *s = g_ptr_array_index(g->states, by_rank[r]);
+    const WeirScopes *sc = g_ptr_array_index(orders, r);
+    g_autoptr(GHashTable) pos_of =
+        g_hash_table_new(g_direct_hash, g_direct_equal);
+    for (guint k = 0; k < sc->order->len; k++)
+      g_hash_table_insert(pos_of,
+                          GUINT_TO_POINTER(g_array_index(sc->order, guint, k)),
+                          GUINT_TO_POINTER(offset[r] + k));
+    for (guint k = 0; k < sc->order->len; k++) {
+      const WeirNode *n =
+          weir_state_node(s, g_array_index(sc->order, guint, k));
+      Live *l = n->kind == WEIR_NODE_ACCESS && n->data != NULL
+                    ? g_hash_table_lookup(by_name, n->data)
+                    : NULL;
+      if (l == NULL)
+        continue;
+      gboolean written = FALSE;
+      for (guint j = 0; j < s->edges->len && !written; j++) {
+        const WeirMemlet *m = g_ptr_array_index(s->edges, j);
+        written = m->dst == n->id && m->data != NULL;
+      }
+      live_touch(l, offset[r] + k, r, written);
+    }
+    for (guint j = 0; j < s->edges->len; j++) {
+      const WeirMemlet *m = g_ptr_array_index(s->edges, j);
+      Live *l = m->data ? g_hash_table_lookup(by_name, m->data) : NULL;
+      if (l == NULL)
+        continue;
+      guint ps = GPOINTER_TO_UINT(
+          g_hash_table_lookup(pos_of, GUINT_TO_POINTER(m->src)));
+      guint pd = GPOINTER_TO_UINT(
+          g_hash_table_lookup(pos_of, GUINT_TO_POINTER(m->dst)));
+      live_touch(l, ps, r, !is_access(s, m->src));
+      live_touch(l, pd, r, FALSE);
+    }
+  }
+
+  g_autoptr(GArray) lives = g_array_new(FALSE, TRUE, sizeof(Live));
+  for (guint i = 0; i < all->len; i++) {
+    Live l = g_array_index(all, Live, i);
+    if (!l.accessed)
+      continue;
+    /* A value that must survive between states (used in several, or read
+     * before written in a state inside a loop) is live over whole states,
+     * and over every loop those states belong to. */
+    gboolean carried = l.lo_rank != l.hi_rank || l.first_is_read;
+    l.begin = l.first;
+    l.end = l.last;
+    if (carried) {
+      guint lo = l.lo_rank, hi = l.hi_rank;
+      gboolean looped = lo != hi;
+      gboolean changed = TRUE;
+      while (changed) {
+        changed = FALSE;
+        for (guint r = lo; r <= hi; r++) {
+          guint x = by_rank[r];
+          if (!reach[(gsize)x * ns + x])
+            continue;
+          looped = TRUE;
+          /* the loop of x: states y with x ->+ y ->+ x */
+          for (guint y = 0; y < ns; y++) {
+            if (!reach[(gsize)x * ns + y] || !reach[(gsize)y * ns + x])
+              continue;
+            if (rank[y] < lo) {
+              lo = rank[y];
+              changed = TRUE;
+            }
+            if (rank[y] > hi) {
+              hi = rank[y];
+              changed = TRUE;
+            }
+          }
+        }
+      }
+      if (looped) {
+        l.begin = offset[lo];
+        l.end = offset[hi + 1] - 1;
+      }
+    }
+    l.bytes = weir_container_bytes(l.c);
+    l.bytes_known = weir_expr_eval(l.bytes, bindings, &l.bytes_value, NULL);
+    g_array_append_val(lives, l);
+  }
+
+  /* Sweep the positions.  The live set changes only at interval ends; the
+   * sets that are not contained in another one are the candidates. */
+  guint nl = lives->len;
+  gboolean all_known = TRUE;
+  for (guint i = 0; i < nl; i++)
+    all_known &= g_array_index(lives, Live, i).bytes_known;
+  /* live set per position, stored only when it differs from the previous
+   * one (so the first position of a set is the one kept) */
+  g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(g_free);
+  gint64 best = -1;
+  guint best_count = 0;
+  gint best_set = -1;
+  for (guint p = 0; p < npos && nl > 0; p++) {
+    gboolean *set = g_new0(gboolean, nl);
+    guint count = 0;
+    gint64 total = 0;
+    for (guint i = 0; i < nl; i++) {
+      const Live *l = &g_array_index(lives, Live, i);
+      if (l->begin <= p && p <= l->end) {
+        set[i] = TRUE;
+        count++;
+        total += l->bytes_known ? l->bytes_value : 0;
+      }
+    }
+    if (sets->len > 0 && memcmp(set, g_ptr_array_index(sets, sets->len - 1),
+                                nl * sizeof(gboolean)) == 0) {
+      g_free(set);
+      continue;
+    }
+    g_ptr_array_add(sets, set);
+    if (all_known ? total > best : count > best_count) {
+      best = total;
+      best_count = count;
+      best_set = (gint)sets->len - 1;
+    }
+  }
+
+  /* symbolic peak: max over the maximal live sets of their sums */
+  WeirExpr *peak = NULL;
+  for (guint k = 0; k < sets->len; k++) {
+    const gboolean *set = g_ptr_array_index(sets, k);
+    gboolean dominated = FALSE;
+    for (guint j = 0; j < sets->len && !dominated; j++) {
+      if (j == k)
+        continue;
+      const gboolean *other = g_ptr_array_index(sets, j);
+      gboolean subset = TRUE, equal = TRUE;
+      for (guint i = 0; i < nl; i++) {
+        if (set[i] && !other[i])
+          subset = FALSE;
+        if (set[i] != other[i])
+          equal = FALSE;
+      }
+      /* drop strict subsets, and repeats of an earlier equal set */
+      dominated = subset && (!equal || j < k);
+    }
+    if (dominated)
+      continue;
+    Acc sum;
+    acc_init(&sum);
+    for (guint i = 0; i < nl; i++)
+      if (set[i])
+        acc_add(&sum, g_array_index(lives, Live, i).bytes);
+    WeirExpr *e = acc_finish(&sum);
+    if (peak == NULL) {
+      peak = e;
+    } else {
+      WeirExpr *m = weir_expr_max(peak, e);
+      weir_expr_unref(peak);
+      weir_expr_unref(e);
+      peak = m;
+    }
+  }
+  if (peak == NULL)
+    peak = weir_expr_const(0);
+  quantity_set(&a->peak_transient_bytes, peak, bindings);
+  if (best_set >= 0) {
+    const gboolean *set = g_ptr_array_index(sets, best_set);
+    for (guint i = 0; i < nl; i++)
+      if (set[i])
+        g_ptr_array_add(a->peak_live,
+                        g_strdup(g_array_index(lives, Live, i).c->name));
+    g_ptr_array_sort(a->peak_live, cmp_name);
+  }
+  for (guint i = 0; i < nl; i++)
+    weir_expr_unref(g_array_index(lives, Live, i).bytes);
+}
+
+/* -------------------------------------------------------------- the API */
+
+void weir_analysis_free(WeirAnalysis *a) {
+  if (a == NULL)
+    return;
+  AnalysisImpl *impl = (AnalysisImpl *)a;
+  g_hash_table_unref(impl->memlet_index);
+  g_hash_table_unref(impl->node_index);
+  g_hash_table_unref(impl->state_index);
+  g_ptr_array_unref(a->memlets);
+  g_ptr_array_unref(a->nodes);
+  g_ptr_array_unref(a->states);
+  quantity_clear(&a->total_bytes);
+  quantity_clear(&a->total_flops);
+  quantity_clear(&a->peak_transient_bytes);
+  g_ptr_array_unref(a->peak_live);
+  g_free(impl);
+}
+
+WeirAnalysis *weir_analysis_compute(const WeirGraph *g, GHashTable *bindings,
+                                    GError **error) {
+  g_return_val_if_fail(g != NULL, NULL);
+  AnalysisImpl *impl = g_new0(AnalysisImpl, 1);
+  WeirAnalysis *a = &impl->pub;
+  impl->memlet_index = g_hash_table_new(g_direct_hash, g_direct_equal);
+  impl->node_index = g_hash_table_new(g_direct_hash, g_direct_equal);
+  impl->state_index = g_hash_table_new(g_direct_hash, g_direct_equal);
+  a->memlets = g_ptr_array_new_with_free_func(memlet_cost_free);
+  a->nodes = g_ptr_array_new_with_free_func(node_cost_free);
+  a->states = g_ptr_array_new_with_free_func(state_cost_free);
+  a->peak_live = g_ptr_array_new_with_free_func(g_free);
+
+  Acc bytes, flops;
+  acc_init(&bytes);
+  acc_init(&flops);
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    if (!analyse_state(impl, g, s, bindings, error)) {
+      weir_expr_unref(bytes.sum);
+      weir_expr_unref(flops.sum);
+      weir_analysis_free(a);
+      return NULL;
+    }
+    const WeirStateCost *sc = g_ptr_array_index(a->states, a->states->len - 1);
+    acc_add(&bytes, sc->bytes.expr);
+    acc_add(&flops, sc->flops.expr);
+  }
+  quantity_set(&a->total_bytes, acc_finish(&bytes), bindings);
+  quantity_set(&a->total_flops, acc_finish(&flops), bindings);
+  if (a->total_bytes.known && a->total_flops.known &&
+      a->total_bytes.value > 0) {
+    a->intensity_known = TRUE;
+    a->intensity = (double)a->total_flops.value / (double)a->total_bytes.value;
+  }
+  compute_peak(impl, g, bindings, NULL);
+  return a;
+}
+
+const WeirMemletCost *weir_analysis_memlet(const WeirAnalysis *a, guint edge) {
+  g_return_val_if_fail(a != NULL, NULL);
+  const AnalysisImpl *impl = (const AnalysisImpl *)a;
+  return g_hash_table_lookup(impl->memlet_index, GUINT_TO_POINTER(edge));
+}
+
+const WeirNodeCost *weir_analysis_node(const WeirAnalysis *a, guint node) {
+  g_return_val_if_fail(a != NULL, NULL);
+  const AnalysisImpl *impl = (const AnalysisImpl *)a;
+  return g_hash_table_lookup(impl->node_index, GUINT_TO_POINTER(node));
+}
+
+const WeirStateCost *weir_analysis_state(const WeirAnalysis *a, guint state) {
+  g_return_val_if_fail(a != NULL, NULL);
+  const AnalysisImpl *impl = (const AnalysisImpl *)a;
+  return g_hash_table_lookup(impl->state_index, GUINT_TO_POINTER(state));
+}
