@@ -45,8 +45,18 @@ static void print_error(const char *prefix, const GError *error) {
 
 /* ------------------------------------------------------------ formatting */
 
+/* "512 B", "8.0 KiB", "1.1 MiB" (IEC units, plain ASCII spaces). */
 static char *format_bytes(gint64 b) {
-  return g_format_size_full((guint64)b, G_FORMAT_SIZE_IEC_UNITS);
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (b < 1024)
+    return g_strdup_printf("%" G_GINT64_FORMAT " B", b);
+  double v = (double)b / 1024.0;
+  guint u = 0;
+  while (v >= 1024.0 && u + 1 < G_N_ELEMENTS(units)) {
+    v /= 1024.0;
+    u++;
+  }
+  return g_strdup_printf("%.1f %s", v, units[u]);
 }
 
 /* A quantity as text: the number when known (bytes formatted as sizes),
