@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "weir-analysis.h"
+#include "weir-json.h"
 
 /* ------------------------------------------------------------------------
  * Helpers
@@ -864,6 +865,42 @@ static void test_unchecked_tasklet(void **state) {
   assert_false(t->code->checked);
 }
 
+/* The bundled sample files give the same figures as the graphs built above
+ * (the files are what `weir info` reads). */
+static void test_sample_files(void **state) {
+  (void)state;
+  struct {
+    const char *file;
+    const char *sym;
+    gint64 value;
+    gint64 bytes, flops, peak;
+  } cases[] = {
+      /* init 12288 + multiply 3 x 98304 x 4 */
+      {"matmul.json", NULL, 0, 12288 + 1179648, 196608, 0},
+      /* A, B read and C written once: 3 x 1000 x 4; one add each */
+      {"vector_add.json", "N", 1000, 12000, 1000, 0},
+      /* per-state figures of test_softmax; peak e + mx + s */
+      {"softmax.json", NULL, 0, 74112, 10240, 8192 + 128 + 128},
+      /* body state once: x in and out, a and b 256 times each, 4 B each */
+      {"loop.json", "T", 3, 4096, 512, 0},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path =
+        g_build_filename(WEIR_SRCDIR, "samples", cases[i].file, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirGraph) g = weir_graph_load(path, &error);
+    if (!g)
+      fail_msg("%s: %s", path, error->message);
+    g_autoptr(GHashTable) b = weir_bindings_new();
+    if (cases[i].sym)
+      weir_bindings_set(b, cases[i].sym, cases[i].value);
+    g_autoptr(WeirAnalysis) a = analyse(g, b);
+    assert_value(&a->total_bytes, cases[i].bytes);
+    assert_value(&a->total_flops, cases[i].flops);
+    assert_value(&a->peak_transient_bytes, cases[i].peak);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),
@@ -878,6 +915,7 @@ int main(void) {
       cmocka_unit_test(test_liveness_symbolic),
       cmocka_unit_test(test_broken_scopes),
       cmocka_unit_test(test_unchecked_tasklet),
+      cmocka_unit_test(test_sample_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
