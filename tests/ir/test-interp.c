@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "weir-interp.h"
+#include "weir-json.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -377,6 +378,28 @@ static void test_loop(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g = build_loop();
   check_loop(g);
+}
+
+/* The same programs as loaded from samples/ */
+static WeirGraph *load_sample(const char *name) {
+  g_autofree char *path = g_build_filename(WEIR_SRCDIR, "samples", name, NULL);
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_graph_load(path, &err);
+  if (!g)
+    fail_msg("%s: %s", path, err->message);
+  return g;
+}
+
+static void test_samples_from_json(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) va = load_sample("vector_add.json");
+  check_vector_add(va);
+  g_autoptr(WeirGraph) mm = load_sample("matmul.json");
+  check_matmul(mm);
+  g_autoptr(WeirGraph) sm = load_sample("softmax.json");
+  check_softmax(sm);
+  g_autoptr(WeirGraph) lp = load_sample("loop.json");
+  check_loop(lp);
 }
 
 /* ------------------------------------------------------------------ dtypes */
@@ -1004,6 +1027,7 @@ int main(void) {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_loop),
+      cmocka_unit_test(test_samples_from_json),
       cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_wcr),
       cmocka_unit_test(test_copies),
