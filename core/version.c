@@ -5,4 +5,6 @@
 #define WEIR_VERSION "0.1.0"
 #endif
 
-const char *weir_version(void) { return WEIR_VERSION; }
+const char *weir_version(void) {
+  return WEIR_VERSION;
+}

@@ -39,8 +39,8 @@ static const char *const attr_type_names[] = {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(attr_type_names) == WEIR_ATTR_TYPE_COUNT);
 
-static gboolean lookup_name(const char *const *table, guint n,
-                            const char *name, guint *out) {
+static gboolean lookup_name(const char *const *table, guint n, const char *name,
+                            guint *out) {
   for (guint i = 0; i < n; i++) {
     if (g_strcmp0(table[i], name) == 0) {
       *out = i;
@@ -230,8 +230,7 @@ WeirSubset *weir_subset_parse(const char *text, GError **error) {
     g_autoptr(GError) local = NULL;
     if (!weir_range_parse(g_ptr_array_index(parts, i), &s->dims[i], &local)) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
-                  "subset '%s', dimension %u: %s", stripped, i,
-                  local->message);
+                  "subset '%s', dimension %u: %s", stripped, i, local->message);
       weir_subset_free(s);
       return NULL;
     }
@@ -591,8 +590,8 @@ gboolean weir_transition_add_assignment(WeirTransition *t, const char *symbol,
   g_autoptr(GError) local = NULL;
   WeirExpr *e = weir_expr_parse(value, &local);
   if (!e) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
-                "assignment %s = %s: %s", symbol, value, local->message);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE, "assignment %s = %s: %s",
+                symbol, value, local->message);
     return FALSE;
   }
   g_ptr_array_add(t->assign_names, g_strdup(symbol));
@@ -672,8 +671,8 @@ WeirNode *weir_state_add_access(WeirGraph *g, WeirState *s, const char *data) {
   return n;
 }
 
-WeirNode *weir_state_add_tasklet(WeirGraph *g, WeirState *s,
-                                 const char *label, const char *const *ins,
+WeirNode *weir_state_add_tasklet(WeirGraph *g, WeirState *s, const char *label,
+                                 const char *const *ins,
                                  const char *const *outs, const char *code) {
   WeirNode *n = node_add(g, s, WEIR_NODE_TASKLET, label, ins, outs);
   n->code_text = g_strdup(code ? code : "");
@@ -697,8 +696,8 @@ WeirNode *weir_state_add_map(WeirGraph *g, WeirState *s, const char *label,
   guint nr = ranges ? g_strv_length((char **)ranges) : 0;
   if (np == 0 || np != nr) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "map '%s': %u parameters but %u ranges", label ? label : "",
-                np, nr);
+                "map '%s': %u parameters but %u ranges", label ? label : "", np,
+                nr);
     return NULL;
   }
   WeirMap *m = map_new();
@@ -731,20 +730,18 @@ WeirNode *weir_state_add_map(WeirGraph *g, WeirState *s, const char *label,
   return entry;
 }
 
-WeirNode *weir_state_add_library(WeirGraph *g, WeirState *s,
-                                 const char *label, const char *op,
-                                 const char *const *ins,
+WeirNode *weir_state_add_library(WeirGraph *g, WeirState *s, const char *label,
+                                 const char *op, const char *const *ins,
                                  const char *const *outs) {
-  WeirNode *n = node_add(g, s, WEIR_NODE_LIBRARY, label ? label : op, ins,
-                         outs);
+  WeirNode *n =
+      node_add(g, s, WEIR_NODE_LIBRARY, label ? label : op, ins, outs);
   n->op = g_strdup(op);
   n->attrs = g_ptr_array_new_with_free_func(attr_free);
   return n;
 }
 
-WeirNode *weir_state_add_nested(WeirGraph *g, WeirState *s,
-                                const char *label, WeirGraph *nested,
-                                const char *const *ins,
+WeirNode *weir_state_add_nested(WeirGraph *g, WeirState *s, const char *label,
+                                WeirGraph *nested, const char *const *ins,
                                 const char *const *outs) {
   WeirNode *n = node_add(g, s, WEIR_NODE_NESTED, label, ins, outs);
   n->nested = nested;
@@ -758,8 +755,8 @@ static int cmp_binding(gconstpointer a, gconstpointer b) {
   return strcmp(x->name, y->name);
 }
 
-gboolean weir_node_bind_symbol(WeirNode *n, const char *name,
-                               const char *value, GError **error) {
+gboolean weir_node_bind_symbol(WeirNode *n, const char *name, const char *value,
+                               GError **error) {
   g_return_val_if_fail(n->kind == WEIR_NODE_NESTED, FALSE);
   g_autoptr(GError) local = NULL;
   WeirExpr *e = weir_expr_parse(value, &local);
@@ -789,8 +786,7 @@ WeirNode *weir_state_node(const WeirState *s, guint id) {
   return find_by_id(s->nodes, id, NULL);
 }
 
-WeirNode *weir_graph_node(const WeirGraph *g, guint id,
-                          WeirState **state_out) {
+WeirNode *weir_graph_node(const WeirGraph *g, guint id, WeirState **state_out) {
   for (guint i = 0; i < g->states->len; i++) {
     WeirState *s = g_ptr_array_index(g->states, i);
     WeirNode *n = weir_state_node(s, id);
@@ -888,8 +884,7 @@ void weir_node_set_attr_float(WeirNode *n, const char *name, double v) {
   attr_replace(n, name, WEIR_ATTR_FLOAT)->f = v;
 }
 
-void weir_node_set_attr_string(WeirNode *n, const char *name,
-                               const char *v) {
+void weir_node_set_attr_string(WeirNode *n, const char *name, const char *v) {
   attr_replace(n, name, WEIR_ATTR_STRING)->s = g_strdup(v ? v : "");
 }
 
@@ -1212,7 +1207,8 @@ static GArray *topological_order(const WeirState *s, GError **error) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);
     gpointer k = GUINT_TO_POINTER(m->dst);
     g_hash_table_insert(
-        indeg, k, GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(indeg, k)) + 1));
+        indeg, k,
+        GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(indeg, k)) + 1));
   }
   GArray *ready = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < s->nodes->len; i++) {
@@ -1335,6 +1331,6 @@ char *weir_describe_node(const WeirState *s, const WeirNode *n) {
 
 char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m) {
   return g_strdup_printf("state %u '%s', memlet %u (%u -> %u%s%s)", s->id,
-                         s->label, m->id, m->src, m->dst,
-                         m->data ? ", " : "", m->data ? m->data : "");
+                         s->label, m->id, m->src, m->dst, m->data ? ", " : "",
+                         m->data ? m->data : "");
 }

@@ -4,8 +4,7 @@
 
 #include "weir-tensor.h"
 
-WeirTensor *weir_tensor_new(WeirDType dtype, guint rank,
-                            const gint64 *shape) {
+WeirTensor *weir_tensor_new(WeirDType dtype, guint rank, const gint64 *shape) {
   g_return_val_if_fail(dtype < WEIR_DTYPE_COUNT, NULL);
   WeirTensor *t = g_new0(WeirTensor, 1);
   t->dtype = dtype;

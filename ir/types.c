@@ -1,7 +1,7 @@
 /* types.c — dtype tables and the error domain. */
 #include "weir-types.h"
 
-G_DEFINE_QUARK(weir-error-quark, weir_error)
+G_DEFINE_QUARK(weir - error - quark, weir_error)
 
 static const struct {
   const char *name;

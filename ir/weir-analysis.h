@@ -79,7 +79,7 @@ typedef struct {
   WeirQuantity executions; /* product of enclosing map sizes */
   WeirQuantity elements;   /* volume x executions */
   WeirQuantity bytes;
-  gboolean counted;        /* touches an access node */
+  gboolean counted; /* touches an access node */
 } WeirMemletCost;
 
 typedef struct {
@@ -101,7 +101,7 @@ typedef struct {
   WeirQuantity total_bytes;
   WeirQuantity total_flops;
   gboolean intensity_known;
-  double intensity;   /* FLOPs per byte */
+  double intensity; /* FLOPs per byte */
   WeirQuantity peak_transient_bytes;
   GPtrArray *peak_live; /* char* names of the transients live at the peak */
   /* nodes of each kind over all states (not inside nested programs) */
@@ -113,9 +113,8 @@ typedef struct {
  * inside a nested program (the validator reports those).  The result is
  * owned (free with weir_analysis_free); only this function creates one,
  * since it also holds the indexes of the lookups below. */
-WEIR_API WeirAnalysis *weir_analysis_compute(const WeirGraph *g,
-                                             GHashTable *bindings,
-                                             GError **error);
+WEIR_API WeirAnalysis *
+weir_analysis_compute(const WeirGraph *g, GHashTable *bindings, GError **error);
 WEIR_API void weir_analysis_free(WeirAnalysis *a);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirAnalysis, weir_analysis_free)
 

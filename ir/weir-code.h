@@ -79,7 +79,7 @@ typedef enum {
 #define WEIR_X(id, name, arity) WEIR_FUNC_##id,
   WEIR_FUNCS(WEIR_X)
 #undef WEIR_X
-  WEIR_FUNC_COUNT
+      WEIR_FUNC_COUNT
 } WeirFunc;
 
 WEIR_API const char *weir_func_name(WeirFunc f);
@@ -97,10 +97,21 @@ typedef enum {
 } WeirAstKind;
 
 typedef enum {
-  WEIR_OP_NEG, WEIR_OP_NOT,
-  WEIR_OP_ADD, WEIR_OP_SUB, WEIR_OP_MUL, WEIR_OP_DIV, WEIR_OP_MOD,
-  WEIR_OP_LT, WEIR_OP_LE, WEIR_OP_GT, WEIR_OP_GE, WEIR_OP_EQ, WEIR_OP_NE,
-  WEIR_OP_AND, WEIR_OP_OR,
+  WEIR_OP_NEG,
+  WEIR_OP_NOT,
+  WEIR_OP_ADD,
+  WEIR_OP_SUB,
+  WEIR_OP_MUL,
+  WEIR_OP_DIV,
+  WEIR_OP_MOD,
+  WEIR_OP_LT,
+  WEIR_OP_LE,
+  WEIR_OP_GT,
+  WEIR_OP_GE,
+  WEIR_OP_EQ,
+  WEIR_OP_NE,
+  WEIR_OP_AND,
+  WEIR_OP_OR,
 } WeirOp;
 
 /* What a name refers to; filled in by weir_code_check(). */
@@ -115,32 +126,32 @@ typedef enum {
 typedef struct _WeirAst WeirAst;
 struct _WeirAst {
   WeirAstKind kind;
-  WeirDType type;      /* result type, set by weir_code_check() */
-  gboolean untyped;    /* literal whose type adapts to its context */
-  guint line, column;  /* 1-based source position */
+  WeirDType type;     /* result type, set by weir_code_check() */
+  gboolean untyped;   /* literal whose type adapts to its context */
+  guint line, column; /* 1-based source position */
   gint64 ival;
   double fval;
-  char *text;          /* FLOAT: literal as written */
-  char *name;          /* NAME, INDEX */
+  char *text; /* FLOAT: literal as written */
+  char *name; /* NAME, INDEX */
   WeirBinding binding;
   guint slot;
-  WeirOp op;           /* UNARY, BINARY */
-  WeirFunc func;       /* CALL */
-  WeirAst *a, *b, *c;  /* UNARY: a; BINARY: a, b; TERNARY: a ? b : c */
-  GPtrArray *args;     /* INDEX, CALL: WeirAst* (owned) */
+  WeirOp op;          /* UNARY, BINARY */
+  WeirFunc func;      /* CALL */
+  WeirAst *a, *b, *c; /* UNARY: a; BINARY: a, b; TERNARY: a ? b : c */
+  GPtrArray *args;    /* INDEX, CALL: WeirAst* (owned) */
 };
 
 typedef struct {
-  WeirAst *target;     /* NAME or INDEX (owned) */
-  WeirAst *value;      /* owned */
+  WeirAst *target; /* NAME or INDEX (owned) */
+  WeirAst *value;  /* owned */
 } WeirStmt;
 
 /* A parsed tasklet body or condition.  Owned; free with weir_code_free. */
 typedef struct {
-  GPtrArray *stmts;       /* WeirStmt* */
-  WeirAst *expr;          /* for conditions (weir_code_parse_condition) */
-  GPtrArray *locals;      /* char*, names of locals (after check) */
-  GArray *local_types;    /* WeirDType per local (after check) */
+  GPtrArray *stmts;    /* WeirStmt* */
+  WeirAst *expr;       /* for conditions (weir_code_parse_condition) */
+  GPtrArray *locals;   /* char*, names of locals (after check) */
+  GArray *local_types; /* WeirDType per local (after check) */
   gboolean checked;
 } WeirCode;
 
@@ -153,8 +164,7 @@ typedef struct {
 
 WEIR_API WeirCode *weir_code_parse(const char *text, GError **error);
 /* Parses a single boolean expression (inter-state edge conditions). */
-WEIR_API WeirCode *weir_code_parse_condition(const char *text,
-                                             GError **error);
+WEIR_API WeirCode *weir_code_parse_condition(const char *text, GError **error);
 WEIR_API void weir_code_free(WeirCode *code);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirCode, weir_code_free)
 WEIR_API WeirCode *weir_code_copy(const WeirCode *code);
@@ -172,16 +182,15 @@ WEIR_API char *weir_ast_to_string(const WeirAst *ast);
  * bool (or integer, tested against zero).  Errors name line and column. */
 WEIR_API gboolean weir_code_check(WeirCode *code,
                                   const WeirConnectorInfo *inputs, guint n_in,
-                                  const WeirConnectorInfo *outputs,
-                                  guint n_out, GHashTable *symbols,
-                                  GError **error);
+                                  const WeirConnectorInfo *outputs, guint n_out,
+                                  GHashTable *symbols, GError **error);
 
 /* A scalar value during interpretation. */
 typedef struct {
   WeirDType type;
   union {
-    double f;  /* F32 (rounded to float), F64 */
-    gint64 i;  /* I32, I64, BOOL (0/1), U8 */
+    double f; /* F32 (rounded to float), F64 */
+    gint64 i; /* I32, I64, BOOL (0/1), U8 */
   };
 } WeirValue;
 
@@ -195,10 +204,10 @@ WEIR_API double weir_value_as_double(WeirValue v);
 /* Callbacks through which the evaluator reads and writes connectors.  idx
  * holds n_idx indices (0 for scalar connectors). */
 typedef struct {
-  gboolean (*read)(gpointer user, guint input, const gint64 *idx,
-                   guint n_idx, WeirValue *out, GError **error);
-  gboolean (*write)(gpointer user, guint output, const gint64 *idx,
-                    guint n_idx, WeirValue value, GError **error);
+  gboolean (*read)(gpointer user, guint input, const gint64 *idx, guint n_idx,
+                   WeirValue *out, GError **error);
+  gboolean (*write)(gpointer user, guint output, const gint64 *idx, guint n_idx,
+                    WeirValue value, GError **error);
   gboolean (*symbol)(gpointer user, const char *name, gint64 *out,
                      GError **error);
   gpointer user;

@@ -79,7 +79,8 @@ WEIR_API gboolean weir_expr_equal(const WeirExpr *a, const WeirExpr *b);
 WEIR_API int weir_expr_compare(const WeirExpr *a, const WeirExpr *b);
 
 /* Adds the names of all symbols of e to set (keys are owned strings; create
- * the set with g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)). */
+ * the set with g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)).
+ */
 WEIR_API void weir_expr_collect_symbols(const WeirExpr *e, GHashTable *set);
 /* Sorted, owned array of the symbol names in e. */
 WEIR_API GPtrArray *weir_expr_symbols(const WeirExpr *e);

@@ -99,12 +99,11 @@ typedef enum {
 #define WEIR_X(id, name) WEIR_NODE_##id,
   WEIR_NODE_KINDS(WEIR_X)
 #undef WEIR_X
-  WEIR_NODE_KIND_COUNT
+      WEIR_NODE_KIND_COUNT
 } WeirNodeKind;
 
 WEIR_API const char *weir_node_kind_name(WeirNodeKind kind);
-WEIR_API gboolean weir_node_kind_from_name(const char *name,
-                                           WeirNodeKind *out);
+WEIR_API gboolean weir_node_kind_from_name(const char *name, WeirNodeKind *out);
 
 #define WEIR_SCHEDULES(X)                                                      \
   X(SEQUENTIAL, "sequential")                                                  \
@@ -115,7 +114,7 @@ typedef enum {
 #define WEIR_X(id, name) WEIR_SCHEDULE_##id,
   WEIR_SCHEDULES(WEIR_X)
 #undef WEIR_X
-  WEIR_SCHEDULE_COUNT
+      WEIR_SCHEDULE_COUNT
 } WeirSchedule;
 
 WEIR_API const char *weir_schedule_name(WeirSchedule s);
@@ -126,10 +125,10 @@ typedef struct {
   GPtrArray *params; /* char* */
   GArray *ranges;    /* WeirRange, one per param */
   WeirSchedule schedule;
-  GArray *tile;      /* gint64 tile size per param (0 = untiled); may be
-                        empty (no tiling) */
-  guint unroll;      /* unroll factor of the innermost loop (0/1: none) */
-  guint collapse;    /* OpenMP collapse depth (0: none) */
+  GArray *tile;   /* gint64 tile size per param (0 = untiled); may be
+                     empty (no tiling) */
+  guint unroll;   /* unroll factor of the innermost loop (0/1: none) */
+  guint collapse; /* OpenMP collapse depth (0: none) */
 } WeirMap;
 
 #define WEIR_ATTR_TYPES(X)                                                     \
@@ -144,7 +143,7 @@ typedef enum {
 #define WEIR_X(id, name) WEIR_ATTR_##id,
   WEIR_ATTR_TYPES(WEIR_X)
 #undef WEIR_X
-  WEIR_ATTR_TYPE_COUNT
+      WEIR_ATTR_TYPE_COUNT
 } WeirAttrType;
 
 WEIR_API const char *weir_attr_type_name(WeirAttrType t);
@@ -189,8 +188,8 @@ typedef struct {
   char *op;
   GPtrArray *attrs; /* WeirAttr*, sorted by name */
   /* NESTED */
-  WeirGraph *nested;      /* owned */
-  GPtrArray *symbol_map;  /* WeirSymbolBinding*, sorted by name */
+  WeirGraph *nested;     /* owned */
+  GPtrArray *symbol_map; /* WeirSymbolBinding*, sorted by name */
 } WeirNode;
 
 /* --------------------------------------------------------------- memlets */
@@ -206,7 +205,7 @@ typedef enum {
 #define WEIR_X(id, name) WEIR_WCR_##id,
   WEIR_WCRS(WEIR_X)
 #undef WEIR_X
-  WEIR_WCR_COUNT
+      WEIR_WCR_COUNT
 } WeirWcr;
 
 WEIR_API const char *weir_wcr_name(WeirWcr w);
@@ -216,16 +215,16 @@ WEIR_API gboolean weir_wcr_from_name(const char *name, WeirWcr *out);
  * ordering dependency that moves nothing. */
 typedef struct {
   guint id;
-  guint src, dst;        /* node ids */
-  char *src_conn;        /* NULL: none (access nodes) */
+  guint src, dst; /* node ids */
+  char *src_conn; /* NULL: none (access nodes) */
   char *dst_conn;
-  char *data;            /* container name, or NULL */
-  WeirSubset *subset;    /* subset of data */
-  WeirSubset *other;     /* copies between access nodes: subset of the
-                            other end's container, or NULL */
-  WeirExpr *volume;      /* elements moved per execution of the edge */
-  gboolean dynamic;      /* volume is an upper bound (data-dependent) */
-  WeirWcr wcr;           /* write-conflict resolution of writes */
+  char *data;         /* container name, or NULL */
+  WeirSubset *subset; /* subset of data */
+  WeirSubset *other;  /* copies between access nodes: subset of the
+                         other end's container, or NULL */
+  WeirExpr *volume;   /* elements moved per execution of the edge */
+  gboolean dynamic;   /* volume is an upper bound (data-dependent) */
+  WeirWcr wcr;        /* write-conflict resolution of writes */
 } WeirMemlet;
 
 /* ---------------------------------------------------------------- states */
@@ -239,9 +238,9 @@ typedef struct {
 
 typedef struct {
   guint id;
-  guint src, dst;         /* state ids */
-  char *condition_text;   /* NULL: always taken */
-  WeirCode *condition;    /* parsed, or NULL */
+  guint src, dst;           /* state ids */
+  char *condition_text;     /* NULL: always taken */
+  WeirCode *condition;      /* parsed, or NULL */
   GPtrArray *assign_names;  /* char* symbol names, in order */
   GPtrArray *assign_values; /* WeirExpr*; assignments are simultaneous */
 } WeirTransition;
@@ -272,16 +271,14 @@ WEIR_API gboolean weir_graph_has_symbol(const WeirGraph *g, const char *name);
 /* Adds a container with the given shape (borrowed WeirExpr*s, n = rank) and
  * row-major strides.  Returns NULL with an error when the name is taken or
  * not an identifier.  Returned pointer is borrowed (owned by g). */
-WEIR_API WeirContainer *weir_graph_add_container(WeirGraph *g,
-                                                 const char *name,
+WEIR_API WeirContainer *weir_graph_add_container(WeirGraph *g, const char *name,
                                                  WeirDType dtype, guint rank,
                                                  WeirExpr *const *shape,
                                                  gboolean transient,
                                                  GError **error);
 /* Same with the shape as text, e.g. "N, 4*M" ("" for a scalar). */
 WEIR_API WeirContainer *weir_graph_add_array(WeirGraph *g, const char *name,
-                                             WeirDType dtype,
-                                             const char *shape,
+                                             WeirDType dtype, const char *shape,
                                              gboolean transient,
                                              GError **error);
 WEIR_API WeirContainer *weir_graph_container(const WeirGraph *g,
@@ -325,20 +322,17 @@ WEIR_API WeirNode *weir_state_add_tasklet(WeirGraph *g, WeirState *s,
  * the scope (IN_x/OUT_x on the entry, IN_x/OUT_x on the exit, by the
  * convention that data x passes through IN_x and leaves by OUT_x) are added
  * with weir_node_add_in_conn / weir_node_add_out_conn. */
-WEIR_API WeirNode *weir_state_add_map(WeirGraph *g, WeirState *s,
-                                      const char *label,
-                                      const char *const *params,
-                                      const char *const *ranges,
-                                      WeirSchedule schedule,
-                                      WeirNode **exit_out, GError **error);
+WEIR_API WeirNode *
+weir_state_add_map(WeirGraph *g, WeirState *s, const char *label,
+                   const char *const *params, const char *const *ranges,
+                   WeirSchedule schedule, WeirNode **exit_out, GError **error);
 WEIR_API WeirNode *weir_state_add_library(WeirGraph *g, WeirState *s,
                                           const char *label, const char *op,
                                           const char *const *ins,
                                           const char *const *outs);
 /* nested: (transfer full). */
 WEIR_API WeirNode *weir_state_add_nested(WeirGraph *g, WeirState *s,
-                                         const char *label,
-                                         WeirGraph *nested,
+                                         const char *label, WeirGraph *nested,
                                          const char *const *ins,
                                          const char *const *outs);
 /* Binds a symbol of a nested program to an outer expression (text). */
@@ -357,16 +351,13 @@ WEIR_API WeirNode *weir_state_map_exit(const WeirState *s,
 WEIR_API gboolean weir_state_remove_node(WeirState *s, guint id);
 
 WEIR_API gboolean weir_node_has_in_conn(const WeirNode *n, const char *name);
-WEIR_API gboolean weir_node_has_out_conn(const WeirNode *n,
-                                         const char *name);
+WEIR_API gboolean weir_node_has_out_conn(const WeirNode *n, const char *name);
 WEIR_API void weir_node_add_in_conn(WeirNode *n, const char *name);
 WEIR_API void weir_node_add_out_conn(WeirNode *n, const char *name);
 
 /* Library node attributes (replacing an attribute of the same name). */
-WEIR_API void weir_node_set_attr_int(WeirNode *n, const char *name,
-                                     gint64 v);
-WEIR_API void weir_node_set_attr_float(WeirNode *n, const char *name,
-                                       double v);
+WEIR_API void weir_node_set_attr_int(WeirNode *n, const char *name, gint64 v);
+WEIR_API void weir_node_set_attr_float(WeirNode *n, const char *name, double v);
 WEIR_API void weir_node_set_attr_string(WeirNode *n, const char *name,
                                         const char *v);
 WEIR_API void weir_node_set_attr_ints(WeirNode *n, const char *name,
@@ -385,8 +376,7 @@ WEIR_API const WeirAttr *weir_node_attr(const WeirNode *n, const char *name);
 WEIR_API WeirMemlet *weir_state_add_memlet(WeirGraph *g, WeirState *s,
                                            guint src, const char *src_conn,
                                            guint dst, const char *dst_conn,
-                                           const char *data,
-                                           const char *subset,
+                                           const char *data, const char *subset,
                                            GError **error);
 WEIR_API void weir_memlet_set_volume(WeirMemlet *m, WeirExpr *volume);
 WEIR_API gboolean weir_memlet_set_other(WeirMemlet *m, const char *subset,

@@ -13,10 +13,10 @@ G_BEGIN_DECLS
 typedef struct {
   WeirDType dtype;
   guint rank;
-  gint64 *shape;  /* rank entries (owned) */
-  gint64 count;   /* number of elements (product of shape, 1 for a scalar) */
-  gpointer data;  /* count * weir_dtype_size(dtype) bytes, 64-byte aligned
-                     (owned) */
+  gint64 *shape; /* rank entries (owned) */
+  gint64 count;  /* number of elements (product of shape, 1 for a scalar) */
+  gpointer data; /* count * weir_dtype_size(dtype) bytes, 64-byte aligned
+                    (owned) */
 } WeirTensor;
 
 /* A zero-filled tensor.  shape may be NULL when rank is 0. */
@@ -39,10 +39,9 @@ WEIR_API void weir_tensor_fill_random(WeirTensor *t, guint64 seed);
  * On mismatch returns FALSE with a message naming the first bad index and
  * the maximum error.  Shapes and dtypes must match.  *max_abs_err (optional)
  * receives the largest absolute difference. */
-WEIR_API gboolean weir_tensor_allclose(const WeirTensor *a,
-                                       const WeirTensor *b, double rtol,
-                                       double atol, double *max_abs_err,
-                                       GError **error);
+WEIR_API gboolean weir_tensor_allclose(const WeirTensor *a, const WeirTensor *b,
+                                       double rtol, double atol,
+                                       double *max_abs_err, GError **error);
 
 /* "f32[2, 3]" (transfer full) */
 WEIR_API char *weir_tensor_describe(const WeirTensor *t);

@@ -26,12 +26,12 @@ G_BEGIN_DECLS
 WEIR_API GQuark weir_error_quark(void);
 
 typedef enum {
-  WEIR_ERROR_PARSE,      /* text that does not parse (expression, tasklet, JSON) */
-  WEIR_ERROR_INVALID,    /* a well-formed but invalid program or argument */
-  WEIR_ERROR_UNSUPPORTED,/* valid input that Weir cannot handle (yet) */
-  WEIR_ERROR_IO,         /* file system errors */
-  WEIR_ERROR_RUNTIME,    /* failures while executing a program */
-  WEIR_ERROR_VERSION,    /* data written by a newer format version */
+  WEIR_ERROR_PARSE,   /* text that does not parse (expression, tasklet, JSON) */
+  WEIR_ERROR_INVALID, /* a well-formed but invalid program or argument */
+  WEIR_ERROR_UNSUPPORTED, /* valid input that Weir cannot handle (yet) */
+  WEIR_ERROR_IO,          /* file system errors */
+  WEIR_ERROR_RUNTIME,     /* failures while executing a program */
+  WEIR_ERROR_VERSION,     /* data written by a newer format version */
 } WeirErrorCode;
 
 /* Element types of data containers.  The X-macro keeps the enum, the names
@@ -48,7 +48,7 @@ typedef enum {
 #define WEIR_X(id, name, size, is_float) WEIR_DTYPE_##id,
   WEIR_DTYPES(WEIR_X)
 #undef WEIR_X
-  WEIR_DTYPE_COUNT
+      WEIR_DTYPE_COUNT
 } WeirDType;
 
 /* Name as used in JSON and messages ("f32"); borrowed static string. */

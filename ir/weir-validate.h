@@ -20,13 +20,13 @@
 G_BEGIN_DECLS
 
 typedef struct {
-  guint state;   /* state id, or 0 for program-level problems */
-  guint node;    /* node id, or 0 */
-  guint edge;    /* memlet id, or 0 */
+  guint state;      /* state id, or 0 for program-level problems */
+  guint node;       /* node id, or 0 */
+  guint edge;       /* memlet id, or 0 */
   guint transition; /* transition id, or 0 */
-  char *element; /* description of the element, e.g.
-                    "state 1 'main', node 4 (tasklet 'mul')" */
-  char *message; /* what is wrong */
+  char *element;    /* description of the element, e.g.
+                       "state 1 'main', node 4 (tasklet 'mul')" */
+  char *message;    /* what is wrong */
 } WeirProblem;
 
 WEIR_API void weir_problem_free(WeirProblem *p);

@@ -349,8 +349,7 @@ static int cmd_run_ref(int argc, char **argv) {
   if (!parse_options("run-ref", "FILE", run_entries, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr,
-            "usage: weir run-ref FILE [-D SYM=VALUE]... [--seed N]\n");
+    fprintf(stderr, "usage: weir run-ref FILE [-D SYM=VALUE]... [--seed N]\n");
     return 2;
   }
   g_autoptr(GError) error = NULL;
@@ -373,8 +372,9 @@ static int cmd_run_ref(int argc, char **argv) {
       g_autoptr(GError) local = NULL;
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
                           &local)) {
-        fprintf(stderr, "weir run-ref: %s: container '%s': %s (bind it with "
-                        "-D)\n",
+        fprintf(stderr,
+                "weir run-ref: %s: container '%s': %s (bind it with "
+                "-D)\n",
                 argv[1], c->name, local->message);
         return 2;
       }

@@ -13,10 +13,10 @@ static const char *const none[] = {NULL};
 static WeirGraph *build_map_graph(guint *ids) {
   WeirGraph *g = weir_graph_new("t");
   weir_graph_add_symbol(g, "N");
-  assert_non_null(weir_graph_add_array(g, "A", WEIR_DTYPE_F32, "N", FALSE,
-                                       NULL));
-  assert_non_null(weir_graph_add_array(g, "B", WEIR_DTYPE_F32, "N", FALSE,
-                                       NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "A", WEIR_DTYPE_F32, "N", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "B", WEIR_DTYPE_F32, "N", FALSE, NULL));
   WeirState *s = weir_graph_add_state(g, "main");
   WeirNode *a = weir_state_add_access(g, s, "A");
   WeirNode *exit = NULL;
@@ -35,8 +35,8 @@ static WeirGraph *build_map_graph(guint *ids) {
                                         "A", "0:N", NULL));
   assert_non_null(weir_state_add_memlet(g, s, entry->id, "OUT_A", t->id, "x",
                                         "A", "i", NULL));
-  assert_non_null(weir_state_add_memlet(g, s, t->id, "y", exit->id, "IN_B",
-                                        "B", "i", NULL));
+  assert_non_null(weir_state_add_memlet(g, s, t->id, "y", exit->id, "IN_B", "B",
+                                        "i", NULL));
   assert_non_null(weir_state_add_memlet(g, s, exit->id, "OUT_B", b->id, NULL,
                                         "B", "0:N", NULL));
   if (ids) {
@@ -114,12 +114,12 @@ static void test_container_defaults(void **state) {
   assert_null(weir_graph_add_array(g, "9x", WEIR_DTYPE_F32, "", FALSE, &error));
   assert_non_null(strstr(error->message, "not an identifier"));
   g_clear_error(&error);
-  assert_null(weir_graph_add_array(g, "Y", WEIR_DTYPE_F32, "N +", FALSE,
-                                   &error));
+  assert_null(
+      weir_graph_add_array(g, "Y", WEIR_DTYPE_F32, "N +", FALSE, &error));
   assert_non_null(strstr(error->message, "container 'Y'"));
   /* Scalars have rank 0 and volume 1. */
-  WeirContainer *s = weir_graph_add_array(g, "s", WEIR_DTYPE_I32, "", FALSE,
-                                          NULL);
+  WeirContainer *s =
+      weir_graph_add_array(g, "s", WEIR_DTYPE_I32, "", FALSE, NULL);
   assert_int_equal(s->shape->len, 0);
   g_autoptr(WeirExpr) v = weir_container_volume(s);
   gint64 one = 0;
@@ -166,9 +166,9 @@ static void test_range_size(void **state) {
     const char *range;
     const char *size;
   } cases[] = {
-      {"0:N", "N"},      {"2:10", "8"},         {"0:10:3", "4"},
-      {"5:2", "0"},      {"i", "1"},            {"0:N:2", "(N + 1) // 2"},
-      {"1:N + 1", "N"},  {"0:2*N:2", "N"},
+      {"0:N", "N"},     {"2:10", "8"},    {"0:10:3", "4"},
+      {"5:2", "0"},     {"i", "1"},       {"0:N:2", "(N + 1) // 2"},
+      {"1:N + 1", "N"}, {"0:2*N:2", "N"},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     WeirRange r;
@@ -243,8 +243,8 @@ static void test_scopes(void **state) {
                    weir_state_node(s, ids[2]));
 
   /* A cycle is reported. */
-  assert_non_null(weir_state_add_memlet(g, s, ids[4], NULL, ids[0], NULL,
-                                        NULL, NULL, NULL));
+  assert_non_null(weir_state_add_memlet(g, s, ids[4], NULL, ids[0], NULL, NULL,
+                                        NULL, NULL));
   assert_null(weir_state_scopes(s, &error));
   assert_non_null(strstr(error->message, "cycle"));
 }
@@ -285,8 +285,8 @@ static void test_bad_builder_input(void **state) {
                                  NULL, &error));
   assert_non_null(strstr(error->message, "2 parameters but 1 ranges"));
   g_clear_error(&error);
-  assert_null(weir_state_add_memlet(g, s, 99, NULL, 100, NULL, "A", "0",
-                                    &error));
+  assert_null(
+      weir_state_add_memlet(g, s, 99, NULL, 100, NULL, "A", "0", &error));
   assert_non_null(strstr(error->message, "not in the state"));
   g_clear_error(&error);
   assert_null(weir_graph_add_transition(g, s->id, s->id, "t <", &error));
