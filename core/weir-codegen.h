@@ -1,0 +1,58 @@
+/* weir-codegen.h — C/OpenMP code generation.
+ *
+ * Generated code ABI (version 1; docs/codegen.md describes it for users of
+ * exported kernels):
+ *
+ *   int <prefix>_run(void *const args[], const int64_t symbols[]);
+ *
+ *  - <prefix> is weir_codegen_prefix(g): the program name sanitized to a C
+ *    identifier.
+ *  - args[k] points to the storage of the k-th *argument* container: the
+ *    non-transient containers of the program that have no constant data, in
+ *    id order (weir_codegen_arguments lists them).  Storage is laid out by
+ *    the container's strides, in its dtype (float, double, int32_t, int64_t,
+ *    bool as uint8_t, uint8_t).
+ *  - symbols[k] is the value of the k-th program symbol (g->symbols order,
+ *    sorted by name); symbols that transitions assign are ignored on entry.
+ *  - Returns 0 on success, non-zero when the transient arena cannot be
+ *    allocated.
+ *  - The source also defines `int <prefix>_abi_version(void)` returning 1.
+ * Transients live in one 64-byte aligned arena allocated on entry (or on
+ * the stack when small and of fixed size); constant containers become
+ * static const arrays.  No allocation happens inside loops.
+ */
+#ifndef WEIR_CODEGEN_H
+#define WEIR_CODEGEN_H
+
+#include "weir-graph.h"
+
+G_BEGIN_DECLS
+
+#define WEIR_CODEGEN_ABI_VERSION 1
+
+typedef struct {
+  /* Emit OpenMP pragmas for parallel/simd schedules (default TRUE). */
+  gboolean openmp;
+} WeirCodegenOptions;
+
+/* The entry-point prefix of g's generated code. (transfer full) */
+WEIR_API char *weir_codegen_prefix(const WeirGraph *g);
+
+/* Argument containers in ABI order (borrowed pointers into g; free the
+ * array only). */
+WEIR_API GPtrArray *weir_codegen_arguments(const WeirGraph *g);
+
+/* Generates the C source of g.  Library nodes are expanded first (on a copy;
+ * g is not changed) with their chosen implementation.  g must validate.
+ * Deterministic: the same program gives the same bytes.  opts may be NULL.
+ * (transfer full) */
+WEIR_API char *weir_codegen_c(const WeirGraph *g,
+                              const WeirCodegenOptions *opts, GError **error);
+
+/* A header declaring the entry point, with a comment listing the argument
+ * and symbol order with dtypes and shapes. (transfer full) */
+WEIR_API char *weir_codegen_header(const WeirGraph *g);
+
+G_END_DECLS
+
+#endif
