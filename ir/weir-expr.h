@@ -67,7 +67,8 @@ WEIR_API WeirExprKind weir_expr_kind(const WeirExpr *e);
 WEIR_API gint64 weir_expr_const_value(const WeirExpr *e);
 /* For SYMBOL: the name (borrowed). */
 WEIR_API const char *weir_expr_symbol_name(const WeirExpr *e);
-/* For n-ary and binary kinds: operands (borrowed). */
+/* For n-ary and binary kinds: operands (borrowed), in canonical order.  A
+ * sum keeps its constant (if any) last; a product its coefficient first. */
 WEIR_API guint weir_expr_n_operands(const WeirExpr *e);
 WEIR_API WeirExpr *weir_expr_operand(const WeirExpr *e, guint i);
 
@@ -84,8 +85,10 @@ WEIR_API void weir_expr_collect_symbols(const WeirExpr *e, GHashTable *set);
 WEIR_API GPtrArray *weir_expr_symbols(const WeirExpr *e);
 
 /* Evaluates e.  bindings maps symbol name (char*) to a gint64* value (both
- * borrowed); NULL means no bindings.  Fails with WEIR_ERROR_INVALID naming
- * the first unbound symbol, or on division by zero. */
+ * borrowed; the table must hash with g_str_hash); NULL means no bindings.
+ * Fails with WEIR_ERROR_INVALID naming the first unbound symbol ("unbound
+ * symbol 'N'"), or on division by zero ("division by zero in 'N // M'").
+ * Arithmetic wraps around on overflow (two's complement). */
 WEIR_API gboolean weir_expr_eval(const WeirExpr *e, GHashTable *bindings,
                                  gint64 *out, GError **error);
 
