@@ -32,6 +32,16 @@
  * promotes to the float type, f32 with f64 gives f64; '/' and '%' on integers
  * truncate toward zero as in C; comparisons and logical operators give bool.
  * An output is assigned the value converted to its connector's dtype.
+ * Details (see code.c): bool and u8 promote to i32 in arithmetic; integer
+ * literals that fit in i32 adapt, larger ones are i64; untyped expressions
+ * default to i64 / f64 (also for a local's type); math functions on
+ * integers give f64, except abs and pow, which stay integer (pow computed
+ * through double); min/max propagate NaN; f32 arithmetic is rounded to float
+ * after every operation; integer arithmetic wraps; integer division or
+ * modulo by zero is a WEIR_ERROR_RUNTIME error.  Newlines inside ( ) and
+ * [ ] are whitespace.  Nesting is limited (256 levels of parentheses /
+ * unary operators, 1024 levels of tree height): deeper input is a parse
+ * error.
  */
 #ifndef WEIR_CODE_H
 #define WEIR_CODE_H
@@ -175,7 +185,10 @@ typedef struct {
   };
 } WeirValue;
 
-/* Converts a value to another dtype with C semantics. */
+/* Converts a value to another dtype with C semantics: integers wrap to the
+ * narrower type, anything to bool is (v != 0) (NaN gives true), float to
+ * integer truncates toward zero.  Where C is undefined: NaN converts to 0 and
+ * out-of-range floats saturate to the integer type's range. */
 WEIR_API WeirValue weir_value_convert(WeirValue v, WeirDType to);
 WEIR_API double weir_value_as_double(WeirValue v);
 
@@ -191,7 +204,10 @@ typedef struct {
   gpointer user;
 } WeirCodeEnv;
 
-/* Runs a checked body. */
+/* Runs a checked body: statements in order, reading inputs and writing
+ * outputs (already converted to the connector dtype) through env.  Stops at
+ * the first error (WEIR_ERROR_RUNTIME, or the callback's error prefixed with
+ * the line and column). */
 WEIR_API gboolean weir_code_run(const WeirCode *code, const WeirCodeEnv *env,
                                 GError **error);
 /* Evaluates a checked condition; integer results are tested against 0. */
@@ -199,9 +215,13 @@ WEIR_API gboolean weir_code_eval_condition(const WeirCode *code,
                                            const WeirCodeEnv *env,
                                            gboolean *out, GError **error);
 
-/* Number of floating-point operations one execution of the body performs:
- * each arithmetic operator and function call on floating values counts
- * one; integer index arithmetic and casts count zero. */
+/* Number of floating-point operations one execution of the body (or
+ * condition) performs: each arithmetic operator, unary minus and comparison
+ * on floating operands counts one, as does each math function (and
+ * isnan/isfinite) on floating values; min/max of k floating arguments count
+ * k - 1; integer arithmetic, logical operators and casts count zero.  A
+ * ternary counts its condition plus the more expensive branch.  Needs a
+ * checked code (types known); returns 0 otherwise. */
 WEIR_API guint64 weir_code_flops(const WeirCode *code);
 
 G_END_DECLS
