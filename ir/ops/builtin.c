@@ -4,6 +4,8 @@
 #include "weir-ops.h"
 
 void weir_ops_register_builtin(void);
+void weir_ops_register_reduce(void);
 
 void weir_ops_register_builtin(void) {
+  weir_ops_register_reduce();
 }

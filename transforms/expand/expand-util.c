@@ -290,3 +290,127 @@ WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
   }
   return entry;
 }
+
+/* ---------------------------------------------------- integer code text */
+
+static void append_expr_code(GString *s, const WeirExpr *e) {
+  guint n = weir_expr_n_operands(e);
+  switch (weir_expr_kind(e)) {
+  case WEIR_EXPR_CONST: {
+    gint64 v = weir_expr_const_value(e);
+    if (v == G_MININT64)
+      g_string_append(s, "(-9223372036854775807 - 1)");
+    else if (v < 0)
+      g_string_append_printf(s, "(%" G_GINT64_FORMAT ")", v);
+    else
+      g_string_append_printf(s, "%" G_GINT64_FORMAT, v);
+    return;
+  }
+  case WEIR_EXPR_SYMBOL:
+    g_string_append(s, weir_expr_symbol_name(e));
+    return;
+  case WEIR_EXPR_ADD:
+  case WEIR_EXPR_MUL:
+    g_string_append_c(s, '(');
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append(s, weir_expr_kind(e) == WEIR_EXPR_ADD ? " + " : " * ");
+      append_expr_code(s, weir_expr_operand(e, i));
+    }
+    g_string_append_c(s, ')');
+    return;
+  case WEIR_EXPR_FLOORDIV: {
+    /* a // b = a / b - 1 when the division is inexact and the signs of a
+     * and b differ (C truncates toward zero). */
+    g_autoptr(GString) a = g_string_new(NULL);
+    g_autoptr(GString) b = g_string_new(NULL);
+    append_expr_code(a, weir_expr_operand(e, 0));
+    append_expr_code(b, weir_expr_operand(e, 1));
+    g_string_append_printf(s,
+                           "(%s / %s - (%s %% %s != 0 && (%s < 0) != (%s < "
+                           "0) ? 1 : 0))",
+                           a->str, b->str, a->str, b->str, a->str, b->str);
+    return;
+  }
+  case WEIR_EXPR_MOD: {
+    /* a % b with the sign of b. */
+    g_autoptr(GString) a = g_string_new(NULL);
+    g_autoptr(GString) b = g_string_new(NULL);
+    append_expr_code(a, weir_expr_operand(e, 0));
+    append_expr_code(b, weir_expr_operand(e, 1));
+    g_string_append_printf(s, "((%s %% %s + %s) %% %s)", a->str, b->str,
+                           b->str, b->str);
+    return;
+  }
+  case WEIR_EXPR_MIN:
+  case WEIR_EXPR_MAX:
+    g_string_append(s, weir_expr_kind(e) == WEIR_EXPR_MIN ? "min(" : "max(");
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append(s, ", ");
+      append_expr_code(s, weir_expr_operand(e, i));
+    }
+    g_string_append_c(s, ')');
+    return;
+  }
+  g_assert_not_reached();
+}
+
+char *weir_expand_expr_code(const WeirExpr *e) {
+  GString *s = g_string_new(NULL);
+  append_expr_code(s, e);
+  return g_string_free(s, FALSE);
+}
+
+const char *weir_expand_lowest_literal(WeirDType dtype) {
+  switch (dtype) {
+  case WEIR_DTYPE_F32:
+  case WEIR_DTYPE_F64:
+    return "-1e999";
+  case WEIR_DTYPE_I32:
+    return "(-2147483647 - 1)";
+  case WEIR_DTYPE_I64:
+    return "(-9223372036854775807 - 1)";
+  case WEIR_DTYPE_BOOL:
+    return "false";
+  case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  return "0";
+}
+
+const char *weir_expand_highest_literal(WeirDType dtype) {
+  switch (dtype) {
+  case WEIR_DTYPE_F32:
+  case WEIR_DTYPE_F64:
+    return "1e999";
+  case WEIR_DTYPE_I32:
+    return "2147483647";
+  case WEIR_DTYPE_I64:
+    return "9223372036854775807";
+  case WEIR_DTYPE_BOOL:
+    return "true";
+  case WEIR_DTYPE_U8:
+    return "255";
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  return "0";
+}
+
+char *weir_expand_name(const WeirNode *n, const char *suffix) {
+  const char *base = n->label && *n->label ? n->label : n->op;
+  if (!base)
+    base = "";
+  GString *s = g_string_new(NULL);
+  if (g_ascii_isdigit(base[0]))
+    g_string_append_c(s, '_');
+  for (const char *p = base; *p; p++)
+    g_string_append_c(s, g_ascii_isalnum(*p) || *p == '_' ? *p : '_');
+  if (suffix && *suffix)
+    g_string_append_printf(s, "_%s", suffix);
+  if (s->len == 0)
+    g_string_append(s, "tmp");
+  return g_string_free(s, FALSE);
+}

@@ -99,6 +99,24 @@ char *weir_expand_index_subset(guint rank, const char *const *params);
  * infinities as 1e999). (transfer full) */
 char *weir_expand_float_literal(double v);
 
+/* Tasklet-language text computing the integer expression e (sizes,
+ * offsets) from symbols and map parameters: fully parenthesized; floor
+ * division and modulo are spelled with C's truncating '/' and '%' so that
+ * they round like // and % in WeirExpr for every sign.  (transfer full) */
+char *weir_expand_expr_code(const WeirExpr *e);
+
+/* The literals of the smallest and largest value of a dtype, as tasklet
+ * text: "-1e999" / "1e999" for floats, "false" / "true" for bool, the
+ * integer limits otherwise (identities of max / min reductions).
+ * (borrowed static strings) */
+const char *weir_expand_lowest_literal(WeirDType dtype);
+const char *weir_expand_highest_literal(WeirDType dtype);
+
+/* A container-name base (identifier) made of a node's label (its op when
+ * the label is empty) and a suffix: characters other than [A-Za-z0-9_]
+ * become '_', and a leading digit gets a '_' prefix.  (transfer full) */
+char *weir_expand_name(const WeirNode *n, const char *suffix);
+
 G_END_DECLS
 
 #endif

@@ -4,6 +4,8 @@
 #include "expand-util.h"
 
 void weir_transforms_register_expansions(void);
+void weir_expand_register_reduce(void);
 
 void weir_transforms_register_expansions(void) {
+  weir_expand_register_reduce();
 }
