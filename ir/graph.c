@@ -1256,6 +1256,16 @@ static GArray *topological_order(const WeirState *s, GError **error) {
 }
 
 WeirScopes *weir_state_scopes(const WeirState *s, GError **error) {
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (!weir_state_node(s, m->src) || !weir_state_node(s, m->dst)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "state %u '%s': memlet %u joins %u -> %u, a node not in the "
+                  "state",
+                  s->id, s->label, m->id, m->src, m->dst);
+      return NULL;
+    }
+  }
   GArray *order = topological_order(s, error);
   if (!order)
     return NULL;
