@@ -188,7 +188,7 @@ static gboolean reduce_axes(const WeirNode *n, guint rank, gboolean *reduced,
     return TRUE;
   }
   for (guint i = 0; i < count; i++) {
-    guint d;
+    guint d = 0;
     if (!normalize_axis(n, "axis", g_array_index(axes, gint64, i), rank, &d,
                         error))
       return FALSE;
@@ -255,7 +255,7 @@ static gboolean infer_arg(WeirOpInferContext *ctx, GError **error) {
   if (x->rank == 0)
     return fail(error, WEIR_ERROR_INVALID, n,
                 "input 0 is a scalar; %s needs rank >= 1", n->op);
-  guint axis;
+  guint axis = 0;
   if (!normalize_axis(n, "axis", attr_int(n, "axis", 0), x->rank, &axis, error))
     return FALSE;
   g_autofree gboolean *reduced = g_new0(gboolean, x->rank);
@@ -286,7 +286,7 @@ static gboolean infer_softmax(WeirOpInferContext *ctx, GError **error) {
   if (x->rank == 0)
     return fail(error, WEIR_ERROR_INVALID, n,
                 "input 0 is a scalar; %s needs rank >= 1", n->op);
-  guint axis;
+  guint axis = 0;
   if (!normalize_axis(n, "axis", attr_int(n, "axis", -1), x->rank, &axis,
                       error))
     return FALSE;
@@ -341,12 +341,18 @@ static gboolean infer_layernorm(WeirOpInferContext *ctx, GError **error) {
   if (x->rank == 0)
     return fail(error, WEIR_ERROR_INVALID, n,
                 "input 0 is a scalar; LayerNormalization needs rank >= 1");
-  guint axis;
+  guint axis = 0;
   if (!normalize_axis(n, "axis", attr_int(n, "axis", -1), x->rank, &axis,
                       error))
     return FALSE;
   if (!check_unidirectional(n, 1, &ctx->inputs[1], x, error))
     return FALSE;
+  for (guint k = 1; k < 3 && k < ctx->n_inputs; k++)
+    if (ctx->inputs[k].present && ctx->inputs[k].dtype != x->dtype)
+      return fail(error, WEIR_ERROR_INVALID, n,
+                  "input %u has dtype %s, input 0 %s; they must be equal", k,
+                  weir_dtype_name(ctx->inputs[k].dtype),
+                  weir_dtype_name(x->dtype));
   if (ctx->n_inputs > 2 && ctx->inputs[2].present &&
       (!check_input(ctx, 2, DT_FLOAT, error) ||
        !check_unidirectional(n, 2, &ctx->inputs[2], x, error)))
@@ -517,12 +523,15 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
                   "with its padding",
                   keff, d);
     if (ceil_mode) {
-      /* A window may not start in the end padding: the last start index
-       * (out-1)*stride must be < in + pad_begin. */
+      /* As ONNX: when the last window would start in the end padding
+       * ((out-1)*stride >= in + pad_begin), drop it: out - 1 when out
+       * exceeds limit = (in + pad_begin - 1) // stride + 1. */
       g_autoptr(WeirExpr) t = weir_expr_add_const(in, pb - 1);
       g_autoptr(WeirExpr) q2 = weir_expr_floordiv(t, sd);
       g_autoptr(WeirExpr) limit = weir_expr_add_const(q2, 1);
-      g_ptr_array_add(shape, weir_expr_min(out, limit));
+      g_autoptr(WeirExpr) capped = weir_expr_min(out, limit);
+      g_autoptr(WeirExpr) less = weir_expr_add_const(out, -1);
+      g_ptr_array_add(shape, weir_expr_max(less, capped));
     } else {
       g_ptr_array_add(shape, weir_expr_ref(out));
     }
@@ -549,15 +558,15 @@ static WeirExpr *flops_pool(const WeirGraph *g, const WeirState *s,
 
 /* ------------------------------------------------------------ records */
 
-#define REDUCE_OP(var, opname, attrs)                                          \
+#define REDUCE_OP(var, opname, table)                                          \
   static const WeirOpInfo var = {                                              \
       .name = opname,                                                          \
       .min_inputs = 1,                                                         \
       .max_inputs = 2,                                                         \
       .min_outputs = 1,                                                        \
       .max_outputs = 1,                                                        \
-      .attrs = attrs,                                                          \
-      .n_attrs = G_N_ELEMENTS(attrs),                                          \
+      .attrs = table,                                                          \
+      .n_attrs = G_N_ELEMENTS(table),                                          \
       .infer = infer_reduce,                                                   \
       .flops = flops_reduce,                                                   \
   }

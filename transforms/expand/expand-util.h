@@ -69,11 +69,11 @@ typedef struct {
  * directly.  Returns the map entry (or the tasklet when there is no map). */
 WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
                           guint n_params, const char *const *params,
-                          const char *const *ranges,
-                          const WeirTaskletPort *ins, guint n_ins,
-                          const WeirTaskletPort *outs, guint n_outs,
-                          const char *code, WeirNode *const *after,
-                          guint n_after, GError **error);
+                          const char *const *ranges, const WeirTaskletPort *ins,
+                          guint n_ins, const WeirTaskletPort *outs,
+                          guint n_outs, const char *code,
+                          WeirNode *const *after, guint n_after,
+                          GError **error);
 
 /* A transient with a fresh name derived from base (borrowed result). */
 WeirContainer *weir_expand_add_transient(WeirGraph *g, const char *base,
@@ -89,13 +89,12 @@ char **weir_expand_full_ranges(guint rank, WeirExpr *const *shape);
  * right-aligned) to an output indexed by params (out_rank of them): input
  * dimensions of constant size 1 read index 0.  (transfer full) */
 char *weir_expand_broadcast_subset(guint in_rank, WeirExpr *const *in_shape,
-                                   guint out_rank,
-                                   const char *const *params);
+                                   guint out_rank, const char *const *params);
 
 /* Joins params into a subset text "p0, p1, ..." (transfer full). */
 char *weir_expand_index_subset(guint rank, const char *const *params);
 
-/* The literal a tasklet uses for a float constant (round-trips exactly; 
+/* The literal a tasklet uses for a float constant (round-trips exactly;
  * infinities as 1e999). (transfer full) */
 char *weir_expand_float_literal(double v);
 

@@ -364,19 +364,16 @@ static gboolean expand_reduce(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   const GArray *axes = attr_ints(n, "axes");
   g_autofree gboolean *reduced = g_new0(gboolean, x.rank + 1);
-  gboolean ok;
   if (!axes || axes->len == 0) {
     /* Empty axes: reduce everything, or copy with noop_with_empty_axes
      * (the output is the input, as the ONNX specification says). */
-    if (attr_int(n, "noop_with_empty_axes", 0)) {
-      ok = build_copy(g, s, n, error);
-      goto done;
-    }
+    if (attr_int(n, "noop_with_empty_axes", 0))
+      return build_copy(g, s, n, error) && weir_state_remove_node(s, n->id);
     for (guint d = 0; d < x.rank; d++)
       reduced[d] = TRUE;
   } else {
     for (guint i = 0; i < axes->len; i++) {
-      guint d;
+      guint d = 0;
       if (!normalize_axis(n, g_array_index(axes, gint64, i), x.rank, &d, error))
         return FALSE;
       if (reduced[d])
@@ -384,10 +381,9 @@ static gboolean expand_reduce(WeirGraph *g, WeirState *s, WeirNode *n,
       reduced[d] = TRUE;
     }
   }
-  ok = build_reduction(g, s, n, kind, reduced, attr_int(n, "keepdims", 1) != 0,
-                       error);
-done:
-  return ok && weir_state_remove_node(s, n->id);
+  return build_reduction(g, s, n, kind, reduced,
+                         attr_int(n, "keepdims", 1) != 0, error) &&
+         weir_state_remove_node(s, n->id);
 }
 
 static gboolean expand_global_pool(WeirGraph *g, WeirState *s, WeirNode *n,
@@ -420,7 +416,7 @@ static gboolean expand_arg(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   if (x.rank == 0)
     return fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
-  guint axis;
+  guint axis = 0;
   if (!normalize_axis(n, attr_int(n, "axis", 0), x.rank, &axis, error))
     return FALSE;
   gboolean keepdims = attr_int(n, "keepdims", 1) != 0;
@@ -492,7 +488,7 @@ static gboolean expand_softmax(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   if (x.rank == 0)
     return fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
-  guint axis;
+  guint axis = 0;
   if (!normalize_axis(n, attr_int(n, "axis", -1), x.rank, &axis, error))
     return FALSE;
   gboolean legacy = attr_int(n, "legacy_2d", 0) != 0;
@@ -543,7 +539,7 @@ static gboolean expand_softmax(WeirGraph *g, WeirState *s, WeirNode *n,
                                  {z2, "z", k_index, WEIR_WCR_SUM}};
     WeirTaskletPort norm_in[] = {{e, "ev", xs.index, WEIR_WCR_NONE}, in_z};
     if (!map_over(g, s, n, "expsum", &xs, exp_in, 2, exp_out, 2,
-                  "ev = exp(x - m)\nz = ev", z1, error) ||
+                  "e = exp(x - m)\nev = e\nz = e", z1, error) ||
         !map_over(g, s, n, "normalize", &xs, norm_in, 2, &out_y, 1,
                   "y = ev / z", NULL, error))
       return FALSE;
@@ -576,7 +572,7 @@ static gboolean expand_layernorm(WeirGraph *g, WeirState *s, WeirNode *n,
   }
   if (x.rank == 0)
     return fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
-  guint axis;
+  guint axis = 0;
   if (!normalize_axis(n, attr_int(n, "axis", -1), x.rank, &axis, error))
     return FALSE;
   if (sc.rank > x.rank || (has_b && b.rank > x.rank))
@@ -626,17 +622,19 @@ static gboolean expand_layernorm(WeirGraph *g, WeirState *s, WeirNode *n,
                                  {in, "inv", ks.index, WEIR_WCR_NONE}};
   guint n_stat_out = 2;
   GString *stat = g_string_new(NULL);
-  g_string_append_printf(stat, "mean = a / %s\ninv = 1 / sqrt(b / %s + %s)",
+  g_string_append_printf(stat,
+                         "mu = a / %s\nis = 1 / sqrt(b / %s + %s)\n"
+                         "mean = mu\ninv = is",
                          count, count, eps_text);
   if (has_mean) {
     stat_out[n_stat_out++] =
         (WeirTaskletPort){mean_out.access, "mean_out", ks.index, WEIR_WCR_NONE};
-    g_string_append(stat, "\nmean_out = mean");
+    g_string_append(stat, "\nmean_out = mu");
   }
   if (has_inv) {
     stat_out[n_stat_out++] =
         (WeirTaskletPort){inv_out.access, "inv_out", ks.index, WEIR_WCR_NONE};
-    g_string_append(stat, "\ninv_out = inv");
+    g_string_append(stat, "\ninv_out = is");
   }
   g_autofree char *stat_code = g_string_free(stat, FALSE);
   g_autofree char *var_code =
@@ -678,7 +676,10 @@ typedef struct {
   WeirExpr *in, *out; /* input and output sizes (borrowed) */
   gint64 k, stride, dil;
   WeirExpr *pb, *pe; /* padding at the beginning / end (owned) */
-  gboolean inside;   /* every window tap is in bounds */
+  /* The padding as tasklet text: constants, or locals pb<d> / pe<d>
+   * defined by the statements in `locals` (symbolic SAME padding). */
+  char *pb_text, *pe_text, *locals;
+  gboolean inside; /* every window tap is in bounds */
 } PoolDim;
 
 static gint64 pool_int(const WeirNode *n, const char *name, guint i,
@@ -743,6 +744,27 @@ static gboolean pool_dims(const WeirNode *n, const WeirPort *x,
     g_autoptr(WeirExpr) slack = weir_expr_sub(p->in, end);
     p->inside = weir_expr_is_const(p->pb, &v) && v == 0 &&
                 weir_expr_is_const(slack, &v) && v >= 0;
+    gint64 pbv, pev;
+    if (weir_expr_is_const(p->pb, &pbv) && weir_expr_is_const(p->pe, &pev)) {
+      p->pb_text = g_strdup_printf("%" G_GINT64_FORMAT, pbv);
+      p->pe_text = g_strdup_printf("%" G_GINT64_FORMAT, pev);
+      p->locals = g_strdup("");
+    } else {
+      /* Only SAME padding is symbolic; the total is >= 0, so '/' is a
+       * floor division here. */
+      g_autofree char *out_code = weir_expand_expr_code(p->out);
+      g_autofree char *in_code = weir_expand_expr_code(p->in);
+      p->pb_text = g_strdup_printf("pb%u", d);
+      p->pe_text = g_strdup_printf("pe%u", d);
+      g_autofree char *pb_def =
+          upper ? g_strdup_printf("tot%u / 2", d)
+                : g_strdup_printf("tot%u - tot%u / 2", d, d);
+      p->locals = g_strdup_printf("tot%u = max(0, (%s - 1) * %" G_GINT64_FORMAT
+                                  " + %" G_GINT64_FORMAT " - %s)\n"
+                                  "pb%u = %s\npe%u = tot%u - pb%u\n",
+                                  d, out_code, p->stride, extent, in_code, d,
+                                  pb_def, d, d, d);
+    }
   }
   return TRUE;
 }
@@ -751,6 +773,9 @@ static void pool_dims_clear(PoolDim *dims, guint m) {
   for (guint d = 0; d < m; d++) {
     g_clear_pointer(&dims[d].pb, weir_expr_unref);
     g_clear_pointer(&dims[d].pe, weir_expr_unref);
+    g_clear_pointer(&dims[d].pb_text, g_free);
+    g_clear_pointer(&dims[d].pe_text, g_free);
+    g_clear_pointer(&dims[d].locals, g_free);
   }
 }
 
@@ -829,12 +854,11 @@ static gboolean pool_accumulate(WeirGraph *g, WeirState *s, WeirNode *n,
     }
     g_autofree char *in_text = weir_expr_to_string(p->in);
     g_autofree char *in_code = weir_expand_expr_code(p->in);
-    g_autofree char *pb_code = weir_expand_expr_code(p->pb);
     g_string_append_printf(in_sub, ", 0:%s", in_text);
     g_string_append_printf(code,
-                           "ix%u = o%u * %" G_GINT64_FORMAT
+                           "%six%u = o%u * %" G_GINT64_FORMAT
                            " + k%u * %" G_GINT64_FORMAT " - %s\n",
-                           d, d, p->stride, d, p->dil, pb_code);
+                           p->locals, d, d, p->stride, d, p->dil, p->pb_text);
     g_string_append_printf(index, ", ix%u", d);
     if (!p->inside)
       g_string_append_printf(cond, "%six%u >= 0 && ix%u < %s",
@@ -906,23 +930,33 @@ static char *pool_count_code(const PoolDim *dims, guint m, gboolean include_pad,
       g_string_append_printf(div, "%" G_GINT64_FORMAT, p->k);
       continue;
     }
-    g_autofree char *pb = weir_expand_expr_code(p->pb);
-    g_autofree char *hi_code = weir_expand_expr_code(hi);
-    g_autofree char *lo_code =
-        include_pad ? g_strdup_printf("-%s", pb) : g_strdup("0");
+    g_autofree char *in_code = weir_expand_expr_code(p->in);
     g_string_append_printf(code,
-                           "a%u = j%u * %" G_GINT64_FORMAT " - %s\n"
-                           "lo%u = %s\nhi%u = %s\n",
-                           d, d + 2, p->stride, pb, d, lo_code, d, hi_code);
-    g_string_append_printf(
-        code,
-        "kmin%u = a%u >= lo%u ? 0 : (lo%u - a%u + %" G_GINT64_FORMAT
-        ") / %" G_GINT64_FORMAT "\n"
-        "kmax%u = hi%u - 1 - a%u >= 0 ? min(%" G_GINT64_FORMAT
-        ", (hi%u - 1 - a%u) / %" G_GINT64_FORMAT ") : -1\n"
-        "c%u = max(kmax%u - kmin%u + 1, 0)\n",
-        d, d, d, d, d, p->dil - 1, p->dil, d, d, d, p->k - 1, d, d, p->dil, d,
-        d, d);
+                           "%sa%u = j%u * %" G_GINT64_FORMAT " - %s\n"
+                           "lo%u = %s%s\n",
+                           p->locals, d, d + 2, p->stride, p->pb_text, d,
+                           include_pad ? "-" : "",
+                           include_pad ? p->pb_text : "0");
+    if (include_pad)
+      g_string_append_printf(code, "hi%u = %s + %s\n", d, in_code, p->pe_text);
+    else
+      g_string_append_printf(code, "hi%u = %s\n", d, in_code);
+    if (p->dil == 1)
+      g_string_append_printf(code,
+                             "kmin%u = max(lo%u - a%u, 0)\n"
+                             "kmax%u = min(hi%u - 1 - a%u, %" G_GINT64_FORMAT
+                             ")\n",
+                             d, d, d, d, d, d, p->k - 1);
+    else
+      g_string_append_printf(
+          code,
+          "kmin%u = lo%u > a%u ? (lo%u - a%u + %" G_GINT64_FORMAT
+          ") / %" G_GINT64_FORMAT " : 0\n"
+          "kmax%u = hi%u - 1 - a%u >= 0 ? min((hi%u - 1 - a%u) / "
+          "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ") : -1\n",
+          d, d, d, d, d, p->dil - 1, p->dil, d, d, d, d, d, p->dil, p->k - 1);
+    g_string_append_printf(code, "c%u = max(kmax%u - kmin%u + 1, 0)\n", d, d,
+                           d);
     g_string_append_printf(div, "c%u", d);
   }
   *divisor = g_string_free(div, FALSE);
