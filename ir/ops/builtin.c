@@ -10,4 +10,6 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_elementwise();
 void weir_ops_register_linalg(void);
   weir_ops_register_linalg();
+void weir_ops_register_reduce(void);
+  weir_ops_register_reduce();
 }

@@ -10,4 +10,6 @@ void weir_transforms_register_expansions(void) {
   weir_expand_register_elementwise();
 void weir_expand_register_linalg(void);
   weir_expand_register_linalg();
+void weir_expand_register_reduce(void);
+  weir_expand_register_reduce();
 }
