@@ -27,7 +27,8 @@
 #include <string.h>
 
 #include "tier1-util.h"
-#include "tier1.h"
+
+gboolean weir_tier1_register_map_tiling(GError **error);
 
 static const WeirParamSpec tiling_params[] = {
     {.name = "tile",
@@ -152,8 +153,8 @@ static gboolean tiling_apply(WeirGraph *g, const WeirSite *site,
     gint64 v;
     gboolean exact = weir_expr_is_const(rem, &v) && v == 0;
     inner.begin = weir_expr_ref(tpe);
-    inner.end = exact ? weir_expr_ref(tile_end)
-                      : weir_expr_min(tile_end, r->end);
+    inner.end =
+        exact ? weir_expr_ref(tile_end) : weir_expr_min(tile_end, r->end);
     inner.step = weir_expr_ref(r->step);
     g_array_append_val(inner_ranges, inner);
   }

@@ -38,8 +38,8 @@ gboolean weir_tier1_map_init(const WeirGraph *g, guint state, guint entry,
                              n->id, weir_node_kind_name(n->kind), n->label);
   WeirNode *x = weir_state_map_exit(s, n);
   if (!x)
-    return weir_tier1_reason(reason, "map '%s' (node %u) has no exit",
-                             n->label, n->id);
+    return weir_tier1_reason(reason, "map '%s' (node %u) has no exit", n->label,
+                             n->id);
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, &err);
   if (!sc)
@@ -81,8 +81,7 @@ gboolean weir_tier1_site_map(const WeirGraph *g, const WeirSite *site,
 
 WeirNode *weir_tier1_map_nested_entry(const WeirTier1Map *m) {
   for (guint i = 0; i < m->inside->len; i++) {
-    WeirNode *n =
-        weir_state_node(m->state, g_array_index(m->inside, guint, i));
+    WeirNode *n = weir_state_node(m->state, g_array_index(m->inside, guint, i));
     if (n->kind == WEIR_NODE_MAP_ENTRY)
       return n;
   }
@@ -111,9 +110,8 @@ WeirNode *weir_tier1_perfect_inner(const WeirTier1Map *m, char **reason) {
   }
   inner_exit = weir_state_map_exit(m->state, inner);
   if (m->children->len != 2 || !inner_exit) {
-    weir_tier1_reason(reason,
-                      "%s is not perfectly nested: it holds more than one map",
-                      name);
+    weir_tier1_reason(
+        reason, "%s is not perfectly nested: it holds more than one map", name);
     return NULL;
   }
   for (guint i = 0; i < m->state->edges->len; i++) {
@@ -346,9 +344,8 @@ WeirExpr *weir_tier1_extreme(const WeirExpr *e, const WeirMap *map,
       return NULL;
     }
     const WeirRange *r = range_at(map, i);
-    g_autoptr(WeirExpr) value = (d > 0) == want_max
-                                    ? range_last(r)
-                                    : weir_expr_ref(r->begin);
+    g_autoptr(WeirExpr) value =
+        (d > 0) == want_max ? range_last(r) : weir_expr_ref(r->begin);
     if (!value) {
       weir_expr_unref(cur);
       return NULL;
@@ -476,8 +473,8 @@ static gboolean affine_masked(const WeirExpr *e, const WeirMap *map,
   }
 }
 
-gboolean weir_tier1_affine(const WeirExpr *e, const WeirMap *map,
-                           gint64 *coef, WeirExpr **rest) {
+gboolean weir_tier1_affine(const WeirExpr *e, const WeirMap *map, gint64 *coef,
+                           WeirExpr **rest) {
   memset(coef, 0, sizeof(gint64) * map->params->len);
   return affine_masked(e, map, NULL, coef, rest);
 }
@@ -716,9 +713,9 @@ static const WeirSubset *outer_subset(const WeirState *s, guint node,
     return NULL;
   g_autofree char *partner =
       g_strconcat(entry ? "IN_" : "OUT_", conn + strlen(prefix), NULL);
-  g_autoptr(GPtrArray) edges = entry
-                                   ? weir_tier1_edges_in(s, node, partner, FALSE)
-                                   : weir_tier1_edges_out(s, node, partner, FALSE);
+  g_autoptr(GPtrArray) edges =
+      entry ? weir_tier1_edges_in(s, node, partner, FALSE)
+            : weir_tier1_edges_out(s, node, partner, FALSE);
   return edges->len ? ((WeirMemlet *)g_ptr_array_index(edges, 0))->subset
                     : NULL;
 }
@@ -744,8 +741,7 @@ void weir_tier1_refresh_middle(WeirGraph *g, WeirState *s, WeirNode *outer,
       continue;
     if (m->src == outer->id && m->dst == inner->id) {
       g_autofree char *conn = partner_conn(m->dst_conn);
-      g_autoptr(GPtrArray) in =
-          weir_tier1_edges_out(s, inner->id, conn, FALSE);
+      g_autoptr(GPtrArray) in = weir_tier1_edges_out(s, inner->id, conn, FALSE);
       update_middle(m, in, inner->map,
                     outer_subset(s, outer->id, m->src_conn, TRUE));
     } else if (inner_exit && outer_exit && m->src == inner_exit->id &&
@@ -760,9 +756,9 @@ void weir_tier1_refresh_middle(WeirGraph *g, WeirState *s, WeirNode *outer,
 }
 
 WeirNode *weir_tier1_wrap(WeirGraph *g, WeirState *s, WeirNode *entry,
-                          const char *label, guint n,
-                          const char *const *params, const WeirRange *ranges,
-                          WeirSchedule schedule, GError **error) {
+                          const char *label, guint n, const char *const *params,
+                          const WeirRange *ranges, WeirSchedule schedule,
+                          GError **error) {
   WeirNode *exit = weir_state_map_exit(s, entry);
   g_return_val_if_fail(exit != NULL && n >= 1, NULL);
   g_autoptr(GPtrArray) ptext = g_ptr_array_new();
@@ -798,8 +794,8 @@ WeirNode *weir_tier1_wrap(WeirGraph *g, WeirState *s, WeirNode *entry,
     if (oconn)
       weir_node_add_out_conn(outer, oconn);
     weir_memlet_set_dst(s, m, outer->id, conn);
-    if (!weir_state_add_memlet(g, s, outer->id, oconn, entry->id, conn,
-                               m->data, sub, error))
+    if (!weir_state_add_memlet(g, s, outer->id, oconn, entry->id, conn, m->data,
+                               sub, error))
       return NULL;
     linked = TRUE;
   }

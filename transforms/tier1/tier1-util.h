@@ -109,8 +109,7 @@ gint weir_tier1_param_index(const WeirMap *map, const char *name);
 /* Number of iterations: the product of the range sizes. (transfer full) */
 WeirExpr *weir_tier1_map_iterations(const WeirMap *map);
 /* Constant size of range i of map; FALSE when symbolic. */
-gboolean weir_tier1_range_const_size(const WeirMap *map, guint i,
-                                     gint64 *size);
+gboolean weir_tier1_range_const_size(const WeirMap *map, guint i, gint64 *size);
 /* Whether e mentions symbol name. */
 gboolean weir_tier1_expr_has(const WeirExpr *e, const char *name);
 /* Whether e mentions any parameter of map. */
@@ -137,8 +136,8 @@ WeirSubset *weir_tier1_footprint(const WeirSubset *inner, const WeirMap *map,
 /* Affine decomposition of e in the parameters of map: e = sum coef[i] *
  * param[i] + rest with constant coefficients (coef has one entry per
  * parameter).  FALSE when a parameter appears otherwise. */
-gboolean weir_tier1_affine(const WeirExpr *e, const WeirMap *map,
-                           gint64 *coef, WeirExpr **rest);
+gboolean weir_tier1_affine(const WeirExpr *e, const WeirMap *map, gint64 *coef,
+                           WeirExpr **rest);
 
 /* ---------------------------------------------------------- independence */
 
@@ -164,9 +163,9 @@ void weir_tier1_refresh_middle(WeirGraph *g, WeirState *s, WeirNode *outer,
  * through a new memlet with the footprint of one iteration of the new map;
  * the same on the exit side.  Returns the new entry (borrowed). */
 WeirNode *weir_tier1_wrap(WeirGraph *g, WeirState *s, WeirNode *entry,
-                          const char *label, guint n,
-                          const char *const *params, const WeirRange *ranges,
-                          WeirSchedule schedule, GError **error);
+                          const char *label, guint n, const char *const *params,
+                          const WeirRange *ranges, WeirSchedule schedule,
+                          GError **error);
 
 /* A parameter name based on base that is neither a program symbol nor a
  * parameter of a map in s nor in extra (char*, may be NULL). (transfer

@@ -6,9 +6,12 @@
 
 gboolean weir_tier1_register(GError **error);
 gboolean weir_tier1_register_expand_node(GError **error);
+gboolean weir_tier1_register_map_tiling(GError **error);
 
 gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_expand_node(error))
+    return FALSE;
+  if (!weir_tier1_register_map_tiling(error))
     return FALSE;
   return TRUE;
 }

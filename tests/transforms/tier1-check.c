@@ -1,0 +1,243 @@
+/* tier1-check.c — see tier1-check.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <string.h>
+
+#include "tier1-check.h"
+#include "weir-expand.h"
+#include "weir-interp.h"
+#include "weir-json.h"
+#include "weir-tensor.h"
+#include "weir-validate.h"
+
+void t1_program_free(T1Program *p) {
+  g_free(p->name);
+  weir_graph_free(p->g);
+  g_hash_table_unref(p->bindings);
+  g_free(p);
+}
+
+WeirGraph *t1_load_sample(const char *file) {
+  g_autofree char *path = g_build_filename(WEIR_SRCDIR, "samples", file, NULL);
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_graph_load(path, &err);
+  if (!g)
+    fail_msg("%s: %s", path, err->message);
+  return g;
+}
+
+GHashTable *t1_bindings(const char *first, ...) {
+  GHashTable *b = weir_bindings_new();
+  va_list ap;
+  va_start(ap, first);
+  for (const char *name = first; name; name = va_arg(ap, const char *))
+    weir_bindings_set(b, name, va_arg(ap, gint64));
+  va_end(ap);
+  return b;
+}
+
+static void add_program(GPtrArray *out, const char *name, WeirGraph *g,
+                        GHashTable *bindings) {
+  T1Program *p = g_new0(T1Program, 1);
+  p->name = g_strdup(name);
+  p->g = g;
+  p->bindings = bindings;
+  g_ptr_array_add(out, p);
+}
+
+GPtrArray *t1_programs(gboolean with_models) {
+  (void)with_models;
+  GPtrArray *out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)t1_program_free);
+  add_program(out, "vector_add", t1_load_sample("vector_add.json"),
+              t1_bindings("N", (gint64)37, NULL));
+  add_program(out, "matmul", t1_load_sample("matmul.json"),
+              t1_bindings(NULL, NULL));
+  add_program(out, "softmax", t1_load_sample("softmax.json"),
+              t1_bindings(NULL, NULL));
+  add_program(out, "loop", t1_load_sample("loop.json"),
+              t1_bindings("T", (gint64)3, NULL));
+  return out;
+}
+
+static WeirTensor *tensor_for(const WeirContainer *c, GHashTable *bindings) {
+  gint64 shape[16];
+  g_assert(c->shape->len <= G_N_ELEMENTS(shape));
+  for (guint d = 0; d < c->shape->len; d++) {
+    g_autoptr(GError) err = NULL;
+    if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                        &err))
+      fail_msg("shape of '%s': %s", c->name, err->message);
+  }
+  return weir_tensor_new(c->dtype, c->shape->len, shape);
+}
+
+GHashTable *t1_run(WeirGraph *g, GHashTable *bindings, guint64 seed) {
+  GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient)
+      continue;
+    WeirTensor *t = tensor_for(c, bindings);
+    weir_tensor_fill_random(t, seed + c->id);
+    g_hash_table_insert(args, g_strdup(c->name), t);
+  }
+  g_autoptr(GError) err = NULL;
+  if (!weir_interpret(g, bindings, args, NULL, &err))
+    fail_msg("interpret '%s': %s", g->name, err->message);
+  return args;
+}
+
+void t1_assert_same_outputs(WeirGraph *before, WeirGraph *after,
+                            GHashTable *bindings, double rtol) {
+  g_autoptr(GHashTable) want = t1_run(before, bindings, 1234);
+  g_autoptr(GHashTable) got = t1_run(after, bindings, 1234);
+  for (guint i = 0; i < before->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(before->containers, i);
+    if (c->transient)
+      continue;
+    const WeirTensor *w = g_hash_table_lookup(want, c->name);
+    const WeirTensor *t = g_hash_table_lookup(got, c->name);
+    if (!t)
+      fail_msg("'%s' is no longer an argument after the transformation",
+               c->name);
+    double tol = weir_dtype_is_float(c->dtype) ? rtol : 0.0;
+    g_autoptr(GError) err = NULL;
+    if (!weir_tensor_allclose(t, w, tol, tol, NULL, &err))
+      fail_msg("program '%s', container '%s': %s", before->name, c->name,
+               err->message);
+  }
+}
+
+const WeirTransformInfo *t1_transform(const char *name) {
+  weir_transforms_init();
+  const WeirTransformInfo *t = weir_transform_lookup(name);
+  if (!t)
+    fail_msg("transformation '%s' is not registered", name);
+  return t;
+}
+
+GArray *t1_sites(const WeirGraph *g, const char *name) {
+  return weir_transform_sites(t1_transform(name), g);
+}
+
+static WeirParams *params_for(const WeirTransformInfo *t,
+                              const char *const *params) {
+  g_autoptr(GError) err = NULL;
+  WeirParams *p = weir_params_parse(t, params, &err);
+  if (!p)
+    fail_msg("parameters of '%s': %s", t->name, err->message);
+  return p;
+}
+
+char *t1_reason(const WeirGraph *g, const char *name, const WeirSite *site,
+                const char *const *params) {
+  const WeirTransformInfo *t = t1_transform(name);
+  g_autoptr(WeirParams) p = params_for(t, params);
+  char *reason = NULL;
+  if (weir_transform_can_apply(t, g, site, p, &reason)) {
+    g_free(reason);
+    return NULL;
+  }
+  if (!reason)
+    fail_msg("'%s' refused a site without a reason", name);
+  return reason;
+}
+
+void t1_apply(WeirGraph *g, const char *name, const WeirSite *site,
+              const char *const *params) {
+  const WeirTransformInfo *t = t1_transform(name);
+  g_autoptr(WeirParams) p = params_for(t, params);
+  g_autoptr(GError) err = NULL;
+  if (!weir_transform_apply(g, t, site, p, NULL, NULL, &err)) {
+    g_autofree char *d = weir_site_describe(g, site);
+    fail_msg("apply '%s' at %s: %s", name, d, err->message);
+  }
+  if (!weir_graph_validate(g, &err))
+    fail_msg("after '%s': %s", name, err->message);
+  /* The result survives a JSON round trip. */
+  g_autofree char *json = weir_graph_to_json(g);
+  g_autoptr(WeirGraph) back = weir_graph_from_json(json, -1, "result", &err);
+  if (!back)
+    fail_msg("after '%s', reloading the JSON: %s", name, err->message);
+}
+
+guint t1_apply_everywhere(const char *name, const char *const *params,
+                          double rtol, gboolean with_models) {
+  g_autoptr(GPtrArray) programs = t1_programs(with_models);
+  guint applied = 0;
+  for (guint i = 0; i < programs->len; i++) {
+    T1Program *p = g_ptr_array_index(programs, i);
+    g_autoptr(GArray) sites = t1_sites(p->g, name);
+    for (guint k = 0; k < sites->len; k++) {
+      const WeirSite *site = &g_array_index(sites, WeirSite, k);
+      g_autofree char *reason = t1_reason(p->g, name, site, params);
+      if (reason)
+        continue;
+      g_autoptr(WeirGraph) copy = weir_graph_copy(p->g);
+      t1_apply(copy, name, site, params);
+      t1_assert_same_outputs(p->g, copy, p->bindings, rtol);
+      applied++;
+    }
+  }
+  return applied;
+}
+
+gint64 t1_total_bytes(const WeirGraph *g, GHashTable *bindings) {
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirAnalysis) a = weir_analysis_compute(g, bindings, &err);
+  if (!a)
+    fail_msg("analysis: %s", err->message);
+  if (!a->total_bytes.known)
+    fail_msg("total bytes of '%s' are not known", g->name);
+  return a->total_bytes.value;
+}
+
+static WeirNode *find_node(const WeirGraph *g, WeirNodeKind kind,
+                           const char *label, WeirState **state) {
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == kind && g_strcmp0(n->label, label) == 0) {
+        if (state)
+          *state = s;
+        return n;
+      }
+    }
+  }
+  return NULL;
+}
+
+WeirNode *t1_map_by_label(const WeirGraph *g, const char *label,
+                          WeirState **state) {
+  return find_node(g, WEIR_NODE_MAP_ENTRY, label, state);
+}
+
+WeirNode *t1_tasklet_by_label(const WeirGraph *g, const char *label,
+                              WeirState **state) {
+  return find_node(g, WEIR_NODE_TASKLET, label, state);
+}
+
+WeirSite t1_site(guint state, guint n, ...) {
+  WeirSite site = {0};
+  site.state = state;
+  site.n_nodes = n;
+  va_list ap;
+  va_start(ap, n);
+  for (guint i = 0; i < n; i++)
+    site.nodes[i] = va_arg(ap, guint);
+  va_end(ap);
+  return site;
+}
+
+gboolean t1_sites_have(const GArray *sites, guint node) {
+  for (guint i = 0; i < sites->len; i++)
+    if (g_array_index(sites, WeirSite, i).nodes[0] == node)
+      return TRUE;
+  return FALSE;
+}
