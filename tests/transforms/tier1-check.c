@@ -241,3 +241,118 @@ gboolean t1_sites_have(const GArray *sites, guint node) {
       return TRUE;
   return FALSE;
 }
+
+static char *full_subset(const WeirContainer *c) {
+  g_autoptr(WeirSubset) full = weir_container_full_subset(c);
+  return weir_subset_to_string(full);
+}
+
+WeirGraph *t1_map_program(const char *decls, const char *symbols,
+                          const char *params, const char *ranges,
+                          WeirSchedule schedule, const T1Port *ins, guint n_in,
+                          const T1Port *outs, guint n_out, const char *code,
+                          guint *state, guint *entry) {
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_graph_new("test");
+  g_auto(GStrv) syms = g_strsplit(symbols, ",", -1);
+  for (guint i = 0; syms[i]; i++)
+    if (*g_strstrip(syms[i]))
+      weir_graph_add_symbol(g, syms[i]);
+  g_auto(GStrv) ds = g_strsplit(decls, ";", -1);
+  for (guint i = 0; ds[i]; i++) {
+    g_auto(GStrv) parts = g_strsplit(ds[i], ":", 3);
+    assert_int_equal(g_strv_length(parts), 3);
+    WeirDType dt;
+    if (!weir_dtype_from_name(parts[1], &dt))
+      fail_msg("dtype '%s'", parts[1]);
+    if (!weir_graph_add_array(g, g_strstrip(parts[0]), dt, parts[2], FALSE,
+                              &err))
+      fail_msg("container '%s': %s", parts[0], err->message);
+  }
+  WeirState *s = weir_graph_add_state(g, "main");
+  g_auto(GStrv) ps = g_strsplit(params, ",", -1);
+  g_auto(GStrv) rs = g_strsplit(ranges, ";", -1);
+  WeirNode *exit = NULL;
+  WeirNode *e =
+      weir_state_add_map(g, s, "m", (const char *const *)ps,
+                         (const char *const *)rs, schedule, &exit, &err);
+  if (!e)
+    fail_msg("map: %s", err->message);
+  g_autoptr(WeirExpr) iters = weir_expr_const(1);
+  for (guint i = 0; i < e->map->ranges->len; i++) {
+    g_autoptr(WeirExpr) size =
+        weir_range_size(&g_array_index(e->map->ranges, WeirRange, i));
+    WeirExpr *next = weir_expr_mul(iters, size);
+    weir_expr_unref(iters);
+    iters = next;
+  }
+  g_autoptr(GPtrArray) in_names = g_ptr_array_new();
+  g_autoptr(GPtrArray) out_names = g_ptr_array_new();
+  for (guint i = 0; i < n_in; i++)
+    g_ptr_array_add(in_names, (gpointer)ins[i].conn);
+  for (guint i = 0; i < n_out; i++)
+    g_ptr_array_add(out_names, (gpointer)outs[i].conn);
+  g_ptr_array_add(in_names, NULL);
+  g_ptr_array_add(out_names, NULL);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, "body", (const char *const *)in_names->pdata,
+                             (const char *const *)out_names->pdata, code);
+  for (guint i = 0; i < n_in; i++) {
+    WeirContainer *c = weir_graph_container(g, ins[i].data);
+    g_autofree char *full = full_subset(c);
+    g_autofree char *in_conn = g_strdup_printf("IN_%s", c->name);
+    g_autofree char *out_conn = g_strdup_printf("OUT_%s", c->name);
+    WeirMemlet *inner =
+        weir_state_add_memlet(g, s, e->id, out_conn, t->id, ins[i].conn,
+                              c->name, ins[i].subset, &err);
+    if (!inner)
+      fail_msg("memlet: %s", err->message);
+    g_autoptr(WeirExpr) vol = weir_expr_mul(inner->volume, iters);
+    if (!weir_node_has_in_conn(e, in_conn)) {
+      WeirNode *a = weir_state_add_access(g, s, c->name);
+      weir_node_add_in_conn(e, in_conn);
+      weir_node_add_out_conn(e, out_conn);
+      WeirMemlet *outer = weir_state_add_memlet(g, s, a->id, NULL, e->id,
+                                                in_conn, c->name, full, &err);
+      weir_memlet_set_volume(outer, vol);
+    } else {
+      for (guint k = 0; k < s->edges->len; k++) {
+        WeirMemlet *m = g_ptr_array_index(s->edges, k);
+        if (m->dst == e->id && g_strcmp0(m->dst_conn, in_conn) == 0) {
+          g_autoptr(WeirExpr) sum = weir_expr_add(m->volume, vol);
+          weir_memlet_set_volume(m, sum);
+        }
+      }
+    }
+  }
+  if (n_in == 0)
+    assert_non_null(weir_state_add_memlet(g, s, e->id, NULL, t->id, NULL, NULL,
+                                          NULL, &err));
+  for (guint i = 0; i < n_out; i++) {
+    WeirContainer *c = weir_graph_container(g, outs[i].data);
+    g_autofree char *full = full_subset(c);
+    g_autofree char *in_conn = g_strdup_printf("IN_%s", c->name);
+    g_autofree char *out_conn = g_strdup_printf("OUT_%s", c->name);
+    WeirMemlet *inner =
+        weir_state_add_memlet(g, s, t->id, outs[i].conn, exit->id, in_conn,
+                              c->name, outs[i].subset, &err);
+    if (!inner)
+      fail_msg("memlet: %s", err->message);
+    inner->wcr = outs[i].wcr;
+    if (!weir_node_has_out_conn(exit, out_conn)) {
+      WeirNode *a = weir_state_add_access(g, s, c->name);
+      weir_node_add_in_conn(exit, in_conn);
+      weir_node_add_out_conn(exit, out_conn);
+      WeirMemlet *outer = weir_state_add_memlet(g, s, exit->id, out_conn, a->id,
+                                                NULL, c->name, full, &err);
+      g_autoptr(WeirExpr) vol = weir_expr_mul(inner->volume, iters);
+      weir_memlet_set_volume(outer, vol);
+      outer->wcr = outs[i].wcr;
+    }
+  }
+  if (!weir_graph_validate(g, &err))
+    fail_msg("test program: %s", err->message);
+  *state = s->id;
+  *entry = e->id;
+  return g;
+}

@@ -80,6 +80,26 @@ WeirNode *t1_tasklet_by_label(const WeirGraph *g, const char *label,
 
 WeirSite t1_site(guint state, guint n, ...);
 
+/* One tasklet connector of t1_map_program: connector, container, subset
+ * inside the map, write-conflict resolution (outputs). */
+typedef struct {
+  const char *conn, *data, *subset;
+  WeirWcr wcr;
+} T1Port;
+
+/* A program "test" with one state and one map: containers from decls
+ * ("x:f32:N,M;s:f64:" — name:dtype:shape, ';'-separated), symbols
+ * (comma-separated, may be ""), params ("i,j") and ranges ("0:N;0:M"), one
+ * tasklet `code` reading `ins` and writing `outs`; each container gets its
+ * own access node per direction, the outer memlets cover the container
+ * with volume = inner volume x iterations.  *state and *entry receive the
+ * ids.  The program validates. */
+WeirGraph *t1_map_program(const char *decls, const char *symbols,
+                          const char *params, const char *ranges,
+                          WeirSchedule schedule, const T1Port *ins, guint n_in,
+                          const T1Port *outs, guint n_out, const char *code,
+                          guint *state, guint *entry);
+
 /* Whether `sites` contains a site whose first node is `node`. */
 gboolean t1_sites_have(const GArray *sites, guint node);
 

@@ -7,11 +7,20 @@
 gboolean weir_tier1_register(GError **error);
 gboolean weir_tier1_register_expand_node(GError **error);
 gboolean weir_tier1_register_map_tiling(GError **error);
+gboolean weir_tier1_register_parallelize(GError **error);
+gboolean weir_tier1_register_unroll(GError **error);
+gboolean weir_tier1_register_vectorize(GError **error);
 
 gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_expand_node(error))
     return FALSE;
   if (!weir_tier1_register_map_tiling(error))
+    return FALSE;
+  if (!weir_tier1_register_parallelize(error))
+    return FALSE;
+  if (!weir_tier1_register_unroll(error))
+    return FALSE;
+  if (!weir_tier1_register_vectorize(error))
     return FALSE;
   return TRUE;
 }
