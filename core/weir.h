@@ -4,6 +4,7 @@
 
 #include "weir-analysis.h"
 #include "weir-code.h"
+#include "weir-conformance.h"
 #include "weir-expand.h"
 #include "weir-expr.h"
 #include "weir-graph.h"
