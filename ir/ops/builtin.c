@@ -4,6 +4,10 @@
 #include "weir-ops.h"
 
 void weir_ops_register_builtin(void);
+void weir_ops_register_elementwise(void);
 
 void weir_ops_register_builtin(void) {
+  weir_ops_register_elementwise();
+void weir_ops_register_linalg(void);
+  weir_ops_register_linalg();
 }

@@ -4,6 +4,10 @@
 #include "expand-util.h"
 
 void weir_transforms_register_expansions(void);
+void weir_expand_register_elementwise(void);
 
 void weir_transforms_register_expansions(void) {
+  weir_expand_register_elementwise();
+void weir_expand_register_linalg(void);
+  weir_expand_register_linalg();
 }

@@ -1,0 +1,641 @@
+/* elementwise.c — schemas, inference and FLOP counts of the elementwise
+ * operators (activations, arithmetic, comparisons, logic, Clip, Where,
+ * Cast, Identity, Dropout and inference-mode BatchNormalization).
+ *
+ * Structure: one static table, `ops`, with a row per operator.  A row embeds
+ * the WeirOpInfo record that is registered (schema: input/output counts and
+ * attribute specs) and adds what the shared functions need to know:
+ *   - rule: how inputs relate to outputs (plain numpy broadcasting of every
+ *     input, or one of the operators with special roles for some inputs);
+ *   - types: the dtypes allowed for the data type T (a bit mask);
+ *   - bool_out: the output is bool (comparisons, logic);
+ *   - flop_rule / flops: floating-point operations per output element.
+ * elem_infer and elem_flops find their row by the node's op name, so every
+ * operator shares one inference and one FLOP function.
+ *
+ * FLOP convention: FLOPs count floating-point work only, as the analysis of
+ * the expanded tasklets does: an operator on integer or bool data counts 0;
+ * otherwise each arithmetic operation, comparison, min/max or math function
+ * (exp, tanh, erf, sqrt, ...) of the operator's formula counts 1 per output
+ * element (Sigmoid 1/(1+exp(-x)) is 4, Softplus log(exp(x)+1) is 3).  Pure
+ * data movement (Identity, Cast, Dropout at inference, Where) counts 0.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "weir-ops.h"
+
+void weir_ops_register_elementwise(void);
+
+#define DT(x) (1u << WEIR_DTYPE_##x)
+#define TY_FLOAT (DT(F32) | DT(F64))
+#define TY_SIGNED (TY_FLOAT | DT(I32) | DT(I64))
+#define TY_NUMERIC (TY_SIGNED | DT(U8))
+#define TY_BOOL DT(BOOL)
+#define TY_ANY (TY_NUMERIC | TY_BOOL)
+
+typedef enum {
+  RULE_BROADCAST, /* every input is data of type T, broadcast together */
+  RULE_POW,       /* base T, exponent of any numeric type, broadcast */
+  RULE_WHERE,     /* bool condition, two values of type T, broadcast */
+  RULE_CLIP,      /* data, optional scalar min and max of the same type */
+  RULE_CAST,      /* output dtype from attribute "to" */
+  RULE_DROPOUT,   /* inference: identity, optional all-true mask */
+  RULE_BATCHNORM, /* X (N, C, ...), four per-channel vectors of size C */
+} Rule;
+
+typedef enum {
+  FLOPS_FIXED,        /* `flops` per element */
+  FLOPS_INPUTS_MINUS, /* (number of inputs - 1) per element */
+  FLOPS_INPUTS,       /* number of inputs per element (Mean) */
+  FLOPS_BOUNDS,       /* number of bounds given (Clip) */
+} FlopRule;
+
+typedef struct {
+  WeirOpInfo info; /* registered record */
+  Rule rule;
+  guint types;
+  gboolean bool_out;
+  FlopRule flop_rule;
+  guint flops;
+} ElemOp;
+
+static gboolean elem_infer(WeirOpInferContext *ctx, GError **error);
+static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n);
+
+/* ------------------------------------------------------------ attributes */
+
+static const WeirOpAttrSpec leaky_relu_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "0.01", 0, 0},
+};
+static const WeirOpAttrSpec hard_sigmoid_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "0.2", 0, 0},
+    {"beta", WEIR_ATTR_FLOAT, FALSE, "0.5", 0, 0},
+};
+static const WeirOpAttrSpec elu_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "1.0", 0, 0},
+};
+/* Clip: attributes up to opset 10, inputs 2 and 3 since 11.  No default:
+ * an absent bound means unbounded. */
+static const WeirOpAttrSpec clip_attrs[] = {
+    {"max", WEIR_ATTR_FLOAT, FALSE, NULL, 3, 11},
+    {"min", WEIR_ATTR_FLOAT, FALSE, NULL, 2, 11},
+};
+static const WeirOpAttrSpec cast_attrs[] = {
+    {"saturate", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"to", WEIR_ATTR_INT, TRUE, NULL, 0, 0},
+};
+/* Dropout: ratio an attribute up to opset 11, input 2 since 12;
+ * training_mode input 3 since 12 (inference before). */
+static const WeirOpAttrSpec dropout_attrs[] = {
+    {"ratio", WEIR_ATTR_FLOAT, FALSE, "0.5", 2, 12},
+    {"seed", WEIR_ATTR_INT, FALSE, NULL, 0, 0},
+    {"training_mode", WEIR_ATTR_INT, FALSE, "0", 3, 12},
+};
+/* BatchNormalization: "spatial" existed before opset 9 (1 = per channel,
+ * the only form supported); no default, so it is never filled in. */
+static const WeirOpAttrSpec batchnorm_attrs[] = {
+    {"epsilon", WEIR_ATTR_FLOAT, FALSE, "1e-05", 0, 0},
+    {"momentum", WEIR_ATTR_FLOAT, FALSE, "0.9", 0, 0},
+    {"spatial", WEIR_ATTR_INT, FALSE, NULL, 0, 0},
+    {"training_mode", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+};
+
+/* ----------------------------------------------------------------- table */
+
+/* OP expands its arguments first (through OP_) so ATTRS() can supply two. */
+#define OP(...) OP_(__VA_ARGS__)
+#define OP_(nm, min_in, max_in, min_out, max_out, attrs_, n_attrs_, rule_,     \
+            types_, bool_out_, flop_rule_, flops_)                             \
+  {                                                                            \
+    .info = {.name = nm,                                                       \
+             .min_inputs = min_in,                                             \
+             .max_inputs = max_in,                                             \
+             .min_outputs = min_out,                                           \
+             .max_outputs = max_out,                                           \
+             .attrs = attrs_,                                                  \
+             .n_attrs = n_attrs_,                                              \
+             .infer = elem_infer,                                              \
+             .flops = elem_flops},                                             \
+    .rule = rule_, .types = types_, .bool_out = bool_out_,                     \
+    .flop_rule = flop_rule_, .flops = flops_                                   \
+  }
+#define ATTRS(a) a, G_N_ELEMENTS(a)
+#define NO_ATTRS NULL, 0
+/* One input, one output, same dtype and shape. */
+#define UNARY(nm, types, flops, attrs)                                         \
+  OP(nm, 1, 1, 1, 1, attrs, RULE_BROADCAST, types, FALSE, FLOPS_FIXED, flops)
+/* Two broadcast inputs. */
+#define BINARY(nm, types, bool_out, flops)                                     \
+  OP(nm, 2, 2, 1, 1, NO_ATTRS, RULE_BROADCAST, types, bool_out, FLOPS_FIXED,   \
+     flops)
+/* One or more broadcast inputs. */
+#define VARIADIC(nm, types, flop_rule)                                         \
+  OP(nm, 1, WEIR_OP_VARIADIC, 1, 1, NO_ATTRS, RULE_BROADCAST, types, FALSE,    \
+     flop_rule, 0)
+
+static const ElemOp ops[] = {
+    /* Activations. */
+    UNARY("Relu", TY_SIGNED, 1, NO_ATTRS),
+    UNARY("LeakyRelu", TY_FLOAT, 2, ATTRS(leaky_relu_attrs)),
+    UNARY("Sigmoid", TY_FLOAT, 4, NO_ATTRS),
+    UNARY("Tanh", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Softplus", TY_FLOAT, 3, NO_ATTRS),
+    UNARY("HardSigmoid", TY_FLOAT, 4, ATTRS(hard_sigmoid_attrs)),
+    UNARY("HardSwish", TY_FLOAT, 5, NO_ATTRS),
+    UNARY("Elu", TY_FLOAT, 4, ATTRS(elu_attrs)),
+    /* Unary math. */
+    UNARY("Sqrt", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Exp", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Log", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Neg", TY_SIGNED, 1, NO_ATTRS),
+    UNARY("Abs", TY_NUMERIC, 1, NO_ATTRS),
+    UNARY("Reciprocal", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Erf", TY_NUMERIC, 1, NO_ATTRS),
+    UNARY("Floor", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Ceil", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Not", TY_BOOL, 0, NO_ATTRS),
+    UNARY("Identity", TY_ANY, 0, NO_ATTRS),
+    /* Binary arithmetic, comparisons and logic. */
+    BINARY("Add", TY_NUMERIC, FALSE, 1),
+    BINARY("Sub", TY_NUMERIC, FALSE, 1),
+    BINARY("Mul", TY_NUMERIC, FALSE, 1),
+    BINARY("Div", TY_NUMERIC, FALSE, 1),
+    OP("Pow", 2, 2, 1, 1, NO_ATTRS, RULE_POW, TY_SIGNED, FALSE, FLOPS_FIXED, 1),
+    BINARY("Equal", TY_ANY, TRUE, 1),
+    BINARY("Less", TY_NUMERIC, TRUE, 1),
+    BINARY("Greater", TY_NUMERIC, TRUE, 1),
+    BINARY("LessOrEqual", TY_NUMERIC, TRUE, 1),
+    BINARY("GreaterOrEqual", TY_NUMERIC, TRUE, 1),
+    BINARY("And", TY_BOOL, TRUE, 0),
+    BINARY("Or", TY_BOOL, TRUE, 0),
+    /* Variadic. */
+    VARIADIC("Min", TY_NUMERIC, FLOPS_INPUTS_MINUS),
+    VARIADIC("Max", TY_NUMERIC, FLOPS_INPUTS_MINUS),
+    VARIADIC("Sum", TY_NUMERIC, FLOPS_INPUTS_MINUS),
+    VARIADIC("Mean", TY_FLOAT, FLOPS_INPUTS),
+    /* Operators with special inputs. */
+    OP("Clip", 1, 3, 1, 1, ATTRS(clip_attrs), RULE_CLIP, TY_NUMERIC, FALSE,
+       FLOPS_BOUNDS, 0),
+    OP("Where", 3, 3, 1, 1, NO_ATTRS, RULE_WHERE, TY_ANY, FALSE, FLOPS_FIXED,
+       0),
+    OP("Cast", 1, 1, 1, 1, ATTRS(cast_attrs), RULE_CAST, TY_ANY, FALSE,
+       FLOPS_FIXED, 0),
+    OP("Dropout", 1, 3, 1, 2, ATTRS(dropout_attrs), RULE_DROPOUT, TY_FLOAT,
+       FALSE, FLOPS_FIXED, 0),
+    OP("BatchNormalization", 5, 5, 1, 5, ATTRS(batchnorm_attrs), RULE_BATCHNORM,
+       TY_FLOAT, FALSE, FLOPS_FIXED, 6),
+};
+
+static const ElemOp *find_op(const char *name) {
+  for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
+    if (g_strcmp0(ops[i].info.name, name) == 0)
+      return &ops[i];
+  return NULL;
+}
+
+void weir_ops_register_elementwise(void) {
+  for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
+    weir_op_register(&ops[i].info);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+/* A float attribute, or its schema default; FALSE when neither exists. */
+static gboolean attr_float(const WeirNode *n, const ElemOp *e, const char *name,
+                           double *out) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (a && a->type == WEIR_ATTR_FLOAT) {
+    *out = a->f;
+    return TRUE;
+  }
+  if (a && a->type == WEIR_ATTR_INT) {
+    *out = (double)a->i;
+    return TRUE;
+  }
+  for (guint i = 0; i < e->info.n_attrs; i++)
+    if (strcmp(e->info.attrs[i].name, name) == 0 &&
+        e->info.attrs[i].default_value) {
+      *out = g_ascii_strtod(e->info.attrs[i].default_value, NULL);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean attr_int(const WeirNode *n, const ElemOp *e, const char *name,
+                         gint64 *out) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (a && a->type == WEIR_ATTR_INT) {
+    *out = a->i;
+    return TRUE;
+  }
+  for (guint i = 0; i < e->info.n_attrs; i++)
+    if (strcmp(e->info.attrs[i].name, name) == 0 &&
+        e->info.attrs[i].default_value) {
+      *out = g_ascii_strtoll(e->info.attrs[i].default_value, NULL, 10);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* "f32 or f64" for a type mask. (transfer full) */
+static char *types_text(guint mask) {
+  GString *s = g_string_new(NULL);
+  guint count = 0, total = 0;
+  for (guint d = 0; d < WEIR_DTYPE_COUNT; d++)
+    total += (mask >> d) & 1;
+  for (guint d = 0; d < WEIR_DTYPE_COUNT; d++) {
+    if (!((mask >> d) & 1))
+      continue;
+    if (count > 0)
+      g_string_append(s, count + 1 == total ? " or " : ", ");
+    g_string_append(s, weir_dtype_name((WeirDType)d));
+    count++;
+  }
+  return g_string_free(s, FALSE);
+}
+
+static gboolean fail(GError **error, WeirErrorCode code,
+                     const WeirOpInferContext *ctx, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
+
+static gboolean fail(GError **error, WeirErrorCode code,
+                     const WeirOpInferContext *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", ctx->node->label,
+              ctx->node->op, msg);
+  return FALSE;
+}
+
+static const WeirOpValue *input(const WeirOpInferContext *ctx, guint k) {
+  if (k < ctx->n_inputs && ctx->inputs[k].present)
+    return &ctx->inputs[k];
+  return NULL;
+}
+
+static gboolean require_input(const WeirOpInferContext *ctx, guint k,
+                              const WeirOpValue **out, GError **error) {
+  *out = input(ctx, k);
+  if (!*out)
+    return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", k);
+  return TRUE;
+}
+
+static gboolean check_dtype(const WeirOpInferContext *ctx, guint k,
+                            WeirDType dtype, guint mask, GError **error) {
+  if ((mask >> dtype) & 1)
+    return TRUE;
+  g_autofree char *expected = types_text(mask);
+  return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+              "input %u has dtype %s, expected %s", k, weir_dtype_name(dtype),
+              expected);
+}
+
+/* TRUE when every dimension is the constant 1 (a scalar in effect). */
+static gboolean is_single(const WeirOpValue *v) {
+  for (guint d = 0; d < v->rank; d++) {
+    gint64 c;
+    if (!weir_expr_is_const(v->shape[d], &c) || c != 1)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Broadcasts the present inputs among indices first..last and sets output
+ * 0 to the result with the given dtype. */
+static gboolean set_broadcast(WeirOpInferContext *ctx, guint first, guint last,
+                              WeirDType dtype, GError **error) {
+  guint ranks[8];
+  WeirExpr *const *shapes[8];
+  g_autofree guint *ranks_heap = NULL;
+  g_autofree WeirExpr *const **shapes_heap = NULL;
+  guint *r = ranks;
+  WeirExpr *const **sh = shapes;
+  guint count = last - first + 1;
+  if (count > G_N_ELEMENTS(ranks)) {
+    r = ranks_heap = g_new0(guint, count);
+    sh = shapes_heap = g_new0(WeirExpr *const *, count);
+  }
+  guint n = 0;
+  for (guint k = first; k <= last; k++) {
+    const WeirOpValue *v = input(ctx, k);
+    if (!v)
+      continue;
+    r[n] = v->rank;
+    sh[n] = v->shape;
+    n++;
+  }
+  guint rank;
+  WeirExpr **shape;
+  g_autoptr(GError) local = NULL;
+  if (!weir_op_broadcast(n, r, sh, &rank, &shape, &local))
+    return fail(error, WEIR_ERROR_INVALID, ctx, "%s", local->message);
+  weir_op_set_output(ctx, 0, dtype, rank, shape);
+  for (guint d = 0; d < rank; d++)
+    weir_expr_unref(shape[d]);
+  g_free(shape);
+  return TRUE;
+}
+
+/* ONNX TensorProto data type numbers Weir supports, and names of the others
+ * for messages. */
+static gboolean onnx_dtype(gint64 to, WeirDType *out) {
+  switch (to) {
+  case 1:
+    *out = WEIR_DTYPE_F32;
+    return TRUE;
+  case 2:
+    *out = WEIR_DTYPE_U8;
+    return TRUE;
+  case 6:
+    *out = WEIR_DTYPE_I32;
+    return TRUE;
+  case 7:
+    *out = WEIR_DTYPE_I64;
+    return TRUE;
+  case 9:
+    *out = WEIR_DTYPE_BOOL;
+    return TRUE;
+  case 11:
+    *out = WEIR_DTYPE_F64;
+    return TRUE;
+  default:
+    return FALSE;
+  }
+}
+
+static const char *onnx_dtype_name(gint64 to) {
+  static const char *const names[] = {
+      "UNDEFINED",      "FLOAT",      "UINT8",
+      "INT8",           "UINT16",     "INT16",
+      "INT32",          "INT64",      "STRING",
+      "BOOL",           "FLOAT16",    "DOUBLE",
+      "UINT32",         "UINT64",     "COMPLEX64",
+      "COMPLEX128",     "BFLOAT16",   "FLOAT8E4M3FN",
+      "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",          "INT4"};
+  if (to >= 0 && to < (gint64)G_N_ELEMENTS(names))
+    return names[to];
+  return "unknown";
+}
+
+/* --------------------------------------------------------------- infer */
+
+static gboolean check_counts(const WeirOpInferContext *ctx, const ElemOp *e,
+                             GError **error) {
+  guint present = 0;
+  for (guint k = 0; k < ctx->n_inputs; k++)
+    present += ctx->inputs[k].present ? 1 : 0;
+  if (present < e->info.min_inputs || (e->info.max_inputs != WEIR_OP_VARIADIC &&
+                                       ctx->n_inputs > e->info.max_inputs))
+    return fail(error, WEIR_ERROR_INVALID, ctx,
+                "has %u inputs, expected %u to %u", present, e->info.min_inputs,
+                e->info.max_inputs);
+  for (guint k = 0; k < e->info.min_inputs; k++)
+    if (!input(ctx, k))
+      return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", k);
+  if (ctx->n_outputs < 1)
+    return fail(error, WEIR_ERROR_INVALID, ctx, "has no output");
+  return TRUE;
+}
+
+static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
+                                GError **error) {
+  WeirDType t = ctx->inputs[0].dtype;
+  if (!check_dtype(ctx, 0, t, e->types, error))
+    return FALSE;
+  for (guint k = 1; k < ctx->n_inputs; k++) {
+    const WeirOpValue *v = input(ctx, k);
+    if (!v)
+      return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", k);
+    if (v->dtype != t)
+      return fail(error, WEIR_ERROR_INVALID, ctx,
+                  "input %u has dtype %s, but input 0 has %s", k,
+                  weir_dtype_name(v->dtype), weir_dtype_name(t));
+  }
+  return set_broadcast(ctx, 0, ctx->n_inputs - 1,
+                       e->bool_out ? WEIR_DTYPE_BOOL : t, error);
+}
+
+static gboolean infer_pow(WeirOpInferContext *ctx, const ElemOp *e,
+                          GError **error) {
+  if (!check_dtype(ctx, 0, ctx->inputs[0].dtype, e->types, error) ||
+      !check_dtype(ctx, 1, ctx->inputs[1].dtype, TY_NUMERIC, error))
+    return FALSE;
+  return set_broadcast(ctx, 0, 1, ctx->inputs[0].dtype, error);
+}
+
+static gboolean infer_where(WeirOpInferContext *ctx, const ElemOp *e,
+                            GError **error) {
+  WeirDType t = ctx->inputs[1].dtype;
+  if (!check_dtype(ctx, 0, ctx->inputs[0].dtype, TY_BOOL, error) ||
+      !check_dtype(ctx, 1, t, e->types, error))
+    return FALSE;
+  if (ctx->inputs[2].dtype != t)
+    return fail(error, WEIR_ERROR_INVALID, ctx,
+                "input 2 has dtype %s, but input 1 has %s",
+                weir_dtype_name(ctx->inputs[2].dtype), weir_dtype_name(t));
+  return set_broadcast(ctx, 0, 2, t, error);
+}
+
+static gboolean infer_clip(WeirOpInferContext *ctx, const ElemOp *e,
+                           GError **error) {
+  const WeirOpValue *x = &ctx->inputs[0];
+  if (!check_dtype(ctx, 0, x->dtype, e->types, error))
+    return FALSE;
+  static const char *const bound[] = {"min", "max"};
+  for (guint k = 1; k <= 2; k++) {
+    const WeirOpValue *v = input(ctx, k);
+    if (!v)
+      continue;
+    if (weir_node_attr(ctx->node, bound[k - 1]))
+      return fail(error, WEIR_ERROR_INVALID, ctx,
+                  "'%s' is given both as an attribute and as input %u",
+                  bound[k - 1], k);
+    if (v->dtype != x->dtype)
+      return fail(error, WEIR_ERROR_INVALID, ctx,
+                  "input %u (%s) has dtype %s, but input 0 has %s", k,
+                  bound[k - 1], weir_dtype_name(v->dtype),
+                  weir_dtype_name(x->dtype));
+    if (!is_single(v))
+      return fail(error, WEIR_ERROR_INVALID, ctx,
+                  "input %u (%s) must be a scalar, but has rank %u", k,
+                  bound[k - 1], v->rank);
+  }
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  return TRUE;
+}
+
+static gboolean infer_cast(WeirOpInferContext *ctx, const ElemOp *e,
+                           GError **error) {
+  gint64 to;
+  if (!attr_int(ctx->node, e, "to", &to))
+    return fail(error, WEIR_ERROR_INVALID, ctx,
+                "required attribute 'to' is missing");
+  WeirDType out;
+  if (!onnx_dtype(to, &out))
+    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+                "cast to ONNX data type %" G_GINT64_FORMAT
+                " (%s) is not supported (only FLOAT, DOUBLE, INT32, INT64, "
+                "UINT8 and BOOL)",
+                to, onnx_dtype_name(to));
+  const WeirOpValue *x = &ctx->inputs[0];
+  weir_op_set_output(ctx, 0, out, x->rank, x->shape);
+  return TRUE;
+}
+
+static gboolean infer_dropout(WeirOpInferContext *ctx, const ElemOp *e,
+                              GError **error) {
+  const WeirOpValue *x = &ctx->inputs[0];
+  if (!check_dtype(ctx, 0, x->dtype, e->types, error))
+    return FALSE;
+  const WeirOpValue *ratio = input(ctx, 1);
+  if (ratio && (!check_dtype(ctx, 1, ratio->dtype, TY_FLOAT, error)))
+    return FALSE;
+  if (input(ctx, 2))
+    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+                "training_mode given as a runtime input (input 2) is not "
+                "supported; only inference (training_mode = false) is");
+  gint64 training = 0;
+  double r = 0.5;
+  attr_int(ctx->node, e, "training_mode", &training);
+  attr_float(ctx->node, e, "ratio", &r);
+  if (training != 0 && (ratio || r != 0.0))
+    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+                "training mode with a nonzero ratio (random dropout) is not "
+                "supported");
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  if (ctx->n_outputs > 1)
+    weir_op_set_output(ctx, 1, WEIR_DTYPE_BOOL, x->rank, x->shape);
+  return TRUE;
+}
+
+static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
+                                GError **error) {
+  static const char *const names[] = {"X", "scale", "B", "input_mean",
+                                      "input_var"};
+  gint64 training = 0, spatial = 1;
+  attr_int(ctx->node, e, "training_mode", &training);
+  attr_int(ctx->node, e, "spatial", &spatial);
+  if (training != 0)
+    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+                "training_mode = %" G_GINT64_FORMAT
+                " is not supported (only inference)",
+                training);
+  if (spatial == 0)
+    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+                "spatial = 0 (per-activation statistics) is not supported");
+  for (guint k = 1; k < e->info.max_outputs; k++) {
+    g_autofree char *conn = g_strdup_printf("out%u", k);
+    if (weir_node_has_out_conn(ctx->node, conn))
+      return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
+                  "output %u (training-mode statistics) is not supported", k);
+  }
+  const WeirOpValue *x;
+  if (!require_input(ctx, 0, &x, error) ||
+      !check_dtype(ctx, 0, x->dtype, e->types, error))
+    return FALSE;
+  if (x->rank < 2)
+    return fail(error, WEIR_ERROR_INVALID, ctx,
+                "input 0 (X) has rank %u, expected at least 2 (N, C, ...)",
+                x->rank);
+  for (guint k = 1; k < 5; k++) {
+    const WeirOpValue *v;
+    if (!require_input(ctx, k, &v, error) ||
+        !check_dtype(ctx, k, v->dtype, TY_FLOAT, error))
+      return FALSE;
+    if (v->rank != 1)
+      return fail(error, WEIR_ERROR_INVALID, ctx,
+                  "input %u (%s) has rank %u, expected 1", k, names[k],
+                  v->rank);
+    if (!weir_expr_equal(v->shape[0], x->shape[1])) {
+      g_autofree char *a = weir_expr_to_string(v->shape[0]);
+      g_autofree char *c = weir_expr_to_string(x->shape[1]);
+      return fail(error, WEIR_ERROR_INVALID, ctx,
+                  "input %u (%s) has %s elements, expected %s (the channels "
+                  "of X)",
+                  k, names[k], a, c);
+    }
+  }
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  return TRUE;
+}
+
+static gboolean elem_infer(WeirOpInferContext *ctx, GError **error) {
+  const ElemOp *e = find_op(ctx->node->op);
+  g_return_val_if_fail(e != NULL, FALSE);
+  if (!check_counts(ctx, e, error))
+    return FALSE;
+  switch (e->rule) {
+  case RULE_BROADCAST:
+    return infer_broadcast(ctx, e, error);
+  case RULE_POW:
+    return infer_pow(ctx, e, error);
+  case RULE_WHERE:
+    return infer_where(ctx, e, error);
+  case RULE_CLIP:
+    return infer_clip(ctx, e, error);
+  case RULE_CAST:
+    return infer_cast(ctx, e, error);
+  case RULE_DROPOUT:
+    return infer_dropout(ctx, e, error);
+  case RULE_BATCHNORM:
+    return infer_batchnorm(ctx, e, error);
+  }
+  g_assert_not_reached();
+}
+
+/* ----------------------------------------------------------------- flops */
+
+/* The container at the other end of connector conn of n, or NULL. */
+static const WeirContainer *conn_container(const WeirGraph *g,
+                                           const WeirState *s,
+                                           const WeirNode *n, gboolean in,
+                                           const char *conn) {
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (in ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
+           : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0))
+      return m->data ? weir_graph_container(g, m->data) : NULL;
+  }
+  return NULL;
+}
+
+static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n) {
+  const ElemOp *e = find_op(n->op);
+  if (!e)
+    return NULL;
+  const WeirContainer *out = conn_container(g, s, n, FALSE, "out0");
+  const WeirContainer *data =
+      conn_container(g, s, n, TRUE, e->rule == RULE_WHERE ? "in1" : "in0");
+  if (!out || !data)
+    return NULL;
+  guint inputs = 0;
+  for (guint i = 0; i < n->in_conns->len; i++)
+    inputs += g_str_has_prefix(g_ptr_array_index(n->in_conns, i), "in");
+  guint per = e->flops;
+  switch (e->flop_rule) {
+  case FLOPS_FIXED:
+    break;
+  case FLOPS_INPUTS_MINUS:
+    per = inputs > 0 ? inputs - 1 : 0;
+    break;
+  case FLOPS_INPUTS: /* n - 1 additions and a division */
+    per = inputs > 1 ? inputs : 0;
+    break;
+  case FLOPS_BOUNDS:
+    per = (weir_node_attr(n, "min") || weir_node_has_in_conn(n, "in1")) +
+          (weir_node_attr(n, "max") || weir_node_has_in_conn(n, "in2"));
+    break;
+  }
+  if (!weir_dtype_is_float(data->dtype))
+    per = 0;
+  g_autoptr(WeirExpr) volume = weir_container_volume(out);
+  return weir_expr_mul_const(volume, per);
+}
