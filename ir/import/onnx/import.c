@@ -719,6 +719,13 @@ static gboolean attr_tensor(Importer *imp, const WeirOnnxNode *on,
 static gboolean convert_attr(Importer *imp, const WeirOnnxNode *on,
                              const WeirOpInfo *info, const WeirOnnxAttr *a,
                              WeirNode *n, GError **error) {
+  /* Attributes of opsets before 7 that later opsets dropped without a
+   * change of meaning: a memory hint, and the inference flag when it says
+   * inference. */
+  if (imp->opset < 7 && (strcmp(a->name, "consumed_inputs") == 0 ||
+                         (strcmp(a->name, "is_test") == 0 &&
+                          a->type == WEIR_ONNX_ATTR_INT && a->i == 1)))
+    return TRUE;
   switch (a->type) {
   case WEIR_ONNX_ATTR_FLOAT:
     weir_node_set_attr_float(n, a->name, a->f);
