@@ -331,6 +331,7 @@ static gboolean same_shape(const WeirTensor *a, const WeirTensor *b) {
 typedef struct {
   const WeirOnnxModel *model;
   const char *set_dir;
+  gboolean allow_any_opset;
   double rtol, atol;
   double max_error; /* running maximum */
   char *mismatch;   /* first mismatch found, or NULL */
@@ -419,7 +420,9 @@ static gboolean run_data_set(DataSet *ds, GError **error) {
 
   g_autoptr(GHashTable) names =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  WeirOnnxImportOptions opts = {.input_shapes = shapes, .names = names};
+  WeirOnnxImportOptions opts = {.input_shapes = shapes,
+                                .names = names,
+                                .allow_any_opset = ds->allow_any_opset};
   g_autoptr(WeirGraph) g = weir_onnx_import_model(ds->model, &opts, error);
   if (!g)
     return FALSE;
@@ -557,7 +560,10 @@ static void run_test(WeirConformanceResult *r, const char *dir,
     result_error(r, error);
     return;
   }
-  DataSet ds = {.model = model, .rtol = rtol, .atol = atol};
+  DataSet ds = {.model = model,
+                .allow_any_opset = opts && opts->allow_any_opset,
+                .rtol = rtol,
+                .atol = atol};
   for (guint i = 0; i < sets->len; i++) {
     ds.set_dir = g_ptr_array_index(sets, i);
     if (!run_data_set(&ds, &error)) {

@@ -70,6 +70,10 @@ typedef struct {
   /* Execution backend: "interp" (the reference interpreter; NULL means
    * it).  The only one so far. */
   const char *backend;
+  /* Import models of opsets outside WEIR_ONNX_OPSET_MIN..MAX (see
+   * WeirOnnxImportOptions.allow_any_opset) instead of reporting them as
+   * unsupported. */
+  gboolean allow_any_opset;
 } WeirConformanceOptions;
 
 typedef struct {

@@ -196,6 +196,8 @@ static const GOptionEntry conformance_entries[] = {
      "Tests expected not to pass, with reasons", "FILE"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
      "Execution backend (interp)", "NAME"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 (warnings are not shown)", NULL},
     {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
      "Relative tolerance for float outputs (default 1e-4)", "R"},
     {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
@@ -861,7 +863,8 @@ static int cmd_conformance(int argc, char **argv) {
   WeirConformanceOptions opts = {.expectations = expectations,
                                  .rtol = opt_rtol,
                                  .atol = opt_atol,
-                                 .backend = backend};
+                                 .backend = backend,
+                                 .allow_any_opset = any_opset};
   int width = 4;
   for (guint i = 0; i < tests->len; i++) {
     g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));

@@ -726,6 +726,11 @@ static gboolean convert_attr(Importer *imp, const WeirOnnxNode *on,
                          (strcmp(a->name, "is_test") == 0 &&
                           a->type == WEIR_ONNX_ATTR_INT && a->i == 1)))
     return TRUE;
+  /* Before opset 7, broadcasting had to be asked for; without an axis it
+   * aligns the trailing dimensions, as numpy broadcasting does. */
+  if (imp->opset < 7 && strcmp(a->name, "broadcast") == 0 &&
+      !weir_onnx_node_attr(on, "axis"))
+    return TRUE;
   switch (a->type) {
   case WEIR_ONNX_ATTR_FLOAT:
     weir_node_set_attr_float(n, a->name, a->f);
