@@ -5,7 +5,9 @@
 
 void weir_ops_register_builtin(void);
 void weir_ops_register_elementwise(void);
+void weir_ops_register_shape(void);
 
 void weir_ops_register_builtin(void) {
   weir_ops_register_elementwise();
+  weir_ops_register_shape();
 }

@@ -290,3 +290,69 @@ WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
   }
   return entry;
 }
+
+/* Appends e in the tasklet language: floor division and modulo are spelled
+ * out with C's truncating '/' and '%' so that they keep their meaning for
+ * negative operands. */
+static void append_expr_code(GString *s, const WeirExpr *e) {
+  switch (weir_expr_kind(e)) {
+  case WEIR_EXPR_CONST: {
+    gint64 v = weir_expr_const_value(e);
+    g_string_append_printf(
+        s, v < 0 ? "(%" G_GINT64_FORMAT ")" : "%" G_GINT64_FORMAT, v);
+    return;
+  }
+  case WEIR_EXPR_SYMBOL:
+    g_string_append(s, weir_expr_symbol_name(e));
+    return;
+  case WEIR_EXPR_ADD:
+  case WEIR_EXPR_MUL:
+    g_string_append_c(s, '(');
+    for (guint i = 0; i < weir_expr_n_operands(e); i++) {
+      WeirExpr *op = weir_expr_operand(e, i);
+      gint64 v;
+      if (i && weir_expr_kind(e) == WEIR_EXPR_ADD &&
+          weir_expr_is_const(op, &v) && v < 0 && v != G_MININT64) {
+        g_string_append_printf(s, " - %" G_GINT64_FORMAT, -v);
+        continue;
+      }
+      if (i)
+        g_string_append(s, weir_expr_kind(e) == WEIR_EXPR_ADD ? " + " : " * ");
+      append_expr_code(s, op);
+    }
+    g_string_append_c(s, ')');
+    return;
+  case WEIR_EXPR_MIN:
+  case WEIR_EXPR_MAX:
+    g_string_append(s, weir_expr_kind(e) == WEIR_EXPR_MIN ? "min(" : "max(");
+    for (guint i = 0; i < weir_expr_n_operands(e); i++) {
+      if (i)
+        g_string_append(s, ", ");
+      append_expr_code(s, weir_expr_operand(e, i));
+    }
+    g_string_append_c(s, ')');
+    return;
+  case WEIR_EXPR_FLOORDIV:
+  case WEIR_EXPR_MOD: {
+    g_autoptr(GString) a = g_string_new(NULL);
+    g_autoptr(GString) b = g_string_new(NULL);
+    append_expr_code(a, weir_expr_operand(e, 0));
+    append_expr_code(b, weir_expr_operand(e, 1));
+    /* floor modulo: ((a % b) + b) % b; floor division: (a - mod) / b. */
+    if (weir_expr_kind(e) == WEIR_EXPR_MOD)
+      g_string_append_printf(s, "((%s %% %s + %s) %% %s)", a->str, b->str,
+                             b->str, b->str);
+    else
+      g_string_append_printf(s, "((%s - (%s %% %s + %s) %% %s) / %s)", a->str,
+                             a->str, b->str, b->str, b->str, b->str);
+    return;
+  }
+  }
+  g_return_if_reached();
+}
+
+char *weir_expand_expr_code(const WeirExpr *e) {
+  GString *s = g_string_new(NULL);
+  append_expr_code(s, e);
+  return g_string_free(s, FALSE);
+}

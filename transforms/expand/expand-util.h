@@ -99,6 +99,11 @@ char *weir_expand_index_subset(guint rank, const char *const *params);
  * infinities as 1e999). (transfer full) */
 char *weir_expand_float_literal(double v);
 
+/* A symbolic integer expression (a shape, an offset) as tasklet code, e.g.
+ * "(N - 1)"; floor division and modulo keep their meaning.  (transfer
+ * full) */
+char *weir_expand_expr_code(const WeirExpr *e);
+
 G_END_DECLS
 
 #endif

@@ -5,7 +5,9 @@
 
 void weir_transforms_register_expansions(void);
 void weir_expand_register_elementwise(void);
+void weir_expand_register_shape(void);
 
 void weir_transforms_register_expansions(void) {
   weir_expand_register_elementwise();
+  weir_expand_register_shape();
 }
