@@ -1,0 +1,825 @@
+/* linalg.c — the linear-algebra operators: Gemm, MatMul, Conv,
+ * ConvTranspose and Einsum (ONNX semantics).
+ *
+ * Layout of this file:
+ *   1. small helpers: error prefixes naming the node, attribute readers,
+ *      dtype checks, the container behind a connector (for FLOP counts);
+ *   2. the shared geometry of Conv / ConvTranspose and the Einsum equation
+ *      parser (declared in weir-ops-linalg.h, also used by the expansions);
+ *   3. per operator: attribute schema, inference, FLOP count;
+ *   4. the record table and weir_ops_register_linalg().
+ *
+ * FLOP conventions: one multiply-add is 2 FLOPs.  Gemm counts 2*M*N*K plus
+ * M*N when C is present (the beta*C term); MatMul 2*batch*M*N*K; Conv
+ * 2 * output elements * (C/group) * kernel size; ConvTranspose 2 * input
+ * elements * (M/group) * kernel size; Einsum one multiply per extra operand
+ * and one add (when something is summed) per point of the iteration space.
+ * Bias additions of Conv / ConvTranspose are not counted.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "weir-ops-linalg.h"
+#include "weir-ops.h"
+
+void weir_ops_register_linalg(void);
+
+/* ------------------------------------------------------------- helpers */
+
+static const char *label_of(const WeirNode *n) {
+  return n->label ? n->label : "";
+}
+
+G_GNUC_PRINTF(4, 5)
+static gboolean fail(GError **error, gint code, const WeirNode *n,
+                     const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", label_of(n),
+              n->op ? n->op : "?", msg);
+  return FALSE;
+}
+
+static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
+}
+
+static const char *attr_string(const WeirNode *n, const char *name,
+                               const char *dflt) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_STRING ? a->s : dflt;
+}
+
+/* The INTS attribute `name`, or NULL when absent (or empty, which ONNX
+ * exporters sometimes write for "not given"). */
+static const GArray *attr_ints(const WeirNode *n, const char *name) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (!a || a->type != WEIR_ATTR_INTS || !a->ints || a->ints->len == 0)
+    return NULL;
+  return a->ints;
+}
+
+static gboolean expr_is(const WeirExpr *e, gint64 v) {
+  gint64 c;
+  return weir_expr_is_const(e, &c) && c == v;
+}
+
+/* Whether a constant expression is below `bound` (FALSE when symbolic). */
+static gboolean expr_const_below(const WeirExpr *e, gint64 bound) {
+  gint64 c;
+  return weir_expr_is_const(e, &c) && c < bound;
+}
+
+#define DT(x) (1u << WEIR_DTYPE_##x)
+#define FLOAT_TYPES (DT(F32) | DT(F64))
+#define MATMUL_TYPES (DT(F32) | DT(F64) | DT(I32) | DT(I64))
+#define NUMERIC_TYPES (DT(F32) | DT(F64) | DT(I32) | DT(I64) | DT(U8))
+
+static gboolean input_present(const WeirOpInferContext *ctx, guint k) {
+  return k < ctx->n_inputs && ctx->inputs[k].present;
+}
+
+/* Inputs 0..n-1 (those present) all have one dtype from `allowed`. */
+static gboolean check_dtypes(const WeirOpInferContext *ctx, guint n,
+                             guint allowed, GError **error) {
+  const WeirNode *node = ctx->node;
+  if (!input_present(ctx, 0))
+    return fail(error, WEIR_ERROR_INVALID, node, "input 0 is missing");
+  WeirDType t = ctx->inputs[0].dtype;
+  if (!(allowed & (1u << t)))
+    return fail(error, WEIR_ERROR_INVALID, node,
+                "input 0 has dtype %s, which the operator does not accept",
+                weir_dtype_name(t));
+  for (guint k = 1; k < n; k++) {
+    if (!input_present(ctx, k))
+      continue;
+    if (ctx->inputs[k].dtype != t)
+      return fail(error, WEIR_ERROR_INVALID, node,
+                  "input %u has dtype %s, expected %s like input 0", k,
+                  weir_dtype_name(ctx->inputs[k].dtype), weir_dtype_name(t));
+  }
+  return TRUE;
+}
+
+static gboolean check_rank(const WeirOpInferContext *ctx, guint k, guint rank,
+                           GError **error) {
+  if (ctx->inputs[k].rank != rank)
+    return fail(error, WEIR_ERROR_INVALID, ctx->node,
+                "input %u has rank %u, expected %u", k, ctx->inputs[k].rank,
+                rank);
+  return TRUE;
+}
+
+/* Two dimensions that must be the same size. */
+static gboolean check_same_dim(const WeirNode *node, const char *what,
+                               WeirExpr *a, WeirExpr *b, GError **error) {
+  if (weir_expr_equal(a, b))
+    return TRUE;
+  g_autofree char *ta = weir_expr_to_string(a);
+  g_autofree char *tb = weir_expr_to_string(b);
+  return fail(error, WEIR_ERROR_INVALID, node, "%s differ: %s and %s", what, ta,
+              tb);
+}
+
+/* The container wired to connector in<k> / out<k> of n, or NULL. */
+static const WeirContainer *port_container(const WeirGraph *g,
+                                           const WeirState *s,
+                                           const WeirNode *n, gboolean input,
+                                           guint k) {
+  g_autofree char *conn = g_strdup_printf(input ? "in%u" : "out%u", k);
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    gboolean match =
+        input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
+              : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0);
+    if (match && m->data)
+      return weir_graph_container(g, m->data);
+  }
+  return NULL;
+}
+
+static WeirExpr *dim(const WeirContainer *c, guint d) {
+  return g_ptr_array_index(c->shape, d);
+}
+
+/* Product of dims [from, to) of c (new reference). */
+static WeirExpr *dims_product(const WeirContainer *c, guint from, guint to) {
+  WeirExpr *p = weir_expr_const(1);
+  for (guint d = from; d < to; d++) {
+    WeirExpr *next = weir_expr_mul(p, dim(c, d));
+    weir_expr_unref(p);
+    p = next;
+  }
+  return p;
+}
+
+static WeirExpr *mul_owned(WeirExpr *a, WeirExpr *b) {
+  WeirExpr *r = weir_expr_mul(a, b);
+  weir_expr_unref(a);
+  weir_expr_unref(b);
+  return r;
+}
+
+/* ----------------------------------------------------- conv geometry */
+
+/* Reads an INTS attribute of exactly `len` values (or fills `dflt` when
+ * absent), each at least `min`. */
+static gboolean read_ints(const WeirNode *n, const char *name, guint len,
+                          gint64 dflt, gint64 min, gint64 *out,
+                          GError **error) {
+  const GArray *a = attr_ints(n, name);
+  if (!a) {
+    for (guint i = 0; i < len; i++)
+      out[i] = dflt;
+    return TRUE;
+  }
+  if (a->len != len)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "attribute '%s' has %u values, expected %u", name, a->len, len);
+  for (guint i = 0; i < len; i++) {
+    out[i] = g_array_index(a, gint64, i);
+    if (out[i] < min)
+      return fail(error, WEIR_ERROR_INVALID, n,
+                  "attribute '%s' has value %" G_GINT64_FORMAT
+                  " at position %u, expected at least %" G_GINT64_FORMAT,
+                  name, out[i], i, min);
+  }
+  return TRUE;
+}
+
+void weir_conv_geometry_clear(WeirConvGeometry *geo) {
+  for (guint i = 0; i < WEIR_CONV_MAX_SPATIAL; i++) {
+    g_clear_pointer(&geo->kernel[i], weir_expr_unref);
+    g_clear_pointer(&geo->pad_begin[i], weir_expr_unref);
+    g_clear_pointer(&geo->pad_end[i], weir_expr_unref);
+    g_clear_pointer(&geo->out[i], weir_expr_unref);
+  }
+}
+
+/* Splits a total padding between begin and end: SAME_UPPER puts the odd
+ * element at the end, anything else at the beginning. */
+static void split_padding(WeirExpr *total, gboolean upper, WeirExpr **begin,
+                          WeirExpr **end) {
+  g_autoptr(WeirExpr) two = weir_expr_const(2);
+  g_autoptr(WeirExpr) half = weir_expr_floordiv(total, two);
+  g_autoptr(WeirExpr) rest = weir_expr_sub(total, half);
+  *begin = weir_expr_ref(upper ? half : rest);
+  *end = weir_expr_ref(upper ? rest : half);
+}
+
+static gboolean conv_geometry_dim(const WeirNode *n, gboolean transposed,
+                                  const char *auto_pad, const gint64 *pads,
+                                  const GArray *output_shape, guint i,
+                                  WeirExpr *in, WeirConvGeometry *geo,
+                                  GError **error) {
+  guint ns = geo->n_spatial;
+  gint64 s = geo->strides[i], d = geo->dilations[i];
+  /* Extent of the dilated kernel: (k - 1) * d + 1. */
+  g_autoptr(WeirExpr) km1 = weir_expr_add_const(geo->kernel[i], -1);
+  g_autoptr(WeirExpr) km1d = weir_expr_mul_const(km1, d);
+  g_autoptr(WeirExpr) extent = weir_expr_add_const(km1d, 1);
+  g_autoptr(WeirExpr) stride = weir_expr_const(s);
+  gboolean same = g_str_has_prefix(auto_pad, "SAME_");
+  gboolean upper = strcmp(auto_pad, "SAME_UPPER") == 0;
+  gboolean valid = strcmp(auto_pad, "VALID") == 0;
+
+  if (!transposed) {
+    if (same) {
+      /* out = ceil(in / s); pad what the last window needs. */
+      g_autoptr(WeirExpr) t = weir_expr_add_const(in, s - 1);
+      geo->out[i] = weir_expr_floordiv(t, stride);
+      g_autoptr(WeirExpr) om1 = weir_expr_add_const(geo->out[i], -1);
+      g_autoptr(WeirExpr) span = weir_expr_mul_const(om1, s);
+      g_autoptr(WeirExpr) need = weir_expr_add(span, extent);
+      g_autoptr(WeirExpr) over = weir_expr_sub(need, in);
+      g_autoptr(WeirExpr) zero = weir_expr_const(0);
+      g_autoptr(WeirExpr) total = weir_expr_max(zero, over);
+      split_padding(total, upper, &geo->pad_begin[i], &geo->pad_end[i]);
+    } else {
+      geo->pad_begin[i] = weir_expr_const(valid ? 0 : pads[i]);
+      geo->pad_end[i] = weir_expr_const(valid ? 0 : pads[i + ns]);
+      g_autoptr(WeirExpr) padded = weir_expr_add(in, geo->pad_begin[i]);
+      g_autoptr(WeirExpr) padded2 = weir_expr_add(padded, geo->pad_end[i]);
+      g_autoptr(WeirExpr) room = weir_expr_sub(padded2, extent);
+      g_autoptr(WeirExpr) steps = weir_expr_floordiv(room, stride);
+      geo->out[i] = weir_expr_add_const(steps, 1);
+    }
+  } else {
+    /* Full output: s * (in - 1) + output_padding + extent. */
+    g_autoptr(WeirExpr) im1 = weir_expr_add_const(in, -1);
+    g_autoptr(WeirExpr) span = weir_expr_mul_const(im1, s);
+    g_autoptr(WeirExpr) span2 = weir_expr_add(span, extent);
+    g_autoptr(WeirExpr) full =
+        weir_expr_add_const(span2, geo->output_padding[i]);
+    WeirExpr *requested = NULL;
+    if (output_shape) {
+      guint off = output_shape->len - ns;
+      requested = weir_expr_const(g_array_index(output_shape, gint64, off + i));
+    }
+    if (same) {
+      geo->out[i] = requested ? requested : weir_expr_mul_const(in, s);
+      g_autoptr(WeirExpr) total = weir_expr_sub(full, geo->out[i]);
+      split_padding(total, upper, &geo->pad_begin[i], &geo->pad_end[i]);
+    } else {
+      geo->pad_begin[i] = weir_expr_const(valid ? 0 : pads[i]);
+      if (requested) {
+        /* The full output cropped by pad_begin; what does not fit is cut
+         * (or zero-extended) at the end. */
+        geo->out[i] = requested;
+        g_autoptr(WeirExpr) t = weir_expr_sub(full, geo->pad_begin[i]);
+        geo->pad_end[i] = weir_expr_sub(t, geo->out[i]);
+      } else {
+        geo->pad_end[i] = weir_expr_const(valid ? 0 : pads[i + ns]);
+        g_autoptr(WeirExpr) t = weir_expr_sub(full, geo->pad_begin[i]);
+        geo->out[i] = weir_expr_sub(t, geo->pad_end[i]);
+      }
+    }
+  }
+  if (expr_const_below(geo->out[i], 1)) {
+    g_autofree char *text = weir_expr_to_string(geo->out[i]);
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "output size in spatial dimension %u would be %s", i, text);
+  }
+  return TRUE;
+}
+
+gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
+                                    guint ns, WeirExpr *const *in_spatial,
+                                    WeirExpr *const *w_spatial,
+                                    WeirConvGeometry *geo, GError **error) {
+  memset(geo, 0, sizeof *geo);
+  geo->n_spatial = ns;
+  if (ns == 0 || ns > WEIR_CONV_MAX_SPATIAL)
+    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                "%u spatial dimensions (supported: 1 to %u)", ns,
+                WEIR_CONV_MAX_SPATIAL);
+  geo->group = attr_int(n, "group", 1);
+  if (geo->group < 1)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "attribute 'group' is %" G_GINT64_FORMAT ", expected >= 1",
+                geo->group);
+  gint64 pads[2 * WEIR_CONV_MAX_SPATIAL];
+  if (!read_ints(n, "strides", ns, 1, 1, geo->strides, error) ||
+      !read_ints(n, "dilations", ns, 1, 1, geo->dilations, error) ||
+      !read_ints(n, "pads", 2 * ns, 0, transposed ? G_MININT64 : 0, pads,
+                 error))
+    return FALSE;
+  if (transposed &&
+      !read_ints(n, "output_padding", ns, 0, 0, geo->output_padding, error))
+    return FALSE;
+
+  const GArray *ks = attr_ints(n, "kernel_shape");
+  if (ks && ks->len != ns)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "attribute 'kernel_shape' has %u values, expected %u", ks->len,
+                ns);
+  for (guint i = 0; i < ns; i++) {
+    if (!ks) {
+      geo->kernel[i] = weir_expr_ref(w_spatial[i]);
+      continue;
+    }
+    gint64 k = g_array_index(ks, gint64, i);
+    gint64 wk;
+    if (k < 1 || (weir_expr_is_const(w_spatial[i], &wk) && wk != k))
+      return fail(error, WEIR_ERROR_INVALID, n,
+                  "attribute 'kernel_shape' has %" G_GINT64_FORMAT
+                  " in spatial dimension %u, which does not match the "
+                  "weights",
+                  k, i);
+    geo->kernel[i] = weir_expr_const(k);
+  }
+
+  const char *auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  if (strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0 &&
+      strcmp(auto_pad, "SAME_UPPER") != 0 &&
+      strcmp(auto_pad, "SAME_LOWER") != 0)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "attribute 'auto_pad' is '%s', expected NOTSET, SAME_UPPER, "
+                "SAME_LOWER or VALID",
+                auto_pad);
+
+  const GArray *output_shape = transposed ? attr_ints(n, "output_shape") : NULL;
+  if (output_shape && output_shape->len != ns && output_shape->len != ns + 2)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "attribute 'output_shape' has %u values, expected %u",
+                output_shape->len, ns);
+
+  for (guint i = 0; i < ns; i++)
+    if (!conv_geometry_dim(n, transposed, auto_pad, pads, output_shape, i,
+                           in_spatial[i], geo, error))
+      return FALSE;
+  return TRUE;
+}
+
+/* ------------------------------------------------------ einsum parser */
+
+void weir_einsum_free(WeirEinsum *e) {
+  if (!e)
+    return;
+  g_strfreev(e->inputs);
+  g_free(e->output);
+  g_free(e);
+}
+
+static gboolean einsum_term_ok(const char *term, gboolean output,
+                               GError **error) {
+  for (const char *p = term; *p; p++) {
+    if (!g_ascii_isalpha(*p)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "invalid character '%c' in term '%s'", *p, term);
+      return FALSE;
+    }
+    if (strchr(p + 1, *p)) {
+      if (output)
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "subscript '%c' repeated in the output '%s'", *p, term);
+      else
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                    "subscript '%c' repeated in term '%s' (a diagonal) is "
+                    "not supported",
+                    *p, term);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+WeirEinsum *weir_einsum_parse(const char *equation, guint n_inputs,
+                              GError **error) {
+  GString *clean = g_string_new(NULL);
+  for (const char *p = equation ? equation : ""; *p; p++)
+    if (!g_ascii_isspace(*p))
+      g_string_append_c(clean, *p);
+  g_autofree char *text = g_string_free(clean, FALSE);
+  if (strstr(text, ".")) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "equation '%s': broadcasting with '...' is not supported",
+                text);
+    return NULL;
+  }
+  char *arrow = strstr(text, "->");
+  if (arrow && strstr(arrow + 2, "->")) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "equation '%s' has more than one '->'", text);
+    return NULL;
+  }
+  g_autofree char *lhs = arrow ? g_strndup(text, arrow - text) : g_strdup(text);
+  g_autoptr(WeirEinsum) e = g_new0(WeirEinsum, 1);
+  e->inputs = g_strsplit(lhs, ",", -1);
+  e->n_inputs = g_strv_length(e->inputs);
+  if (e->n_inputs != n_inputs) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "equation '%s' has %u input terms for %u inputs", text,
+                e->n_inputs, n_inputs);
+    return NULL;
+  }
+  guint counts[256] = {0};
+  for (guint k = 0; k < e->n_inputs; k++) {
+    if (!einsum_term_ok(e->inputs[k], FALSE, error))
+      return NULL;
+    for (const char *p = e->inputs[k]; *p; p++)
+      counts[(guchar)*p]++;
+  }
+  if (arrow) {
+    e->output = g_strdup(arrow + 2);
+    if (!einsum_term_ok(e->output, TRUE, error))
+      return NULL;
+    for (const char *p = e->output; *p; p++)
+      if (!counts[(guchar)*p]) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "output subscript '%c' of equation '%s' appears in no "
+                    "input",
+                    *p, text);
+        return NULL;
+      }
+  } else {
+    /* Implicit form: the letters used exactly once, in ASCII order. */
+    GString *out = g_string_new(NULL);
+    for (guint c = 0; c < 256; c++)
+      if (counts[c] == 1)
+        g_string_append_c(out, (char)c);
+    e->output = g_string_free(out, FALSE);
+  }
+  return g_steal_pointer(&e);
+}
+
+/* ------------------------------------------------------------- Gemm */
+
+static const WeirOpAttrSpec gemm_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "1.0", 0, 0},
+    {"beta", WEIR_ATTR_FLOAT, FALSE, "1.0", 0, 0},
+    {"transA", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"transB", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+};
+
+/* C must be unidirectionally broadcastable to (M, N). */
+static gboolean gemm_check_c(const WeirOpInferContext *ctx, WeirExpr *m,
+                             WeirExpr *nn, GError **error) {
+  const WeirOpValue *c = &ctx->inputs[2];
+  if (c->rank > 2)
+    return fail(error, WEIR_ERROR_INVALID, ctx->node,
+                "input 2 (C) has rank %u, expected at most 2", c->rank);
+  WeirExpr *target[2] = {m, nn};
+  for (guint d = 0; d < c->rank; d++) {
+    WeirExpr *want = target[2 - c->rank + d];
+    if (!expr_is(c->shape[d], 1) && !weir_expr_equal(c->shape[d], want)) {
+      g_autofree char *have = weir_expr_to_string(c->shape[d]);
+      g_autofree char *need = weir_expr_to_string(want);
+      return fail(error, WEIR_ERROR_INVALID, ctx->node,
+                  "input 2 (C) has size %s in dimension %u, which does not "
+                  "broadcast to %s",
+                  have, d, need);
+    }
+  }
+  return TRUE;
+}
+
+static gboolean gemm_infer(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (!input_present(ctx, 1))
+    return fail(error, WEIR_ERROR_INVALID, n, "input 1 (B) is missing");
+  if (!check_dtypes(ctx, 3, MATMUL_TYPES, error) ||
+      !check_rank(ctx, 0, 2, error) || !check_rank(ctx, 1, 2, error))
+    return FALSE;
+  gboolean ta = attr_int(n, "transA", 0) != 0;
+  gboolean tb = attr_int(n, "transB", 0) != 0;
+  WeirExpr *const *a = ctx->inputs[0].shape;
+  WeirExpr *const *b = ctx->inputs[1].shape;
+  WeirExpr *m = ta ? a[1] : a[0], *ka = ta ? a[0] : a[1];
+  WeirExpr *kb = tb ? b[1] : b[0], *nn = tb ? b[0] : b[1];
+  if (!check_same_dim(n, "inner dimensions of A and B", ka, kb, error))
+    return FALSE;
+  if (input_present(ctx, 2) && !gemm_check_c(ctx, m, nn, error))
+    return FALSE;
+  WeirExpr *shape[2] = {m, nn};
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, 2, shape);
+  return TRUE;
+}
+
+static WeirExpr *gemm_flops(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n) {
+  const WeirContainer *a = port_container(g, s, n, TRUE, 0);
+  const WeirContainer *y = port_container(g, s, n, FALSE, 0);
+  if (!a || !y || a->shape->len != 2 || y->shape->len != 2)
+    return NULL;
+  WeirExpr *k = dim(a, attr_int(n, "transA", 0) ? 0 : 1);
+  g_autoptr(WeirExpr) mn = weir_container_volume(y);
+  g_autoptr(WeirExpr) mnk = weir_expr_mul(mn, k);
+  g_autoptr(WeirExpr) f = weir_expr_mul_const(mnk, 2);
+  if (port_container(g, s, n, TRUE, 2))
+    return weir_expr_add(f, mn);
+  return weir_expr_ref(f);
+}
+
+/* ----------------------------------------------------------- MatMul */
+
+static gboolean matmul_infer(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (!input_present(ctx, 1))
+    return fail(error, WEIR_ERROR_INVALID, n, "input 1 is missing");
+  if (!check_dtypes(ctx, 2, MATMUL_TYPES, error))
+    return FALSE;
+  const WeirOpValue *a = &ctx->inputs[0], *b = &ctx->inputs[1];
+  if (a->rank == 0 || b->rank == 0)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "input %u is a scalar; MatMul needs rank >= 1",
+                a->rank == 0 ? 0 : 1);
+  /* 1-D operands: A is promoted to (1, K), B to (K, 1). */
+  WeirExpr *ka = a->shape[a->rank - 1];
+  WeirExpr *kb = b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2];
+  if (!check_same_dim(n, "inner dimensions of A and B", ka, kb, error))
+    return FALSE;
+  guint ba = a->rank >= 2 ? a->rank - 2 : 0;
+  guint bb = b->rank >= 2 ? b->rank - 2 : 0;
+  guint ranks[2] = {ba, bb};
+  WeirExpr *const *shapes[2] = {a->shape, b->shape};
+  guint brank = 0;
+  WeirExpr **batch = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!weir_op_broadcast(2, ranks, shapes, &brank, &batch, &local))
+    return fail(error, WEIR_ERROR_INVALID, n, "batch dimensions: %s",
+                local->message);
+  g_autoptr(GPtrArray) out = g_ptr_array_new();
+  for (guint d = 0; d < brank; d++)
+    g_ptr_array_add(out, batch[d]);
+  if (a->rank >= 2)
+    g_ptr_array_add(out, a->shape[a->rank - 2]);
+  if (b->rank >= 2)
+    g_ptr_array_add(out, b->shape[b->rank - 1]);
+  weir_op_set_output(ctx, 0, a->dtype, out->len, (WeirExpr *const *)out->pdata);
+  for (guint d = 0; d < brank; d++)
+    weir_expr_unref(batch[d]);
+  g_free(batch);
+  return TRUE;
+}
+
+static WeirExpr *matmul_flops(const WeirGraph *g, const WeirState *s,
+                              const WeirNode *n) {
+  const WeirContainer *a = port_container(g, s, n, TRUE, 0);
+  const WeirContainer *y = port_container(g, s, n, FALSE, 0);
+  if (!a || !y || a->shape->len == 0)
+    return NULL;
+  g_autoptr(WeirExpr) vol = weir_container_volume(y);
+  g_autoptr(WeirExpr) vk = weir_expr_mul(vol, dim(a, a->shape->len - 1));
+  return weir_expr_mul_const(vk, 2);
+}
+
+/* -------------------------------------------- Conv and ConvTranspose */
+
+static const WeirOpAttrSpec conv_attrs[] = {
+    {"auto_pad", WEIR_ATTR_STRING, FALSE, "NOTSET", 0, 0},
+    {"dilations", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"group", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"kernel_shape", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"pads", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"strides", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+};
+
+static const WeirOpAttrSpec conv_transpose_attrs[] = {
+    {"auto_pad", WEIR_ATTR_STRING, FALSE, "NOTSET", 0, 0},
+    {"dilations", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"group", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"kernel_shape", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"output_padding", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"output_shape", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"pads", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"strides", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+};
+
+/* Checks that a multiple of g: `what` (size e) divisible by the group. */
+static gboolean check_divisible(const WeirNode *n, const char *what,
+                                WeirExpr *e, gint64 group, GError **error) {
+  gint64 v;
+  if (group > 1 && weir_expr_is_const(e, &v) && v % group != 0)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "%s (%" G_GINT64_FORMAT
+                ") is not divisible by group %" G_GINT64_FORMAT,
+                what, v, group);
+  return TRUE;
+}
+
+static gboolean conv_infer_common(WeirOpInferContext *ctx, gboolean transposed,
+                                  GError **error) {
+  const WeirNode *n = ctx->node;
+  if (!input_present(ctx, 1))
+    return fail(error, WEIR_ERROR_INVALID, n, "input 1 (W) is missing");
+  if (!check_dtypes(ctx, 3, FLOAT_TYPES, error))
+    return FALSE;
+  const WeirOpValue *x = &ctx->inputs[0], *w = &ctx->inputs[1];
+  if (x->rank < 3)
+    return fail(error, WEIR_ERROR_INVALID, n,
+                "input 0 (X) has rank %u, expected at least 3 (N, C, "
+                "spatial...)",
+                x->rank);
+  if (!check_rank(ctx, 1, x->rank, error))
+    return FALSE;
+  guint ns = x->rank - 2;
+  g_auto(WeirConvGeometry) geo = {0};
+  if (!weir_conv_geometry_compute(n, transposed, ns, x->shape + 2, w->shape + 2,
+                                  &geo, error))
+    return FALSE;
+  g_autoptr(WeirExpr) group = weir_expr_const(geo.group);
+  WeirExpr *channels_out;
+  if (!transposed) {
+    /* W is (M, C/group, k...). */
+    g_autoptr(WeirExpr) c = weir_expr_mul(w->shape[1], group);
+    if (!check_same_dim(n, "input channels of X and W (times group)",
+                        x->shape[1], c, error) ||
+        !check_divisible(n, "the number of output channels", w->shape[0],
+                         geo.group, error))
+      return FALSE;
+    channels_out = weir_expr_ref(w->shape[0]);
+  } else {
+    /* W is (C, M/group, k...). */
+    if (!check_same_dim(n, "input channels of X and W", x->shape[1],
+                        w->shape[0], error) ||
+        !check_divisible(n, "the number of input channels", x->shape[1],
+                         geo.group, error))
+      return FALSE;
+    channels_out = weir_expr_mul(w->shape[1], group);
+  }
+  g_autoptr(WeirExpr) m = channels_out;
+  if (input_present(ctx, 2)) {
+    if (!check_rank(ctx, 2, 1, error) ||
+        !check_same_dim(n, "bias size and output channels",
+                        ctx->inputs[2].shape[0], m, error))
+      return FALSE;
+  }
+  WeirExpr *shape[WEIR_CONV_MAX_SPATIAL + 2];
+  shape[0] = x->shape[0];
+  shape[1] = m;
+  for (guint i = 0; i < ns; i++)
+    shape[2 + i] = geo.out[i];
+  weir_op_set_output(ctx, 0, x->dtype, ns + 2, shape);
+  return TRUE;
+}
+
+static gboolean conv_infer(WeirOpInferContext *ctx, GError **error) {
+  return conv_infer_common(ctx, FALSE, error);
+}
+
+static gboolean conv_transpose_infer(WeirOpInferContext *ctx, GError **error) {
+  return conv_infer_common(ctx, TRUE, error);
+}
+
+/* 2 * elements of `per` * W[1] * kernel size. */
+static WeirExpr *conv_flops_of(const WeirContainer *per,
+                               const WeirContainer *w) {
+  if (!per || !w || w->shape->len < 3)
+    return NULL;
+  WeirExpr *v = weir_container_volume(per);
+  v = mul_owned(v, dims_product(w, 1, w->shape->len));
+  return mul_owned(v, weir_expr_const(2));
+}
+
+static WeirExpr *conv_flops(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n) {
+  return conv_flops_of(port_container(g, s, n, FALSE, 0),
+                       port_container(g, s, n, TRUE, 1));
+}
+
+static WeirExpr *conv_transpose_flops(const WeirGraph *g, const WeirState *s,
+                                      const WeirNode *n) {
+  return conv_flops_of(port_container(g, s, n, TRUE, 0),
+                       port_container(g, s, n, TRUE, 1));
+}
+
+/* ----------------------------------------------------------- Einsum */
+
+static const WeirOpAttrSpec einsum_attrs[] = {
+    {"equation", WEIR_ATTR_STRING, TRUE, NULL, 0, 0},
+};
+
+static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (!check_dtypes(ctx, ctx->n_inputs, NUMERIC_TYPES, error))
+    return FALSE;
+  g_autoptr(GError) local = NULL;
+  g_autoptr(WeirEinsum) e =
+      weir_einsum_parse(attr_string(n, "equation", ""), ctx->n_inputs, &local);
+  if (!e)
+    return fail(error, local->code, n, "%s", local->message);
+  WeirExpr *size[256] = {NULL};
+  for (guint k = 0; k < e->n_inputs; k++) {
+    const char *term = e->inputs[k];
+    if (!input_present(ctx, k) || ctx->inputs[k].rank != strlen(term))
+      return fail(error, WEIR_ERROR_INVALID, n,
+                  "input %u has rank %u but its term '%s' has %u subscripts", k,
+                  input_present(ctx, k) ? ctx->inputs[k].rank : 0, term,
+                  (guint)strlen(term));
+    for (guint d = 0; term[d]; d++) {
+      WeirExpr **slot = &size[(guchar)term[d]];
+      if (!*slot) {
+        *slot = ctx->inputs[k].shape[d];
+      } else if (!weir_expr_equal(*slot, ctx->inputs[k].shape[d])) {
+        g_autofree char *a = weir_expr_to_string(*slot);
+        g_autofree char *b = weir_expr_to_string(ctx->inputs[k].shape[d]);
+        return fail(error, WEIR_ERROR_INVALID, n,
+                    "subscript '%c' has size %s in one input and %s in "
+                    "input %u",
+                    term[d], a, b, k);
+      }
+    }
+  }
+  guint rank = strlen(e->output);
+  WeirExpr *shape[256];
+  for (guint d = 0; d < rank; d++)
+    shape[d] = size[(guchar)e->output[d]];
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, rank, shape);
+  return TRUE;
+}
+
+static WeirExpr *einsum_flops(const WeirGraph *g, const WeirState *s,
+                              const WeirNode *n) {
+  guint n_in = 0;
+  while (port_container(g, s, n, TRUE, n_in))
+    n_in++;
+  g_autoptr(WeirEinsum) e =
+      weir_einsum_parse(attr_string(n, "equation", ""), n_in, NULL);
+  if (!e)
+    return NULL;
+  gboolean seen[256] = {FALSE};
+  WeirExpr *points = weir_expr_const(1);
+  guint n_letters = 0;
+  for (guint k = 0; k < n_in; k++) {
+    const WeirContainer *c = port_container(g, s, n, TRUE, k);
+    for (guint d = 0; e->inputs[k][d] && d < c->shape->len; d++) {
+      guchar l = (guchar)e->inputs[k][d];
+      if (seen[l])
+        continue;
+      seen[l] = TRUE;
+      n_letters++;
+      points = mul_owned(points, weir_expr_ref(dim(c, d)));
+    }
+  }
+  gboolean sums = n_letters > strlen(e->output);
+  return mul_owned(points, weir_expr_const(n_in - 1 + (sums ? 1 : 0)));
+}
+
+/* ------------------------------------------------------- registration */
+
+static const WeirOpInfo linalg_ops[] = {
+    {
+        .name = "Gemm",
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = gemm_attrs,
+        .n_attrs = G_N_ELEMENTS(gemm_attrs),
+        .infer = gemm_infer,
+        .flops = gemm_flops,
+    },
+    {
+        .name = "MatMul",
+        .min_inputs = 2,
+        .max_inputs = 2,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = NULL,
+        .n_attrs = 0,
+        .infer = matmul_infer,
+        .flops = matmul_flops,
+    },
+    {
+        .name = "Conv",
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = conv_attrs,
+        .n_attrs = G_N_ELEMENTS(conv_attrs),
+        .infer = conv_infer,
+        .flops = conv_flops,
+    },
+    {
+        .name = "ConvTranspose",
+        .min_inputs = 2,
+        .max_inputs = 3,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = conv_transpose_attrs,
+        .n_attrs = G_N_ELEMENTS(conv_transpose_attrs),
+        .infer = conv_transpose_infer,
+        .flops = conv_transpose_flops,
+    },
+    {
+        .name = "Einsum",
+        .min_inputs = 1,
+        .max_inputs = WEIR_OP_VARIADIC,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = einsum_attrs,
+        .n_attrs = G_N_ELEMENTS(einsum_attrs),
+        .infer = einsum_infer,
+        .flops = einsum_flops,
+    },
+};
+
+void weir_ops_register_linalg(void) {
+  for (guint i = 0; i < G_N_ELEMENTS(linalg_ops); i++)
+    weir_op_register(&linalg_ops[i]);
+}

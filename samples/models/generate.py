@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+"""generate.py — the bundled sample models and their reference data.
+
+Defines four small PyTorch models, exports each to ONNX and writes, next to
+this script:
+
+    <name>.onnx                 the model (opset 13)
+    <name>/input_0.pb           the reference input, an ONNX TensorProto
+    <name>/output_0.pb          PyTorch's output on it, an ONNX TensorProto
+    <name>/input_0.npy          the same two tensors as NumPy arrays
+    <name>/output_0.npy
+
+Run it with Debian's interpreter, which has python3-torch, python3-onnx and
+python3-numpy (a `python3` earlier on PATH may not):
+
+    /usr/bin/python3 samples/models/generate.py
+
+Everything is deterministic: weights come from torch.manual_seed, inputs
+from a seeded torch.Generator, computation runs on the CPU with one thread
+and deterministic algorithms, and nothing is downloaded.  Running the
+script twice gives the same bytes in every file (`--check` verifies that
+the files on disk are what the script would write, without writing).
+
+The tensors in the .pb files are named after the graph's input and output
+("input", "output"), as in the ONNX backend test data
+(test_data_set_0/input_0.pb).
+"""
+
+import argparse
+import collections
+import hashlib
+import importlib
+import io
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import onnx.shape_inference
+import torch
+from torch import nn
+
+OPSET = 13
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---- the models ----------------------------------------------------------
+
+
+class MLP(nn.Module):
+    """64 -> 128 -> ReLU -> 64 -> ReLU -> 10."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 128)
+        self.fc2 = nn.Linear(128, 64)
+        self.fc3 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x))
+        x = torch.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class LeNet(nn.Module):
+    """A LeNet-style CNN for 1x8x8 digits.
+
+    [N,1,8,8] -conv3x3 pad1-> [N,6,8,8] -pool2-> [N,6,4,4]
+    -conv3x3-> [N,16,2,2] -flatten-> [N,64] -> 32 -> 10
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(6, 16, 3)
+        self.fc1 = nn.Linear(16 * 2 * 2, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv1(x)))
+        x = torch.relu(self.conv2(x))
+        x = torch.flatten(x, 1)
+        x = torch.relu(self.fc1(x))
+        return self.fc2(x)
+
+
+class ResidualBlock(nn.Module):
+    """conv-bn-relu-conv-bn, plus the identity, then ReLU."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + x)
+
+
+class ResNet(nn.Module):
+    """Stem conv 3->16 + BN + ReLU, two residual blocks, global average
+    pool, linear 16 -> 10."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.block1 = ResidualBlock(16)
+        self.block2 = ResidualBlock(16)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        x = self.block2(self.block1(x))
+        x = torch.flatten(self.pool(x), 1)
+        return self.fc(x)
+
+
+def make_mlp():
+    return MLP()
+
+
+def make_lenet():
+    return LeNet()
+
+
+def make_resnet():
+    model = ResNet()
+    # Non-trivial batch-norm parameters: a random affine part, and running
+    # statistics gathered from a few training-mode passes over shifted,
+    # scaled random data.
+    gen = torch.Generator().manual_seed(1234)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5, generator=gen)
+                m.bias.normal_(0.0, 0.1, generator=gen)
+    model.train()
+    with torch.no_grad():
+        for _ in range(5):
+            model(torch.randn(8, 3, 16, 16, generator=gen) * 2.0 + 0.5)
+    return model
+
+
+def make_transformer():
+    # ReLU keeps the graph to plain ops at opset 13 (GELU would add an Erf).
+    model = nn.TransformerEncoderLayer(
+        d_model=32,
+        nhead=4,
+        dim_feedforward=64,
+        dropout=0.0,
+        activation="relu",
+        batch_first=True,
+    )
+    # PyTorch starts the attention biases at zero and the layer norms at
+    # weight 1, bias 0.  Left so, the exporter would also merge the equal
+    # initializers into one and alias the others through Identity nodes.
+    # Random values make every parameter matter and keep them distinct.
+    gen = torch.Generator().manual_seed(5678)
+    with torch.no_grad():
+        model.self_attn.in_proj_bias.normal_(0.0, 0.1, generator=gen)
+        model.self_attn.out_proj.bias.normal_(0.0, 0.1, generator=gen)
+        for norm in (model.norm1, model.norm2):
+            norm.weight.uniform_(0.5, 1.5, generator=gen)
+            norm.bias.normal_(0.0, 0.1, generator=gen)
+    return model
+
+
+# name, constructor, seed, input shape, export options
+MODELS = [
+    ("mlp", make_mlp, 1, (4, 64), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
+    ("lenet", make_lenet, 2, (4, 1, 8, 8), dict()),
+    # TrainingMode.EVAL would run the exporter's eval peephole, which folds
+    # BatchNormalization into the preceding Conv whatever
+    # do_constant_folding says.  PRESERVE on a model in eval mode exports
+    # inference-mode BatchNormalization nodes and skips that fusion.
+    ("resnet", make_resnet, 3, (2, 3, 16, 16), dict(training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)),
+    ("transformer", make_transformer, 4, (2, 8, 32), dict()),
+]
+
+
+# ---- export --------------------------------------------------------------
+
+
+def export_onnx(model, example, options):
+    """Exports model to ONNX and returns the ModelProto with its doc strings
+    cleared (PyTorch 1.13 writes none, but other versions can record source
+    locations there, which would make the bytes depend on the checkout)."""
+    kwargs = dict(
+        opset_version=OPSET,
+        do_constant_folding=True,
+        input_names=["input"],
+        output_names=["output"],
+        training=torch.onnx.TrainingMode.EVAL,
+    )
+    kwargs.update(options)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (example,), buf, **kwargs)
+    proto = onnx.load_from_string(buf.getvalue())
+    proto.doc_string = ""
+    clear_doc_strings(proto.graph)
+    return proto
+
+
+def clear_doc_strings(graph):
+    graph.doc_string = ""
+    for node in graph.node:
+        node.doc_string = ""
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                clear_doc_strings(attr.g)
+            for g in attr.graphs:
+                clear_doc_strings(g)
+
+
+def op_counts(graph):
+    return collections.Counter(node.op_type for node in graph.node)
+
+
+def shape_of(value_info):
+    dims = []
+    for d in value_info.type.tensor_type.shape.dim:
+        dims.append(d.dim_param if d.HasField("dim_param") else str(d.dim_value))
+    return "[" + ", ".join(dims) + "]"
+
+
+def check_onnx(name, proto, output):
+    """onnx.checker with full shape inference; the inferred output shape
+    must agree with PyTorch's output.  Returns an onnx.reference evaluator
+    for the model, or None when this onnx has none (before 1.13)."""
+    onnx.checker.check_model(proto, full_check=True)
+    inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    out = inferred.graph.output[0]
+    dims = out.type.tensor_type.shape.dim
+    for d, n in zip(dims, output.shape):
+        if d.HasField("dim_value") and d.dim_value != n:
+            raise SystemExit(f"{name}: inferred output shape {shape_of(out)} does not match {list(output.shape)}")
+    if len(dims) != output.ndim:
+        raise SystemExit(f"{name}: inferred output rank {len(dims)} does not match {output.ndim}")
+    try:
+        reference = importlib.import_module("onnx.reference")  # onnx >= 1.13
+    except ImportError:
+        return None
+    return reference.ReferenceEvaluator(proto)
+
+
+# ---- files ---------------------------------------------------------------
+
+
+def npy_bytes(arr):
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def pb_bytes(arr, name):
+    return onnx.numpy_helper.from_array(arr, name).SerializeToString()
+
+
+def write_file(path, data, check, problems):
+    rel = os.path.relpath(path, HERE)
+    if check:
+        try:
+            with open(path, "rb") as f:
+                old = f.read()
+        except FileNotFoundError:
+            problems.append(f"{rel}: missing")
+            return
+        if old != data:
+            problems.append(f"{rel}: differs from what the generator writes")
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare the files on disk with what would be written; write nothing")
+    parser.add_argument("--out", default=HERE, help="output directory (default: the script's directory)")
+    args = parser.parse_args()
+    out_dir = os.path.abspath(args.out)
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.mkldnn.enabled = False
+
+    problems = []
+    for name, make, seed, shape, options in MODELS:
+        torch.manual_seed(seed)
+        model = make()
+        model.eval()
+        gen = torch.Generator().manual_seed(1000 + seed)
+        x = torch.randn(*shape, generator=gen)
+        # Computed with autograd enabled, as during export: under no_grad
+        # the encoder layer would take PyTorch's fused inference path
+        # instead of the operators the ONNX graph records.
+        y = model(x).detach()
+        x_np = x.numpy().astype(np.float32, copy=False)
+        y_np = np.ascontiguousarray(y.numpy().astype(np.float32, copy=False))
+
+        proto = export_onnx(model, x, options)
+        evaluator = check_onnx(name, proto, y_np)
+        if evaluator is None:
+            note = f"onnx.reference not available (onnx {onnx.__version__}): numerical check of the ONNX graph skipped"
+        else:
+            got = evaluator.run(None, {"input": x_np})[0]
+            err = float(np.max(np.abs(got - y_np)))
+            if not np.allclose(got, y_np, rtol=1e-4, atol=1e-5):
+                raise SystemExit(f"{name}: onnx.reference output differs from PyTorch (max abs error {err:g})")
+            note = f"onnx.reference matches PyTorch (max abs error {err:g})"
+
+        files = [
+            (os.path.join(out_dir, name + ".onnx"), proto.SerializeToString()),
+            (os.path.join(out_dir, name, "input_0.pb"), pb_bytes(x_np, "input")),
+            (os.path.join(out_dir, name, "output_0.pb"), pb_bytes(y_np, "output")),
+            (os.path.join(out_dir, name, "input_0.npy"), npy_bytes(x_np)),
+            (os.path.join(out_dir, name, "output_0.npy"), npy_bytes(y_np)),
+        ]
+        g = proto.graph
+        counts = op_counts(g)
+        print(f"{name}: opset {proto.opset_import[0].version}, input {shape_of(g.input[0])}, output {shape_of(g.output[0])}, "
+              f"{len(g.node)} nodes, {len(g.initializer)} initializers "
+              f"({sum(int(np.prod(t.dims)) for t in g.initializer)} values)")
+        print("  ops: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
+        print(f"  {note}")
+        for path, data in files:
+            write_file(path, data, args.check, problems)
+            print(f"  {os.path.relpath(path, out_dir)}  {len(data)} bytes  sha256 {hashlib.sha256(data).hexdigest()[:16]}")
+
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
