@@ -1209,6 +1209,53 @@ static void test_range(void **state) {
   weir_graph_free(l.g);
 }
 
+/* Integer arithmetic and casts of the elementwise family keep shape
+ * computations known (and symbolic) at import time. */
+static void test_int_values_through_elementwise(void **state) {
+  (void)state;
+  struct {
+    const char *op, *a, *b, *want;
+  } cases[] = {
+      {"Mul", "N, 64", "2, 2", "2*N, 128"},
+      {"Add", "N, 3", "1", "N + 1, 4"},
+      {"Sub", "N", "N", "0"},
+      {"Div", "64*N, 7", "64, 2", "N, 3"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    Lib l = lib_new(cases[i].op);
+    g_auto(GStrv) pa = g_strsplit(cases[i].a, ",", -1);
+    g_autofree char *sa = g_strdup_printf("%u", g_strv_length(pa));
+    WeirOpValue in[2] = {val(WEIR_DTYPE_I64, sa), val(WEIR_DTYPE_I64, "1")};
+    g_auto(GStrv) pb = g_strsplit(cases[i].b, ",", -1);
+    if (g_strv_length(pb) != 1) {
+      weir_op_value_clear(&in[1]);
+      g_autofree char *sb = g_strdup_printf("%u", g_strv_length(pb));
+      in[1] = val(WEIR_DTYPE_I64, sb);
+    }
+    set_int_values(&in[0], cases[i].a);
+    set_int_values(&in[1], cases[i].b);
+    WeirOpValue out[1] = {{0}};
+    GError *error = NULL;
+    if (!infer(&l, in, 2, out, 1, &error))
+      fail_msg("%s: %s", cases[i].op, error->message);
+    assert_int_values(&out[0], cases[i].want);
+    clear_values(in, 2);
+    clear_values(out, 1);
+    weir_graph_free(l.g);
+  }
+  /* Cast between integer types carries the values too. */
+  Lib l = lib_new("Cast");
+  weir_node_set_attr_int(l.n, "to", 6); /* INT32 */
+  WeirOpValue in[1] = {val(WEIR_DTYPE_I64, "2")};
+  set_int_values(&in[0], "N, 5");
+  WeirOpValue out[1] = {{0}};
+  assert_true(infer(&l, in, 1, out, 1, NULL));
+  assert_int_values(&out[0], "N, 5");
+  clear_values(in, 1);
+  clear_values(out, 1);
+  weir_graph_free(l.g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schemas_and_defaults),
@@ -1235,6 +1282,7 @@ int main(void) {
       cmocka_unit_test(test_shape_run),
       cmocka_unit_test(test_constant_of_shape),
       cmocka_unit_test(test_range),
+      cmocka_unit_test(test_int_values_through_elementwise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
