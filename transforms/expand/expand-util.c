@@ -8,14 +8,15 @@ static gboolean find_port(WeirGraph *g, WeirState *s, WeirNode *n,
                           gboolean input, guint k, WeirPort *out,
                           GError **error) {
   g_autofree char *conn = g_strdup_printf(input ? "in%u" : "out%u", k);
-  gboolean declared = input ? weir_node_has_in_conn(n, conn)
-                            : weir_node_has_out_conn(n, conn);
+  gboolean declared =
+      input ? weir_node_has_in_conn(n, conn) : weir_node_has_out_conn(n, conn);
   if (!declared)
     return FALSE;
   for (guint i = 0; i < s->edges->len; i++) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    gboolean match = input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
-                           : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0);
+    gboolean match =
+        input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
+              : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0);
     if (!match)
       continue;
     WeirNode *other = weir_state_node(s, input ? m->src : m->dst);
@@ -112,8 +113,7 @@ char *weir_expand_index_subset(guint rank, const char *const *params) {
 }
 
 char *weir_expand_broadcast_subset(guint in_rank, WeirExpr *const *in_shape,
-                                   guint out_rank,
-                                   const char *const *params) {
+                                   guint out_rank, const char *const *params) {
   g_return_val_if_fail(in_rank <= out_rank, NULL);
   GString *s = g_string_new(NULL);
   guint offset = out_rank - in_rank;
@@ -159,11 +159,11 @@ static gboolean add_memlet(WeirGraph *g, WeirState *s, guint src,
 
 WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
                           guint n_params, const char *const *params,
-                          const char *const *ranges,
-                          const WeirTaskletPort *ins, guint n_ins,
-                          const WeirTaskletPort *outs, guint n_outs,
-                          const char *code, WeirNode *const *after,
-                          guint n_after, GError **error) {
+                          const char *const *ranges, const WeirTaskletPort *ins,
+                          guint n_ins, const WeirTaskletPort *outs,
+                          guint n_outs, const char *code,
+                          WeirNode *const *after, guint n_after,
+                          GError **error) {
   g_autoptr(GPtrArray) in_names = g_ptr_array_new();
   g_autoptr(GPtrArray) out_names = g_ptr_array_new();
   for (guint i = 0; i < n_ins; i++)
@@ -194,8 +194,8 @@ WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
         return NULL;
     }
     for (guint i = 0; i < n_after; i++)
-      if (!add_memlet(g, s, after[i]->id, NULL, t->id, NULL, NULL, NULL,
-                      NULL, WEIR_WCR_NONE, error))
+      if (!add_memlet(g, s, after[i]->id, NULL, t->id, NULL, NULL, NULL, NULL,
+                      WEIR_WCR_NONE, error))
         return NULL;
     return t;
   }
@@ -210,8 +210,8 @@ WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
   g_ptr_array_add(r, NULL);
   WeirNode *exit = NULL;
   WeirNode *entry = weir_state_add_map(
-      g, s, label, (const char *const *)p->pdata,
-      (const char *const *)r->pdata, WEIR_SCHEDULE_PARALLEL, &exit, error);
+      g, s, label, (const char *const *)p->pdata, (const char *const *)r->pdata,
+      WEIR_SCHEDULE_PARALLEL, &exit, error);
   if (!entry)
     return NULL;
 
@@ -257,13 +257,12 @@ WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
                     inner, NULL, WEIR_WCR_NONE, error))
       return NULL;
   }
-  if (n_ins == 0 &&
-      !add_memlet(g, s, entry->id, NULL, t->id, NULL, NULL, NULL, NULL,
-                  WEIR_WCR_NONE, error))
+  if (n_ins == 0 && !add_memlet(g, s, entry->id, NULL, t->id, NULL, NULL, NULL,
+                                NULL, WEIR_WCR_NONE, error))
     return NULL;
   for (guint i = 0; i < n_after; i++)
-    if (!add_memlet(g, s, after[i]->id, NULL, entry->id, NULL, NULL, NULL,
-                    NULL, WEIR_WCR_NONE, error))
+    if (!add_memlet(g, s, after[i]->id, NULL, entry->id, NULL, NULL, NULL, NULL,
+                    WEIR_WCR_NONE, error))
       return NULL;
 
   for (guint i = 0; i < n_outs; i++) {
@@ -289,4 +288,133 @@ WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
     }
   }
   return entry;
+}
+
+/* ---------------------------------------------------- integer code text */
+
+static void append_expr_code(GString *s, const WeirExpr *e) {
+  guint n = weir_expr_n_operands(e);
+  switch (weir_expr_kind(e)) {
+  case WEIR_EXPR_CONST: {
+    gint64 v = weir_expr_const_value(e);
+    if (v == G_MININT64)
+      g_string_append(s, "(-9223372036854775807 - 1)");
+    else if (v < 0)
+      g_string_append_printf(s, "(%" G_GINT64_FORMAT ")", v);
+    else
+      g_string_append_printf(s, "%" G_GINT64_FORMAT, v);
+    return;
+  }
+  case WEIR_EXPR_SYMBOL:
+    g_string_append(s, weir_expr_symbol_name(e));
+    return;
+  case WEIR_EXPR_ADD:
+  case WEIR_EXPR_MUL:
+    g_string_append_c(s, '(');
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append(s, weir_expr_kind(e) == WEIR_EXPR_ADD ? " + " : " * ");
+      append_expr_code(s, weir_expr_operand(e, i));
+    }
+    g_string_append_c(s, ')');
+    return;
+  case WEIR_EXPR_FLOORDIV: {
+    /* a // b = a / b - 1 when the division is inexact and the signs of a
+     * and b differ (C truncates toward zero). */
+    g_autoptr(GString) a = g_string_new(NULL);
+    g_autoptr(GString) b = g_string_new(NULL);
+    append_expr_code(a, weir_expr_operand(e, 0));
+    append_expr_code(b, weir_expr_operand(e, 1));
+    gint64 c;
+    if (weir_expr_is_const(weir_expr_operand(e, 1), &c) && c > 0)
+      g_string_append_printf(s, "(%s / %s - (%s %% %s < 0 ? 1 : 0))", a->str,
+                             b->str, a->str, b->str);
+    else
+      g_string_append_printf(s,
+                             "(%s / %s - (%s %% %s != 0 && (%s < 0) != (%s "
+                             "< 0) ? 1 : 0))",
+                             a->str, b->str, a->str, b->str, a->str, b->str);
+    return;
+  }
+  case WEIR_EXPR_MOD: {
+    /* a % b with the sign of b. */
+    g_autoptr(GString) a = g_string_new(NULL);
+    g_autoptr(GString) b = g_string_new(NULL);
+    append_expr_code(a, weir_expr_operand(e, 0));
+    append_expr_code(b, weir_expr_operand(e, 1));
+    g_string_append_printf(s, "((%s %% %s + %s) %% %s)", a->str, b->str, b->str,
+                           b->str);
+    return;
+  }
+  case WEIR_EXPR_MIN:
+  case WEIR_EXPR_MAX:
+    g_string_append(s, weir_expr_kind(e) == WEIR_EXPR_MIN ? "min(" : "max(");
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append(s, ", ");
+      append_expr_code(s, weir_expr_operand(e, i));
+    }
+    g_string_append_c(s, ')');
+    return;
+  }
+  g_assert_not_reached();
+}
+
+char *weir_expand_expr_code(const WeirExpr *e) {
+  GString *s = g_string_new(NULL);
+  append_expr_code(s, e);
+  return g_string_free(s, FALSE);
+}
+
+const char *weir_expand_lowest_literal(WeirDType dtype) {
+  switch (dtype) {
+  case WEIR_DTYPE_F32:
+  case WEIR_DTYPE_F64:
+    return "-1e999";
+  case WEIR_DTYPE_I32:
+    return "(-2147483647 - 1)";
+  case WEIR_DTYPE_I64:
+    return "(-9223372036854775807 - 1)";
+  case WEIR_DTYPE_BOOL:
+    return "false";
+  case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  return "0";
+}
+
+const char *weir_expand_highest_literal(WeirDType dtype) {
+  switch (dtype) {
+  case WEIR_DTYPE_F32:
+  case WEIR_DTYPE_F64:
+    return "1e999";
+  case WEIR_DTYPE_I32:
+    return "2147483647";
+  case WEIR_DTYPE_I64:
+    return "9223372036854775807";
+  case WEIR_DTYPE_BOOL:
+    return "true";
+  case WEIR_DTYPE_U8:
+    return "255";
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  return "0";
+}
+
+char *weir_expand_name(const WeirNode *n, const char *suffix) {
+  const char *base = n->label && *n->label ? n->label : n->op;
+  if (!base)
+    base = "";
+  GString *s = g_string_new(NULL);
+  if (g_ascii_isdigit(base[0]))
+    g_string_append_c(s, '_');
+  for (const char *p = base; *p; p++)
+    g_string_append_c(s, g_ascii_isalnum(*p) || *p == '_' ? *p : '_');
+  if (suffix && *suffix)
+    g_string_append_printf(s, "_%s", suffix);
+  if (s->len == 0)
+    g_string_append(s, "tmp");
+  return g_string_free(s, FALSE);
 }

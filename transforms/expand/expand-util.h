@@ -69,11 +69,11 @@ typedef struct {
  * directly.  Returns the map entry (or the tasklet when there is no map). */
 WeirNode *weir_expand_map(WeirGraph *g, WeirState *s, const char *label,
                           guint n_params, const char *const *params,
-                          const char *const *ranges,
-                          const WeirTaskletPort *ins, guint n_ins,
-                          const WeirTaskletPort *outs, guint n_outs,
-                          const char *code, WeirNode *const *after,
-                          guint n_after, GError **error);
+                          const char *const *ranges, const WeirTaskletPort *ins,
+                          guint n_ins, const WeirTaskletPort *outs,
+                          guint n_outs, const char *code,
+                          WeirNode *const *after, guint n_after,
+                          GError **error);
 
 /* A transient with a fresh name derived from base (borrowed result). */
 WeirContainer *weir_expand_add_transient(WeirGraph *g, const char *base,
@@ -89,15 +89,32 @@ char **weir_expand_full_ranges(guint rank, WeirExpr *const *shape);
  * right-aligned) to an output indexed by params (out_rank of them): input
  * dimensions of constant size 1 read index 0.  (transfer full) */
 char *weir_expand_broadcast_subset(guint in_rank, WeirExpr *const *in_shape,
-                                   guint out_rank,
-                                   const char *const *params);
+                                   guint out_rank, const char *const *params);
 
 /* Joins params into a subset text "p0, p1, ..." (transfer full). */
 char *weir_expand_index_subset(guint rank, const char *const *params);
 
-/* The literal a tasklet uses for a float constant (round-trips exactly; 
+/* The literal a tasklet uses for a float constant (round-trips exactly;
  * infinities as 1e999). (transfer full) */
 char *weir_expand_float_literal(double v);
+
+/* Tasklet-language text computing the integer expression e (sizes,
+ * offsets) from symbols and map parameters: fully parenthesized; floor
+ * division and modulo are spelled with C's truncating '/' and '%' so that
+ * they round like // and % in WeirExpr for every sign.  (transfer full) */
+char *weir_expand_expr_code(const WeirExpr *e);
+
+/* The literals of the smallest and largest value of a dtype, as tasklet
+ * text: "-1e999" / "1e999" for floats, "false" / "true" for bool, the
+ * integer limits otherwise (identities of max / min reductions).
+ * (borrowed static strings) */
+const char *weir_expand_lowest_literal(WeirDType dtype);
+const char *weir_expand_highest_literal(WeirDType dtype);
+
+/* A container-name base (identifier) made of a node's label (its op when
+ * the label is empty) and a suffix: characters other than [A-Za-z0-9_]
+ * become '_', and a leading digit gets a '_' prefix.  (transfer full) */
+char *weir_expand_name(const WeirNode *n, const char *suffix);
 
 G_END_DECLS
 

@@ -1,13 +1,17 @@
-/* expansions.c — registers the built-in expansions in transforms/expand/.
- * Each operator family has a file with its expansions and one registration
- * function listed here. */
+/* expansions.c — registers the built-in expansions.
+ * Each operator family has a file in transforms/expand/ with its
+ * expansions and one registration function listed here. */
 #include "expand-util.h"
 
 void weir_transforms_register_expansions(void);
 void weir_expand_register_elementwise(void);
+void weir_expand_register_linalg(void);
+void weir_expand_register_reduce(void);
+void weir_expand_register_shape(void);
 
 void weir_transforms_register_expansions(void) {
   weir_expand_register_elementwise();
-void weir_expand_register_linalg(void);
   weir_expand_register_linalg();
+  weir_expand_register_reduce();
+  weir_expand_register_shape();
 }
