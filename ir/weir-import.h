@@ -53,6 +53,12 @@ typedef struct {
    * and concrete dimensions, and bind the declared dim_params.  NULL: none.
    * (borrowed) */
   GHashTable *input_shapes;
+  /* Graph inputs to treat as constants, as if they were initializers: ONNX
+   * input name -> WeirTensor* (copied).  Dtype and shape must agree with
+   * the model's declaration.  Such inputs are no arguments of the program;
+   * an input that some operator needs as an attribute (Reshape's shape)
+   * can be imported this way.  NULL: none.  (borrowed) */
+  GHashTable *input_values;
   /* Import models whose default-domain opset is outside
    * WEIR_ONNX_OPSET_MIN..MAX with a warning instead of failing.  Inputs
    * and attributes are still read by the schemas' opset rules, but changes

@@ -462,6 +462,28 @@ static gboolean value_materialize(Importer *imp, Value *v, gboolean transient,
   return TRUE;
 }
 
+/* An input given a value in the options: a constant like an initializer. */
+static gboolean input_as_constant(Importer *imp, const WeirOnnxValueInfo *vi,
+                                  const WeirTensor *t, GError **error) {
+  if (t->dtype != vi->dtype)
+    return fail(imp, error, WEIR_ERROR_INVALID,
+                "input '%s' is %s, but the value given for it is %s", vi->name,
+                weir_dtype_name(vi->dtype), weir_dtype_name(t->dtype));
+  gboolean ok = !vi->has_shape || vi->rank == t->rank;
+  for (guint d = 0; ok && vi->has_shape && d < vi->rank; d++)
+    ok = vi->dims[d].value < 0 || vi->dims[d].value == t->shape[d];
+  if (!ok) {
+    g_autofree char *desc = weir_tensor_describe(t);
+    return fail(imp, error, WEIR_ERROR_INVALID,
+                "input '%s': the value given for it (%s) does not have the "
+                "declared shape",
+                vi->name, desc);
+  }
+  Value *v = value_new(imp, vi->name);
+  value_set_constant(v, weir_tensor_copy(t));
+  return TRUE;
+}
+
 static gboolean import_inputs(Importer *imp, GError **error) {
   const WeirOnnxGraph *gr = imp->graph;
   name_symbols(imp);
@@ -484,6 +506,15 @@ static gboolean import_inputs(Importer *imp, GError **error) {
                   "input '%s' has element type %s, which Weir does not "
                   "support",
                   vi->name, t);
+    }
+    const WeirTensor *fixed =
+        imp->opts && imp->opts->input_values
+            ? g_hash_table_lookup(imp->opts->input_values, vi->name)
+            : NULL;
+    if (fixed) {
+      if (!input_as_constant(imp, vi, fixed, error))
+        return FALSE;
+      continue;
     }
     GArray *given = imp->opts && imp->opts->input_shapes
                         ? g_hash_table_lookup(imp->opts->input_shapes, vi->name)
@@ -803,7 +834,15 @@ typedef enum {
 } InputUse;
 
 /* Moves inputs that the latest opset takes as attributes into them (see
- * WeirOpAttrSpec.from_input).  uses[k] is updated for every input. */
+ * WeirOpAttrSpec.from_input).  uses[k] is updated for every input:
+ *  - a constant (initializer, Constant node, or integers computed from
+ *    concrete shapes) gives the attribute, and the connector is dropped;
+ *  - integer attributes (shapes, axes, pads, repeats, ...) decide the
+ *    output's shape, so they must be known: symbolic int_values are shown
+ *    to inference, which puts them into the output shape, and the connector
+ *    is dropped; anything else is an error;
+ *  - float attributes (Clip's min and max, Pad's value, ...) may also come
+ *    at run time: the input stays a connector. */
 static gboolean normalize_inputs(Importer *imp, const WeirOnnxNode *on,
                                  const WeirOpInfo *info, Value **inputs,
                                  InputUse *uses, WeirNode *n, GError **error) {
@@ -840,8 +879,8 @@ static gboolean normalize_inputs(Importer *imp, const WeirOnnxNode *on,
       uses[k] = INPUT_ATTR;
       continue;
     }
-    if (info->max_inputs == WEIR_OP_VARIADIC || k < info->max_inputs)
-      continue; /* the operator also takes it as data at run time */
+    if (spec->type != WEIR_ATTR_INTS && spec->type != WEIR_ATTR_INT)
+      continue; /* a value (Clip's min): also taken as data at run time */
     if (v->int_values) {
       uses[k] = INPUT_SYMBOLIC;
       continue;
@@ -990,9 +1029,10 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
     if (!*on->outputs[k])
       continue;
     if (!outs[k].present) {
-      g_set_error(&local, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "node '%s' (%s): inference gives no output %u '%s'", on->name,
-                  on->op_type, k, on->outputs[k]);
+      g_set_error(&local, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "node '%s' (%s): output %u '%s' is not supported (the "
+                  "operator's inference does not give it)",
+                  on->name, on->op_type, k, on->outputs[k]);
       ok = FALSE;
       break;
     }
