@@ -910,6 +910,139 @@ static void test_opsets(void **state) {
   assert_contains(g_ptr_array_index(warnings, 0), "opset 18 is outside");
 }
 
+static void assert_ints_attr(const WeirNode *n, const char *name,
+                             const gint64 *want, guint count) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (!a)
+    fail_msg("node '%s' has no attribute '%s'", n->label, name);
+  assert_int_equal(a->type, WEIR_ATTR_INTS);
+  assert_int_equal(a->ints->len, count);
+  for (guint i = 0; i < count; i++)
+    assert_int_equal(g_array_index(a->ints, gint64, i), want[i]);
+}
+
+/* A Reshape chain with Constant shapes (PyTorch's PixelShuffle): the
+ * constants become attributes and leave no containers. */
+static void test_reshape_chain(void **state) {
+  (void)state;
+  NEED_DATA(path, "pytorch-converted/test_PixelShuffle/model.onnx");
+  g_autoptr(WeirGraph) g = import_old_opset(path);
+  const WeirState *s = g_ptr_array_index(g->states, 0);
+  guint reshapes = 0;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind != WEIR_NODE_LIBRARY || strcmp(n->op, "Reshape") != 0)
+      continue;
+    assert_conns(n->in_conns, "in0");
+    assert_non_null(weir_node_attr(n, "shape"));
+    reshapes++;
+  }
+  assert_int_equal(reshapes, 2);
+  for (guint i = 0; i < g->containers->len; i++)
+    assert_null(
+        ((const WeirContainer *)g_ptr_array_index(g->containers, i))->initial);
+  assert_shape(g, "v5", "1, 1, 12, 12");
+
+  /* The ONNX node tests give Reshape's shape as a graph input: Weir needs
+   * it as a constant. */
+  NEED_DATA(node, "node/test_reshape_reordered_all_dims/model.onnx");
+  g_autoptr(GError) error = NULL;
+  assert_null(weir_onnx_import(node, NULL, &error));
+  assert_int_equal(error->code, WEIR_ERROR_UNSUPPORTED);
+  assert_contains(error->message,
+                  "node 'Reshape_0' (Reshape): input 2 'shape' must be a "
+                  "constant");
+  /* ... which the options can give. */
+  gint64 dims[] = {3};
+  g_autoptr(WeirTensor) shape = weir_tensor_new(WEIR_DTYPE_I64, 1, dims);
+  gint64 *v = shape->data;
+  v[0] = 4;
+  v[1] = 2;
+  v[2] = 3;
+  g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
+  g_hash_table_insert(values, "shape", shape);
+  WeirOnnxImportOptions opts = {.input_values = values};
+  g_autoptr(WeirGraph) r = import_ok(node, &opts);
+  assert_ints_attr(only_library(r), "shape", (gint64[]){4, 2, 3}, 3);
+  assert_null(weir_graph_container(r, "shape"));
+  assert_shape(r, "reshaped", "4, 2, 3");
+}
+
+/* Shape -> Gather -> Unsqueeze -> Concat -> Reshape with a symbolic batch:
+ * the target shape is known symbolically, so the Reshape needs no shape
+ * input; with the batch bound it is a plain constant attribute. */
+static Model *reshape_chain_model(void) {
+  Model *m = model_new(13);
+  add_input(m, "x", F32, "N,3,4");
+  add_output(m, "y", F32, NULL);
+  add_initializer(m, tensor_i64("zero", NULL, 0, (gint64[]){0}, 1));
+  add_initializer(m, tensor_i64("axes", (gint64[]){1}, 1, (gint64[]){0}, 1));
+  add_initializer(m, tensor_i64("twelve", (gint64[]){1}, 1, (gint64[]){12}, 1));
+  add_node(m, "Shape", "shape", "x", "s");
+  Onnx__NodeProto *n = add_node(m, "Gather", "gather", "s,zero", "batch");
+  attr_int(n, "axis", 0);
+  add_node(m, "Unsqueeze", "unsqueeze", "batch,axes", "b1");
+  n = add_node(m, "Concat", "concat", "b1,twelve", "target");
+  attr_int(n, "axis", 0);
+  add_node(m, "Reshape", "reshape", "x,target", "y");
+  return m;
+}
+
+static const WeirNode *node_with_op(const WeirGraph *g, const char *op) {
+  const WeirState *s = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY && strcmp(n->op, op) == 0)
+      return n;
+  }
+  fail_msg("no %s node", op);
+  return NULL;
+}
+
+static void test_symbolic_reshape_chain(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = import_built_ok(reshape_chain_model(), NULL);
+  assert_shape(g, "y", "N, 12");
+  const WeirNode *r = node_with_op(g, "Reshape");
+  assert_conns(r->in_conns, "in0");
+  assert_null(weir_node_attr(r, "shape"));
+  /* The Unsqueeze axes became an attribute. */
+  assert_ints_attr(node_with_op(g, "Unsqueeze"), "axes", (gint64[]){0}, 1);
+
+  g_autoptr(GHashTable) b = weir_bindings_new();
+  weir_bindings_set(b, "N", 5);
+  WeirOnnxImportOptions opts = {.symbols = b};
+  g_autoptr(WeirGraph) c = import_built_ok(reshape_chain_model(), &opts);
+  assert_shape(c, "y", "5, 12");
+  assert_ints_attr(node_with_op(c, "Reshape"), "shape", (gint64[]){5, 12}, 2);
+}
+
+/* Softmax changed meaning in opset 13; older models get legacy_2d. */
+static void test_softmax_opsets(void **state) {
+  (void)state;
+  NEED_DATA(old, "pytorch-converted/test_Softmax/model.onnx");
+  g_autoptr(WeirGraph) g = import_old_opset(old);
+  const WeirNode *n = only_library(g);
+  assert_int_equal(weir_node_attr(n, "legacy_2d")->i, 1);
+  assert_non_null(weir_node_attr(n, "axis"));
+
+  NEED_DATA(new, "node/test_softmax_axis_0/model.onnx");
+  g_autoptr(WeirGraph) h = import_ok(new, NULL);
+  n = only_library(h);
+  assert_int_equal(weir_node_attr(n, "legacy_2d")->i, 0);
+  assert_int_equal(weir_node_attr(n, "axis")->i, 0);
+
+  /* Opset 11 without an axis: the old default, 1. */
+  Model *m = model_new(11);
+  add_input(m, "x", F32, "2,3,4");
+  add_output(m, "y", F32, NULL);
+  add_node(m, "LogSoftmax", "ls", "x", "y");
+  g_autoptr(WeirGraph) k = import_built_ok(m, NULL);
+  n = only_library(k);
+  assert_int_equal(weir_node_attr(n, "legacy_2d")->i, 1);
+  assert_int_equal(weir_node_attr(n, "axis")->i, 1);
+}
+
 /* Every model of the ONNX node tests either imports into a valid program
  * or fails with a message that starts with its file name. */
 static void test_all_node_models(void **state) {
@@ -953,6 +1086,9 @@ int main(void) {
       cmocka_unit_test(test_declared_shapes),
       cmocka_unit_test(test_malformed_and_unsupported),
       cmocka_unit_test(test_opsets),
+      cmocka_unit_test(test_reshape_chain),
+      cmocka_unit_test(test_symbolic_reshape_chain),
+      cmocka_unit_test(test_softmax_opsets),
       cmocka_unit_test(test_all_node_models),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -762,6 +762,12 @@ static gboolean convert_attr(Importer *imp, const WeirOnnxNode *on,
   if (imp->opset < 7 && strcmp(a->name, "broadcast") == 0 &&
       !weir_onnx_node_attr(on, "axis"))
     return TRUE;
+  if (imp->opset < 7 && strcmp(a->name, "axis") == 0 &&
+      weir_onnx_node_attr(on, "broadcast") && !attr_spec(info, "axis"))
+    return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                "node '%s' (%s): broadcasting from an 'axis' (opset 6 and "
+                "before) is not supported",
+                on->name, on->op_type);
   switch (a->type) {
   case WEIR_ONNX_ATTR_FLOAT:
     weir_node_set_attr_float(n, a->name, a->f);
