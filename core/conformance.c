@@ -327,11 +327,13 @@ static gboolean same_shape(const WeirTensor *a, const WeirTensor *b) {
   return TRUE;
 }
 
-/* TRUE when some node reads graph input `name` where Weir wants an integer
- * attribute (Reshape's shape, Slice's starts, Unsqueeze's axes, ...): the
- * ONNX tests feed such values as inputs, Weir takes them as constants. */
-static gboolean is_attribute_input(const WeirOnnxModel *model,
-                                   const char *name) {
+/* TRUE when some node reads graph input `name` where Weir has an attribute
+ * (Reshape's shape, Slice's starts, Range's limit, ...): the ONNX tests
+ * feed such values as inputs, Weir takes them as constants.  Integer
+ * attributes always; float ones (Clip's min, Range's limit) only when
+ * `floats`, as operators may take those as data at run time. */
+static gboolean is_attribute_input(const WeirOnnxModel *model, const char *name,
+                                   gboolean floats) {
   const WeirOnnxGraph *gr = weir_onnx_model_graph(model);
   gint64 opset = weir_onnx_model_opset(model, "");
   for (guint i = 0; i < gr->n_nodes; i++) {
@@ -340,8 +342,10 @@ static gboolean is_attribute_input(const WeirOnnxModel *model,
         is_default_domain(n->domain) ? weir_op_lookup(n->op_type) : NULL;
     for (guint a = 0; info && a < info->n_attrs; a++) {
       const WeirOpAttrSpec *spec = &info->attrs[a];
+      gboolean integer =
+          spec->type == WEIR_ATTR_INT || spec->type == WEIR_ATTR_INTS;
       if (spec->from_input == 0 || opset < spec->input_since ||
-          (spec->type != WEIR_ATTR_INT && spec->type != WEIR_ATTR_INTS))
+          (!integer && !floats))
         continue;
       const char *in = weir_onnx_node_input(n, spec->from_input - 1);
       if (in && strcmp(in, name) == 0)
@@ -442,22 +446,38 @@ static gboolean run_data_set(DataSet *ds, GError **error) {
     g_hash_table_insert(shapes, (gpointer)vi->name, shape);
   }
 
-  g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
-  for (guint i = 0; i < inputs->len; i++) {
-    const WeirOnnxValueInfo *vi = g_ptr_array_index(inputs, i);
-    if (is_attribute_input(ds->model, vi->name))
-      g_hash_table_insert(values, (gpointer)vi->name,
-                          g_ptr_array_index(in_tensors, i));
-  }
+  /* Attribute inputs become constants: integer ones first; when the
+   * operator then cannot take a float one at run time, those too. */
   g_autoptr(GHashTable) names =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  WeirOnnxImportOptions opts = {.input_shapes = shapes,
-                                .input_values = values,
-                                .names = names,
-                                .allow_any_opset = ds->allow_any_opset};
-  g_autoptr(WeirGraph) g = weir_onnx_import_model(ds->model, &opts, error);
-  if (!g)
+  g_autoptr(WeirGraph) g = NULL;
+  g_autoptr(GError) first = NULL;
+  for (int floats = 0; floats < 2 && !g; floats++) {
+    g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
+    guint n_floats = 0;
+    for (guint i = 0; i < inputs->len; i++) {
+      const WeirOnnxValueInfo *vi = g_ptr_array_index(inputs, i);
+      if (is_attribute_input(ds->model, vi->name, floats)) {
+        g_hash_table_insert(values, (gpointer)vi->name,
+                            g_ptr_array_index(in_tensors, i));
+        n_floats += !is_attribute_input(ds->model, vi->name, FALSE);
+      }
+    }
+    if (floats && n_floats == 0)
+      break;
+    g_hash_table_remove_all(names);
+    WeirOnnxImportOptions opts = {.input_shapes = shapes,
+                                  .input_values = values,
+                                  .names = names,
+                                  .allow_any_opset = ds->allow_any_opset};
+    g = weir_onnx_import_model(ds->model, &opts, first ? NULL : &first);
+    if (!g && first->code != WEIR_ERROR_UNSUPPORTED)
+      break;
+  }
+  if (!g) {
+    g_propagate_error(error, g_steal_pointer(&first));
     return FALSE;
+  }
   if (!weir_expand_all(g, NULL, NULL, error))
     return FALSE;
 
