@@ -831,13 +831,16 @@ static void record_legacy(Importer *imp, const WeirOnnxNode *on, WeirNode *n) {
   }
 }
 
-/* When an input becomes an attribute, its element type would be lost: an
- * operator whose output type follows it (Range) has a "dtype" attribute
- * (an ONNX type number) in its schema, set here unless the node has one. */
+/* When a value input becomes a float attribute, its element type would be
+ * lost: an operator whose output type follows it (Range) has a "dtype"
+ * attribute (an ONNX type number) in its schema, set here unless the node
+ * has one. */
 static void keep_dtype(const WeirOnnxNode *on, const WeirOpInfo *info,
-                       WeirDType dtype, WeirNode *n) {
+                       const WeirOpAttrSpec *from, WeirDType dtype,
+                       WeirNode *n) {
   const WeirOpAttrSpec *spec = attr_spec(info, "dtype");
   if (!spec || spec->type != WEIR_ATTR_INT ||
+      (from->type != WEIR_ATTR_FLOAT && from->type != WEIR_ATTR_FLOATS) ||
       weir_onnx_node_attr(on, "dtype") || weir_node_attr(n, "dtype"))
     return;
   weir_node_set_attr_int(n, "dtype", weir_onnx_type_from_dtype(dtype));
@@ -876,7 +879,7 @@ static gboolean normalize_inputs(Importer *imp, const WeirOnnxNode *on,
     if (v->value) {
       if (!attr_from_tensor(imp, on, spec, v->value, what, n, error))
         return FALSE;
-      keep_dtype(on, info, v->value->dtype, n);
+      keep_dtype(on, info, spec, v->value->dtype, n);
       uses[k] = INPUT_ATTR;
       continue;
     }
@@ -895,7 +898,7 @@ static gboolean normalize_inputs(Importer *imp, const WeirOnnxNode *on,
             weir_expr_const_value(g_ptr_array_index(v->int_values, i));
       if (!attr_from_tensor(imp, on, spec, t, what, n, error))
         return FALSE;
-      keep_dtype(on, info, v->dtype, n);
+      keep_dtype(on, info, spec, v->dtype, n);
       uses[k] = INPUT_ATTR;
       continue;
     }
