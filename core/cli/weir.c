@@ -15,6 +15,7 @@
  *                                           run the reference interpreter
  *   weir conformance [--expected-unsupported FILE] DIR...
  *                                           run ONNX node tests
+ *   weir ops                                the operators Weir knows
  *
  * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
  * fly.
@@ -41,6 +42,7 @@ static int cmd_validate(int argc, char **argv);
 static int cmd_expand(int argc, char **argv);
 static int cmd_run_ref(int argc, char **argv);
 static int cmd_conformance(int argc, char **argv);
+static int cmd_ops(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -51,10 +53,12 @@ static const Command commands[] = {
      cmd_validate},
     {"expand", "FILE [--op TYPE] -o OUT.json",
      "expand library nodes into maps and tasklets", cmd_expand},
-    {"run-ref", "FILE [--input NAME=FILE]... [--expect NAME=FILE]...",
+    {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
      "run the reference interpreter, compare outputs", cmd_run_ref},
     {"conformance", "[--expected-unsupported FILE] DIR...",
      "run ONNX backend node tests through Weir", cmd_conformance},
+    {"ops", "", "list the operators Weir knows, with their attributes",
+     cmd_ops},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -926,6 +930,50 @@ static int cmd_conformance(int argc, char **argv) {
     }
     return 1;
   }
+  return 0;
+}
+
+/* -------------------------------------------------------------------- ops */
+
+static char *count_text(guint lo, guint hi) {
+  if (hi == WEIR_OP_VARIADIC)
+    return g_strdup_printf("%u+", lo);
+  return lo == hi ? g_strdup_printf("%u", lo)
+                  : g_strdup_printf("%u-%u", lo, hi);
+}
+
+static int cmd_ops(int argc, char **argv) {
+  if (!parse_options("ops", "", NULL, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    fprintf(stderr, "usage: weir ops\n");
+    return 2;
+  }
+  weir_expansions_init();
+  g_autoptr(GPtrArray) names = weir_op_names();
+  Table *t = table_new(5);
+  table_row(t, g_strdup("operator"), g_strdup("inputs"), g_strdup("outputs"),
+            g_strdup("expansion"),
+            g_strdup("attributes (<- input k from opset n)"));
+  for (guint i = 0; i < names->len; i++) {
+    const WeirOpInfo *info = weir_op_lookup(g_ptr_array_index(names, i));
+    GString *attrs = g_string_new(NULL);
+    for (guint k = 0; k < info->n_attrs; k++) {
+      const WeirOpAttrSpec *a = &info->attrs[k];
+      g_string_append_printf(attrs, "%s%s%s", k ? ", " : "", a->name,
+                             a->required ? "!" : "");
+      if (a->from_input)
+        g_string_append_printf(attrs, " <- %u from %u", a->from_input,
+                               a->input_since);
+    }
+    table_row(t, g_strdup(info->name),
+              count_text(info->min_inputs, info->max_inputs),
+              count_text(info->min_outputs, info->max_outputs),
+              g_strdup(weir_op_expansion(info->name, "pure") ? "pure" : "-"),
+              g_string_free(attrs, FALSE));
+  }
+  table_print(t);
+  printf("\n%u operators ('!': required attribute)\n", names->len);
   return 0;
 }
 

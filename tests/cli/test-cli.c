@@ -433,6 +433,17 @@ static void test_conformance(void **state) {
   remove_tree(dir);
 }
 
+static void test_ops(void **state) {
+  (void)state;
+  Run r = run_weir("ops", NULL);
+  assert_int_equal(r.status, 0);
+  /* An input that the importer moves into an attribute, with its opset. */
+  assert_contains(r.out, "Reshape");
+  assert_contains(r.out, "shape <- 2 from 5");
+  assert_contains(r.out, "operators ('!': required attribute)");
+  run_clear(&r);
+}
+
 static void test_usage(void **state) {
   (void)state;
   Run r = run_weir("frobnicate", NULL);
@@ -459,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_expand),
       cmocka_unit_test(test_run_ref_files),
       cmocka_unit_test(test_conformance),
+      cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
