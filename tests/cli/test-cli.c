@@ -286,11 +286,12 @@ static void test_run_ref_files(void **state) {
   (void)state;
   g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
   g_autofree char *npy = g_build_filename(dir, "out.npy", NULL);
+  g_autofree char *write_spec = g_strdup_printf("output=%s", npy);
   /* Inputs from .pb, expected outputs from .npy, the output written. */
   Run r = run_weir("run-ref", "samples/models/lenet.onnx", "--input",
                    "input=samples/models/lenet/input_0.pb", "--expect",
                    "output=samples/models/lenet/output_0.npy", "--output",
-                   g_strdup_printf("output=%s", npy), NULL);
+                   write_spec, NULL);
   if (r.status != 0)
     fail_msg("%s\n%s", r.out, r.err);
   assert_contains(r.out, "library nodes expanded first");
@@ -300,9 +301,8 @@ static void test_run_ref_files(void **state) {
   assert_true(g_file_test(npy, G_FILE_TEST_EXISTS));
   /* The written output compares equal to itself, exactly. */
   r = run_weir("run-ref", "samples/models/lenet.onnx", "--input",
-               "input=samples/models/lenet/input_0.pb", "--expect",
-               g_strdup_printf("output=%s", npy), "--rtol", "0", "--atol", "0",
-               NULL);
+               "input=samples/models/lenet/input_0.pb", "--expect", write_spec,
+               "--rtol", "0", "--atol", "0", NULL);
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "max abs error 0 ");
   run_clear(&r);

@@ -1043,6 +1043,57 @@ static void test_softmax_opsets(void **state) {
   assert_int_equal(weir_node_attr(n, "axis")->i, 1);
 }
 
+/* Models with random bytes changed: each either imports into a valid
+ * program or fails with a message naming the file (and, under
+ * AddressSanitizer, without leaking on any of those error paths). */
+static void test_corrupted_models(void **state) {
+  (void)state;
+  g_autofree char *samples =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", NULL);
+  const char *models[] = {"transformer.onnx", "lenet.onnx",
+                          "node/test_conv_with_strides_padding/model.onnx",
+                          "node/test_gemm_all_attributes/model.onnx",
+                          "pytorch-converted/test_PixelShuffle/model.onnx"};
+  for (guint m = 0; m < G_N_ELEMENTS(models); m++) {
+    g_autofree char *path = g_str_has_suffix(models[m], "/model.onnx")
+                                ? data_path(models[m])
+                                : g_build_filename(samples, models[m], NULL);
+    if (!path)
+      continue;
+    g_autofree char *orig = NULL;
+    gsize len = 0;
+    assert_true(g_file_get_contents(path, &orig, &len, NULL));
+    g_autofree guint8 *data = g_malloc(len);
+    g_autoptr(GRand) rand = g_rand_new_with_seed(77 + m);
+    guint imported = 0, failed = 0;
+    WeirOnnxImportOptions opts = {.allow_any_opset = TRUE};
+    for (guint round = 0; round < 300; round++) {
+      memcpy(data, orig, len);
+      for (guint f = 0; f < 1 + round % 3; f++)
+        data[g_rand_int_range(rand, 0, (gint32)len)] ^=
+            (guint8)g_rand_int_range(rand, 1, 256);
+      GError *error = NULL;
+      WeirOnnxModel *model =
+          weir_onnx_model_load_from_data(data, len, "fuzz.onnx", &error);
+      WeirGraph *g =
+          model ? weir_onnx_import_model(model, &opts, &error) : NULL;
+      assert_true((g == NULL) == (error != NULL));
+      if (g) {
+        imported++;
+        assert_true(weir_graph_validate(g, NULL));
+      } else {
+        failed++;
+        assert_true(g_str_has_prefix(error->message, "fuzz.onnx: "));
+      }
+      g_clear_error(&error);
+      weir_graph_free(g);
+      weir_onnx_model_free(model);
+    }
+    assert_true(imported > 0);
+    assert_true(failed > 0);
+  }
+}
+
 /* Every model of the ONNX node tests either imports into a valid program
  * or fails with a message that starts with its file name. */
 static void test_all_node_models(void **state) {
@@ -1089,6 +1140,7 @@ int main(void) {
       cmocka_unit_test(test_reshape_chain),
       cmocka_unit_test(test_symbolic_reshape_chain),
       cmocka_unit_test(test_softmax_opsets),
+      cmocka_unit_test(test_corrupted_models),
       cmocka_unit_test(test_all_node_models),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
