@@ -94,6 +94,25 @@ static void value_set_tensor_shape(Value *v, const WeirTensor *t) {
     v->shape[d] = weir_expr_const(t->shape[d]);
 }
 
+/* Element i of an integer (or bool) tensor, exactly (through a double,
+ * large int64 values such as Slice's INT64_MAX ends would not survive). */
+static gint64 tensor_int(const WeirTensor *t, gint64 i) {
+  switch (t->dtype) {
+  case WEIR_DTYPE_I64:
+    return ((const gint64 *)t->data)[i];
+  case WEIR_DTYPE_I32:
+    return ((const gint32 *)t->data)[i];
+  case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_BOOL:
+    return ((const guint8 *)t->data)[i];
+  case WEIR_DTYPE_F32:
+  case WEIR_DTYPE_F64:
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  g_return_val_if_reached(0);
+}
+
 /* Gives a small integer constant int_values too. */
 static void value_set_constant(Value *v, WeirTensor *t) {
   value_set_tensor_shape(v, t);
@@ -103,8 +122,7 @@ static void value_set_constant(Value *v, WeirTensor *t) {
     v->int_values =
         g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
     for (gint64 i = 0; i < t->count; i++)
-      g_ptr_array_add(v->int_values,
-                      weir_expr_const((gint64)weir_tensor_get(t, i)));
+      g_ptr_array_add(v->int_values, weir_expr_const(tensor_int(t, i)));
   }
 }
 
@@ -686,7 +704,7 @@ static gboolean attr_from_tensor(Importer *imp, const WeirOnnxNode *on,
                   "'%s'), not %s",
                   on->name, on->op_type, what, spec->name,
                   weir_dtype_name(t->dtype));
-    weir_node_set_attr_int(n, spec->name, (gint64)weir_tensor_get(t, 0));
+    weir_node_set_attr_int(n, spec->name, tensor_int(t, 0));
     return TRUE;
   case WEIR_ATTR_INTS: {
     if (is_float)
@@ -697,8 +715,7 @@ static gboolean attr_from_tensor(Importer *imp, const WeirOnnxNode *on,
                   weir_dtype_name(t->dtype));
     g_autofree gint64 *v = g_new0(gint64, t->count + 1);
     for (gint64 i = 0; i < t->count; i++)
-      v[i] = t->dtype == WEIR_DTYPE_I64 ? ((const gint64 *)t->data)[i]
-                                        : (gint64)weir_tensor_get(t, i);
+      v[i] = tensor_int(t, i);
     weir_node_set_attr_ints(n, spec->name, v, (guint)t->count);
     return TRUE;
   }
