@@ -398,8 +398,9 @@ static int cmd_info(int argc, char **argv) {
     }
     table_row(t, g_strdup(c->name), g_strdup(weir_dtype_name(c->dtype)),
               shape_text(c),
-              g_strdup(c->transient ? "transient"
-                                    : (c->initial ? "constant" : "argument")),
+              g_strdup(c->initial     ? "constant"
+                       : c->transient ? "transient"
+                                      : "argument"),
               size);
   }
   table_print(t);
