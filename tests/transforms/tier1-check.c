@@ -8,6 +8,7 @@
 
 #include "tier1-check.h"
 #include "weir-expand.h"
+#include "weir-import.h"
 #include "weir-interp.h"
 #include "weir-json.h"
 #include "weir-tensor.h"
@@ -48,8 +49,26 @@ static void add_program(GPtrArray *out, const char *name, WeirGraph *g,
   g_ptr_array_add(out, p);
 }
 
+/* A sample model, imported with its batch size bound and every library
+ * node expanded. */
+static WeirGraph *load_model(const char *name, const char *batch) {
+  g_autofree char *file = g_strdup_printf("%s.onnx", name);
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
+  g_autoptr(GHashTable) symbols = weir_bindings_new();
+  if (batch)
+    weir_bindings_set(symbols, batch, 2);
+  WeirOnnxImportOptions opts = {.symbols = symbols};
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = weir_onnx_import(path, &opts, &err);
+  if (!g)
+    fail_msg("%s: %s", path, err->message);
+  if (!weir_expand_all(g, NULL, NULL, &err))
+    fail_msg("%s: %s", path, err->message);
+  return g_steal_pointer(&g);
+}
+
 GPtrArray *t1_programs(gboolean with_models) {
-  (void)with_models;
   GPtrArray *out =
       g_ptr_array_new_with_free_func((GDestroyNotify)t1_program_free);
   add_program(out, "vector_add", t1_load_sample("vector_add.json"),
@@ -60,6 +79,20 @@ GPtrArray *t1_programs(gboolean with_models) {
               t1_bindings(NULL, NULL));
   add_program(out, "loop", t1_load_sample("loop.json"),
               t1_bindings("T", (gint64)3, NULL));
+  if (!with_models)
+    return out;
+  static const char *const models[][2] = {{"mlp", "batch"},
+                                          {"lenet", NULL},
+                                          {"resnet", NULL},
+                                          {"transformer", NULL}};
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
+    T1Program *p = g_new0(T1Program, 1);
+    p->name = g_strdup(models[i][0]);
+    p->g = load_model(models[i][0], models[i][1]);
+    p->bindings = weir_bindings_new();
+    p->model = TRUE;
+    g_ptr_array_add(out, p);
+  }
   return out;
 }
 
@@ -168,21 +201,50 @@ void t1_apply(WeirGraph *g, const char *name, const WeirSite *site,
 
 guint t1_apply_everywhere(const char *name, const char *const *params,
                           double rtol, gboolean with_models) {
+  return t1_apply_everywhere_full(name, params, rtol, with_models, NULL, NULL);
+}
+
+guint t1_apply_everywhere_full(const char *name, const char *const *params,
+                               double rtol, gboolean with_models,
+                               void (*prepare)(WeirGraph *g), guint *refused) {
   g_autoptr(GPtrArray) programs = t1_programs(with_models);
   guint applied = 0;
+  if (refused)
+    *refused = 0;
   for (guint i = 0; i < programs->len; i++) {
     T1Program *p = g_ptr_array_index(programs, i);
+    if (prepare)
+      prepare(p->g);
     g_autoptr(GArray) sites = t1_sites(p->g, name);
+    /* Models are large: every legal site is applied to one copy (each
+     * site still legal when its turn comes), which is run once. */
+    g_autoptr(WeirGraph) all = p->model ? weir_graph_copy(p->g) : NULL;
+    guint here = 0;
     for (guint k = 0; k < sites->len; k++) {
       const WeirSite *site = &g_array_index(sites, WeirSite, k);
-      g_autofree char *reason = t1_reason(p->g, name, site, params);
-      if (reason)
+      g_autofree char *reason = t1_reason(all ? all : p->g, name, site, params);
+      if (reason) {
+        if (refused)
+          (*refused)++;
+        if (g_getenv("T1_VERBOSE"))
+          print_message("%s: '%s': %s\n", name, p->name, reason);
         continue;
+      }
+      here++;
+      if (all) {
+        t1_apply(all, name, site, params);
+        continue;
+      }
       g_autoptr(WeirGraph) copy = weir_graph_copy(p->g);
       t1_apply(copy, name, site, params);
       t1_assert_same_outputs(p->g, copy, p->bindings, rtol);
-      applied++;
     }
+    if (all && here)
+      t1_assert_same_outputs(p->g, all, p->bindings, rtol);
+    applied += here;
+    if (g_getenv("T1_VERBOSE"))
+      print_message("%s: %u of %u sites applied in '%s'\n", name, here,
+                    sites->len, p->name);
   }
   return applied;
 }

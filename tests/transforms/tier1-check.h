@@ -21,6 +21,7 @@ typedef struct {
   char *name;
   WeirGraph *g;
   GHashTable *bindings; /* from weir_bindings_new */
+  gboolean model;       /* an imported and expanded sample model */
 } T1Program;
 
 void t1_program_free(T1Program *p);
@@ -28,9 +29,9 @@ void t1_program_free(T1Program *p);
 /* samples/<file> (JSON). */
 WeirGraph *t1_load_sample(const char *file);
 
-/* The sample programs: the JSON files in samples/, and — when the ONNX importer
- * is available — the sample models imported and fully expanded.  Array of
- * T1Program* (free with g_ptr_array_unref). */
+/* The sample programs: the JSON files in samples/, and with_models the
+ * sample models (samples/models, batch size 2) imported and fully
+ * expanded.  Array of T1Program* (free with g_ptr_array_unref). */
 GPtrArray *t1_programs(gboolean with_models);
 
 /* A bindings table from NULL-terminated (name, value) pairs. */
@@ -62,11 +63,17 @@ char *t1_reason(const WeirGraph *g, const char *name, const WeirSite *site,
 void t1_apply(WeirGraph *g, const char *name, const WeirSite *site,
               const char *const *params);
 
-/* Applies at every legal site of every program, each on a fresh copy,
- * checks the result validates and computes the same outputs.  Returns the
- * number of applications. */
+/* Applies at every legal site of every program — each on a fresh copy of a
+ * JSON sample, all together on one copy of a model — checks the result
+ * validates and computes the same outputs.  Returns the number of
+ * applications (T1_VERBOSE=1 prints them per program). */
 guint t1_apply_everywhere(const char *name, const char *const *params,
                           double rtol, gboolean with_models);
+/* The same, with prepare (may be NULL) run on each program first, and the
+ * number of sites refused by can_apply in *refused (may be NULL). */
+guint t1_apply_everywhere_full(const char *name, const char *const *params,
+                               double rtol, gboolean with_models,
+                               void (*prepare)(WeirGraph *g), guint *refused);
 
 /* Total data movement in bytes (the figure must be known). */
 gint64 t1_total_bytes(const WeirGraph *g, GHashTable *bindings);
