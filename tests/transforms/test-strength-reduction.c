@@ -97,8 +97,8 @@ static void test_reasons(void **state) {
   g_autoptr(GArray) s5 = t1_sites(g5, "strength-reduction");
   assert_int_equal(s5->len, 0);
   /* not a tasklet */
-  WeirState *s5 = weir_graph_state(g5, st);
-  WeirNode *map = g_ptr_array_index(s5->nodes, 0);
+  WeirState *state5 = weir_graph_state(g5, st);
+  WeirNode *map = g_ptr_array_index(state5->nodes, 0);
   WeirSite bad = t1_site(st, 1, map->id);
   g_autofree char *r6 = t1_reason(g5, "strength-reduction", &bad, NULL);
   assert_contains(r6, "is not a tasklet");
