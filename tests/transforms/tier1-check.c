@@ -108,7 +108,26 @@ static WeirTensor *tensor_for(const WeirContainer *c, GHashTable *bindings) {
   return weir_tensor_new(c->dtype, c->shape->len, shape);
 }
 
+static gboolean has_library_nodes(const WeirGraph *g) {
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      if (((WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+          WEIR_NODE_LIBRARY)
+        return TRUE;
+  }
+  return FALSE;
+}
+
 GHashTable *t1_run(WeirGraph *g, GHashTable *bindings, guint64 seed) {
+  if (has_library_nodes(g)) {
+    /* the interpreter runs expanded programs */
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirGraph) expanded = weir_graph_copy(g);
+    if (!weir_expand_all(expanded, NULL, NULL, &err))
+      fail_msg("expand '%s': %s", g->name, err->message);
+    return t1_run(expanded, bindings, seed);
+  }
   GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)weir_tensor_free);
   for (guint i = 0; i < g->containers->len; i++) {

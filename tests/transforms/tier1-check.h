@@ -37,8 +37,9 @@ GPtrArray *t1_programs(gboolean with_models);
 /* A bindings table from NULL-terminated (name, value) pairs. */
 GHashTable *t1_bindings(const char *first, ...) G_GNUC_NULL_TERMINATED;
 
-/* Runs g on seeded random arguments; returns name -> WeirTensor* of every
- * argument container after the run. */
+/* Runs g on seeded random arguments (library nodes are expanded first, on
+ * a copy); returns name -> WeirTensor* of every argument container after
+ * the run. */
 GHashTable *t1_run(WeirGraph *g, GHashTable *bindings, guint64 seed);
 
 /* Runs both programs on the same random inputs and compares every argument

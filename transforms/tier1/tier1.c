@@ -13,6 +13,7 @@ gboolean weir_tier1_register_parallelize(GError **error);
 gboolean weir_tier1_register_unroll(GError **error);
 gboolean weir_tier1_register_vectorize(GError **error);
 gboolean weir_tier1_register_strength_reduction(GError **error);
+gboolean weir_tier1_register_gemm_extraction(GError **error);
 
 gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_expand_node(error))
@@ -30,6 +31,8 @@ gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_vectorize(error))
     return FALSE;
   if (!weir_tier1_register_strength_reduction(error))
+    return FALSE;
+  if (!weir_tier1_register_gemm_extraction(error))
     return FALSE;
   return TRUE;
 }
