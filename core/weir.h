@@ -3,13 +3,16 @@
 #define WEIR_H
 
 #include "weir-analysis.h"
+#include "weir-cache.h"
 #include "weir-code.h"
+#include "weir-codegen.h"
 #include "weir-expand.h"
 #include "weir-expr.h"
 #include "weir-graph.h"
 #include "weir-interp.h"
 #include "weir-json.h"
 #include "weir-ops.h"
+#include "weir-runtime.h"
 #include "weir-tensor.h"
 #include "weir-types.h"
 #include "weir-validate.h"
