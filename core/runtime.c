@@ -353,7 +353,8 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
   for (guint i = 0; i < n; i++) {
     char *src = weir_codegen_c(graphs[i], &cg, error);
     if (!src) {
-      g_prefix_error(error, "program '%s': ", graphs[i]->name);
+      if (n > 1)
+        g_prefix_error(error, "program '%s': ", graphs[i]->name);
       return FALSE;
     }
     g_ptr_array_add(sources, src);
