@@ -46,6 +46,20 @@ static Run run_weir(const char *first, ...) {
   return r;
 }
 
+static void remove_tree(const char *path) {
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) &&
+      !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+      g_autofree char *p = g_build_filename(path, name, NULL);
+      remove_tree(p);
+    }
+    g_rmdir(path);
+  } else
+    g_unlink(path);
+}
+
 #define assert_contains(hay, needle)                                           \
   do {                                                                         \
     if (!strstr((hay), (needle)))                                              \
@@ -175,7 +189,34 @@ static void test_usage(void **state) {
   run_clear(&r);
 }
 
+/* ------------------------------------------------------------- runtime */
+
+static void test_cache_stats_and_clear_empty(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-cache-XXXXXX", NULL);
+  Run r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, dir);
+  assert_contains(r.out, "objects   0");
+  assert_contains(r.out, "limit 1.0 GiB");
+  run_clear(&r);
+  r = run_weir("cache", "clear", "--cache-dir", dir, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "removed 0 objects");
+  run_clear(&r);
+  r = run_weir("cache", "frobnicate", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "stats|clear");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
 int main(void) {
+  /* never the user's compile cache */
+  g_autofree char *home = g_dir_make_tmp("weir-cli-home-XXXXXX", NULL);
+  g_setenv("XDG_CACHE_HOME", home, TRUE);
+  g_unsetenv("WEIR_CACHE_DIR");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
       cmocka_unit_test(test_info_symbolic_and_bound),
@@ -183,6 +224,9 @@ int main(void) {
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
       cmocka_unit_test(test_usage),
+      cmocka_unit_test(test_cache_stats_and_clear_empty),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  remove_tree(home);
+  return rc;
 }
