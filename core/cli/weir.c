@@ -4,24 +4,32 @@
  * library and prints the result.  Errors from the library arrive as GErrors
  * and are printed here, once, with a non-zero exit status.
  *
+ *   weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...
+ *                                           ONNX model -> Weir program
  *   weir info FILE [-D SYM=VALUE]...        data-movement summary
  *   weir validate FILE                      validate, report every problem
- *   weir run-ref FILE [-D SYM=VALUE]... [--seed N]
+ *   weir expand FILE [--op TYPE] -o OUT.json
+ *                                           expand library nodes
+ *   weir run-ref FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *                [--output NAME=FILE]... [-D SYM=VALUE]... [--seed N]
  *                                           run the reference interpreter
- *                                           on random inputs
+ *   weir conformance [--expected-unsupported FILE] DIR...
+ *                                           run ONNX node tests
+ *   weir ops                                the operators Weir knows
  *   weir codegen FILE [-o DIR]              write <prefix>.c and <prefix>.h
- *   weir run FILE [-D ...] [--input NAME=FILE]... [--expect NAME=FILE]...
- *            [--output NAME=FILE]... [--check] [--seed N] [--cc CC]
- *            [--cflags FLAGS]               compile (through the cache) and
- *                                           run; compare with references
+ *   weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *            [--output NAME=FILE]... [--check] [-D SYM=VALUE]... [--seed N]
+ *            [--cc CC] [--cflags FLAGS]     compile (through the compile
+ *                                           cache) and run; --check also
+ *                                           runs the interpreter and compares
  *   weir bench FILE [-D ...] [--threads N] [--reps N] [--warmup N]
  *                                           cold and cached compile time,
  *                                           run time, GFLOP/s and GB/s
  *   weir cache stats|clear                  the compile cache
  *
- * Tensor files are ONNX TensorProto (.pb) or NumPy (.npy).  Random inputs
- * are the same in run-ref, run and bench for the same seed (each argument
- * container is filled with seed + its id).
+ * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
+ * fly.  Random inputs are the same in run-ref, run and bench for the same
+ * seed (each argument container is filled with seed + its id).
  */
 #include <errno.h>
 #include <locale.h>
@@ -29,10 +37,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "weir-tensor-io.h"
-#include "weir.h"
-
 #include <glib/gstdio.h>
+
+#include "weir.h"
 
 typedef int (*CommandFunc)(int argc, char **argv);
 
@@ -43,25 +50,37 @@ typedef struct {
   CommandFunc run;
 } Command;
 
+static int cmd_import(int argc, char **argv);
 static int cmd_info(int argc, char **argv);
 static int cmd_validate(int argc, char **argv);
+static int cmd_expand(int argc, char **argv);
 static int cmd_run_ref(int argc, char **argv);
+static int cmd_conformance(int argc, char **argv);
+static int cmd_ops(int argc, char **argv);
 static int cmd_codegen(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
 static int cmd_cache(int argc, char **argv);
 
 static const Command commands[] = {
+    {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
+     "import an ONNX model as a Weir program", cmd_import},
     {"info", "FILE [-D SYM=VALUE]...",
      "print containers, data movement, FLOPs and peak memory", cmd_info},
     {"validate", "FILE", "check a program and report every problem",
      cmd_validate},
-    {"run-ref", "FILE [-D SYM=VALUE]... [--seed N]",
-     "run the reference interpreter on random inputs", cmd_run_ref},
+    {"expand", "FILE [--op TYPE] -o OUT.json",
+     "expand library nodes into maps and tasklets", cmd_expand},
+    {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
+     "run the reference interpreter, compare outputs", cmd_run_ref},
+    {"conformance", "[--expected-unsupported FILE] DIR...",
+     "run ONNX backend node tests through Weir", cmd_conformance},
+    {"ops", "", "list the operators Weir knows, with their attributes",
+     cmd_ops},
     {"codegen", "FILE [-o DIR]", "write the generated C source and header",
      cmd_codegen},
-    {"run", "FILE [-D ...] [--input ...] [--check]",
-     "compile and run; --check compares with the interpreter", cmd_run},
+    {"run", "FILE [--input N=F]... [--check]",
+     "compile and run; compare outputs or with the interpreter", cmd_run},
     {"bench", "FILE [-D ...] [--threads N] [--reps N]",
      "time compiling and running a program", cmd_bench},
     {"cache", "stats|clear", "show or empty the compile cache", cmd_cache},
@@ -157,15 +176,61 @@ static void table_print(Table *t) {
 
 static char **defines;
 static gint64 seed = 1;
+static char *output_path;
+static char *op_type;
+static gboolean any_opset;
+static char **input_specs;
+static char **expect_specs;
+static char **output_specs;
+static double opt_rtol = -1, opt_atol = -1;
+static char *expected_path;
+static char *backend;
 
 static const GOptionEntry define_entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &defines,
      "Bind a symbol to a value", "SYM=VALUE"},
     {NULL}};
 
+static const GOptionEntry import_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the program to FILE (JSON)", "FILE"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 with a warning", NULL},
+    {NULL}};
+
+static const GOptionEntry expand_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the expanded program to FILE (JSON)", "FILE"},
+    {"op", 0, 0, G_OPTION_ARG_STRING, &op_type,
+     "Expand only library nodes of this operator", "TYPE"},
+    {NULL}};
+
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
      "Seed of the random inputs (default 1)", "N"},
+    {"input", 0, 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
+     "Read an argument from a tensor file (.pb or .npy)", "NAME=FILE"},
+    {"expect", 0, 0, G_OPTION_ARG_STRING_ARRAY, &expect_specs,
+     "Compare an argument after the run with a tensor file", "NAME=FILE"},
+    {"output", 0, 0, G_OPTION_ARG_STRING_ARRAY, &output_specs,
+     "Write an argument after the run to a tensor file", "NAME=FILE"},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance of --expect (default 1e-4; integers exact)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance of --expect (default 1e-5)", "A"},
+    {NULL}};
+
+static const GOptionEntry conformance_entries[] = {
+    {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
+     "Tests expected not to pass, with reasons", "FILE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+     "Execution backend (interp)", "NAME"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 (warnings are not shown)", NULL},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance for float outputs (default 1e-4)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance for float outputs (default 1e-5)", "A"},
     {NULL}};
 
 static GHashTable *parse_defines(GError **error) {
@@ -191,16 +256,13 @@ static GHashTable *parse_defines(GError **error) {
 /* Parses options; leaves the positional arguments in argv.  Returns FALSE
  * (after printing) on bad usage. */
 static gboolean parse_options_with(const char *cmd, const char *usage,
-                                   const GOptionEntry *extra,
-                                   const GOptionEntry *extra2, int *argc,
+                                   const GOptionEntry *const *extras, int *argc,
                                    char ***argv) {
   g_autofree char *param = g_strdup_printf("%s %s", cmd, usage);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
   g_option_context_add_main_entries(ctx, define_entries, NULL);
-  if (extra)
-    g_option_context_add_main_entries(ctx, extra, NULL);
-  if (extra2)
-    g_option_context_add_main_entries(ctx, extra2, NULL);
+  for (guint i = 0; extras && extras[i]; i++)
+    g_option_context_add_main_entries(ctx, extras[i], NULL);
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, argc, argv, &error)) {
     fprintf(stderr, "weir %s: %s\n", cmd, error->message);
@@ -212,16 +274,93 @@ static gboolean parse_options_with(const char *cmd, const char *usage,
 static gboolean parse_options(const char *cmd, const char *usage,
                               const GOptionEntry *extra, int *argc,
                               char ***argv) {
-  return parse_options_with(cmd, usage, extra, NULL, argc, argv);
+  const GOptionEntry *const extras[] = {extra, NULL};
+  return parse_options_with(cmd, usage, extras, argc, argv);
 }
 
-/* Loads a program file (JSON), reporting errors. */
-static WeirGraph *load_program(const char *cmd, const char *path) {
+static void print_warnings(const char *cmd, GPtrArray *warnings) {
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (const char *)g_ptr_array_index(warnings, i));
+}
+
+/* Loads a program: JSON, or an ONNX model imported with opts (may be NULL).
+ * Reports errors and warnings. */
+static WeirGraph *load_program_with(const char *cmd, const char *path,
+                                    WeirOnnxImportOptions *opts) {
   g_autoptr(GError) error = NULL;
-  WeirGraph *g = weir_graph_load(path, &error);
+  WeirGraph *g;
+  if (weir_onnx_is_model_path(path)) {
+    WeirOnnxImportOptions local = {0};
+    if (!opts)
+      opts = &local;
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    opts->warnings = warnings;
+    opts->allow_any_opset = opts->allow_any_opset || any_opset;
+    g = weir_onnx_import(path, opts, &error);
+    opts->warnings = NULL;
+    print_warnings(cmd, warnings);
+  } else {
+    g = weir_graph_load(path, &error);
+  }
   if (!g)
     print_error(cmd, error);
   return g;
+}
+
+static WeirGraph *load_program(const char *cmd, const char *path) {
+  return load_program_with(cmd, path, NULL);
+}
+
+static guint count_library_nodes(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      n += ((const WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+           WEIR_NODE_LIBRARY;
+  }
+  return n;
+}
+
+/* ----------------------------------------------------------------- import */
+
+static int cmd_import(int argc, char **argv) {
+  if (!parse_options("import", "MODEL.onnx -o OUT.json", import_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr,
+            "usage: weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("import", error);
+    return 2;
+  }
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = NULL;
+  if (weir_onnx_is_model_path(argv[1]))
+    g = load_program_with("import", argv[1], &opts);
+  else
+    fprintf(stderr, "weir import: %s: not an ONNX model (.onnx)\n", argv[1]);
+  if (!g)
+    return 1;
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("import", error);
+    return 1;
+  }
+  GString *syms = g_string_new(NULL);
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_string_append_printf(syms, "%s%s", i ? ", " : "",
+                           (const char *)g_ptr_array_index(g->symbols, i));
+  printf("%s -> %s: %u library nodes, %u containers, symbols: %s\n", argv[1],
+         output_path, count_library_nodes(g), g->containers->len,
+         syms->len ? syms->str : "(none)");
+  g_string_free(syms, TRUE);
+  return 0;
 }
 
 /* ------------------------------------------------------------------- info */
@@ -291,8 +430,9 @@ static int cmd_info(int argc, char **argv) {
     }
     table_row(t, g_strdup(c->name), g_strdup(weir_dtype_name(c->dtype)),
               shape_text(c),
-              g_strdup(c->transient ? "transient"
-                                    : (c->initial ? "constant" : "argument")),
+              g_strdup(c->initial     ? "constant"
+                       : c->transient ? "transient"
+                                      : "argument"),
               size);
   }
   table_print(t);
@@ -380,43 +520,243 @@ static int cmd_validate(int argc, char **argv) {
   return 0;
 }
 
-/* ------------------------------------------------------- tensors, tables */
+/* ----------------------------------------------------------------- expand */
 
-/* Evaluates c's shape with the bindings (the error suggests -D). */
-static gint64 *container_shape(const char *file, const WeirContainer *c,
-                               GHashTable *bindings, GError **error) {
-  g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
-  for (guint d = 0; d < c->shape->len; d++) {
-    g_autoptr(GError) local = NULL;
-    if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
-                        &local)) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "%s: container '%s': %s (bind it with -D)", file, c->name,
-                  local->message);
-      return NULL;
+static int cmd_expand(int argc, char **argv) {
+  if (!parse_options("expand", "FILE -o OUT.json", expand_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr, "usage: weir expand FILE [--op TYPE] -o OUT.json\n");
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("expand", argv[1]);
+  if (!g)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  guint count = 0;
+  if (!weir_expand_all(g, op_type, &count, &error)) {
+    fprintf(stderr, "weir expand: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("expand", error);
+    return 1;
+  }
+  printf("%s -> %s: expanded %u library node%s%s%s (%u left)\n", argv[1],
+         output_path, count, count == 1 ? "" : "s", op_type ? " of " : "",
+         op_type ? op_type : "", count_library_nodes(g));
+  return 0;
+}
+
+/* ------------------------------------------------ running: shared helpers */
+
+/* Splits "NAME=FILE". */
+static gboolean split_spec(const char *cmd, const char *option,
+                           const char *spec, char **name, char **file) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) {
+    fprintf(stderr, "weir %s: --%s %s: expected NAME=FILE\n", cmd, option,
+            spec);
+    return FALSE;
+  }
+  *name = g_strndup(spec, (gsize)(eq - spec));
+  *file = g_strdup(eq + 1);
+  return TRUE;
+}
+
+/* The argument container called name: by container name, by the ONNX name
+ * the importer recorded, or by the label of one of its access nodes. */
+static const WeirContainer *find_argument(const WeirGraph *g, GHashTable *names,
+                                          const char *name) {
+  const WeirContainer *c = weir_graph_container(g, name);
+  if (!c && names && g_hash_table_lookup(names, name))
+    c = weir_graph_container(g, g_hash_table_lookup(names, name));
+  for (guint i = 0; !c && i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; !c && k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->label, name) == 0)
+        c = weir_graph_container(g, n->data);
     }
   }
-  return g_steal_pointer(&shape);
+  return c && !c->transient ? c : NULL;
 }
 
-/* A container filled with the reproducible random values of `seed`. */
-static WeirTensor *random_tensor(const char *file, const WeirContainer *c,
-                                 GHashTable *bindings, GError **error) {
-  g_autofree gint64 *shape = container_shape(file, c, bindings, error);
-  if (!shape)
-    return NULL;
-  WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
-  weir_tensor_fill_random(t, (guint64)seed + c->id);
-  return t;
+static char *argument_list(const WeirGraph *g) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (!c->transient)
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "", c->name);
+  }
+  return g_string_free(s, FALSE);
 }
 
-/* name -> WeirTensor*, names borrowed from the program. */
-static GHashTable *tensor_table_new(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-                               (GDestroyNotify)weir_tensor_free);
+static const WeirContainer *
+require_argument(const char *cmd, const WeirGraph *g, GHashTable *names,
+                 const char *option, const char *name) {
+  const WeirContainer *c = find_argument(g, names, name);
+  if (!c) {
+    g_autofree char *list = argument_list(g);
+    fprintf(stderr,
+            "weir %s: --%s %s: no argument of that name (arguments: "
+            "%s)\n",
+            cmd, option, name, list);
+  }
+  return c;
 }
 
-/* Prints sum, min, max and the first values of each tensor in args, in
+/* A tensor file per --input, keyed by the name given. */
+typedef struct {
+  char *name;
+  char *file;
+  WeirTensor *tensor;
+} TensorSpec;
+
+static void tensor_spec_free(gpointer p) {
+  TensorSpec *t = p;
+  g_free(t->name);
+  g_free(t->file);
+  weir_tensor_free(t->tensor);
+  g_free(t);
+}
+
+/* Binds the symbols that are whole dimensions of c from the shape of t. */
+static void bind_from_tensor(const WeirContainer *c, const WeirTensor *t,
+                             GHashTable *bindings) {
+  for (guint d = 0; d < c->shape->len && d < t->rank; d++) {
+    WeirExpr *e = g_ptr_array_index(c->shape, d);
+    if (weir_expr_kind(e) == WEIR_EXPR_SYMBOL &&
+        !g_hash_table_contains(bindings, weir_expr_symbol_name(e)))
+      weir_bindings_set(bindings, weir_expr_symbol_name(e), t->shape[d]);
+  }
+}
+
+static char *tensor_shape_text(const WeirTensor *t) {
+  GString *s = g_string_new("[");
+  for (guint d = 0; d < t->rank; d++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, d ? ", " : "",
+                           t->shape[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+/* A program loaded for a run with its arguments. */
+typedef struct {
+  WeirGraph *g;
+  GHashTable *names; /* ONNX name -> container name */
+  GHashTable *args;  /* container name (borrowed from g) -> WeirTensor* */
+  guint expanded;    /* library nodes expanded */
+} Prepared;
+
+static void prepared_clear(Prepared *p) {
+  g_clear_pointer(&p->args, g_hash_table_unref);
+  g_clear_pointer(&p->names, g_hash_table_unref);
+  g_clear_pointer(&p->g, weir_graph_free);
+}
+
+/* Loads file (an ONNX model is imported with the shapes of the --input
+ * tensors), expands its library nodes when expand is set, binds the --input
+ * tensors (symbols that are whole dimensions are bound from their shapes)
+ * and fills the other arguments with random values: every non-transient
+ * container, or with abi_only only the arguments of compiled code (not the
+ * constants).  Returns 0, or the exit status after printing the problem. */
+static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
+                       gboolean expand, gboolean abi_only, Prepared *p) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func(tensor_spec_free);
+  for (guint i = 0; input_specs && input_specs[i]; i++) {
+    TensorSpec *t = g_new0(TensorSpec, 1);
+    g_ptr_array_add(ins, t);
+    if (!split_spec(cmd, "input", input_specs[i], &t->name, &t->file))
+      return 2;
+    t->tensor = weir_tensor_load(t->file, NULL, &error);
+    if (!t->tensor) {
+      print_error(cmd, error);
+      return 1;
+    }
+  }
+
+  p->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_array_append_vals(shape, t->tensor->shape, t->tensor->rank);
+    g_hash_table_replace(shapes, t->name, shape);
+  }
+  WeirOnnxImportOptions opts = {
+      .symbols = bindings, .input_shapes = shapes, .names = p->names};
+  p->g = load_program_with(cmd, file, &opts);
+  if (!p->g)
+    return 1;
+  if (expand && !weir_expand_all(p->g, NULL, &p->expanded, &error)) {
+    fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+    return 1;
+  }
+  const WeirGraph *g = p->g;
+
+  p->args = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                  (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    const WeirContainer *c =
+        require_argument(cmd, g, p->names, "input", t->name);
+    if (!c)
+      return 2;
+    if (t->tensor->dtype != c->dtype) {
+      fprintf(stderr, "weir %s: %s: dtype %s, but argument '%s' is %s\n", cmd,
+              t->file, weir_dtype_name(t->tensor->dtype), c->name,
+              weir_dtype_name(c->dtype));
+      return 1;
+    }
+    bind_from_tensor(c, t->tensor, bindings);
+    g_hash_table_replace(p->args, c->name, g_steal_pointer(&t->tensor));
+  }
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient)
+      continue;
+    const WeirTensor *given = g_hash_table_lookup(p->args, c->name);
+    if (abi_only && c->initial && !given)
+      continue;
+    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
+    for (guint d = 0; d < c->shape->len; d++) {
+      g_autoptr(GError) local = NULL;
+      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                          &local)) {
+        fprintf(stderr,
+                "weir %s: %s: container '%s': %s (bind it with "
+                "-D or give the argument with --input)\n",
+                cmd, file, c->name, local->message);
+        return 2;
+      }
+    }
+    if (given) {
+      gboolean same = given->rank == c->shape->len;
+      for (guint d = 0; same && d < given->rank; d++)
+        same = given->shape[d] == shape[d];
+      if (!same) {
+        g_autofree char *a = tensor_shape_text(given);
+        g_autofree char *b = shape_text(c);
+        fprintf(stderr,
+                "weir %s: %s: --input for '%s' has shape %s, but the "
+                "argument is %s\n",
+                cmd, file, c->name, a, b);
+        return 1;
+      }
+      continue;
+    }
+    WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
+    weir_tensor_fill_random(tensor, (guint64)seed + c->id);
+    g_hash_table_insert(p->args, c->name, tensor);
+  }
+  return 0;
+}
+
+/* Prints sum, min, max and the first values of each tensor of args, in
  * container order. */
 static void print_tensors(const WeirGraph *g, GHashTable *args) {
   Table *t = table_new(6);
@@ -425,7 +765,7 @@ static void print_tensors(const WeirGraph *g, GHashTable *args) {
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     const WeirTensor *x = g_hash_table_lookup(args, c->name);
-    if (!x)
+    if (c->transient || !x)
       continue;
     double sum = 0, lo = G_MAXDOUBLE, hi = -G_MAXDOUBLE;
     GString *first = g_string_new(NULL);
@@ -446,7 +786,89 @@ static void print_tensors(const WeirGraph *g, GHashTable *args) {
   table_print(t);
 }
 
-/* "12.3 us", "4.56 ms", "1.234 s" */
+/* Compares got with want (float dtypes with the tolerances, others
+ * exactly); prints one line "<label>: max abs error ...: ok|MISMATCH". */
+static gboolean compare_tensor(const char *label, const WeirTensor *got,
+                               const WeirTensor *want, const char *want_name) {
+  gboolean exact = !weir_dtype_is_float(got->dtype);
+  double r = exact ? 0 : (opt_rtol >= 0 ? opt_rtol : WEIR_CONFORMANCE_RTOL);
+  double a = exact ? 0 : (opt_atol >= 0 ? opt_atol : WEIR_CONFORMANCE_ATOL);
+  double err = 0;
+  g_autoptr(GError) diff = NULL;
+  gboolean ok = got->dtype == want->dtype && got->rank == want->rank;
+  for (guint d = 0; ok && d < got->rank; d++)
+    ok = got->shape[d] == want->shape[d];
+  if (!ok) {
+    g_autofree char *x = weir_tensor_describe(got);
+    g_autofree char *y = weir_tensor_describe(want);
+    printf("%s: %s, but %s holds %s: MISMATCH\n", label, x, want_name, y);
+    return FALSE;
+  }
+  ok = weir_tensor_allclose(got, want, r, a, &err, &diff);
+  printf("%s: max abs error %.3g (rtol %g, atol %g): %s\n", label, err, r, a,
+         ok ? "ok" : "MISMATCH");
+  if (!ok)
+    printf("  %s\n", diff->message);
+  return ok;
+}
+
+/* The --expect comparisons; returns the exit status (0, 1 on a mismatch,
+ * 2 on bad usage). */
+static int check_expects(const char *cmd, const Prepared *p) {
+  int status = 0;
+  for (guint i = 0; expect_specs && expect_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec(cmd, "expect", expect_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c =
+        require_argument(cmd, p->g, p->names, "expect", name);
+    if (!c)
+      return 2;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirTensor) want = weir_tensor_load(path, NULL, &error);
+    if (!want) {
+      print_error(cmd, error);
+      return 1;
+    }
+    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
+    if (!got) {
+      fprintf(stderr, "weir %s: --expect %s: '%s' is a constant\n", cmd, name,
+              c->name);
+      return 2;
+    }
+    if (!compare_tensor(c->name, got, want, path))
+      status = 1;
+  }
+  return status;
+}
+
+/* The --output files; returns the exit status. */
+static int write_outputs(const char *cmd, const Prepared *p) {
+  for (guint i = 0; output_specs && output_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec(cmd, "output", output_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c =
+        require_argument(cmd, p->g, p->names, "output", name);
+    if (!c)
+      return 2;
+    const WeirTensor *t = g_hash_table_lookup(p->args, c->name);
+    g_autoptr(GError) error = NULL;
+    if (!t) {
+      fprintf(stderr, "weir %s: --output %s: '%s' is a constant\n", cmd, name,
+              c->name);
+      return 2;
+    }
+    if (!weir_tensor_save(t, c->name, path, &error)) {
+      print_error(cmd, error);
+      return 1;
+    }
+    printf("%s: written to %s\n", c->name, path);
+  }
+  return 0;
+}
+
+/* "12.3 us", "4.567 ms", "1.234 s" */
 static char *format_seconds(double s) {
   if (s < 1e-3)
     return g_strdup_printf("%.1f us", s * 1e6);
@@ -458,42 +880,50 @@ static char *format_seconds(double s) {
 /* ---------------------------------------------------------------- run-ref */
 
 static int cmd_run_ref(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir run-ref FILE [--input NAME=FILE]... [--expect "
+      "NAME=FILE]...\n"
+      "                    [--output NAME=FILE]... [--rtol R] [--atol A]\n"
+      "                    [-D SYM=VALUE]... [--seed N]\n";
   if (!parse_options("run-ref", "FILE", run_entries, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr, "usage: weir run-ref FILE [-D SYM=VALUE]... [--seed N]\n");
+    fputs(usage_text, stderr);
     return 2;
   }
+  const char *file = argv[1];
   g_autoptr(GError) error = NULL;
   g_autoptr(GHashTable) bindings = parse_defines(&error);
   if (!bindings) {
     print_error("run-ref", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_program("run-ref", argv[1]);
-  if (!g)
-    return 1;
-  g_autoptr(GHashTable) args = tensor_table_new();
-  for (guint i = 0; i < g->containers->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->transient)
-      continue;
-    WeirTensor *tensor = random_tensor(argv[1], c, bindings, &error);
-    if (!tensor) {
-      print_error("run-ref", error);
-      return 2;
-    }
-    g_hash_table_insert(args, c->name, tensor);
+  Prepared p = {0};
+  int status = prepare_run("run-ref", file, bindings, TRUE, FALSE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
   }
   gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(g, bindings, args, NULL, &error)) {
-    fprintf(stderr, "weir run-ref: %s: %s\n", argv[1], error->message);
+  if (!weir_interpret(p.g, bindings, p.args, NULL, &error)) {
+    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
+    prepared_clear(&p);
     return 1;
   }
   gint64 t1 = g_get_monotonic_time();
-  printf("%s: interpreted in %.3f s\n", argv[1], (double)(t1 - t0) / 1e6);
-  print_tensors(g, args);
-  return 0;
+  printf("%s: interpreted in %.3f s", file, (double)(t1 - t0) / 1e6);
+  if (p.expanded)
+    printf(" (%u library node%s expanded first)", p.expanded,
+           p.expanded == 1 ? "" : "s");
+  printf("\n");
+  print_tensors(p.g, p.args);
+  status = check_expects("run-ref", &p);
+  if (status != 2) {
+    int out = write_outputs("run-ref", &p);
+    status = out ? out : status;
+  }
+  prepared_clear(&p);
+  return status;
 }
 
 /* ------------------------------------------------- compile options (CLI) */
@@ -526,37 +956,20 @@ static WeirCompileOptions compile_options(void) {
 static void print_compile_error(const char *cmd, const char *file,
                                 const GError *error) {
   fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
-  if (error->code == WEIR_ERROR_RUNTIME && strstr(error->message, "compiling"))
+  if (error->code == WEIR_ERROR_RUNTIME &&
+      g_str_has_prefix(error->message, "compiling"))
     fprintf(stderr,
             "(the source was generated in a temporary directory; "
             "'weir codegen %s -o DIR' writes it out)\n",
             file);
 }
 
-/* Ordered list of the argument containers of g that are not given. */
-static gboolean add_random_arguments(const char *file, const WeirGraph *g,
-                                     GHashTable *bindings, GHashTable *args,
-                                     GError **error) {
-  g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
-  for (guint i = 0; i < abi->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(abi, i);
-    if (g_hash_table_contains(args, c->name))
-      continue;
-    WeirTensor *t = random_tensor(file, c, bindings, error);
-    if (!t)
-      return FALSE;
-    g_hash_table_insert(args, c->name, t);
-  }
-  return TRUE;
-}
-
 /* ---------------------------------------------------------------- codegen */
 
-static char *opt_out_dir;
 static gboolean opt_no_openmp;
 
 static const GOptionEntry codegen_entries[] = {
-    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &opt_out_dir,
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
      "Directory for <prefix>.c and <prefix>.h (default: .)", "DIR"},
     {"no-openmp", 0, 0, G_OPTION_ARG_NONE, &opt_no_openmp,
      "Leave out the OpenMP pragmas", NULL},
@@ -566,7 +979,7 @@ static int cmd_codegen(int argc, char **argv) {
   if (!parse_options("codegen", "FILE", codegen_entries, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr, "usage: weir codegen FILE [-o DIR]\n");
+    fprintf(stderr, "usage: weir codegen FILE [-o DIR] [--no-openmp]\n");
     return 2;
   }
   g_autoptr(WeirGraph) g = load_program("codegen", argv[1]);
@@ -581,7 +994,7 @@ static int cmd_codegen(int argc, char **argv) {
   }
   g_autofree char *header = weir_codegen_header(g);
   g_autofree char *prefix = weir_codegen_prefix(g);
-  const char *dir = opt_out_dir ? opt_out_dir : ".";
+  const char *dir = output_path ? output_path : ".";
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     fprintf(stderr, "weir codegen: %s: %s\n", dir, g_strerror(errno));
     return 1;
@@ -592,7 +1005,7 @@ static int cmd_codegen(int argc, char **argv) {
   g_autofree char *hpath = g_build_filename(dir, hname, NULL);
   if (!g_file_set_contents(cpath, source, -1, &error) ||
       !g_file_set_contents(hpath, header, -1, &error)) {
-    fprintf(stderr, "weir codegen: %s\n", error->message);
+    print_error("codegen", error);
     return 1;
   }
   printf("wrote %s and %s\n", cpath, hpath);
@@ -601,176 +1014,18 @@ static int cmd_codegen(int argc, char **argv) {
 
 /* -------------------------------------------------------------------- run */
 
-static char **opt_inputs, **opt_expects, **opt_outputs;
 static gboolean opt_check;
-static double opt_rtol = 1e-4, opt_atol = 1e-5;
 
-static const GOptionEntry exec_entries[] = {
-    {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
-     "Seed of the random inputs (default 1)", "N"},
-    {"input", 'i', 0, G_OPTION_ARG_STRING_ARRAY, &opt_inputs,
-     "Read argument NAME from a .pb or .npy file (NAME= may be left out for "
-     "a .pb file that names its tensor)",
-     "NAME=FILE"},
-    {"expect", 'e', 0, G_OPTION_ARG_STRING_ARRAY, &opt_expects,
-     "Compare argument NAME after the run with a .pb or .npy file",
-     "NAME=FILE"},
-    {"output", 'o', 0, G_OPTION_ARG_STRING_ARRAY, &opt_outputs,
-     "Write argument NAME after the run to a .npy or .pb file", "NAME=FILE"},
+static const GOptionEntry check_entries[] = {
     {"check", 0, 0, G_OPTION_ARG_NONE, &opt_check,
-     "Also run the reference interpreter on the same inputs and compare", NULL},
-    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
-     "Relative tolerance of comparisons (default 1e-4)", "R"},
-    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
-     "Absolute tolerance of comparisons (default 1e-5)", "A"},
+     "Also run the reference interpreter on the same inputs and compare "
+     "every argument",
+     NULL},
     {NULL}};
 
-/* Splits "NAME=FILE"; for a bare FILE, *name is NULL. */
-static void split_assignment(const char *arg, char **name, char **file) {
-  const char *eq = strchr(arg, '=');
-  if (eq && eq != arg) {
-    *name = g_strndup(arg, (gsize)(eq - arg));
-    *file = g_strdup(eq + 1);
-  } else {
-    *name = NULL;
-    *file = g_strdup(eq ? eq + 1 : arg);
-  }
-}
-
-/* The argument container called name, or NULL with an error naming the
- * option. */
-static const WeirContainer *argument_named(const WeirGraph *g,
-                                           const char *option, const char *name,
-                                           GError **error) {
-  const WeirContainer *c = weir_graph_container(g, name);
-  if (!c || c->transient || c->initial) {
-    g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
-    GString *names = g_string_new(NULL);
-    for (guint i = 0; i < abi->len; i++)
-      g_string_append_printf(
-          names, "%s%s", i ? ", " : "",
-          ((WeirContainer *)g_ptr_array_index(abi, i))->name);
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "%s %s: program '%s' has no argument '%s' (arguments: %s)",
-                option, name, g->name, name, names->str);
-    g_string_free(names, TRUE);
-    return NULL;
-  }
-  return c;
-}
-
-static gboolean load_inputs(const WeirGraph *g, GHashTable *args,
-                            GError **error) {
-  for (guint i = 0; opt_inputs && opt_inputs[i]; i++) {
-    g_autofree char *name = NULL, *file = NULL, *stored = NULL;
-    split_assignment(opt_inputs[i], &name, &file);
-    WeirTensor *t = weir_tensor_load(file, &stored, error);
-    if (!t)
-      return FALSE;
-    if (!name && stored && *stored)
-      name = g_strdup(stored);
-    if (!name) {
-      weir_tensor_free(t);
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--input %s: give the argument as NAME=FILE", file);
-      return FALSE;
-    }
-    const WeirContainer *c = argument_named(g, "--input", name, error);
-    if (!c) {
-      weir_tensor_free(t);
-      return FALSE;
-    }
-    g_hash_table_replace(args, c->name, t);
-  }
-  return TRUE;
-}
-
-/* Compares args with the --expect files; prints one line per file. */
-static gboolean check_expected(const WeirGraph *g, GHashTable *args,
-                               gboolean *all_ok, GError **error) {
-  for (guint i = 0; opt_expects && opt_expects[i]; i++) {
-    g_autofree char *name = NULL, *file = NULL, *stored = NULL;
-    split_assignment(opt_expects[i], &name, &file);
-    g_autoptr(WeirTensor) want = weir_tensor_load(file, &stored, error);
-    if (!want)
-      return FALSE;
-    if (!name && stored && *stored)
-      name = g_strdup(stored);
-    if (!name) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--expect %s: give the argument as NAME=FILE", file);
-      return FALSE;
-    }
-    const WeirContainer *c = argument_named(g, "--expect", name, error);
-    if (!c)
-      return FALSE;
-    const WeirTensor *got = g_hash_table_lookup(args, c->name);
-    double err = 0;
-    g_autoptr(GError) diff = NULL;
-    if (weir_tensor_allclose(got, want, opt_rtol, opt_atol, &err, &diff))
-      printf("expect  %s = %s: ok (max |error| %.3g)\n", c->name, file, err);
-    else {
-      printf("expect  %s = %s: MISMATCH: %s\n", c->name, file, diff->message);
-      *all_ok = FALSE;
-    }
-  }
-  return TRUE;
-}
-
-/* Runs the interpreter on ref (a copy of the inputs) and compares every
- * argument with the compiled run's. */
-static gboolean check_reference(const WeirGraph *g, GHashTable *bindings,
-                                GHashTable *args, GHashTable *ref,
-                                gboolean *all_ok, GError **error) {
-  g_autoptr(WeirGraph) expanded = weir_graph_copy(g);
-  if (!weir_expand_all(expanded, NULL, NULL, error))
-    return FALSE;
-  gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(expanded, bindings, ref, NULL, error)) {
-    g_prefix_error(error, "reference interpreter: ");
-    return FALSE;
-  }
-  g_autofree char *took =
-      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
-  printf("check   against the reference interpreter (%s):\n", took);
-  g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
-  for (guint i = 0; i < abi->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(abi, i);
-    double err = 0;
-    g_autoptr(GError) diff = NULL;
-    if (weir_tensor_allclose(g_hash_table_lookup(args, c->name),
-                             g_hash_table_lookup(ref, c->name), opt_rtol,
-                             opt_atol, &err, &diff))
-      printf("          %s: ok (max |error| %.3g)\n", c->name, err);
-    else {
-      printf("          %s: MISMATCH: %s\n", c->name, diff->message);
-      *all_ok = FALSE;
-    }
-  }
-  return TRUE;
-}
-
-static gboolean write_outputs(const WeirGraph *g, GHashTable *args,
-                              GError **error) {
-  for (guint i = 0; opt_outputs && opt_outputs[i]; i++) {
-    g_autofree char *name = NULL, *file = NULL;
-    split_assignment(opt_outputs[i], &name, &file);
-    if (!name) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--output %s: give the argument as NAME=FILE", file);
-      return FALSE;
-    }
-    const WeirContainer *c = argument_named(g, "--output", name, error);
-    if (!c || !weir_tensor_save(g_hash_table_lookup(args, c->name), c->name,
-                                file, error))
-      return FALSE;
-    printf("wrote   %s to %s\n", c->name, file);
-  }
-  return TRUE;
-}
-
 static GHashTable *copy_tensor_table(GHashTable *args) {
-  GHashTable *copy = tensor_table_new();
+  GHashTable *copy = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                           (GDestroyNotify)weir_tensor_free);
   GHashTableIter it;
   gpointer k, v;
   g_hash_table_iter_init(&it, args);
@@ -779,14 +1034,50 @@ static GHashTable *copy_tensor_table(GHashTable *args) {
   return copy;
 }
 
+/* Runs the interpreter on ref (a copy of the inputs, keyed by the names of
+ * p->g) and compares every argument with the compiled run's.  Returns the
+ * exit status. */
+static int check_reference(const char *file, const Prepared *p,
+                           GHashTable *bindings, GHashTable *ref) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
+  gint64 t0 = g_get_monotonic_time();
+  if (!weir_expand_all(expanded, NULL, NULL, &error) ||
+      !weir_interpret(expanded, bindings, ref, NULL, &error)) {
+    fprintf(stderr, "weir run: %s: reference interpreter: %s\n", file,
+            error->message);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  printf("check against the reference interpreter (%s):\n", took);
+  int status = 0;
+  for (guint i = 0; i < p->g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(p->g->containers, i);
+    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
+    if (c->transient || !got)
+      continue;
+    g_autofree char *label = g_strconcat("  ", c->name, NULL);
+    if (!compare_tensor(label, got, g_hash_table_lookup(ref, c->name),
+                        "the interpreter"))
+      status = 1;
+  }
+  return status;
+}
+
 static int cmd_run(int argc, char **argv) {
-  if (!parse_options_with("run", "FILE", exec_entries, compile_entries, &argc,
-                          &argv))
+  static const char *const usage_text =
+      "usage: weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...\n"
+      "                [--output NAME=FILE]... [--check] [--rtol R] "
+      "[--atol A]\n"
+      "                [-D SYM=VALUE]... [--seed N] [--cc CC] [--cflags "
+      "FLAGS]\n";
+  const GOptionEntry *const extras[] = {run_entries, check_entries,
+                                        compile_entries, NULL};
+  if (!parse_options_with("run", "FILE", extras, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr, "usage: weir run FILE [-D SYM=VALUE]... [--input "
-                    "NAME=FILE]... [--expect NAME=FILE]... [--output "
-                    "NAME=FILE]... [--check]\n");
+    fputs(usage_text, stderr);
     return 2;
   }
   const char *file = argv[1];
@@ -796,58 +1087,53 @@ static int cmd_run(int argc, char **argv) {
     print_error("run", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_program("run", file);
-  if (!g)
-    return 1;
-  g_autoptr(GHashTable) args = tensor_table_new();
-  if (!load_inputs(g, args, &error)) {
-    print_error("run", error);
-    return 1;
+  Prepared p = {0};
+  int status = prepare_run("run", file, bindings, FALSE, TRUE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
   }
-  if (!add_random_arguments(file, g, bindings, args, &error)) {
-    print_error("run", error);
-    return 2;
-  }
-  g_autoptr(GHashTable) ref = opt_check ? copy_tensor_table(args) : NULL;
+  g_autoptr(GHashTable) ref = opt_check ? copy_tensor_table(p.args) : NULL;
 
   WeirCompileOptions opts = compile_options();
   WeirCompileInfo info = {0};
   gint64 t0 = g_get_monotonic_time();
-  g_autoptr(WeirKernel) k = weir_kernel_compile(g, &opts, &info, &error);
+  g_autoptr(WeirKernel) k = weir_kernel_compile(p.g, &opts, &info, &error);
   if (!k) {
     print_compile_error("run", file, error);
     weir_compile_info_clear(&info);
+    prepared_clear(&p);
     return 1;
   }
   g_autofree char *took =
       format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
   if (info.cache_hit)
-    printf("compile %s: from the cache in %s (key %.12s)\n", file, took,
+    printf("%s: loaded from the compile cache in %s (key %.12s)\n", file, took,
            info.key);
   else
-    printf("compile %s: compiled in %s%s (key %.12s)\n", file, took,
+    printf("%s: compiled in %s%s (key %.12s)\n", file, took,
            info.recovered ? ", replacing a damaged cache entry" : "", info.key);
   weir_compile_info_clear(&info);
 
   t0 = g_get_monotonic_time();
-  if (!weir_kernel_run(k, bindings, args, &error)) {
+  if (!weir_kernel_run(k, bindings, p.args, &error)) {
     fprintf(stderr, "weir run: %s: %s\n", file, error->message);
+    prepared_clear(&p);
     return 1;
   }
   g_autofree char *ran =
       format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
-  printf("run     %s\n", ran);
-  print_tensors(g, args);
-
-  gboolean all_ok = TRUE;
-  if ((opt_check &&
-       !check_reference(g, bindings, args, ref, &all_ok, &error)) ||
-      !check_expected(g, args, &all_ok, &error) ||
-      !write_outputs(g, args, &error)) {
-    fprintf(stderr, "weir run: %s: %s\n", file, error->message);
-    return 1;
+  printf("%s: ran in %s\n", file, ran);
+  print_tensors(p.g, p.args);
+  if (opt_check)
+    status = check_reference(file, &p, bindings, ref);
+  int expects = check_expects("run", &p);
+  if (expects != 2) {
+    int out = write_outputs("run", &p);
+    expects = out ? out : expects;
   }
-  return all_ok ? 0 : 1;
+  prepared_clear(&p);
+  return expects ? expects : status;
 }
 
 /* ------------------------------------------------------------------ bench */
@@ -880,7 +1166,8 @@ static void remove_tree(const char *path) {
 }
 
 /* Compiles g twice with a fresh cache in a temporary directory: a cold
- * compile, then a cached one.  Returns the cached kernel. */
+ * compile (*cold: the whole call, *compiler: the compiler alone), then a
+ * cached one (*cached).  Returns the cached kernel. */
 static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
                                            double *compiler, double *cached,
                                            GError **error) {
@@ -894,6 +1181,7 @@ static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
   gint64 t0 = g_get_monotonic_time();
   g_autoptr(WeirKernel) first = weir_kernel_compile(g, &opts, &info, error);
   gint64 t1 = g_get_monotonic_time();
+  *cold = (double)(t1 - t0) / 1e6;
   *compiler = info.compile_seconds;
   weir_compile_info_clear(&info);
   WeirKernel *k = NULL;
@@ -907,12 +1195,11 @@ static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
     }
     weir_compile_info_clear(&info);
   }
-  *cold = (double)(t1 - t0) / 1e6;
   remove_tree(dir);
   return k;
 }
 
-/* "12.3 GFLOP/s"-style rate of `amount` per `seconds`, or "-". */
+/* Rate of a quantity per second in units of 10^9, or "-". */
 static char *format_rate(const WeirQuantity *q, double seconds,
                          const char *unit) {
   if (!q->known || seconds <= 0)
@@ -921,8 +1208,8 @@ static char *format_rate(const WeirQuantity *q, double seconds,
 }
 
 static int cmd_bench(int argc, char **argv) {
-  if (!parse_options_with("bench", "FILE", bench_entries, compile_entries,
-                          &argc, &argv))
+  const GOptionEntry *const extras[] = {bench_entries, compile_entries, NULL};
+  if (!parse_options_with("bench", "FILE", extras, &argc, &argv))
     return 2;
   if (argc != 2 || opt_reps < 1 || opt_warmup < 0 || opt_threads < 0) {
     fprintf(stderr, "usage: weir bench FILE [-D SYM=VALUE]... [--threads N] "
@@ -936,48 +1223,48 @@ static int cmd_bench(int argc, char **argv) {
     print_error("bench", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_program("bench", file);
-  if (!g)
-    return 1;
-  g_autoptr(GHashTable) args = tensor_table_new();
-  if (!add_random_arguments(file, g, bindings, args, &error)) {
-    print_error("bench", error);
-    return 2;
+  Prepared p = {0};
+  int status = prepare_run("bench", file, bindings, FALSE, TRUE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
   }
   double cold = 0, compiler = 0, cached = 0;
   g_autoptr(WeirKernel) k =
-      compile_cold_and_cached(g, &cold, &compiler, &cached, &error);
+      compile_cold_and_cached(p.g, &cold, &compiler, &cached, &error);
   if (!k) {
     print_compile_error("bench", file, error);
+    prepared_clear(&p);
     return 1;
   }
-  const char *threads = "default";
-  g_autofree char *threads_text = NULL;
+  g_autofree char *threads = g_strdup("default");
   if (opt_threads > 0) {
+    g_free(threads);
     if (weir_kernel_set_threads(k, opt_threads, &error))
-      threads = threads_text = g_strdup_printf("%d", opt_threads);
+      threads = g_strdup_printf("%d", opt_threads);
     else {
       fprintf(stderr, "weir bench: note: %s; --threads ignored\n",
               error->message);
       g_clear_error(&error);
-      threads = "1 (no OpenMP)";
+      threads = g_strdup("1 (no OpenMP)");
     }
   }
   WeirBenchOptions bo = {.warmup = (guint)opt_warmup,
                          .repetitions = (guint)opt_reps};
   WeirBenchResult r;
-  if (!weir_kernel_bench(k, bindings, args, &bo, &r, &error)) {
+  if (!weir_kernel_bench(k, bindings, p.args, &bo, &r, &error)) {
     fprintf(stderr, "weir bench: %s: %s\n", file, error->message);
+    prepared_clear(&p);
     return 1;
   }
   /* FLOPs and bytes of the program as compiled: library nodes expanded */
-  g_autoptr(WeirGraph) expanded = weir_graph_copy(g);
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p.g);
   g_autoptr(GError) local = NULL;
   g_autoptr(WeirAnalysis) a = weir_analysis_compute(
-      weir_expand_all(expanded, NULL, NULL, &local) ? expanded : g, bindings,
+      weir_expand_all(expanded, NULL, NULL, &local) ? expanded : p.g, bindings,
       &local);
 
-  printf("program  %s  (%s)\n", g->name, file);
+  printf("program  %s  (%s)\n", p.g->name, file);
   g_autofree char *c1 = format_seconds(cold), *c2 = format_seconds(compiler),
                   *c3 = format_seconds(cached);
   printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
@@ -991,11 +1278,12 @@ static int cmd_bench(int argc, char **argv) {
     g_autofree char *bytes = format_quantity(&a->total_bytes, TRUE);
     g_autofree char *gflops = format_rate(&a->total_flops, r.median, "GFLOP/s");
     g_autofree char *gbs = format_rate(&a->total_bytes, r.median, "GB/s");
-    printf("FLOPs    %s  ->  %s (median)\n", flops, gflops);
-    printf("bytes    %s  ->  %s (median)\n", bytes, gbs);
+    printf("FLOPs    %s  ->  %s at the median time\n", flops, gflops);
+    printf("bytes    %s  ->  %s at the median time\n", bytes, gbs);
   } else
     printf("FLOPs    - (analysis: %s)\n", local->message);
   weir_bench_result_clear(&r);
+  prepared_clear(&p);
   return 0;
 }
 
@@ -1041,12 +1329,182 @@ static int cmd_cache(int argc, char **argv) {
   return 0;
 }
 
+/* ------------------------------------------------------------ conformance */
+
+/* The detail of a result without the model path in front. */
+static const char *short_detail(const WeirConformanceResult *r) {
+  const char *d = r->detail ? r->detail : "";
+  gsize len = strlen(r->path);
+  if (strncmp(d, r->path, len) == 0) {
+    const char *rest = strstr(d + len, ": ");
+    if (rest)
+      return rest + 2;
+  }
+  return d;
+}
+
+static char *status_text(const WeirConformanceResult *r) {
+  GString *s = g_string_new(weir_conformance_status_name(r->status));
+  if (r->status == WEIR_CONFORMANCE_FAIL)
+    g_string_append_printf(s, " (max error %.3g) %s", r->max_error,
+                           short_detail(r));
+  else if (r->status != WEIR_CONFORMANCE_PASS)
+    g_string_append_printf(s, " (%s)", short_detail(r));
+  if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+    g_string_append(s, "  [listed as expected not to pass: remove it]");
+  else if (r->expected_reason)
+    g_string_append(s, "  [expected]");
+  return g_string_free(s, FALSE);
+}
+
+static int cmd_conformance(int argc, char **argv) {
+  if (!parse_options("conformance", "DIR...", conformance_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc < 2) {
+    fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
+                    "[--backend interp] DIR...\n");
+    return 2;
+  }
+  if (backend && strcmp(backend, "interp") != 0) {
+    fprintf(stderr, "weir conformance: unknown backend '%s' (known: interp)\n",
+            backend);
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirConformanceExpectations) expectations = NULL;
+  if (expected_path) {
+    expectations = weir_conformance_expectations_load(expected_path, &error);
+    if (!expectations) {
+      print_error("conformance", error);
+      return 2;
+    }
+  }
+  g_autoptr(GPtrArray) tests =
+      weir_conformance_find_tests((const char *const *)argv + 1, &error);
+  if (!tests) {
+    print_error("conformance", error);
+    return 2;
+  }
+  WeirConformanceOptions opts = {.expectations = expectations,
+                                 .rtol = opt_rtol,
+                                 .atol = opt_atol,
+                                 .backend = backend,
+                                 .allow_any_opset = any_opset};
+  int width = 4;
+  for (guint i = 0; i < tests->len; i++) {
+    g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));
+    width = MAX(width, (int)strlen(base));
+  }
+  printf("%-*s  status\n", width, "test");
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)weir_conformance_result_free);
+  for (guint i = 0; i < tests->len; i++) {
+    WeirConformanceResult *r =
+        weir_conformance_run_test(g_ptr_array_index(tests, i), &opts);
+    g_ptr_array_add(results, r);
+    g_autofree char *st = status_text(r);
+    printf("%-*s  %s\n", width, r->name, st);
+    fflush(stdout);
+  }
+
+  printf("\nTotals per operator\n");
+  Table *t = table_new(7);
+  table_row(t, g_strdup("operator"), g_strdup("tests"), g_strdup("pass"),
+            g_strdup("FAIL"), g_strdup("unsupported"), g_strdup("error"),
+            g_strdup("unexpected"));
+  g_autoptr(GPtrArray) totals = weir_conformance_totals(results);
+  g_autoptr(WeirConformanceTotals) all = weir_conformance_overall(results);
+  g_ptr_array_add(totals, g_steal_pointer(&all));
+  for (guint i = 0; i < totals->len; i++) {
+    const WeirConformanceTotals *x = g_ptr_array_index(totals, i);
+    table_row(t, g_strdup(x->op), g_strdup_printf("%u", x->tests),
+              g_strdup_printf("%u", x->pass), g_strdup_printf("%u", x->fail),
+              g_strdup_printf("%u", x->unsupported),
+              g_strdup_printf("%u", x->error),
+              g_strdup_printf("%u", x->failures));
+  }
+  table_print(t);
+  const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error\n", sum->tests,
+         sum->pass, sum->fail, sum->unsupported, sum->error);
+
+  guint stale = 0;
+  for (guint i = 0; i < results->len; i++) {
+    const WeirConformanceResult *r = g_ptr_array_index(results, i);
+    if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+      stale++;
+  }
+  if (stale)
+    printf("%u test%s listed in %s now pass%s: remove them from the list\n",
+           stale, stale == 1 ? "" : "s", expected_path, stale == 1 ? "es" : "");
+  if (sum->failures) {
+    printf("\n%u unexpected result%s (a test of a supported operator that "
+           "does not pass and is not listed%s%s):\n",
+           sum->failures, sum->failures == 1 ? "" : "s",
+           expected_path ? " in " : "", expected_path ? expected_path : "");
+    for (guint i = 0; i < results->len; i++) {
+      const WeirConformanceResult *r = g_ptr_array_index(results, i);
+      if (!weir_conformance_result_is_failure(r))
+        continue;
+      g_autofree char *st = status_text(r);
+      printf("  %s  %s\n", r->name, st);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* -------------------------------------------------------------------- ops */
+
+static char *count_text(guint lo, guint hi) {
+  if (hi == WEIR_OP_VARIADIC)
+    return g_strdup_printf("%u+", lo);
+  return lo == hi ? g_strdup_printf("%u", lo)
+                  : g_strdup_printf("%u-%u", lo, hi);
+}
+
+static int cmd_ops(int argc, char **argv) {
+  if (!parse_options("ops", "", NULL, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    fprintf(stderr, "usage: weir ops\n");
+    return 2;
+  }
+  weir_expansions_init();
+  g_autoptr(GPtrArray) names = weir_op_names();
+  Table *t = table_new(5);
+  table_row(t, g_strdup("operator"), g_strdup("inputs"), g_strdup("outputs"),
+            g_strdup("expansion"),
+            g_strdup("attributes (<- input k from opset n)"));
+  for (guint i = 0; i < names->len; i++) {
+    const WeirOpInfo *info = weir_op_lookup(g_ptr_array_index(names, i));
+    GString *attrs = g_string_new(NULL);
+    for (guint k = 0; k < info->n_attrs; k++) {
+      const WeirOpAttrSpec *a = &info->attrs[k];
+      g_string_append_printf(attrs, "%s%s%s", k ? ", " : "", a->name,
+                             a->required ? "!" : "");
+      if (a->from_input)
+        g_string_append_printf(attrs, " <- %u from %u", a->from_input,
+                               a->input_since);
+    }
+    table_row(t, g_strdup(info->name),
+              count_text(info->min_inputs, info->max_inputs),
+              count_text(info->min_outputs, info->max_outputs),
+              g_strdup(weir_op_expansion(info->name, "pure") ? "pure" : "-"),
+              g_string_free(attrs, FALSE));
+  }
+  table_print(t);
+  printf("\n%u operators ('!': required attribute)\n", names->len);
+  return 0;
+}
+
 /* ------------------------------------------------------------------- main */
 
 static void usage(FILE *out) {
   fprintf(out, "usage: weir COMMAND [ARGS...]\n\nCommands:\n");
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
-    fprintf(out, "  %-9s %-40s %s\n", commands[i].name, commands[i].args,
+    fprintf(out, "  %-11s %-42s %s\n", commands[i].name, commands[i].args,
             commands[i].summary);
   fprintf(out, "\n'weir COMMAND --help' describes the options of a "
                "command; 'weir --version' prints the version.\n");
