@@ -14,8 +14,11 @@
 #include <cmocka.h>
 
 #include "runtime-fixture.h"
+#include "weir-codegen.h"
+#include "weir-import.h"
 #include "weir-interp.h"
 #include "weir-json.h"
+#include "weir-tensor-io.h"
 
 static int setup(void **state) {
   *state = fixture_new();
@@ -471,6 +474,155 @@ static void test_summarize(void **state) {
   weir_bench_result_clear(&r);
 }
 
+/* ------------------------------------------------ generated-code samples */
+
+typedef struct {
+  const char *file;
+  const char *sym[2];
+  gint64 val[2];
+} Sample;
+
+static const Sample samples[] = {
+    {"vector_add.json", {"N"}, {1000}},
+    {"matmul.json", {NULL}, {0}},
+    {"softmax.json", {NULL}, {0}},
+    {"loop.json", {"T"}, {3}},
+};
+
+static GHashTable *sample_bindings(const Sample *s) {
+  GHashTable *b = weir_bindings_new();
+  for (guint i = 0; i < G_N_ELEMENTS(s->sym) && s->sym[i]; i++)
+    weir_bindings_set(b, s->sym[i], s->val[i]);
+  return b;
+}
+
+/* Random tensors for the ABI arguments of g. */
+static GHashTable *random_arguments(const WeirGraph *g, GHashTable *b) {
+  GHashTable *args = tensors_new();
+  g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
+  for (guint i = 0; i < abi->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(abi, i);
+    gint64 shape[8] = {0};
+    g_assert(c->shape->len <= 8);
+    for (guint d = 0; d < c->shape->len; d++)
+      g_assert_true(
+          weir_expr_eval(g_ptr_array_index(c->shape, d), b, &shape[d], NULL));
+    put(args, c->name, c->dtype, c->shape->len, shape, 100 + c->id);
+  }
+  return args;
+}
+
+/* Every sample compiled (with OpenMP) gives the interpreter's results; a
+ * second compile is a cache hit because generated code is deterministic. */
+static void test_samples_match_interpreter(void **state) {
+  Fixture *f = *state;
+  f->opts.flags = "-O2 -fopenmp -fPIC -shared";
+  for (guint i = 0; i < G_N_ELEMENTS(samples); i++) {
+    const Sample *s = &samples[i];
+    g_autoptr(WeirGraph) g = load_sample(s->file);
+    g_autoptr(GHashTable) b = sample_bindings(s);
+    g_autoptr(GError) err = NULL;
+    WeirCompileInfo info = {0};
+    g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, &info, &err);
+    if (!k)
+      fail_msg("%s: %s", s->file, err->message);
+    assert_false(info.cache_hit);
+    weir_compile_info_clear(&info);
+    g_autoptr(GHashTable) args = random_arguments(g, b);
+    g_autoptr(GHashTable) ref = copy_tensors(args);
+    if (!weir_kernel_run(k, b, args, &err))
+      fail_msg("%s: run: %s", s->file, err->message);
+    if (!weir_interpret(g, b, ref, NULL, &err))
+      fail_msg("%s: interpret: %s", s->file, err->message);
+    assert_same_tensors(args, ref, 1e-4, 1e-5);
+
+    g_autoptr(WeirKernel) again = weir_kernel_compile(g, &f->opts, &info, &err);
+    assert_non_null(again);
+    assert_true(info.cache_hit);
+    weir_compile_info_clear(&info);
+  }
+  assert_int_equal(fixture_compiles(f), G_N_ELEMENTS(samples));
+}
+
+/* Several programs compiled at once: misses built in parallel, then all
+ * hits. */
+static void test_compile_many_samples(void **state) {
+  Fixture *f = *state;
+  enum { N = G_N_ELEMENTS(samples) };
+  WeirGraph *graphs[N];
+  for (guint i = 0; i < N; i++)
+    graphs[i] = load_sample(samples[i].file);
+  for (int round = 0; round < 2; round++) {
+    WeirKernel *kernels[N];
+    WeirCompileInfo infos[N];
+    g_autoptr(GError) err = NULL;
+    if (!weir_kernel_compile_many((const WeirGraph *const *)graphs, N, &f->opts,
+                                  kernels, infos, &err))
+      fail_msg("compile many: %s", err->message);
+    for (guint i = 0; i < N; i++) {
+      assert_non_null(kernels[i]);
+      assert_int_equal(infos[i].cache_hit, round == 1);
+      g_autoptr(GHashTable) b = sample_bindings(&samples[i]);
+      g_autoptr(GHashTable) args = random_arguments(graphs[i], b);
+      if (!weir_kernel_run(kernels[i], b, args, &err))
+        fail_msg("%s: %s", samples[i].file, err->message);
+      weir_kernel_free(kernels[i]);
+      weir_compile_info_clear(&infos[i]);
+    }
+  }
+  assert_int_equal(fixture_compiles(f), N);
+  for (guint i = 0; i < N; i++)
+    weir_graph_free(graphs[i]);
+}
+
+/* A PyTorch model (samples/models/mlp.onnx), imported and compiled,
+ * reproduces PyTorch's output. */
+static void test_model_matches_pytorch(void **state) {
+  Fixture *f = *state;
+  g_autofree char *model =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", "mlp.onnx", NULL);
+  g_autofree char *in_path = g_build_filename(WEIR_SRCDIR, "samples", "models",
+                                              "mlp", "input_0.npy", NULL);
+  g_autofree char *out_path = g_build_filename(WEIR_SRCDIR, "samples", "models",
+                                               "mlp", "output_0.npy", NULL);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirTensor) input = weir_tensor_read_npy(in_path, &err);
+  g_autoptr(WeirTensor) want = weir_tensor_read_npy(out_path, &err);
+  assert_non_null(input);
+  assert_non_null(want);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_array_append_vals(shape, input->shape, input->rank);
+  g_hash_table_insert(shapes, "input", shape);
+  g_autoptr(GHashTable) names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  WeirOnnxImportOptions io = {.input_shapes = shapes, .names = names};
+  g_autoptr(WeirGraph) g = weir_onnx_import(model, &io, &err);
+  if (!g)
+    fail_msg("import: %s", err->message);
+
+  f->opts.flags = "-O2 -fopenmp -fPIC -shared";
+  g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
+  if (!k)
+    fail_msg("compile: %s", err->message);
+  const char *in_name = g_hash_table_lookup(names, "input");
+  const char *out_name = g_hash_table_lookup(names, "output");
+  assert_non_null(in_name);
+  assert_non_null(out_name);
+  const WeirContainer *oc = weir_graph_container(g, out_name);
+  g_autoptr(GHashTable) args = tensors_new();
+  g_hash_table_insert(args, g_strdup(in_name), weir_tensor_copy(input));
+  g_hash_table_insert(args, g_strdup(out_name),
+                      weir_tensor_new(oc->dtype, want->rank, want->shape));
+  g_autoptr(GHashTable) sym = weir_bindings_new();
+  if (!weir_kernel_run(k, sym, args, &err))
+    fail_msg("run: %s", err->message);
+  if (!weir_tensor_allclose(g_hash_table_lookup(args, out_name), want, 1e-4,
+                            1e-5, NULL, &err))
+    fail_msg("output: %s", err->message);
+}
+
 int main(void) {
   /* never the user's cache, whatever a test forgets */
   g_autofree char *home = g_dir_make_tmp("weir-test-home-XXXXXX", NULL);
@@ -490,6 +642,9 @@ int main(void) {
       T(test_compile_many),
       T(test_set_threads),
       T(test_bench),
+      T(test_samples_match_interpreter),
+      T(test_compile_many_samples),
+      T(test_model_matches_pytorch),
       cmocka_unit_test(test_summarize),
   };
 #undef T
