@@ -293,6 +293,37 @@ static guint count_files(const char *dir) {
   return n;
 }
 
+/* The index notices a missing, truncated or overwritten object by itself
+ * (before anything tries to load it). */
+static void test_lookup_detects_damage(void **state) {
+  Fixture *f = *state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirCache) c = weir_cache_open(f->cache_dir, &err);
+  assert_non_null(c);
+  for (int kind = 0; kind < 3; kind++) {
+    insert_blob(c, "m", 64);
+    g_autofree char *key = key_of("m");
+    g_autofree char *path = fixture_object(f, key);
+    char other[64];
+    memset(other, 'n', sizeof other);
+    if (kind == 0)
+      assert_int_equal(g_unlink(path), 0);
+    else if (kind == 1) /* truncated */
+      assert_true(g_file_set_contents(path, "mmmm", 4, NULL));
+    else /* same size, other bytes */
+      assert_true(g_file_set_contents(path, other, sizeof other, NULL));
+    gboolean recovered = FALSE;
+    g_autofree char *got = weir_cache_lookup(c, key, &recovered, &err);
+    assert_null(err);
+    assert_null(got);
+    assert_true(recovered);
+    assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+    WeirCacheStats st;
+    assert_true(weir_cache_stats(c, &st, &err));
+    assert_int_equal(st.entries, 0);
+  }
+}
+
 static void test_lru_eviction(void **state) {
   Fixture *f = *state;
   g_autoptr(GError) err = NULL;
@@ -504,6 +535,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_recover_unloadable_object, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_recover_damaged_index, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_lookup_detects_damage, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
       cmocka_unit_test_setup_teardown(test_size_limit_from_environment, setup,
