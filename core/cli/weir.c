@@ -72,7 +72,7 @@ static const Command commands[] = {
      cmd_ops},
     {"transforms", "FILE [--tier N] [--node NAME]",
      "list applicable transformations and their sites", cmd_transforms},
-    {"apply", "FILE NAME [--site N,...] [--param K=V]... -o OUT",
+    {"apply", "FILE NAME [--site N,..] [-p K=V].. -o OUT",
      "apply a transformation and report the data-movement change", cmd_apply},
 };
 
