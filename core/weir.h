@@ -18,6 +18,7 @@
 #include "weir-runtime.h"
 #include "weir-tensor-io.h"
 #include "weir-tensor.h"
+#include "weir-transform.h"
 #include "weir-types.h"
 #include "weir-validate.h"
 
