@@ -108,6 +108,21 @@ static WeirTensor *tensor_for(const WeirContainer *c, GHashTable *bindings) {
   return weir_tensor_new(c->dtype, c->shape->len, shape);
 }
 
+GHashTable *t1_run_inputs(const WeirGraph *g, GHashTable *bindings,
+                          guint64 seed) {
+  GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient)
+      continue;
+    WeirTensor *t = tensor_for(c, bindings);
+    weir_tensor_fill_random(t, seed + c->id);
+    g_hash_table_insert(args, g_strdup(c->name), t);
+  }
+  return args;
+}
+
 static gboolean has_library_nodes(const WeirGraph *g) {
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);
@@ -128,16 +143,7 @@ GHashTable *t1_run(WeirGraph *g, GHashTable *bindings, guint64 seed) {
       fail_msg("expand '%s': %s", g->name, err->message);
     return t1_run(expanded, bindings, seed);
   }
-  GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                           (GDestroyNotify)weir_tensor_free);
-  for (guint i = 0; i < g->containers->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->transient)
-      continue;
-    WeirTensor *t = tensor_for(c, bindings);
-    weir_tensor_fill_random(t, seed + c->id);
-    g_hash_table_insert(args, g_strdup(c->name), t);
-  }
+  GHashTable *args = t1_run_inputs(g, bindings, seed);
   g_autoptr(GError) err = NULL;
   if (!weir_interpret(g, bindings, args, NULL, &err))
     fail_msg("interpret '%s': %s", g->name, err->message);

@@ -37,6 +37,11 @@ GPtrArray *t1_programs(gboolean with_models);
 /* A bindings table from NULL-terminated (name, value) pairs. */
 GHashTable *t1_bindings(const char *first, ...) G_GNUC_NULL_TERMINATED;
 
+/* The seeded random arguments t1_run uses (name -> WeirTensor*, owned):
+ * each container's values depend on the seed and its id. */
+GHashTable *t1_run_inputs(const WeirGraph *g, GHashTable *bindings,
+                          guint64 seed);
+
 /* Runs g on seeded random arguments (library nodes are expanded first, on
  * a copy); returns name -> WeirTensor* of every argument container after
  * the run. */

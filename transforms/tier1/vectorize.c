@@ -11,8 +11,8 @@
  * map stays parallel over its outer parameters), collapse depth and tile
  * sizes, and the original map keeps only v, with schedule simd.  The width
  * is recorded as the tile size of v (when > 1): the code generator
- * strip-mines v into chunks of `width` iterations and emits the chunk loop
- * as `#pragma omp simd simdlen(width)`.  Data movement and FLOPs do not
+ * strip-mines v into chunks of `width` iterations and emits `#pragma omp
+ * simd` on the loop over one chunk.  Data movement and FLOPs do not
  * change (the split adds only inner memlets, which are not counted).
  *
  * Legality (each refusal says which):
