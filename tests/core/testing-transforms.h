@@ -1,0 +1,21 @@
+/* testing-transforms.h — small transformations for the tests of sessions,
+ * workspaces, recipes and the CLI.  They use only the public IR and plugin
+ * API (the CLI tests load them as a plugin):
+ *   test-schedule  (tier 1) sets a map's schedule      site: [map entry]
+ *   test-tile      (tier 1) sets a map's tile sizes    site: [map entry]
+ *   test-expand    (tier 1) expands a library node     site: [library node]
+ *   test-fail      (tier 4) changes the program, then fails (whole program)
+ */
+#ifndef TESTING_TRANSFORMS_H
+#define TESTING_TRANSFORMS_H
+
+#include "weir-plugin.h"
+
+/* Registers them once (later calls do nothing). */
+gboolean testing_transforms_register(GError **error);
+
+/* A small program with library nodes: x[4, 8] -> Relu 'relu1' -> t ->
+ * Relu 'relu2' -> y (transient t). */
+WeirGraph *testing_relu_chain(void);
+
+#endif
