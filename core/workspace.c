@@ -2,15 +2,18 @@
  *
  * Schema (format "weir-workspace", version 1; docs/sessions.md):
  *   meta(format, version, created_by)                 one row
- *   programs(id = 1, name, source, original, current_step, bindings)
+ *   programs(id = 1, name, source, original, current_step, bindings,
+ *            checksum)
  *   steps(idx, transform, state, nodes, labels, site, params, params_json,
  *         bytes_before_expr, bytes_before, bytes_after_expr, bytes_after,
  *         flops_before_expr, flops_before, flops_after_expr, flops_after,
- *         seconds, timestamp, program)
+ *         seconds, timestamp, program, checksum)
  *   bookmarks(name, step)                             step 0: the original
  *   results(step, json)                               benchmark results
  * A figure is stored as its expression text (NULL: unknown) and its value
- * (NULL: not known).
+ * (NULL: not known).  checksum is the SHA-256 of the program text beside it:
+ * opening checks every one, so damage inside a snapshot that SQLite's own
+ * checks cannot see is reported instead of surfacing at a later "goto".
  *
  * Saving never writes into the target: it builds a complete new database
  * in a temporary file of the same directory (one transaction, no journal
@@ -40,7 +43,8 @@ static const char schema[] =
     " created_by TEXT NOT NULL);"
     "CREATE TABLE programs(id INTEGER PRIMARY KEY CHECK (id = 1),"
     " name TEXT NOT NULL, source TEXT, original TEXT NOT NULL,"
-    " current_step INTEGER NOT NULL, bindings TEXT NOT NULL);"
+    " current_step INTEGER NOT NULL, bindings TEXT NOT NULL,"
+    " checksum TEXT NOT NULL);"
     "CREATE TABLE steps(idx INTEGER PRIMARY KEY, transform TEXT NOT NULL,"
     " state INTEGER NOT NULL, nodes TEXT NOT NULL, labels TEXT NOT NULL,"
     " site TEXT NOT NULL, params TEXT NOT NULL, params_json TEXT NOT NULL,"
@@ -49,7 +53,7 @@ static const char schema[] =
     " flops_before_expr TEXT, flops_before INTEGER,"
     " flops_after_expr TEXT, flops_after INTEGER,"
     " seconds REAL NOT NULL, timestamp INTEGER NOT NULL,"
-    " program TEXT NOT NULL);"
+    " program TEXT NOT NULL, checksum TEXT NOT NULL);"
     "CREATE TABLE bookmarks(name TEXT PRIMARY KEY, step INTEGER NOT NULL);"
     "CREATE TABLE results(step INTEGER PRIMARY KEY, json TEXT NOT NULL);";
 
@@ -144,6 +148,8 @@ static gboolean write_db(const WeirSession *s, sqlite3 *db, const char *path,
   gboolean ok = FALSE;
   g_autofree char *created_by = g_strdup_printf("weir %s", weir_version());
   g_autofree char *bindings = bindings_to_json(weir_session_bindings(s));
+  g_autofree char *original_sum = g_compute_checksum_for_string(
+      G_CHECKSUM_SHA256, weir_session_original_json(s), -1);
 
   if (sqlite3_prepare_v2(db, "INSERT INTO meta VALUES (?, ?, ?)", -1, &st,
                          NULL) != SQLITE_OK)
@@ -155,7 +161,8 @@ static gboolean write_db(const WeirSession *s, sqlite3 *db, const char *path,
     goto out;
   sqlite3_finalize(st);
 
-  if (sqlite3_prepare_v2(db, "INSERT INTO programs VALUES (1, ?, ?, ?, ?, ?)",
+  if (sqlite3_prepare_v2(db,
+                         "INSERT INTO programs VALUES (1, ?, ?, ?, ?, ?, ?)",
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
   bind_text(st, 1, weir_session_original(s)->name);
@@ -163,13 +170,14 @@ static gboolean write_db(const WeirSession *s, sqlite3 *db, const char *path,
   bind_text(st, 3, weir_session_original_json(s));
   sqlite3_bind_int64(st, 4, weir_session_cursor(s));
   bind_text(st, 5, bindings);
+  bind_text(st, 6, original_sum);
   if (!step_stmt(db, st, path, error))
     goto out;
   sqlite3_finalize(st);
 
   if (sqlite3_prepare_v2(db,
                          "INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
   for (guint k = 1; k <= weir_session_n_steps(s); k++) {
@@ -191,6 +199,9 @@ static gboolean write_db(const WeirSession *s, sqlite3 *db, const char *path,
     sqlite3_bind_double(st, 17, step->seconds);
     sqlite3_bind_int64(st, 18, step->timestamp);
     bind_text(st, 19, step->program);
+    g_autofree char *sum =
+        g_compute_checksum_for_string(G_CHECKSUM_SHA256, step->program, -1);
+    bind_text(st, 20, sum);
     if (!step_stmt(db, st, path, error))
       goto out;
   }
@@ -422,6 +433,13 @@ static GHashTable *bindings_from_json(const Reader *r, const char *text,
   return b;
 }
 
+/* The SHA-256 of text equals column i of st. */
+static gboolean checksum_ok(const char *text, sqlite3_stmt *st, int i) {
+  g_autofree char *sum =
+      g_compute_checksum_for_string(G_CHECKSUM_SHA256, text, -1);
+  return g_strcmp0(sum, (const char *)sqlite3_column_text(st, i)) == 0;
+}
+
 /* Builds the session from the programs row st is on. */
 static WeirSession *session_from_row(const Reader *r, sqlite3_stmt *st,
                                      gint64 *cursor, GError **error) {
@@ -436,6 +454,10 @@ static WeirSession *session_from_row(const Reader *r, sqlite3_stmt *st,
     corrupt(r, error, "no original program");
     return NULL;
   }
+  if (!checksum_ok(original, st, 4)) {
+    corrupt(r, error, "the original program does not match its checksum");
+    return NULL;
+  }
   g_autofree char *where = g_strdup_printf("%s: original program", r->path);
   WeirGraph *g = weir_graph_from_json(original, -1, where, error);
   if (!g)
@@ -448,7 +470,8 @@ static WeirSession *read_program(const Reader *r, gint64 *cursor,
                                  GError **error) {
   sqlite3_stmt *st = NULL;
   if (!prepare(r,
-               "SELECT source, original, current_step, bindings FROM "
+               "SELECT source, original, current_step, bindings, checksum "
+               "FROM "
                "programs WHERE id = 1",
                &st, error))
     return NULL;
@@ -497,7 +520,7 @@ static gboolean read_steps(const Reader *r, WeirSession *s, GError **error) {
                "params_json, bytes_before_expr, bytes_before, "
                "bytes_after_expr, bytes_after, flops_before_expr, "
                "flops_before, flops_after_expr, flops_after, seconds, "
-               "timestamp, program FROM steps ORDER BY idx",
+               "timestamp, program, checksum FROM steps ORDER BY idx",
                &st, error))
     return FALSE;
   gboolean ok = TRUE;
@@ -524,6 +547,11 @@ static gboolean read_steps(const Reader *r, WeirSession *s, GError **error) {
                !step->params_json || !step->program || state < 0 ||
                state > G_MAXUINT) {
       ok = corrupt(r, error, "step %" G_GINT64_FORMAT ": missing fields", idx);
+    } else if (!checksum_ok(step->program, st, 19)) {
+      ok = corrupt(r, error,
+                   "the program of step %" G_GINT64_FORMAT
+                   " does not match its checksum",
+                   idx);
     } else if (!parse_nodes((const char *)sqlite3_column_text(st, 3),
                             &step->site) ||
                !parse_labels((const char *)sqlite3_column_text(st, 4),
