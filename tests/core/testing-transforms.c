@@ -112,6 +112,15 @@ static gboolean tile_apply(WeirGraph *g, const WeirSite *site,
   return TRUE;
 }
 
+static void match_parallel_maps(const WeirGraph *g, GArray *sites) {
+  match_kind(g, sites, WEIR_NODE_MAP_ENTRY);
+  for (guint i = sites->len; i-- > 0;) {
+    const WeirNode *n = site_node(g, &g_array_index(sites, WeirSite, i));
+    if (n->map->schedule == WEIR_SCHEDULE_SEQUENTIAL)
+      g_array_remove_index(sites, i);
+  }
+}
+
 static const WeirParamSpec tile_params[] = {
     {.name = "tile",
      .type = WEIR_PARAM_INTS,
@@ -128,7 +137,7 @@ static const WeirTransformInfo tile_info = {
     .description = "sets the tile sizes of a map (test)",
     .params = tile_params,
     .n_params = G_N_ELEMENTS(tile_params),
-    .match = match_maps,
+    .match = match_parallel_maps,
     .can_apply = tile_can_apply,
     .apply = tile_apply,
 };

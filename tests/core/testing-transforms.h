@@ -3,6 +3,8 @@
  * API (the CLI tests load them as a plugin):
  *   test-schedule  (tier 1) sets a map's schedule      site: [map entry]
  *   test-tile      (tier 1) sets a map's tile sizes    site: [map entry]
+ *                  (its matches leave out sequential maps, which it can
+ *                  still be applied to: a site outside the matches)
  *   test-expand    (tier 1) expands a library node     site: [library node]
  *   test-fail      (tier 4) changes the program, then fails (whole program)
  */
