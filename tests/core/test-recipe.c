@@ -365,7 +365,7 @@ static void test_optional_and_partial(void **state) {
   g_autofree char *text = weir_recipe_report_to_text(rep);
   assert_contains(text, "step 2  test-fail  site {}");
   assert_contains(text, "skipped (optional step failed): 0 matched");
-  assert_contains(text, "error: test-fail");
+  assert_contains(text, "test-fail: deliberate failure");
   assert_contains(text, "4 matched, 3 applied");
   assert_contains(text, "total: ok");
 }
