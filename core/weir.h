@@ -10,6 +10,8 @@
 #include "weir-interp.h"
 #include "weir-json.h"
 #include "weir-ops.h"
+#include "weir-recipe.h"
+#include "weir-session.h"
 #include "weir-tensor.h"
 #include "weir-transform.h"
 #include "weir-types.h"
