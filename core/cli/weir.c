@@ -4,24 +4,41 @@
  * library and prints the result.  Errors from the library arrive as GErrors
  * and are printed here, once, with a non-zero exit status.
  *
+ *   weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...
+ *                                           ONNX model -> Weir program
  *   weir info FILE [-D SYM=VALUE]...        data-movement summary
  *   weir validate FILE                      validate, report every problem
- *   weir run-ref FILE [-D SYM=VALUE]... [--seed N]
+ *   weir expand FILE [--op TYPE] -o OUT.json
+ *                                           expand library nodes
+ *   weir run-ref FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *                [--output NAME=FILE]... [-D SYM=VALUE]... [--seed N]
  *                                           run the reference interpreter
- *                                           on random inputs
- *
- * Workspaces (*.weir: a model, its history, bookmarks; docs/sessions.md):
- *   weir new MODEL -o WS.weir [--force]     start a workspace (alias: open)
- * MODEL and FILE may also be a workspace: its current program.
+ *   weir conformance [--expected-unsupported FILE] DIR...
+ *                                           run ONNX node tests
+ *   weir ops                                the operators Weir knows
  *   weir transforms FILE [--tier N] [--node NAME]
- *                                           transformations and their sites
+ *                                           transformations that apply,
+ *                                           their sites, legal or why not
+ *   weir apply FILE NAME [--site N[,N...]] [--param K=V]... -o OUT.json
+ *                                           apply one transformation and
+ *                                           print the data-movement change
+ *
+ * Workspaces (*.weir: a model and its history; docs/sessions.md):
+ *   weir new MODEL -o WS.weir [--force]     start a workspace (alias: open)
  *   weir apply WS.weir NAME [--site SITE] [--param K=V]...
+ *                                           a new step in the history
  *   weir undo WS.weir | weir redo WS.weir | weir goto WS.weir K|BOOKMARK
  *   weir history WS.weir [--export-recipe R.json]
  *   weir bookmark WS.weir NAME [--step K]
  *   weir optimize MODEL --recipe R.json [-o OUT.weir|OUT.json] [--report]
  * Every command that changes a workspace saves it and prints the
  * data-movement summary of its current program.
+ *
+ * FILE is a Weir program (.json), an ONNX model (.onnx), imported on the
+ * fly, or a workspace (.weir): its current program.
+ * `transforms`, `apply` and `optimize` also load the plugins found on
+ * WEIR_PLUGIN_PATH and in $XDG_DATA_HOME/weir/plugins; refused plugins are
+ * reported as warnings.
  */
 #include <locale.h>
 #include <stdarg.h>
@@ -39,12 +56,16 @@ typedef struct {
   CommandFunc run;
 } Command;
 
+static int cmd_import(int argc, char **argv);
 static int cmd_info(int argc, char **argv);
 static int cmd_validate(int argc, char **argv);
+static int cmd_expand(int argc, char **argv);
 static int cmd_run_ref(int argc, char **argv);
-static int cmd_new(int argc, char **argv);
+static int cmd_conformance(int argc, char **argv);
+static int cmd_ops(int argc, char **argv);
 static int cmd_transforms(int argc, char **argv);
 static int cmd_apply(int argc, char **argv);
+static int cmd_new(int argc, char **argv);
 static int cmd_undo(int argc, char **argv);
 static int cmd_redo(int argc, char **argv);
 static int cmd_goto(int argc, char **argv);
@@ -53,19 +74,29 @@ static int cmd_bookmark(int argc, char **argv);
 static int cmd_optimize(int argc, char **argv);
 
 static const Command commands[] = {
+    {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
+     "import an ONNX model as a Weir program", cmd_import},
     {"info", "FILE [-D SYM=VALUE]...",
      "print containers, data movement, FLOPs and peak memory", cmd_info},
     {"validate", "FILE", "check a program and report every problem",
      cmd_validate},
-    {"run-ref", "FILE [-D SYM=VALUE]... [--seed N]",
-     "run the reference interpreter on random inputs", cmd_run_ref},
+    {"expand", "FILE [--op TYPE] -o OUT.json",
+     "expand library nodes into maps and tasklets", cmd_expand},
+    {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
+     "run the reference interpreter, compare outputs", cmd_run_ref},
+    {"conformance", "[--expected-unsupported FILE] DIR...",
+     "run ONNX backend node tests through Weir", cmd_conformance},
+    {"ops", "", "list the operators Weir knows, with their attributes",
+     cmd_ops},
+    {"transforms", "FILE [--tier N] [--node NAME]",
+     "list applicable transformations and their sites", cmd_transforms},
+    {"apply", "FILE NAME [--site N,..] [-p K=V].. -o OUT",
+     "apply a transformation and report the data-movement change", cmd_apply},
     {"new", "MODEL -o WS.weir [-D SYM=VALUE]...",
      "start a workspace from a model (alias: open)", cmd_new},
     {"open", "MODEL -o WS.weir", "same as new", cmd_new},
-    {"transforms", "FILE [--tier N] [--node NAME]",
-     "list transformations and where they apply", cmd_transforms},
-    {"apply", "WS.weir NAME [--site SITE] [--param K=V]...",
-     "apply a transformation (a new history step)", cmd_apply},
+    {"apply", "WS.weir NAME [--site SITE] [-p K=V]..",
+     "apply in a workspace: a new history step", cmd_apply},
     {"undo", "WS.weir", "go back one step", cmd_undo},
     {"redo", "WS.weir", "go forward one step", cmd_redo},
     {"goto", "WS.weir K|BOOKMARK", "make step K (0: the model) current",
@@ -168,15 +199,61 @@ static void table_print(Table *t) {
 
 static char **defines;
 static gint64 seed = 1;
+static char *output_path;
+static char *op_type;
+static gboolean any_opset;
+static char **input_specs;
+static char **expect_specs;
+static char **output_specs;
+static double opt_rtol = -1, opt_atol = -1;
+static char *expected_path;
+static char *backend;
 
 static const GOptionEntry define_entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &defines,
      "Bind a symbol to a value", "SYM=VALUE"},
     {NULL}};
 
+static const GOptionEntry import_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the program to FILE (JSON)", "FILE"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 with a warning", NULL},
+    {NULL}};
+
+static const GOptionEntry expand_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the expanded program to FILE (JSON)", "FILE"},
+    {"op", 0, 0, G_OPTION_ARG_STRING, &op_type,
+     "Expand only library nodes of this operator", "TYPE"},
+    {NULL}};
+
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
      "Seed of the random inputs (default 1)", "N"},
+    {"input", 0, 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
+     "Read an argument from a tensor file (.pb or .npy)", "NAME=FILE"},
+    {"expect", 0, 0, G_OPTION_ARG_STRING_ARRAY, &expect_specs,
+     "Compare an argument after the run with a tensor file", "NAME=FILE"},
+    {"output", 0, 0, G_OPTION_ARG_STRING_ARRAY, &output_specs,
+     "Write an argument after the run to a tensor file", "NAME=FILE"},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance of --expect (default 1e-4; integers exact)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance of --expect (default 1e-5)", "A"},
+    {NULL}};
+
+static const GOptionEntry conformance_entries[] = {
+    {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
+     "Tests expected not to pass, with reasons", "FILE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+     "Execution backend (interp)", "NAME"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 (warnings are not shown)", NULL},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance for float outputs (default 1e-4)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance for float outputs (default 1e-5)", "A"},
     {NULL}};
 
 static GHashTable *parse_defines(GError **error) {
@@ -217,13 +294,111 @@ static gboolean parse_options(const char *cmd, const char *usage,
   return TRUE;
 }
 
-/* Loads a program file (JSON), reporting errors. */
-static WeirGraph *load_program(const char *cmd, const char *path) {
+static void print_warnings(const char *cmd, GPtrArray *warnings) {
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (const char *)g_ptr_array_index(warnings, i));
+}
+
+static gboolean is_workspace_path(const char *path) {
+  return g_str_has_suffix(path, ".weir");
+}
+
+static WeirSession *open_workspace(const char *cmd, const char *path) {
   g_autoptr(GError) error = NULL;
-  WeirGraph *g = weir_graph_load(path, &error);
+  if (!is_workspace_path(path)) {
+    fprintf(stderr,
+            "weir %s: %s is not a workspace (.weir); start one with 'weir "
+            "new %s -o NAME.weir'\n",
+            cmd, path, path);
+    return NULL;
+  }
+  WeirSession *s = weir_workspace_open(path, &error);
+  if (!s)
+    print_error(cmd, error);
+  return s;
+}
+
+/* Loads a program: JSON, an ONNX model imported with opts (may be NULL), or
+ * the current program of a workspace.  Reports errors and warnings. */
+static WeirGraph *load_program_with(const char *cmd, const char *path,
+                                    WeirOnnxImportOptions *opts) {
+  g_autoptr(GError) error = NULL;
+  WeirGraph *g;
+  if (is_workspace_path(path)) {
+    g_autoptr(WeirSession) s = open_workspace(cmd, path);
+    return s ? weir_graph_copy(weir_session_current(s)) : NULL;
+  } else if (weir_onnx_is_model_path(path)) {
+    WeirOnnxImportOptions local = {0};
+    if (!opts)
+      opts = &local;
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    opts->warnings = warnings;
+    opts->allow_any_opset = opts->allow_any_opset || any_opset;
+    g = weir_onnx_import(path, opts, &error);
+    opts->warnings = NULL;
+    print_warnings(cmd, warnings);
+  } else {
+    g = weir_graph_load(path, &error);
+  }
   if (!g)
     print_error(cmd, error);
   return g;
+}
+
+static WeirGraph *load_program(const char *cmd, const char *path) {
+  return load_program_with(cmd, path, NULL);
+}
+
+static guint count_library_nodes(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      n += ((const WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+           WEIR_NODE_LIBRARY;
+  }
+  return n;
+}
+
+/* ----------------------------------------------------------------- import */
+
+static int cmd_import(int argc, char **argv) {
+  if (!parse_options("import", "MODEL.onnx -o OUT.json", import_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr,
+            "usage: weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("import", error);
+    return 2;
+  }
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = NULL;
+  if (weir_onnx_is_model_path(argv[1]))
+    g = load_program_with("import", argv[1], &opts);
+  else
+    fprintf(stderr, "weir import: %s: not an ONNX model (.onnx)\n", argv[1]);
+  if (!g)
+    return 1;
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("import", error);
+    return 1;
+  }
+  GString *syms = g_string_new(NULL);
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_string_append_printf(syms, "%s%s", i ? ", " : "",
+                           (const char *)g_ptr_array_index(g->symbols, i));
+  printf("%s -> %s: %u library nodes, %u containers, symbols: %s\n", argv[1],
+         output_path, count_library_nodes(g), g->containers->len,
+         syms->len ? syms->str : "(none)");
+  g_string_free(syms, TRUE);
+  return 0;
 }
 
 /* ------------------------------------------------------------------- info */
@@ -293,8 +468,9 @@ static int cmd_info(int argc, char **argv) {
     }
     table_row(t, g_strdup(c->name), g_strdup(weir_dtype_name(c->dtype)),
               shape_text(c),
-              g_strdup(c->transient ? "transient"
-                                    : (c->initial ? "constant" : "argument")),
+              g_strdup(c->initial     ? "constant"
+                       : c->transient ? "transient"
+                                      : "argument"),
               size);
   }
   table_print(t);
@@ -382,26 +558,199 @@ static int cmd_validate(int argc, char **argv) {
   return 0;
 }
 
+/* ----------------------------------------------------------------- expand */
+
+static int cmd_expand(int argc, char **argv) {
+  if (!parse_options("expand", "FILE -o OUT.json", expand_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr, "usage: weir expand FILE [--op TYPE] -o OUT.json\n");
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("expand", argv[1]);
+  if (!g)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  guint count = 0;
+  if (!weir_expand_all(g, op_type, &count, &error)) {
+    fprintf(stderr, "weir expand: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("expand", error);
+    return 1;
+  }
+  printf("%s -> %s: expanded %u library node%s%s%s (%u left)\n", argv[1],
+         output_path, count, count == 1 ? "" : "s", op_type ? " of " : "",
+         op_type ? op_type : "", count_library_nodes(g));
+  return 0;
+}
+
 /* ---------------------------------------------------------------- run-ref */
 
+/* Splits "NAME=FILE". */
+static gboolean split_spec(const char *option, const char *spec, char **name,
+                           char **file) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) {
+    fprintf(stderr, "weir run-ref: --%s %s: expected NAME=FILE\n", option,
+            spec);
+    return FALSE;
+  }
+  *name = g_strndup(spec, (gsize)(eq - spec));
+  *file = g_strdup(eq + 1);
+  return TRUE;
+}
+
+/* The argument container called name: by container name, by the ONNX name
+ * the importer recorded, or by the label of one of its access nodes. */
+static const WeirContainer *find_argument(const WeirGraph *g, GHashTable *names,
+                                          const char *name) {
+  const WeirContainer *c = weir_graph_container(g, name);
+  if (!c && names && g_hash_table_lookup(names, name))
+    c = weir_graph_container(g, g_hash_table_lookup(names, name));
+  for (guint i = 0; !c && i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; !c && k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->label, name) == 0)
+        c = weir_graph_container(g, n->data);
+    }
+  }
+  return c && !c->transient ? c : NULL;
+}
+
+static char *argument_list(const WeirGraph *g) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (!c->transient)
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "", c->name);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static const WeirContainer *require_argument(const WeirGraph *g,
+                                             GHashTable *names,
+                                             const char *option,
+                                             const char *name) {
+  const WeirContainer *c = find_argument(g, names, name);
+  if (!c) {
+    g_autofree char *list = argument_list(g);
+    fprintf(stderr,
+            "weir run-ref: --%s %s: no argument of that name (arguments: "
+            "%s)\n",
+            option, name, list);
+  }
+  return c;
+}
+
+/* A tensor file per --input, keyed by the name given. */
+typedef struct {
+  char *name;
+  char *file;
+  WeirTensor *tensor;
+} TensorSpec;
+
+static void tensor_spec_free(gpointer p) {
+  TensorSpec *t = p;
+  g_free(t->name);
+  g_free(t->file);
+  weir_tensor_free(t->tensor);
+  g_free(t);
+}
+
+/* Binds the symbols that are whole dimensions of c from the shape of t. */
+static void bind_from_tensor(const WeirContainer *c, const WeirTensor *t,
+                             GHashTable *bindings) {
+  for (guint d = 0; d < c->shape->len && d < t->rank; d++) {
+    WeirExpr *e = g_ptr_array_index(c->shape, d);
+    if (weir_expr_kind(e) == WEIR_EXPR_SYMBOL &&
+        !g_hash_table_contains(bindings, weir_expr_symbol_name(e)))
+      weir_bindings_set(bindings, weir_expr_symbol_name(e), t->shape[d]);
+  }
+}
+
+static char *tensor_shape_text(const WeirTensor *t) {
+  GString *s = g_string_new("[");
+  for (guint d = 0; d < t->rank; d++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, d ? ", " : "",
+                           t->shape[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
 static int cmd_run_ref(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir run-ref FILE [--input NAME=FILE]... [--expect "
+      "NAME=FILE]...\n"
+      "                    [--output NAME=FILE]... [--rtol R] [--atol A]\n"
+      "                    [-D SYM=VALUE]... [--seed N]\n";
   if (!parse_options("run-ref", "FILE", run_entries, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr, "usage: weir run-ref FILE [-D SYM=VALUE]... [--seed N]\n");
+    fputs(usage_text, stderr);
     return 2;
   }
+  const char *file = argv[1];
   g_autoptr(GError) error = NULL;
   g_autoptr(GHashTable) bindings = parse_defines(&error);
   if (!bindings) {
     print_error("run-ref", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_program("run-ref", argv[1]);
+  g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func(tensor_spec_free);
+  for (guint i = 0; input_specs && input_specs[i]; i++) {
+    TensorSpec *t = g_new0(TensorSpec, 1);
+    g_ptr_array_add(ins, t);
+    if (!split_spec("input", input_specs[i], &t->name, &t->file))
+      return 2;
+    t->tensor = weir_tensor_load(t->file, NULL, &error);
+    if (!t->tensor) {
+      print_error("run-ref", error);
+      return 1;
+    }
+  }
+
+  /* An ONNX model is imported with the shapes of the given inputs. */
+  g_autoptr(GHashTable) names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_array_append_vals(shape, t->tensor->shape, t->tensor->rank);
+    g_hash_table_replace(shapes, t->name, shape);
+  }
+  WeirOnnxImportOptions opts = {
+      .symbols = bindings, .input_shapes = shapes, .names = names};
+  g_autoptr(WeirGraph) g = load_program_with("run-ref", file, &opts);
   if (!g)
     return 1;
+  guint expanded = 0;
+  if (!weir_expand_all(g, NULL, &expanded, &error)) {
+    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
+    return 1;
+  }
+
   g_autoptr(GHashTable) args = g_hash_table_new_full(
       g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    const WeirContainer *c = require_argument(g, names, "input", t->name);
+    if (!c)
+      return 2;
+    if (t->tensor->dtype != c->dtype) {
+      fprintf(stderr, "weir run-ref: %s: dtype %s, but argument '%s' is %s\n",
+              t->file, weir_dtype_name(t->tensor->dtype), c->name,
+              weir_dtype_name(c->dtype));
+      return 1;
+    }
+    bind_from_tensor(c, t->tensor, bindings);
+    g_hash_table_replace(args, c->name, g_steal_pointer(&t->tensor));
+  }
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     if (c->transient)
@@ -413,10 +762,26 @@ static int cmd_run_ref(int argc, char **argv) {
                           &local)) {
         fprintf(stderr,
                 "weir run-ref: %s: container '%s': %s (bind it with "
-                "-D)\n",
-                argv[1], c->name, local->message);
+                "-D or give the argument with --input)\n",
+                file, c->name, local->message);
         return 2;
       }
+    }
+    const WeirTensor *given = g_hash_table_lookup(args, c->name);
+    if (given) {
+      gboolean same = given->rank == c->shape->len;
+      for (guint d = 0; same && d < given->rank; d++)
+        same = given->shape[d] == shape[d];
+      if (!same) {
+        g_autofree char *a = tensor_shape_text(given);
+        g_autofree char *b = shape_text(c);
+        fprintf(stderr,
+                "weir run-ref: %s: --input for '%s' has shape %s, but the "
+                "argument is %s\n",
+                file, c->name, a, b);
+        return 1;
+      }
+      continue;
     }
     WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
     weir_tensor_fill_random(tensor, (guint64)seed + c->id);
@@ -424,11 +789,15 @@ static int cmd_run_ref(int argc, char **argv) {
   }
   gint64 t0 = g_get_monotonic_time();
   if (!weir_interpret(g, bindings, args, NULL, &error)) {
-    fprintf(stderr, "weir run-ref: %s: %s\n", argv[1], error->message);
+    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
     return 1;
   }
   gint64 t1 = g_get_monotonic_time();
-  printf("%s: interpreted in %.3f s\n", argv[1], (double)(t1 - t0) / 1e6);
+  printf("%s: interpreted in %.3f s", file, (double)(t1 - t0) / 1e6);
+  if (expanded)
+    printf(" (%u library node%s expanded first)", expanded,
+           expanded == 1 ? "" : "s");
+  printf("\n");
   Table *t = table_new(6);
   table_row(t, g_strdup("argument"), g_strdup("type"), g_strdup("sum"),
             g_strdup("min"), g_strdup("max"), g_strdup("first values"));
@@ -454,17 +823,485 @@ static int cmd_run_ref(int argc, char **argv) {
               g_strdup_printf("%.6g", hi), g_string_free(first, FALSE));
   }
   table_print(t);
+
+  int status = 0;
+  for (guint i = 0; expect_specs && expect_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec("expect", expect_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c = require_argument(g, names, "expect", name);
+    if (!c)
+      return 2;
+    g_autoptr(WeirTensor) want = weir_tensor_load(path, NULL, &error);
+    if (!want) {
+      print_error("run-ref", error);
+      return 1;
+    }
+    const WeirTensor *got = g_hash_table_lookup(args, c->name);
+    gboolean exact = !weir_dtype_is_float(got->dtype);
+    double r = exact ? 0 : (opt_rtol >= 0 ? opt_rtol : WEIR_CONFORMANCE_RTOL);
+    double a = exact ? 0 : (opt_atol >= 0 ? opt_atol : WEIR_CONFORMANCE_ATOL);
+    double err = 0;
+    g_autoptr(GError) diff = NULL;
+    gboolean ok = got->dtype == want->dtype && got->rank == want->rank;
+    for (guint d = 0; ok && d < got->rank; d++)
+      ok = got->shape[d] == want->shape[d];
+    if (!ok) {
+      g_autofree char *x = weir_tensor_describe(got);
+      g_autofree char *y = weir_tensor_describe(want);
+      printf("%s: %s, but %s holds %s: MISMATCH\n", c->name, x, path, y);
+      status = 1;
+      continue;
+    }
+    ok = weir_tensor_allclose(got, want, r, a, &err, &diff);
+    printf("%s: max abs error %.3g (rtol %g, atol %g): %s\n", c->name, err, r,
+           a, ok ? "ok" : "MISMATCH");
+    if (!ok) {
+      printf("  %s\n", diff->message);
+      status = 1;
+    }
+  }
+  for (guint i = 0; output_specs && output_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec("output", output_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c = require_argument(g, names, "output", name);
+    if (!c)
+      return 2;
+    if (!weir_tensor_save(g_hash_table_lookup(args, c->name), c->name, path,
+                          &error)) {
+      print_error("run-ref", error);
+      return 1;
+    }
+    printf("%s: written to %s\n", c->name, path);
+  }
+  return status;
+}
+
+/* ------------------------------------------------------------ conformance */
+
+/* The detail of a result without the model path in front. */
+static const char *short_detail(const WeirConformanceResult *r) {
+  const char *d = r->detail ? r->detail : "";
+  gsize len = strlen(r->path);
+  if (strncmp(d, r->path, len) == 0) {
+    const char *rest = strstr(d + len, ": ");
+    if (rest)
+      return rest + 2;
+  }
+  return d;
+}
+
+static char *status_text(const WeirConformanceResult *r) {
+  GString *s = g_string_new(weir_conformance_status_name(r->status));
+  if (r->status == WEIR_CONFORMANCE_FAIL)
+    g_string_append_printf(s, " (max error %.3g) %s", r->max_error,
+                           short_detail(r));
+  else if (r->status != WEIR_CONFORMANCE_PASS)
+    g_string_append_printf(s, " (%s)", short_detail(r));
+  if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+    g_string_append(s, "  [listed as expected not to pass: remove it]");
+  else if (r->expected_reason)
+    g_string_append(s, "  [expected]");
+  return g_string_free(s, FALSE);
+}
+
+static int cmd_conformance(int argc, char **argv) {
+  if (!parse_options("conformance", "DIR...", conformance_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc < 2) {
+    fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
+                    "[--backend interp] DIR...\n");
+    return 2;
+  }
+  if (backend && strcmp(backend, "interp") != 0) {
+    fprintf(stderr, "weir conformance: unknown backend '%s' (known: interp)\n",
+            backend);
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirConformanceExpectations) expectations = NULL;
+  if (expected_path) {
+    expectations = weir_conformance_expectations_load(expected_path, &error);
+    if (!expectations) {
+      print_error("conformance", error);
+      return 2;
+    }
+  }
+  g_autoptr(GPtrArray) tests =
+      weir_conformance_find_tests((const char *const *)argv + 1, &error);
+  if (!tests) {
+    print_error("conformance", error);
+    return 2;
+  }
+  WeirConformanceOptions opts = {.expectations = expectations,
+                                 .rtol = opt_rtol,
+                                 .atol = opt_atol,
+                                 .backend = backend,
+                                 .allow_any_opset = any_opset};
+  int width = 4;
+  for (guint i = 0; i < tests->len; i++) {
+    g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));
+    width = MAX(width, (int)strlen(base));
+  }
+  printf("%-*s  status\n", width, "test");
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)weir_conformance_result_free);
+  for (guint i = 0; i < tests->len; i++) {
+    WeirConformanceResult *r =
+        weir_conformance_run_test(g_ptr_array_index(tests, i), &opts);
+    g_ptr_array_add(results, r);
+    g_autofree char *st = status_text(r);
+    printf("%-*s  %s\n", width, r->name, st);
+    fflush(stdout);
+  }
+
+  printf("\nTotals per operator\n");
+  Table *t = table_new(7);
+  table_row(t, g_strdup("operator"), g_strdup("tests"), g_strdup("pass"),
+            g_strdup("FAIL"), g_strdup("unsupported"), g_strdup("error"),
+            g_strdup("unexpected"));
+  g_autoptr(GPtrArray) totals = weir_conformance_totals(results);
+  g_autoptr(WeirConformanceTotals) all = weir_conformance_overall(results);
+  g_ptr_array_add(totals, g_steal_pointer(&all));
+  for (guint i = 0; i < totals->len; i++) {
+    const WeirConformanceTotals *x = g_ptr_array_index(totals, i);
+    table_row(t, g_strdup(x->op), g_strdup_printf("%u", x->tests),
+              g_strdup_printf("%u", x->pass), g_strdup_printf("%u", x->fail),
+              g_strdup_printf("%u", x->unsupported),
+              g_strdup_printf("%u", x->error),
+              g_strdup_printf("%u", x->failures));
+  }
+  table_print(t);
+  const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error\n", sum->tests,
+         sum->pass, sum->fail, sum->unsupported, sum->error);
+
+  guint stale = 0;
+  for (guint i = 0; i < results->len; i++) {
+    const WeirConformanceResult *r = g_ptr_array_index(results, i);
+    if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+      stale++;
+  }
+  if (stale)
+    printf("%u test%s listed in %s now pass%s: remove them from the list\n",
+           stale, stale == 1 ? "" : "s", expected_path, stale == 1 ? "es" : "");
+  if (sum->failures) {
+    printf("\n%u unexpected result%s (a test of a supported operator that "
+           "does not pass and is not listed%s%s):\n",
+           sum->failures, sum->failures == 1 ? "" : "s",
+           expected_path ? " in " : "", expected_path ? expected_path : "");
+    for (guint i = 0; i < results->len; i++) {
+      const WeirConformanceResult *r = g_ptr_array_index(results, i);
+      if (!weir_conformance_result_is_failure(r))
+        continue;
+      g_autofree char *st = status_text(r);
+      printf("  %s  %s\n", r->name, st);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* -------------------------------------------------------------------- ops */
+
+static char *count_text(guint lo, guint hi) {
+  if (hi == WEIR_OP_VARIADIC)
+    return g_strdup_printf("%u+", lo);
+  return lo == hi ? g_strdup_printf("%u", lo)
+                  : g_strdup_printf("%u-%u", lo, hi);
+}
+
+static int cmd_ops(int argc, char **argv) {
+  if (!parse_options("ops", "", NULL, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    fprintf(stderr, "usage: weir ops\n");
+    return 2;
+  }
+  weir_expansions_init();
+  g_autoptr(GPtrArray) names = weir_op_names();
+  Table *t = table_new(5);
+  table_row(t, g_strdup("operator"), g_strdup("inputs"), g_strdup("outputs"),
+            g_strdup("expansion"),
+            g_strdup("attributes (<- input k from opset n)"));
+  for (guint i = 0; i < names->len; i++) {
+    const WeirOpInfo *info = weir_op_lookup(g_ptr_array_index(names, i));
+    GString *attrs = g_string_new(NULL);
+    for (guint k = 0; k < info->n_attrs; k++) {
+      const WeirOpAttrSpec *a = &info->attrs[k];
+      g_string_append_printf(attrs, "%s%s%s", k ? ", " : "", a->name,
+                             a->required ? "!" : "");
+      if (a->from_input)
+        g_string_append_printf(attrs, " <- %u from %u", a->from_input,
+                               a->input_since);
+    }
+    table_row(t, g_strdup(info->name),
+              count_text(info->min_inputs, info->max_inputs),
+              count_text(info->min_outputs, info->max_outputs),
+              g_strdup(weir_op_expansion(info->name, "pure") ? "pure" : "-"),
+              g_string_free(attrs, FALSE));
+  }
+  table_print(t);
+  printf("\n%u operators ('!': required attribute)\n", names->len);
+  return 0;
+}
+
+/* ---------------------------------------------------------- transforms */
+
+static gint tier_filter;
+static char *node_filter;
+static char *site_arg;
+static char **param_args;
+static char *output_path;
+
+static const GOptionEntry transforms_entries[] = {
+    {"tier", 0, 0, G_OPTION_ARG_INT, &tier_filter,
+     "Only transformations of this tier (1-4)", "N"},
+    {"node", 0, 0, G_OPTION_ARG_STRING, &node_filter,
+     "Only sites that include this node (label or id)", "NAME"},
+    {NULL}};
+
+static const GOptionEntry apply_entries[] = {
+    {"site", 0, 0, G_OPTION_ARG_STRING, &site_arg,
+     "Node ids of the site, as listed by 'weir transforms'; for a workspace "
+     "also STATE:N,.., @K (K-th site) or a label pattern",
+     "SITE"},
+    {"param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &param_args,
+     "Set a parameter of the transformation", "K=V"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the transformed program here", "OUT.json"},
+    {NULL}};
+
+/* Registers the built-in transformations and loads the plugins, printing
+ * the refused ones as warnings. */
+static void load_transformations(const char *cmd) {
+  weir_transforms_init();
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  weir_plugins_load(problems);
+  for (guint i = 0; i < problems->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (char *)g_ptr_array_index(problems, i));
+}
+
+static int apply_workspace(const char *path, const char *name);
+
+/* "--site 7,9" for a site; "(whole program)" for a pass. */
+static char *site_option(const WeirSite *site) {
+  if (site->n_nodes == 0)
+    return g_strdup("(whole program)");
+  GString *s = g_string_new("--site ");
+  for (guint k = 0; k < site->n_nodes; k++)
+    g_string_append_printf(s, "%s%u", k ? "," : "", site->nodes[k]);
+  return g_string_free(s, FALSE);
+}
+
+/* Whether the site includes a node whose label (or id) is name. */
+static gboolean site_has_node(const WeirGraph *g, const WeirSite *site,
+                              const char *name) {
+  for (guint k = 0; k < site->n_nodes; k++) {
+    const WeirNode *n = weir_graph_node(g, site->nodes[k], NULL);
+    g_autofree char *id = g_strdup_printf("%u", site->nodes[k]);
+    if (strcmp(id, name) == 0 || (n && g_strcmp0(n->label, name) == 0))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static int cmd_transforms(int argc, char **argv) {
+  if (!parse_options("transforms", "FILE", transforms_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir transforms FILE [--tier N] [--node NAME]\n");
+    return 2;
+  }
+  if (tier_filter < 0 || tier_filter > 4) {
+    fprintf(stderr, "weir transforms: --tier %d: expected 1, 2, 3 or 4\n",
+            tier_filter);
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("transforms", argv[1]);
+  if (!g)
+    return 1;
+  load_transformations("transforms");
+  g_autoptr(GPtrArray) list = weir_transforms_list();
+  guint n_transforms = 0, n_sites = 0, n_legal = 0;
+  for (guint i = 0; i < list->len; i++) {
+    const WeirTransformInfo *t = g_ptr_array_index(list, i);
+    if (tier_filter && t->tier != (guint)tier_filter)
+      continue;
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    Table *table = NULL;
+    for (guint k = 0; k < sites->len; k++) {
+      const WeirSite *site = &g_array_index(sites, WeirSite, k);
+      if (node_filter && !site_has_node(g, site, node_filter))
+        continue;
+      if (!table) {
+        printf("%stier %u  %s: %s\n", n_transforms ? "\n" : "", t->tier,
+               t->name, t->description ? t->description : "");
+        table = table_new(3);
+        n_transforms++;
+      }
+      char *reason = NULL;
+      gboolean legal = weir_transform_can_apply(t, g, site, NULL, &reason);
+      g_autofree char *where = weir_site_describe(g, site);
+      n_sites++;
+      n_legal += legal;
+      table_row(
+          table, site_option(site), g_strdup(legal ? "legal" : "not legal"),
+          legal ? g_strdup(where) : g_strdup_printf("%s: %s", where, reason));
+      g_free(reason);
+    }
+    if (table)
+      table_print(table);
+  }
+  if (n_transforms == 0)
+    printf("no transformation has a site in %s%s%s\n", argv[1],
+           node_filter ? " at node " : "", node_filter ? node_filter : "");
+  else
+    printf("\n%u transformation%s, %u site%s, %u legal\n", n_transforms,
+           n_transforms == 1 ? "" : "s", n_sites, n_sites == 1 ? "" : "s",
+           n_legal);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ apply */
+
+/* Parses "7,9,12" into a site; the state is the one holding the first
+ * node. */
+static gboolean parse_site(const WeirGraph *g, const char *text, WeirSite *site,
+                           GError **error) {
+  memset(site, 0, sizeof *site);
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  guint n = g_strv_length(parts);
+  if (n == 0 || n > WEIR_SITE_MAX_NODES) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "--site %s: expected 1 to %d node ids separated by commas",
+                text, WEIR_SITE_MAX_NODES);
+    return FALSE;
+  }
+  for (guint k = 0; k < n; k++) {
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(g_strstrip(parts[k]), &end, 10);
+    if (!parts[k][0] || !end || *end || v == 0 || v > G_MAXUINT) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: '%s' is not a node id", text, parts[k]);
+      return FALSE;
+    }
+    site->nodes[k] = (guint)v;
+  }
+  site->n_nodes = n;
+  WeirState *s = NULL;
+  if (!weir_graph_node(g, site->nodes[0], &s)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "--site %s: program '%s' has no node %u", text, g->name,
+                site->nodes[0]);
+    return FALSE;
+  }
+  site->state = s->id;
+  return TRUE;
+}
+
+/* "+1.5 KiB (+25.0%)" between two known quantities. */
+static char *format_delta(const WeirQuantity *before, const WeirQuantity *after,
+                          gboolean bytes) {
+  if (!before->known || !after->known)
+    return g_strdup("");
+  gint64 d = after->value - before->value;
+  if (d == 0)
+    return g_strdup("  (unchanged)");
+  g_autofree char *mag =
+      bytes ? format_bytes(d < 0 ? -d : d)
+            : g_strdup_printf("%" G_GINT64_FORMAT, d < 0 ? -d : d);
+  if (before->value == 0)
+    return g_strdup_printf("  (%s%s)", d < 0 ? "-" : "+", mag);
+  return g_strdup_printf("  (%s%s, %+.1f%%)", d < 0 ? "-" : "+", mag,
+                         100.0 * (double)d / (double)before->value);
+}
+
+static int cmd_apply(int argc, char **argv) {
+  if (!parse_options("apply", "FILE NAME", apply_entries, &argc, &argv))
+    return 2;
+  if (argc == 3 && is_workspace_path(argv[1]))
+    return apply_workspace(argv[1], argv[2]);
+  if (argc != 3 || !output_path) {
+    fprintf(stderr, "usage: weir apply FILE NAME [--site N[,N...]] "
+                    "[--param K=V]... -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("apply", error);
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("apply", argv[1]);
+  if (!g)
+    return 1;
+  load_transformations("apply");
+  const WeirTransformInfo *t = weir_transform_lookup(argv[2]);
+  if (!t) {
+    fprintf(stderr,
+            "weir apply: unknown transformation '%s' (see 'weir transforms "
+            "%s')\n",
+            argv[2], argv[1]);
+    return 2;
+  }
+  g_autoptr(WeirParams) params =
+      weir_params_parse(t, (const char *const *)param_args, &error);
+  if (!params) {
+    print_error("apply", error);
+    return 2;
+  }
+  WeirSite site;
+  if (site_arg) {
+    if (!parse_site(g, site_arg, &site, &error)) {
+      print_error("apply", error);
+      return 2;
+    }
+  } else {
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    if (sites->len != 1) {
+      fprintf(stderr,
+              "weir apply: %s has %u sites in %s; choose one with --site (see "
+              "'weir transforms %s')\n",
+              t->name, sites->len, argv[1], argv[1]);
+      return 2;
+    }
+    site = g_array_index(sites, WeirSite, 0);
+  }
+  g_autofree char *where = weir_site_describe(g, &site);
+  WeirApplyReport report;
+  if (!weir_transform_apply(g, t, &site, params, bindings, &report, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  g_autofree char *ptext = weir_params_to_string(params);
+  printf("applied %s at %s%s%s%s in %.3f s\n", t->name, where,
+         *ptext ? " (" : "", ptext, *ptext ? ")" : "", report.seconds);
+  g_autofree char *bb = format_quantity(&report.bytes_before, TRUE);
+  g_autofree char *ba = format_quantity(&report.bytes_after, TRUE);
+  g_autofree char *bd =
+      format_delta(&report.bytes_before, &report.bytes_after, TRUE);
+  g_autofree char *fb = format_quantity(&report.flops_before, FALSE);
+  g_autofree char *fa = format_quantity(&report.flops_after, FALSE);
+  g_autofree char *fd =
+      format_delta(&report.flops_before, &report.flops_after, FALSE);
+  printf("  data movement  %s -> %s%s\n", bb, ba, bd);
+  printf("  FLOPs          %s -> %s%s\n", fb, fa, fd);
+  weir_apply_report_clear(&report);
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  printf("wrote %s\n", output_path);
   return 0;
 }
 
 /* ------------------------------------------------------------- workspaces */
 
-static char *output_path;
 static gboolean force;
-static gint tier_filter;
-static char *node_filter;
-static char *site_text;
-static char **param_specs;
 static char *export_path;
 static gint bookmark_step = -1;
 static char *recipe_path;
@@ -475,22 +1312,6 @@ static const GOptionEntry new_entries[] = {
      "Write the workspace to FILE (.weir)", "FILE"},
     {"force", 0, 0, G_OPTION_ARG_NONE, &force, "Replace an existing workspace",
      NULL},
-    {NULL}};
-
-static const GOptionEntry transforms_entries[] = {
-    {"tier", 0, 0, G_OPTION_ARG_INT, &tier_filter,
-     "Only transformations of tier N (1-4)", "N"},
-    {"node", 0, 0, G_OPTION_ARG_STRING, &node_filter,
-     "Only sites with a node of this id or label pattern", "NAME"},
-    {NULL}};
-
-static const GOptionEntry apply_entries[] = {
-    {"site", 0, 0, G_OPTION_ARG_STRING, &site_text,
-     "Where: @K (K-th listed site), node ids 7,9 or STATE:7,9, or a label "
-     "pattern of the first node",
-     "SITE"},
-    {"param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &param_specs,
-     "Set a parameter", "K=V"},
     {NULL}};
 
 static const GOptionEntry history_entries[] = {
@@ -513,44 +1334,6 @@ static const GOptionEntry optimize_entries[] = {
     {"report", 0, 0, G_OPTION_ARG_NONE, &show_report,
      "Print what every step did", NULL},
     {NULL}};
-
-static gboolean is_workspace_path(const char *path) {
-  return g_str_has_suffix(path, ".weir");
-}
-
-/* Registers the built-in transformations and loads plugins, reporting
- * refused plugins as warnings. */
-static void init_transforms(const char *cmd) {
-  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
-  weir_transforms_init();
-  weir_plugins_load(problems);
-  for (guint i = 0; i < problems->len; i++)
-    fprintf(stderr, "weir %s: warning: %s\n", cmd,
-            (const char *)g_ptr_array_index(problems, i));
-}
-
-static WeirSession *open_workspace(const char *cmd, const char *path) {
-  g_autoptr(GError) error = NULL;
-  if (!is_workspace_path(path)) {
-    fprintf(stderr,
-            "weir %s: %s is not a workspace (.weir); start one with 'weir "
-            "new %s -o NAME.weir'\n",
-            cmd, path, path);
-    return NULL;
-  }
-  WeirSession *s = weir_workspace_open(path, &error);
-  if (!s)
-    print_error(cmd, error);
-  return s;
-}
-
-/* A program file, or the current program of a workspace (a copy). */
-static WeirGraph *load_any(const char *cmd, const char *path) {
-  if (!is_workspace_path(path))
-    return load_program(cmd, path);
-  g_autoptr(WeirSession) s = open_workspace(cmd, path);
-  return s ? weir_graph_copy(weir_session_current(s)) : NULL;
-}
 
 static gboolean save_workspace(const char *cmd, const WeirSession *s,
                                const char *path) {
@@ -654,7 +1437,8 @@ static int cmd_new(int argc, char **argv) {
     print_error("new", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_any("new", argv[1]);
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = load_program_with("new", argv[1], &opts);
   if (!g)
     return 1;
   g_autoptr(WeirSession) s = weir_session_new(g, argv[1], bindings, &error);
@@ -668,95 +1452,7 @@ static int cmd_new(int argc, char **argv) {
   return 0;
 }
 
-/* ------------------------------------------------------------- transforms */
-
-/* The site has a node whose id is filter (a number) or whose label matches
- * it (a pattern). */
-static gboolean site_has_node(const WeirGraph *g, const WeirSite *site,
-                              const char *filter, GPatternSpec *spec) {
-  guint64 id = 0;
-  gboolean numeric =
-      g_ascii_string_to_unsigned(filter, 10, 1, G_MAXUINT, &id, NULL);
-  const WeirState *s = weir_graph_state(g, site->state);
-  for (guint i = 0; i < site->n_nodes && s; i++) {
-    const WeirNode *n = weir_state_node(s, site->nodes[i]);
-    if (!n)
-      continue;
-    if (numeric ? n->id == id : g_pattern_spec_match_string(spec, n->label))
-      return TRUE;
-  }
-  return FALSE;
-}
-
-static void print_param_specs(const WeirTransformInfo *t) {
-  for (guint i = 0; i < t->n_params; i++) {
-    const WeirParamSpec *p = &t->params[i];
-    static const char *const types[] = {"int",    "float",  "bool",
-                                        "string", "choice", "ints"};
-    printf("      --param %s=%s  (%s%s%s) %s\n", p->name,
-           p->default_value ? p->default_value : "REQUIRED", types[p->type],
-           p->type == WEIR_PARAM_CHOICE ? ": " : "",
-           p->type == WEIR_PARAM_CHOICE ? p->choices : "",
-           p->doc ? p->doc : "");
-  }
-}
-
-static int cmd_transforms(int argc, char **argv) {
-  if (!parse_options("transforms", "FILE", transforms_entries, &argc, &argv))
-    return 2;
-  if (argc != 2 || tier_filter < 0 || tier_filter > 4) {
-    fprintf(stderr, "usage: weir transforms FILE [--tier N] [--node NAME]\n");
-    return 2;
-  }
-  g_autoptr(WeirGraph) g = load_any("transforms", argv[1]);
-  if (!g)
-    return 1;
-  init_transforms("transforms");
-  g_autoptr(GPatternSpec) spec =
-      node_filter ? g_pattern_spec_new(node_filter) : NULL;
-  g_autoptr(GPtrArray) list = weir_transforms_list();
-  guint shown = 0;
-  for (guint i = 0; i < list->len; i++) {
-    const WeirTransformInfo *t = g_ptr_array_index(list, i);
-    if (tier_filter && t->tier != (guint)tier_filter)
-      continue;
-    g_autoptr(GArray) sites = weir_transform_sites(t, g);
-    g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(guint));
-    for (guint k = 0; k < sites->len; k++)
-      if (!node_filter || site_has_node(g, &g_array_index(sites, WeirSite, k),
-                                        node_filter, spec))
-        g_array_append_val(keep, k);
-    if (node_filter && keep->len == 0)
-      continue;
-    shown++;
-    printf("tier %u  %s — %s\n", t->tier, t->name,
-           t->description ? t->description : "");
-    print_param_specs(t);
-    g_autoptr(GError) perror = NULL;
-    g_autoptr(WeirParams) defaults = weir_params_parse(t, NULL, &perror);
-    if (keep->len == 0)
-      printf("    (no sites)\n");
-    for (guint k = 0; k < keep->len; k++) {
-      guint idx = g_array_index(keep, guint, k);
-      const WeirSite *site = &g_array_index(sites, WeirSite, idx);
-      g_autofree char *where = weir_site_describe(g, site);
-      g_autofree char *reason = NULL;
-      if (!defaults)
-        printf("    @%u  %s  (needs parameters)\n", idx, where);
-      else if (weir_transform_can_apply(t, g, site, defaults, &reason))
-        printf("    @%u  %s\n", idx, where);
-      else
-        printf("    @%u  %s  (not applicable: %s)\n", idx, where, reason);
-    }
-  }
-  if (shown == 0)
-    printf("no transformation%s%s%s\n", node_filter ? " applies to " : "",
-           node_filter ? node_filter : " is registered",
-           tier_filter ? " in this tier" : "");
-  return 0;
-}
-
-/* ------------------------------------------------------------------ apply */
+/* ------------------------------------------------------- apply (workspace) */
 
 /* Parses "7", "7,9,12" or "3:7,9" into site; FALSE when text is not of
  * that form. */
@@ -870,34 +1566,35 @@ static gboolean resolve_site(const WeirTransformInfo *t, const WeirGraph *g,
   return FALSE;
 }
 
-static int cmd_apply(int argc, char **argv) {
-  if (!parse_options("apply", "WS.weir NAME", apply_entries, &argc, &argv))
-    return 2;
-  if (argc != 3) {
-    fprintf(stderr, "usage: weir apply WS.weir NAME [--site SITE] "
-                    "[--param K=V]...\n");
+/* weir apply WS.weir NAME: a new step in the workspace's history. */
+static int apply_workspace(const char *path, const char *name) {
+  if (output_path) {
+    fprintf(stderr,
+            "weir apply: %s: a workspace is saved in place (-o is "
+            "for program files)\n",
+            path);
     return 2;
   }
-  g_autoptr(WeirSession) s = open_workspace("apply", argv[1]);
+  g_autoptr(WeirSession) s = open_workspace("apply", path);
   if (!s)
     return 1;
-  init_transforms("apply");
-  const WeirTransformInfo *t = weir_transform_lookup(argv[2]);
+  load_transformations("apply");
+  const WeirTransformInfo *t = weir_transform_lookup(name);
   if (!t) {
     fprintf(stderr,
             "weir apply: unknown transformation '%s' (see 'weir transforms "
             "%s')\n",
-            argv[2], argv[1]);
+            name, path);
     return 1;
   }
   g_autoptr(GError) error = NULL;
   WeirSite site;
-  if (!resolve_site(t, weir_session_current(s), site_text, &site, &error)) {
+  if (!resolve_site(t, weir_session_current(s), site_arg, &site, &error)) {
     print_error("apply", error);
     return 1;
   }
   const WeirStep *st = weir_session_apply(
-      s, t->name, &site, (const char *const *)param_specs, &error);
+      s, t->name, &site, (const char *const *)param_args, &error);
   if (!st) {
     print_error("apply", error);
     return 1;
@@ -909,9 +1606,9 @@ static int cmd_apply(int argc, char **argv) {
   printf("step %u: %s at %s (%s) in %.3f s\n  bytes moved %s, FLOPs %s\n",
          st->index, st->transform, st->site_text, st->params, st->seconds,
          bytes, flops);
-  if (!save_workspace("apply", s, argv[1]))
+  if (!save_workspace("apply", s, path))
     return 1;
-  print_summary(argv[1], s);
+  print_summary(path, s);
   return 0;
 }
 
@@ -1019,7 +1716,7 @@ static int cmd_history(int argc, char **argv) {
   else if (cursor < n)
     printf("(steps %u..%u can be redone)\n", cursor + 1, n);
   if (export_path) {
-    init_transforms("history");
+    load_transformations("history");
     g_autoptr(GError) error = NULL;
     g_autoptr(WeirRecipe) r = weir_session_export_recipe(s, &error);
     if (!r || !weir_recipe_save(r, export_path, &error)) {
@@ -1080,10 +1777,11 @@ static int cmd_optimize(int argc, char **argv) {
     print_error("optimize", error);
     return 1;
   }
-  g_autoptr(WeirGraph) g = load_any("optimize", argv[1]);
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = load_program_with("optimize", argv[1], &opts);
   if (!g)
     return 1;
-  init_transforms("optimize");
+  load_transformations("optimize");
   g_autoptr(WeirRecipeReport) report = weir_recipe_report_new();
   g_autoptr(WeirSession) s = NULL;
   gboolean ok;
@@ -1130,7 +1828,7 @@ static int cmd_optimize(int argc, char **argv) {
 static void usage(FILE *out) {
   fprintf(out, "usage: weir COMMAND [ARGS...]\n\nCommands:\n");
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
-    fprintf(out, "  %-10s %-44s %s\n", commands[i].name, commands[i].args,
+    fprintf(out, "  %-11s %-42s %s\n", commands[i].name, commands[i].args,
             commands[i].summary);
   fprintf(out, "\n'weir COMMAND --help' describes the options of a "
                "command; 'weir --version' prints the version.\n");
