@@ -920,6 +920,56 @@ static void test_optimize(void **state) {
   scratch_clear(&sc);
 }
 
+/* A workspace on an ONNX model, with the built-in expand-library-node. */
+static void test_workspace_model(void **state) {
+  (void)state;
+  Scratch sc = {0};
+  g_autofree char *ws = scratch_file(&sc, "lenet.weir");
+  Run r = run_weir("new", "samples/models/lenet.onnx", "-o", ws, NULL);
+  run_ok(r);
+  assert_contains(r.out, "(program ");
+  assert_contains(r.out, "from samples/models/lenet.onnx");
+  run_clear(&r);
+  r = run_weir("apply", ws, "expand-library-node", "--site", "/Relu*", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "expand-library-node: 3 sites match /Relu*; choose "
+                         "one with --site:");
+  run_clear(&r);
+  r = run_weir("apply", ws, "expand-library-node", "--site", "/conv1/Conv",
+               "-p", "impl=pure", NULL);
+  run_ok(r);
+  assert_contains(r.out, "step 1: expand-library-node at state");
+  assert_contains(r.out, "(library '/conv1/Conv') (impl=pure)");
+  assert_contains(r.out, "step      1 of 1");
+  run_clear(&r);
+  r = run_weir("apply", ws, "expand-library-node", "--site", "/fc1/Gemm", "-o",
+               "x.json", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "saved in place");
+  run_clear(&r);
+
+  g_autofree char *recipe = scratch_file(&sc, "conv.json");
+  assert_true(g_file_set_contents(
+      recipe,
+      "{\"format\": \"weir-recipe\", \"version\": 1, \"steps\": [\n"
+      "  {\"transform\": \"expand-library-node\", \"site\": {\"op\": "
+      "\"Conv\"}}]}",
+      -1, NULL));
+  g_autofree char *out = scratch_file(&sc, "out.weir");
+  r = run_weir("optimize", "samples/models/lenet.onnx", "--recipe", recipe,
+               "-o", out, "--report", NULL);
+  run_ok(r);
+  assert_contains(r.out, "ok: 2 matched, 2 applied");
+  assert_contains(r.out, "applied at state");
+  assert_contains(r.out, "(library '/conv2/Conv')");
+  run_clear(&r);
+  r = run_weir("history", out, NULL);
+  run_ok(r);
+  assert_contains(r.out, ">  2     expand-library-node");
+  run_clear(&r);
+  scratch_clear(&sc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
@@ -938,6 +988,7 @@ int main(void) {
       cmocka_unit_test(test_usage),
       cmocka_unit_test(test_workspace_session),
       cmocka_unit_test(test_optimize),
+      cmocka_unit_test(test_workspace_model),
   };
   /* No plugins from the user's own directory. */
   g_setenv("XDG_DATA_HOME", "/nonexistent-weir-test-data", TRUE);

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "testing-transforms.h"
+#include "weir-expand.h"
+#include "weir-interp.h"
 #include "weir-json.h"
 #include "weir-recipe.h"
 #include "weir-transform.h"
@@ -540,6 +542,124 @@ static void test_session_apply_rollback(void **state) {
   assert_int_equal(rep->steps->len, 3);
 }
 
+/* ---------------------------------------------------------------- models */
+
+/* Runs g on seeded random arguments (batch = 2 where symbolic); returns
+ * name -> WeirTensor*. */
+static GHashTable *run_program(const WeirGraph *program) {
+  g_autoptr(WeirGraph) g = weir_graph_copy(program);
+  g_autoptr(GHashTable) syms = weir_bindings_new();
+  for (guint i = 0; i < g->symbols->len; i++)
+    weir_bindings_set(syms, g_ptr_array_index(g->symbols, i), 2);
+  GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient)
+      continue;
+    gint64 shape[8];
+    for (guint d = 0; d < c->shape->len; d++)
+      assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), syms,
+                                 &shape[d], NULL));
+    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+    weir_tensor_fill_random(t, 1000 + c->id);
+    g_hash_table_insert(args, g_strdup(c->name), t);
+  }
+  g_autoptr(GError) error = NULL;
+  if (!weir_interpret(g, syms, args, NULL, &error))
+    fail_msg("%s", error->message);
+  return args;
+}
+
+static guint count_library(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      n += ((WeirNode *)s->nodes->pdata[k])->kind == WEIR_NODE_LIBRARY;
+  }
+  return n;
+}
+
+/* A recipe on the bundled models: op selector, repeat, first; the result
+ * is the same bytes every time and computes what the fully expanded model
+ * computes. */
+static void test_models(void **state) {
+  (void)state;
+  const char *steps =
+      "{\"transform\": \"expand-library-node\", \"site\": {\"op\": "
+      "\"Conv\"}, \"optional\": true},"
+      "{\"transform\": \"expand-library-node\", \"site\": {\"node\": "
+      "\"*Relu*\", \"first\": true}, \"optional\": true},"
+      "{\"transform\": \"expand-library-node\", \"repeat\": "
+      "\"until-no-match\"},"
+      "{\"transform\": \"test-schedule\", \"site\": {\"first\": true}}";
+  for (guint mi = 0; mi < G_N_ELEMENTS(testing_models); mi++) {
+    const char *name = testing_models[mi];
+    g_autoptr(WeirGraph) a = testing_import_model(name);
+    g_autoptr(WeirGraph) b = testing_import_model(name);
+    guint libs = count_library(a);
+    g_autoptr(WeirRecipeReport) ra = apply_ok(a, steps);
+    g_autoptr(WeirRecipeReport) rb = apply_ok(b, steps);
+    g_autofree char *ja = weir_graph_to_json(a);
+    g_autofree char *jb = weir_graph_to_json(b);
+    assert_string_equal(ja, jb);
+    assert_int_equal(count_library(a), 0);
+    guint applied = 0;
+    for (guint i = 0; i < 3; i++) {
+      const WeirRecipeStepReport *sr = g_ptr_array_index(ra->steps, i);
+      assert_true(sr->validated);
+      applied += sr->applied->len;
+    }
+    assert_int_equal(applied, libs);
+    const WeirRecipeStepReport *conv = g_ptr_array_index(ra->steps, 0);
+    if (strcmp(name, "lenet") == 0)
+      assert_int_equal(conv->applied->len, 2);
+    if (strcmp(name, "mlp") == 0)
+      assert_false(conv->ok); /* no Conv: an optional step skipped */
+
+    /* Same outputs as expanding everything at once (on the two small
+     * models: the interpreter is slow, and expand-library-node's own tests
+     * check every model against PyTorch). */
+    if (mi >= 2)
+      continue;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirGraph) ref = testing_import_model(name);
+    assert_true(weir_expand_all(ref, NULL, NULL, &error));
+    g_autoptr(GHashTable) out_a = run_program(a);
+    g_autoptr(GHashTable) out_r = run_program(ref);
+    GHashTableIter it;
+    gpointer key, val;
+    g_hash_table_iter_init(&it, out_r);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+      const WeirTensor *x = g_hash_table_lookup(out_a, key);
+      assert_non_null(x);
+      if (!weir_tensor_allclose(x, val, 1e-5, 1e-6, NULL, &error))
+        fail_msg("%s: %s: %s", name, (char *)key, error->message);
+    }
+  }
+}
+
+/* A session on a model, driven by label globs and ids; its exported recipe
+ * replays to the same bytes. */
+static void test_model_export(void **state) {
+  (void)state;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) g = testing_import_model("resnet");
+  g_autoptr(WeirSession) s = weir_session_new(g, "resnet", NULL, &error);
+  g_autoptr(WeirRecipe) r =
+      recipe_of("{\"transform\": \"expand-library-node\", \"site\": {\"node\": "
+                "\"/block1/*\"}},"
+                "{\"transform\": \"test-schedule\", \"site\": {\"index\": 3}},"
+                "{\"transform\": \"expand-library-node\", \"site\": {\"op\": "
+                "\"Add\", \"first\": true}}");
+  if (!weir_recipe_apply_session(s, r, NULL, &error))
+    fail_msg("%s", error->message);
+  assert_true(weir_session_n_steps(s) >= 4);
+  assert_true(weir_session_undo(s, &error));
+  export_and_replay(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_errors),
@@ -551,6 +671,8 @@ int main(void) {
       cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_export_replay),
       cmocka_unit_test(test_session_apply_rollback),
+      cmocka_unit_test(test_models),
+      cmocka_unit_test(test_model_export),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

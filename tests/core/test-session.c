@@ -195,6 +195,59 @@ static void test_exact_structural(void **state) {
   assert_true(weir_session_replay(s, &error));
 }
 
+/* The bundled models: every library node expanded, one step each, through
+ * the built-in expand-library-node; the whole history is then walked and
+ * replayed.  Prints the memory the history holds. */
+static void test_exact_models(void **state) {
+  (void)state;
+  const WeirTransformInfo *t = weir_transform_lookup("expand-library-node");
+  assert_non_null(t);
+  for (guint mi = 0; mi < G_N_ELEMENTS(testing_models); mi++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirGraph) g = testing_import_model(testing_models[mi]);
+    g_autoptr(WeirSession) s =
+        weir_session_new(g, testing_models[mi], NULL, &error);
+    if (!s)
+      fail_msg("%s: %s", testing_models[mi], error->message);
+    g_autoptr(GPtrArray) jsons = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(jsons, weir_graph_to_json(g));
+    for (;;) {
+      g_autoptr(GArray) sites =
+          weir_transform_sites(t, weir_session_current(s));
+      if (sites->len == 0)
+        break;
+      /* The last site: expansions never renumber what is left. */
+      const WeirSite *site = &g_array_index(sites, WeirSite, sites->len - 1);
+      if (!weir_session_apply(s, t->name, site, NULL, &error))
+        fail_msg("%s: %s", testing_models[mi], error->message);
+      g_ptr_array_add(jsons, weir_graph_to_json(weir_session_current(s)));
+    }
+    guint n = weir_session_n_steps(s);
+    assert_true(n >= 5);
+    for (guint k = n; k > 0; k--) {
+      assert_true(weir_session_undo(s, &error));
+      assert_json_is(s, g_ptr_array_index(jsons, k - 1));
+    }
+    for (guint k = 1; k <= n; k++) {
+      assert_true(weir_session_redo(s, &error));
+      assert_json_is(s, g_ptr_array_index(jsons, k));
+    }
+    for (guint k = 0; k <= n; k += 3) {
+      assert_true(weir_session_goto(s, k, &error));
+      assert_json_is(s, g_ptr_array_index(jsons, k));
+    }
+    if (!weir_session_replay(s, &error))
+      fail_msg("%s: %s", testing_models[mi], error->message);
+    gsize bytes = weir_session_history_bytes(s);
+    print_message("%-12s %3u steps: history %7.1f KiB (%5.1f KiB per step; "
+                  "original %5.1f KiB, expanded %5.1f KiB)\n",
+                  testing_models[mi], n, (double)bytes / 1024.0,
+                  (double)bytes / 1024.0 / (n + 1),
+                  (double)strlen(g_ptr_array_index(jsons, 0)) / 1024.0,
+                  (double)strlen(g_ptr_array_index(jsons, n)) / 1024.0);
+  }
+}
+
 typedef struct {
   GString *log;
 } Recorder;
@@ -418,6 +471,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exact_undo_redo_samples),
       cmocka_unit_test(test_exact_structural),
+      cmocka_unit_test(test_exact_models),
       cmocka_unit_test(test_truncate_redo_tail),
       cmocka_unit_test(test_failures_change_nothing),
       cmocka_unit_test(test_step_figures),

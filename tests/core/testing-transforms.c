@@ -6,6 +6,16 @@
 #include "testing-transforms.h"
 #include "weir-expand.h"
 
+#ifndef TESTING_TRANSFORMS_PLUGIN
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "weir-import.h"
+#endif
+
 /* Every node of a kind, by state then node id. */
 static void match_kind(const WeirGraph *g, GArray *sites, WeirNodeKind kind) {
   for (guint i = 0; i < g->states->len; i++) {
@@ -253,7 +263,20 @@ WeirGraph *testing_relu_chain(void) {
   return g;
 }
 
-#ifdef TESTING_TRANSFORMS_PLUGIN
+#ifndef TESTING_TRANSFORMS_PLUGIN
+const char *const testing_models[4] = {"mlp", "lenet", "resnet", "transformer"};
+
+WeirGraph *testing_import_model(const char *name) {
+  g_autofree char *file = g_strdup_printf("%s.onnx", name);
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
+  g_autoptr(GError) error = NULL;
+  WeirGraph *g = weir_onnx_import(path, NULL, &error);
+  if (!g)
+    fail_msg("%s", error->message);
+  return g;
+}
+#else
 gboolean weir_plugin_register(guint host_api_version, GError **error);
 
 gboolean weir_plugin_register(guint host_api_version, GError **error) {

@@ -20,4 +20,10 @@ gboolean testing_transforms_register(GError **error);
  * Relu 'relu2' -> y (transient t). */
 WeirGraph *testing_relu_chain(void);
 
+/* Imports samples/models/NAME.onnx (fails the test on error). */
+WeirGraph *testing_import_model(const char *name);
+
+/* The bundled models: mlp, lenet, resnet, transformer. */
+extern const char *const testing_models[4];
+
 #endif
