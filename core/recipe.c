@@ -257,20 +257,30 @@ static gboolean parse_params(Parser *P, const char *path, json_object *o,
 
 static gboolean parse_step(Parser *P, const char *path, json_object *o,
                            WeirRecipeStep *rs) {
-  static const char *const keys[] = {"transform", "site",     "params",
-                                     "repeat",    "optional", "max_iterations",
-                                     "comment",   NULL};
+  static const char *const keys[] = {"transform",      "tier",    "site",
+                                     "params",         "repeat",  "optional",
+                                     "max_iterations", "comment", NULL};
   if (!json_object_is_type(o, json_type_object))
     return bad(P, path, "expected an object, found %s", type_name(o));
   if (!known_keys(P, path, o, keys))
     return FALSE;
   json_object *v;
   g_autofree char *p = NULL;
-  if (!json_object_object_get_ex(o, "transform", &v))
-    return bad(P, path, "missing \"transform\"");
-  p = g_strdup_printf("%s.transform", path);
-  if (!get_string(P, p, v, &rs->transform))
-    return FALSE;
+  gboolean has_tier = json_object_object_get_ex(o, "tier", &v);
+  if (has_tier) {
+    p = g_strdup_printf("%s.tier", path);
+    if (!get_uint(P, p, v, 1, &rs->tier) || rs->tier > 4)
+      return bad(P, p, "expected a tier: 1, 2, 3 or 4");
+    if (json_object_object_get_ex(o, "transform", &v))
+      return bad(P, path, "give \"transform\" or \"tier\", not both");
+    rs->transform = g_strdup_printf("tier %u", rs->tier);
+  } else {
+    if (!json_object_object_get_ex(o, "transform", &v))
+      return bad(P, path, "missing \"transform\" (or \"tier\")");
+    p = g_strdup_printf("%s.transform", path);
+    if (!get_string(P, p, v, &rs->transform))
+      return FALSE;
+  }
   if (json_object_object_get_ex(o, "site", &v)) {
     g_free(p);
     p = g_strdup_printf("%s.site", path);
@@ -286,6 +296,11 @@ static gboolean parse_step(Parser *P, const char *path, json_object *o,
     p = g_strdup_printf("%s.params", path);
     if (!parse_params(P, p, v, rs))
       return FALSE;
+    if (has_tier && rs->params[0])
+      return bad(P, p,
+                 "a \"tier\" step runs every transformation of the tier "
+                 "with its defaults: name a transformation to set "
+                 "parameters");
   }
   if (json_object_object_get_ex(o, "repeat", &v)) {
     g_free(p);
@@ -464,8 +479,11 @@ char *weir_recipe_to_json(const WeirRecipe *r) {
   for (guint i = 0; i < r->steps->len; i++) {
     const WeirRecipeStep *rs = g_ptr_array_index(r->steps, i);
     json_object *o = json_object_new_object();
-    json_object_object_add(o, "transform",
-                           json_object_new_string(rs->transform));
+    if (rs->tier)
+      json_object_object_add(o, "tier", json_object_new_int64(rs->tier));
+    else
+      json_object_object_add(o, "transform",
+                             json_object_new_string(rs->transform));
     json_object_object_add(o, "site", site_to_json(rs));
     json_object *params = json_tokener_parse(rs->params_json);
     if (params && json_object_object_length(params) > 0)
@@ -788,7 +806,6 @@ static gboolean run_iteration(Target *tg, const WeirTransformInfo *t,
                               guint *count, GError **error) {
   g_autoptr(GArray) cands = candidates(t, target_current(tg), rs, gl);
   sr->matched += cands->len;
-  sr->iterations++;
   *count = 0;
   if (cands->len == 0)
     return TRUE;
@@ -832,17 +849,51 @@ static gboolean run_iteration(Target *tg, const WeirTransformInfo *t,
 }
 
 /* Runs one recipe step (without rollback). */
+/* The transformations a step runs, with their parameters: the named one,
+ * or every transformation of the step's tier (those needing a parameter
+ * the step does not give are left out, noted in the report). */
+static gboolean step_transforms(const WeirRecipeStep *rs,
+                                WeirRecipeStepReport *sr, GPtrArray *infos,
+                                GPtrArray *params, GError **error) {
+  if (!rs->tier) {
+    const WeirTransformInfo *t = weir_transform_lookup(rs->transform);
+    if (!t) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "unknown transformation '%s'", rs->transform);
+      return FALSE;
+    }
+    WeirParams *p =
+        weir_params_parse(t, (const char *const *)rs->params, error);
+    if (!p)
+      return FALSE;
+    g_ptr_array_add(infos, (gpointer)t);
+    g_ptr_array_add(params, p);
+    return TRUE;
+  }
+  g_autoptr(GPtrArray) all = weir_transforms_list();
+  for (guint i = 0; i < all->len; i++) {
+    const WeirTransformInfo *t = g_ptr_array_index(all, i);
+    if (t->tier != rs->tier)
+      continue;
+    g_autoptr(GError) local = NULL;
+    WeirParams *p = weir_params_parse(t, NULL, &local);
+    if (!p) {
+      note_skipped(sr, t->name, local->message);
+      continue;
+    }
+    g_ptr_array_add(infos, (gpointer)t);
+    g_ptr_array_add(params, p);
+  }
+  return TRUE;
+}
+
+/* Runs one recipe step (without rollback). */
 static gboolean run_step(Target *tg, const WeirRecipeStep *rs,
                          WeirRecipeStepReport *sr, GError **error) {
-  const WeirTransformInfo *t = weir_transform_lookup(rs->transform);
-  if (!t) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "unknown transformation '%s'", rs->transform);
-    return FALSE;
-  }
-  g_autoptr(WeirParams) p =
-      weir_params_parse(t, (const char *const *)rs->params, error);
-  if (!p)
+  g_autoptr(GPtrArray) infos = g_ptr_array_new();
+  g_autoptr(GPtrArray) params =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_params_free);
+  if (!step_transforms(rs, sr, infos, params, error))
     return FALSE;
   Globs gl = {
       .state = rs->state_glob ? g_pattern_spec_new(rs->state_glob) : NULL,
@@ -859,11 +910,17 @@ static gboolean run_step(Target *tg, const WeirRecipeStep *rs,
       ok = FALSE;
       break;
     }
+    /* One iteration: every transformation of the step in turn. */
     guint count = 0;
-    if (!run_iteration(tg, t, rs, p, &gl, sr, &count, error)) {
-      ok = FALSE;
-      break;
+    sr->iterations++;
+    for (guint k = 0; k < infos->len && ok; k++) {
+      guint c = 0;
+      ok = run_iteration(tg, g_ptr_array_index(infos, k), rs,
+                         g_ptr_array_index(params, k), &gl, sr, &c, error);
+      count += c;
     }
+    if (!ok)
+      break;
     if (it == 0)
       first_matched = sr->matched;
     total += count;

@@ -32,6 +32,10 @@
  * just before it is applied (an earlier application may have removed or
  * changed it) and skipped, with its reason, when it no longer applies.
  *
+ * A step may give "tier": N instead of "transform": it then runs every
+ * registered transformation of that tier (in registry order, each with
+ * its default parameters and the same selector) as one step.
+ *
  * "repeat": "until-no-match" re-enumerates and re-applies the step until
  * an iteration applies nothing, at most "max_iterations" times (default
  * 100; reaching the cap with sites still applying is an error).
@@ -65,7 +69,8 @@ typedef enum {
 /* One step (read-only for clients). */
 typedef struct {
   char *path;      /* "steps[2]", for messages */
-  char *transform; /* transformation name */
+  char *transform; /* transformation name ("tier N" for a tier step) */
+  guint tier;      /* "tier": N instead of "transform" (0: not given) */
   /* selector; absent fields are NULL / 0 */
   guint state_id;      /* "state": N */
   char *state_glob;    /* "state": "GLOB" */

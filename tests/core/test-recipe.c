@@ -122,6 +122,11 @@ static void test_parse_errors(void **state) {
       {"{\"transform\": \"a\", \"repeat\": \"until-no-match\", "
        "\"max_iterations\": 0}",
        "r.json: steps[0].max_iterations: expected an integer >= 1"},
+      {"{\"tier\": 5}", "r.json: steps[0].tier: expected a tier: 1, 2, 3 or 4"},
+      {"{\"tier\": 1, \"transform\": \"a\"}",
+       "r.json: steps[0]: give \"transform\" or \"tier\", not both"},
+      {"{\"tier\": 1, \"params\": {\"tile\": 4}}",
+       "r.json: steps[0].params: a \"tier\" step runs every transformation"},
       {"{\"transform\": \"a\", \"optional\": \"yes\"}",
        "r.json: steps[0].optional: expected true or false, found string"},
   };
@@ -418,6 +423,34 @@ static void test_determinism(void **state) {
   }
 }
 
+/* "tier": N runs every transformation of the tier with the selector. */
+static void test_tier_steps(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = load_sample("softmax.json");
+  g_autoptr(WeirRecipeReport) rep =
+      apply_ok(g, "{\"tier\": 1, \"site\": {\"node\": \"init\"}},"
+                  "{\"tier\": 4, \"optional\": true}");
+  const WeirRecipeStepReport *s0 = g_ptr_array_index(rep->steps, 0);
+  assert_string_equal(s0->transform, "tier 1");
+  /* test-schedule and test-tile apply at init; the others have no site
+   * there. */
+  assert_int_equal(s0->applied->len, 2);
+  assert_int_equal(schedule_of(g, 8), WEIR_SCHEDULE_SIMD);
+  const WeirNode *init = weir_graph_node(g, 8, NULL);
+  assert_int_equal(init->map->tile->len, 1);
+  assert_int_equal(g_array_index(init->map->tile, gint64, 0), 32);
+  const WeirRecipeStepReport *s1 = g_ptr_array_index(rep->steps, 1);
+  assert_false(s1->ok);
+  assert_contains(s1->error, "deliberate failure");
+  g_autoptr(WeirRecipe) r = recipe_of("{\"tier\": 2, \"optional\": true}");
+  g_autofree char *text = weir_recipe_to_json(r);
+  assert_contains(text, "\"tier\": 2");
+  g_autofree char *e = apply_fails(g, "{\"tier\": 1, \"site\": {\"node\": "
+                                      "\"none\"}}");
+  assert_contains(e, "steps[0] (tier 1, site {\"node\":\"none\"}): matched "
+                     "nothing");
+}
+
 /* ---------------------------------------------------------------- export */
 
 /* softmax with two maps labelled "init": label selectors are ambiguous. */
@@ -668,6 +701,7 @@ int main(void) {
       cmocka_unit_test(test_failures),
       cmocka_unit_test(test_optional_and_partial),
       cmocka_unit_test(test_repeat),
+      cmocka_unit_test(test_tier_steps),
       cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_export_replay),
       cmocka_unit_test(test_session_apply_rollback),
