@@ -948,24 +948,20 @@ static void test_workspace_model(void **state) {
   assert_contains(r.err, "saved in place");
   run_clear(&r);
 
-  g_autofree char *recipe = scratch_file(&sc, "conv.json");
-  assert_true(g_file_set_contents(
-      recipe,
-      "{\"format\": \"weir-recipe\", \"version\": 1, \"steps\": [\n"
-      "  {\"transform\": \"expand-library-node\", \"site\": {\"op\": "
-      "\"Conv\"}}]}",
-      -1, NULL));
   g_autofree char *out = scratch_file(&sc, "out.weir");
-  r = run_weir("optimize", "samples/models/lenet.onnx", "--recipe", recipe,
-               "-o", out, "--report", NULL);
+  r = run_weir("optimize", "samples/models/lenet.onnx", "--recipe",
+               "samples/recipes/expand-convs-first.json", "-o", out,
+               "--report", NULL);
   run_ok(r);
   assert_contains(r.out, "ok: 2 matched, 2 applied");
   assert_contains(r.out, "applied at state");
   assert_contains(r.out, "(library '/conv2/Conv')");
+  assert_contains(r.out, "ok: 7 matched, 7 applied in 2 iterations");
+  assert_contains(r.out, "2 recipe steps, 9 applications");
   run_clear(&r);
   r = run_weir("history", out, NULL);
   run_ok(r);
-  assert_contains(r.out, ">  2     expand-library-node");
+  assert_contains(r.out, ">  9     expand-library-node");
   run_clear(&r);
   scratch_clear(&sc);
 }
