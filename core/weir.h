@@ -11,6 +11,7 @@
 #include "weir-json.h"
 #include "weir-ops.h"
 #include "weir-tensor.h"
+#include "weir-transform.h"
 #include "weir-types.h"
 #include "weir-validate.h"
 
