@@ -71,7 +71,8 @@ static gboolean candidate(const WeirGraph *g, const WeirState *s,
     return n->in_conns->len == 1;
   for (guint i = 0; i < n->in_conns->len; i++) {
     WeirTier2Port p;
-    if (!weir_tier2_nth_port(g, s, n, TRUE, i, &p) || !weir_tier2_is_constant(p.container))
+    if (!weir_tier2_nth_port(g, s, n, TRUE, i, &p) ||
+        !weir_tier2_is_constant(p.container))
       return FALSE;
   }
   return TRUE;
@@ -93,9 +94,8 @@ static void fold_match(const WeirGraph *g, GArray *sites) {
 static gboolean fold_can_apply(const WeirGraph *g, const WeirSite *site,
                                const WeirParams *params, char **reason) {
   WeirState *s = weir_tier2_site_state(g, site->state);
-  WeirNode *n = site->n_nodes == 1
-                    ? weir_tier2_site_node(s, site->nodes[0])
-                    : NULL;
+  WeirNode *n =
+      site->n_nodes == 1 ? weir_tier2_site_node(s, site->nodes[0]) : NULL;
   if (!n || n->kind != WEIR_NODE_LIBRARY)
     return weir_tier2_reject(reason, "the site is not one library node");
   if (!weir_tier2_wired(g, s, n))
@@ -107,9 +107,8 @@ static gboolean fold_can_apply(const WeirGraph *g, const WeirSite *site,
     return weir_tier2_reject(reason, "node '%s' (%s) has no output", n->label,
                              n->op);
   if (!weir_tier2_is_deterministic(n))
-    return weir_tier2_reject(reason,
-                             "node '%s' (%s) is not deterministic", n->label,
-                             n->op);
+    return weir_tier2_reject(reason, "node '%s' (%s) is not deterministic",
+                             n->label, n->op);
   if (is_shape(n)) {
     WeirTier2Port x;
     if (n->in_conns->len != 1 || !weir_tier2_nth_port(g, s, n, TRUE, 0, &x))
@@ -119,29 +118,25 @@ static gboolean fold_can_apply(const WeirGraph *g, const WeirSite *site,
     gint64 start, end;
     shape_bounds(n, rank, &start, &end);
     for (gint64 d = start; d < end; d++)
-      if (!weir_expr_is_const(g_ptr_array_index(x.container->shape, d),
-                              NULL)) {
+      if (!weir_expr_is_const(g_ptr_array_index(x.container->shape, d), NULL)) {
         g_autofree char *dim =
             weir_expr_to_string(g_ptr_array_index(x.container->shape, d));
-        return weir_tier2_reject(reason,
-                                 "dimension %" G_GINT64_FORMAT
-                                 " of '%s' is symbolic (%s)",
-                                 d, x.container->name, dim);
+        return weir_tier2_reject(
+            reason, "dimension %" G_GINT64_FORMAT " of '%s' is symbolic (%s)",
+            d, x.container->name, dim);
       }
   } else {
     for (guint i = 0; i < n->in_conns->len; i++) {
       WeirTier2Port x;
       weir_tier2_nth_port(g, s, n, TRUE, i, &x);
       if (!weir_tier2_is_constant(x.container))
-        return weir_tier2_reject(reason, "input '%s' (%s) is not a constant",
-                                 x.container->name,
-                                 (const char *)g_ptr_array_index(n->in_conns,
-                                                                 i));
+        return weir_tier2_reject(
+            reason, "input '%s' (%s) is not a constant", x.container->name,
+            (const char *)g_ptr_array_index(n->in_conns, i));
     }
     weir_expansions_init();
     if (!weir_op_expansion(n->op, "pure"))
-      return weir_tier2_reject(reason, "operator '%s' has no expansion",
-                               n->op);
+      return weir_tier2_reject(reason, "operator '%s' has no expansion", n->op);
   }
   gint64 max = weir_params_get_int(params, "max-elements");
   for (guint i = 0; i < n->out_conns->len; i++) {
@@ -161,20 +156,18 @@ static gboolean fold_can_apply(const WeirGraph *g, const WeirSite *site,
     for (guint d = 0; d < c->shape->len; d++)
       count *= shape[d];
     if (count > max)
-      return weir_tier2_reject(reason,
-                               "output '%s' has %" G_GINT64_FORMAT
-                               " elements, more than max-elements (%" G_GINT64_FORMAT
-                               ")",
-                               c->name, count, max);
+      return weir_tier2_reject(
+          reason,
+          "output '%s' has %" G_GINT64_FORMAT
+          " elements, more than max-elements (%" G_GINT64_FORMAT ")",
+          c->name, count, max);
     WeirTier2Use use;
     weir_tier2_use(g, c->name, &use);
     if (use.writes != 1 || y.memlet->wcr != WEIR_WCR_NONE)
-      return weir_tier2_reject(reason,
-                               "output '%s' is also written elsewhere",
+      return weir_tier2_reject(reason, "output '%s' is also written elsewhere",
                                c->name);
     if (!weir_tier2_local(g, s, c->name))
-      return weir_tier2_reject(reason,
-                               "output '%s' is used in another state",
+      return weir_tier2_reject(reason, "output '%s' is used in another state",
                                c->name);
   }
   return TRUE;
@@ -263,17 +256,16 @@ static GPtrArray *evaluate(const WeirGraph *g, const WeirState *s,
   for (guint i = 0; i < n->out_conns->len; i++)
     g_ptr_array_add(outs, g_ptr_array_index(n->out_conns, i));
   g_ptr_array_add(outs, NULL);
-  WeirNode *lib =
-      weir_state_add_library(mini, st, n->label, n->op,
-                             (const char *const *)ins->pdata,
-                             (const char *const *)outs->pdata);
+  WeirNode *lib = weir_state_add_library(mini, st, n->label, n->op,
+                                         (const char *const *)ins->pdata,
+                                         (const char *const *)outs->pdata);
   weir_tier2_copy_attrs(lib, n);
   for (guint i = 0; i < n->in_conns->len; i++) {
     WeirTier2Port x;
     weir_tier2_nth_port(g, s, n, TRUE, i, &x);
     WeirContainer *c = copy_container(mini, x.container, TRUE, error);
-    if (!c || !wire(mini, st, lib, c, g_ptr_array_index(n->in_conns, i), TRUE,
-                    error))
+    if (!c ||
+        !wire(mini, st, lib, c, g_ptr_array_index(n->in_conns, i), TRUE, error))
       return NULL;
   }
   g_autoptr(GHashTable) args = g_hash_table_new_full(
@@ -289,8 +281,8 @@ static GPtrArray *evaluate(const WeirGraph *g, const WeirState *s,
       return NULL;
     }
     WeirContainer *c = copy_container(mini, y.container, FALSE, error);
-    if (!c || !wire(mini, st, lib, c, g_ptr_array_index(n->out_conns, i),
-                    FALSE, error))
+    if (!c || !wire(mini, st, lib, c, g_ptr_array_index(n->out_conns, i), FALSE,
+                    error))
       return NULL;
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
     weir_tier2_concrete_shape(c, shape);
@@ -320,8 +312,8 @@ static gboolean fold_apply(WeirGraph *g, const WeirSite *site,
   g_autoptr(GPtrArray) results = evaluate(g, s, n, &local);
   if (!results) {
     g_autofree char *where = weir_describe_node(s, n);
-    g_set_error(error, WEIR_ERROR, local->code, "%s: evaluating %s: %s",
-                where, n->op, local->message);
+    g_set_error(error, WEIR_ERROR, local->code, "%s: evaluating %s: %s", where,
+                n->op, local->message);
     return FALSE;
   }
   g_autoptr(GPtrArray) inputs = g_ptr_array_new_with_free_func(g_free);

@@ -288,9 +288,8 @@ WeirContainer *weir_tier2_add_constant(WeirGraph *g, const char *base,
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
   for (guint d = 0; d < t->rank; d++)
     g_ptr_array_add(shape, weir_expr_const(t->shape[d]));
-  WeirContainer *c =
-      weir_graph_add_container(g, name, t->dtype, t->rank,
-                               (WeirExpr *const *)shape->pdata, TRUE, NULL);
+  WeirContainer *c = weir_graph_add_container(
+      g, name, t->dtype, t->rank, (WeirExpr *const *)shape->pdata, TRUE, NULL);
   g_assert(c != NULL);
   g_autoptr(GBytes) bytes = g_bytes_new(t->data, weir_tensor_nbytes(t));
   weir_container_set_initial(c, bytes);
@@ -355,8 +354,8 @@ gboolean weir_tier2_attrs_equal(const WeirNode *a, const WeirNode *b) {
 }
 
 static const char *const random_ops[] = {
-    "Bernoulli",     "Multinomial",       "RandomNormal", "RandomNormalLike",
-    "RandomUniform", "RandomUniformLike",
+    "Bernoulli",        "Multinomial",   "RandomNormal",
+    "RandomNormalLike", "RandomUniform", "RandomUniformLike",
 };
 
 gboolean weir_tier2_is_deterministic(const WeirNode *n) {
@@ -470,9 +469,8 @@ static void remove_isolated_access(WeirState *s, const char *name) {
   }
 }
 
-gboolean weir_tier2_redirect_reads(WeirGraph *g, WeirState *s,
-                                   const char *from, WeirNode *to,
-                                   GError **error) {
+gboolean weir_tier2_redirect_reads(WeirGraph *g, WeirState *s, const char *from,
+                                   WeirNode *to, GError **error) {
   g_autofree char *from_name = g_strdup(from);
   g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < s->edges->len; i++) {
@@ -485,9 +483,9 @@ gboolean weir_tier2_redirect_reads(WeirGraph *g, WeirState *s,
     gboolean names_from = g_strcmp0(m->data, from_name) == 0;
     g_autofree char *subset = weir_subset_to_string(m->subset);
     g_autofree char *other = m->other ? weir_subset_to_string(m->other) : NULL;
-    WeirMemlet *nm = weir_state_add_memlet(
-        g, s, to->id, NULL, m->dst, m->dst_conn,
-        names_from ? to->data : m->data, subset, error);
+    WeirMemlet *nm =
+        weir_state_add_memlet(g, s, to->id, NULL, m->dst, m->dst_conn,
+                              names_from ? to->data : m->data, subset, error);
     if (!nm)
       return FALSE;
     /* add_memlet may have moved the array: look m up again */
@@ -533,8 +531,8 @@ gboolean weir_tier2_can_bypass(const WeirGraph *g, const WeirState *s,
                              "shape",
                              xc->name, yc->name);
   if (y->memlet->wcr != WEIR_WCR_NONE)
-    return weir_tier2_reject(reason, "output '%s' is written with %s",
-                             yc->name, weir_wcr_name(y->memlet->wcr));
+    return weir_tier2_reject(reason, "output '%s' is written with %s", yc->name,
+                             weir_wcr_name(y->memlet->wcr));
   WeirTier2Use use;
   weir_tier2_use(g, yc->name, &use);
   if (use.writes != 1)
@@ -543,8 +541,7 @@ gboolean weir_tier2_can_bypass(const WeirGraph *g, const WeirState *s,
   if (!weir_tier2_local(g, s, yc->name))
     return weir_tier2_reject(reason, "output '%s' is used in another state",
                              yc->name);
-  if (yc->transient &&
-      !weir_tier2_can_redirect_reads(g, s, yc->name, reason))
+  if (yc->transient && !weir_tier2_can_redirect_reads(g, s, yc->name, reason))
     return FALSE;
   g_autofree char *why = NULL;
   if (!weir_tier2_single_value(g, s, xc, &why))

@@ -111,8 +111,7 @@ void weir_tier2_copy_attrs(WeirNode *dst, const WeirNode *src);
 /* The permutation of a Transpose node of the given rank into perm[] (the
  * reversed dimensions when it has no "perm"); FALSE when the attribute is
  * not a permutation of 0..rank-1. */
-gboolean weir_tier2_transpose_perm(const WeirNode *n, guint rank,
-                                   gint64 *perm);
+gboolean weir_tier2_transpose_perm(const WeirNode *n, guint rank, gint64 *perm);
 
 /* Whether every read of container `from` in s can be moved to another
  * container of the same layout: each memlet leaving an access node of it
@@ -126,9 +125,8 @@ gboolean weir_tier2_can_redirect_reads(const WeirGraph *g, const WeirState *s,
  * leaves `to` (an access node of a container with the same layout)
  * instead, naming to's container; access nodes of `from` left without
  * memlets are removed. */
-gboolean weir_tier2_redirect_reads(WeirGraph *g, WeirState *s,
-                                   const char *from, WeirNode *to,
-                                   GError **error);
+gboolean weir_tier2_redirect_reads(WeirGraph *g, WeirState *s, const char *from,
+                                   WeirNode *to, GError **error);
 
 /* Whether node n, with input x and output y holding the same elements in
  * the same order, can be removed (see weir_tier2_bypass).  FALSE with
