@@ -146,6 +146,26 @@ WeirGraph *t2_load_sample(const char *file) {
   return g;
 }
 
+const T2Sample t2_samples[] = {
+    {"vector_add.json", "N=16"},
+    {"matmul.json", ""},
+    {"softmax.json", ""},
+    {"loop.json", "T=3"},
+};
+const guint t2_n_samples = G_N_ELEMENTS(t2_samples);
+
+GHashTable *t2_bindings(const char *text) {
+  GHashTable *b = weir_bindings_new();
+  g_auto(GStrv) items = g_strsplit(text, ",", -1);
+  for (guint i = 0; items[i]; i++) {
+    if (!*items[i])
+      continue;
+    g_auto(GStrv) kv = g_strsplit(items[i], "=", 2);
+    weir_bindings_set(b, kv[0], g_ascii_strtoll(kv[1], NULL, 10));
+  }
+  return b;
+}
+
 /* ---------------------------------------------------- transformations */
 
 const WeirTransformInfo *t2_lookup(const char *name) {

@@ -61,6 +61,16 @@ void t2_normalize(WeirGraph *g);
 /* Loads samples/<file> (JSON). */
 WeirGraph *t2_load_sample(const char *file);
 
+/* The JSON samples and the symbol values they are run with. */
+typedef struct {
+  const char *file;
+  const char *symbols; /* "N=16,T=3" or "" */
+} T2Sample;
+extern const T2Sample t2_samples[];
+extern const guint t2_n_samples;
+/* Bindings table from "A=1,B=2" (transfer full). */
+GHashTable *t2_bindings(const char *text);
+
 /* ---------------------------------------------------- transformations */
 
 const WeirTransformInfo *t2_lookup(const char *name);
