@@ -103,8 +103,8 @@ guint t2_count_legal(const WeirTransformInfo *t, const WeirGraph *g);
  * argument after the run. */
 GHashTable *t2_run(const WeirGraph *g, GHashTable *bindings, guint64 seed);
 /* Runs both programs on the same inputs and compares every argument:
- * exactly for integer dtypes, within rtol (relative, with a tiny absolute
- * floor) for floats. */
+ * exactly for integer dtypes, within rtol relative (plus rtol / 10
+ * absolute, for values near zero after cancellation) for floats. */
 void t2_assert_same(const WeirGraph *before, const WeirGraph *after,
                     GHashTable *bindings, double rtol);
 /* For every legal site of t in g: applies it on a copy, checks that the
@@ -113,6 +113,25 @@ void t2_assert_same(const WeirGraph *before, const WeirGraph *after,
  * legal sites found at first. */
 guint t2_check_every_site(const WeirTransformInfo *t, const WeirGraph *g,
                           GHashTable *bindings, double rtol);
+
+/* ---------------------------------------------------------------- models */
+
+/* The bundled models (samples/models/<name>.onnx) and the symbol values
+ * they run with. */
+typedef struct {
+  const char *name;
+  const char *symbols;
+} T2Model;
+extern const T2Model t2_models[];
+extern const guint t2_n_models;
+
+/* Imports samples/models/<name>.onnx (library nodes, not expanded). */
+WeirGraph *t2_import_model(const char *name);
+/* Expands and interprets g on the model's reference input
+ * (<name>/input_0.pb) and compares "output" with <name>/output_0.pb
+ * (PyTorch's result) within tol (relative and absolute). */
+void t2_assert_reference(const WeirGraph *g, const char *model,
+                         GHashTable *bindings, double tol);
 
 /* Total data movement of g in bytes (symbols bound by bindings). */
 gint64 t2_bytes(const WeirGraph *g, GHashTable *bindings);
