@@ -193,6 +193,34 @@ static void test_samples(void **state) {
   }
 }
 
+/* The transformer computes its Q/K/V slice bounds from a Shape: Shape,
+ * Gather, Add, Div and three Muls fold away (their results were only
+ * needed for attributes the importer already made constant, so nothing
+ * reads them and they are dropped).  The other models have nothing to
+ * fold, imported or expanded. */
+static void test_models(void **state) {
+  (void)state;
+  const WeirTransformInfo *t = t2_lookup("constant-folding");
+  for (guint i = 0; i < t2_n_models; i++) {
+    g_autoptr(GHashTable) b = t2_bindings(t2_models[i].symbols);
+    g_autoptr(WeirGraph) g = t2_import_model(t2_models[i].name);
+    gboolean tf = !g_strcmp0(t2_models[i].name, "transformer");
+    assert_int_equal(t2_count_legal(t, g), tf ? 1 : 0);
+    g_autoptr(WeirGraph) e = t2_expanded_model(t2_models[i].name);
+    assert_int_equal(t2_n_sites(t, e), 0);
+    if (!tf)
+      continue;
+    assert_int_equal(t2_check_every_site(t, g, b, 0), 1);
+    g_autoptr(WeirGraph) before = weir_graph_copy(g);
+    assert_int_equal(t2_apply_all(g, t, b), 7);
+    assert_int_equal(t2_count_ops(g, "Shape"), 0);
+    assert_int_equal(t2_count_ops(g, "Gather"), 0);
+    assert_int_equal(t2_count_ops(before, NULL) - t2_count_ops(g, NULL), 7);
+    assert_true(t2_bytes(g, b) < t2_bytes(before, b));
+    t2_assert_reference(g, "transformer", b, 1e-4);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_folds_add),
@@ -200,6 +228,7 @@ int main(void) {
       cmocka_unit_test(test_no_inputs_and_dead),
       cmocka_unit_test(test_rejections),
       cmocka_unit_test(test_samples),
+      cmocka_unit_test(test_models),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

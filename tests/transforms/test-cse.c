@@ -226,6 +226,18 @@ static void test_samples(void **state) {
   }
 }
 
+/* The bundled models, imported and expanded: no site. */
+static void test_models(void **state) {
+  (void)state;
+  const WeirTransformInfo *t = t2_lookup("cse");
+  for (guint i = 0; i < t2_n_models; i++) {
+    g_autoptr(WeirGraph) g = t2_import_model(t2_models[i].name);
+    assert_int_equal(t2_n_sites(t, g), 0);
+    g_autoptr(WeirGraph) e = t2_expanded_model(t2_models[i].name);
+    assert_int_equal(t2_n_sites(t, e), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_library),
@@ -233,6 +245,7 @@ int main(void) {
       cmocka_unit_test(test_library_rejections),
       cmocka_unit_test(test_tasklets),
       cmocka_unit_test(test_samples),
+      cmocka_unit_test(test_models),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

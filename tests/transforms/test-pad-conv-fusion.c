@@ -125,7 +125,7 @@ static void test_rejections(void **state) {
   assert_string_equal(r6, "the output 'P' of Pad 'pad' is also used elsewhere");
 }
 
-/* No Pad in the samples or the bundled models. */
+/* No Pad in the samples or the bundled models (imported or expanded). */
 static void test_other_programs(void **state) {
   (void)state;
   for (guint i = 0; i < t2_n_samples; i++) {
@@ -135,6 +135,8 @@ static void test_other_programs(void **state) {
   for (guint i = 0; i < t2_n_models; i++) {
     g_autoptr(WeirGraph) g = t2_import_model(t2_models[i].name);
     assert_int_equal(t2_n_sites(info(), g), 0);
+    g_autoptr(WeirGraph) e = t2_expanded_model(t2_models[i].name);
+    assert_int_equal(t2_n_sites(info(), e), 0);
   }
 }
 

@@ -383,6 +383,14 @@ WeirGraph *t2_import_model(const char *name) {
   return g;
 }
 
+WeirGraph *t2_expanded_model(const char *name) {
+  WeirGraph *g = t2_import_model(name);
+  g_autoptr(GError) err = NULL;
+  if (!weir_expand_all(g, NULL, NULL, &err))
+    fail_msg("expanding %s: %s", name, err->message);
+  return g;
+}
+
 static WeirTensor *model_tensor(const char *model, const char *file) {
   g_autofree char *path =
       g_build_filename(WEIR_SRCDIR, "samples", "models", model, file, NULL);

@@ -127,6 +127,8 @@ extern const guint t2_n_models;
 
 /* Imports samples/models/<name>.onnx (library nodes, not expanded). */
 WeirGraph *t2_import_model(const char *name);
+/* The same, with every library node expanded (maps and tasklets). */
+WeirGraph *t2_expanded_model(const char *name);
 /* Expands and interprets g on the model's reference input
  * (<name>/input_0.pb) and compares "output" with <name>/output_0.pb
  * (PyTorch's result) within tol (relative and absolute). */

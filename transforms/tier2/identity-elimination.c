@@ -47,13 +47,6 @@ static gboolean data_ports(const WeirGraph *g, const WeirState *s,
          weir_tier2_port(g, s, n, FALSE, 0, y);
 }
 
-static gboolean identity_perm(const gint64 *p, guint rank) {
-  for (guint d = 0; d < rank; d++)
-    if (p[d] != (gint64)d)
-      return FALSE;
-  return TRUE;
-}
-
 /* Is a single node a candidate? */
 static gboolean single_candidate(const WeirGraph *g, const WeirState *s,
                                  const WeirNode *n) {
@@ -68,7 +61,7 @@ static gboolean single_candidate(const WeirGraph *g, const WeirState *s,
     guint rank = x.container->shape->len;
     g_autofree gint64 *perm = g_new0(gint64, rank + 1);
     return weir_tier2_transpose_perm(n, rank, perm) &&
-           identity_perm(perm, rank);
+           weir_tier2_perm_is_identity(perm, rank);
   }
   return FALSE;
 }
@@ -143,7 +136,7 @@ static gboolean single_can_apply(const WeirGraph *g, const WeirState *s,
     if (!weir_tier2_transpose_perm(n, rank, perm))
       return weir_tier2_reject(
           reason, "Transpose '%s' has an invalid permutation", n->label);
-    if (!identity_perm(perm, rank))
+    if (!weir_tier2_perm_is_identity(perm, rank))
       return weir_tier2_reject(reason,
                                "the permutation of Transpose '%s' is not the "
                                "identity",
@@ -162,23 +155,18 @@ static gboolean single_can_apply(const WeirGraph *g, const WeirState *s,
 
 /* ---------------------------------------------------------------- pairs */
 
-/* What a pair becomes. */
-typedef enum {
-  PAIR_REMOVE, /* the identity: both go */
-  PAIR_MERGE,  /* one node */
-} PairResult;
-
+/* What a pair becomes: removed (it is the identity) or one node, with its
+ * attribute (a permutation or a shape). */
 typedef struct {
-  WeirTier2Port x, y, z; /* a: x -> y, b: y -> z */
-  PairResult result;
-  gint64 *perm;  /* Transpose: composed permutation (owned) */
-  gint64 *shape; /* Reshape: the shape attribute (owned) */
-  guint rank;    /* of z */
+  WeirTier2Chain c;
+  gboolean identity;
+  gboolean transpose;
+  gint64 *values; /* perm or shape, rank entries (owned) */
+  guint rank;     /* of z */
 } Pair;
 
 static void pair_clear(Pair *p) {
-  g_clear_pointer(&p->perm, g_free);
-  g_clear_pointer(&p->shape, g_free);
+  g_clear_pointer(&p->values, g_free);
 }
 
 /* The shape attribute of a Reshape producing z from b's attributes: z's
@@ -186,8 +174,8 @@ static void pair_clear(Pair *p) {
  * would copy dimensions of b's input, not of x). */
 static gboolean merged_shape(const WeirNode *b, const WeirContainer *z, Pair *p,
                              char **reason) {
-  p->shape = g_new0(gint64, z->shape->len + 1);
-  if (weir_tier2_concrete_shape(z, p->shape))
+  p->values = g_new0(gint64, z->shape->len + 1);
+  if (weir_tier2_concrete_shape(z, p->values))
     return TRUE;
   const WeirAttr *a = weir_node_attr(b, "shape");
   const WeirAttr *az = weir_node_attr(b, "allowzero");
@@ -196,8 +184,8 @@ static gboolean merged_shape(const WeirNode *b, const WeirContainer *z, Pair *p,
       a->ints->len == z->shape->len) {
     gboolean ok = TRUE;
     for (guint d = 0; d < a->ints->len; d++) {
-      p->shape[d] = g_array_index(a->ints, gint64, d);
-      if (p->shape[d] == 0 && zero_is_copy)
+      p->values[d] = g_array_index(a->ints, gint64, d);
+      if (p->values[d] == 0 && zero_is_copy)
         ok = FALSE;
     }
     if (ok)
@@ -213,37 +201,22 @@ static gboolean pair_analyse(const WeirGraph *g, const WeirState *s,
                              const WeirNode *a, const WeirNode *b, Pair *p,
                              char **reason) {
   memset(p, 0, sizeof *p);
-  WeirTier2Port by;
-  if (!data_ports(g, s, a, &p->x, &p->y) || !data_ports(g, s, b, &by, &p->z))
-    return weir_tier2_reject(reason, "the nodes do not follow the library-node "
-                                     "conventions");
-  if (by.container != p->y.container)
-    return weir_tier2_reject(reason,
-                             "'%s' (%s) does not read the output of "
-                             "'%s' (%s)",
-                             b->label, b->op, a->label, a->op);
-  p->rank = p->z.container->shape->len;
+  if (!weir_tier2_chain(g, s, a, b, &p->c, reason))
+    return FALSE;
+  const WeirContainer *x = p->c.x.container, *z = p->c.z.container;
+  p->rank = z->shape->len;
   if (is_op(a, "Transpose") && is_op(b, "Transpose")) {
-    guint rank = p->x.container->shape->len;
-    g_autofree gint64 *p1 = g_new0(gint64, rank + 1);
-    g_autofree gint64 *p2 = g_new0(gint64, rank + 1);
-    if (!weir_tier2_transpose_perm(a, rank, p1) ||
-        !weir_tier2_transpose_perm(b, rank, p2) ||
-        p->y.container->shape->len != rank || p->rank != rank)
+    p->transpose = TRUE;
+    p->values = g_new0(gint64, p->rank + 1);
+    if (x->shape->len != p->rank ||
+        !weir_tier2_compose_transposes(a, b, p->rank, p->values))
       return weir_tier2_reject(reason, "a permutation is invalid");
-    p->perm = g_new0(gint64, rank + 1);
-    for (guint k = 0; k < rank; k++)
-      p->perm[k] = p1[p2[k]];
-    p->result = identity_perm(p->perm, rank) ? PAIR_REMOVE : PAIR_MERGE;
+    p->identity = weir_tier2_perm_is_identity(p->values, p->rank);
     return TRUE;
   }
   if (is_reshape_like(a) && is_reshape_like(b)) {
-    if (weir_tier2_same_layout(p->x.container, p->z.container)) {
-      p->result = PAIR_REMOVE;
-      return TRUE;
-    }
-    p->result = PAIR_MERGE;
-    return merged_shape(b, p->z.container, p, reason);
+    p->identity = weir_tier2_same_layout(x, z);
+    return p->identity || merged_shape(b, z, p, reason);
   }
   return weir_tier2_reject(reason,
                            "'%s' (%s) and '%s' (%s) are not two reshapes or "
@@ -255,29 +228,11 @@ static gboolean pair_can_apply(const WeirGraph *g, const WeirState *s,
                                const WeirNode *a, const WeirNode *b,
                                char **reason) {
   Pair p;
-  gboolean ok = pair_analyse(g, s, a, b, &p, reason);
+  gboolean ok =
+      pair_analyse(g, s, a, b, &p, reason) &&
+      weir_tier2_chain_can_collapse(g, s, b, &p.c, p.identity, reason);
   pair_clear(&p);
-  if (!ok)
-    return FALSE;
-  const WeirContainer *y = p.y.container;
-  WeirTier2Use use;
-  weir_tier2_use(g, y->name, &use);
-  if (!y->transient)
-    return weir_tier2_reject(
-        reason, "the intermediate '%s' is a program argument", y->name);
-  if (use.reads != 1 || use.writes != 1 || !weir_tier2_local(g, s, y->name))
-    return weir_tier2_reject(
-        reason, "the intermediate '%s' is used by other nodes", y->name);
-  if (p.result == PAIR_REMOVE)
-    return weir_tier2_can_bypass(g, s, b, &p.x, &p.z, reason);
-  weir_tier2_use(g, p.z.container->name, &use);
-  if (use.writes != 1 || p.z.memlet->wcr != WEIR_WCR_NONE)
-    return weir_tier2_reject(reason, "output '%s' is also written elsewhere",
-                             p.z.container->name);
-  g_autofree char *why = NULL;
-  if (!weir_tier2_single_value(g, s, p.x.container, &why))
-    return weir_tier2_reject(reason, "input %s", why);
-  return TRUE;
+  return ok;
 }
 
 static gboolean ie_can_apply(const WeirGraph *g, const WeirSite *site,
@@ -304,43 +259,23 @@ static gboolean pair_apply(WeirGraph *g, WeirState *s, WeirNode *a, WeirNode *b,
   Pair p;
   g_autofree char *why = NULL;
   if (!pair_analyse(g, s, a, b, &p, &why)) {
+    pair_clear(&p);
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s", why);
     return FALSE;
   }
-  g_autofree gint64 *perm = g_steal_pointer(&p.perm);
-  g_autofree gint64 *shape = g_steal_pointer(&p.shape);
-  g_autofree char *yname = g_strdup(p.y.container->name);
-  if (p.result == PAIR_REMOVE) {
-    weir_state_remove_node(s, a->id);
-    return weir_tier2_bypass(g, s, b, &p.x, &p.z, error);
-  }
-  const char *ins[] = {"in0", NULL}, *outs[] = {"out0", NULL};
-  gboolean transpose = is_op(a, "Transpose");
-  g_autofree char *label = g_strdup(b->label);
-  guint xa = p.x.access->id, za = p.z.access->id;
-  WeirContainer *xc = p.x.container, *zc = p.z.container;
-  g_autoptr(WeirSubset) xs = weir_container_full_subset(xc);
-  g_autoptr(WeirSubset) zs = weir_container_full_subset(zc);
-  g_autofree char *xtext = weir_subset_to_string(xs);
-  g_autofree char *ztext = weir_subset_to_string(zs);
-  g_autofree char *xname = g_strdup(xc->name);
-  g_autofree char *zname = g_strdup(zc->name);
-  weir_state_remove_node(s, a->id);
-  weir_state_remove_node(s, b->id);
-  WeirNode *n = weir_state_add_library(
-      g, s, label, transpose ? "Transpose" : "Reshape", ins, outs);
-  if (transpose) {
-    weir_node_set_attr_ints(n, "perm", perm, p.rank);
+  g_autofree gint64 *values = g_steal_pointer(&p.values);
+  if (p.identity)
+    return weir_tier2_chain_remove(g, s, a, b, &p.c, error);
+  WeirNode *n = weir_tier2_chain_replace(
+      g, s, a, b, &p.c, p.transpose ? "Transpose" : "Reshape", error);
+  if (!n)
+    return FALSE;
+  if (p.transpose) {
+    weir_node_set_attr_ints(n, "perm", values, p.rank);
   } else {
     weir_node_set_attr_int(n, "allowzero", 0);
-    weir_node_set_attr_ints(n, "shape", shape, p.rank);
+    weir_node_set_attr_ints(n, "shape", values, p.rank);
   }
-  if (!weir_state_add_memlet(g, s, xa, NULL, n->id, "in0", xname, xtext,
-                             error) ||
-      !weir_state_add_memlet(g, s, n->id, "out0", za, NULL, zname, ztext,
-                             error))
-    return FALSE;
-  weir_tier2_drop_if_unused(g, yname);
   return TRUE;
 }
 

@@ -587,3 +587,180 @@ gboolean weir_tier2_bypass(WeirGraph *g, WeirState *s, WeirNode *n,
     weir_tier2_drop_if_unused(g, g_ptr_array_index(inputs, i));
   return TRUE;
 }
+
+/* ---------------------------------------------------------------- chains */
+
+gboolean weir_tier2_chain(const WeirGraph *g, const WeirState *s,
+                          const WeirNode *a, const WeirNode *b,
+                          WeirTier2Chain *c, char **reason) {
+  WeirTier2Port by;
+  memset(c, 0, sizeof *c);
+  if (!weir_tier2_wired(g, s, a) || !weir_tier2_wired(g, s, b) ||
+      !weir_tier2_port(g, s, a, TRUE, 0, &c->x) ||
+      !weir_tier2_port(g, s, a, FALSE, 0, &c->y) ||
+      !weir_tier2_port(g, s, b, TRUE, 0, &by) ||
+      !weir_tier2_port(g, s, b, FALSE, 0, &c->z))
+    return weir_tier2_reject(reason, "the nodes do not follow the library-node "
+                                     "conventions");
+  if (by.container != c->y.container)
+    return weir_tier2_reject(reason,
+                             "'%s' (%s) does not read the output of '%s' "
+                             "(%s)",
+                             b->label, b->op, a->label, a->op);
+  return TRUE;
+}
+
+gboolean weir_tier2_chain_can_collapse(const WeirGraph *g, const WeirState *s,
+                                       const WeirNode *b,
+                                       const WeirTier2Chain *c,
+                                       gboolean identity, char **reason) {
+  const WeirContainer *y = c->y.container;
+  WeirTier2Use use;
+  weir_tier2_use(g, y->name, &use);
+  if (!y->transient)
+    return weir_tier2_reject(
+        reason, "the intermediate '%s' is a program argument", y->name);
+  if (use.reads != 1 || use.writes != 1 || !weir_tier2_local(g, s, y->name))
+    return weir_tier2_reject(
+        reason, "the intermediate '%s' is used by other nodes", y->name);
+  if (identity)
+    return weir_tier2_can_bypass(g, s, b, &c->x, &c->z, reason);
+  weir_tier2_use(g, c->z.container->name, &use);
+  if (use.writes != 1 || c->z.memlet->wcr != WEIR_WCR_NONE)
+    return weir_tier2_reject(reason, "output '%s' is also written elsewhere",
+                             c->z.container->name);
+  g_autofree char *why = NULL;
+  if (!weir_tier2_single_value(g, s, c->x.container, &why))
+    return weir_tier2_reject(reason, "input %s", why);
+  return TRUE;
+}
+
+gboolean weir_tier2_chain_remove(WeirGraph *g, WeirState *s, WeirNode *a,
+                                 WeirNode *b, const WeirTier2Chain *c,
+                                 GError **error) {
+  WeirTier2Port x = c->x, z = c->z;
+  x.memlet = NULL; /* removed with a */
+  weir_state_remove_node(s, a->id);
+  return weir_tier2_bypass(g, s, b, &x, &z, error);
+}
+
+WeirNode *weir_tier2_chain_replace(WeirGraph *g, WeirState *s, WeirNode *a,
+                                   WeirNode *b, const WeirTier2Chain *c,
+                                   const char *op, GError **error) {
+  const char *ins[] = {"in0", NULL}, *outs[] = {"out0", NULL};
+  g_autofree char *label = g_strdup(b->label);
+  g_autofree char *xname = g_strdup(c->x.container->name);
+  g_autofree char *yname = g_strdup(c->y.container->name);
+  g_autofree char *zname = g_strdup(c->z.container->name);
+  g_autoptr(WeirSubset) xs = weir_container_full_subset(c->x.container);
+  g_autoptr(WeirSubset) zs = weir_container_full_subset(c->z.container);
+  g_autofree char *xtext = weir_subset_to_string(xs);
+  g_autofree char *ztext = weir_subset_to_string(zs);
+  guint xa = c->x.access->id, za = c->z.access->id;
+  weir_state_remove_node(s, a->id);
+  weir_state_remove_node(s, b->id);
+  WeirNode *n = weir_state_add_library(g, s, label, op, ins, outs);
+  if (!weir_state_add_memlet(g, s, xa, NULL, n->id, "in0", xname, xtext,
+                             error) ||
+      !weir_state_add_memlet(g, s, n->id, "out0", za, NULL, zname, ztext,
+                             error))
+    return NULL;
+  weir_tier2_drop_if_unused(g, yname);
+  return n;
+}
+
+gboolean weir_tier2_compose_transposes(const WeirNode *a, const WeirNode *b,
+                                       guint rank, gint64 *perm) {
+  g_autofree gint64 *p1 = g_new0(gint64, rank + 1);
+  g_autofree gint64 *p2 = g_new0(gint64, rank + 1);
+  if (!weir_tier2_transpose_perm(a, rank, p1) ||
+      !weir_tier2_transpose_perm(b, rank, p2))
+    return FALSE;
+  for (guint k = 0; k < rank; k++)
+    perm[k] = p1[p2[k]];
+  return TRUE;
+}
+
+gboolean weir_tier2_perm_is_identity(const gint64 *perm, guint rank) {
+  for (guint d = 0; d < rank; d++)
+    if (perm[d] != (gint64)d)
+      return FALSE;
+  return TRUE;
+}
+
+/* -------------------------------------------------------------- tasklets */
+
+/* Connector info of conn on tasklet n from its memlet (FALSE when the
+ * connector has none). */
+static gboolean connector_info(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n, const char *conn,
+                               gboolean input, WeirConnectorInfo *out) {
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    gboolean at = input ? m->dst == n->id && !g_strcmp0(m->dst_conn, conn)
+                        : m->src == n->id && !g_strcmp0(m->src_conn, conn);
+    if (!at || !m->data)
+      continue;
+    WeirContainer *c = weir_graph_container(g, m->data);
+    if (!c)
+      return FALSE;
+    g_autoptr(WeirExpr) vol = weir_subset_volume(m->subset);
+    gint64 v;
+    out->name = conn;
+    out->dtype = c->dtype;
+    out->rank = weir_expr_is_const(vol, &v) && v == 1 ? 0 : c->shape->len;
+    return TRUE;
+  }
+  return FALSE;
+}
+
+WeirCode *weir_tier2_tasklet_code(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, GError **error) {
+  g_autofree char *where = weir_describe_node(s, n);
+  if (n->kind != WEIR_NODE_TASKLET || !n->code) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                "%s: the body does not parse", where);
+    return NULL;
+  }
+  guint n_in = n->in_conns->len, n_out = n->out_conns->len;
+  g_autofree WeirConnectorInfo *ins = g_new0(WeirConnectorInfo, n_in + 1);
+  g_autofree WeirConnectorInfo *outs = g_new0(WeirConnectorInfo, n_out + 1);
+  for (guint i = 0; i < n_in; i++)
+    if (!connector_info(g, s, n, g_ptr_array_index(n->in_conns, i), TRUE,
+                        &ins[i])) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: input connector '%s' has no memlet", where,
+                  (const char *)g_ptr_array_index(n->in_conns, i));
+      return NULL;
+    }
+  for (guint i = 0; i < n_out; i++)
+    if (!connector_info(g, s, n, g_ptr_array_index(n->out_conns, i), FALSE,
+                        &outs[i])) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: output connector '%s' has no memlet", where,
+                  (const char *)g_ptr_array_index(n->out_conns, i));
+      return NULL;
+    }
+  g_autoptr(GHashTable) symbols =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_hash_table_add(symbols, g_strdup(g_ptr_array_index(g->symbols, i)));
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
+  if (!sc)
+    return NULL;
+  for (guint p = weir_scopes_parent(sc, n->id); p;
+       p = weir_scopes_parent(sc, p)) {
+    WeirNode *entry = weir_state_node(s, p);
+    for (guint k = 0; entry && entry->map && k < entry->map->params->len; k++)
+      g_hash_table_add(symbols,
+                       g_strdup(g_ptr_array_index(entry->map->params, k)));
+  }
+  g_autoptr(WeirCode) code = weir_code_copy(n->code);
+  g_autoptr(GError) local = NULL;
+  if (!weir_code_check(code, ins, n_in, outs, n_out, symbols, &local)) {
+    g_set_error(error, WEIR_ERROR, local->code, "%s: %s", where,
+                local->message);
+    return NULL;
+  }
+  return g_steal_pointer(&code);
+}

@@ -143,6 +143,54 @@ gboolean weir_tier2_bypass(WeirGraph *g, WeirState *s, WeirNode *n,
                            const WeirTier2Port *x, const WeirTier2Port *y,
                            GError **error);
 
+/* Two one-input, one-output library nodes in a row: a reads x (in0) and
+ * writes y (out0), b reads y (in0) and writes z (out0). */
+typedef struct {
+  WeirTier2Port x, y, z;
+} WeirTier2Chain;
+
+/* Fills *c; FALSE with *reason when a or b lacks those ports or b does not
+ * read a's output. */
+gboolean weir_tier2_chain(const WeirGraph *g, const WeirState *s,
+                          const WeirNode *a, const WeirNode *b,
+                          WeirTier2Chain *c, char **reason);
+
+/* Whether the chain can be collapsed: y is a transient read only by b and
+ * written only by a, in this state.  identity: the pair computes z = x and
+ * is to be removed (checked as by weir_tier2_can_bypass); otherwise it is
+ * to be replaced by one node reading x and writing z (z written only by b,
+ * x holding one value in the state). */
+gboolean weir_tier2_chain_can_collapse(const WeirGraph *g, const WeirState *s,
+                                       const WeirNode *b,
+                                       const WeirTier2Chain *c,
+                                       gboolean identity, char **reason);
+
+/* Removes both nodes of an identity chain (weir_tier2_bypass from x to
+ * z); y is dropped. */
+gboolean weir_tier2_chain_remove(WeirGraph *g, WeirState *s, WeirNode *a,
+                                 WeirNode *b, const WeirTier2Chain *c,
+                                 GError **error);
+
+/* Replaces both nodes by one new library node `op` labelled like b,
+ * reading x through in0 and writing z through out0 (the caller sets its
+ * attributes); y is dropped.  Returns the new node (borrowed) or NULL. */
+WeirNode *weir_tier2_chain_replace(WeirGraph *g, WeirState *s, WeirNode *a,
+                                   WeirNode *b, const WeirTier2Chain *c,
+                                   const char *op, GError **error);
+
+/* The permutation of Transpose a followed by Transpose b on rank
+ * dimensions: output dimension k is input dimension p1[p2[k]].  FALSE when
+ * a permutation is invalid. */
+gboolean weir_tier2_compose_transposes(const WeirNode *a, const WeirNode *b,
+                                       guint rank, gint64 *perm);
+gboolean weir_tier2_perm_is_identity(const gint64 *perm, guint rank);
+
+/* A type-checked copy of tasklet n's body (connector dtypes and ranks from
+ * its memlets, symbols: the program's and the enclosing maps' parameters),
+ * or NULL with an error naming the tasklet.  (transfer full) */
+WeirCode *weir_tier2_tasklet_code(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, GError **error);
+
 /* Drops what nobody uses any more: in every state, access nodes of `name`
  * without memlets; then, for a transient that no memlet or access node
  * names, the container.  Program arguments are never removed. */
