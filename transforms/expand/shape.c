@@ -525,6 +525,19 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
     return weir_state_remove_node(s, n->id);
   g_autofree char *value =
       value_literal(x.container->dtype, attr_float(n, "value", 0));
+  /* A constant_value known only at run time stays wired as input 2 (a
+   * one-element tensor): the tasklet reads it instead of the literal. */
+  WeirPort cv;
+  g_autoptr(GError) cv_error = NULL;
+  gboolean runtime_value = weir_port_input(g, s, n, 2, &cv, &cv_error);
+  if (cv_error) {
+    g_propagate_error(error, g_steal_pointer(&cv_error));
+    return FALSE;
+  }
+  if (runtime_value) {
+    g_free(value);
+    value = g_strdup("cv");
+  }
   gboolean have_input = !port_empty(&x);
   if (!have_input && !constant)
     return fail(error, n, "mode '%s' cannot pad an empty input", mode);
@@ -575,13 +588,18 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
   else
     g_string_append_printf(code, "y = %s", x_read);
 
-  WeirTaskletPort in = {x.access, "x", NULL, WEIR_WCR_NONE};
+  WeirTaskletPort ins[2];
+  guint n_ins = 0;
+  if (have_input)
+    ins[n_ins++] = (WeirTaskletPort){x.access, "x", NULL, WEIR_WCR_NONE};
+  if (runtime_value)
+    ins[n_ins++] = (WeirTaskletPort){cv.access, "cv", NULL, WEIR_WCR_NONE};
   g_autofree char *out_subset =
       weir_expand_index_subset(r, (const char *const *)p);
   WeirTaskletPort out = {y.access, "y", r ? out_subset : NULL, WEIR_WCR_NONE};
   WeirNode *top = weir_expand_map(
       g, s, n->label, r, (const char *const *)p, (const char *const *)ranges,
-      &in, have_input ? 1 : 0, &out, 1, code->str, NULL, 0, error);
+      ins, n_ins, &out, 1, code->str, NULL, 0, error);
   if (!top)
     return FALSE;
   if (have_input)
