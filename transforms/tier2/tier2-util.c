@@ -116,7 +116,8 @@ WeirNode *weir_tier2_writer(const WeirGraph *g, const WeirState *s,
   for (guint i = 0; i < s->edges->len; i++) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);
     WeirNode *d = weir_state_node(s, m->dst);
-    if (!d || d->kind != WEIR_NODE_ACCESS || g_strcmp0(d->data, name))
+    if (!m->data || !d || d->kind != WEIR_NODE_ACCESS ||
+        g_strcmp0(d->data, name))
       continue;
     if (writer)
       return NULL;
@@ -161,6 +162,8 @@ void weir_tier2_use(const WeirGraph *g, const char *name, WeirTier2Use *out) {
     }
     for (guint i = 0; i < s->edges->len; i++) {
       WeirMemlet *m = g_ptr_array_index(s->edges, i);
+      if (!m->data) /* ordering only */
+        continue;
       if (is_access_of(s, m->src, name))
         out->reads++;
       if (is_access_of(s, m->dst, name))
@@ -196,7 +199,7 @@ gboolean weir_tier2_single_value(const WeirGraph *g, const WeirState *s,
   }
   for (guint i = 0; i < s->edges->len; i++) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (is_access_of(s, m->dst, c->name))
+    if (m->data && is_access_of(s, m->dst, c->name))
       written_here++;
   }
   if (!written_here)

@@ -53,8 +53,9 @@ WeirNode *weir_tier2_writer(const WeirGraph *g, const WeirState *s,
 /* How a container is used in the whole program (nested programs have
  * their own containers and are not looked into). */
 typedef struct {
-  guint writes;       /* memlets into access nodes of it */
-  guint reads;        /* memlets out of access nodes of it */
+  guint writes;       /* memlets into access nodes of it (empty memlets,
+                         which only order, are not counted) */
+  guint reads;        /* memlets out of access nodes of it (idem) */
   guint access_nodes; /* access nodes naming it */
   guint states;       /* states with an access node or memlet of it */
 } WeirTier2Use;
