@@ -358,6 +358,12 @@ guint t2_check_every_site(const WeirTransformInfo *t, const WeirGraph *g,
     t2_apply_all(copy, t, bindings);
     g_autoptr(GHashTable) after = t2_run(copy, bindings, 7);
     assert_same_args(reference, after, rtol);
+    /* deterministic: the same program gives the same bytes */
+    g_autoptr(WeirGraph) again = weir_graph_copy(g);
+    t2_apply_all(again, t, bindings);
+    g_autofree char *j1 = weir_graph_to_json(copy);
+    g_autofree char *j2 = weir_graph_to_json(again);
+    assert_string_equal(j1, j2);
   }
   return legal;
 }
