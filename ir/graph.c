@@ -1337,14 +1337,6 @@ char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m) {
 
 /* ------------------------------------------- editing helpers (branch tier1) */
 
-void weir_tasklet_set_code(WeirNode *n, const char *code) {
-  g_return_if_fail(n->kind == WEIR_NODE_TASKLET);
-  g_free(n->code_text);
-  n->code_text = g_strdup(code ? code : "");
-  g_clear_pointer(&n->code, weir_code_free);
-  n->code = weir_code_parse(n->code_text, NULL);
-}
-
 static gboolean remove_conn(GPtrArray *conns, const char *name) {
   for (guint i = 0; name && i < conns->len; i++)
     if (strcmp(g_ptr_array_index(conns, i), name) == 0) {
@@ -1413,4 +1405,17 @@ void weir_map_set_dims(WeirMap *m, guint n, const char *const *params,
   m->params = np;
   m->ranges = nr;
   m->tile = nt;
+}
+/* ---- added by branch tier2 ---- */
+
+gboolean weir_tasklet_set_code(WeirNode *n, const char *code) {
+  g_return_val_if_fail(n != NULL, FALSE);
+  if (n->kind != WEIR_NODE_TASKLET)
+    return FALSE;
+  char *text = g_strdup(code ? code : "");
+  g_free(n->code_text);
+  n->code_text = text;
+  g_clear_pointer(&n->code, weir_code_free);
+  n->code = weir_code_parse(n->code_text, NULL);
+  return TRUE;
 }

@@ -414,10 +414,8 @@ WEIR_API char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m);
  * Used by the tier-1 transformations; each keeps ids and caches consistent.
  */
 
-/* Replaces a tasklet's body: the text is kept as given and parsed again (a
- * parse error is kept for the validator to report, code == NULL).  The new
- * body is not type-checked (the validator does that). */
-WEIR_API void weir_tasklet_set_code(WeirNode *n, const char *code);
+/* (weir_tasklet_set_code, also needed here, is declared by branch tier2
+ * below.) */
 /* Removes a connector name from a node; memlets on it are left to the
  * caller.  FALSE when the node has no such connector. */
 WEIR_API gboolean weir_node_remove_in_conn(WeirNode *n, const char *name);
@@ -436,6 +434,12 @@ WEIR_API void weir_memlet_set_subset(WeirMemlet *m, const WeirSubset *subset);
  * sizes, or NULL for no tiling.  Schedule, unroll and collapse are kept. */
 WEIR_API void weir_map_set_dims(WeirMap *m, guint n, const char *const *params,
                                 const WeirRange *ranges, const gint64 *tile);
+/* ---- added by branch tier2 ---- */
+
+/* Replaces the body of tasklet n by code (parsed now; a parse error is kept
+ * for the validator to report, with n->code == NULL, as for
+ * weir_state_add_tasklet).  Returns FALSE when n is not a tasklet. */
+WEIR_API gboolean weir_tasklet_set_code(WeirNode *n, const char *code);
 
 G_END_DECLS
 
