@@ -360,6 +360,24 @@ void tier3_code_rename(WeirCode *code, const WeirNode *tasklet,
   }
 }
 
+GArray *tier3_code_target_roles(const WeirCode *code, const WeirNode *tasklet) {
+  GArray *roles = g_array_new(FALSE, FALSE, sizeof(Tier3NameRole));
+  g_autoptr(GHashTable) locals = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < code->stmts->len; i++) {
+    const WeirStmt *st = g_ptr_array_index(code->stmts, i);
+    const char *t = st->target->name;
+    Tier3NameRole role = TIER3_NAME_LOCAL;
+    if (!g_hash_table_contains(locals, t)) {
+      if (conn_list_has(tasklet->out_conns, t))
+        role = TIER3_NAME_OUTPUT;
+      else
+        g_hash_table_add(locals, (gpointer)t);
+    }
+    g_array_append_val(roles, role);
+  }
+  return roles;
+}
+
 static void names_expr(const WeirAst *n, GHashTable *set) {
   if (!n)
     return;
@@ -687,6 +705,11 @@ gboolean tier3_merge_scope(WeirGraph *g, WeirState *s, WeirNode *src_entry,
   weir_state_remove_node(s, src_entry->id);
   weir_state_remove_node(s, sx_id);
   return TRUE;
+}
+
+gint tier3_cmp_uint(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
 }
 
 void tier3_site_add(GArray *sites, guint state, guint n, const guint *nodes) {

@@ -114,6 +114,11 @@ typedef const char *(*Tier3RenameFunc)(const char *name, Tier3NameRole role,
 void tier3_code_rename(WeirCode *code, const WeirNode *tasklet,
                        Tier3RenameFunc rename, gpointer user);
 
+/* The role of each statement's target (TIER3_NAME_LOCAL or
+ * TIER3_NAME_OUTPUT), resolved as in tier3_code_rename.  A GArray of
+ * Tier3NameRole, one per statement. */
+GArray *tier3_code_target_roles(const WeirCode *code, const WeirNode *tasklet);
+
 /* Every name appearing in code, added to set (owned keys, g_str_hash). */
 void tier3_code_names(const WeirCode *code, GHashTable *set);
 
@@ -140,6 +145,9 @@ gboolean tier3_merge_scope(WeirGraph *g, WeirState *s, WeirNode *src_entry,
 /* Number of iterations of a map: product of its range sizes. (transfer
  * full) */
 WeirExpr *tier3_map_size(const WeirMap *map);
+
+/* qsort-style comparison of two guint. */
+gint tier3_cmp_uint(gconstpointer a, gconstpointer b);
 
 /* Appends a site to sites. */
 void tier3_site_add(GArray *sites, guint state, guint n, const guint *nodes);
