@@ -15,9 +15,10 @@ G_BEGIN_DECLS
 
 typedef struct {
   const char *compiler; /* default: $CC or "cc" */
-  const char *flags;    /* default: "-O3 -march=native -fopenmp -fPIC -shared" */
-  const char *cache_dir;/* default: $XDG_CACHE_HOME/weir (g_get_user_cache_dir) */
-  gboolean no_cache;    /* compile every time */
+  const char *flags; /* default: "-O3 -march=native -fopenmp -fPIC -shared" */
+  const char
+      *cache_dir;    /* default: $XDG_CACHE_HOME/weir (g_get_user_cache_dir) */
+  gboolean no_cache; /* compile every time */
 } WeirCompileOptions;
 
 typedef struct _WeirKernel WeirKernel;
@@ -25,15 +26,14 @@ typedef struct _WeirKernel WeirKernel;
 typedef struct {
   double compile_seconds; /* wall time of the compiler (0 on a cache hit) */
   gboolean cache_hit;
-  char *key;              /* cache key (hex) */
+  char *key; /* cache key (hex) */
 } WeirCompileInfo;
 
 /* Generates, compiles (or finds in the cache) and loads g.  The compiler's
  * diagnostics are included in the error on failure.  info may be NULL. */
 WEIR_API WeirKernel *weir_kernel_compile(const WeirGraph *g,
                                          const WeirCompileOptions *opts,
-                                         WeirCompileInfo *info,
-                                         GError **error);
+                                         WeirCompileInfo *info, GError **error);
 WEIR_API void weir_kernel_free(WeirKernel *k);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirKernel, weir_kernel_free)
 WEIR_API void weir_compile_info_clear(WeirCompileInfo *info);

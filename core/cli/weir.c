@@ -4,11 +4,21 @@
  * library and prints the result.  Errors from the library arrive as GErrors
  * and are printed here, once, with a non-zero exit status.
  *
+ *   weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...
+ *                                           ONNX model -> Weir program
  *   weir info FILE [-D SYM=VALUE]...        data-movement summary
  *   weir validate FILE                      validate, report every problem
- *   weir run-ref FILE [-D SYM=VALUE]... [--seed N]
+ *   weir expand FILE [--op TYPE] -o OUT.json
+ *                                           expand library nodes
+ *   weir run-ref FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *                [--output NAME=FILE]... [-D SYM=VALUE]... [--seed N]
  *                                           run the reference interpreter
- *                                           on random inputs
+ *   weir conformance [--expected-unsupported FILE] DIR...
+ *                                           run ONNX node tests
+ *   weir ops                                the operators Weir knows
+ *
+ * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
+ * fly.
  */
 #include <locale.h>
 #include <stdarg.h>
@@ -26,17 +36,29 @@ typedef struct {
   CommandFunc run;
 } Command;
 
+static int cmd_import(int argc, char **argv);
 static int cmd_info(int argc, char **argv);
 static int cmd_validate(int argc, char **argv);
+static int cmd_expand(int argc, char **argv);
 static int cmd_run_ref(int argc, char **argv);
+static int cmd_conformance(int argc, char **argv);
+static int cmd_ops(int argc, char **argv);
 
 static const Command commands[] = {
+    {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
+     "import an ONNX model as a Weir program", cmd_import},
     {"info", "FILE [-D SYM=VALUE]...",
      "print containers, data movement, FLOPs and peak memory", cmd_info},
     {"validate", "FILE", "check a program and report every problem",
      cmd_validate},
-    {"run-ref", "FILE [-D SYM=VALUE]... [--seed N]",
-     "run the reference interpreter on random inputs", cmd_run_ref},
+    {"expand", "FILE [--op TYPE] -o OUT.json",
+     "expand library nodes into maps and tasklets", cmd_expand},
+    {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
+     "run the reference interpreter, compare outputs", cmd_run_ref},
+    {"conformance", "[--expected-unsupported FILE] DIR...",
+     "run ONNX backend node tests through Weir", cmd_conformance},
+    {"ops", "", "list the operators Weir knows, with their attributes",
+     cmd_ops},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -129,15 +151,61 @@ static void table_print(Table *t) {
 
 static char **defines;
 static gint64 seed = 1;
+static char *output_path;
+static char *op_type;
+static gboolean any_opset;
+static char **input_specs;
+static char **expect_specs;
+static char **output_specs;
+static double opt_rtol = -1, opt_atol = -1;
+static char *expected_path;
+static char *backend;
 
 static const GOptionEntry define_entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &defines,
      "Bind a symbol to a value", "SYM=VALUE"},
     {NULL}};
 
+static const GOptionEntry import_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the program to FILE (JSON)", "FILE"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 with a warning", NULL},
+    {NULL}};
+
+static const GOptionEntry expand_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the expanded program to FILE (JSON)", "FILE"},
+    {"op", 0, 0, G_OPTION_ARG_STRING, &op_type,
+     "Expand only library nodes of this operator", "TYPE"},
+    {NULL}};
+
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
      "Seed of the random inputs (default 1)", "N"},
+    {"input", 0, 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
+     "Read an argument from a tensor file (.pb or .npy)", "NAME=FILE"},
+    {"expect", 0, 0, G_OPTION_ARG_STRING_ARRAY, &expect_specs,
+     "Compare an argument after the run with a tensor file", "NAME=FILE"},
+    {"output", 0, 0, G_OPTION_ARG_STRING_ARRAY, &output_specs,
+     "Write an argument after the run to a tensor file", "NAME=FILE"},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance of --expect (default 1e-4; integers exact)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance of --expect (default 1e-5)", "A"},
+    {NULL}};
+
+static const GOptionEntry conformance_entries[] = {
+    {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
+     "Tests expected not to pass, with reasons", "FILE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+     "Execution backend (interp)", "NAME"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 (warnings are not shown)", NULL},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance for float outputs (default 1e-4)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance for float outputs (default 1e-5)", "A"},
     {NULL}};
 
 static GHashTable *parse_defines(GError **error) {
@@ -178,13 +246,89 @@ static gboolean parse_options(const char *cmd, const char *usage,
   return TRUE;
 }
 
-/* Loads a program file (JSON), reporting errors. */
-static WeirGraph *load_program(const char *cmd, const char *path) {
+static void print_warnings(const char *cmd, GPtrArray *warnings) {
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (const char *)g_ptr_array_index(warnings, i));
+}
+
+/* Loads a program: JSON, or an ONNX model imported with opts (may be NULL).
+ * Reports errors and warnings. */
+static WeirGraph *load_program_with(const char *cmd, const char *path,
+                                    WeirOnnxImportOptions *opts) {
   g_autoptr(GError) error = NULL;
-  WeirGraph *g = weir_graph_load(path, &error);
+  WeirGraph *g;
+  if (weir_onnx_is_model_path(path)) {
+    WeirOnnxImportOptions local = {0};
+    if (!opts)
+      opts = &local;
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    opts->warnings = warnings;
+    opts->allow_any_opset = opts->allow_any_opset || any_opset;
+    g = weir_onnx_import(path, opts, &error);
+    opts->warnings = NULL;
+    print_warnings(cmd, warnings);
+  } else {
+    g = weir_graph_load(path, &error);
+  }
   if (!g)
     print_error(cmd, error);
   return g;
+}
+
+static WeirGraph *load_program(const char *cmd, const char *path) {
+  return load_program_with(cmd, path, NULL);
+}
+
+static guint count_library_nodes(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      n += ((const WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+           WEIR_NODE_LIBRARY;
+  }
+  return n;
+}
+
+/* ----------------------------------------------------------------- import */
+
+static int cmd_import(int argc, char **argv) {
+  if (!parse_options("import", "MODEL.onnx -o OUT.json", import_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr,
+            "usage: weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("import", error);
+    return 2;
+  }
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = NULL;
+  if (weir_onnx_is_model_path(argv[1]))
+    g = load_program_with("import", argv[1], &opts);
+  else
+    fprintf(stderr, "weir import: %s: not an ONNX model (.onnx)\n", argv[1]);
+  if (!g)
+    return 1;
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("import", error);
+    return 1;
+  }
+  GString *syms = g_string_new(NULL);
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_string_append_printf(syms, "%s%s", i ? ", " : "",
+                           (const char *)g_ptr_array_index(g->symbols, i));
+  printf("%s -> %s: %u library nodes, %u containers, symbols: %s\n", argv[1],
+         output_path, count_library_nodes(g), g->containers->len,
+         syms->len ? syms->str : "(none)");
+  g_string_free(syms, TRUE);
+  return 0;
 }
 
 /* ------------------------------------------------------------------- info */
@@ -254,8 +398,9 @@ static int cmd_info(int argc, char **argv) {
     }
     table_row(t, g_strdup(c->name), g_strdup(weir_dtype_name(c->dtype)),
               shape_text(c),
-              g_strdup(c->transient ? "transient"
-                                    : (c->initial ? "constant" : "argument")),
+              g_strdup(c->initial     ? "constant"
+                       : c->transient ? "transient"
+                                      : "argument"),
               size);
   }
   table_print(t);
@@ -343,26 +488,199 @@ static int cmd_validate(int argc, char **argv) {
   return 0;
 }
 
+/* ----------------------------------------------------------------- expand */
+
+static int cmd_expand(int argc, char **argv) {
+  if (!parse_options("expand", "FILE -o OUT.json", expand_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr, "usage: weir expand FILE [--op TYPE] -o OUT.json\n");
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("expand", argv[1]);
+  if (!g)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  guint count = 0;
+  if (!weir_expand_all(g, op_type, &count, &error)) {
+    fprintf(stderr, "weir expand: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("expand", error);
+    return 1;
+  }
+  printf("%s -> %s: expanded %u library node%s%s%s (%u left)\n", argv[1],
+         output_path, count, count == 1 ? "" : "s", op_type ? " of " : "",
+         op_type ? op_type : "", count_library_nodes(g));
+  return 0;
+}
+
 /* ---------------------------------------------------------------- run-ref */
 
+/* Splits "NAME=FILE". */
+static gboolean split_spec(const char *option, const char *spec, char **name,
+                           char **file) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) {
+    fprintf(stderr, "weir run-ref: --%s %s: expected NAME=FILE\n", option,
+            spec);
+    return FALSE;
+  }
+  *name = g_strndup(spec, (gsize)(eq - spec));
+  *file = g_strdup(eq + 1);
+  return TRUE;
+}
+
+/* The argument container called name: by container name, by the ONNX name
+ * the importer recorded, or by the label of one of its access nodes. */
+static const WeirContainer *find_argument(const WeirGraph *g, GHashTable *names,
+                                          const char *name) {
+  const WeirContainer *c = weir_graph_container(g, name);
+  if (!c && names && g_hash_table_lookup(names, name))
+    c = weir_graph_container(g, g_hash_table_lookup(names, name));
+  for (guint i = 0; !c && i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; !c && k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->label, name) == 0)
+        c = weir_graph_container(g, n->data);
+    }
+  }
+  return c && !c->transient ? c : NULL;
+}
+
+static char *argument_list(const WeirGraph *g) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (!c->transient)
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "", c->name);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static const WeirContainer *require_argument(const WeirGraph *g,
+                                             GHashTable *names,
+                                             const char *option,
+                                             const char *name) {
+  const WeirContainer *c = find_argument(g, names, name);
+  if (!c) {
+    g_autofree char *list = argument_list(g);
+    fprintf(stderr,
+            "weir run-ref: --%s %s: no argument of that name (arguments: "
+            "%s)\n",
+            option, name, list);
+  }
+  return c;
+}
+
+/* A tensor file per --input, keyed by the name given. */
+typedef struct {
+  char *name;
+  char *file;
+  WeirTensor *tensor;
+} TensorSpec;
+
+static void tensor_spec_free(gpointer p) {
+  TensorSpec *t = p;
+  g_free(t->name);
+  g_free(t->file);
+  weir_tensor_free(t->tensor);
+  g_free(t);
+}
+
+/* Binds the symbols that are whole dimensions of c from the shape of t. */
+static void bind_from_tensor(const WeirContainer *c, const WeirTensor *t,
+                             GHashTable *bindings) {
+  for (guint d = 0; d < c->shape->len && d < t->rank; d++) {
+    WeirExpr *e = g_ptr_array_index(c->shape, d);
+    if (weir_expr_kind(e) == WEIR_EXPR_SYMBOL &&
+        !g_hash_table_contains(bindings, weir_expr_symbol_name(e)))
+      weir_bindings_set(bindings, weir_expr_symbol_name(e), t->shape[d]);
+  }
+}
+
+static char *tensor_shape_text(const WeirTensor *t) {
+  GString *s = g_string_new("[");
+  for (guint d = 0; d < t->rank; d++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, d ? ", " : "",
+                           t->shape[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
 static int cmd_run_ref(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir run-ref FILE [--input NAME=FILE]... [--expect "
+      "NAME=FILE]...\n"
+      "                    [--output NAME=FILE]... [--rtol R] [--atol A]\n"
+      "                    [-D SYM=VALUE]... [--seed N]\n";
   if (!parse_options("run-ref", "FILE", run_entries, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr, "usage: weir run-ref FILE [-D SYM=VALUE]... [--seed N]\n");
+    fputs(usage_text, stderr);
     return 2;
   }
+  const char *file = argv[1];
   g_autoptr(GError) error = NULL;
   g_autoptr(GHashTable) bindings = parse_defines(&error);
   if (!bindings) {
     print_error("run-ref", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_program("run-ref", argv[1]);
+  g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func(tensor_spec_free);
+  for (guint i = 0; input_specs && input_specs[i]; i++) {
+    TensorSpec *t = g_new0(TensorSpec, 1);
+    g_ptr_array_add(ins, t);
+    if (!split_spec("input", input_specs[i], &t->name, &t->file))
+      return 2;
+    t->tensor = weir_tensor_load(t->file, NULL, &error);
+    if (!t->tensor) {
+      print_error("run-ref", error);
+      return 1;
+    }
+  }
+
+  /* An ONNX model is imported with the shapes of the given inputs. */
+  g_autoptr(GHashTable) names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_array_append_vals(shape, t->tensor->shape, t->tensor->rank);
+    g_hash_table_replace(shapes, t->name, shape);
+  }
+  WeirOnnxImportOptions opts = {
+      .symbols = bindings, .input_shapes = shapes, .names = names};
+  g_autoptr(WeirGraph) g = load_program_with("run-ref", file, &opts);
   if (!g)
     return 1;
+  guint expanded = 0;
+  if (!weir_expand_all(g, NULL, &expanded, &error)) {
+    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
+    return 1;
+  }
+
   g_autoptr(GHashTable) args = g_hash_table_new_full(
       g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    const WeirContainer *c = require_argument(g, names, "input", t->name);
+    if (!c)
+      return 2;
+    if (t->tensor->dtype != c->dtype) {
+      fprintf(stderr, "weir run-ref: %s: dtype %s, but argument '%s' is %s\n",
+              t->file, weir_dtype_name(t->tensor->dtype), c->name,
+              weir_dtype_name(c->dtype));
+      return 1;
+    }
+    bind_from_tensor(c, t->tensor, bindings);
+    g_hash_table_replace(args, c->name, g_steal_pointer(&t->tensor));
+  }
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     if (c->transient)
@@ -374,10 +692,26 @@ static int cmd_run_ref(int argc, char **argv) {
                           &local)) {
         fprintf(stderr,
                 "weir run-ref: %s: container '%s': %s (bind it with "
-                "-D)\n",
-                argv[1], c->name, local->message);
+                "-D or give the argument with --input)\n",
+                file, c->name, local->message);
         return 2;
       }
+    }
+    const WeirTensor *given = g_hash_table_lookup(args, c->name);
+    if (given) {
+      gboolean same = given->rank == c->shape->len;
+      for (guint d = 0; same && d < given->rank; d++)
+        same = given->shape[d] == shape[d];
+      if (!same) {
+        g_autofree char *a = tensor_shape_text(given);
+        g_autofree char *b = shape_text(c);
+        fprintf(stderr,
+                "weir run-ref: %s: --input for '%s' has shape %s, but the "
+                "argument is %s\n",
+                file, c->name, a, b);
+        return 1;
+      }
+      continue;
     }
     WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
     weir_tensor_fill_random(tensor, (guint64)seed + c->id);
@@ -385,11 +719,15 @@ static int cmd_run_ref(int argc, char **argv) {
   }
   gint64 t0 = g_get_monotonic_time();
   if (!weir_interpret(g, bindings, args, NULL, &error)) {
-    fprintf(stderr, "weir run-ref: %s: %s\n", argv[1], error->message);
+    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
     return 1;
   }
   gint64 t1 = g_get_monotonic_time();
-  printf("%s: interpreted in %.3f s\n", argv[1], (double)(t1 - t0) / 1e6);
+  printf("%s: interpreted in %.3f s", file, (double)(t1 - t0) / 1e6);
+  if (expanded)
+    printf(" (%u library node%s expanded first)", expanded,
+           expanded == 1 ? "" : "s");
+  printf("\n");
   Table *t = table_new(6);
   table_row(t, g_strdup("argument"), g_strdup("type"), g_strdup("sum"),
             g_strdup("min"), g_strdup("max"), g_strdup("first values"));
@@ -415,6 +753,228 @@ static int cmd_run_ref(int argc, char **argv) {
               g_strdup_printf("%.6g", hi), g_string_free(first, FALSE));
   }
   table_print(t);
+
+  int status = 0;
+  for (guint i = 0; expect_specs && expect_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec("expect", expect_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c = require_argument(g, names, "expect", name);
+    if (!c)
+      return 2;
+    g_autoptr(WeirTensor) want = weir_tensor_load(path, NULL, &error);
+    if (!want) {
+      print_error("run-ref", error);
+      return 1;
+    }
+    const WeirTensor *got = g_hash_table_lookup(args, c->name);
+    gboolean exact = !weir_dtype_is_float(got->dtype);
+    double r = exact ? 0 : (opt_rtol >= 0 ? opt_rtol : WEIR_CONFORMANCE_RTOL);
+    double a = exact ? 0 : (opt_atol >= 0 ? opt_atol : WEIR_CONFORMANCE_ATOL);
+    double err = 0;
+    g_autoptr(GError) diff = NULL;
+    gboolean ok = got->dtype == want->dtype && got->rank == want->rank;
+    for (guint d = 0; ok && d < got->rank; d++)
+      ok = got->shape[d] == want->shape[d];
+    if (!ok) {
+      g_autofree char *x = weir_tensor_describe(got);
+      g_autofree char *y = weir_tensor_describe(want);
+      printf("%s: %s, but %s holds %s: MISMATCH\n", c->name, x, path, y);
+      status = 1;
+      continue;
+    }
+    ok = weir_tensor_allclose(got, want, r, a, &err, &diff);
+    printf("%s: max abs error %.3g (rtol %g, atol %g): %s\n", c->name, err, r,
+           a, ok ? "ok" : "MISMATCH");
+    if (!ok) {
+      printf("  %s\n", diff->message);
+      status = 1;
+    }
+  }
+  for (guint i = 0; output_specs && output_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec("output", output_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c = require_argument(g, names, "output", name);
+    if (!c)
+      return 2;
+    if (!weir_tensor_save(g_hash_table_lookup(args, c->name), c->name, path,
+                          &error)) {
+      print_error("run-ref", error);
+      return 1;
+    }
+    printf("%s: written to %s\n", c->name, path);
+  }
+  return status;
+}
+
+/* ------------------------------------------------------------ conformance */
+
+/* The detail of a result without the model path in front. */
+static const char *short_detail(const WeirConformanceResult *r) {
+  const char *d = r->detail ? r->detail : "";
+  gsize len = strlen(r->path);
+  if (strncmp(d, r->path, len) == 0) {
+    const char *rest = strstr(d + len, ": ");
+    if (rest)
+      return rest + 2;
+  }
+  return d;
+}
+
+static char *status_text(const WeirConformanceResult *r) {
+  GString *s = g_string_new(weir_conformance_status_name(r->status));
+  if (r->status == WEIR_CONFORMANCE_FAIL)
+    g_string_append_printf(s, " (max error %.3g) %s", r->max_error,
+                           short_detail(r));
+  else if (r->status != WEIR_CONFORMANCE_PASS)
+    g_string_append_printf(s, " (%s)", short_detail(r));
+  if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+    g_string_append(s, "  [listed as expected not to pass: remove it]");
+  else if (r->expected_reason)
+    g_string_append(s, "  [expected]");
+  return g_string_free(s, FALSE);
+}
+
+static int cmd_conformance(int argc, char **argv) {
+  if (!parse_options("conformance", "DIR...", conformance_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc < 2) {
+    fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
+                    "[--backend interp] DIR...\n");
+    return 2;
+  }
+  if (backend && strcmp(backend, "interp") != 0) {
+    fprintf(stderr, "weir conformance: unknown backend '%s' (known: interp)\n",
+            backend);
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirConformanceExpectations) expectations = NULL;
+  if (expected_path) {
+    expectations = weir_conformance_expectations_load(expected_path, &error);
+    if (!expectations) {
+      print_error("conformance", error);
+      return 2;
+    }
+  }
+  g_autoptr(GPtrArray) tests =
+      weir_conformance_find_tests((const char *const *)argv + 1, &error);
+  if (!tests) {
+    print_error("conformance", error);
+    return 2;
+  }
+  WeirConformanceOptions opts = {.expectations = expectations,
+                                 .rtol = opt_rtol,
+                                 .atol = opt_atol,
+                                 .backend = backend,
+                                 .allow_any_opset = any_opset};
+  int width = 4;
+  for (guint i = 0; i < tests->len; i++) {
+    g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));
+    width = MAX(width, (int)strlen(base));
+  }
+  printf("%-*s  status\n", width, "test");
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)weir_conformance_result_free);
+  for (guint i = 0; i < tests->len; i++) {
+    WeirConformanceResult *r =
+        weir_conformance_run_test(g_ptr_array_index(tests, i), &opts);
+    g_ptr_array_add(results, r);
+    g_autofree char *st = status_text(r);
+    printf("%-*s  %s\n", width, r->name, st);
+    fflush(stdout);
+  }
+
+  printf("\nTotals per operator\n");
+  Table *t = table_new(7);
+  table_row(t, g_strdup("operator"), g_strdup("tests"), g_strdup("pass"),
+            g_strdup("FAIL"), g_strdup("unsupported"), g_strdup("error"),
+            g_strdup("unexpected"));
+  g_autoptr(GPtrArray) totals = weir_conformance_totals(results);
+  g_autoptr(WeirConformanceTotals) all = weir_conformance_overall(results);
+  g_ptr_array_add(totals, g_steal_pointer(&all));
+  for (guint i = 0; i < totals->len; i++) {
+    const WeirConformanceTotals *x = g_ptr_array_index(totals, i);
+    table_row(t, g_strdup(x->op), g_strdup_printf("%u", x->tests),
+              g_strdup_printf("%u", x->pass), g_strdup_printf("%u", x->fail),
+              g_strdup_printf("%u", x->unsupported),
+              g_strdup_printf("%u", x->error),
+              g_strdup_printf("%u", x->failures));
+  }
+  table_print(t);
+  const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error\n", sum->tests,
+         sum->pass, sum->fail, sum->unsupported, sum->error);
+
+  guint stale = 0;
+  for (guint i = 0; i < results->len; i++) {
+    const WeirConformanceResult *r = g_ptr_array_index(results, i);
+    if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+      stale++;
+  }
+  if (stale)
+    printf("%u test%s listed in %s now pass%s: remove them from the list\n",
+           stale, stale == 1 ? "" : "s", expected_path, stale == 1 ? "es" : "");
+  if (sum->failures) {
+    printf("\n%u unexpected result%s (a test of a supported operator that "
+           "does not pass and is not listed%s%s):\n",
+           sum->failures, sum->failures == 1 ? "" : "s",
+           expected_path ? " in " : "", expected_path ? expected_path : "");
+    for (guint i = 0; i < results->len; i++) {
+      const WeirConformanceResult *r = g_ptr_array_index(results, i);
+      if (!weir_conformance_result_is_failure(r))
+        continue;
+      g_autofree char *st = status_text(r);
+      printf("  %s  %s\n", r->name, st);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* -------------------------------------------------------------------- ops */
+
+static char *count_text(guint lo, guint hi) {
+  if (hi == WEIR_OP_VARIADIC)
+    return g_strdup_printf("%u+", lo);
+  return lo == hi ? g_strdup_printf("%u", lo)
+                  : g_strdup_printf("%u-%u", lo, hi);
+}
+
+static int cmd_ops(int argc, char **argv) {
+  if (!parse_options("ops", "", NULL, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    fprintf(stderr, "usage: weir ops\n");
+    return 2;
+  }
+  weir_expansions_init();
+  g_autoptr(GPtrArray) names = weir_op_names();
+  Table *t = table_new(5);
+  table_row(t, g_strdup("operator"), g_strdup("inputs"), g_strdup("outputs"),
+            g_strdup("expansion"),
+            g_strdup("attributes (<- input k from opset n)"));
+  for (guint i = 0; i < names->len; i++) {
+    const WeirOpInfo *info = weir_op_lookup(g_ptr_array_index(names, i));
+    GString *attrs = g_string_new(NULL);
+    for (guint k = 0; k < info->n_attrs; k++) {
+      const WeirOpAttrSpec *a = &info->attrs[k];
+      g_string_append_printf(attrs, "%s%s%s", k ? ", " : "", a->name,
+                             a->required ? "!" : "");
+      if (a->from_input)
+        g_string_append_printf(attrs, " <- %u from %u", a->from_input,
+                               a->input_since);
+    }
+    table_row(t, g_strdup(info->name),
+              count_text(info->min_inputs, info->max_inputs),
+              count_text(info->min_outputs, info->max_outputs),
+              g_strdup(weir_op_expansion(info->name, "pure") ? "pure" : "-"),
+              g_string_free(attrs, FALSE));
+  }
+  table_print(t);
+  printf("\n%u operators ('!': required attribute)\n", names->len);
   return 0;
 }
 
@@ -423,7 +983,7 @@ static int cmd_run_ref(int argc, char **argv) {
 static void usage(FILE *out) {
   fprintf(out, "usage: weir COMMAND [ARGS...]\n\nCommands:\n");
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
-    fprintf(out, "  %-9s %-40s %s\n", commands[i].name, commands[i].args,
+    fprintf(out, "  %-11s %-42s %s\n", commands[i].name, commands[i].args,
             commands[i].summary);
   fprintf(out, "\n'weir COMMAND --help' describes the options of a "
                "command; 'weir --version' prints the version.\n");

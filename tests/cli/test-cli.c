@@ -160,6 +160,290 @@ static void test_run_ref(void **state) {
   run_clear(&r);
 }
 
+/* ------------------------------------------------------------ ONNX models */
+
+static const char *onnx_data(void) {
+  const char *env = g_getenv("WEIR_ONNX_TESTDATA");
+  return env ? env : "/usr/share/libonnx-testdata/data";
+}
+
+/* A node test directory of the ONNX test data, or NULL (test skipped). */
+static char *node_test(const char *name) {
+  char *p = g_build_filename(onnx_data(), "node", name, NULL);
+  if (!g_file_test(p, G_FILE_TEST_IS_DIR)) {
+    print_message("libonnx-testdata not installed: skipping\n");
+    g_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Removes a temporary directory tree. */
+static void remove_tree(const char *path) {
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      remove_tree(child);
+    }
+  }
+  g_remove(path);
+}
+
+static void copy_file(const char *from, const char *to) {
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  assert_true(g_file_get_contents(from, &data, &len, NULL));
+  assert_true(g_file_set_contents(to, data, (gssize)len, NULL));
+}
+
+static void test_import_and_inspect(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *json = g_build_filename(dir, "mlp.json", NULL);
+  Run r = run_weir("import", "samples/models/mlp.onnx", "-o", json, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "5 library nodes");
+  assert_contains(r.out, "symbols: batch");
+  run_clear(&r);
+  r = run_weir("validate", json, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "valid");
+  run_clear(&r);
+
+  /* info and validate read ONNX models directly. */
+  r = run_weir("info", "samples/models/mlp.onnx", "-D", "batch=4", NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "batch=4");
+  assert_contains(r.out, "fc1_weight");
+  assert_contains(r.out, "library 5");
+  run_clear(&r);
+  r = run_weir("validate", "samples/models/lenet.onnx", NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "lenet.onnx: valid");
+  run_clear(&r);
+
+  /* Binding the batch size at import. */
+  r = run_weir("import", "samples/models/mlp.onnx", "-o", json, "-D", "batch=2",
+               NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "symbols: (none)");
+  run_clear(&r);
+  g_autofree char *text = NULL;
+  assert_true(g_file_get_contents(json, &text, NULL, NULL));
+  assert_contains(text, "\"2\",\n        \"10\"");
+
+  /* Errors: not a model, an unsupported operator, no -o. */
+  r = run_weir("import", "samples/matmul.json", "-o", json, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "not an ONNX model");
+  run_clear(&r);
+  r = run_weir("import", "samples/models/mlp.onnx", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "usage: weir import");
+  run_clear(&r);
+  g_autofree char *lstm = node_test("test_lstm_defaults");
+  if (lstm) {
+    g_autofree char *model = g_build_filename(lstm, "model.onnx", NULL);
+    r = run_weir("import", model, "-o", json, NULL);
+    assert_int_equal(r.status, 1);
+    assert_contains(r.err, "1 unsupported operator: LSTM (1 node: LSTM_0)");
+    run_clear(&r);
+  }
+  remove_tree(dir);
+}
+
+static void test_expand(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "relu.json", NULL);
+  Run r = run_weir("expand", "samples/models/mlp.onnx", "--op", "Relu", "-o",
+                   out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "expanded 2 library nodes of Relu (3 left)");
+  run_clear(&r);
+  g_autofree char *all = g_build_filename(dir, "all.json", NULL);
+  r = run_weir("expand", out, "-o", all, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "expanded 3 library nodes (0 left)");
+  run_clear(&r);
+  r = run_weir("info", all, "-D", "batch=1", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "library 0");
+  run_clear(&r);
+  r = run_weir("expand", "samples/models/mlp.onnx", NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_run_ref_files(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *npy = g_build_filename(dir, "out.npy", NULL);
+  g_autofree char *write_spec = g_strdup_printf("output=%s", npy);
+  /* Inputs from .pb, expected outputs from .npy, the output written. */
+  Run r = run_weir("run-ref", "samples/models/lenet.onnx", "--input",
+                   "input=samples/models/lenet/input_0.pb", "--expect",
+                   "output=samples/models/lenet/output_0.npy", "--output",
+                   write_spec, NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "library nodes expanded first");
+  assert_contains(r.out, "output: max abs error");
+  assert_contains(r.out, ": ok");
+  run_clear(&r);
+  assert_true(g_file_test(npy, G_FILE_TEST_EXISTS));
+  /* The written output compares equal to itself, exactly. */
+  r = run_weir("run-ref", "samples/models/lenet.onnx", "--input",
+               "input=samples/models/lenet/input_0.pb", "--expect", write_spec,
+               "--rtol", "0", "--atol", "0", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "max abs error 0 ");
+  run_clear(&r);
+
+  /* The symbolic batch of the MLP comes from the input file. */
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=samples/models/mlp/input_0.npy", "--expect",
+               "output=samples/models/mlp/output_0.pb", NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "f32[4, 10]");
+  run_clear(&r);
+
+  /* A mismatch: exit status 1. */
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=samples/models/mlp/input_0.npy", "--expect",
+               "output=samples/models/lenet/output_0.npy", "--atol", "1e-9",
+               NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "MISMATCH");
+  run_clear(&r);
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=samples/models/mlp/input_0.npy", "--expect",
+               "output=samples/models/mlp/input_0.npy", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "f32[4, 10], but");
+  run_clear(&r);
+
+  /* Unknown argument names and missing files. */
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "nope=samples/models/mlp/input_0.npy", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--input nope: no argument of that name "
+                         "(arguments: input, output)");
+  run_clear(&r);
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=missing.npy", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "missing.npy");
+  run_clear(&r);
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input", "input", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "expected NAME=FILE");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_conformance(void **state) {
+  (void)state;
+  g_autofree char *add = node_test("test_add");
+  if (!add)
+    skip();
+  g_autofree char *lstm = node_test("test_lstm_defaults");
+  g_autofree char *f16 = node_test("test_cast_FLOAT_to_FLOAT16");
+  Run r = run_weir("conformance", add, lstm, NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "test_add ");
+  assert_contains(r.out, "pass");
+  /* An operator Weir does not implement does not fail the run. */
+  assert_contains(r.out, "unsupported (1 unsupported operator: LSTM");
+  assert_contains(r.out, "Totals per operator");
+  assert_contains(r.out, "2 tests: 1 pass, 0 FAIL, 1 unsupported, 0 error");
+  run_clear(&r);
+
+  /* A feature Weir lacks in an operator it has fails the run, unless the
+   * expectations file lists the test. */
+  r = run_weir("conformance", f16, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "1 unexpected result");
+  run_clear(&r);
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *list = g_build_filename(dir, "expected.txt", NULL);
+  assert_true(g_file_set_contents(
+      list, "# comment\n\ntest_cast_FLOAT_to_FLOAT16  # no float16\n", -1,
+      NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, f16, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "[expected]");
+  run_clear(&r);
+  /* A listed test that passes is pointed out. */
+  assert_true(
+      g_file_set_contents(list, "test_add  # wrong on purpose\n", -1, NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, add, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "remove it");
+  run_clear(&r);
+  /* Every line needs a reason. */
+  assert_true(g_file_set_contents(list, "test_add\n", -1, NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, add, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "expected.txt:1: 'test_add' needs a reason");
+  run_clear(&r);
+
+  /* A wrong result: the model of test_add with its input as the expected
+   * output.  FAIL, with the error, and a failed run. */
+  g_autofree char *bad = g_build_filename(dir, "test_add_wrong", NULL);
+  g_autofree char *set = g_build_filename(bad, "test_data_set_0", NULL);
+  assert_int_equal(g_mkdir_with_parents(set, 0700), 0);
+  const char *files[][2] = {
+      {"model.onnx", "model.onnx"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/input_0.pb"},
+      {"test_data_set_0/input_1.pb", "test_data_set_0/input_1.pb"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"}};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *from = g_build_filename(add, files[i][0], NULL);
+    g_autofree char *to = g_build_filename(bad, files[i][1], NULL);
+    copy_file(from, to);
+  }
+  r = run_weir("conformance", dir, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "test_add_wrong  FAIL (max error");
+  assert_contains(r.out, "output 'sum'");
+  run_clear(&r);
+  /* A tolerance override large enough makes it pass. */
+  assert_true(g_file_set_contents(
+      list, "test_add_wrong rtol=0 atol=100  # inputs are in [-10, 10]\n", -1,
+      NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, bad, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.out);
+  run_clear(&r);
+
+  r = run_weir("conformance", "/nonexistent", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "/nonexistent: no such directory");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_ops(void **state) {
+  (void)state;
+  Run r = run_weir("ops", NULL);
+  assert_int_equal(r.status, 0);
+  /* An input that the importer moves into an attribute, with its opset. */
+  assert_contains(r.out, "Reshape");
+  assert_contains(r.out, "shape <- 2 from 5");
+  assert_contains(r.out, "operators ('!': required attribute)");
+  run_clear(&r);
+}
+
 static void test_usage(void **state) {
   (void)state;
   Run r = run_weir("frobnicate", NULL);
@@ -182,6 +466,11 @@ int main(void) {
       cmocka_unit_test(test_validate_samples),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
+      cmocka_unit_test(test_import_and_inspect),
+      cmocka_unit_test(test_expand),
+      cmocka_unit_test(test_run_ref_files),
+      cmocka_unit_test(test_conformance),
+      cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
