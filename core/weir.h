@@ -15,6 +15,7 @@
 #include "weir-ops.h"
 #include "weir-tensor-io.h"
 #include "weir-tensor.h"
+#include "weir-transform.h"
 #include "weir-types.h"
 #include "weir-validate.h"
 

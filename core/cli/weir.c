@@ -16,9 +16,18 @@
  *   weir conformance [--expected-unsupported FILE] DIR...
  *                                           run ONNX node tests
  *   weir ops                                the operators Weir knows
+ *   weir transforms FILE [--tier N] [--node NAME]
+ *                                           transformations that apply,
+ *                                           their sites, legal or why not
+ *   weir apply FILE NAME [--site N[,N...]] [--param K=V]... -o OUT.json
+ *                                           apply one transformation and
+ *                                           print the data-movement change
  *
  * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
  * fly.
+ * `transforms` and `apply` also load the plugins found on WEIR_PLUGIN_PATH
+ * and in $XDG_DATA_HOME/weir/plugins; refused plugins are reported as
+ * warnings.
  */
 #include <locale.h>
 #include <stdarg.h>
@@ -43,6 +52,8 @@ static int cmd_expand(int argc, char **argv);
 static int cmd_run_ref(int argc, char **argv);
 static int cmd_conformance(int argc, char **argv);
 static int cmd_ops(int argc, char **argv);
+static int cmd_transforms(int argc, char **argv);
+static int cmd_apply(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -59,6 +70,10 @@ static const Command commands[] = {
      "run ONNX backend node tests through Weir", cmd_conformance},
     {"ops", "", "list the operators Weir knows, with their attributes",
      cmd_ops},
+    {"transforms", "FILE [--tier N] [--node NAME]",
+     "list applicable transformations and their sites", cmd_transforms},
+    {"apply", "FILE NAME [--site N,...] [--param K=V]... -o OUT",
+     "apply a transformation and report the data-movement change", cmd_apply},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -975,6 +990,251 @@ static int cmd_ops(int argc, char **argv) {
   }
   table_print(t);
   printf("\n%u operators ('!': required attribute)\n", names->len);
+  return 0;
+}
+
+/* ---------------------------------------------------------- transforms */
+
+static gint tier_filter;
+static char *node_filter;
+static char *site_arg;
+static char **param_args;
+static char *output_path;
+
+static const GOptionEntry transforms_entries[] = {
+    {"tier", 0, 0, G_OPTION_ARG_INT, &tier_filter,
+     "Only transformations of this tier (1-4)", "N"},
+    {"node", 0, 0, G_OPTION_ARG_STRING, &node_filter,
+     "Only sites that include this node (label or id)", "NAME"},
+    {NULL}};
+
+static const GOptionEntry apply_entries[] = {
+    {"site", 0, 0, G_OPTION_ARG_STRING, &site_arg,
+     "Node ids of the site, as listed by 'weir transforms'", "N[,N...]"},
+    {"param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &param_args,
+     "Set a parameter of the transformation", "K=V"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the transformed program here", "OUT.json"},
+    {NULL}};
+
+/* Registers the built-in transformations and loads the plugins, printing
+ * the refused ones as warnings. */
+static void load_transformations(const char *cmd) {
+  weir_transforms_init();
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  weir_plugins_load(problems);
+  for (guint i = 0; i < problems->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (char *)g_ptr_array_index(problems, i));
+}
+
+/* "--site 7,9" for a site; "(whole program)" for a pass. */
+static char *site_option(const WeirSite *site) {
+  if (site->n_nodes == 0)
+    return g_strdup("(whole program)");
+  GString *s = g_string_new("--site ");
+  for (guint k = 0; k < site->n_nodes; k++)
+    g_string_append_printf(s, "%s%u", k ? "," : "", site->nodes[k]);
+  return g_string_free(s, FALSE);
+}
+
+/* Whether the site includes a node whose label (or id) is name. */
+static gboolean site_has_node(const WeirGraph *g, const WeirSite *site,
+                              const char *name) {
+  for (guint k = 0; k < site->n_nodes; k++) {
+    const WeirNode *n = weir_graph_node(g, site->nodes[k], NULL);
+    g_autofree char *id = g_strdup_printf("%u", site->nodes[k]);
+    if (strcmp(id, name) == 0 || (n && g_strcmp0(n->label, name) == 0))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static int cmd_transforms(int argc, char **argv) {
+  if (!parse_options("transforms", "FILE", transforms_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir transforms FILE [--tier N] [--node NAME]\n");
+    return 2;
+  }
+  if (tier_filter < 0 || tier_filter > 4) {
+    fprintf(stderr, "weir transforms: --tier %d: expected 1, 2, 3 or 4\n",
+            tier_filter);
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("transforms", argv[1]);
+  if (!g)
+    return 1;
+  load_transformations("transforms");
+  g_autoptr(GPtrArray) list = weir_transforms_list();
+  guint n_transforms = 0, n_sites = 0, n_legal = 0;
+  for (guint i = 0; i < list->len; i++) {
+    const WeirTransformInfo *t = g_ptr_array_index(list, i);
+    if (tier_filter && t->tier != (guint)tier_filter)
+      continue;
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    Table *table = NULL;
+    for (guint k = 0; k < sites->len; k++) {
+      const WeirSite *site = &g_array_index(sites, WeirSite, k);
+      if (node_filter && !site_has_node(g, site, node_filter))
+        continue;
+      if (!table) {
+        printf("%stier %u  %s: %s\n", n_transforms ? "\n" : "", t->tier,
+               t->name, t->description ? t->description : "");
+        table = table_new(3);
+        n_transforms++;
+      }
+      char *reason = NULL;
+      gboolean legal = weir_transform_can_apply(t, g, site, NULL, &reason);
+      g_autofree char *where = weir_site_describe(g, site);
+      n_sites++;
+      n_legal += legal;
+      table_row(
+          table, site_option(site), g_strdup(legal ? "legal" : "not legal"),
+          legal ? g_strdup(where) : g_strdup_printf("%s: %s", where, reason));
+      g_free(reason);
+    }
+    if (table)
+      table_print(table);
+  }
+  if (n_transforms == 0)
+    printf("no transformation has a site in %s%s%s\n", argv[1],
+           node_filter ? " at node " : "", node_filter ? node_filter : "");
+  else
+    printf("\n%u transformation%s, %u site%s, %u legal\n", n_transforms,
+           n_transforms == 1 ? "" : "s", n_sites, n_sites == 1 ? "" : "s",
+           n_legal);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ apply */
+
+/* Parses "7,9,12" into a site; the state is the one holding the first
+ * node. */
+static gboolean parse_site(const WeirGraph *g, const char *text, WeirSite *site,
+                           GError **error) {
+  memset(site, 0, sizeof *site);
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  guint n = g_strv_length(parts);
+  if (n == 0 || n > WEIR_SITE_MAX_NODES) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "--site %s: expected 1 to %d node ids separated by commas",
+                text, WEIR_SITE_MAX_NODES);
+    return FALSE;
+  }
+  for (guint k = 0; k < n; k++) {
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(g_strstrip(parts[k]), &end, 10);
+    if (!parts[k][0] || !end || *end || v == 0 || v > G_MAXUINT) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: '%s' is not a node id", text, parts[k]);
+      return FALSE;
+    }
+    site->nodes[k] = (guint)v;
+  }
+  site->n_nodes = n;
+  WeirState *s = NULL;
+  if (!weir_graph_node(g, site->nodes[0], &s)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "--site %s: program '%s' has no node %u", text, g->name,
+                site->nodes[0]);
+    return FALSE;
+  }
+  site->state = s->id;
+  return TRUE;
+}
+
+/* "+1.5 KiB (+25.0%)" between two known quantities. */
+static char *format_delta(const WeirQuantity *before, const WeirQuantity *after,
+                          gboolean bytes) {
+  if (!before->known || !after->known)
+    return g_strdup("");
+  gint64 d = after->value - before->value;
+  if (d == 0)
+    return g_strdup("  (unchanged)");
+  g_autofree char *mag =
+      bytes ? format_bytes(d < 0 ? -d : d)
+            : g_strdup_printf("%" G_GINT64_FORMAT, d < 0 ? -d : d);
+  if (before->value == 0)
+    return g_strdup_printf("  (%s%s)", d < 0 ? "-" : "+", mag);
+  return g_strdup_printf("  (%s%s, %+.1f%%)", d < 0 ? "-" : "+", mag,
+                         100.0 * (double)d / (double)before->value);
+}
+
+static int cmd_apply(int argc, char **argv) {
+  if (!parse_options("apply", "FILE NAME", apply_entries, &argc, &argv))
+    return 2;
+  if (argc != 3 || !output_path) {
+    fprintf(stderr, "usage: weir apply FILE NAME [--site N[,N...]] "
+                    "[--param K=V]... -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("apply", error);
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("apply", argv[1]);
+  if (!g)
+    return 1;
+  load_transformations("apply");
+  const WeirTransformInfo *t = weir_transform_lookup(argv[2]);
+  if (!t) {
+    fprintf(stderr,
+            "weir apply: unknown transformation '%s' (see 'weir transforms "
+            "%s')\n",
+            argv[2], argv[1]);
+    return 2;
+  }
+  g_autoptr(WeirParams) params =
+      weir_params_parse(t, (const char *const *)param_args, &error);
+  if (!params) {
+    print_error("apply", error);
+    return 2;
+  }
+  WeirSite site;
+  if (site_arg) {
+    if (!parse_site(g, site_arg, &site, &error)) {
+      print_error("apply", error);
+      return 2;
+    }
+  } else {
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    if (sites->len != 1) {
+      fprintf(stderr,
+              "weir apply: %s has %u sites in %s; choose one with --site (see "
+              "'weir transforms %s')\n",
+              t->name, sites->len, argv[1], argv[1]);
+      return 2;
+    }
+    site = g_array_index(sites, WeirSite, 0);
+  }
+  g_autofree char *where = weir_site_describe(g, &site);
+  WeirApplyReport report;
+  if (!weir_transform_apply(g, t, &site, params, bindings, &report, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  g_autofree char *ptext = weir_params_to_string(params);
+  printf("applied %s at %s%s%s%s in %.3f s\n", t->name, where,
+         *ptext ? " (" : "", ptext, *ptext ? ")" : "", report.seconds);
+  g_autofree char *bb = format_quantity(&report.bytes_before, TRUE);
+  g_autofree char *ba = format_quantity(&report.bytes_after, TRUE);
+  g_autofree char *bd =
+      format_delta(&report.bytes_before, &report.bytes_after, TRUE);
+  g_autofree char *fb = format_quantity(&report.flops_before, FALSE);
+  g_autofree char *fa = format_quantity(&report.flops_after, FALSE);
+  g_autofree char *fd =
+      format_delta(&report.flops_before, &report.flops_after, FALSE);
+  printf("  data movement  %s -> %s%s\n", bb, ba, bd);
+  printf("  FLOPs          %s -> %s%s\n", fb, fa, fd);
+  weir_apply_report_clear(&report);
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  printf("wrote %s\n", output_path);
   return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 #include <glib/gstdio.h>
+#include <sys/wait.h>
 
 #include <glib.h>
 
@@ -158,6 +159,186 @@ static void test_run_ref(void **state) {
   assert_int_equal(r.status, 2);
   assert_contains(r.err, "-D");
   run_clear(&r);
+}
+
+/* A program with two library nodes: a Relu (expandable) and an op without
+ * expansions. */
+static const char relu_program[] =
+    "{\"format\": \"weir-ir\", \"version\": 1, \"name\": \"relu\",\n"
+    " \"symbols\": [],\n"
+    " \"containers\": [\n"
+    "  {\"id\": 1, \"name\": \"X\", \"dtype\": \"f32\", \"shape\": [\"4\", "
+    "\"8\"]},\n"
+    "  {\"id\": 2, \"name\": \"Y\", \"dtype\": \"f32\", \"shape\": [\"4\", "
+    "\"8\"]}],\n"
+    " \"start\": 3,\n"
+    " \"states\": [{\"id\": 3, \"label\": \"main\", \"nodes\": [\n"
+    "  {\"id\": 4, \"kind\": \"access\", \"label\": \"X\", \"data\": \"X\"},\n"
+    "  {\"id\": 5, \"kind\": \"library\", \"label\": \"relu_0\", \"in\": "
+    "[\"in0\"], \"out\": [\"out0\"], \"op\": \"Relu\", \"attrs\": {}},\n"
+    "  {\"id\": 6, \"kind\": \"access\", \"label\": \"Y\", \"data\": \"Y\"},\n"
+    "  {\"id\": 7, \"kind\": \"library\", \"label\": \"mystery\", \"in\": "
+    "[\"in0\"], \"out\": [\"out0\"], \"op\": \"NoSuchOp\", \"attrs\": {}},\n"
+    "  {\"id\": 8, \"kind\": \"access\", \"label\": \"Y\", \"data\": \"Y\"}],\n"
+    "  \"edges\": [\n"
+    "  {\"id\": 9, \"src\": 4, \"dst\": 5, \"dst_conn\": \"in0\", \"data\": "
+    "\"X\", \"subset\": \"0:4, 0:8\"},\n"
+    "  {\"id\": 10, \"src\": 5, \"src_conn\": \"out0\", \"dst\": 6, \"data\": "
+    "\"Y\", \"subset\": \"0:4, 0:8\"},\n"
+    "  {\"id\": 11, \"src\": 6, \"dst\": 7, \"dst_conn\": \"in0\", \"data\": "
+    "\"Y\", \"subset\": \"0:4, 0:8\"},\n"
+    "  {\"id\": 12, \"src\": 7, \"src_conn\": \"out0\", \"dst\": 8, \"data\": "
+    "\"Y\", \"subset\": \"0:4, 0:8\"}]}],\n"
+    " \"transitions\": []}\n";
+
+static char *write_temp(const char *dir, const char *name, const char *text) {
+  char *path = g_build_filename(dir, name, NULL);
+  assert_true(g_file_set_contents(path, text, -1, NULL));
+  return path;
+}
+
+static void test_transforms(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *relu = write_temp(dir, "relu.json", relu_program);
+  Run r = run_weir("transforms", relu, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "tier 1  expand-library-node: ");
+  assert_contains(r.out, "--site 5  legal      state 3: node 5 (library "
+                         "'relu_0')");
+  assert_contains(r.out, "--site 7  not legal  state 3: node 7 (library "
+                         "'mystery'): no 'pure' implementation of operator "
+                         "'NoSuchOp' is registered (registered: none)");
+  assert_contains(r.out, "1 transformation, 2 sites, 1 legal");
+  run_clear(&r);
+  /* Filters. */
+  r = run_weir("transforms", relu, "--node", "relu_0", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "1 transformation, 1 site, 1 legal");
+  assert_null(strstr(r.out, "mystery"));
+  run_clear(&r);
+  r = run_weir("transforms", relu, "--node", "7", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "1 transformation, 1 site, 0 legal");
+  run_clear(&r);
+  r = run_weir("transforms", relu, "--tier", "4", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "no transformation has a site in");
+  run_clear(&r);
+  r = run_weir("transforms", relu, "--tier", "9", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--tier 9");
+  run_clear(&r);
+  r = run_weir("transforms", "samples/does-not-exist.json", NULL);
+  assert_int_equal(r.status, 1);
+  run_clear(&r);
+  g_unlink(relu);
+  g_rmdir(dir);
+}
+
+static void test_apply(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *relu = write_temp(dir, "relu.json", relu_program);
+  g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+  Run r = run_weir("apply", relu, "expand-library-node", "--site", "5",
+                   "--param", "impl=pure", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "applied expand-library-node at state 3: node 5 "
+                         "(library 'relu_0') (impl=pure)");
+  assert_contains(r.out, "data movement  512 B -> 512 B  (unchanged)");
+  assert_contains(r.out, "wrote ");
+  run_clear(&r);
+  r = run_weir("validate", out, NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  r = run_weir("transforms", out, NULL);
+  assert_contains(r.out, "1 transformation, 1 site, 0 legal");
+  run_clear(&r);
+
+  /* Refusals: not legal, bad parameter, unknown name, ambiguous site,
+   * missing output. */
+  g_unlink(out);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "7", "-o", out,
+               NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "cannot be applied at state 3: node 7 (library "
+                         "'mystery'): no 'pure' implementation");
+  assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
+               "impl=fast", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "parameter 'impl': 'fast' is not one of the choices "
+                         "(allowed: pure, blas, im2col, direct)");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
+               "size=3", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown parameter 'size' (parameters: impl)");
+  run_clear(&r);
+  r = run_weir("apply", relu, "no-such-transformation", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown transformation 'no-such-transformation'");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "has 2 sites");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "99", "-o", out,
+               NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "has no node 99");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "5", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "usage: weir apply");
+  run_clear(&r);
+  g_unlink(relu);
+  g_rmdir(dir);
+}
+
+/* The example plugin, found through WEIR_PLUGIN_PATH; refused plugins on
+ * the path are warnings. */
+static void test_plugin_path(void **state) {
+  (void)state;
+  g_autofree char *plugins = g_path_get_dirname(WEIR_EXAMPLE_PLUGIN);
+  g_autofree char *bad = g_path_get_dirname(WEIR_BAD_PLUGIN);
+  g_autofree char *path = g_strdup_printf("%s:%s", plugins, bad);
+  g_setenv("WEIR_PLUGIN_PATH", path, TRUE);
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "q.json", NULL);
+  Run r =
+      run_weir("transforms", "samples/vector_add.json", "--tier", "2", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "tier 2  int8-fake-quant: ");
+  assert_contains(r.out, "--site 10  legal  state 4: node 10 (access 'C')");
+  assert_contains(r.err, "warning: plugin '");
+  assert_contains(r.err, "no symbol weir_plugin_register");
+  assert_contains(r.err, "is newer than this Weir's");
+  run_clear(&r);
+  r = run_weir("apply", "samples/vector_add.json", "int8-fake-quant", "-D",
+               "N=1000", "-p", "scale=0.5", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "(scale=0.5)");
+  /* 12000 bytes, plus a read and a write of C. */
+  assert_contains(r.out, "data movement  11.7 KiB -> 19.5 KiB  (+7.8 KiB, "
+                         "+66.7%)");
+  run_clear(&r);
+  r = run_weir("run-ref", out, "-D", "N=16", NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  g_unsetenv("WEIR_PLUGIN_PATH");
+  r = run_weir("apply", "samples/vector_add.json", "int8-fake-quant", "-o", out,
+               NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown transformation 'int8-fake-quant'");
+  run_clear(&r);
+  g_unlink(out);
+  g_rmdir(dir);
 }
 
 /* ------------------------------------------------------------ ONNX models */
@@ -466,6 +647,9 @@ int main(void) {
       cmocka_unit_test(test_validate_samples),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
+      cmocka_unit_test(test_transforms),
+      cmocka_unit_test(test_apply),
+      cmocka_unit_test(test_plugin_path),
       cmocka_unit_test(test_import_and_inspect),
       cmocka_unit_test(test_expand),
       cmocka_unit_test(test_run_ref_files),
@@ -473,5 +657,8 @@ int main(void) {
       cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
   };
+  /* No plugins from the user's own directory. */
+  g_setenv("XDG_DATA_HOME", "/nonexistent-weir-test-data", TRUE);
+  g_unsetenv("WEIR_PLUGIN_PATH");
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
