@@ -281,6 +281,29 @@ static void test_reject_stencil(void **state) {
   t3_assert_reason(MF, g, &site, "reads T[i, j + 1], at other indices");
 }
 
+/* a's tasklet has a local named j and reads its parameter i, which
+ * becomes b's j after the merge: refused rather than captured. */
+static void test_reject_capture(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("capture");
+  t3_array(g, "X", "8", FALSE);
+  t3_array(g, "T", "8", TRUE);
+  t3_array(g, "Y", "8", FALSE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *x = weir_state_add_access(g, s, "X");
+  WeirNode *t = weir_state_add_access(g, s, "T");
+  WeirNode *y = weir_state_add_access(g, s, "Y");
+  WeirNode *xa;
+  t3_map(g, s, "a", "i", "0:8", "j = x * 2\nt = j + i", P({x, "x", "i"}), 1,
+         P({t, "t", "i"}), 1, &xa, NULL);
+  WeirNode *eb = t3_map(g, s, "b", "j", "0:8", "y = t", P({t, "t", "j"}), 1,
+                        P({y, "y", "j"}), 1, NULL, NULL);
+  t3_assert_valid(g);
+  WeirSite site = t3_site(s->id, xa->id, t->id, eb->id, 0);
+  t3_assert_reason(MF, g, &site,
+                   "tasklet 'a' (node 10) has a connector or local named 'j'");
+}
+
 /* The softmax sample: rowmax -> mx -> expsum (a reduction: not a site of
  * map-fusion), expsum -> e -> normalize (normalize also needs s, which
  * expsum reduces), expsum -> s -> normalize (s is a WCR result). */
@@ -323,6 +346,7 @@ int main(void) {
       cmocka_unit_test(test_reject_reasons),
       cmocka_unit_test(test_reject_row_reduction),
       cmocka_unit_test(test_reject_stencil),
+      cmocka_unit_test(test_reject_capture),
       cmocka_unit_test(test_softmax_sample),
       cmocka_unit_test(test_samples_every_legal_site),
   };

@@ -12,7 +12,8 @@
  * Legality: the three nodes in one scope; equal ranges; no path from one
  * map to the other (in either direction); no container written by one map
  * and read or written by the other; no map nested in B with a parameter
- * named like one of A's.
+ * named like one of A's, no tasklet in B with a connector or local named
+ * like the parameter of A that a parameter it reads becomes.
  */
 #include "tier3-util.h"
 
@@ -147,6 +148,8 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
   }
   g_autofree char *shadow =
       tier3_check_nested_params(s, p->scopes, p->eb->id, p->ea->map->params);
+  if (!shadow)
+    shadow = tier3_check_rename_capture(s, p->scopes, p->eb->id, p->pairs);
   if (shadow)
     return tier3_reason(reason, "%s", shadow);
   return TRUE;

@@ -267,6 +267,20 @@ GHashTable *tier3_param_substitution(GHashTable *pairs) {
   return map;
 }
 
+GHashTable *tier3_point_substitution(const WeirMap *map) {
+  GHashTable *sub = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)weir_expr_unref);
+  for (guint i = 0; i < map->params->len; i++) {
+    const WeirRange *r = &g_array_index(map->ranges, WeirRange, i);
+    g_autoptr(WeirExpr) size = weir_range_size(r);
+    gint64 v;
+    if (weir_expr_is_const(size, &v) && v == 1)
+      g_hash_table_insert(sub, g_strdup(g_ptr_array_index(map->params, i)),
+                          weir_expr_ref(r->begin));
+  }
+  return sub;
+}
+
 char *tier3_check_nested_params(const WeirState *s, const WeirScopes *sc,
                                 guint entry, GPtrArray *names) {
   g_autoptr(GArray) body = tier3_scope_body(s, sc, entry);
@@ -398,6 +412,65 @@ void tier3_code_names(const WeirCode *code, GHashTable *set) {
     names_expr(st->target, set);
     names_expr(st->value, set);
   }
+}
+
+typedef struct {
+  GHashTable *pairs;
+  GHashTable *symbols; /* renamed symbols the body reads: new names */
+  GHashTable *names;   /* locals and connectors */
+} CaptureCtx;
+
+static const char *note_names(const char *name, Tier3NameRole role,
+                              gpointer user) {
+  CaptureCtx *c = user;
+  if (role == TIER3_NAME_SYMBOL) {
+    const char *to = g_hash_table_lookup(c->pairs, name);
+    if (to && strcmp(to, name) != 0)
+      g_hash_table_add(c->symbols, (gpointer)to);
+  } else {
+    g_hash_table_add(c->names, g_strdup(name));
+  }
+  return NULL;
+}
+
+char *tier3_check_rename_capture(const WeirState *s, const WeirScopes *sc,
+                                 guint entry, GHashTable *pairs) {
+  g_autoptr(GArray) body = tier3_scope_body(s, sc, entry);
+  for (guint i = 0; i < body->len; i++) {
+    const WeirNode *n = weir_state_node(s, g_array_index(body, guint, i));
+    if (n->kind != WEIR_NODE_TASKLET || !n->code)
+      continue;
+    g_autoptr(WeirCode) code = weir_code_copy(n->code);
+    CaptureCtx c = {
+        pairs, g_hash_table_new(g_str_hash, g_str_equal),
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL)};
+    tier3_code_rename(code, n, note_names, &c);
+    for (guint k = 0; k < n->in_conns->len; k++)
+      g_hash_table_add(c.names, g_strdup(g_ptr_array_index(n->in_conns, k)));
+    for (guint k = 0; k < n->out_conns->len; k++)
+      g_hash_table_add(c.names, g_strdup(g_ptr_array_index(n->out_conns, k)));
+    /* Sorted for a deterministic message. */
+    g_autoptr(GPtrArray) hit = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, c.symbols);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+      if (g_hash_table_contains(c.names, key))
+        g_ptr_array_add(hit, key);
+    g_ptr_array_sort(hit, cmp_strp);
+    char *reason = NULL;
+    if (hit->len > 0)
+      reason =
+          g_strdup_printf("tasklet '%s' (node %u) has a connector or "
+                          "local named '%s', like the parameter it "
+                          "would read after the merge",
+                          n->label, n->id, (char *)g_ptr_array_index(hit, 0));
+    g_hash_table_unref(c.symbols);
+    g_hash_table_unref(c.names);
+    if (reason)
+      return reason;
+  }
+  return NULL;
 }
 
 /* ---------------------------------------------------------- editing */

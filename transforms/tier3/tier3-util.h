@@ -88,11 +88,23 @@ GHashTable *tier3_pair_params(const WeirMap *a, const WeirMap *b,
  * symbol), owned values; for weir_subset_substitute. */
 GHashTable *tier3_param_substitution(GHashTable *pairs);
 
+/* Substitution (name -> WeirExpr*, owned) of every parameter of map whose
+ * range holds a single point by that point: T[i] and T[0] are the same
+ * element when i ranges over 0:1. */
+GHashTable *tier3_point_substitution(const WeirMap *map);
+
 /* Reason (transfer full) when a map nested in the scope of `entry` has a
  * parameter named like one of `names` (char*), which would shadow it after
  * a merge; NULL otherwise. */
 char *tier3_check_nested_params(const WeirState *s, const WeirScopes *sc,
                                 guint entry, GPtrArray *names);
+
+/* Reason (transfer full) when renaming the parameters of the scope of
+ * `entry` by pairs (old -> new name) would capture a name: a tasklet inside
+ * reads a renamed parameter and has a connector or local with the new
+ * name.  NULL otherwise. */
+char *tier3_check_rename_capture(const WeirState *s, const WeirScopes *sc,
+                                 guint entry, GHashTable *pairs);
 
 /* ------------------------------------------------------------- code */
 

@@ -20,7 +20,9 @@
  *  8. B does not depend on A through any other path, and the maps do not
  *     otherwise touch each other's data (a container written by one and
  *     read or written by the other);
- *  9. no map nested in A's body has a parameter named like one of B's.
+ *  9. no map nested in A's body has a parameter named like one of B's, and
+ *     no tasklet in it has a connector or local named like a parameter of
+ *     B that one of A's parameters it reads becomes.
  */
 #include <string.h>
 
@@ -230,16 +232,20 @@ static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, char **reason) {
                                r0->subset, mode == TIER3_VERTICAL_REDUCE, &why);
   if (!p->pairs)
     return tier3_reason(reason, "maps '%s' and '%s' have %s", a, b, why);
+  /* Compared in B's parameters, single-point ranges by their point. */
   g_autoptr(GHashTable) sub = tier3_param_substitution(p->pairs);
-  g_autoptr(WeirSubset) ws = weir_subset_substitute(p->write->subset, sub);
+  g_autoptr(GHashTable) pts = tier3_point_substitution(p->eb->map);
+  g_autoptr(WeirSubset) wb = weir_subset_substitute(p->write->subset, sub);
+  g_autoptr(WeirSubset) ws = weir_subset_substitute(wb, pts);
   for (guint i = 0; i < p->readers->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(p->readers, i);
-    if (!weir_subset_equal(ws, m->subset)) {
+    g_autoptr(WeirSubset) rs = weir_subset_substitute(m->subset, pts);
+    if (!weir_subset_equal(ws, rs)) {
       g_autofree char *rt = tier3_subset_text(t, m->subset);
-      g_autofree char *wt = tier3_subset_text(t, ws);
+      g_autofree char *wt = tier3_subset_text(t, p->write->subset);
       return tier3_reason(reason,
                           "map '%s' reads %s, at other indices than map '%s' "
-                          "writes in the same iteration (%s)",
+                          "writes (%s)",
                           b, rt, a, wt);
     }
   }
@@ -320,6 +326,8 @@ static gboolean plan_independent(Plan *p, char **reason) {
   }
   g_autofree char *shadow =
       tier3_check_nested_params(p->s, p->scopes, p->ea->id, p->eb->map->params);
+  if (!shadow)
+    shadow = tier3_check_rename_capture(p->s, p->scopes, p->ea->id, p->pairs);
   if (shadow)
     return tier3_reason(reason, "%s", shadow);
   return TRUE;
