@@ -175,6 +175,11 @@ static void test_larger_space(void **state) {
   gint64 bytes0 = t3_bytes(g, NULL);
   WeirSite site = t3_site(ids[0], ids[1], ids[2], ids[3], 0);
   assert_null(t3_why(MRF, g, &site));
+  g_autofree char *why = t3_why_params(
+      MRF, g, &site, (const char *const[]){"recompute=false", NULL});
+  assert_non_null(why);
+  assert_non_null(strstr(why, "map 'mac' iterates over more points than map "
+                              "'relu' (its parameter 'n' has no counterpart)"));
   t3_apply(MRF, g, &site);
   assert_null(weir_graph_container(g, "H"));
   /* Before: relu reads Y and writes H (M*K each), mac reads H (M*N*K).

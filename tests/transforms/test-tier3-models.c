@@ -114,6 +114,25 @@ static gint64 container_bytes(const WeirGraph *g, const char *name) {
   return v;
 }
 
+/* Iterations of the map of an entry or exit. */
+static gint64 map_iterations(const WeirGraph *g, const WeirNode *n) {
+  const WeirState *s = NULL;
+  for (guint i = 0; i < g->states->len && !s; i++)
+    if (weir_state_node(g_ptr_array_index(g->states, i), n->id))
+      s = g_ptr_array_index(g->states, i);
+  const WeirNode *entry =
+      n->kind == WEIR_NODE_MAP_EXIT ? weir_state_node(s, n->entry) : n;
+  gint64 size = 1;
+  for (guint k = 0; k < entry->map->ranges->len; k++) {
+    g_autoptr(WeirExpr) r =
+        weir_range_size(&g_array_index(entry->map->ranges, WeirRange, k));
+    gint64 v = 0;
+    assert_true(weir_expr_eval(r, NULL, &v, NULL));
+    size *= v;
+  }
+  return size;
+}
+
 /* Applies `name` at every legal site, each on a copy of m's program:
  * validation, the data-movement check of the transformation, and (when
  * run) the outputs.  The labels of the legal sites, joined by "; ", must be
@@ -141,7 +160,13 @@ static guint check_each_site(const Model *m, const char *name,
       assert_true(drop >= 2 * container_bytes(m->g, t));
       assert_null(weir_graph_container(g, t));
     } else if (strcmp(name, "map-reduce-fusion") == 0) {
-      assert_true(drop > 0);
+      /* Over the same space, at least T's read disappears.  Over a larger
+       * space A's inputs are read once per point of it: a trade that may
+       * move more bytes (documented). */
+      if (map_iterations(m->g, site_node(m->g, site, 0)) ==
+          map_iterations(m->g, site_node(m->g, site, 2)))
+        assert_true(drop >=
+                    container_bytes(m->g, site_node(m->g, site, 1)->data));
     } else {
       assert_true(drop >= 0);
     }
@@ -176,13 +201,40 @@ static const char *const pipeline[] = {
     "state-fusion", "map-fusion", "map-reduce-fusion", "horizontal-map-fusion",
     "tasklet-fusion"};
 
-/* Every tier-3 transformation to a fixpoint; returns the applications. */
+/* Applies `name` at its first legal site that does not increase the data
+ * movement, again and again; returns how many times it applied. */
+static guint apply_while_not_worse(const char *name, WeirGraph *g) {
+  guint count = 0;
+  for (gboolean applied = TRUE; applied;) {
+    applied = FALSE;
+    g_autoptr(GArray) sites = t3_sites(name, g);
+    gint64 bytes = t3_bytes(g, NULL);
+    for (guint i = 0; i < sites->len && !applied; i++) {
+      const WeirSite *site = &g_array_index(sites, WeirSite, i);
+      g_autofree char *why = t3_why(name, g, site);
+      if (why)
+        continue;
+      g_autoptr(WeirGraph) trial = weir_graph_copy(g);
+      t3_apply(name, trial, site);
+      if (t3_bytes(trial, NULL) > bytes)
+        continue;
+      t3_apply(name, g, site);
+      applied = TRUE;
+      count++;
+    }
+  }
+  return count;
+}
+
+/* Every tier-3 transformation to a fixpoint, skipping applications that
+ * would move more bytes (a recompute trade that does not pay); returns the
+ * number of applications. */
 static guint run_pipeline(WeirGraph *g) {
   guint total = 0;
   for (;;) {
     guint round = 0;
     for (guint i = 0; i < G_N_ELEMENTS(pipeline); i++)
-      round += t3_apply_to_fixpoint(pipeline[i], g);
+      round += apply_while_not_worse(pipeline[i], g);
     total += round;
     if (round == 0)
       return total;

@@ -138,6 +138,23 @@ static inline char *t3_why(const char *name, const WeirGraph *g,
   return reason;
 }
 
+/* Like t3_why with parameters ("name=value", NULL-terminated). */
+static inline char *t3_why_params(const char *name, const WeirGraph *g,
+                                  const WeirSite *site,
+                                  const char *const *assignments) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirParams) params =
+      weir_params_parse(t3_lookup(name), assignments, &error);
+  if (!params)
+    fail_msg("%s: %s", name, error->message);
+  char *reason = NULL;
+  if (weir_transform_can_apply(t3_lookup(name), g, site, params, &reason)) {
+    g_free(reason);
+    return NULL;
+  }
+  return reason;
+}
+
 static inline void t3_assert_reason(const char *name, const WeirGraph *g,
                                     const WeirSite *site,
                                     const char *fragment) {

@@ -17,13 +17,15 @@ static void match(const WeirGraph *g, GArray *sites) {
 static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
                           const WeirParams *params, char **reason) {
   (void)params;
-  return tier3_vertical_can_apply(g, site, TIER3_VERTICAL_ELEMENTWISE, reason);
+  return tier3_vertical_can_apply(g, site, TIER3_VERTICAL_ELEMENTWISE, FALSE,
+                                  reason);
 }
 
 static gboolean apply(WeirGraph *g, const WeirSite *site,
                       const WeirParams *params, GError **error) {
   (void)params;
-  return tier3_vertical_apply(g, site, TIER3_VERTICAL_ELEMENTWISE, error);
+  return tier3_vertical_apply(g, site, TIER3_VERTICAL_ELEMENTWISE, FALSE,
+                              error);
 }
 
 static const WeirTransformInfo info = {

@@ -15,8 +15,9 @@
  *  6. the parameters pair up with equal ranges (map-reduce-fusion: B may
  *     have more), and B reads T at exactly the element A writes in the same
  *     iteration;
- *  7. with extra parameters in B, A writes nothing but T and T dies (A's
- *     body runs once per point of B's larger space);
+ *  7. with extra parameters in B (only with recompute), A writes nothing
+ *     but T and T dies (A's body runs once per point of B's larger
+ *     space);
  *  8. B does not depend on A through any other path, and the maps do not
  *     otherwise touch each other's data (a container written by one and
  *     read or written by the other);
@@ -212,7 +213,8 @@ static gboolean plan_container(const WeirGraph *g, Plan *p,
 }
 
 /* Checks 5-7: reduction or not, iteration spaces and indices. */
-static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, char **reason) {
+static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, gboolean recompute,
+                            char **reason) {
   const char *t = p->t->name;
   const char *a = p->ea->label, *b = p->eb->label;
   const char *reduced = wcr_output(p->s, p->xb);
@@ -262,6 +264,12 @@ static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, char **reason) {
       if (!paired)
         extra = q;
     }
+    if (!recompute)
+      return tier3_reason(reason,
+                          "map '%s' iterates over more points than map '%s' "
+                          "(its parameter '%s' has no counterpart); "
+                          "recompute=true repeats the work of '%s' for each",
+                          b, a, extra, a);
     if (p->keep_t)
       return tier3_reason(reason,
                           "'%s' is still read elsewhere, and map '%s' would "
@@ -334,9 +342,10 @@ static gboolean plan_independent(Plan *p, char **reason) {
 }
 
 static gboolean plan(const WeirGraph *g, const WeirSite *site,
-                     Tier3VerticalMode mode, Plan *p, char **reason) {
+                     Tier3VerticalMode mode, gboolean recompute, Plan *p,
+                     char **reason) {
   return plan_nodes(g, site, p, reason) && plan_container(g, p, mode, reason) &&
-         plan_spaces(p, mode, reason) && plan_independent(p, reason);
+         plan_spaces(p, mode, recompute, reason) && plan_independent(p, reason);
 }
 
 /* ---------------------------------------------------------------- match */
@@ -377,18 +386,20 @@ void tier3_vertical_match(const WeirGraph *g, GArray *sites,
 }
 
 gboolean tier3_vertical_can_apply(const WeirGraph *g, const WeirSite *site,
-                                  Tier3VerticalMode mode, char **reason) {
+                                  Tier3VerticalMode mode, gboolean recompute,
+                                  char **reason) {
   g_auto(Plan) p = {0};
-  return plan(g, site, mode, &p, reason);
+  return plan(g, site, mode, recompute, &p, reason);
 }
 
 /* ---------------------------------------------------------------- apply */
 
 gboolean tier3_vertical_apply(WeirGraph *g, const WeirSite *site,
-                              Tier3VerticalMode mode, GError **error) {
+                              Tier3VerticalMode mode, gboolean recompute,
+                              GError **error) {
   g_auto(Plan) p = {0};
   g_autofree char *reason = NULL;
-  if (!plan(g, site, mode, &p, &reason)) {
+  if (!plan(g, site, mode, recompute, &p, &reason)) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s", reason);
     return FALSE;
   }

@@ -23,10 +23,14 @@ typedef enum {
 
 void tier3_vertical_match(const WeirGraph *g, GArray *sites,
                           Tier3VerticalMode mode);
+/* recompute: B may iterate over more points than A (map-reduce-fusion's
+ * parameter of that name), repeating A's work for each. */
 gboolean tier3_vertical_can_apply(const WeirGraph *g, const WeirSite *site,
-                                  Tier3VerticalMode mode, char **reason);
+                                  Tier3VerticalMode mode, gboolean recompute,
+                                  char **reason);
 gboolean tier3_vertical_apply(WeirGraph *g, const WeirSite *site,
-                              Tier3VerticalMode mode, GError **error);
+                              Tier3VerticalMode mode, gboolean recompute,
+                              GError **error);
 
 G_END_DECLS
 
