@@ -3,13 +3,14 @@
  *
  * Site: [A, B], two tasklets of one state and scope, where A writes a
  * single element that B reads, either through a direct memlet (as
- * map-fusion leaves them) or through an access node.  The result is one new
- * tasklet whose body is A's statements followed by B's, operating on the
- * AST: each value A writes for B becomes a local (converted to the
- * element's dtype, as the write did), B's reads of it read the local, and
- * names that would clash are renamed.  The intermediate access node and its
- * container disappear when nothing else uses them; otherwise A's write is
- * kept.  Inputs that A and B read through identical memlets are read once.
+ * map-fusion leaves them) or through an access node.  B becomes the fused
+ * tasklet (keeping its id and label) and A goes.  Its body is A's
+ * statements followed by B's, built on the AST: each value A writes for B
+ * becomes a local (converted to the element's dtype, as the write did), B's
+ * reads of it read the local, and names that would clash are renamed.  The
+ * intermediate access node and its container disappear when nothing else uses
+ * them; otherwise A's write is kept.  Inputs that A and B read through
+ * identical memlets are read once.
  *
  * Legality: same scope; every memlet from A to B (directly or through an
  * access node written only by A) moves one element without WCR, and B reads
@@ -526,20 +527,30 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
                            i + 1 < cb->stmts->len ? "\n" : "");
   }
 
-  /* The fused tasklet and its memlets. */
-  g_ptr_array_add(ins, NULL);
-  g_ptr_array_add(outs, NULL);
-  g_autofree char *label = g_strdup_printf("%s_%s", a->label, b->label);
-  WeirNode *f =
-      weir_state_add_tasklet(g, s, label, (const char *const *)ins->pdata,
-                             (const char *const *)outs->pdata, body->str);
+  /* B becomes the fused tasklet (it keeps its id): its memlets are
+   * re-created with the new connector names, A's are moved to it. */
+  g_autoptr(GPtrArray) dead = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < p.channels->len; i++) {
+    const Channel *c = g_ptr_array_index(p.channels, i);
+    const WeirMemlet *r = weir_state_memlet(s, c->read);
+    if (r && !tier3_names_contain(dead, r->data))
+      g_ptr_array_add(dead, g_strdup(r->data));
+  }
+  g_autoptr(GArray) old = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < b_in->len; i++)
+    g_array_append_val(old,
+                       ((const WeirMemlet *)g_ptr_array_index(b_in, i))->id);
+  for (guint i = 0; i < b_out->len; i++)
+    g_array_append_val(old,
+                       ((const WeirMemlet *)g_ptr_array_index(b_out, i))->id);
+  guint f = b->id;
   gboolean ok = TRUE;
   for (guint i = 0; ok && i < a_in->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(a_in, i);
     const char *dc =
         m->dst_conn ? g_hash_table_lookup(nm.a[TIER3_NAME_INPUT], m->dst_conn)
                     : NULL;
-    ok = add_memlet_like(g, s, m, m->src, m->src_conn, f->id, dc, error);
+    ok = add_memlet_like(g, s, m, m->src, m->src_conn, f, dc, error);
   }
   for (guint i = 0; ok && i < a_out->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(a_out, i);
@@ -559,7 +570,7 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
     const char *sc =
         m->src_conn ? g_hash_table_lookup(nm.a[TIER3_NAME_OUTPUT], m->src_conn)
                     : NULL;
-    ok = add_memlet_like(g, s, m, f->id, sc, m->dst, m->dst_conn, error);
+    ok = add_memlet_like(g, s, m, f, sc, m->dst, m->dst_conn, error);
   }
   for (guint i = 0; ok && i < b_in->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(b_in, i);
@@ -569,14 +580,27 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
     const char *dc =
         m->dst_conn ? g_hash_table_lookup(nm.b[TIER3_NAME_INPUT], m->dst_conn)
                     : NULL;
-    ok = add_memlet_like(g, s, m, m->src, m->src_conn, f->id, dc, error);
+    ok = add_memlet_like(g, s, m, m->src, m->src_conn, f, dc, error);
   }
   for (guint i = 0; ok && i < b_out->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(b_out, i);
     const char *sc =
         m->src_conn ? g_hash_table_lookup(nm.b[TIER3_NAME_OUTPUT], m->src_conn)
                     : NULL;
-    ok = add_memlet_like(g, s, m, f->id, sc, m->dst, m->dst_conn, error);
+    ok = add_memlet_like(g, s, m, f, sc, m->dst, m->dst_conn, error);
+  }
+  if (ok) {
+    for (guint i = 0; i < old->len; i++)
+      weir_state_remove_memlet(s, g_array_index(old, guint, i));
+    while (b->in_conns->len > 0)
+      weir_node_remove_in_conn(b, g_ptr_array_index(b->in_conns, 0));
+    while (b->out_conns->len > 0)
+      weir_node_remove_out_conn(b, g_ptr_array_index(b->out_conns, 0));
+    for (guint i = 0; i < ins->len; i++)
+      weir_node_add_in_conn(b, g_ptr_array_index(ins, i));
+    for (guint i = 0; i < outs->len; i++)
+      weir_node_add_out_conn(b, g_ptr_array_index(outs, i));
+    weir_tasklet_set_code(b, body->str);
   }
   g_hash_table_unref(nm.used);
   for (guint r = 0; r < 3; r++) {
@@ -586,16 +610,8 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
   if (!ok)
     return FALSE;
 
-  /* Drop A, B, and the intermediates nothing uses any more. */
-  g_autoptr(GPtrArray) dead = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; i < p.channels->len; i++) {
-    const Channel *c = g_ptr_array_index(p.channels, i);
-    const WeirMemlet *r = weir_state_memlet(s, c->read);
-    if (r && !tier3_names_contain(dead, r->data))
-      g_ptr_array_add(dead, g_strdup(r->data));
-  }
+  /* Drop A and the intermediates nothing uses any more. */
   weir_state_remove_node(s, a->id);
-  weir_state_remove_node(s, b->id);
   for (guint i = 0; i < p.channels->len; i++) {
     const Channel *c = g_ptr_array_index(p.channels, i);
     if (!c->access || g_hash_table_contains(keep, GUINT_TO_POINTER(c->write)))
