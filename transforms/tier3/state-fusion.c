@@ -20,7 +20,9 @@
  *    (for a node inside a map, the outermost map's entry; a map exit stands
  *    for its entry).  A node touches a container when it is an access node
  *    of it, an end of a memlet naming it, a reader of such an access node in
- *    S1 or a writer of one in S2.
+ *    S1 or a writer of one in S2.  Nodes implied by others (a node of S1
+ *    that reaches another such node, a node of S2 reached from another)
+ *    get no memlet of their own.
  * Such edges only go from old S1 to old S2, so the merged state stays
  * acyclic; independent work of the two states may now run in any order.
  */
@@ -214,6 +216,28 @@ static guint final_node(const WeirState *s, const WeirScopes *sc,
   return sink && weir_scopes_parent(sc, sink) == 0 ? sink : 0;
 }
 
+/* Drops the nodes of set from which another node of set is reachable in s
+ * (keep_last) or which another node of set reaches (!keep_last): ordering
+ * against the remaining ones implies the rest. */
+static GArray *prune(const WeirState *s, GArray *set, gboolean keep_last) {
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < set->len; i++) {
+    guint a = g_array_index(set, guint, i);
+    gboolean implied = FALSE;
+    for (guint k = 0; k < set->len && !implied; k++) {
+      guint b = g_array_index(set, guint, k);
+      if (a == b)
+        continue;
+      g_autoptr(GHashTable) reach = tier3_reachable(s, keep_last ? a : b, NULL);
+      implied =
+          g_hash_table_contains(reach, GUINT_TO_POINTER(keep_last ? b : a));
+    }
+    if (!implied)
+      g_array_append_val(out, a);
+  }
+  return out;
+}
+
 static gboolean has_empty_edge(const WeirState *s, guint src, guint dst) {
   for (guint i = 0; i < s->edges->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(s->edges, i);
@@ -285,8 +309,8 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
       o.merge_from = a2;
       o.merge_into = sink;
     } else {
-      o.wait = g_array_ref(t1.touch);
-      o.delay = g_array_ref(t2.touch);
+      o.wait = prune(s1, t1.touch, TRUE);
+      o.delay = prune(s2, t2.touch, FALSE);
     }
     g_array_append_val(orders, o);
   }
