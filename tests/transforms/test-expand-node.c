@@ -14,9 +14,11 @@
 #include <string.h>
 
 #include "weir-expand.h"
+#include "weir-import.h"
 #include "weir-interp.h"
 #include "weir-json.h"
 #include "weir-ops.h"
+#include "weir-tensor-io.h"
 #include "weir-transform.h"
 #include "weir-validate.h"
 
@@ -324,6 +326,143 @@ static void test_failures_restore(void **state) {
   g_free(reason);
 }
 
+/* ------------------------------------------------------- sample models */
+
+typedef struct {
+  const char *name;
+  const char *batch_symbol; /* dim_param bound to the input's batch size */
+  double rtol, atol;
+} Model;
+
+static const Model models[] = {
+    {"mlp", "batch", 1e-4, 1e-5},
+    {"lenet", NULL, 1e-4, 1e-5},
+    {"resnet", NULL, 1e-4, 1e-5},
+    {"transformer", NULL, 1e-4, 1e-4},
+};
+
+typedef struct {
+  WeirGraph *g;
+  GHashTable *symbols;
+  WeirTensor *input, *expected;
+  char *in_container, *out_container;
+} Imported;
+
+static void imported_clear(Imported *m);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Imported, imported_clear)
+
+static void imported_clear(Imported *m) {
+  g_clear_pointer(&m->g, weir_graph_free);
+  g_clear_pointer(&m->symbols, g_hash_table_unref);
+  g_clear_pointer(&m->input, weir_tensor_free);
+  g_clear_pointer(&m->expected, weir_tensor_free);
+  g_clear_pointer(&m->in_container, g_free);
+  g_clear_pointer(&m->out_container, g_free);
+}
+
+static void import_model(const Model *m, Imported *out) {
+  g_autofree char *onnx = g_strdup_printf("%s.onnx", m->name);
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", onnx, NULL);
+  g_autofree char *in_path = g_build_filename(WEIR_SRCDIR, "samples", "models",
+                                              m->name, "input_0.pb", NULL);
+  g_autofree char *out_path = g_build_filename(WEIR_SRCDIR, "samples", "models",
+                                               m->name, "output_0.pb", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *in_name = NULL, *out_name = NULL;
+  out->input = weir_tensor_read_pb(in_path, &in_name, &error);
+  assert_non_null(out->input);
+  out->expected = weir_tensor_read_pb(out_path, &out_name, &error);
+  assert_non_null(out->expected);
+  out->symbols = weir_bindings_new();
+  if (m->batch_symbol)
+    weir_bindings_set(out->symbols, m->batch_symbol, out->input->shape[0]);
+  g_autoptr(GHashTable) names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  WeirOnnxImportOptions opts = {.symbols = out->symbols, .names = names};
+  out->g = weir_onnx_import(path, &opts, &error);
+  if (!out->g)
+    fail_msg("%s: %s", path, error->message);
+  out->in_container = g_strdup(g_hash_table_lookup(names, in_name));
+  out->out_container = g_strdup(g_hash_table_lookup(names, out_name));
+  assert_non_null(out->in_container);
+  assert_non_null(out->out_container);
+}
+
+/* Runs g (fully expanded) on the model's input; compares with PyTorch. */
+static void check_against_pytorch(const Model *m, const Imported *im,
+                                  WeirGraph *g) {
+  g_autoptr(GHashTable) args = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  WeirTensor *out = weir_tensor_new(im->expected->dtype, im->expected->rank,
+                                    im->expected->shape);
+  g_hash_table_insert(args, im->in_container, weir_tensor_copy(im->input));
+  g_hash_table_insert(args, im->out_container, out);
+  g_autoptr(GError) error = NULL;
+  if (!weir_interpret(g, NULL, args, NULL, &error))
+    fail_msg("%s: %s", m->name, error->message);
+  if (!weir_tensor_allclose(out, im->expected, m->rtol, m->atol, NULL, &error))
+    fail_msg("%s: output differs from PyTorch: %s", m->name, error->message);
+}
+
+static guint count_library(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      n += ((WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+           WEIR_NODE_LIBRARY;
+  }
+  return n;
+}
+
+/* Every library node of every sample model is a legal site; applying at
+ * each one gives the program weir_expand_node gives; applying at every
+ * site in turn yields a program whose output matches PyTorch's. */
+static void check_model(const Model *m) {
+  const WeirTransformInfo *t = transform();
+  g_auto(Imported) im = {0};
+  import_model(m, &im);
+  g_autoptr(GArray) sites = weir_transform_sites(t, im.g);
+  assert_true(sites->len > 0);
+  assert_int_equal(sites->len, count_library(im.g));
+  for (guint i = 0; i < sites->len; i++) {
+    const WeirSite *site = &g_array_index(sites, WeirSite, i);
+    char *reason = NULL;
+    if (!weir_transform_can_apply(t, im.g, site, NULL, &reason))
+      fail_msg("%s: site %u: %s", m->name, site->nodes[0], reason);
+    g_autoptr(WeirGraph) q = weir_graph_copy(im.g);
+    g_autoptr(GError) error = NULL;
+    if (!weir_transform_apply(q, t, site, NULL, im.symbols, NULL, &error))
+      fail_msg("%s: %s", m->name, error->message);
+    g_autoptr(WeirGraph) direct = weir_graph_copy(im.g);
+    assert_true(weir_expand_node(direct, site->nodes[0], "pure", NULL));
+    g_autofree char *a = weir_graph_to_json(q);
+    g_autofree char *b = weir_graph_to_json(direct);
+    assert_string_equal(a, b);
+  }
+  g_autoptr(WeirGraph) all = weir_graph_copy(im.g);
+  guint applied = 0;
+  for (;;) {
+    g_autoptr(GArray) left = weir_transform_sites(t, all);
+    if (left->len == 0)
+      break;
+    g_autoptr(GError) error = NULL;
+    if (!weir_transform_apply(all, t, &g_array_index(left, WeirSite, 0), NULL,
+                              NULL, NULL, &error))
+      fail_msg("%s: %s", m->name, error->message);
+    applied++;
+  }
+  assert_true(applied >= sites->len);
+  check_against_pytorch(m, &im, all);
+}
+
+static void test_models(void **state) {
+  (void)state;
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++)
+    check_model(&models[i]);
+}
+
 int main(void) {
   weir_transforms_init();
   const struct CMUnitTest tests[] = {
@@ -331,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_every_site_preserves_outputs),
       cmocka_unit_test(test_failures_restore),
+      cmocka_unit_test(test_models),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
