@@ -10,9 +10,10 @@
  * run in the interpreter, so there every site is applied and checked but
  * outputs are compared once, after the whole pipeline.  The pipeline
  * (state, map, map-reduce, horizontal and tasklet fusion to a fixpoint)
- * must match PyTorch's reference output too. */
+ * must match PyTorch's reference output too, interpreted and compiled. */
 #include "tier3-check.h"
 #include "weir-import.h"
+#include "weir-runtime.h"
 #include "weir-tensor-io.h"
 #include "weir.h"
 
@@ -251,6 +252,23 @@ static void check_pipeline(const Model *m) {
   g_autoptr(GError) error = NULL;
   if (!weir_tensor_allclose(out, m->expected, 1e-4, 1e-4, NULL, &error))
     fail_msg("pipeline against PyTorch: %s", error->message);
+
+  /* The fused program compiles to C (scalars handed between tasklets stay
+   * local to an iteration) and computes the same. */
+  WeirCompileOptions opts = {.no_cache = TRUE};
+  g_autoptr(WeirKernel) k = weir_kernel_compile(g, &opts, NULL, &error);
+  if (!k)
+    fail_msg("compiling the fused %s: %s", g->name, error->message);
+  g_autoptr(GHashTable) args = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  WeirTensor *compiled = weir_tensor_new(m->expected->dtype, m->expected->rank,
+                                         m->expected->shape);
+  g_hash_table_insert(args, m->in_container, weir_tensor_copy(m->input));
+  g_hash_table_insert(args, m->out_container, compiled);
+  if (!weir_kernel_run(k, NULL, args, &error))
+    fail_msg("running the fused %s: %s", g->name, error->message);
+  if (!weir_tensor_allclose(compiled, out, 1e-4, 1e-5, NULL, &error))
+    fail_msg("compiled pipeline against the interpreter: %s", error->message);
 }
 
 static void test_mlp(void **state) {
