@@ -15,6 +15,8 @@
 #include "weir-json.h"
 #include "weir-onnx.h"
 #include "weir-ops.h"
+#include "weir-recipe.h"
+#include "weir-session.h"
 #include "weir-runtime.h"
 #include "weir-tensor-io.h"
 #include "weir-tensor.h"
