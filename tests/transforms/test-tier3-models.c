@@ -139,21 +139,22 @@ static gint64 map_iterations(const WeirGraph *g, const WeirNode *n) {
  * run) the outputs.  The labels of the legal sites, joined by "; ", must be
  * `expect`.  Returns the number of legal sites. */
 static guint check_each_site(const Model *m, const char *name,
-                             gboolean run_outputs, const char *expect) {
+                             const char *const *params, gboolean run_outputs,
+                             const char *expect) {
   g_autoptr(GArray) sites = t3_sites(name, m->g);
   g_autoptr(GString) legal = g_string_new(NULL);
   guint n = 0;
   gint64 bytes0 = t3_bytes(m->g, NULL);
   for (guint i = 0; i < sites->len; i++) {
     const WeirSite *site = &g_array_index(sites, WeirSite, i);
-    g_autofree char *why = t3_why(name, m->g, site);
+    g_autofree char *why = t3_why_params(name, m->g, site, params);
     if (why)
       continue;
     n++;
     g_autofree char *labels = site_labels(m->g, site);
     g_string_append_printf(legal, "%s%s", legal->len ? "; " : "", labels);
     g_autoptr(WeirGraph) g = weir_graph_copy(m->g);
-    t3_apply(name, g, site);
+    t3_apply_params(name, g, site, params);
     gint64 drop = bytes0 - t3_bytes(g, NULL);
     if (strcmp(name, "map-fusion") == 0) {
       /* T's write and read disappear (at least). */
@@ -198,13 +199,16 @@ static void assert_reason_at(const Model *m, const char *name, const char *a,
   fail_msg("%s: no site %s -> %s", name, a, b);
 }
 
+#define RECOMPUTE ((const char *const[]){"recompute=true", NULL})
+
 static const char *const pipeline[] = {
     "state-fusion", "map-fusion", "map-reduce-fusion", "horizontal-map-fusion",
     "tasklet-fusion"};
 
 /* Applies `name` at its first legal site that does not increase the data
  * movement, again and again; returns how many times it applied. */
-static guint apply_while_not_worse(const char *name, WeirGraph *g) {
+static guint apply_while_not_worse(const char *name, WeirGraph *g,
+                                   const char *const *params) {
   guint count = 0;
   for (gboolean applied = TRUE; applied;) {
     applied = FALSE;
@@ -212,14 +216,14 @@ static guint apply_while_not_worse(const char *name, WeirGraph *g) {
     gint64 bytes = t3_bytes(g, NULL);
     for (guint i = 0; i < sites->len && !applied; i++) {
       const WeirSite *site = &g_array_index(sites, WeirSite, i);
-      g_autofree char *why = t3_why(name, g, site);
+      g_autofree char *why = t3_why_params(name, g, site, params);
       if (why)
         continue;
       g_autoptr(WeirGraph) trial = weir_graph_copy(g);
-      t3_apply(name, trial, site);
+      t3_apply_params(name, trial, site, params);
       if (t3_bytes(trial, NULL) > bytes)
         continue;
-      t3_apply(name, g, site);
+      t3_apply_params(name, g, site, params);
       applied = TRUE;
       count++;
     }
@@ -227,15 +231,18 @@ static guint apply_while_not_worse(const char *name, WeirGraph *g) {
   return count;
 }
 
-/* Every tier-3 transformation to a fixpoint, skipping applications that
- * would move more bytes (a recompute trade that does not pay); returns the
- * number of applications. */
+/* Every tier-3 transformation to a fixpoint (map-reduce-fusion with
+ * recompute=true), skipping applications that would move more bytes (a
+ * recompute trade that does not pay); returns the number of
+ * applications. */
 static guint run_pipeline(WeirGraph *g) {
   guint total = 0;
   for (;;) {
     guint round = 0;
     for (guint i = 0; i < G_N_ELEMENTS(pipeline); i++)
-      round += apply_while_not_worse(pipeline[i], g);
+      round += apply_while_not_worse(
+          pipeline[i], g,
+          strcmp(pipeline[i], "map-reduce-fusion") == 0 ? RECOMPUTE : NULL);
     total += round;
     if (round == 0)
       return total;
@@ -275,25 +282,30 @@ static void test_mlp(void **state) {
   (void)state;
   g_autoptr(Model) m = load_model("mlp");
   /* Gemm -> Relu: the Gemm accumulates into its output. */
-  assert_int_equal(check_each_site(m, "map-fusion", TRUE, ""), 0);
+  assert_int_equal(check_each_site(m, "map-fusion", NULL, TRUE, ""), 0);
   assert_reason_at(m, "map-fusion", "/fc1/Gemm_mac", "/Relu",
                    "is written with wcr 'sum' by map '/fc1/Gemm_mac'");
   /* Relu -> next Gemm: relu recomputed per output column. */
-  check_each_site(m, "map-reduce-fusion", TRUE,
+  check_each_site(m, "map-reduce-fusion", NULL, TRUE, "");
+  assert_reason_at(m, "map-reduce-fusion", "/Relu", "/fc2/Gemm_mac",
+                   "iterates over more points than map '/Relu'");
+  check_each_site(m, "map-reduce-fusion", RECOMPUTE, TRUE,
                   "/Relu -> /fc2/Gemm_mac; /Relu_1 -> /fc3/Gemm_mac");
-  assert_int_equal(check_each_site(m, "horizontal-map-fusion", TRUE, ""), 0);
-  assert_int_equal(check_each_site(m, "tasklet-fusion", TRUE, ""), 0);
-  assert_int_equal(check_each_site(m, "state-fusion", TRUE, ""), 0);
+  assert_int_equal(check_each_site(m, "horizontal-map-fusion", NULL, TRUE, ""),
+                   0);
+  assert_int_equal(check_each_site(m, "tasklet-fusion", NULL, TRUE, ""), 0);
+  assert_int_equal(check_each_site(m, "state-fusion", NULL, TRUE, ""), 0);
   check_pipeline(m);
 }
 
 static void test_lenet(void **state) {
   (void)state;
   g_autoptr(Model) m = load_model("lenet");
-  assert_int_equal(check_each_site(m, "map-fusion", TRUE, ""), 0);
+  assert_int_equal(check_each_site(m, "map-fusion", NULL, TRUE, ""), 0);
   assert_reason_at(m, "map-fusion", "/conv1/Conv_mac", "/Relu",
                    "is written with wcr 'sum'");
-  check_each_site(m, "map-reduce-fusion", TRUE, "/Relu_2 -> /fc2/Gemm_mac");
+  check_each_site(m, "map-reduce-fusion", RECOMPUTE, TRUE,
+                  "/Relu_2 -> /fc2/Gemm_mac");
   /* MaxPool reads windows: other iteration space. */
   assert_reason_at(m, "map-reduce-fusion", "/Relu", "/pool/MaxPool_max",
                    "different ranges");
@@ -304,7 +316,7 @@ static void test_resnet(void **state) {
   (void)state;
   g_autoptr(Model) m = load_model("resnet");
   /* BatchNormalization -> Relu, BN -> residual Add, Add -> Relu. */
-  check_each_site(m, "map-fusion", FALSE,
+  check_each_site(m, "map-fusion", NULL, FALSE,
                   "/bn/BatchNormalization -> /Relu; "
                   "/block1/bn1/BatchNormalization -> /block1/Relu; "
                   "/block1/bn2/BatchNormalization -> /block1/Add; "
@@ -315,18 +327,18 @@ static void test_resnet(void **state) {
   assert_reason_at(m, "map-fusion", "/Relu", "/block1/Add",
                    "is also read by node");
   /* The last Relu -> GlobalAveragePool's sum. */
-  check_each_site(m, "map-reduce-fusion", FALSE,
+  check_each_site(m, "map-reduce-fusion", NULL, FALSE,
                   "/block2/Relu_1 -> /pool/GlobalAveragePool_sum");
   assert_reason_at(m, "map-reduce-fusion", "/Relu", "/block1/conv1/Conv_mac",
                    "at other indices than map '/Relu' writes");
-  check_each_site(m, "horizontal-map-fusion", FALSE, "");
+  check_each_site(m, "horizontal-map-fusion", NULL, FALSE, "");
   check_pipeline(m);
 }
 
 static void test_transformer(void **state) {
   (void)state;
   g_autoptr(Model) m = load_model("transformer");
-  guint n = check_each_site(m, "map-fusion", TRUE, NULL);
+  guint n = check_each_site(m, "map-fusion", NULL, TRUE, NULL);
   assert_true(n >= 8);
   /* LayerNorm tail: Div -> Mul -> Add (scale, shift). */
   assert_reason_at(m, "map-fusion", "/norm1/Sub", "/norm1/Pow",
@@ -335,9 +347,16 @@ static void test_transformer(void **state) {
   assert_reason_at(m, "map-fusion", "/self_attn/Softmax_expsum",
                    "/self_attn/Softmax_normalize",
                    "'_self_attn_Softmax_sum' is written with wcr 'sum'");
-  n = check_each_site(m, "map-reduce-fusion", TRUE, NULL);
+  /* Over the same space: into the LayerNorms' sums. */
+  n = check_each_site(m, "map-reduce-fusion", NULL, TRUE,
+                      "/Add -> /norm1/ReduceMean_sum; "
+                      "/norm1/Pow -> /norm1/ReduceMean_1_sum; "
+                      "/Add_1 -> /norm2/ReduceMean_sum; "
+                      "/norm2/Pow -> /norm2/ReduceMean_1_sum");
+  /* Recomputing into the batched products too. */
+  n = check_each_site(m, "map-reduce-fusion", RECOMPUTE, TRUE, NULL);
   assert_true(n >= 8);
-  check_each_site(m, "horizontal-map-fusion", TRUE,
+  check_each_site(m, "horizontal-map-fusion", NULL, TRUE,
                   "/self_attn/Slice -> /self_attn/Slice_1; "
                   "/self_attn/Slice -> /self_attn/Slice_2; "
                   "/self_attn/Slice_1 -> /self_attn/Slice_2; "

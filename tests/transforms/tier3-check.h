@@ -165,12 +165,25 @@ static inline void t3_assert_reason(const char *name, const WeirGraph *g,
     fail_msg("%s: reason '%s' does not contain '%s'", name, why, fragment);
 }
 
-static inline void t3_apply(const char *name, WeirGraph *g,
-                            const WeirSite *site) {
+/* Applies with parameters ("name=value", NULL-terminated; NULL: the
+ * defaults) and validates. */
+static inline void t3_apply_params(const char *name, WeirGraph *g,
+                                   const WeirSite *site,
+                                   const char *const *assignments) {
   g_autoptr(GError) error = NULL;
-  if (!weir_transform_apply(g, t3_lookup(name), site, NULL, NULL, NULL, &error))
+  g_autoptr(WeirParams) params =
+      weir_params_parse(t3_lookup(name), assignments, &error);
+  if (!params)
+    fail_msg("%s: %s", name, error->message);
+  if (!weir_transform_apply(g, t3_lookup(name), site, params, NULL, NULL,
+                            &error))
     fail_msg("%s: %s", name, error->message);
   t3_assert_valid(g);
+}
+
+static inline void t3_apply(const char *name, WeirGraph *g,
+                            const WeirSite *site) {
+  t3_apply_params(name, g, site, NULL);
 }
 
 /* A site by node ids (state, then up to 8 node ids, 0-terminated). */

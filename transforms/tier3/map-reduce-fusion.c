@@ -6,11 +6,12 @@
  * A's body moves into B's scope so every value is reduced as it is
  * produced (exp then sum in a softmax).  T disappears when nothing else
  * reads it; otherwise A keeps writing it from the fused map.  With extra
- * parameters in B, A's work is repeated for each of their values: more
- * FLOPs, and A's inputs are read once per point of B's space, which can
- * move more bytes than dropping T saves; recompute=false refuses such
- * sites.  Site: [A's map exit, T's access node, B's map entry].  Shares its
- * work with map-fusion (tier3-vertical.c). */
+ * parameters in B (only with recompute=true), A's work is repeated for
+ * each of their values: more FLOPs, and A's inputs are read once per point
+ * of B's space, which can move more bytes than dropping T saves.  Over the
+ * same space (the default) FLOPs stay and bytes never grow.  Site: [A's map
+ * exit, T's access node, B's map entry].  Shares its work with map-fusion
+ * (tier3-vertical.c). */
 #include "tier3-vertical.h"
 
 gboolean weir_tier3_register_map_reduce_fusion(GError **error);
@@ -20,7 +21,7 @@ static void match(const WeirGraph *g, GArray *sites) {
 }
 
 static gboolean recompute(const WeirParams *params) {
-  return params ? weir_params_get_bool(params, "recompute") : TRUE;
+  return params ? weir_params_get_bool(params, "recompute") : FALSE;
 }
 
 static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
@@ -39,7 +40,7 @@ static const WeirParamSpec params[] = {
     {
         .name = "recompute",
         .type = WEIR_PARAM_BOOL,
-        .default_value = "true",
+        .default_value = "false",
         .doc = "allow the reduction to iterate over more points than the "
                "map, repeating the map's work for each",
     },
