@@ -13,6 +13,7 @@
 #include "weir-import.h"
 #include "weir-interp.h"
 #include "weir-json.h"
+#include "weir-native.h"
 #include "weir-onnx.h"
 #include "weir-ops.h"
 #include "weir-recipe.h"

@@ -1335,6 +1335,20 @@ char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m) {
                          m->data ? m->data : "");
 }
 
+/* ---- added by branch tier2 ---- */
+
+gboolean weir_tasklet_set_code(WeirNode *n, const char *code) {
+  g_return_val_if_fail(n != NULL, FALSE);
+  if (n->kind != WEIR_NODE_TASKLET)
+    return FALSE;
+  char *text = g_strdup(code ? code : "");
+  g_free(n->code_text);
+  n->code_text = text;
+  g_clear_pointer(&n->code, weir_code_free);
+  n->code = weir_code_parse(n->code_text, NULL);
+  return TRUE;
+}
+
 /* ------------------------------------------- edits added by branch tier3 */
 
 static gboolean remove_conn(GPtrArray *conns, const char *name) {
@@ -1352,15 +1366,6 @@ gboolean weir_node_remove_in_conn(WeirNode *n, const char *name) {
 
 gboolean weir_node_remove_out_conn(WeirNode *n, const char *name) {
   return remove_conn(n->out_conns, name);
-}
-
-void weir_tasklet_set_code(WeirNode *n, const char *code) {
-  g_return_if_fail(n->kind == WEIR_NODE_TASKLET);
-  char *text = g_strdup(code ? code : "");
-  g_free(n->code_text);
-  n->code_text = text;
-  g_clear_pointer(&n->code, weir_code_free);
-  n->code = weir_code_parse(n->code_text, NULL);
 }
 
 static int cmp_element_id(gconstpointer a, gconstpointer b) {

@@ -410,6 +410,13 @@ WEIR_API guint weir_scopes_parent(const WeirScopes *sc, guint node);
 WEIR_API char *weir_describe_node(const WeirState *s, const WeirNode *n);
 WEIR_API char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m);
 
+/* ---- added by branch tier2 ---- */
+
+/* Replaces the body of tasklet n by code (parsed now; a parse error is kept
+ * for the validator to report, with n->code == NULL, as for
+ * weir_state_add_tasklet).  Returns FALSE when n is not a tasklet. */
+WEIR_API gboolean weir_tasklet_set_code(WeirNode *n, const char *code);
+
 /* ------------------------------------------- edits added by branch tier3 */
 
 /* Removes a connector from a node's input / output list (memlets on it are
@@ -417,11 +424,6 @@ WEIR_API char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m);
  * connector. */
 WEIR_API gboolean weir_node_remove_in_conn(WeirNode *n, const char *name);
 WEIR_API gboolean weir_node_remove_out_conn(WeirNode *n, const char *name);
-
-/* Replaces a tasklet's body.  The code is parsed now; a parse error is kept
- * for the validator to report (code == NULL), as in
- * weir_state_add_tasklet. */
-WEIR_API void weir_tasklet_set_code(WeirNode *n, const char *code);
 
 /* Moves every node and memlet of src into dst (ids kept; both arrays of dst
  * stay sorted by id); src is left empty.  Both states belong to the same

@@ -352,15 +352,41 @@ static WeirSession *open_workspace(const char *cmd, const char *path) {
   return s;
 }
 
+/* --impl OP=NAME (run, bench, codegen): the implementation of every library
+ * node of OP (the node attribute "impl", see core/weir-native.h). */
+static char **impl_specs;
+
+static gboolean apply_impls(const char *cmd, WeirGraph *g) {
+  for (guint i = 0; impl_specs && impl_specs[i]; i++) {
+    const char *eq = strchr(impl_specs[i], '=');
+    if (!eq || eq == impl_specs[i] || !eq[1]) {
+      fprintf(stderr, "weir %s: --impl %s: expected OP=IMPL\n", cmd,
+              impl_specs[i]);
+      return FALSE;
+    }
+    g_autofree char *op = g_strndup(impl_specs[i], eq - impl_specs[i]);
+    g_autoptr(GError) error = NULL;
+    if (!weir_native_set_impl(g, op, eq + 1, NULL, &error)) {
+      fprintf(stderr, "weir %s: --impl %s: %s\n", cmd, impl_specs[i],
+              error->message);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* Loads a program: JSON, an ONNX model imported with opts (may be NULL), or
- * the current program of a workspace.  Reports errors and warnings. */
+ * the current program of a workspace, and applies the --impl choices.
+ * Reports errors and warnings. */
 static WeirGraph *load_program_with(const char *cmd, const char *path,
                                     WeirOnnxImportOptions *opts) {
   g_autoptr(GError) error = NULL;
   WeirGraph *g;
   if (is_workspace_path(path)) {
     g_autoptr(WeirSession) s = open_workspace(cmd, path);
-    return s ? weir_graph_copy(weir_session_current(s)) : NULL;
+    if (!s)
+      return NULL; /* open_workspace reported it */
+    g = weir_graph_copy(weir_session_current(s));
   } else if (weir_onnx_is_model_path(path)) {
     WeirOnnxImportOptions local = {0};
     if (!opts)
@@ -374,8 +400,14 @@ static WeirGraph *load_program_with(const char *cmd, const char *path,
   } else {
     g = weir_graph_load(path, &error);
   }
-  if (!g)
+  if (!g) {
     print_error(cmd, error);
+    return NULL;
+  }
+  if (!apply_impls(cmd, g)) {
+    weir_graph_free(g);
+    return NULL;
+  }
   return g;
 }
 
@@ -1003,6 +1035,10 @@ static char *opt_cc, *opt_cflags, *opt_cache_dir;
 static gboolean opt_no_cache;
 
 static const GOptionEntry compile_entries[] = {
+    {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impl_specs,
+     "Implementation of every node of OP: pure, blas, im2col, direct "
+     "(repeatable)",
+     "OP=IMPL"},
     {"cc", 0, 0, G_OPTION_ARG_STRING, &opt_cc,
      "C compiler (default: $CC or cc)", "CC"},
     {"cflags", 0, 0, G_OPTION_ARG_STRING, &opt_cflags,
@@ -1040,6 +1076,10 @@ static void print_compile_error(const char *cmd, const char *file,
 static gboolean opt_no_openmp;
 
 static const GOptionEntry codegen_entries[] = {
+    {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impl_specs,
+     "Implementation of every node of OP: pure, blas, im2col, direct "
+     "(repeatable)",
+     "OP=IMPL"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
      "Directory for <prefix>.c and <prefix>.h (default: .)", "DIR"},
     {"no-openmp", 0, 0, G_OPTION_ARG_NONE, &opt_no_openmp,
@@ -1339,6 +1379,13 @@ static int cmd_bench(int argc, char **argv) {
   g_autofree char *c1 = format_seconds(cold), *c2 = format_seconds(compiler),
                   *c3 = format_seconds(cached);
   printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
+  {
+    g_autofree char *blas = weir_kernel_blas_info(k);
+    const char *coretype = g_getenv("OPENBLAS_CORETYPE");
+    if (blas)
+      printf("blas     %s (OPENBLAS_CORETYPE %s)\n", blas,
+             coretype ? coretype : "unset");
+  }
   printf("runs     %d warm-up, %d timed, threads %s\n", opt_warmup, opt_reps,
          threads);
   g_autofree char *med = format_seconds(r.median), *lo = format_seconds(r.min),

@@ -1094,6 +1094,63 @@ static void test_run_model(void **state) {
   remove_tree(dir);
 }
 
+/* --impl: each choice shows in the generated code, runs match PyTorch,
+ * and wrong choices are refused with the node or option named. */
+static void test_impl(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-impl-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "gen", NULL);
+  static const struct {
+    const char *impl[2];
+    const char *want, *absent;
+  } cg[] = {
+      {{"Conv=im2col", "Gemm=blas"}, "weir_conv2d_im2col_f32(", NULL},
+      {{"Conv=pure", "Gemm=pure"}, "torch_jit_run(", "cblas_"},
+      {{"Conv=pure", "Gemm=blas"}, "cblas_sgemm(", "weir_conv2d_im2col"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cg); i++) {
+    Run r = run_weir("codegen", "samples/models/resnet.onnx", "--impl",
+                     cg[i].impl[0], "--impl", cg[i].impl[1], "-o", out, NULL);
+    if (r.status != 0)
+      fail_msg("%s", r.err);
+    run_clear(&r);
+    g_autofree char *c = g_build_filename(out, "torch_jit.c", NULL);
+    g_autofree char *text = NULL;
+    assert_true(g_file_get_contents(c, &text, NULL, NULL));
+    assert_contains(text, cg[i].want);
+    if (cg[i].absent && strstr(text, cg[i].absent))
+      fail_msg("'%s' with %s", cg[i].absent, cg[i].impl[0]);
+    if (!cg[i].absent)
+      assert_contains(text, "/* weir-link: openblas */");
+  }
+  Run r = run_weir("run", "samples/models/lenet.onnx", "--impl", "Conv=pure",
+                   "--impl", "Gemm=blas", "--input",
+                   "input=samples/models/lenet/input_0.pb", "--expect",
+                   "output=samples/models/lenet/output_0.npy", "--cache-dir",
+                   dir, "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, ": ok");
+  run_clear(&r);
+  r = run_weir("codegen", "samples/models/resnet.onnx", "--impl", "Conv=direct",
+               "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "implementation 'direct' of Conv does not apply");
+  assert_contains(r.err, "node 4 (library '/conv/Conv')");
+  run_clear(&r);
+  r = run_weir("codegen", "samples/models/resnet.onnx", "--impl", "Conv=blas",
+               "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "--impl Conv=blas");
+  run_clear(&r);
+  r = run_weir("codegen", "samples/models/resnet.onnx", "--impl", "Conv", "-o",
+               out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "expected OP=IMPL");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
 static void test_run_compile_error(void **state) {
   (void)state;
   g_autofree char *dir = g_dir_make_tmp("weir-cli-err-XXXXXX", NULL);
@@ -1165,6 +1222,7 @@ int main(void) {
       cmocka_unit_test(test_workspace_model),
       cmocka_unit_test(test_cache_stats_and_clear_empty),
       cmocka_unit_test(test_codegen),
+      cmocka_unit_test(test_impl),
       cmocka_unit_test(test_run_compiled),
       cmocka_unit_test(test_run_model),
       cmocka_unit_test(test_run_compile_error),

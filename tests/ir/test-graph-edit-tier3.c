@@ -1,5 +1,6 @@
 /* test-graph-edit-tier3.c — the graph edits added for the tier-3
- * transformations: connector removal, tasklet bodies, moving a state's
+ * transformations: connector removal, tasklet bodies (branch tier2 added
+ * weir_tasklet_set_code; tier 3 relies on it), moving a state's
  * elements, removing and retargeting transitions, removing states. */
 #include <setjmp.h>
 #include <stdarg.h>
