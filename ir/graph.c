@@ -1420,24 +1420,8 @@ gboolean weir_tasklet_set_code(WeirNode *n, const char *code) {
   return TRUE;
 }
 
-/* ------------------------------------------- edits added by branch tier3 */
-
-static gboolean remove_conn(GPtrArray *conns, const char *name) {
-  for (guint i = 0; name && i < conns->len; i++)
-    if (strcmp(g_ptr_array_index(conns, i), name) == 0) {
-      g_ptr_array_remove_index(conns, i);
-      return TRUE;
-    }
-  return FALSE;
-}
-
-gboolean weir_node_remove_in_conn(WeirNode *n, const char *name) {
-  return remove_conn(n->in_conns, name);
-}
-
-gboolean weir_node_remove_out_conn(WeirNode *n, const char *name) {
-  return remove_conn(n->out_conns, name);
-}
+/* ------------------------------------------- edits added by branch tier3
+ * (weir_node_remove_in_conn/out_conn are shared with tier1, above) */
 
 static int cmp_element_id(gconstpointer a, gconstpointer b) {
   guint x = **(const guint *const *)a;

@@ -443,12 +443,6 @@ WEIR_API gboolean weir_tasklet_set_code(WeirNode *n, const char *code);
 
 /* ------------------------------------------- edits added by branch tier3 */
 
-/* Removes a connector from a node's input / output list (memlets on it are
- * left to the caller).  Returns FALSE when the node has no such
- * connector. */
-WEIR_API gboolean weir_node_remove_in_conn(WeirNode *n, const char *name);
-WEIR_API gboolean weir_node_remove_out_conn(WeirNode *n, const char *name);
-
 /* Moves every node and memlet of src into dst (ids kept; both arrays of dst
  * stay sorted by id); src is left empty.  Both states belong to the same
  * graph. */
