@@ -2382,7 +2382,7 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .library = native_library,
                       .status = "status",
                       .priv = f};
-  g_autofree char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}};
+  char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}}; /* freed below */
   for (guint io = 0; io < 2; io++)
     for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
       g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
@@ -2407,6 +2407,9 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
     f->uses_status = TRUE;
   out_paste(o, e.code->str);
   g_string_free(e.code, TRUE);
+  for (guint io = 0; io < 2; io++)
+    for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++)
+      g_free(ptrs[io][k]);
 }
 
 static void emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
