@@ -2346,8 +2346,7 @@ static void native_helper(WeirNativeEmit *e, const char *name,
                           const char *text) {
   Fn *f = e->priv;
   if (!g_hash_table_contains(f->gen->native_helpers, name))
-    g_hash_table_insert(f->gen->native_helpers, g_strdup(name),
-                        g_strdup(text));
+    g_hash_table_insert(f->gen->native_helpers, g_strdup(name), g_strdup(text));
 }
 
 static void native_library(WeirNativeEmit *e, const char *name) {
@@ -3837,8 +3836,7 @@ static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
   return TRUE;
 }
 
-static gint compare_strings(gconstpointer a, gconstpointer b,
-                            gpointer data) {
+static gint compare_strings(gconstpointer a, gconstpointer b, gpointer data) {
   (void)data;
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -3850,9 +3848,8 @@ static void emit_native_helpers(Gen *gen, GString *s) {
       (char **)g_hash_table_get_keys_as_array(gen->native_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(s, "%s\n",
-                           (char *)g_hash_table_lookup(gen->native_helpers,
-                                                       names[i]));
+    g_string_append_printf(
+        s, "%s\n", (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
 }
 
 char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
@@ -3879,8 +3876,8 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   gen.defs = g_string_new(NULL);
   gen.file_names = namer_new(NULL);
   gen.prefix = prefix;
-  gen.native_helpers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                             g_free);
+  gen.native_helpers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   gen.libraries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);
