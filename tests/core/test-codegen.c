@@ -27,8 +27,10 @@
 #include <string.h>
 
 #include "weir-codegen.h"
+#include "weir-expand.h"
 #include "weir-interp.h"
 #include "weir-json.h"
+#include "weir-ops.h"
 #include "weir-validate.h"
 
 #define S(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -1343,6 +1345,82 @@ static void test_names(void **state) {
   assert_string_equal(p2, "while_");
 }
 
+/* ----------------------------------------------------- library expansions */
+
+/* One library node (operator conventions of weir-ops.h): inputs X<k> on
+ * in<k>, the output Y on out0. */
+typedef struct {
+  const char *op;
+  const char *in[4];
+  const char *out;
+  const char *ints_name; /* an INTS attribute, or NULL */
+  gint64 ints[4];
+  guint n_ints;
+} OpCase;
+
+static WeirGraph *build_op(const OpCase *oc) {
+  g_autofree char *name = g_strdup_printf("op_%s", oc->op);
+  WeirGraph *g = weir_graph_new(name);
+  weir_graph_add_symbol(g, "N");
+  WeirState *s = weir_graph_add_state(g, "main");
+  const char *ins[5] = {NULL};
+  const char *all[] = {"in0", "in1", "in2", "in3"};
+  guint n = 0;
+  for (; n < 4 && oc->in[n]; n++)
+    ins[n] = all[n];
+  WeirNode *lib = weir_state_add_library(g, s, "node", oc->op, ins, S("out0"));
+  for (guint k = 0; k < n; k++) {
+    g_autofree char *x = g_strdup_printf("X%u", k);
+    WeirContainer *c = array(g, x, WEIR_DTYPE_F32, oc->in[k], FALSE);
+    g_autoptr(WeirSubset) full = weir_container_full_subset(c);
+    g_autofree char *sub = weir_subset_to_string(full);
+    edge(g, s, weir_state_add_access(g, s, x), NULL, lib, ins[k], x, sub);
+  }
+  WeirContainer *y = array(g, "Y", WEIR_DTYPE_F32, oc->out, FALSE);
+  g_autoptr(WeirSubset) full = weir_container_full_subset(y);
+  g_autofree char *sub = weir_subset_to_string(full);
+  edge(g, s, lib, "out0", weir_state_add_access(g, s, "Y"), NULL, "Y", sub);
+  if (oc->ints_name)
+    weir_node_set_attr_ints(lib, oc->ints_name, oc->ints, oc->n_ints);
+  if (oc->op[0] == 'M' && strcmp(oc->op, "MaxPool") == 0)
+    weir_node_set_attr_ints(lib, "strides", oc->ints, oc->n_ints);
+  g_autoptr(GError) err = NULL;
+  if (!weir_op_check_attrs(lib, &err))
+    fail_msg("%s: %s", oc->op, err->message);
+  return g;
+}
+
+/* The code of a program with library nodes is generated from their
+ * expansions: it must agree with the interpreter on the expanded program. */
+static void test_library_ops(void **state) {
+  (void)state;
+  static const OpCase cases[] = {
+      {"Gemm", {"8, 5", "5, 6", "6"}, "8, 6", NULL, {0}, 0},
+      {"MatMul", {"3, 4, 5", "5, 2"}, "3, 4, 2", NULL, {0}, 0},
+      {"Softmax", {"4, 7"}, "4, 7", NULL, {0}, 0},
+      {"LayerNormalization", {"3, 8", "8", "8"}, "3, 8", NULL, {0}, 0},
+      {"MaxPool", {"1, 2, 6, 6"}, "1, 2, 3, 3", "kernel_shape", {2, 2}, 2},
+      {"Conv", {"1, 2, 5, 5", "3, 2, 3, 3", "3"}, "1, 3, 3, 3", NULL, {0}, 0},
+      {"Relu", {"N, 5"}, "N, 5", NULL, {0}, 0},
+      {"Add", {"N, 5", "5"}, "N, 5", NULL, {0}, 0},
+      {"Sigmoid", {"N"}, "N", NULL, {0}, 0},
+  };
+  g_autoptr(GHashTable) n = bindings("N", 11, NULL);
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    g_autoptr(WeirGraph) g = build_op(&cases[k]);
+    g_autoptr(WeirGraph) expanded = weir_graph_copy(g);
+    g_autoptr(GError) err = NULL;
+    if (!weir_expand_all(expanded, NULL, NULL, &err))
+      fail_msg("expanding %s: %s", cases[k].op, err->message);
+    Kernel kern = {0};
+    kernel_load(g, NULL, &kern);
+    compare_run(expanded, &kern, n, NULL);
+    kernel_unload(&kern);
+    /* generating did not change the program */
+    assert_int_equal(g->states->len, 1);
+  }
+}
+
 /* ---------------------------------------------- golden text, determinism */
 
 static void test_golden(void **state) {
@@ -1461,6 +1539,7 @@ int main(void) {
       cmocka_unit_test(test_constants),
       cmocka_unit_test(test_transients),
       cmocka_unit_test(test_names),
+      cmocka_unit_test(test_library_ops),
       cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_header_and_arguments),
       cmocka_unit_test(test_errors),
