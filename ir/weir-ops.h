@@ -151,6 +151,39 @@ WEIR_API WeirExpandFunc weir_op_expansion(const char *op, const char *impl);
  * full) */
 WEIR_API char *weir_graph_fresh_name(const WeirGraph *g, const char *base);
 
+/* Known elements of small integer tensors (ir/ops/shape.c), for inference
+ * functions that propagate WeirOpValue.int_values.
+ *
+ * weir_op_value_int_values: the elements of v as expressions: its
+ * int_values, or the elements of an integer constant `value` tensor (at most
+ * 64); NULL when unknown.  (transfer full: free with g_ptr_array_unref)
+ *
+ * weir_op_int_values_copy: gives output `out` the known elements of input
+ * `in` unchanged (Cast between integer types, Identity, Reshape); returns
+ * whether they were known.
+ *
+ * weir_op_int_values_binary: for elementwise Add, Sub, Mul, Div (op: the
+ * ONNX name, or NULL for ctx->node->op) on integer inputs 0 and 1 whose
+ * elements are known, sets output 0's int_values (a length-1 operand
+ * broadcasts).  Div truncates toward zero like ONNX integer Div; a
+ * symbolic quotient is only formed when exact (N*64 / 64 = N).  Returns
+ * FALSE, setting nothing, when the result is not known.  Call it after
+ * weir_op_set_output for output 0. */
+WEIR_API GPtrArray *weir_op_value_int_values(const WeirOpValue *v);
+WEIR_API gboolean weir_op_int_values_copy(WeirOpInferContext *ctx, guint in,
+                                          guint out);
+WEIR_API gboolean weir_op_int_values_binary(WeirOpInferContext *ctx,
+                                            const char *op);
+
+/* ONNX Slice on one axis of size dim (symbolic): start/end as given
+ * (negative counts from the end, clamped; beyond +-2^62 means "to the
+ * end"), step nonzero.  *start_out receives the first index taken and
+ * *count_out the number of elements (both owned); element k of the result
+ * is input index start + k * step. */
+WEIR_API void weir_op_slice_range(WeirExpr *dim, gint64 start, gint64 end,
+                                  gint64 step, WeirExpr **start_out,
+                                  WeirExpr **count_out);
+
 G_END_DECLS
 
 #endif

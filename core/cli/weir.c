@@ -4,16 +4,49 @@
  * library and prints the result.  Errors from the library arrive as GErrors
  * and are printed here, once, with a non-zero exit status.
  *
+ *   weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...
+ *                                           ONNX model -> Weir program
  *   weir info FILE [-D SYM=VALUE]...        data-movement summary
  *   weir validate FILE                      validate, report every problem
- *   weir run-ref FILE [-D SYM=VALUE]... [--seed N]
+ *   weir expand FILE [--op TYPE] -o OUT.json
+ *                                           expand library nodes
+ *   weir run-ref FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *                [--output NAME=FILE]... [-D SYM=VALUE]... [--seed N]
  *                                           run the reference interpreter
- *                                           on random inputs
+ *   weir conformance [--expected-unsupported FILE] DIR...
+ *                                           run ONNX node tests
+ *   weir ops                                the operators Weir knows
+ *   weir transforms FILE [--tier N] [--node NAME]
+ *                                           transformations that apply,
+ *                                           their sites, legal or why not
+ *   weir apply FILE NAME [--site N[,N...]] [--param K=V]... -o OUT.json
+ *                                           apply one transformation and
+ *                                           print the data-movement change
+ *   weir codegen FILE [-o DIR]              write <prefix>.c and <prefix>.h
+ *   weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *            [--output NAME=FILE]... [--check] [-D SYM=VALUE]... [--seed N]
+ *            [--cc CC] [--cflags FLAGS]     compile (through the compile
+ *                                           cache) and run; --check also
+ *                                           runs the interpreter and compares
+ *   weir bench FILE [-D ...] [--threads N] [--reps N] [--warmup N]
+ *                                           cold and cached compile time,
+ *                                           run time, GFLOP/s and GB/s
+ *   weir cache stats|clear                  the compile cache
+ *
+ * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
+ * fly.  Random inputs are the same in run-ref, run and bench for the same
+ * seed (each argument container is filled with seed + its id).
+ * `transforms` and `apply` also load the plugins found on WEIR_PLUGIN_PATH
+ * and in $XDG_DATA_HOME/weir/plugins; refused plugins are reported as
+ * warnings.
  */
+#include <errno.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <glib/gstdio.h>
 
 #include "weir.h"
 
@@ -26,17 +59,46 @@ typedef struct {
   CommandFunc run;
 } Command;
 
+static int cmd_import(int argc, char **argv);
 static int cmd_info(int argc, char **argv);
 static int cmd_validate(int argc, char **argv);
+static int cmd_expand(int argc, char **argv);
 static int cmd_run_ref(int argc, char **argv);
+static int cmd_conformance(int argc, char **argv);
+static int cmd_ops(int argc, char **argv);
+static int cmd_transforms(int argc, char **argv);
+static int cmd_apply(int argc, char **argv);
+static int cmd_codegen(int argc, char **argv);
+static int cmd_run(int argc, char **argv);
+static int cmd_bench(int argc, char **argv);
+static int cmd_cache(int argc, char **argv);
 
 static const Command commands[] = {
+    {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
+     "import an ONNX model as a Weir program", cmd_import},
     {"info", "FILE [-D SYM=VALUE]...",
      "print containers, data movement, FLOPs and peak memory", cmd_info},
     {"validate", "FILE", "check a program and report every problem",
      cmd_validate},
-    {"run-ref", "FILE [-D SYM=VALUE]... [--seed N]",
-     "run the reference interpreter on random inputs", cmd_run_ref},
+    {"expand", "FILE [--op TYPE] -o OUT.json",
+     "expand library nodes into maps and tasklets", cmd_expand},
+    {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
+     "run the reference interpreter, compare outputs", cmd_run_ref},
+    {"conformance", "[--expected-unsupported FILE] DIR...",
+     "run ONNX backend node tests through Weir", cmd_conformance},
+    {"ops", "", "list the operators Weir knows, with their attributes",
+     cmd_ops},
+    {"transforms", "FILE [--tier N] [--node NAME]",
+     "list applicable transformations and their sites", cmd_transforms},
+    {"apply", "FILE NAME [--site N,..] [-p K=V].. -o OUT",
+     "apply a transformation and report the data-movement change", cmd_apply},
+    {"codegen", "FILE [-o DIR]", "write the generated C source and header",
+     cmd_codegen},
+    {"run", "FILE [--input N=F]... [--check]",
+     "compile and run; compare outputs or with the interpreter", cmd_run},
+    {"bench", "FILE [-D ...] [--threads N] [--reps N]",
+     "time compiling and running a program", cmd_bench},
+    {"cache", "stats|clear", "show or empty the compile cache", cmd_cache},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -129,15 +191,61 @@ static void table_print(Table *t) {
 
 static char **defines;
 static gint64 seed = 1;
+static char *output_path;
+static char *op_type;
+static gboolean any_opset;
+static char **input_specs;
+static char **expect_specs;
+static char **output_specs;
+static double opt_rtol = -1, opt_atol = -1;
+static char *expected_path;
+static char *backend;
 
 static const GOptionEntry define_entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &defines,
      "Bind a symbol to a value", "SYM=VALUE"},
     {NULL}};
 
+static const GOptionEntry import_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the program to FILE (JSON)", "FILE"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 with a warning", NULL},
+    {NULL}};
+
+static const GOptionEntry expand_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the expanded program to FILE (JSON)", "FILE"},
+    {"op", 0, 0, G_OPTION_ARG_STRING, &op_type,
+     "Expand only library nodes of this operator", "TYPE"},
+    {NULL}};
+
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
      "Seed of the random inputs (default 1)", "N"},
+    {"input", 0, 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
+     "Read an argument from a tensor file (.pb or .npy)", "NAME=FILE"},
+    {"expect", 0, 0, G_OPTION_ARG_STRING_ARRAY, &expect_specs,
+     "Compare an argument after the run with a tensor file", "NAME=FILE"},
+    {"output", 0, 0, G_OPTION_ARG_STRING_ARRAY, &output_specs,
+     "Write an argument after the run to a tensor file", "NAME=FILE"},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance of --expect (default 1e-4; integers exact)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance of --expect (default 1e-5)", "A"},
+    {NULL}};
+
+static const GOptionEntry conformance_entries[] = {
+    {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
+     "Tests expected not to pass, with reasons", "FILE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+     "Execution backend (interp)", "NAME"},
+    {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
+     "Import opsets outside 11..17 (warnings are not shown)", NULL},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance for float outputs (default 1e-4)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance for float outputs (default 1e-5)", "A"},
     {NULL}};
 
 static GHashTable *parse_defines(GError **error) {
@@ -162,14 +270,14 @@ static GHashTable *parse_defines(GError **error) {
 
 /* Parses options; leaves the positional arguments in argv.  Returns FALSE
  * (after printing) on bad usage. */
-static gboolean parse_options(const char *cmd, const char *usage,
-                              const GOptionEntry *extra, int *argc,
-                              char ***argv) {
+static gboolean parse_options_with(const char *cmd, const char *usage,
+                                   const GOptionEntry *const *extras, int *argc,
+                                   char ***argv) {
   g_autofree char *param = g_strdup_printf("%s %s", cmd, usage);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
   g_option_context_add_main_entries(ctx, define_entries, NULL);
-  if (extra)
-    g_option_context_add_main_entries(ctx, extra, NULL);
+  for (guint i = 0; extras && extras[i]; i++)
+    g_option_context_add_main_entries(ctx, extras[i], NULL);
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, argc, argv, &error)) {
     fprintf(stderr, "weir %s: %s\n", cmd, error->message);
@@ -178,13 +286,96 @@ static gboolean parse_options(const char *cmd, const char *usage,
   return TRUE;
 }
 
-/* Loads a program file (JSON), reporting errors. */
-static WeirGraph *load_program(const char *cmd, const char *path) {
+static gboolean parse_options(const char *cmd, const char *usage,
+                              const GOptionEntry *extra, int *argc,
+                              char ***argv) {
+  const GOptionEntry *const extras[] = {extra, NULL};
+  return parse_options_with(cmd, usage, extras, argc, argv);
+}
+
+static void print_warnings(const char *cmd, GPtrArray *warnings) {
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (const char *)g_ptr_array_index(warnings, i));
+}
+
+/* Loads a program: JSON, or an ONNX model imported with opts (may be NULL).
+ * Reports errors and warnings. */
+static WeirGraph *load_program_with(const char *cmd, const char *path,
+                                    WeirOnnxImportOptions *opts) {
   g_autoptr(GError) error = NULL;
-  WeirGraph *g = weir_graph_load(path, &error);
+  WeirGraph *g;
+  if (weir_onnx_is_model_path(path)) {
+    WeirOnnxImportOptions local = {0};
+    if (!opts)
+      opts = &local;
+    g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+    opts->warnings = warnings;
+    opts->allow_any_opset = opts->allow_any_opset || any_opset;
+    g = weir_onnx_import(path, opts, &error);
+    opts->warnings = NULL;
+    print_warnings(cmd, warnings);
+  } else {
+    g = weir_graph_load(path, &error);
+  }
   if (!g)
     print_error(cmd, error);
   return g;
+}
+
+static WeirGraph *load_program(const char *cmd, const char *path) {
+  return load_program_with(cmd, path, NULL);
+}
+
+static guint count_library_nodes(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      n += ((const WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+           WEIR_NODE_LIBRARY;
+  }
+  return n;
+}
+
+/* ----------------------------------------------------------------- import */
+
+static int cmd_import(int argc, char **argv) {
+  if (!parse_options("import", "MODEL.onnx -o OUT.json", import_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr,
+            "usage: weir import MODEL.onnx -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("import", error);
+    return 2;
+  }
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = NULL;
+  if (weir_onnx_is_model_path(argv[1]))
+    g = load_program_with("import", argv[1], &opts);
+  else
+    fprintf(stderr, "weir import: %s: not an ONNX model (.onnx)\n", argv[1]);
+  if (!g)
+    return 1;
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("import", error);
+    return 1;
+  }
+  GString *syms = g_string_new(NULL);
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_string_append_printf(syms, "%s%s", i ? ", " : "",
+                           (const char *)g_ptr_array_index(g->symbols, i));
+  printf("%s -> %s: %u library nodes, %u containers, symbols: %s\n", argv[1],
+         output_path, count_library_nodes(g), g->containers->len,
+         syms->len ? syms->str : "(none)");
+  g_string_free(syms, TRUE);
+  return 0;
 }
 
 /* ------------------------------------------------------------------- info */
@@ -254,8 +445,9 @@ static int cmd_info(int argc, char **argv) {
     }
     table_row(t, g_strdup(c->name), g_strdup(weir_dtype_name(c->dtype)),
               shape_text(c),
-              g_strdup(c->transient ? "transient"
-                                    : (c->initial ? "constant" : "argument")),
+              g_strdup(c->initial     ? "constant"
+                       : c->transient ? "transient"
+                                      : "argument"),
               size);
   }
   table_print(t);
@@ -343,29 +535,207 @@ static int cmd_validate(int argc, char **argv) {
   return 0;
 }
 
-/* ---------------------------------------------------------------- run-ref */
+/* ----------------------------------------------------------------- expand */
 
-static int cmd_run_ref(int argc, char **argv) {
-  if (!parse_options("run-ref", "FILE", run_entries, &argc, &argv))
+static int cmd_expand(int argc, char **argv) {
+  if (!parse_options("expand", "FILE -o OUT.json", expand_entries, &argc,
+                     &argv))
     return 2;
-  if (argc != 2) {
-    fprintf(stderr, "usage: weir run-ref FILE [-D SYM=VALUE]... [--seed N]\n");
-    return 2;
-  }
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GHashTable) bindings = parse_defines(&error);
-  if (!bindings) {
-    print_error("run-ref", error);
+  if (argc != 2 || !output_path) {
+    fprintf(stderr, "usage: weir expand FILE [--op TYPE] -o OUT.json\n");
     return 2;
   }
-  g_autoptr(WeirGraph) g = load_program("run-ref", argv[1]);
+  g_autoptr(WeirGraph) g = load_program("expand", argv[1]);
   if (!g)
     return 1;
-  g_autoptr(GHashTable) args = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  g_autoptr(GError) error = NULL;
+  guint count = 0;
+  if (!weir_expand_all(g, op_type, &count, &error)) {
+    fprintf(stderr, "weir expand: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("expand", error);
+    return 1;
+  }
+  printf("%s -> %s: expanded %u library node%s%s%s (%u left)\n", argv[1],
+         output_path, count, count == 1 ? "" : "s", op_type ? " of " : "",
+         op_type ? op_type : "", count_library_nodes(g));
+  return 0;
+}
+
+/* ------------------------------------------------ running: shared helpers */
+
+/* Splits "NAME=FILE". */
+static gboolean split_spec(const char *cmd, const char *option,
+                           const char *spec, char **name, char **file) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) {
+    fprintf(stderr, "weir %s: --%s %s: expected NAME=FILE\n", cmd, option,
+            spec);
+    return FALSE;
+  }
+  *name = g_strndup(spec, (gsize)(eq - spec));
+  *file = g_strdup(eq + 1);
+  return TRUE;
+}
+
+/* The argument container called name: by container name, by the ONNX name
+ * the importer recorded, or by the label of one of its access nodes. */
+static const WeirContainer *find_argument(const WeirGraph *g, GHashTable *names,
+                                          const char *name) {
+  const WeirContainer *c = weir_graph_container(g, name);
+  if (!c && names && g_hash_table_lookup(names, name))
+    c = weir_graph_container(g, g_hash_table_lookup(names, name));
+  for (guint i = 0; !c && i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; !c && k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->label, name) == 0)
+        c = weir_graph_container(g, n->data);
+    }
+  }
+  return c && !c->transient ? c : NULL;
+}
+
+static char *argument_list(const WeirGraph *g) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (!c->transient)
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "", c->name);
+  }
+  return g_string_free(s, FALSE);
+}
+
+static const WeirContainer *
+require_argument(const char *cmd, const WeirGraph *g, GHashTable *names,
+                 const char *option, const char *name) {
+  const WeirContainer *c = find_argument(g, names, name);
+  if (!c) {
+    g_autofree char *list = argument_list(g);
+    fprintf(stderr,
+            "weir %s: --%s %s: no argument of that name (arguments: "
+            "%s)\n",
+            cmd, option, name, list);
+  }
+  return c;
+}
+
+/* A tensor file per --input, keyed by the name given. */
+typedef struct {
+  char *name;
+  char *file;
+  WeirTensor *tensor;
+} TensorSpec;
+
+static void tensor_spec_free(gpointer p) {
+  TensorSpec *t = p;
+  g_free(t->name);
+  g_free(t->file);
+  weir_tensor_free(t->tensor);
+  g_free(t);
+}
+
+/* Binds the symbols that are whole dimensions of c from the shape of t. */
+static void bind_from_tensor(const WeirContainer *c, const WeirTensor *t,
+                             GHashTable *bindings) {
+  for (guint d = 0; d < c->shape->len && d < t->rank; d++) {
+    WeirExpr *e = g_ptr_array_index(c->shape, d);
+    if (weir_expr_kind(e) == WEIR_EXPR_SYMBOL &&
+        !g_hash_table_contains(bindings, weir_expr_symbol_name(e)))
+      weir_bindings_set(bindings, weir_expr_symbol_name(e), t->shape[d]);
+  }
+}
+
+static char *tensor_shape_text(const WeirTensor *t) {
+  GString *s = g_string_new("[");
+  for (guint d = 0; d < t->rank; d++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, d ? ", " : "",
+                           t->shape[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+/* A program loaded for a run with its arguments. */
+typedef struct {
+  WeirGraph *g;
+  GHashTable *names; /* ONNX name -> container name */
+  GHashTable *args;  /* container name (borrowed from g) -> WeirTensor* */
+  guint expanded;    /* library nodes expanded */
+} Prepared;
+
+static void prepared_clear(Prepared *p) {
+  g_clear_pointer(&p->args, g_hash_table_unref);
+  g_clear_pointer(&p->names, g_hash_table_unref);
+  g_clear_pointer(&p->g, weir_graph_free);
+}
+
+/* Loads file (an ONNX model is imported with the shapes of the --input
+ * tensors), expands its library nodes when expand is set, binds the --input
+ * tensors (symbols that are whole dimensions are bound from their shapes)
+ * and fills the other arguments with random values: every non-transient
+ * container, or with abi_only only the arguments of compiled code (not the
+ * constants).  Returns 0, or the exit status after printing the problem. */
+static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
+                       gboolean expand, gboolean abi_only, Prepared *p) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func(tensor_spec_free);
+  for (guint i = 0; input_specs && input_specs[i]; i++) {
+    TensorSpec *t = g_new0(TensorSpec, 1);
+    g_ptr_array_add(ins, t);
+    if (!split_spec(cmd, "input", input_specs[i], &t->name, &t->file))
+      return 2;
+    t->tensor = weir_tensor_load(t->file, NULL, &error);
+    if (!t->tensor) {
+      print_error(cmd, error);
+      return 1;
+    }
+  }
+
+  p->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_array_append_vals(shape, t->tensor->shape, t->tensor->rank);
+    g_hash_table_replace(shapes, t->name, shape);
+  }
+  WeirOnnxImportOptions opts = {
+      .symbols = bindings, .input_shapes = shapes, .names = p->names};
+  p->g = load_program_with(cmd, file, &opts);
+  if (!p->g)
+    return 1;
+  if (expand && !weir_expand_all(p->g, NULL, &p->expanded, &error)) {
+    fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+    return 1;
+  }
+  const WeirGraph *g = p->g;
+
+  p->args = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                  (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    const WeirContainer *c =
+        require_argument(cmd, g, p->names, "input", t->name);
+    if (!c)
+      return 2;
+    if (t->tensor->dtype != c->dtype) {
+      fprintf(stderr, "weir %s: %s: dtype %s, but argument '%s' is %s\n", cmd,
+              t->file, weir_dtype_name(t->tensor->dtype), c->name,
+              weir_dtype_name(c->dtype));
+      return 1;
+    }
+    bind_from_tensor(c, t->tensor, bindings);
+    g_hash_table_replace(p->args, c->name, g_steal_pointer(&t->tensor));
+  }
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     if (c->transient)
+      continue;
+    const WeirTensor *given = g_hash_table_lookup(p->args, c->name);
+    if (abi_only && c->initial && !given)
       continue;
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
     for (guint d = 0; d < c->shape->len; d++) {
@@ -373,31 +743,45 @@ static int cmd_run_ref(int argc, char **argv) {
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
                           &local)) {
         fprintf(stderr,
-                "weir run-ref: %s: container '%s': %s (bind it with "
-                "-D)\n",
-                argv[1], c->name, local->message);
+                "weir %s: %s: container '%s': %s (bind it with "
+                "-D or give the argument with --input)\n",
+                cmd, file, c->name, local->message);
         return 2;
       }
     }
+    if (given) {
+      gboolean same = given->rank == c->shape->len;
+      for (guint d = 0; same && d < given->rank; d++)
+        same = given->shape[d] == shape[d];
+      if (!same) {
+        g_autofree char *a = tensor_shape_text(given);
+        g_autofree char *b = shape_text(c);
+        fprintf(stderr,
+                "weir %s: %s: --input for '%s' has shape %s, but the "
+                "argument is %s\n",
+                cmd, file, c->name, a, b);
+        return 1;
+      }
+      continue;
+    }
     WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
     weir_tensor_fill_random(tensor, (guint64)seed + c->id);
-    g_hash_table_insert(args, c->name, tensor);
+    g_hash_table_insert(p->args, c->name, tensor);
   }
-  gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(g, bindings, args, NULL, &error)) {
-    fprintf(stderr, "weir run-ref: %s: %s\n", argv[1], error->message);
-    return 1;
-  }
-  gint64 t1 = g_get_monotonic_time();
-  printf("%s: interpreted in %.3f s\n", argv[1], (double)(t1 - t0) / 1e6);
+  return 0;
+}
+
+/* Prints sum, min, max and the first values of each tensor of args, in
+ * container order. */
+static void print_tensors(const WeirGraph *g, GHashTable *args) {
   Table *t = table_new(6);
   table_row(t, g_strdup("argument"), g_strdup("type"), g_strdup("sum"),
             g_strdup("min"), g_strdup("max"), g_strdup("first values"));
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->transient)
-      continue;
     const WeirTensor *x = g_hash_table_lookup(args, c->name);
+    if (c->transient || !x)
+      continue;
     double sum = 0, lo = G_MAXDOUBLE, hi = -G_MAXDOUBLE;
     GString *first = g_string_new(NULL);
     for (gint64 k = 0; k < x->count; k++) {
@@ -415,6 +799,963 @@ static int cmd_run_ref(int argc, char **argv) {
               g_strdup_printf("%.6g", hi), g_string_free(first, FALSE));
   }
   table_print(t);
+}
+
+/* Compares got with want (float dtypes with the tolerances, others
+ * exactly); prints one line "<label>: max abs error ...: ok|MISMATCH". */
+static gboolean compare_tensor(const char *label, const WeirTensor *got,
+                               const WeirTensor *want, const char *want_name) {
+  gboolean exact = !weir_dtype_is_float(got->dtype);
+  double r = exact ? 0 : (opt_rtol >= 0 ? opt_rtol : WEIR_CONFORMANCE_RTOL);
+  double a = exact ? 0 : (opt_atol >= 0 ? opt_atol : WEIR_CONFORMANCE_ATOL);
+  double err = 0;
+  g_autoptr(GError) diff = NULL;
+  gboolean ok = got->dtype == want->dtype && got->rank == want->rank;
+  for (guint d = 0; ok && d < got->rank; d++)
+    ok = got->shape[d] == want->shape[d];
+  if (!ok) {
+    g_autofree char *x = weir_tensor_describe(got);
+    g_autofree char *y = weir_tensor_describe(want);
+    printf("%s: %s, but %s holds %s: MISMATCH\n", label, x, want_name, y);
+    return FALSE;
+  }
+  ok = weir_tensor_allclose(got, want, r, a, &err, &diff);
+  printf("%s: max abs error %.3g (rtol %g, atol %g): %s\n", label, err, r, a,
+         ok ? "ok" : "MISMATCH");
+  if (!ok)
+    printf("  %s\n", diff->message);
+  return ok;
+}
+
+/* The --expect comparisons; returns the exit status (0, 1 on a mismatch,
+ * 2 on bad usage). */
+static int check_expects(const char *cmd, const Prepared *p) {
+  int status = 0;
+  for (guint i = 0; expect_specs && expect_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec(cmd, "expect", expect_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c =
+        require_argument(cmd, p->g, p->names, "expect", name);
+    if (!c)
+      return 2;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirTensor) want = weir_tensor_load(path, NULL, &error);
+    if (!want) {
+      print_error(cmd, error);
+      return 1;
+    }
+    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
+    if (!got) {
+      fprintf(stderr, "weir %s: --expect %s: '%s' is a constant\n", cmd, name,
+              c->name);
+      return 2;
+    }
+    if (!compare_tensor(c->name, got, want, path))
+      status = 1;
+  }
+  return status;
+}
+
+/* The --output files; returns the exit status. */
+static int write_outputs(const char *cmd, const Prepared *p) {
+  for (guint i = 0; output_specs && output_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec(cmd, "output", output_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c =
+        require_argument(cmd, p->g, p->names, "output", name);
+    if (!c)
+      return 2;
+    const WeirTensor *t = g_hash_table_lookup(p->args, c->name);
+    g_autoptr(GError) error = NULL;
+    if (!t) {
+      fprintf(stderr, "weir %s: --output %s: '%s' is a constant\n", cmd, name,
+              c->name);
+      return 2;
+    }
+    if (!weir_tensor_save(t, c->name, path, &error)) {
+      print_error(cmd, error);
+      return 1;
+    }
+    printf("%s: written to %s\n", c->name, path);
+  }
+  return 0;
+}
+
+/* "12.3 us", "4.567 ms", "1.234 s" */
+static char *format_seconds(double s) {
+  if (s < 1e-3)
+    return g_strdup_printf("%.1f us", s * 1e6);
+  if (s < 1.0)
+    return g_strdup_printf("%.3f ms", s * 1e3);
+  return g_strdup_printf("%.3f s", s);
+}
+
+/* ---------------------------------------------------------------- run-ref */
+
+static int cmd_run_ref(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir run-ref FILE [--input NAME=FILE]... [--expect "
+      "NAME=FILE]...\n"
+      "                    [--output NAME=FILE]... [--rtol R] [--atol A]\n"
+      "                    [-D SYM=VALUE]... [--seed N]\n";
+  if (!parse_options("run-ref", "FILE", run_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *file = argv[1];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("run-ref", error);
+    return 2;
+  }
+  Prepared p = {0};
+  int status = prepare_run("run-ref", file, bindings, TRUE, FALSE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
+  }
+  gint64 t0 = g_get_monotonic_time();
+  if (!weir_interpret(p.g, bindings, p.args, NULL, &error)) {
+    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
+    prepared_clear(&p);
+    return 1;
+  }
+  gint64 t1 = g_get_monotonic_time();
+  printf("%s: interpreted in %.3f s", file, (double)(t1 - t0) / 1e6);
+  if (p.expanded)
+    printf(" (%u library node%s expanded first)", p.expanded,
+           p.expanded == 1 ? "" : "s");
+  printf("\n");
+  print_tensors(p.g, p.args);
+  status = check_expects("run-ref", &p);
+  if (status != 2) {
+    int out = write_outputs("run-ref", &p);
+    status = out ? out : status;
+  }
+  prepared_clear(&p);
+  return status;
+}
+
+/* ------------------------------------------------- compile options (CLI) */
+
+static char *opt_cc, *opt_cflags, *opt_cache_dir;
+static gboolean opt_no_cache;
+
+static const GOptionEntry compile_entries[] = {
+    {"cc", 0, 0, G_OPTION_ARG_STRING, &opt_cc,
+     "C compiler (default: $CC or cc)", "CC"},
+    {"cflags", 0, 0, G_OPTION_ARG_STRING, &opt_cflags,
+     "Compiler flags (default: " WEIR_COMPILE_DEFAULT_FLAGS ")", "FLAGS"},
+    {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_cache_dir,
+     "Compile cache directory (default: $WEIR_CACHE_DIR or "
+     "$XDG_CACHE_HOME/weir)",
+     "DIR"},
+    {"no-cache", 0, 0, G_OPTION_ARG_NONE, &opt_no_cache,
+     "Compile without the cache", NULL},
+    {NULL}};
+
+static WeirCompileOptions compile_options(void) {
+  return (WeirCompileOptions){.compiler = opt_cc,
+                              .flags = opt_cflags,
+                              .cache_dir = opt_cache_dir,
+                              .no_cache = opt_no_cache};
+}
+
+/* Prints a compile error; generated sources live in a temporary directory,
+ * so say how to get them. */
+static void print_compile_error(const char *cmd, const char *file,
+                                const GError *error) {
+  fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+  if (error->code == WEIR_ERROR_RUNTIME &&
+      g_str_has_prefix(error->message, "compiling"))
+    fprintf(stderr,
+            "(the source was generated in a temporary directory; "
+            "'weir codegen %s -o DIR' writes it out)\n",
+            file);
+}
+
+/* ---------------------------------------------------------------- codegen */
+
+static gboolean opt_no_openmp;
+
+static const GOptionEntry codegen_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Directory for <prefix>.c and <prefix>.h (default: .)", "DIR"},
+    {"no-openmp", 0, 0, G_OPTION_ARG_NONE, &opt_no_openmp,
+     "Leave out the OpenMP pragmas", NULL},
+    {NULL}};
+
+static int cmd_codegen(int argc, char **argv) {
+  if (!parse_options("codegen", "FILE", codegen_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir codegen FILE [-o DIR] [--no-openmp]\n");
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("codegen", argv[1]);
+  if (!g)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  WeirCodegenOptions cg = {.openmp = !opt_no_openmp};
+  g_autofree char *source = weir_codegen_c(g, &cg, &error);
+  if (!source) {
+    fprintf(stderr, "weir codegen: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_autofree char *header = weir_codegen_header(g);
+  g_autofree char *prefix = weir_codegen_prefix(g);
+  const char *dir = output_path ? output_path : ".";
+  if (g_mkdir_with_parents(dir, 0755) != 0) {
+    fprintf(stderr, "weir codegen: %s: %s\n", dir, g_strerror(errno));
+    return 1;
+  }
+  g_autofree char *cname = g_strconcat(prefix, ".c", NULL);
+  g_autofree char *hname = g_strconcat(prefix, ".h", NULL);
+  g_autofree char *cpath = g_build_filename(dir, cname, NULL);
+  g_autofree char *hpath = g_build_filename(dir, hname, NULL);
+  if (!g_file_set_contents(cpath, source, -1, &error) ||
+      !g_file_set_contents(hpath, header, -1, &error)) {
+    print_error("codegen", error);
+    return 1;
+  }
+  printf("wrote %s and %s\n", cpath, hpath);
+  return 0;
+}
+
+/* -------------------------------------------------------------------- run */
+
+static gboolean opt_check;
+
+static const GOptionEntry check_entries[] = {
+    {"check", 0, 0, G_OPTION_ARG_NONE, &opt_check,
+     "Also run the reference interpreter on the same inputs and compare "
+     "every argument",
+     NULL},
+    {NULL}};
+
+static GHashTable *copy_tensor_table(GHashTable *args) {
+  GHashTable *copy = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                           (GDestroyNotify)weir_tensor_free);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, args);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(copy, k, weir_tensor_copy(v));
+  return copy;
+}
+
+/* Runs the interpreter on ref (a copy of the inputs, keyed by the names of
+ * p->g) and compares every argument with the compiled run's.  Returns the
+ * exit status. */
+static int check_reference(const char *file, const Prepared *p,
+                           GHashTable *bindings, GHashTable *ref) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
+  gint64 t0 = g_get_monotonic_time();
+  if (!weir_expand_all(expanded, NULL, NULL, &error) ||
+      !weir_interpret(expanded, bindings, ref, NULL, &error)) {
+    fprintf(stderr, "weir run: %s: reference interpreter: %s\n", file,
+            error->message);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  printf("check against the reference interpreter (%s):\n", took);
+  int status = 0;
+  for (guint i = 0; i < p->g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(p->g->containers, i);
+    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
+    if (c->transient || !got)
+      continue;
+    g_autofree char *label = g_strconcat("  ", c->name, NULL);
+    if (!compare_tensor(label, got, g_hash_table_lookup(ref, c->name),
+                        "the interpreter"))
+      status = 1;
+  }
+  return status;
+}
+
+static int cmd_run(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...\n"
+      "                [--output NAME=FILE]... [--check] [--rtol R] "
+      "[--atol A]\n"
+      "                [-D SYM=VALUE]... [--seed N] [--cc CC] [--cflags "
+      "FLAGS]\n";
+  const GOptionEntry *const extras[] = {run_entries, check_entries,
+                                        compile_entries, NULL};
+  if (!parse_options_with("run", "FILE", extras, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *file = argv[1];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("run", error);
+    return 2;
+  }
+  Prepared p = {0};
+  int status = prepare_run("run", file, bindings, FALSE, TRUE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
+  }
+  g_autoptr(GHashTable) ref = opt_check ? copy_tensor_table(p.args) : NULL;
+
+  WeirCompileOptions opts = compile_options();
+  WeirCompileInfo info = {0};
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(WeirKernel) k = weir_kernel_compile(p.g, &opts, &info, &error);
+  if (!k) {
+    print_compile_error("run", file, error);
+    weir_compile_info_clear(&info);
+    prepared_clear(&p);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  if (info.cache_hit)
+    printf("%s: loaded from the compile cache in %s (key %.12s)\n", file, took,
+           info.key);
+  else
+    printf("%s: compiled in %s%s (key %.12s)\n", file, took,
+           info.recovered ? ", replacing a damaged cache entry" : "", info.key);
+  weir_compile_info_clear(&info);
+
+  t0 = g_get_monotonic_time();
+  if (!weir_kernel_run(k, bindings, p.args, &error)) {
+    fprintf(stderr, "weir run: %s: %s\n", file, error->message);
+    prepared_clear(&p);
+    return 1;
+  }
+  g_autofree char *ran =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  printf("%s: ran in %s\n", file, ran);
+  print_tensors(p.g, p.args);
+  if (opt_check)
+    status = check_reference(file, &p, bindings, ref);
+  int expects = check_expects("run", &p);
+  if (expects != 2) {
+    int out = write_outputs("run", &p);
+    expects = out ? out : expects;
+  }
+  prepared_clear(&p);
+  return expects ? expects : status;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+static gint opt_threads, opt_reps = 10, opt_warmup = 3;
+
+static const GOptionEntry bench_entries[] = {
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+     "Seed of the random inputs (default 1)", "N"},
+    {"threads", 't', 0, G_OPTION_ARG_INT, &opt_threads,
+     "OpenMP threads (default: OMP_NUM_THREADS or one per processor)", "N"},
+    {"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps,
+     "Timed repetitions (default 10)", "N"},
+    {"warmup", 'w', 0, G_OPTION_ARG_INT, &opt_warmup,
+     "Untimed warm-up runs (default 3)", "N"},
+    {NULL}};
+
+static void remove_tree(const char *path) {
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) &&
+      !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+      g_autofree char *p = g_build_filename(path, name, NULL);
+      remove_tree(p);
+    }
+    g_rmdir(path);
+  } else
+    g_unlink(path);
+}
+
+/* Compiles g twice with a fresh cache in a temporary directory: a cold
+ * compile (*cold: the whole call, *compiler: the compiler alone), then a
+ * cached one (*cached).  Returns the cached kernel. */
+static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
+                                           double *compiler, double *cached,
+                                           GError **error) {
+  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", error);
+  if (!dir)
+    return NULL;
+  WeirCompileOptions opts = compile_options();
+  opts.cache_dir = dir;
+  opts.no_cache = FALSE;
+  WeirCompileInfo info = {0};
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(WeirKernel) first = weir_kernel_compile(g, &opts, &info, error);
+  gint64 t1 = g_get_monotonic_time();
+  *cold = (double)(t1 - t0) / 1e6;
+  *compiler = info.compile_seconds;
+  weir_compile_info_clear(&info);
+  WeirKernel *k = NULL;
+  if (first) {
+    k = weir_kernel_compile(g, &opts, &info, error);
+    *cached = (double)(g_get_monotonic_time() - t1) / 1e6;
+    if (k && !info.cache_hit) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                  "the second compile missed the cache");
+      g_clear_pointer(&k, weir_kernel_free);
+    }
+    weir_compile_info_clear(&info);
+  }
+  remove_tree(dir);
+  return k;
+}
+
+/* Rate of a quantity per second in units of 10^9, or "-". */
+static char *format_rate(const WeirQuantity *q, double seconds,
+                         const char *unit) {
+  if (!q->known || seconds <= 0)
+    return g_strdup("-");
+  return g_strdup_printf("%.3f %s", (double)q->value / seconds / 1e9, unit);
+}
+
+static int cmd_bench(int argc, char **argv) {
+  const GOptionEntry *const extras[] = {bench_entries, compile_entries, NULL};
+  if (!parse_options_with("bench", "FILE", extras, &argc, &argv))
+    return 2;
+  if (argc != 2 || opt_reps < 1 || opt_warmup < 0 || opt_threads < 0) {
+    fprintf(stderr, "usage: weir bench FILE [-D SYM=VALUE]... [--threads N] "
+                    "[--reps N>=1] [--warmup N>=0]\n");
+    return 2;
+  }
+  const char *file = argv[1];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("bench", error);
+    return 2;
+  }
+  Prepared p = {0};
+  int status = prepare_run("bench", file, bindings, FALSE, TRUE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
+  }
+  double cold = 0, compiler = 0, cached = 0;
+  g_autoptr(WeirKernel) k =
+      compile_cold_and_cached(p.g, &cold, &compiler, &cached, &error);
+  if (!k) {
+    print_compile_error("bench", file, error);
+    prepared_clear(&p);
+    return 1;
+  }
+  g_autofree char *threads = g_strdup("default");
+  if (opt_threads > 0) {
+    g_free(threads);
+    if (weir_kernel_set_threads(k, opt_threads, &error))
+      threads = g_strdup_printf("%d", opt_threads);
+    else {
+      fprintf(stderr, "weir bench: note: %s; --threads ignored\n",
+              error->message);
+      g_clear_error(&error);
+      threads = g_strdup("1 (no OpenMP)");
+    }
+  }
+  WeirBenchOptions bo = {.warmup = (guint)opt_warmup,
+                         .repetitions = (guint)opt_reps};
+  WeirBenchResult r;
+  if (!weir_kernel_bench(k, bindings, p.args, &bo, &r, &error)) {
+    fprintf(stderr, "weir bench: %s: %s\n", file, error->message);
+    prepared_clear(&p);
+    return 1;
+  }
+  /* FLOPs and bytes of the program as compiled: library nodes expanded */
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p.g);
+  g_autoptr(GError) local = NULL;
+  g_autoptr(WeirAnalysis) a = weir_analysis_compute(
+      weir_expand_all(expanded, NULL, NULL, &local) ? expanded : p.g, bindings,
+      &local);
+
+  printf("program  %s  (%s)\n", p.g->name, file);
+  g_autofree char *c1 = format_seconds(cold), *c2 = format_seconds(compiler),
+                  *c3 = format_seconds(cached);
+  printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
+  printf("runs     %d warm-up, %d timed, threads %s\n", opt_warmup, opt_reps,
+         threads);
+  g_autofree char *med = format_seconds(r.median), *lo = format_seconds(r.min),
+                  *hi = format_seconds(r.max);
+  printf("time     median %s, min %s, max %s\n", med, lo, hi);
+  if (a) {
+    g_autofree char *flops = format_quantity(&a->total_flops, FALSE);
+    g_autofree char *bytes = format_quantity(&a->total_bytes, TRUE);
+    g_autofree char *gflops = format_rate(&a->total_flops, r.median, "GFLOP/s");
+    g_autofree char *gbs = format_rate(&a->total_bytes, r.median, "GB/s");
+    printf("FLOPs    %s  ->  %s at the median time\n", flops, gflops);
+    printf("bytes    %s  ->  %s at the median time\n", bytes, gbs);
+  } else
+    printf("FLOPs    - (analysis: %s)\n", local->message);
+  weir_bench_result_clear(&r);
+  prepared_clear(&p);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static const GOptionEntry cache_entries[] = {
+    {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_cache_dir,
+     "Compile cache directory (default: $WEIR_CACHE_DIR or "
+     "$XDG_CACHE_HOME/weir)",
+     "DIR"},
+    {NULL}};
+
+static int cmd_cache(int argc, char **argv) {
+  if (!parse_options("cache", "stats|clear", cache_entries, &argc, &argv))
+    return 2;
+  if (argc != 2 ||
+      (strcmp(argv[1], "stats") != 0 && strcmp(argv[1], "clear") != 0)) {
+    fprintf(stderr, "usage: weir cache stats|clear [--cache-dir DIR]\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirCache) cache = weir_cache_open(opt_cache_dir, &error);
+  WeirCacheStats st;
+  if (!cache || !weir_cache_stats(cache, &st, &error)) {
+    print_error("cache", error);
+    return 1;
+  }
+  g_autofree char *size = format_bytes(st.total_bytes);
+  if (strcmp(argv[1], "clear") == 0) {
+    if (!weir_cache_clear(cache, &error)) {
+      print_error("cache", error);
+      return 1;
+    }
+    printf("removed %" G_GINT64_FORMAT " object%s (%s) from %s\n", st.entries,
+           st.entries == 1 ? "" : "s", size, weir_cache_dir(cache));
+    return 0;
+  }
+  g_autofree char *limit = format_bytes(st.max_bytes);
+  printf("location  %s\n", weir_cache_dir(cache));
+  printf("objects   %" G_GINT64_FORMAT "\n", st.entries);
+  printf("size      %s (limit %s)\n", size, limit);
+  printf("hits      %" G_GINT64_FORMAT "\n", st.hits);
+  return 0;
+}
+
+/* ------------------------------------------------------------ conformance */
+
+/* The detail of a result without the model path in front. */
+static const char *short_detail(const WeirConformanceResult *r) {
+  const char *d = r->detail ? r->detail : "";
+  gsize len = strlen(r->path);
+  if (strncmp(d, r->path, len) == 0) {
+    const char *rest = strstr(d + len, ": ");
+    if (rest)
+      return rest + 2;
+  }
+  return d;
+}
+
+static char *status_text(const WeirConformanceResult *r) {
+  GString *s = g_string_new(weir_conformance_status_name(r->status));
+  if (r->status == WEIR_CONFORMANCE_FAIL)
+    g_string_append_printf(s, " (max error %.3g) %s", r->max_error,
+                           short_detail(r));
+  else if (r->status != WEIR_CONFORMANCE_PASS)
+    g_string_append_printf(s, " (%s)", short_detail(r));
+  if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+    g_string_append(s, "  [listed as expected not to pass: remove it]");
+  else if (r->expected_reason)
+    g_string_append(s, "  [expected]");
+  return g_string_free(s, FALSE);
+}
+
+static int cmd_conformance(int argc, char **argv) {
+  if (!parse_options("conformance", "DIR...", conformance_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc < 2) {
+    fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
+                    "[--backend interp] DIR...\n");
+    return 2;
+  }
+  if (backend && strcmp(backend, "interp") != 0) {
+    fprintf(stderr, "weir conformance: unknown backend '%s' (known: interp)\n",
+            backend);
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirConformanceExpectations) expectations = NULL;
+  if (expected_path) {
+    expectations = weir_conformance_expectations_load(expected_path, &error);
+    if (!expectations) {
+      print_error("conformance", error);
+      return 2;
+    }
+  }
+  g_autoptr(GPtrArray) tests =
+      weir_conformance_find_tests((const char *const *)argv + 1, &error);
+  if (!tests) {
+    print_error("conformance", error);
+    return 2;
+  }
+  WeirConformanceOptions opts = {.expectations = expectations,
+                                 .rtol = opt_rtol,
+                                 .atol = opt_atol,
+                                 .backend = backend,
+                                 .allow_any_opset = any_opset};
+  int width = 4;
+  for (guint i = 0; i < tests->len; i++) {
+    g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));
+    width = MAX(width, (int)strlen(base));
+  }
+  printf("%-*s  status\n", width, "test");
+  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)weir_conformance_result_free);
+  for (guint i = 0; i < tests->len; i++) {
+    WeirConformanceResult *r =
+        weir_conformance_run_test(g_ptr_array_index(tests, i), &opts);
+    g_ptr_array_add(results, r);
+    g_autofree char *st = status_text(r);
+    printf("%-*s  %s\n", width, r->name, st);
+    fflush(stdout);
+  }
+
+  printf("\nTotals per operator\n");
+  Table *t = table_new(7);
+  table_row(t, g_strdup("operator"), g_strdup("tests"), g_strdup("pass"),
+            g_strdup("FAIL"), g_strdup("unsupported"), g_strdup("error"),
+            g_strdup("unexpected"));
+  g_autoptr(GPtrArray) totals = weir_conformance_totals(results);
+  g_autoptr(WeirConformanceTotals) all = weir_conformance_overall(results);
+  g_ptr_array_add(totals, g_steal_pointer(&all));
+  for (guint i = 0; i < totals->len; i++) {
+    const WeirConformanceTotals *x = g_ptr_array_index(totals, i);
+    table_row(t, g_strdup(x->op), g_strdup_printf("%u", x->tests),
+              g_strdup_printf("%u", x->pass), g_strdup_printf("%u", x->fail),
+              g_strdup_printf("%u", x->unsupported),
+              g_strdup_printf("%u", x->error),
+              g_strdup_printf("%u", x->failures));
+  }
+  table_print(t);
+  const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error\n", sum->tests,
+         sum->pass, sum->fail, sum->unsupported, sum->error);
+
+  guint stale = 0;
+  for (guint i = 0; i < results->len; i++) {
+    const WeirConformanceResult *r = g_ptr_array_index(results, i);
+    if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
+      stale++;
+  }
+  if (stale)
+    printf("%u test%s listed in %s now pass%s: remove them from the list\n",
+           stale, stale == 1 ? "" : "s", expected_path, stale == 1 ? "es" : "");
+  if (sum->failures) {
+    printf("\n%u unexpected result%s (a test of a supported operator that "
+           "does not pass and is not listed%s%s):\n",
+           sum->failures, sum->failures == 1 ? "" : "s",
+           expected_path ? " in " : "", expected_path ? expected_path : "");
+    for (guint i = 0; i < results->len; i++) {
+      const WeirConformanceResult *r = g_ptr_array_index(results, i);
+      if (!weir_conformance_result_is_failure(r))
+        continue;
+      g_autofree char *st = status_text(r);
+      printf("  %s  %s\n", r->name, st);
+    }
+    return 1;
+  }
+  return 0;
+}
+
+/* -------------------------------------------------------------------- ops */
+
+static char *count_text(guint lo, guint hi) {
+  if (hi == WEIR_OP_VARIADIC)
+    return g_strdup_printf("%u+", lo);
+  return lo == hi ? g_strdup_printf("%u", lo)
+                  : g_strdup_printf("%u-%u", lo, hi);
+}
+
+static int cmd_ops(int argc, char **argv) {
+  if (!parse_options("ops", "", NULL, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    fprintf(stderr, "usage: weir ops\n");
+    return 2;
+  }
+  weir_expansions_init();
+  g_autoptr(GPtrArray) names = weir_op_names();
+  Table *t = table_new(5);
+  table_row(t, g_strdup("operator"), g_strdup("inputs"), g_strdup("outputs"),
+            g_strdup("expansion"),
+            g_strdup("attributes (<- input k from opset n)"));
+  for (guint i = 0; i < names->len; i++) {
+    const WeirOpInfo *info = weir_op_lookup(g_ptr_array_index(names, i));
+    GString *attrs = g_string_new(NULL);
+    for (guint k = 0; k < info->n_attrs; k++) {
+      const WeirOpAttrSpec *a = &info->attrs[k];
+      g_string_append_printf(attrs, "%s%s%s", k ? ", " : "", a->name,
+                             a->required ? "!" : "");
+      if (a->from_input)
+        g_string_append_printf(attrs, " <- %u from %u", a->from_input,
+                               a->input_since);
+    }
+    table_row(t, g_strdup(info->name),
+              count_text(info->min_inputs, info->max_inputs),
+              count_text(info->min_outputs, info->max_outputs),
+              g_strdup(weir_op_expansion(info->name, "pure") ? "pure" : "-"),
+              g_string_free(attrs, FALSE));
+  }
+  table_print(t);
+  printf("\n%u operators ('!': required attribute)\n", names->len);
+  return 0;
+}
+
+/* ---------------------------------------------------------- transforms */
+
+static gint tier_filter;
+static char *node_filter;
+static char *site_arg;
+static char **param_args;
+static char *output_path;
+
+static const GOptionEntry transforms_entries[] = {
+    {"tier", 0, 0, G_OPTION_ARG_INT, &tier_filter,
+     "Only transformations of this tier (1-4)", "N"},
+    {"node", 0, 0, G_OPTION_ARG_STRING, &node_filter,
+     "Only sites that include this node (label or id)", "NAME"},
+    {NULL}};
+
+static const GOptionEntry apply_entries[] = {
+    {"site", 0, 0, G_OPTION_ARG_STRING, &site_arg,
+     "Node ids of the site, as listed by 'weir transforms'", "N[,N...]"},
+    {"param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &param_args,
+     "Set a parameter of the transformation", "K=V"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the transformed program here", "OUT.json"},
+    {NULL}};
+
+/* Registers the built-in transformations and loads the plugins, printing
+ * the refused ones as warnings. */
+static void load_transformations(const char *cmd) {
+  weir_transforms_init();
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
+  weir_plugins_load(problems);
+  for (guint i = 0; i < problems->len; i++)
+    fprintf(stderr, "weir %s: warning: %s\n", cmd,
+            (char *)g_ptr_array_index(problems, i));
+}
+
+/* "--site 7,9" for a site; "(whole program)" for a pass. */
+static char *site_option(const WeirSite *site) {
+  if (site->n_nodes == 0)
+    return g_strdup("(whole program)");
+  GString *s = g_string_new("--site ");
+  for (guint k = 0; k < site->n_nodes; k++)
+    g_string_append_printf(s, "%s%u", k ? "," : "", site->nodes[k]);
+  return g_string_free(s, FALSE);
+}
+
+/* Whether the site includes a node whose label (or id) is name. */
+static gboolean site_has_node(const WeirGraph *g, const WeirSite *site,
+                              const char *name) {
+  for (guint k = 0; k < site->n_nodes; k++) {
+    const WeirNode *n = weir_graph_node(g, site->nodes[k], NULL);
+    g_autofree char *id = g_strdup_printf("%u", site->nodes[k]);
+    if (strcmp(id, name) == 0 || (n && g_strcmp0(n->label, name) == 0))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static int cmd_transforms(int argc, char **argv) {
+  if (!parse_options("transforms", "FILE", transforms_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir transforms FILE [--tier N] [--node NAME]\n");
+    return 2;
+  }
+  if (tier_filter < 0 || tier_filter > 4) {
+    fprintf(stderr, "weir transforms: --tier %d: expected 1, 2, 3 or 4\n",
+            tier_filter);
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("transforms", argv[1]);
+  if (!g)
+    return 1;
+  load_transformations("transforms");
+  g_autoptr(GPtrArray) list = weir_transforms_list();
+  guint n_transforms = 0, n_sites = 0, n_legal = 0;
+  for (guint i = 0; i < list->len; i++) {
+    const WeirTransformInfo *t = g_ptr_array_index(list, i);
+    if (tier_filter && t->tier != (guint)tier_filter)
+      continue;
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    Table *table = NULL;
+    for (guint k = 0; k < sites->len; k++) {
+      const WeirSite *site = &g_array_index(sites, WeirSite, k);
+      if (node_filter && !site_has_node(g, site, node_filter))
+        continue;
+      if (!table) {
+        printf("%stier %u  %s: %s\n", n_transforms ? "\n" : "", t->tier,
+               t->name, t->description ? t->description : "");
+        table = table_new(3);
+        n_transforms++;
+      }
+      char *reason = NULL;
+      gboolean legal = weir_transform_can_apply(t, g, site, NULL, &reason);
+      g_autofree char *where = weir_site_describe(g, site);
+      n_sites++;
+      n_legal += legal;
+      table_row(
+          table, site_option(site), g_strdup(legal ? "legal" : "not legal"),
+          legal ? g_strdup(where) : g_strdup_printf("%s: %s", where, reason));
+      g_free(reason);
+    }
+    if (table)
+      table_print(table);
+  }
+  if (n_transforms == 0)
+    printf("no transformation has a site in %s%s%s\n", argv[1],
+           node_filter ? " at node " : "", node_filter ? node_filter : "");
+  else
+    printf("\n%u transformation%s, %u site%s, %u legal\n", n_transforms,
+           n_transforms == 1 ? "" : "s", n_sites, n_sites == 1 ? "" : "s",
+           n_legal);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ apply */
+
+/* Parses "7,9,12" into a site; the state is the one holding the first
+ * node. */
+static gboolean parse_site(const WeirGraph *g, const char *text, WeirSite *site,
+                           GError **error) {
+  memset(site, 0, sizeof *site);
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  guint n = g_strv_length(parts);
+  if (n == 0 || n > WEIR_SITE_MAX_NODES) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "--site %s: expected 1 to %d node ids separated by commas",
+                text, WEIR_SITE_MAX_NODES);
+    return FALSE;
+  }
+  for (guint k = 0; k < n; k++) {
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(g_strstrip(parts[k]), &end, 10);
+    if (!parts[k][0] || !end || *end || v == 0 || v > G_MAXUINT) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: '%s' is not a node id", text, parts[k]);
+      return FALSE;
+    }
+    site->nodes[k] = (guint)v;
+  }
+  site->n_nodes = n;
+  WeirState *s = NULL;
+  if (!weir_graph_node(g, site->nodes[0], &s)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "--site %s: program '%s' has no node %u", text, g->name,
+                site->nodes[0]);
+    return FALSE;
+  }
+  site->state = s->id;
+  return TRUE;
+}
+
+/* "+1.5 KiB (+25.0%)" between two known quantities. */
+static char *format_delta(const WeirQuantity *before, const WeirQuantity *after,
+                          gboolean bytes) {
+  if (!before->known || !after->known)
+    return g_strdup("");
+  gint64 d = after->value - before->value;
+  if (d == 0)
+    return g_strdup("  (unchanged)");
+  g_autofree char *mag =
+      bytes ? format_bytes(d < 0 ? -d : d)
+            : g_strdup_printf("%" G_GINT64_FORMAT, d < 0 ? -d : d);
+  if (before->value == 0)
+    return g_strdup_printf("  (%s%s)", d < 0 ? "-" : "+", mag);
+  return g_strdup_printf("  (%s%s, %+.1f%%)", d < 0 ? "-" : "+", mag,
+                         100.0 * (double)d / (double)before->value);
+}
+
+static int cmd_apply(int argc, char **argv) {
+  if (!parse_options("apply", "FILE NAME", apply_entries, &argc, &argv))
+    return 2;
+  if (argc != 3 || !output_path) {
+    fprintf(stderr, "usage: weir apply FILE NAME [--site N[,N...]] "
+                    "[--param K=V]... -o OUT.json [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("apply", error);
+    return 2;
+  }
+  g_autoptr(WeirGraph) g = load_program("apply", argv[1]);
+  if (!g)
+    return 1;
+  load_transformations("apply");
+  const WeirTransformInfo *t = weir_transform_lookup(argv[2]);
+  if (!t) {
+    fprintf(stderr,
+            "weir apply: unknown transformation '%s' (see 'weir transforms "
+            "%s')\n",
+            argv[2], argv[1]);
+    return 2;
+  }
+  g_autoptr(WeirParams) params =
+      weir_params_parse(t, (const char *const *)param_args, &error);
+  if (!params) {
+    print_error("apply", error);
+    return 2;
+  }
+  WeirSite site;
+  if (site_arg) {
+    if (!parse_site(g, site_arg, &site, &error)) {
+      print_error("apply", error);
+      return 2;
+    }
+  } else {
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    if (sites->len != 1) {
+      fprintf(stderr,
+              "weir apply: %s has %u sites in %s; choose one with --site (see "
+              "'weir transforms %s')\n",
+              t->name, sites->len, argv[1], argv[1]);
+      return 2;
+    }
+    site = g_array_index(sites, WeirSite, 0);
+  }
+  g_autofree char *where = weir_site_describe(g, &site);
+  WeirApplyReport report;
+  if (!weir_transform_apply(g, t, &site, params, bindings, &report, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  g_autofree char *ptext = weir_params_to_string(params);
+  printf("applied %s at %s%s%s%s in %.3f s\n", t->name, where,
+         *ptext ? " (" : "", ptext, *ptext ? ")" : "", report.seconds);
+  g_autofree char *bb = format_quantity(&report.bytes_before, TRUE);
+  g_autofree char *ba = format_quantity(&report.bytes_after, TRUE);
+  g_autofree char *bd =
+      format_delta(&report.bytes_before, &report.bytes_after, TRUE);
+  g_autofree char *fb = format_quantity(&report.flops_before, FALSE);
+  g_autofree char *fa = format_quantity(&report.flops_after, FALSE);
+  g_autofree char *fd =
+      format_delta(&report.flops_before, &report.flops_after, FALSE);
+  printf("  data movement  %s -> %s%s\n", bb, ba, bd);
+  printf("  FLOPs          %s -> %s%s\n", fb, fa, fd);
+  weir_apply_report_clear(&report);
+  if (!weir_graph_save(g, output_path, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  printf("wrote %s\n", output_path);
   return 0;
 }
 
@@ -423,7 +1764,7 @@ static int cmd_run_ref(int argc, char **argv) {
 static void usage(FILE *out) {
   fprintf(out, "usage: weir COMMAND [ARGS...]\n\nCommands:\n");
   for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
-    fprintf(out, "  %-9s %-40s %s\n", commands[i].name, commands[i].args,
+    fprintf(out, "  %-11s %-42s %s\n", commands[i].name, commands[i].args,
             commands[i].summary);
   fprintf(out, "\n'weir COMMAND --help' describes the options of a "
                "command; 'weir --version' prints the version.\n");

@@ -1,15 +1,17 @@
-/* builtin.c — registers the built-in operator records.
- * Each operator family has a file in ir/ops/ with its schemas, shape
- * inference and FLOP counts, and one registration function listed here. */
+/* builtin.c — registers the built-in operator records in ir/ops/.
+ * Each operator family has a file with its schemas, shape inference and
+ * FLOP counts, and one registration function listed here. */
 #include "weir-ops.h"
 
 void weir_ops_register_builtin(void);
 void weir_ops_register_elementwise(void);
 void weir_ops_register_linalg(void);
 void weir_ops_register_reduce(void);
+void weir_ops_register_shape(void);
 
 void weir_ops_register_builtin(void) {
   weir_ops_register_elementwise();
   weir_ops_register_linalg();
   weir_ops_register_reduce();
+  weir_ops_register_shape();
 }

@@ -418,8 +418,20 @@ static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
                   "input %u has dtype %s, but input 0 has %s", k,
                   weir_dtype_name(v->dtype), weir_dtype_name(t));
   }
-  return set_broadcast(ctx, 0, ctx->n_inputs - 1,
-                       e->bool_out ? WEIR_DTYPE_BOOL : t, error);
+  if (!set_broadcast(ctx, 0, ctx->n_inputs - 1,
+                     e->bool_out ? WEIR_DTYPE_BOOL : t, error))
+    return FALSE;
+  /* Shape computations (Shape -> ... -> Reshape) on integers stay known at
+   * import time, symbolically when the sizes are symbols. */
+  const char *op = ctx->node->op;
+  if (t == WEIR_DTYPE_I64 || t == WEIR_DTYPE_I32) {
+    if (g_str_equal(op, "Add") || g_str_equal(op, "Sub") ||
+        g_str_equal(op, "Mul") || g_str_equal(op, "Div"))
+      weir_op_int_values_binary(ctx, op);
+    else if (g_str_equal(op, "Identity"))
+      weir_op_int_values_copy(ctx, 0, 0);
+  }
+  return TRUE;
 }
 
 static gboolean infer_pow(WeirOpInferContext *ctx, const ElemOp *e,
@@ -486,6 +498,9 @@ static gboolean infer_cast(WeirOpInferContext *ctx, const ElemOp *e,
                 to, onnx_dtype_name(to));
   const WeirOpValue *x = &ctx->inputs[0];
   weir_op_set_output(ctx, 0, out, x->rank, x->shape);
+  if ((out == WEIR_DTYPE_I64 || out == WEIR_DTYPE_I32) &&
+      (x->dtype == WEIR_DTYPE_I64 || x->dtype == WEIR_DTYPE_I32))
+    weir_op_int_values_copy(ctx, 0, 0);
   return TRUE;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 #include <glib/gstdio.h>
+#include <sys/wait.h>
 
 #include <glib.h>
 
@@ -160,6 +161,470 @@ static void test_run_ref(void **state) {
   run_clear(&r);
 }
 
+/* A program with two library nodes: a Relu (expandable) and an op without
+ * expansions. */
+static const char relu_program[] =
+    "{\"format\": \"weir-ir\", \"version\": 1, \"name\": \"relu\",\n"
+    " \"symbols\": [],\n"
+    " \"containers\": [\n"
+    "  {\"id\": 1, \"name\": \"X\", \"dtype\": \"f32\", \"shape\": [\"4\", "
+    "\"8\"]},\n"
+    "  {\"id\": 2, \"name\": \"Y\", \"dtype\": \"f32\", \"shape\": [\"4\", "
+    "\"8\"]}],\n"
+    " \"start\": 3,\n"
+    " \"states\": [{\"id\": 3, \"label\": \"main\", \"nodes\": [\n"
+    "  {\"id\": 4, \"kind\": \"access\", \"label\": \"X\", \"data\": \"X\"},\n"
+    "  {\"id\": 5, \"kind\": \"library\", \"label\": \"relu_0\", \"in\": "
+    "[\"in0\"], \"out\": [\"out0\"], \"op\": \"Relu\", \"attrs\": {}},\n"
+    "  {\"id\": 6, \"kind\": \"access\", \"label\": \"Y\", \"data\": \"Y\"},\n"
+    "  {\"id\": 7, \"kind\": \"library\", \"label\": \"mystery\", \"in\": "
+    "[\"in0\"], \"out\": [\"out0\"], \"op\": \"NoSuchOp\", \"attrs\": {}},\n"
+    "  {\"id\": 8, \"kind\": \"access\", \"label\": \"Y\", \"data\": \"Y\"}],\n"
+    "  \"edges\": [\n"
+    "  {\"id\": 9, \"src\": 4, \"dst\": 5, \"dst_conn\": \"in0\", \"data\": "
+    "\"X\", \"subset\": \"0:4, 0:8\"},\n"
+    "  {\"id\": 10, \"src\": 5, \"src_conn\": \"out0\", \"dst\": 6, \"data\": "
+    "\"Y\", \"subset\": \"0:4, 0:8\"},\n"
+    "  {\"id\": 11, \"src\": 6, \"dst\": 7, \"dst_conn\": \"in0\", \"data\": "
+    "\"Y\", \"subset\": \"0:4, 0:8\"},\n"
+    "  {\"id\": 12, \"src\": 7, \"src_conn\": \"out0\", \"dst\": 8, \"data\": "
+    "\"Y\", \"subset\": \"0:4, 0:8\"}]}],\n"
+    " \"transitions\": []}\n";
+
+static char *write_temp(const char *dir, const char *name, const char *text) {
+  char *path = g_build_filename(dir, name, NULL);
+  assert_true(g_file_set_contents(path, text, -1, NULL));
+  return path;
+}
+
+static void test_transforms(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *relu = write_temp(dir, "relu.json", relu_program);
+  Run r = run_weir("transforms", relu, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "tier 1  expand-library-node: ");
+  assert_contains(r.out, "--site 5  legal      state 3: node 5 (library "
+                         "'relu_0')");
+  assert_contains(r.out, "--site 7  not legal  state 3: node 7 (library "
+                         "'mystery'): no 'pure' implementation of operator "
+                         "'NoSuchOp' is registered (registered: none)");
+  assert_contains(r.out, "1 transformation, 2 sites, 1 legal");
+  run_clear(&r);
+  /* Filters. */
+  r = run_weir("transforms", relu, "--node", "relu_0", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "1 transformation, 1 site, 1 legal");
+  assert_null(strstr(r.out, "mystery"));
+  run_clear(&r);
+  r = run_weir("transforms", relu, "--node", "7", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "1 transformation, 1 site, 0 legal");
+  run_clear(&r);
+  r = run_weir("transforms", relu, "--tier", "4", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "no transformation has a site in");
+  run_clear(&r);
+  r = run_weir("transforms", relu, "--tier", "9", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--tier 9");
+  run_clear(&r);
+  r = run_weir("transforms", "samples/does-not-exist.json", NULL);
+  assert_int_equal(r.status, 1);
+  run_clear(&r);
+  g_unlink(relu);
+  g_rmdir(dir);
+}
+
+static void test_apply(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *relu = write_temp(dir, "relu.json", relu_program);
+  g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+  Run r = run_weir("apply", relu, "expand-library-node", "--site", "5",
+                   "--param", "impl=pure", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "applied expand-library-node at state 3: node 5 "
+                         "(library 'relu_0') (impl=pure)");
+  assert_contains(r.out, "data movement  512 B -> 512 B  (unchanged)");
+  assert_contains(r.out, "wrote ");
+  run_clear(&r);
+  r = run_weir("validate", out, NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  r = run_weir("transforms", out, NULL);
+  assert_contains(r.out, "1 transformation, 1 site, 0 legal");
+  run_clear(&r);
+
+  /* Refusals: not legal, bad parameter, unknown name, ambiguous site,
+   * missing output. */
+  g_unlink(out);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "7", "-o", out,
+               NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "cannot be applied at state 3: node 7 (library "
+                         "'mystery'): no 'pure' implementation");
+  assert_false(g_file_test(out, G_FILE_TEST_EXISTS));
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
+               "impl=fast", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "parameter 'impl': 'fast' is not one of the choices "
+                         "(allowed: pure, blas, im2col, direct)");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
+               "size=3", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown parameter 'size' (parameters: impl)");
+  run_clear(&r);
+  r = run_weir("apply", relu, "no-such-transformation", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown transformation 'no-such-transformation'");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "has 2 sites");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "99", "-o", out,
+               NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "has no node 99");
+  run_clear(&r);
+  r = run_weir("apply", relu, "expand-library-node", "--site", "5", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "usage: weir apply");
+  run_clear(&r);
+  g_unlink(relu);
+  g_rmdir(dir);
+}
+
+/* The example plugin, found through WEIR_PLUGIN_PATH; refused plugins on
+ * the path are warnings. */
+static void test_plugin_path(void **state) {
+  (void)state;
+  g_autofree char *plugins = g_path_get_dirname(WEIR_EXAMPLE_PLUGIN);
+  g_autofree char *bad = g_path_get_dirname(WEIR_BAD_PLUGIN);
+  g_autofree char *path = g_strdup_printf("%s:%s", plugins, bad);
+  g_setenv("WEIR_PLUGIN_PATH", path, TRUE);
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "q.json", NULL);
+  Run r =
+      run_weir("transforms", "samples/vector_add.json", "--tier", "2", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "tier 2  int8-fake-quant: ");
+  assert_contains(r.out, "--site 10  legal  state 4: node 10 (access 'C')");
+  assert_contains(r.err, "warning: plugin '");
+  assert_contains(r.err, "no symbol weir_plugin_register");
+  assert_contains(r.err, "is newer than this Weir's");
+  run_clear(&r);
+  r = run_weir("apply", "samples/vector_add.json", "int8-fake-quant", "-D",
+               "N=1000", "-p", "scale=0.5", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "(scale=0.5)");
+  /* 12000 bytes, plus a read and a write of C. */
+  assert_contains(r.out, "data movement  11.7 KiB -> 19.5 KiB  (+7.8 KiB, "
+                         "+66.7%)");
+  run_clear(&r);
+  r = run_weir("run-ref", out, "-D", "N=16", NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  g_unsetenv("WEIR_PLUGIN_PATH");
+  r = run_weir("apply", "samples/vector_add.json", "int8-fake-quant", "-o", out,
+               NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown transformation 'int8-fake-quant'");
+  run_clear(&r);
+  g_unlink(out);
+  g_rmdir(dir);
+}
+
+/* ------------------------------------------------------------ ONNX models */
+
+static const char *onnx_data(void) {
+  const char *env = g_getenv("WEIR_ONNX_TESTDATA");
+  return env ? env : "/usr/share/libonnx-testdata/data";
+}
+
+/* A node test directory of the ONNX test data, or NULL (test skipped). */
+static char *node_test(const char *name) {
+  char *p = g_build_filename(onnx_data(), "node", name, NULL);
+  if (!g_file_test(p, G_FILE_TEST_IS_DIR)) {
+    print_message("libonnx-testdata not installed: skipping\n");
+    g_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* Removes a temporary directory tree. */
+static void remove_tree(const char *path) {
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+      g_autofree char *child = g_build_filename(path, name, NULL);
+      remove_tree(child);
+    }
+  }
+  g_remove(path);
+}
+
+static void copy_file(const char *from, const char *to) {
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  assert_true(g_file_get_contents(from, &data, &len, NULL));
+  assert_true(g_file_set_contents(to, data, (gssize)len, NULL));
+}
+
+static void test_import_and_inspect(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *json = g_build_filename(dir, "mlp.json", NULL);
+  Run r = run_weir("import", "samples/models/mlp.onnx", "-o", json, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "5 library nodes");
+  assert_contains(r.out, "symbols: batch");
+  run_clear(&r);
+  r = run_weir("validate", json, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "valid");
+  run_clear(&r);
+
+  /* info and validate read ONNX models directly. */
+  r = run_weir("info", "samples/models/mlp.onnx", "-D", "batch=4", NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "batch=4");
+  assert_contains(r.out, "fc1_weight");
+  assert_contains(r.out, "library 5");
+  run_clear(&r);
+  r = run_weir("validate", "samples/models/lenet.onnx", NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "lenet.onnx: valid");
+  run_clear(&r);
+
+  /* Binding the batch size at import. */
+  r = run_weir("import", "samples/models/mlp.onnx", "-o", json, "-D", "batch=2",
+               NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "symbols: (none)");
+  run_clear(&r);
+  g_autofree char *text = NULL;
+  assert_true(g_file_get_contents(json, &text, NULL, NULL));
+  assert_contains(text, "\"2\",\n        \"10\"");
+
+  /* Errors: not a model, an unsupported operator, no -o. */
+  r = run_weir("import", "samples/matmul.json", "-o", json, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "not an ONNX model");
+  run_clear(&r);
+  r = run_weir("import", "samples/models/mlp.onnx", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "usage: weir import");
+  run_clear(&r);
+  g_autofree char *lstm = node_test("test_lstm_defaults");
+  if (lstm) {
+    g_autofree char *model = g_build_filename(lstm, "model.onnx", NULL);
+    r = run_weir("import", model, "-o", json, NULL);
+    assert_int_equal(r.status, 1);
+    assert_contains(r.err, "1 unsupported operator: LSTM (1 node: LSTM_0)");
+    run_clear(&r);
+  }
+  remove_tree(dir);
+}
+
+static void test_expand(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "relu.json", NULL);
+  Run r = run_weir("expand", "samples/models/mlp.onnx", "--op", "Relu", "-o",
+                   out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "expanded 2 library nodes of Relu (3 left)");
+  run_clear(&r);
+  g_autofree char *all = g_build_filename(dir, "all.json", NULL);
+  r = run_weir("expand", out, "-o", all, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "expanded 3 library nodes (0 left)");
+  run_clear(&r);
+  r = run_weir("info", all, "-D", "batch=1", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "library 0");
+  run_clear(&r);
+  r = run_weir("expand", "samples/models/mlp.onnx", NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_run_ref_files(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *npy = g_build_filename(dir, "out.npy", NULL);
+  g_autofree char *write_spec = g_strdup_printf("output=%s", npy);
+  /* Inputs from .pb, expected outputs from .npy, the output written. */
+  Run r = run_weir("run-ref", "samples/models/lenet.onnx", "--input",
+                   "input=samples/models/lenet/input_0.pb", "--expect",
+                   "output=samples/models/lenet/output_0.npy", "--output",
+                   write_spec, NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "library nodes expanded first");
+  assert_contains(r.out, "output: max abs error");
+  assert_contains(r.out, ": ok");
+  run_clear(&r);
+  assert_true(g_file_test(npy, G_FILE_TEST_EXISTS));
+  /* The written output compares equal to itself, exactly. */
+  r = run_weir("run-ref", "samples/models/lenet.onnx", "--input",
+               "input=samples/models/lenet/input_0.pb", "--expect", write_spec,
+               "--rtol", "0", "--atol", "0", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "max abs error 0 ");
+  run_clear(&r);
+
+  /* The symbolic batch of the MLP comes from the input file. */
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=samples/models/mlp/input_0.npy", "--expect",
+               "output=samples/models/mlp/output_0.pb", NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "f32[4, 10]");
+  run_clear(&r);
+
+  /* A mismatch: exit status 1. */
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=samples/models/mlp/input_0.npy", "--expect",
+               "output=samples/models/lenet/output_0.npy", "--atol", "1e-9",
+               NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "MISMATCH");
+  run_clear(&r);
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=samples/models/mlp/input_0.npy", "--expect",
+               "output=samples/models/mlp/input_0.npy", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "f32[4, 10], but");
+  run_clear(&r);
+
+  /* Unknown argument names and missing files. */
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "nope=samples/models/mlp/input_0.npy", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--input nope: no argument of that name "
+                         "(arguments: input, output)");
+  run_clear(&r);
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input",
+               "input=missing.npy", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "missing.npy");
+  run_clear(&r);
+  r = run_weir("run-ref", "samples/models/mlp.onnx", "--input", "input", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "expected NAME=FILE");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_conformance(void **state) {
+  (void)state;
+  g_autofree char *add = node_test("test_add");
+  if (!add)
+    skip();
+  g_autofree char *lstm = node_test("test_lstm_defaults");
+  g_autofree char *f16 = node_test("test_cast_FLOAT_to_FLOAT16");
+  Run r = run_weir("conformance", add, lstm, NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "test_add ");
+  assert_contains(r.out, "pass");
+  /* An operator Weir does not implement does not fail the run. */
+  assert_contains(r.out, "unsupported (1 unsupported operator: LSTM");
+  assert_contains(r.out, "Totals per operator");
+  assert_contains(r.out, "2 tests: 1 pass, 0 FAIL, 1 unsupported, 0 error");
+  run_clear(&r);
+
+  /* A feature Weir lacks in an operator it has fails the run, unless the
+   * expectations file lists the test. */
+  r = run_weir("conformance", f16, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "1 unexpected result");
+  run_clear(&r);
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *list = g_build_filename(dir, "expected.txt", NULL);
+  assert_true(g_file_set_contents(
+      list, "# comment\n\ntest_cast_FLOAT_to_FLOAT16  # no float16\n", -1,
+      NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, f16, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "[expected]");
+  run_clear(&r);
+  /* A listed test that passes is pointed out. */
+  assert_true(
+      g_file_set_contents(list, "test_add  # wrong on purpose\n", -1, NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, add, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "remove it");
+  run_clear(&r);
+  /* Every line needs a reason. */
+  assert_true(g_file_set_contents(list, "test_add\n", -1, NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, add, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "expected.txt:1: 'test_add' needs a reason");
+  run_clear(&r);
+
+  /* A wrong result: the model of test_add with its input as the expected
+   * output.  FAIL, with the error, and a failed run. */
+  g_autofree char *bad = g_build_filename(dir, "test_add_wrong", NULL);
+  g_autofree char *set = g_build_filename(bad, "test_data_set_0", NULL);
+  assert_int_equal(g_mkdir_with_parents(set, 0700), 0);
+  const char *files[][2] = {
+      {"model.onnx", "model.onnx"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/input_0.pb"},
+      {"test_data_set_0/input_1.pb", "test_data_set_0/input_1.pb"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"}};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *from = g_build_filename(add, files[i][0], NULL);
+    g_autofree char *to = g_build_filename(bad, files[i][1], NULL);
+    copy_file(from, to);
+  }
+  r = run_weir("conformance", dir, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "test_add_wrong  FAIL (max error");
+  assert_contains(r.out, "output 'sum'");
+  run_clear(&r);
+  /* A tolerance override large enough makes it pass. */
+  assert_true(g_file_set_contents(
+      list, "test_add_wrong rtol=0 atol=100  # inputs are in [-10, 10]\n", -1,
+      NULL));
+  r = run_weir("conformance", "--expected-unsupported", list, bad, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.out);
+  run_clear(&r);
+
+  r = run_weir("conformance", "/nonexistent", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "/nonexistent: no such directory");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_ops(void **state) {
+  (void)state;
+  Run r = run_weir("ops", NULL);
+  assert_int_equal(r.status, 0);
+  /* An input that the importer moves into an attribute, with its opset. */
+  assert_contains(r.out, "Reshape");
+  assert_contains(r.out, "shape <- 2 from 5");
+  assert_contains(r.out, "operators ('!': required attribute)");
+  run_clear(&r);
+}
+
 static void test_usage(void **state) {
   (void)state;
   Run r = run_weir("frobnicate", NULL);
@@ -175,14 +640,209 @@ static void test_usage(void **state) {
   run_clear(&r);
 }
 
+/* ------------------------------------------------------------- runtime */
+
+static void test_cache_stats_and_clear_empty(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-cache-XXXXXX", NULL);
+  Run r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, dir);
+  assert_contains(r.out, "objects   0");
+  assert_contains(r.out, "limit 1.0 GiB");
+  run_clear(&r);
+  r = run_weir("cache", "clear", "--cache-dir", dir, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "removed 0 objects");
+  run_clear(&r);
+  r = run_weir("cache", "frobnicate", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "stats|clear");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+#define FAST_FLAGS "-O1 -fopenmp -fPIC -shared"
+
+static void test_codegen(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-cg-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "gen", NULL);
+  Run r = run_weir("codegen", "samples/matmul.json", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "matmul.c");
+  run_clear(&r);
+  g_autofree char *c = g_build_filename(out, "matmul.c", NULL);
+  g_autofree char *h = g_build_filename(out, "matmul.h", NULL);
+  g_autofree char *text = NULL;
+  assert_true(g_file_get_contents(c, &text, NULL, NULL));
+  assert_contains(text, "matmul_run(");
+  assert_contains(text, "matmul_abi_version(");
+  assert_true(g_file_test(h, G_FILE_TEST_IS_REGULAR));
+  r = run_weir("codegen", NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+/* weir run: compiled, then from the cache; --check; files in and out. */
+static void test_run_compiled(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-run-XXXXXX", NULL);
+  g_autofree char *cache = g_build_filename(dir, "cache", NULL);
+  Run r = run_weir("run", "samples/softmax.json", "--check", "--cache-dir",
+                   cache, "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "samples/softmax.json: compiled in");
+  assert_contains(r.out, "check against the reference interpreter");
+  assert_contains(r.out, "  Y: max abs error");
+  assert_contains(r.out, "f32[32, 64]");
+  run_clear(&r);
+  r = run_weir("run", "samples/softmax.json", "--cache-dir", cache, "--cflags",
+               FAST_FLAGS, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "loaded from the compile cache");
+  run_clear(&r);
+  r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
+  assert_contains(r.out, "objects   1");
+  assert_contains(r.out, "hits      1");
+  run_clear(&r);
+
+  /* --output, then --input and --expect with the files written */
+  g_autofree char *c_npy = g_build_filename(dir, "c.npy", NULL);
+  g_autofree char *a_pb = g_build_filename(dir, "a.pb", NULL);
+  g_autofree char *out_c = g_strconcat("C=", c_npy, NULL);
+  g_autofree char *out_a = g_strconcat("A=", a_pb, NULL);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=300", "--seed", "5",
+               "--output", out_c, "--output", out_a, "--cache-dir", cache,
+               "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "C: written to");
+  run_clear(&r);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=300", "--seed", "5",
+               "--input", out_a, "--expect", out_c, "--cache-dir", cache,
+               "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "C: max abs error 0");
+  run_clear(&r);
+  /* other random B: the expectation fails, exit status 1 */
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=300", "--seed", "6",
+               "--input", out_a, "--expect", out_c, "--cache-dir", cache,
+               "--cflags", FAST_FLAGS, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "MISMATCH");
+  run_clear(&r);
+  /* a file of the wrong shape is refused */
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=299", "--input",
+               out_a, "--cache-dir", cache, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "has shape [300]");
+  run_clear(&r);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=3", "--expect",
+               "Q=x.npy", "--cache-dir", cache, "--cflags", FAST_FLAGS, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "no argument of that name");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+/* An ONNX model compiled against PyTorch's output. */
+static void test_run_model(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-model-XXXXXX", NULL);
+  Run r = run_weir("run", "samples/models/lenet.onnx", "--input",
+                   "input=samples/models/lenet/input_0.pb", "--expect",
+                   "output=samples/models/lenet/output_0.npy", "--cache-dir",
+                   dir, "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, ": ok");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_run_compile_error(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-err-XXXXXX", NULL);
+  Run r = run_weir("run", "samples/vector_add.json", "-D", "N=4", "--cache-dir",
+                   dir, "--cflags",
+                   "-O1 -fPIC -shared -include /nonexistent/header.h", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "compiling 'vector_add' failed");
+  assert_contains(r.err, "/nonexistent/header.h");
+  assert_contains(r.err, "weir codegen samples/vector_add.json -o DIR");
+  run_clear(&r);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=4", "--cache-dir",
+               dir, "--cc", "/nonexistent/cc", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "/nonexistent/cc");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_bench(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-bench-XXXXXX", NULL);
+  Run r = run_weir("bench", "samples/vector_add.json", "-D", "N=100000",
+                   "--reps", "3", "--warmup", "1", "--threads", "2", "--cflags",
+                   FAST_FLAGS, "--cache-dir", dir, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "compile  cold ");
+  assert_contains(r.out, "cached ");
+  assert_contains(r.out, "1 warm-up, 3 timed, threads 2");
+  assert_contains(r.out, "time     median ");
+  assert_contains(r.out, "FLOPs    100000  ->  ");
+  assert_contains(r.out, "GFLOP/s");
+  assert_contains(r.out, "GB/s");
+  run_clear(&r);
+  /* cold compiles use their own temporary cache, not this one */
+  r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
+  assert_contains(r.out, "objects   0");
+  run_clear(&r);
+  r = run_weir("bench", "samples/vector_add.json", "-D", "N=10", "--reps", "0",
+               NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  remove_tree(dir);
+}
+
 int main(void) {
+  /* never the user's compile cache */
+  g_autofree char *home = g_dir_make_tmp("weir-cli-home-XXXXXX", NULL);
+  g_setenv("XDG_CACHE_HOME", home, TRUE);
+  g_unsetenv("WEIR_CACHE_DIR");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
       cmocka_unit_test(test_info_symbolic_and_bound),
       cmocka_unit_test(test_validate_samples),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
+      cmocka_unit_test(test_transforms),
+      cmocka_unit_test(test_apply),
+      cmocka_unit_test(test_plugin_path),
+      cmocka_unit_test(test_import_and_inspect),
+      cmocka_unit_test(test_expand),
+      cmocka_unit_test(test_run_ref_files),
+      cmocka_unit_test(test_conformance),
+      cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
+      cmocka_unit_test(test_cache_stats_and_clear_empty),
+      cmocka_unit_test(test_codegen),
+      cmocka_unit_test(test_run_compiled),
+      cmocka_unit_test(test_run_model),
+      cmocka_unit_test(test_run_compile_error),
+      cmocka_unit_test(test_bench),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  /* No plugins from the user's own directory. */
+  g_setenv("XDG_DATA_HOME", "/nonexistent-weir-test-data", TRUE);
+  g_unsetenv("WEIR_PLUGIN_PATH");
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  remove_tree(home);
+  return rc;
 }

@@ -1,0 +1,142 @@
+/* weir-conformance.h — running the ONNX backend node tests.
+ *
+ * An ONNX node test is a directory with a model.onnx and data sets
+ * test_data_set_<n>/ holding input_<k>.pb and output_<k>.pb (TensorProto
+ * files; input k is the model's k-th graph input that is not an
+ * initializer, output k its k-th graph output).  Running a test imports the
+ * model with the concrete shapes of the data set's inputs, expands every
+ * library node, runs the reference interpreter and compares each output:
+ * floating outputs with |got - expected| <= atol + rtol * |expected|
+ * (default rtol 1e-4, atol 1e-5), integer and bool outputs exactly.
+ *
+ * Expectations (a text file, reviewed by a human, e.g.
+ * tests/conformance/expected-unsupported.txt):
+ *
+ *   # comment
+ *   test_lstm_defaults          # LSTM is not implemented
+ *   test_gemm_big rtol=1e-3 atol=1e-4   # reason for the looser tolerance
+ *
+ * A line holding a test name and a reason after '#' lists a test that is
+ * expected not to pass (an operator or feature Weir does not support).  A
+ * line with rtol= / atol= after the name overrides the tolerances of that
+ * test instead.  Every line needs a reason.
+ *
+ * The library does not print: the runner returns results and the caller
+ * (the `weir conformance` command, tests, the GUI) shows them.
+ */
+#ifndef WEIR_CONFORMANCE_H
+#define WEIR_CONFORMANCE_H
+
+#include "weir-types.h"
+
+G_BEGIN_DECLS
+
+#define WEIR_CONFORMANCE_RTOL 1e-4
+#define WEIR_CONFORMANCE_ATOL 1e-5
+
+typedef enum {
+  WEIR_CONFORMANCE_PASS,
+  WEIR_CONFORMANCE_FAIL,        /* ran, but an output differs */
+  WEIR_CONFORMANCE_UNSUPPORTED, /* an operator or feature Weir lacks */
+  WEIR_CONFORMANCE_ERROR,       /* anything else went wrong */
+} WeirConformanceStatus;
+
+/* "pass", "FAIL", "unsupported", "error" (borrowed static string). */
+WEIR_API const char *weir_conformance_status_name(WeirConformanceStatus s);
+
+typedef struct _WeirConformanceExpectations WeirConformanceExpectations;
+
+/* Reads an expectations file (format above).  Errors name the file and the
+ * line. (transfer full) */
+WEIR_API WeirConformanceExpectations *
+weir_conformance_expectations_load(const char *path, GError **error);
+WEIR_API void
+weir_conformance_expectations_free(WeirConformanceExpectations *e);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceExpectations,
+                              weir_conformance_expectations_free)
+/* The reason test is listed as expected not to pass, or NULL. (borrowed) */
+WEIR_API const char *
+weir_conformance_expected_reason(const WeirConformanceExpectations *e,
+                                 const char *test);
+/* The names listed as expected not to pass, sorted (transfer container). */
+WEIR_API GPtrArray *
+weir_conformance_expected_tests(const WeirConformanceExpectations *e);
+
+typedef struct {
+  /* May be NULL (nothing expected, default tolerances). (borrowed) */
+  const WeirConformanceExpectations *expectations;
+  /* Tolerances for floating outputs; negative: the defaults. */
+  double rtol, atol;
+  /* Execution backend: "interp" (the reference interpreter; NULL means
+   * it).  The only one so far. */
+  const char *backend;
+  /* Import models of opsets outside WEIR_ONNX_OPSET_MIN..MAX (see
+   * WeirOnnxImportOptions.allow_any_opset) instead of reporting them as
+   * unsupported. */
+  gboolean allow_any_opset;
+} WeirConformanceOptions;
+
+typedef struct {
+  char *name; /* the test directory's base name ("test_add") */
+  char *path; /* the test directory */
+  /* The operator the test is counted under: the model's operator, or for
+   * tests of several operators (function expansions) the one its name
+   * starts with. */
+  char *op;
+  WeirConformanceStatus status;
+  /* PASS: NULL.  FAIL: which output differs and by how much.
+   * UNSUPPORTED: the operator(s) or feature.  ERROR: the message. */
+  char *detail;
+  /* The largest absolute error over every output and data set (0 when
+   * nothing was compared). */
+  double max_error;
+  guint n_data_sets;
+  double seconds;
+  /* The test is listed in the expectations (with this reason), or NULL. */
+  char *expected_reason;
+  /* Every operator of the model is known to Weir (an UNSUPPORTED status is
+   * then a missing feature, not a missing operator). */
+  gboolean ops_known;
+} WeirConformanceResult;
+
+WEIR_API void weir_conformance_result_free(WeirConformanceResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceResult,
+                              weir_conformance_result_free)
+
+/* TRUE when the result should make a conformance run fail: the test did
+ * not pass, is not listed in the expectations, and is not merely a test of
+ * an operator Weir does not implement. */
+WEIR_API gboolean
+weir_conformance_result_is_failure(const WeirConformanceResult *r);
+
+/* The tests under each directory: a directory with a model.onnx is a test;
+ * otherwise its subdirectories that have one are (sorted by name).
+ * Returns paths (char*, owned by the array) in order, or NULL with an
+ * error when a directory does not exist or holds no test. */
+WEIR_API GPtrArray *weir_conformance_find_tests(const char *const *dirs,
+                                                GError **error);
+
+/* Runs one test directory.  Never fails: problems are in the result.
+ * opts may be NULL. (transfer full) */
+WEIR_API WeirConformanceResult *
+weir_conformance_run_test(const char *dir, const WeirConformanceOptions *opts);
+
+/* Per-operator counts of a list of results. */
+typedef struct {
+  char *op;
+  guint tests, pass, fail, unsupported, error;
+  guint failures; /* results for which weir_conformance_result_is_failure */
+} WeirConformanceTotals;
+
+WEIR_API void weir_conformance_totals_free(WeirConformanceTotals *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceTotals,
+                              weir_conformance_totals_free)
+/* One entry per operator, sorted by name (results: WeirConformanceResult*;
+ * returns WeirConformanceTotals*, owned by the array). */
+WEIR_API GPtrArray *weir_conformance_totals(GPtrArray *results);
+/* Sums of every field over all results (op is "total"). (transfer full) */
+WEIR_API WeirConformanceTotals *weir_conformance_overall(GPtrArray *results);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,751 @@
+/* shape.c — pure expansions of the shape and data-movement operators.
+ *
+ * Each expansion replaces the library node by explicit data movement
+ * between the same access nodes:
+ *  - Reshape, Flatten, Squeeze, Unsqueeze: one copy memlet from the input
+ *    to the output access node (full subsets on both sides; the copy runs in
+ *    row-major order, which is exactly what a reshape is);
+ *  - Transpose, Expand, Tile, Slice, Concat (one map per input), Split (one
+ *    map per output): maps whose memlet subsets state the index mapping,
+ *    with a tasklet "y = x";
+ *  - Gather and Pad: a map over the output whose tasklet reads the input
+ *    through an indexed connector (a data-dependent or clamped index) with
+ *    a dynamic memlet;
+ *  - Shape, ConstantOfShape, Range: tasklets that write constants, symbols
+ *    or an arithmetic sequence.
+ * Sizes are read from the containers, never recomputed from attributes
+ * where the containers know them (the output container's shape is
+ * authoritative, e.g. for a Reshape whose target shape was symbolic).
+ * Outputs with a constant zero size get no map at all.
+ */
+#include <string.h>
+
+#include "expand-util.h"
+
+void weir_expand_register_shape(void);
+
+/* ------------------------------------------------------------- helpers */
+
+static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4);
+
+static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
+              n->label, n->op, msg);
+  return FALSE;
+}
+
+static gint64 attr_int(const WeirNode *n, const char *name, gint64 def) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_INT ? a->i : def;
+}
+
+static double attr_float(const WeirNode *n, const char *name, double def) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_FLOAT ? a->f : def;
+}
+
+static const GArray *attr_ints(const WeirNode *n, const char *name) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_INTS ? a->ints : NULL;
+}
+
+static gint64 ints_at(const GArray *a, guint i) {
+  return g_array_index(a, gint64, i);
+}
+
+static gboolean is_const(const WeirExpr *e, gint64 v) {
+  gint64 x;
+  return weir_expr_is_const(e, &x) && x == v;
+}
+
+static gboolean port_empty(const WeirPort *p) {
+  g_autoptr(WeirExpr) v = weir_container_volume(p->container);
+  return is_const(v, 0);
+}
+
+static gboolean port_single(const WeirPort *p) {
+  g_autoptr(WeirExpr) v = weir_container_volume(p->container);
+  return is_const(v, 1);
+}
+
+static gboolean normalize(const WeirNode *n, gint64 axis, guint rank,
+                          guint *out, GError **error) {
+  gint64 a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= (gint64)rank)
+    return fail(error, n,
+                "axis %" G_GINT64_FORMAT " is out of range for "
+                "rank %u",
+                axis, rank);
+  *out = (guint)a;
+  return TRUE;
+}
+
+/* Map parameter names p0, p1, ... unless the program has symbols of those
+ * names (a parameter may not shadow a symbol); then q0, ..., pp0, .... */
+static char **params_for(const WeirGraph *g, guint rank) {
+  static const char *const prefixes[] = {"p", "q", "pp", "qq", "map_p"};
+  for (guint k = 0; k < G_N_ELEMENTS(prefixes); k++) {
+    char **p = weir_expand_params(prefixes[k], rank);
+    gboolean clash = FALSE;
+    for (guint i = 0; i < rank && !clash; i++)
+      clash = weir_graph_has_symbol(g, p[i]);
+    if (!clash)
+      return p;
+    g_strfreev(p);
+  }
+  return weir_expand_params("weir_p", rank);
+}
+
+/* "a + b" for expressions, as subset text. (transfer full) */
+static char *offset_text(WeirExpr *offset, const char *param) {
+  g_autoptr(WeirExpr) p = weir_expr_symbol(param);
+  g_autoptr(WeirExpr) sum = weir_expr_add(offset, p);
+  return weir_expr_to_string(sum);
+}
+
+/* A map over `ranges` with the tasklet y = x (x read at in_subset, y written
+ * at out_subset). */
+static gboolean copy_map(WeirGraph *g, WeirState *s, const char *label,
+                         guint rank, char **params, char **ranges,
+                         const WeirPort *x, const char *in_subset,
+                         const WeirPort *y, const char *out_subset,
+                         GError **error) {
+  WeirTaskletPort in = {x->access, "x", in_subset, WEIR_WCR_NONE};
+  WeirTaskletPort out = {y->access, "y", out_subset, WEIR_WCR_NONE};
+  return weir_expand_map(g, s, label, rank, (const char *const *)params,
+                         (const char *const *)ranges, &in, 1, &out, 1, "y = x",
+                         NULL, 0, error) != NULL;
+}
+
+/* Makes the memlets that carry input connector `conn` of the tasklet of a
+ * map built by weir_expand_map (`node`: the entry, or the tasklet when
+ * there is no map) dynamic: one element per execution at most. */
+static void make_dynamic(WeirState *s, WeirNode *node, const char *container,
+                         const char *conn) {
+  g_autofree char *in_conn = g_strdup_printf("IN_%s", container);
+  g_autofree char *out_conn = g_strdup_printf("OUT_%s", container);
+  g_autoptr(WeirExpr) iterations = weir_expr_const(1);
+  if (node->kind == WEIR_NODE_MAP_ENTRY) {
+    for (guint i = 0; i < node->map->ranges->len; i++) {
+      g_autoptr(WeirExpr) size =
+          weir_range_size(&g_array_index(node->map->ranges, WeirRange, i));
+      WeirExpr *next = weir_expr_mul(iterations, size);
+      weir_expr_unref(iterations);
+      iterations = next;
+    }
+  }
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (node->kind == WEIR_NODE_MAP_ENTRY && m->dst == node->id &&
+        g_strcmp0(m->dst_conn, in_conn) == 0) {
+      weir_memlet_set_volume(m, iterations);
+      m->dynamic = TRUE;
+    } else if ((node->kind == WEIR_NODE_MAP_ENTRY && m->src == node->id &&
+                g_strcmp0(m->src_conn, out_conn) == 0 &&
+                g_strcmp0(m->dst_conn, conn) == 0) ||
+               (node->kind == WEIR_NODE_TASKLET && m->dst == node->id &&
+                g_strcmp0(m->dst_conn, conn) == 0)) {
+      weir_memlet_set_volume(m, one);
+      m->dynamic = TRUE;
+    }
+  }
+}
+
+/* A constant of dtype as a tasklet literal. (transfer full) */
+static char *value_literal(WeirDType dtype, double v) {
+  switch (dtype) {
+  case WEIR_DTYPE_F32:
+  case WEIR_DTYPE_F64:
+    return weir_expand_float_literal(v);
+  case WEIR_DTYPE_BOOL:
+    return g_strdup(v != 0 ? "true" : "false");
+  case WEIR_DTYPE_I32:
+  case WEIR_DTYPE_I64:
+  case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  return g_strdup_printf("%" G_GINT64_FORMAT, (gint64)v);
+}
+
+static gboolean ports(WeirGraph *g, WeirState *s, WeirNode *n, WeirPort *x,
+                      WeirPort *y, GError **error) {
+  return weir_port_require_input(g, s, n, 0, x, error) &&
+         weir_port_require_output(g, s, n, 0, y, error);
+}
+
+/* ------------------------------------------- Reshape, Flatten, Squeeze... */
+
+/* One copy memlet in -> out: the elements in row-major order. */
+static gboolean expand_copy(WeirGraph *g, WeirState *s, WeirNode *n,
+                            GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  g_autoptr(WeirExpr) vx = weir_container_volume(x.container);
+  g_autoptr(WeirExpr) vy = weir_container_volume(y.container);
+  gint64 a, b;
+  if (weir_expr_is_const(vx, &a) && weir_expr_is_const(vy, &b) && a != b)
+    return fail(error, n,
+                "input '%s' has %" G_GINT64_FORMAT " elements, output '%s' "
+                "has %" G_GINT64_FORMAT,
+                x.container->name, a, y.container->name, b);
+  guint src = x.access->id, dst = y.access->id;
+  const char *name = x.container->name;
+  g_autoptr(WeirSubset) fx = weir_container_full_subset(x.container);
+  g_autoptr(WeirSubset) fy = weir_container_full_subset(y.container);
+  g_autofree char *sx = weir_subset_to_string(fx);
+  g_autofree char *sy = weir_subset_to_string(fy);
+  weir_state_remove_node(s, n->id);
+  if (is_const(vy, 0))
+    return TRUE;
+  WeirMemlet *m =
+      weir_state_add_memlet(g, s, src, NULL, dst, NULL, name, sx, error);
+  return m && weir_memlet_set_other(m, sy, error);
+}
+
+/* ----------------------------------------------------------- Transpose */
+
+static gboolean expand_transpose(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  guint r = y.rank;
+  const GArray *perm = attr_ints(n, "perm");
+  if (x.rank != r || (perm && perm->len != r))
+    return fail(error, n, "ranks of input, output and perm differ");
+  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  g_autofree const char **idx = g_new0(const char *, r + 1);
+  for (guint i = 0; i < r; i++) {
+    gint64 d = perm ? ints_at(perm, i) : (gint64)(r - 1 - i);
+    if (d < 0 || d >= (gint64)r || idx[d])
+      return fail(error, n, "perm is not a permutation");
+    idx[d] = p[i];
+  }
+  g_autofree char *in_subset = weir_expand_index_subset(r, idx);
+  g_autofree char *out_subset =
+      weir_expand_index_subset(r, (const char *const *)p);
+  if (!port_empty(&y) && !copy_map(g, s, n->label, r, p, ranges, &x, in_subset,
+                                   &y, out_subset, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
+/* -------------------------------------------------------------- Concat */
+
+static gboolean expand_concat(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  WeirPort y;
+  if (!weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  guint r = y.rank, axis = 0;
+  if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
+    return FALSE;
+  g_autoptr(WeirExpr) offset = weir_expr_const(0);
+  for (guint k = 0; k < n->in_conns->len; k++) {
+    WeirPort x;
+    if (!weir_port_require_input(g, s, n, k, &x, error))
+      return FALSE;
+    if (x.rank != r)
+      return fail(error, n, "input %u has rank %u, the output %u", k, x.rank,
+                  r);
+    if (!port_empty(&x)) {
+      g_auto(GStrv) p = params_for(g, r);
+      g_auto(GStrv) ranges = weir_expand_full_ranges(r, x.shape);
+      g_autofree char *in_subset =
+          weir_expand_index_subset(r, (const char *const *)p);
+      char *keep = p[axis];
+      p[axis] = offset_text(offset, keep);
+      g_autofree char *out_subset =
+          weir_expand_index_subset(r, (const char *const *)p);
+      g_free(p[axis]);
+      p[axis] = keep;
+      g_autofree char *label = g_strdup_printf("%s_in%u", n->label, k);
+      if (!copy_map(g, s, label, r, p, ranges, &x, in_subset, &y, out_subset,
+                    error))
+        return FALSE;
+    }
+    WeirExpr *next = weir_expr_add(offset, x.shape[axis]);
+    weir_expr_unref(offset);
+    offset = next;
+  }
+  return weir_state_remove_node(s, n->id);
+}
+
+/* --------------------------------------------------------------- Split */
+
+static gboolean expand_split(WeirGraph *g, WeirState *s, WeirNode *n,
+                             GError **error) {
+  WeirPort x;
+  if (!weir_port_require_input(g, s, n, 0, &x, error))
+    return FALSE;
+  guint r = x.rank, axis = 0;
+  if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
+    return FALSE;
+  g_autoptr(WeirExpr) offset = weir_expr_const(0);
+  for (guint k = 0; k < n->out_conns->len; k++) {
+    WeirPort y;
+    if (!weir_port_require_output(g, s, n, k, &y, error))
+      return FALSE;
+    if (y.rank != r)
+      return fail(error, n, "output %u has rank %u, the input %u", k, y.rank,
+                  r);
+    if (!port_empty(&y)) {
+      g_auto(GStrv) p = params_for(g, r);
+      g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+      g_autofree char *out_subset =
+          weir_expand_index_subset(r, (const char *const *)p);
+      char *keep = p[axis];
+      p[axis] = offset_text(offset, keep);
+      g_autofree char *in_subset =
+          weir_expand_index_subset(r, (const char *const *)p);
+      g_free(p[axis]);
+      p[axis] = keep;
+      g_autofree char *label = g_strdup_printf("%s_out%u", n->label, k);
+      if (!copy_map(g, s, label, r, p, ranges, &x, in_subset, &y, out_subset,
+                    error))
+        return FALSE;
+    }
+    WeirExpr *next = weir_expr_add(offset, y.shape[axis]);
+    weir_expr_unref(offset);
+    offset = next;
+  }
+  return weir_state_remove_node(s, n->id);
+}
+
+/* --------------------------------------------------------------- Slice */
+
+static gboolean expand_slice(WeirGraph *g, WeirState *s, WeirNode *n,
+                             GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  guint r = x.rank;
+  const GArray *starts = attr_ints(n, "starts");
+  const GArray *ends = attr_ints(n, "ends");
+  const GArray *axes = attr_ints(n, "axes");
+  const GArray *steps = attr_ints(n, "steps");
+  if (y.rank != r || !starts || !ends || ends->len != starts->len ||
+      (axes && axes->len != starts->len) ||
+      (steps && steps->len != starts->len))
+    return fail(error, n, "inconsistent ranks or slice attributes");
+  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  /* Input index of dimension d: begin + step * p_d. */
+  g_autoptr(GPtrArray) idx = g_ptr_array_new_with_free_func(g_free);
+  for (guint d = 0; d < r; d++)
+    g_ptr_array_add(idx, g_strdup(p[d]));
+  for (guint i = 0; i < starts->len; i++) {
+    guint a = 0;
+    if (!normalize(n, axes ? ints_at(axes, i) : (gint64)i, r, &a, error))
+      return FALSE;
+    gint64 step = steps ? ints_at(steps, i) : 1;
+    if (step == 0)
+      return fail(error, n, "step of axis %u is 0", a);
+    g_autoptr(WeirExpr) begin = NULL;
+    g_autoptr(WeirExpr) count = NULL;
+    weir_op_slice_range(x.shape[a], ints_at(starts, i), ints_at(ends, i), step,
+                        &begin, &count);
+    g_autoptr(WeirExpr) pa = weir_expr_symbol(p[a]);
+    g_autoptr(WeirExpr) scaled = weir_expr_mul_const(pa, step);
+    g_autoptr(WeirExpr) at = weir_expr_add(begin, scaled);
+    g_free(idx->pdata[a]);
+    idx->pdata[a] = weir_expr_to_string(at);
+  }
+  g_autofree char *in_subset =
+      weir_expand_index_subset(r, (const char *const *)idx->pdata);
+  g_autofree char *out_subset =
+      weir_expand_index_subset(r, (const char *const *)p);
+  if (!port_empty(&y) && !copy_map(g, s, n->label, r, p, ranges, &x, in_subset,
+                                   &y, out_subset, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
+/* -------------------------------------------------------------- Gather */
+
+static gboolean expand_gather(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  WeirPort x, ind, y;
+  if (!ports(g, s, n, &x, &y, error) ||
+      !weir_port_require_input(g, s, n, 1, &ind, error))
+    return FALSE;
+  guint r = x.rank, q = ind.rank, axis = 0;
+  if (r == 0 || y.rank != r + q - 1)
+    return fail(error, n, "output rank %u, expected %u", y.rank, r + q - 1);
+  if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
+    return FALSE;
+  if (port_empty(&y)) /* nothing to gather */
+    return weir_state_remove_node(s, n->id);
+  g_auto(GStrv) p = params_for(g, y.rank);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(y.rank, y.shape);
+  /* The indices element at the output's indices dimensions. */
+  g_autofree char *ind_subset =
+      weir_expand_index_subset(q, (const char *const *)p + axis);
+  /* The data: the point of the other dimensions, the whole gathered axis. */
+  g_autofree char *dim = weir_expr_to_string(x.shape[axis]);
+  g_autofree char *dim_code = weir_expand_expr_code(x.shape[axis]);
+  g_autoptr(GString) data_subset = g_string_new(NULL);
+  g_autoptr(GString) read = g_string_new("x[");
+  for (guint d = 0; d < r; d++) {
+    if (d) {
+      g_string_append(data_subset, ", ");
+      g_string_append(read, ", ");
+    }
+    if (d == axis) {
+      g_string_append_printf(data_subset, "0:%s", dim);
+      g_string_append_printf(read, "i < 0 ? i + %s : i", dim_code);
+    } else {
+      g_string_append(data_subset, p[d < axis ? d : d + q - 1]);
+      g_string_append(read, "0");
+    }
+  }
+  g_string_append(read, "]");
+  /* A gathered axis of size 1 makes the connector a scalar. */
+  g_autofree char *code =
+      g_strdup_printf("y = %s", is_const(x.shape[axis], 1) ? "x" : read->str);
+  WeirTaskletPort ins[2] = {
+      {x.access, "x", data_subset->str, WEIR_WCR_NONE},
+      {ind.access, "i", q ? ind_subset : NULL, WEIR_WCR_NONE},
+  };
+  g_autofree char *out_subset =
+      weir_expand_index_subset(y.rank, (const char *const *)p);
+  WeirTaskletPort out = {y.access, "y", y.rank ? out_subset : NULL,
+                         WEIR_WCR_NONE};
+  WeirNode *top = weir_expand_map(
+      g, s, n->label, y.rank, (const char *const *)p,
+      (const char *const *)ranges, ins, 2, &out, 1, code, NULL, 0, error);
+  if (!top)
+    return FALSE;
+  make_dynamic(s, top, x.container->name, "x");
+  return weir_state_remove_node(s, n->id);
+}
+
+/* -------------------------------------------------------- Expand, Tile */
+
+static gboolean expand_expand(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  guint r = y.rank;
+  if (x.rank > r)
+    return fail(error, n, "input rank %u is above the output rank %u", x.rank,
+                r);
+  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  g_autofree char *in_subset =
+      weir_expand_broadcast_subset(x.rank, x.shape, r, (const char *const *)p);
+  g_autofree char *out_subset =
+      weir_expand_index_subset(r, (const char *const *)p);
+  if (!port_empty(&y) && !copy_map(g, s, n->label, r, p, ranges, &x, in_subset,
+                                   &y, out_subset, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
+static gboolean expand_tile(WeirGraph *g, WeirState *s, WeirNode *n,
+                            GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  guint r = y.rank;
+  const GArray *rep = attr_ints(n, "repeats");
+  if (x.rank != r || !rep || rep->len != r)
+    return fail(error, n, "ranks of input, output and repeats differ");
+  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  /* Input index of output index p_d: p_d mod size_d. */
+  g_autoptr(GPtrArray) idx = g_ptr_array_new_with_free_func(g_free);
+  for (guint d = 0; d < r; d++) {
+    if (is_const(x.shape[d], 1)) {
+      g_ptr_array_add(idx, g_strdup("0"));
+    } else if (ints_at(rep, d) == 1) {
+      g_ptr_array_add(idx, g_strdup(p[d]));
+    } else {
+      g_autoptr(WeirExpr) pd = weir_expr_symbol(p[d]);
+      g_autoptr(WeirExpr) m = weir_expr_mod(pd, x.shape[d]);
+      g_ptr_array_add(idx, weir_expr_to_string(m));
+    }
+  }
+  g_autofree char *in_subset =
+      weir_expand_index_subset(r, (const char *const *)idx->pdata);
+  g_autofree char *out_subset =
+      weir_expand_index_subset(r, (const char *const *)p);
+  if (!port_empty(&y) && !copy_map(g, s, n->label, r, p, ranges, &x, in_subset,
+                                   &y, out_subset, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
+/* ----------------------------------------------------------------- Pad */
+
+static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
+                           GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  guint r = x.rank;
+  if (y.rank != r)
+    return fail(error, n, "input rank %u, output rank %u", r, y.rank);
+  const GArray *pads = attr_ints(n, "pads");
+  const GArray *axes = attr_ints(n, "axes");
+  guint n_axes = axes ? axes->len : r;
+  if (!pads || pads->len != 2 * n_axes)
+    return fail(error, n, "'pads' must have %u entries", 2 * n_axes);
+  g_autofree gint64 *before = g_new0(gint64, r + 1);
+  g_autofree gint64 *after = g_new0(gint64, r + 1);
+  for (guint i = 0; i < n_axes; i++) {
+    guint a = i;
+    if (axes && !normalize(n, ints_at(axes, i), r, &a, error))
+      return FALSE;
+    before[a] = ints_at(pads, i);
+    after[a] = ints_at(pads, n_axes + i);
+  }
+  const WeirAttr *ma = weir_node_attr(n, "mode");
+  const char *mode = ma && ma->type == WEIR_ATTR_STRING ? ma->s : "constant";
+  gboolean constant = strcmp(mode, "constant") == 0;
+  gboolean reflect = strcmp(mode, "reflect") == 0;
+  if (!constant && !reflect && strcmp(mode, "edge") != 0) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "node '%s' (Pad): mode '%s' (supported: constant, reflect, "
+                "edge)",
+                n->label, mode);
+    return FALSE;
+  }
+  if (port_empty(&y))
+    return weir_state_remove_node(s, n->id);
+  g_autofree char *value =
+      value_literal(x.container->dtype, attr_float(n, "value", 0));
+  /* A constant_value known only at run time stays wired as input 2 (a
+   * one-element tensor): the tasklet reads it instead of the literal. */
+  WeirPort cv;
+  g_autoptr(GError) cv_error = NULL;
+  gboolean runtime_value = weir_port_input(g, s, n, 2, &cv, &cv_error);
+  if (cv_error) {
+    g_propagate_error(error, g_steal_pointer(&cv_error));
+    return FALSE;
+  }
+  if (runtime_value) {
+    g_free(value);
+    value = g_strdup("cv");
+  }
+  gboolean have_input = !port_empty(&x);
+  if (!have_input && !constant)
+    return fail(error, n, "mode '%s' cannot pad an empty input", mode);
+
+  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  /* Tasklet: the input index of each dimension (pad_i<d>), folded back
+   * into the input for reflect/edge, or tested for constant. */
+  g_autoptr(GString) code = g_string_new(NULL);
+  g_autoptr(GString) cond = g_string_new(NULL);
+  g_autoptr(GString) read = g_string_new("x[");
+  for (guint d = 0; d < r; d++) {
+    g_autofree char *dim = weir_expand_expr_code(x.shape[d]);
+    g_autoptr(WeirExpr) pd = weir_expr_symbol(p[d]);
+    g_autoptr(WeirExpr) at = weir_expr_add_const(pd, -before[d]);
+    g_autofree char *at_code = weir_expand_expr_code(at);
+    g_string_append_printf(code, "pad_i%u = %s\n", d, at_code);
+    const char *var = "pad_i";
+    /* Only a dimension padded on a side can leave the input there. */
+    gboolean low = before[d] > 0, high = after[d] > 0;
+    if (constant) {
+      if (low)
+        g_string_append_printf(cond, "%spad_i%u >= 0", cond->len ? " && " : "",
+                               d);
+      if (high)
+        g_string_append_printf(cond, "%spad_i%u < %s", cond->len ? " && " : "",
+                               d, dim);
+    } else if (reflect && (low || high)) {
+      g_string_append_printf(
+          code, "pad_a%u = pad_i%u < 0 ? -pad_i%u : pad_i%u\n", d, d, d, d);
+      g_string_append_printf(
+          code, "pad_r%u = pad_a%u >= %s ? 2 * %s - 2 - pad_a%u : pad_a%u\n", d,
+          d, dim, dim, d, d);
+      var = "pad_r";
+    } else if (low || high) {
+      g_string_append_printf(code, "pad_e%u = min(max(pad_i%u, 0), %s - 1)\n",
+                             d, d, dim);
+      var = "pad_e";
+    }
+    g_string_append_printf(read, "%s%s%u", d ? ", " : "", var, d);
+  }
+  g_string_append(read, "]");
+  const char *x_read = port_single(&x) ? "x" : read->str;
+  if (!have_input)
+    g_string_append_printf(code, "y = %s", value);
+  else if (constant && cond->len)
+    g_string_append_printf(code, "y = %s ? %s : %s", cond->str, x_read, value);
+  else
+    g_string_append_printf(code, "y = %s", x_read);
+
+  WeirTaskletPort ins[2];
+  guint n_ins = 0;
+  if (have_input)
+    ins[n_ins++] = (WeirTaskletPort){x.access, "x", NULL, WEIR_WCR_NONE};
+  if (runtime_value)
+    ins[n_ins++] = (WeirTaskletPort){cv.access, "cv", NULL, WEIR_WCR_NONE};
+  g_autofree char *out_subset =
+      weir_expand_index_subset(r, (const char *const *)p);
+  WeirTaskletPort out = {y.access, "y", r ? out_subset : NULL, WEIR_WCR_NONE};
+  WeirNode *top = weir_expand_map(
+      g, s, n->label, r, (const char *const *)p, (const char *const *)ranges,
+      ins, n_ins, &out, 1, code->str, NULL, 0, error);
+  if (!top)
+    return FALSE;
+  if (have_input)
+    make_dynamic(s, top, x.container->name, "x");
+  return weir_state_remove_node(s, n->id);
+}
+
+/* ------------------------------------------------ Shape, ConstantOfShape */
+
+static gboolean expand_shape(WeirGraph *g, WeirState *s, WeirNode *n,
+                             GError **error) {
+  WeirPort x, y;
+  if (!ports(g, s, n, &x, &y, error))
+    return FALSE;
+  gint64 r = x.rank;
+  gint64 start = attr_int(n, "start", 0), end = attr_int(n, "end", r);
+  if (start < 0)
+    start += r;
+  if (end < 0)
+    end += r;
+  start = CLAMP(start, 0, r);
+  end = CLAMP(end, start, r);
+  gint64 len = end - start;
+  if (y.rank != 1 || !is_const(y.shape[0], len))
+    return fail(error, n, "output '%s' must have shape [%" G_GINT64_FORMAT "]",
+                y.container->name, len);
+  if (len == 0)
+    return weir_state_remove_node(s, n->id);
+  /* The dimensions are constants or symbols of the program. */
+  g_autoptr(GString) code = g_string_new(NULL);
+  for (gint64 k = 0; k < len; k++) {
+    g_autofree char *dim = weir_expand_expr_code(x.shape[start + k]);
+    if (len == 1)
+      g_string_append_printf(code, "y = %s", dim);
+    else
+      g_string_append_printf(code, "%sy[%" G_GINT64_FORMAT "] = %s",
+                             k ? "\n" : "", k, dim);
+  }
+  WeirTaskletPort out = {y.access, "y", NULL, WEIR_WCR_NONE};
+  if (!weir_expand_map(g, s, n->label, 0, NULL, NULL, NULL, 0, &out, 1,
+                       code->str, NULL, 0, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
+/* A map over the whole output y running `code`, where "$p" stands for the
+ * parameter of the first dimension. */
+static gboolean fill_map(WeirGraph *g, WeirState *s, WeirNode *n,
+                         const WeirPort *y, const WeirTaskletPort *ins,
+                         guint n_ins, const char *code, GError **error) {
+  guint r = y->rank;
+  if (!port_empty(y)) {
+    g_auto(GStrv) p = params_for(g, r);
+    g_auto(GStrv) ranges = weir_expand_full_ranges(r, y->shape);
+    g_autofree char *out_subset =
+        weir_expand_index_subset(r, (const char *const *)p);
+    WeirTaskletPort out = {y->access, "y", r ? out_subset : NULL,
+                           WEIR_WCR_NONE};
+    g_autofree char *text = g_strdup(code);
+    if (r > 0) {
+      g_autoptr(GString) t = g_string_new(code);
+      g_string_replace(t, "$p", p[0], 0);
+      g_free(text);
+      text = g_strdup(t->str);
+    }
+    if (!weir_expand_map(g, s, n->label, r, (const char *const *)p,
+                         (const char *const *)ranges, ins, n_ins, &out, 1, text,
+                         NULL, 0, error))
+      return FALSE;
+  }
+  return weir_state_remove_node(s, n->id);
+}
+
+static gboolean expand_constant_of_shape(WeirGraph *g, WeirState *s,
+                                         WeirNode *n, GError **error) {
+  WeirPort y;
+  if (!weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  g_autofree char *value =
+      value_literal(y.container->dtype, attr_float(n, "value", 0));
+  g_autofree char *code = g_strdup_printf("y = %s", value);
+  return fill_map(g, s, n, &y, NULL, 0, code, error);
+}
+
+/* --------------------------------------------------------------- Range */
+
+static gboolean expand_range(WeirGraph *g, WeirState *s, WeirNode *n,
+                             GError **error) {
+  WeirPort y, start, delta;
+  if (!weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  if (y.rank != 1)
+    return fail(error, n, "output '%s' must be 1-D", y.container->name);
+  WeirDType dt = y.container->dtype;
+  gboolean fl = dt == WEIR_DTYPE_F32 || dt == WEIR_DTYPE_F64;
+  /* Element k is start + k * delta, computed in double for floating types
+   * (like numpy's arange) and in 64-bit integers otherwise. */
+  const WeirAttr *sa = weir_node_attr(n, "start");
+  const WeirAttr *da = weir_node_attr(n, "delta");
+  if (sa && da) {
+    g_autofree char *sv =
+        fl ? weir_expand_float_literal(sa->f)
+           : g_strdup_printf("%" G_GINT64_FORMAT, (gint64)sa->f);
+    g_autofree char *dv =
+        fl ? weir_expand_float_literal(da->f)
+           : g_strdup_printf("%" G_GINT64_FORMAT, (gint64)da->f);
+    g_autofree char *code =
+        fl ? g_strdup_printf("y = %s + f64($p) * %s", sv, dv)
+           : g_strdup_printf("y = %s + $p * %s", sv, dv);
+    return fill_map(g, s, n, &y, NULL, 0, code, error);
+  }
+  g_autoptr(GError) local = NULL;
+  if (!weir_port_input(g, s, n, 0, &start, &local) ||
+      !weir_port_input(g, s, n, 2, &delta, &local)) {
+    if (local)
+      g_propagate_error(error, g_steal_pointer(&local));
+    else
+      fail(error, n, "start and delta are neither attributes nor inputs");
+    return FALSE;
+  }
+  if (!port_single(&start) || !port_single(&delta))
+    return fail(error, n, "start and delta must be scalars");
+  WeirTaskletPort ins[2] = {{start.access, "s", NULL, WEIR_WCR_NONE},
+                            {delta.access, "d", NULL, WEIR_WCR_NONE}};
+  const char *code =
+      fl ? "y = f64(s) + f64($p) * f64(d)" : "y = i64(s) + $p * i64(d)";
+  return fill_map(g, s, n, &y, ins, 2, code, error);
+}
+
+/* ------------------------------------------------------------ register */
+
+void weir_expand_register_shape(void) {
+  weir_op_register_expansion("Reshape", "pure", expand_copy);
+  weir_op_register_expansion("Flatten", "pure", expand_copy);
+  weir_op_register_expansion("Squeeze", "pure", expand_copy);
+  weir_op_register_expansion("Unsqueeze", "pure", expand_copy);
+  weir_op_register_expansion("Transpose", "pure", expand_transpose);
+  weir_op_register_expansion("Concat", "pure", expand_concat);
+  weir_op_register_expansion("Split", "pure", expand_split);
+  weir_op_register_expansion("Slice", "pure", expand_slice);
+  weir_op_register_expansion("Gather", "pure", expand_gather);
+  weir_op_register_expansion("Expand", "pure", expand_expand);
+  weir_op_register_expansion("Tile", "pure", expand_tile);
+  weir_op_register_expansion("Pad", "pure", expand_pad);
+  weir_op_register_expansion("Shape", "pure", expand_shape);
+  weir_op_register_expansion("ConstantOfShape", "pure",
+                             expand_constant_of_shape);
+  weir_op_register_expansion("Range", "pure", expand_range);
+}

@@ -1,0 +1,109 @@
+/* expand-node.c — "expand-library-node" (tier 1): replaces one library node
+ * by the implementation chosen with the `impl` parameter, through the
+ * expansion registered for (op, impl) in the operator library
+ * (weir_op_expansion).
+ *
+ * Site: one LIBRARY node.  Legal when an expansion is registered for the
+ * node's op and the chosen implementation; the reason otherwise lists the
+ * implementations that are registered for the op.  The choice list is
+ * static ("pure|blas|im2col|direct"); which of them exist for an op is
+ * decided by the expansion registry, so implementations added later by
+ * other files become usable without touching this one.
+ *
+ * The framework snapshots the program and validates the result, so the
+ * expansion runs directly on the program.
+ */
+#include <string.h>
+
+#include "weir-expand.h"
+#include "weir-ops.h"
+#include "weir-plugin.h"
+
+gboolean weir_tier1_register_expand_node(GError **error);
+
+#define IMPLS "pure|blas|im2col|direct"
+
+static const WeirParamSpec params[] = {
+    {.name = "impl",
+     .type = WEIR_PARAM_CHOICE,
+     .default_value = "pure",
+     .choices = IMPLS,
+     .doc = "implementation: pure maps and tasklets, a BLAS call, im2col + "
+            "GEMM, or direct convolution (when registered for the op)"},
+};
+
+static const WeirPatternNode pattern_nodes[] = {
+    {.kind = WEIR_NODE_LIBRARY},
+};
+
+static const WeirPattern pattern = {
+    .nodes = pattern_nodes,
+    .n_nodes = G_N_ELEMENTS(pattern_nodes),
+};
+
+/* "pure, im2col" — the implementations registered for op, or "none". */
+static char *registered_impls(const char *op) {
+  g_auto(GStrv) impls = g_strsplit(IMPLS, "|", -1);
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; impls[i]; i++)
+    if (weir_op_expansion(op, impls[i]))
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "", impls[i]);
+  if (!s->len)
+    g_string_append(s, "none");
+  return g_string_free(s, FALSE);
+}
+
+static gboolean expand_can_apply(const WeirGraph *g, const WeirSite *site,
+                                 const WeirParams *p, char **reason) {
+  weir_expansions_init();
+  const WeirState *s = weir_graph_state(g, site->state);
+  const WeirNode *n = weir_state_node(s, site->nodes[0]);
+  const char *impl = weir_params_get_string(p, "impl");
+  if (!n->op || !n->op[0]) {
+    *reason = g_strdup_printf("node %u has no operator", n->id);
+    return FALSE;
+  }
+  if (!weir_op_expansion(n->op, impl)) {
+    g_autofree char *have = registered_impls(n->op);
+    *reason = g_strdup_printf("no '%s' implementation of operator '%s' is "
+                              "registered (registered: %s)",
+                              impl, n->op, have);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean expand_apply(WeirGraph *g, const WeirSite *site,
+                             const WeirParams *p, GError **error) {
+  weir_expansions_init();
+  WeirState *s = weir_graph_state(g, site->state);
+  WeirNode *n = weir_state_node(s, site->nodes[0]);
+  const char *impl = weir_params_get_string(p, "impl");
+  WeirExpandFunc f = weir_op_expansion(n->op, impl);
+  g_autofree char *op = g_strdup(n->op);
+  g_autoptr(GError) local = NULL;
+  if (!f(g, s, n, &local)) {
+    g_set_error(error, WEIR_ERROR, local ? local->code : WEIR_ERROR_INVALID,
+                "expanding %s with '%s': %s", op, impl,
+                local ? local->message : "failed");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const WeirTransformInfo info = {
+    .api_version = WEIR_PLUGIN_API_VERSION,
+    .name = "expand-library-node",
+    .tier = 1,
+    .description = "expand a library node into maps and tasklets (or a "
+                   "library call) with a chosen implementation",
+    .params = params,
+    .n_params = G_N_ELEMENTS(params),
+    .pattern = &pattern,
+    .can_apply = expand_can_apply,
+    .apply = expand_apply,
+};
+
+gboolean weir_tier1_register_expand_node(GError **error) {
+  return weir_transform_register(&info, error);
+}
