@@ -1759,18 +1759,18 @@ static void tasklet_output(Tasklet *t, Out *o, const WeirStmt *st,
   }
   for (guint k = 0; k < ports->len; k++) {
     Port *port = g_ptr_array_index(ports, k);
-    port->used = TRUE;
     WeirDType dt = port->ci->c->dtype;
     int p = single ? P_COND : P_ATOM;
     g_autofree char *conv =
         convert_text(f->gen, g_strdup(v), target->type, dt, &p);
     g_autofree char *lv = NULL;
-    if (port->scalar) {
+    if (port->scalar || target->kind != WEIR_AST_INDEX) {
       g_autoptr(GPtrArray) off = subset_offset(port->ci, port->m->subset);
       lv = elem_ref(f, port->ci, off);
     } else {
       g_autofree char *idx = port_index(f, t, port, target);
       lv = g_strdup_printf("%s[%s]", port->name, idx);
+      port->used = TRUE; /* through its accessor */
     }
     emit_store(f, o, t->fr, port->ci, lv, port->m->subset, port->m->wcr, conv);
   }
@@ -3086,9 +3086,12 @@ static char *flow_body(Fn *f) {
   const WeirGraph *g = f->g;
   g_autoptr(GHashTable) text =
       g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  /* states the program never reaches are left out (with what they use) */
+  g_autoptr(GHashTable) reached = reach(g, g->start, NULL, FALSE);
   for (guint i = 0; i < g->states->len; i++) {
     WeirState *s = g_ptr_array_index(g->states, i);
-    g_hash_table_insert(text, GUINT_TO_POINTER(s->id), state_text(f, s));
+    if (g_hash_table_contains(reached, GUINT_TO_POINTER(s->id)))
+      g_hash_table_insert(text, GUINT_TO_POINTER(s->id), state_text(f, s));
   }
   Flow fl = {.f = f, .text = text};
   fl.emitted = g_hash_table_new(g_direct_hash, g_direct_equal);

@@ -733,6 +733,12 @@ static WeirGraph *build_indexed(void) {
   map_in(g, s2, tc, en4, t4, "m", "0:5, 0:4", "i, j");
   map_out(g, s2, t4, "o", ex4, weir_state_add_access(g, s2, "out"), "i, j",
           "0:5, 0:4", WEIR_WCR_NONE);
+  /* one output connector, a one-element memlet and a longer one: the
+   * value goes to the first element of each */
+  array(g, "dup", WEIR_DTYPE_I32, "4", FALSE);
+  WeirNode *t5 = weir_state_add_tasklet(g, s2, "dup", NULL, S("d"), "d = 7");
+  edge(g, s2, t5, "d", weir_state_add_access(g, s2, "dup"), NULL, "dup", "1");
+  edge(g, s2, t5, "d", weir_state_add_access(g, s2, "dup"), NULL, "dup", "2:4");
   transition(g, s, s2, NULL);
   return g;
 }
@@ -759,6 +765,24 @@ static void test_indexed(void **state) {
 }
 
 /* ------------------------------------------------------------- control flow */
+
+/* X[M, M] (an argument view): X[i, j] = 2 * X[i, j] + M */
+static WeirGraph *build_block_program(void) {
+  WeirGraph *g = weir_graph_new("block");
+  weir_graph_add_symbol(g, "M");
+  array(g, "X", WEIR_DTYPE_F64, "M, M", FALSE);
+  WeirState *s = weir_graph_add_state(g, "body");
+  WeirNode *exit;
+  WeirNode *entry = map(g, s, "scale", S("i", "j"), S("0:M", "0:M"),
+                        WEIR_SCHEDULE_PARALLEL, &exit);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, "scale", S("x"), S("y"), "y = 2.0 * x + M");
+  map_in(g, s, weir_state_add_access(g, s, "X"), entry, t, "x", "0:M, 0:M",
+         "i, j");
+  map_out(g, s, t, "y", exit, weir_state_add_access(g, s, "X"), "i, j",
+          "0:M, 0:M", WEIR_WCR_NONE);
+  return g;
+}
 
 /* out[k] (i64) = expr, in state s. */
 static void put(WeirGraph *g, WeirState *s, const char *label, guint k,
@@ -886,6 +910,17 @@ static WeirGraph *build_diamond(void) {
   transition(g, b, j, NULL);
   transition(g, c, j, NULL);
   transition(g, j, x, "K % 2 == 0");
+  /* never reached: nothing of it may appear in the code */
+  array(g, "Z", WEIR_DTYPE_F64, "2, 2", FALSE);
+  WeirState *orphan = weir_graph_add_state(g, "orphan");
+  WeirNode *n = weir_state_add_nested(g, orphan, "blk", build_block_program(),
+                                      S("X"), S("X"));
+  assert_true(weir_node_bind_symbol(n, "M", "2", NULL));
+  edge(g, orphan, weir_state_add_access(g, orphan, "Z"), NULL, n, "X", "Z",
+       "0:2, 0:2");
+  edge(g, orphan, n, "X", weir_state_add_access(g, orphan, "Z"), NULL, "Z",
+       "0:2, 0:2");
+  transition(g, orphan, j, NULL);
   return g;
 }
 
@@ -933,27 +968,11 @@ static void test_control_flow(void **state) {
   assert_contains(src4, "} else if (K < 5) {");
   assert_contains(src4, "goto done;");
   assert_lacks(src4, "goto state_");
+  assert_lacks(src4, "orphan");
+  assert_lacks(src4, "nested_");
 }
 
 /* ------------------------------------------------------------------- nested */
-
-/* X[M, M] (an argument view): X[i, j] = 2 * X[i, j] + M */
-static WeirGraph *build_block_program(void) {
-  WeirGraph *g = weir_graph_new("block");
-  weir_graph_add_symbol(g, "M");
-  array(g, "X", WEIR_DTYPE_F64, "M, M", FALSE);
-  WeirState *s = weir_graph_add_state(g, "body");
-  WeirNode *exit;
-  WeirNode *entry = map(g, s, "scale", S("i", "j"), S("0:M", "0:M"),
-                        WEIR_SCHEDULE_PARALLEL, &exit);
-  WeirNode *t =
-      weir_state_add_tasklet(g, s, "scale", S("x"), S("y"), "y = 2.0 * x + M");
-  map_in(g, s, weir_state_add_access(g, s, "X"), entry, t, "x", "0:M, 0:M",
-         "i, j");
-  map_out(g, s, t, "y", exit, weir_state_add_access(g, s, "X"), "i, j",
-          "0:M, 0:M", WEIR_WCR_NONE);
-  return g;
-}
 
 /* A nested program on a strided block of A, its size bound to B + 1. */
 static WeirGraph *build_nested_block(void) {
