@@ -3604,6 +3604,31 @@ static void emit_symbol_decl(Fn *f, Out *o, guint k, const char *name,
     out_line(o, "(void)%s;", c);
 }
 
+/* The layout of a container is fixed on entry: its shape and strides may
+ * not use a symbol that transitions assign (that symbol is 0 on entry). */
+static void fn_check_layouts(Fn *f) {
+  for (guint j = 0; j < f->cinfo->len; j++) {
+    const CInfo *ci = g_ptr_array_index(f->cinfo, j);
+    if (!ci->used)
+      continue;
+    const WeirContainer *c = ci->c;
+    for (guint d = 0; d < 2 * c->shape->len; d++) {
+      WeirExpr *e = d < c->shape->len
+                        ? g_ptr_array_index(c->shape, d)
+                        : g_ptr_array_index(c->strides, d - c->shape->len);
+      g_autoptr(GPtrArray) names = weir_expr_symbols(e);
+      for (guint i = 0; i < names->len; i++) {
+        const char *name = g_ptr_array_index(names, i);
+        if (g_hash_table_contains(f->assigned, name))
+          gen_fail(f->gen, WEIR_ERROR_UNSUPPORTED,
+                   "%s: the layout of container '%s' uses symbol '%s', "
+                   "which transitions assign",
+                   f->where, c->name, name);
+      }
+    }
+  }
+}
+
 /* Generates the function for program g (the entry point when call is
  * NULL, else the nested program of node call with arguments bind).
  * Returns its definition, or NULL after an error (in gen). */
@@ -3617,6 +3642,7 @@ static char *fn_generate(Gen *gen, WeirGraph *g, const char *fname,
   g_autofree char *body = flow_body(f);
   gboolean arena = FALSE;
   g_autofree char *storage = fn_storage(f, &arena);
+  fn_check_layouts(f);
   *can_fail = arena || f->uses_status;
 
   GString *s = g_string_new(NULL);

@@ -1542,6 +1542,20 @@ static void test_errors(void **state) {
   assert_null(weir_codegen_c(lib, NULL, &err));
   assert_non_null(err);
   assert_non_null(strstr(err->message, "mystery"));
+  g_clear_error(&err);
+  /* a layout that depends on a symbol the program assigns */
+  g_autoptr(WeirGraph) lay = weir_graph_new("layout");
+  weir_graph_add_symbol(lay, "t");
+  array(lay, "A", WEIR_DTYPE_F32, "t + 1", FALSE);
+  WeirState *s1 = weir_graph_add_state(lay, "one");
+  WeirState *s2 = weir_graph_add_state(lay, "two");
+  WeirNode *w = weir_state_add_tasklet(lay, s2, "w", NULL, S("o"), "o = 1");
+  edge(lay, s2, w, "o", weir_state_add_access(lay, s2, "A"), NULL, "A", "0");
+  WeirTransition *tr = transition(lay, s1, s2, NULL);
+  assign(tr, "t", "3");
+  assert_null(weir_codegen_c(lay, NULL, &err));
+  assert_true(g_error_matches(err, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED));
+  assert_non_null(strstr(err->message, "container 'A' uses symbol 't'"));
 }
 
 int main(void) {
