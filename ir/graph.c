@@ -1334,3 +1334,17 @@ char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m) {
                          s->label, m->id, m->src, m->dst, m->data ? ", " : "",
                          m->data ? m->data : "");
 }
+
+/* ---- added by branch tier2 ---- */
+
+gboolean weir_tasklet_set_code(WeirNode *n, const char *code) {
+  g_return_val_if_fail(n != NULL, FALSE);
+  if (n->kind != WEIR_NODE_TASKLET)
+    return FALSE;
+  char *text = g_strdup(code ? code : "");
+  g_free(n->code_text);
+  n->code_text = text;
+  g_clear_pointer(&n->code, weir_code_free);
+  n->code = weir_code_parse(n->code_text, NULL);
+  return TRUE;
+}

@@ -410,6 +410,13 @@ WEIR_API guint weir_scopes_parent(const WeirScopes *sc, guint node);
 WEIR_API char *weir_describe_node(const WeirState *s, const WeirNode *n);
 WEIR_API char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m);
 
+/* ---- added by branch tier2 ---- */
+
+/* Replaces the body of tasklet n by code (parsed now; a parse error is kept
+ * for the validator to report, with n->code == NULL, as for
+ * weir_state_add_tasklet).  Returns FALSE when n is not a tasklet. */
+WEIR_API gboolean weir_tasklet_set_code(WeirNode *n, const char *code);
+
 G_END_DECLS
 
 #endif
