@@ -2424,8 +2424,7 @@ static void native_helper(WeirNativeEmit *e, const char *name,
                           const char *text) {
   Fn *f = e->priv;
   if (!g_hash_table_contains(f->gen->native_helpers, name))
-    g_hash_table_insert(f->gen->native_helpers, g_strdup(name),
-                        g_strdup(text));
+    g_hash_table_insert(f->gen->native_helpers, g_strdup(name), g_strdup(text));
 }
 
 static void native_library(WeirNativeEmit *e, const char *name) {
@@ -2460,7 +2459,6 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .library = native_library,
                       .status = "status",
                       .priv = f};
-  g_autofree char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}};
   for (guint io = 0; io < 2; io++)
     for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
       g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
@@ -2472,10 +2470,9 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
       if (!ci)
         continue;
       ci->used = TRUE;
-      ptrs[io][k] = g_strdup(ci->cname);
       WeirNativeOperand *op = io ? &e.out[k] : &e.in[k];
       op->c = ci->c;
-      op->ptr = ptrs[io][k];
+      op->ptr = ci->cname; /* owned by the function's namer */
     }
   if (!f->gen->error && !ni->emit(&e, &local))
     gen_fail(f->gen, local ? local->code : WEIR_ERROR_INVALID,
@@ -3952,8 +3949,7 @@ static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
   return TRUE;
 }
 
-static gint compare_strings(gconstpointer a, gconstpointer b,
-                            gpointer data) {
+static gint compare_strings(gconstpointer a, gconstpointer b, gpointer data) {
   (void)data;
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -3965,9 +3961,8 @@ static void emit_native_helpers(Gen *gen, GString *s) {
       (char **)g_hash_table_get_keys_as_array(gen->native_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(s, "%s\n",
-                           (char *)g_hash_table_lookup(gen->native_helpers,
-                                                       names[i]));
+    g_string_append_printf(
+        s, "%s\n", (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
 }
 
 char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
@@ -3994,8 +3989,8 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   gen.defs = g_string_new(NULL);
   gen.file_names = namer_new(NULL);
   gen.prefix = prefix;
-  gen.native_helpers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                             g_free);
+  gen.native_helpers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   gen.libraries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);

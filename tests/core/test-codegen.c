@@ -30,6 +30,7 @@
 #include "weir-expand.h"
 #include "weir-interp.h"
 #include "weir-json.h"
+#include "weir-native.h"
 #include "weir-ops.h"
 #include "weir-validate.h"
 
@@ -171,15 +172,24 @@ static GModule *compile_source(const char *src, gboolean openmp) {
   if (!g_file_set_contents(c, src, -1, &err))
     fail_msg("writing %s: %s", c, err->message);
   const char *cc = g_getenv("CC") ? g_getenv("CC") : "cc";
-  const char *argv[] = {cc,        "-std=c11", "-Wall",
-                        "-Wextra", "-Werror",  "-O2",
-                        "-fPIC",   "-shared",  openmp ? "-fopenmp" : "-O2",
-                        "-o",      so,         c,
-                        "-lm",     NULL};
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+  const char *flags[] = {"-std=c11", "-Wall",   "-Wextra", "-Werror", "-O2",
+                         "-fPIC",    "-shared", "-o",      so,        c};
+  g_ptr_array_add(argv, g_strdup(cc));
+  for (guint i = 0; i < G_N_ELEMENTS(flags); i++)
+    g_ptr_array_add(argv, g_strdup(flags[i]));
+  if (openmp)
+    g_ptr_array_add(argv, g_strdup("-fopenmp"));
+  /* libraries the code asks for (native implementations) */
+  g_auto(GStrv) libs = weir_codegen_libraries(src);
+  for (guint i = 0; libs && libs[i]; i++)
+    g_ptr_array_add(argv, g_strdup_printf("-l%s", libs[i]));
+  g_ptr_array_add(argv, g_strdup("-lm"));
+  g_ptr_array_add(argv, NULL);
   g_autofree char *out = NULL, *errs = NULL;
   int status = 0;
-  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                    &out, &errs, &status, &err))
+  if (!g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL,
+                    NULL, &out, &errs, &status, &err))
     fail_msg("running %s: %s", cc, err->message);
   if (!g_spawn_check_wait_status(status, NULL)) {
     g_printerr("%s\n%s\n", src, errs);
@@ -1409,8 +1419,9 @@ static WeirGraph *build_op(const OpCase *oc) {
   return g;
 }
 
-/* The code of a program with library nodes is generated from their
- * expansions: it must agree with the interpreter on the expanded program. */
+/* The code of a program with library nodes comes from their chosen
+ * implementations (expansions, or native calls such as BLAS): it must agree
+ * with the interpreter on the program expanded into maps. */
 static void test_library_ops(void **state) {
   (void)state;
   static const OpCase cases[] = {
