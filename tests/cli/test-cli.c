@@ -254,7 +254,9 @@ static void test_apply(void **state) {
   r = run_weir("validate", out, NULL);
   assert_int_equal(r.status, 0);
   run_clear(&r);
-  r = run_weir("transforms", out, NULL);
+  /* the expanded map has loop-transformation sites of its own; the
+   * library node left is still not legal */
+  r = run_weir("transforms", out, "--node", "7", NULL);
   assert_contains(r.out, "1 transformation, 1 site, 0 legal");
   run_clear(&r);
 
