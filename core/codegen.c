@@ -551,16 +551,22 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
     const char *ut = t == WEIR_DTYPE_I32 ? "uint32_t" : "uint64_t";
     if (k == H_DIV)
       g_string_append_printf(s,
+                             "/* a / b as in C; a zero divisor gives 0 */\n"
                              "static inline %s weir_div_%s(%s a, %s b) {\n"
-                             "  return b == 0    ? 0\n"
-                             "         : b == -1 ? (%s)(0 - (%s)a)\n"
-                             "                   : a / b;\n"
+                             "  if (b == 0)\n"
+                             "    return 0;\n"
+                             "  if (b == -1) /* no overflow trap */\n"
+                             "    return (%s)(0 - (%s)a);\n"
+                             "  return a / b;\n"
                              "}\n\n",
                              ty, sx, ty, ty, ty, ut);
     else
       g_string_append_printf(s,
+                             "/* a %% b as in C; a zero divisor gives 0 */\n"
                              "static inline %s weir_rem_%s(%s a, %s b) {\n"
-                             "  return b == 0 || b == -1 ? 0 : a %% b;\n"
+                             "  if (b == 0 || b == -1)\n"
+                             "    return 0;\n"
+                             "  return a %% b;\n"
                              "}\n\n",
                              ty, sx, ty, ty);
     return;
@@ -578,13 +584,16 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
     const char *lo, *hi, *lo_c, *hi_c;
     int_limits(t, &lo, &hi, &lo_c, &hi_c);
     g_string_append_printf(s,
-                           "/* float to %s: truncation, NaN gives 0, "
-                           "saturating */\n"
+                           "/* float to %s: truncation, NaN gives 0, out of "
+                           "range saturates */\n"
                            "static inline %s weir_f2%s(double x) {\n"
-                           "  return isnan(x)     ? 0\n"
-                           "         : x <= %s ? %s\n"
-                           "         : x >= %s ? %s\n"
-                           "                   : (%s)x;\n"
+                           "  if (isnan(x))\n"
+                           "    return 0;\n"
+                           "  if (x <= %s)\n"
+                           "    return %s;\n"
+                           "  if (x >= %s)\n"
+                           "    return %s;\n"
+                           "  return (%s)x;\n"
                            "}\n\n",
                            sx, ty, sx, lo, lo_c, hi, hi_c, ty);
     return;
@@ -638,8 +647,14 @@ enum {
   P_ATOM = 16,
 };
 
-/* Makes the text a floating literal ("100" -> "100.0"). */
-static void float_syntax(char *buf, gsize size) {
+/* Makes the text a floating literal ("100" -> "100.0"); integral values
+ * below 10^15 are written without an exponent ("1e+01" -> "10.0"). */
+static void float_syntax(char *buf, gsize size, double v) {
+  if (strpbrk(buf, "eE") && v == floor(v) && fabs(v) < 1e15) {
+    g_ascii_formatd(buf, (gint)size, "%.0f", v);
+    if (v == 0 && signbit(v) && buf[0] != '-')
+      g_strlcpy(buf, "-0", size);
+  }
   if (!strpbrk(buf, ".eEn"))
     g_strlcat(buf, ".0", size);
 }
@@ -658,7 +673,7 @@ static char *format_double(double v) {
     if (g_ascii_strtod(buf, NULL) == v)
       break;
   }
-  float_syntax(buf, sizeof buf);
+  float_syntax(buf, sizeof buf, v);
   return g_strdup(buf);
 }
 
@@ -682,7 +697,7 @@ static char *format_float(float f) {
     if ((float)d == f && d != lo && d != hi)
       break;
   }
-  float_syntax(buf, sizeof buf);
+  float_syntax(buf, sizeof buf, (double)f);
   g_strlcat(buf, "f", sizeof buf);
   return g_strdup(buf);
 }
@@ -1006,6 +1021,8 @@ typedef struct {
 static char *ast_c(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
 static char *ast_as(Fn *f, Tasklet *t, const WeirAst *n, WeirDType to,
                     int *prec);
+static char *convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
+                          int *prec);
 
 static WeirValue literal_value(const WeirAst *n) {
   WeirValue v;
@@ -1036,10 +1053,12 @@ static char *ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
   return r;
 }
 
-/* Element offset of an indexed connector access: sum of index x stride. */
+/* Element offset of an indexed connector access: sum of index x stride,
+ * with constant indices folded into one constant term. */
 static char *port_index(Fn *f, Tasklet *t, const Port *port, const WeirAst *n) {
   GString *s = g_string_new(NULL);
   const WeirSubset *sub = port->m->subset;
+  g_autoptr(WeirExpr) konst = weir_expr_const(0);
   for (guint d = 0; d < n->args->len && d < sub->rank; d++) {
     g_autoptr(WeirExpr) stride = weir_expr_mul(
         sub->dims[d].step, g_ptr_array_index(port->ci->strides, d));
@@ -1047,13 +1066,21 @@ static char *port_index(Fn *f, Tasklet *t, const Port *port, const WeirAst *n) {
     gboolean is_c = weir_expr_is_const(stride, &c);
     if (is_c && c == 0)
       continue;
+    const WeirAst *arg = g_ptr_array_index(n->args, d);
+    if (is_literal(arg)) {
+      WeirValue v = weir_value_convert(literal_value(arg), WEIR_DTYPE_I64);
+      g_autoptr(WeirExpr) term = weir_expr_mul_const(stride, v.i);
+      WeirExpr *sum = weir_expr_add(konst, term);
+      weir_expr_unref(konst);
+      konst = sum;
+      continue;
+    }
     int p;
-    g_autofree char *idx =
-        ast_as(f, t, g_ptr_array_index(n->args, d), WEIR_DTYPE_I64, &p);
+    g_autofree char *idx = ast_as(f, t, arg, WEIR_DTYPE_I64, &p);
     if (s->len)
       g_string_append(s, " + ");
     if (is_c && c == 1) {
-      g_autofree char *w = wrap(g_steal_pointer(&idx), &p, P_ADD + 1);
+      g_autofree char *w = wrap(g_steal_pointer(&idx), &p, P_ADD);
       g_string_append(s, w);
     } else {
       g_autofree char *w = wrap(g_steal_pointer(&idx), &p, P_MUL);
@@ -1061,8 +1088,12 @@ static char *port_index(Fn *f, Tasklet *t, const Port *port, const WeirAst *n) {
       g_string_append_printf(s, "%s * %s", w, st);
     }
   }
-  if (s->len == 0)
-    g_string_append_c(s, '0');
+  gint64 kv;
+  if (!(weir_expr_is_const(konst, &kv) && kv == 0) || s->len == 0) {
+    int p;
+    g_autofree char *k = wrap(sym_c(f, konst, &p), &p, P_ADD + 1);
+    g_string_append_printf(s, "%s%s", s->len ? " + " : "", k);
+  }
   return g_string_free(s, FALSE);
 }
 
@@ -1162,10 +1193,19 @@ static char *ast_binary(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
   int pa, pb;
   WeirOp op = n->op;
   if (op == WEIR_OP_AND || op == WEIR_OP_OR) {
-    g_autofree char *a = wrap(ast_truth(f, t, n->a, &pa), &pa, P_AND + 1);
-    g_autofree char *b = wrap(ast_truth(f, t, n->b, &pb), &pb, P_AND + 1);
-    *prec = op == WEIR_OP_AND ? P_AND : P_OR;
-    return g_strdup_printf("%s %s %s", a, binary_op_text(op), b);
+    /* "a || b || c" as is, "&&" inside "||" in parentheses (as compilers
+     * suggest) */
+    int level = op == WEIR_OP_AND ? P_AND : P_OR;
+    char *a = ast_truth(f, t, n->a, &pa);
+    char *b = ast_truth(f, t, n->b, &pb);
+    if (level == P_OR && pa == P_AND)
+      pa = 0;
+    if (level == P_OR && pb == P_AND)
+      pb = 0;
+    g_autofree char *wa = wrap(a, &pa, level);
+    g_autofree char *wb = wrap(b, &pb, level + 1);
+    *prec = level;
+    return g_strdup_printf("%s %s %s", wa, binary_op_text(op), wb);
   }
   gboolean cmp = op >= WEIR_OP_LT && op <= WEIR_OP_NE;
   WeirDType ty = cmp ? arith_operand_type(n->a, n->b) : n->type;
@@ -1229,14 +1269,30 @@ static char *ast_call(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
   }
   case WEIR_FUNC_POW: {
     const WeirAst *y = g_ptr_array_index(n->args, 1);
-    g_autofree char *a = ast_as(f, t, x, ty, &p);
-    g_autofree char *b = ast_as(f, t, y, ty, &p);
-    if (ty == WEIR_DTYPE_F32)
-      return g_strdup_printf("powf(%s, %s)", a, b);
-    if (ty == WEIR_DTYPE_F64)
-      return g_strdup_printf("pow(%s, %s)", a, b);
+    if (weir_dtype_is_float(ty)) {
+      g_autofree char *a = ast_as(f, t, x, ty, &p);
+      g_autofree char *b = ast_as(f, t, y, ty, &p);
+      return g_strdup_printf("%s(%s, %s)",
+                             ty == WEIR_DTYPE_F32 ? "powf" : "pow", a, b);
+    }
+    /* integers: converted to the result type, computed through double */
+    char *ab[2];
+    for (guint i = 0; i < 2; i++) {
+      const WeirAst *arg = i ? y : x;
+      int q;
+      if (is_literal(arg)) {
+        WeirValue v = weir_value_convert(literal_value(arg), ty);
+        ab[i] = format_value(weir_value_convert(v, WEIR_DTYPE_F64), &q);
+      } else {
+        char *txt = ast_as(f, t, arg, ty, &q);
+        ab[i] = convert_text(f->gen, txt, ty, WEIR_DTYPE_F64, &q);
+      }
+    }
     g_autofree char *h = helper(f->gen, H_F2I, ty);
-    return g_strdup_printf("%s(pow((double)%s, (double)%s))", h, a, b);
+    char *r = g_strdup_printf("%s(pow(%s, %s))", h, ab[0], ab[1]);
+    g_free(ab[0]);
+    g_free(ab[1]);
+    return r;
   }
   case WEIR_FUNC_MIN:
   case WEIR_FUNC_MAX: {
@@ -1341,15 +1397,16 @@ static char *ast_as(Fn *f, Tasklet *t, const WeirAst *n, WeirDType to,
 
 /* ---------------------------------------------------------------- elements */
 
-/* The element offset of absolute indices idx (one per dimension) as one
- * term per dimension, index x stride, so the text reads like the
- * subscript ("i * 64 + j").  (transfer full) */
+/* The element offset of absolute indices idx (one per dimension), kept as
+ * (index, stride) pairs, entries 2d and 2d + 1, so the text reads like the
+ * subscript: "i * 64 + j", "r * W".  (transfer full) */
 static GPtrArray *elem_offset(const CInfo *ci, WeirExpr *const *idx) {
   GPtrArray *terms =
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
-  for (guint d = 0; d < ci->strides->len; d++)
-    g_ptr_array_add(terms,
-                    weir_expr_mul(idx[d], g_ptr_array_index(ci->strides, d)));
+  for (guint d = 0; d < ci->strides->len; d++) {
+    g_ptr_array_add(terms, weir_expr_ref(idx[d]));
+    g_ptr_array_add(terms, weir_expr_ref(g_ptr_array_index(ci->strides, d)));
+  }
   return terms;
 }
 
@@ -1368,9 +1425,21 @@ static char *offset_text(Fn *f, GPtrArray *terms, int *prec, gboolean *zero) {
   gint64 konst = 0;
   guint items = 0;
   int last = P_ATOM;
-  for (guint i = 0; i < terms->len; i++) {
-    WeirExpr *t = g_ptr_array_index(terms, i);
+  for (guint i = 0; i + 1 < terms->len; i += 2) {
+    WeirExpr *index = g_ptr_array_index(terms, i);
+    WeirExpr *stride = g_ptr_array_index(terms, i + 1);
     gint64 c;
+    if (!weir_expr_is_const(stride, &c) && !weir_expr_is_const(index, &c)) {
+      /* a symbolic stride: index * stride as written */
+      int p, q;
+      g_autofree char *x = wrap(sym_c(f, index, &p), &p, P_MUL);
+      g_autofree char *y = wrap(sym_c(f, stride, &q), &q, P_MUL + 1);
+      g_string_append_printf(s, "%s%s * %s", s->len ? " + " : "", x, y);
+      last = P_MUL;
+      items++;
+      continue;
+    }
+    g_autoptr(WeirExpr) t = weir_expr_mul(index, stride);
     if (weir_expr_is_const(t, &c)) {
       konst += c;
       continue;
@@ -1431,7 +1500,7 @@ static char *elem_ptr(Fn *f, CInfo *ci, GPtrArray *off) {
   g_autofree char *o = offset_text(f, off, &p, &zero);
   if (zero)
     return g_strdup(ci->cname);
-  o = wrap(g_steal_pointer(&o), &p, P_ADD + 1);
+  o = wrap(g_steal_pointer(&o), &p, P_ADD);
   return g_strdup_printf("%s + %s", ci->cname, o);
 }
 
@@ -1520,10 +1589,13 @@ static gboolean subset_injective(const WeirSubset *sub, const WeirMap *map,
  * TRUE when it needs an atomic update (iterations of the parallel loop
  * may write the same element).  Also withdraws "omp simd" from enclosing
  * simd loops whose iterations may conflict. */
-static gboolean wcr_needs_atomic(Frame *fr, const WeirSubset *sub) {
+static gboolean wcr_needs_atomic(Frame *fr, const WeirSubset *sub,
+                                 guint private_map) {
   g_autoptr(GHashTable) inner = g_hash_table_new(g_str_hash, g_str_equal);
   gboolean atomic = FALSE;
-  for (Frame *x = fr; x; x = x->up) {
+  /* a transient private to a map's body is shared only by the loops
+   * inside that map */
+  for (Frame *x = fr; x && x->entry->id != private_map; x = x->up) {
     const WeirMap *map = x->entry->map;
     for (guint k = 0; k < map->params->len; k++)
       g_hash_table_add(inner, g_ptr_array_index(map->params, k));
@@ -1539,7 +1611,7 @@ static gboolean wcr_needs_atomic(Frame *fr, const WeirSubset *sub) {
     }
   }
   if (atomic)
-    for (Frame *x = fr; x; x = x->up)
+    for (Frame *x = fr; x && x->entry->id != private_map; x = x->up)
       if (x->simd && !x->simd_drop) {
         x->simd_drop = TRUE;
         x->why_drop = "atomic update inside";
@@ -1557,14 +1629,17 @@ static gboolean frame_parallel(const Frame *fr) {
 /* Emits lvalue = value, or its update by wcr (value has the element's
  * dtype; for bool storage 0 or 1).  sub is the subset the write belongs
  * to, for the conflict rule. */
-static void emit_store(Fn *f, Out *o, Frame *fr, const char *lvalue,
-                       WeirDType dtype, const WeirSubset *sub, WeirWcr wcr,
+static void emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
+                       const char *lvalue, const WeirSubset *sub, WeirWcr wcr,
                        const char *value) {
+  WeirDType dtype = ci->c->dtype;
   if (wcr == WEIR_WCR_NONE) {
     out_line(o, "%s = %s;", lvalue, value);
     return;
   }
-  gboolean atomic = f->gen->openmp && fr && wcr_needs_atomic(fr, sub);
+  gboolean atomic =
+      f->gen->openmp && fr &&
+      wcr_needs_atomic(fr, sub, ci->st == ST_PRIVATE ? ci->private_map : 0);
   gboolean minmax = wcr == WEIR_WCR_MIN || wcr == WEIR_WCR_MAX;
   if (dtype == WEIR_DTYPE_BOOL) {
     /* 0/1 values: sum and max are "or", product and min are "and" */
@@ -1689,20 +1764,20 @@ static void tasklet_output(Tasklet *t, Out *o, const WeirStmt *st,
   }
   for (guint k = 0; k < ports->len; k++) {
     Port *port = g_ptr_array_index(ports, k);
-    port->used = TRUE;
     WeirDType dt = port->ci->c->dtype;
     int p = single ? P_COND : P_ATOM;
     g_autofree char *conv =
         convert_text(f->gen, g_strdup(v), target->type, dt, &p);
     g_autofree char *lv = NULL;
-    if (port->scalar) {
+    if (port->scalar || target->kind != WEIR_AST_INDEX) {
       g_autoptr(GPtrArray) off = subset_offset(port->ci, port->m->subset);
       lv = elem_ref(f, port->ci, off);
     } else {
       g_autofree char *idx = port_index(f, t, port, target);
       lv = g_strdup_printf("%s[%s]", port->name, idx);
+      port->used = TRUE; /* through its accessor */
     }
-    emit_store(f, o, t->fr, lv, dt, port->m->subset, port->m->wcr, conv);
+    emit_store(f, o, t->fr, port->ci, lv, port->m->subset, port->m->wcr, conv);
   }
 }
 
@@ -2003,7 +2078,7 @@ static void emit_copy(StateCtx *sc, Out *o, const WeirMemlet *m,
   g_autofree char *value =
       convert_text(f->gen, g_steal_pointer(&load), st, dt, &p);
   g_autofree char *lv = elem_ref(f, dci, doff);
-  emit_store(f, o, fr, lv, dt, dst_sub, m->wcr, value);
+  emit_store(f, o, fr, dci, lv, dst_sub, m->wcr, value);
   while (o->depth > depth0) {
     o->depth--;
     out_line(o, "}");
@@ -2150,9 +2225,12 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
       else
         out_line(o, "#pragma omp parallel for");
     }
-    if (last && fr.simd && !fr.simd_drop)
+    gboolean simd = last && fr.simd && !fr.simd_drop;
+    if (simd && map->unroll > 1) /* GCC takes one of the two on a loop */
+      out_line(o, "/* unroll %u left to the vectorizer */", map->unroll);
+    if (simd)
       out_line(o, "#pragma omp simd");
-    if (last && map->unroll > 1)
+    else if (last && map->unroll > 1)
       out_line(o, "#pragma GCC unroll %u", map->unroll);
     if (l->unit_step)
       out_line(o, "for (int64_t %s = %s; %s < %s; %s++) {", l->var, l->begin,
@@ -2381,7 +2459,6 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .library = native_library,
                       .status = "status",
                       .priv = f};
-  char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}}; /* freed below */
   for (guint io = 0; io < 2; io++)
     for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
       g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
@@ -2393,10 +2470,9 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
       if (!ci)
         continue;
       ci->used = TRUE;
-      ptrs[io][k] = g_strdup(ci->cname);
       WeirNativeOperand *op = io ? &e.out[k] : &e.in[k];
       op->c = ci->c;
-      op->ptr = ptrs[io][k];
+      op->ptr = ci->cname; /* owned by the function's namer */
     }
   if (!f->gen->error && !ni->emit(&e, &local))
     gen_fail(f->gen, local ? local->code : WEIR_ERROR_INVALID,
@@ -2406,9 +2482,6 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
     f->uses_status = TRUE;
   out_paste(o, e.code->str);
   g_string_free(e.code, TRUE);
-  for (guint io = 0; io < 2; io++)
-    for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++)
-      g_free(ptrs[io][k]);
 }
 
 static void emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
@@ -2747,7 +2820,9 @@ static guint find_join(Flow *fl, guint s, const Region *r) {
       guint x = g_array_index(nodes, guint, k);
       g_autoptr(GPtrArray) ts = out_transitions(g, x);
       memset(acc, 1, n + 1);
-      gboolean to_exit = !transitions_total(ts);
+      /* the end of the program when no condition holds is an exit, except
+       * at s itself: that case is a separate "else goto done" */
+      gboolean to_exit = k > 0 && !transitions_total(ts);
       for (guint i = 0; i < ts->len; i++) {
         guint d = ((WeirTransition *)g_ptr_array_index(ts, i))->dst;
         guint j =
@@ -2859,18 +2934,17 @@ static guint flow_loop(Flow *fl, Out *o, guint h, const Region *r,
               : NULL;
       gboolean for_form = incr && incr[0] && (!via || init);
       g_hash_table_add(fl->emitted, GUINT_TO_POINTER(h));
+      if (via && !for_form)
+        emit_assign(f, o, via);
       out_line(o, "/* loop: state %u '%s' */", h, label);
       if (for_form) {
         out_line(o, "for (%s; %s; %s) {", via ? init : "", cond, incr);
         inner.incr_back = TRUE;
       } else {
-        if (via)
-          emit_assign(f, o, via);
         out_line(o, "while (%s) {", cond);
       }
       Out b = out_new(o->depth + 1);
-      emit_assign(f, &b, tb);
-      flow_seq(fl, &b, tb->dst, &inner, FALSE, NULL);
+      flow_seq(fl, &b, tb->dst, &inner, FALSE, tb);
       out_strip_continue(&b);
       g_autofree char *bt = out_free(&b);
       g_string_append(o->s, bt);
@@ -2997,7 +3071,17 @@ static void flow_seq(Flow *fl, Out *o, guint s, const Region *r,
       return;
     }
     const WeirTransition *t0 = g_ptr_array_index(ts, 0);
-    if (ts->len == 1 && !t0->condition) {
+    if (ts->len == 1) {
+      if (t0->condition) { /* else the program ends */
+        int p;
+        g_autofree char *c = cond_text(f, t0, &p);
+        c = wrap(g_steal_pointer(&c), &p, P_UNARY + 1);
+        out_line(o, "if (!%s) {", c);
+        o->depth++;
+        emit_done(f, o);
+        o->depth--;
+        out_line(o, "}");
+      }
       if (!flow_take(fl, o, t0, r))
         return;
       via = t0;
@@ -3071,9 +3155,12 @@ static char *flow_body(Fn *f) {
   const WeirGraph *g = f->g;
   g_autoptr(GHashTable) text =
       g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  /* states the program never reaches are left out (with what they use) */
+  g_autoptr(GHashTable) reached = reach(g, g->start, NULL, FALSE);
   for (guint i = 0; i < g->states->len; i++) {
     WeirState *s = g_ptr_array_index(g->states, i);
-    g_hash_table_insert(text, GUINT_TO_POINTER(s->id), state_text(f, s));
+    if (g_hash_table_contains(reached, GUINT_TO_POINTER(s->id)))
+      g_hash_table_insert(text, GUINT_TO_POINTER(s->id), state_text(f, s));
   }
   Flow fl = {.f = f, .text = text};
   fl.emitted = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -3586,6 +3673,31 @@ static void emit_symbol_decl(Fn *f, Out *o, guint k, const char *name,
     out_line(o, "(void)%s;", c);
 }
 
+/* The layout of a container is fixed on entry: its shape and strides may
+ * not use a symbol that transitions assign (that symbol is 0 on entry). */
+static void fn_check_layouts(Fn *f) {
+  for (guint j = 0; j < f->cinfo->len; j++) {
+    const CInfo *ci = g_ptr_array_index(f->cinfo, j);
+    if (!ci->used)
+      continue;
+    const WeirContainer *c = ci->c;
+    for (guint d = 0; d < 2 * c->shape->len; d++) {
+      WeirExpr *e = d < c->shape->len
+                        ? g_ptr_array_index(c->shape, d)
+                        : g_ptr_array_index(c->strides, d - c->shape->len);
+      g_autoptr(GPtrArray) names = weir_expr_symbols(e);
+      for (guint i = 0; i < names->len; i++) {
+        const char *name = g_ptr_array_index(names, i);
+        if (g_hash_table_contains(f->assigned, name))
+          gen_fail(f->gen, WEIR_ERROR_UNSUPPORTED,
+                   "%s: the layout of container '%s' uses symbol '%s', "
+                   "which transitions assign",
+                   f->where, c->name, name);
+      }
+    }
+  }
+}
+
 /* Generates the function for program g (the entry point when call is
  * NULL, else the nested program of node call with arguments bind).
  * Returns its definition, or NULL after an error (in gen). */
@@ -3599,6 +3711,7 @@ static char *fn_generate(Gen *gen, WeirGraph *g, const char *fname,
   g_autofree char *body = flow_body(f);
   gboolean arena = FALSE;
   g_autofree char *storage = fn_storage(f, &arena);
+  fn_check_layouts(f);
   *can_fail = arena || f->uses_status;
 
   GString *s = g_string_new(NULL);
