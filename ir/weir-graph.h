@@ -410,6 +410,23 @@ WEIR_API guint weir_scopes_parent(const WeirScopes *sc, guint node);
 WEIR_API char *weir_describe_node(const WeirState *s, const WeirNode *n);
 WEIR_API char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m);
 
+/* --------------------------------------------- edits added by branch tier4 */
+
+/* Makes access node n read or write container `data` instead (the memlets
+ * touching it are left to the caller).  FALSE when n is not an access
+ * node. */
+WEIR_API gboolean weir_access_set_data(WeirNode *n, const char *data);
+/* Makes a (non-empty) memlet name container `data` instead; its subset is
+ * left as it is (change it too when the containers differ in shape).
+ * FALSE for an empty memlet. */
+WEIR_API gboolean weir_memlet_set_data(WeirMemlet *m, const char *data);
+/* Replaces a container's shape (borrowed exprs, rank entries; the rank may
+ * change) and resets its strides to row-major.  Memlets naming it are left
+ * to the caller.  FALSE when the container has constant data, whose size
+ * would no longer match. */
+WEIR_API gboolean weir_container_set_shape(WeirContainer *c, guint rank,
+                                           WeirExpr *const *shape);
+
 G_END_DECLS
 
 #endif
