@@ -4,6 +4,14 @@
  * compiler into a shared object (through the compile cache) and loaded with
  * GModule.  Running binds WeirTensors to the arguments of the ABI described
  * in weir-codegen.h.
+ *
+ * The compiler driver runs the compiler as a subprocess (an argument
+ * vector, never a shell):
+ *   <compiler> <flags...> -o <dir>/<name>.so <dir>/<name>.c -lm
+ * in a private temporary directory.  The compiler and the flags are split
+ * into words like a shell would (quotes are honoured, nothing is expanded),
+ * so CC="ccache gcc" works.  docs/runtime.md describes the cache and the
+ * environment variables.
  */
 #ifndef WEIR_RUNTIME_H
 #define WEIR_RUNTIME_H
@@ -13,12 +21,16 @@
 
 G_BEGIN_DECLS
 
+#define WEIR_COMPILE_DEFAULT_FLAGS "-O3 -march=native -fopenmp -fPIC -shared"
+
 typedef struct {
   const char *compiler; /* default: $CC or "cc" */
   const char *flags; /* default: "-O3 -march=native -fopenmp -fPIC -shared" */
-  const char
-      *cache_dir;    /* default: $XDG_CACHE_HOME/weir (g_get_user_cache_dir) */
-  gboolean no_cache; /* compile every time */
+  const char *cache_dir;  /* default: $WEIR_CACHE_DIR, else
+                             $XDG_CACHE_HOME/weir (g_get_user_cache_dir) */
+  gboolean no_cache;      /* compile every time */
+  gint64 cache_max_bytes; /* cache size limit; 0: $WEIR_CACHE_MAX_BYTES or
+                             1 GiB */
 } WeirCompileOptions;
 
 typedef struct _WeirKernel WeirKernel;
@@ -26,23 +38,138 @@ typedef struct _WeirKernel WeirKernel;
 typedef struct {
   double compile_seconds; /* wall time of the compiler (0 on a cache hit) */
   gboolean cache_hit;
-  char *key; /* cache key (hex) */
+  char *key;          /* cache key (hex) */
+  gboolean recovered; /* the cache had the key but its object was missing
+                         or damaged: it was rebuilt */
+  char *object_path;  /* the shared object loaded (in the cache; or in a
+                         removed temporary directory with no_cache) */
 } WeirCompileInfo;
 
+/* ------------------------------------------------------ compiler driver */
+
+/* The compiler command of opts: opts->compiler, else $CC, else "cc".
+ * (transfer full) */
+WEIR_API char *weir_compiler_command(const WeirCompileOptions *opts);
+
+/* The first line of `<compiler> --version`, run once per compiler command
+ * and process (thread-safe).  It identifies the compiler in cache keys.
+ * (transfer full) */
+WEIR_API char *weir_compiler_identity(const WeirCompileOptions *opts,
+                                      GError **error);
+
+/* The flags of opts (opts->flags or the defaults) normalized: split into
+ * words and joined with single spaces; "" when there are none.  NULL with
+ * an error when they do not split (unbalanced quotes). (transfer full) */
+WEIR_API char *weir_compiler_flags(const WeirCompileOptions *opts,
+                                   GError **error);
+
+/* Compiles source into the shared object output.  name (a C identifier, or
+ * NULL for "kernel") names the source file in diagnostics.  *seconds
+ * (optional) receives the compiler's wall time.  On failure the error
+ * (WEIR_ERROR_RUNTIME; WEIR_ERROR_IO when the compiler cannot be started)
+ * gives the command line and the compiler's output, truncated after 60 lines
+ * or 8 KiB. */
+WEIR_API gboolean weir_compile(const char *source, const char *name,
+                               const char *output,
+                               const WeirCompileOptions *opts, double *seconds,
+                               GError **error);
+
+/* One unit of weir_compile_many. */
+typedef struct {
+  const char *source; /* borrowed */
+  const char *name;   /* borrowed, may be NULL */
+  const char *output; /* borrowed */
+  double seconds;     /* out */
+  GError *error;      /* out: NULL on success, else owned by the job (free
+                         with g_clear_error) */
+} WeirCompileJob;
+
+/* Compiles independent units in parallel, at most g_get_num_processors() at
+ * a time.  Every job is attempted; returns FALSE when one failed, with
+ * error set to a copy of the first failure in job order. */
+WEIR_API gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,
+                                    const WeirCompileOptions *opts,
+                                    GError **error);
+
+/* --------------------------------------------------------------- kernels */
+
 /* Generates, compiles (or finds in the cache) and loads g.  The compiler's
- * diagnostics are included in the error on failure.  info may be NULL. */
+ * diagnostics are included in the error on failure.  info may be NULL;
+ * clear it with weir_compile_info_clear. */
 WEIR_API WeirKernel *weir_kernel_compile(const WeirGraph *g,
                                          const WeirCompileOptions *opts,
                                          WeirCompileInfo *info, GError **error);
+
+/* Compiles several programs; misses are compiled in parallel
+ * (weir_compile_many).  kernels_out[i] and infos[i] (optional) receive the
+ * results for graphs[i].  On failure no kernel is returned and the error
+ * names the program that failed first. */
+WEIR_API gboolean weir_kernel_compile_many(
+    const WeirGraph *const *graphs, guint n, const WeirCompileOptions *opts,
+    WeirKernel **kernels_out, WeirCompileInfo *infos, GError **error);
+
+/* Compiles hand-written or edited C source that follows the ABI of
+ * weir-codegen.h with entry points <prefix>_run and <prefix>_abi_version.
+ * g (optional, copied) is the program whose argument order and shapes the
+ * source follows; without it only weir_kernel_call works. */
+WEIR_API WeirKernel *
+weir_kernel_compile_source(const char *source, const char *prefix,
+                           const WeirGraph *g, const WeirCompileOptions *opts,
+                           WeirCompileInfo *info, GError **error);
+
 WEIR_API void weir_kernel_free(WeirKernel *k);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirKernel, weir_kernel_free)
 WEIR_API void weir_compile_info_clear(WeirCompileInfo *info);
 
+/* The entry-point prefix (borrowed). */
+WEIR_API const char *weir_kernel_prefix(const WeirKernel *k);
+
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:
  * container name -> WeirTensor* for every argument container, checked for
- * dtype and shape like weir_interpret.  Outputs are written in place. */
+ * dtype and shape like weir_interpret.  Outputs are written in place.
+ * Constant containers are compiled in and cannot be passed.  A symbol that
+ * no transition assigns must be bound. */
 WEIR_API gboolean weir_kernel_run(WeirKernel *k, GHashTable *symbols,
                                   GHashTable *args, GError **error);
+
+/* Calls the entry point with raw ABI arguments; a non-zero return is an
+ * error (WEIR_ERROR_RUNTIME). */
+WEIR_API gboolean weir_kernel_call(WeirKernel *k, void *const args[],
+                                   const gint64 symbols[], GError **error);
+
+/* Sets the number of OpenMP threads of the kernel's parallel regions
+ * started from the calling thread.  FALSE with an error when the kernel
+ * does not use OpenMP. */
+WEIR_API gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads,
+                                          GError **error);
+
+/* ------------------------------------------------------------- benchmarks */
+
+typedef struct {
+  guint warmup;      /* untimed runs first (default 0 when the struct is
+                        zeroed; the CLI uses 3) */
+  guint repetitions; /* timed runs (0: 10) */
+} WeirBenchOptions;
+
+typedef struct {
+  guint repetitions;
+  double median, min, max, mean; /* seconds per run */
+  double *times;                 /* repetitions entries, in run order
+                                    (owned; weir_bench_result_clear) */
+} WeirBenchResult;
+
+/* Binds the arguments once (as weir_kernel_run), runs warmup untimed runs,
+ * then times each of the repetitions with the monotonic clock.  The
+ * arguments are overwritten by every run. opts may be NULL. */
+WEIR_API gboolean weir_kernel_bench(WeirKernel *k, GHashTable *symbols,
+                                    GHashTable *args,
+                                    const WeirBenchOptions *opts,
+                                    WeirBenchResult *out, GError **error);
+WEIR_API void weir_bench_result_clear(WeirBenchResult *r);
+
+/* Median, min, max and mean of n times (n > 0) into out (times is copied). */
+WEIR_API void weir_bench_summarize(const double *times, guint n,
+                                   WeirBenchResult *out);
 
 G_END_DECLS
 

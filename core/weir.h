@@ -3,7 +3,9 @@
 #define WEIR_H
 
 #include "weir-analysis.h"
+#include "weir-cache.h"
 #include "weir-code.h"
+#include "weir-codegen.h"
 #include "weir-conformance.h"
 #include "weir-expand.h"
 #include "weir-expr.h"
@@ -13,6 +15,7 @@
 #include "weir-json.h"
 #include "weir-onnx.h"
 #include "weir-ops.h"
+#include "weir-runtime.h"
 #include "weir-tensor-io.h"
 #include "weir-tensor.h"
 #include "weir-transform.h"

@@ -22,6 +22,7 @@
  * that also holds the id indexes used by the lookups.
  */
 #include "weir-analysis.h"
+#include "weir-ops.h"
 
 #include "weir-graph.h"
 
@@ -121,6 +122,12 @@ static WeirLibraryFlopsFunc library_lookup(const char *op) {
       f = e->func;
   }
   g_mutex_unlock(&library_lock);
+  if (f == NULL) {
+    /* Operators of the registry (ir/ops/) know their own FLOP count. */
+    const WeirOpInfo *info = weir_op_lookup(op);
+    if (info != NULL)
+      f = info->flops;
+  }
   return f;
 }
 

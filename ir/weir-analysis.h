@@ -27,7 +27,8 @@
  *    enclosing map parameters); when it does not parse or check, its FLOPs
  *    are unknown.  A map entry's FLOPs are the sum of the nodes inside its
  *    scope, nested scopes included.  Library nodes get FLOPs from a cost
- *    function registered for their op, else unknown.  A nested node has the
+ *    function registered for their op, else from the operator registry's
+ *    record (weir-ops.h), else unknown.  A nested node has the
  *    total FLOPs of its program with the nested symbols replaced by the
  *    expressions bound to them.  Other nodes have 0 FLOPs.
  *  - A state's FLOPs sum its tasklets, library and nested nodes (not the map

@@ -12,9 +12,11 @@
  *
  * Site: one ACCESS node of an f32/f64 container that is written in its
  * state (at least one memlet enters it).  Legal when the node is at the top
- * level of the state (not inside a map) and is the only access node of its
- * container in the state (so the quantization is ordered before every
- * reader and after every writer there).
+ * level of the state (not inside a map) and every other access node of its
+ * container in the state is ordered with the quantization: either after
+ * the node (a descendant), or before it together with all its readers (an
+ * ancestor whose successors are all ancestors of the node).  Then no read
+ * or write of the array in the state can race with the in-place update.
  *
  * Effect: a new access node of the same container takes over the node's
  * outgoing memlets, and a parallel map (rank > 0; a single tasklet for a
@@ -76,6 +78,67 @@ static void fq_match(const WeirGraph *g, GArray *sites) {
   g_array_set_size(sites, w);
 }
 
+/* Node ids reachable from `from` (not included) along memlets, forward or
+ * backward, as a set. */
+static GHashTable *reachable(const WeirState *s, guint from, gboolean forward) {
+  g_autoptr(GHashTable) adj = g_hash_table_new_full(
+      g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+  for (guint e = 0; e < s->edges->len; e++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, e);
+    guint a = forward ? m->src : m->dst, b = forward ? m->dst : m->src;
+    GArray *l = g_hash_table_lookup(adj, GUINT_TO_POINTER(a));
+    if (!l) {
+      l = g_array_new(FALSE, FALSE, sizeof(guint));
+      g_hash_table_insert(adj, GUINT_TO_POINTER(a), l);
+    }
+    g_array_append_val(l, b);
+  }
+  GHashTable *seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(stack, from);
+  while (stack->len) {
+    guint id = g_array_index(stack, guint, stack->len - 1);
+    g_array_set_size(stack, stack->len - 1);
+    GArray *l = g_hash_table_lookup(adj, GUINT_TO_POINTER(id));
+    for (guint i = 0; l && i < l->len; i++) {
+      guint next = g_array_index(l, guint, i);
+      if (!g_hash_table_contains(seen, GUINT_TO_POINTER(next))) {
+        g_hash_table_add(seen, GUINT_TO_POINTER(next));
+        g_array_append_val(stack, next);
+      }
+    }
+  }
+  return seen;
+}
+
+/* The first other access node of n's container in s that is not ordered
+ * with the quantization, or 0.  Ordered: a descendant of n (its accesses
+ * come after n's readers, which move to the quantized node), or an
+ * ancestor of n all of whose readers are ancestors of n too (they finish
+ * before n is complete). */
+static guint unordered_access(const WeirState *s, const WeirNode *n) {
+  g_autoptr(GHashTable) before = reachable(s, n->id, FALSE);
+  g_autoptr(GHashTable) after = reachable(s, n->id, TRUE);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *o = g_ptr_array_index(s->nodes, i);
+    if (o == n || o->kind != WEIR_NODE_ACCESS ||
+        g_strcmp0(o->data, n->data) != 0)
+      continue;
+    if (g_hash_table_contains(after, GUINT_TO_POINTER(o->id)))
+      continue;
+    if (!g_hash_table_contains(before, GUINT_TO_POINTER(o->id)))
+      return o->id;
+    g_autoptr(GPtrArray) out = weir_state_out_edges(s, o->id);
+    for (guint k = 0; k < out->len; k++) {
+      const WeirMemlet *m = g_ptr_array_index(out, k);
+      if (m->dst != n->id &&
+          !g_hash_table_contains(before, GUINT_TO_POINTER(m->dst)))
+        return o->id;
+    }
+  }
+  return 0;
+}
+
 static gboolean fq_can_apply(const WeirGraph *g, const WeirSite *site,
                              const WeirParams *p, char **reason) {
   (void)p;
@@ -97,15 +160,13 @@ static gboolean fq_can_apply(const WeirGraph *g, const WeirSite *site,
                               n->id, c->name, s->id, s->label);
     return FALSE;
   }
-  for (guint i = 0; i < s->nodes->len; i++) {
-    const WeirNode *o = g_ptr_array_index(s->nodes, i);
-    if (o != n && o->kind == WEIR_NODE_ACCESS &&
-        g_strcmp0(o->data, n->data) == 0) {
-      *reason = g_strdup_printf("container '%s' has another access node "
-                                "(node %u) in state %u '%s'",
-                                c->name, o->id, s->id, s->label);
-      return FALSE;
-    }
+  guint other = unordered_access(s, n);
+  if (other) {
+    *reason = g_strdup_printf("container '%s' has another access node (node "
+                              "%u) in state %u '%s' that is not ordered with "
+                              "node %u",
+                              c->name, other, s->id, s->label, n->id);
+    return FALSE;
   }
   g_autoptr(GError) error = NULL;
   g_autoptr(WeirScopes) scopes = weir_state_scopes(s, &error);

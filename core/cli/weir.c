@@ -22,17 +22,31 @@
  *   weir apply FILE NAME [--site N[,N...]] [--param K=V]... -o OUT.json
  *                                           apply one transformation and
  *                                           print the data-movement change
+ *   weir codegen FILE [-o DIR]              write <prefix>.c and <prefix>.h
+ *   weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...
+ *            [--output NAME=FILE]... [--check] [-D SYM=VALUE]... [--seed N]
+ *            [--cc CC] [--cflags FLAGS]     compile (through the compile
+ *                                           cache) and run; --check also
+ *                                           runs the interpreter and compares
+ *   weir bench FILE [-D ...] [--threads N] [--reps N] [--warmup N]
+ *                                           cold and cached compile time,
+ *                                           run time, GFLOP/s and GB/s
+ *   weir cache stats|clear                  the compile cache
  *
  * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
- * fly.
+ * fly.  Random inputs are the same in run-ref, run and bench for the same
+ * seed (each argument container is filled with seed + its id).
  * `transforms` and `apply` also load the plugins found on WEIR_PLUGIN_PATH
  * and in $XDG_DATA_HOME/weir/plugins; refused plugins are reported as
  * warnings.
  */
+#include <errno.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <glib/gstdio.h>
 
 #include "weir.h"
 
@@ -54,6 +68,10 @@ static int cmd_conformance(int argc, char **argv);
 static int cmd_ops(int argc, char **argv);
 static int cmd_transforms(int argc, char **argv);
 static int cmd_apply(int argc, char **argv);
+static int cmd_codegen(int argc, char **argv);
+static int cmd_run(int argc, char **argv);
+static int cmd_bench(int argc, char **argv);
+static int cmd_cache(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -72,8 +90,15 @@ static const Command commands[] = {
      cmd_ops},
     {"transforms", "FILE [--tier N] [--node NAME]",
      "list applicable transformations and their sites", cmd_transforms},
-    {"apply", "FILE NAME [--site N,...] [--param K=V]... -o OUT",
+    {"apply", "FILE NAME [--site N,..] [-p K=V].. -o OUT",
      "apply a transformation and report the data-movement change", cmd_apply},
+    {"codegen", "FILE [-o DIR]", "write the generated C source and header",
+     cmd_codegen},
+    {"run", "FILE [--input N=F]... [--check]",
+     "compile and run; compare outputs or with the interpreter", cmd_run},
+    {"bench", "FILE [-D ...] [--threads N] [--reps N]",
+     "time compiling and running a program", cmd_bench},
+    {"cache", "stats|clear", "show or empty the compile cache", cmd_cache},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -245,20 +270,27 @@ static GHashTable *parse_defines(GError **error) {
 
 /* Parses options; leaves the positional arguments in argv.  Returns FALSE
  * (after printing) on bad usage. */
-static gboolean parse_options(const char *cmd, const char *usage,
-                              const GOptionEntry *extra, int *argc,
-                              char ***argv) {
+static gboolean parse_options_with(const char *cmd, const char *usage,
+                                   const GOptionEntry *const *extras, int *argc,
+                                   char ***argv) {
   g_autofree char *param = g_strdup_printf("%s %s", cmd, usage);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
   g_option_context_add_main_entries(ctx, define_entries, NULL);
-  if (extra)
-    g_option_context_add_main_entries(ctx, extra, NULL);
+  for (guint i = 0; extras && extras[i]; i++)
+    g_option_context_add_main_entries(ctx, extras[i], NULL);
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, argc, argv, &error)) {
     fprintf(stderr, "weir %s: %s\n", cmd, error->message);
     return FALSE;
   }
   return TRUE;
+}
+
+static gboolean parse_options(const char *cmd, const char *usage,
+                              const GOptionEntry *extra, int *argc,
+                              char ***argv) {
+  const GOptionEntry *const extras[] = {extra, NULL};
+  return parse_options_with(cmd, usage, extras, argc, argv);
 }
 
 static void print_warnings(const char *cmd, GPtrArray *warnings) {
@@ -532,14 +564,14 @@ static int cmd_expand(int argc, char **argv) {
   return 0;
 }
 
-/* ---------------------------------------------------------------- run-ref */
+/* ------------------------------------------------ running: shared helpers */
 
 /* Splits "NAME=FILE". */
-static gboolean split_spec(const char *option, const char *spec, char **name,
-                           char **file) {
+static gboolean split_spec(const char *cmd, const char *option,
+                           const char *spec, char **name, char **file) {
   const char *eq = strchr(spec, '=');
   if (!eq || eq == spec || !eq[1]) {
-    fprintf(stderr, "weir run-ref: --%s %s: expected NAME=FILE\n", option,
+    fprintf(stderr, "weir %s: --%s %s: expected NAME=FILE\n", cmd, option,
             spec);
     return FALSE;
   }
@@ -576,17 +608,16 @@ static char *argument_list(const WeirGraph *g) {
   return g_string_free(s, FALSE);
 }
 
-static const WeirContainer *require_argument(const WeirGraph *g,
-                                             GHashTable *names,
-                                             const char *option,
-                                             const char *name) {
+static const WeirContainer *
+require_argument(const char *cmd, const WeirGraph *g, GHashTable *names,
+                 const char *option, const char *name) {
   const WeirContainer *c = find_argument(g, names, name);
   if (!c) {
     g_autofree char *list = argument_list(g);
     fprintf(stderr,
-            "weir run-ref: --%s %s: no argument of that name (arguments: "
+            "weir %s: --%s %s: no argument of that name (arguments: "
             "%s)\n",
-            option, name, list);
+            cmd, option, name, list);
   }
   return c;
 }
@@ -626,6 +657,243 @@ static char *tensor_shape_text(const WeirTensor *t) {
   return g_string_free(s, FALSE);
 }
 
+/* A program loaded for a run with its arguments. */
+typedef struct {
+  WeirGraph *g;
+  GHashTable *names; /* ONNX name -> container name */
+  GHashTable *args;  /* container name (borrowed from g) -> WeirTensor* */
+  guint expanded;    /* library nodes expanded */
+} Prepared;
+
+static void prepared_clear(Prepared *p) {
+  g_clear_pointer(&p->args, g_hash_table_unref);
+  g_clear_pointer(&p->names, g_hash_table_unref);
+  g_clear_pointer(&p->g, weir_graph_free);
+}
+
+/* Loads file (an ONNX model is imported with the shapes of the --input
+ * tensors), expands its library nodes when expand is set, binds the --input
+ * tensors (symbols that are whole dimensions are bound from their shapes)
+ * and fills the other arguments with random values: every non-transient
+ * container, or with abi_only only the arguments of compiled code (not the
+ * constants).  Returns 0, or the exit status after printing the problem. */
+static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
+                       gboolean expand, gboolean abi_only, Prepared *p) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func(tensor_spec_free);
+  for (guint i = 0; input_specs && input_specs[i]; i++) {
+    TensorSpec *t = g_new0(TensorSpec, 1);
+    g_ptr_array_add(ins, t);
+    if (!split_spec(cmd, "input", input_specs[i], &t->name, &t->file))
+      return 2;
+    t->tensor = weir_tensor_load(t->file, NULL, &error);
+    if (!t->tensor) {
+      print_error(cmd, error);
+      return 1;
+    }
+  }
+
+  p->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_array_append_vals(shape, t->tensor->shape, t->tensor->rank);
+    g_hash_table_replace(shapes, t->name, shape);
+  }
+  WeirOnnxImportOptions opts = {
+      .symbols = bindings, .input_shapes = shapes, .names = p->names};
+  p->g = load_program_with(cmd, file, &opts);
+  if (!p->g)
+    return 1;
+  if (expand && !weir_expand_all(p->g, NULL, &p->expanded, &error)) {
+    fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+    return 1;
+  }
+  const WeirGraph *g = p->g;
+
+  p->args = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                  (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; i < ins->len; i++) {
+    TensorSpec *t = g_ptr_array_index(ins, i);
+    const WeirContainer *c =
+        require_argument(cmd, g, p->names, "input", t->name);
+    if (!c)
+      return 2;
+    if (t->tensor->dtype != c->dtype) {
+      fprintf(stderr, "weir %s: %s: dtype %s, but argument '%s' is %s\n", cmd,
+              t->file, weir_dtype_name(t->tensor->dtype), c->name,
+              weir_dtype_name(c->dtype));
+      return 1;
+    }
+    bind_from_tensor(c, t->tensor, bindings);
+    g_hash_table_replace(p->args, c->name, g_steal_pointer(&t->tensor));
+  }
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient)
+      continue;
+    const WeirTensor *given = g_hash_table_lookup(p->args, c->name);
+    if (abi_only && c->initial && !given)
+      continue;
+    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
+    for (guint d = 0; d < c->shape->len; d++) {
+      g_autoptr(GError) local = NULL;
+      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                          &local)) {
+        fprintf(stderr,
+                "weir %s: %s: container '%s': %s (bind it with "
+                "-D or give the argument with --input)\n",
+                cmd, file, c->name, local->message);
+        return 2;
+      }
+    }
+    if (given) {
+      gboolean same = given->rank == c->shape->len;
+      for (guint d = 0; same && d < given->rank; d++)
+        same = given->shape[d] == shape[d];
+      if (!same) {
+        g_autofree char *a = tensor_shape_text(given);
+        g_autofree char *b = shape_text(c);
+        fprintf(stderr,
+                "weir %s: %s: --input for '%s' has shape %s, but the "
+                "argument is %s\n",
+                cmd, file, c->name, a, b);
+        return 1;
+      }
+      continue;
+    }
+    WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
+    weir_tensor_fill_random(tensor, (guint64)seed + c->id);
+    g_hash_table_insert(p->args, c->name, tensor);
+  }
+  return 0;
+}
+
+/* Prints sum, min, max and the first values of each tensor of args, in
+ * container order. */
+static void print_tensors(const WeirGraph *g, GHashTable *args) {
+  Table *t = table_new(6);
+  table_row(t, g_strdup("argument"), g_strdup("type"), g_strdup("sum"),
+            g_strdup("min"), g_strdup("max"), g_strdup("first values"));
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    const WeirTensor *x = g_hash_table_lookup(args, c->name);
+    if (c->transient || !x)
+      continue;
+    double sum = 0, lo = G_MAXDOUBLE, hi = -G_MAXDOUBLE;
+    GString *first = g_string_new(NULL);
+    for (gint64 k = 0; k < x->count; k++) {
+      double v = weir_tensor_get(x, k);
+      sum += v;
+      lo = MIN(lo, v);
+      hi = MAX(hi, v);
+      if (k < 4)
+        g_string_append_printf(first, "%s%.6g", k ? ", " : "", v);
+    }
+    if (x->count > 4)
+      g_string_append(first, ", ...");
+    table_row(t, g_strdup(c->name), weir_tensor_describe(x),
+              g_strdup_printf("%.6g", sum), g_strdup_printf("%.6g", lo),
+              g_strdup_printf("%.6g", hi), g_string_free(first, FALSE));
+  }
+  table_print(t);
+}
+
+/* Compares got with want (float dtypes with the tolerances, others
+ * exactly); prints one line "<label>: max abs error ...: ok|MISMATCH". */
+static gboolean compare_tensor(const char *label, const WeirTensor *got,
+                               const WeirTensor *want, const char *want_name) {
+  gboolean exact = !weir_dtype_is_float(got->dtype);
+  double r = exact ? 0 : (opt_rtol >= 0 ? opt_rtol : WEIR_CONFORMANCE_RTOL);
+  double a = exact ? 0 : (opt_atol >= 0 ? opt_atol : WEIR_CONFORMANCE_ATOL);
+  double err = 0;
+  g_autoptr(GError) diff = NULL;
+  gboolean ok = got->dtype == want->dtype && got->rank == want->rank;
+  for (guint d = 0; ok && d < got->rank; d++)
+    ok = got->shape[d] == want->shape[d];
+  if (!ok) {
+    g_autofree char *x = weir_tensor_describe(got);
+    g_autofree char *y = weir_tensor_describe(want);
+    printf("%s: %s, but %s holds %s: MISMATCH\n", label, x, want_name, y);
+    return FALSE;
+  }
+  ok = weir_tensor_allclose(got, want, r, a, &err, &diff);
+  printf("%s: max abs error %.3g (rtol %g, atol %g): %s\n", label, err, r, a,
+         ok ? "ok" : "MISMATCH");
+  if (!ok)
+    printf("  %s\n", diff->message);
+  return ok;
+}
+
+/* The --expect comparisons; returns the exit status (0, 1 on a mismatch,
+ * 2 on bad usage). */
+static int check_expects(const char *cmd, const Prepared *p) {
+  int status = 0;
+  for (guint i = 0; expect_specs && expect_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec(cmd, "expect", expect_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c =
+        require_argument(cmd, p->g, p->names, "expect", name);
+    if (!c)
+      return 2;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirTensor) want = weir_tensor_load(path, NULL, &error);
+    if (!want) {
+      print_error(cmd, error);
+      return 1;
+    }
+    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
+    if (!got) {
+      fprintf(stderr, "weir %s: --expect %s: '%s' is a constant\n", cmd, name,
+              c->name);
+      return 2;
+    }
+    if (!compare_tensor(c->name, got, want, path))
+      status = 1;
+  }
+  return status;
+}
+
+/* The --output files; returns the exit status. */
+static int write_outputs(const char *cmd, const Prepared *p) {
+  for (guint i = 0; output_specs && output_specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    if (!split_spec(cmd, "output", output_specs[i], &name, &path))
+      return 2;
+    const WeirContainer *c =
+        require_argument(cmd, p->g, p->names, "output", name);
+    if (!c)
+      return 2;
+    const WeirTensor *t = g_hash_table_lookup(p->args, c->name);
+    g_autoptr(GError) error = NULL;
+    if (!t) {
+      fprintf(stderr, "weir %s: --output %s: '%s' is a constant\n", cmd, name,
+              c->name);
+      return 2;
+    }
+    if (!weir_tensor_save(t, c->name, path, &error)) {
+      print_error(cmd, error);
+      return 1;
+    }
+    printf("%s: written to %s\n", c->name, path);
+  }
+  return 0;
+}
+
+/* "12.3 us", "4.567 ms", "1.234 s" */
+static char *format_seconds(double s) {
+  if (s < 1e-3)
+    return g_strdup_printf("%.1f us", s * 1e6);
+  if (s < 1.0)
+    return g_strdup_printf("%.3f ms", s * 1e3);
+  return g_strdup_printf("%.3f s", s);
+}
+
+/* ---------------------------------------------------------------- run-ref */
+
 static int cmd_run_ref(int argc, char **argv) {
   static const char *const usage_text =
       "usage: weir run-ref FILE [--input NAME=FILE]... [--expect "
@@ -645,182 +913,435 @@ static int cmd_run_ref(int argc, char **argv) {
     print_error("run-ref", error);
     return 2;
   }
-  g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func(tensor_spec_free);
-  for (guint i = 0; input_specs && input_specs[i]; i++) {
-    TensorSpec *t = g_new0(TensorSpec, 1);
-    g_ptr_array_add(ins, t);
-    if (!split_spec("input", input_specs[i], &t->name, &t->file))
-      return 2;
-    t->tensor = weir_tensor_load(t->file, NULL, &error);
-    if (!t->tensor) {
-      print_error("run-ref", error);
-      return 1;
-    }
-  }
-
-  /* An ONNX model is imported with the shapes of the given inputs. */
-  g_autoptr(GHashTable) names =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
-  for (guint i = 0; i < ins->len; i++) {
-    TensorSpec *t = g_ptr_array_index(ins, i);
-    GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
-    g_array_append_vals(shape, t->tensor->shape, t->tensor->rank);
-    g_hash_table_replace(shapes, t->name, shape);
-  }
-  WeirOnnxImportOptions opts = {
-      .symbols = bindings, .input_shapes = shapes, .names = names};
-  g_autoptr(WeirGraph) g = load_program_with("run-ref", file, &opts);
-  if (!g)
-    return 1;
-  guint expanded = 0;
-  if (!weir_expand_all(g, NULL, &expanded, &error)) {
-    fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
-    return 1;
-  }
-
-  g_autoptr(GHashTable) args = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
-  for (guint i = 0; i < ins->len; i++) {
-    TensorSpec *t = g_ptr_array_index(ins, i);
-    const WeirContainer *c = require_argument(g, names, "input", t->name);
-    if (!c)
-      return 2;
-    if (t->tensor->dtype != c->dtype) {
-      fprintf(stderr, "weir run-ref: %s: dtype %s, but argument '%s' is %s\n",
-              t->file, weir_dtype_name(t->tensor->dtype), c->name,
-              weir_dtype_name(c->dtype));
-      return 1;
-    }
-    bind_from_tensor(c, t->tensor, bindings);
-    g_hash_table_replace(args, c->name, g_steal_pointer(&t->tensor));
-  }
-  for (guint i = 0; i < g->containers->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->transient)
-      continue;
-    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
-    for (guint d = 0; d < c->shape->len; d++) {
-      g_autoptr(GError) local = NULL;
-      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
-                          &local)) {
-        fprintf(stderr,
-                "weir run-ref: %s: container '%s': %s (bind it with "
-                "-D or give the argument with --input)\n",
-                file, c->name, local->message);
-        return 2;
-      }
-    }
-    const WeirTensor *given = g_hash_table_lookup(args, c->name);
-    if (given) {
-      gboolean same = given->rank == c->shape->len;
-      for (guint d = 0; same && d < given->rank; d++)
-        same = given->shape[d] == shape[d];
-      if (!same) {
-        g_autofree char *a = tensor_shape_text(given);
-        g_autofree char *b = shape_text(c);
-        fprintf(stderr,
-                "weir run-ref: %s: --input for '%s' has shape %s, but the "
-                "argument is %s\n",
-                file, c->name, a, b);
-        return 1;
-      }
-      continue;
-    }
-    WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
-    weir_tensor_fill_random(tensor, (guint64)seed + c->id);
-    g_hash_table_insert(args, c->name, tensor);
+  Prepared p = {0};
+  int status = prepare_run("run-ref", file, bindings, TRUE, FALSE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
   }
   gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(g, bindings, args, NULL, &error)) {
+  if (!weir_interpret(p.g, bindings, p.args, NULL, &error)) {
     fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
+    prepared_clear(&p);
     return 1;
   }
   gint64 t1 = g_get_monotonic_time();
   printf("%s: interpreted in %.3f s", file, (double)(t1 - t0) / 1e6);
-  if (expanded)
-    printf(" (%u library node%s expanded first)", expanded,
-           expanded == 1 ? "" : "s");
+  if (p.expanded)
+    printf(" (%u library node%s expanded first)", p.expanded,
+           p.expanded == 1 ? "" : "s");
   printf("\n");
-  Table *t = table_new(6);
-  table_row(t, g_strdup("argument"), g_strdup("type"), g_strdup("sum"),
-            g_strdup("min"), g_strdup("max"), g_strdup("first values"));
-  for (guint i = 0; i < g->containers->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->transient)
-      continue;
-    const WeirTensor *x = g_hash_table_lookup(args, c->name);
-    double sum = 0, lo = G_MAXDOUBLE, hi = -G_MAXDOUBLE;
-    GString *first = g_string_new(NULL);
-    for (gint64 k = 0; k < x->count; k++) {
-      double v = weir_tensor_get(x, k);
-      sum += v;
-      lo = MIN(lo, v);
-      hi = MAX(hi, v);
-      if (k < 4)
-        g_string_append_printf(first, "%s%.6g", k ? ", " : "", v);
-    }
-    if (x->count > 4)
-      g_string_append(first, ", ...");
-    table_row(t, g_strdup(c->name), weir_tensor_describe(x),
-              g_strdup_printf("%.6g", sum), g_strdup_printf("%.6g", lo),
-              g_strdup_printf("%.6g", hi), g_string_free(first, FALSE));
+  print_tensors(p.g, p.args);
+  status = check_expects("run-ref", &p);
+  if (status != 2) {
+    int out = write_outputs("run-ref", &p);
+    status = out ? out : status;
   }
-  table_print(t);
+  prepared_clear(&p);
+  return status;
+}
 
-  int status = 0;
-  for (guint i = 0; expect_specs && expect_specs[i]; i++) {
-    g_autofree char *name = NULL, *path = NULL;
-    if (!split_spec("expect", expect_specs[i], &name, &path))
-      return 2;
-    const WeirContainer *c = require_argument(g, names, "expect", name);
-    if (!c)
-      return 2;
-    g_autoptr(WeirTensor) want = weir_tensor_load(path, NULL, &error);
-    if (!want) {
-      print_error("run-ref", error);
-      return 1;
-    }
-    const WeirTensor *got = g_hash_table_lookup(args, c->name);
-    gboolean exact = !weir_dtype_is_float(got->dtype);
-    double r = exact ? 0 : (opt_rtol >= 0 ? opt_rtol : WEIR_CONFORMANCE_RTOL);
-    double a = exact ? 0 : (opt_atol >= 0 ? opt_atol : WEIR_CONFORMANCE_ATOL);
-    double err = 0;
-    g_autoptr(GError) diff = NULL;
-    gboolean ok = got->dtype == want->dtype && got->rank == want->rank;
-    for (guint d = 0; ok && d < got->rank; d++)
-      ok = got->shape[d] == want->shape[d];
-    if (!ok) {
-      g_autofree char *x = weir_tensor_describe(got);
-      g_autofree char *y = weir_tensor_describe(want);
-      printf("%s: %s, but %s holds %s: MISMATCH\n", c->name, x, path, y);
-      status = 1;
-      continue;
-    }
-    ok = weir_tensor_allclose(got, want, r, a, &err, &diff);
-    printf("%s: max abs error %.3g (rtol %g, atol %g): %s\n", c->name, err, r,
-           a, ok ? "ok" : "MISMATCH");
-    if (!ok) {
-      printf("  %s\n", diff->message);
-      status = 1;
-    }
+/* ------------------------------------------------- compile options (CLI) */
+
+static char *opt_cc, *opt_cflags, *opt_cache_dir;
+static gboolean opt_no_cache;
+
+static const GOptionEntry compile_entries[] = {
+    {"cc", 0, 0, G_OPTION_ARG_STRING, &opt_cc,
+     "C compiler (default: $CC or cc)", "CC"},
+    {"cflags", 0, 0, G_OPTION_ARG_STRING, &opt_cflags,
+     "Compiler flags (default: " WEIR_COMPILE_DEFAULT_FLAGS ")", "FLAGS"},
+    {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_cache_dir,
+     "Compile cache directory (default: $WEIR_CACHE_DIR or "
+     "$XDG_CACHE_HOME/weir)",
+     "DIR"},
+    {"no-cache", 0, 0, G_OPTION_ARG_NONE, &opt_no_cache,
+     "Compile without the cache", NULL},
+    {NULL}};
+
+static WeirCompileOptions compile_options(void) {
+  return (WeirCompileOptions){.compiler = opt_cc,
+                              .flags = opt_cflags,
+                              .cache_dir = opt_cache_dir,
+                              .no_cache = opt_no_cache};
+}
+
+/* Prints a compile error; generated sources live in a temporary directory,
+ * so say how to get them. */
+static void print_compile_error(const char *cmd, const char *file,
+                                const GError *error) {
+  fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+  if (error->code == WEIR_ERROR_RUNTIME &&
+      g_str_has_prefix(error->message, "compiling"))
+    fprintf(stderr,
+            "(the source was generated in a temporary directory; "
+            "'weir codegen %s -o DIR' writes it out)\n",
+            file);
+}
+
+/* ---------------------------------------------------------------- codegen */
+
+static gboolean opt_no_openmp;
+
+static const GOptionEntry codegen_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Directory for <prefix>.c and <prefix>.h (default: .)", "DIR"},
+    {"no-openmp", 0, 0, G_OPTION_ARG_NONE, &opt_no_openmp,
+     "Leave out the OpenMP pragmas", NULL},
+    {NULL}};
+
+static int cmd_codegen(int argc, char **argv) {
+  if (!parse_options("codegen", "FILE", codegen_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir codegen FILE [-o DIR] [--no-openmp]\n");
+    return 2;
   }
-  for (guint i = 0; output_specs && output_specs[i]; i++) {
-    g_autofree char *name = NULL, *path = NULL;
-    if (!split_spec("output", output_specs[i], &name, &path))
-      return 2;
-    const WeirContainer *c = require_argument(g, names, "output", name);
-    if (!c)
-      return 2;
-    if (!weir_tensor_save(g_hash_table_lookup(args, c->name), c->name, path,
-                          &error)) {
-      print_error("run-ref", error);
-      return 1;
-    }
-    printf("%s: written to %s\n", c->name, path);
+  g_autoptr(WeirGraph) g = load_program("codegen", argv[1]);
+  if (!g)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  WeirCodegenOptions cg = {.openmp = !opt_no_openmp};
+  g_autofree char *source = weir_codegen_c(g, &cg, &error);
+  if (!source) {
+    fprintf(stderr, "weir codegen: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_autofree char *header = weir_codegen_header(g);
+  g_autofree char *prefix = weir_codegen_prefix(g);
+  const char *dir = output_path ? output_path : ".";
+  if (g_mkdir_with_parents(dir, 0755) != 0) {
+    fprintf(stderr, "weir codegen: %s: %s\n", dir, g_strerror(errno));
+    return 1;
+  }
+  g_autofree char *cname = g_strconcat(prefix, ".c", NULL);
+  g_autofree char *hname = g_strconcat(prefix, ".h", NULL);
+  g_autofree char *cpath = g_build_filename(dir, cname, NULL);
+  g_autofree char *hpath = g_build_filename(dir, hname, NULL);
+  if (!g_file_set_contents(cpath, source, -1, &error) ||
+      !g_file_set_contents(hpath, header, -1, &error)) {
+    print_error("codegen", error);
+    return 1;
+  }
+  printf("wrote %s and %s\n", cpath, hpath);
+  return 0;
+}
+
+/* -------------------------------------------------------------------- run */
+
+static gboolean opt_check;
+
+static const GOptionEntry check_entries[] = {
+    {"check", 0, 0, G_OPTION_ARG_NONE, &opt_check,
+     "Also run the reference interpreter on the same inputs and compare "
+     "every argument",
+     NULL},
+    {NULL}};
+
+static GHashTable *copy_tensor_table(GHashTable *args) {
+  GHashTable *copy = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                           (GDestroyNotify)weir_tensor_free);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, args);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(copy, k, weir_tensor_copy(v));
+  return copy;
+}
+
+/* Runs the interpreter on ref (a copy of the inputs, keyed by the names of
+ * p->g) and compares every argument with the compiled run's.  Returns the
+ * exit status. */
+static int check_reference(const char *file, const Prepared *p,
+                           GHashTable *bindings, GHashTable *ref) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
+  gint64 t0 = g_get_monotonic_time();
+  if (!weir_expand_all(expanded, NULL, NULL, &error) ||
+      !weir_interpret(expanded, bindings, ref, NULL, &error)) {
+    fprintf(stderr, "weir run: %s: reference interpreter: %s\n", file,
+            error->message);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  printf("check against the reference interpreter (%s):\n", took);
+  int status = 0;
+  for (guint i = 0; i < p->g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(p->g->containers, i);
+    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
+    if (c->transient || !got)
+      continue;
+    g_autofree char *label = g_strconcat("  ", c->name, NULL);
+    if (!compare_tensor(label, got, g_hash_table_lookup(ref, c->name),
+                        "the interpreter"))
+      status = 1;
   }
   return status;
+}
+
+static int cmd_run(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...\n"
+      "                [--output NAME=FILE]... [--check] [--rtol R] "
+      "[--atol A]\n"
+      "                [-D SYM=VALUE]... [--seed N] [--cc CC] [--cflags "
+      "FLAGS]\n";
+  const GOptionEntry *const extras[] = {run_entries, check_entries,
+                                        compile_entries, NULL};
+  if (!parse_options_with("run", "FILE", extras, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *file = argv[1];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("run", error);
+    return 2;
+  }
+  Prepared p = {0};
+  int status = prepare_run("run", file, bindings, FALSE, TRUE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
+  }
+  g_autoptr(GHashTable) ref = opt_check ? copy_tensor_table(p.args) : NULL;
+
+  WeirCompileOptions opts = compile_options();
+  WeirCompileInfo info = {0};
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(WeirKernel) k = weir_kernel_compile(p.g, &opts, &info, &error);
+  if (!k) {
+    print_compile_error("run", file, error);
+    weir_compile_info_clear(&info);
+    prepared_clear(&p);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  if (info.cache_hit)
+    printf("%s: loaded from the compile cache in %s (key %.12s)\n", file, took,
+           info.key);
+  else
+    printf("%s: compiled in %s%s (key %.12s)\n", file, took,
+           info.recovered ? ", replacing a damaged cache entry" : "", info.key);
+  weir_compile_info_clear(&info);
+
+  t0 = g_get_monotonic_time();
+  if (!weir_kernel_run(k, bindings, p.args, &error)) {
+    fprintf(stderr, "weir run: %s: %s\n", file, error->message);
+    prepared_clear(&p);
+    return 1;
+  }
+  g_autofree char *ran =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  printf("%s: ran in %s\n", file, ran);
+  print_tensors(p.g, p.args);
+  if (opt_check)
+    status = check_reference(file, &p, bindings, ref);
+  int expects = check_expects("run", &p);
+  if (expects != 2) {
+    int out = write_outputs("run", &p);
+    expects = out ? out : expects;
+  }
+  prepared_clear(&p);
+  return expects ? expects : status;
+}
+
+/* ------------------------------------------------------------------ bench */
+
+static gint opt_threads, opt_reps = 10, opt_warmup = 3;
+
+static const GOptionEntry bench_entries[] = {
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+     "Seed of the random inputs (default 1)", "N"},
+    {"threads", 't', 0, G_OPTION_ARG_INT, &opt_threads,
+     "OpenMP threads (default: OMP_NUM_THREADS or one per processor)", "N"},
+    {"reps", 'r', 0, G_OPTION_ARG_INT, &opt_reps,
+     "Timed repetitions (default 10)", "N"},
+    {"warmup", 'w', 0, G_OPTION_ARG_INT, &opt_warmup,
+     "Untimed warm-up runs (default 3)", "N"},
+    {NULL}};
+
+static void remove_tree(const char *path) {
+  if (g_file_test(path, G_FILE_TEST_IS_DIR) &&
+      !g_file_test(path, G_FILE_TEST_IS_SYMLINK)) {
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+      g_autofree char *p = g_build_filename(path, name, NULL);
+      remove_tree(p);
+    }
+    g_rmdir(path);
+  } else
+    g_unlink(path);
+}
+
+/* Compiles g twice with a fresh cache in a temporary directory: a cold
+ * compile (*cold: the whole call, *compiler: the compiler alone), then a
+ * cached one (*cached).  Returns the cached kernel. */
+static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
+                                           double *compiler, double *cached,
+                                           GError **error) {
+  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", error);
+  if (!dir)
+    return NULL;
+  WeirCompileOptions opts = compile_options();
+  opts.cache_dir = dir;
+  opts.no_cache = FALSE;
+  WeirCompileInfo info = {0};
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(WeirKernel) first = weir_kernel_compile(g, &opts, &info, error);
+  gint64 t1 = g_get_monotonic_time();
+  *cold = (double)(t1 - t0) / 1e6;
+  *compiler = info.compile_seconds;
+  weir_compile_info_clear(&info);
+  WeirKernel *k = NULL;
+  if (first) {
+    k = weir_kernel_compile(g, &opts, &info, error);
+    *cached = (double)(g_get_monotonic_time() - t1) / 1e6;
+    if (k && !info.cache_hit) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                  "the second compile missed the cache");
+      g_clear_pointer(&k, weir_kernel_free);
+    }
+    weir_compile_info_clear(&info);
+  }
+  remove_tree(dir);
+  return k;
+}
+
+/* Rate of a quantity per second in units of 10^9, or "-". */
+static char *format_rate(const WeirQuantity *q, double seconds,
+                         const char *unit) {
+  if (!q->known || seconds <= 0)
+    return g_strdup("-");
+  return g_strdup_printf("%.3f %s", (double)q->value / seconds / 1e9, unit);
+}
+
+static int cmd_bench(int argc, char **argv) {
+  const GOptionEntry *const extras[] = {bench_entries, compile_entries, NULL};
+  if (!parse_options_with("bench", "FILE", extras, &argc, &argv))
+    return 2;
+  if (argc != 2 || opt_reps < 1 || opt_warmup < 0 || opt_threads < 0) {
+    fprintf(stderr, "usage: weir bench FILE [-D SYM=VALUE]... [--threads N] "
+                    "[--reps N>=1] [--warmup N>=0]\n");
+    return 2;
+  }
+  const char *file = argv[1];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("bench", error);
+    return 2;
+  }
+  Prepared p = {0};
+  int status = prepare_run("bench", file, bindings, FALSE, TRUE, &p);
+  if (status) {
+    prepared_clear(&p);
+    return status;
+  }
+  double cold = 0, compiler = 0, cached = 0;
+  g_autoptr(WeirKernel) k =
+      compile_cold_and_cached(p.g, &cold, &compiler, &cached, &error);
+  if (!k) {
+    print_compile_error("bench", file, error);
+    prepared_clear(&p);
+    return 1;
+  }
+  g_autofree char *threads = g_strdup("default");
+  if (opt_threads > 0) {
+    g_free(threads);
+    if (weir_kernel_set_threads(k, opt_threads, &error))
+      threads = g_strdup_printf("%d", opt_threads);
+    else {
+      fprintf(stderr, "weir bench: note: %s; --threads ignored\n",
+              error->message);
+      g_clear_error(&error);
+      threads = g_strdup("1 (no OpenMP)");
+    }
+  }
+  WeirBenchOptions bo = {.warmup = (guint)opt_warmup,
+                         .repetitions = (guint)opt_reps};
+  WeirBenchResult r;
+  if (!weir_kernel_bench(k, bindings, p.args, &bo, &r, &error)) {
+    fprintf(stderr, "weir bench: %s: %s\n", file, error->message);
+    prepared_clear(&p);
+    return 1;
+  }
+  /* FLOPs and bytes of the program as compiled: library nodes expanded */
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p.g);
+  g_autoptr(GError) local = NULL;
+  g_autoptr(WeirAnalysis) a = weir_analysis_compute(
+      weir_expand_all(expanded, NULL, NULL, &local) ? expanded : p.g, bindings,
+      &local);
+
+  printf("program  %s  (%s)\n", p.g->name, file);
+  g_autofree char *c1 = format_seconds(cold), *c2 = format_seconds(compiler),
+                  *c3 = format_seconds(cached);
+  printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
+  printf("runs     %d warm-up, %d timed, threads %s\n", opt_warmup, opt_reps,
+         threads);
+  g_autofree char *med = format_seconds(r.median), *lo = format_seconds(r.min),
+                  *hi = format_seconds(r.max);
+  printf("time     median %s, min %s, max %s\n", med, lo, hi);
+  if (a) {
+    g_autofree char *flops = format_quantity(&a->total_flops, FALSE);
+    g_autofree char *bytes = format_quantity(&a->total_bytes, TRUE);
+    g_autofree char *gflops = format_rate(&a->total_flops, r.median, "GFLOP/s");
+    g_autofree char *gbs = format_rate(&a->total_bytes, r.median, "GB/s");
+    printf("FLOPs    %s  ->  %s at the median time\n", flops, gflops);
+    printf("bytes    %s  ->  %s at the median time\n", bytes, gbs);
+  } else
+    printf("FLOPs    - (analysis: %s)\n", local->message);
+  weir_bench_result_clear(&r);
+  prepared_clear(&p);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ cache */
+
+static const GOptionEntry cache_entries[] = {
+    {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_cache_dir,
+     "Compile cache directory (default: $WEIR_CACHE_DIR or "
+     "$XDG_CACHE_HOME/weir)",
+     "DIR"},
+    {NULL}};
+
+static int cmd_cache(int argc, char **argv) {
+  if (!parse_options("cache", "stats|clear", cache_entries, &argc, &argv))
+    return 2;
+  if (argc != 2 ||
+      (strcmp(argv[1], "stats") != 0 && strcmp(argv[1], "clear") != 0)) {
+    fprintf(stderr, "usage: weir cache stats|clear [--cache-dir DIR]\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirCache) cache = weir_cache_open(opt_cache_dir, &error);
+  WeirCacheStats st;
+  if (!cache || !weir_cache_stats(cache, &st, &error)) {
+    print_error("cache", error);
+    return 1;
+  }
+  g_autofree char *size = format_bytes(st.total_bytes);
+  if (strcmp(argv[1], "clear") == 0) {
+    if (!weir_cache_clear(cache, &error)) {
+      print_error("cache", error);
+      return 1;
+    }
+    printf("removed %" G_GINT64_FORMAT " object%s (%s) from %s\n", st.entries,
+           st.entries == 1 ? "" : "s", size, weir_cache_dir(cache));
+    return 0;
+  }
+  g_autofree char *limit = format_bytes(st.max_bytes);
+  printf("location  %s\n", weir_cache_dir(cache));
+  printf("objects   %" G_GINT64_FORMAT "\n", st.entries);
+  printf("size      %s (limit %s)\n", size, limit);
+  printf("hits      %" G_GINT64_FORMAT "\n", st.hits);
+  return 0;
 }
 
 /* ------------------------------------------------------------ conformance */

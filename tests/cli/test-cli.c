@@ -640,7 +640,183 @@ static void test_usage(void **state) {
   run_clear(&r);
 }
 
+/* ------------------------------------------------------------- runtime */
+
+static void test_cache_stats_and_clear_empty(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-cache-XXXXXX", NULL);
+  Run r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, dir);
+  assert_contains(r.out, "objects   0");
+  assert_contains(r.out, "limit 1.0 GiB");
+  run_clear(&r);
+  r = run_weir("cache", "clear", "--cache-dir", dir, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "removed 0 objects");
+  run_clear(&r);
+  r = run_weir("cache", "frobnicate", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "stats|clear");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+#define FAST_FLAGS "-O1 -fopenmp -fPIC -shared"
+
+static void test_codegen(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-cg-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "gen", NULL);
+  Run r = run_weir("codegen", "samples/matmul.json", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "matmul.c");
+  run_clear(&r);
+  g_autofree char *c = g_build_filename(out, "matmul.c", NULL);
+  g_autofree char *h = g_build_filename(out, "matmul.h", NULL);
+  g_autofree char *text = NULL;
+  assert_true(g_file_get_contents(c, &text, NULL, NULL));
+  assert_contains(text, "matmul_run(");
+  assert_contains(text, "matmul_abi_version(");
+  assert_true(g_file_test(h, G_FILE_TEST_IS_REGULAR));
+  r = run_weir("codegen", NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+/* weir run: compiled, then from the cache; --check; files in and out. */
+static void test_run_compiled(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-run-XXXXXX", NULL);
+  g_autofree char *cache = g_build_filename(dir, "cache", NULL);
+  Run r = run_weir("run", "samples/softmax.json", "--check", "--cache-dir",
+                   cache, "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "samples/softmax.json: compiled in");
+  assert_contains(r.out, "check against the reference interpreter");
+  assert_contains(r.out, "  Y: max abs error");
+  assert_contains(r.out, "f32[32, 64]");
+  run_clear(&r);
+  r = run_weir("run", "samples/softmax.json", "--cache-dir", cache, "--cflags",
+               FAST_FLAGS, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "loaded from the compile cache");
+  run_clear(&r);
+  r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
+  assert_contains(r.out, "objects   1");
+  assert_contains(r.out, "hits      1");
+  run_clear(&r);
+
+  /* --output, then --input and --expect with the files written */
+  g_autofree char *c_npy = g_build_filename(dir, "c.npy", NULL);
+  g_autofree char *a_pb = g_build_filename(dir, "a.pb", NULL);
+  g_autofree char *out_c = g_strconcat("C=", c_npy, NULL);
+  g_autofree char *out_a = g_strconcat("A=", a_pb, NULL);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=300", "--seed", "5",
+               "--output", out_c, "--output", out_a, "--cache-dir", cache,
+               "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "C: written to");
+  run_clear(&r);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=300", "--seed", "5",
+               "--input", out_a, "--expect", out_c, "--cache-dir", cache,
+               "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "C: max abs error 0");
+  run_clear(&r);
+  /* other random B: the expectation fails, exit status 1 */
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=300", "--seed", "6",
+               "--input", out_a, "--expect", out_c, "--cache-dir", cache,
+               "--cflags", FAST_FLAGS, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "MISMATCH");
+  run_clear(&r);
+  /* a file of the wrong shape is refused */
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=299", "--input",
+               out_a, "--cache-dir", cache, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "has shape [300]");
+  run_clear(&r);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=3", "--expect",
+               "Q=x.npy", "--cache-dir", cache, "--cflags", FAST_FLAGS, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "no argument of that name");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+/* An ONNX model compiled against PyTorch's output. */
+static void test_run_model(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-model-XXXXXX", NULL);
+  Run r = run_weir("run", "samples/models/lenet.onnx", "--input",
+                   "input=samples/models/lenet/input_0.pb", "--expect",
+                   "output=samples/models/lenet/output_0.npy", "--cache-dir",
+                   dir, "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, ": ok");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_run_compile_error(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-err-XXXXXX", NULL);
+  Run r = run_weir("run", "samples/vector_add.json", "-D", "N=4", "--cache-dir",
+                   dir, "--cflags",
+                   "-O1 -fPIC -shared -include /nonexistent/header.h", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "compiling 'vector_add' failed");
+  assert_contains(r.err, "/nonexistent/header.h");
+  assert_contains(r.err, "weir codegen samples/vector_add.json -o DIR");
+  run_clear(&r);
+  r = run_weir("run", "samples/vector_add.json", "-D", "N=4", "--cache-dir",
+               dir, "--cc", "/nonexistent/cc", NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "/nonexistent/cc");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+static void test_bench(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-bench-XXXXXX", NULL);
+  Run r = run_weir("bench", "samples/vector_add.json", "-D", "N=100000",
+                   "--reps", "3", "--warmup", "1", "--threads", "2", "--cflags",
+                   FAST_FLAGS, "--cache-dir", dir, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "compile  cold ");
+  assert_contains(r.out, "cached ");
+  assert_contains(r.out, "1 warm-up, 3 timed, threads 2");
+  assert_contains(r.out, "time     median ");
+  assert_contains(r.out, "FLOPs    100000  ->  ");
+  assert_contains(r.out, "GFLOP/s");
+  assert_contains(r.out, "GB/s");
+  run_clear(&r);
+  /* cold compiles use their own temporary cache, not this one */
+  r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
+  assert_contains(r.out, "objects   0");
+  run_clear(&r);
+  r = run_weir("bench", "samples/vector_add.json", "-D", "N=10", "--reps", "0",
+               NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  remove_tree(dir);
+}
+
 int main(void) {
+  /* never the user's compile cache */
+  g_autofree char *home = g_dir_make_tmp("weir-cli-home-XXXXXX", NULL);
+  g_setenv("XDG_CACHE_HOME", home, TRUE);
+  g_unsetenv("WEIR_CACHE_DIR");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
       cmocka_unit_test(test_info_symbolic_and_bound),
@@ -656,9 +832,17 @@ int main(void) {
       cmocka_unit_test(test_conformance),
       cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
+      cmocka_unit_test(test_cache_stats_and_clear_empty),
+      cmocka_unit_test(test_codegen),
+      cmocka_unit_test(test_run_compiled),
+      cmocka_unit_test(test_run_model),
+      cmocka_unit_test(test_run_compile_error),
+      cmocka_unit_test(test_bench),
   };
   /* No plugins from the user's own directory. */
   g_setenv("XDG_DATA_HOME", "/nonexistent-weir-test-data", TRUE);
   g_unsetenv("WEIR_PLUGIN_PATH");
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  remove_tree(home);
+  return rc;
 }

@@ -1,0 +1,339 @@
+/* compiler.c — the C compiler driver.
+ *
+ * Conventions of this file:
+ *  - The compiler always runs from an argument vector built here
+ *    (GSubprocess), never through a shell.  The compiler command and the
+ *    flags are split into words with g_shell_parse_argv, which honours
+ *    quotes and expands nothing.
+ *  - Every compile gets its own private temporary directory (mode 0700) for
+ *    the source; the output goes where the caller says.
+ *  - Messages quote the command line so it can be pasted into a terminal.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+
+#include "weir-runtime.h"
+
+/* Limits of the compiler output kept in an error message. */
+#define DIAG_MAX_LINES 60
+#define DIAG_MAX_BYTES 8192
+
+/* ---------------------------------------------------------------- words */
+
+char *weir_compiler_command(const WeirCompileOptions *opts) {
+  if (opts && opts->compiler && *opts->compiler)
+    return g_strdup(opts->compiler);
+  const char *cc = g_getenv("CC");
+  if (cc && *cc)
+    return g_strdup(cc);
+  return g_strdup("cc");
+}
+
+/* Splits text into words; "" or blanks give an empty vector. */
+static char **split_words(const char *what, const char *text, GError **error) {
+  gboolean blank = TRUE;
+  for (const char *p = text; p && *p && blank; p++)
+    blank = g_ascii_isspace(*p);
+  if (blank)
+    return g_new0(char *, 1);
+  char **words = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!g_shell_parse_argv(text, NULL, &words, &local)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s '%s': %s", what,
+                text, local->message);
+    return NULL;
+  }
+  return words;
+}
+
+static char **compiler_words(const WeirCompileOptions *opts, GError **error) {
+  g_autofree char *cmd = weir_compiler_command(opts);
+  char **words = split_words("compiler", cmd, error);
+  if (words && !words[0]) {
+    g_strfreev(words);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "the compiler command is empty");
+    return NULL;
+  }
+  return words;
+}
+
+static char **flag_words(const WeirCompileOptions *opts, GError **error) {
+  const char *flags =
+      opts && opts->flags ? opts->flags : WEIR_COMPILE_DEFAULT_FLAGS;
+  return split_words("compiler flags", flags, error);
+}
+
+/* A command line as text, each word quoted when the shell would need it. */
+static char *command_line(const char *const *argv) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; argv[i]; i++) {
+    const char *w = argv[i];
+    gboolean plain = *w != '\0';
+    for (const char *p = w; *p && plain; p++)
+      plain = g_ascii_isalnum(*p) || strchr("_./=,+:-@%", *p);
+    if (i)
+      g_string_append_c(s, ' ');
+    if (plain)
+      g_string_append(s, w);
+    else {
+      g_autofree char *q = g_shell_quote(w);
+      g_string_append(s, q);
+    }
+  }
+  return g_string_free(s, FALSE);
+}
+
+char *weir_compiler_flags(const WeirCompileOptions *opts, GError **error) {
+  g_auto(GStrv) words = flag_words(opts, error);
+  if (!words)
+    return NULL;
+  return command_line((const char *const *)words);
+}
+
+/* Keeps the head of the compiler's output: its first errors are the ones
+ * that explain the rest. */
+static char *truncate_output(const char *text) {
+  GString *s = g_string_new(NULL);
+  const char *p = text;
+  guint lines = 0;
+  while (*p && lines < DIAG_MAX_LINES) {
+    const char *nl = strchr(p, '\n');
+    gsize len = nl ? (gsize)(nl - p) + 1 : strlen(p);
+    if (s->len + len > DIAG_MAX_BYTES)
+      break;
+    g_string_append_len(s, p, (gssize)len);
+    p += len;
+    lines++;
+  }
+  if (*p) {
+    guint rest = 0;
+    for (const char *q = p; *q; q++)
+      rest += *q == '\n';
+    if (p[strlen(p) - 1] != '\n')
+      rest++;
+    if (s->len && s->str[s->len - 1] != '\n')
+      g_string_append_c(s, '\n');
+    g_string_append_printf(s, "[... %u more line%s of compiler output]", rest,
+                           rest == 1 ? "" : "s");
+  }
+  while (s->len && s->str[s->len - 1] == '\n')
+    g_string_truncate(s, s->len - 1);
+  return g_string_free(s, FALSE);
+}
+
+/* Runs argv with stdout and stderr merged into *output (valid UTF-8).
+ * *status receives a description when the process did not exit with 0
+ * ("exit status 1", "killed by signal 9"), else NULL.  FALSE only when the
+ * process could not be run. */
+static gboolean run_captured(const char *const *argv, char **output,
+                             char **status, GError **error) {
+  g_autoptr(GError) local = NULL;
+  g_autoptr(GSubprocess) proc = g_subprocess_newv(
+      argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE,
+      &local);
+  g_autoptr(GBytes) out = NULL;
+  if (!proc ||
+      !g_subprocess_communicate(proc, NULL, NULL, &out, NULL, &local)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "cannot run '%s': %s",
+                argv[0], local->message);
+    return FALSE;
+  }
+  gsize len = 0;
+  const char *data = out ? g_bytes_get_data(out, &len) : NULL;
+  *output = g_utf8_make_valid(data ? data : "", (gssize)len);
+  *status = NULL;
+  if (g_subprocess_get_if_signaled(proc))
+    *status =
+        g_strdup_printf("killed by signal %d", g_subprocess_get_term_sig(proc));
+  else if (g_subprocess_get_exit_status(proc) != 0)
+    *status =
+        g_strdup_printf("exit status %d", g_subprocess_get_exit_status(proc));
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- identity */
+
+static GMutex identity_lock;
+static GHashTable *identities; /* command -> first line of --version */
+
+char *weir_compiler_identity(const WeirCompileOptions *opts, GError **error) {
+  g_autofree char *cmd = weir_compiler_command(opts);
+  g_mutex_lock(&identity_lock);
+  const char *known = identities ? g_hash_table_lookup(identities, cmd) : NULL;
+  char *result = g_strdup(known);
+  g_mutex_unlock(&identity_lock);
+  if (result)
+    return result;
+
+  g_auto(GStrv) words = compiler_words(opts, error);
+  if (!words)
+    return NULL;
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_strv_builder_addv(b, (const char **)words);
+  g_strv_builder_add(b, "--version");
+  g_auto(GStrv) argv = g_strv_builder_end(b);
+  g_autofree char *output = NULL, *status = NULL;
+  if (!run_captured((const char *const *)argv, &output, &status, error)) {
+    g_prefix_error(error, "C compiler: ");
+    return NULL;
+  }
+  g_strstrip(output);
+  if (status || !*output) {
+    g_autofree char *line = command_line((const char *const *)argv);
+    g_autofree char *diag = truncate_output(output);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "C compiler: '%s' failed (%s)%s%s", line,
+                status ? status : "no output", *diag ? ":\n" : "", diag);
+    return NULL;
+  }
+  char *nl = strchr(output, '\n');
+  if (nl)
+    *nl = '\0';
+  g_strstrip(output);
+
+  g_mutex_lock(&identity_lock);
+  if (!identities)
+    identities = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_replace(identities, g_strdup(cmd), g_strdup(output));
+  g_mutex_unlock(&identity_lock);
+  return g_steal_pointer(&output);
+}
+
+/* -------------------------------------------------------------- compile */
+
+static gboolean valid_name(const char *name) {
+  if (!*name || g_ascii_isdigit(*name))
+    return FALSE;
+  for (const char *p = name; *p; p++)
+    if (!g_ascii_isalnum(*p) && *p != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* Runs the compiler on src (in its private directory). */
+static gboolean run_compiler(char **cc, char **flags, const char *name,
+                             const char *src, const char *output,
+                             double *seconds, GError **error) {
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_strv_builder_addv(b, (const char **)cc);
+  g_strv_builder_addv(b, (const char **)flags);
+  g_strv_builder_add_many(b, "-o", output, src, "-lm", NULL);
+  g_auto(GStrv) argv = g_strv_builder_end(b);
+
+  g_autofree char *text = NULL, *status = NULL;
+  gint64 t0 = g_get_monotonic_time();
+  if (!run_captured((const char *const *)argv, &text, &status, error)) {
+    g_prefix_error(error, "compile '%s': ", name);
+    return FALSE;
+  }
+  if (seconds)
+    *seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+  g_autofree char *line = command_line((const char *const *)argv);
+  if (status) {
+    g_autofree char *diag = truncate_output(text);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "compiling '%s' failed (%s): %s%s%s", name, status, line,
+                *diag ? "\n" : "", diag);
+    return FALSE;
+  }
+  if (!g_file_test(output, G_FILE_TEST_IS_REGULAR)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "compiling '%s': the compiler succeeded but wrote no '%s': %s",
+                name, output, line);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean weir_compile(const char *source, const char *name, const char *output,
+                      const WeirCompileOptions *opts, double *seconds,
+                      GError **error) {
+  g_return_val_if_fail(source != NULL && output != NULL, FALSE);
+  if (seconds)
+    *seconds = 0;
+  if (!name)
+    name = "kernel";
+  if (!valid_name(name)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "compile: '%s' is not a C identifier", name);
+    return FALSE;
+  }
+  g_auto(GStrv) cc = compiler_words(opts, error);
+  if (!cc)
+    return FALSE;
+  g_auto(GStrv) flags = flag_words(opts, error);
+  if (!flags)
+    return FALSE;
+
+  g_autoptr(GError) local = NULL;
+  g_autofree char *dir = g_dir_make_tmp("weir-cc-XXXXXX", &local);
+  if (!dir) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
+                "compile '%s': cannot create a temporary directory: %s", name,
+                local->message);
+    return FALSE;
+  }
+  g_autofree char *file = g_strconcat(name, ".c", NULL);
+  g_autofree char *src = g_build_filename(dir, file, NULL);
+  gboolean ok = g_file_set_contents(src, source, -1, &local);
+  if (!ok)
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "compile '%s': %s", name,
+                local->message);
+  else
+    ok = run_compiler(cc, flags, name, src, output, seconds, error);
+  g_unlink(src);
+  g_rmdir(dir);
+  return ok;
+}
+
+/* ------------------------------------------------------- parallel units */
+
+typedef struct {
+  const WeirCompileOptions *opts;
+} ManyCtx;
+
+static void compile_job(gpointer data, gpointer user_data) {
+  WeirCompileJob *job = data;
+  const ManyCtx *ctx = user_data;
+  weir_compile(job->source, job->name, job->output, ctx->opts, &job->seconds,
+               &job->error);
+}
+
+gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,
+                           const WeirCompileOptions *opts, GError **error) {
+  g_return_val_if_fail(jobs != NULL || n_jobs == 0, FALSE);
+  ManyCtx ctx = {opts};
+  for (guint i = 0; i < n_jobs; i++) {
+    g_clear_error(&jobs[i].error);
+    jobs[i].seconds = 0;
+  }
+  guint limit = MIN(n_jobs, g_get_num_processors());
+  if (limit <= 1) {
+    for (guint i = 0; i < n_jobs; i++)
+      compile_job(&jobs[i], &ctx);
+  } else {
+    g_autoptr(GError) local = NULL;
+    GThreadPool *pool =
+        g_thread_pool_new(compile_job, &ctx, (gint)limit, TRUE, &local);
+    if (!pool) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                  "compile: cannot start compiler threads: %s", local->message);
+      return FALSE;
+    }
+    for (guint i = 0; i < n_jobs; i++)
+      g_thread_pool_push(pool, &jobs[i], NULL);
+    g_thread_pool_free(pool, FALSE, TRUE); /* waits for every job */
+  }
+  for (guint i = 0; i < n_jobs; i++) {
+    if (jobs[i].error) {
+      if (error)
+        *error = g_error_copy(jobs[i].error);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}

@@ -1,0 +1,666 @@
+/* runtime.c — compile, load, run and time generated code (weir-runtime.h).
+ *
+ * Conventions of this file:
+ *  - A compile goes: source -> cache key -> cache lookup -> (on a miss) the
+ *    compiler driver into a private temporary directory -> GModule load of
+ *    that fresh copy -> cache insert.  A kernel built on a miss is loaded
+ *    from its temporary copy, so a concurrent eviction cannot take the file
+ *    away between insert and load.
+ *  - An object that the cache returns but that fails to load is dropped from
+ *    the cache and rebuilt (info->recovered).
+ *  - Argument checks use the interpreter's messages so both report a bad
+ *    call the same way.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <glib/gstdio.h>
+#include <gmodule.h>
+
+#include "weir-cache.h"
+#include "weir-codegen.h"
+#include "weir-runtime.h"
+
+typedef int (*RunFunc)(void *const args[], const int64_t symbols[]);
+typedef int (*AbiFunc)(void);
+typedef void (*SetThreadsFunc)(int);
+
+G_STATIC_ASSERT(sizeof(gint64) == sizeof(int64_t));
+
+struct _WeirKernel {
+  char *prefix;
+  GModule *module;
+  RunFunc run;
+  WeirGraph *g;         /* owned copy, or NULL */
+  GPtrArray *arguments; /* WeirContainer* of g in ABI order (borrowed) */
+};
+
+/* ------------------------------------------------------------- loading */
+
+/* OpenMP runtimes must not be unloaded while their worker threads live:
+ * the first time a kernel brings one in, it is made resident. */
+static void pin_openmp(GModule *module) {
+  static GMutex lock;
+  static GHashTable *pinned; /* library path -> GModule* (resident) */
+  gpointer sym = NULL;
+  Dl_info dl;
+  if (!g_module_symbol(module, "omp_get_num_threads", &sym) || !sym ||
+      !dladdr(sym, &dl) || !dl.dli_fname)
+    return;
+  g_mutex_lock(&lock);
+  if (!pinned)
+    pinned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  if (!g_hash_table_contains(pinned, dl.dli_fname)) {
+    GModule *m = g_module_open(dl.dli_fname, G_MODULE_BIND_LOCAL);
+    if (m) {
+      g_module_make_resident(m);
+      g_hash_table_insert(pinned, g_strdup(dl.dli_fname), m);
+    }
+  }
+  g_mutex_unlock(&lock);
+}
+
+static WeirKernel *kernel_load(const char *path, const char *prefix,
+                               GError **error) {
+  GModule *module = g_module_open(path, G_MODULE_BIND_LOCAL);
+  if (!module) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "kernel '%s': cannot load '%s': %s", prefix, path,
+                g_module_error());
+    return NULL;
+  }
+  g_autofree char *run_name = g_strconcat(prefix, "_run", NULL);
+  g_autofree char *abi_name = g_strconcat(prefix, "_abi_version", NULL);
+  gpointer run = NULL, abi = NULL;
+  const char *missing =
+      !g_module_symbol(module, run_name, &run) || !run   ? run_name
+      : !g_module_symbol(module, abi_name, &abi) || !abi ? abi_name
+                                                         : NULL;
+  if (missing) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "kernel '%s': '%s' does not define '%s'", prefix, path,
+                missing);
+    g_module_close(module);
+    return NULL;
+  }
+  int version = ((AbiFunc)abi)();
+  if (version != WEIR_CODEGEN_ABI_VERSION) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_VERSION,
+                "kernel '%s': '%s' has ABI version %d, this Weir runs version "
+                "%d",
+                prefix, path, version, WEIR_CODEGEN_ABI_VERSION);
+    g_module_close(module);
+    return NULL;
+  }
+  pin_openmp(module);
+  WeirKernel *k = g_new0(WeirKernel, 1);
+  k->prefix = g_strdup(prefix);
+  k->module = module;
+  k->run = (RunFunc)run;
+  return k;
+}
+
+void weir_kernel_free(WeirKernel *k) {
+  if (!k)
+    return;
+  if (k->module)
+    g_module_close(k->module);
+  if (k->arguments)
+    g_ptr_array_unref(k->arguments);
+  if (k->g)
+    weir_graph_free(k->g);
+  g_free(k->prefix);
+  g_free(k);
+}
+
+void weir_compile_info_clear(WeirCompileInfo *info) {
+  if (!info)
+    return;
+  g_free(info->key);
+  g_free(info->object_path);
+  memset(info, 0, sizeof *info);
+}
+
+const char *weir_kernel_prefix(const WeirKernel *k) {
+  return k->prefix;
+}
+
+/* ------------------------------------------------------------ compiling */
+
+/* Describes the host CPU, for keys of code built with -march=native:
+ * the model name and feature flags of the first processor. */
+static const char *host_cpu(void) {
+  static char *text;
+  if (g_once_init_enter(&text)) {
+    GString *s = g_string_new(NULL);
+    g_autofree char *info = NULL;
+    if (g_file_get_contents("/proc/cpuinfo", &info, NULL, NULL)) {
+      const char *keys[] = {"model name", "flags", "Features", "CPU part"};
+      g_auto(GStrv) lines = g_strsplit(info, "\n", -1);
+      for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+        for (guint i = 0; lines[i]; i++) {
+          if (g_str_has_prefix(lines[i], keys[k])) {
+            g_string_append_printf(s, "%s\n", lines[i]);
+            break;
+          }
+        }
+      }
+    }
+    g_string_append(s, G_STRINGIFY(__SIZEOF_POINTER__));
+    g_once_init_leave(&text, g_string_free(s, FALSE));
+  }
+  return text;
+}
+
+/* The flags part of the cache key: the normalized flags, plus the host CPU
+ * when the code is tuned for the machine that builds it. */
+static char *key_flags(const char *flags) {
+  if (!strstr(flags, "=native"))
+    return g_strdup(flags);
+  return g_strconcat(flags, "\nhost ", host_cpu(), NULL);
+}
+
+static GBytes *read_bytes(const char *path, GError **error) {
+  g_autoptr(GMappedFile) mf = g_mapped_file_new(path, FALSE, error);
+  return mf ? g_mapped_file_get_bytes(mf) : NULL;
+}
+
+/* One program to build. */
+typedef struct {
+  const char *source;
+  const char *prefix;
+  char *key;
+  WeirKernel *kernel; /* result */
+  WeirCompileInfo info;
+} Unit;
+
+static void remove_dir(const char *dir) {
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d))) {
+    g_autofree char *p = g_build_filename(dir, name, NULL);
+    g_unlink(p);
+  }
+  g_rmdir(dir);
+}
+
+/* Builds units: cache lookups, then the misses compiled in parallel, loaded
+ * and inserted.  On failure the error names the unit that failed first;
+ * kernels already loaded stay in the units for the caller to free. */
+static gboolean build_units(Unit *units, guint n,
+                            const WeirCompileOptions *opts, GError **error) {
+  g_autofree char *identity = weir_compiler_identity(opts, error);
+  if (!identity)
+    return FALSE;
+  g_autofree char *flags = weir_compiler_flags(opts, error);
+  if (!flags)
+    return FALSE;
+  g_autofree char *kflags = key_flags(flags);
+  gboolean use_cache = !(opts && opts->no_cache);
+  g_autoptr(WeirCache) cache = NULL;
+  if (use_cache) {
+    cache = weir_cache_open(opts ? opts->cache_dir : NULL, error);
+    if (!cache)
+      return FALSE;
+    if (opts && opts->cache_max_bytes > 0)
+      weir_cache_set_max_bytes(cache, opts->cache_max_bytes);
+  }
+
+  g_autoptr(GArray) misses = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < n; i++) {
+    Unit *u = &units[i];
+    u->info.key =
+        weir_cache_key(u->source, identity, kflags, WEIR_CODEGEN_ABI_VERSION);
+    if (cache) {
+      gboolean recovered = FALSE;
+      g_autoptr(GError) local = NULL;
+      g_autofree char *path =
+          weir_cache_lookup(cache, u->info.key, &recovered, &local);
+      if (local) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+      }
+      u->info.recovered = recovered;
+      if (path) {
+        u->kernel = kernel_load(path, u->prefix, &local);
+        if (u->kernel) {
+          u->info.cache_hit = TRUE;
+          u->info.object_path = g_steal_pointer(&path);
+          continue;
+        }
+        /* damaged in a way the checksum cannot see: rebuild it */
+        if (!weir_cache_remove(cache, u->info.key, error))
+          return FALSE;
+        u->info.recovered = TRUE;
+      }
+    }
+    g_array_append_val(misses, i);
+  }
+  if (misses->len == 0)
+    return TRUE;
+
+  g_autoptr(GError) local = NULL;
+  g_autofree char *dir = g_dir_make_tmp("weir-rt-XXXXXX", &local);
+  if (!dir) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
+                "compile: cannot create a temporary directory: %s",
+                local->message);
+    return FALSE;
+  }
+  g_autofree WeirCompileJob *jobs = g_new0(WeirCompileJob, misses->len);
+  g_autoptr(GPtrArray) outputs = g_ptr_array_new_with_free_func(g_free);
+  for (guint j = 0; j < misses->len; j++) {
+    Unit *u = &units[g_array_index(misses, guint, j)];
+    g_autofree char *file = g_strdup_printf("%u-%s.so", j, u->prefix);
+    g_ptr_array_add(outputs, g_build_filename(dir, file, NULL));
+    jobs[j] = (WeirCompileJob){.source = u->source,
+                               .name = u->prefix,
+                               .output = g_ptr_array_index(outputs, j)};
+  }
+  gboolean ok = weir_compile_many(jobs, misses->len, opts, error);
+  for (guint j = 0; ok && j < misses->len; j++) {
+    Unit *u = &units[g_array_index(misses, guint, j)];
+    const char *out = g_ptr_array_index(outputs, j);
+    u->info.compile_seconds = jobs[j].seconds;
+    u->kernel = kernel_load(out, u->prefix, error);
+    ok = u->kernel != NULL;
+    if (ok && cache) {
+      g_autoptr(GBytes) bytes = read_bytes(out, &local);
+      if (!bytes) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "kernel '%s': %s",
+                    u->prefix, local->message);
+        ok = FALSE;
+      } else
+        ok = weir_cache_insert(cache, u->info.key, bytes, &u->info.object_path,
+                               error);
+    } else if (ok)
+      u->info.object_path = g_strdup(out);
+  }
+  for (guint j = 0; j < misses->len; j++)
+    g_clear_error(&jobs[j].error);
+  remove_dir(dir);
+  return ok;
+}
+
+static void units_clear(Unit *units, guint n) {
+  for (guint i = 0; i < n; i++) {
+    g_clear_pointer(&units[i].kernel, weir_kernel_free);
+    weir_compile_info_clear(&units[i].info);
+  }
+}
+
+/* Gives the kernel its program (copied) and argument order. */
+static void kernel_attach(WeirKernel *k, const WeirGraph *g) {
+  k->g = weir_graph_copy(g);
+  k->arguments = weir_codegen_arguments(k->g);
+}
+
+static void take_info(WeirCompileInfo *info, Unit *u) {
+  if (info) {
+    *info = u->info;
+    memset(&u->info, 0, sizeof u->info);
+  }
+}
+
+WeirKernel *weir_kernel_compile_source(const char *source, const char *prefix,
+                                       const WeirGraph *g,
+                                       const WeirCompileOptions *opts,
+                                       WeirCompileInfo *info, GError **error) {
+  g_return_val_if_fail(source != NULL && prefix != NULL, NULL);
+  if (info)
+    memset(info, 0, sizeof *info);
+  Unit u = {.source = source, .prefix = prefix};
+  if (!build_units(&u, 1, opts, error)) {
+    units_clear(&u, 1);
+    return NULL;
+  }
+  if (g)
+    kernel_attach(u.kernel, g);
+  take_info(info, &u);
+  WeirKernel *k = g_steal_pointer(&u.kernel);
+  units_clear(&u, 1);
+  return k;
+}
+
+static gboolean uses_openmp(const WeirCompileOptions *opts) {
+  g_autofree char *flags = weir_compiler_flags(opts, NULL);
+  if (!flags)
+    return FALSE;
+  g_auto(GStrv) words = g_strsplit(flags, " ", -1);
+  for (guint i = 0; words[i]; i++)
+    if (g_str_has_prefix(words[i], "-fopenmp"))
+      return TRUE;
+  return FALSE;
+}
+
+gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
+                                  const WeirCompileOptions *opts,
+                                  WeirKernel **kernels_out,
+                                  WeirCompileInfo *infos, GError **error) {
+  g_return_val_if_fail(graphs != NULL || n == 0, FALSE);
+  g_return_val_if_fail(kernels_out != NULL || n == 0, FALSE);
+  WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
+  g_autoptr(GPtrArray) sources = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) prefixes = g_ptr_array_new_with_free_func(g_free);
+  g_autofree Unit *units = g_new0(Unit, n ? n : 1);
+  for (guint i = 0; i < n; i++) {
+    kernels_out[i] = NULL;
+    if (infos)
+      memset(&infos[i], 0, sizeof infos[i]);
+  }
+  for (guint i = 0; i < n; i++) {
+    char *src = weir_codegen_c(graphs[i], &cg, error);
+    if (!src) {
+      if (n > 1)
+        g_prefix_error(error, "program '%s': ", graphs[i]->name);
+      return FALSE;
+    }
+    g_ptr_array_add(sources, src);
+    g_ptr_array_add(prefixes, weir_codegen_prefix(graphs[i]));
+    units[i].source = src;
+    units[i].prefix = g_ptr_array_index(prefixes, i);
+  }
+  if (!build_units(units, n, opts, error)) {
+    units_clear(units, n);
+    return FALSE;
+  }
+  for (guint i = 0; i < n; i++) {
+    kernel_attach(units[i].kernel, graphs[i]);
+    kernels_out[i] = g_steal_pointer(&units[i].kernel);
+    if (infos)
+      take_info(&infos[i], &units[i]);
+  }
+  units_clear(units, n);
+  return TRUE;
+}
+
+WeirKernel *weir_kernel_compile(const WeirGraph *g,
+                                const WeirCompileOptions *opts,
+                                WeirCompileInfo *info, GError **error) {
+  g_return_val_if_fail(g != NULL, NULL);
+  WeirKernel *k = NULL;
+  if (!weir_kernel_compile_many(&g, 1, opts, &k, info, error))
+    return NULL;
+  return k;
+}
+
+/* -------------------------------------------------------------- running */
+
+static char *type_string(WeirDType dtype, guint rank, const gint64 *shape) {
+  GString *s = g_string_new(weir_dtype_name(dtype));
+  g_string_append_c(s, '[');
+  for (guint d = 0; d < rank; d++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, d ? ", " : "", shape[d]);
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+static int cmp_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static gboolean assigned_symbol(const WeirGraph *g, const char *name) {
+  for (guint i = 0; i < g->transitions->len; i++) {
+    const WeirTransition *t = g_ptr_array_index(g->transitions, i);
+    for (guint j = 0; j < t->assign_names->len; j++)
+      if (strcmp(g_ptr_array_index(t->assign_names, j), name) == 0)
+        return TRUE;
+  }
+  return FALSE;
+}
+
+/* Checks one argument tensor against its container (layout evaluated with
+ * symbols), as the interpreter does. */
+static gboolean check_argument(const WeirContainer *c, WeirTensor *t,
+                               GHashTable *symbols, GError **error) {
+  guint rank = c->shape->len;
+  g_autofree gint64 *shape = g_new0(gint64, rank + 1);
+  g_autofree gint64 *strides = g_new0(gint64, rank + 1);
+  if (c->strides->len != rank) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "container '%s': %u strides for rank %u", c->name,
+                c->strides->len, rank);
+    return FALSE;
+  }
+  for (guint d = 0; d < rank; d++) {
+    if (!weir_expr_eval(g_ptr_array_index(c->shape, d), symbols, &shape[d],
+                        error)) {
+      g_prefix_error(error, "container '%s': shape dimension %u: ", c->name, d);
+      return FALSE;
+    }
+    if (shape[d] < 0) {
+      g_set_error(
+          error, WEIR_ERROR, WEIR_ERROR_INVALID,
+          "container '%s': shape dimension %u is negative (%" G_GINT64_FORMAT
+          ")",
+          c->name, d, shape[d]);
+      return FALSE;
+    }
+    if (!weir_expr_eval(g_ptr_array_index(c->strides, d), symbols, &strides[d],
+                        error)) {
+      g_prefix_error(error, "container '%s': stride %u: ", c->name, d);
+      return FALSE;
+    }
+    if (strides[d] < 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "container '%s': stride %u is negative (%" G_GINT64_FORMAT
+                  ")",
+                  c->name, d, strides[d]);
+      return FALSE;
+    }
+  }
+  if (!t) {
+    g_autofree char *want = type_string(c->dtype, rank, shape);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "missing argument '%s' (%s)", c->name, want);
+    return FALSE;
+  }
+  gboolean same = t->dtype == c->dtype && t->rank == rank;
+  for (guint d = 0; same && d < rank; d++)
+    same = t->shape[d] == shape[d];
+  if (!same) {
+    g_autofree char *want = type_string(c->dtype, rank, shape);
+    g_autofree char *got = weir_tensor_describe(t);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "argument '%s': expected %s, got %s", c->name, want, got);
+    return FALSE;
+  }
+  /* Elements the layout spans: 1 + offset of the last element. */
+  guint64 last = 0;
+  gboolean empty = FALSE, overflow = FALSE;
+  for (guint d = 0; d < rank; d++)
+    empty = empty || shape[d] == 0;
+  for (guint d = 0; !empty && d < rank; d++) {
+    guint64 term;
+    overflow = overflow ||
+               !g_uint64_checked_mul(&term, (guint64)(shape[d] - 1),
+                                     (guint64)strides[d]) ||
+               !g_uint64_checked_add(&last, last, term);
+  }
+  if (!empty && (overflow || last >= (guint64)t->count)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "argument '%s': the container's strides reach beyond the "
+                "tensor's %" G_GINT64_FORMAT " elements",
+                c->name, t->count);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Fills ptrs (one per ABI argument) and syms (one per program symbol). */
+static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
+                            GHashTable *args, void **ptrs, gint64 *syms,
+                            GError **error) {
+  const WeirGraph *g = k->g;
+  if (!g) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "kernel '%s' was compiled without its program; call it with "
+                "weir_kernel_call",
+                k->prefix);
+    return FALSE;
+  }
+  if (args) {
+    /* Sorted, so the first reported problem does not depend on hashing. */
+    g_autoptr(GPtrArray) keys = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, args);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+      g_ptr_array_add(keys, key);
+    g_ptr_array_sort(keys, cmp_names);
+    for (guint i = 0; i < keys->len; i++) {
+      const char *name = g_ptr_array_index(keys, i);
+      const WeirContainer *c = weir_graph_container(g, name);
+      if (!c) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "argument '%s' does not name a container of program "
+                    "'%s'",
+                    name, g->name);
+        return FALSE;
+      }
+      if (c->transient) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "argument '%s' names a transient container", name);
+        return FALSE;
+      }
+      if (c->initial) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "argument '%s' names a constant container (its data is "
+                    "compiled into the kernel)",
+                    name);
+        return FALSE;
+      }
+    }
+  }
+  for (guint i = 0; i < k->arguments->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(k->arguments, i);
+    WeirTensor *t = args ? g_hash_table_lookup(args, c->name) : NULL;
+    if (!check_argument(c, t, symbols, error))
+      return FALSE;
+    ptrs[i] = t->data;
+  }
+  for (guint i = 0; i < g->symbols->len; i++) {
+    const char *name = g_ptr_array_index(g->symbols, i);
+    const gint64 *v = symbols ? g_hash_table_lookup(symbols, name) : NULL;
+    if (v)
+      syms[i] = *v;
+    else if (assigned_symbol(g, name))
+      syms[i] = 0; /* set by a transition before use */
+    else {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "symbol '%s' of program '%s' is not bound", name, g->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean weir_kernel_call(WeirKernel *k, void *const args[],
+                          const gint64 symbols[], GError **error) {
+  g_return_val_if_fail(k != NULL, FALSE);
+  int rc = k->run(args, (const int64_t *)symbols);
+  if (rc != 0) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "kernel '%s' failed with status %d (its transient memory "
+                "could not be allocated)",
+                k->prefix, rc);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean weir_kernel_run(WeirKernel *k, GHashTable *symbols, GHashTable *args,
+                         GError **error) {
+  g_return_val_if_fail(k != NULL, FALSE);
+  g_autofree void **ptrs = NULL;
+  g_autofree gint64 *syms = NULL;
+  if (k->g) {
+    ptrs = g_new0(void *, k->arguments->len + 1);
+    syms = g_new0(gint64, k->g->symbols->len + 1);
+  }
+  if (!kernel_bind(k, symbols, args, ptrs, syms, error))
+    return FALSE;
+  return weir_kernel_call(k, ptrs, syms, error);
+}
+
+gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads, GError **error) {
+  g_return_val_if_fail(k != NULL && n_threads > 0, FALSE);
+  gpointer sym = NULL;
+  if (!g_module_symbol(k->module, "omp_set_num_threads", &sym) || !sym) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "kernel '%s' does not use OpenMP (no parallel schedule, or "
+                "compiled without -fopenmp)",
+                k->prefix);
+    return FALSE;
+  }
+  ((SetThreadsFunc)sym)(n_threads);
+  return TRUE;
+}
+
+/* ----------------------------------------------------------- benchmarks */
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(gconstpointer a, gconstpointer b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+void weir_bench_summarize(const double *times, guint n, WeirBenchResult *out) {
+  g_return_if_fail(times != NULL && n > 0 && out != NULL);
+  memset(out, 0, sizeof *out);
+  out->repetitions = n;
+  out->times = g_memdup2(times, n * sizeof(double));
+  g_autofree double *sorted = g_memdup2(times, n * sizeof(double));
+  qsort(sorted, n, sizeof(double), cmp_double);
+  out->min = sorted[0];
+  out->max = sorted[n - 1];
+  out->median =
+      n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+  double sum = 0;
+  for (guint i = 0; i < n; i++)
+    sum += times[i];
+  out->mean = sum / n;
+}
+
+void weir_bench_result_clear(WeirBenchResult *r) {
+  if (!r)
+    return;
+  g_free(r->times);
+  memset(r, 0, sizeof *r);
+}
+
+gboolean weir_kernel_bench(WeirKernel *k, GHashTable *symbols, GHashTable *args,
+                           const WeirBenchOptions *opts, WeirBenchResult *out,
+                           GError **error) {
+  g_return_val_if_fail(k != NULL && out != NULL, FALSE);
+  memset(out, 0, sizeof *out);
+  guint warmup = opts ? opts->warmup : 0;
+  guint reps = opts && opts->repetitions ? opts->repetitions : 10;
+  g_autofree void **ptrs = NULL;
+  g_autofree gint64 *syms = NULL;
+  if (k->g) {
+    ptrs = g_new0(void *, k->arguments->len + 1);
+    syms = g_new0(gint64, k->g->symbols->len + 1);
+  }
+  if (!kernel_bind(k, symbols, args, ptrs, syms, error))
+    return FALSE;
+  for (guint i = 0; i < warmup; i++)
+    if (!weir_kernel_call(k, ptrs, syms, error))
+      return FALSE;
+  g_autofree double *times = g_new0(double, reps);
+  for (guint i = 0; i < reps; i++) {
+    double t0 = now_seconds();
+    if (!weir_kernel_call(k, ptrs, syms, error))
+      return FALSE;
+    times[i] = now_seconds() - t0;
+  }
+  weir_bench_summarize(times, reps, out);
+  return TRUE;
+}
