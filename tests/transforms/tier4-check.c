@@ -3,6 +3,7 @@
 #include "tier4-check.h"
 
 #include "weir-import.h"
+#include "weir-runtime.h"
 
 static const char *const sample_files[] = {"vector_add.json", "matmul.json",
                                            "softmax.json", "loop.json"};
@@ -169,6 +170,19 @@ WeirGraph *t4c_apply_checked(const T4Program *p, const WeirTransformInfo *t,
       g_strdup_printf("%s on %s at %s", t->name, p->name, where);
   t4c_assert_same(p->expected, got, rtol, what);
   return q;
+}
+
+void t4c_compiled_check(const T4Program *p, const WeirGraph *g, double rtol) {
+  WeirCompileOptions opts = {.no_cache = TRUE};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirKernel) k = weir_kernel_compile(g, &opts, NULL, &error);
+  if (!k)
+    fail_msg("%s: compiling: %s", p->name, error->message);
+  g_autoptr(GHashTable) args = random_args(g, p->symbols);
+  if (!weir_kernel_run(k, p->symbols, args, &error))
+    fail_msg("%s: running: %s", p->name, error->message);
+  g_autofree char *what = g_strdup_printf("%s (compiled)", p->name);
+  t4c_assert_same(p->expected, args, rtol, what);
 }
 
 gint64 t4c_bytes(const WeirGraph *g, GHashTable *symbols) {

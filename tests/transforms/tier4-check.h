@@ -59,6 +59,10 @@ WeirGraph *t4c_apply_checked(const T4Program *p, const WeirTransformInfo *t,
                              const WeirSite *site, const WeirParams *params,
                              double rtol, WeirApplyReport *report);
 
+/* Compiles g with the code generator, runs it on the program's inputs and
+ * compares with the program's reference outputs (rtol for floats). */
+void t4c_compiled_check(const T4Program *p, const WeirGraph *g, double rtol);
+
 /* Total bytes moved and peak transient bytes (symbols bound; asserts they
  * are known). */
 gint64 t4c_bytes(const WeirGraph *g, GHashTable *symbols);

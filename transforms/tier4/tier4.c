@@ -9,11 +9,14 @@
 gboolean weir_tier4_register(GError **error);
 gboolean weir_tier4_register_redundant_copy(GError **error);
 gboolean weir_tier4_register_transient_reuse(GError **error);
+gboolean weir_tier4_register_layout_transform(GError **error);
 
 gboolean weir_tier4_register(GError **error) {
   if (!weir_tier4_register_redundant_copy(error))
     return FALSE;
   if (!weir_tier4_register_transient_reuse(error))
+    return FALSE;
+  if (!weir_tier4_register_layout_transform(error))
     return FALSE;
   return TRUE;
 }
