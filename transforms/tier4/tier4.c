@@ -10,6 +10,7 @@ gboolean weir_tier4_register(GError **error);
 gboolean weir_tier4_register_redundant_copy(GError **error);
 gboolean weir_tier4_register_transient_reuse(GError **error);
 gboolean weir_tier4_register_layout_transform(GError **error);
+gboolean weir_tier4_register_lifetime_shortening(GError **error);
 
 gboolean weir_tier4_register(GError **error) {
   if (!weir_tier4_register_redundant_copy(error))
@@ -17,6 +18,8 @@ gboolean weir_tier4_register(GError **error) {
   if (!weir_tier4_register_transient_reuse(error))
     return FALSE;
   if (!weir_tier4_register_layout_transform(error))
+    return FALSE;
+  if (!weir_tier4_register_lifetime_shortening(error))
     return FALSE;
   return TRUE;
 }

@@ -1,0 +1,384 @@
+/* lifetime-shortening.c — "lifetime-shortening" (tier 4): shrink a
+ * transient that lives inside one map scope to what one iteration uses.
+ *
+ * A transient T whose every access is inside the scope of map M, and that
+ * is indexed in some dimension d by the same expression p + c everywhere
+ * (p a parameter of M or of a map around it, c free of map parameters), is
+ * a per-iteration temporary: iteration p only ever touches the slice
+ * T[..., p + c, ...].  When each iteration also writes that slice before
+ * it reads it, no value crosses iterations, and the slice can be the whole
+ * container: dimension d is dropped (a [N, C] transient indexed [i, c] in a
+ * map over i becomes [C] indexed [c]), and so the storage that is live at
+ * any time shrinks by the extent of d.  (The code generator declares a
+ * transient used only inside a parallel map privately in the loop body,
+ * so every thread gets its own slice.)
+ *
+ * Site: [M's entry, an access node of T inside M] (node ids).
+ * Legal when: T is transient without constant data, used in this state
+ * only; all its access nodes and memlets are inside M's scope; at least
+ * one dimension is indexed by p + c as above in every memlet; every access
+ * node of T that is read (or accumulated into with write-conflict
+ * resolution) is, or follows in the dataflow, an access node that writes
+ * the whole per-iteration slice plainly.
+ * Dimensions are dropped, unless a tasklet connector indexes T per
+ * dimension, or a library or nested node takes it whole: then they stay
+ * with extent 1 (indexed 0), so the connector's indices still fit.
+ *
+ * Storage for training (which activations to keep for the backward pass
+ * and which to recompute) will be a further tier-4 pass; see
+ * docs/transformations.md.
+ */
+#include <string.h>
+
+#include "tier4-util.h"
+#include "weir-plugin.h"
+
+gboolean weir_tier4_register_lifetime_shortening(GError **error);
+
+typedef struct {
+  WeirState *s;
+  guint entry, node;
+  const WeirContainer *c;
+  GArray *memlets;   /* guint ids of the memlets with a subset on T */
+  gboolean *drop;    /* per dimension of T */
+  gboolean keep_one; /* keep dropped dims with extent 1 */
+} Shorten;
+
+static void shorten_clear(Shorten *sh) {
+  g_clear_pointer(&sh->memlets, g_array_unref);
+  g_clear_pointer(&sh->drop, g_free);
+}
+
+static gboolean fail(char **reason, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean fail(char **reason, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  *reason = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  return FALSE;
+}
+
+/* Parameters of the maps enclosing node (and of node itself when it is a
+ * map entry), innermost first.  fixed_upto: the entry whose parameters and
+ * those around it are "fixed". */
+static void scope_params(const T4State *ts, guint entry, GPtrArray *out) {
+  const WeirState *s = t4_state_get(ts);
+  for (guint x = entry; x; x = t4_parent(ts, x)) {
+    const WeirNode *e = weir_state_node(s, x);
+    for (guint k = 0; k < e->map->params->len; k++)
+      g_ptr_array_add(out, g_ptr_array_index(e->map->params, k));
+  }
+}
+
+/* All map parameters of the state (for "free of parameters" checks). */
+static void all_params(const WeirState *s, GHashTable *set) {
+  for (guint k = 0; k < s->nodes->len; k++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, k);
+    if (n->kind != WEIR_NODE_MAP_ENTRY)
+      continue;
+    for (guint j = 0; j < n->map->params->len; j++)
+      g_hash_table_add(set, g_ptr_array_index(n->map->params, j));
+  }
+}
+
+/* e == p + c with p in fixed (coefficient 1) and c free of parameters. */
+static gboolean unit_in_fixed(WeirExpr *e, GPtrArray *fixed,
+                              GHashTable *params) {
+  g_autoptr(GPtrArray) syms = weir_expr_symbols(e);
+  const char *p = NULL;
+  for (guint k = 0; k < syms->len; k++) {
+    const char *name = g_ptr_array_index(syms, k);
+    if (!g_hash_table_contains(params, name))
+      continue;
+    if (p)
+      return FALSE;
+    p = name;
+  }
+  if (!p)
+    return FALSE;
+  gboolean is_fixed = FALSE;
+  for (guint k = 0; k < fixed->len && !is_fixed; k++)
+    is_fixed = strcmp(g_ptr_array_index(fixed, k), p) == 0;
+  if (!is_fixed)
+    return FALSE;
+  g_autoptr(WeirExpr) ps = weir_expr_symbol(p);
+  g_autoptr(WeirExpr) rest = weir_expr_sub(e, ps);
+  g_autoptr(GPtrArray) rsyms = weir_expr_symbols(rest);
+  for (guint k = 0; k < rsyms->len; k++)
+    if (strcmp(g_ptr_array_index(rsyms, k), p) == 0)
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean inside(const T4State *ts, guint node, guint entry) {
+  return t4_inside(ts, node, entry);
+}
+
+static gboolean analyse(const WeirGraph *gc, const WeirSite *site, Shorten *sh,
+                        char **reason) {
+  WeirGraph *g = (WeirGraph *)gc;
+  memset(sh, 0, sizeof(*sh));
+  sh->s = weir_graph_state(g, site->state);
+  if (!sh->s || site->n_nodes != 2)
+    return fail(reason, "a site is [map entry, access node]");
+  WeirState *s = sh->s;
+  sh->entry = site->nodes[0];
+  sh->node = site->nodes[1];
+  const WeirNode *e = weir_state_node(s, sh->entry);
+  const WeirNode *t = weir_state_node(s, sh->node);
+  if (!e || e->kind != WEIR_NODE_MAP_ENTRY || !t || t->kind != WEIR_NODE_ACCESS)
+    return fail(reason, "a site is [map entry, access node]");
+  const WeirContainer *c = weir_graph_container(g, t->data);
+  sh->c = c;
+  if (!c)
+    return fail(reason, "unknown container '%s'", t->data);
+  const char *name = c->name;
+  if (!c->transient)
+    return fail(reason, "'%s' is an argument of the program", name);
+  if (c->initial)
+    return fail(reason, "'%s' has constant data", name);
+  if (c->shape->len == 0)
+    return fail(reason, "'%s' is a scalar already", name);
+  if (t4_states_using(g, name, NULL) != 1)
+    return fail(reason, "'%s' is used in several states", name);
+  g_autoptr(T4State) ts = t4_state_new(s, NULL);
+  if (!ts)
+    return fail(reason, "the scopes of state %u are broken", s->id);
+
+  /* everything inside M */
+  g_autoptr(GArray) acc = t4_access_nodes(s, name);
+  for (guint k = 0; k < acc->len; k++) {
+    guint id = g_array_index(acc, guint, k);
+    if (!inside(ts, id, sh->entry))
+      return fail(reason, "'%s' is also accessed outside map '%s' (node %u)",
+                  name, e->label, id);
+  }
+  sh->memlets = g_array_new(FALSE, FALSE, sizeof(guint));
+  sh->keep_one = FALSE;
+  for (guint k = 0; k < s->edges->len; k++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, k);
+    const WeirSubset *sub = t4_memlet_subset_on(s, m, name);
+    if (!sub)
+      continue;
+    if (!inside(ts, m->src, sh->entry) || !inside(ts, m->dst, sh->entry))
+      return fail(reason,
+                  "memlet %u carries '%s' across the boundary of map "
+                  "'%s'",
+                  m->id, name, e->label);
+    g_array_append_val(sh->memlets, m->id);
+    if (!t4_subset_is_single(sub)) {
+      guint ends[2] = {m->src, m->dst};
+      for (guint j = 0; j < 2; j++) {
+        const WeirNode *n = weir_state_node(s, ends[j]);
+        if (n->kind == WEIR_NODE_TASKLET || n->kind == WEIR_NODE_LIBRARY ||
+            n->kind == WEIR_NODE_NESTED)
+          sh->keep_one = TRUE;
+      }
+    }
+  }
+
+  /* dimensions indexed by one fixed parameter, the same way everywhere */
+  g_autoptr(GPtrArray) fixed = g_ptr_array_new();
+  scope_params(ts, sh->entry, fixed);
+  g_autoptr(GHashTable) params = g_hash_table_new(g_str_hash, g_str_equal);
+  all_params(s, params);
+  guint rank = c->shape->len;
+  sh->drop = g_new0(gboolean, rank);
+  guint n_drop = 0;
+  for (guint d = 0; d < rank; d++) {
+    WeirExpr *idx = NULL;
+    gboolean ok = sh->memlets->len > 0;
+    for (guint k = 0; k < sh->memlets->len && ok; k++) {
+      const WeirMemlet *m =
+          weir_state_memlet(s, g_array_index(sh->memlets, guint, k));
+      const WeirSubset *sub = t4_memlet_subset_on(s, m, name);
+      const WeirRange *r = &sub->dims[d];
+      ok = t4_range_is_single(r) && (!idx || weir_expr_equal(idx, r->begin));
+      idx = r->begin;
+    }
+    if (ok && unit_in_fixed(idx, fixed, params)) {
+      sh->drop[d] = TRUE;
+      n_drop++;
+    }
+  }
+  if (n_drop == 0)
+    return fail(reason,
+                "no dimension of '%s' is indexed in every access by the same "
+                "parameter of map '%s' (or of a map around it) with "
+                "coefficient 1: iterations may share elements",
+                name, e->label);
+
+  /* written before read in each iteration */
+  g_autoptr(GArray) defs = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < acc->len; k++) {
+    guint id = g_array_index(acc, guint, k);
+    g_autoptr(GPtrArray) in = weir_state_in_edges(s, id);
+    gboolean full = FALSE, plain = TRUE;
+    for (guint j = 0; j < in->len; j++) {
+      const WeirMemlet *m = g_ptr_array_index(in, j);
+      const WeirSubset *sub = t4_memlet_subset_on(s, m, name);
+      if (!sub)
+        continue;
+      plain &= m->wcr == WEIR_WCR_NONE && !m->dynamic;
+      gboolean covers = TRUE;
+      for (guint d = 0; d < rank && covers; d++) {
+        if (sh->drop[d])
+          continue;
+        WeirExpr *size = g_ptr_array_index(c->shape, d);
+        gint64 v;
+        covers = weir_expr_is_const(sub->dims[d].begin, &v) && v == 0 &&
+                 weir_expr_is_const(sub->dims[d].step, &v) && v == 1 &&
+                 weir_expr_equal(sub->dims[d].end, size);
+      }
+      full |= covers && m->wcr == WEIR_WCR_NONE && !m->dynamic;
+    }
+    if (full && plain)
+      g_array_append_val(defs, id);
+  }
+  for (guint k = 0; k < acc->len; k++) {
+    guint id = g_array_index(acc, guint, k);
+    g_autoptr(GPtrArray) in = weir_state_in_edges(s, id);
+    g_autoptr(GPtrArray) out = weir_state_out_edges(s, id);
+    gboolean needs = FALSE;
+    for (guint j = 0; j < out->len; j++)
+      needs |= ((const WeirMemlet *)g_ptr_array_index(out, j))->data != NULL;
+    for (guint j = 0; j < in->len; j++)
+      needs |=
+          ((const WeirMemlet *)g_ptr_array_index(in, j))->wcr != WEIR_WCR_NONE;
+    if (!needs)
+      continue;
+    /* a plain full write at this node comes before its reads; otherwise
+     * an earlier node must have written the slice */
+    gboolean defined = FALSE;
+    for (guint j = 0; j < defs->len && !defined; j++) {
+      guint dnode = g_array_index(defs, guint, j);
+      defined = dnode == id || t4_reaches(ts, dnode, id);
+    }
+    if (!defined)
+      return fail(reason,
+                  "'%s' is read at node %u before an iteration of map '%s' "
+                  "has written all of its slice",
+                  name, id, e->label);
+  }
+  return TRUE;
+}
+
+/* ------------------------------------------------------ the framework API */
+
+static int cmp_site(gconstpointer pa, gconstpointer pb) {
+  const WeirSite *a = pa, *b = pb;
+  if (a->state != b->state)
+    return a->state < b->state ? -1 : 1;
+  for (guint k = 0; k < 2; k++)
+    if (a->nodes[k] != b->nodes[k])
+      return a->nodes[k] < b->nodes[k] ? -1 : 1;
+  return 0;
+}
+
+/* Deepest map entry enclosing both a and b (0: none). */
+static guint common(const T4State *ts, guint a, guint b) {
+  for (guint x = a; x; x = t4_parent(ts, x))
+    for (guint y = b; y; y = t4_parent(ts, y))
+      if (x == y)
+        return x;
+  return 0;
+}
+
+/* Transients whose access nodes are all inside one map scope (the
+ * innermost scope holding them all). */
+static void match(const WeirGraph *g, GArray *sites) {
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    const WeirState *s = NULL;
+    if (!c->transient || c->initial || c->shape->len == 0 ||
+        t4_states_using(g, c->name, &s) != 1)
+      continue;
+    g_autoptr(T4State) ts = t4_state_new(s, NULL);
+    if (!ts)
+      continue;
+    g_autoptr(GArray) acc = t4_access_nodes(s, c->name);
+    guint scope = 0, first = 0;
+    for (guint k = 0; k < acc->len; k++) {
+      guint id = g_array_index(acc, guint, k);
+      guint p = t4_parent(ts, id);
+      scope = k == 0 ? p : common(ts, scope, p);
+      if (!first)
+        first = id;
+    }
+    if (!scope || !first)
+      continue;
+    WeirSite site = {.state = s->id, .n_nodes = 2, .nodes = {scope, first}};
+    g_array_append_val(sites, site);
+  }
+  g_array_sort(sites, cmp_site);
+}
+
+static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
+                          const WeirParams *params, char **reason) {
+  (void)params;
+  Shorten sh;
+  gboolean ok = analyse(g, site, &sh, reason);
+  shorten_clear(&sh);
+  return ok;
+}
+
+static gboolean apply(WeirGraph *g, const WeirSite *site,
+                      const WeirParams *params, GError **error) {
+  (void)params;
+  Shorten sh;
+  g_autofree char *reason = NULL;
+  if (!analyse(g, site, &sh, &reason)) {
+    shorten_clear(&sh);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s", reason);
+    return FALSE;
+  }
+  WeirContainer *c = weir_graph_container(g, sh.c->name);
+  guint rank = c->shape->len, nr = 0;
+  g_autofree WeirExpr **shape = g_new0(WeirExpr *, rank + 1);
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autoptr(WeirExpr) zero = weir_expr_const(0);
+  for (guint d = 0; d < rank; d++) {
+    if (!sh.drop[d])
+      shape[nr++] = g_ptr_array_index(c->shape, d);
+    else if (sh.keep_one)
+      shape[nr++] = one;
+  }
+  for (guint k = 0; k < sh.memlets->len; k++) {
+    WeirMemlet *m =
+        weir_state_memlet(sh.s, g_array_index(sh.memlets, guint, k));
+    const WeirSubset *sub = t4_memlet_subset_on(sh.s, m, c->name);
+    WeirSubset *fresh = t4_subset_new(nr);
+    guint j = 0;
+    for (guint d = 0; d < rank; d++) {
+      if (!sh.drop[d])
+        weir_range_copy(&sub->dims[d], &fresh->dims[j++]);
+      else if (sh.keep_one)
+        t4_range_set_index(&fresh->dims[j++], zero);
+    }
+    t4_memlet_replace_subset_on(sh.s, m, c->name, fresh);
+  }
+  /* the shape's expressions are borrowed from c: take references first */
+  for (guint d = 0; d < nr; d++)
+    weir_expr_ref(shape[d]);
+  weir_container_set_shape(c, nr, shape);
+  for (guint d = 0; d < nr; d++)
+    weir_expr_unref(shape[d]);
+  shorten_clear(&sh);
+  return TRUE;
+}
+
+static const WeirTransformInfo info = {
+    .api_version = WEIR_PLUGIN_API_VERSION,
+    .name = "lifetime-shortening",
+    .tier = 4,
+    .description = "shrink a transient used only inside one map scope to the "
+                   "slice one iteration uses",
+    .match = match,
+    .can_apply = can_apply,
+    .apply = apply,
+};
+
+gboolean weir_tier4_register_lifetime_shortening(GError **error) {
+  return weir_transform_register(&info, error);
+}
