@@ -1,28 +1,41 @@
-/* lifetime-shortening.c — "lifetime-shortening" (tier 4): shrink a
- * transient that lives inside one map scope to what one iteration uses.
+/* lifetime-shortening.c — "lifetime-shortening" (tier 4): make transients
+ * live for less time, in one of two ways depending on the site.
  *
- * A transient T whose every access is inside the scope of map M, and that
- * is indexed in some dimension d by the same expression p + c everywhere
- * (p a parameter of M or of a map around it, c free of map parameters), is
- * a per-iteration temporary: iteration p only ever touches the slice
- * T[..., p + c, ...].  When each iteration also writes that slice before
- * it reads it, no value crosses iterations, and the slice can be the whole
- * container: dimension d is dropped (a [N, C] transient indexed [i, c] in a
- * map over i becomes [C] indexed [c]), and so the storage that is live at
- * any time shrinks by the extent of d.  (The code generator declares a
- * transient used only inside a parallel map privately in the loop body,
- * so every thread gets its own slice.)
+ * 1. Into a scope.  A transient T whose every access is inside the scope
+ *    of map M, and that is indexed in some dimension d by the same
+ *    expression p + c everywhere (p a parameter of M or of a map around it,
+ *    c free of map parameters), is a per-iteration temporary: iteration p
+ *    only ever touches the slice T[..., p + c, ...].  When each iteration
+ *    also writes that slice before it reads it, no value crosses
+ *    iterations, and the slice can be the whole container: dimension d is
+ *    dropped (a [N, C] transient indexed [i, c] in a map over i becomes [C]
+ *    indexed [c]), and so the storage live at any time shrinks by the
+ *    extent of d.  (The code generator declares a transient used only
+ *    inside a parallel map privately in the loop body, so every thread
+ *    gets its own slice.)
+ *    Site: [M's entry, an access node of T inside M].
+ *    Legal when: T is transient without constant data, used in this state
+ *    only; all its access nodes and memlets are inside M's scope; at least
+ *    one dimension is indexed by p + c as above in every memlet; every
+ *    access node of T that is read (or accumulated into with write-conflict
+ *    resolution) is, or follows in the dataflow, an access node that writes
+ *    the whole per-iteration slice plainly.
+ *    Dimensions are dropped, unless a tasklet connector indexes T per
+ *    dimension, or a library or nested node takes it whole: then they stay
+ *    with extent 1 (indexed 0), so the connector's indices still fit.
  *
- * Site: [M's entry, an access node of T inside M] (node ids).
- * Legal when: T is transient without constant data, used in this state
- * only; all its access nodes and memlets are inside M's scope; at least
- * one dimension is indexed by p + c as above in every memlet; every access
- * node of T that is read (or accumulated into with write-conflict
- * resolution) is, or follows in the dataflow, an access node that writes
- * the whole per-iteration slice plainly.
- * Dimensions are dropped, unless a tasklet connector indexes T per
- * dimension, or a library or nested node takes it whole: then they stay
- * with extent 1 (indexed 0), so the connector's indices still fit.
+ * 2. Later.  A source — a top-level access node of a transient, or a map
+ *    without inputs that writes only transients (an initialization) — is
+ *    ready when the state starts, so the topological order runs it early
+ *    and its transients are live from then on: the weights of a network
+ *    are all live from the first layer.  An ordering edge (empty memlet)
+ *    from the last other input of the source's first user makes it start
+ *    just before that use.
+ *    Site: [the source node].
+ *    Legal when: the node is at top level without inputs, defines
+ *    transients (its own container, or everything its map writes), and its
+ *    first user has another input that currently runs after the source
+ *    (and does not depend on it).
  *
  * Storage for training (which activations to keep for the backward pass
  * and which to recompute) will be a further tier-4 pass; see
@@ -121,7 +134,8 @@ static gboolean analyse(const WeirGraph *gc, const WeirSite *site, Shorten *sh,
   memset(sh, 0, sizeof(*sh));
   sh->s = weir_graph_state(g, site->state);
   if (!sh->s || site->n_nodes != 2)
-    return fail(reason, "a site is [map entry, access node]");
+    return fail(reason, "a site is [map entry, access node] or [source "
+                        "node]");
   WeirState *s = sh->s;
   sh->entry = site->nodes[0];
   sh->node = site->nodes[1];
@@ -264,16 +278,115 @@ static gboolean analyse(const WeirGraph *gc, const WeirSite *site, Shorten *sh,
   return TRUE;
 }
 
+/* ------------------------------------------------- delaying a definition */
+
+/* A source (a top-level node without inputs) that defines transients is
+ * ready at once, so the topological order runs it early and its
+ * transients are live from the start.  Making it wait for the last other
+ * input of its first user starts the lifetime just before the use. */
+typedef struct {
+  guint source, after;
+} Delay;
+
+static gboolean delay_analyse(const WeirGraph *g, const WeirSite *site,
+                              Delay *d, char **reason) {
+  const WeirState *s = weir_graph_state(g, site->state);
+  const WeirNode *n =
+      s && site->n_nodes == 1 ? weir_state_node(s, site->nodes[0]) : NULL;
+  if (!n)
+    return fail(reason, "a site is [map entry, access node] or [source "
+                        "node]");
+  g_autoptr(T4State) ts = t4_state_new(s, NULL);
+  if (!ts)
+    return fail(reason, "the scopes of state %u are broken", s->id);
+  if (t4_parent(ts, n->id))
+    return fail(reason, "node %u is inside a map scope", n->id);
+  g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+  if (in->len)
+    return fail(reason,
+                "node %u (%s '%s') has inputs: only a source can "
+                "start later",
+                n->id, weir_node_kind_name(n->kind), n->label);
+  /* the access nodes holding what n defines */
+  g_autoptr(GArray) defs = g_array_new(FALSE, FALSE, sizeof(guint));
+  if (n->kind == WEIR_NODE_ACCESS) {
+    const WeirContainer *c = weir_graph_container(g, n->data);
+    if (!c || !c->transient)
+      return fail(reason,
+                  "'%s' is an argument: it is live for the whole "
+                  "program",
+                  n->data);
+    g_array_append_val(defs, n->id);
+  } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
+    const WeirNode *x = weir_state_map_exit(s, n);
+    g_autoptr(GPtrArray) xo = x ? weir_state_out_edges(s, x->id) : NULL;
+    for (guint k = 0; xo && k < xo->len; k++) {
+      const WeirMemlet *m = g_ptr_array_index(xo, k);
+      const WeirNode *w = weir_state_node(s, m->dst);
+      const WeirContainer *c =
+          w->kind == WEIR_NODE_ACCESS ? weir_graph_container(g, w->data) : NULL;
+      if (!c || !c->transient)
+        return fail(reason, "map '%s' writes '%s', which is not a transient",
+                    n->label, w->kind == WEIR_NODE_ACCESS ? w->data : "?");
+      g_array_append_val(defs, w->id);
+    }
+    if (!xo || defs->len == 0)
+      return fail(reason, "map '%s' writes nothing", n->label);
+  } else {
+    return fail(reason, "node %u is neither an access node nor a map entry",
+                n->id);
+  }
+  /* its first user */
+  guint first = 0;
+  for (guint k = 0; k < defs->len; k++) {
+    g_autoptr(GPtrArray) out =
+        weir_state_out_edges(s, g_array_index(defs, guint, k));
+    for (guint j = 0; j < out->len; j++) {
+      const WeirMemlet *m = g_ptr_array_index(out, j);
+      guint u = t4_top_rep(ts, m->dst, TRUE);
+      if (!first || t4_pos(ts, u) < t4_pos(ts, first))
+        first = u;
+    }
+  }
+  if (!first)
+    return fail(reason, "nothing uses what node %u defines", n->id);
+  /* the last input of that user that does not come from n */
+  guint after = 0;
+  g_autoptr(GPtrArray) fin = weir_state_in_edges(s, first);
+  for (guint k = 0; k < fin->len; k++) {
+    const WeirMemlet *m = g_ptr_array_index(fin, k);
+    if (t4_reaches(ts, n->id, m->src))
+      continue;
+    if (!after || t4_pos(ts, m->src) > t4_pos(ts, after))
+      after = m->src;
+  }
+  const WeirNode *f = weir_state_node(s, first);
+  if (!after)
+    return fail(reason,
+                "the first user of node %u, node %u (%s '%s'), "
+                "waits for nothing else: the definition cannot "
+                "start later",
+                n->id, first, weir_node_kind_name(f->kind), f->label);
+  if (t4_pos(ts, after) < t4_pos(ts, n->id))
+    return fail(reason,
+                "node %u already runs after node %u, the last other "
+                "input of its first user (%s '%s')",
+                n->id, after, weir_node_kind_name(f->kind), f->label);
+  d->source = n->id;
+  d->after = after;
+  return TRUE;
+}
+
 /* ------------------------------------------------------ the framework API */
 
 static int cmp_site(gconstpointer pa, gconstpointer pb) {
   const WeirSite *a = pa, *b = pb;
   if (a->state != b->state)
     return a->state < b->state ? -1 : 1;
-  for (guint k = 0; k < 2; k++)
+  for (guint k = 0; k < MIN(a->n_nodes, b->n_nodes); k++)
     if (a->nodes[k] != b->nodes[k])
       return a->nodes[k] < b->nodes[k] ? -1 : 1;
-  return 0;
+  return (int)a->n_nodes - (int)b->n_nodes;
 }
 
 /* Deepest map entry enclosing both a and b (0: none). */
@@ -311,12 +424,54 @@ static void match(const WeirGraph *g, GArray *sites) {
     WeirSite site = {.state = s->id, .n_nodes = 2, .nodes = {scope, first}};
     g_array_append_val(sites, site);
   }
+  /* sources that define transients */
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    g_autoptr(T4State) ts = t4_state_new(s, NULL);
+    if (!ts)
+      continue;
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (t4_parent(ts, n->id) ||
+          (n->kind != WEIR_NODE_ACCESS && n->kind != WEIR_NODE_MAP_ENTRY))
+        continue;
+      g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+      if (in->len)
+        continue;
+      gboolean defines = FALSE;
+      if (n->kind == WEIR_NODE_ACCESS) {
+        const WeirContainer *c = weir_graph_container(g, n->data);
+        g_autoptr(GPtrArray) out = weir_state_out_edges(s, n->id);
+        defines = c && c->transient && out->len > 0;
+      } else {
+        const WeirNode *x = weir_state_map_exit(s, n);
+        g_autoptr(GPtrArray) xo = x ? weir_state_out_edges(s, x->id) : NULL;
+        defines = xo && xo->len > 0;
+        for (guint j = 0; defines && j < xo->len; j++) {
+          const WeirNode *w =
+              weir_state_node(s, ((WeirMemlet *)g_ptr_array_index(xo, j))->dst);
+          const WeirContainer *c = w->kind == WEIR_NODE_ACCESS
+                                       ? weir_graph_container(g, w->data)
+                                       : NULL;
+          defines = c && c->transient;
+        }
+      }
+      if (!defines)
+        continue;
+      WeirSite site = {.state = s->id, .n_nodes = 1, .nodes = {n->id}};
+      g_array_append_val(sites, site);
+    }
+  }
   g_array_sort(sites, cmp_site);
 }
 
 static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
                           const WeirParams *params, char **reason) {
   (void)params;
+  if (site->n_nodes == 1) {
+    Delay d;
+    return delay_analyse(g, site, &d, reason);
+  }
   Shorten sh;
   gboolean ok = analyse(g, site, &sh, reason);
   shorten_clear(&sh);
@@ -326,8 +481,18 @@ static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
 static gboolean apply(WeirGraph *g, const WeirSite *site,
                       const WeirParams *params, GError **error) {
   (void)params;
-  Shorten sh;
   g_autofree char *reason = NULL;
+  if (site->n_nodes == 1) {
+    Delay d;
+    if (!delay_analyse(g, site, &d, &reason)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s", reason);
+      return FALSE;
+    }
+    WeirState *s = weir_graph_state(g, site->state);
+    return weir_state_add_memlet(g, s, d.after, NULL, d.source, NULL, NULL,
+                                 NULL, error) != NULL;
+  }
+  Shorten sh;
   if (!analyse(g, site, &sh, &reason)) {
     shorten_clear(&sh);
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s", reason);
@@ -372,8 +537,9 @@ static const WeirTransformInfo info = {
     .api_version = WEIR_PLUGIN_API_VERSION,
     .name = "lifetime-shortening",
     .tier = 4,
-    .description = "shrink a transient used only inside one map scope to the "
-                   "slice one iteration uses",
+    .description = "shorten transient lifetimes: shrink a transient used "
+                   "inside one map scope to one iteration's slice, or start "
+                   "a source's definition just before its first use",
     .match = match,
     .can_apply = can_apply,
     .apply = apply,
