@@ -45,6 +45,7 @@
 
 #include "weir-codegen.h"
 #include "weir-expand.h"
+#include "weir-native.h"
 #include "weir-validate.h"
 #include "weir.h"
 
@@ -389,6 +390,10 @@ typedef struct {
   char *prefix;
   guint nested_functions;
   GError *error; /* first error, owned */
+  /* Native implementations (core/native.c): helper name -> text, and the
+   * libraries to link (sets; printed sorted). */
+  GHashTable *native_helpers;
+  GHashTable *libraries;
 } Gen;
 
 G_GNUC_PRINTF(3, 4)
@@ -2331,8 +2336,80 @@ static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
   }
 }
 
-static void emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
+/* ------------------------------------------------- native implementations */
+
+static char *native_expr_c(WeirNativeEmit *e, WeirExpr *x) {
+  return sym_text(e->priv, x);
+}
+
+static void native_helper(WeirNativeEmit *e, const char *name,
+                          const char *text) {
+  Fn *f = e->priv;
+  if (!g_hash_table_contains(f->gen->native_helpers, name))
+    g_hash_table_insert(f->gen->native_helpers, g_strdup(name),
+                        g_strdup(text));
+}
+
+static void native_library(WeirNativeEmit *e, const char *name) {
+  Fn *f = e->priv;
+  g_hash_table_add(f->gen->libraries, g_strdup(name));
+}
+
+/* A library node left for a native implementation (weir-native.h): the
+ * registered emitter prints its code with the operands' C pointers. */
+static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
   Fn *f = sc->f;
+  g_autofree char *label = comment_text(n->label);
+  const WeirNativeImpl *ni = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!weir_native_choice(f->g, sc->s, n, &ni, &local)) {
+    gen_fail(f->gen, local->code, "%s: %s", f->where, local->message);
+    return;
+  }
+  if (!ni || fr) {
+    gen_fail(f->gen, WEIR_ERROR_UNSUPPORTED,
+             "%s, state %u, node %u (library '%s'): operator '%s' is not "
+             "expanded",
+             f->where, sc->s->id, n->id, label, n->op ? n->op : "");
+    return;
+  }
+  WeirNativeEmit e = {.g = f->g,
+                      .s = sc->s,
+                      .n = n,
+                      .code = g_string_new(NULL),
+                      .expr_c = native_expr_c,
+                      .helper = native_helper,
+                      .library = native_library,
+                      .status = "status",
+                      .priv = f};
+  g_autofree char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}};
+  for (guint io = 0; io < 2; io++)
+    for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
+      g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
+      g_autoptr(GPtrArray) ms = conn_memlets(sc->s, n->id, conn, io == 0);
+      if (ms->len == 0)
+        continue;
+      const WeirMemlet *m = g_ptr_array_index(ms, 0);
+      CInfo *ci = fn_container(f, m->data);
+      if (!ci)
+        continue;
+      ci->used = TRUE;
+      ptrs[io][k] = g_strdup(ci->cname);
+      WeirNativeOperand *op = io ? &e.out[k] : &e.in[k];
+      op->c = ci->c;
+      op->ptr = ptrs[io][k];
+    }
+  if (!f->gen->error && !ni->emit(&e, &local))
+    gen_fail(f->gen, local ? local->code : WEIR_ERROR_INVALID,
+             "%s, state %u, node %u (library '%s'): %s", f->where, sc->s->id,
+             n->id, label, local ? local->message : "emitter failed");
+  if (e.uses_status)
+    f->uses_status = TRUE;
+  out_paste(o, e.code->str);
+  g_string_free(e.code, TRUE);
+}
+
+static void emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
   for (guint k = 0; k < ids->len; k++) {
     const WeirNode *n = weir_state_node(sc->s, g_array_index(ids, guint, k));
     if (!n)
@@ -2357,14 +2434,9 @@ static void emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
     case WEIR_NODE_NESTED:
       emit_nested(sc, o, n, fr);
       break;
-    case WEIR_NODE_LIBRARY: {
-      g_autofree char *label = comment_text(n->label);
-      gen_fail(f->gen, WEIR_ERROR_UNSUPPORTED,
-               "%s, state %u, node %u (library '%s'): operator '%s' is not "
-               "expanded",
-               f->where, sc->s->id, n->id, label, n->op ? n->op : "");
+    case WEIR_NODE_LIBRARY:
+      emit_native(sc, o, n, fr);
       break;
-    }
     case WEIR_NODE_MAP_EXIT:
     case WEIR_NODE_KIND_COUNT:
       break;
@@ -3743,7 +3815,7 @@ static gboolean expand_everywhere(WeirGraph *g, GError **error) {
       }
     }
   }
-  return weir_expand_all(g, NULL, NULL, error);
+  return weir_native_expand_rest(g, error);
 }
 
 static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
@@ -3760,6 +3832,24 @@ static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
       return FALSE;
   }
   return TRUE;
+}
+
+static gint compare_strings(gconstpointer a, gconstpointer b,
+                            gpointer data) {
+  (void)data;
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The helpers of native implementations, in name order. */
+static void emit_native_helpers(Gen *gen, GString *s) {
+  guint n = g_hash_table_size(gen->native_helpers);
+  g_autofree char **names =
+      (char **)g_hash_table_get_keys_as_array(gen->native_helpers, NULL);
+  g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(s, "%s\n",
+                           (char *)g_hash_table_lookup(gen->native_helpers,
+                                                       names[i]));
 }
 
 char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
@@ -3786,6 +3876,9 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   gen.defs = g_string_new(NULL);
   gen.file_names = namer_new(NULL);
   gen.prefix = prefix;
+  gen.native_helpers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                             g_free);
+  gen.libraries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);
   namer_fresh_exact(gen.file_names, run);
@@ -3799,17 +3892,32 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   GString *s = g_string_new(NULL);
   g_autofree char *file = g_strdup_printf("%s.c", prefix);
   describe_abi(s, g, prefix, file);
+  g_autofree char **libs =
+      (char **)g_hash_table_get_keys_as_array(gen.libraries, NULL);
+  g_qsort_with_data(libs, (gint)g_hash_table_size(gen.libraries),
+                    sizeof(char *), compare_strings, NULL);
+  if (libs[0]) {
+    /* read by weir_codegen_libraries: the compiler driver links them */
+    g_string_append(s, "/* weir-link:");
+    for (guint i = 0; libs[i]; i++)
+      g_string_append_printf(s, " %s", libs[i]);
+    g_string_append(s, " */\n");
+  }
   g_string_append(s, "#include <math.h>\n"
                      "#include <stdbool.h>\n"
                      "#include <stdint.h>\n"
                      "#include <stdlib.h>\n"
-                     "#include <string.h>\n\n");
+                     "#include <string.h>\n");
+  if (g_hash_table_contains(gen.libraries, "openblas"))
+    g_string_append(s, "#include <cblas.h>\n");
+  g_string_append(s, "\n");
   g_string_append_printf(s,
                          "int %s(void);\n"
                          "int %s(void *const args[], const int64_t "
                          "symbols[]);\n\n",
                          abi, run);
   emit_helpers(&gen, s);
+  emit_native_helpers(&gen, s);
   g_string_append(s, gen.defs->str);
   g_string_append_printf(s, "int %s(void) {\n  return %d;\n}\n\n", abi,
                          WEIR_CODEGEN_ABI_VERSION);
@@ -3820,6 +3928,8 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
     g_string_truncate(s, s->len - 1);
   g_string_free(gen.defs, TRUE);
   namer_free(gen.file_names);
+  g_hash_table_unref(gen.native_helpers);
+  g_hash_table_unref(gen.libraries);
   if (gen.error) {
     g_propagate_error(error, gen.error);
     g_string_free(s, TRUE);

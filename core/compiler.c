@@ -7,6 +7,8 @@
  *    quotes and expands nothing.
  *  - Every compile gets its own private temporary directory (mode 0700) for
  *    the source; the output goes where the caller says.
+ *  - Libraries a generated unit names in "weir-link:" comment lines
+ *    (weir_codegen_libraries) are linked after the source.
  *  - Messages quote the command line so it can be pasted into a terminal.
  */
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
+#include "weir-native.h"
 #include "weir-runtime.h"
 
 /* Limits of the compiler output kept in an error message. */
@@ -215,13 +218,19 @@ static gboolean valid_name(const char *name) {
 }
 
 /* Runs the compiler on src (in its private directory). */
-static gboolean run_compiler(char **cc, char **flags, const char *name,
-                             const char *src, const char *output,
+static gboolean run_compiler(char **cc, char **flags, char **libs,
+                             const char *name, const char *src,
+                             const char *output,
                              double *seconds, GError **error) {
   g_autoptr(GStrvBuilder) b = g_strv_builder_new();
   g_strv_builder_addv(b, (const char **)cc);
   g_strv_builder_addv(b, (const char **)flags);
-  g_strv_builder_add_many(b, "-o", output, src, "-lm", NULL);
+  g_strv_builder_add_many(b, "-o", output, src, NULL);
+  for (guint i = 0; libs && libs[i]; i++) {
+    g_autofree char *l = g_strconcat("-l", libs[i], NULL);
+    g_strv_builder_add(b, l);
+  }
+  g_strv_builder_add(b, "-lm");
   g_auto(GStrv) argv = g_strv_builder_end(b);
 
   g_autofree char *text = NULL, *status = NULL;
@@ -269,6 +278,8 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
   if (!flags)
     return FALSE;
 
+  /* libraries the generated unit asks for (weir-native.h) */
+  g_auto(GStrv) libs = weir_codegen_libraries(source);
   g_autoptr(GError) local = NULL;
   g_autofree char *dir = g_dir_make_tmp("weir-cc-XXXXXX", &local);
   if (!dir) {
@@ -284,7 +295,7 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "compile '%s': %s", name,
                 local->message);
   else
-    ok = run_compiler(cc, flags, name, src, output, seconds, error);
+    ok = run_compiler(cc, flags, libs, name, src, output, seconds, error);
   g_unlink(src);
   g_rmdir(dir);
   return ok;

@@ -5,6 +5,7 @@
  * exactly as it was.
  */
 #include "weir-expand.h"
+#include "weir-native.h"
 #include "weir-ops.h"
 #include "weir-validate.h"
 
@@ -15,6 +16,7 @@ void weir_expansions_init(void) {
   if (g_once_init_enter(&done)) {
     weir_transforms_register_expansions();
     g_once_init_leave(&done, 1);
+    weir_native_init();
   }
 }
 

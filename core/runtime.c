@@ -585,6 +585,18 @@ gboolean weir_kernel_run(WeirKernel *k, GHashTable *symbols, GHashTable *args,
   return weir_kernel_call(k, ptrs, syms, error);
 }
 
+char *weir_kernel_blas_info(WeirKernel *k) {
+  g_return_val_if_fail(k != NULL, NULL);
+  gpointer config = NULL, core = NULL;
+  if (!g_module_symbol(k->module, "openblas_get_corename", &core) || !core)
+    return NULL;
+  g_module_symbol(k->module, "openblas_get_config", &config);
+  const char *(*get_core)(void) = (const char *(*)(void))core;
+  const char *(*get_config)(void) = (const char *(*)(void))config;
+  return g_strdup_printf("OpenBLAS %s, core %s",
+                         get_config ? get_config() : "?", get_core());
+}
+
 gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads, GError **error) {
   g_return_val_if_fail(k != NULL && n_threads > 0, FALSE);
   gpointer sym = NULL;

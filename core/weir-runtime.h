@@ -140,6 +140,13 @@ WEIR_API gboolean weir_kernel_call(WeirKernel *k, void *const args[],
 /* Sets the number of OpenMP threads of the kernel's parallel regions
  * started from the calling thread.  FALSE with an error when the kernel
  * does not use OpenMP. */
+/* The BLAS library a kernel's code calls, as "OpenBLAS <config>, core
+ * <name>" (openblas_get_config / openblas_get_corename, looked up through
+ * the loaded kernel), or NULL when the kernel uses no OpenBLAS.  The core
+ * follows OPENBLAS_CORETYPE when that is set; Weir never sets it.
+ * (transfer full) */
+WEIR_API char *weir_kernel_blas_info(WeirKernel *k);
+
 WEIR_API gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads,
                                           GError **error);
 

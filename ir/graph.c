@@ -1335,6 +1335,91 @@ char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m) {
                          m->data ? m->data : "");
 }
 
+/* ------------------------------------------- editing helpers (branch tier1) */
+
+static gboolean remove_conn(GPtrArray *conns, const char *name) {
+  for (guint i = 0; name && i < conns->len; i++)
+    if (strcmp(g_ptr_array_index(conns, i), name) == 0) {
+      g_ptr_array_remove_index(conns, i);
+      return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean weir_node_remove_in_conn(WeirNode *n, const char *name) {
+  return remove_conn(n->in_conns, name);
+}
+
+gboolean weir_node_remove_out_conn(WeirNode *n, const char *name) {
+  return remove_conn(n->out_conns, name);
+}
+
+gboolean weir_memlet_set_src(const WeirState *s, WeirMemlet *m, guint node,
+                             const char *conn) {
+  if (!weir_state_node(s, node))
+    return FALSE;
+  char *c = g_strdup(conn);
+  g_free(m->src_conn);
+  m->src_conn = c;
+  m->src = node;
+  return TRUE;
+}
+
+gboolean weir_memlet_set_dst(const WeirState *s, WeirMemlet *m, guint node,
+                             const char *conn) {
+  if (!weir_state_node(s, node))
+    return FALSE;
+  char *c = g_strdup(conn);
+  g_free(m->dst_conn);
+  m->dst_conn = c;
+  m->dst = node;
+  return TRUE;
+}
+
+void weir_memlet_set_subset(WeirMemlet *m, const WeirSubset *subset) {
+  WeirSubset *c = weir_subset_copy(subset);
+  weir_subset_free(m->subset);
+  m->subset = c;
+}
+
+void weir_map_set_dims(WeirMap *m, guint n, const char *const *params,
+                       const WeirRange *ranges, const gint64 *tile) {
+  g_return_if_fail(n >= 1);
+  /* Copy first: the arguments may point into m itself. */
+  GPtrArray *np = g_ptr_array_new_with_free_func(g_free);
+  GArray *nr = g_array_new(FALSE, TRUE, sizeof(WeirRange));
+  GArray *nt = g_array_new(FALSE, TRUE, sizeof(gint64));
+  for (guint i = 0; i < n; i++) {
+    WeirRange r;
+    g_ptr_array_add(np, g_strdup(params[i]));
+    weir_range_copy(&ranges[i], &r);
+    g_array_append_val(nr, r);
+  }
+  if (tile)
+    g_array_append_vals(nt, tile, n);
+  g_ptr_array_unref(m->params);
+  for (guint i = 0; i < m->ranges->len; i++)
+    weir_range_clear(&g_array_index(m->ranges, WeirRange, i));
+  g_array_unref(m->ranges);
+  g_array_unref(m->tile);
+  m->params = np;
+  m->ranges = nr;
+  m->tile = nt;
+}
+/* ---- added by branch tier2 ---- */
+
+gboolean weir_tasklet_set_code(WeirNode *n, const char *code) {
+  g_return_val_if_fail(n != NULL, FALSE);
+  if (n->kind != WEIR_NODE_TASKLET)
+    return FALSE;
+  char *text = g_strdup(code ? code : "");
+  g_free(n->code_text);
+  n->code_text = text;
+  g_clear_pointer(&n->code, weir_code_free);
+  n->code = weir_code_parse(n->code_text, NULL);
+  return TRUE;
+}
+
 /* --------------------------------------------- edits added by branch tier4 */
 
 gboolean weir_access_set_data(WeirNode *n, const char *data) {

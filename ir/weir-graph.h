@@ -410,6 +410,37 @@ WEIR_API guint weir_scopes_parent(const WeirScopes *sc, guint node);
 WEIR_API char *weir_describe_node(const WeirState *s, const WeirNode *n);
 WEIR_API char *weir_describe_memlet(const WeirState *s, const WeirMemlet *m);
 
+/* ------------------------------------------- editing helpers (branch tier1)
+ * Used by the tier-1 transformations; each keeps ids and caches consistent.
+ */
+
+/* (weir_tasklet_set_code, also needed here, is declared by branch tier2
+ * below.) */
+/* Removes a connector name from a node; memlets on it are left to the
+ * caller.  FALSE when the node has no such connector. */
+WEIR_API gboolean weir_node_remove_in_conn(WeirNode *n, const char *name);
+WEIR_API gboolean weir_node_remove_out_conn(WeirNode *n, const char *name);
+/* Moves the source (destination) of memlet m to node `node` of s and its
+ * connector to conn (NULL: none), keeping the memlet's id, data, subsets,
+ * volume and wcr.  FALSE when the node is not in s. */
+WEIR_API gboolean weir_memlet_set_src(const WeirState *s, WeirMemlet *m,
+                                      guint node, const char *conn);
+WEIR_API gboolean weir_memlet_set_dst(const WeirState *s, WeirMemlet *m,
+                                      guint node, const char *conn);
+/* Replaces a memlet's subset by a copy of `subset` (the volume is left as
+ * it is: set it with weir_memlet_set_volume). */
+WEIR_API void weir_memlet_set_subset(WeirMemlet *m, const WeirSubset *subset);
+/* Replaces the parameters and ranges of a map (n >= 1, copied).  tile: n
+ * sizes, or NULL for no tiling.  Schedule, unroll and collapse are kept. */
+WEIR_API void weir_map_set_dims(WeirMap *m, guint n, const char *const *params,
+                                const WeirRange *ranges, const gint64 *tile);
+/* ---- added by branch tier2 ---- */
+
+/* Replaces the body of tasklet n by code (parsed now; a parse error is kept
+ * for the validator to report, with n->code == NULL, as for
+ * weir_state_add_tasklet).  Returns FALSE when n is not a tasklet. */
+WEIR_API gboolean weir_tasklet_set_code(WeirNode *n, const char *code);
+
 /* --------------------------------------------- edits added by branch tier4 */
 
 /* Makes access node n read or write container `data` instead (the memlets

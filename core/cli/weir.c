@@ -33,12 +33,24 @@
  *                                           run time, GFLOP/s and GB/s
  *   weir cache stats|clear                  the compile cache
  *
- * FILE is a Weir program (.json) or an ONNX model (.onnx), imported on the
- * fly.  Random inputs are the same in run-ref, run and bench for the same
- * seed (each argument container is filled with seed + its id).
- * `transforms` and `apply` also load the plugins found on WEIR_PLUGIN_PATH
- * and in $XDG_DATA_HOME/weir/plugins; refused plugins are reported as
- * warnings.
+ * Workspaces (*.weir: a model and its history; docs/sessions.md):
+ *   weir new MODEL -o WS.weir [--force]     start a workspace (alias: open)
+ *   weir apply WS.weir NAME [--site SITE] [--param K=V]...
+ *                                           a new step in the history
+ *   weir undo WS.weir | weir redo WS.weir | weir goto WS.weir K|BOOKMARK
+ *   weir history WS.weir [--export-recipe R.json]
+ *   weir bookmark WS.weir NAME [--step K]
+ *   weir optimize MODEL --recipe R.json [-o OUT.weir|OUT.json] [--report]
+ * Every command that changes a workspace saves it and prints the
+ * data-movement summary of its current program.
+ *
+ * FILE is a Weir program (.json), an ONNX model (.onnx), imported on the
+ * fly, or a workspace (.weir): its current program.  Random inputs are the
+ * same in run-ref, run and bench for the same seed (each argument container
+ * is filled with seed + its id).
+ * `transforms`, `apply` and `optimize` also load the plugins found on
+ * WEIR_PLUGIN_PATH and in $XDG_DATA_HOME/weir/plugins; refused plugins are
+ * reported as warnings.
  */
 #include <errno.h>
 #include <locale.h>
@@ -72,6 +84,13 @@ static int cmd_codegen(int argc, char **argv);
 static int cmd_run(int argc, char **argv);
 static int cmd_bench(int argc, char **argv);
 static int cmd_cache(int argc, char **argv);
+static int cmd_new(int argc, char **argv);
+static int cmd_undo(int argc, char **argv);
+static int cmd_redo(int argc, char **argv);
+static int cmd_goto(int argc, char **argv);
+static int cmd_history(int argc, char **argv);
+static int cmd_bookmark(int argc, char **argv);
+static int cmd_optimize(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -99,6 +118,21 @@ static const Command commands[] = {
     {"bench", "FILE [-D ...] [--threads N] [--reps N]",
      "time compiling and running a program", cmd_bench},
     {"cache", "stats|clear", "show or empty the compile cache", cmd_cache},
+    {"new", "MODEL -o WS.weir [-D SYM=VALUE]...",
+     "start a workspace from a model (alias: open)", cmd_new},
+    {"open", "MODEL -o WS.weir", "same as new", cmd_new},
+    {"apply", "WS.weir NAME [--site SITE] [-p K=V]..",
+     "apply in a workspace: a new history step", cmd_apply},
+    {"undo", "WS.weir", "go back one step", cmd_undo},
+    {"redo", "WS.weir", "go forward one step", cmd_redo},
+    {"goto", "WS.weir K|BOOKMARK", "make step K (0: the model) current",
+     cmd_goto},
+    {"history", "WS.weir [--export-recipe R.json]",
+     "list the steps; export them as a recipe", cmd_history},
+    {"bookmark", "WS.weir NAME [--step K]", "name the current step (or K)",
+     cmd_bookmark},
+    {"optimize", "MODEL --recipe R.json [-o OUT] [--report]",
+     "apply a recipe to a model", cmd_optimize},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -299,13 +333,61 @@ static void print_warnings(const char *cmd, GPtrArray *warnings) {
             (const char *)g_ptr_array_index(warnings, i));
 }
 
-/* Loads a program: JSON, or an ONNX model imported with opts (may be NULL).
+static gboolean is_workspace_path(const char *path) {
+  return g_str_has_suffix(path, ".weir");
+}
+
+static WeirSession *open_workspace(const char *cmd, const char *path) {
+  g_autoptr(GError) error = NULL;
+  if (!is_workspace_path(path)) {
+    fprintf(stderr,
+            "weir %s: %s is not a workspace (.weir); start one with 'weir "
+            "new %s -o NAME.weir'\n",
+            cmd, path, path);
+    return NULL;
+  }
+  WeirSession *s = weir_workspace_open(path, &error);
+  if (!s)
+    print_error(cmd, error);
+  return s;
+}
+
+/* --impl OP=NAME (run, bench, codegen): the implementation of every library
+ * node of OP (the node attribute "impl", see core/weir-native.h). */
+static char **impl_specs;
+
+static gboolean apply_impls(const char *cmd, WeirGraph *g) {
+  for (guint i = 0; impl_specs && impl_specs[i]; i++) {
+    const char *eq = strchr(impl_specs[i], '=');
+    if (!eq || eq == impl_specs[i] || !eq[1]) {
+      fprintf(stderr, "weir %s: --impl %s: expected OP=IMPL\n", cmd,
+              impl_specs[i]);
+      return FALSE;
+    }
+    g_autofree char *op = g_strndup(impl_specs[i], eq - impl_specs[i]);
+    g_autoptr(GError) error = NULL;
+    if (!weir_native_set_impl(g, op, eq + 1, NULL, &error)) {
+      fprintf(stderr, "weir %s: --impl %s: %s\n", cmd, impl_specs[i],
+              error->message);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Loads a program: JSON, an ONNX model imported with opts (may be NULL), or
+ * the current program of a workspace, and applies the --impl choices.
  * Reports errors and warnings. */
 static WeirGraph *load_program_with(const char *cmd, const char *path,
                                     WeirOnnxImportOptions *opts) {
   g_autoptr(GError) error = NULL;
   WeirGraph *g;
-  if (weir_onnx_is_model_path(path)) {
+  if (is_workspace_path(path)) {
+    g_autoptr(WeirSession) s = open_workspace(cmd, path);
+    if (!s)
+      return NULL; /* open_workspace reported it */
+    g = weir_graph_copy(weir_session_current(s));
+  } else if (weir_onnx_is_model_path(path)) {
     WeirOnnxImportOptions local = {0};
     if (!opts)
       opts = &local;
@@ -318,8 +400,14 @@ static WeirGraph *load_program_with(const char *cmd, const char *path,
   } else {
     g = weir_graph_load(path, &error);
   }
-  if (!g)
+  if (!g) {
     print_error(cmd, error);
+    return NULL;
+  }
+  if (!apply_impls(cmd, g)) {
+    weir_graph_free(g);
+    return NULL;
+  }
   return g;
 }
 
@@ -947,6 +1035,10 @@ static char *opt_cc, *opt_cflags, *opt_cache_dir;
 static gboolean opt_no_cache;
 
 static const GOptionEntry compile_entries[] = {
+    {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impl_specs,
+     "Implementation of every node of OP: pure, blas, im2col, direct "
+     "(repeatable)",
+     "OP=IMPL"},
     {"cc", 0, 0, G_OPTION_ARG_STRING, &opt_cc,
      "C compiler (default: $CC or cc)", "CC"},
     {"cflags", 0, 0, G_OPTION_ARG_STRING, &opt_cflags,
@@ -984,6 +1076,10 @@ static void print_compile_error(const char *cmd, const char *file,
 static gboolean opt_no_openmp;
 
 static const GOptionEntry codegen_entries[] = {
+    {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impl_specs,
+     "Implementation of every node of OP: pure, blas, im2col, direct "
+     "(repeatable)",
+     "OP=IMPL"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
      "Directory for <prefix>.c and <prefix>.h (default: .)", "DIR"},
     {"no-openmp", 0, 0, G_OPTION_ARG_NONE, &opt_no_openmp,
@@ -1283,6 +1379,13 @@ static int cmd_bench(int argc, char **argv) {
   g_autofree char *c1 = format_seconds(cold), *c2 = format_seconds(compiler),
                   *c3 = format_seconds(cached);
   printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
+  {
+    g_autofree char *blas = weir_kernel_blas_info(k);
+    const char *coretype = g_getenv("OPENBLAS_CORETYPE");
+    if (blas)
+      printf("blas     %s (OPENBLAS_CORETYPE %s)\n", blas,
+             coretype ? coretype : "unset");
+  }
   printf("runs     %d warm-up, %d timed, threads %s\n", opt_warmup, opt_reps,
          threads);
   g_autofree char *med = format_seconds(r.median), *lo = format_seconds(r.min),
@@ -1531,7 +1634,9 @@ static const GOptionEntry transforms_entries[] = {
 
 static const GOptionEntry apply_entries[] = {
     {"site", 0, 0, G_OPTION_ARG_STRING, &site_arg,
-     "Node ids of the site, as listed by 'weir transforms'", "N[,N...]"},
+     "Node ids of the site, as listed by 'weir transforms'; for a workspace "
+     "also STATE:N,.., @K (K-th site) or a label pattern",
+     "SITE"},
     {"param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &param_args,
      "Set a parameter of the transformation", "K=V"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
@@ -1548,6 +1653,8 @@ static void load_transformations(const char *cmd) {
     fprintf(stderr, "weir %s: warning: %s\n", cmd,
             (char *)g_ptr_array_index(problems, i));
 }
+
+static int apply_workspace(const char *path, const char *name);
 
 /* "--site 7,9" for a site; "(whole program)" for a pass. */
 static char *site_option(const WeirSite *site) {
@@ -1685,6 +1792,8 @@ static char *format_delta(const WeirQuantity *before, const WeirQuantity *after,
 static int cmd_apply(int argc, char **argv) {
   if (!parse_options("apply", "FILE NAME", apply_entries, &argc, &argv))
     return 2;
+  if (argc == 3 && is_workspace_path(argv[1]))
+    return apply_workspace(argv[1], argv[2]);
   if (argc != 3 || !output_path) {
     fprintf(stderr, "usage: weir apply FILE NAME [--site N[,N...]] "
                     "[--param K=V]... -o OUT.json [-D SYM=VALUE]...\n");
@@ -1756,6 +1865,530 @@ static int cmd_apply(int argc, char **argv) {
     return 1;
   }
   printf("wrote %s\n", output_path);
+  return 0;
+}
+
+/* ------------------------------------------------------------- workspaces */
+
+static gboolean force;
+static char *export_path;
+static gint bookmark_step = -1;
+static char *recipe_path;
+static gboolean show_report;
+
+static const GOptionEntry new_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the workspace to FILE (.weir)", "FILE"},
+    {"force", 0, 0, G_OPTION_ARG_NONE, &force, "Replace an existing workspace",
+     NULL},
+    {NULL}};
+
+static const GOptionEntry history_entries[] = {
+    {"export-recipe", 0, 0, G_OPTION_ARG_FILENAME, &export_path,
+     "Write steps 1..current as a recipe", "FILE"},
+    {NULL}};
+
+static const GOptionEntry bookmark_entries[] = {
+    {"step", 0, 0, G_OPTION_ARG_INT, &bookmark_step,
+     "Bookmark step K instead of the current one (0: the model)", "K"},
+    {NULL}};
+
+static const GOptionEntry optimize_entries[] = {
+    {"recipe", 'r', 0, G_OPTION_ARG_FILENAME, &recipe_path,
+     "The recipe to apply", "FILE"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the result: a workspace (.weir, with the history) or a program "
+     "(.json)",
+     "FILE"},
+    {"report", 0, 0, G_OPTION_ARG_NONE, &show_report,
+     "Print what every step did", NULL},
+    {NULL}};
+
+static gboolean save_workspace(const char *cmd, const WeirSession *s,
+                               const char *path) {
+  g_autoptr(GError) error = NULL;
+  if (weir_workspace_save(s, path, &error))
+    return TRUE;
+  print_error(cmd, error);
+  return FALSE;
+}
+
+/* "12.0 KiB -> 9.0 KiB (-25.0%)" */
+static char *format_change(const WeirFigure *a, const WeirFigure *b,
+                           gboolean bytes) {
+  g_autofree char *x = weir_figure_format(a, bytes);
+  g_autofree char *y = weir_figure_format(b, bytes);
+  if (a->known && b->known && a->value != 0)
+    return g_strdup_printf("%s -> %s (%+.1f%%)", x, y,
+                           100.0 * (double)(b->value - a->value) /
+                               (double)a->value);
+  return g_strdup_printf("%s -> %s", x, y);
+}
+
+/* Figures of a program: total bytes, FLOPs, peak transient memory. */
+typedef struct {
+  WeirFigure bytes, flops, peak;
+} Figures;
+
+static void figures_clear(Figures *f) {
+  weir_figure_clear(&f->bytes);
+  weir_figure_clear(&f->flops);
+  weir_figure_clear(&f->peak);
+}
+
+static void figures_of(const WeirGraph *g, GHashTable *bindings, Figures *f) {
+  g_autoptr(WeirAnalysis) a = weir_analysis_compute(g, bindings, NULL);
+  if (!a)
+    return;
+  weir_figure_set(&f->bytes, &a->total_bytes);
+  weir_figure_set(&f->flops, &a->total_flops);
+  weir_figure_set(&f->peak, &a->peak_transient_bytes);
+}
+
+/* The data-movement summary printed after every change. */
+static void print_summary(const char *path, const WeirSession *s) {
+  guint k = weir_session_cursor(s), n = weir_session_n_steps(s);
+  const WeirGraph *g = weir_session_current(s);
+  printf("workspace %s  (program %s", path, g->name);
+  if (weir_session_source(s))
+    printf(", from %s", weir_session_source(s));
+  printf(")\n");
+  if (k == 0) {
+    printf("step      0 of %u: the original program", n);
+    if (weir_session_original_bookmark(s))
+      printf("  [%s]", weir_session_original_bookmark(s));
+    printf("\n");
+  } else {
+    const WeirStep *st = weir_session_step(s, k);
+    printf("step      %u of %u: %s at %s", k, n, st->transform, st->site_text);
+    if (st->bookmark)
+      printf("  [%s]", st->bookmark);
+    printf("\n");
+  }
+  Figures now = {0}, orig = {0};
+  figures_of(g, weir_session_bindings(s), &now);
+  figures_of(weir_session_original(s), weir_session_bindings(s), &orig);
+  g_autofree char *bytes = format_change(&orig.bytes, &now.bytes, TRUE);
+  g_autofree char *flops = format_change(&orig.flops, &now.flops, FALSE);
+  g_autofree char *peak = format_change(&orig.peak, &now.peak, TRUE);
+  printf("bytes moved            %s  (original -> now)\n", bytes);
+  printf("FLOPs                  %s\n", flops);
+  printf("peak transient memory  %s\n", peak);
+  figures_clear(&now);
+  figures_clear(&orig);
+}
+
+/* -------------------------------------------------------------------- new */
+
+static int cmd_new(int argc, char **argv) {
+  if (!parse_options("new", "MODEL -o WS.weir", new_entries, &argc, &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fprintf(stderr, "usage: weir new MODEL -o WS.weir [--force] "
+                    "[-D SYM=VALUE]...\n");
+    return 2;
+  }
+  if (!is_workspace_path(output_path)) {
+    fprintf(stderr, "weir new: %s: a workspace file name ends in .weir\n",
+            output_path);
+    return 2;
+  }
+  if (!force && g_file_test(output_path, G_FILE_TEST_EXISTS)) {
+    fprintf(stderr,
+            "weir new: %s exists (its history would be lost); use --force "
+            "to replace it\n",
+            output_path);
+    return 1;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("new", error);
+    return 2;
+  }
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = load_program_with("new", argv[1], &opts);
+  if (!g)
+    return 1;
+  g_autoptr(WeirSession) s = weir_session_new(g, argv[1], bindings, &error);
+  if (!s) {
+    fprintf(stderr, "weir new: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  if (!save_workspace("new", s, output_path))
+    return 1;
+  print_summary(output_path, s);
+  return 0;
+}
+
+/* ------------------------------------------------------- apply (workspace) */
+
+/* Parses "7", "7,9,12" or "3:7,9" into site; FALSE when text is not of
+ * that form. */
+static gboolean parse_site_ids(const WeirGraph *g, const char *text,
+                               WeirSite *site, GError **error) {
+  const char *colon = strchr(text, ':');
+  const char *list = colon ? colon + 1 : text;
+  for (const char *c = text; *c; c++)
+    if (!g_ascii_isdigit(*c) && *c != ',' && *c != ':')
+      return FALSE;
+  memset(site, 0, sizeof *site);
+  g_auto(GStrv) items = g_strsplit(list, ",", -1);
+  for (guint i = 0; items[i]; i++) {
+    guint64 v;
+    if (site->n_nodes == WEIR_SITE_MAX_NODES ||
+        !g_ascii_string_to_unsigned(items[i], 10, 1, G_MAXUINT, &v, NULL)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: expected node ids such as 7,9 or STATE:7,9",
+                  text);
+      return TRUE;
+    }
+    site->nodes[site->n_nodes++] = (guint)v;
+  }
+  if (colon) {
+    guint64 v;
+    g_autofree char *st = g_strndup(text, (gsize)(colon - text));
+    if (!g_ascii_string_to_unsigned(st, 10, 1, G_MAXUINT, &v, NULL)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: bad state id", text);
+      return TRUE;
+    }
+    site->state = (guint)v;
+  } else {
+    WeirState *st = NULL;
+    if (!weir_graph_node(g, site->nodes[0], &st)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: the program has no node %u", text,
+                  site->nodes[0]);
+      return TRUE;
+    }
+    site->state = st->id;
+  }
+  return TRUE;
+}
+
+static void list_sites(GString *out, const WeirGraph *g, GArray *sites,
+                       const GArray *which) {
+  guint n = which ? which->len : sites->len;
+  for (guint i = 0; i < n && i < 12; i++) {
+    guint k = which ? g_array_index(which, guint, i) : i;
+    g_autofree char *d =
+        weir_site_describe(g, &g_array_index(sites, WeirSite, k));
+    g_string_append_printf(out, "\n  @%u  %s", k, d);
+  }
+  if (n > 12)
+    g_string_append_printf(out, "\n  ... and %u more", n - 12);
+}
+
+/* Resolves --site (text may be NULL) against t's sites in g. */
+static gboolean resolve_site(const WeirTransformInfo *t, const WeirGraph *g,
+                             const char *text, WeirSite *site, GError **error) {
+  g_autoptr(GError) local = NULL;
+  if (text && parse_site_ids(g, text, site, &local)) {
+    if (local) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return FALSE;
+    }
+    return TRUE;
+  }
+  g_autoptr(GArray) sites = weir_transform_sites(t, g);
+  if (text && text[0] == '@') {
+    guint64 k;
+    if (!g_ascii_string_to_unsigned(text + 1, 10, 0, G_MAXUINT, &k, NULL) ||
+        k >= sites->len) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "--site %s: %s has %u site%s (@0..@%u)", text, t->name,
+                  sites->len, sites->len == 1 ? "" : "s",
+                  sites->len ? sites->len - 1 : 0);
+      return FALSE;
+    }
+    *site = g_array_index(sites, WeirSite, k);
+    return TRUE;
+  }
+  g_autoptr(GArray) which = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GPatternSpec) spec = text ? g_pattern_spec_new(text) : NULL;
+  for (guint k = 0; k < sites->len; k++) {
+    const WeirSite *c = &g_array_index(sites, WeirSite, k);
+    const WeirState *st = weir_graph_state(g, c->state);
+    const WeirNode *n =
+        st && c->n_nodes ? weir_state_node(st, c->nodes[0]) : NULL;
+    if (!spec || (n && g_pattern_spec_match_string(spec, n->label)))
+      g_array_append_val(which, k);
+  }
+  if (which->len == 1) {
+    *site = g_array_index(sites, WeirSite, g_array_index(which, guint, 0));
+    return TRUE;
+  }
+  GString *msg = g_string_new(NULL);
+  if (which->len == 0)
+    g_string_append_printf(msg, "%s: no site%s%s", t->name,
+                           text ? " whose first node matches " : "",
+                           text ? text : " in this program");
+  else {
+    g_string_append_printf(msg,
+                           "%s: %u sites%s%s; choose one with --site:", t->name,
+                           which->len, text ? " match " : "", text ? text : "");
+    list_sites(msg, g, sites, which);
+  }
+  g_set_error_literal(error, WEIR_ERROR, WEIR_ERROR_INVALID, msg->str);
+  g_string_free(msg, TRUE);
+  return FALSE;
+}
+
+/* weir apply WS.weir NAME: a new step in the workspace's history. */
+static int apply_workspace(const char *path, const char *name) {
+  if (output_path) {
+    fprintf(stderr,
+            "weir apply: %s: a workspace is saved in place (-o is "
+            "for program files)\n",
+            path);
+    return 2;
+  }
+  g_autoptr(WeirSession) s = open_workspace("apply", path);
+  if (!s)
+    return 1;
+  load_transformations("apply");
+  const WeirTransformInfo *t = weir_transform_lookup(name);
+  if (!t) {
+    fprintf(stderr,
+            "weir apply: unknown transformation '%s' (see 'weir transforms "
+            "%s')\n",
+            name, path);
+    return 1;
+  }
+  g_autoptr(GError) error = NULL;
+  WeirSite site;
+  if (!resolve_site(t, weir_session_current(s), site_arg, &site, &error)) {
+    print_error("apply", error);
+    return 1;
+  }
+  const WeirStep *st = weir_session_apply(
+      s, t->name, &site, (const char *const *)param_args, &error);
+  if (!st) {
+    print_error("apply", error);
+    return 1;
+  }
+  g_autofree char *bytes =
+      format_change(&st->bytes_before, &st->bytes_after, TRUE);
+  g_autofree char *flops =
+      format_change(&st->flops_before, &st->flops_after, FALSE);
+  printf("step %u: %s at %s (%s) in %.3f s\n  bytes moved %s, FLOPs %s\n",
+         st->index, st->transform, st->site_text, st->params, st->seconds,
+         bytes, flops);
+  if (!save_workspace("apply", s, path))
+    return 1;
+  print_summary(path, s);
+  return 0;
+}
+
+/* ------------------------------------------------------ undo, redo, goto */
+
+/* Opens, moves the cursor with move(), saves, prints. */
+static int move_cursor(const char *cmd, const char *path,
+                       gboolean (*move)(WeirSession *, GError **),
+                       const char *target) {
+  g_autoptr(WeirSession) s = open_workspace(cmd, path);
+  if (!s)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+  if (move) {
+    ok = move(s, &error);
+  } else {
+    guint64 k;
+    guint step;
+    if (g_ascii_string_to_unsigned(target, 10, 0, G_MAXUINT, &k, NULL))
+      step = (guint)k;
+    else if (!weir_session_find_bookmark(s, target, &step)) {
+      fprintf(stderr, "weir goto: no step or bookmark '%s' in %s\n", target,
+              path);
+      return 1;
+    }
+    ok = weir_session_goto(s, step, &error);
+  }
+  if (!ok) {
+    fprintf(stderr, "weir %s: %s: %s\n", cmd, path, error->message);
+    return 1;
+  }
+  if (!save_workspace(cmd, s, path))
+    return 1;
+  print_summary(path, s);
+  return 0;
+}
+
+static int cmd_undo(int argc, char **argv) {
+  if (!parse_options("undo", "WS.weir", NULL, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir undo WS.weir\n");
+    return 2;
+  }
+  return move_cursor("undo", argv[1], weir_session_undo, NULL);
+}
+
+static int cmd_redo(int argc, char **argv) {
+  if (!parse_options("redo", "WS.weir", NULL, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir redo WS.weir\n");
+    return 2;
+  }
+  return move_cursor("redo", argv[1], weir_session_redo, NULL);
+}
+
+static int cmd_goto(int argc, char **argv) {
+  if (!parse_options("goto", "WS.weir K|BOOKMARK", NULL, &argc, &argv))
+    return 2;
+  if (argc != 3) {
+    fprintf(stderr, "usage: weir goto WS.weir K|BOOKMARK\n");
+    return 2;
+  }
+  return move_cursor("goto", argv[1], NULL, argv[2]);
+}
+
+/* ---------------------------------------------------------------- history */
+
+static int cmd_history(int argc, char **argv) {
+  if (!parse_options("history", "WS.weir", history_entries, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "usage: weir history WS.weir [--export-recipe R.json]\n");
+    return 2;
+  }
+  g_autoptr(WeirSession) s = open_workspace("history", argv[1]);
+  if (!s)
+    return 1;
+  guint cursor = weir_session_cursor(s);
+  Table *t = table_new(7);
+  table_row(t, g_strdup(""), g_strdup("step"), g_strdup("transformation"),
+            g_strdup("site"), g_strdup("parameters"), g_strdup("bytes moved"),
+            g_strdup("bookmark"));
+  table_row(t, g_strdup(cursor == 0 ? ">" : ""), g_strdup("0"),
+            g_strdup("(original)"),
+            g_strdup(weir_session_source(s) ? weir_session_source(s) : ""),
+            g_strdup(""), g_strdup(""),
+            g_strdup(weir_session_original_bookmark(s)
+                         ? weir_session_original_bookmark(s)
+                         : ""));
+  for (guint k = 1; k <= weir_session_n_steps(s); k++) {
+    const WeirStep *st = weir_session_step(s, k);
+    table_row(t, g_strdup(k == cursor ? ">" : ""), g_strdup_printf("%u", k),
+              g_strdup(st->transform), g_strdup(st->site_text),
+              g_strdup(st->params),
+              format_change(&st->bytes_before, &st->bytes_after, TRUE),
+              g_strdup(st->bookmark ? st->bookmark : ""));
+  }
+  table_print(t);
+  guint n = weir_session_n_steps(s);
+  if (cursor + 1 == n)
+    printf("(step %u can be redone)\n", n);
+  else if (cursor < n)
+    printf("(steps %u..%u can be redone)\n", cursor + 1, n);
+  if (export_path) {
+    load_transformations("history");
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirRecipe) r = weir_session_export_recipe(s, &error);
+    if (!r || !weir_recipe_save(r, export_path, &error)) {
+      print_error("history", error);
+      return 1;
+    }
+    printf("exported steps 1..%u to %s\n", cursor, export_path);
+  }
+  return 0;
+}
+
+/* --------------------------------------------------------------- bookmark */
+
+static int cmd_bookmark(int argc, char **argv) {
+  if (!parse_options("bookmark", "WS.weir NAME", bookmark_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 3) {
+    fprintf(stderr, "usage: weir bookmark WS.weir NAME [--step K]\n");
+    return 2;
+  }
+  g_autoptr(WeirSession) s = open_workspace("bookmark", argv[1]);
+  if (!s)
+    return 1;
+  guint step =
+      bookmark_step >= 0 ? (guint)bookmark_step : weir_session_cursor(s);
+  g_autoptr(GError) error = NULL;
+  if (!weir_session_bookmark(s, step, argv[2], &error)) {
+    fprintf(stderr, "weir bookmark: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  if (!save_workspace("bookmark", s, argv[1]))
+    return 1;
+  printf("bookmark '%s' on step %u\n", argv[2], step);
+  print_summary(argv[1], s);
+  return 0;
+}
+
+/* --------------------------------------------------------------- optimize */
+
+static int cmd_optimize(int argc, char **argv) {
+  if (!parse_options("optimize", "MODEL --recipe R.json", optimize_entries,
+                     &argc, &argv))
+    return 2;
+  if (argc != 2 || !recipe_path) {
+    fprintf(stderr, "usage: weir optimize MODEL --recipe R.json "
+                    "[-o OUT.weir|OUT.json] [--report] [-D SYM=VALUE]...\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("optimize", error);
+    return 2;
+  }
+  g_autoptr(WeirRecipe) recipe = weir_recipe_load(recipe_path, &error);
+  if (!recipe) {
+    print_error("optimize", error);
+    return 1;
+  }
+  WeirOnnxImportOptions opts = {.symbols = bindings};
+  g_autoptr(WeirGraph) g = load_program_with("optimize", argv[1], &opts);
+  if (!g)
+    return 1;
+  load_transformations("optimize");
+  g_autoptr(WeirRecipeReport) report = weir_recipe_report_new();
+  g_autoptr(WeirSession) s = NULL;
+  gboolean ok;
+  if (output_path && is_workspace_path(output_path)) {
+    s = weir_session_new(g, argv[1], bindings, &error);
+    ok = s && weir_recipe_apply_session(s, recipe, report, &error);
+  } else {
+    ok = weir_recipe_apply(g, recipe, bindings, report, &error);
+  }
+  if (show_report || !ok) {
+    g_autofree char *text = weir_recipe_report_to_text(report);
+    printf("%s", text);
+  }
+  if (!ok) {
+    print_error("optimize", error);
+    return 1;
+  }
+  guint applied = 0;
+  for (guint i = 0; i < report->steps->len; i++)
+    applied += ((WeirRecipeStepReport *)g_ptr_array_index(report->steps, i))
+                   ->applied->len;
+  g_autofree char *bytes =
+      format_change(&report->bytes_before, &report->bytes_after, TRUE);
+  g_autofree char *flops =
+      format_change(&report->flops_before, &report->flops_after, FALSE);
+  printf("%s: %u recipe step%s, %u application%s\n  bytes moved %s\n  "
+         "FLOPs       %s\n",
+         recipe_path, report->steps->len, report->steps->len == 1 ? "" : "s",
+         applied, applied == 1 ? "" : "s", bytes, flops);
+  if (output_path) {
+    gboolean saved = s ? weir_workspace_save(s, output_path, &error)
+                       : weir_graph_save(g, output_path, &error);
+    if (!saved) {
+      print_error("optimize", error);
+      return 1;
+    }
+    printf("wrote %s\n", output_path);
+  }
   return 0;
 }
 

@@ -10,4 +10,7 @@ if [ ! -d "$data/node" ]; then
   echo "$data/node: ONNX test data not installed, skipping"
   exit 77
 fi
-exec "$weir" conformance --expected-unsupported "$expected" "$data/node"
+# The node tests of operators whose semantics did not change are stored
+# with the opset of their last change (some as old as opset 1): they are
+# imported with --any-opset, which follows the schemas' opset rules.
+exec "$weir" conformance --any-opset --expected-unsupported "$expected" "$data/node"

@@ -6,9 +6,33 @@
 
 gboolean weir_tier1_register(GError **error);
 gboolean weir_tier1_register_expand_node(GError **error);
+gboolean weir_tier1_register_map_tiling(GError **error);
+gboolean weir_tier1_register_map_interchange(GError **error);
+gboolean weir_tier1_register_map_collapse(GError **error);
+gboolean weir_tier1_register_parallelize(GError **error);
+gboolean weir_tier1_register_unroll(GError **error);
+gboolean weir_tier1_register_vectorize(GError **error);
+gboolean weir_tier1_register_strength_reduction(GError **error);
+gboolean weir_tier1_register_gemm_extraction(GError **error);
 
 gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_expand_node(error))
+    return FALSE;
+  if (!weir_tier1_register_map_tiling(error))
+    return FALSE;
+  if (!weir_tier1_register_map_interchange(error))
+    return FALSE;
+  if (!weir_tier1_register_map_collapse(error))
+    return FALSE;
+  if (!weir_tier1_register_parallelize(error))
+    return FALSE;
+  if (!weir_tier1_register_unroll(error))
+    return FALSE;
+  if (!weir_tier1_register_vectorize(error))
+    return FALSE;
+  if (!weir_tier1_register_strength_reduction(error))
+    return FALSE;
+  if (!weir_tier1_register_gemm_extraction(error))
     return FALSE;
   return TRUE;
 }

@@ -4,8 +4,18 @@
 #include "weir-plugin.h"
 
 gboolean weir_tier2_register(GError **error);
+gboolean weir_tier2_register_constant_folding(GError **error);
+gboolean weir_tier2_register_cse(GError **error);
+gboolean weir_tier2_register_identity_elimination(GError **error);
+gboolean weir_tier2_register_batchnorm_folding(GError **error);
+gboolean weir_tier2_register_pad_conv_fusion(GError **error);
+gboolean weir_tier2_register_algebraic_simplification(GError **error);
 
 gboolean weir_tier2_register(GError **error) {
-  (void)error;
-  return TRUE;
+  return weir_tier2_register_constant_folding(error) &&
+         weir_tier2_register_cse(error) &&
+         weir_tier2_register_identity_elimination(error) &&
+         weir_tier2_register_batchnorm_folding(error) &&
+         weir_tier2_register_pad_conv_fusion(error) &&
+         weir_tier2_register_algebraic_simplification(error);
 }

@@ -1,0 +1,856 @@
+/* native.c — native implementations of library nodes: the registry, the
+ * default choice, and the built-in emitters (BLAS Gemm/MatMul, im2col and
+ * direct Conv).
+ *
+ * Conventions of the emitted code: every operand is a row-major container
+ * (accepts() checks it) passed as a pointer to element 0; sizes are int64_t
+ * C expressions of the program symbols.  Helper functions are templates
+ * over the element type: "@T@" is the C type, "@B@" the BLAS prefix (s, d)
+ * and "@S@" the name suffix (f32, f64).  Loops inside helpers carry OpenMP
+ * pragmas guarded by _OPENMP, so a unit compiled without -fopenmp stays
+ * warning-free.  BLAS calls are never made inside a parallel region:
+ * OpenBLAS uses its own threads.
+ */
+#include <string.h>
+
+#include "weir-expand.h"
+#include "weir-native.h"
+#include "weir-ops-linalg.h"
+#include "weir-ops.h"
+#include "weir-validate.h"
+
+/* --------------------------------------------------------------- registry */
+
+static GHashTable *registry; /* "op/impl" -> const WeirNativeImpl* */
+static GMutex registry_lock;
+
+static gboolean set_impl_attr(WeirGraph *g, WeirState *s, WeirNode *n,
+                              const char *impl, GError **error) {
+  const WeirNativeImpl *ni = weir_native_lookup(n->op, impl);
+  g_autofree char *reason = NULL;
+  if (!ni || !ni->accepts(g, s, n, &reason)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "the '%s' implementation does not apply: %s", impl,
+                reason ? reason : "not registered");
+    return FALSE;
+  }
+  weir_node_set_attr_string(n, "impl", impl);
+  return TRUE;
+}
+
+/* Expansions that only record the choice (WeirExpandFunc has no impl
+ * argument, hence one function per name). */
+static gboolean choose_blas(WeirGraph *g, WeirState *s, WeirNode *n,
+                            GError **error) {
+  return set_impl_attr(g, s, n, "blas", error);
+}
+static gboolean choose_im2col(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  return set_impl_attr(g, s, n, "im2col", error);
+}
+static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  return set_impl_attr(g, s, n, "direct", error);
+}
+
+void weir_native_register(const WeirNativeImpl *impl) {
+  g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
+                   impl->emit);
+  g_mutex_lock(&registry_lock);
+  if (!registry)
+    registry = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_hash_table_replace(registry, g_strdup_printf("%s/%s", impl->op, impl->impl),
+                       (gpointer)impl);
+  g_mutex_unlock(&registry_lock);
+  WeirExpandFunc f = NULL;
+  if (strcmp(impl->impl, "blas") == 0)
+    f = choose_blas;
+  else if (strcmp(impl->impl, "im2col") == 0)
+    f = choose_im2col;
+  else if (strcmp(impl->impl, "direct") == 0)
+    f = choose_direct;
+  if (f)
+    weir_op_register_expansion(impl->op, impl->impl, f);
+}
+
+const WeirNativeImpl *weir_native_lookup(const char *op, const char *impl) {
+  if (!op || !impl)
+    return NULL;
+  weir_native_init();
+  g_autofree char *key = g_strdup_printf("%s/%s", op, impl);
+  g_mutex_lock(&registry_lock);
+  const WeirNativeImpl *r =
+      registry ? g_hash_table_lookup(registry, key) : NULL;
+  g_mutex_unlock(&registry_lock);
+  return r;
+}
+
+/* ---------------------------------------------------------------- operands */
+
+static const WeirContainer *port(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n, gboolean input, guint k) {
+  char conn[24];
+  g_snprintf(conn, sizeof conn, input ? "in%u" : "out%u", k);
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (!m->data)
+      continue;
+    if (input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
+              : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0))
+      return weir_graph_container(g, m->data);
+  }
+  return NULL;
+}
+
+static gboolean row_major(const WeirContainer *c) {
+  g_autoptr(WeirExpr) acc = weir_expr_const(1);
+  for (guint d = c->shape->len; d-- > 0;) {
+    if (!weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
+      return FALSE;
+    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, d));
+    weir_expr_unref(acc);
+    acc = next;
+  }
+  return TRUE;
+}
+
+static WeirExpr *dim(const WeirContainer *c, guint d) {
+  return g_ptr_array_index(c->shape, d);
+}
+
+static gboolean dim_is(const WeirContainer *c, guint d, gint64 v) {
+  gint64 x;
+  return weir_expr_is_const(dim(c, d), &x) && x == v;
+}
+
+static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
+}
+
+static double attr_float(const WeirNode *n, const char *name, double dflt) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_FLOAT ? a->f : dflt;
+}
+
+static gboolean blas_dtype(WeirDType t) {
+  return t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64;
+}
+
+/* Checks that the given operands exist (when required), have one BLAS
+ * dtype and are row-major. */
+static gboolean check_operands(const WeirContainer *const *c, guint n,
+                               guint required, char **reason) {
+  for (guint i = 0; i < n; i++) {
+    if (!c[i]) {
+      if (i < required) {
+        *reason = g_strdup_printf("operand %u is missing", i);
+        return FALSE;
+      }
+      continue;
+    }
+    if (!blas_dtype(c[i]->dtype) || c[i]->dtype != c[0]->dtype) {
+      *reason = g_strdup_printf("'%s' is %s; f32 or f64 (all alike) needed",
+                                c[i]->name, weir_dtype_name(c[i]->dtype));
+      return FALSE;
+    }
+    if (!row_major(c[i])) {
+      *reason = g_strdup_printf("'%s' is not stored row-major", c[i]->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* ------------------------------------------------------------ templates */
+
+static char *instantiate(const char *text, WeirDType t) {
+  gboolean f32 = t == WEIR_DTYPE_F32;
+  GString *s = g_string_new(text);
+  g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
+  g_string_replace(s, "@B@", f32 ? "s" : "d", 0);
+  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
+  return g_string_free(s, FALSE);
+}
+
+static void use_helper(WeirNativeEmit *e, const char *name_tmpl,
+                       const char *text_tmpl, WeirDType t) {
+  g_autofree char *name = instantiate(name_tmpl, t);
+  g_autofree char *text = instantiate(text_tmpl, t);
+  e->helper(e, name, text);
+}
+
+static char *number(double v, WeirDType t) {
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(buf, sizeof buf, "%.17g", v);
+  if (!strpbrk(buf, ".eEn"))
+    g_strlcat(buf, ".0", sizeof buf);
+  return t == WEIR_DTYPE_F32 ? g_strdup_printf("%sf", buf) : g_strdup(buf);
+}
+
+static const char *label(const WeirNode *n) {
+  return n->label && n->label[0] ? n->label : "";
+}
+
+/* "/ * Gemm 'x' (node 5): blas * /" with the label made comment-safe. */
+static void emit_header(WeirNativeEmit *e, const char *impl) {
+  g_autofree char *l = g_strdup(label(e->n));
+  for (char *p = l; *p; p++)
+    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
+      *p = '_';
+  g_string_append_printf(e->code, "/* %s '%s' (node %u): %s */\n", e->n->op, l,
+                         e->n->id, impl);
+}
+
+static char *dim_c(WeirNativeEmit *e, const WeirContainer *c, guint d) {
+  return e->expr_c(e, dim(c, d));
+}
+
+/* The product of dims [from, to) of c as C text ("1" when empty). */
+static char *dims_product(WeirNativeEmit *e, const WeirContainer *c, guint from,
+                          guint to) {
+  g_autoptr(WeirExpr) p = weir_expr_const(1);
+  for (guint d = from; d < to; d++) {
+    WeirExpr *q = weir_expr_mul(p, dim(c, d));
+    weir_expr_unref(p);
+    p = q;
+  }
+  return e->expr_c(e, p);
+}
+
+static void use_blas(WeirNativeEmit *e) {
+  e->library(e, "openblas");
+}
+
+/* ------------------------------------------------------------------ Gemm */
+
+static gboolean gemm_accepts(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n, char **reason) {
+  const WeirContainer *c[4] = {port(g, s, n, TRUE, 0), port(g, s, n, TRUE, 1),
+                               port(g, s, n, FALSE, 0), port(g, s, n, TRUE, 2)};
+  if (!check_operands(c, 4, 3, reason))
+    return FALSE;
+  if (c[0]->shape->len != 2 || c[1]->shape->len != 2 || c[2]->shape->len != 2 ||
+      (c[3] && c[3]->shape->len > 2)) {
+    *reason = g_strdup("A, B and Y must be matrices and C of rank <= 2");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const char gemm_fill[] =
+    "/* y[m x n] = beta * c, c broadcast from cr x cc (1 or full) */\n"
+    "static void weir_gemm_fill_@S@(@T@ *y, const @T@ *c, int64_t m, "
+    "int64_t n,\n"
+    "                              int64_t cr, int64_t cc, @T@ beta) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "  for (int64_t i = 0; i < m; i++)\n"
+    "    for (int64_t j = 0; j < n; j++)\n"
+    "      y[i * n + j] = beta * c[(cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : "
+    "j)];\n"
+    "}\n";
+
+static gboolean gemm_emit(WeirNativeEmit *e, GError **error) {
+  (void)error;
+  const WeirNode *n = e->n;
+  const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *c = &e->in[2],
+                          *y = &e->out[0];
+  WeirDType t = y->c->dtype;
+  gboolean ta = attr_int(n, "transA", 0) != 0;
+  gboolean tb = attr_int(n, "transB", 0) != 0;
+  g_autofree char *alpha = number(attr_float(n, "alpha", 1.0), t);
+  g_autofree char *beta = number(attr_float(n, "beta", 1.0), t);
+  g_autofree char *m = dim_c(e, y->c, 0), *nn = dim_c(e, y->c, 1);
+  g_autofree char *k = dim_c(e, a->c, ta ? 0 : 1);
+  g_autofree char *lda = dim_c(e, a->c, 1), *ldb = dim_c(e, b->c, 1);
+  emit_header(e, "blas");
+  if (c->c) {
+    guint r = c->c->shape->len;
+    g_autofree char *cr = r == 2 ? dim_c(e, c->c, 0) : g_strdup("1");
+    g_autofree char *cc = r >= 1 ? dim_c(e, c->c, r - 1) : g_strdup("1");
+    use_helper(e, "weir_gemm_fill_@S@", gemm_fill, t);
+    g_string_append_printf(e->code,
+                           "weir_gemm_fill_%s(%s, %s, %s, %s, %s, %s, %s);\n",
+                           t == WEIR_DTYPE_F32 ? "f32" : "f64", y->ptr, c->ptr,
+                           m, nn, cr, cc, beta);
+  }
+  use_blas(e);
+  g_string_append_printf(
+      e->code,
+      "cblas_%sgemm(CblasRowMajor, %s, %s, (int)(%s), (int)(%s), (int)(%s), "
+      "%s, %s, (int)(%s), %s, (int)(%s), %s, %s, (int)(%s));\n",
+      t == WEIR_DTYPE_F32 ? "s" : "d", ta ? "CblasTrans" : "CblasNoTrans",
+      tb ? "CblasTrans" : "CblasNoTrans", m, nn, k, alpha, a->ptr, lda, b->ptr,
+      ldb, c->c ? "1" : "0", y->ptr, nn);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------- MatMul */
+
+static gboolean matmul_accepts(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n, char **reason) {
+  const WeirContainer *c[3] = {port(g, s, n, TRUE, 0), port(g, s, n, TRUE, 1),
+                               port(g, s, n, FALSE, 0)};
+  if (!check_operands(c, 3, 3, reason))
+    return FALSE;
+  guint ra = c[0]->shape->len, rb = c[1]->shape->len, ry = c[2]->shape->len;
+  guint core = (ra == 1 ? 0 : 1) + (rb == 1 ? 0 : 1);
+  if (ra == 0 || rb == 0 || ry < core) {
+    *reason = g_strdup("scalar operands or an output of unexpected rank");
+    return FALSE;
+  }
+  guint nb = ry - core;
+  if ((ra > 1 && ra - 2 > nb) || (rb > 1 && rb - 2 > nb)) {
+    *reason = g_strdup("operands have more batch dimensions than the output");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Adds "i * stride" to offset variable `var` for operand c (matrix rank
+ * `core` = 2, batch dims aligned right with the output's nb batch dims)
+ * for output batch dim d. */
+static void batch_term(WeirNativeEmit *e, GString *code, const char *var,
+                       const WeirContainer *c, guint nb, guint d) {
+  guint r = c->shape->len;
+  if (r < 2)
+    return;
+  guint cb = r - 2;
+  if (d + cb < nb)
+    return; /* c has no such dimension: broadcast */
+  guint cd = d + cb - nb;
+  if (dim_is(c, cd, 1))
+    return;
+  g_autofree char *stride = dims_product(e, c, cd + 1, r);
+  g_string_append_printf(code, "    %s += i * (%s);\n", var, stride);
+}
+
+static gboolean matmul_emit(WeirNativeEmit *e, GError **error) {
+  (void)error;
+  const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *y = &e->out[0];
+  WeirDType t = y->c->dtype;
+  guint ra = a->c->shape->len, rb = b->c->shape->len, ry = y->c->shape->len;
+  gboolean av = ra == 1, bv = rb == 1;
+  guint nb = ry - (av ? 0 : 1) - (bv ? 0 : 1);
+  g_autofree char *m = av ? g_strdup("1") : dim_c(e, a->c, ra - 2);
+  g_autofree char *k = dim_c(e, a->c, ra - 1);
+  g_autofree char *nn = bv ? g_strdup("1") : dim_c(e, b->c, rb - 1);
+  g_autofree char *ldb = bv ? g_strdup("1") : g_strdup(nn);
+  const char *p = t == WEIR_DTYPE_F32 ? "s" : "d";
+  emit_header(e, "blas");
+  use_blas(e);
+  if (nb == 0) {
+    g_string_append_printf(
+        e->code,
+        "cblas_%sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(%s), "
+        "(int)(%s), (int)(%s), 1, %s, (int)(%s), %s, (int)(%s), 0, %s, "
+        "(int)(%s));\n",
+        p, m, nn, k, a->ptr, k, b->ptr, ldb, y->ptr, nn);
+    return TRUE;
+  }
+  /* One GEMM per batch element; the batch loop is serial and OpenBLAS
+   * parallelises each call. */
+  g_autofree char *count = dims_product(e, y->c, 0, nb);
+  g_string_append_printf(e->code,
+                         "for (int64_t bi = 0; bi < %s; bi++) {\n"
+                         "  int64_t rest = bi, oa = 0, ob = 0;\n",
+                         count);
+  for (guint d = nb; d-- > 0;) {
+    g_autofree char *yd = dim_c(e, y->c, d);
+    GString *terms = g_string_new(NULL);
+    batch_term(e, terms, "oa", a->c, nb, d);
+    batch_term(e, terms, "ob", b->c, nb, d);
+    if (terms->len)
+      g_string_append_printf(e->code,
+                             "  {\n"
+                             "    int64_t i = rest %% (%s);\n"
+                             "%s"
+                             "  }\n",
+                             yd, terms->str);
+    g_string_append_printf(e->code, "  rest /= (%s);\n", yd);
+    g_string_free(terms, TRUE);
+  }
+  g_string_append_printf(
+      e->code,
+      "  (void)rest;\n"
+      "  cblas_%sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(%s), "
+      "(int)(%s), (int)(%s), 1, %s + oa, (int)(%s), %s + ob, (int)(%s), 0, "
+      "%s + bi * (%s) * (%s), (int)(%s));\n"
+      "}\n",
+      p, m, nn, k, a->ptr, k, b->ptr, ldb, y->ptr, m, nn, nn);
+  return TRUE;
+}
+
+/* ------------------------------------------------------------------ Conv */
+
+typedef struct {
+  const WeirContainer *x, *w, *b, *y;
+  WeirConvGeometry geo;
+} ConvInfo;
+
+static void conv_info_clear(ConvInfo *ci) {
+  weir_conv_geometry_clear(&ci->geo);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ConvInfo, conv_info_clear)
+
+static gboolean conv_info(const WeirGraph *g, const WeirState *s,
+                          const WeirNode *n, ConvInfo *ci, char **reason) {
+  ci->x = port(g, s, n, TRUE, 0);
+  ci->w = port(g, s, n, TRUE, 1);
+  ci->b = port(g, s, n, TRUE, 2);
+  ci->y = port(g, s, n, FALSE, 0);
+  const WeirContainer *c[4] = {ci->x, ci->w, ci->y, ci->b};
+  if (!check_operands(c, 4, 3, reason))
+    return FALSE;
+  if (ci->x->shape->len != 4 || ci->w->shape->len != 4 ||
+      ci->y->shape->len != 4 || (ci->b && ci->b->shape->len != 1)) {
+    *reason = g_strdup("only 2-D convolutions (rank-4 X, W, Y) are native");
+    return FALSE;
+  }
+  g_autoptr(GError) local = NULL;
+  if (!weir_conv_geometry_compute(
+          n, FALSE, 2, (WeirExpr *const *)ci->x->shape->pdata + 2,
+          (WeirExpr *const *)ci->w->shape->pdata + 2, &ci->geo, &local)) {
+    *reason = g_strdup(local->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean const_is(WeirExpr *e, gint64 v) {
+  gint64 x;
+  return weir_expr_is_const(e, &x) && x == v;
+}
+
+static gboolean conv_is_1x1(const ConvInfo *ci) {
+  const WeirConvGeometry *g = &ci->geo;
+  return g->group == 1 && dim_is(ci->w, 2, 1) && dim_is(ci->w, 3, 1) &&
+         g->strides[0] == 1 && g->strides[1] == 1 &&
+         const_is(g->pad_begin[0], 0) && const_is(g->pad_begin[1], 0) &&
+         const_is(g->pad_end[0], 0) && const_is(g->pad_end[1], 0);
+}
+
+static gboolean conv_is_depthwise(const ConvInfo *ci) {
+  gint64 gr = ci->geo.group;
+  return gr > 1 && dim_is(ci->x, 1, gr) && dim_is(ci->w, 0, gr) &&
+         dim_is(ci->w, 1, 1);
+}
+
+static gboolean im2col_accepts(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n, char **reason) {
+  g_auto(ConvInfo) ci = {0};
+  return conv_info(g, s, n, &ci, reason);
+}
+
+static gboolean direct_accepts(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n, char **reason) {
+  g_auto(ConvInfo) ci = {0};
+  if (!conv_info(g, s, n, &ci, reason))
+    return FALSE;
+  if (!conv_is_1x1(&ci) && !conv_is_depthwise(&ci)) {
+    *reason = g_strdup("direct convolution needs a 1x1 kernel (unit stride, "
+                       "no padding, one group) or a depthwise one "
+                       "(group == C == M)");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static const char conv_im2col[] =
+    "/* 2-D convolution as im2col + GEMM, per image and group; returns\n"
+    " * non-zero when the column buffer cannot be allocated. */\n"
+    "static int weir_conv2d_im2col_@S@(const @T@ *x, const @T@ *w, const "
+    "@T@ *b,\n"
+    "                                 @T@ *y, int64_t n, int64_t c, int64_t "
+    "h,\n"
+    "                                 int64_t wd, int64_t m, int64_t kh,\n"
+    "                                 int64_t kw, int64_t oh, int64_t ow,\n"
+    "                                 int64_t groups, int64_t sh, int64_t "
+    "sw,\n"
+    "                                 int64_t dh, int64_t dw, int64_t ph,\n"
+    "                                 int64_t pw) {\n"
+    "  const int64_t cg = c / groups, mg = m / groups;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
+    "  if (n == 0 || m == 0 || ohw == 0)\n"
+    "    return 0;\n"
+    "  @T@ *col = malloc((size_t)(kk * ohw + 1) * sizeof(@T@));\n"
+    "  if (!col)\n"
+    "    return 1;\n"
+    "  for (int64_t in = 0; in < n; in++) {\n"
+    "    for (int64_t g = 0; g < groups; g++) {\n"
+    "      const @T@ *xg = x + (in * c + g * cg) * h * wd;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "      for (int64_t r = 0; r < kk; r++) {\n"
+    "        const int64_t ic = r / (kh * kw), i = r / kw % kh, j = r % kw;\n"
+    "        @T@ *dst = col + r * ohw;\n"
+    "        for (int64_t p = 0; p < oh; p++) {\n"
+    "          const int64_t ih = p * sh + i * dh - ph;\n"
+    "          for (int64_t q = 0; q < ow; q++) {\n"
+    "            const int64_t iw = q * sw + j * dw - pw;\n"
+    "            dst[p * ow + q] = ih >= 0 && ih < h && iw >= 0 && iw < wd\n"
+    "                                  ? xg[(ic * h + ih) * wd + iw]\n"
+    "                                  : (@T@)0;\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "      @T@ *yg = y + (in * m + g * mg) * ohw;\n"
+    "      if (b)\n"
+    "        for (int64_t oc = 0; oc < mg; oc++)\n"
+    "          for (int64_t p = 0; p < ohw; p++)\n"
+    "            yg[oc * ohw + p] = b[g * mg + oc];\n"
+    "      cblas_@B@gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, "
+    "(int)mg,\n"
+    "                  (int)ohw, (int)kk, 1, w + g * mg * kk, (int)kk, col,\n"
+    "                  (int)ohw, b ? 1 : 0, yg, (int)ohw);\n"
+    "    }\n"
+    "  }\n"
+    "  free(col);\n"
+    "  return 0;\n"
+    "}\n";
+
+static const char conv_1x1[] =
+    "/* 1x1 convolution (unit stride, no padding, one group): per image,\n"
+    " * y[m x hw] = w[m x c] * x[c x hw] (+ bias), a GEMM without im2col. */\n"
+    "static void weir_conv2d_1x1_@S@(const @T@ *x, const @T@ *w, const @T@ "
+    "*b,\n"
+    "                               @T@ *y, int64_t n, int64_t c, int64_t "
+    "hw,\n"
+    "                               int64_t m) {\n"
+    "  for (int64_t in = 0; in < n; in++) {\n"
+    "    @T@ *yn = y + in * m * hw;\n"
+    "    if (b)\n"
+    "      for (int64_t oc = 0; oc < m; oc++)\n"
+    "        for (int64_t p = 0; p < hw; p++)\n"
+    "          yn[oc * hw + p] = b[oc];\n"
+    "    cblas_@B@gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, "
+    "(int)hw,\n"
+    "                (int)c, 1, w, (int)c, x + in * c * hw, (int)hw, b ? 1 : "
+    "0, yn,\n"
+    "                (int)hw);\n"
+    "  }\n"
+    "}\n";
+
+static const char conv_depthwise[] =
+    "/* Depthwise 2-D convolution (group == C == M): a direct loop nest. */\n"
+    "static void weir_conv2d_depthwise_@S@(const @T@ *x, const @T@ *w,\n"
+    "                                     const @T@ *b, @T@ *y, int64_t n,\n"
+    "                                     int64_t c, int64_t h, int64_t wd,\n"
+    "                                     int64_t kh, int64_t kw, int64_t "
+    "oh,\n"
+    "                                     int64_t ow, int64_t sh, int64_t "
+    "sw,\n"
+    "                                     int64_t dh, int64_t dw, int64_t "
+    "ph,\n"
+    "                                     int64_t pw) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2)\n"
+    "#endif\n"
+    "  for (int64_t in = 0; in < n; in++) {\n"
+    "    for (int64_t ch = 0; ch < c; ch++) {\n"
+    "      const @T@ *xc = x + (in * c + ch) * h * wd;\n"
+    "      const @T@ *wc = w + ch * kh * kw;\n"
+    "      @T@ *yc = y + (in * c + ch) * oh * ow;\n"
+    "      for (int64_t p = 0; p < oh; p++) {\n"
+    "        for (int64_t q = 0; q < ow; q++) {\n"
+    "          @T@ acc = b ? b[ch] : (@T@)0;\n"
+    "          for (int64_t i = 0; i < kh; i++) {\n"
+    "            const int64_t ih = p * sh + i * dh - ph;\n"
+    "            if (ih < 0 || ih >= h)\n"
+    "              continue;\n"
+    "            for (int64_t j = 0; j < kw; j++) {\n"
+    "              const int64_t iw = q * sw + j * dw - pw;\n"
+    "              if (iw >= 0 && iw < wd)\n"
+    "                acc += xc[ih * wd + iw] * wc[i * kw + j];\n"
+    "            }\n"
+    "          }\n"
+    "          yc[p * ow + q] = acc;\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* Common size arguments of the im2col and depthwise helpers. */
+static gboolean conv_emit(WeirNativeEmit *e, gboolean direct, GError **error) {
+  g_auto(ConvInfo) ci = {0};
+  g_autofree char *reason = NULL;
+  if (!conv_info(e->g, e->s, e->n, &ci, &reason)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED, "%s", reason);
+    return FALSE;
+  }
+  WeirDType t = ci.y->dtype;
+  const char *sfx = t == WEIR_DTYPE_F32 ? "f32" : "f64";
+  const char *xp = e->in[0].ptr, *wp = e->in[1].ptr, *yp = e->out[0].ptr;
+  const char *bp = e->in[2].c ? e->in[2].ptr : "NULL";
+  g_autofree char *n = dim_c(e, ci.x, 0), *c = dim_c(e, ci.x, 1),
+                  *h = dim_c(e, ci.x, 2), *w = dim_c(e, ci.x, 3),
+                  *m = dim_c(e, ci.w, 0), *kh = dim_c(e, ci.w, 2),
+                  *kw = dim_c(e, ci.w, 3), *oh = dim_c(e, ci.y, 2),
+                  *ow = dim_c(e, ci.y, 3);
+  g_autofree char *ph = e->expr_c(e, ci.geo.pad_begin[0]);
+  g_autofree char *pw = e->expr_c(e, ci.geo.pad_begin[1]);
+  const WeirConvGeometry *geo = &ci.geo;
+  if (direct && conv_is_1x1(&ci)) {
+    emit_header(e, "direct (1x1)");
+    use_blas(e);
+    use_helper(e, "weir_conv2d_1x1_@S@", conv_1x1, t);
+    g_autofree char *hw = dims_product(e, ci.x, 2, 4);
+    g_string_append_printf(e->code,
+                           "weir_conv2d_1x1_%s(%s, %s, %s, %s, %s, %s, %s, "
+                           "%s);\n",
+                           sfx, xp, wp, bp, yp, n, c, hw, m);
+    return TRUE;
+  }
+  if (direct) {
+    emit_header(e, "direct (depthwise)");
+    use_helper(e, "weir_conv2d_depthwise_@S@", conv_depthwise, t);
+    g_string_append_printf(
+        e->code,
+        "weir_conv2d_depthwise_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+        "%s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+        ", %" G_GINT64_FORMAT ", %s, %s);\n",
+        sfx, xp, wp, bp, yp, n, c, h, w, kh, kw, oh, ow, geo->strides[0],
+        geo->strides[1], geo->dilations[0], geo->dilations[1], ph, pw);
+    return TRUE;
+  }
+  emit_header(e, "im2col");
+  use_blas(e);
+  use_helper(e, "weir_conv2d_im2col_@S@", conv_im2col, t);
+  e->uses_status = TRUE;
+  g_string_append_printf(
+      e->code,
+      "%s |= weir_conv2d_im2col_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+      "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %s, %s);\n",
+      e->status, sfx, xp, wp, bp, yp, n, c, h, w, m, kh, kw, oh, ow, geo->group,
+      geo->strides[0], geo->strides[1], geo->dilations[0], geo->dilations[1],
+      ph, pw);
+  return TRUE;
+}
+
+static gboolean im2col_emit(WeirNativeEmit *e, GError **error) {
+  return conv_emit(e, FALSE, error);
+}
+
+static gboolean direct_emit(WeirNativeEmit *e, GError **error) {
+  return conv_emit(e, TRUE, error);
+}
+
+static const WeirNativeImpl builtin[] = {
+    {.op = "Gemm", .impl = "blas", .accepts = gemm_accepts, .emit = gemm_emit},
+    {.op = "MatMul",
+     .impl = "blas",
+     .accepts = matmul_accepts,
+     .emit = matmul_emit},
+    {.op = "Conv",
+     .impl = "im2col",
+     .accepts = im2col_accepts,
+     .emit = im2col_emit},
+    {.op = "Conv",
+     .impl = "direct",
+     .accepts = direct_accepts,
+     .emit = direct_emit},
+};
+
+void weir_native_init(void) {
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
+      weir_native_register(&builtin[i]);
+    g_once_init_leave(&done, 1);
+  }
+}
+
+/* ----------------------------------------------------------------- choice */
+
+const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
+                                     const WeirNode *n) {
+  if (!n->op)
+    return "pure";
+  g_autofree char *r1 = NULL, *r2 = NULL;
+  const WeirNativeImpl *ni;
+  if (strcmp(n->op, "Gemm") == 0 || strcmp(n->op, "MatMul") == 0) {
+    ni = weir_native_lookup(n->op, "blas");
+    return ni && ni->accepts(g, s, n, &r1) ? "blas" : "pure";
+  }
+  if (strcmp(n->op, "Conv") == 0) {
+    const WeirContainer *y = port(g, s, n, FALSE, 0);
+    if (!y || y->dtype != WEIR_DTYPE_F32)
+      return "pure";
+    ni = weir_native_lookup("Conv", "direct");
+    if (ni && ni->accepts(g, s, n, &r1))
+      return "direct";
+    ni = weir_native_lookup("Conv", "im2col");
+    if (ni && ni->accepts(g, s, n, &r2))
+      return "im2col";
+  }
+  return "pure";
+}
+
+static const char *chosen_name(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n) {
+  const WeirAttr *a = weir_node_attr(n, "impl");
+  if (a && a->type == WEIR_ATTR_STRING && a->s)
+    return a->s;
+  return weir_native_default_impl(g, s, n);
+}
+
+gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n, const WeirNativeImpl **out,
+                            GError **error) {
+  *out = NULL;
+  const char *name = chosen_name(g, s, n);
+  const WeirNativeImpl *ni = weir_native_lookup(n->op, name);
+  if (!ni)
+    return TRUE;
+  g_autofree char *reason = NULL;
+  if (!ni->accepts(g, s, n, &reason)) {
+    g_autofree char *where = weir_describe_node(s, n);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s: implementation '%s' of %s does not apply: %s", where, name,
+                n->op, reason);
+    return FALSE;
+  }
+  *out = ni;
+  return TRUE;
+}
+
+static gboolean set_in(WeirGraph *g, const char *op, const char *impl,
+                       guint *count) {
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0) {
+        weir_node_set_attr_string(n, "impl", impl);
+        (*count)++;
+      }
+      if (n->kind == WEIR_NODE_NESTED && n->nested)
+        set_in(n->nested, op, impl, count);
+    }
+  }
+  return TRUE;
+}
+
+gboolean weir_native_set_impl(WeirGraph *g, const char *op, const char *impl,
+                              guint *count, GError **error) {
+  weir_expansions_init();
+  if (!weir_op_lookup(op)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "unknown operator '%s'",
+                op);
+    return FALSE;
+  }
+  if (!weir_op_expansion(op, impl)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "operator '%s' has no implementation '%s'", op, impl);
+    return FALSE;
+  }
+  guint c = 0;
+  set_in(g, op, impl, &c);
+  if (count)
+    *count = c;
+  return TRUE;
+}
+
+/* The first library node of g that is to be expanded, or NULL. */
+static WeirNode *first_expandable(WeirGraph *g, WeirState **s_out,
+                                  const char **impl_out) {
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind != WEIR_NODE_LIBRARY)
+        continue;
+      const char *name = chosen_name(g, s, n);
+      if (weir_native_lookup(n->op, name))
+        continue;
+      *s_out = s;
+      *impl_out = weir_op_expansion(n->op, name) ? name : "pure";
+      return n;
+    }
+  }
+  return NULL;
+}
+
+gboolean weir_native_expand_rest(WeirGraph *g, GError **error) {
+  weir_expansions_init();
+  g_autoptr(WeirGraph) copy = weir_graph_copy(g);
+  WeirState *s = NULL;
+  const char *impl = NULL;
+  WeirNode *n;
+  guint done = 0;
+  while ((n = first_expandable(copy, &s, &impl))) {
+    g_autofree char *where = weir_describe_node(s, n);
+    WeirExpandFunc f = weir_op_expansion(n->op, impl);
+    if (!f) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: no '%s' expansion for operator '%s'", where, impl,
+                  n->op);
+      return FALSE;
+    }
+    g_autoptr(GError) local = NULL;
+    g_autofree char *op = g_strdup(n->op);
+    if (!f(copy, s, n, &local)) {
+      g_set_error(error, WEIR_ERROR, local ? local->code : WEIR_ERROR_INVALID,
+                  "%s: expanding %s: %s", where, op,
+                  local ? local->message : "failed");
+      return FALSE;
+    }
+    if (++done > 1000000) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                  "program '%s': expansion does not terminate", g->name);
+      return FALSE;
+    }
+  }
+  if (!weir_graph_validate(copy, error))
+    return FALSE;
+  WeirGraph tmp = *g;
+  *g = *copy;
+  *copy = tmp;
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- libraries */
+
+char **weir_codegen_libraries(const char *source) {
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  static const char tag[] = "/* weir-link:";
+  g_auto(GStrv) found = NULL;
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  for (const char *p = source; p && *p;) {
+    const char *nl = strchr(p, '\n');
+    gsize len = nl ? (gsize)(nl - p) : strlen(p);
+    if (len > sizeof tag && strncmp(p, tag, sizeof tag - 1) == 0) {
+      g_autofree char *line =
+          g_strndup(p + sizeof tag - 1, len - sizeof tag + 1);
+      char *end = strstr(line, "*/");
+      if (end)
+        *end = '\0';
+      g_auto(GStrv) words = g_strsplit_set(line, " \t", -1);
+      for (guint i = 0; words[i]; i++) {
+        const char *w = words[i];
+        if (!*w ||
+            strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                      "0123456789_+.-") != strlen(w) ||
+            w[0] == '-')
+          continue;
+        g_ptr_array_add(names, g_strdup(w));
+      }
+    }
+    p += len + (nl ? 1 : 0);
+  }
+  for (guint i = 0; i < names->len; i++) {
+    const char *w = g_ptr_array_index(names, i);
+    if (g_hash_table_add(seen, (gpointer)w))
+      g_strv_builder_add(b, w);
+  }
+  found = g_strv_builder_end(b);
+  g_ptr_array_unref(names);
+  return g_steal_pointer(&found);
+}
