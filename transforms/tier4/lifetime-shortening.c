@@ -28,14 +28,16 @@
  *    without inputs that writes only transients (an initialization) — is
  *    ready when the state starts, so the topological order runs it early
  *    and its transients are live from then on: the weights of a network
- *    are all live from the first layer.  An ordering edge (empty memlet)
- *    from the last other input of the source's first user makes it start
- *    just before that use.
+ *    are all live from the first layer.  The first top-level node that
+ *    uses the source (directly, or through nodes that use nothing else,
+ *    such as the initialization of a convolution from its bias) and also
+ *    has an input that does not depend on the source, is where the source
+ *    is needed: an ordering edge (empty memlet) from the last such input
+ *    makes the source start just before.
  *    Site: [the source node].
  *    Legal when: the node is at top level without inputs, defines
- *    transients (its own container, or everything its map writes), and its
- *    first user has another input that currently runs after the source
- *    (and does not depend on it).
+ *    transients (its own container, or everything its map writes), and
+ *    that other input currently runs after the source.
  *
  * Storage for training (which activations to keep for the backward pass
  * and which to recompute) will be a further tier-4 pass; see
@@ -336,42 +338,36 @@ static gboolean delay_analyse(const WeirGraph *g, const WeirSite *site,
     return fail(reason, "node %u is neither an access node nor a map entry",
                 n->id);
   }
-  /* its first user */
-  guint first = 0;
-  for (guint k = 0; k < defs->len; k++) {
-    g_autoptr(GPtrArray) out =
-        weir_state_out_edges(s, g_array_index(defs, guint, k));
-    for (guint j = 0; j < out->len; j++) {
-      const WeirMemlet *m = g_ptr_array_index(out, j);
-      guint u = t4_top_rep(ts, m->dst, TRUE);
-      if (!first || t4_pos(ts, u) < t4_pos(ts, first))
-        first = u;
-    }
-  }
-  if (!first)
-    return fail(reason, "nothing uses what node %u defines", n->id);
-  /* the last input of that user that does not come from n */
-  guint after = 0;
-  g_autoptr(GPtrArray) fin = weir_state_in_edges(s, first);
-  for (guint k = 0; k < fin->len; k++) {
-    const WeirMemlet *m = g_ptr_array_index(fin, k);
-    if (t4_reaches(ts, n->id, m->src))
+  /* the first top-level node that depends on n and also has an input that
+   * does not (the first user of n, or of what n's users compute from it
+   * alone, as an initialization from a bias) */
+  guint join = 0, after = 0;
+  for (guint p = t4_pos(ts, n->id) + 1; p < t4_n_nodes(ts) && !join; p++) {
+    guint id = t4_node_at(ts, p);
+    if (t4_parent(ts, id) || !t4_reaches(ts, n->id, id))
       continue;
-    if (!after || t4_pos(ts, m->src) > t4_pos(ts, after))
-      after = m->src;
+    g_autoptr(GPtrArray) jin = weir_state_in_edges(s, id);
+    for (guint k = 0; k < jin->len; k++) {
+      const WeirMemlet *m = g_ptr_array_index(jin, k);
+      if (t4_reaches(ts, n->id, m->src))
+        continue;
+      if (!after || t4_pos(ts, m->src) > t4_pos(ts, after))
+        after = m->src;
+    }
+    if (after)
+      join = id;
   }
-  const WeirNode *f = weir_state_node(s, first);
-  if (!after)
+  if (!join)
     return fail(reason,
-                "the first user of node %u, node %u (%s '%s'), "
-                "waits for nothing else: the definition cannot "
-                "start later",
-                n->id, first, weir_node_kind_name(f->kind), f->label);
+                "nothing that uses node %u has another input to wait "
+                "for: the definition cannot start later",
+                n->id);
+  const WeirNode *j = weir_state_node(s, join);
   if (t4_pos(ts, after) < t4_pos(ts, n->id))
     return fail(reason,
                 "node %u already runs after node %u, the last other "
-                "input of its first user (%s '%s')",
-                n->id, after, weir_node_kind_name(f->kind), f->label);
+                "input of its user node %u (%s '%s')",
+                n->id, after, join, weir_node_kind_name(j->kind), j->label);
   d->source = n->id;
   d->after = after;
   return TRUE;
