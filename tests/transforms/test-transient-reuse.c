@@ -76,6 +76,70 @@ static void test_liveness_model(void **state) {
   }
 }
 
+/* init -> body (three times) -> end.  In the body: T1 = X + T2 (T2 is read
+ * before it is written: carried around the loop), T2 = T1 * 0.5,
+ * T3 = T1 + 1; at the end Y = T3 (T3 is used in two states). */
+static WeirGraph *loop_program(void) {
+  WeirGraph *g = weir_graph_new("looped");
+  weir_graph_add_symbol(g, "t");
+  WeirState *init = weir_graph_add_state(g, "init");
+  WeirState *body = weir_graph_add_state(g, "body");
+  WeirState *end = weir_graph_add_state(g, "end");
+  g_autoptr(GError) error = NULL;
+  WeirTransition *t0 =
+      weir_graph_add_transition(g, init->id, body->id, NULL, &error);
+  assert_non_null(t0);
+  assert_true(weir_transition_add_assignment(t0, "t", "0", NULL));
+  WeirTransition *t1 =
+      weir_graph_add_transition(g, body->id, body->id, "t < 2", &error);
+  assert_non_null(t1);
+  assert_true(weir_transition_add_assignment(t1, "t", "t + 1", NULL));
+  assert_non_null(
+      weir_graph_add_transition(g, body->id, end->id, NULL, &error));
+  WeirNode *x = t4c_access(g, body, "X", "16", FALSE);
+  WeirNode *t2r = t4c_access(g, body, "T2", "16", TRUE);
+  WeirNode *t1n = t4c_access(g, body, "T1", "16", TRUE);
+  guint xid = x->id, t2rid = t2r->id, t1id = t1n->id;
+  T4Port ins[] = {{weir_state_node(body, xid), "a", "i"},
+                  {weir_state_node(body, t2rid), "b", "i"}};
+  T4Port o1 = {weir_state_node(body, t1id), "c", "i"};
+  t4c_map(g, body, "acc", "i", "0:16", ins, 2, &o1, 1, "c = a + b");
+  WeirNode *t2w = t4c_access(g, body, "T2", "16", TRUE);
+  guint t2wid = t2w->id;
+  T4Port i2 = {weir_state_node(body, t1id), "a", "i"};
+  T4Port o2 = {weir_state_node(body, t2wid), "b", "i"};
+  t4c_map(g, body, "half", "i", "0:16", &i2, 1, &o2, 1, "b = a * 0.5");
+  WeirNode *t3 = t4c_access(g, body, "T3", "16", TRUE);
+  guint t3id = t3->id;
+  T4Port i3 = {weir_state_node(body, t1id), "a", "i"};
+  T4Port o3 = {weir_state_node(body, t3id), "b", "i"};
+  t4c_map(g, body, "inc", "i", "0:16", &i3, 1, &o3, 1, "b = a + 1");
+  WeirNode *t3e = t4c_access(g, end, "T3", "16", TRUE);
+  WeirNode *y = t4c_access(g, end, "Y", "16", FALSE);
+  t4c_memlet(g, end, t3e->id, NULL, y->id, NULL, "T3", NULL);
+  t4c_validate(g);
+  return g;
+}
+
+static void test_loop(void **state) {
+  (void)state;
+  const WeirTransformInfo *t = transform();
+  T4Program p = own(loop_program());
+  /* the model agrees with the analysis on carried and multi-state values */
+  g_autoptr(T4Liveness) l = t4_liveness_new(p.g, NULL);
+  g_autofree gint64 *sums = t4_liveness_sums(l);
+  assert_int_equal(t4_max(sums, l->npos), t4c_peak(p.g, p.symbols));
+  const T4Live *t2 = t4_liveness_get(l, "T2");
+  const T4Live *t3 = t4_liveness_get(l, "T3");
+  assert_true(t2->carried);
+  assert_int_equal(t3->n_states, 2);
+  /* only T1 is a candidate, and it has no partner */
+  char *why = t4c_refusal(t, p.g, &(WeirSite){0}, NULL);
+  assert_contains(why, "of the 1 candidates");
+  g_free(why);
+  disown(&p);
+}
+
 static void test_in_place_chain(void **state) {
   (void)state;
   const WeirTransformInfo *t = transform();
@@ -292,6 +356,7 @@ static void test_samples(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_liveness_model),
+      cmocka_unit_test(test_loop),
       cmocka_unit_test(test_in_place_chain),
       cmocka_unit_test(test_read_after_write),
       cmocka_unit_test(test_after),
