@@ -144,11 +144,9 @@ static GPtrArray *members(Components *cs, guint i) {
 /* Strides of `layout` for a 4-D shape (transfer full: 4 new refs). */
 static void layout_strides(const WeirContainer *c, gboolean nhwc,
                            WeirExpr **out) {
-  WeirExpr *n = g_ptr_array_index(c->shape, 0);
   WeirExpr *ch = g_ptr_array_index(c->shape, 1);
   WeirExpr *h = g_ptr_array_index(c->shape, 2);
   WeirExpr *w = g_ptr_array_index(c->shape, 3);
-  (void)n;
   g_autoptr(WeirExpr) hw = weir_expr_mul(h, w);
   if (nhwc) {
     out[0] = weir_expr_mul(hw, ch);

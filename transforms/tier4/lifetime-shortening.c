@@ -74,9 +74,8 @@ static gboolean fail(char **reason, const char *fmt, ...) {
   return FALSE;
 }
 
-/* Parameters of the maps enclosing node (and of node itself when it is a
- * map entry), innermost first.  fixed_upto: the entry whose parameters and
- * those around it are "fixed". */
+/* Parameters of map entry `entry` and of the maps around it, innermost
+ * first: within one iteration of `entry` they are all fixed. */
 static void scope_params(const T4State *ts, guint entry, GPtrArray *out) {
   const WeirState *s = t4_state_get(ts);
   for (guint x = entry; x; x = t4_parent(ts, x)) {

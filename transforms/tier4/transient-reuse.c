@@ -46,7 +46,6 @@ typedef struct {
   gint64 bytes;
   const T4Live *last; /* last member */
   guint end;          /* end of the pool's live interval */
-  guint state;
 } Pool;
 
 typedef struct {
@@ -58,8 +57,6 @@ typedef struct {
   GPtrArray *to;   /* ... to this pool leader (char*) */
   GArray *orders;  /* Order: empty memlets to add */
   guint candidates;
-  gint64 peak_before, peak_after; /* model peaks (when known) */
-  gint64 storage_saved;           /* bytes of containers removed */
 } Plan;
 
 static void plan_clear(Plan *p) {
@@ -362,7 +359,6 @@ static gboolean make_plan(const WeirGraph *g, gint64 min_bytes, Plan *plan,
     return FALSE;
   g_autofree gint64 *sums = t4_liveness_sums(live);
   gint64 peak = t4_max(sums, live->npos);
-  plan->peak_before = peak;
   for (guint si = 0; si < g->states->len; si++) {
     const WeirState *s = g_ptr_array_index(g->states, si);
     g_autoptr(T4State) ts = t4_state_new(s, error);
@@ -428,21 +424,17 @@ static gboolean make_plan(const WeirGraph *g, gint64 min_bytes, Plan *plan,
         g_ptr_array_add(plan->from, g_strdup(b->c->name));
         g_ptr_array_add(plan->to, g_strdup(p->leader->name));
         g_array_append_vals(plan->orders, orders->data, orders->len);
-        plan->storage_saved += b->bytes;
         p->last = b;
         p->end = MAX(p->end, b->end);
+        /* later merges may not raise what this one lowered */
+        peak = t4_max(sums, live->npos);
         continue;
       }
-      Pool np = {.leader = b->c,
-                 .bytes = b->bytes,
-                 .last = b,
-                 .end = b->end,
-                 .state = s->id};
+      Pool np = {.leader = b->c, .bytes = b->bytes, .last = b, .end = b->end};
       t4_concrete_shape(b->c, np.shape);
       g_array_append_val(pools, np);
     }
   }
-  plan->peak_after = t4_max(sums, live->npos);
   return TRUE;
 }
 
