@@ -1420,6 +1420,63 @@ gboolean weir_tasklet_set_code(WeirNode *n, const char *code) {
   return TRUE;
 }
 
+/* ------------------------------------------- edits added by branch tier3
+ * (weir_node_remove_in_conn/out_conn are shared with tier1, above) */
+
+static int cmp_element_id(gconstpointer a, gconstpointer b) {
+  guint x = **(const guint *const *)a;
+  guint y = **(const guint *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Appends every element of src to dst (taking ownership), sorted by id. */
+static void move_sorted(GPtrArray *dst, GPtrArray *src) {
+  for (guint i = 0; i < src->len; i++)
+    g_ptr_array_add(dst, g_ptr_array_index(src, i));
+  g_ptr_array_set_free_func(src, NULL);
+  g_ptr_array_set_size(src, 0);
+  g_ptr_array_sort(dst, cmp_element_id);
+}
+
+void weir_state_move_elements(WeirState *dst, WeirState *src) {
+  g_return_if_fail(dst != src);
+  move_sorted(dst->nodes, src->nodes);
+  g_ptr_array_set_free_func(src->nodes, node_free);
+  move_sorted(dst->edges, src->edges);
+  g_ptr_array_set_free_func(src->edges, memlet_free);
+}
+
+gboolean weir_graph_remove_transition(WeirGraph *g, guint id) {
+  guint index;
+  if (!find_by_id(g->transitions, id, &index))
+    return FALSE;
+  g_ptr_array_remove_index(g->transitions, index);
+  return TRUE;
+}
+
+gboolean weir_graph_retarget_transition(WeirGraph *g, guint id, guint src,
+                                        guint dst) {
+  WeirTransition *t = find_by_id(g->transitions, id, NULL);
+  if (!t || !weir_graph_state(g, src) || !weir_graph_state(g, dst))
+    return FALSE;
+  t->src = src;
+  t->dst = dst;
+  return TRUE;
+}
+
+gboolean weir_graph_remove_state(WeirGraph *g, guint id) {
+  guint index;
+  if (id == g->start || !find_by_id(g->states, id, &index))
+    return FALSE;
+  for (guint i = 0; i < g->transitions->len; i++) {
+    const WeirTransition *t = g_ptr_array_index(g->transitions, i);
+    if (t->src == id || t->dst == id)
+      return FALSE;
+  }
+  g_ptr_array_remove_index(g->states, index);
+  return TRUE;
+}
+
 /* --------------------------------------------- edits added by branch tier4 */
 
 gboolean weir_access_set_data(WeirNode *n, const char *data) {

@@ -441,6 +441,28 @@ WEIR_API void weir_map_set_dims(WeirMap *m, guint n, const char *const *params,
  * weir_state_add_tasklet).  Returns FALSE when n is not a tasklet. */
 WEIR_API gboolean weir_tasklet_set_code(WeirNode *n, const char *code);
 
+/* ------------------------------------------- edits added by branch tier3 */
+
+/* Moves every node and memlet of src into dst (ids kept; both arrays of dst
+ * stay sorted by id); src is left empty.  Both states belong to the same
+ * graph. */
+WEIR_API void weir_state_move_elements(WeirState *dst, WeirState *src);
+
+/* Removes a transition.  Returns FALSE when there is none with that id. */
+WEIR_API gboolean weir_graph_remove_transition(WeirGraph *g, guint id);
+
+/* Changes the source and destination states of a transition (its id, and
+ * so its priority among the transitions leaving a state, is kept).
+ * Returns FALSE when the transition or one of the states does not
+ * exist. */
+WEIR_API gboolean weir_graph_retarget_transition(WeirGraph *g, guint id,
+                                                 guint src, guint dst);
+
+/* Removes a state with its nodes and memlets.  Refused (FALSE) for the start
+ * state, for a state that a transition still joins, and for an unknown
+ * id. */
+WEIR_API gboolean weir_graph_remove_state(WeirGraph *g, guint id);
+
 /* --------------------------------------------- edits added by branch tier4 */
 
 /* Makes access node n read or write container `data` instead (the memlets

