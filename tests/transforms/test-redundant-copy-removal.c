@@ -419,6 +419,8 @@ static void test_samples(void **state) {
     }
     g_autoptr(GHashTable) got = t4c_run(all, p->symbols);
     t4c_assert_same(p->expected, got, 1e-5, p->name);
+    if (strcmp(p->name, "transformer") == 0)
+      t4c_compiled_check(p, all, 1e-4);
     gint64 bytes1 = t4c_bytes(all, p->symbols);
     assert_true(bytes1 < bytes0);
     print_message("%s: %u copies removed; bytes moved %" G_GINT64_FORMAT

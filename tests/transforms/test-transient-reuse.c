@@ -161,6 +161,7 @@ static void test_in_place_chain(void **state) {
   assert_int_equal(t4c_peak(q, p.symbols), 64 * 4);
   /* bytes moved do not change */
   assert_int_equal(t4c_bytes(q, p.symbols), t4c_bytes(p.g, p.symbols));
+  t4c_compiled_check(&p, q, 1e-6);
   /* nothing left to share */
   g_autoptr(GArray) none = weir_transform_sites(t, q);
   assert_int_equal(none->len, 0);
@@ -350,6 +351,9 @@ static void test_samples(void **state) {
      * in-place sharing lowers it */
     if (strcmp(p->name, "lenet") == 0 || strcmp(p->name, "resnet") == 0)
       assert_true(peak1 < peak0);
+    /* in place in parallel loops: the generated code agrees */
+    if (strcmp(p->name, "resnet") == 0)
+      t4c_compiled_check(p, q, 1e-4);
   }
 }
 
