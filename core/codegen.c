@@ -2346,8 +2346,7 @@ static void native_helper(WeirNativeEmit *e, const char *name,
                           const char *text) {
   Fn *f = e->priv;
   if (!g_hash_table_contains(f->gen->native_helpers, name))
-    g_hash_table_insert(f->gen->native_helpers, g_strdup(name),
-                        g_strdup(text));
+    g_hash_table_insert(f->gen->native_helpers, g_strdup(name), g_strdup(text));
 }
 
 static void native_library(WeirNativeEmit *e, const char *name) {
@@ -2382,7 +2381,7 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .library = native_library,
                       .status = "status",
                       .priv = f};
-  g_autofree char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}};
+  char *ptrs[2][WEIR_NATIVE_MAX_PORTS] = {{NULL}}; /* freed below */
   for (guint io = 0; io < 2; io++)
     for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
       g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
@@ -2407,6 +2406,9 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
     f->uses_status = TRUE;
   out_paste(o, e.code->str);
   g_string_free(e.code, TRUE);
+  for (guint io = 0; io < 2; io++)
+    for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++)
+      g_free(ptrs[io][k]);
 }
 
 static void emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
@@ -3834,8 +3836,7 @@ static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
   return TRUE;
 }
 
-static gint compare_strings(gconstpointer a, gconstpointer b,
-                            gpointer data) {
+static gint compare_strings(gconstpointer a, gconstpointer b, gpointer data) {
   (void)data;
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -3847,9 +3848,8 @@ static void emit_native_helpers(Gen *gen, GString *s) {
       (char **)g_hash_table_get_keys_as_array(gen->native_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(s, "%s\n",
-                           (char *)g_hash_table_lookup(gen->native_helpers,
-                                                       names[i]));
+    g_string_append_printf(
+        s, "%s\n", (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
 }
 
 char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
@@ -3876,8 +3876,8 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   gen.defs = g_string_new(NULL);
   gen.file_names = namer_new(NULL);
   gen.prefix = prefix;
-  gen.native_helpers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                             g_free);
+  gen.native_helpers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   gen.libraries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);

@@ -220,8 +220,8 @@ static gboolean valid_name(const char *name) {
 /* Runs the compiler on src (in its private directory). */
 static gboolean run_compiler(char **cc, char **flags, char **libs,
                              const char *name, const char *src,
-                             const char *output,
-                             double *seconds, GError **error) {
+                             const char *output, double *seconds,
+                             GError **error) {
   g_autoptr(GStrvBuilder) b = g_strv_builder_new();
   g_strv_builder_addv(b, (const char **)cc);
   g_strv_builder_addv(b, (const char **)flags);

@@ -65,20 +65,18 @@ WEIR_API char *weir_site_describe(const WeirGraph *g, const WeirSite *site);
 typedef struct {
   WeirQuantity bytes_before, bytes_after; /* total data movement */
   WeirQuantity flops_before, flops_after;
-  double seconds;                         /* wall time of apply+validate */
+  double seconds; /* wall time of apply+validate */
 } WeirApplyReport;
 
 WEIR_API void weir_apply_report_clear(WeirApplyReport *r);
 
 /* Applies t at site with params (NULL: defaults).  bindings (may be NULL)
  * give symbol values for the report's figures.  report may be NULL. */
-WEIR_API gboolean weir_transform_apply(WeirGraph *g,
-                                       const WeirTransformInfo *t,
+WEIR_API gboolean weir_transform_apply(WeirGraph *g, const WeirTransformInfo *t,
                                        const WeirSite *site,
                                        const WeirParams *params,
                                        GHashTable *bindings,
-                                       WeirApplyReport *report,
-                                       GError **error);
+                                       WeirApplyReport *report, GError **error);
 
 G_END_DECLS
 

@@ -60,24 +60,24 @@ typedef struct {
 
 /* What shape inference knows about one input or output value. */
 typedef struct {
-  gboolean present;        /* FALSE for an omitted optional input */
+  gboolean present; /* FALSE for an omitted optional input */
   WeirDType dtype;
   guint rank;
-  WeirExpr **shape;        /* rank entries */
+  WeirExpr **shape; /* rank entries */
   /* Known content, when the value is a compile-time constant: */
   const WeirTensor *value; /* the tensor, or NULL */
   /* For small integer tensors computed from shapes (Shape -> Gather ->
    * Concat -> Reshape chains): one symbolic expression per element, or
    * NULL.  Lets a symbolic batch size flow through shape computations. */
-  GPtrArray *int_values;   /* WeirExpr* */
+  GPtrArray *int_values; /* WeirExpr* */
 } WeirOpValue;
 
 typedef struct {
-  const WeirNode *node;    /* the library node (attributes normalized) */
+  const WeirNode *node; /* the library node (attributes normalized) */
   guint n_inputs;
   const WeirOpValue *inputs;
   guint n_outputs;
-  WeirOpValue *outputs;    /* to be filled with the helpers below */
+  WeirOpValue *outputs; /* to be filled with the helpers below */
   gpointer priv;
 } WeirOpInferContext;
 
@@ -87,8 +87,7 @@ WEIR_API void weir_op_set_output(WeirOpInferContext *ctx, guint k,
                                  WeirDType dtype, guint rank,
                                  WeirExpr *const *shape);
 WEIR_API void weir_op_set_output_int_values(WeirOpInferContext *ctx, guint k,
-                                            WeirExpr *const *values,
-                                            guint n);
+                                            WeirExpr *const *values, guint n);
 
 /* Numpy-style broadcasting of n shapes (right-aligned; a dimension of
  * constant size 1 stretches; otherwise sizes must be equal, symbolically).
@@ -106,16 +105,15 @@ WEIR_API void weir_op_value_clear(WeirOpValue *v);
 typedef struct _WeirOpInfo WeirOpInfo;
 struct _WeirOpInfo {
   const char *name;
-  guint min_inputs, max_inputs;   /* max may be WEIR_OP_VARIADIC */
+  guint min_inputs, max_inputs; /* max may be WEIR_OP_VARIADIC */
   guint min_outputs, max_outputs;
-  const WeirOpAttrSpec *attrs;    /* n_attrs entries */
+  const WeirOpAttrSpec *attrs; /* n_attrs entries */
   guint n_attrs;
   /* Output dtypes and shapes from inputs and attributes.  Errors name the
    * node (ctx->node->label) and the problem. */
   gboolean (*infer)(WeirOpInferContext *ctx, GError **error);
   /* FLOPs of one execution, or NULL when not meaningful. */
-  WeirExpr *(*flops)(const WeirGraph *g, const WeirState *s,
-                     const WeirNode *n);
+  WeirExpr *(*flops)(const WeirGraph *g, const WeirState *s, const WeirNode *n);
 };
 
 /* Registers an operator (replacing one of the same name).  info is borrowed
@@ -136,9 +134,10 @@ WEIR_API gboolean weir_op_check_attrs(WeirNode *n, GError **error);
  * tasklets and memlets (or, for fast implementations, by other nodes) that
  * compute the same thing, connected to the same access nodes; transients it
  * needs are added to g with fresh names.  On error g may be partly changed:
- * callers work on a copy (weir_expand_node in core/weir-expand.h does).  Expansions live in
- * transforms/expand/ and register here by (op, implementation) name; "pure"
- * is the maps-and-tasklets implementation every operator has. */
+ * callers work on a copy (weir_expand_node in core/weir-expand.h does).
+ * Expansions live in transforms/expand/ and register here by (op,
+ * implementation) name; "pure" is the maps-and-tasklets implementation every
+ * operator has. */
 typedef gboolean (*WeirExpandFunc)(WeirGraph *g, WeirState *s, WeirNode *n,
                                    GError **error);
 

@@ -88,8 +88,8 @@ typedef struct {
  * one memlet from the first to the second). */
 typedef struct {
   WeirNodeKind kind;
-  const char *op;        /* LIBRARY only: op name, or NULL for any op */
-  gboolean transient;    /* ACCESS only: the container must be transient */
+  const char *op;     /* LIBRARY only: op name, or NULL for any op */
+  gboolean transient; /* ACCESS only: the container must be transient */
 } WeirPatternNode;
 
 typedef struct {

@@ -125,8 +125,7 @@ static gboolean parse_default(WeirNode *n, const WeirOpAttrSpec *spec,
   case WEIR_ATTR_STRINGS: {
     g_auto(GStrv) parts = g_strsplit(text, ",", -1);
     guint len = *text ? g_strv_length(parts) : 0;
-    weir_node_set_attr_strings(n, spec->name, (const char *const *)parts,
-                               len);
+    weir_node_set_attr_strings(n, spec->name, (const char *const *)parts, len);
     return TRUE;
   }
   case WEIR_ATTR_TYPE_COUNT:

@@ -597,9 +597,9 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autofree char *out_subset =
       weir_expand_index_subset(r, (const char *const *)p);
   WeirTaskletPort out = {y.access, "y", r ? out_subset : NULL, WEIR_WCR_NONE};
-  WeirNode *top = weir_expand_map(
-      g, s, n->label, r, (const char *const *)p, (const char *const *)ranges,
-      ins, n_ins, &out, 1, code->str, NULL, 0, error);
+  WeirNode *top = weir_expand_map(g, s, n->label, r, (const char *const *)p,
+                                  (const char *const *)ranges, ins, n_ins, &out,
+                                  1, code->str, NULL, 0, error);
   if (!top)
     return FALSE;
   if (have_input)
