@@ -1476,3 +1476,39 @@ gboolean weir_graph_remove_state(WeirGraph *g, guint id) {
   g_ptr_array_remove_index(g->states, index);
   return TRUE;
 }
+
+/* --------------------------------------------- edits added by branch tier4 */
+
+gboolean weir_access_set_data(WeirNode *n, const char *data) {
+  g_return_val_if_fail(n != NULL && data != NULL, FALSE);
+  if (n->kind != WEIR_NODE_ACCESS)
+    return FALSE;
+  char *copy = g_strdup(data);
+  g_free(n->data);
+  n->data = copy;
+  return TRUE;
+}
+
+gboolean weir_memlet_set_data(WeirMemlet *m, const char *data) {
+  g_return_val_if_fail(m != NULL && data != NULL, FALSE);
+  if (m->data == NULL)
+    return FALSE;
+  char *copy = g_strdup(data);
+  g_free(m->data);
+  m->data = copy;
+  return TRUE;
+}
+
+gboolean weir_container_set_shape(WeirContainer *c, guint rank,
+                                  WeirExpr *const *shape) {
+  g_return_val_if_fail(c != NULL && (rank == 0 || shape != NULL), FALSE);
+  if (c->initial)
+    return FALSE;
+  GPtrArray *fresh = expr_array_new();
+  for (guint i = 0; i < rank; i++)
+    g_ptr_array_add(fresh, weir_expr_ref(shape[i]));
+  g_ptr_array_unref(c->shape);
+  c->shape = fresh;
+  set_row_major_strides(c);
+  return TRUE;
+}

@@ -463,6 +463,23 @@ WEIR_API gboolean weir_graph_retarget_transition(WeirGraph *g, guint id,
  * id. */
 WEIR_API gboolean weir_graph_remove_state(WeirGraph *g, guint id);
 
+/* --------------------------------------------- edits added by branch tier4 */
+
+/* Makes access node n read or write container `data` instead (the memlets
+ * touching it are left to the caller).  FALSE when n is not an access
+ * node. */
+WEIR_API gboolean weir_access_set_data(WeirNode *n, const char *data);
+/* Makes a (non-empty) memlet name container `data` instead; its subset is
+ * left as it is (change it too when the containers differ in shape).
+ * FALSE for an empty memlet. */
+WEIR_API gboolean weir_memlet_set_data(WeirMemlet *m, const char *data);
+/* Replaces a container's shape (borrowed exprs, rank entries; the rank may
+ * change) and resets its strides to row-major.  Memlets naming it are left
+ * to the caller.  FALSE when the container has constant data, whose size
+ * would no longer match. */
+WEIR_API gboolean weir_container_set_shape(WeirContainer *c, guint rank,
+                                           WeirExpr *const *shape);
+
 G_END_DECLS
 
 #endif
