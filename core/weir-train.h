@@ -1,0 +1,87 @@
+/* weir-train.h: training programs.
+ *
+ * weir_train_graph() turns a forward (inference) program, as imported from
+ * ONNX, into one ordinary Weir program that performs K full training
+ * steps per call: forward, loss, backward (reverse-mode automatic
+ * differentiation), and the optimizer update, with no host-side decision
+ * between steps (sync-free).
+ *
+ * ABI of a training program (the argument containers, by name; the
+ * runtime binds arguments by name):
+ *   - every trainable parameter keeps its forward name; it is an
+ *     argument (transient = FALSE, no initial data), read and updated in
+ *     place. A parameter is a floating-point container with initial data
+ *     in the forward program that some loss-contributing value depends on.
+ *     weir_train_parameters() lists them in order.
+ *   - optimizer state per parameter P: "P.m" (momentum / Adam first
+ *     moment), "P.v" (Adam second moment); same shape and dtype as P,
+ *     arguments, zero at the start of training.
+ *   - "step"    int64 [1]  in/out: completed steps (Adam bias correction).
+ *   - "skipped" int64 [1]  in/out: steps skipped because a gradient or the
+ *     loss was not finite (parameters and optimizer state unchanged).
+ *   - each forward input X becomes "X" with shape [K, ...forward shape]
+ *     (a batch buffer of K batches); the target is `target` with shape
+ *     [K, B] int64 class labels (softmax-cross-entropy) or [K, ...output
+ *     shape] float (mse).
+ *   - "losses" float [K]: the loss of each step (mean over the batch).
+ *   - symbol "K" (number of steps per call) unless options->steps > 0
+ *     fixes it.
+ * Other forward parameters (e.g. BatchNormalization running statistics)
+ * are arguments updated in place too, under their forward names.
+ */
+#ifndef WEIR_TRAIN_H
+#define WEIR_TRAIN_H
+
+#include "weir-graph.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  WEIR_LOSS_SOFTMAX_CROSS_ENTROPY,
+  WEIR_LOSS_MSE,
+} WeirLoss;
+
+typedef enum {
+  WEIR_OPTIMIZER_SGD,
+  WEIR_OPTIMIZER_MOMENTUM,
+  WEIR_OPTIMIZER_ADAM,
+} WeirOptimizer;
+
+typedef struct {
+  WeirLoss loss;
+  const char *output; /* forward output the loss reads; NULL: the only one */
+  const char *target; /* name of the target argument; NULL: "target" */
+  WeirOptimizer optimizer;
+  double lr;           /* default 0.01 */
+  double momentum;     /* default 0.9 */
+  double beta1, beta2; /* default 0.9, 0.999 */
+  double epsilon;      /* default 1e-8 */
+  double weight_decay; /* default 0 (L2 added to the gradient) */
+  gint64 steps;        /* K fixed when > 0; else symbol "K" */
+  double dropout_seed; /* seed of Dropout masks (training mode) */
+} WeirTrainOptions;
+
+WEIR_API void weir_train_options_init(WeirTrainOptions *o);
+
+WEIR_API gboolean weir_loss_from_name(const char *name, WeirLoss *out);
+WEIR_API gboolean weir_optimizer_from_name(const char *name,
+                                           WeirOptimizer *out);
+
+/* The training program; NULL with an error naming the node and the
+ * operator when some node on a path to the loss cannot be differentiated. */
+WEIR_API WeirGraph *weir_train_graph(const WeirGraph *forward,
+                                     const WeirTrainOptions *options,
+                                     GError **error);
+
+/* Names of the trainable parameters of `forward`, in container order
+ * (a NULL-terminated array to free with g_strfreev). */
+WEIR_API char **weir_train_parameters(const WeirGraph *forward);
+
+/* The forward program with its parameters turned into arguments (for
+ * evaluating a model while it trains without recompiling). */
+WEIR_API WeirGraph *weir_train_eval_graph(const WeirGraph *forward,
+                                          GError **error);
+
+G_END_DECLS
+
+#endif
