@@ -254,6 +254,8 @@ static const GOptionEntry expand_entries[] = {
      "Expand only library nodes of this operator", "TYPE"},
     {NULL}};
 
+static gint opt_run_reps;
+
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
      "Seed of the random inputs (default 1)", "N"},
@@ -267,6 +269,8 @@ static const GOptionEntry run_entries[] = {
      "Relative tolerance of --expect (default 1e-4; integers exact)", "R"},
     {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
      "Absolute tolerance of --expect (default 1e-5)", "A"},
+    {"reps", 0, 0, G_OPTION_ARG_INT, &opt_run_reps,
+     "After the checked run, time N more runs (median in the summary)", "N"},
     {NULL}};
 
 static const GOptionEntry conformance_entries[] = {
@@ -1176,11 +1180,63 @@ static int check_reference(const char *file, const Prepared *p,
   return status;
 }
 
+/* The summary of `weir run`: data movement and FLOPs of the program as
+ * imported and as compiled (library nodes expanded), peak transient
+ * memory, and the run time (median of --reps more runs when asked).
+ * Returns FALSE when the timed runs fail. */
+static gboolean print_run_summary(const char *file, Prepared *p, WeirKernel *k,
+                                  GHashTable *bindings, double first_run) {
+  g_autoptr(GError) local = NULL;
+  g_autoptr(WeirAnalysis) lib = weir_analysis_compute(p->g, bindings, &local);
+  g_clear_error(&local);
+  g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
+  g_autoptr(WeirAnalysis) exp =
+      weir_expand_all(expanded, NULL, NULL, &local)
+          ? weir_analysis_compute(expanded, bindings, &local)
+          : NULL;
+  printf("summary\n");
+  if (lib) {
+    g_autofree char *b = format_quantity(&lib->total_bytes, TRUE);
+    g_autofree char *pk = format_quantity(&lib->peak_transient_bytes, TRUE);
+    printf("  data movement   %s between operators (library nodes), peak "
+           "transient memory %s\n",
+           b, pk);
+  }
+  if (exp) {
+    g_autofree char *b = format_quantity(&exp->total_bytes, TRUE);
+    g_autofree char *f = format_quantity(&exp->total_flops, FALSE);
+    printf("  expanded        %s moved, %s FLOPs", b, f);
+    if (exp->intensity_known)
+      printf(", %.3f FLOP/B", exp->intensity);
+    printf("\n");
+  }
+  double t = first_run;
+  const char *how = "one run";
+  g_autofree char *how_many = NULL;
+  if (opt_run_reps > 0) {
+    WeirBenchOptions bo = {.warmup = 1, .repetitions = (guint)opt_run_reps};
+    WeirBenchResult r;
+    if (!weir_kernel_bench(k, bindings, p->args, &bo, &r, &local)) {
+      fprintf(stderr, "weir run: %s: timed runs: %s\n", file, local->message);
+      return FALSE;
+    }
+    t = r.median;
+    how = how_many = g_strdup_printf("median of %d runs", opt_run_reps);
+    weir_bench_result_clear(&r);
+  }
+  g_autofree char *ts = format_seconds(t);
+  printf("  time            %s (%s)", ts, how);
+  if (exp && exp->total_flops.known && t > 0)
+    printf(", %.3f GFLOP/s", (double)exp->total_flops.value / t / 1e9);
+  printf("\n");
+  return TRUE;
+}
+
 static int cmd_run(int argc, char **argv) {
   static const char *const usage_text =
       "usage: weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...\n"
       "                [--output NAME=FILE]... [--check] [--rtol R] "
-      "[--atol A]\n"
+      "[--atol A] [--reps N]\n"
       "                [-D SYM=VALUE]... [--seed N] [--cc CC] [--cflags "
       "FLAGS]\n";
   const GOptionEntry *const extras[] = {run_entries, check_entries,
@@ -1232,8 +1288,8 @@ static int cmd_run(int argc, char **argv) {
     prepared_clear(&p);
     return 1;
   }
-  g_autofree char *ran =
-      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  gint64 run_us = g_get_monotonic_time() - t0;
+  g_autofree char *ran = format_seconds((double)run_us / 1e6);
   printf("%s: ran in %s\n", file, ran);
   print_tensors(p.g, p.args);
   if (opt_check)
@@ -1243,6 +1299,8 @@ static int cmd_run(int argc, char **argv) {
     int out = write_outputs("run", &p);
     expects = out ? out : expects;
   }
+  if (!print_run_summary(file, &p, k, bindings, (double)run_us / 1e6))
+    status = status ? status : 1;
   prepared_clear(&p);
   return expects ? expects : status;
 }

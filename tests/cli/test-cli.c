@@ -1088,10 +1088,15 @@ static void test_run_model(void **state) {
   Run r = run_weir("run", "samples/models/lenet.onnx", "--input",
                    "input=samples/models/lenet/input_0.pb", "--expect",
                    "output=samples/models/lenet/output_0.npy", "--cache-dir",
-                   dir, "--cflags", FAST_FLAGS, NULL);
+                   dir, "--cflags", FAST_FLAGS, "--reps", "3", NULL);
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
+  /* the summary: data movement as imported and as compiled, timing */
+  assert_contains(r.out, "summary\n  data movement   ");
+  assert_contains(r.out, "between operators (library nodes), peak transient");
+  assert_contains(r.out, "FLOP/B\n");
+  assert_contains(r.out, "(median of 3 runs), ");
   run_clear(&r);
   remove_tree(dir);
 }
@@ -1129,10 +1134,15 @@ static void test_impl(void **state) {
                    "--impl", "Gemm=blas", "--input",
                    "input=samples/models/lenet/input_0.pb", "--expect",
                    "output=samples/models/lenet/output_0.npy", "--cache-dir",
-                   dir, "--cflags", FAST_FLAGS, NULL);
+                   dir, "--cflags", FAST_FLAGS, "--reps", "3", NULL);
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
+  /* the summary: data movement as imported and as compiled, timing */
+  assert_contains(r.out, "summary\n  data movement   ");
+  assert_contains(r.out, "between operators (library nodes), peak transient");
+  assert_contains(r.out, "FLOP/B\n");
+  assert_contains(r.out, "(median of 3 runs), ");
   run_clear(&r);
   r = run_weir("codegen", "samples/models/resnet.onnx", "--impl", "Conv=direct",
                "-o", out, NULL);
