@@ -492,6 +492,32 @@ static gboolean conv_setup(WeirGraph *g, WeirState *s, WeirNode *n,
   return TRUE;
 }
 
+/* The position pos*s + k*d - pad along spatial dimension i (pos ranging
+ * over npos values, k over nk), and whether it can fall below 0 (*lower)
+ * or reach `bound` (*upper): its largest value is
+ * (npos-1)*s + (nk-1)*d - pad. */
+static WeirExpr *spatial_index(const WeirConvGeometry *geo, guint i,
+                               const char *pos, WeirExpr *npos, const char *k,
+                               WeirExpr *nk, WeirExpr *bound, gboolean *lower,
+                               gboolean *upper) {
+  gint64 st = geo->strides[i], dl = geo->dilations[i];
+  g_autoptr(WeirExpr) ps = weir_expr_symbol(pos);
+  g_autoptr(WeirExpr) ks = weir_expr_symbol(k);
+  g_autoptr(WeirExpr) a = weir_expr_mul_const(ps, st);
+  g_autoptr(WeirExpr) b = weir_expr_mul_const(ks, dl);
+  g_autoptr(WeirExpr) ab = weir_expr_add(a, b);
+  g_autoptr(WeirExpr) pm1 = weir_expr_add_const(npos, -1);
+  g_autoptr(WeirExpr) km1 = weir_expr_add_const(nk, -1);
+  g_autoptr(WeirExpr) ms = weir_expr_mul_const(pm1, st);
+  g_autoptr(WeirExpr) md = weir_expr_mul_const(km1, dl);
+  g_autoptr(WeirExpr) msd = weir_expr_add(ms, md);
+  g_autoptr(WeirExpr) last = weir_expr_sub(msd, geo->pad_begin[i]);
+  g_autoptr(WeirExpr) over = weir_expr_sub(last, bound);
+  *lower = !const_at_most(geo->pad_begin[i], 0);
+  *upper = !const_at_most(over, -1);
+  return weir_expr_sub(ab, geo->pad_begin[i]);
+}
+
 static gboolean expand_conv(WeirGraph *g, WeirState *s, WeirNode *n,
                             GError **error) {
   ConvSetup cs = {0};
@@ -534,25 +560,11 @@ static gboolean expand_conv(WeirGraph *g, WeirState *s, WeirNode *n,
   items_add(y_items, pn);
   items_add(y_items, oc);
   for (guint i = 0; i < cs.ns; i++) {
-    gint64 st = geo.strides[i], dl = geo.dilations[i];
-    g_autoptr(WeirExpr) os = weir_expr_symbol(o[i]);
-    g_autoptr(WeirExpr) ks = weir_expr_symbol(k[i]);
-    g_autoptr(WeirExpr) a = weir_expr_mul_const(os, st);
-    g_autoptr(WeirExpr) b = weir_expr_mul_const(ks, dl);
-    g_autoptr(WeirExpr) ab = weir_expr_add(a, b);
-    g_autoptr(WeirExpr) e = weir_expr_sub(ab, geo.pad_begin[i]);
-    /* The largest index read is (O-1)*s + (K-1)*d - pad; it stays inside
-     * when that is below the input size. */
     WeirExpr *in = cs.x.shape[2 + i];
-    g_autoptr(WeirExpr) om1 = weir_expr_add_const(cs.y.shape[2 + i], -1);
-    g_autoptr(WeirExpr) km1 = weir_expr_add_const(cs.w.shape[2 + i], -1);
-    g_autoptr(WeirExpr) ms = weir_expr_mul_const(om1, st);
-    g_autoptr(WeirExpr) md = weir_expr_mul_const(km1, dl);
-    g_autoptr(WeirExpr) msd = weir_expr_add(ms, md);
-    g_autoptr(WeirExpr) last = weir_expr_sub(msd, geo.pad_begin[i]);
-    g_autoptr(WeirExpr) over = weir_expr_sub(last, in);
-    gboolean lower = !const_at_most(geo.pad_begin[i], 0);
-    gboolean upper = !const_at_most(over, -1);
+    gboolean lower, upper;
+    g_autoptr(WeirExpr) e =
+        spatial_index(&geo, i, o[i], cs.y.shape[2 + i], k[i], cs.w.shape[2 + i],
+                      in, &lower, &upper);
     if (!add_spatial_index(x_items, conds, e, in, lower, upper, error))
       return FALSE;
     items_add(w_items, k[i]);
@@ -613,24 +625,11 @@ static gboolean expand_conv_transpose(WeirGraph *g, WeirState *s, WeirNode *n,
   items_add(y_items, pn);
   items_add_expr(y_items, channel);
   for (guint i = 0; i < cs.ns; i++) {
-    gint64 st = geo.strides[i], dl = geo.dilations[i];
-    g_autoptr(WeirExpr) is = weir_expr_symbol(pi[i]);
-    g_autoptr(WeirExpr) ks = weir_expr_symbol(k[i]);
-    g_autoptr(WeirExpr) a = weir_expr_mul_const(is, st);
-    g_autoptr(WeirExpr) b = weir_expr_mul_const(ks, dl);
-    g_autoptr(WeirExpr) ab = weir_expr_add(a, b);
-    g_autoptr(WeirExpr) e = weir_expr_sub(ab, geo.pad_begin[i]);
-    /* The largest position written is (S-1)*s + (K-1)*d - pad. */
     WeirExpr *out_size = cs.y.shape[2 + i];
-    g_autoptr(WeirExpr) sm1 = weir_expr_add_const(cs.x.shape[2 + i], -1);
-    g_autoptr(WeirExpr) km1 = weir_expr_add_const(cs.w.shape[2 + i], -1);
-    g_autoptr(WeirExpr) ms = weir_expr_mul_const(sm1, st);
-    g_autoptr(WeirExpr) md = weir_expr_mul_const(km1, dl);
-    g_autoptr(WeirExpr) msd = weir_expr_add(ms, md);
-    g_autoptr(WeirExpr) last = weir_expr_sub(msd, geo.pad_begin[i]);
-    g_autoptr(WeirExpr) over = weir_expr_sub(last, out_size);
-    gboolean lower = !const_at_most(geo.pad_begin[i], 0);
-    gboolean upper = !const_at_most(over, -1);
+    gboolean lower, upper;
+    g_autoptr(WeirExpr) e =
+        spatial_index(&geo, i, pi[i], cs.x.shape[2 + i], k[i],
+                      cs.w.shape[2 + i], out_size, &lower, &upper);
     items_add(x_items, pi[i]);
     items_add(w_items, k[i]);
     if (!add_spatial_index(y_items, conds, e, out_size, lower, upper, error))

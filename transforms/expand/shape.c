@@ -239,86 +239,67 @@ static gboolean expand_transpose(WeirGraph *g, WeirState *s, WeirNode *n,
   return weir_state_remove_node(s, n->id);
 }
 
-/* -------------------------------------------------------------- Concat */
+/* ------------------------------------------------------ Concat, Split */
 
-static gboolean expand_concat(WeirGraph *g, WeirState *s, WeirNode *n,
-                              GError **error) {
-  WeirPort y;
-  if (!weir_port_require_output(g, s, n, 0, &y, error))
+/* Concat copies each input into its slab of the output along the axis;
+ * Split copies each slab of the input into an output. Both walk the many
+ * side in order, keeping the running offset along the axis; `split` says
+ * whether the many side is the outputs. */
+static gboolean expand_slabs(WeirGraph *g, WeirState *s, WeirNode *n,
+                             gboolean split, GError **error) {
+  WeirPort one;
+  if (!(split ? weir_port_require_input(g, s, n, 0, &one, error)
+              : weir_port_require_output(g, s, n, 0, &one, error)))
     return FALSE;
-  guint r = y.rank, axis = 0;
+  guint r = one.rank, axis = 0;
   if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
     return FALSE;
+  const char *side = split ? "output" : "input";
+  const GPtrArray *conns = split ? n->out_conns : n->in_conns;
   g_autoptr(WeirExpr) offset = weir_expr_const(0);
-  for (guint k = 0; k < n->in_conns->len; k++) {
-    WeirPort x;
-    if (!weir_port_require_input(g, s, n, k, &x, error))
+  for (guint k = 0; k < conns->len; k++) {
+    WeirPort part;
+    if (!(split ? weir_port_require_output(g, s, n, k, &part, error)
+                : weir_port_require_input(g, s, n, k, &part, error)))
       return FALSE;
-    if (x.rank != r)
-      return fail(error, n, "input %u has rank %u, the output %u", k, x.rank,
-                  r);
-    if (!port_empty(&x)) {
+    if (part.rank != r)
+      return fail(error, n, "%s %u has rank %u, the %s %u", side, k, part.rank,
+                  split ? "input" : "output", r);
+    if (!port_empty(&part)) {
       g_auto(GStrv) p = params_for(g, r);
-      g_auto(GStrv) ranges = weir_expand_full_ranges(r, x.shape);
-      g_autofree char *in_subset =
+      g_auto(GStrv) ranges = weir_expand_full_ranges(r, part.shape);
+      g_autofree char *part_subset =
           weir_expand_index_subset(r, (const char *const *)p);
       char *keep = p[axis];
       p[axis] = offset_text(offset, keep);
-      g_autofree char *out_subset =
+      g_autofree char *slab_subset =
           weir_expand_index_subset(r, (const char *const *)p);
       g_free(p[axis]);
       p[axis] = keep;
-      g_autofree char *label = g_strdup_printf("%s_in%u", n->label, k);
-      if (!copy_map(g, s, label, r, p, ranges, &x, in_subset, &y, out_subset,
-                    error))
+      g_autofree char *label =
+          g_strdup_printf("%s_%s%u", n->label, split ? "out" : "in", k);
+      gboolean ok = split ? copy_map(g, s, label, r, p, ranges, &one,
+                                     slab_subset, &part, part_subset, error)
+                          : copy_map(g, s, label, r, p, ranges, &part,
+                                     part_subset, &one, slab_subset, error);
+      if (!ok)
         return FALSE;
     }
-    WeirExpr *next = weir_expr_add(offset, x.shape[axis]);
+    WeirExpr *next = weir_expr_add(offset, part.shape[axis]);
     weir_expr_unref(offset);
     offset = next;
   }
   return weir_state_remove_node(s, n->id);
 }
 
-/* --------------------------------------------------------------- Split */
+static gboolean expand_concat(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  return expand_slabs(g, s, n, FALSE, error);
+}
 
 static gboolean expand_split(WeirGraph *g, WeirState *s, WeirNode *n,
                              GError **error) {
-  WeirPort x;
-  if (!weir_port_require_input(g, s, n, 0, &x, error))
-    return FALSE;
-  guint r = x.rank, axis = 0;
-  if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
-    return FALSE;
-  g_autoptr(WeirExpr) offset = weir_expr_const(0);
-  for (guint k = 0; k < n->out_conns->len; k++) {
-    WeirPort y;
-    if (!weir_port_require_output(g, s, n, k, &y, error))
-      return FALSE;
-    if (y.rank != r)
-      return fail(error, n, "output %u has rank %u, the input %u", k, y.rank,
-                  r);
-    if (!port_empty(&y)) {
-      g_auto(GStrv) p = params_for(g, r);
-      g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
-      g_autofree char *out_subset =
-          weir_expand_index_subset(r, (const char *const *)p);
-      char *keep = p[axis];
-      p[axis] = offset_text(offset, keep);
-      g_autofree char *in_subset =
-          weir_expand_index_subset(r, (const char *const *)p);
-      g_free(p[axis]);
-      p[axis] = keep;
-      g_autofree char *label = g_strdup_printf("%s_out%u", n->label, k);
-      if (!copy_map(g, s, label, r, p, ranges, &x, in_subset, &y, out_subset,
-                    error))
-        return FALSE;
-    }
-    WeirExpr *next = weir_expr_add(offset, y.shape[axis]);
-    weir_expr_unref(offset);
-    offset = next;
-  }
-  return weir_state_remove_node(s, n->id);
+  return expand_slabs(g, s, n, TRUE, error);
 }
 
 /* --------------------------------------------------------------- Slice */
