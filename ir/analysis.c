@@ -21,6 +21,7 @@
  * The public WeirAnalysis is the first member of a private AnalysisImpl
  * that also holds the id indexes used by the lookups.
  */
+#include "state-order.h"
 #include "weir-analysis.h"
 #include "weir-ops.h"
 
@@ -607,111 +608,6 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
 
 /* -------------------------------------------------------------- liveness */
 
-static gint state_index_of(const WeirGraph *g, guint id) {
-  for (guint i = 0; i < g->states->len; i++)
-    if (((WeirState *)g_ptr_array_index(g->states, i))->id == id)
-      return (gint)i;
-  return -1;
-}
-
-static int cmp_uint(gconstpointer a, gconstpointer b) {
-  guint x = *(const guint *)a, y = *(const guint *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Successor state indexes of every state (sorted by state id, unique). */
-static GPtrArray *state_successors(const WeirGraph *g) {
-  GPtrArray *succ =
-      g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  for (guint i = 0; i < g->states->len; i++)
-    g_ptr_array_add(succ, g_array_new(FALSE, FALSE, sizeof(guint)));
-  for (guint t = 0; t < g->transitions->len; t++) {
-    const WeirTransition *tr = g_ptr_array_index(g->transitions, t);
-    gint si = state_index_of(g, tr->src), di = state_index_of(g, tr->dst);
-    if (si < 0 || di < 0)
-      continue;
-    GArray *arr = g_ptr_array_index(succ, si);
-    gboolean seen = FALSE;
-    for (guint k = 0; k < arr->len; k++)
-      seen |= g_array_index(arr, guint, k) == (guint)di;
-    if (!seen) {
-      guint d = (guint)di;
-      g_array_append_val(arr, d);
-    }
-  }
-  /* states are sorted by id, so sorting indexes sorts by id */
-  for (guint i = 0; i < succ->len; i++)
-    g_array_sort(g_ptr_array_index(succ, i), cmp_uint);
-  return succ;
-}
-
-/* rank[i] = position of state i in the linear order: reverse post-order of
- * a depth-first search from the start (successors by id), then the states
- * not reached, by id. */
-static guint *state_ranks(const WeirGraph *g, GPtrArray *succ) {
-  guint n = g->states->len;
-  guint *rank = g_new0(guint, n);
-  gboolean *visited = g_new0(gboolean, n);
-  g_autoptr(GArray) post = g_array_new(FALSE, FALSE, sizeof(guint));
-  gint start = state_index_of(g, g->start);
-  if (start >= 0) {
-    /* iterative DFS: stack of (state, next successor) */
-    g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint) * 2);
-    guint top[2] = {(guint)start, 0};
-    g_array_append_val(stack, top);
-    visited[start] = TRUE;
-    while (stack->len) {
-      guint *fr = (guint *)(stack->data + (stack->len - 1) * sizeof(guint) * 2);
-      GArray *arr = g_ptr_array_index(succ, fr[0]);
-      if (fr[1] < arr->len) {
-        guint next = g_array_index(arr, guint, fr[1]);
-        fr[1]++;
-        if (!visited[next]) {
-          visited[next] = TRUE;
-          guint f2[2] = {next, 0};
-          g_array_append_val(stack, f2);
-        }
-      } else {
-        g_array_append_val(post, fr[0]);
-        g_array_set_size(stack, stack->len - 1);
-      }
-    }
-  }
-  guint r = 0;
-  for (guint k = post->len; k-- > 0;)
-    rank[g_array_index(post, guint, k)] = r++;
-  for (guint i = 0; i < n; i++)
-    if (!visited[i])
-      rank[i] = r++;
-  g_free(visited);
-  return rank;
-}
-
-/* reach[i * n + j]: state j can be reached from state i in one or more
- * transitions. */
-static gboolean *state_reachability(guint n, GPtrArray *succ) {
-  gboolean *reach = g_new0(gboolean, (gsize)n * n);
-  g_autoptr(GArray) work = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < n; i++) {
-    gboolean *row = reach + (gsize)i * n;
-    g_array_set_size(work, 0);
-    g_array_append_val(work, i);
-    while (work->len) {
-      guint x = g_array_index(work, guint, work->len - 1);
-      g_array_set_size(work, work->len - 1);
-      GArray *arr = g_ptr_array_index(succ, x);
-      for (guint k = 0; k < arr->len; k++) {
-        guint y = g_array_index(arr, guint, k);
-        if (!row[y]) {
-          row[y] = TRUE;
-          g_array_append_val(work, y);
-        }
-      }
-    }
-  }
-  return reach;
-}
-
 /* A transient's accesses and live interval over the global positions. */
 typedef struct {
   const WeirContainer *c;
@@ -749,14 +645,10 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
                          GHashTable *bindings, GError **error) {
   WeirAnalysis *a = &impl->pub;
   guint ns = g->states->len;
-  g_autoptr(GPtrArray) succ = state_successors(g);
-  g_autofree guint *rank = state_ranks(g, succ);
-  g_autofree gboolean *reach = state_reachability(ns, succ);
+  g_autoptr(WeirStateOrder) so = weir_state_order_new(g);
+  const guint *by_rank = so->by_rank;
 
-  /* by_rank[r] = state index; offset[r] = first global position of it */
-  g_autofree guint *by_rank = g_new0(guint, ns);
-  for (guint i = 0; i < ns; i++)
-    by_rank[rank[i]] = i;
+  /* offset[r] = first global position of the state of rank r */
   g_autofree guint *offset = g_new0(guint, ns + 1);
   g_autoptr(GPtrArray) orders =
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_scopes_free);
@@ -839,31 +731,7 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
     l.end = l.last;
     if (carried) {
       guint lo = l.lo_rank, hi = l.hi_rank;
-      gboolean looped = lo != hi;
-      gboolean changed = TRUE;
-      while (changed) {
-        changed = FALSE;
-        for (guint r = lo; r <= hi; r++) {
-          guint x = by_rank[r];
-          if (!reach[(gsize)x * ns + x])
-            continue;
-          looped = TRUE;
-          /* the loop of x: states y with x ->+ y ->+ x */
-          for (guint y = 0; y < ns; y++) {
-            if (!reach[(gsize)x * ns + y] || !reach[(gsize)y * ns + x])
-              continue;
-            if (rank[y] < lo) {
-              lo = rank[y];
-              changed = TRUE;
-            }
-            if (rank[y] > hi) {
-              hi = rank[y];
-              changed = TRUE;
-            }
-          }
-        }
-      }
-      if (looped) {
+      if (weir_state_order_widen(so, &lo, &hi)) {
         l.begin = offset[lo];
         l.end = offset[hi + 1] - 1;
       }

@@ -2,6 +2,7 @@
  * tier4-util.h). */
 #include <string.h>
 
+#include "state-order.h"
 #include "tier4-util.h"
 
 /* ---------------------------------------------------------------- states */
@@ -157,106 +158,6 @@ guint t4_top_rep(const T4State *t, guint node, gboolean start) {
 
 /* -------------------------------------------------------------- liveness */
 
-static gint state_index_of(const WeirGraph *g, guint id) {
-  for (guint i = 0; i < g->states->len; i++)
-    if (((const WeirState *)g_ptr_array_index(g->states, i))->id == id)
-      return (gint)i;
-  return -1;
-}
-
-static int cmp_uint(gconstpointer a, gconstpointer b) {
-  guint x = *(const guint *)a, y = *(const guint *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Successor state indexes of every state (unique, by id). */
-static GPtrArray *state_successors(const WeirGraph *g) {
-  GPtrArray *succ =
-      g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  for (guint i = 0; i < g->states->len; i++)
-    g_ptr_array_add(succ, g_array_new(FALSE, FALSE, sizeof(guint)));
-  for (guint k = 0; k < g->transitions->len; k++) {
-    const WeirTransition *tr = g_ptr_array_index(g->transitions, k);
-    gint a = state_index_of(g, tr->src), b = state_index_of(g, tr->dst);
-    if (a < 0 || b < 0)
-      continue;
-    GArray *arr = g_ptr_array_index(succ, a);
-    gboolean seen = FALSE;
-    for (guint j = 0; j < arr->len && !seen; j++)
-      seen = g_array_index(arr, guint, j) == (guint)b;
-    if (!seen) {
-      guint d = (guint)b;
-      g_array_append_val(arr, d);
-    }
-  }
-  for (guint i = 0; i < succ->len; i++)
-    g_array_sort(g_ptr_array_index(succ, i), cmp_uint);
-  return succ;
-}
-
-/* rank of every state: reverse post-order of a depth-first search from the
- * start (successors by id), then the states not reached, by id. */
-static guint *state_ranks(const WeirGraph *g, GPtrArray *succ) {
-  guint n = g->states->len;
-  guint *rank = g_new0(guint, n ? n : 1);
-  g_autofree gboolean *seen = g_new0(gboolean, n ? n : 1);
-  g_autoptr(GArray) post = g_array_new(FALSE, FALSE, sizeof(guint));
-  gint start = state_index_of(g, g->start);
-  if (start >= 0) {
-    g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint) * 2);
-    guint top[2] = {(guint)start, 0};
-    g_array_append_val(stack, top);
-    seen[start] = TRUE;
-    while (stack->len) {
-      guint *fr =
-          (guint *)(void *)(stack->data + (stack->len - 1) * sizeof(guint) * 2);
-      GArray *arr = g_ptr_array_index(succ, fr[0]);
-      if (fr[1] < arr->len) {
-        guint next = g_array_index(arr, guint, fr[1]);
-        fr[1]++;
-        if (!seen[next]) {
-          seen[next] = TRUE;
-          guint f2[2] = {next, 0};
-          g_array_append_val(stack, f2);
-        }
-      } else {
-        g_array_append_val(post, fr[0]);
-        g_array_set_size(stack, stack->len - 1);
-      }
-    }
-  }
-  guint r = 0;
-  for (guint k = post->len; k-- > 0;)
-    rank[g_array_index(post, guint, k)] = r++;
-  for (guint i = 0; i < n; i++)
-    if (!seen[i])
-      rank[i] = r++;
-  return rank;
-}
-
-static gboolean *state_reachability(guint n, GPtrArray *succ) {
-  gboolean *reach = g_new0(gboolean, (gsize)n * n + 1);
-  g_autoptr(GArray) work = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < n; i++) {
-    gboolean *row = reach + (gsize)i * n;
-    g_array_set_size(work, 0);
-    g_array_append_val(work, i);
-    while (work->len) {
-      guint x = g_array_index(work, guint, work->len - 1);
-      g_array_set_size(work, work->len - 1);
-      GArray *arr = g_ptr_array_index(succ, x);
-      for (guint k = 0; k < arr->len; k++) {
-        guint y = g_array_index(arr, guint, k);
-        if (!row[y]) {
-          row[y] = TRUE;
-          g_array_append_val(work, y);
-        }
-      }
-    }
-  }
-  return reach;
-}
-
 static void live_touch(T4Live *l, guint pos, guint r, gboolean writes,
                        guint *lo_rank, guint *hi_rank) {
   if (!l->accessed || pos < l->first) {
@@ -280,12 +181,8 @@ static gboolean is_access(const WeirState *s, guint id) {
 
 T4Liveness *t4_liveness_new(const WeirGraph *g, GError **error) {
   guint ns = g->states->len;
-  g_autoptr(GPtrArray) succ = state_successors(g);
-  g_autofree guint *rank = state_ranks(g, succ);
-  g_autofree gboolean *reach = state_reachability(ns, succ);
-  g_autofree guint *by_rank = g_new0(guint, ns ? ns : 1);
-  for (guint i = 0; i < ns; i++)
-    by_rank[rank[i]] = i;
+  g_autoptr(WeirStateOrder) so = weir_state_order_new(g);
+  const guint *by_rank = so->by_rank;
   g_autofree guint *offset = g_new0(guint, ns + 1);
   g_autoptr(GPtrArray) orders =
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_scopes_free);
@@ -390,29 +287,7 @@ T4Liveness *t4_liveness_new(const WeirGraph *g, GError **error) {
     if (lo[i] == hi[i] && !x->first_is_read)
       continue;
     guint a = lo[i], b = hi[i];
-    gboolean looped = a != b;
-    gboolean changed = TRUE;
-    while (changed) {
-      changed = FALSE;
-      for (guint r = a; r <= b; r++) {
-        guint s = by_rank[r];
-        if (!reach[(gsize)s * ns + s])
-          continue;
-        looped = TRUE;
-        for (guint y = 0; y < ns; y++) {
-          if (!reach[(gsize)s * ns + y] || !reach[(gsize)y * ns + s])
-            continue;
-          if (rank[y] < a) {
-            a = rank[y];
-            changed = TRUE;
-          }
-          if (rank[y] > b) {
-            b = rank[y];
-            changed = TRUE;
-          }
-        }
-      }
-    }
+    gboolean looped = weir_state_order_widen(so, &a, &b);
     if (looped) {
       x->carried = TRUE;
       x->begin = offset[a];
