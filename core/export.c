@@ -485,9 +485,13 @@ static char *make_main(const Export *e, GError **error) {
   }
   g_string_append_printf(s, "%s};\n", e->g->symbols->len ? "" : "0");
   g_string_append(s, "static const char *const SYMBOL_NAMES[] = {");
-  for (guint i = 0; i < e->g->symbols->len; i++)
-    g_string_append_printf(s, "%s\"%s\"", i ? ", " : "",
-                           (const char *)g_ptr_array_index(e->g->symbols, i));
+  for (guint i = 0; i < e->g->symbols->len; i++) {
+    const char *sym = g_ptr_array_index(e->g->symbols, i);
+    g_string_append_printf(s, "%s\"%s%s\"", i ? ", " : "", sym,
+                           g_hash_table_contains(e->bindings, sym)
+                               ? ""
+                               : " (assigned by the program)");
+  }
   g_string_append_printf(s, "%s};\n", e->g->symbols->len ? "" : "NULL");
   g_string_append(s, rest);
   return g_string_free(s, FALSE);

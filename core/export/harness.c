@@ -560,9 +560,9 @@ int main(int argc, char **argv) {
     if (median > 0 && (FLOPS >= 0 || BYTES_MOVED >= 0)) {
       printf("     ");
       if (FLOPS >= 0)
-        printf(" %.3f GFLOP/s", FLOPS / median * 1e-9);
+        printf(" %.4g GFLOP/s", FLOPS / median * 1e-9);
       if (BYTES_MOVED >= 0)
-        printf(" %.3f GB/s (bytes moved by Weir's count)",
+        printf(" %.4g GB/s (bytes moved by Weir's count)",
                BYTES_MOVED / median * 1e-9);
       printf("\n");
     }
