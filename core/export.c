@@ -830,6 +830,16 @@ static gboolean target_state(const char *dir, gboolean *exists, gboolean *empty,
   return TRUE;
 }
 
+/* Whether replacing dir would remove the root, the home directory or the
+ * current directory (or a directory containing it). */
+static gboolean dangerous_target(const char *dir) {
+  g_autofree char *canon = g_canonicalize_filename(dir, NULL);
+  g_autofree char *cwd = g_get_current_dir();
+  g_autofree char *under = g_strconcat(canon, G_DIR_SEPARATOR_S, NULL);
+  return strcmp(canon, "/") == 0 || strcmp(canon, g_get_home_dir()) == 0 ||
+         strcmp(canon, cwd) == 0 || g_str_has_prefix(cwd, under);
+}
+
 /* Writes every file into tmp. */
 static gboolean write_files(const Export *e, const char *tmp, GPtrArray *files,
                             GError **error) {
@@ -925,6 +935,14 @@ gboolean weir_export(const WeirGraph *g, const char *dir,
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
                 "%s: directory exists and is not empty (use --force to "
                 "replace it)",
+                dir);
+    return FALSE;
+  }
+
+  if (exists && dangerous_target(dir)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
+                "%s: refusing to replace the root, the home or the current "
+                "directory (or one containing it); choose a new directory",
                 dir);
     return FALSE;
   }

@@ -371,6 +371,14 @@ static void test_errors(void **state) {
   assert_true(g_file_test(src, G_FILE_TEST_EXISTS));
   assert_int_equal(count_entries(tmp), 1); /* no temporary left */
 
+  /* never the current directory, even with force */
+  g_autofree char *cwd = g_get_current_dir();
+  assert_false(weir_export(g, ".", &force, NULL, &error));
+  assert_contains(error->message, "refusing");
+  g_clear_error(&error);
+  g_autofree char *cwd_after = g_get_current_dir();
+  assert_string_equal(cwd, cwd_after);
+
   /* unwritable: a file where a directory should be */
   g_autofree char *file = g_build_filename(tmp, "file", NULL);
   g_autofree char *under = g_build_filename(file, "out", NULL);
