@@ -244,6 +244,40 @@ static gboolean check_tensor(const Export *e, const Arg *a, const WeirTensor *t,
   return TRUE;
 }
 
+/* The harness, like the runtime, gives every argument a buffer of its
+ * element count laid out by the container's strides: they must stay in
+ * it. */
+static gboolean check_strides(const Export *e, const Arg *a, GError **error) {
+  guint64 last = 0;
+  for (guint d = 0; d < a->rank; d++)
+    if (a->shape[d] == 0)
+      return TRUE;
+  for (guint d = 0; d < a->rank && d < a->c->strides->len; d++) {
+    gint64 stride;
+    g_autoptr(GError) local = NULL;
+    if (!weir_expr_eval(g_ptr_array_index(a->c->strides, d), e->bindings,
+                        &stride, &local) ||
+        stride < 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "program '%s': argument '%s': stride %u: %s", e->g->name,
+                  a->c->name, d, local ? local->message : "negative");
+      return FALSE;
+    }
+    last += (guint64)(a->shape[d] - 1) * (guint64)stride;
+  }
+  gint64 count = 1;
+  for (guint d = 0; d < a->rank; d++)
+    count *= a->shape[d];
+  if (last >= (guint64)count) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "program '%s': argument '%s': its strides reach beyond its "
+                "%" G_GINT64_FORMAT " elements",
+                e->g->name, a->c->name, count);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* Symbols, the arguments with their concrete shapes, inputs and outputs. */
 static gboolean collect_arguments(Export *e, GError **error) {
   const WeirGraph *g = e->g;
@@ -312,6 +346,8 @@ static gboolean collect_arguments(Export *e, GError **error) {
         return FALSE;
       }
     }
+    if (!check_strides(e, a, error))
+      return FALSE;
     a->output = g_hash_table_contains(written, a->c->name) ||
                 (o->expected && g_hash_table_contains(o->expected, a->c->name));
     const WeirTensor *in =
