@@ -291,6 +291,17 @@ static gboolean collect_arguments(Export *e, GError **error) {
                         *(const gint64 *)g_hash_table_lookup(o->symbols, k));
     }
   }
+  if (o->session) {
+    /* the workspace's own values, unless given */
+    GHashTable *ws = weir_session_bindings(o->session);
+    g_autoptr(GPtrArray) keys = sorted_keys(ws);
+    for (guint i = 0; i < keys->len; i++) {
+      const char *k = g_ptr_array_index(keys, i);
+      if (!g_hash_table_contains(e->bindings, k))
+        weir_bindings_set(e->bindings, k,
+                          *(const gint64 *)g_hash_table_lookup(ws, k));
+    }
+  }
   e->args = g_ptr_array_new_with_free_func(arg_free);
   g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
   for (guint i = 0; i < abi->len; i++) {

@@ -38,8 +38,9 @@ G_BEGIN_DECLS
 
 typedef struct {
   /* Symbol values: name -> gint64* (weir_bindings_new), may be NULL.
-   * Symbols that are a whole dimension of a given input are bound from its
-   * shape.  Every symbol of a shape must end up bound.  (borrowed) */
+   * Symbols not given here take the session's values (below), then, when
+   * they are a whole dimension of a given input, its size.  Every symbol
+   * of a shape must end up bound.  (borrowed) */
   GHashTable *symbols;
   /* Inputs: container name -> WeirTensor*, may be NULL.  Each must be an
    * argument with the container's dtype and shape.  Stored in data/.
