@@ -418,6 +418,26 @@ static void test_errors(void **state) {
   assert_contains(error->message, "'nope': no argument");
   g_clear_error(&error);
 
+  /* a program the code generator refuses: a native choice that does not
+   * exist for the node */
+  g_autofree char *model = sample("models/mlp.onnx");
+  g_autoptr(WeirGraph) m = weir_onnx_import(model, NULL, &error);
+  assert_non_null(m);
+  WeirNode *relu = NULL;
+  const WeirState *st = g_ptr_array_index(m->states, 0);
+  for (guint i = 0; i < st->nodes->len && !relu; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY && strcmp(n->op, "Relu") == 0)
+      relu = n;
+  }
+  assert_non_null(relu);
+  weir_node_set_attr_string(relu, "impl", "blas");
+  g_autofree char *mdir = g_build_filename(tmp, "m", NULL);
+  assert_false(weir_export(m, mdir, NULL, NULL, &error));
+  assert_contains(error->message, "cannot generate code");
+  assert_contains(error->message, "/Relu");
+  g_clear_error(&error);
+
   /* nothing was left behind by the failures */
   assert_int_equal(count_entries(tmp), 2); /* out, file */
 
