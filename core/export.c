@@ -628,6 +628,36 @@ static void readme_history(const Export *e, GString *s) {
   g_string_append(s, "\n");
 }
 
+/* The implementation the code generator chose for each library node. */
+static void readme_library_nodes(const Export *e, GString *s) {
+  GString *rows = g_string_new(NULL);
+  for (guint i = 0; i < e->g->states->len; i++) {
+    const WeirState *st = g_ptr_array_index(e->g->states, i);
+    for (guint k = 0; k < st->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(st->nodes, k);
+      if (n->kind != WEIR_NODE_LIBRARY)
+        continue;
+      const WeirNativeImpl *impl = NULL;
+      g_autoptr(GError) local = NULL;
+      gboolean ok = weir_native_choice(e->g, st, n, &impl, &local);
+      g_autofree char *label = text_clean(n->label);
+      g_autofree char *op = text_clean(n->op);
+      g_string_append_printf(rows, "| %u | %s | %s | %s |\n", n->id, label, op,
+                             !ok    ? "?"
+                             : impl ? impl->impl
+                                    : "pure (loops and tasklets)");
+    }
+  }
+  if (rows->len)
+    g_string_append_printf(s,
+                           "Library nodes and the implementation the code "
+                           "generator chose (`--impl` at export changes "
+                           "it):\n\n| node | label | operator | "
+                           "implementation |\n|---:|---|---|---|\n%s\n",
+                           rows->str);
+  g_string_free(rows, TRUE);
+}
+
 static char *make_readme(const Export *e) {
   const WeirGraph *g = e->g;
   const WeirAnalysis *an = e->analysis;
@@ -714,6 +744,7 @@ static char *make_readme(const Export *e) {
   }
   g_string_append_printf(s, " (%u in all)\n\n", total);
 
+  readme_library_nodes(e, s);
   g_string_append(s, "Containers:\n\n| name | dtype | shape | kind | role |\n"
                      "|---|---|---|---|---|\n");
   for (guint i = 0; i < g->containers->len; i++) {
@@ -726,11 +757,12 @@ static char *make_readme(const Export *e) {
       if (g_ptr_array_index(e->args, k) == a)
         break;
     if (a) {
+      const char *what = a->output ? "initial value" : "input";
       g_autofree char *in =
           a->input_given
-              ? g_strdup_printf("input `data/%s.npy`", c->name)
-              : g_strdup_printf("input generated (seed %" G_GUINT64_FORMAT ")",
-                                e->o->seed);
+              ? g_strdup_printf("%s `data/%s.npy`", what, c->name)
+              : g_strdup_printf("%s generated (seed %" G_GUINT64_FORMAT ")",
+                                what, e->o->seed);
       role = a->output ? g_strdup_printf("`args[%u]`; %s; output, expected "
                                          "`data/%s.expected.npy` (%s)",
                                          k, in, c->name,
