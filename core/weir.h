@@ -8,6 +8,7 @@
 #include "weir-codegen.h"
 #include "weir-conformance.h"
 #include "weir-expand.h"
+#include "weir-export.h"
 #include "weir-expr.h"
 #include "weir-graph.h"
 #include "weir-import.h"

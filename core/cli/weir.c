@@ -91,6 +91,7 @@ static int cmd_goto(int argc, char **argv);
 static int cmd_history(int argc, char **argv);
 static int cmd_bookmark(int argc, char **argv);
 static int cmd_optimize(int argc, char **argv);
+static int cmd_export(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -133,6 +134,8 @@ static const Command commands[] = {
      cmd_bookmark},
     {"optimize", "MODEL --recipe R.json [-o OUT] [--report]",
      "apply a recipe to a model", cmd_optimize},
+    {"export", "WS.weir|FILE -o DIR [--input N=F]...",
+     "write a standalone kernel: C, Makefile, harness, README", cmd_export},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -2447,6 +2450,178 @@ static int cmd_optimize(int argc, char **argv) {
     }
     printf("wrote %s\n", output_path);
   }
+  return 0;
+}
+
+/* ----------------------------------------------------------------- export */
+
+static const GOptionEntry export_entries[] = {
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "The directory to write", "DIR"},
+    {"force", 0, 0, G_OPTION_ARG_NONE, &force,
+     "Replace a directory that is not empty", NULL},
+    {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impl_specs,
+     "Implementation of every node of OP: pure, blas, im2col, direct "
+     "(repeatable)",
+     "OP=IMPL"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
+     "Seed of the generated inputs (default 1)", "N"},
+    {"input", 0, 0, G_OPTION_ARG_STRING_ARRAY, &input_specs,
+     "An input from a tensor file (.npy or .pb), stored in DIR/data",
+     "NAME=FILE"},
+    {"expect", 0, 0, G_OPTION_ARG_STRING_ARRAY, &expect_specs,
+     "An expected output from a tensor file instead of the interpreter's",
+     "NAME=FILE"},
+    {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
+     "Relative tolerance of the harness (default 1e-4; integers exact)", "R"},
+    {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_atol,
+     "Absolute tolerance of the harness (default 1e-5)", "A"},
+    {NULL}};
+
+static gint compare_key_strings(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The keys of a table keyed by strings, sorted (borrowed strings). */
+static GPtrArray *sorted_keys(GHashTable *table) {
+  GPtrArray *keys = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, table);
+  while (g_hash_table_iter_next(&it, &k, NULL))
+    g_ptr_array_add(keys, k);
+  g_ptr_array_sort(keys, compare_key_strings);
+  return keys;
+}
+
+/* Loads the tensor files of specs (NAME=FILE) into a table keyed by the
+ * name given; NULL after printing the problem. */
+static GHashTable *load_specs(const char *option, char **specs) {
+  GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                        (GDestroyNotify)weir_tensor_free);
+  for (guint i = 0; specs && specs[i]; i++) {
+    g_autofree char *name = NULL, *path = NULL;
+    g_autoptr(GError) error = NULL;
+    if (!split_spec("export", option, specs[i], &name, &path)) {
+      g_hash_table_unref(t);
+      return NULL;
+    }
+    WeirTensor *x = weir_tensor_load(path, NULL, &error);
+    if (!x) {
+      print_error("export", error);
+      g_hash_table_unref(t);
+      return NULL;
+    }
+    g_hash_table_replace(t, g_steal_pointer(&name), x);
+  }
+  return t;
+}
+
+/* The tensors of given (keyed by the names the user gave: containers, ONNX
+ * names or access-node labels) keyed by container name (borrowed from g);
+ * the tensors are borrowed from given.  NULL after printing. */
+static GHashTable *by_container(const WeirGraph *g, GHashTable *names,
+                                const char *option, GHashTable *given) {
+  GHashTable *t = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) keys = sorted_keys(given);
+  for (guint i = 0; i < keys->len; i++) {
+    const char *name = g_ptr_array_index(keys, i);
+    const WeirContainer *c = require_argument("export", g, names, option, name);
+    if (!c) {
+      g_hash_table_unref(t);
+      return NULL;
+    }
+    g_hash_table_replace(t, c->name, g_hash_table_lookup(given, name));
+  }
+  return t;
+}
+
+static int cmd_export(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir export WS.weir|FILE(.json|.onnx) -o DIR [--force]\n"
+      "                   [--impl OP=IMPL]... [-D SYM=VALUE]... [--seed N]\n"
+      "                   [--input NAME=FILE]... [--expect NAME=FILE]...\n"
+      "                   [--rtol R] [--atol A]\n";
+  if (!parse_options("export", "FILE -o DIR", export_entries, &argc, &argv))
+    return 2;
+  if (argc != 2 || !output_path) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *file = argv[1];
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) bindings = parse_defines(&error);
+  if (!bindings) {
+    print_error("export", error);
+    return 2;
+  }
+  g_autoptr(GHashTable) inputs = load_specs("input", input_specs);
+  g_autoptr(GHashTable) expects =
+      inputs ? load_specs("expect", expect_specs) : NULL;
+  if (!expects)
+    return 1;
+
+  g_autoptr(WeirSession) session = NULL;
+  g_autoptr(WeirGraph) g = NULL;
+  g_autoptr(GHashTable) names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  if (is_workspace_path(file)) {
+    load_transformations("export");
+    session = open_workspace("export", file);
+    if (!session)
+      return 1;
+    g = weir_graph_copy(weir_session_current(session));
+    if (!apply_impls("export", g))
+      return 1;
+  } else {
+    g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+        g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, inputs);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+      const WeirTensor *t = v;
+      GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+      g_array_append_vals(shape, t->shape, t->rank);
+      g_hash_table_replace(shapes, k, shape);
+    }
+    WeirOnnxImportOptions opts = {
+        .symbols = bindings, .input_shapes = shapes, .names = names};
+    g = load_program_with("export", file, &opts);
+    if (!g)
+      return 1;
+  }
+  g_autoptr(GHashTable) in = by_container(g, names, "input", inputs);
+  g_autoptr(GHashTable) ex =
+      in ? by_container(g, names, "expect", expects) : NULL;
+  if (!ex)
+    return 2;
+
+  WeirExportOptions opts = {.symbols = bindings,
+                            .inputs = in,
+                            .expected = ex,
+                            .seed = (guint64)seed,
+                            .rtol = opt_rtol,
+                            .atol = opt_atol,
+                            .force = force,
+                            .source = file,
+                            .session = session};
+  WeirExportInfo info = {0};
+  if (!weir_export(g, output_path, &opts, &info, &error)) {
+    print_error("export", error);
+    return 1;
+  }
+  printf("%s -> %s: kernel '%s', %u input%s from files, %u generated "
+         "(seed %" G_GINT64_FORMAT "), %u output%s (expected: %s)\n",
+         file, output_path, info.prefix, info.n_inputs,
+         info.n_inputs == 1 ? "" : "s", info.n_generated, seed, info.n_outputs,
+         info.n_outputs == 1 ? "" : "s",
+         info.interpreted ? "reference interpreter" : "given");
+  for (guint i = 0; i < info.files->len; i++)
+    printf("  %s\n", (const char *)g_ptr_array_index(info.files, i));
+  printf("build and run: make -C %s && (cd %s && ./harness)\n", output_path,
+         output_path);
+  weir_export_info_clear(&info);
   return 0;
 }
 
