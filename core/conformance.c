@@ -1,12 +1,14 @@
 /* conformance.c — the ONNX backend node tests, run through Weir.
  *
  * One test: load the model, decide which operator it is counted under, then
- * for each data set import the model with the data set's input shapes,
- * expand every library node, interpret, and compare the outputs.  Errors
- * of code WEIR_ERROR_UNSUPPORTED (from the importer, an expansion or the
- * tensor readers) make the test "unsupported"; any other error makes it
- * "error".  weir-conformance.h gives the rules and the expectations file
- * format.
+ * for each data set import the model with the data set's input shapes and
+ * bind its arguments (test_begin); with the compiled backend, compile the
+ * programs (compile_tests, for a batch of tests at once); then run each
+ * data set — interpreter on the expanded program, or the kernel — and
+ * compare the outputs (test_finish).  Errors of code WEIR_ERROR_UNSUPPORTED
+ * (from the importer, an expansion, the code generator or the tensor
+ * readers) make the test "unsupported"; any other error makes it "error".
+ * weir-conformance.h gives the rules and the expectations file format.
  */
 #include <string.h>
 

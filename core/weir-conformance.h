@@ -4,8 +4,10 @@
  * test_data_set_<n>/ holding input_<k>.pb and output_<k>.pb (TensorProto
  * files; input k is the model's k-th graph input that is not an
  * initializer, output k its k-th graph output).  Running a test imports the
- * model with the concrete shapes of the data set's inputs, expands every
- * library node, runs the reference interpreter and compares each output:
+ * model with the concrete shapes of the data set's inputs, runs it — on the
+ * reference interpreter after expanding every library node, or (backend
+ * "compiled") as generated code built through the compile cache — and
+ * compares each output:
  * floating outputs with |got - expected| <= atol + rtol * |expected|
  * (default rtol 1e-4, atol 1e-5), integer and bool outputs exactly.
  *
