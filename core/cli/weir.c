@@ -13,7 +13,8 @@
  *   weir run-ref FILE [--input NAME=FILE]... [--expect NAME=FILE]...
  *                [--output NAME=FILE]... [-D SYM=VALUE]... [--seed N]
  *                                           run the reference interpreter
- *   weir conformance [--expected-unsupported FILE] DIR...
+ *   weir conformance [--expected-unsupported FILE]
+ *                    [--backend interp|compiled] DIR...
  *                                           run ONNX node tests
  *   weir ops                                the operators Weir knows
  *   weir transforms FILE [--tier N] [--node NAME]
@@ -104,7 +105,8 @@ static const Command commands[] = {
      "expand library nodes into maps and tasklets", cmd_expand},
     {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
      "run the reference interpreter, compare outputs", cmd_run_ref},
-    {"conformance", "[--expected-unsupported FILE] DIR...",
+    {"conformance",
+     "[--expected-unsupported FILE] [--backend interp|compiled] DIR...",
      "run ONNX backend node tests through Weir", cmd_conformance},
     {"ops", "", "list the operators Weir knows, with their attributes",
      cmd_ops},
@@ -280,7 +282,9 @@ static const GOptionEntry conformance_entries[] = {
     {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
      "Tests expected not to pass, with reasons", "FILE"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
-     "Execution backend (interp)", "NAME"},
+     "Execution backend: interp (default) or compiled (generated C, "
+     "compiled with -O1 unless --cflags says otherwise)",
+     "NAME"},
     {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
      "Import opsets outside 11..17 (warnings are not shown)", NULL},
     {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
@@ -1536,17 +1540,50 @@ static char *status_text(const WeirConformanceResult *r) {
   return g_string_free(s, FALSE);
 }
 
+/* Compile options of `weir conformance --backend compiled` (no --impl:
+ * every library node gets its default implementation). */
+static const GOptionEntry conformance_compile_entries[] = {
+    {"cc", 0, 0, G_OPTION_ARG_STRING, &opt_cc,
+     "C compiler of the compiled backend (default: $CC or cc)", "CC"},
+    {"cflags", 0, 0, G_OPTION_ARG_STRING, &opt_cflags,
+     "Compiler flags of the compiled backend "
+     "(default: " WEIR_CONFORMANCE_COMPILE_FLAGS ")",
+     "FLAGS"},
+    {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_cache_dir,
+     "Compile cache directory (default: $WEIR_CACHE_DIR or "
+     "$XDG_CACHE_HOME/weir)",
+     "DIR"},
+    {"no-cache", 0, 0, G_OPTION_ARG_NONE, &opt_no_cache,
+     "Compile without the cache", NULL},
+    {NULL}};
+
+typedef struct {
+  int width;
+} ConformancePrinter;
+
+static void print_conformance_result(const WeirConformanceResult *r,
+                                     gpointer user_data) {
+  const ConformancePrinter *p = user_data;
+  g_autofree char *st = status_text(r);
+  printf("%-*s  %s\n", p->width, r->name, st);
+  fflush(stdout);
+}
+
 static int cmd_conformance(int argc, char **argv) {
-  if (!parse_options("conformance", "DIR...", conformance_entries, &argc,
-                     &argv))
+  const GOptionEntry *const extras[] = {conformance_entries,
+                                        conformance_compile_entries, NULL};
+  if (!parse_options_with("conformance", "DIR...", extras, &argc, &argv))
     return 2;
   if (argc < 2) {
     fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
-                    "[--backend interp] DIR...\n");
+                    "[--backend interp|compiled] DIR...\n");
     return 2;
   }
-  if (backend && strcmp(backend, "interp") != 0) {
-    fprintf(stderr, "weir conformance: unknown backend '%s' (known: interp)\n",
+  if (backend && strcmp(backend, "interp") != 0 &&
+      strcmp(backend, "compiled") != 0) {
+    fprintf(stderr,
+            "weir conformance: unknown backend '%s' (known: interp, "
+            "compiled)\n",
             backend);
     return 2;
   }
@@ -1565,27 +1602,23 @@ static int cmd_conformance(int argc, char **argv) {
     print_error("conformance", error);
     return 2;
   }
+  WeirCompileOptions copts = compile_options();
   WeirConformanceOptions opts = {.expectations = expectations,
                                  .rtol = opt_rtol,
                                  .atol = opt_atol,
                                  .backend = backend,
-                                 .allow_any_opset = any_opset};
-  int width = 4;
+                                 .allow_any_opset = any_opset,
+                                 .compile = &copts};
+  ConformancePrinter printer = {.width = 4};
   for (guint i = 0; i < tests->len; i++) {
     g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));
-    width = MAX(width, (int)strlen(base));
+    printer.width = MAX(printer.width, (int)strlen(base));
   }
-  printf("%-*s  status\n", width, "test");
-  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(
-      (GDestroyNotify)weir_conformance_result_free);
-  for (guint i = 0; i < tests->len; i++) {
-    WeirConformanceResult *r =
-        weir_conformance_run_test(g_ptr_array_index(tests, i), &opts);
-    g_ptr_array_add(results, r);
-    g_autofree char *st = status_text(r);
-    printf("%-*s  %s\n", width, r->name, st);
-    fflush(stdout);
-  }
+  printf("%-*s  status\n", printer.width, "test");
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(GPtrArray) results = weir_conformance_run_tests(
+      tests, &opts, print_conformance_result, &printer);
+  double seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 
   printf("\nTotals per operator\n");
   Table *t = table_new(7);
@@ -1605,8 +1638,10 @@ static int cmd_conformance(int argc, char **argv) {
   }
   table_print(t);
   const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
-  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error\n", sum->tests,
-         sum->pass, sum->fail, sum->unsupported, sum->error);
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error (backend "
+         "%s, %.1f s)\n",
+         sum->tests, sum->pass, sum->fail, sum->unsupported, sum->error,
+         backend ? backend : "interp", seconds);
 
   guint stale = 0;
   for (guint i = 0; i < results->len; i++) {

@@ -616,6 +616,70 @@ static void test_conformance(void **state) {
   remove_tree(dir);
 }
 
+/* weir conformance --backend compiled: generated code through the cache;
+ * a wrong expected output fails here too. */
+static void test_conformance_compiled(void **state) {
+  (void)state;
+  g_autofree char *add = node_test("test_add");
+  if (!add)
+    skip();
+  g_autofree char *lstm = node_test("test_lstm_defaults");
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *cache = g_build_filename(dir, "cache", NULL);
+  Run r = run_weir("conformance", "--backend", "compiled", "--cache-dir", cache,
+                   add, lstm, NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "test_add ");
+  assert_contains(r.out, "unsupported (1 unsupported operator: LSTM");
+  assert_contains(r.out, "2 tests: 1 pass, 0 FAIL, 1 unsupported, 0 error "
+                         "(backend compiled");
+  run_clear(&r);
+  /* the kernel is in the cache: one object */
+  r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "objects   1\n");
+  run_clear(&r);
+
+  /* test_add with its first input as the expected output */
+  g_autofree char *tests = g_build_filename(dir, "tests", NULL);
+  g_autofree char *bad = g_build_filename(tests, "test_add_wrong", NULL);
+  g_autofree char *set = g_build_filename(bad, "test_data_set_0", NULL);
+  assert_int_equal(g_mkdir_with_parents(set, 0700), 0);
+  const char *files[][2] = {
+      {"model.onnx", "model.onnx"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/input_0.pb"},
+      {"test_data_set_0/input_1.pb", "test_data_set_0/input_1.pb"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"}};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *from = g_build_filename(add, files[i][0], NULL);
+    g_autofree char *to = g_build_filename(bad, files[i][1], NULL);
+    copy_file(from, to);
+  }
+  r = run_weir("conformance", "--backend", "compiled", "--cache-dir", cache,
+               tests, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "test_add_wrong  FAIL (max error");
+  assert_contains(r.out, "output 'sum'");
+  run_clear(&r);
+  /* same program, same code: still one object */
+  r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
+  assert_contains(r.out, "objects   1\n");
+  run_clear(&r);
+  /* a compiler that fails is an error that names the test's program */
+  r = run_weir("conformance", "--backend", "compiled", "--no-cache", "--cc",
+               "false", add, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "test_add  error (");
+  run_clear(&r);
+
+  r = run_weir("conformance", "--backend", "gpu", add, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown backend 'gpu' (known: interp, compiled)");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
 static void test_ops(void **state) {
   (void)state;
   Run r = run_weir("ops", NULL);
@@ -1227,6 +1291,7 @@ int main(void) {
       cmocka_unit_test(test_expand),
       cmocka_unit_test(test_run_ref_files),
       cmocka_unit_test(test_conformance),
+      cmocka_unit_test(test_conformance_compiled),
       cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
       cmocka_unit_test(test_workspace_session),
