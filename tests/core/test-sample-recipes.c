@@ -20,8 +20,8 @@
  * imported model counted the same way, i.e. what `weir bench` runs.
  *
  * Where the 2x target is out of reach, the test proves why when it can:
- * every weight and argument must move at least once, and for mlp and lenet
- * that compulsory traffic alone is more than half the baseline. */
+ * every weight and argument must move at least once, and for mlp that
+ * compulsory traffic alone is more than half the baseline. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,7 +39,7 @@ typedef struct {
 
 static const Case cases[] = {
     {"mlp", 4, 1.0, TRUE},
-    {"lenet", 0, 1.0, FALSE},
+    {"lenet", 0, 1.25, FALSE},
     {"resnet", 0, 2.0, FALSE},
     {"transformer", 0, 1.3, FALSE},
 };
