@@ -785,22 +785,8 @@ gboolean weir_native_expand_rest(WeirGraph *g, GError **error) {
   WeirNode *n;
   guint done = 0;
   while ((n = first_expandable(copy, &s, &impl))) {
-    g_autofree char *where = weir_describe_node(s, n);
-    WeirExpandFunc f = weir_op_expansion(n->op, impl);
-    if (!f) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                  "%s: no '%s' expansion for operator '%s'", where, impl,
-                  n->op);
+    if (!weir_expand_in_place(copy, s, n, impl, error))
       return FALSE;
-    }
-    g_autoptr(GError) local = NULL;
-    g_autofree char *op = g_strdup(n->op);
-    if (!f(copy, s, n, &local)) {
-      g_set_error(error, WEIR_ERROR, local ? local->code : WEIR_ERROR_INVALID,
-                  "%s: expanding %s: %s", where, op,
-                  local ? local->message : "failed");
-      return FALSE;
-    }
     if (++done > 1000000) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
                   "program '%s': expansion does not terminate", g->name);

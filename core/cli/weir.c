@@ -97,7 +97,7 @@ static int cmd_export(int argc, char **argv);
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
      "import an ONNX model as a Weir program", cmd_import},
-    {"info", "FILE [-D SYM=VALUE]...",
+    {"info", "FILE [--count MODE] [-D SYM=VALUE]...",
      "print containers, data movement, FLOPs and peak memory", cmd_info},
     {"validate", "FILE", "check a program and report every problem",
      cmd_validate},
@@ -260,6 +260,17 @@ static const GOptionEntry expand_entries[] = {
     {NULL}};
 
 static gint opt_run_reps;
+
+static char *info_count = NULL;
+
+static const GOptionEntry info_entries[] = {
+    {"count", 0, 0, G_OPTION_ARG_STRING, &info_count,
+     "Count the program as it is (as-is, the default), as the code "
+     "generator compiles it (compiled: library nodes with a native "
+     "implementation kept, the others expanded), or with every library "
+     "node expanded into maps (expanded)",
+     "as-is|compiled|expanded"},
+    {NULL}};
 
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
@@ -490,10 +501,14 @@ static int compare_memlet_bytes(gconstpointer a, gconstpointer b) {
 }
 
 static int cmd_info(int argc, char **argv) {
-  if (!parse_options("info", "FILE", NULL, &argc, &argv))
+  if (!parse_options("info", "FILE", info_entries, &argc, &argv))
     return 2;
-  if (argc != 2) {
-    fprintf(stderr, "usage: weir info FILE [-D SYM=VALUE]...\n");
+  const char *count = info_count ? info_count : "as-is";
+  if (argc != 2 ||
+      (strcmp(count, "as-is") != 0 && strcmp(count, "compiled") != 0 &&
+       strcmp(count, "expanded") != 0)) {
+    fprintf(stderr, "usage: weir info FILE [--count as-is|compiled|expanded] "
+                    "[-D SYM=VALUE]...\n");
     return 2;
   }
   g_autoptr(GError) error = NULL;
@@ -505,6 +520,13 @@ static int cmd_info(int argc, char **argv) {
   g_autoptr(WeirGraph) g = load_program("info", argv[1]);
   if (!g)
     return 1;
+  if ((strcmp(count, "compiled") == 0 && !weir_native_expand_rest(g, &error)) ||
+      (strcmp(count, "expanded") == 0 &&
+       !weir_expand_all(g, NULL, NULL, &error))) {
+    fprintf(stderr, "weir info: %s: --count %s: %s\n", argv[1], count,
+            error->message);
+    return 1;
+  }
   g_autoptr(WeirAnalysis) a = weir_analysis_compute(g, bindings, &error);
   if (!a) {
     print_error("info", error);
@@ -512,6 +534,11 @@ static int cmd_info(int argc, char **argv) {
   }
 
   printf("program   %s  (%s)\n", g->name, argv[1]);
+  if (strcmp(count, "as-is") != 0)
+    printf("counted   %s\n", strcmp(count, "compiled") == 0
+                                 ? "as compiled (native library nodes "
+                                   "kept, the rest expanded)"
+                                 : "with every library node expanded");
   GString *syms = g_string_new(NULL);
   for (guint i = 0; i < g->symbols->len; i++) {
     const char *s = g_ptr_array_index(g->symbols, i);

@@ -83,6 +83,38 @@ static void test_info_symbolic_and_bound(void **state) {
   run_clear(&r);
 }
 
+/* --count: lenet as imported (every operator a library node), as compiled
+ * (the convolutions and GEMMs native, MaxPool, ReLU and Flatten expanded:
+ * the pool counts every window element) and fully expanded. */
+static void test_info_count(void **state) {
+  (void)state;
+  const char *model = "samples/models/lenet.onnx";
+  Run r = run_weir("info", model, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "49.2 KiB");
+  assert_true(strstr(r.out, "counted   as") == NULL);
+  run_clear(&r);
+  r = run_weir("info", model, "--count", "compiled", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "counted   as compiled");
+  assert_contains(r.out, "54.2 KiB");
+  run_clear(&r);
+  r = run_weir("info", model, "--count", "expanded", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "479.8 KiB");
+  run_clear(&r);
+  r = run_weir("info", model, "--count", "all", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--count as-is|compiled|expanded");
+  run_clear(&r);
+  /* the sample recipe of lenet runs from the command line */
+  r = run_weir("optimize", model, "--recipe", "samples/recipes/lenet.json",
+               NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "9 recipe steps, 19 applications");
+  run_clear(&r);
+}
+
 static void test_validate_samples(void **state) {
   (void)state;
   const char *samples[] = {"samples/vector_add.json", "samples/matmul.json",
@@ -1281,6 +1313,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
       cmocka_unit_test(test_info_symbolic_and_bound),
+      cmocka_unit_test(test_info_count),
       cmocka_unit_test(test_validate_samples),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
