@@ -32,6 +32,13 @@
  *                                           cold and cached compile time,
  *                                           run time, GFLOP/s and GB/s
  *   weir cache stats|clear                  the compile cache
+ *   weir train MODEL.onnx --data FILE [--label COL] [--epochs N] [--batch B]
+ *              [--optimizer sgd|momentum|adam] [--lr LR] [--seed S]
+ *              [--threads T] [--steps-per-call K] [--val-fraction F]
+ *              [--scale S] [--recipe R.json] -o TRAINED.onnx
+ *                                           compiled training with progress,
+ *                                           held-out accuracy per epoch and
+ *                                           the trained model written back
  *
  * Workspaces (*.weir: a model and its history; docs/sessions.md):
  *   weir new MODEL -o WS.weir [--force]     start a workspace (alias: open)
@@ -56,6 +63,7 @@
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -91,6 +99,7 @@ static int cmd_goto(int argc, char **argv);
 static int cmd_history(int argc, char **argv);
 static int cmd_bookmark(int argc, char **argv);
 static int cmd_optimize(int argc, char **argv);
+static int cmd_train(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -133,6 +142,8 @@ static const Command commands[] = {
      cmd_bookmark},
     {"optimize", "MODEL --recipe R.json [-o OUT] [--report]",
      "apply a recipe to a model", cmd_optimize},
+    {"train", "MODEL.onnx --data FILE -o OUT.onnx [...]",
+     "train a model on a data set with compiled training", cmd_train},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -2389,6 +2400,247 @@ static int cmd_optimize(int argc, char **argv) {
     }
     printf("wrote %s\n", output_path);
   }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ train */
+
+static char *train_data, *train_label, *train_optimizer, *train_scale;
+static char *train_recipe, *train_output, *train_loss;
+static gint64 train_epochs = 10, train_batch = 32, train_k = 1;
+static gint64 train_seed = 1;
+static gint train_threads;
+static double train_lr = -1, train_momentum = -1, train_weight_decay = 0;
+static double train_val_fraction = 0.2;
+static gboolean train_quiet;
+
+static const GOptionEntry train_entries[] = {
+    {"data", 0, 0, G_OPTION_ARG_FILENAME, &train_data,
+     "Training data: .csv, .csv.gz or .npy (samples x columns)", "FILE"},
+    {"label", 0, 0, G_OPTION_ARG_STRING, &train_label,
+     "Label column: header name or index (negative from the end; default: "
+     "the last column)",
+     "COL"},
+    {"epochs", 0, 0, G_OPTION_ARG_INT64, &train_epochs,
+     "Epochs (default 10)", "N"},
+    {"batch", 0, 0, G_OPTION_ARG_INT64, &train_batch,
+     "Samples per step (default 32)", "B"},
+    {"loss", 0, 0, G_OPTION_ARG_STRING, &train_loss,
+     "Loss (softmax-cross-entropy, the default and the only one with class "
+     "labels)",
+     "LOSS"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &train_optimizer,
+     "sgd, momentum or adam (default sgd)", "NAME"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &train_lr,
+     "Learning rate (default 0.01)", "LR"},
+    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &train_momentum,
+     "Momentum (default 0.9)", "M"},
+    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &train_weight_decay,
+     "L2 weight decay (default 0)", "WD"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &train_seed,
+     "Seed of the split and the shuffles (default 1)", "S"},
+    {"threads", 0, 0, G_OPTION_ARG_INT, &train_threads,
+     "OpenMP threads (default: OMP_NUM_THREADS or all)", "T"},
+    {"steps-per-call", 'k', 0, G_OPTION_ARG_INT64, &train_k,
+     "Steps run by one call of the compiled program (default 1)", "K"},
+    {"val-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &train_val_fraction,
+     "Fraction of the samples held out for evaluation (default 0.2)", "F"},
+    {"scale", 0, 0, G_OPTION_ARG_STRING, &train_scale,
+     "Multiply every feature by S (a number or a fraction: 1/16)", "S"},
+    {"recipe", 'r', 0, G_OPTION_ARG_FILENAME, &train_recipe,
+     "Apply a recipe to the training program before compiling it", "FILE"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &train_output,
+     "Write the trained model (ONNX) here", "FILE"},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &train_quiet,
+     "Print only the final summary", NULL},
+    {NULL}};
+
+/* "0.5", "1/16" */
+static gboolean parse_scale(const char *text, double *out) {
+  char *end = NULL;
+  double num = g_ascii_strtod(text, &end);
+  if (end == text)
+    return FALSE;
+  if (*end == '/') {
+    const char *rest = end + 1;
+    double den = g_ascii_strtod(rest, &end);
+    if (end == rest || den == 0)
+      return FALSE;
+    num /= den;
+  }
+  if (*end != '\0')
+    return FALSE;
+  *out = num;
+  return TRUE;
+}
+
+typedef struct {
+  gboolean tty;
+  gboolean quiet;
+  double last_val_accuracy;
+} TrainPrinter;
+
+static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
+  TrainPrinter *pr = user_data;
+  if (p->epoch_done) {
+    pr->last_val_accuracy = p->val_accuracy;
+    if (pr->quiet)
+      return;
+    if (pr->tty)
+      printf("\r\033[K");
+    printf("epoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+           ": loss %.4f, %.0f samples/s, %.2f s",
+           p->epoch, p->epochs, p->epoch_loss, p->samples_per_second,
+           p->epoch_seconds);
+    if (p->val_accuracy >= 0)
+      printf(", held-out accuracy %.2f%% (loss %.4f)",
+             100 * p->val_accuracy, p->val_loss);
+    if (p->skipped)
+      printf(", %" G_GINT64_FORMAT " steps skipped", p->skipped);
+    printf("\n");
+    fflush(stdout);
+    return;
+  }
+  if (!pr->tty || pr->quiet)
+    return;
+  int width = 24;
+  int done = (int)(width * p->step / MAX(p->steps_per_epoch, 1));
+  char bar[32];
+  for (int i = 0; i < width; i++)
+    bar[i] = i < done ? '#' : '.';
+  bar[width] = '\0';
+  printf("\r\033[Kepoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         " [%s] step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         "  loss %.4f  %.0f samples/s",
+         p->epoch, p->epochs, bar, p->step, p->steps_per_epoch, p->loss,
+         p->samples_per_second);
+  fflush(stdout);
+}
+
+static int cmd_train(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir train MODEL.onnx --data FILE -o OUT.onnx [--label COL]\n"
+      "                  [--epochs N] [--batch B] [--optimizer "
+      "sgd|momentum|adam]\n"
+      "                  [--lr LR] [--momentum M] [--weight-decay WD] "
+      "[--seed S]\n"
+      "                  [--threads T] [--steps-per-call K] "
+      "[--val-fraction F]\n"
+      "                  [--scale S] [--recipe R.json] [--cc CC] [--cflags "
+      "FLAGS]\n";
+  const GOptionEntry *const extras[] = {train_entries, compile_entries, NULL};
+  if (!parse_options_with("train", "MODEL.onnx", extras, &argc, &argv))
+    return 2;
+  if (argc != 2 || !train_data || !train_output) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *model = argv[1];
+  g_autoptr(GError) error = NULL;
+
+  WeirTrainerOptions o;
+  weir_trainer_options_init(&o);
+  if (train_loss && !weir_loss_from_name(train_loss, &o.train.loss)) {
+    fprintf(stderr, "weir train: unknown loss '%s'\n", train_loss);
+    return 2;
+  }
+  if (train_optimizer &&
+      !weir_optimizer_from_name(train_optimizer, &o.train.optimizer)) {
+    fprintf(stderr,
+            "weir train: unknown optimizer '%s' (sgd, momentum, adam)\n",
+            train_optimizer);
+    return 2;
+  }
+  if (train_lr > 0)
+    o.train.lr = train_lr;
+  if (train_momentum >= 0)
+    o.train.momentum = train_momentum;
+  o.train.weight_decay = train_weight_decay;
+  o.epochs = train_epochs;
+  o.batch = train_batch;
+  o.steps_per_call = train_k;
+  o.seed = (guint64)train_seed;
+  o.threads = train_threads;
+  o.compile = compile_options();
+  o.recipe_path = train_recipe;
+  double scale = 1;
+  if (train_scale && !parse_scale(train_scale, &scale)) {
+    fprintf(stderr, "weir train: --scale %s: expected a number or A/B\n",
+            train_scale);
+    return 2;
+  }
+  if (train_epochs < 0 || train_batch <= 0 || train_k <= 0) {
+    fprintf(stderr, "weir train: --epochs, --batch and --steps-per-call "
+                    "must be positive\n");
+    return 2;
+  }
+
+  g_autoptr(WeirDataset) data =
+      weir_dataset_load(train_data, train_label, &error);
+  if (!data) {
+    print_error("train", error);
+    return 1;
+  }
+  if (scale != 1)
+    weir_dataset_scale(data, scale);
+  weir_dataset_shuffle(data, (guint64)train_seed);
+  WeirDataset *train_set = NULL, *val_set = NULL;
+  if (!weir_dataset_split(data, train_val_fraction, &train_set, &val_set,
+                          &error)) {
+    print_error("train", error);
+    return 1;
+  }
+  g_autoptr(WeirDataset) train = train_set;
+  g_autoptr(WeirDataset) val = val_set;
+  printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+         " features, %" G_GINT64_FORMAT " classes (label column %s): %"
+         G_GINT64_FORMAT " for training, %" G_GINT64_FORMAT " held out\n",
+         train_data, data->n_samples, data->n_features, data->n_classes,
+         data->label_column, train->n_samples, val->n_samples);
+
+  gint64 t0 = g_get_monotonic_time();
+  TrainPrinter printer = {.tty = isatty(fileno(stdout)),
+                          .quiet = train_quiet,
+                          .last_val_accuracy = -1};
+  o.progress = print_progress;
+  o.user_data = &printer;
+  g_autoptr(WeirTrainer) trainer =
+      weir_trainer_new(model, data->n_features, &o, &error);
+  if (!trainer) {
+    print_compile_error("train", model, error);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  const WeirGraph *prog = weir_trainer_program(trainer);
+  printf("%s: training program with %u containers built and compiled in %s "
+         "(batch %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+         " step%s per call, %s, lr %g)\n",
+         model, prog->containers->len, took, train_batch, train_k,
+         train_k == 1 ? "" : "s",
+         train_optimizer ? train_optimizer : "sgd", o.train.lr);
+  fflush(stdout);
+
+  t0 = g_get_monotonic_time();
+  if (!weir_trainer_fit(trainer, train, val, &error)) {
+    if (printer.tty)
+      printf("\n");
+    print_error("train", error);
+    return 1;
+  }
+  double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+  if (!weir_trainer_save_onnx(trainer, train_output, &error)) {
+    print_error("train", error);
+    return 1;
+  }
+  printf("trained %" G_GINT64_FORMAT " steps in %.2f s", weir_trainer_steps(trainer),
+         secs);
+  if (printer.last_val_accuracy >= 0)
+    printf(", held-out accuracy %.2f%%", 100 * printer.last_val_accuracy);
+  if (weir_trainer_skipped(trainer))
+    printf(", %" G_GINT64_FORMAT " steps skipped (non-finite)",
+           weir_trainer_skipped(trainer));
+  printf("\nwrote %s\n", train_output);
   return 0;
 }
 
