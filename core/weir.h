@@ -21,6 +21,7 @@
 #include "weir-session.h"
 #include "weir-tensor-io.h"
 #include "weir-tensor.h"
+#include "weir-train.h"
 #include "weir-transform.h"
 #include "weir-types.h"
 #include "weir-validate.h"

@@ -32,6 +32,10 @@
  *                                           cold and cached compile time,
  *                                           run time, GFLOP/s and GB/s
  *   weir cache stats|clear                  the compile cache
+ *   weir train-graph MODEL --loss L [--target NAME] [--output NAME]
+ *            --optimizer O [--lr X] [--momentum X] [--weight-decay X]
+ *            [--steps K] -o TRAIN.json|TRAIN.weir
+ *                                           derive the training program
  *
  * Workspaces (*.weir: a model and its history; docs/sessions.md):
  *   weir new MODEL -o WS.weir [--force]     start a workspace (alias: open)
@@ -91,6 +95,7 @@ static int cmd_goto(int argc, char **argv);
 static int cmd_history(int argc, char **argv);
 static int cmd_bookmark(int argc, char **argv);
 static int cmd_optimize(int argc, char **argv);
+static int cmd_train_graph(int argc, char **argv);
 
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
@@ -133,6 +138,9 @@ static const Command commands[] = {
      cmd_bookmark},
     {"optimize", "MODEL --recipe R.json [-o OUT] [--report]",
      "apply a recipe to a model", cmd_optimize},
+    {"train-graph", "MODEL --loss L --optimizer O [...] -o OUT",
+     "derive the training program (forward, loss, backward, update)",
+     cmd_train_graph},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -2425,4 +2433,113 @@ int main(int argc, char **argv) {
   fprintf(stderr, "weir: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;
+}
+
+/* ------------------------------------------------------------ train-graph */
+
+static char *train_loss, *train_target, *train_output, *train_optimizer;
+static double train_lr = -1, train_momentum = -1, train_weight_decay = -1;
+static double train_beta1 = -1, train_beta2 = -1, train_epsilon = -1;
+static gint64 train_steps = 0;
+
+static const GOptionEntry train_graph_entries[] = {
+    {"loss", 0, 0, G_OPTION_ARG_STRING, &train_loss,
+     "softmax-cross-entropy or mse", "LOSS"},
+    {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
+     "Name of the target argument (default: target)", "NAME"},
+    {"output", 0, 0, G_OPTION_ARG_STRING, &train_output,
+     "Forward output the loss reads (default: the only one)", "NAME"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &train_optimizer,
+     "sgd, momentum or adam", "OPT"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &train_lr, "Learning rate (default 0.01)",
+     "X"},
+    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &train_momentum,
+     "Momentum (default 0.9)", "X"},
+    {"beta1", 0, 0, G_OPTION_ARG_DOUBLE, &train_beta1,
+     "Adam beta1 (default 0.9)", "X"},
+    {"beta2", 0, 0, G_OPTION_ARG_DOUBLE, &train_beta2,
+     "Adam beta2 (default 0.999)", "X"},
+    {"epsilon", 0, 0, G_OPTION_ARG_DOUBLE, &train_epsilon,
+     "Adam epsilon (default 1e-8)", "X"},
+    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &train_weight_decay,
+     "L2 weight decay added to the gradient (default 0)", "X"},
+    {"steps", 0, 0, G_OPTION_ARG_INT64, &train_steps,
+     "Fix the number of steps per call (default: symbol K)", "K"},
+    {"output-file", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the training program (.json) or a workspace (.weir)", "FILE"},
+    {NULL}};
+
+static int cmd_train_graph(int argc, char **argv) {
+  if (!parse_options("train-graph", "MODEL -o OUT", train_graph_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path || !train_loss || !train_optimizer) {
+    fprintf(stderr,
+            "usage: weir train-graph MODEL.onnx --loss "
+            "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
+            "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
+            "[--weight-decay X] [--steps K] -o TRAIN.json|TRAIN.weir\n");
+    return 2;
+  }
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  if (!weir_loss_from_name(train_loss, &o.loss)) {
+    fprintf(stderr,
+            "weir train-graph: unknown loss '%s' (softmax-cross-entropy, "
+            "mse)\n",
+            train_loss);
+    return 2;
+  }
+  if (!weir_optimizer_from_name(train_optimizer, &o.optimizer)) {
+    fprintf(stderr,
+            "weir train-graph: unknown optimizer '%s' (sgd, momentum, adam)\n",
+            train_optimizer);
+    return 2;
+  }
+  if (train_steps < 0) {
+    fprintf(stderr, "weir train-graph: --steps must be positive\n");
+    return 2;
+  }
+  o.target = train_target;
+  o.output = train_output;
+  if (train_lr >= 0)
+    o.lr = train_lr;
+  if (train_momentum >= 0)
+    o.momentum = train_momentum;
+  if (train_weight_decay >= 0)
+    o.weight_decay = train_weight_decay;
+  if (train_beta1 >= 0)
+    o.beta1 = train_beta1;
+  if (train_beta2 >= 0)
+    o.beta2 = train_beta2;
+  if (train_epsilon >= 0)
+    o.epsilon = train_epsilon;
+  o.steps = train_steps;
+  g_autoptr(WeirGraph) fwd = load_program("train-graph", argv[1]);
+  if (!fwd)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) t = weir_train_graph(fwd, &o, &error);
+  if (!t || !weir_graph_validate(t, &error)) {
+    fprintf(stderr, "weir train-graph: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  if (is_workspace_path(output_path)) {
+    g_autoptr(WeirSession) s = weir_session_new(t, argv[1], NULL, &error);
+    if (!s) {
+      print_error("train-graph", error);
+      return 1;
+    }
+    if (!save_workspace("train-graph", s, output_path))
+      return 1;
+  } else if (!weir_graph_save(t, output_path, &error)) {
+    print_error("train-graph", error);
+    return 1;
+  }
+  printf("%s -> %s: training program '%s', %u parameters, %s loss, %s, "
+         "%u states\n",
+         argv[1], output_path, t->name, g_strv_length(params), train_loss,
+         train_optimizer, t->states->len);
+  return 0;
 }
