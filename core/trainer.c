@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "weir-codegen.h"
 #include "weir-dataset.h"
 #include "weir-import.h"
 #include "weir-recipe.h"

@@ -1,0 +1,565 @@
+/* test-train.c — automatic differentiation and training programs.
+ *
+ *  - Gradient checks: for every backward rule, a one-node program in f64 on
+ *    small random shapes; the gradients the backward nodes compute (run by
+ *    the interpreter after expansion) are compared with central finite
+ *    differences of L = sum(y * dy) computed by running the forward node.
+ *  - The sample MLP: one SGD step of the training program against the same
+ *    step computed here in plain C (double), loss, and every parameter.
+ *  - K steps in one call equal K calls of one step; a step whose batch
+ *    holds a NaN is skipped (parameters and optimizer state unchanged,
+ *    "skipped" incremented).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "weir-autodiff.h"
+#include "weir.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static WeirTensor *tensor_of(const WeirGraph *g, const char *name,
+                             GHashTable *symbols) {
+  const WeirContainer *c = weir_graph_container(g, name);
+  assert_non_null(c);
+  gint64 shape[8];
+  for (guint d = 0; d < c->shape->len; d++) {
+    g_autoptr(GError) err = NULL;
+    if (!weir_expr_eval(c->shape->pdata[d], symbols, &shape[d], &err))
+      fail_msg("%s: %s", name, err->message);
+  }
+  WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+  if (c->initial) {
+    gsize n = 0;
+    const void *data = g_bytes_get_data(c->initial, &n);
+    assert_int_equal(n, weir_tensor_nbytes(t));
+    memcpy(t->data, data, n);
+  }
+  return t;
+}
+
+static GHashTable *new_args(void) {
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                               (GDestroyNotify)weir_tensor_free);
+}
+
+/* Expands a copy of g and interprets it. */
+static void run(const WeirGraph *g, GHashTable *symbols, GHashTable *args) {
+  g_autoptr(WeirGraph) x = weir_graph_copy(g);
+  g_autoptr(GError) err = NULL;
+  if (!weir_expand_all(x, NULL, NULL, &err))
+    fail_msg("expand: %s", err->message);
+  if (!weir_interpret(x, symbols, args, NULL, &err))
+    fail_msg("interpret: %s", err->message);
+}
+
+static WeirTensor *arg(GHashTable *args, const char *name) {
+  WeirTensor *t = g_hash_table_lookup(args, name);
+  if (!t)
+    fail_msg("no argument '%s'", name);
+  return t;
+}
+
+/* ------------------------------------------------------- gradient checks */
+
+typedef struct {
+  const char *op;
+  const char *inputs[4]; /* shapes of f64 inputs ("2, 3"), NULL-terminated */
+  const char *output;    /* shape of output 0 */
+  void (*attrs)(WeirNode *n);
+  gboolean positive; /* inputs drawn from [0.5, 1.5) (Log, Sqrt) */
+} GradCase;
+
+/* The forward program: x0.. -> op -> y, all f64 arguments. */
+static WeirGraph *one_node(const GradCase *gc, guint *n_in) {
+  WeirGraph *g = weir_graph_new("one");
+  WeirState *s = weir_graph_add_state(g, "main");
+  const char *ins[5] = {0}, *outs[] = {"out0", NULL};
+  static const char *const conns[] = {"in0", "in1", "in2", "in3"};
+  static const char *const names[] = {"x0", "x1", "x2", "x3"};
+  guint n = 0;
+  while (n < 4 && gc->inputs[n]) {
+    ins[n] = conns[n];
+    g_assert(weir_graph_add_array(g, names[n], WEIR_DTYPE_F64, gc->inputs[n],
+                                  FALSE, NULL));
+    n++;
+  }
+  g_assert(
+      weir_graph_add_array(g, "y", WEIR_DTYPE_F64, gc->output, FALSE, NULL));
+  WeirNode *lib = weir_state_add_library(g, s, gc->op, gc->op, ins, outs);
+  if (gc->attrs)
+    gc->attrs(lib);
+  for (guint k = 0; k < n; k++) {
+    WeirNode *a = weir_state_add_access(g, s, names[k]);
+    g_autoptr(WeirSubset) sub =
+        weir_container_full_subset(weir_graph_container(g, names[k]));
+    g_autofree char *text = weir_subset_to_string(sub);
+    g_assert(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conns[k],
+                                   names[k], text, NULL));
+  }
+  WeirNode *y = weir_state_add_access(g, s, "y");
+  g_autoptr(WeirSubset) sub =
+      weir_container_full_subset(weir_graph_container(g, "y"));
+  g_autofree char *text = weir_subset_to_string(sub);
+  g_assert(weir_state_add_memlet(g, s, lib->id, "out0", y->id, NULL, "y", text,
+                                 NULL));
+  g_autoptr(GError) err = NULL;
+  if (!weir_op_check_attrs(lib, &err))
+    fail_msg("%s: %s", gc->op, err->message);
+  *n_in = n;
+  return g;
+}
+
+static double loss_of(const WeirGraph *fwd, GHashTable *inputs,
+                      const WeirTensor *dy) {
+  g_autoptr(GHashTable) args = new_args();
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, inputs);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(args, g_strdup(k), weir_tensor_copy(v));
+  g_hash_table_insert(args, g_strdup("y"),
+                      weir_tensor_new(dy->dtype, dy->rank, dy->shape));
+  run(fwd, NULL, args);
+  const WeirTensor *y = arg(args, "y");
+  double l = 0;
+  for (gint64 i = 0; i < y->count; i++)
+    l += weir_tensor_get(y, i) * weir_tensor_get(dy, i);
+  return l;
+}
+
+static void check_gradients(const GradCase *gc) {
+  guint n_in;
+  g_autoptr(WeirGraph) fwd = one_node(gc, &n_in);
+  g_autoptr(GError) err = NULL;
+  if (!weir_graph_validate(fwd, &err))
+    fail_msg("%s: forward: %s", gc->op, err->message);
+
+  /* Backward program: seed dy, gradients made arguments to read them. */
+  g_autoptr(WeirGraph) bwd = weir_graph_copy(fwd);
+  g_assert(
+      weir_graph_add_array(bwd, "dy", WEIR_DTYPE_F64, gc->output, FALSE, NULL));
+  WeirState *s = g_ptr_array_index(bwd->states, 0);
+  g_autoptr(GHashTable) seeds = g_hash_table_new(g_str_hash, g_str_equal);
+  g_hash_table_insert(seeds, "y", "dy");
+  static const char *const names[] = {"x0", "x1", "x2", "x3", NULL};
+  const char *wrt[5] = {0};
+  for (guint k = 0; k < n_in; k++)
+    wrt[k] = names[k];
+  g_autoptr(GHashTable) grads = weir_autodiff_state(bwd, s, seeds, wrt, &err);
+  if (!grads)
+    fail_msg("%s: autodiff: %s", gc->op, err->message);
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, grads);
+  while (g_hash_table_iter_next(&it, &key, &value))
+    weir_graph_container(bwd, value)->transient = FALSE;
+  if (!weir_graph_validate(bwd, &err))
+    fail_msg("%s: backward: %s", gc->op, err->message);
+
+  g_autoptr(GHashTable) inputs = new_args();
+  for (guint k = 0; k < n_in; k++) {
+    WeirTensor *t = tensor_of(fwd, names[k], NULL);
+    weir_tensor_fill_random(t, 11 + k);
+    if (gc->positive)
+      for (gint64 i = 0; i < t->count; i++)
+        weir_tensor_set(t, i, 1.0 + 0.5 * weir_tensor_get(t, i));
+    g_hash_table_insert(inputs, g_strdup(names[k]), t);
+  }
+  g_autoptr(WeirTensor) dy = tensor_of(fwd, "y", NULL);
+  weir_tensor_fill_random(dy, 7);
+
+  g_autoptr(GHashTable) args = new_args();
+  for (guint i = 0; i < bwd->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(bwd->containers, i);
+    if (c->transient)
+      continue;
+    WeirTensor *src = g_hash_table_lookup(inputs, c->name);
+    g_hash_table_insert(args, g_strdup(c->name),
+                        src ? weir_tensor_copy(src)
+                        : g_strcmp0(c->name, "dy") == 0
+                            ? weir_tensor_copy(dy)
+                            : tensor_of(bwd, c->name, NULL));
+  }
+  run(bwd, NULL, args);
+
+  guint checked = 0;
+  for (guint k = 0; k < n_in; k++) {
+    const char *gname = g_hash_table_lookup(grads, names[k]);
+    if (!gname)
+      fail_msg("%s: no gradient for input %u", gc->op, k);
+    const WeirTensor *an = arg(args, gname);
+    WeirTensor *x = g_hash_table_lookup(inputs, names[k]);
+    assert_int_equal(an->count, x->count);
+    for (gint64 i = 0; i < x->count; i++) {
+      const double h = 1e-6, x0 = weir_tensor_get(x, i);
+      weir_tensor_set(x, i, x0 + h);
+      double lp = loss_of(fwd, inputs, dy);
+      weir_tensor_set(x, i, x0 - h);
+      double lm = loss_of(fwd, inputs, dy);
+      weir_tensor_set(x, i, x0);
+      double num = (lp - lm) / (2 * h), got = weir_tensor_get(an, i);
+      if (fabs(num - got) > 1e-6 + 1e-5 * fabs(num))
+        fail_msg("%s: d/d%s[%" G_GINT64_FORMAT "]: backward %.10g, finite "
+                 "differences %.10g",
+                 gc->op, names[k], i, got, num);
+      checked++;
+    }
+  }
+  assert_true(checked > 0);
+}
+
+static void gemm_tb(WeirNode *n) {
+  weir_node_set_attr_int(n, "transB", 1);
+  weir_node_set_attr_float(n, "alpha", 0.5);
+  weir_node_set_attr_float(n, "beta", 2.0);
+}
+static void gemm_ta(WeirNode *n) {
+  weir_node_set_attr_int(n, "transA", 1);
+}
+static void gemm_both(WeirNode *n) {
+  weir_node_set_attr_int(n, "transA", 1);
+  weir_node_set_attr_int(n, "transB", 1);
+}
+static void axis1(WeirNode *n) {
+  weir_node_set_attr_int(n, "axis", 1);
+}
+static void axis0(WeirNode *n) {
+  weir_node_set_attr_int(n, "axis", 0);
+}
+static void perm_201(WeirNode *n) {
+  const gint64 p[] = {2, 0, 1};
+  weir_node_set_attr_ints(n, "perm", p, 3);
+}
+static void reshape_6_2(WeirNode *n) {
+  const gint64 p[] = {6, 2};
+  weir_node_set_attr_ints(n, "shape", p, 2);
+}
+static void leaky(WeirNode *n) {
+  weir_node_set_attr_float(n, "alpha", 0.2);
+}
+
+static const GradCase grad_cases[] = {
+    {"Relu", {"3, 4"}, "3, 4", NULL, FALSE},
+    {"LeakyRelu", {"3, 4"}, "3, 4", leaky, FALSE},
+    {"Sigmoid", {"3, 4"}, "3, 4", NULL, FALSE},
+    {"Tanh", {"2, 5"}, "2, 5", NULL, FALSE},
+    {"Erf", {"2, 5"}, "2, 5", NULL, FALSE},
+    {"Exp", {"2, 3"}, "2, 3", NULL, FALSE},
+    {"Log", {"2, 3"}, "2, 3", NULL, TRUE},
+    {"Sqrt", {"2, 3"}, "2, 3", NULL, TRUE},
+    {"Neg", {"2, 3"}, "2, 3", NULL, FALSE},
+    {"Identity", {"2, 3"}, "2, 3", NULL, FALSE},
+    {"Add", {"2, 3, 4", "3, 1"}, "2, 3, 4", NULL, FALSE},
+    {"Sub", {"4", "2, 3, 4"}, "2, 3, 4", NULL, FALSE},
+    {"Mul", {"2, 1, 4", "3, 1"}, "2, 3, 4", NULL, FALSE},
+    {"Div", {"2, 3", "3"}, "2, 3", NULL, TRUE},
+    {"Sum", {"2, 3", "3", "2, 1"}, "2, 3", NULL, FALSE},
+    {"Gemm", {"3, 4", "5, 4", "5"}, "3, 5", gemm_tb, FALSE},
+    {"Gemm", {"4, 3", "4, 5", "3, 1"}, "3, 5", gemm_ta, FALSE},
+    {"Gemm", {"4, 3", "5, 4"}, "3, 5", gemm_both, FALSE},
+    {"MatMul", {"3, 4", "4, 2"}, "3, 2", NULL, FALSE},
+    {"MatMul", {"2, 3, 4", "4, 2"}, "2, 3, 2", NULL, FALSE},
+    {"Softmax", {"3, 4"}, "3, 4", axis1, FALSE},
+    {"Softmax", {"3, 4"}, "3, 4", axis0, FALSE},
+    {"LogSoftmax", {"2, 5"}, "2, 5", axis1, FALSE},
+    {"Transpose", {"2, 3, 4"}, "4, 2, 3", perm_201, FALSE},
+    {"Reshape", {"3, 4"}, "6, 2", reshape_6_2, FALSE},
+    {"Flatten", {"2, 3, 2"}, "2, 6", NULL, FALSE},
+};
+
+static void test_gradient_checks(void **state) {
+  (void)state;
+  for (guint i = 0; i < G_N_ELEMENTS(grad_cases); i++)
+    check_gradients(&grad_cases[i]);
+}
+
+/* ------------------------------------------------------------- the MLP */
+
+static WeirGraph *load_mlp(void) {
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", "mlp.onnx", NULL);
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_onnx_import(path, NULL, &err);
+  if (!g)
+    fail_msg("%s", err->message);
+  return g;
+}
+
+/* Arguments of training program t for K steps of batch B from forward
+ * program fwd: parameters from the model, inputs random, labels given. */
+static GHashTable *train_args(const WeirGraph *t, const WeirGraph *fwd,
+                              GHashTable *symbols, const gint64 *labels) {
+  GHashTable *args = new_args();
+  for (guint i = 0; i < t->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(t->containers, i);
+    if (c->transient)
+      continue;
+    const WeirContainer *f = weir_graph_container(fwd, c->name);
+    WeirTensor *v = tensor_of(f && f->initial ? fwd : t, c->name, symbols);
+    if (g_strcmp0(c->name, "input") == 0)
+      weir_tensor_fill_random(v, 3);
+    if (g_strcmp0(c->name, "target") == 0)
+      for (gint64 j = 0; j < v->count; j++)
+        weir_tensor_set(v, j, (double)labels[j]);
+    g_hash_table_insert(args, g_strdup(c->name), v);
+  }
+  return args;
+}
+
+static void linear(const double *x, const double *w, const double *b, int n,
+                   int in, int out, double *y, gboolean relu) {
+  for (int i = 0; i < n; i++)
+    for (int o = 0; o < out; o++) {
+      double s = b[o];
+      for (int k = 0; k < in; k++)
+        s += x[i * in + k] * w[o * in + k];
+      y[i * out + o] = relu && s < 0 ? 0 : s;
+    }
+}
+
+/* dx = dy W, dW = dy^T x, db = sum dy; then masks dx by x > 0 when mask. */
+static void linear_back(const double *x, const double *w, const double *dy,
+                        int n, int in, int out, double *dx, double *dw,
+                        double *db, gboolean mask) {
+  memset(dw, 0, sizeof(double) * in * out);
+  memset(db, 0, sizeof(double) * out);
+  for (int i = 0; i < n; i++)
+    for (int o = 0; o < out; o++) {
+      db[o] += dy[i * out + o];
+      for (int k = 0; k < in; k++)
+        dw[o * in + k] += dy[i * out + o] * x[i * in + k];
+    }
+  if (!dx)
+    return;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < in; k++) {
+      double s = 0;
+      for (int o = 0; o < out; o++)
+        s += dy[i * out + o] * w[o * in + k];
+      dx[i * in + k] = mask && x[i * in + k] <= 0 ? 0 : s;
+    }
+}
+
+static double *doubles(const WeirTensor *t) {
+  double *d = g_new(double, t->count);
+  for (gint64 i = 0; i < t->count; i++)
+    d[i] = weir_tensor_get(t, i);
+  return d;
+}
+
+static void test_mlp_sgd_step(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = load_mlp();
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.lr = 0.1;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) t = weir_train_graph(fwd, &o, &err);
+  if (!t)
+    fail_msg("%s", err->message);
+  if (!weir_graph_validate(t, &err))
+    fail_msg("%s", err->message);
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  assert_int_equal(g_strv_length(params), 6);
+
+  enum { B = 4 };
+  const gint64 labels[B] = {3, 0, 9, 5};
+  g_autoptr(GHashTable) sym = weir_bindings_new();
+  weir_bindings_set(sym, "batch", B);
+  weir_bindings_set(sym, "K", 1);
+  g_autoptr(GHashTable) args = train_args(t, fwd, sym, labels);
+
+  /* Reference, in double. */
+  g_autofree double *x = doubles(arg(args, "input"));
+  g_autofree double *w1 = doubles(arg(args, "fc1_weight"));
+  g_autofree double *b1 = doubles(arg(args, "fc1_bias"));
+  g_autofree double *w2 = doubles(arg(args, "fc2_weight"));
+  g_autofree double *b2 = doubles(arg(args, "fc2_bias"));
+  g_autofree double *w3 = doubles(arg(args, "fc3_weight"));
+  g_autofree double *b3 = doubles(arg(args, "fc3_bias"));
+  double h1[B * 128], h2[B * 64], z[B * 10], dz[B * 10], dh2[B * 64],
+      dh1[B * 128];
+  double dw1[128 * 64], db1[128], dw2[64 * 128], db2[64], dw3[10 * 64], db3[10];
+  linear(x, w1, b1, B, 64, 128, h1, TRUE);
+  linear(h1, w2, b2, B, 128, 64, h2, TRUE);
+  linear(h2, w3, b3, B, 64, 10, z, FALSE);
+  double loss = 0;
+  for (int i = 0; i < B; i++) {
+    double m = -INFINITY, s = 0;
+    for (int c = 0; c < 10; c++)
+      m = fmax(m, z[i * 10 + c]);
+    for (int c = 0; c < 10; c++)
+      s += exp(z[i * 10 + c] - m);
+    loss += -(z[i * 10 + labels[i]] - m - log(s)) / B;
+    for (int c = 0; c < 10; c++)
+      dz[i * 10 + c] =
+          (exp(z[i * 10 + c] - m) / s - (c == labels[i] ? 1 : 0)) / B;
+  }
+  linear_back(h2, w3, dz, B, 64, 10, dh2, dw3, db3, TRUE);
+  linear_back(h1, w2, dh2, B, 128, 64, dh1, dw2, db2, TRUE);
+  linear_back(x, w1, dh1, B, 64, 128, NULL, dw1, db1, FALSE);
+
+  run(t, sym, args);
+
+  assert_true(fabs(weir_tensor_get(arg(args, "losses"), 0) - loss) <
+              1e-4 * fmax(1, fabs(loss)));
+  assert_int_equal((gint64)weir_tensor_get(arg(args, "step"), 0), 1);
+  assert_int_equal((gint64)weir_tensor_get(arg(args, "skipped"), 0), 0);
+  struct {
+    const char *name;
+    const double *before, *grad;
+  } ps[] = {{"fc1_weight", w1, dw1}, {"fc1_bias", b1, db1},
+            {"fc2_weight", w2, dw2}, {"fc2_bias", b2, db2},
+            {"fc3_weight", w3, dw3}, {"fc3_bias", b3, db3}};
+  for (guint p = 0; p < G_N_ELEMENTS(ps); p++) {
+    const WeirTensor *after = arg(args, ps[p].name);
+    double max_grad = 0;
+    for (gint64 i = 0; i < after->count; i++) {
+      double want = ps[p].before[i] - 0.1 * ps[p].grad[i];
+      double got = weir_tensor_get(after, i);
+      max_grad = fmax(max_grad, fabs(ps[p].grad[i]));
+      if (fabs(got - want) > 1e-5 + 1e-4 * fabs(want))
+        fail_msg("%s[%" G_GINT64_FORMAT "]: %.8g, expected %.8g", ps[p].name, i,
+                 got, want);
+    }
+    assert_true(max_grad > 1e-6); /* the step did change it */
+  }
+}
+
+/* Runs `steps` single-step calls of t1 over the batches of args_k. */
+static void run_one_by_one(const WeirGraph *t1, GHashTable *args_k,
+                           GHashTable *args1, GHashTable *sym1, int steps) {
+  const WeirTensor *xs = arg(args_k, "input"), *ts = arg(args_k, "target");
+  WeirTensor *x1 = arg(args1, "input"), *t1t = arg(args1, "target");
+  for (int k = 0; k < steps; k++) {
+    memcpy(x1->data, (char *)xs->data + k * weir_tensor_nbytes(x1),
+           weir_tensor_nbytes(x1));
+    memcpy(t1t->data, (char *)ts->data + k * weir_tensor_nbytes(t1t),
+           weir_tensor_nbytes(t1t));
+    run(t1, sym1, args1);
+  }
+}
+
+static void compare_params(GHashTable *a, GHashTable *b, char **params,
+                           double tol) {
+  for (guint i = 0; params[i]; i++) {
+    g_autoptr(GError) err = NULL;
+    if (!weir_tensor_allclose(arg(a, params[i]), arg(b, params[i]), tol, tol,
+                              NULL, &err))
+      fail_msg("%s: %s", params[i], err->message);
+  }
+}
+
+static void k_steps(WeirOptimizer opt, gboolean inject_nan) {
+  g_autoptr(WeirGraph) fwd = load_mlp();
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.optimizer = opt;
+  o.lr = 0.05;
+  o.weight_decay = 0.01;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) t = weir_train_graph(fwd, &o, &err);
+  if (!t)
+    fail_msg("%s", err->message);
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+
+  enum { B = 2, K = 3 };
+  const gint64 labels[K * B] = {1, 2, 3, 4, 5, 6};
+  g_autoptr(GHashTable) symk = weir_bindings_new();
+  weir_bindings_set(symk, "batch", B);
+  weir_bindings_set(symk, "K", K);
+  g_autoptr(GHashTable) argsk = train_args(t, fwd, symk, labels);
+  if (inject_nan)
+    weir_tensor_set(arg(argsk, "input"), B * 64 + 5, NAN); /* step 1 */
+  g_autoptr(GHashTable) sym1 = weir_bindings_new();
+  weir_bindings_set(sym1, "batch", B);
+  weir_bindings_set(sym1, "K", 1);
+  g_autoptr(GHashTable) args1 = train_args(t, fwd, sym1, labels);
+
+  if (!inject_nan) {
+    run_one_by_one(t, argsk, args1, sym1, K);
+  } else {
+    /* the same as running steps 0 and 2 only */
+    const WeirTensor *xs = arg(argsk, "input"), *ts = arg(argsk, "target");
+    WeirTensor *x1 = arg(args1, "input"), *t1 = arg(args1, "target");
+    for (int k = 0; k < K; k += 2) {
+      memcpy(x1->data, (char *)xs->data + k * weir_tensor_nbytes(x1),
+             weir_tensor_nbytes(x1));
+      memcpy(t1->data, (char *)ts->data + k * weir_tensor_nbytes(t1),
+             weir_tensor_nbytes(t1));
+      run(t, sym1, args1);
+    }
+  }
+  run(t, symk, argsk);
+  compare_params(argsk, args1, params, 1e-6);
+  assert_int_equal((gint64)weir_tensor_get(arg(argsk, "step"), 0),
+                   inject_nan ? K - 1 : K);
+  assert_int_equal((gint64)weir_tensor_get(arg(argsk, "skipped"), 0),
+                   inject_nan ? 1 : 0);
+  const WeirTensor *losses = arg(argsk, "losses");
+  assert_true(isfinite(weir_tensor_get(losses, 0)));
+  assert_true(inject_nan != !!isfinite(weir_tensor_get(losses, 1)));
+  if (opt != WEIR_OPTIMIZER_SGD) {
+    g_autofree char *m = g_strdup_printf("%s_m", params[0]);
+    g_autoptr(GError) e2 = NULL;
+    if (!weir_tensor_allclose(arg(argsk, m), arg(args1, m), 1e-6, 1e-6, NULL,
+                              &e2))
+      fail_msg("%s: %s", m, e2->message);
+  }
+}
+
+static void test_k_steps_sgd(void **state) {
+  (void)state;
+  k_steps(WEIR_OPTIMIZER_SGD, FALSE);
+}
+static void test_k_steps_adam(void **state) {
+  (void)state;
+  k_steps(WEIR_OPTIMIZER_ADAM, FALSE);
+}
+static void test_skip_nan_momentum(void **state) {
+  (void)state;
+  k_steps(WEIR_OPTIMIZER_MOMENTUM, TRUE);
+}
+static void test_skip_nan_adam(void **state) {
+  (void)state;
+  k_steps(WEIR_OPTIMIZER_ADAM, TRUE);
+}
+
+static void test_no_rule_error(void **state) {
+  (void)state;
+  GradCase gc = {"Floor", {"2, 3"}, "2, 3", NULL, FALSE};
+  guint n;
+  g_autoptr(WeirGraph) g = one_node(&gc, &n);
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.loss = WEIR_LOSS_MSE;
+  /* make x0 a parameter: constant data */
+  WeirContainer *c = weir_graph_container(g, "x0");
+  c->transient = TRUE;
+  g_autoptr(GBytes) bytes = g_bytes_new_take(g_new0(double, 6), 48);
+  weir_container_set_initial(c, bytes);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) t = weir_train_graph(g, &o, &err);
+  assert_null(t);
+  assert_non_null(strstr(err->message, "node 'Floor' (Floor)"));
+  assert_non_null(strstr(err->message, "no backward rule"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gradient_checks),
+      cmocka_unit_test(test_mlp_sgd_step),
+      cmocka_unit_test(test_k_steps_sgd),
+      cmocka_unit_test(test_k_steps_adam),
+      cmocka_unit_test(test_skip_nan_momentum),
+      cmocka_unit_test(test_skip_nan_adam),
+      cmocka_unit_test(test_no_rule_error),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
