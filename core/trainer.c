@@ -462,8 +462,8 @@ gboolean weir_trainer_predict(WeirTrainer *t, const WeirDataset *d,
   g_return_val_if_fail(t && d && logits, FALSE);
   if (d->n_features != t->n_features) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "%s: %" G_GINT64_FORMAT " features, the model takes %"
-                G_GINT64_FORMAT,
+                "%s: %" G_GINT64_FORMAT
+                " features, the model takes %" G_GINT64_FORMAT,
                 d->source, d->n_features, t->n_features);
     return FALSE;
   }
@@ -487,8 +487,7 @@ gint64 weir_trainer_n_classes(const WeirTrainer *t) {
 }
 
 gboolean weir_trainer_evaluate(WeirTrainer *t, const WeirDataset *d,
-                               double *accuracy, double *loss,
-                               GError **error) {
+                               double *accuracy, double *loss, GError **error) {
   g_return_val_if_fail(t && d, FALSE);
   gint64 classes = t->eval_output->shape[1];
   g_autofree float *logits = g_new(float, MAX(d->n_samples * classes, 1));

