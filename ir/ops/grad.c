@@ -450,6 +450,314 @@ static gboolean grad_transpose(WeirGradContext *ctx, GError **error) {
   return TRUE;
 }
 
+/* ------------------------------------------------------ windows (2-D) */
+
+static const GArray *ints_attr(const WeirNode *n, const char *name) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  return a && a->type == WEIR_ATTR_INTS ? a->ints : NULL;
+}
+
+static gint64 dim_const(WeirGradContext *ctx, const char *name, guint d) {
+  gint64 v = -1;
+  weir_expr_is_const(g_ptr_array_index(cont(ctx, name)->shape, d), &v);
+  return v;
+}
+
+/* Kernel, strides, begin pads and dilations of a Conv / pooling node with
+ * input x and output y (auto_pad resolved), set on grad node g. */
+static gboolean set_window(WeirGradContext *ctx, WeirNode *g, const char *x,
+                           const char *y, const char *weights, GError **error) {
+  const WeirNode *n = weir_grad_node(ctx);
+  if (rank_of(ctx, x) != 4)
+    return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                          "backward with %u spatial dimensions (2 are "
+                          "supported)",
+                          rank_of(ctx, x) - 2);
+  gint64 k[2], st[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+  const GArray *ka = ints_attr(n, "kernel_shape");
+  for (guint i = 0; i < 2; i++)
+    k[i] = ka && ka->len == 2 ? g_array_index(ka, gint64, i)
+                              : (weights ? dim_const(ctx, weights, 2 + i) : -1);
+  const GArray *sa = ints_attr(n, "strides"), *da = ints_attr(n, "dilations"),
+               *pa = ints_attr(n, "pads");
+  for (guint i = 0; i < 2; i++) {
+    if (sa && sa->len == 2)
+      st[i] = g_array_index(sa, gint64, i);
+    if (da && da->len == 2)
+      d[i] = g_array_index(da, gint64, i);
+  }
+  if (pa && pa->len == 4)
+    for (guint i = 0; i < 4; i++)
+      p[i] = g_array_index(pa, gint64, i);
+  const WeirAttr *ap = weir_node_attr(n, "auto_pad");
+  const char *auto_pad = ap && ap->type == WEIR_ATTR_STRING ? ap->s : "NOTSET";
+  if (g_str_has_prefix(auto_pad, "SAME") || strcmp(auto_pad, "VALID") == 0) {
+    for (guint i = 0; i < 2; i++) {
+      gint64 in = dim_const(ctx, x, 2 + i), out = dim_const(ctx, y, 2 + i);
+      gint64 total = (out - 1) * st[i] + (k[i] - 1) * d[i] + 1 - in;
+      if (total < 0 || strcmp(auto_pad, "VALID") == 0)
+        total = 0;
+      p[i] =
+          strcmp(auto_pad, "SAME_LOWER") == 0 ? total - total / 2 : total / 2;
+      p[i + 2] = total - p[i];
+    }
+  }
+  if (k[0] < 1 || k[1] < 1)
+    return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                          "kernel shape is not known");
+  weir_node_set_attr_ints(g, "kernel_shape", k, 2);
+  weir_node_set_attr_ints(g, "strides", st, 2);
+  weir_node_set_attr_ints(g, "pads", p, 4);
+  weir_node_set_attr_ints(g, "dilations", d, 2);
+  weir_node_set_attr_int(g, "group", attr_int(n, "group", 1));
+  weir_node_set_attr_int(g, "count_include_pad",
+                         attr_int(n, "count_include_pad", 0));
+  return TRUE;
+}
+
+/* Conv: dX = ConvGradInput(dY, W), dW = ConvGradFilter(dY, X),
+ * dB = sum of dY over batch and space. */
+static gboolean grad_conv(WeirGradContext *ctx, GError **error) {
+  const char *dy = dout0(ctx);
+  if (!dy)
+    return TRUE;
+  const char *x = weir_grad_input(ctx, 0), *w = weir_grad_input(ctx, 1),
+             *y = weir_grad_output(ctx, 0);
+  for (guint k = 0; k < 2; k++) {
+    if (!weir_grad_wants(ctx, k))
+      continue;
+    const char *target = k == 0 ? x : w;
+    g_autofree char *base = g_strdup_printf("%s_grad", target);
+    const char *gr = weir_grad_new_like(ctx, base, target, -1);
+    const char *ins[] = {dy, k == 0 ? w : x, target};
+    WeirNode *n = weir_grad_op(ctx, k == 0 ? "ConvGradInput" : "ConvGradFilter",
+                               gr, ins, 3, &gr, 1);
+    if (!set_window(ctx, n, x, y, w, error))
+      return FALSE;
+    weir_grad_add(ctx, k, gr);
+  }
+  const char *b = weir_grad_input(ctx, 2);
+  if (b && weir_grad_wants(ctx, 2)) {
+    g_autofree char *base = g_strdup_printf("%s_grad", b);
+    const char *db = weir_grad_new_like(ctx, base, b, -1);
+    const gint64 axes[] = {0, 2, 3};
+    WeirNode *n = weir_grad_op(ctx, "ReduceSum", db, &dy, 1, &db, 1);
+    weir_node_set_attr_ints(n, "axes", axes, 3);
+    weir_node_set_attr_int(n, "keepdims", 0);
+    weir_grad_add(ctx, 2, db);
+  }
+  return TRUE;
+}
+
+static gboolean grad_pool(WeirGradContext *ctx, GError **error) {
+  const char *dy = dout0(ctx);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  const WeirNode *fn = weir_grad_node(ctx);
+  if (attr_int(fn, "storage_order", 0) != 0)
+    return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                          "backward with storage_order = 1");
+  gboolean is_max = strcmp(fn->op, "MaxPool") == 0;
+  const char *x = weir_grad_input(ctx, 0), *y = weir_grad_output(ctx, 0);
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *dx = weir_grad_new_like(ctx, base, x, -1);
+  const char *ins[] = {dy, x, y};
+  WeirNode *n = weir_grad_op(ctx, is_max ? "MaxPoolGrad" : "AveragePoolGrad",
+                             dx, ins, is_max ? 3 : 2, &dx, 1);
+  if (!set_window(ctx, n, x, y, NULL, error))
+    return FALSE;
+  weir_grad_add(ctx, 0, dx);
+  return TRUE;
+}
+
+/* Tasklet text of the product of dimensions of `name` selected by mask
+ * (all when NULL). (transfer full) */
+static char *count_text(WeirGradContext *ctx, const char *name,
+                        const gboolean *mask) {
+  const WeirContainer *c = cont(ctx, name);
+  g_autoptr(WeirExpr) v = weir_expr_const(1);
+  for (guint d = 0; d < c->shape->len; d++)
+    if (!mask || mask[d]) {
+      WeirExpr *nv = weir_expr_mul(v, g_ptr_array_index(c->shape, d));
+      weir_expr_unref(v);
+      v = nv;
+    }
+  g_autofree char *t = weir_expr_to_string(v);
+  return g_strdup_printf("(%s)", t);
+}
+
+/* GlobalAveragePool: dX = dY / (H W ...) broadcast over space. */
+static gboolean grad_global_avg(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  const char *dy = dout0(ctx);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  const char *x = weir_grad_input(ctx, 0);
+  guint r = rank_of(ctx, x);
+  g_autofree gboolean *mask = g_new0(gboolean, r);
+  for (guint d = 2; d < r; d++)
+    mask[d] = TRUE;
+  g_autofree char *cnt = count_text(ctx, x, mask);
+  g_autofree char *code = g_strdup_printf("y = a / %s", cnt);
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *ins[] = {dy, x};
+  weir_grad_add(ctx, 0, weir_grad_pointwise(ctx, base, x, code, ins, 2));
+  return TRUE;
+}
+
+/* ReduceSum / ReduceMean: dX = dY (with the reduced axes restored) broadcast
+ * to X's shape, divided by the count for the mean. */
+static gboolean grad_reduce(WeirGradContext *ctx, GError **error) {
+  const char *dy = dout0(ctx);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  const WeirNode *n = weir_grad_node(ctx);
+  const char *x = weir_grad_input(ctx, 0);
+  guint r = rank_of(ctx, x);
+  g_autofree gboolean *mask = g_new0(gboolean, r ? r : 1);
+  const GArray *axes = ints_attr(n, "axes");
+  if (!axes || axes->len == 0) {
+    if (attr_int(n, "noop_with_empty_axes", 0))
+      return grad_identity(ctx, error);
+    for (guint d = 0; d < r; d++)
+      mask[d] = TRUE;
+  } else {
+    for (guint i = 0; i < axes->len; i++) {
+      gint64 a = g_array_index(axes, gint64, i);
+      mask[a < 0 ? a + r : a] = TRUE;
+    }
+  }
+  const char *src = dy;
+  if (!attr_int(n, "keepdims", 1) && rank_of(ctx, dy) != r) {
+    g_autoptr(GArray) ax = g_array_new(FALSE, FALSE, sizeof(gint64));
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    g_autofree WeirExpr **shape = g_new0(WeirExpr *, r ? r : 1);
+    const WeirContainer *cx = cont(ctx, x);
+    for (guint d = 0; d < r; d++) {
+      shape[d] = mask[d] ? one : g_ptr_array_index(cx->shape, d);
+      if (mask[d]) {
+        gint64 v = d;
+        g_array_append_val(ax, v);
+      }
+    }
+    const char *kept =
+        weir_grad_new(ctx, "reduce_grad_kept", cx->dtype, r, shape);
+    WeirNode *u = weir_grad_op(ctx, "Unsqueeze", kept, &dy, 1, &kept, 1);
+    weir_node_set_attr_ints(u, "axes", (gint64 *)ax->data, ax->len);
+    src = kept;
+  }
+  g_autofree char *cnt = count_text(ctx, x, mask);
+  g_autofree char *code = strcmp(n->op, "ReduceMean") == 0
+                              ? g_strdup_printf("y = a / %s", cnt)
+                              : g_strdup("y = a");
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *ins[] = {src, x};
+  weir_grad_add(ctx, 0, weir_grad_pointwise(ctx, base, x, code, ins, 2));
+  return TRUE;
+}
+
+/* Concat: each input's gradient is its slice of dY. */
+static gboolean grad_concat(WeirGradContext *ctx, GError **error) {
+  const char *dy = dout0(ctx);
+  if (!dy)
+    return TRUE;
+  guint r = rank_of(ctx, dy);
+  gint64 axis = attr_int(weir_grad_node(ctx), "axis", 0);
+  if (axis < 0)
+    axis += r;
+  gint64 off = 0;
+  for (guint k = 0; weir_grad_input(ctx, k); k++) {
+    const char *x = weir_grad_input(ctx, k);
+    gint64 len = dim_const(ctx, x, axis);
+    if (len < 0)
+      return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                            "backward of a concatenation along a symbolic "
+                            "dimension");
+    if (weir_grad_wants(ctx, k)) {
+      g_autofree char *base = g_strdup_printf("%s_grad", x);
+      const char *dx = weir_grad_new_like(ctx, base, x, -1);
+      WeirNode *n = weir_grad_op(ctx, "Slice", dx, &dy, 1, &dx, 1);
+      gint64 st = off, en = off + len;
+      weir_node_set_attr_ints(n, "starts", &st, 1);
+      weir_node_set_attr_ints(n, "ends", &en, 1);
+      weir_node_set_attr_ints(n, "axes", &axis, 1);
+      weir_grad_add(ctx, k, dx);
+    }
+    off += len;
+  }
+  return TRUE;
+}
+
+/* Split: dX = Concat of the outputs' gradients (zeros for outputs that do
+ * not reach the loss). */
+static gboolean grad_split(WeirGradContext *ctx, GError **error) {
+  if (!weir_grad_wants(ctx, 0))
+    return TRUE;
+  const char *x = weir_grad_input(ctx, 0);
+  gint64 axis = attr_int(weir_grad_node(ctx), "axis", 0);
+  if (axis < 0)
+    axis += rank_of(ctx, x);
+  g_autoptr(GPtrArray) parts = g_ptr_array_new();
+  for (guint k = 0; weir_grad_output(ctx, k); k++) {
+    const char *d = weir_grad_dout(ctx, k, error);
+    if (!d) {
+      const char *y = weir_grad_output(ctx, k);
+      d = weir_grad_pointwise(ctx, "zero_grad", y, "y = 0", &y, 1);
+    }
+    g_ptr_array_add(parts, (gpointer)d);
+  }
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *dx = weir_grad_new_like(ctx, base, x, -1);
+  WeirNode *n = weir_grad_op(
+      ctx, "Concat", dx, (const char *const *)parts->pdata, parts->len, &dx, 1);
+  weir_node_set_attr_int(n, "axis", axis);
+  weir_grad_add(ctx, 0, dx);
+  return TRUE;
+}
+
+/* Slice (steps 1): dX = dY padded with zeros back to X's shape. */
+static gboolean grad_slice(WeirGradContext *ctx, GError **error) {
+  const char *dy = dout0(ctx);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  const WeirNode *n = weir_grad_node(ctx);
+  const char *x = weir_grad_input(ctx, 0);
+  guint r = rank_of(ctx, x);
+  const GArray *starts = ints_attr(n, "starts"), *ends = ints_attr(n, "ends"),
+               *axes = ints_attr(n, "axes"), *steps = ints_attr(n, "steps");
+  if (!starts || !ends)
+    return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                          "backward of a slice with computed bounds");
+  g_autofree gint64 *pads = g_new0(gint64, 2 * r);
+  for (guint i = 0; i < starts->len; i++) {
+    gint64 a = axes ? g_array_index(axes, gint64, i) : (gint64)i;
+    if (a < 0)
+      a += r;
+    gint64 step = steps ? g_array_index(steps, gint64, i) : 1;
+    gint64 size = dim_const(ctx, x, a);
+    if (step != 1 || size < 0)
+      return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                            "backward of a slice with steps or along a "
+                            "symbolic dimension");
+    g_autoptr(WeirExpr) e = weir_expr_const(size);
+    WeirExpr *st = NULL, *cnt = NULL;
+    weir_op_slice_range(e, g_array_index(starts, gint64, i),
+                        g_array_index(ends, gint64, i), 1, &st, &cnt);
+    gint64 s0 = 0, c0 = 0;
+    weir_expr_is_const(st, &s0);
+    weir_expr_is_const(cnt, &c0);
+    weir_expr_unref(st);
+    weir_expr_unref(cnt);
+    pads[a] = s0;
+    pads[a + r] = size - s0 - c0;
+  }
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *dx = weir_grad_new_like(ctx, base, x, -1);
+  WeirNode *p = weir_grad_op(ctx, "Pad", dx, &dy, 1, &dx, 1);
+  weir_node_set_attr_ints(p, "pads", pads, 2 * r);
+  return (weir_grad_add(ctx, 0, dx), TRUE);
+}
+
 void weir_grad_register_builtin(void) {
   static const struct {
     const char *op;
@@ -479,6 +787,16 @@ void weir_grad_register_builtin(void) {
       {"Squeeze", grad_reshape},
       {"Unsqueeze", grad_reshape},
       {"Transpose", grad_transpose},
+      {"Conv", grad_conv},
+      {"MaxPool", grad_pool},
+      {"AveragePool", grad_pool},
+      {"GlobalAveragePool", grad_global_avg},
+      {"ReduceSum", grad_reduce},
+      {"ReduceMean", grad_reduce},
+      {"Concat", grad_concat},
+      {"Split", grad_split},
+      {"Slice", grad_slice},
+      {"Dropout", grad_identity},
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     weir_grad_register(table[i].op, table[i].rule);

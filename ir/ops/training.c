@@ -161,7 +161,86 @@ static const WeirOpInfo op_sum_to = {
     .flops = flops_sum_to,
 };
 
+/* ------------------------------------------------ convolution and pooling
+ *
+ *   ConvGradInput(dY, W, like) -> dX     (like: X, for the shape)
+ *   ConvGradFilter(dY, X, like) -> dW    (like: W)
+ *   MaxPoolGrad(dY, X, Y) -> dX          (the first maximum of each window
+ *                                         gets the gradient)
+ *   AveragePoolGrad(dY, X) -> dX
+ * Two spatial dimensions.  Attributes are explicit (the backward rules
+ * resolve defaults and auto_pad): kernel_shape, strides, pads (begin
+ * values, then end values), dilations, group (convolutions),
+ * count_include_pad (AveragePoolGrad). */
+
+static const WeirOpAttrSpec window_attrs[] = {
+    {"count_include_pad", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"dilations", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"group", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"kernel_shape", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"pads", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"strides", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+};
+
+/* Output: the shape of input `like_index` (the op's last input for the
+ * convolution gradients, input 1 for pooling) and the dtype of input 0. */
+static gboolean infer_window_grad(WeirOpInferContext *ctx, GError **error) {
+  guint like = strstr(ctx->node->op, "Conv") ? 2 : 1;
+  if (ctx->n_inputs <= like || !ctx->inputs[0].present ||
+      !ctx->inputs[like].present)
+    return fail(error, ctx, "input %u is missing", like);
+  if (ctx->inputs[like].rank != 4)
+    return fail(error, ctx, "two spatial dimensions are supported (rank 4)");
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, ctx->inputs[like].rank,
+                     ctx->inputs[like].shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_window_grad(const WeirGraph *g, const WeirState *s,
+                                   const WeirNode *n) {
+  const WeirContainer *dy = conn_container(g, s, n, TRUE, "in0");
+  const WeirAttr *k = weir_node_attr(n, "kernel_shape");
+  if (!dy || !k || k->type != WEIR_ATTR_INTS)
+    return NULL;
+  gint64 taps = 2;
+  for (guint i = 0; i < k->ints->len; i++)
+    taps *= g_array_index(k->ints, gint64, i);
+  if (strstr(n->op, "Conv")) {
+    const WeirContainer *x = conn_container(g, s, n, TRUE, "in1");
+    if (x && x->shape->len > 1) {
+      /* times the channels of the other operand per group */
+      gint64 c;
+      if (weir_expr_is_const(g_ptr_array_index(x->shape, 1), &c))
+        taps *= c;
+    }
+  }
+  g_autoptr(WeirExpr) v = weir_container_volume(dy);
+  return weir_expr_mul_const(v, taps);
+}
+
+#define WINDOW_OP(var, name_, n_in)                                            \
+  static const WeirOpInfo var = {                                              \
+      .name = name_,                                                           \
+      .min_inputs = n_in,                                                      \
+      .max_inputs = n_in,                                                      \
+      .min_outputs = 1,                                                        \
+      .max_outputs = 1,                                                        \
+      .attrs = window_attrs,                                                   \
+      .n_attrs = G_N_ELEMENTS(window_attrs),                                   \
+      .infer = infer_window_grad,                                              \
+      .flops = flops_window_grad,                                              \
+  }
+
+WINDOW_OP(op_conv_grad_input, "ConvGradInput", 3);
+WINDOW_OP(op_conv_grad_filter, "ConvGradFilter", 3);
+WINDOW_OP(op_max_pool_grad, "MaxPoolGrad", 3);
+WINDOW_OP(op_avg_pool_grad, "AveragePoolGrad", 2);
+
 void weir_ops_register_training(void) {
   weir_op_register(&op_pointwise);
   weir_op_register(&op_sum_to);
+  weir_op_register(&op_conv_grad_input);
+  weir_op_register(&op_conv_grad_filter);
+  weir_op_register(&op_max_pool_grad);
+  weir_op_register(&op_avg_pool_grad);
 }

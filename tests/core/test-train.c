@@ -243,6 +243,52 @@ static void reshape_6_2(WeirNode *n) {
 static void leaky(WeirNode *n) {
   weir_node_set_attr_float(n, "alpha", 0.2);
 }
+static void ints(WeirNode *n, const char *name, gint64 a, gint64 b) {
+  const gint64 v[] = {a, b};
+  weir_node_set_attr_ints(n, name, v, 2);
+}
+static void conv_pad(WeirNode *n) {
+  const gint64 p[] = {1, 1, 1, 1};
+  weir_node_set_attr_ints(n, "pads", p, 4);
+}
+static void conv_s2_g2(WeirNode *n) {
+  const gint64 p[] = {1, 0, 0, 1};
+  weir_node_set_attr_ints(n, "pads", p, 4);
+  ints(n, "strides", 2, 1);
+  ints(n, "dilations", 1, 2);
+  weir_node_set_attr_int(n, "group", 2);
+}
+static void pool_2x2(WeirNode *n) {
+  ints(n, "kernel_shape", 2, 2);
+  ints(n, "strides", 2, 2);
+}
+static void pool_3x3_pad(WeirNode *n) {
+  const gint64 p[] = {1, 1, 1, 1};
+  ints(n, "kernel_shape", 3, 3);
+  ints(n, "strides", 2, 1);
+  weir_node_set_attr_ints(n, "pads", p, 4);
+}
+static void pool_3x3_pad_incl(WeirNode *n) {
+  pool_3x3_pad(n);
+  weir_node_set_attr_int(n, "count_include_pad", 1);
+}
+static void axes_1_keep(WeirNode *n) {
+  const gint64 a[] = {1};
+  weir_node_set_attr_ints(n, "axes", a, 1);
+}
+static void axes_02_drop(WeirNode *n) {
+  ints(n, "axes", 0, 2);
+  weir_node_set_attr_int(n, "keepdims", 0);
+}
+static void concat1(WeirNode *n) {
+  weir_node_set_attr_int(n, "axis", 1);
+}
+static void slice_1(WeirNode *n) {
+  const gint64 st[] = {1, -3}, en[] = {3, 100}, ax[] = {0, 1};
+  weir_node_set_attr_ints(n, "starts", st, 2);
+  weir_node_set_attr_ints(n, "ends", en, 2);
+  weir_node_set_attr_ints(n, "axes", ax, 2);
+}
 
 static const GradCase grad_cases[] = {
     {"Relu", {"3, 4"}, "3, 4", NULL, FALSE},
@@ -271,6 +317,17 @@ static const GradCase grad_cases[] = {
     {"Transpose", {"2, 3, 4"}, "4, 2, 3", perm_201, FALSE},
     {"Reshape", {"3, 4"}, "6, 2", reshape_6_2, FALSE},
     {"Flatten", {"2, 3, 2"}, "2, 6", NULL, FALSE},
+    {"Conv", {"2, 2, 4, 4", "3, 2, 3, 3", "3"}, "2, 3, 4, 4", conv_pad, FALSE},
+    {"Conv", {"1, 4, 5, 5", "2, 2, 2, 2"}, "1, 2, 3, 4", conv_s2_g2, FALSE},
+    {"MaxPool", {"2, 2, 4, 4"}, "2, 2, 2, 2", pool_2x2, FALSE},
+    {"MaxPool", {"1, 2, 5, 4"}, "1, 2, 3, 4", pool_3x3_pad, FALSE},
+    {"AveragePool", {"1, 2, 5, 4"}, "1, 2, 3, 4", pool_3x3_pad, FALSE},
+    {"AveragePool", {"1, 2, 5, 4"}, "1, 2, 3, 4", pool_3x3_pad_incl, FALSE},
+    {"GlobalAveragePool", {"2, 3, 2, 3"}, "2, 3, 1, 1", NULL, FALSE},
+    {"ReduceSum", {"2, 3, 4"}, "2, 1, 4", axes_1_keep, FALSE},
+    {"ReduceMean", {"2, 3, 4"}, "3", axes_02_drop, FALSE},
+    {"Concat", {"2, 1", "2, 3"}, "2, 4", concat1, FALSE},
+    {"Slice", {"4, 5"}, "2, 3", slice_1, FALSE},
 };
 
 static void test_gradient_checks(void **state) {
