@@ -22,7 +22,7 @@
 #include "weir.h"
 
 static gint threads = 1, reps = 50, warmup = 5;
-static gint64 batch = 32;
+static gint64 batch = 32, steps_per_call = 0;
 static char *recipe_path;
 
 static const GOptionEntry entries[] = {
@@ -31,6 +31,10 @@ static const GOptionEntry entries[] = {
     {"warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "Untimed steps (5)", "N"},
     {"batch", 0, 0, G_OPTION_ARG_INT64, &batch,
      "Batch of models with a symbolic batch (32)", "B"},
+    {"steps-per-call", 'k', 0, G_OPTION_ARG_INT64, &steps_per_call,
+     "Time the program as weir train compiles it: K symbolic, K steps per "
+     "call on K copies of the batch (default: K fixed to 1)",
+     "K"},
     {"recipe", 0, 0, G_OPTION_ARG_FILENAME, &recipe_path,
      "Also time the program transformed by this recipe", "FILE"},
     {NULL}};
@@ -56,16 +60,19 @@ static WeirTensor *load_batch(const char *model, const char *file, gint64 b,
   return r;
 }
 
-static WeirTensor *with_lead(const WeirTensor *t) {
+/* [k, ...t's shape], k copies of t. */
+static WeirTensor *with_lead(const WeirTensor *t, gint64 k) {
   g_autofree gint64 *shape = g_new(gint64, t->rank + 1);
-  shape[0] = 1;
+  shape[0] = k;
   memcpy(shape + 1, t->shape, sizeof(gint64) * t->rank);
   WeirTensor *r = weir_tensor_new(t->dtype, t->rank + 1, shape);
-  memcpy(r->data, t->data, weir_tensor_nbytes(t));
+  for (gint64 i = 0; i < k; i++)
+    memcpy((char *)r->data + i * weir_tensor_nbytes(t), t->data,
+           weir_tensor_nbytes(t));
   return r;
 }
 
-/* Median seconds per step of prog. */
+/* Median seconds per step of prog (per call / K). */
 static gboolean time_program(const WeirGraph *prog, const WeirGraph *forward,
                              const WeirTensor *x, const WeirTensor *y,
                              double *median, GError **error) {
@@ -77,18 +84,21 @@ static gboolean time_program(const WeirGraph *prog, const WeirGraph *forward,
     weir_kernel_set_threads(k, threads, NULL);
   g_autoptr(GHashTable) args = g_hash_table_new_full(
       g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  gint64 k_steps = steps_per_call > 0 ? steps_per_call : 1;
+  g_autoptr(GHashTable) symbols = weir_bindings_new();
+  weir_bindings_set(symbols, "K", k_steps);
   g_autoptr(GPtrArray) list = weir_codegen_arguments(prog);
   for (guint i = 0; i < list->len; i++) {
     const WeirContainer *c = list->pdata[i];
     WeirTensor *v;
     if (!strcmp(c->name, "input")) {
-      v = with_lead(x);
+      v = with_lead(x, k_steps);
     } else if (!strcmp(c->name, "target")) {
-      v = with_lead(y);
+      v = with_lead(y, k_steps);
     } else {
       g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
       for (guint d = 0; d < c->shape->len; d++)
-        if (!weir_expr_eval(c->shape->pdata[d], NULL, &shape[d], error))
+        if (!weir_expr_eval(c->shape->pdata[d], symbols, &shape[d], error))
           return FALSE;
       v = weir_tensor_new(c->dtype, c->shape->len, shape);
       memset(v->data, 0, weir_tensor_nbytes(v));
@@ -101,9 +111,10 @@ static gboolean time_program(const WeirGraph *prog, const WeirGraph *forward,
   }
   WeirBenchOptions bo = {.warmup = (guint)warmup, .repetitions = (guint)reps};
   WeirBenchResult r = {0};
-  if (!weir_kernel_bench(k, NULL, args, &bo, &r, error))
+  if (!weir_kernel_bench(k, steps_per_call > 0 ? symbols : NULL, args, &bo, &r,
+                         error))
     return FALSE;
-  *median = r.median;
+  *median = r.median / (double)k_steps;
   weir_bench_result_clear(&r);
   return TRUE;
 }
@@ -141,7 +152,7 @@ static int bench_model(const char *model) {
   weir_train_options_init(&o);
   o.loss = y->dtype == WEIR_DTYPE_I64 ? WEIR_LOSS_SOFTMAX_CROSS_ENTROPY
                                       : WEIR_LOSS_MSE;
-  o.steps = 1;
+  o.steps = steps_per_call > 0 ? 0 : 1;
   g_autofree char *base = g_path_get_basename(model);
   g_autoptr(WeirGraph) prog = weir_train_graph(forward, &o, &error);
   if (!prog) {
@@ -183,8 +194,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   weir_transforms_init();
-  printf("# Weir training step, SGD, %d thread%s, median of %d (ms/step)\n",
+  printf("# Weir training step, SGD, %d thread%s, median of %d (ms/step)",
          threads, threads == 1 ? "" : "s", reps);
+  if (steps_per_call > 0)
+    printf(", K symbolic, %" G_GINT64_FORMAT " steps per call", steps_per_call);
+  printf("\n");
   printf("%-16s %6s  %10s%s\n", "model", "batch", "weir",
          recipe_path ? "  weir+recipe" : "");
   int status = 0;
