@@ -10,7 +10,8 @@
  * target.npy; models with a symbolic batch get --batch samples, default
  * 32, drawn from that input repeated).  With --recipe the recipe is applied
  * to the training program first (one more column).  Prints one line per
- * model: batch, median ms/step untransformed, and with the recipe.
+ * model: batch, median ms/step untransformed, and with the recipe (on
+ * stdout), and the mean, min and max of each timing (on stderr).
  *
  * PyTorch's time for the same step comes from tests/bench/train-step-torch.py;
  * tests/bench/train-bench.sh runs both and prints the table of
@@ -115,6 +116,10 @@ static gboolean time_program(const WeirGraph *prog, const WeirGraph *forward,
                          error))
     return FALSE;
   *median = r.median / (double)k_steps;
+  /* the mean shows what a loaded machine costs a training run */
+  fprintf(stderr, "  (%s mean %.3f ms/step, min %.3f, max %.3f)\n", prog->name,
+          r.mean / (double)k_steps * 1e3, r.min / (double)k_steps * 1e3,
+          r.max / (double)k_steps * 1e3);
   weir_bench_result_clear(&r);
   return TRUE;
 }

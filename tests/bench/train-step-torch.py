@@ -69,6 +69,7 @@ def main():
             if i >= args.warmup:
                 times.append(t1 - t0)
         print(f"{name + '.onnx':16s} {x.shape[0]:6d}  {statistics.median(times) * 1e3:10.3f}")
+        print(f"  ({name} mean {statistics.mean(times) * 1e3:.3f} ms/step, min {min(times) * 1e3:.3f}, max {max(times) * 1e3:.3f})", file=sys.stderr)
     return 0
 
 
