@@ -362,15 +362,10 @@ static const char *batch_input(WeirGraph *g, WeirState *s, const char *name,
   return ok ? sc->name : NULL;
 }
 
-static const char *expr_code(WeirExpr *e) {
-  /* Shapes print as tasklet-compatible text (symbols, + - *, //): wrap in
-   * parentheses; floor division of sizes does not occur in batch sizes. */
-  static GPrivate buf = G_PRIVATE_INIT(g_free);
-  char *s = weir_expr_to_string(e);
-  char *p = g_strdup_printf("(%s)", s);
-  g_free(s);
-  g_private_replace(&buf, p);
-  return p;
+/* A size expression as tasklet text (parenthesized). (transfer full) */
+static char *expr_code(const WeirExpr *e) {
+  g_autofree char *t = weir_expr_to_string(e);
+  return g_strdup_printf("(%s)", t);
 }
 
 /* The loss of output `out` against target `t` into scalar `loss`; returns
@@ -408,8 +403,9 @@ static const char *build_loss(Builder *b, const WeirTrainOptions *o,
     weir_node_set_attr_ints(n, "axes", &axis0, 1);
     weir_node_set_attr_int(n, "keepdims", 0);
     /* d loss / d out = (softmax(out) - onehot(label)) / batch */
-    g_autofree char *code = g_strdup_printf(
-        "y = (exp(a) - (b == p1 ? 1 : 0)) / %s", expr_code(bsz));
+    g_autofree char *bt = expr_code(bsz);
+    g_autofree char *code =
+        g_strdup_printf("y = (exp(a) - (b == p1 ? 1 : 0)) / %s", bt);
     return pointwise(b, "output_grad", out, NULL, code, ins, 2);
   }
   /* mse: mean over every element of (out - t)^2 */
@@ -424,9 +420,389 @@ static const char *build_loss(Builder *b, const WeirTrainOptions *o,
   weir_node_set_attr_ints(n, "axes", axes, r);
   weir_node_set_attr_int(n, "keepdims", 0);
   g_autoptr(WeirExpr) vol = weir_container_volume(c);
-  g_autofree char *code =
-      g_strdup_printf("y = 2 * (a - b) / %s", expr_code(vol));
+  g_autofree char *vt = expr_code(vol);
+  g_autofree char *code = g_strdup_printf("y = 2 * (a - b) / %s", vt);
   return pointwise(b, "output_grad", out, NULL, code, ins, 2);
+}
+
+/* ------------------------------------------------ training-mode lowering
+ *
+ * Operators whose training behaviour differs from inference are replaced,
+ * before differentiation, by library nodes that have backward rules:
+ *   BatchNormalization: batch statistics (ReduceMean over every axis but
+ *     the channels), (x - mean) / sqrt(var + eps) * scale + bias; the
+ *     running statistics are updated in the update state (momentum as in
+ *     ONNX: running = momentum * running + (1 - momentum) * batch; the
+ *     variance is the unbiased one, as PyTorch keeps it).
+ *   LayerNormalization: the same normalization over axes axis..rank-1.
+ *   Dropout: y = x * mask with mask = 1 / (1 - ratio) or 0 drawn from a
+ *     counter-based hash of (element, step k, seed): reproducible, and
+ *     different at every step.
+ */
+
+typedef struct {
+  char *target; /* container updated in place */
+  char *value;  /* transient with the new value (same shape) */
+  double keep;  /* target = keep * target + (1 - keep) * value */
+} RunningUpdate;
+
+static void running_update_free(gpointer p) {
+  RunningUpdate *u = p;
+  g_free(u->target);
+  g_free(u->value);
+  g_free(u);
+}
+
+/* Moves every reader of access node old to access node fresh, then removes
+ * old. */
+static void replace_access(WeirState *s, WeirNode *old, WeirNode *fresh) {
+  g_autoptr(GPtrArray) outs = weir_state_out_edges(s, old->id);
+  for (guint j = 0; j < outs->len; j++)
+    weir_memlet_set_src(s, outs->pdata[j], fresh->id, NULL);
+  weir_state_remove_node(s, old->id);
+}
+
+/* The access node writing `name` in s, or NULL. */
+static WeirNode *writer_of(WeirState *s, const char *name) {
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind != WEIR_NODE_ACCESS || g_strcmp0(n->data, name) != 0)
+      continue;
+    g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+    if (in->len > 0)
+      return n;
+  }
+  return NULL;
+}
+
+/* The container on connector in<k> / out<k> of n: a copy, since lowering
+ * removes the node and its memlets (owned by `keep`). */
+static const char *port_data_in(GPtrArray *keep, WeirState *s, WeirNode *n,
+                                gboolean in, guint k);
+
+static const char *port_data(WeirState *s, WeirNode *n, gboolean in, guint k) {
+  g_autofree char *conn = g_strdup_printf(in ? "in%u" : "out%u", k);
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if ((in ? m->dst : m->src) == n->id &&
+        g_strcmp0(in ? m->dst_conn : m->src_conn, conn) == 0)
+      return m->data;
+  }
+  return NULL;
+}
+
+static const char *port_data_in(GPtrArray *keep, WeirState *s, WeirNode *n,
+                                gboolean in, guint k) {
+  const char *d = port_data(s, n, in, k);
+  if (!d)
+    return NULL;
+  char *copy = g_strdup(d);
+  g_ptr_array_add(keep, copy);
+  return copy;
+}
+
+static gboolean output_used(WeirState *s, const char *name) {
+  WeirNode *w = name ? writer_of(s, name) : NULL;
+  if (!w)
+    return FALSE;
+  g_autoptr(GPtrArray) outs = weir_state_out_edges(s, w->id);
+  return outs->len > 0;
+}
+
+/* A scalar constant container. */
+static const char *constant(Builder *b, const char *base, WeirDType dtype,
+                            double v) {
+  const char *name = transient(b, base, dtype, 0, NULL);
+  WeirContainer *c = weir_graph_container(b->g, name);
+  g_autoptr(GBytes) bytes = NULL;
+  if (dtype == WEIR_DTYPE_F64) {
+    bytes = g_bytes_new(&v, sizeof v);
+  } else {
+    float f = (float)v;
+    bytes = g_bytes_new(&f, sizeof f);
+  }
+  weir_container_set_initial(c, bytes);
+  return name;
+}
+
+/* x normalized over `axes` (mask) with eps: returns the normalized value,
+ * and the batch mean and variance kept (keepdims). */
+static const char *normalize(Builder *b, const char *label, const char *x,
+                             const gboolean *mask, double eps,
+                             const char **mean_out, const char **var_out) {
+  const WeirContainer *cx = weir_graph_container(b->g, x);
+  guint r = cx->shape->len;
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autofree WeirExpr **kshape = g_new0(WeirExpr *, r);
+  g_autoptr(GArray) axes = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint d = 0; d < r; d++) {
+    kshape[d] = mask[d] ? one : g_ptr_array_index(cx->shape, d);
+    if (mask[d]) {
+      gint64 v = d;
+      g_array_append_val(axes, v);
+    }
+  }
+  g_autofree char *mb = g_strdup_printf("%s_mean", label);
+  g_autofree char *vb = g_strdup_printf("%s_var", label);
+  const char *mean = transient(b, mb, cx->dtype, r, kshape);
+  WeirNode *n = lib(b, "ReduceMean", mean, &x, 1, &mean, 1);
+  weir_node_set_attr_ints(n, "axes", (gint64 *)axes->data, axes->len);
+  weir_node_set_attr_int(n, "keepdims", 1);
+  const char *xc = transient_like(b, "centered", x);
+  const char *ins[] = {x, mean};
+  lib(b, "Sub", xc, ins, 2, &xc, 1);
+  const char *sq = transient_like(b, "centered_sq", x);
+  const char *ins2[] = {xc, xc};
+  lib(b, "Mul", sq, ins2, 2, &sq, 1);
+  const char *var = transient(b, vb, cx->dtype, r, kshape);
+  n = lib(b, "ReduceMean", var, &sq, 1, &var, 1);
+  weir_node_set_attr_ints(n, "axes", (gint64 *)axes->data, axes->len);
+  weir_node_set_attr_int(n, "keepdims", 1);
+  const char *e = constant(b, "epsilon", cx->dtype, eps);
+  const char *ve = transient(b, "var_eps", cx->dtype, r, kshape);
+  const char *ins3[] = {var, e};
+  lib(b, "Add", ve, ins3, 2, &ve, 1);
+  const char *sd = transient(b, "std", cx->dtype, r, kshape);
+  lib(b, "Sqrt", sd, &ve, 1, &sd, 1);
+  const char *xn = transient_like(b, "normalized", x);
+  const char *ins4[] = {xc, sd};
+  lib(b, "Div", xn, ins4, 2, &xn, 1);
+  *mean_out = mean;
+  *var_out = var;
+  return xn;
+}
+
+/* y = xn * scale + bias into a new access node replacing old_y's. */
+static void affine(Builder *b, const char *xn, const char *scale,
+                   const char *bias, const char *y, WeirNode *old,
+                   guint channel_rank) {
+  const char *sc = scale, *bi = bias;
+  if (channel_rank > 1) {
+    /* [C] -> [C, 1, ...] to broadcast along the channel axis */
+    for (guint k = 0; k < 2; k++) {
+      const char *src = k == 0 ? scale : bias;
+      if (!src)
+        continue;
+      const WeirContainer *c = weir_graph_container(b->g, src);
+      g_autoptr(WeirExpr) one = weir_expr_const(1);
+      g_autofree WeirExpr **shape = g_new0(WeirExpr *, channel_rank);
+      g_autofree gint64 *axes = g_new0(gint64, channel_rank - 1);
+      shape[0] = g_ptr_array_index(c->shape, 0);
+      for (guint d = 1; d < channel_rank; d++) {
+        shape[d] = one;
+        axes[d - 1] = d;
+      }
+      const char *t = transient(b, "channel", c->dtype, channel_rank, shape);
+      WeirNode *n = lib(b, "Unsqueeze", t, &src, 1, &t, 1);
+      weir_node_set_attr_ints(n, "axes", axes, channel_rank - 1);
+      if (k == 0)
+        sc = t;
+      else
+        bi = t;
+    }
+  }
+  const char *scaled = bi ? transient_like(b, "scaled", xn) : y;
+  const char *ins[] = {xn, sc};
+  lib(b, "Mul", scaled, ins, 2, &scaled, 1);
+  if (bi) {
+    const char *ins2[] = {scaled, bi};
+    lib(b, "Add", y, ins2, 2, &y, 1);
+  }
+  WeirNode *fresh = g_hash_table_lookup(b->access, y);
+  if (old && fresh && old != fresh)
+    replace_access(b->s, old, fresh);
+}
+
+static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
+                           const char *k, GPtrArray *updates, GError **error) {
+  WeirState *s = b->s;
+  const WeirAttr *a;
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+  if (strcmp(n->op, "BatchNormalization") == 0) {
+    const char *x = port_data_in(keep, s, n, TRUE, 0),
+               *scale = port_data_in(keep, s, n, TRUE, 1),
+               *bias = port_data_in(keep, s, n, TRUE, 2),
+               *rm = port_data_in(keep, s, n, TRUE, 3),
+               *rv = port_data_in(keep, s, n, TRUE, 4),
+               *y = port_data_in(keep, s, n, FALSE, 0);
+    if (output_used(s, port_data_in(keep, s, n, FALSE, 1)) ||
+        output_used(s, port_data_in(keep, s, n, FALSE, 2))) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the running statistics outputs are read by other "
+                  "nodes",
+                  what);
+      return FALSE;
+    }
+    a = weir_node_attr(n, "epsilon");
+    double eps = a && a->type == WEIR_ATTR_FLOAT ? a->f : 1e-5;
+    a = weir_node_attr(n, "momentum");
+    double mom = a && a->type == WEIR_ATTR_FLOAT ? a->f : 0.9;
+    g_autofree char *label = g_strcanon(g_strdup(n->label),
+                                        "abcdefghijklmnopqrstuvwxyz"
+                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_",
+                                        '_');
+    const WeirContainer *cx = weir_graph_container(b->g, x);
+    guint r = cx->shape->len;
+    g_autofree gboolean *mask = g_new0(gboolean, r);
+    g_autoptr(WeirExpr) count = weir_expr_const(1);
+    for (guint d = 0; d < r; d++)
+      if (d != 1) {
+        mask[d] = TRUE;
+        WeirExpr *c2 = weir_expr_mul(count, g_ptr_array_index(cx->shape, d));
+        weir_expr_unref(count);
+        count = c2;
+      }
+    /* drop the node and the access nodes of its unused outputs */
+    for (guint j = 1; j < 3; j++) {
+      WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, j));
+      if (w)
+        weir_state_remove_node(s, w->id);
+    }
+    WeirNode *old_y = writer_of(s, y);
+    weir_state_remove_node(s, n->id);
+    const char *mean, *var;
+    const char *xn = normalize(b, label, x, mask, eps, &mean, &var);
+    affine(b, xn, scale, bias, y, old_y, r - 1);
+    /* batch statistics as [C] for the running averages */
+    const char *stats[] = {mean, var};
+    const char *targets[] = {rm, rv};
+    for (guint j = 0; j < 2; j++) {
+      const WeirContainer *tc = weir_graph_container(b->g, targets[j]);
+      const char *flat =
+          transient_like(b, j ? "batch_var" : "batch_mean", targets[j]);
+      const char *src = stats[j];
+      if (j == 1) {
+        g_autofree char *cnt = expr_code(count);
+        g_autofree char *code =
+            g_strdup_printf("y = a * %s / (%s - 1)", cnt, cnt);
+        src = pointwise(b, "unbiased_var", var, NULL, code, &var, 1);
+      }
+      WeirNode *rs = lib(b, "Reshape", flat, &src, 1, &flat, 1);
+      gint64 c = -1;
+      weir_node_set_attr_ints(rs, "shape", &c, 1);
+      (void)tc;
+      RunningUpdate *u = g_new0(RunningUpdate, 1);
+      u->target = g_strdup(targets[j]);
+      u->value = g_strdup(flat);
+      u->keep = mom;
+      g_ptr_array_add(updates, u);
+    }
+    return TRUE;
+  }
+  if (strcmp(n->op, "LayerNormalization") == 0) {
+    const char *x = port_data_in(keep, s, n, TRUE, 0),
+               *scale = port_data_in(keep, s, n, TRUE, 1),
+               *bias = port_data_in(keep, s, n, TRUE, 2),
+               *y = port_data_in(keep, s, n, FALSE, 0);
+    if (output_used(s, port_data_in(keep, s, n, FALSE, 1)) ||
+        output_used(s, port_data_in(keep, s, n, FALSE, 2))) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the Mean / InvStdDev outputs are read by other nodes",
+                  what);
+      return FALSE;
+    }
+    a = weir_node_attr(n, "epsilon");
+    double eps = a && a->type == WEIR_ATTR_FLOAT ? a->f : 1e-5;
+    a = weir_node_attr(n, "axis");
+    gint64 axis = a && a->type == WEIR_ATTR_INT ? a->i : -1;
+    guint r = weir_graph_container(b->g, x)->shape->len;
+    if (axis < 0)
+      axis += r;
+    g_autofree gboolean *mask = g_new0(gboolean, r);
+    for (guint d = axis; d < r; d++)
+      mask[d] = TRUE;
+    g_autofree char *label = g_strcanon(g_strdup(n->label),
+                                        "abcdefghijklmnopqrstuvwxyz"
+                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_",
+                                        '_');
+    for (guint j = 1; j < 3; j++) {
+      WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, j));
+      if (w)
+        weir_state_remove_node(s, w->id);
+    }
+    WeirNode *old_y = writer_of(s, y);
+    weir_state_remove_node(s, n->id);
+    const char *mean, *var;
+    const char *xn = normalize(b, label, x, mask, eps, &mean, &var);
+    affine(b, xn, scale, bias, y, old_y, 1);
+    return TRUE;
+  }
+  if (strcmp(n->op, "Dropout") == 0) {
+    const char *x = port_data_in(keep, s, n, TRUE, 0),
+               *y = port_data_in(keep, s, n, FALSE, 0);
+    if (output_used(s, port_data_in(keep, s, n, FALSE, 1))) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the mask output is read by other nodes", what);
+      return FALSE;
+    }
+    a = weir_node_attr(n, "ratio");
+    double ratio = a && a->type == WEIR_ATTR_FLOAT ? a->f : 0.5;
+    a = weir_node_attr(n, "seed");
+    gint64 seed = (gint64)o->dropout_seed +
+                  (a && a->type == WEIR_ATTR_INT ? a->i : 0) + n->id;
+    seed = ((seed % 1000003) + 1000003) % 1000003;
+    WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, 1));
+    if (w)
+      weir_state_remove_node(s, w->id);
+    WeirNode *old = writer_of(s, y);
+    weir_state_remove_node(s, n->id);
+    const WeirContainer *cx = weir_graph_container(b->g, x);
+    guint r = cx->shape->len;
+    /* linear element index from the Pointwise map parameters p0, p1, ... */
+    GString *lin = g_string_new("0");
+    for (guint d = 0; d < r; d++) {
+      g_string_append_printf(lin, " + p%u", d);
+      for (guint e = d + 1; e < r; e++) {
+        g_autofree char *dt = expr_code(g_ptr_array_index(cx->shape, e));
+        g_string_append_printf(lin, " * %s", dt);
+      }
+    }
+    g_autofree char *lin_s = g_string_free(lin, FALSE);
+    gint64 threshold = (gint64)(ratio * 2147483647.0);
+    g_autofree char *code = g_strdup_printf(
+        "h = (%s + 1 + %" G_GINT64_FORMAT " * 7919 + %s * 104729) %% "
+        "2147483647\n"
+        "h = (h * 48271) %% 2147483647\n"
+        "h = (h * 48271) %% 2147483647\n"
+        "h = (h * 48271) %% 2147483647\n"
+        "y = h >= %" G_GINT64_FORMAT " ? %.17g : 0",
+        lin_s, seed, k, threshold, ratio < 1 ? 1 / (1 - ratio) : 0.0);
+    const char *mask = pointwise(b, "dropout_mask", x, NULL, code, &x, 1);
+    const char *ins[] = {x, mask};
+    lib(b, "Mul", y, ins, 2, &y, 1);
+    WeirNode *fresh = g_hash_table_lookup(b->access, y);
+    if (old && fresh && old != fresh)
+      replace_access(s, old, fresh);
+    return TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean lower_training(Builder *b, const WeirTrainOptions *o,
+                               const char *k, GPtrArray *updates,
+                               GError **error) {
+  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < b->s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(b->s->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY &&
+        (strcmp(n->op, "BatchNormalization") == 0 ||
+         strcmp(n->op, "LayerNormalization") == 0 ||
+         strcmp(n->op, "Dropout") == 0))
+      g_array_append_val(ids, n->id);
+  }
+  for (guint i = 0; i < ids->len; i++) {
+    WeirNode *n = weir_state_node(b->s, g_array_index(ids, guint, i));
+    builder_enter(b, b->s);
+    if (!lower_node(b, o, n, k, updates, error))
+      return FALSE;
+  }
+  builder_enter(b, b->s);
+  return TRUE;
 }
 
 static char *fresh_symbol(WeirGraph *g, const char *base) {
@@ -615,6 +991,14 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   }
   WeirContainer *oc = weir_graph_container(g, out_name);
   oc->transient = TRUE;
+  g_autoptr(GPtrArray) updates =
+      g_ptr_array_new_with_free_func(running_update_free);
+  if (!lower_training(&b, options, k, updates, error))
+    return NULL;
+  for (guint i = 0; i < updates->len; i++) {
+    RunningUpdate *u = g_ptr_array_index(updates, i);
+    make_argument(weir_graph_container(g, u->target));
+  }
 
   /* Target. */
   {
@@ -666,7 +1050,13 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   g_ptr_array_add(parts, (gpointer)loss);
   for (guint i = 0; params[i]; i++) {
     const char *gr = g_hash_table_lookup(grads, params[i]);
-    g_assert(gr);
+    if (!gr) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s': parameter '%s' gets no gradient in the "
+                  "training program",
+                  forward->name, params[i]);
+      return NULL;
+    }
     const WeirContainer *gc = weir_graph_container(g, gr);
     g_autofree char *base = g_strdup_printf("%s_gsum", params[i]);
     const char *sum = transient(&b, base, gc->dtype, 0, NULL);
@@ -743,6 +1133,13 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   for (guint i = 0; params[i]; i++)
     build_update(&b, options, params[i], g_hash_table_lookup(grads, params[i]),
                  check, state_names);
+  for (guint i = 0; i < updates->len; i++) {
+    RunningUpdate *u = g_ptr_array_index(updates, i);
+    g_autofree char *code = g_strdup_printf(
+        "y = isfinite(c) ? %.17g * a + %.17g * b : a", u->keep, 1 - u->keep);
+    const char *ins[] = {u->target, u->value, check};
+    pointwise(&b, NULL, u->target, u->target, code, ins, 3);
+  }
 
   /* losses[k], step, skipped. */
   builder_enter(&b, count);

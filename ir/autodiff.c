@@ -82,6 +82,9 @@ gboolean weir_grad_input_differentiable(const char *op, guint k) {
       {"SumTo", 1},
       {"Squeeze", 1},
       {"Unsqueeze", 1},
+      /* Pointwise nodes of a training program compute masks and losses,
+       * never values that are differentiated (no symbolic rule yet). */
+      {"Pointwise", 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cut); i++)
     if (g_strcmp0(op, cut[i].op) == 0)

@@ -164,6 +164,16 @@ static gboolean grad_div(WeirGradContext *ctx, GError **error) {
   return TRUE;
 }
 
+/* Pow: d(a^b)/da = b a^(b-1), d(a^b)/db = ln(a) a^b */
+static gboolean grad_pow(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  if (!dout0(ctx))
+    return TRUE;
+  binary_part(ctx, 0, "y = a * c * pow(b, c - 1)");
+  binary_part(ctx, 1, "y = a * log(b) * pow(b, c)");
+  return TRUE;
+}
+
 /* Sum: every input gets dY (reduced to its shape). */
 static gboolean grad_sum(WeirGradContext *ctx, GError **error) {
   (void)error;
@@ -777,6 +787,7 @@ void weir_grad_register_builtin(void) {
       {"Sub", grad_sub},
       {"Mul", grad_mul},
       {"Div", grad_div},
+      {"Pow", grad_pow},
       {"Sum", grad_sum},
       {"Gemm", grad_gemm},
       {"MatMul", grad_matmul},

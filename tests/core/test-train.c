@@ -588,6 +588,289 @@ static void test_skip_nan_adam(void **state) {
   k_steps(WEIR_OPTIMIZER_ADAM, TRUE);
 }
 
+/* ------------------------------------ training-mode operators (lowered)
+ *
+ * A one-node f64 model whose inputs 1.. are parameters (constant data);
+ * the training program with MSE loss, SGD and lr = 1 gives the gradient as
+ * (before - after); the same program with lr = 0 gives the loss at
+ * perturbed parameters for central differences. */
+
+typedef struct {
+  const char *op;
+  const char *shapes[5]; /* input 0 is the data, others parameters */
+  const char *output;
+  void (*attrs)(WeirNode *n);
+  guint n_params;      /* inputs 1..n_params are trained */
+  guint extra_outputs; /* BatchNormalization running mean / var outputs */
+} TrainCase;
+
+static WeirGraph *train_model(const TrainCase *tc) {
+  WeirGraph *g = weir_graph_new("model");
+  WeirState *s = weir_graph_add_state(g, "main");
+  static const char *const names[] = {"input", "p1", "p2", "p3", "p4"};
+  static const char *const conns[] = {"in0", "in1", "in2", "in3", "in4"};
+  const char *ins[6] = {0};
+  guint n = 0;
+  while (n < 5 && tc->shapes[n]) {
+    ins[n] = conns[n];
+    WeirContainer *c = weir_graph_add_array(g, names[n], WEIR_DTYPE_F64,
+                                            tc->shapes[n], n > 0, NULL);
+    g_assert(c);
+    if (n > 0) {
+      g_autoptr(WeirTensor) t = tensor_of(g, names[n], NULL);
+      weir_tensor_fill_random(t, 100 + n);
+      for (gint64 i = 0; i < t->count && n >= 3; i++) /* running var > 0 */
+        weir_tensor_set(t, i, 1.5 + 0.5 * weir_tensor_get(t, i));
+      g_autoptr(GBytes) bytes = g_bytes_new(t->data, weir_tensor_nbytes(t));
+      weir_container_set_initial(c, bytes);
+    }
+    n++;
+  }
+  g_assert(weir_graph_add_array(g, "output", WEIR_DTYPE_F64, tc->output, FALSE,
+                                NULL));
+  const char *outs[] = {"out0", "out1", "out2", NULL};
+  outs[1 + tc->extra_outputs] = NULL;
+  WeirNode *lib = weir_state_add_library(g, s, tc->op, tc->op, ins, outs);
+  if (tc->attrs)
+    tc->attrs(lib);
+  for (guint k = 0; k < n; k++) {
+    WeirNode *a = weir_state_add_access(g, s, names[k]);
+    g_autoptr(WeirSubset) sub =
+        weir_container_full_subset(weir_graph_container(g, names[k]));
+    g_autofree char *text = weir_subset_to_string(sub);
+    g_assert(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conns[k],
+                                   names[k], text, NULL));
+  }
+  for (guint k = 0; k <= tc->extra_outputs; k++) {
+    const char *name = k == 0 ? "output" : k == 1 ? "out_mean" : "out_var";
+    if (k > 0)
+      g_assert(weir_graph_add_array(g, name, WEIR_DTYPE_F64, tc->shapes[3],
+                                    TRUE, NULL));
+    WeirNode *y = weir_state_add_access(g, s, name);
+    g_autoptr(WeirSubset) sub =
+        weir_container_full_subset(weir_graph_container(g, name));
+    g_autofree char *text = weir_subset_to_string(sub);
+    g_assert(weir_state_add_memlet(g, s, lib->id, outs[k], y->id, NULL, name,
+                                   text, NULL));
+  }
+  g_autoptr(GError) err = NULL;
+  if (!weir_op_check_attrs(lib, &err) || !weir_graph_validate(g, &err))
+    fail_msg("%s: %s", tc->op, err->message);
+  return g;
+}
+
+static WeirGraph *train_program(const WeirGraph *fwd, double lr) {
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.loss = WEIR_LOSS_MSE;
+  o.lr = lr;
+  o.steps = 1;
+  g_autoptr(GError) err = NULL;
+  WeirGraph *t = weir_train_graph(fwd, &o, &err);
+  if (!t)
+    fail_msg("%s", err->message);
+  if (!weir_graph_validate(t, &err) || !weir_expand_all(t, NULL, NULL, &err))
+    fail_msg("%s", err->message);
+  return t;
+}
+
+/* Arguments of t: parameters from fwd's data, input and target random. */
+static GHashTable *case_args(const WeirGraph *t, const WeirGraph *fwd) {
+  GHashTable *args = new_args();
+  for (guint i = 0; i < t->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(t->containers, i);
+    if (c->transient)
+      continue;
+    const WeirContainer *f = weir_graph_container(fwd, c->name);
+    WeirTensor *v = tensor_of(f && f->initial ? fwd : t, c->name, NULL);
+    if (!strcmp(c->name, "input") || !strcmp(c->name, "target"))
+      weir_tensor_fill_random(v, strlen(c->name));
+    g_hash_table_insert(args, g_strdup(c->name), v);
+  }
+  return args;
+}
+
+static void interpret(WeirGraph *expanded, GHashTable *args) {
+  g_autoptr(GError) err = NULL;
+  if (!weir_interpret(expanded, NULL, args, NULL, &err))
+    fail_msg("interpret: %s", err->message);
+}
+
+static void check_train_case(const TrainCase *tc) {
+  g_autoptr(WeirGraph) fwd = train_model(tc);
+  g_autoptr(WeirGraph) t1 = train_program(fwd, 1.0);
+  g_autoptr(WeirGraph) t0 = train_program(fwd, 0.0);
+  g_autoptr(GHashTable) stepped = case_args(t1, fwd);
+  g_autoptr(GHashTable) base = case_args(t0, fwd);
+  interpret(t1, stepped);
+  static const char *const names[] = {"input", "p1", "p2", "p3", "p4"};
+  for (guint k = 1; k <= tc->n_params; k++) {
+    const WeirTensor *after = arg(stepped, names[k]);
+    WeirTensor *p = arg(base, names[k]);
+    for (gint64 i = 0; i < p->count; i++) {
+      const double h = 1e-6, p0 = weir_tensor_get(p, i);
+      double l[2];
+      for (int sgn = 0; sgn < 2; sgn++) {
+        g_autoptr(GHashTable) a = case_args(t0, fwd);
+        weir_tensor_set(arg(a, names[k]), i, p0 + (sgn ? -h : h));
+        interpret(t0, a);
+        l[sgn] = weir_tensor_get(arg(a, "losses"), 0);
+      }
+      double num = (l[0] - l[1]) / (2 * h);
+      double got = p0 - weir_tensor_get(after, i);
+      if (fabs(num - got) > 1e-6 + 1e-5 * fabs(num))
+        fail_msg("%s: d/d%s[%" G_GINT64_FORMAT "]: training step %.10g, "
+                 "finite differences %.10g",
+                 tc->op, names[k], i, got, num);
+    }
+  }
+}
+
+static void bn_attrs(WeirNode *n) {
+  weir_node_set_attr_float(n, "momentum", 0.8);
+  weir_node_set_attr_float(n, "epsilon", 1e-3);
+}
+static void ln_attrs(WeirNode *n) {
+  weir_node_set_attr_int(n, "axis", -2);
+}
+
+static const TrainCase train_cases[] = {
+    {"BatchNormalization",
+     {"3, 2, 2, 2", "2", "2", "2", "2"},
+     "3, 2, 2, 2",
+     bn_attrs,
+     2,
+     0},
+    {"BatchNormalization", {"4, 3", "3", "3", "3", "3"}, "4, 3", NULL, 2, 0},
+    {"LayerNormalization",
+     {"2, 3, 4", "3, 4", "3, 4"},
+     "2, 3, 4",
+     ln_attrs,
+     2,
+     0},
+    {"Gemm", {"3, 4", "5, 4", "5"}, "3, 5", gemm_tb, 2, 0},
+};
+
+static void test_training_mode_gradients(void **state) {
+  (void)state;
+  for (guint i = 0; i < G_N_ELEMENTS(train_cases); i++)
+    check_train_case(&train_cases[i]);
+}
+
+/* Running statistics: momentum * running + (1 - momentum) * batch, the
+ * variance unbiased; output normalized with the batch statistics. */
+static void test_batchnorm_running_stats(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = train_model(&train_cases[0]);
+  g_autoptr(WeirGraph) t = train_program(fwd, 0.0);
+  g_autoptr(GHashTable) args = case_args(t, fwd);
+  g_autoptr(WeirTensor) rm0 = weir_tensor_copy(arg(args, "p3"));
+  g_autoptr(WeirTensor) rv0 = weir_tensor_copy(arg(args, "p4"));
+  const WeirTensor *x = arg(args, "input");
+  interpret(t, args);
+  for (int c = 0; c < 2; c++) {
+    double sum = 0, sq = 0;
+    int n = 0;
+    for (int b = 0; b < 3; b++)
+      for (int i = 0; i < 4; i++) {
+        double v = weir_tensor_get(x, (b * 2 + c) * 4 + i);
+        sum += v;
+        sq += v * v;
+        n++;
+      }
+    double mean = sum / n, var = sq / n - mean * mean;
+    double want_m = 0.8 * weir_tensor_get(rm0, c) + 0.2 * mean;
+    double want_v = 0.8 * weir_tensor_get(rv0, c) + 0.2 * var * n / (n - 1);
+    assert_true(fabs(weir_tensor_get(arg(args, "p3"), c) - want_m) < 1e-9);
+    assert_true(fabs(weir_tensor_get(arg(args, "p4"), c) - want_v) < 1e-9);
+  }
+}
+
+/* Dropout: a seeded mask, about `ratio` of the elements dropped, the rest
+ * scaled by 1 / (1 - ratio); different at each step, the same for the
+ * same step. */
+static void test_dropout_mask(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("drop");
+  WeirState *s = weir_graph_add_state(g, "main");
+  g_assert(
+      weir_graph_add_array(g, "input", WEIR_DTYPE_F64, "64, 32", FALSE, NULL));
+  WeirContainer *w =
+      weir_graph_add_array(g, "w", WEIR_DTYPE_F64, "32", TRUE, NULL);
+  g_autoptr(GBytes) ones = NULL;
+  {
+    double v[32];
+    for (int i = 0; i < 32; i++)
+      v[i] = 1;
+    ones = g_bytes_new(v, sizeof v);
+  }
+  weir_container_set_initial(w, ones);
+  g_assert(
+      weir_graph_add_array(g, "scaled", WEIR_DTYPE_F64, "64, 32", TRUE, NULL));
+  g_assert(
+      weir_graph_add_array(g, "output", WEIR_DTYPE_F64, "64, 32", FALSE, NULL));
+  const char *i2[] = {"in0", "in1", NULL}, *i1[] = {"in0", NULL},
+             *o1[] = {"out0", NULL};
+  WeirNode *mul = weir_state_add_library(g, s, "mul", "Mul", i2, o1);
+  WeirNode *drop = weir_state_add_library(g, s, "drop", "Dropout", i1, o1);
+  weir_node_set_attr_float(drop, "ratio", 0.25);
+  WeirNode *ax = weir_state_add_access(g, s, "input");
+  WeirNode *aw = weir_state_add_access(g, s, "w");
+  WeirNode *as = weir_state_add_access(g, s, "scaled");
+  WeirNode *ao = weir_state_add_access(g, s, "output");
+  g_assert(weir_state_add_memlet(g, s, ax->id, NULL, mul->id, "in0", "input",
+                                 "0:64, 0:32", NULL));
+  g_assert(weir_state_add_memlet(g, s, aw->id, NULL, mul->id, "in1", "w",
+                                 "0:32", NULL));
+  g_assert(weir_state_add_memlet(g, s, mul->id, "out0", as->id, NULL, "scaled",
+                                 "0:64, 0:32", NULL));
+  g_assert(weir_state_add_memlet(g, s, as->id, NULL, drop->id, "in0", "scaled",
+                                 "0:64, 0:32", NULL));
+  g_assert(weir_state_add_memlet(g, s, drop->id, "out0", ao->id, NULL, "output",
+                                 "0:64, 0:32", NULL));
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_op_check_attrs(mul, &err) &&
+              weir_op_check_attrs(drop, &err));
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.loss = WEIR_LOSS_MSE;
+  o.lr = 1.0;
+  g_autoptr(WeirGraph) t = weir_train_graph(g, &o, &err);
+  if (!t)
+    fail_msg("%s", err->message);
+  assert_true(weir_graph_validate(t, &err));
+  assert_true(weir_expand_all(t, NULL, NULL, &err));
+  /* output = input * w * mask with input = 1, target = 0: the loss is the
+   * mean of mask^2 and the mask is recovered from it; w's gradient is
+   * 2 * mean over the batch of mask^2 / 32 ... (checked via counts). */
+  g_autoptr(GHashTable) sym = weir_bindings_new();
+  weir_bindings_set(sym, "K", 2);
+  g_autoptr(GHashTable) args = new_args();
+  for (guint i = 0; i < t->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(t->containers, i);
+    if (c->transient)
+      continue;
+    WeirTensor *v =
+        tensor_of(c->initial || !strcmp(c->name, "w") ? g : t, c->name, sym);
+    if (!strcmp(c->name, "input"))
+      for (gint64 j = 0; j < v->count; j++)
+        weir_tensor_set(v, j, 1.0);
+    g_hash_table_insert(args, g_strdup(c->name), v);
+  }
+  /* lr = 0 so both steps see w = 1 */
+  o.lr = 0;
+  g_autoptr(WeirGraph) t0 = weir_train_graph(g, &o, &err);
+  assert_true(weir_expand_all(t0, NULL, NULL, &err));
+  assert_true(weir_interpret(t0, sym, args, NULL, &err));
+  const WeirTensor *losses = arg(args, "losses");
+  /* mean of mask^2 = kept fraction / (1 - ratio)^2 */
+  for (int k = 0; k < 2; k++) {
+    double kept = weir_tensor_get(losses, k) * 0.75 * 0.75;
+    assert_true(kept > 0.65 && kept < 0.85);
+  }
+  assert_true(weir_tensor_get(losses, 0) != weir_tensor_get(losses, 1));
+}
+
 static void test_no_rule_error(void **state) {
   (void)state;
   GradCase gc = {"Floor", {"2, 3"}, "2, 3", NULL, FALSE};
@@ -617,6 +900,9 @@ int main(void) {
       cmocka_unit_test(test_skip_nan_momentum),
       cmocka_unit_test(test_skip_nan_adam),
       cmocka_unit_test(test_no_rule_error),
+      cmocka_unit_test(test_training_mode_gradients),
+      cmocka_unit_test(test_batchnorm_running_stats),
+      cmocka_unit_test(test_dropout_mask),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
