@@ -40,6 +40,9 @@
 typedef struct {
   const char *model;
   gboolean supported; /* FALSE: the AD side does not cover it yet */
+  /* why a model whose program weir_train_graph builds is still marked
+   * unsupported (NULL: it is expected not to build) */
+  const char *known_problem;
 } Case;
 
 static char *train_file(const char *model, const char *file) {
@@ -238,6 +241,13 @@ static void check_model(void **state) {
 
   double loss = 0;
   g_autofree char *why = NULL;
+  if (!c->supported && c->known_problem) {
+    /* building would succeed; running it is what fails */
+    print_message("%s: not covered by the training side yet: %s\n", c->model,
+                  c->known_problem);
+    fixture_clear(&f);
+    skip();
+  }
   g_autoptr(GHashTable) sgd = run_step(&f, WEIR_OPTIMIZER_SGD, &loss, &why);
   if (!c->supported) {
     fixture_clear(&f);
@@ -314,8 +324,14 @@ static void check_model(void **state) {
 
 /* Which sample models the training side covers (see the header). */
 static const Case cases[] = {
-    {"digits_mlp", TRUE}, {"digits_cnn", TRUE}, {"mlp", TRUE},
-    {"lenet", TRUE},      {"resnet", FALSE},    {"transformer", FALSE},
+    {"digits_mlp", TRUE, NULL},
+    {"digits_cnn", TRUE, NULL},
+    {"mlp", TRUE, NULL},
+    {"lenet", TRUE, NULL},
+    {"resnet", TRUE, NULL},
+    {"transformer", FALSE,
+     "its training program builds, but expanding it for code generation "
+     "fails a check in weir_expand_broadcast_subset (in_rank <= out_rank)"},
 };
 
 int main(void) {
