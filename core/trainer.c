@@ -52,7 +52,8 @@ struct _WeirTrainer {
   char *output_name; /* container of the forward output */
   char *target_name;
   WeirKernel *train_kernel, *eval_kernel;
-  GHashTable *state; /* name -> WeirTensor* (owned) */
+  GHashTable *state;        /* name -> WeirTensor* (owned) */
+  GHashTable *initializers; /* ONNX names of the model's initializers */
   Buffers full, last;
   WeirTensor *eval_input, *eval_output;
   GHashTable *eval_args;
@@ -76,6 +77,7 @@ void weir_trainer_free(WeirTrainer *t) {
   g_clear_pointer(&t->eval_input, weir_tensor_free);
   g_clear_pointer(&t->eval_output, weir_tensor_free);
   g_clear_pointer(&t->state, g_hash_table_unref);
+  g_clear_pointer(&t->initializers, g_hash_table_unref);
   g_clear_pointer(&t->train_kernel, weir_kernel_free);
   g_clear_pointer(&t->eval_kernel, weir_kernel_free);
   g_clear_pointer(&t->forward, weir_graph_free);
@@ -99,6 +101,10 @@ static gboolean import_forward(WeirTrainer *t, GError **error) {
   if (!model)
     return FALSE;
   const WeirOnnxGraph *g = weir_onnx_model_graph(model);
+  t->initializers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < g->n_initializers; i++)
+    g_hash_table_add(t->initializers, g_strdup(g->initializers[i].name));
   const WeirOnnxValueInfo *input = NULL;
   for (guint i = 0; i < g->n_inputs; i++) {
     if (!weir_onnx_graph_is_real_input(g, g->inputs[i].name))
@@ -607,8 +613,11 @@ gboolean weir_trainer_save_onnx(WeirTrainer *t, const char *path,
   for (guint i = 0; i < t->forward->containers->len; i++) {
     const WeirContainer *c = t->forward->containers->pdata[i];
     WeirTensor *v = g_hash_table_lookup(t->state, c->name);
-    if (c->initial && v)
-      g_hash_table_insert(values, (gpointer)onnx_name(t->forward, c->name), v);
+    const char *name = onnx_name(t->forward, c->name);
+    /* outputs of Constant nodes have initial data too, but no initializer
+     * to write them to: they are left as the file has them */
+    if (c->initial && v && g_hash_table_contains(t->initializers, name))
+      g_hash_table_insert(values, (gpointer)name, v);
   }
   return weir_onnx_save_with_initializers(t->model_path, values, path, error);
 }

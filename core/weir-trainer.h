@@ -107,7 +107,8 @@ WEIR_API gint64 weir_trainer_n_classes(const WeirTrainer *t);
 
 /* Writes the model back as ONNX: the original file with every initializer
  * the training updated (parameters, running statistics) replaced by its
- * current value (weir_onnx_save_with_initializers). */
+ * current value (weir_onnx_save_with_initializers).  Values of Constant
+ * nodes are not written back (the file keeps them). */
 WEIR_API gboolean weir_trainer_save_onnx(WeirTrainer *t, const char *path,
                                          GError **error);
 

@@ -43,6 +43,8 @@ typedef struct {
   /* why a model whose program weir_train_graph builds is still marked
    * unsupported (NULL: it is expected not to build) */
   const char *known_problem;
+  /* why the Adam program of a supported model is not run (NULL: it is) */
+  const char *adam_problem;
 } Case;
 
 static char *train_file(const char *model, const char *file) {
@@ -267,10 +269,14 @@ static void check_model(void **state) {
     fail_msg("%s: loss %.8g, PyTorch %.8g", c->model, loss, want);
 
   double adam_loss = 0;
-  g_autoptr(GHashTable) adam =
-      run_step(&f, WEIR_OPTIMIZER_ADAM, &adam_loss, &why);
-  assert_non_null(adam);
-  assert_true(fabs(adam_loss - loss) <= 1e-6 * fabs(loss) + 1e-7);
+  g_autoptr(GHashTable) adam = NULL;
+  if (c->adam_problem) {
+    print_message("%s: Adam step not checked: %s\n", c->model, c->adam_problem);
+  } else {
+    adam = run_step(&f, WEIR_OPTIMIZER_ADAM, &adam_loss, &why);
+    assert_non_null(adam);
+    assert_true(fabs(adam_loss - loss) <= 1e-6 * fabs(loss) + 1e-7);
+  }
 
   gint64 masked = 0, n_params = 0;
   for (size_t i = 0; i < json_object_array_length(inits); i++) {
@@ -316,22 +322,26 @@ static void check_model(void **state) {
                       grad_ref, 1e-6);
   }
   print_message("%s: loss %.6f (PyTorch %.6f), %" G_GINT64_FORMAT
-                " parameters agree after SGD and Adam (%" G_GINT64_FORMAT
+                " parameters agree after SGD%s (%" G_GINT64_FORMAT
                 " Adam elements with 0 < |g| < 1e-6 not compared)\n",
-                c->model, loss, want, n_params, masked);
+                c->model, loss, want, n_params, adam ? " and Adam" : "",
+                masked);
   fixture_clear(&f);
 }
 
 /* Which sample models the training side covers (see the header). */
 static const Case cases[] = {
-    {"digits_mlp", TRUE, NULL},
-    {"digits_cnn", TRUE, NULL},
-    {"mlp", TRUE, NULL},
-    {"lenet", TRUE, NULL},
-    {"resnet", TRUE, NULL},
+    {"digits_mlp", TRUE, NULL, NULL},
+    {"digits_cnn", TRUE, NULL, NULL},
+    {"mlp", TRUE, NULL, NULL},
+    {"lenet", TRUE, NULL, NULL},
+    {"resnet", TRUE, NULL, NULL},
     {"transformer", FALSE,
-     "its training program builds, but expanding it for code generation "
-     "fails a check in weir_expand_broadcast_subset (in_rank <= out_rank)"},
+     "after one SGD step 56 of the 96 elements of self_attn.in_proj_bias "
+     "differ from PyTorch (worst: -0.20866 against -0.21225, a gradient "
+     "off by 0.036), and expanding its Adam program for code generation "
+     "fails a check in weir_expand_broadcast_subset (in_rank <= out_rank)",
+     NULL},
 };
 
 int main(void) {
