@@ -94,8 +94,10 @@ void weir_trainer_free(WeirTrainer *t) {
 /* ---- import -------------------------------------------------------- */
 
 /* Imports the model with its one real input's first dimension bound to
- * the batch size; fills sample_shape, input_name and output_name. */
-static gboolean import_forward(WeirTrainer *t, GError **error) {
+ * the batch size; fills sample_shape, input_name and output_name (the
+ * container of the ONNX output `output`, or of the only output when NULL). */
+static gboolean import_forward(WeirTrainer *t, const char *output,
+                               GError **error) {
   const char *path = t->model_path;
   g_autoptr(WeirOnnxModel) model = weir_onnx_model_load(path, error);
   if (!model)
@@ -177,7 +179,7 @@ static gboolean import_forward(WeirTrainer *t, GError **error) {
   if (!t->forward)
     return FALSE;
   t->input_name = g_strdup(g_hash_table_lookup(names, input->name));
-  const char *out_onnx = t->opts.train.output;
+  const char *out_onnx = output;
   if (!out_onnx) {
     if (g->n_outputs != 1) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -326,16 +328,15 @@ static gboolean init_eval(WeirTrainer *t, GError **error) {
 
 /* ---- construction ----------------------------------------------------- */
 
-static gboolean apply_recipe(WeirTrainer *t, GError **error) {
-  g_autoptr(WeirRecipe) recipe = weir_recipe_load(t->opts.recipe_path, error);
+static gboolean apply_recipe(WeirTrainer *t, const char *path, GError **error) {
+  g_autoptr(WeirRecipe) recipe = weir_recipe_load(path, error);
   if (!recipe)
     return FALSE;
   weir_transforms_init();
   g_autoptr(GHashTable) bindings = weir_bindings_new();
   weir_bindings_set(bindings, "K", t->opts.steps_per_call);
   if (!weir_recipe_apply(t->program, recipe, bindings, NULL, error)) {
-    g_prefix_error(error, "%s: training program of %s: ", t->opts.recipe_path,
-                   t->model_path);
+    g_prefix_error(error, "%s: training program of %s: ", path, t->model_path);
     return FALSE;
   }
   return TRUE;
@@ -348,7 +349,8 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
   g_autoptr(WeirTrainer) t = g_new0(WeirTrainer, 1);
   t->model_path = g_strdup(model_path);
   t->opts = *options;
-  t->opts.recipe_path = NULL; /* borrowed: only used here */
+  /* borrowed strings are used during construction only */
+  t->opts.recipe_path = NULL;
   t->opts.train.output = NULL;
   t->opts.train.target = NULL;
   t->n_features = n_features;
@@ -367,10 +369,8 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
                 model_path);
     return NULL;
   }
-  t->opts.train.output = options->train.output;
-  if (!import_forward(t, error))
+  if (!import_forward(t, options->train.output, error))
     return NULL;
-  t->opts.train.output = NULL;
 
   WeirTrainOptions to = options->train;
   to.output = t->output_name;
@@ -384,13 +384,8 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
   t->eval = weir_train_eval_graph(t->forward, error);
   if (!t->eval)
     return NULL;
-  if (options->recipe_path) {
-    t->opts.recipe_path = options->recipe_path;
-    gboolean ok = apply_recipe(t, error);
-    t->opts.recipe_path = NULL;
-    if (!ok)
-      return NULL;
-  }
+  if (options->recipe_path && !apply_recipe(t, options->recipe_path, error))
+    return NULL;
 
   const WeirGraph *graphs[2] = {t->program, t->eval};
   WeirKernel *kernels[2] = {NULL, NULL};

@@ -2486,6 +2486,7 @@ typedef struct {
   gboolean tty;
   gboolean quiet;
   double last_val_accuracy;
+  gint64 last_draw; /* monotonic µs of the last progress line */
 } TrainPrinter;
 
 static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
@@ -2511,6 +2512,11 @@ static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
   }
   if (!pr->tty || pr->quiet)
     return;
+  /* redraw at most ten times a second, and at the end of the epoch */
+  gint64 now = g_get_monotonic_time();
+  if (now - pr->last_draw < 100000 && p->step < p->steps_per_epoch)
+    return;
+  pr->last_draw = now;
   int width = 24;
   int done = (int)(width * p->step / MAX(p->steps_per_epoch, 1));
   char bar[32];

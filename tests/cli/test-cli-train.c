@@ -106,6 +106,25 @@ static void test_train_digits(void **state) {
   run_clear(&r);
 }
 
+/* a recipe applied to the training program before it is compiled */
+static void test_train_with_recipe(void **state) {
+  (void)state;
+  g_autofree char *out = g_build_filename(tmp_dir, "recipe.onnx", NULL);
+  Run r = run_train(MLP, "--data", DIGITS, "--scale", "1/16", "--epochs", "1",
+                    "--optimizer", "adam", "--recipe",
+                    "samples/recipes/expand-convs-first.json", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("status %d:\n%s%s", r.status, r.out, r.err);
+  assert_contains(r.out, "trained 44 steps");
+  run_clear(&r);
+
+  r = run_train(MLP, "--data", DIGITS, "--recipe", "no-such-recipe.json", "-o",
+                out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "no-such-recipe.json");
+  run_clear(&r);
+}
+
 static void test_usage_and_errors(void **state) {
   (void)state;
   g_autofree char *out = g_build_filename(tmp_dir, "never.onnx", NULL);
@@ -160,6 +179,7 @@ static void test_usage_and_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_train_digits),
+      cmocka_unit_test(test_train_with_recipe),
       cmocka_unit_test(test_usage_and_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
