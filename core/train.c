@@ -773,6 +773,11 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
         "y = h >= %" G_GINT64_FORMAT " ? %.17g : 0",
         lin_s, seed, k, threshold, ratio < 1 ? 1 / (1 - ratio) : 0.0);
     const char *mask = pointwise(b, "dropout_mask", x, NULL, code, &x, 1);
+    WeirNode *mn = g_hash_table_lookup(b->access, mask);
+    g_autoptr(GPtrArray) mk = weir_state_in_edges(s, mn->id);
+    weir_node_set_attr_int(
+        weir_state_node(s, ((WeirMemlet *)mk->pdata[0])->src), "differentiable",
+        0);
     const char *ins[] = {x, mask};
     lib(b, "Mul", y, ins, 2, &y, 1);
     WeirNode *fresh = g_hash_table_lookup(b->access, y);

@@ -12,6 +12,7 @@
 #include "weir-ops.h"
 
 void weir_grad_register_builtin(void);
+gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error);
 
 static gint64 attr_int(const WeirNode *n, const char *name, gint64 def) {
   const WeirAttr *a = weir_node_attr(n, name);
@@ -808,6 +809,7 @@ void weir_grad_register_builtin(void) {
       {"Split", grad_split},
       {"Slice", grad_slice},
       {"Dropout", grad_identity},
+      {"Pointwise", weir_grad_pointwise_rule},
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     weir_grad_register(table[i].op, table[i].rule);

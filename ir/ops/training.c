@@ -13,7 +13,9 @@
  *       output index p0, p1, ... (map parameters) and program symbols.
  *       Attributes: code (string, required), dtype (string, a Weir dtype
  *       name; default the dtype of input 0), flops (int, per element,
- *       default 1).
+ *       default 1), differentiable (int, default 1; 0 for values such as
+ *       dropout masks that carry no gradient).  The backward rule
+ *       differentiates the code symbolically (ir/ops/grad-code.c).
  *   SumTo(x, like) -> y
  *       Sums x over the dimensions along which `like` broadcasts to x's
  *       shape: y has the shape of `like` and the dtype of x (the gradient
@@ -60,6 +62,7 @@ static const WeirContainer *conn_container(const WeirGraph *g,
 
 static const WeirOpAttrSpec pointwise_attrs[] = {
     {"code", WEIR_ATTR_STRING, TRUE, NULL, 0, 0},
+    {"differentiable", WEIR_ATTR_INT, FALSE, "1", 0, 0},
     {"dtype", WEIR_ATTR_STRING, FALSE, NULL, 0, 0},
     {"flops", WEIR_ATTR_INT, FALSE, "1", 0, 0},
 };

@@ -280,6 +280,13 @@ static void axes_02_drop(WeirNode *n) {
   ints(n, "axes", 0, 2);
   weir_node_set_attr_int(n, "keepdims", 0);
 }
+static void pw_code(WeirNode *n) {
+  weir_node_set_attr_string(n, "code",
+                            "t = exp(a * 0.5) - tanh(b)\n"
+                            "u = a > 0 ? t * t : -t / (1.5 + b * b)\n"
+                            "y = pow(u, 2) + max(a, b) * sqrt(c) + "
+                            "erf(u) * log(c) + abs(a) + f64(p0)");
+}
 static void concat1(WeirNode *n) {
   weir_node_set_attr_int(n, "axis", 1);
 }
@@ -328,6 +335,7 @@ static const GradCase grad_cases[] = {
     {"ReduceMean", {"2, 3, 4"}, "3", axes_02_drop, FALSE},
     {"Concat", {"2, 1", "2, 3"}, "2, 4", concat1, FALSE},
     {"Slice", {"4, 5"}, "2, 3", slice_1, FALSE},
+    {"Pointwise", {"3, 4", "4", "3, 1"}, "3, 4", pw_code, TRUE},
 };
 
 static void test_gradient_checks(void **state) {
