@@ -239,6 +239,42 @@ WINDOW_OP(op_conv_grad_filter, "ConvGradFilter", 3);
 WINDOW_OP(op_max_pool_grad, "MaxPoolGrad", 3);
 WINDOW_OP(op_avg_pool_grad, "AveragePoolGrad", 2);
 
+/* ------------------------------------------------------------- GatherGrad
+ *
+ * GatherGrad(dY, indices, like) -> dData: the gradient of Gather (attribute
+ * axis): zeros of like's shape, with every dY element added at the position
+ * Gather read it from (negative indices count from the end). */
+
+static const WeirOpAttrSpec gather_grad_attrs[] = {
+    {"axis", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+};
+
+static gboolean infer_gather_grad(WeirOpInferContext *ctx, GError **error) {
+  if (ctx->n_inputs != 3 || !ctx->inputs[0].present ||
+      !ctx->inputs[1].present || !ctx->inputs[2].present)
+    return fail(error, ctx, "needs dY, indices and like");
+  if (ctx->inputs[1].dtype != WEIR_DTYPE_I64 &&
+      ctx->inputs[1].dtype != WEIR_DTYPE_I32)
+    return fail(error, ctx, "indices must be int32 or int64");
+  const WeirOpValue *like = &ctx->inputs[2];
+  if (ctx->inputs[0].rank + 1 != like->rank + ctx->inputs[1].rank)
+    return fail(error, ctx, "dY's rank does not match Gather's output");
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, like->rank, like->shape);
+  return TRUE;
+}
+
+static const WeirOpInfo op_gather_grad = {
+    .name = "GatherGrad",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = gather_grad_attrs,
+    .n_attrs = G_N_ELEMENTS(gather_grad_attrs),
+    .infer = infer_gather_grad,
+    .flops = flops_sum_to,
+};
+
 /* -------------------------------------- ONNX optimizers (preview.training)
  *
  * ai.onnx.preview.training.Adam / Momentum / Adagrad (opset 1): inputs R
@@ -321,6 +357,7 @@ OPTIMIZER_OP(op_momentum, "ai.onnx.preview.training.Momentum", momentum_attrs);
 OPTIMIZER_OP(op_adagrad, "ai.onnx.preview.training.Adagrad", adagrad_attrs);
 
 void weir_ops_register_training(void) {
+  weir_op_register(&op_gather_grad);
   weir_op_register(&op_adam);
   weir_op_register(&op_momentum);
   weir_op_register(&op_adagrad);

@@ -419,6 +419,63 @@ static gboolean expand_avg_pool_grad(WeirGraph *g, WeirState *s, WeirNode *n,
   return TRUE;
 }
 
+/* ------------------------------------------------------------ GatherGrad */
+
+static gboolean expand_gather_grad(WeirGraph *g, WeirState *s, WeirNode *n,
+                                   GError **error) {
+  WeirPort dy, ind, like, out;
+  if (!weir_port_require_input(g, s, n, 0, &dy, error) ||
+      !weir_port_require_input(g, s, n, 1, &ind, error) ||
+      !weir_port_require_input(g, s, n, 2, &like, error) ||
+      !weir_port_require_output(g, s, n, 0, &out, error))
+    return FALSE;
+  const WeirAttr *a = weir_node_attr(n, "axis");
+  gint64 axis = a && a->type == WEIR_ATTR_INT ? a->i : 0;
+  if (axis < 0)
+    axis += out.rank;
+  if (axis < 0 || axis >= (gint64)out.rank)
+    return fail(error, n, "axis out of range");
+  WeirNode *z = zero(g, s, n, &out, error);
+  if (!z)
+    return FALSE;
+  g_auto(GStrv) params = weir_expand_params("i", dy.rank);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(dy.rank, dy.shape);
+  g_autofree char *dy_index =
+      weir_expand_index_subset(dy.rank, (const char *const *)params);
+  GString *ii = g_string_new(NULL), *oi = g_string_new(NULL);
+  for (guint d = 0; d < ind.rank; d++)
+    g_string_append_printf(ii, "%s%s", d ? ", " : "", params[axis + d]);
+  for (guint d = 0; d < out.rank; d++) {
+    if (d)
+      g_string_append(oi, ", ");
+    if ((gint64)d < axis)
+      g_string_append(oi, params[d]);
+    else if ((gint64)d == axis)
+      g_string_append(oi, "j");
+    else
+      g_string_append(oi, params[d - 1 + ind.rank]);
+  }
+  g_autofree char *ii_s = g_string_free(ii, FALSE);
+  g_autofree char *oi_s = g_string_free(oi, FALSE);
+  g_autofree char *dim = weir_expand_expr_code(out.shape[axis]);
+  g_autofree char *code =
+      g_strdup_printf("j = k < 0 ? k + %s : k\ny[%s] = a", dim, oi_s);
+  WeirTaskletPort ins[] = {
+      {dy.access, "a", dy_index, WEIR_WCR_NONE},
+      {ind.access, "k", ii_s, WEIR_WCR_NONE},
+  };
+  WeirTaskletPort o = {out.access, "y", NULL, WEIR_WCR_SUM};
+  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
+  if (!weir_expand_map(g, s, label, dy.rank, (const char *const *)params,
+                       (const char *const *)ranges, ins, 2, &o, 1, code, &z, 1,
+                       error))
+    return FALSE;
+  guint like_id = like.access->id;
+  weir_state_remove_node(s, n->id);
+  drop_if_unused(s, like_id);
+  return TRUE;
+}
+
 /* ------------------------------------------- training-mode BatchNorm */
 
 gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
@@ -650,6 +707,7 @@ static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
 }
 
 void weir_expand_register_training(void) {
+  weir_op_register_expansion("GatherGrad", "pure", expand_gather_grad);
   weir_op_register_expansion("ai.onnx.preview.training.Adam", "pure",
                              expand_optimizer);
   weir_op_register_expansion("ai.onnx.preview.training.Momentum", "pure",
