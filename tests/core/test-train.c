@@ -891,6 +891,36 @@ static void test_dropout_mask(void **state) {
   assert_true(weir_tensor_get(losses, 0) != weir_tensor_get(losses, 1));
 }
 
+/* The eval program: parameters and running statistics are arguments, the
+ * rest as in the model. */
+static void test_eval_graph(void **state) {
+  (void)state;
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", "resnet.onnx", NULL);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) fwd = weir_onnx_import(path, NULL, &err);
+  assert_non_null(fwd);
+  g_autoptr(WeirGraph) ev = weir_train_eval_graph(fwd, &err);
+  assert_non_null(ev);
+  assert_true(weir_graph_validate(ev, &err));
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  assert_int_equal(g_strv_length(params), 17);
+  guint running = 0;
+  for (guint i = 0; i < ev->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(ev->containers, i);
+    gboolean is_param = g_strv_contains((const char *const *)params, c->name);
+    if (is_param)
+      assert_false(c->transient || c->initial);
+    if (g_str_has_suffix(c->name, "running_mean") ||
+        g_str_has_suffix(c->name, "running_var")) {
+      assert_false(is_param);
+      assert_false(c->transient || c->initial);
+      running++;
+    }
+  }
+  assert_int_equal(running, 10);
+}
+
 static void test_no_rule_error(void **state) {
   (void)state;
   GradCase gc = {"Floor", {"2, 3"}, "2, 3", NULL, FALSE};
@@ -920,6 +950,7 @@ int main(void) {
       cmocka_unit_test(test_skip_nan_momentum),
       cmocka_unit_test(test_skip_nan_adam),
       cmocka_unit_test(test_no_rule_error),
+      cmocka_unit_test(test_eval_graph),
       cmocka_unit_test(test_training_mode_gradients),
       cmocka_unit_test(test_batchnorm_running_stats),
       cmocka_unit_test(test_dropout_mask),
