@@ -95,7 +95,14 @@ static void test_peak_drops(void **state) {
   gint64 p0 = peak(g, sym);
   WeirApplyReport rep = {0};
   g_autoptr(GError) err = NULL;
-  if (!weir_transform_apply(g, t, &site, NULL, sym, &rep, &err))
+  /* never without the activation's name */
+  g_autofree char *why = NULL;
+  assert_false(weir_transform_can_apply(t, g, &site, NULL, &why));
+  assert_non_null(strstr(why, "activation=_fc1_Gemm_output_0"));
+  const char *assign[] = {"activation=_fc1_Gemm_output_0", NULL};
+  g_autoptr(WeirParams) params = weir_params_parse(t, assign, &err);
+  assert_non_null(params);
+  if (!weir_transform_apply(g, t, &site, params, sym, &rep, &err))
     fail_msg("%s", err->message);
   gint64 p1 = peak(g, sym);
   /* at least the activation itself: 256 x 128 floats */
@@ -126,13 +133,24 @@ static void test_refused(void **state) {
   const WeirTransformInfo *t = weir_transform_lookup("recompute-activation");
   g_autoptr(WeirGraph) g = mlp_train();
   WeirSite site;
-  assert_true(find_site(g, t, "_fc1_Gemm_output_0", "/Relu", &site));
-  /* reader that is not a library node reading the activation */
+  /* the forward reader reads nothing else derived from the activation:
+   * not a site */
+  assert_false(find_site(g, t, "_fc1_Gemm_output_0", "/Relu", &site));
+  assert_true(
+      find_site(g, t, "_fc1_Gemm_output_0", "_fc1_Gemm_output_0_grad", &site));
+  const char *assign[] = {"activation=_fc1_Gemm_output_0", NULL};
+  g_autoptr(WeirParams) params = weir_params_parse(t, assign, NULL);
   WeirSite bad = site;
   bad.nodes[2] = site.nodes[0];
   g_autofree char *reason = NULL;
-  assert_false(weir_transform_can_apply(t, g, &bad, NULL, &reason));
+  assert_false(weir_transform_can_apply(t, g, &bad, params, &reason));
   assert_non_null(reason);
+  /* the parameter names another activation */
+  const char *other[] = {"activation=_Relu_output_0", NULL};
+  g_autoptr(WeirParams) wrong = weir_params_parse(t, other, NULL);
+  g_autofree char *reason2 = NULL;
+  assert_false(weir_transform_can_apply(t, g, &site, wrong, &reason2));
+  assert_non_null(strstr(reason2, "not '_Relu_output_0'"));
   /* a parameter (argument) is not an activation */
   g_autoptr(GArray) sites = weir_transform_sites(t, g);
   for (guint i = 0; i < sites->len; i++) {

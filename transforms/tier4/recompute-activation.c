@@ -14,11 +14,17 @@
  * peak.  The ordering edges hold for the library-node program (what the
  * analysis and the GUI show); expanding F' keeps the dataflow, not the
  * ordering.
+ * Parameter: activation, the name of A.  Recomputing trades FLOPs for
+ * memory, so it is a choice, never a blanket rewrite: without the name
+ * (the default, as in a recipe step that runs a whole tier) no site is
+ * legal.
  * Legal when: F has exactly one output connector, written to A; A is a
- * transient without constant data, written only by F in this state and
- * read by at least one node other than C; every input of F is read from an
- * access node whose container is written at most once in the state (so
- * the recomputation sees the same values); C reads A directly.
+ * transient without constant data, written only by F in this state; C
+ * reads A directly, and also depends on another reader of A (so A is kept
+ * alive across that reader's descendants: a stored activation, as for a
+ * backward node); every input of F is read from an access node whose
+ * container is written at most once in the state (so the recomputation sees
+ * the same values).
  */
 #include <string.h>
 
@@ -53,6 +59,25 @@ static guint writers(const WeirState *s, const char *name) {
   return n;
 }
 
+/* Whether node `to` is reachable from node `from` in s. */
+static gboolean reaches(const WeirState *s, guint from, guint to) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(stack, from);
+  while (stack->len > 0) {
+    guint id = g_array_index(stack, guint, stack->len - 1);
+    g_array_set_size(stack, stack->len - 1);
+    if (id == to)
+      return TRUE;
+    if (!g_hash_table_add(seen, GUINT_TO_POINTER(id)))
+      continue;
+    g_autoptr(GPtrArray) out = weir_state_out_edges(s, id);
+    for (guint k = 0; k < out->len; k++)
+      g_array_append_val(stack, ((WeirMemlet *)out->pdata[k])->dst);
+  }
+  return FALSE;
+}
+
 static gboolean check(const WeirGraph *g, const WeirSite *site, char **reason) {
   if (site->n_nodes != 3)
     return fail(reason, "the site is [producer, activation, consumer]");
@@ -83,13 +108,15 @@ static gboolean check(const WeirGraph *g, const WeirSite *site, char **reason) {
     const WeirMemlet *m = aout->pdata[k];
     if (m->dst == c->id && m->data)
       reads = TRUE;
-    else if (m->data)
+    else if (m->data && reaches(s, m->dst, c->id))
       others = TRUE;
   }
   if (!reads)
     return fail(reason, "node %u does not read '%s'", c->id, a->data);
   if (!others)
-    return fail(reason, "node %u is the only reader of '%s': nothing to save",
+    return fail(reason,
+                "node %u does not run after another reader of '%s': the "
+                "activation is not kept alive for it",
                 c->id, a->data);
   g_autoptr(GPtrArray) fin = weir_state_in_edges(s, f->id);
   for (guint k = 0; k < fin->len; k++) {
@@ -128,10 +155,26 @@ static void match(const WeirGraph *g, GArray *sites) {
   }
 }
 
+/* The site names the activation the parameter chose. */
+static gboolean chosen(const WeirGraph *g, const WeirSite *site,
+                       const WeirParams *params, char **reason) {
+  const char *want = weir_params_get_string(params, "activation");
+  const WeirNode *a = weir_graph_node(g, site->nodes[1], NULL);
+  if (!want || !*want)
+    return fail(reason,
+                "name the activation to recompute "
+                "(activation=%s): recomputing trades FLOPs for "
+                "memory, it is never applied blindly",
+                a && a->data ? a->data : "NAME");
+  if (!a || g_strcmp0(a->data, want) != 0)
+    return fail(reason, "the site's activation is '%s', not '%s'",
+                a && a->data ? a->data : "?", want);
+  return TRUE;
+}
+
 static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
                           const WeirParams *params, char **reason) {
-  (void)params;
-  return check(g, site, reason);
+  return check(g, site, reason) && chosen(g, site, params, reason);
 }
 
 static void copy_attrs(WeirNode *dst, const WeirNode *src) {
@@ -168,9 +211,8 @@ static void copy_attrs(WeirNode *dst, const WeirNode *src) {
 
 static gboolean apply(WeirGraph *g, const WeirSite *site,
                       const WeirParams *params, GError **error) {
-  (void)params;
   g_autofree char *reason = NULL;
-  if (!check(g, site, &reason)) {
+  if (!can_apply(g, site, params, &reason)) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s", reason);
     return FALSE;
   }
@@ -229,9 +271,18 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
   return TRUE;
 }
 
+static const WeirParamSpec params_spec[] = {
+    {.name = "activation",
+     .type = WEIR_PARAM_STRING,
+     .default_value = "",
+     .doc = "name of the activation (container) to recompute"},
+};
+
 static const WeirTransformInfo info = {
     .api_version = WEIR_PLUGIN_API_VERSION,
     .name = "recompute-activation",
+    .params = params_spec,
+    .n_params = G_N_ELEMENTS(params_spec),
     .tier = 4,
     .description = "recompute a stored activation where a (backward) node "
                    "reads it instead of keeping it alive: fewer bytes live, "
