@@ -143,6 +143,18 @@ WeirGraph *weir_train_eval_graph(const WeirGraph *forward, GError **error) {
   WeirGraph *g = weir_graph_copy(forward);
   for (guint i = 0; params[i]; i++)
     make_argument(weir_graph_container(g, params[i]));
+  /* BatchNormalization running statistics (inputs 3 and 4), which the
+   * training program updates */
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    const WeirNode *n = weir_state_node(s, m->dst);
+    if (n && n->kind == WEIR_NODE_LIBRARY &&
+        g_strcmp0(n->op, "BatchNormalization") == 0 && m->data &&
+        (g_strcmp0(m->dst_conn, "in3") == 0 ||
+         g_strcmp0(m->dst_conn, "in4") == 0))
+      make_argument(weir_graph_container(g, m->data));
+  }
   return g;
 }
 
@@ -773,6 +785,11 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
         "y = h >= %" G_GINT64_FORMAT " ? %.17g : 0",
         lin_s, seed, k, threshold, ratio < 1 ? 1 / (1 - ratio) : 0.0);
     const char *mask = pointwise(b, "dropout_mask", x, NULL, code, &x, 1);
+    WeirNode *mn = g_hash_table_lookup(b->access, mask);
+    g_autoptr(GPtrArray) mk = weir_state_in_edges(s, mn->id);
+    weir_node_set_attr_int(
+        weir_state_node(s, ((WeirMemlet *)mk->pdata[0])->src), "differentiable",
+        0);
     const char *ins[] = {x, mask};
     lib(b, "Mul", y, ins, 2, &y, 1);
     WeirNode *fresh = g_hash_table_lookup(b->access, y);

@@ -82,13 +82,23 @@ gboolean weir_grad_input_differentiable(const char *op, guint k) {
       {"SumTo", 1},
       {"Squeeze", 1},
       {"Unsqueeze", 1},
-      /* Pointwise nodes of a training program compute masks and losses,
-       * never values that are differentiated (no symbolic rule yet). */
-      {"Pointwise", 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cut); i++)
     if (g_strcmp0(op, cut[i].op) == 0)
       return k < cut[i].first;
+  return TRUE;
+}
+
+/* Whether input k of node n carries a gradient: the op's rule, and for
+ * Pointwise nodes the attribute differentiable (0 for masks). */
+static gboolean input_differentiable(const WeirNode *n, guint k) {
+  if (!weir_grad_input_differentiable(n->op, k))
+    return FALSE;
+  if (g_strcmp0(n->op, "Pointwise") == 0) {
+    const WeirAttr *a = weir_node_attr(n, "differentiable");
+    if (a && a->type == WEIR_ATTR_INT && a->i == 0)
+      return FALSE;
+  }
   return TRUE;
 }
 
@@ -263,7 +273,7 @@ const char *weir_grad_dout(WeirGradContext *ctx, guint k, GError **error) {
 
 gboolean weir_grad_wants(const WeirGradContext *ctx, guint k) {
   const char *x = weir_grad_input(ctx, k);
-  return x && weir_grad_input_differentiable(ctx->node->op, k) &&
+  return x && input_differentiable(ctx->node, k) &&
          g_hash_table_contains(ctx->needs, x) &&
          g_hash_table_contains(ctx->useful, x);
 }
@@ -328,7 +338,7 @@ static GHashTable *reaching(const WeirGraph *g, const WeirState *s,
     if (!hit)
       continue;
     for (guint k = 0; k < ins->len; k++)
-      if (ins->pdata[k] && weir_grad_input_differentiable(n->op, k) &&
+      if (ins->pdata[k] && input_differentiable(n, k) &&
           is_float_value(g, ins->pdata[k]))
         g_hash_table_add(set, ins->pdata[k]);
   }
@@ -390,7 +400,7 @@ GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
     g_autoptr(GPtrArray) outs = port_names(s, n, FALSE);
     gboolean dep = FALSE;
     for (guint k = 0; k < ins->len; k++)
-      if (ins->pdata[k] && weir_grad_input_differentiable(n->op, k) &&
+      if (ins->pdata[k] && input_differentiable(n, k) &&
           g_hash_table_contains(ctx.needs, ins->pdata[k]))
         dep = TRUE;
     for (guint k = 0; dep && k < outs->len; k++)

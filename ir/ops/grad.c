@@ -12,6 +12,7 @@
 #include "weir-ops.h"
 
 void weir_grad_register_builtin(void);
+gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error);
 
 static gint64 attr_int(const WeirNode *n, const char *name, gint64 def) {
   const WeirAttr *a = weir_node_attr(n, name);
@@ -768,6 +769,22 @@ static gboolean grad_slice(WeirGradContext *ctx, GError **error) {
   return (weir_grad_add(ctx, 0, dx), TRUE);
 }
 
+/* Gather: dData = GatherGrad(dY, indices) (scatter-add). */
+static gboolean grad_gather(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  const char *dy = dout0(ctx);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  const char *x = weir_grad_input(ctx, 0);
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *dx = weir_grad_new_like(ctx, base, x, -1);
+  const char *ins[] = {dy, weir_grad_input(ctx, 1), x};
+  WeirNode *n = weir_grad_op(ctx, "GatherGrad", dx, ins, 3, &dx, 1);
+  weir_node_set_attr_int(n, "axis", attr_int(weir_grad_node(ctx), "axis", 0));
+  weir_grad_add(ctx, 0, dx);
+  return TRUE;
+}
+
 void weir_grad_register_builtin(void) {
   static const struct {
     const char *op;
@@ -808,6 +825,8 @@ void weir_grad_register_builtin(void) {
       {"Split", grad_split},
       {"Slice", grad_slice},
       {"Dropout", grad_identity},
+      {"Pointwise", weir_grad_pointwise_rule},
+      {"Gather", grad_gather},
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     weir_grad_register(table[i].op, table[i].rule);

@@ -13,7 +13,9 @@
  *       output index p0, p1, ... (map parameters) and program symbols.
  *       Attributes: code (string, required), dtype (string, a Weir dtype
  *       name; default the dtype of input 0), flops (int, per element,
- *       default 1).
+ *       default 1), differentiable (int, default 1; 0 for values such as
+ *       dropout masks that carry no gradient).  The backward rule
+ *       differentiates the code symbolically (ir/ops/grad-code.c).
  *   SumTo(x, like) -> y
  *       Sums x over the dimensions along which `like` broadcasts to x's
  *       shape: y has the shape of `like` and the dtype of x (the gradient
@@ -60,6 +62,7 @@ static const WeirContainer *conn_container(const WeirGraph *g,
 
 static const WeirOpAttrSpec pointwise_attrs[] = {
     {"code", WEIR_ATTR_STRING, TRUE, NULL, 0, 0},
+    {"differentiable", WEIR_ATTR_INT, FALSE, "1", 0, 0},
     {"dtype", WEIR_ATTR_STRING, FALSE, NULL, 0, 0},
     {"flops", WEIR_ATTR_INT, FALSE, "1", 0, 0},
 };
@@ -236,7 +239,128 @@ WINDOW_OP(op_conv_grad_filter, "ConvGradFilter", 3);
 WINDOW_OP(op_max_pool_grad, "MaxPoolGrad", 3);
 WINDOW_OP(op_avg_pool_grad, "AveragePoolGrad", 2);
 
+/* ------------------------------------------------------------- GatherGrad
+ *
+ * GatherGrad(dY, indices, like) -> dData: the gradient of Gather (attribute
+ * axis): zeros of like's shape, with every dY element added at the position
+ * Gather read it from (negative indices count from the end). */
+
+static const WeirOpAttrSpec gather_grad_attrs[] = {
+    {"axis", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+};
+
+static gboolean infer_gather_grad(WeirOpInferContext *ctx, GError **error) {
+  if (ctx->n_inputs != 3 || !ctx->inputs[0].present ||
+      !ctx->inputs[1].present || !ctx->inputs[2].present)
+    return fail(error, ctx, "needs dY, indices and like");
+  if (ctx->inputs[1].dtype != WEIR_DTYPE_I64 &&
+      ctx->inputs[1].dtype != WEIR_DTYPE_I32)
+    return fail(error, ctx, "indices must be int32 or int64");
+  const WeirOpValue *like = &ctx->inputs[2];
+  if (ctx->inputs[0].rank + 1 != like->rank + ctx->inputs[1].rank)
+    return fail(error, ctx, "dY's rank does not match Gather's output");
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, like->rank, like->shape);
+  return TRUE;
+}
+
+static const WeirOpInfo op_gather_grad = {
+    .name = "GatherGrad",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = gather_grad_attrs,
+    .n_attrs = G_N_ELEMENTS(gather_grad_attrs),
+    .infer = infer_gather_grad,
+    .flops = flops_sum_to,
+};
+
+/* -------------------------------------- ONNX optimizers (preview.training)
+ *
+ * ai.onnx.preview.training.Adam / Momentum / Adagrad (opset 1): inputs R
+ * (learning rate, scalar), T (iteration count, int64 scalar), then n
+ * tensors of each group (Adam: X, G, V, H; Momentum: X, G, V; Adagrad: X,
+ * G, H); outputs the updated groups (Adam: X, V, H; the others: X and the
+ * state).  Output j has the shape and dtype of the j-th tensor of X after
+ * skipping whole groups: output g * n + i is shaped like X_i. */
+
+static const WeirOpAttrSpec adam_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "0.9", 0, 0},
+    {"beta", WEIR_ATTR_FLOAT, FALSE, "0.999", 0, 0},
+    {"epsilon", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+    {"norm_coefficient", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+    {"norm_coefficient_post", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+};
+static const WeirOpAttrSpec momentum_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, TRUE, NULL, 0, 0},
+    {"beta", WEIR_ATTR_FLOAT, TRUE, NULL, 0, 0},
+    {"mode", WEIR_ATTR_STRING, TRUE, NULL, 0, 0},
+    {"norm_coefficient", WEIR_ATTR_FLOAT, TRUE, NULL, 0, 0},
+};
+static const WeirOpAttrSpec adagrad_attrs[] = {
+    {"decay_factor", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+    {"epsilon", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+    {"norm_coefficient", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+};
+
+static gboolean infer_optimizer(WeirOpInferContext *ctx, GError **error) {
+  const char *op = ctx->node->op;
+  guint groups_in = g_str_has_suffix(op, ".Adam") ? 4 : 3;
+  guint groups_out = groups_in - 1;
+  if (ctx->n_inputs < 2 + groups_in || (ctx->n_inputs - 2) % groups_in != 0)
+    return fail(error, ctx,
+                "expects R, T and %u groups of equally many tensors",
+                groups_in);
+  guint n = (ctx->n_inputs - 2) / groups_in;
+  if (ctx->n_outputs != groups_out * n)
+    return fail(error, ctx, "expects %u outputs for %u tensors", groups_out * n,
+                n);
+  for (guint k = 0; k < ctx->n_inputs; k++)
+    if (!ctx->inputs[k].present)
+      return fail(error, ctx, "input %u is missing", k);
+  if (ctx->inputs[1].dtype != WEIR_DTYPE_I64)
+    return fail(error, ctx, "T must be int64");
+  for (guint gi = 0; gi < groups_in; gi++)
+    for (guint i = 0; i < n; i++) {
+      const WeirOpValue *x = &ctx->inputs[2 + i];
+      const WeirOpValue *v = &ctx->inputs[2 + gi * n + i];
+      gboolean same = v->rank == x->rank;
+      for (guint d = 0; same && d < x->rank; d++)
+        same = weir_expr_equal(v->shape[d], x->shape[d]);
+      if (!same)
+        return fail(error, ctx, "input %u does not have the shape of X%u",
+                    2 + gi * n + i, i);
+    }
+  for (guint go = 0; go < groups_out; go++)
+    for (guint i = 0; i < n; i++) {
+      const WeirOpValue *x = &ctx->inputs[2 + i];
+      weir_op_set_output(ctx, go * n + i, x->dtype, x->rank, x->shape);
+    }
+  return TRUE;
+}
+
+#define OPTIMIZER_OP(var, name_, attrs_)                                       \
+  static const WeirOpInfo var = {                                              \
+      .name = name_,                                                           \
+      .min_inputs = 5,                                                         \
+      .max_inputs = WEIR_OP_VARIADIC,                                          \
+      .min_outputs = 2,                                                        \
+      .max_outputs = WEIR_OP_VARIADIC,                                         \
+      .attrs = attrs_,                                                         \
+      .n_attrs = G_N_ELEMENTS(attrs_),                                         \
+      .infer = infer_optimizer,                                                \
+      .flops = NULL,                                                           \
+  }
+
+OPTIMIZER_OP(op_adam, "ai.onnx.preview.training.Adam", adam_attrs);
+OPTIMIZER_OP(op_momentum, "ai.onnx.preview.training.Momentum", momentum_attrs);
+OPTIMIZER_OP(op_adagrad, "ai.onnx.preview.training.Adagrad", adagrad_attrs);
+
 void weir_ops_register_training(void) {
+  weir_op_register(&op_gather_grad);
+  weir_op_register(&op_adam);
+  weir_op_register(&op_momentum);
+  weir_op_register(&op_adagrad);
   weir_op_register(&op_pointwise);
   weir_op_register(&op_sum_to);
   weir_op_register(&op_conv_grad_input);

@@ -85,8 +85,10 @@ static WeirGraph *one_node(const GradCase *gc, guint *n_in) {
   guint n = 0;
   while (n < 4 && gc->inputs[n]) {
     ins[n] = conns[n];
-    g_assert(weir_graph_add_array(g, names[n], WEIR_DTYPE_F64, gc->inputs[n],
-                                  FALSE, NULL));
+    gboolean is_int = g_str_has_prefix(gc->inputs[n], "i:");
+    g_assert(weir_graph_add_array(
+        g, names[n], is_int ? WEIR_DTYPE_I64 : WEIR_DTYPE_F64,
+        gc->inputs[n] + (is_int ? 2 : 0), FALSE, NULL));
     n++;
   }
   g_assert(
@@ -166,7 +168,10 @@ static void check_gradients(const GradCase *gc) {
   for (guint k = 0; k < n_in; k++) {
     WeirTensor *t = tensor_of(fwd, names[k], NULL);
     weir_tensor_fill_random(t, 11 + k);
-    if (gc->positive)
+    if (t->dtype == WEIR_DTYPE_I64) /* indices in -2..2, repeated */
+      for (gint64 i = 0; i < t->count; i++)
+        weir_tensor_set(t, i, (double)((i * 3 + 1) % 5 - 2));
+    else if (gc->positive)
       for (gint64 i = 0; i < t->count; i++)
         weir_tensor_set(t, i, 1.0 + 0.5 * weir_tensor_get(t, i));
     g_hash_table_insert(inputs, g_strdup(names[k]), t);
@@ -191,6 +196,8 @@ static void check_gradients(const GradCase *gc) {
   guint checked = 0;
   for (guint k = 0; k < n_in; k++) {
     const char *gname = g_hash_table_lookup(grads, names[k]);
+    if (g_str_has_prefix(gc->inputs[k], "i:"))
+      continue;
     if (!gname)
       fail_msg("%s: no gradient for input %u", gc->op, k);
     const WeirTensor *an = arg(args, gname);
@@ -280,6 +287,16 @@ static void axes_02_drop(WeirNode *n) {
   ints(n, "axes", 0, 2);
   weir_node_set_attr_int(n, "keepdims", 0);
 }
+static void pw_code(WeirNode *n) {
+  weir_node_set_attr_string(n, "code",
+                            "t = exp(a * 0.5) - tanh(b)\n"
+                            "u = a > 0 ? t * t : -t / (1.5 + b * b)\n"
+                            "y = pow(u, 2) + max(a, b) * sqrt(c) + "
+                            "erf(u) * log(c) + abs(a) + f64(p0)");
+}
+static void axis1_gather(WeirNode *n) {
+  weir_node_set_attr_int(n, "axis", 1);
+}
 static void concat1(WeirNode *n) {
   weir_node_set_attr_int(n, "axis", 1);
 }
@@ -328,6 +345,9 @@ static const GradCase grad_cases[] = {
     {"ReduceMean", {"2, 3, 4"}, "3", axes_02_drop, FALSE},
     {"Concat", {"2, 1", "2, 3"}, "2, 4", concat1, FALSE},
     {"Slice", {"4, 5"}, "2, 3", slice_1, FALSE},
+    {"Pointwise", {"3, 4", "4", "3, 1"}, "3, 4", pw_code, TRUE},
+    {"Gather", {"5, 3", "i:2, 3"}, "2, 3, 3", NULL, FALSE},
+    {"Gather", {"2, 5, 2", "i:4"}, "2, 4, 2", axis1_gather, FALSE},
 };
 
 static void test_gradient_checks(void **state) {
@@ -871,6 +891,36 @@ static void test_dropout_mask(void **state) {
   assert_true(weir_tensor_get(losses, 0) != weir_tensor_get(losses, 1));
 }
 
+/* The eval program: parameters and running statistics are arguments, the
+ * rest as in the model. */
+static void test_eval_graph(void **state) {
+  (void)state;
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", "resnet.onnx", NULL);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) fwd = weir_onnx_import(path, NULL, &err);
+  assert_non_null(fwd);
+  g_autoptr(WeirGraph) ev = weir_train_eval_graph(fwd, &err);
+  assert_non_null(ev);
+  assert_true(weir_graph_validate(ev, &err));
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  assert_int_equal(g_strv_length(params), 17);
+  guint running = 0;
+  for (guint i = 0; i < ev->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(ev->containers, i);
+    gboolean is_param = g_strv_contains((const char *const *)params, c->name);
+    if (is_param)
+      assert_false(c->transient || c->initial);
+    if (g_str_has_suffix(c->name, "running_mean") ||
+        g_str_has_suffix(c->name, "running_var")) {
+      assert_false(is_param);
+      assert_false(c->transient || c->initial);
+      running++;
+    }
+  }
+  assert_int_equal(running, 10);
+}
+
 static void test_no_rule_error(void **state) {
   (void)state;
   GradCase gc = {"Floor", {"2, 3"}, "2, 3", NULL, FALSE};
@@ -900,6 +950,7 @@ int main(void) {
       cmocka_unit_test(test_skip_nan_momentum),
       cmocka_unit_test(test_skip_nan_adam),
       cmocka_unit_test(test_no_rule_error),
+      cmocka_unit_test(test_eval_graph),
       cmocka_unit_test(test_training_mode_gradients),
       cmocka_unit_test(test_batchnorm_running_stats),
       cmocka_unit_test(test_dropout_mask),

@@ -419,7 +419,301 @@ static gboolean expand_avg_pool_grad(WeirGraph *g, WeirState *s, WeirNode *n,
   return TRUE;
 }
 
+/* ------------------------------------------------------------ GatherGrad */
+
+static gboolean expand_gather_grad(WeirGraph *g, WeirState *s, WeirNode *n,
+                                   GError **error) {
+  WeirPort dy, ind, like, out;
+  if (!weir_port_require_input(g, s, n, 0, &dy, error) ||
+      !weir_port_require_input(g, s, n, 1, &ind, error) ||
+      !weir_port_require_input(g, s, n, 2, &like, error) ||
+      !weir_port_require_output(g, s, n, 0, &out, error))
+    return FALSE;
+  const WeirAttr *a = weir_node_attr(n, "axis");
+  gint64 axis = a && a->type == WEIR_ATTR_INT ? a->i : 0;
+  if (axis < 0)
+    axis += out.rank;
+  if (axis < 0 || axis >= (gint64)out.rank)
+    return fail(error, n, "axis out of range");
+  WeirNode *z = zero(g, s, n, &out, error);
+  if (!z)
+    return FALSE;
+  g_auto(GStrv) params = weir_expand_params("i", dy.rank);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(dy.rank, dy.shape);
+  g_autofree char *dy_index =
+      weir_expand_index_subset(dy.rank, (const char *const *)params);
+  GString *ii = g_string_new(NULL), *oi = g_string_new(NULL);
+  for (guint d = 0; d < ind.rank; d++)
+    g_string_append_printf(ii, "%s%s", d ? ", " : "", params[axis + d]);
+  for (guint d = 0; d < out.rank; d++) {
+    if (d)
+      g_string_append(oi, ", ");
+    if ((gint64)d < axis)
+      g_string_append(oi, params[d]);
+    else if ((gint64)d == axis)
+      g_string_append(oi, "j");
+    else
+      g_string_append(oi, params[d - 1 + ind.rank]);
+  }
+  g_autofree char *ii_s = g_string_free(ii, FALSE);
+  g_autofree char *oi_s = g_string_free(oi, FALSE);
+  g_autofree char *dim = weir_expand_expr_code(out.shape[axis]);
+  g_autofree char *code =
+      g_strdup_printf("j = k < 0 ? k + %s : k\ny[%s] = a", dim, oi_s);
+  WeirTaskletPort ins[] = {
+      {dy.access, "a", dy_index, WEIR_WCR_NONE},
+      {ind.access, "k", ii_s, WEIR_WCR_NONE},
+  };
+  WeirTaskletPort o = {out.access, "y", NULL, WEIR_WCR_SUM};
+  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
+  if (!weir_expand_map(g, s, label, dy.rank, (const char *const *)params,
+                       (const char *const *)ranges, ins, 2, &o, 1, code, &z, 1,
+                       error))
+    return FALSE;
+  guint like_id = like.access->id;
+  weir_state_remove_node(s, n->id);
+  drop_if_unused(s, like_id);
+  return TRUE;
+}
+
+/* ------------------------------------------- training-mode BatchNorm */
+
+gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
+                                        GError **error) {
+  WeirPort x, sc, bi, mean, var, y, rm, rv;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_input(g, s, n, 1, &sc, error) ||
+      !weir_port_require_input(g, s, n, 2, &bi, error) ||
+      !weir_port_require_input(g, s, n, 3, &mean, error) ||
+      !weir_port_require_input(g, s, n, 4, &var, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  GError *local = NULL;
+  gboolean has_rm = weir_port_output(g, s, n, 1, &rm, &local);
+  gboolean has_rv = !local && weir_port_output(g, s, n, 2, &rv, &local);
+  if (local) {
+    g_propagate_error(error, local);
+    return FALSE;
+  }
+  const WeirAttr *a = weir_node_attr(n, "epsilon");
+  g_autofree char *eps =
+      weir_expand_float_literal(a && a->type == WEIR_ATTR_FLOAT ? a->f : 1e-5);
+  a = weir_node_attr(n, "momentum");
+  double mom = a && a->type == WEIR_ATTR_FLOAT ? a->f : 0.9;
+  g_autofree char *m1 = weir_expand_float_literal(mom);
+  g_autofree char *m2 = weir_expand_float_literal(1 - mom);
+  /* count of the reduced elements (all axes but 1) */
+  g_autoptr(WeirExpr) cnt = weir_expr_const(1);
+  for (guint d = 0; d < x.rank; d++)
+    if (d != 1) {
+      WeirExpr *c2 = weir_expr_mul(cnt, x.shape[d]);
+      weir_expr_unref(cnt);
+      cnt = c2;
+    }
+  g_autofree char *cnt_code = weir_expand_expr_code(cnt);
+  g_autofree char *mb = weir_expand_name(n, "batch_mean");
+  g_autofree char *vb = weir_expand_name(n, "batch_var");
+  WeirContainer *bm =
+      weir_expand_add_transient(g, mb, x.container->dtype, 1, &x.shape[1]);
+  WeirContainer *bv =
+      weir_expand_add_transient(g, vb, x.container->dtype, 1, &x.shape[1]);
+  WeirNode *bm1 = weir_state_add_access(g, s, bm->name);
+  WeirNode *bm2 = weir_state_add_access(g, s, bm->name);
+  WeirNode *bv1 = weir_state_add_access(g, s, bv->name);
+  WeirNode *bv2 = weir_state_add_access(g, s, bv->name);
+  g_auto(GStrv) xp = weir_expand_params("i", x.rank);
+  g_auto(GStrv) xr = weir_expand_full_ranges(x.rank, x.shape);
+  g_autofree char *xi =
+      weir_expand_index_subset(x.rank, (const char *const *)xp);
+  const char *cp[] = {"c", NULL};
+  g_autofree char *cr_dim = weir_expr_to_string(x.shape[1]);
+  g_autofree char *cr = g_strdup_printf("0:%s", cr_dim);
+  const char *crs[] = {cr, NULL};
+  const char *ch = xp[1];
+  g_autofree char *l1 = g_strdup_printf("%s_mean", n->label);
+  g_autofree char *l2 = g_strdup_printf("%s_var", n->label);
+  g_autofree char *l3 = g_strdup_printf("%s_norm", n->label);
+  g_autofree char *l4 = g_strdup_printf("%s_running", n->label);
+  g_autofree char *mean_code = g_strdup_printf("m = x / %s", cnt_code);
+  g_autofree char *var_code =
+      g_strdup_printf("v = (x - m) * (x - m) / %s", cnt_code);
+  g_autofree char *norm_code =
+      g_strdup_printf("y = (x - m) / sqrt(v + %s) * sc + bi", eps);
+  WeirTaskletPort z_m = {bm1, "m", "c", WEIR_WCR_NONE};
+  WeirTaskletPort z_v = {bv1, "v", "c", WEIR_WCR_NONE};
+  WeirTaskletPort in_x = {x.access, "x", xi, WEIR_WCR_NONE};
+  WeirTaskletPort acc_m = {bm2, "m", ch, WEIR_WCR_SUM};
+  WeirTaskletPort read_m = {bm2, "m", ch, WEIR_WCR_NONE};
+  WeirTaskletPort acc_v = {bv2, "v", ch, WEIR_WCR_SUM};
+  WeirTaskletPort ins_v[] = {in_x, read_m};
+  WeirTaskletPort read_v = {bv2, "v", ch, WEIR_WCR_NONE};
+  WeirTaskletPort ins_n[] = {in_x,
+                             read_m,
+                             read_v,
+                             {sc.access, "sc", ch, WEIR_WCR_NONE},
+                             {bi.access, "bi", ch, WEIR_WCR_NONE}};
+  WeirTaskletPort out_y = {y.access, "y", xi, WEIR_WCR_NONE};
+  if (!weir_expand_map(g, s, l1, 1, cp, crs, NULL, 0, &z_m, 1, "m = 0", NULL, 0,
+                       error) ||
+      !weir_expand_map(g, s, l1, 1, cp, crs, NULL, 0, &z_v, 1, "v = 0", NULL, 0,
+                       error) ||
+      !weir_expand_map(g, s, l1, x.rank, (const char *const *)xp,
+                       (const char *const *)xr, &in_x, 1, &acc_m, 1, mean_code,
+                       &bm1, 1, error) ||
+      !weir_expand_map(g, s, l2, x.rank, (const char *const *)xp,
+                       (const char *const *)xr, ins_v, 2, &acc_v, 1, var_code,
+                       &bv1, 1, error) ||
+      !weir_expand_map(g, s, l3, x.rank, (const char *const *)xp,
+                       (const char *const *)xr, ins_n, 5, &out_y, 1, norm_code,
+                       NULL, 0, error))
+    return FALSE;
+  if (has_rm || has_rv) {
+    WeirTaskletPort ins_r[] = {{mean.access, "rm", "c", WEIR_WCR_NONE},
+                               {var.access, "rv", "c", WEIR_WCR_NONE},
+                               {bm2, "m", "c", WEIR_WCR_NONE},
+                               {bv2, "v", "c", WEIR_WCR_NONE}};
+    WeirTaskletPort outs_r[2];
+    guint n_out = 0;
+    GString *code = g_string_new(NULL);
+    if (has_rm) {
+      outs_r[n_out++] = (WeirTaskletPort){rm.access, "om", "c", WEIR_WCR_NONE};
+      g_string_append_printf(code, "om = rm * %s + m * %s\n", m1, m2);
+    }
+    if (has_rv) {
+      outs_r[n_out++] = (WeirTaskletPort){rv.access, "ov", "c", WEIR_WCR_NONE};
+      g_string_append_printf(code, "ov = rv * %s + v * %s\n", m1, m2);
+    }
+    g_autofree char *code_s = g_string_free(code, FALSE);
+    if (!weir_expand_map(g, s, l4, 1, cp, crs, ins_r, 4, outs_r, n_out, code_s,
+                         NULL, 0, error))
+      return FALSE;
+  }
+  weir_state_remove_node(s, n->id);
+  return TRUE;
+}
+
+/* ------------------------------------------------------ ONNX optimizers */
+
+static double attr_f(const WeirNode *n, const char *name) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (a && a->type == WEIR_ATTR_FLOAT)
+    return a->f;
+  return a && a->type == WEIR_ATTR_INT ? (double)a->i : 0;
+}
+
+/* One map per tensor X_i over its shape: a tasklet reading r, t (scalars)
+ * and the group elements, writing every output of that tensor. */
+static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 GError **error) {
+  if (!weir_op_check_attrs(n, error))
+    return FALSE;
+  gboolean adam = g_str_has_suffix(n->op, ".Adam");
+  gboolean adagrad = g_str_has_suffix(n->op, ".Adagrad");
+  guint groups_in = adam ? 4 : 3, groups_out = groups_in - 1;
+  guint n_in = n->in_conns->len;
+  if (n_in < 2 + groups_in || (n_in - 2) % groups_in)
+    return fail(error, n, "expects R, T and groups of equally many tensors");
+  guint count = (n_in - 2) / groups_in;
+  g_autofree char *nc =
+      weir_expand_float_literal(attr_f(n, "norm_coefficient"));
+  g_autofree char *eps = weir_expand_float_literal(attr_f(n, "epsilon"));
+  g_autofree char *alpha = weir_expand_float_literal(attr_f(n, "alpha"));
+  g_autofree char *beta = weir_expand_float_literal(attr_f(n, "beta"));
+  g_autofree char *code = NULL;
+  static const char *const in_names[] = {"x", "g", "v", "h"};
+  static const char *const adagrad_in[] = {"x", "g", "h"};
+  static const char *const out_names[] = {"xo", "vo", "ho"};
+  static const char *const adagrad_out[] = {"xo", "ho"};
+  if (adam) {
+    g_autofree char *post =
+        weir_expand_float_literal(attr_f(n, "norm_coefficient_post"));
+    code = g_strdup_printf(
+        "gr = %s * x + g\n"
+        "vn = %s * v + (1 - %s) * gr\n"
+        "hn = %s * h + (1 - %s) * (gr * gr)\n"
+        "hs = sqrt(hn) + %s\n"
+        "ra = t > 0 ? r * sqrt(1 - pow(%s, f64(t))) / (1 - pow(%s, f64(t))) "
+        ": f64(r)\n"
+        "xo = (1 - %s) * (x - ra * (vn / hs))\n"
+        "vo = vn\n"
+        "ho = hn",
+        nc, alpha, alpha, beta, beta, eps, beta, alpha, post);
+  } else if (adagrad) {
+    g_autofree char *decay =
+        weir_expand_float_literal(attr_f(n, "decay_factor"));
+    code = g_strdup_printf("rr = r / (1 + f64(t) * %s)\n"
+                           "gr = %s * x + g\n"
+                           "hn = h + gr * gr\n"
+                           "hs = sqrt(hn) + %s\n"
+                           "xo = x - rr * gr / hs\n"
+                           "ho = hn",
+                           decay, nc, eps);
+  } else {
+    const WeirAttr *mode = weir_node_attr(n, "mode");
+    gboolean nesterov = mode && mode->type == WEIR_ATTR_STRING &&
+                        strcmp(mode->s, "nesterov") == 0;
+    if (!nesterov && !(mode && mode->type == WEIR_ATTR_STRING &&
+                       strcmp(mode->s, "standard") == 0))
+      return fail(error, n, "mode must be 'standard' or 'nesterov'");
+    g_autofree char *step =
+        nesterov ? g_strdup_printf("(gr + %s * vn)", alpha) : g_strdup("vn");
+    code = g_strdup_printf("gr = %s * x + g\n"
+                           "ba = t > 0 ? %s : 1\n"
+                           "vn = %s * v + ba * gr\n"
+                           "xo = x - r * %s\n"
+                           "vo = vn",
+                           nc, beta, alpha, step);
+  }
+  WeirPort r, t;
+  if (!weir_port_require_input(g, s, n, 0, &r, error) ||
+      !weir_port_require_input(g, s, n, 1, &t, error))
+    return FALSE;
+  for (guint i = 0; i < count; i++) {
+    WeirPort x;
+    if (!weir_port_require_input(g, s, n, 2 + i, &x, error))
+      return FALSE;
+    g_auto(GStrv) params = weir_expand_params("i", x.rank);
+    g_auto(GStrv) ranges = weir_expand_full_ranges(x.rank, x.shape);
+    g_autofree char *index =
+        weir_expand_index_subset(x.rank, (const char *const *)params);
+    WeirTaskletPort ins[6];
+    WeirTaskletPort outs[3];
+    ins[0] = (WeirTaskletPort){r.access, "r", "", WEIR_WCR_NONE};
+    ins[1] = (WeirTaskletPort){t.access, "t", "", WEIR_WCR_NONE};
+    for (guint gi = 0; gi < groups_in; gi++) {
+      WeirPort p;
+      if (!weir_port_require_input(g, s, n, 2 + gi * count + i, &p, error))
+        return FALSE;
+      ins[2 + gi] =
+          (WeirTaskletPort){p.access, adagrad ? adagrad_in[gi] : in_names[gi],
+                            index, WEIR_WCR_NONE};
+    }
+    for (guint go = 0; go < groups_out; go++) {
+      WeirPort p;
+      if (!weir_port_require_output(g, s, n, go * count + i, &p, error))
+        return FALSE;
+      outs[go] =
+          (WeirTaskletPort){p.access, adagrad ? adagrad_out[go] : out_names[go],
+                            index, WEIR_WCR_NONE};
+    }
+    g_autofree char *label = g_strdup_printf("%s_%u", n->label, i);
+    if (!weir_expand_map(g, s, label, x.rank, (const char *const *)params,
+                         (const char *const *)ranges, ins, 2 + groups_in, outs,
+                         groups_out, code, NULL, 0, error))
+      return FALSE;
+  }
+  weir_state_remove_node(s, n->id);
+  return TRUE;
+}
+
 void weir_expand_register_training(void) {
+  weir_op_register_expansion("GatherGrad", "pure", expand_gather_grad);
+  weir_op_register_expansion("ai.onnx.preview.training.Adam", "pure",
+                             expand_optimizer);
+  weir_op_register_expansion("ai.onnx.preview.training.Momentum", "pure",
+                             expand_optimizer);
+  weir_op_register_expansion("ai.onnx.preview.training.Adagrad", "pure",
+                             expand_optimizer);
   weir_op_register_expansion("ConvGradInput", "pure", expand_conv_grad_input);
   weir_op_register_expansion("ConvGradFilter", "pure", expand_conv_grad_filter);
   weir_op_register_expansion("MaxPoolGrad", "pure", expand_max_pool_grad);
