@@ -20,12 +20,9 @@ typedef struct {
 } Model;
 
 static const Model models[] = {
-    {"mlp", "batch", 1e-4, 1e-5},
-    {"lenet", NULL, 1e-4, 1e-5},
-    {"resnet", NULL, 1e-4, 1e-5},
-    {"transformer", NULL, 1e-4, 1e-4},
-    {"digits_mlp", "batch", 1e-4, 1e-5},
-    {"digits_cnn", "batch", 1e-4, 1e-5},
+    {"mlp", "batch", 1e-4, 1e-5},        {"lenet", NULL, 1e-4, 1e-5},
+    {"resnet", NULL, 1e-4, 1e-5},        {"transformer", NULL, 1e-4, 1e-4},
+    {"digits_mlp", "batch", 1e-4, 1e-5}, {"digits_cnn", "batch", 1e-4, 1e-5},
 };
 
 static char *model_file(const char *name, const char *file) {
@@ -112,12 +109,9 @@ static void test_digits_cnn(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_mlp),
-      cmocka_unit_test(test_lenet),
-      cmocka_unit_test(test_resnet),
-      cmocka_unit_test(test_transformer),
-      cmocka_unit_test(test_digits_mlp),
-      cmocka_unit_test(test_digits_cnn),
+      cmocka_unit_test(test_mlp),        cmocka_unit_test(test_lenet),
+      cmocka_unit_test(test_resnet),     cmocka_unit_test(test_transformer),
+      cmocka_unit_test(test_digits_mlp), cmocka_unit_test(test_digits_cnn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
