@@ -537,15 +537,13 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
   gint64 training = 0, spatial = 1;
   attr_int(ctx->node, e, "training_mode", &training);
   attr_int(ctx->node, e, "spatial", &spatial);
-  if (training != 0)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                "training_mode = %" G_GINT64_FORMAT
-                " is not supported (only inference)",
-                training);
   if (spatial == 0)
     return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
                 "spatial = 0 (per-activation statistics) is not supported");
-  for (guint k = 1; k < e->info.max_outputs; k++) {
+  /* Training mode (training_mode != 0) may have outputs 1 and 2, the
+   * updated running mean and variance; outputs 3 and 4 (saved statistics,
+   * before opset 14) are not supported. */
+  for (guint k = training ? 3 : 1; k < e->info.max_outputs; k++) {
     g_autofree char *conn = g_strdup_printf("out%u", k);
     if (weir_node_has_out_conn(ctx->node, conn))
       return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
@@ -578,6 +576,8 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
     }
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  for (guint k = 1; training && k < 3 && k < ctx->n_outputs; k++)
+    weir_op_set_output(ctx, k, ctx->inputs[3].dtype, 1, &x->shape[1]);
   return TRUE;
 }
 

@@ -31,6 +31,7 @@ import collections
 import hashlib
 import importlib
 import io
+import json
 import os
 import sys
 import warnings
@@ -123,8 +124,47 @@ class ResNet(nn.Module):
         return self.fc(x)
 
 
+class DigitsMLP(nn.Module):
+    """The digits classifier: 64 pixels -> 64 -> ReLU -> 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class DigitsCNN(nn.Module):
+    """A small CNN for the 1x8x8 digits:
+    [N,1,8,8] -conv3x3 pad1-> [N,8,8,8] -ReLU, pool2-> [N,8,4,4]
+    -flatten-> [N,128] -> 32 -> ReLU -> 10
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(8 * 4 * 4, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv(x)))
+        x = torch.flatten(x, 1)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
 def make_mlp():
     return MLP()
+
+
+def make_digits_mlp():
+    return DigitsMLP()
+
+
+def make_digits_cnn():
+    return DigitsCNN()
 
 
 def make_lenet():
@@ -183,7 +223,15 @@ MODELS = [
     # inference-mode BatchNormalization nodes and skips that fusion.
     ("resnet", make_resnet, 3, (2, 3, 16, 16), dict(training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)),
     ("transformer", make_transformer, 4, (2, 8, 32), dict()),
+    # The models `weir train` trains on scikit-learn's digits (batch symbolic).
+    ("digits_mlp", make_digits_mlp, 5, (8, 64), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
+    ("digits_cnn", make_digits_cnn, 6, (8, 1, 8, 8), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
 ]
+
+# One training step per model, from the reference input: the loss, the
+# optimizers and their settings (mirrored in <name>/train/manifest.json).
+TRAIN_SGD = dict(lr=0.1)
+TRAIN_ADAM = dict(lr=0.01, betas=(0.9, 0.999), eps=1e-8)
 
 
 # ---- export --------------------------------------------------------------
@@ -251,6 +299,112 @@ def check_onnx(name, proto, output):
     except ImportError:
         return None
     return reference.ReferenceEvaluator(proto)
+
+
+# ---- one training step ---------------------------------------------------
+
+
+def match_initializers(proto, model):
+    """Pairs each ONNX initializer with the PyTorch parameter or buffer it
+    was exported from: equal values, or equal after a transpose (the
+    exporter folds `weight.T` into a MatMul operand).  Returns a list of
+    (onnx name, torch name, transposed, is_parameter)."""
+    tensors = [(n, p.detach().numpy(), True) for n, p in model.named_parameters()]
+    tensors += [(n, b.numpy(), False) for n, b in model.named_buffers() if b.dtype.is_floating_point]
+    pairs = []
+    for init in proto.graph.initializer:
+        value = onnx.numpy_helper.to_array(init)
+        if value.dtype != np.float32:
+            continue
+        found = []
+        for tname, t, is_param in tensors:
+            if t.shape == value.shape and np.array_equal(t, value):
+                found.append((tname, False, is_param))
+            elif t.ndim == 2 and t.T.shape == value.shape and np.array_equal(t.T, value):
+                found.append((tname, True, is_param))
+        if len(found) != 1:
+            raise SystemExit(f"{init.name}: {len(found)} PyTorch tensors have its value; cannot pair it")
+        pairs.append((init.name,) + found[0])
+    return pairs
+
+
+def train_step(name, make, seed, model, proto, x):
+    """One training step in training mode from the model's weights, with
+    SGD and with Adam.  Classifiers (output [N, 10]) use the mean softmax
+    cross-entropy against seeded labels, the transformer the mean squared
+    error against a seeded target.  Returns (files, summary)."""
+    import copy
+
+    gen = torch.Generator().manual_seed(2000 + seed)
+    with torch.no_grad():
+        out_shape = model(x).shape
+    if len(out_shape) == 2:
+        loss_name = "softmax-cross-entropy"
+        target = torch.randint(0, out_shape[1], (out_shape[0],), generator=gen)
+        loss_fn = nn.CrossEntropyLoss()
+    else:
+        loss_name = "mse"
+        target = torch.randn(*out_shape, generator=gen)
+        loss_fn = nn.MSELoss()
+
+    pairs = match_initializers(proto, model)
+    results = {}
+    for opt_name in ("sgd", "adam"):
+        m = copy.deepcopy(model)
+        m.train()
+        if opt_name == "sgd":
+            opt = torch.optim.SGD(m.parameters(), **TRAIN_SGD)
+        else:
+            opt = torch.optim.Adam(m.parameters(), **TRAIN_ADAM)
+        opt.zero_grad()
+        loss = loss_fn(m(x), target)
+        loss.backward()
+        params = dict(m.named_parameters())
+        tensors = dict(params)
+        tensors.update(dict(m.named_buffers()))
+        grads = {n: p.grad.detach().clone() for n, p in params.items()}
+        opt.step()
+        results[opt_name] = (float(loss.detach()), grads, {n: t.detach().clone() for n, t in tensors.items()})
+
+    loss_sgd, grads, _ = results["sgd"]
+    loss_adam = results["adam"][0]
+    if loss_sgd != loss_adam:
+        raise SystemExit(f"{name}: the two training passes disagree on the loss")
+
+    def onnx_layout(t, transposed):
+        a = t.numpy().astype(np.float32, copy=False)
+        return np.ascontiguousarray(a.T if transposed else a)
+
+    files = [
+        ("input.npy", npy_bytes(x.numpy().astype(np.float32, copy=False))),
+        ("target.npy", npy_bytes(target.numpy() if loss_name == "mse" else target.numpy().astype(np.int64))),
+        ("loss.npy", npy_bytes(np.array([loss_sgd], dtype=np.float32))),
+    ]
+    entries = []
+    for i, (oname, tname, transposed, is_param) in enumerate(pairs):
+        entry = {"name": oname, "torch": tname, "transposed": transposed, "kind": "parameter" if is_param else "buffer"}
+        if is_param:
+            entry["grad"] = f"grad_{i}.npy"
+            files.append((entry["grad"], npy_bytes(onnx_layout(grads[tname], transposed))))
+        for opt_name in ("sgd", "adam"):
+            entry[opt_name] = f"{opt_name}_{i}.npy"
+            files.append((entry[opt_name], npy_bytes(onnx_layout(results[opt_name][2][tname], transposed))))
+        entries.append(entry)
+    manifest = {
+        "model": name + ".onnx",
+        "mode": "training (batch statistics for BatchNormalization)",
+        "loss": loss_name,
+        "reduction": "mean",
+        "input": "input.npy",
+        "target": "target.npy",
+        "loss_value": "loss.npy",
+        "sgd": {"lr": TRAIN_SGD["lr"]},
+        "adam": {"lr": TRAIN_ADAM["lr"], "beta1": TRAIN_ADAM["betas"][0], "beta2": TRAIN_ADAM["betas"][1], "epsilon": TRAIN_ADAM["eps"]},
+        "initializers": entries,
+    }
+    files.append(("manifest.json", (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()))
+    summary = f"training step: {loss_name} loss {loss_sgd:.6f}, {sum(e['kind'] == 'parameter' for e in entries)} parameters, {sum(e['kind'] == 'buffer' for e in entries)} buffers"
+    return files, summary
 
 
 # ---- files ---------------------------------------------------------------
@@ -328,6 +482,8 @@ def main():
             (os.path.join(out_dir, name, "input_0.npy"), npy_bytes(x_np)),
             (os.path.join(out_dir, name, "output_0.npy"), npy_bytes(y_np)),
         ]
+        step_files, step_note = train_step(name, make, seed, model, proto, x)
+        files += [(os.path.join(out_dir, name, "train", f), data) for f, data in step_files]
         g = proto.graph
         counts = op_counts(g)
         print(f"{name}: opset {proto.opset_import[0].version}, input {shape_of(g.input[0])}, output {shape_of(g.output[0])}, "
@@ -335,6 +491,7 @@ def main():
               f"({sum(int(np.prod(t.dims)) for t in g.initializer)} values)")
         print("  ops: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
         print(f"  {note}")
+        print(f"  {step_note}")
         for path, data in files:
             write_file(path, data, args.check, problems)
             print(f"  {os.path.relpath(path, out_dir)}  {len(data)} bytes  sha256 {hashlib.sha256(data).hexdigest()[:16]}")

@@ -1305,6 +1305,38 @@ static void test_bench(void **state) {
   remove_tree(dir);
 }
 
+/* weir train-graph: a training program that validates and runs; bad
+ * options and models without a rule are reported. */
+static void test_train_graph(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "mlp-train.json", NULL);
+  Run r = run_weir("train-graph", "samples/models/mlp.onnx", "--loss",
+                   "softmax-cross-entropy", "--optimizer", "adam", "--lr",
+                   "0.001", "--weight-decay", "0.01", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "6 parameters");
+  run_clear(&r);
+  r = run_weir("run-ref", out, "-D", "batch=2", "-D", "K=2", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "losses");
+  assert_contains(r.out, "fc1_weight_v");
+  run_clear(&r);
+  r = run_weir("train-graph", "samples/models/mlp.onnx", "--loss", "hinge",
+               "--optimizer", "sgd", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown loss 'hinge'");
+  run_clear(&r);
+  r = run_weir("train-graph", "samples/models/mlp.onnx", "--loss", "mse",
+               "--optimizer", "sgd", "--output", "nope", "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "no output 'nope'");
+  run_clear(&r);
+  g_remove(out);
+  g_rmdir(dir);
+}
+
 int main(void) {
   /* never the user's compile cache */
   g_autofree char *home = g_dir_make_tmp("weir-cli-home-XXXXXX", NULL);
@@ -1312,6 +1344,7 @@ int main(void) {
   g_unsetenv("WEIR_CACHE_DIR");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
+      cmocka_unit_test(test_train_graph),
       cmocka_unit_test(test_info_symbolic_and_bound),
       cmocka_unit_test(test_info_count),
       cmocka_unit_test(test_validate_samples),

@@ -504,6 +504,11 @@ static gboolean expand_elementwise(WeirGraph *g, WeirState *s, WeirNode *n,
     return unsupported(error, n, "no elementwise expansion");
   if (!weir_op_check_attrs(n, error))
     return FALSE;
+  if (e->kind == KIND_BATCHNORM) {
+    const WeirAttr *tm = weir_node_attr(n, "training_mode");
+    if (tm && tm->type == WEIR_ATTR_INT && tm->i != 0)
+      return weir_expand_batchnorm_training(g, s, n, error);
+  }
 
   Builder b = {.g = g, .s = s, .n = n};
   b.conns = g_ptr_array_new_with_free_func(g_free);

@@ -226,20 +226,27 @@ static gboolean is_default_domain(const char *domain) {
   return !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
 }
 
+/* The registry name of a node's operator: op_type in the default domain,
+ * "<domain>.<op_type>" elsewhere (ai.onnx.preview.training.Adam).
+ * (transfer full) */
+static char *qualified_op(const WeirOnnxNode *n) {
+  return is_default_domain(n->domain)
+             ? g_strdup(n->op_type)
+             : g_strdup_printf("%s.%s", n->domain, n->op_type);
+}
+
 /* Reports every node whose operator Weir does not know, in one error. */
 static gboolean check_operators(Importer *imp, GError **error) {
   g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(unsupported_free);
   guint total = 0;
   for (guint i = 0; i < imp->graph->n_nodes; i++) {
     const WeirOnnxNode *n = &imp->graph->nodes[i];
+    g_autofree char *op = qualified_op(n);
     gboolean known =
-        is_default_domain(n->domain) && (strcmp(n->op_type, "Constant") == 0 ||
-                                         weir_op_lookup(n->op_type) != NULL);
+        (is_default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0) ||
+        weir_op_lookup(op) != NULL;
     if (known)
       continue;
-    g_autofree char *op = is_default_domain(n->domain)
-                              ? g_strdup(n->op_type)
-                              : g_strdup_printf("%s.%s", n->domain, n->op_type);
     Unsupported *u = NULL;
     for (guint k = 0; k < list->len && !u; k++) {
       Unsupported *x = g_ptr_array_index(list, k);
@@ -1008,7 +1015,8 @@ static gboolean add_memlet(Importer *imp, guint src, const char *src_conn,
 
 static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
                                GError **error) {
-  const WeirOpInfo *info = weir_op_lookup(on->op_type);
+  g_autofree char *op = qualified_op(on);
+  const WeirOpInfo *info = weir_op_lookup(op);
   g_assert(info);
   guint n_in = on->n_inputs;
   g_autofree Value **inputs = g_new0(Value *, n_in + 1);
@@ -1021,8 +1029,8 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
       return FALSE;
     uses[k] = INPUT_WIRED;
   }
-  WeirNode *n = weir_state_add_library(imp->g, imp->state, on->name,
-                                       on->op_type, NULL, NULL);
+  WeirNode *n =
+      weir_state_add_library(imp->g, imp->state, on->name, op, NULL, NULL);
   for (guint i = 0; i < on->n_attrs; i++)
     if (!convert_attr(imp, on, info, &on->attrs[i], n, error))
       return FALSE;
