@@ -2705,6 +2705,8 @@ static int cmd_export(int argc, char **argv) {
   printf("build and run: make -C %s && (cd %s && ./harness)\n", output_path,
          output_path);
   weir_export_info_clear(&info);
+  return 0;
+}
 
 /* ------------------------------------------------------------------ train */
 
