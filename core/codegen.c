@@ -1539,16 +1539,22 @@ struct _Frame {
   gboolean simd;      /* wants "#pragma omp simd" */
   gboolean simd_drop; /* ... which a conflicting write or an atomic forbids */
   const char *why_drop;
+  /* with par_root: the number of leading parameters whose iterations
+   * "omp parallel for" (with its collapse) divides among the threads; the
+   * other loops run whole inside one thread.  0: all of them (tiled maps,
+   * where threads share tiles). */
+  guint n_split;
 };
 
-/* TRUE when, for every parameter p of map, some dimension of sub starts at
- * c*p + rest with a constant c != 0, rest free of the parameters in
- * `inner` (this map's and those of maps inside it), and a region narrower
- * than |c|: distinct values of the parameters then touch distinct
- * elements. */
+/* TRUE when, for every parameter p among the first n_params of map (0:
+ * all), some dimension of sub starts at c*p + rest with a constant c != 0,
+ * rest free of the parameters in `inner` (this map's and those of maps
+ * inside it), and a region narrower than |c|: distinct values of those
+ * parameters then touch distinct elements. */
 static gboolean subset_injective(const WeirSubset *sub, const WeirMap *map,
-                                 GHashTable *inner) {
-  for (guint k = 0; k < map->params->len; k++) {
+                                 guint n_params, GHashTable *inner) {
+  guint np = n_params ? MIN(n_params, map->params->len) : map->params->len;
+  for (guint k = 0; k < np; k++) {
     const char *p = g_ptr_array_index(map->params, k);
     gboolean found = FALSE;
     g_autoptr(WeirExpr) zero = weir_expr_const(0);
@@ -1601,7 +1607,9 @@ static gboolean wcr_needs_atomic(Frame *fr, const WeirSubset *sub,
       g_hash_table_add(inner, g_ptr_array_index(map->params, k));
     if (!x->par_root && !x->simd)
       continue;
-    if (subset_injective(sub, map, inner))
+    /* threads own distinct values of the split parameters only; a simd
+     * loop's lanes differ in the last one, checked over all of them */
+    if (subset_injective(sub, map, x->par_root ? x->n_split : 0, inner))
       continue;
     if (x->par_root)
       atomic = TRUE;
@@ -2193,6 +2201,15 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     }
     l.rect = rect;
     g_array_append_val(loops, l);
+  }
+
+  if (fr.par_root) {
+    /* the loops "omp parallel for" divides (as printed below) */
+    guint nrect = 0;
+    while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
+      nrect++;
+    guint c = MAX(1, MIN(map->collapse, nrect));
+    fr.n_split = loops->len == np ? c : 0;
   }
 
   /* the body first: what it contains decides the pragmas */

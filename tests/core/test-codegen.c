@@ -478,9 +478,12 @@ static WeirGraph *build_wcr(WeirDType dt) {
     array(g, plain[k], dt, "12", FALSE);
   }
   array(g, "tot", dt, "", FALSE);
+  array(g, "rsum", dt, "12", FALSE);
   WeirState *s = weir_graph_add_state(g, "reduce");
   WeirNode *ex;
-  WeirNode *en = map(g, s, "rows_cols", S("i", "j"), S("0:12", "0:5"),
+  /* the parallel loop (j, the first parameter) is split among the
+   * threads; every j updates every element i: atomics */
+  WeirNode *en = map(g, s, "rows_cols", S("j", "i"), S("0:5", "0:12"),
                      WEIR_SCHEDULE_PARALLEL, &ex);
   WeirNode *t = weir_state_add_tasklet(g, s, "red", S("x"),
                                        S("s", "p", "lo", "hi", "all"),
@@ -504,6 +507,16 @@ static WeirGraph *build_wcr(WeirDType dt) {
   for (guint k = 0; k < 4; k++)
     map_out(g, s, t2, c5[k], ex2, weir_state_add_access(g, s, plain[k]), "r",
             "0:12", wcrs[k]);
+  /* rsum[i] += X[i, j] with i split among the threads and j inside one
+   * thread: each thread owns its elements, no atomics */
+  WeirNode *ex3;
+  WeirNode *en3 = map(g, s, "split_rows", S("i", "j"), S("0:12", "0:5"),
+                      WEIR_SCHEDULE_PARALLEL, &ex3);
+  WeirNode *t3 = weir_state_add_tasklet(g, s, "acc", S("x"), S("s"), "s = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en3, t3, "x", "0:12, 0:5",
+         "i, j");
+  map_out(g, s, t3, "s", ex3, weir_state_add_access(g, s, "rsum"), "i", "0:12",
+          WEIR_WCR_SUM);
   return g;
 }
 
@@ -532,6 +545,9 @@ static void test_wcr(void **state) {
     /* the per-row map writes distinct elements: no atomics */
     assert_contains(src, "psum[r] ");
     assert_lacks(src, "atomic\n      psum");
+    /* nor does the map whose inner loop reduces into its thread's rows */
+    assert_contains(src, "rsum[i] ");
+    assert_lacks(src, "atomic\n        rsum");
   }
 }
 
