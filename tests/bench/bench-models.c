@@ -217,6 +217,7 @@ typedef struct {
   char *problem; /* why not ok */
   double err;    /* max abs error against the reference */
   double median; /* seconds */
+  double min;    /* fastest timed run */
   guint reps;
   WeirGraph *graph; /* the program as compiled (owned) */
 } Config;
@@ -234,7 +235,7 @@ static void config_free(gpointer p) {
 typedef struct {
   gboolean ran;
   char *note; /* skipped or failed: why; else NULL */
-  double median;
+  double median, min;
   double err;
   gboolean ok;
 } PeerResult;
@@ -424,6 +425,7 @@ static void run_config(Config *cfg, const ModelData *d) {
     return;
   }
   cfg->median = r.median;
+  cfg->min = r.min;
   cfg->reps = reps;
   weir_bench_result_clear(&r);
   double err2 = 0;
@@ -595,9 +597,9 @@ static char *ort_dir(void) {
   return g_build_filename(g_get_user_cache_dir(), "weir-bench", "ort", NULL);
 }
 
-/* Runs a peer script; its last line is "ok MEDIAN_MS MAX_ABS_ERR PASS|FAIL"
- * (the script compares with the reference at RTOL, ATOL) or "skip REASON" /
- * "fail REASON". */
+/* Runs a peer script; its last line is "ok MEDIAN_MS MAX_ABS_ERR PASS|FAIL
+ * min_ms=MIN_MS" (the script compares with the reference at RTOL, ATOL) or
+ * "skip REASON" / "fail REASON". */
 static void run_peer(const char *const *argv, PeerResult *out) {
   g_autoptr(GError) error = NULL;
   g_autofree char *sout = NULL, *serr = NULL;
@@ -617,6 +619,8 @@ static void run_peer(const char *const *argv, PeerResult *out) {
     out->median = ms / 1e3;
     out->err = err;
     out->ok = strcmp(verdict, "PASS") == 0;
+    const char *mn = strstr(last, "min_ms=");
+    out->min = mn ? g_ascii_strtod(mn + 7, NULL) / 1e3 : 0;
     return;
   }
   if (g_str_has_prefix(last, "skip ") || g_str_has_prefix(last, "fail "))
@@ -688,8 +692,8 @@ static char *peer_cell(const PeerResult *p, double weir) {
 static void print_model(const ModelResult *mr) {
   printf("\n%s (%s): %.3f MFLOP per run\n", mr->spec->title, mr->spec->name,
          mr->flops / 1e6);
-  printf("  %-44s %-6s %10s %8s %5s %9s\n", "Weir configuration", "check",
-         "median ms", "GFLOP/s", "reps", "max err");
+  printf("  %-44s %-6s %10s %8s %8s %5s %9s\n", "Weir configuration", "check",
+         "median ms", "min ms", "GFLOP/s", "reps", "max err");
   for (guint i = 0; i < mr->configs->len; i++) {
     const Config *c = g_ptr_array_index(mr->configs, i);
     if (!c->ok) {
@@ -698,8 +702,8 @@ static void print_model(const ModelResult *mr) {
     }
     g_autofree char *ms = ms_text(c->median);
     g_autofree char *gf = gflops_text(mr->flops, c->median);
-    printf("  %-44s %-6s %10s %8s %5u %9.2g%s\n", c->label, "ok", ms, gf,
-           c->reps, c->err, c == mr->best ? "  <- best" : "");
+    printf("  %-44s %-6s %10s %8.4f %8s %5u %9.2g%s\n", c->label, "ok", ms,
+           c->min * 1e3, gf, c->reps, c->err, c == mr->best ? "  <- best" : "");
   }
   if (mr->best && mr->gemm_calls_per_run > 0)
     printf("  GEMM calls of the best: %.0f per run, %.2f GFLOP/s, %.0f%% of "
@@ -708,13 +712,15 @@ static void print_model(const ModelResult *mr) {
   if (mr->torch.note)
     printf("  PyTorch: %s\n", mr->torch.note);
   else if (mr->torch.ran)
-    printf("  PyTorch: %.4f ms, max err %.2g%s\n", mr->torch.median * 1e3,
-           mr->torch.err, mr->torch.ok ? "" : " FAIL");
+    printf("  PyTorch: median %.4f ms, min %.4f ms, max err %.2g%s\n",
+           mr->torch.median * 1e3, mr->torch.min * 1e3, mr->torch.err,
+           mr->torch.ok ? "" : " FAIL");
   if (mr->ort.note)
     printf("  ONNX Runtime: %s\n", mr->ort.note);
   else if (mr->ort.ran)
-    printf("  ONNX Runtime: %.4f ms, max err %.2g%s\n", mr->ort.median * 1e3,
-           mr->ort.err, mr->ort.ok ? "" : " FAIL");
+    printf("  ONNX Runtime: median %.4f ms, min %.4f ms, max err %.2g%s\n",
+           mr->ort.median * 1e3, mr->ort.min * 1e3, mr->ort.err,
+           mr->ort.ok ? "" : " FAIL");
   fflush(stdout);
 }
 

@@ -10,7 +10,7 @@ same weights as the ONNX file.  It runs under torch.inference_mode() with
 torch.set_num_threads(N) and PyTorch's default CPU back end.  The last line
 printed is
 
-    ok MEDIAN_MS MAX_ABS_ERR PASS|FAIL
+    ok MEDIAN_MS MAX_ABS_ERR PASS|FAIL min_ms=MIN_MS
 
 (the output compared with EXPECTED at rtol 1e-4, atol 1e-5), or
 "skip REASON" when torch is not available.
@@ -73,7 +73,7 @@ def main():
     err = float(np.max(np.abs(got - want)))
     ok = bool(np.all(np.abs(got - want) <= ATOL + RTOL * np.abs(want)))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print(f"ok {statistics.median(times) * 1e3:.6f} {err:.3g} {'PASS' if ok else 'FAIL'}")
+    print(f"ok {statistics.median(times) * 1e3:.6f} {err:.3g} {'PASS' if ok else 'FAIL'} min_ms={min(times) * 1e3:.6f}")
     return 0
 
 
