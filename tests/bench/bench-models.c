@@ -245,6 +245,7 @@ typedef struct {
   double flops;
   Config *dflt, *best; /* borrowed from configs */
   GPtrArray *configs;
+  GPtrArray *notes; /* char*: combinations left out */
   double gemm_gflops, gemm_share, gemm_calls_per_run;
   PeerResult torch, ort;
 } ModelResult;
@@ -252,6 +253,7 @@ typedef struct {
 static void model_result_free(gpointer p) {
   ModelResult *r = p;
   g_ptr_array_unref(r->configs);
+  g_ptr_array_unref(r->notes);
   g_free(r->torch.note);
   g_free(r->ort.note);
   g_free(r);
@@ -438,7 +440,11 @@ static void run_config(Config *cfg, const ModelData *d) {
   cfg->ok = TRUE;
 }
 
-/* Times the GEMM calls of the best configuration over `reps` runs. */
+/* Times the GEMM calls of the best configuration: per run (a
+ * weir_kernel_bench of one repetition, arguments bound outside the timed
+ * part), the GFLOP/s of its GEMM calls and their share of the run's time;
+ * the medians over the runs are reported, so one run disturbed by another
+ * process does not decide the figure. */
 static void measure_gemm(ModelResult *mr, const ModelData *d) {
   g_autoptr(GError) error = NULL;
   WeirCompileOptions opts = compile_options();
@@ -450,19 +456,33 @@ static void measure_gemm(ModelResult *mr, const ModelData *d) {
   g_autoptr(GHashTable) args = make_args(mr->best->graph, d, &error);
   if (!args || !weir_kernel_run(k, d->bindings, args, &error))
     return;
-  guint reps = MAX(3, mr->best->reps);
-  gemm_seconds = gemm_flops = 0;
-  gemm_calls = 0;
-  double t0 = now();
-  counting = TRUE;
-  for (guint r = 0; r < reps; r++)
-    weir_kernel_run(k, d->bindings, args, NULL);
-  counting = FALSE;
-  double total = now() - t0;
-  mr->gemm_calls_per_run = (double)gemm_calls / reps;
-  if (gemm_calls && gemm_seconds > 0) {
-    mr->gemm_gflops = gemm_flops / gemm_seconds / 1e9;
-    mr->gemm_share = gemm_seconds / total;
+  guint reps = MAX(5, mr->best->reps);
+  g_autofree double *rate = g_new0(double, reps);
+  g_autofree double *share = g_new0(double, reps);
+  guint64 calls = 0;
+  guint n = 0;
+  WeirBenchOptions bo = {.warmup = 0, .repetitions = 1};
+  for (guint r = 0; r < reps; r++) {
+    WeirBenchResult res;
+    gemm_seconds = gemm_flops = 0;
+    gemm_calls = 0;
+    counting = TRUE;
+    gboolean ok = weir_kernel_bench(k, d->bindings, args, &bo, &res, NULL);
+    counting = FALSE;
+    if (!ok)
+      return;
+    if (gemm_calls && gemm_seconds > 0 && res.median > 0) {
+      rate[n] = gemm_flops / gemm_seconds / 1e9;
+      share[n] = MIN(1.0, gemm_seconds / res.median);
+      n++;
+    }
+    calls += gemm_calls;
+    weir_bench_result_clear(&res);
+  }
+  mr->gemm_calls_per_run = (double)calls / reps;
+  if (n) {
+    mr->gemm_gflops = median(rate, n);
+    mr->gemm_share = median(share, n);
   }
 }
 
@@ -516,7 +536,8 @@ static gboolean natives_apply(const WeirGraph *g, GError **error) {
 }
 
 /* Every combination of impl choices for the ops present in base. */
-static void add_impl_grid(GPtrArray *configs, const WeirGraph *base) {
+static void add_impl_grid(GPtrArray *configs, GPtrArray *notes,
+                          const WeirGraph *base) {
   const OpChoices *present[G_N_ELEMENTS(op_choices)];
   guint np = 0, total = 1;
   for (guint i = 0; i < G_N_ELEMENTS(op_choices); i++)
@@ -543,7 +564,8 @@ static void add_impl_grid(GPtrArray *configs, const WeirGraph *base) {
     if (ok && natives_apply(g, &error))
       g_ptr_array_add(configs, config_new(label->str, g_steal_pointer(&g)));
     else if (ok)
-      printf("  (%s: not applicable: %s)\n", label->str, error->message);
+      g_ptr_array_add(notes, g_strdup_printf("%s: not applicable: %s",
+                                             label->str, error->message));
     g_string_free(label, TRUE);
   }
 }
@@ -705,9 +727,11 @@ static void print_model(const ModelResult *mr) {
     printf("  %-44s %-6s %10s %8.4f %8s %5u %9.2g%s\n", c->label, "ok", ms,
            c->min * 1e3, gf, c->reps, c->err, c == mr->best ? "  <- best" : "");
   }
+  for (guint i = 0; i < mr->notes->len; i++)
+    printf("  (%s)\n", (const char *)g_ptr_array_index(mr->notes, i));
   if (mr->best && mr->gemm_calls_per_run > 0)
     printf("  GEMM calls of the best: %.0f per run, %.2f GFLOP/s, %.0f%% of "
-           "its time\n",
+           "its time (medians over runs)\n",
            mr->gemm_calls_per_run, mr->gemm_gflops, 100 * mr->gemm_share);
   if (mr->torch.note)
     printf("  PyTorch: %s\n", mr->torch.note);
@@ -826,6 +850,7 @@ static ModelResult *bench_model(const ModelSpec *spec, const char *dir) {
   ModelResult *mr = g_new0(ModelResult, 1);
   mr->spec = spec;
   mr->configs = g_ptr_array_new_with_free_func(config_free);
+  mr->notes = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GError) error = NULL;
   ModelData d = {0};
   g_autoptr(WeirGraph) g = import_model(spec, dir, &d, &error);
@@ -851,7 +876,7 @@ static ModelResult *bench_model(const ModelSpec *spec, const char *dir) {
     }
   }
   if (!opt_no_search)
-    add_impl_grid(mr->configs, g);
+    add_impl_grid(mr->configs, mr->notes, g);
   for (guint i = 0; i < mr->configs->len; i++) {
     Config *c = g_ptr_array_index(mr->configs, i);
     if (!c->problem)
