@@ -912,11 +912,12 @@ static ModelResult *bench_model(const ModelSpec *spec, const char *dir) {
   mr->best = fastest(mr->configs);
   if (mr->best)
     measure_gemm(mr, &d);
-  if (!opt_no_peers)
+  if (!opt_no_peers) {
     run_peers(mr, &d);
-  else
-    mr->torch.note = g_strdup("skipped (--no-peers)"),
+  } else {
+    mr->torch.note = g_strdup("skipped (--no-peers)");
     mr->ort.note = g_strdup("skipped (--no-peers)");
+  }
   model_data_clear(&d);
   print_model(mr);
   return mr;
