@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """generate.py — the bundled sample models and their reference data.
 
-Defines four small PyTorch models, exports each to ONNX and writes, next to
-this script:
+Defines four small PyTorch models (and a batch-64 export of LeNet for the
+benchmark), exports each to ONNX and writes, next to this script:
 
     <name>.onnx                 the model (opset 13)
     <name>/input_0.pb           the reference input, an ONNX TensorProto
     <name>/output_0.pb          PyTorch's output on it, an ONNX TensorProto
     <name>/input_0.npy          the same two tensors as NumPy arrays
     <name>/output_0.npy
+    <name>/input_<k>.pb, ...    further data sets (k >= 1) at other batch
+                                sizes, for models with a symbolic batch
 
 Run it with Debian's interpreter, which has python3-torch, python3-onnx and
 python3-numpy (a `python3` earlier on PATH may not):
@@ -217,6 +219,9 @@ def make_transformer():
 MODELS = [
     ("mlp", make_mlp, 1, (4, 64), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
     ("lenet", make_lenet, 2, (4, 1, 8, 8), dict()),
+    # The same LeNet (same seed, same weights) exported for batch 64: the
+    # benchmark's size (tests/bench/).  lenet.onnx keeps its batch of 4.
+    ("lenet64", make_lenet, 2, (64, 1, 8, 8), dict()),
     # TrainingMode.EVAL would run the exporter's eval peephole, which folds
     # BatchNormalization into the preceding Conv whatever
     # do_constant_folding says.  PRESERVE on a model in eval mode exports
@@ -232,6 +237,14 @@ MODELS = [
 # optimizers and their settings (mirrored in <name>/train/manifest.json).
 TRAIN_SGD = dict(lr=0.1)
 TRAIN_ADAM = dict(lr=0.01, betas=(0.9, 0.999), eps=1e-8)
+
+# Further data sets <name>/input_<k>.pb, output_<k>.pb (k >= 1) for models
+# with a symbolic batch: name -> input shapes.  Their inputs come from their
+# own generator (seed 2000 + 100 * k + model seed), so data set 0 does not
+# change.  mlp at batch 64 is the benchmark's size (tests/bench/).
+EXTRA_DATA = {
+    "mlp": [(64, 64)],
+}
 
 
 # ---- export --------------------------------------------------------------
@@ -420,6 +433,16 @@ def pb_bytes(arr, name):
     return onnx.numpy_helper.from_array(arr, name).SerializeToString()
 
 
+def data_files(out_dir, name, k, x_np, y_np):
+    """The files of data set k: (path, bytes) pairs."""
+    return [
+        (os.path.join(out_dir, name, f"input_{k}.pb"), pb_bytes(x_np, "input")),
+        (os.path.join(out_dir, name, f"output_{k}.pb"), pb_bytes(y_np, "output")),
+        (os.path.join(out_dir, name, f"input_{k}.npy"), npy_bytes(x_np)),
+        (os.path.join(out_dir, name, f"output_{k}.npy"), npy_bytes(y_np)),
+    ]
+
+
 def write_file(path, data, check, problems):
     rel = os.path.relpath(path, HERE)
     if check:
@@ -475,13 +498,19 @@ def main():
                 raise SystemExit(f"{name}: onnx.reference output differs from PyTorch (max abs error {err:g})")
             note = f"onnx.reference matches PyTorch (max abs error {err:g})"
 
-        files = [
-            (os.path.join(out_dir, name + ".onnx"), proto.SerializeToString()),
-            (os.path.join(out_dir, name, "input_0.pb"), pb_bytes(x_np, "input")),
-            (os.path.join(out_dir, name, "output_0.pb"), pb_bytes(y_np, "output")),
-            (os.path.join(out_dir, name, "input_0.npy"), npy_bytes(x_np)),
-            (os.path.join(out_dir, name, "output_0.npy"), npy_bytes(y_np)),
-        ]
+        files = [(os.path.join(out_dir, name + ".onnx"), proto.SerializeToString())]
+        files += data_files(out_dir, name, 0, x_np, y_np)
+        for k, extra_shape in enumerate(EXTRA_DATA.get(name, []), start=1):
+            gen_k = torch.Generator().manual_seed(2000 + 100 * k + seed)
+            x_k = torch.randn(*extra_shape, generator=gen_k)
+            y_k = model(x_k).detach()
+            files += data_files(
+                out_dir,
+                name,
+                k,
+                x_k.numpy().astype(np.float32, copy=False),
+                np.ascontiguousarray(y_k.numpy().astype(np.float32, copy=False)),
+            )
         step_files, step_note = train_step(name, make, seed, model, proto, x)
         files += [(os.path.join(out_dir, name, "train", f), data) for f, data in step_files]
         g = proto.graph
