@@ -26,6 +26,7 @@
 #include <graphviz/gvc.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "weir-analysis.h"
 
@@ -34,12 +35,14 @@
 #define FIT_ZOOM_MAX 2.0 /* zoom-to-fit does not blow small graphs up */
 #define FIT_MARGIN 24.0  /* pixels around a fitted picture */
 #define NODE_FONT 10.0   /* layout units (= pixels at zoom 1) */
-#define EDGE_FONT 8.0
+#define EDGE_FONT 8.5
 #define CLUSTER_FONT 10.0
-#define MIN_TEXT_PX 4.5 /* text smaller than this on screen is not drawn */
+#define MIN_TEXT_PX 6.0 /* text smaller than this on screen is not drawn */
 #define TOGGLE_SIZE 11.0
 #define MINIMAP_W 200.0
 #define MINIMAP_H 150.0
+#define MINIMAP_MIN 48.0 /* narrowest side of the minimap, pixels */
+#define LARGE_GRAPH 800  /* nodes: faster dot settings above this */
 
 static gpointer weir_element_copy_(gpointer e) {
   return g_memdup2(e, sizeof(WeirElement));
@@ -330,6 +333,7 @@ typedef struct {
   GPtrArray *gv_nodes;    /* Agnode_t*, parallel to layout->nodes */
   GPtrArray *gv_edges;    /* Agedge_t*, parallel to layout->edges */
   GPtrArray *gv_clusters; /* Agraph_t*, parallel to layout->clusters */
+  gboolean large;         /* more than LARGE_GRAPH nodes */
 } GvBuild;
 
 static GMutex gv_lock; /* libgvc and cgraph are used by one thread at once */
@@ -551,7 +555,7 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     ve.label = memlet_label(m, job->bindings);
     if (*ve.label) {
       g_autofree char *text = dot_text(ve.label);
-      set_attr(e, "label", text);
+      set_attr(e, b->large ? "xlabel" : "label", text);
     }
     if (ve.empty)
       set_attr(e, "style", "dashed");
@@ -596,16 +600,18 @@ static void read_edge(VEdge *ve, Agedge_t *e, double ox, double top) {
     ve->y0 = MIN(ve->y0, ve->ay);
     ve->y1 = MAX(ve->y1, ve->ay);
   }
-  if (ED_label(e)) {
-    ve->lx = ED_label(e)->pos.x - ox;
-    ve->ly = top - ED_label(e)->pos.y;
-    double hw = ED_label(e)->dimen.x / 2, hh = ED_label(e)->dimen.y / 2;
+  textlabel_t *lab = ED_label(e) ? ED_label(e) : ED_xlabel(e);
+  if (lab && lab->set) {
+    ve->lx = lab->pos.x - ox;
+    ve->ly = top - lab->pos.y;
+    double hw = lab->dimen.x / 2, hh = lab->dimen.y / 2;
     ve->x0 = MIN(ve->x0, ve->lx - hw);
     ve->x1 = MAX(ve->x1, ve->lx + hw);
     ve->y0 = MIN(ve->y0, ve->ly - hh);
     ve->y1 = MAX(ve->y1, ve->ly + hh);
-  }
-  if (ve->n_pts == 0 && !ED_label(e))
+  } else if (lab) /* not placed: not drawn */
+    g_clear_pointer(&ve->label, g_free);
+  if (ve->n_pts == 0 && !(lab && lab->set))
     ve->x0 = ve->y0 = ve->x1 = ve->y1 = 0;
 }
 
@@ -631,6 +637,8 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
 
   g_mutex_lock(&gv_lock);
   gint64 t1 = g_get_monotonic_time();
+  struct timespec c1, c2;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   if (!gv_context) {
     agseterr(AGERR); /* warnings are not for the user */
     gv_context = gvContext();
@@ -656,6 +664,21 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
   agattr(b.root, AGEDGE, (char *)"fontsize", (char *)"9");
   agattr(b.root, AGEDGE, (char *)"arrowsize", (char *)"0.6");
 
+  /* Large programs: memlet labels as external labels (placed after the
+   * layout instead of taking a rank each) and fewer optimisation passes;
+   * dot's time then grows about half as fast (docs/gui.md). */
+  guint n_total = 0;
+  for (guint i = 0; i < g->states->len; i++)
+    n_total += ((WeirState *)g_ptr_array_index(g->states, i))->nodes->len;
+  b.large = n_total > LARGE_GRAPH;
+  if (b.large) {
+    set_attr(b.root, "forcelabels", "true");
+    set_attr(b.root, "nslimit", "1");
+    set_attr(b.root, "nslimit1", "1");
+    set_attr(b.root, "mclimit", "0.3");
+    set_attr(b.root, "searchsize", "10");
+    set_attr(b.root, "remincross", "false");
+  }
   StateBuild *sbs = g_new0(StateBuild, g->states->len + 1);
   for (guint i = 0; i < g->states->len; i++)
     build_state(&b, l, g, g_ptr_array_index(g->states, i), an, job, &sbs[i]);
@@ -724,7 +747,12 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
   g_ptr_array_unref(b.gv_edges);
   g_ptr_array_unref(b.gv_clusters);
   gint64 t2 = g_get_monotonic_time();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c2);
   g_mutex_unlock(&gv_lock);
+  g_debug("graph view: %u nodes, %u memlets: dot %.1f ms (%.1f ms CPU)",
+          l->n_nodes, l->n_edges, (double)(t2 - t1) / 1000.0,
+          (double)(c2.tv_sec - c1.tv_sec) * 1e3 +
+              (double)(c2.tv_nsec - c1.tv_nsec) / 1e6);
 
   if (!ok) {
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
@@ -787,8 +815,8 @@ static guint signals[N_SIGNALS];
 
 typedef struct {
   gboolean dark;
-  GdkRGBA fg, bg, dim, state_fill, scope_fill, edge, transition, accent,
-      highlight;
+  GdkRGBA fg, bg, dim, state_fill, scope_fill, scope_border, edge, transition,
+      accent, highlight;
   GdkRGBA fill[SHAPE_EMPTY + 1];
 } Palette;
 
@@ -819,6 +847,7 @@ static void palette_init(WeirGraphView *v, Palette *p) {
     p->dim = rgb(0x9a9a9a);
     p->state_fill = rgb(0x2a2a2e);
     p->scope_fill = rgb(0x33303d);
+    p->scope_border = rgb(0x9a82b8);
     p->edge = rgb(0xb0b0b0);
     p->transition = rgb(0x8fb0d8);
     p->fill[SHAPE_ACCESS] = rgb(0x1f3a5a);
@@ -834,6 +863,7 @@ static void palette_init(WeirGraphView *v, Palette *p) {
     p->dim = rgb(0x707070);
     p->state_fill = rgb(0xf0f0f3);
     p->scope_fill = rgb(0xf3eef8);
+    p->scope_border = rgb(0x8c6bb3);
     p->edge = rgb(0x505050);
     p->transition = rgb(0x2a5a9a);
     p->fill[SHAPE_ACCESS] = rgb(0xd6e6fa);
@@ -1522,8 +1552,15 @@ static void draw_edge(Draw *d, const VEdge *e) {
   if (!e->transition && v->overlay == WEIR_OVERLAY_BYTES && e->bytes_known &&
       e->bytes > 0 && d->scale.any) {
     double t = scale_t(&d->scale, e->bytes);
-    colour = heat_colour(0.25 + 0.75 * t); /* pale yellow is invisible */
-    width = 1.0 + 3.0 * t;
+    /* the pale end of the scale would vanish on a light background:
+     * edges start further up it and are darkened there */
+    colour = heat_colour(0.3 + 0.7 * t);
+    if (!d->pal.dark) {
+      colour.red *= 0.8f;
+      colour.green *= 0.8f;
+      colour.blue *= 0.8f;
+    }
+    width = 1.2 + 3.0 * t;
   }
   gboolean sel =
       !e->transition && is_selected(v, WEIR_ELEMENT_EDGE, e->state, e->id);
@@ -1583,9 +1620,7 @@ static void draw_cluster(Draw *d, const VCluster *c) {
     rounded_rect(cr, c->x0, c->y0, w, h, 4);
     set_source(cr, &d->pal.scope_fill);
     cairo_fill_preserve(cr);
-    set_source(cr, sel ? &d->pal.accent : &d->pal.fill[SHAPE_MAP_ENTRY]);
-    if (!sel && !d->pal.dark)
-      cairo_set_source_rgb(cr, 0.55, 0.42, 0.7);
+    set_source(cr, sel ? &d->pal.accent : &d->pal.scope_border);
     cairo_set_line_width(cr, sel ? 3.0 : 1.0);
     double dash[] = {5, 3};
     cairo_set_dash(cr, dash, 2, 0);
@@ -1604,10 +1639,11 @@ static void draw_cluster(Draw *d, const VCluster *c) {
   }
 }
 
-/* Screen rectangle of the minimap and its scale; FALSE when the whole
- * picture is on screen (no minimap). */
+/* Screen position of the minimap and its scales (the same on both axes
+ * unless the picture is so thin that a side would be narrower than
+ * MINIMAP_MIN); FALSE when the whole picture is on screen (no minimap). */
 static gboolean minimap_geometry(WeirGraphView *v, double *mx, double *my,
-                                 double *ms) {
+                                 double *msx, double *msy) {
   const ViewLayout *l = v->layout;
   double w = gtk_widget_get_width(GTK_WIDGET(v));
   double h = gtk_widget_get_height(GTK_WIDGET(v));
@@ -1619,20 +1655,21 @@ static gboolean minimap_geometry(WeirGraphView *v, double *mx, double *my,
   if (all_visible || w < 3 * MINIMAP_W || h < 2 * MINIMAP_H)
     return FALSE;
   double s = MIN(MINIMAP_W / l->width, MINIMAP_H / l->height);
-  *ms = s;
-  *mx = w - l->width * s - 12;
-  *my = h - l->height * s - 12;
+  *msx = MAX(s, MINIMAP_MIN / l->width);
+  *msy = MAX(s, MINIMAP_MIN / l->height);
+  *mx = w - l->width * *msx - 12;
+  *my = h - l->height * *msy - 12;
   return TRUE;
 }
 
 static void draw_minimap(Draw *d) {
   WeirGraphView *v = d->v;
   const ViewLayout *l = v->layout;
-  double mx, my, s;
-  if (!minimap_geometry(v, &mx, &my, &s))
+  double mx, my, sx, sy;
+  if (!minimap_geometry(v, &mx, &my, &sx, &sy))
     return;
   cairo_t *cr = d->cr;
-  double mw = l->width * s, mh = l->height * s;
+  double mw = l->width * sx, mh = l->height * sy;
   rounded_rect(cr, mx - 4, my - 4, mw + 8, mh + 8, 4);
   GdkRGBA bg = d->pal.bg;
   bg.alpha = 0.92f;
@@ -1645,8 +1682,8 @@ static void draw_minimap(Draw *d) {
     const VCluster *c = &g_array_index(l->clusters, VCluster, i);
     if (c->entry)
       continue;
-    cairo_rectangle(cr, mx + c->x0 * s, my + c->y0 * s, (c->x1 - c->x0) * s,
-                    (c->y1 - c->y0) * s);
+    cairo_rectangle(cr, mx + c->x0 * sx, my + c->y0 * sy, (c->x1 - c->x0) * sx,
+                    (c->y1 - c->y0) * sy);
     set_source(cr, &d->pal.state_fill);
     cairo_fill(cr);
   }
@@ -1660,8 +1697,9 @@ static void draw_minimap(Draw *d) {
     if (is_selected(v, WEIR_ELEMENT_NODE, n->state, n->id))
       c = d->pal.accent;
     set_source(cr, &c);
-    cairo_rectangle(cr, mx + (n->x - n->w / 2) * s, my + (n->y - n->h / 2) * s,
-                    MAX(n->w * s, 1.0), MAX(n->h * s, 1.0));
+    cairo_rectangle(cr, mx + (n->x - n->w / 2) * sx,
+                    my + (n->y - n->h / 2) * sy, MAX(n->w * sx, 1.0),
+                    MAX(n->h * sy, 1.0));
     cairo_fill(cr);
   }
   double w = gtk_widget_get_width(GTK_WIDGET(v));
@@ -1670,7 +1708,8 @@ static void draw_minimap(Draw *d) {
   double x1 = MIN(v->ox + w / v->zoom, l->width);
   double y1 = MIN(v->oy + h / v->zoom, l->height);
   if (x1 > x0 && y1 > y0) {
-    cairo_rectangle(cr, mx + x0 * s, my + y0 * s, (x1 - x0) * s, (y1 - y0) * s);
+    cairo_rectangle(cr, mx + x0 * sx, my + y0 * sy, MAX((x1 - x0) * sx, 2.0),
+                    MAX((y1 - y0) * sy, 2.0));
     GdkRGBA a = d->pal.accent;
     a.alpha = 0.18f;
     set_source(cr, &a);
@@ -1913,14 +1952,14 @@ static HitKind hit_test(WeirGraphView *v, double sx, double sy,
 
 static gboolean in_minimap(WeirGraphView *v, double sx, double sy, double *lx,
                            double *ly) {
-  double mx, my, s;
-  if (!minimap_geometry(v, &mx, &my, &s))
+  double mx, my, msx, msy;
+  if (!minimap_geometry(v, &mx, &my, &msx, &msy))
     return FALSE;
-  double mw = v->layout->width * s, mh = v->layout->height * s;
+  double mw = v->layout->width * msx, mh = v->layout->height * msy;
   if (sx < mx - 4 || sx > mx + mw + 4 || sy < my - 4 || sy > my + mh + 4)
     return FALSE;
-  *lx = (sx - mx) / s;
-  *ly = (sy - my) / s;
+  *lx = CLAMP((sx - mx) / msx, 0, v->layout->width);
+  *ly = CLAMP((sy - my) / msy, 0, v->layout->height);
   return TRUE;
 }
 

@@ -9,6 +9,11 @@
  * library nodes are expanded into maps and tasklets.  (transfer full) */
 WeirGraph *gui_testing_load(const char *path, gboolean expand, GError **error);
 
+/* A synthetic program for timings: one state with a chain of n_maps
+ * elementwise maps x_i -> x_{i+1} (4 n_maps + 1 nodes, 4 n_maps memlets).
+ * (transfer full) */
+WeirGraph *gui_testing_chain(guint n_maps);
+
 /* Sets the program (NULL clears) and runs the main loop until the view
  * emits "layout-done" or timeout_s pass.  FALSE on timeout. */
 gboolean gui_testing_set_and_wait(WeirGraphView *v, const WeirGraph *g,
