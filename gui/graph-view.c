@@ -198,21 +198,6 @@ static GHashTable *bindings_copy(GHashTable *bindings) {
 
 /* ----------------------------------------------------------- labels */
 
-static WeirNode *state_node(const WeirState *s, guint id) {
-  guint lo = 0, hi = s->nodes->len;
-  while (lo < hi) {
-    guint mid = (lo + hi) / 2;
-    WeirNode *n = g_ptr_array_index(s->nodes, mid);
-    if (n->id == id)
-      return n;
-    if (n->id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
-}
-
 /* "i=0:64, j=0:48" (+ the schedule when not sequential). */
 static void append_map_ranges(GString *out, const WeirMap *m) {
   for (guint i = 0; i < m->params->len; i++) {
@@ -473,7 +458,7 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
    * before what its scope contains. */
   guint n_order = sc ? sc->order->len : s->nodes->len;
   for (guint i = 0; i < n_order; i++) {
-    WeirNode *n = sc ? state_node(s, g_array_index(sc->order, guint, i))
+    WeirNode *n = sc ? weir_state_node(s, g_array_index(sc->order, guint, i))
                      : g_ptr_array_index(s->nodes, i);
     if (!n)
       continue;
@@ -1105,7 +1090,7 @@ static gboolean element_exists(const WeirGraph *g, const WeirElement *e) {
   case WEIR_ELEMENT_STATE:
     return TRUE;
   case WEIR_ELEMENT_NODE:
-    return state_node(s, e->id) != NULL;
+    return weir_state_node(s, e->id) != NULL;
   case WEIR_ELEMENT_EDGE:
     return weir_state_memlet(s, e->id) != NULL;
   default:
@@ -1281,7 +1266,7 @@ void weir_graph_view_set_collapsed(WeirGraphView *v, guint state, guint entry,
     return;
   if (collapsed) {
     WeirState *s = v->program ? weir_graph_state(v->program, state) : NULL;
-    WeirNode *n = s ? state_node(s, entry) : NULL;
+    WeirNode *n = s ? weir_state_node(s, entry) : NULL;
     if (!n || n->kind != WEIR_NODE_MAP_ENTRY)
       return; /* not a map scope of the program */
     key_set_add(v->collapsed, k);
@@ -1948,6 +1933,79 @@ static HitKind hit_test(WeirGraphView *v, double sx, double sy,
   return HIT_NONE;
 }
 
+WeirElement weir_graph_view_element_at(WeirGraphView *v, double x, double y) {
+  WeirElement e = {WEIR_ELEMENT_NONE, 0, 0};
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), e);
+  hit_test(v, x, y, &e);
+  return e;
+}
+
+gboolean weir_graph_view_get_element_bounds(WeirGraphView *v,
+                                            const WeirElement *e,
+                                            graphene_rect_t *out) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
+  g_return_val_if_fail(e != NULL && out != NULL, FALSE);
+  double r[4];
+  if (!element_rect(v->layout, e, r))
+    return FALSE;
+  graphene_rect_init(
+      out, (float)((r[0] - v->ox) * v->zoom), (float)((r[1] - v->oy) * v->zoom),
+      (float)((r[2] - r[0]) * v->zoom), (float)((r[3] - r[1]) * v->zoom));
+  return TRUE;
+}
+
+/* Tooltip: the whole label (it may be shrunk or hidden at this zoom) and
+ * the element's figures. */
+static gboolean on_query_tooltip(GtkWidget *w, int x, int y,
+                                 gboolean keyboard G_GNUC_UNUSED,
+                                 GtkTooltip *tip, gpointer data G_GNUC_UNUSED) {
+  WeirGraphView *v = WEIR_GRAPH_VIEW(w);
+  WeirElement e;
+  if (!v->layout || hit_test(v, x, y, &e) == HIT_NONE)
+    return FALSE;
+  GString *s = g_string_new(NULL);
+  char b[32], f[32];
+  if (e.kind == WEIR_ELEMENT_NODE) {
+    const VNode *n = find_vnode(v->layout, e.state, e.id, NULL);
+    if (!n) { /* a scope frame: its entry is drawn as a node too */
+      g_string_free(s, TRUE);
+      return FALSE;
+    }
+    g_string_append(s, n->label);
+    if (n->bytes_known)
+      format_quantity(b, sizeof b, n->bytes, "B");
+    if (n->flops_known)
+      format_quantity(f, sizeof f, n->flops, "FLOP");
+    g_string_append_printf(s, "\nbytes in+out: %s\nFLOPs: %s",
+                           n->bytes_known ? b : "unknown",
+                           n->flops_known ? f : "unknown");
+    if (n->bytes_known && n->flops_known && n->bytes > 0)
+      g_string_append_printf(s, "\nintensity: %.3g FLOP/B",
+                             n->flops / n->bytes);
+  } else if (e.kind == WEIR_ELEMENT_EDGE) {
+    for (guint i = 0; i < v->layout->edges->len; i++) {
+      const VEdge *ed = &g_array_index(v->layout->edges, VEdge, i);
+      if (ed->transition || ed->state != e.state || ed->id != e.id)
+        continue;
+      g_string_append_printf(s, "memlet %u: %s", ed->id,
+                             ed->label ? ed->label : "");
+      if (ed->bytes_known) {
+        format_quantity(b, sizeof b, ed->bytes, "B");
+        g_string_append_printf(s, "\nbytes moved: %s", b);
+      }
+    }
+  } else {
+    for (guint i = 0; i < v->layout->clusters->len; i++) {
+      const VCluster *c = &g_array_index(v->layout->clusters, VCluster, i);
+      if (c->entry == 0 && c->state == e.state)
+        g_string_append(s, c->label);
+    }
+  }
+  gtk_tooltip_set_text(tip, s->str);
+  g_string_free(s, TRUE);
+  return TRUE;
+}
+
 /* ------------------------------------------------------------ input */
 
 static gboolean in_minimap(WeirGraphView *v, double sx, double sy, double *lx,
@@ -2187,6 +2245,8 @@ static void weir_graph_view_init(WeirGraphView *v) {
   v->hl_nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
   gtk_widget_set_focusable(w, TRUE);
   gtk_widget_set_overflow(w, GTK_OVERFLOW_HIDDEN);
+  gtk_widget_set_has_tooltip(w, TRUE);
+  g_signal_connect(w, "query-tooltip", G_CALLBACK(on_query_tooltip), NULL);
 
   GtkGesture *click = gtk_gesture_click_new();
   g_signal_connect(click, "pressed", G_CALLBACK(on_click), v);

@@ -290,6 +290,86 @@ static void test_expanded_model(void **state) {
   weir_graph_view_highlight(f->v, 0, NULL, 0);
 }
 
+/* What a click at a point selects: a node at its centre, its state at
+ * the corner of the state's box, nothing outside the picture. */
+static void test_element_at(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  weir_graph_view_zoom_fit(f->v);
+  for (guint i = 0; i < f->matmul->states->len; i++) {
+    WeirState *s = g_ptr_array_index(f->matmul->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      WeirElement e = {WEIR_ELEMENT_NODE, s->id, n->id};
+      graphene_rect_t r;
+      assert_true(weir_graph_view_get_element_bounds(f->v, &e, &r));
+      assert_true(r.size.width > 4 && r.size.height > 4);
+      WeirElement hit = weir_graph_view_element_at(
+          f->v, r.origin.x + r.size.width / 2, r.origin.y + r.size.height / 2);
+      assert_int_equal(hit.kind, WEIR_ELEMENT_NODE);
+      assert_int_equal(hit.state, s->id);
+      assert_int_equal(hit.id, n->id);
+    }
+    WeirElement st = {WEIR_ELEMENT_STATE, s->id, 0};
+    graphene_rect_t r;
+    assert_true(weir_graph_view_get_element_bounds(f->v, &st, &r));
+    WeirElement hit =
+        weir_graph_view_element_at(f->v, r.origin.x + 3, r.origin.y + 3);
+    assert_int_equal(hit.kind, WEIR_ELEMENT_STATE);
+    assert_int_equal(hit.state, s->id);
+  }
+  WeirElement none = weir_graph_view_element_at(f->v, 1, 1);
+  assert_int_equal(none.kind, WEIR_ELEMENT_NONE);
+  WeirElement missing = {WEIR_ELEMENT_NODE, 4, 999999};
+  graphene_rect_t r;
+  assert_false(weir_graph_view_get_element_bounds(f->v, &missing, &r));
+}
+
+/* Programs set while a layout runs: only the last one is shown, and
+ * "layout-done" comes once it is. */
+static void test_program_replaced_while_busy(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) big = gui_testing_chain(100);
+  weir_graph_view_set_program(f->v, big, NULL);
+  assert_true(weir_graph_view_is_busy(f->v));
+  weir_graph_view_set_program(f->v, big, NULL);
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 120));
+  assert_false(weir_graph_view_is_busy(f->v));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(f->matmul));
+}
+
+static void set_true(gboolean *flag) {
+  *flag = TRUE;
+}
+
+/* A view destroyed while its layout runs: the result is dropped quietly
+ * (and, under ASan, nothing leaks). */
+static void test_destroy_while_busy(void **state G_GNUC_UNUSED) {
+  GtkWidget *win = gtk_window_new();
+  GtkWidget *view = weir_graph_view_new();
+  gtk_window_set_child(GTK_WINDOW(win), view);
+  gtk_window_present(GTK_WINDOW(win));
+  g_autoptr(WeirGraph) big = gui_testing_chain(60);
+  weir_graph_view_set_program(WEIR_GRAPH_VIEW(view), big, NULL);
+  gboolean done = FALSE;
+  g_signal_connect_swapped(view, "layout-done", G_CALLBACK(set_true), &done);
+  GWeakRef ref;
+  g_weak_ref_init(&ref, view);
+  gtk_window_destroy(GTK_WINDOW(win));
+  /* the worker still holds the view; it goes when the layout ends */
+  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  GObject *alive;
+  while ((alive = g_weak_ref_get(&ref)) != NULL &&
+         g_get_monotonic_time() < deadline) {
+    g_object_unref(alive);
+    if (!g_main_context_iteration(NULL, FALSE))
+      g_usleep(1000);
+  }
+  assert_null(alive);
+  assert_false(done);
+  g_weak_ref_clear(&ref);
+}
+
 int main(void) {
   if (!gtk_init_check()) {
     fprintf(stderr, "test-graph-view: no display, skipped\n");
@@ -303,6 +383,9 @@ int main(void) {
       cmocka_unit_test(test_collapse_scope),
       cmocka_unit_test(test_zoom),
       cmocka_unit_test(test_expanded_model),
+      cmocka_unit_test(test_element_at),
+      cmocka_unit_test(test_program_replaced_while_busy),
+      cmocka_unit_test(test_destroy_while_busy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
