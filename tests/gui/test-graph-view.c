@@ -342,8 +342,9 @@ static void set_true(gboolean *flag) {
   *flag = TRUE;
 }
 
-/* A view destroyed while its layout runs: the result is dropped quietly
- * (and, under ASan, nothing leaks). */
+/* A view whose window is destroyed while its layout runs: the worker keeps
+ * it alive until the layout ends, then it goes (under ASan: nothing
+ * leaks, nothing is used after it is freed). */
 static void test_destroy_while_busy(void **state G_GNUC_UNUSED) {
   GtkWidget *win = gtk_window_new();
   GtkWidget *view = weir_graph_view_new();
@@ -366,7 +367,7 @@ static void test_destroy_while_busy(void **state G_GNUC_UNUSED) {
       g_usleep(1000);
   }
   assert_null(alive);
-  assert_false(done);
+  assert_true(done);
   g_weak_ref_clear(&ref);
 }
 
