@@ -139,13 +139,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "graph-view-shot: %s\n", error->message);
     return 1;
   }
-  printf("%s: %u nodes, %u edges drawn; layout %.1f ms (dot %.1f ms); "
-         "snapshot %.1f ms, snapshot+render %.1f ms at zoom %.3f (%dx%d)\n",
-         argv[1], weir_graph_view_n_drawn_nodes(v),
-         weir_graph_view_n_drawn_edges(v), weir_graph_view_last_layout_ms(v),
-         weir_graph_view_last_dot_ms(v), snap_ms, frame_ms,
-         weir_graph_view_get_zoom(v), gtk_widget_get_width(view),
-         gtk_widget_get_height(view));
+  printf(
+      "%s: %u nodes, %u edges drawn; layout %.1f ms (dot %.1f ms); "
+      "snapshot %.1f ms, snapshot+render %.1f ms at zoom %.3f (%dx%d, "
+      "%s)\n",
+      argv[1], weir_graph_view_n_drawn_nodes(v),
+      weir_graph_view_n_drawn_edges(v), weir_graph_view_last_layout_ms(v),
+      weir_graph_view_last_dot_ms(v), snap_ms, frame_ms,
+      weir_graph_view_get_zoom(v), gtk_widget_get_width(view),
+      gtk_widget_get_height(view),
+      G_OBJECT_TYPE_NAME(gtk_native_get_renderer(gtk_widget_get_native(view))));
   gtk_window_destroy(GTK_WINDOW(win));
   return 0;
 }
