@@ -1077,7 +1077,7 @@ void weir_graph_view_zoom_to_selection(WeirGraphView *v) {
   if (!element_rect(v->layout, &v->selection, r))
     return;
   /* A node alone is shown at a readable zoom, not blown up to fill. */
-  double max = v->selection.kind == WEIR_ELEMENT_NODE ? 1.5 : ZOOM_MAX;
+  double max = v->selection.kind == WEIR_ELEMENT_NODE ? 1.5 : FIT_ZOOM_MAX;
   /* context around a node */
   if (v->selection.kind == WEIR_ELEMENT_NODE) {
     r[0] -= 80, r[1] -= 60, r[2] += 80, r[3] += 60;
@@ -2204,6 +2204,12 @@ static void weir_graph_view_measure(GtkWidget *widget G_GNUC_UNUSED,
   *min_base = *nat_base = -1;
 }
 
+static void weir_graph_view_css_changed(GtkWidget *widget,
+                                        GtkCssStyleChange *change) {
+  GTK_WIDGET_CLASS(weir_graph_view_parent_class)->css_changed(widget, change);
+  gtk_widget_queue_draw(widget); /* the palette follows the text colour */
+}
+
 static void weir_graph_view_dispose(GObject *object) {
   WeirGraphView *v = WEIR_GRAPH_VIEW(object);
   g_cancellable_cancel(v->cancel);
@@ -2231,6 +2237,7 @@ static void weir_graph_view_class_init(WeirGraphViewClass *klass) {
   wc->snapshot = weir_graph_view_snapshot;
   wc->size_allocate = weir_graph_view_size_allocate;
   wc->measure = weir_graph_view_measure;
+  wc->css_changed = weir_graph_view_css_changed;
   gtk_widget_class_set_css_name(wc, "weirgraphview");
   signals[SIG_SELECTION_CHANGED] =
       g_signal_new("selection-changed", G_TYPE_FROM_CLASS(klass),
@@ -2256,7 +2263,8 @@ static void weir_graph_view_init(WeirGraphView *v) {
   g_signal_connect(w, "query-tooltip", G_CALLBACK(on_query_tooltip), NULL);
 
   GtkGesture *click = gtk_gesture_click_new();
-  g_signal_connect(click, "pressed", G_CALLBACK(on_click), v);
+  /* on release: a press that turns into a drag (pan) selects nothing */
+  g_signal_connect(click, "released", G_CALLBACK(on_click), v);
   gtk_widget_add_controller(w, GTK_EVENT_CONTROLLER(click));
 
   GtkGesture *drag = gtk_gesture_drag_new();
