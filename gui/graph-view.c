@@ -621,7 +621,19 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
       format_quantity(f, sizeof f, (double)an->total_flops.value, "FLOP");
     else
       g_strlcpy(f, "?", sizeof f);
-    l->totals = g_strdup_printf("total: %s moved, %s", b, f);
+    GString *t = g_string_new(NULL);
+    g_string_printf(t, "total: %s moved, %s", b, f);
+    /* unknown figures mostly come from symbols without a value */
+    GString *unbound = g_string_new(NULL);
+    for (guint i = 0; i < g->symbols->len; i++) {
+      const char *sym = g_ptr_array_index(g->symbols, i);
+      if (!job->bindings || !g_hash_table_contains(job->bindings, sym))
+        g_string_append_printf(unbound, "%s%s", unbound->len ? ", " : "", sym);
+    }
+    if (unbound->len && (!an->total_bytes.known || !an->total_flops.known))
+      g_string_append_printf(t, "\nunbound: %s", unbound->str);
+    g_string_free(unbound, TRUE);
+    l->totals = g_string_free(t, FALSE);
   }
 
   gint64 ta = g_get_monotonic_time();
@@ -1737,7 +1749,8 @@ static void draw_legend(Draw *d) {
   };
   cairo_t *cr = d->cr;
   double h = gtk_widget_get_height(GTK_WIDGET(v));
-  double bw = 240, bh = 82, x = 12, y = h - bh - 12;
+  gboolean two_lines = v->layout->totals && strchr(v->layout->totals, '\n');
+  double bw = 240, bh = two_lines ? 98 : 82, x = 12, y = h - bh - 12;
   rounded_rect(cr, x, y, bw, bh, 5);
   GdkRGBA bg = d->pal.bg;
   bg.alpha = 0.92f;

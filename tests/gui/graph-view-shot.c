@@ -2,7 +2,7 @@
  *
  *   graph-view-shot [--expand] [--overlay bytes|flops|intensity]
  *                   [--size WxH] [--zoom Z] [--search TEXT] [--dark]
- *                   [--collapse-all] FILE OUT.png
+ *                   [--collapse-all] [--bind NAME=VALUE...] FILE OUT.png
  *
  * FILE is an IR JSON file or an ONNX model, or chain:N for a synthetic
  * chain of N elementwise maps (4N+1 nodes).  The view is put in a window
@@ -14,11 +14,13 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gui-testing.h"
 
 static gboolean expand, dark, collapse_all;
 static char *overlay, *size = "1200x800", *search;
+static char **binds;
 static double zoom;
 
 static const GOptionEntry entries[] = {
@@ -29,6 +31,8 @@ static const GOptionEntry entries[] = {
     {"zoom", 0, 0, G_OPTION_ARG_DOUBLE, &zoom, "Zoom (default: fit)", "Z"},
     {"search", 0, 0, G_OPTION_ARG_STRING, &search, "Select a node by name",
      "TEXT"},
+    {"bind", 0, 0, G_OPTION_ARG_STRING_ARRAY, &binds,
+     "Give a symbol a value (repeatable)", "NAME=VALUE"},
     {"dark", 0, 0, G_OPTION_ARG_NONE, &dark, "Prefer the dark style", NULL},
     {"collapse-all", 0, 0, G_OPTION_ARG_NONE, &collapse_all,
      "Collapse every top-level map scope", NULL},
@@ -85,7 +89,19 @@ int main(int argc, char **argv) {
   gtk_window_set_child(GTK_WINDOW(win), view);
   gtk_window_present(GTK_WINDOW(win));
   gui_testing_settle(view);
-  if (!gui_testing_set_and_wait(v, g, 600)) {
+  g_autoptr(GHashTable) bindings =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; binds && binds[i]; i++) {
+    const char *eq = strchr(binds[i], '=');
+    if (!eq) {
+      fprintf(stderr, "graph-view-shot: bad --bind '%s'\n", binds[i]);
+      return 2;
+    }
+    gint64 *val = g_new(gint64, 1);
+    *val = g_ascii_strtoll(eq + 1, NULL, 10);
+    g_hash_table_insert(bindings, g_strndup(binds[i], eq - binds[i]), val);
+  }
+  if (!gui_testing_set_bound_and_wait(v, g, bindings, 600)) {
     fprintf(stderr, "graph-view-shot: layout timed out\n");
     return 1;
   }

@@ -42,10 +42,16 @@ gboolean gui_testing_wait_layout(WeirGraphView *v, double timeout_s) {
 
 gboolean gui_testing_set_and_wait(WeirGraphView *v, const WeirGraph *g,
                                   double timeout_s) {
+  return gui_testing_set_bound_and_wait(v, g, NULL, timeout_s);
+}
+
+gboolean gui_testing_set_bound_and_wait(WeirGraphView *v, const WeirGraph *g,
+                                        GHashTable *bindings,
+                                        double timeout_s) {
   gboolean done = FALSE;
   gulong id =
       g_signal_connect_swapped(v, "layout-done", G_CALLBACK(set_flag), &done);
-  weir_graph_view_set_program(v, g, NULL);
+  weir_graph_view_set_program(v, g, bindings);
   gboolean ok = run_until(&done, timeout_s);
   g_signal_handler_disconnect(v, id);
   gui_testing_settle(GTK_WIDGET(v));

@@ -18,6 +18,9 @@ WeirGraph *gui_testing_chain(guint n_maps);
  * emits "layout-done" or timeout_s pass.  FALSE on timeout. */
 gboolean gui_testing_set_and_wait(WeirGraphView *v, const WeirGraph *g,
                                   double timeout_s);
+/* Same with symbol bindings (name -> gint64*, may be NULL). */
+gboolean gui_testing_set_bound_and_wait(WeirGraphView *v, const WeirGraph *g,
+                                        GHashTable *bindings, double timeout_s);
 /* Runs the main loop until "layout-done" (after set_collapsed...). */
 gboolean gui_testing_wait_layout(WeirGraphView *v, double timeout_s);
 /* Runs the main loop until the widget has a size and pending draws are

@@ -271,11 +271,20 @@ static void test_expanded_model(void **state) {
   g_autoptr(WeirGraph) g =
       gui_testing_load(WEIR_SRCDIR "/samples/models/mlp.onnx", TRUE, &error);
   assert_non_null(g);
-  assert_true(gui_testing_set_and_wait(f->v, g, 120));
+  /* the batch size is a symbol: bound, the overlay has figures */
+  g_autoptr(GHashTable) bindings =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  gint64 *batch = g_new(gint64, 1);
+  *batch = 8;
+  g_hash_table_insert(bindings, g_strdup("batch"), batch);
+  assert_true(gui_testing_set_bound_and_wait(f->v, g, bindings, 120));
   assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(g));
   assert_int_equal(weir_graph_view_n_drawn_edges(f->v), count_memlets(g));
-  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
   weir_graph_view_zoom_fit(f->v);
+  g_autoptr(GBytes) plain = render(f->v);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
+  g_autoptr(GBytes) heat = render(f->v);
+  assert_false(g_bytes_equal(plain, heat));
   g_autofree char *png = shot_path("graph-view-mlp-bytes.png");
   assert_true(weir_graph_view_save_png(f->v, png, &error));
   weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
