@@ -101,6 +101,8 @@ typedef struct {
   double width, height;
   double layout_ms, dot_ms;
   guint n_nodes, n_edges; /* program nodes and memlets drawn */
+  GHashTable *hidden;     /* id of a node inside a collapsed scope -> id of
+                             the scope's box (ids are unique in a program) */
   char *totals;           /* program totals, for the legend */
 } ViewLayout;
 
@@ -129,6 +131,7 @@ static ViewLayout *view_layout_new(void) {
   g_array_set_clear_func(l->edges, vedge_clear);
   l->clusters = g_array_new(FALSE, TRUE, sizeof(VCluster));
   g_array_set_clear_func(l->clusters, vcluster_clear);
+  l->hidden = g_hash_table_new(g_direct_hash, g_direct_equal);
   return l;
 }
 
@@ -139,6 +142,7 @@ static void view_layout_free(gpointer p) {
   g_array_unref(l->nodes);
   g_array_unref(l->edges);
   g_array_unref(l->clusters);
+  g_hash_table_unref(l->hidden);
   g_free(l->totals);
   g_free(l);
 }
@@ -451,6 +455,8 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     guint rep = representative(sc, job->collapsed, s->id, n);
     g_hash_table_insert(reps, GUINT_TO_POINTER(n->id), GUINT_TO_POINTER(rep));
     if (rep != n->id) {
+      g_hash_table_insert(l->hidden, GUINT_TO_POINTER(n->id),
+                          GUINT_TO_POINTER(rep));
       guint c =
           GPOINTER_TO_UINT(g_hash_table_lookup(hidden, GUINT_TO_POINTER(rep)));
       g_hash_table_insert(hidden, GUINT_TO_POINTER(rep),
@@ -1029,10 +1035,22 @@ double weir_graph_view_get_zoom(WeirGraphView *v) {
   return v->zoom;
 }
 
+/* The drawn node that stands for node id: the box of the collapsed scope
+ * that hides it, else itself. */
+static guint drawn_id(const ViewLayout *l, guint id) {
+  gpointer rep;
+  if (l &&
+      g_hash_table_lookup_extended(l->hidden, GUINT_TO_POINTER(id), NULL, &rep))
+    return GPOINTER_TO_UINT(rep);
+  return id;
+}
+
+/* The drawn node of node id (or of the collapsed scope hiding it). */
 static const VNode *find_vnode(const ViewLayout *l, guint state, guint id,
                                guint *index) {
   if (!l)
     return NULL;
+  id = drawn_id(l, id);
   for (guint i = 0; i < l->nodes->len; i++) {
     const VNode *n = &g_array_index(l->nodes, VNode, i);
     if (n->shape != SHAPE_EMPTY && n->state == state && n->id == id) {
@@ -1336,6 +1354,7 @@ typedef struct {
   Palette pal;
   Scale scale;
   double vx0, vy0, vx1, vy1; /* visible layout rectangle */
+  GHashTable *hl;            /* drawn ids of the highlighted nodes */
 } Draw;
 
 static gboolean visible(const Draw *d, double x0, double y0, double x1,
@@ -1487,7 +1506,7 @@ static void draw_node(Draw *d, const VNode *n) {
   if (fill.alpha > 0.9f)
     text = luminance(&fill) > 0.5 ? rgb(0x1a1a1a) : rgb(0xf5f5f5);
   gboolean hl = v->hl_state == n->state &&
-                g_hash_table_contains(v->hl_nodes, GUINT_TO_POINTER(n->id));
+                g_hash_table_contains(d->hl, GUINT_TO_POINTER(n->id));
   if (hl) { /* a glow behind the node */
     shape_path(cr, n);
     GdkRGBA c = d->pal.highlight;
@@ -1499,7 +1518,9 @@ static void draw_node(Draw *d, const VNode *n) {
   shape_path(cr, n);
   set_source(cr, &fill);
   cairo_fill_preserve(cr);
-  gboolean sel = is_selected(v, WEIR_ELEMENT_NODE, n->state, n->id);
+  gboolean sel = v->selection.kind == WEIR_ELEMENT_NODE &&
+                 v->selection.state == n->state &&
+                 drawn_id(v->layout, v->selection.id) == n->id;
   if (sel) {
     set_source(cr, &d->pal.accent);
     cairo_set_line_width(cr, 3.0);
@@ -1829,6 +1850,13 @@ static void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
   cairo_paint(cr);
   const ViewLayout *l = v->layout;
   if (l) {
+    d.hl = g_hash_table_new(g_direct_hash, g_direct_equal);
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, v->hl_nodes);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+      g_hash_table_add(d.hl,
+                       GUINT_TO_POINTER(drawn_id(l, GPOINTER_TO_UINT(k))));
     if (v->overlay != WEIR_OVERLAY_NONE)
       overlay_scale(l, v->overlay, &d.scale);
     d.vx0 = v->ox;
@@ -1848,6 +1876,7 @@ static void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
     cairo_restore(cr);
     draw_minimap(&d);
     draw_legend(&d);
+    g_hash_table_unref(d.hl);
   } else {
     const char *msg = v->busy           ? "Laying out\u2026"
                       : v->layout_error ? v->layout_error

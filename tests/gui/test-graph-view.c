@@ -225,6 +225,26 @@ static void test_collapse_scope(void **state) {
   /* entry, tasklet and exit become one box */
   assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), all - 2);
   assert_true(weir_graph_view_n_drawn_edges(f->v) < all_edges);
+  /* a node inside stands as the box: same bounds, and highlighting it
+   * shows on the box */
+  WeirState *st = weir_graph_state(f->matmul, sid);
+  guint inner = 0;
+  for (guint k = 0; k < st->nodes->len; k++)
+    if (((WeirNode *)st->nodes->pdata[k])->kind == WEIR_NODE_TASKLET)
+      inner = ((WeirNode *)st->nodes->pdata[k])->id;
+  assert_int_not_equal(inner, 0);
+  WeirElement box = {WEIR_ELEMENT_NODE, sid, entry};
+  WeirElement hidden = {WEIR_ELEMENT_NODE, sid, inner};
+  graphene_rect_t rb, rh;
+  assert_true(weir_graph_view_get_element_bounds(f->v, &box, &rb));
+  assert_true(weir_graph_view_get_element_bounds(f->v, &hidden, &rh));
+  assert_true(graphene_rect_equal(&rb, &rh));
+  weir_graph_view_zoom_fit(f->v);
+  g_autoptr(GBytes) plain = render(f->v);
+  weir_graph_view_highlight(f->v, sid, &inner, 1);
+  g_autoptr(GBytes) lit = render(f->v);
+  assert_false(g_bytes_equal(plain, lit));
+  weir_graph_view_highlight(f->v, 0, NULL, 0);
   /* the box is the entry: it can be selected and found */
   WeirElement e = {WEIR_ELEMENT_NODE, sid, entry};
   weir_graph_view_select(f->v, &e);
