@@ -821,6 +821,9 @@ G_DEFINE_TYPE(WeirGraphView, weir_graph_view, GTK_TYPE_WIDGET)
 enum { SIG_SELECTION_CHANGED, SIG_LAYOUT_DONE, SIG_ACTIVATE, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
+enum { PROP_0, PROP_ZOOM, PROP_OVERLAY, PROP_BUSY, N_PROPS };
+static GParamSpec *props[N_PROPS];
+
 /* ----------------------------------------------------------- palette */
 
 typedef struct {
@@ -982,6 +985,7 @@ static void zoom_at(WeirGraphView *v, double z, double sx, double sy) {
   clamp_zoom(&z);
   double lx = v->ox + sx / v->zoom, ly = v->oy + sy / v->zoom;
   v->zoom = z;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_ZOOM]);
   v->ox = lx - sx / z;
   v->oy = ly - sy / z;
   gtk_widget_queue_draw(GTK_WIDGET(v));
@@ -1000,6 +1004,7 @@ static void fit_rect(WeirGraphView *v, double x0, double y0, double x1,
   z = MIN(z, max_zoom);
   clamp_zoom(&z);
   v->zoom = z;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_ZOOM]);
   v->ox = (x0 + x1) / 2 - w / 2 / z;
   v->oy = (y0 + y1) / 2 - h / 2 / z;
   gtk_widget_queue_draw(GTK_WIDGET(v));
@@ -1192,7 +1197,7 @@ gboolean weir_graph_view_search(WeirGraphView *v, const char *text) {
     WeirElement e = {WEIR_ELEMENT_NODE, n->state, n->id};
     weir_graph_view_select(v, &e);
     if (v->zoom < 0.6)
-      v->zoom = 1.0;
+      weir_graph_view_set_zoom(v, 1.0);
     center_on(v, n->x, n->y);
     return TRUE;
   }
@@ -1213,6 +1218,7 @@ static void layout_done(GObject *source, GAsyncResult *res,
     return;
   }
   v->busy = FALSE;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_BUSY]);
   g_clear_pointer(&v->layout_error, g_free);
   if (l) {
     view_layout_free(v->layout);
@@ -1250,6 +1256,7 @@ static void start_layout(WeirGraphView *v) {
   job->bindings = bindings_copy(v->bindings);
   job->collapsed = key_set_copy(v->collapsed);
   v->busy = TRUE;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_BUSY]);
   GTask *task = g_task_new(v, v->cancel, layout_done, NULL);
   g_task_set_source_tag(task, start_layout);
   g_task_set_task_data(task, job, layout_job_free);
@@ -1286,7 +1293,10 @@ gboolean weir_graph_view_is_busy(WeirGraphView *v) {
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay) {
   g_return_if_fail(WEIR_IS_GRAPH_VIEW(v));
   g_return_if_fail(overlay <= WEIR_OVERLAY_INTENSITY);
+  if (v->overlay == overlay)
+    return;
   v->overlay = overlay;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_OVERLAY]);
   gtk_widget_queue_draw(GTK_WIDGET(v));
 }
 
@@ -2271,11 +2281,57 @@ static void weir_graph_view_finalize(GObject *object) {
   G_OBJECT_CLASS(weir_graph_view_parent_class)->finalize(object);
 }
 
+static void weir_graph_view_get_property(GObject *object, guint id,
+                                         GValue *value, GParamSpec *pspec) {
+  WeirGraphView *v = WEIR_GRAPH_VIEW(object);
+  switch (id) {
+  case PROP_ZOOM:
+    g_value_set_double(value, v->zoom);
+    break;
+  case PROP_OVERLAY:
+    g_value_set_uint(value, v->overlay);
+    break;
+  case PROP_BUSY:
+    g_value_set_boolean(value, v->busy);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+  }
+}
+
+static void weir_graph_view_set_property(GObject *object, guint id,
+                                         const GValue *value,
+                                         GParamSpec *pspec) {
+  WeirGraphView *v = WEIR_GRAPH_VIEW(object);
+  switch (id) {
+  case PROP_ZOOM:
+    weir_graph_view_set_zoom(v, g_value_get_double(value));
+    break;
+  case PROP_OVERLAY:
+    weir_graph_view_set_overlay(v, (WeirOverlay)g_value_get_uint(value));
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+  }
+}
+
 static void weir_graph_view_class_init(WeirGraphViewClass *klass) {
   GObjectClass *oc = G_OBJECT_CLASS(klass);
   GtkWidgetClass *wc = GTK_WIDGET_CLASS(klass);
   oc->dispose = weir_graph_view_dispose;
   oc->finalize = weir_graph_view_finalize;
+  oc->get_property = weir_graph_view_get_property;
+  oc->set_property = weir_graph_view_set_property;
+  props[PROP_ZOOM] = g_param_spec_double(
+      "zoom", NULL, NULL, ZOOM_MIN, ZOOM_MAX, 1.0,
+      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  props[PROP_OVERLAY] = g_param_spec_uint(
+      "overlay", NULL, NULL, WEIR_OVERLAY_NONE, WEIR_OVERLAY_INTENSITY,
+      WEIR_OVERLAY_NONE,
+      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  props[PROP_BUSY] = g_param_spec_boolean(
+      "busy", NULL, NULL, FALSE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties(oc, N_PROPS, props);
   wc->snapshot = weir_graph_view_snapshot;
   wc->size_allocate = weir_graph_view_size_allocate;
   wc->measure = weir_graph_view_measure;

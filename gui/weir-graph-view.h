@@ -131,7 +131,12 @@ gboolean weir_graph_view_save_png(WeirGraphView *v, const char *path,
  * read-back), included in last_layout_ms. */
 double weir_graph_view_last_dot_ms(WeirGraphView *v);
 
-/* Signals:
+/* Properties (notified on change, e.g. for a status bar):
+ *   "zoom"    (double, read-write)
+ *   "overlay" (guint holding a WeirOverlay, read-write)
+ *   "busy"    (gboolean, read-only): a layout is running
+ *
+ * Signals:
  *   "selection-changed" (void)
  *   "layout-done"       (void)
  *   "activate-element"  (WeirElement *)  double click

@@ -266,11 +266,28 @@ static void test_collapse_scope(void **state) {
   assert_int_equal(weir_graph_view_n_drawn_edges(f->v), all_edges);
 }
 
+static void count_notify(GObject *o G_GNUC_UNUSED, GParamSpec *p G_GNUC_UNUSED,
+                         guint *n) {
+  (*n)++;
+}
+
 static void test_zoom(void **state) {
   Fixture *f = *state;
+  guint busy_changes = 0, zoom_changes = 0;
+  gulong b = g_signal_connect(f->v, "notify::busy", G_CALLBACK(count_notify),
+                              &busy_changes);
+  gulong z = g_signal_connect(f->v, "notify::zoom", G_CALLBACK(count_notify),
+                              &zoom_changes);
   assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  assert_int_equal(busy_changes, 2); /* on, off */
   weir_graph_view_set_zoom(f->v, 5.0);
   assert_true(weir_graph_view_get_zoom(f->v) == 5.0);
+  assert_true(zoom_changes >= 1);
+  double zp;
+  g_object_get(f->v, "zoom", &zp, NULL);
+  assert_true(zp == 5.0);
+  g_signal_handler_disconnect(f->v, b);
+  g_signal_handler_disconnect(f->v, z);
   weir_graph_view_zoom_fit(f->v);
   double fit = weir_graph_view_get_zoom(f->v);
   assert_true(fit != 5.0);
