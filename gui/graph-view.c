@@ -95,6 +95,15 @@ typedef struct {
 } VCluster;
 
 typedef struct {
+  guint state, id;
+  char *folded; /* casefolded label */
+} SearchItem;
+
+static void search_item_clear(gpointer p) {
+  g_free(((SearchItem *)p)->folded);
+}
+
+typedef struct {
   GArray *nodes;    /* VNode */
   GArray *edges;    /* VEdge */
   GArray *clusters; /* VCluster, a parent before its children */
@@ -103,6 +112,8 @@ typedef struct {
   guint n_nodes, n_edges; /* program nodes and memlets drawn */
   GHashTable *hidden;     /* id of a node inside a collapsed scope -> id of
                              the scope's box (ids are unique in a program) */
+  GArray *search;         /* SearchItem: every node, drawn or hidden, in
+                             drawing order (a hidden node after its box) */
   char *totals;           /* program totals, for the legend */
 } ViewLayout;
 
@@ -132,6 +143,8 @@ static ViewLayout *view_layout_new(void) {
   l->clusters = g_array_new(FALSE, TRUE, sizeof(VCluster));
   g_array_set_clear_func(l->clusters, vcluster_clear);
   l->hidden = g_hash_table_new(g_direct_hash, g_direct_equal);
+  l->search = g_array_new(FALSE, TRUE, sizeof(SearchItem));
+  g_array_set_clear_func(l->search, search_item_clear);
   return l;
 }
 
@@ -143,6 +156,7 @@ static void view_layout_free(gpointer p) {
   g_array_unref(l->edges);
   g_array_unref(l->clusters);
   g_hash_table_unref(l->hidden);
+  g_array_unref(l->search);
   g_free(l->totals);
   g_free(l);
 }
@@ -475,8 +489,12 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     guint rep =
         GPOINTER_TO_UINT(g_hash_table_lookup(reps, GUINT_TO_POINTER(n->id)));
     gboolean is_collapsed_entry = FALSE;
-    if (rep != n->id)
-      continue; /* inside a collapsed scope */
+    if (rep != n->id) { /* inside a collapsed scope: searchable only */
+      g_autofree char *label = node_label(g, n);
+      SearchItem it = {s->id, n->id, g_utf8_casefold(label, -1)};
+      g_array_append_val(l->search, it);
+      continue;
+    }
     if (n->kind == WEIR_NODE_MAP_ENTRY && sc) {
       guint64 k = scope_key(s->id, n->id);
       is_collapsed_entry = g_hash_table_contains(job->collapsed, &k);
@@ -519,6 +537,8 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
       vn.label = node_label(g, n);
     }
     vn.folded = g_utf8_casefold(vn.label, -1);
+    SearchItem item = {s->id, n->id, g_strdup(vn.folded)};
+    g_array_append_val(l->search, item);
     node_figures(an, n->id, &vn);
     Agnode_t *gn = add_gv_node(b, parent, l, &vn);
     l->n_nodes++;
@@ -1185,20 +1205,28 @@ gboolean weir_graph_view_search(WeirGraphView *v, const char *text) {
   if (!v->layout || !text || !*text)
     return FALSE;
   g_autofree char *needle = g_utf8_casefold(text, -1);
-  GArray *nodes = v->layout->nodes;
-  guint start = 0, cur;
-  if (v->selection.kind == WEIR_ELEMENT_NODE &&
-      find_vnode(v->layout, v->selection.state, v->selection.id, &cur))
-    start = cur + 1;
-  for (guint k = 0; k < nodes->len; k++) {
-    const VNode *n = &g_array_index(nodes, VNode, (start + k) % nodes->len);
-    if (n->shape == SHAPE_EMPTY || !strstr(n->folded, needle))
+  GArray *items = v->layout->search;
+  guint start = 0;
+  if (v->selection.kind == WEIR_ELEMENT_NODE)
+    for (guint i = 0; i < items->len; i++) {
+      const SearchItem *it = &g_array_index(items, SearchItem, i);
+      if (it->state == v->selection.state && it->id == v->selection.id)
+        start = i + 1;
+    }
+  for (guint k = 0; k < items->len; k++) {
+    const SearchItem *it =
+        &g_array_index(items, SearchItem, (start + k) % items->len);
+    if (!strstr(it->folded, needle))
       continue;
-    WeirElement e = {WEIR_ELEMENT_NODE, n->state, n->id};
+    WeirElement e = {WEIR_ELEMENT_NODE, it->state, it->id};
     weir_graph_view_select(v, &e);
-    if (v->zoom < 0.6)
-      weir_graph_view_set_zoom(v, 1.0);
-    center_on(v, n->x, n->y);
+    /* a node inside a collapsed scope is shown by the scope's box */
+    const VNode *n = find_vnode(v->layout, it->state, it->id, NULL);
+    if (n) {
+      if (v->zoom < 0.6)
+        weir_graph_view_set_zoom(v, 1.0);
+      center_on(v, n->x, n->y);
+    }
     return TRUE;
   }
   return FALSE;

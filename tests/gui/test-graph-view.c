@@ -233,6 +233,12 @@ static void test_collapse_scope(void **state) {
     if (((WeirNode *)st->nodes->pdata[k])->kind == WEIR_NODE_TASKLET)
       inner = ((WeirNode *)st->nodes->pdata[k])->id;
   assert_int_not_equal(inner, 0);
+  /* search finds the hidden tasklet (and selects it, not the box) */
+  WeirNode *tasklet = weir_state_node(st, inner);
+  assert_true(weir_graph_view_search(f->v, tasklet->label));
+  WeirElement found = weir_graph_view_get_selection(f->v);
+  assert_int_equal(found.kind, WEIR_ELEMENT_NODE);
+  assert_int_equal(found.id, inner);
   WeirElement box = {WEIR_ELEMENT_NODE, sid, entry};
   WeirElement hidden = {WEIR_ELEMENT_NODE, sid, inner};
   graphene_rect_t rb, rh;
