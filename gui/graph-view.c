@@ -1564,7 +1564,9 @@ static void draw_node(Draw *d, const VNode *n) {
     cairo_set_line_width(cr, 3.0);
   } else {
     set_source(cr, &d->pal.fg);
-    cairo_set_line_width(cr, n->shape == SHAPE_COLLAPSED ? 1.6 : 1.0);
+    /* outlines stay visible when zoomed out (up to 3 layout units) */
+    double lw = n->shape == SHAPE_COLLAPSED ? 1.6 : 1.0;
+    cairo_set_line_width(cr, MAX(lw, MIN(0.7 / v->zoom, 3.0)));
   }
   if (unknown) {
     double dash[] = {3, 2};
