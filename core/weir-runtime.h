@@ -147,6 +147,14 @@ WEIR_API gboolean weir_kernel_call(WeirKernel *k, void *const args[],
  * (transfer full) */
 WEIR_API char *weir_kernel_blas_info(WeirKernel *k);
 
+/* Threads of the kernel's OpenMP loops and of its OpenBLAS calls.
+ *
+ * Defaults, for a process that sets nothing: the first kernel loaded sets
+ * OMP_WAIT_POLICY=PASSIVE unless the environment has it (idle OpenMP
+ * threads sleep rather than spin), and OpenBLAS runs with one thread
+ * unless OPENBLAS_NUM_THREADS is set, so that OpenMP loops and library
+ * calls do not oversubscribe the cores. weir_kernel_set_threads() sets both
+ * to n_threads. */
 WEIR_API gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads,
                                           GError **error);
 

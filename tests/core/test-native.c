@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include <cmocka.h>
+#include <gmodule.h>
 
 #include "runtime-fixture.h"
 #include "weir-codegen.h"
@@ -636,8 +637,40 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* The threading defaults of kernels (weir-runtime.h): after a kernel with
+ * OpenMP and OpenBLAS is loaded, idle OpenMP threads sleep and OpenBLAS
+ * runs one thread; weir_kernel_set_threads() sets both. */
+static void test_threading_defaults(void **state) {
+  Fixture *f = *state;
+  g_autoptr(GError) err = NULL;
+  g_autofree char *path =
+      g_strdup_printf("%s/samples/models/mlp.onnx", WEIR_SRCDIR);
+  g_autoptr(WeirGraph) g = weir_onnx_import(path, NULL, &err);
+  assert_non_null(g);
+  g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
+  if (!k)
+    fail_msg("%s", err->message);
+  assert_string_equal(g_getenv("OMP_WAIT_POLICY"), "PASSIVE");
+  GModule *blas = g_module_open("libopenblas.so.0", G_MODULE_BIND_LOCAL);
+  assert_non_null(blas);
+  gpointer get = NULL;
+  assert_true(g_module_symbol(blas, "openblas_get_num_threads", &get));
+  int (*threads)(void) = (int (*)(void))get;
+  assert_int_equal(threads(), 1);
+  assert_true(weir_kernel_set_threads(k, 2, &err));
+  assert_int_equal(threads(), 2);
+  assert_true(weir_kernel_set_threads(k, 1, &err));
+  assert_int_equal(threads(), 1);
+  g_module_close(blas);
+}
+
 int main(void) {
+  /* the defaults under test apply only when the user chose nothing; they
+   * are set when the first kernel is loaded */
+  g_unsetenv("OMP_WAIT_POLICY");
+  g_unsetenv("OPENBLAS_NUM_THREADS");
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_threading_defaults, setup, teardown),
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
