@@ -1,6 +1,8 @@
 /* elementwise.c — schemas, inference and FLOP counts of the elementwise
  * operators (activations, arithmetic, comparisons, logic, Clip, Where,
- * Cast, Identity, Dropout and inference-mode BatchNormalization).
+ * Cast, Identity, Dropout and BatchNormalization, whose training mode
+ * also gives the running statistics and expands into reductions in
+ * transforms/expand/batchnorm-training.c).
  *
  * Structure: one static table, `ops`, with a row per operator.  A row embeds
  * the WeirOpInfo record that is registered (schema: input/output counts and
@@ -42,7 +44,8 @@ typedef enum {
   RULE_CLIP,      /* data, optional scalar min and max of the same type */
   RULE_CAST,      /* output dtype from attribute "to" */
   RULE_DROPOUT,   /* inference: identity, optional all-true mask */
-  RULE_BATCHNORM, /* X (N, C, ...), four per-channel vectors of size C */
+  RULE_BATCHNORM, /* X (N, C, ...), four per-channel vectors of size C;
+                     in training mode also running mean and variance */
 } Rule;
 
 typedef enum {
@@ -537,19 +540,25 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
   gint64 training = 0, spatial = 1;
   attr_int(ctx->node, e, "training_mode", &training);
   attr_int(ctx->node, e, "spatial", &spatial);
-  if (training != 0)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                "training_mode = %" G_GINT64_FORMAT
-                " is not supported (only inference)",
+  if (training != 0 && training != 1)
+    return fail(error, WEIR_ERROR_INVALID, ctx,
+                "training_mode = %" G_GINT64_FORMAT ", expected 0 or 1",
                 training);
   if (spatial == 0)
     return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
                 "spatial = 0 (per-activation statistics) is not supported");
-  for (guint k = 1; k < e->info.max_outputs; k++) {
+  /* Training mode (opset 14 on) gives running_mean and running_var as
+   * outputs 1 and 2; the saved statistics of opsets 9 to 13 (outputs 3
+   * and 4) are not supported. */
+  for (guint k = training ? 3 : 1; k < e->info.max_outputs; k++) {
     g_autofree char *conn = g_strdup_printf("out%u", k);
     if (weir_node_has_out_conn(ctx->node, conn))
       return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                  "output %u (training-mode statistics) is not supported", k);
+                  training ? "output %u (saved statistics of opsets 9 to 13) "
+                             "is not supported"
+                           : "output %u (training-mode statistics) is not "
+                             "supported outside training mode",
+                  k);
   }
   const WeirOpValue *x;
   if (!require_input(ctx, 0, &x, error) ||
@@ -578,6 +587,10 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
     }
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  /* running_mean and running_var, of the dtype of input_mean / input_var */
+  for (guint k = 1; training && k < 3 && k < ctx->n_outputs; k++)
+    weir_op_set_output(ctx, k, ctx->inputs[2 + k].dtype, 1,
+                       ctx->inputs[2 + k].shape);
   return TRUE;
 }
 

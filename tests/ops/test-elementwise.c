@@ -914,12 +914,12 @@ static void test_infer_unsupported(void **state) {
 
   WeirNode *bn =
       weir_state_add_library(g1, s1, "b1", "BatchNormalization", NULL, NULL);
-  weir_node_set_attr_int(bn, "training_mode", 1);
+  weir_node_set_attr_int(bn, "spatial", 0);
   WeirContainer *cs[5] = {
       weir_graph_add_array(g1, "bx", F32, "2, 3", FALSE, NULL), c1, c1, c1, c1};
   assert_false(infer_node(g1, bn, cs, 5, out, 1, &error));
   assert_int_equal(error->code, WEIR_ERROR_UNSUPPORTED);
-  assert_non_null(strstr(error->message, "training_mode"));
+  assert_non_null(strstr(error->message, "spatial"));
 }
 
 /* ------------------------------------------------------------------ flops */
@@ -1069,7 +1069,8 @@ static void test_expansion_errors(void **state) {
                    .n_ins = 5};
   g_autoptr(WeirGraph) g2 = build_case(&bn, NULL);
   weir_node_set_attr_int(library_of(g2), "training_mode", 1);
-  expect_expand_error(g2, WEIR_ERROR_UNSUPPORTED, "training mode");
+  weir_node_set_attr_int(library_of(g2), "spatial", 0);
+  expect_expand_error(g2, WEIR_ERROR_UNSUPPORTED, "spatial = 0");
 
   const Case cast = {"Cast", .ins = {{"X", F32, "N"}}, .n_ins = 1,
                      .i = {{"to", 6}}};

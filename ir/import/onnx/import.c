@@ -233,8 +233,8 @@ static gboolean check_operators(Importer *imp, GError **error) {
   for (guint i = 0; i < imp->graph->n_nodes; i++) {
     const WeirOnnxNode *n = &imp->graph->nodes[i];
     gboolean known =
-        is_default_domain(n->domain) && (strcmp(n->op_type, "Constant") == 0 ||
-                                         weir_op_lookup(n->op_type) != NULL);
+        (is_default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0) ||
+        weir_op_lookup_onnx(n->domain, n->op_type) != NULL;
     if (known)
       continue;
     g_autofree char *op = is_default_domain(n->domain)
@@ -273,7 +273,35 @@ static gboolean check_operators(Importer *imp, GError **error) {
   return fail(imp, error, WEIR_ERROR_UNSUPPORTED, "%s", text);
 }
 
+/* Operators of other domains (ai.onnx.preview.training) follow version 1
+ * of their domain, the only one there is. */
+static gboolean check_domain_opsets(Importer *imp, GError **error) {
+  for (guint i = 0; i < imp->graph->n_nodes; i++) {
+    const char *domain = imp->graph->nodes[i].domain;
+    if (is_default_domain(domain))
+      continue;
+    gint64 version = weir_onnx_model_opset(imp->model, domain);
+    if (version == 1)
+      continue;
+    if (imp->opts && imp->opts->allow_any_opset) {
+      warn(imp,
+           "domain %s: opset %" G_GINT64_FORMAT " is not version 1; its "
+           "operators are read by the rules of version 1",
+           domain, version);
+      return TRUE;
+    }
+    return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                "node '%s' (%s): opset %" G_GINT64_FORMAT " of domain %s is "
+                "not supported (Weir imports version 1)",
+                imp->graph->nodes[i].name, imp->graph->nodes[i].op_type,
+                version, domain);
+  }
+  return TRUE;
+}
+
 static gboolean check_opset(Importer *imp, GError **error) {
+  if (!check_domain_opsets(imp, error))
+    return FALSE;
   imp->opset = weir_onnx_model_opset(imp->model, "");
   if (imp->opset == 0) {
     /* Only a problem when some node is in the default domain. */
