@@ -665,5 +665,22 @@ static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
   if (!weir_dtype_is_float(data->dtype))
     per = 0;
   g_autoptr(WeirExpr) volume = weir_container_volume(out);
+  const WeirAttr *training = weir_node_attr(n, "training_mode");
+  if (e->rule == RULE_BATCHNORM && training &&
+      training->type == WEIR_ATTR_INT && training->i != 0) {
+    /* Training mode (transforms/expand/batchnorm-training.c), per element
+     * of X: the sum (1), the squared deviation (4), the normalization (4);
+     * per channel: mean, variance and 1/sqrt(var + eps) (5) and 3 for each
+     * running statistic given as an output. */
+    const WeirContainer *mean = conn_container(g, s, n, TRUE, "in3");
+    if (!mean || mean->shape->len != 1)
+      return NULL;
+    guint per_channel = 5 + 3 * weir_node_has_out_conn(n, "out1") +
+                        3 * weir_node_has_out_conn(n, "out2");
+    g_autoptr(WeirExpr) elems = weir_expr_mul_const(volume, 9);
+    g_autoptr(WeirExpr) chans =
+        weir_expr_mul_const(g_ptr_array_index(mean->shape, 0), per_channel);
+    return weir_expr_add(elems, chans);
+  }
   return weir_expr_mul_const(volume, per);
 }

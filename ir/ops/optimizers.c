@@ -248,9 +248,9 @@ static guint flops_per_element(const WeirNode *n) {
  * gradient coefficient) from R and T. */
 static guint flops_scalar(const WeirNode *n) {
   if (strcmp(n->op, "Adam") == 0)
-    return 8; /* T > 0 ? R sqrt(1 - beta^T) / (1 - alpha^T) : R */
+    return 7; /* R sqrt(1 - beta^T) / (1 - alpha^T) (T > 0 is integer) */
   if (strcmp(n->op, "Momentum") == 0)
-    return 1; /* T > 0 ? beta : 1 */
+    return 0; /* T > 0 ? beta : 1: a choice, no arithmetic */
   return 3;   /* R / (1 + T decay) */
 }
 
