@@ -10,9 +10,10 @@
  *   Adam:     V... (average of G), H... (average of G^2)
  *                                           -> X_new..., V_new..., H_new...
  * so an operator with m kinds of input tensor (3 or 4) has 2 + m k inputs
- * and (m - 1) k outputs.  Every tensor of a group has the dtype and shape of
- * its X (f32 or f64); output j of each kind has the shape of the input it
- * replaces.  The formulas (ONNX's) are written out in the expansion file.
+ * and up to (m - 1) k outputs (trailing ones may be left out).  Every tensor of
+ * a group has the dtype and shape of its X (f32 or f64); output j of each kind
+ * has the shape of the input it replaces.  The formulas (ONNX's) are written
+ * out in the expansion file.
  *
  * FLOPs count what the expansion computes: per element of each X the
  * arithmetic of the update (terms with a zero norm_coefficient or
@@ -159,9 +160,11 @@ static gboolean optim_infer(WeirOpInferContext *ctx, GError **error) {
                 ctx->n_inputs, o->kinds, o->names[0], o->names[1], o->names[2],
                 o->kinds > 3 ? ", " : "", o->kinds > 3 ? "H..." : "");
   guint k = (ctx->n_inputs - 2) / o->kinds;
-  if (ctx->n_outputs != (o->kinds - 1) * k)
+  /* Trailing outputs may be left out (an optimizer whose state is not
+   * wanted back); they keep their positions. */
+  if (ctx->n_outputs == 0 || ctx->n_outputs > (o->kinds - 1) * k)
     return fail(error, WEIR_ERROR_INVALID, ctx,
-                "has %u outputs, expected %u for %u optimized tensor%s",
+                "has %u outputs, expected 1 to %u for %u optimized tensor%s",
                 ctx->n_outputs, (o->kinds - 1) * k, k, k == 1 ? "" : "s");
   for (guint i = 0; i < ctx->n_inputs; i++)
     if (!ctx->inputs[i].present)
@@ -206,9 +209,11 @@ static gboolean optim_infer(WeirOpInferContext *ctx, GError **error) {
       }
     }
     /* X_new, then the new state tensors (V_new and/or H_new). */
-    weir_op_set_output(ctx, j, x->dtype, x->rank, x->shape);
-    for (guint kind = 2; kind < o->kinds; kind++)
-      weir_op_set_output(ctx, (kind - 1) * k + j, x->dtype, x->rank, x->shape);
+    for (guint kind = 1; kind < o->kinds; kind++) {
+      guint out = (kind - 1) * k + j;
+      if (out < ctx->n_outputs)
+        weir_op_set_output(ctx, out, x->dtype, x->rank, x->shape);
+    }
   }
   return TRUE;
 }
