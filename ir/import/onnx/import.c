@@ -284,11 +284,16 @@ static gboolean check_domain_opsets(Importer *imp, GError **error) {
     if (version == 1)
       continue;
     if (imp->opts && imp->opts->allow_any_opset) {
-      warn(imp,
-           "domain %s: opset %" G_GINT64_FORMAT " is not version 1; its "
-           "operators are read by the rules of version 1",
-           domain, version);
-      return TRUE;
+      /* One warning per domain. */
+      gboolean seen = FALSE;
+      for (guint k = 0; k < i && !seen; k++)
+        seen = g_strcmp0(imp->graph->nodes[k].domain, domain) == 0;
+      if (!seen)
+        warn(imp,
+             "domain %s: opset %" G_GINT64_FORMAT " is not version 1; its "
+             "operators are read by the rules of version 1",
+             domain, version);
+      continue;
     }
     return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
                 "node '%s' (%s): opset %" G_GINT64_FORMAT " of domain %s is "
