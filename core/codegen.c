@@ -1539,16 +1539,22 @@ struct _Frame {
   gboolean simd;      /* wants "#pragma omp simd" */
   gboolean simd_drop; /* ... which a conflicting write or an atomic forbids */
   const char *why_drop;
+  /* with par_root: the number of leading parameters whose iterations
+   * "omp parallel for" (with its collapse) divides among the threads; the
+   * other loops run whole inside one thread.  0: all of them (tiled maps,
+   * where threads share tiles). */
+  guint n_split;
 };
 
-/* TRUE when, for every parameter p of map, some dimension of sub starts at
- * c*p + rest with a constant c != 0, rest free of the parameters in
- * `inner` (this map's and those of maps inside it), and a region narrower
- * than |c|: distinct values of the parameters then touch distinct
- * elements. */
+/* TRUE when, for every parameter p among the first n_params of map (0:
+ * all), some dimension of sub starts at c*p + rest with a constant c != 0,
+ * rest free of the parameters in `inner` (this map's and those of maps
+ * inside it), and a region narrower than |c|: distinct values of those
+ * parameters then touch distinct elements. */
 static gboolean subset_injective(const WeirSubset *sub, const WeirMap *map,
-                                 GHashTable *inner) {
-  for (guint k = 0; k < map->params->len; k++) {
+                                 guint n_params, GHashTable *inner) {
+  guint np = n_params ? MIN(n_params, map->params->len) : map->params->len;
+  for (guint k = 0; k < np; k++) {
     const char *p = g_ptr_array_index(map->params, k);
     gboolean found = FALSE;
     g_autoptr(WeirExpr) zero = weir_expr_const(0);
@@ -1601,7 +1607,9 @@ static gboolean wcr_needs_atomic(Frame *fr, const WeirSubset *sub,
       g_hash_table_add(inner, g_ptr_array_index(map->params, k));
     if (!x->par_root && !x->simd)
       continue;
-    if (subset_injective(sub, map, inner))
+    /* threads own distinct values of the split parameters only; a simd
+     * loop's lanes differ in the last one, checked over all of them */
+    if (subset_injective(sub, map, x->par_root ? x->n_split : 0, inner))
       continue;
     if (x->par_root)
       atomic = TRUE;
@@ -2193,6 +2201,15 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     }
     l.rect = rect;
     g_array_append_val(loops, l);
+  }
+
+  if (fr.par_root) {
+    /* the loops "omp parallel for" divides (as printed below) */
+    guint nrect = 0;
+    while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
+      nrect++;
+    guint c = MAX(1, MIN(map->collapse, nrect));
+    fr.n_split = loops->len == np ? c : 0;
   }
 
   /* the body first: what it contains decides the pragmas */
@@ -3484,6 +3501,126 @@ static void emit_init_loops(Fn *f, Out *o, CInfo *ci, const char *src) {
 
 /* Declarations of the containers the body uses (constants, stack, arena)
  * and the copies of their initial data.  *arena: an arena was allocated. */
+/* ------------------------------------------------------------ zero fill */
+
+static gboolean expr_is_zero(WeirExpr *e) {
+  gint64 v;
+  return weir_expr_is_const(e, &v) && v == 0;
+}
+
+static const WeirNode *state_node(const WeirState *s, guint id) {
+  for (guint k = 0; k < s->nodes->len; k++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, k);
+    if (n->id == id)
+      return n;
+  }
+  return NULL;
+}
+
+/* TRUE when the map exit x writes every element of c through its output
+ * connector out_conn exactly once per execution: the memlet into x is a
+ * tasklet's, without conflict resolution, to the element [p0, p1, ...] for
+ * distinct parameters of the map whose ranges are 0:dim:1 of c (tasklets
+ * assign every output on every execution). */
+static gboolean map_writes_all(const WeirState *s, const WeirNode *x,
+                               const char *out_conn, const WeirContainer *c) {
+  if (!out_conn || !g_str_has_prefix(out_conn, "OUT_"))
+    return FALSE;
+  const WeirNode *entry = state_node(s, x->entry);
+  if (!entry || !entry->map || entry->map->params->len != c->shape->len)
+    return FALSE;
+  const WeirMap *map = entry->map;
+  g_autofree char *in_conn = g_strconcat("IN_", out_conn + 4, NULL);
+  const WeirMemlet *inner = NULL;
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (m->dst == x->id && g_strcmp0(m->dst_conn, in_conn) == 0) {
+      if (inner)
+        return FALSE;
+      inner = m;
+    }
+  }
+  if (!inner || inner->wcr != WEIR_WCR_NONE || !inner->subset ||
+      inner->subset->rank != c->shape->len)
+    return FALSE;
+  const WeirNode *src = state_node(s, inner->src);
+  if (!src || src->kind != WEIR_NODE_TASKLET)
+    return FALSE;
+  g_autofree gboolean *seen = g_new0(gboolean, map->params->len + 1);
+  for (guint d = 0; d < inner->subset->rank; d++) {
+    const WeirRange *r = &inner->subset->dims[d];
+    g_autoptr(WeirExpr) size = weir_range_size(r);
+    gint64 one;
+    if (weir_expr_kind(r->begin) != WEIR_EXPR_SYMBOL ||
+        !weir_expr_is_const(size, &one) || one != 1)
+      return FALSE;
+    const char *p = weir_expr_symbol_name(r->begin);
+    guint k = 0;
+    while (k < map->params->len &&
+           strcmp(g_ptr_array_index(map->params, k), p) != 0)
+      k++;
+    if (k == map->params->len || seen[k])
+      return FALSE;
+    seen[k] = TRUE;
+    const WeirRange *mr = &g_array_index(map->ranges, WeirRange, k);
+    gint64 st;
+    if (!expr_is_zero(mr->begin) ||
+        !weir_expr_equal(mr->end, g_ptr_array_index(c->shape, d)) ||
+        !weir_expr_is_const(mr->step, &st) || st != 1)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* TRUE when transient c needs no zero fill: it has one access node in the
+ * whole program (top level), written by one producer that writes all of it
+ * without conflict resolution (a map as in map_writes_all, or a native
+ * Gemm/MatMul/Conv), so every execution of that state writes it before
+ * anything reads it (readers hang off the same access node). */
+static gboolean needs_no_zero_fill(const WeirGraph *g, const WeirContainer *c) {
+  const WeirState *where = NULL;
+  const WeirNode *acc = NULL;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->data, c->name) == 0) {
+        if (acc)
+          return FALSE;
+        acc = n;
+        where = s;
+      }
+    }
+  }
+  if (!acc)
+    return FALSE;
+  const WeirMemlet *w = NULL;
+  for (guint i = 0; i < where->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(where->edges, i);
+    if (m->dst != acc->id)
+      continue;
+    if (w || !m->data)
+      return FALSE;
+    w = m;
+  }
+  if (!w || w->wcr != WEIR_WCR_NONE || g_strcmp0(w->data, c->name) != 0 ||
+      w->other || !w->subset || !subset_is_whole(w->subset, c))
+    return FALSE;
+  const WeirNode *p = state_node(where, w->src);
+  if (!p)
+    return FALSE;
+  if (p->kind == WEIR_NODE_MAP_EXIT)
+    return map_writes_all(where, p, w->src_conn, c);
+  if (p->kind == WEIR_NODE_LIBRARY &&
+      (g_strcmp0(p->op, "Gemm") == 0 || g_strcmp0(p->op, "MatMul") == 0 ||
+       g_strcmp0(p->op, "Conv") == 0) &&
+      g_strcmp0(w->src_conn, "out0") == 0) {
+    const WeirNativeImpl *ni = NULL;
+    return weir_native_choice(g, where, p, &ni, NULL) && ni;
+  }
+  return FALSE;
+}
+
 static char *fn_storage(Fn *f, gboolean *arena) {
   Out o = out_new(1);
   *arena = FALSE;
@@ -3540,6 +3677,7 @@ static char *fn_storage(Fn *f, gboolean *arena) {
   if (blocks->len) {
     *arena = TRUE;
     g_autoptr(GPtrArray) offsets = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) sizes = g_ptr_array_new_with_free_func(g_free);
     char *total;
     if (fixed) {
       gint64 at = 0;
@@ -3550,6 +3688,7 @@ static char *fn_storage(Fn *f, gboolean *arena) {
         g_ptr_array_add(offsets, g_strdup_printf("%" G_GINT64_FORMAT, at));
         gint64 bytes =
             (span > 0 ? span : 0) * (gint64)weir_dtype_size(ci->c->dtype);
+        g_ptr_array_add(sizes, g_strdup_printf("%" G_GINT64_FORMAT, bytes));
         at += (bytes + 63) / 64 * 64;
       }
       total = g_strdup_printf("%" G_GINT64_FORMAT, at > 0 ? at : 64);
@@ -3565,6 +3704,7 @@ static char *fn_storage(Fn *f, gboolean *arena) {
         g_autofree char *span = wrap(sym_c(f, ci->span, &p), &p, P_UNARY);
         out_line(&o, "const size_t %s = %s((size_t)%s * sizeof(%s));", bn,
                  align, span, storage_type(ci->c->dtype));
+        g_ptr_array_add(sizes, g_strdup(bn));
         g_string_append_printf(sum, "%s%s", sum->len ? " + " : "", bn);
       }
       const char *tn = namer_fresh(f->names, "arena_bytes");
@@ -3576,7 +3716,29 @@ static char *fn_storage(Fn *f, gboolean *arena) {
     out_line(&o, "if (!arena) {");
     out_line(&o, "  return 1;");
     out_line(&o, "}");
-    out_line(&o, "memset(arena, 0, %s);", total);
+    /* transients start zero-filled, except those that are written whole
+     * before anything reads them (needs_no_zero_fill) */
+    guint zero = 0;
+    g_autofree gboolean *fill = g_new0(gboolean, blocks->len + 1);
+    for (guint b = 0; b < blocks->len; b++) {
+      CInfo *ci = g_ptr_array_index(blocks, b);
+      fill[b] = ci->init || !needs_no_zero_fill(f->g, ci->c);
+      zero += fill[b];
+    }
+    if (zero == blocks->len)
+      out_line(&o, "memset(arena, 0, %s);", total);
+    else
+      for (guint b = 0; b < blocks->len; b++) {
+        CInfo *ci = g_ptr_array_index(blocks, b);
+        const char *at = g_ptr_array_index(offsets, b);
+        const char *bytes = g_ptr_array_index(sizes, b);
+        if (!fill[b])
+          out_line(&o, "/* %s: written whole before it is read */", ci->cname);
+        else if (strcmp(at, "0") == 0)
+          out_line(&o, "memset(arena, 0, %s);", bytes);
+        else
+          out_line(&o, "memset(arena + %s, 0, %s);", at, bytes);
+      }
     g_free(total);
     for (guint b = 0; b < blocks->len; b++) {
       CInfo *ci = g_ptr_array_index(blocks, b);

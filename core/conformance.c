@@ -1,12 +1,14 @@
 /* conformance.c — the ONNX backend node tests, run through Weir.
  *
  * One test: load the model, decide which operator it is counted under, then
- * for each data set import the model with the data set's input shapes,
- * expand every library node, interpret, and compare the outputs.  Errors
- * of code WEIR_ERROR_UNSUPPORTED (from the importer, an expansion or the
- * tensor readers) make the test "unsupported"; any other error makes it
- * "error".  weir-conformance.h gives the rules and the expectations file
- * format.
+ * for each data set import the model with the data set's input shapes and
+ * bind its arguments (test_begin); with the compiled backend, compile the
+ * programs (compile_tests, for a batch of tests at once); then run each
+ * data set — interpreter on the expanded program, or the kernel — and
+ * compare the outputs (test_finish).  Errors of code WEIR_ERROR_UNSUPPORTED
+ * (from the importer, an expansion, the code generator or the tensor
+ * readers) make the test "unsupported"; any other error makes it "error".
+ * weir-conformance.h gives the rules and the expectations file format.
  */
 #include <string.h>
 
@@ -15,6 +17,7 @@
 #include "weir-import.h"
 #include "weir-interp.h"
 #include "weir-ops.h"
+#include "weir-runtime.h"
 #include "weir-tensor-io.h"
 
 typedef struct {
@@ -355,21 +358,53 @@ static gboolean is_attribute_input(const WeirOnnxModel *model, const char *name,
   return FALSE;
 }
 
-/* Everything one data set needs. */
+/* One data set of a test: the program imported with the data set's input
+ * shapes, and its arguments bound. */
 typedef struct {
-  const WeirOnnxModel *model;
-  const char *set_dir;
-  gboolean allow_any_opset;
-  double rtol, atol;
-  double max_error; /* running maximum */
-  char *mismatch;   /* first mismatch found, or NULL */
+  char *set_dir;
+  WeirGraph *g;
+  GHashTable *names;  /* ONNX name -> container name (owned strings) */
+  GHashTable *args;   /* container name -> WeirTensor* (owned) */
+  WeirKernel *kernel; /* the compiled backend's kernel, or NULL */
 } DataSet;
 
+static void data_set_free(gpointer p) {
+  DataSet *ds = p;
+  g_free(ds->set_dir);
+  g_clear_pointer(&ds->g, weir_graph_free);
+  g_clear_pointer(&ds->names, g_hash_table_unref);
+  g_clear_pointer(&ds->args, g_hash_table_unref);
+  g_clear_pointer(&ds->kernel, weir_kernel_free);
+  g_free(ds);
+}
+
+/* One test on its way through the runner. */
+typedef struct {
+  WeirConformanceResult *r; /* owned until handed out */
+  WeirOnnxModel *model;
+  double rtol, atol;
+  gboolean allow_any_opset;
+  gboolean compiled;
+  GPtrArray *sets; /* DataSet*, the prepared ones, in order */
+  GError *pending; /* preparing the data set after the last one failed */
+  gboolean done;   /* r is final */
+  double max_error;
+  gint64 micros; /* time spent on this test (with its share of compiles) */
+} TestRun;
+
+static void test_run_free(TestRun *t) {
+  weir_conformance_result_free(t->r);
+  g_clear_pointer(&t->model, weir_onnx_model_free);
+  g_clear_pointer(&t->sets, g_ptr_array_unref);
+  g_clear_error(&t->pending);
+  g_free(t);
+}
+
 /* Reads file k of kind ("input"/"output") of the data set. */
-static WeirTensor *read_tensor(DataSet *ds, const char *kind, guint k,
+static WeirTensor *read_tensor(const char *set_dir, const char *kind, guint k,
                                GError **error) {
   g_autofree char *file = g_strdup_printf("%s_%u.pb", kind, k);
-  g_autofree char *path = g_build_filename(ds->set_dir, file, NULL);
+  g_autofree char *path = g_build_filename(set_dir, file, NULL);
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s: missing", path);
     return NULL;
@@ -381,13 +416,11 @@ static void args_insert(GHashTable *args, const char *name, WeirTensor *t) {
   g_hash_table_replace(args, g_strdup(name), t);
 }
 
-static gboolean run_data_set(DataSet *ds, GError **error) {
-  const WeirOnnxGraph *gr = weir_onnx_model_graph(ds->model);
-  const char *source = weir_onnx_model_source(ds->model);
-  g_autoptr(GPtrArray) inputs = g_ptr_array_new(); /* real inputs */
-  for (guint i = 0; i < gr->n_inputs; i++)
-    if (weir_onnx_graph_is_real_input(gr, gr->inputs[i].name))
-      g_ptr_array_add(inputs, (gpointer)&gr->inputs[i]);
+/* Says so when a graph input or output is of a kind Weir lacks. */
+static gboolean check_values(const WeirOnnxModel *model, GPtrArray *inputs,
+                             GError **error) {
+  const WeirOnnxGraph *gr = weir_onnx_model_graph(model);
+  const char *source = weir_onnx_model_source(model);
   /* Sequences and optionals have no TensorProto file: say so before trying
    * to read them as one. */
   for (guint i = 0; i < inputs->len; i++) {
@@ -430,6 +463,23 @@ static gboolean run_data_set(DataSet *ds, GError **error) {
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+/* Imports the model with the shapes of the data set in set_dir and binds
+ * its arguments.  The interpreter backend expands every library node here;
+ * the compiled one leaves that to the code generator (with the default
+ * implementations, as weir run does) and binds only the arguments of the
+ * generated code, not the constants compiled into it. */
+static DataSet *prepare_data_set(TestRun *t, const char *set_dir,
+                                 GError **error) {
+  const WeirOnnxGraph *gr = weir_onnx_model_graph(t->model);
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new(); /* real inputs */
+  for (guint i = 0; i < gr->n_inputs; i++)
+    if (weir_onnx_graph_is_real_input(gr, gr->inputs[i].name))
+      g_ptr_array_add(inputs, (gpointer)&gr->inputs[i]);
+  if (!check_values(t->model, inputs, error))
+    return NULL;
 
   g_autoptr(GPtrArray) in_tensors =
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_tensor_free);
@@ -437,118 +487,162 @@ static gboolean run_data_set(DataSet *ds, GError **error) {
       g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
   for (guint i = 0; i < inputs->len; i++) {
     const WeirOnnxValueInfo *vi = g_ptr_array_index(inputs, i);
-    WeirTensor *t = read_tensor(ds, "input", i, error);
-    if (!t)
-      return FALSE;
-    g_ptr_array_add(in_tensors, t);
-    GArray *shape = g_array_sized_new(FALSE, FALSE, sizeof(gint64), t->rank);
-    g_array_append_vals(shape, t->shape, t->rank);
+    WeirTensor *x = read_tensor(set_dir, "input", i, error);
+    if (!x)
+      return NULL;
+    g_ptr_array_add(in_tensors, x);
+    GArray *shape = g_array_sized_new(FALSE, FALSE, sizeof(gint64), x->rank);
+    g_array_append_vals(shape, x->shape, x->rank);
     g_hash_table_insert(shapes, (gpointer)vi->name, shape);
   }
 
+  DataSet *ds = g_new0(DataSet, 1);
+  g_autoptr(GPtrArray) owner = g_ptr_array_new_with_free_func(data_set_free);
+  g_ptr_array_add(owner, ds);
+  ds->set_dir = g_strdup(set_dir);
+  ds->names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+
   /* Attribute inputs become constants: integer ones first; when the
    * operator then cannot take a float one at run time, those too. */
-  g_autoptr(GHashTable) names =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(WeirGraph) g = NULL;
   g_autoptr(GError) first = NULL;
-  for (int floats = 0; floats < 2 && !g; floats++) {
+  for (int floats = 0; floats < 2 && !ds->g; floats++) {
     g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
     guint n_floats = 0;
     for (guint i = 0; i < inputs->len; i++) {
       const WeirOnnxValueInfo *vi = g_ptr_array_index(inputs, i);
-      if (is_attribute_input(ds->model, vi->name, floats)) {
+      if (is_attribute_input(t->model, vi->name, floats)) {
         g_hash_table_insert(values, (gpointer)vi->name,
                             g_ptr_array_index(in_tensors, i));
-        n_floats += !is_attribute_input(ds->model, vi->name, FALSE);
+        n_floats += !is_attribute_input(t->model, vi->name, FALSE);
       }
     }
     if (floats && n_floats == 0)
       break;
-    g_hash_table_remove_all(names);
+    g_hash_table_remove_all(ds->names);
     WeirOnnxImportOptions opts = {.input_shapes = shapes,
                                   .input_values = values,
-                                  .names = names,
-                                  .allow_any_opset = ds->allow_any_opset};
-    g = weir_onnx_import_model(ds->model, &opts, first ? NULL : &first);
-    if (!g && first->code != WEIR_ERROR_UNSUPPORTED)
+                                  .names = ds->names,
+                                  .allow_any_opset = t->allow_any_opset};
+    ds->g = weir_onnx_import_model(t->model, &opts, first ? NULL : &first);
+    if (!ds->g && first->code != WEIR_ERROR_UNSUPPORTED)
       break;
   }
-  if (!g) {
+  if (!ds->g) {
     g_propagate_error(error, g_steal_pointer(&first));
-    return FALSE;
+    return NULL;
   }
-  if (!weir_expand_all(g, NULL, NULL, error))
-    return FALSE;
+  if (!t->compiled && !weir_expand_all(ds->g, NULL, NULL, error))
+    return NULL;
 
-  g_autoptr(GHashTable) args = g_hash_table_new_full(
-      g_str_hash, g_str_equal, g_free, (GDestroyNotify)weir_tensor_free);
+  const WeirGraph *g = ds->g;
+  ds->args = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                   (GDestroyNotify)weir_tensor_free);
   for (guint i = 0; i < inputs->len; i++) {
     const WeirOnnxValueInfo *vi = g_ptr_array_index(inputs, i);
-    const char *cname = g_hash_table_lookup(names, vi->name);
+    const char *cname = g_hash_table_lookup(ds->names, vi->name);
     const WeirContainer *c = cname ? weir_graph_container(g, cname) : NULL;
-    WeirTensor *t = g_ptr_array_index(in_tensors, i);
-    if (!c || c->transient)
+    WeirTensor *x = g_ptr_array_index(in_tensors, i);
+    if (!c || c->transient || (t->compiled && c->initial))
       continue; /* taken as a constant */
-    if (t->dtype != c->dtype) {
+    if (x->dtype != c->dtype) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "%s/input_%u.pb: dtype %s, but input '%s' is %s", ds->set_dir,
-                  i, weir_dtype_name(t->dtype), vi->name,
+                  "%s/input_%u.pb: dtype %s, but input '%s' is %s", set_dir, i,
+                  weir_dtype_name(x->dtype), vi->name,
                   weir_dtype_name(c->dtype));
-      return FALSE;
+      return NULL;
     }
-    args_insert(args, c->name, weir_tensor_copy(t));
+    args_insert(ds->args, c->name, weir_tensor_copy(x));
   }
   g_autoptr(GHashTable) bindings = weir_bindings_new();
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->transient || g_hash_table_contains(args, c->name))
+    if (c->transient || (t->compiled && c->initial) ||
+        g_hash_table_contains(ds->args, c->name))
       continue;
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
     for (guint d = 0; d < c->shape->len; d++)
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
                           error))
-        return FALSE;
-    args_insert(args, c->name, weir_tensor_new(c->dtype, c->shape->len, shape));
+        return NULL;
+    args_insert(ds->args, c->name,
+                weir_tensor_new(c->dtype, c->shape->len, shape));
   }
-  if (!weir_interpret(g, bindings, args, NULL, error))
+  return g_ptr_array_steal_index(owner, 0);
+}
+
+/* The value a graph output ended up with: its argument, or for an output
+ * that import made a constant, that constant. (transfer full) */
+static WeirTensor *output_value(const DataSet *ds, const char *oname,
+                                GError **error) {
+  const char *cname = g_hash_table_lookup(ds->names, oname);
+  const WeirTensor *got = cname ? g_hash_table_lookup(ds->args, cname) : NULL;
+  if (got)
+    return weir_tensor_copy(got);
+  const WeirContainer *c = cname ? weir_graph_container(ds->g, cname) : NULL;
+  if (c && c->initial) {
+    g_autoptr(GHashTable) bindings = weir_bindings_new();
+    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
+    for (guint d = 0; d < c->shape->len; d++)
+      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                          error))
+        return NULL;
+    g_autoptr(WeirTensor) x = weir_tensor_new(c->dtype, c->shape->len, shape);
+    gsize size = 0;
+    const void *bytes = g_bytes_get_data(c->initial, &size);
+    if (size == weir_tensor_nbytes(x)) {
+      memcpy(x->data, bytes, size);
+      return g_steal_pointer(&x);
+    }
+  }
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+              "output '%s' has no container", oname);
+  return NULL;
+}
+
+/* Runs a prepared data set and compares its outputs; *mismatch receives
+ * the first difference (or stays NULL). */
+static gboolean run_data_set(TestRun *t, DataSet *ds, char **mismatch,
+                             GError **error) {
+  g_autoptr(GHashTable) bindings = weir_bindings_new();
+  if (t->compiled) {
+    if (!weir_kernel_run(ds->kernel, bindings, ds->args, error))
+      return FALSE;
+  } else if (!weir_interpret(ds->g, bindings, ds->args, NULL, error))
     return FALSE;
 
+  const WeirOnnxGraph *gr = weir_onnx_model_graph(t->model);
   for (guint k = 0; k < gr->n_outputs; k++) {
     const char *oname = gr->outputs[k].name;
-    g_autoptr(WeirTensor) expected = read_tensor(ds, "output", k, error);
+    g_autoptr(WeirTensor) expected =
+        read_tensor(ds->set_dir, "output", k, error);
     if (!expected)
       return FALSE;
-    const char *cname = g_hash_table_lookup(names, oname);
-    const WeirTensor *got = cname ? g_hash_table_lookup(args, cname) : NULL;
-    if (!got) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "output '%s' has no container", oname);
+    g_autoptr(WeirTensor) got = output_value(ds, oname, error);
+    if (!got)
       return FALSE;
-    }
-    if (ds->mismatch)
+    if (*mismatch)
       continue;
     if (got->dtype != expected->dtype) {
-      ds->mismatch = g_strdup_printf("output '%s': dtype %s, expected %s",
-                                     oname, weir_dtype_name(got->dtype),
-                                     weir_dtype_name(expected->dtype));
+      *mismatch = g_strdup_printf("output '%s': dtype %s, expected %s", oname,
+                                  weir_dtype_name(got->dtype),
+                                  weir_dtype_name(expected->dtype));
       continue;
     }
     if (!same_shape(got, expected)) {
       g_autofree char *a = shape_text(got);
       g_autofree char *b = shape_text(expected);
-      ds->mismatch =
+      *mismatch =
           g_strdup_printf("output '%s': shape %s, expected %s", oname, a, b);
       continue;
     }
     gboolean exact = !weir_dtype_is_float(got->dtype);
     double err = 0;
     g_autoptr(GError) diff = NULL;
-    gboolean close = weir_tensor_allclose(got, expected, exact ? 0 : ds->rtol,
-                                          exact ? 0 : ds->atol, &err, &diff);
-    ds->max_error = MAX(ds->max_error, err);
+    gboolean close = weir_tensor_allclose(got, expected, exact ? 0 : t->rtol,
+                                          exact ? 0 : t->atol, &err, &diff);
+    t->max_error = MAX(t->max_error, err);
     if (!close)
-      ds->mismatch = g_strdup_printf("output '%s': %s", oname, diff->message);
+      *mismatch = g_strdup_printf("output '%s': %s", oname, diff->message);
   }
   return TRUE;
 }
@@ -575,31 +669,27 @@ static void result_error(WeirConformanceResult *r, const GError *e) {
   r->detail = g_strdup(e->message);
 }
 
-/* Fills r for the test in dir (everything but the time). */
-static void run_test(WeirConformanceResult *r, const char *dir,
-                     const WeirConformanceOptions *opts) {
-  const WeirConformanceExpectations *ex = opts ? opts->expectations : NULL;
-  r->expected_reason = g_strdup(weir_conformance_expected_reason(ex, r->name));
-  double rtol = opts && opts->rtol >= 0 ? opts->rtol : WEIR_CONFORMANCE_RTOL;
-  double atol = opts && opts->atol >= 0 ? opts->atol : WEIR_CONFORMANCE_ATOL;
-  const Tolerance *tol =
-      ex ? g_hash_table_lookup(ex->tolerances, r->name) : NULL;
-  if (tol) {
-    rtol = tol->rtol;
-    atol = tol->atol;
-  }
+static gboolean is_compiled(const WeirConformanceOptions *opts) {
+  return opts && opts->backend && strcmp(opts->backend, "compiled") == 0;
+}
 
+/* Loads the model of t and prepares its data sets; leaves t->done set
+ * when the result is already known. */
+static void test_load(TestRun *t, const char *dir,
+                      const WeirConformanceOptions *opts) {
+  WeirConformanceResult *r = t->r;
   g_autoptr(GError) error = NULL;
   g_autofree char *path = g_build_filename(dir, "model.onnx", NULL);
-  g_autoptr(WeirOnnxModel) model = weir_onnx_model_load(path, &error);
-  if (!model) {
+  t->model = weir_onnx_model_load(path, &error);
+  if (!t->model) {
     r->op = g_strdup("(unreadable)");
     result_error(r, error);
     return;
   }
-  r->op = test_operator(model, dir, r->name);
-  r->ops_known = model_ops_known(model);
-  if (opts && opts->backend && strcmp(opts->backend, "interp") != 0) {
+  r->op = test_operator(t->model, dir, r->name);
+  r->ops_known = model_ops_known(t->model);
+  if (opts && opts->backend && strcmp(opts->backend, "interp") != 0 &&
+      !t->compiled) {
     r->status = WEIR_CONFORMANCE_ERROR;
     r->detail = g_strdup_printf("unknown backend '%s'", opts->backend);
     return;
@@ -612,37 +702,172 @@ static void run_test(WeirConformanceResult *r, const char *dir,
     result_error(r, error);
     return;
   }
-  DataSet ds = {.model = model,
-                .allow_any_opset = opts && opts->allow_any_opset,
-                .rtol = rtol,
-                .atol = atol};
   for (guint i = 0; i < sets->len; i++) {
-    ds.set_dir = g_ptr_array_index(sets, i);
-    if (!run_data_set(&ds, &error)) {
+    DataSet *ds = prepare_data_set(t, g_ptr_array_index(sets, i), &t->pending);
+    if (!ds)
+      break;
+    g_ptr_array_add(t->sets, ds);
+  }
+  t->done = FALSE;
+}
+
+/* Loads the test in dir and prepares its data sets (stopping at the first
+ * that fails: its error waits in t->pending until the earlier ones ran). */
+static TestRun *test_begin(const char *dir,
+                           const WeirConformanceOptions *opts) {
+  gint64 t0 = g_get_monotonic_time();
+  TestRun *t = g_new0(TestRun, 1);
+  WeirConformanceResult *r = t->r = g_new0(WeirConformanceResult, 1);
+  r->path = g_strdup(dir);
+  r->name = g_path_get_basename(dir);
+  t->compiled = is_compiled(opts);
+  t->allow_any_opset = opts && opts->allow_any_opset;
+  t->sets = g_ptr_array_new_with_free_func(data_set_free);
+
+  const WeirConformanceExpectations *ex = opts ? opts->expectations : NULL;
+  r->expected_reason = g_strdup(weir_conformance_expected_reason(ex, r->name));
+  t->rtol = opts && opts->rtol >= 0 ? opts->rtol : WEIR_CONFORMANCE_RTOL;
+  t->atol = opts && opts->atol >= 0 ? opts->atol : WEIR_CONFORMANCE_ATOL;
+  const Tolerance *tol =
+      ex ? g_hash_table_lookup(ex->tolerances, r->name) : NULL;
+  if (tol) {
+    t->rtol = tol->rtol;
+    t->atol = tol->atol;
+  }
+
+  t->done = TRUE;
+  test_load(t, dir, opts);
+  t->micros += g_get_monotonic_time() - t0;
+  return t;
+}
+
+/* Compiles the prepared data sets of the tests that are not done: all at
+ * once, so that misses compile in parallel; when that fails, test by test
+ * to tell which failed.  Each test is charged the compile's wall time in
+ * proportion to its number of programs. */
+static void compile_tests(TestRun **tests, guint n,
+                          const WeirCompileOptions *copts) {
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(GPtrArray) graphs = g_ptr_array_new();
+  g_autoptr(GPtrArray) sets = g_ptr_array_new();
+  for (guint i = 0; i < n; i++) {
+    for (guint k = 0; !tests[i]->done && k < tests[i]->sets->len; k++) {
+      DataSet *ds = g_ptr_array_index(tests[i]->sets, k);
+      g_ptr_array_add(graphs, ds->g);
+      g_ptr_array_add(sets, ds);
+    }
+  }
+  if (graphs->len == 0)
+    return;
+  g_autofree WeirKernel **kernels = g_new0(WeirKernel *, graphs->len);
+  gboolean ok =
+      weir_kernel_compile_many((const WeirGraph *const *)graphs->pdata,
+                               graphs->len, copts, kernels, NULL, NULL);
+  for (guint j = 0; ok && j < sets->len; j++)
+    ((DataSet *)g_ptr_array_index(sets, j))->kernel = kernels[j];
+  for (guint i = 0; !ok && i < n; i++) {
+    TestRun *t = tests[i];
+    if (t->done || t->sets->len == 0)
+      continue;
+    g_autoptr(GPtrArray) own = g_ptr_array_new();
+    for (guint k = 0; k < t->sets->len; k++)
+      g_ptr_array_add(own, ((DataSet *)g_ptr_array_index(t->sets, k))->g);
+    g_autofree WeirKernel **ks = g_new0(WeirKernel *, own->len);
+    g_autoptr(GError) error = NULL;
+    if (!weir_kernel_compile_many((const WeirGraph *const *)own->pdata,
+                                  own->len, copts, ks, NULL, &error)) {
+      result_error(t->r, error);
+      t->done = TRUE;
+      continue;
+    }
+    for (guint k = 0; k < own->len; k++)
+      ((DataSet *)g_ptr_array_index(t->sets, k))->kernel = ks[k];
+  }
+  gint64 share = (g_get_monotonic_time() - t0) / (gint64)graphs->len;
+  for (guint i = 0; i < n; i++)
+    tests[i]->micros += share * (gint64)tests[i]->sets->len;
+}
+
+/* Runs the prepared data sets in order and settles the result. */
+static void test_finish(TestRun *t) {
+  gint64 t0 = g_get_monotonic_time();
+  WeirConformanceResult *r = t->r;
+  char *mismatch = NULL;
+  for (guint i = 0; !t->done && i < t->sets->len; i++) {
+    DataSet *ds = g_ptr_array_index(t->sets, i);
+    g_autoptr(GError) error = NULL;
+    if (!run_data_set(t, ds, &mismatch, &error)) {
       result_error(r, error);
+      t->done = TRUE;
       break;
     }
     r->n_data_sets++;
-    if (ds.mismatch) {
-      g_autofree char *set = g_path_get_basename(ds.set_dir);
+    if (mismatch) {
+      g_autofree char *set = g_path_get_basename(ds->set_dir);
       r->status = WEIR_CONFORMANCE_FAIL;
-      r->detail = g_strdup_printf("%s: %s", set, ds.mismatch);
-      break;
+      r->detail = g_strdup_printf("%s: %s", set, mismatch);
+      t->done = TRUE;
     }
   }
-  g_free(ds.mismatch);
-  r->max_error = ds.max_error;
+  if (!t->done && t->pending)
+    result_error(r, t->pending);
+  t->done = TRUE;
+  g_free(mismatch);
+  r->max_error = t->max_error;
+  g_ptr_array_set_size(t->sets, 0); /* frees kernels and tensors early */
+  t->micros += g_get_monotonic_time() - t0;
+  r->seconds = (double)t->micros / 1e6;
+}
+
+/* The compile options of the compiled backend. */
+static WeirCompileOptions compile_options(const WeirConformanceOptions *opts) {
+  WeirCompileOptions c = {0};
+  if (opts && opts->compile)
+    c = *opts->compile;
+  if (!c.flags)
+    c.flags = WEIR_CONFORMANCE_COMPILE_FLAGS;
+  return c;
 }
 
 WeirConformanceResult *
 weir_conformance_run_test(const char *dir, const WeirConformanceOptions *opts) {
-  gint64 t0 = g_get_monotonic_time();
-  WeirConformanceResult *r = g_new0(WeirConformanceResult, 1);
-  r->path = g_strdup(dir);
-  r->name = g_path_get_basename(dir);
-  run_test(r, dir, opts);
-  r->seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+  TestRun *t = test_begin(dir, opts);
+  if (t->compiled) {
+    WeirCompileOptions c = compile_options(opts);
+    compile_tests(&t, 1, &c);
+  }
+  test_finish(t);
+  WeirConformanceResult *r = g_steal_pointer(&t->r);
+  test_run_free(t);
   return r;
+}
+
+GPtrArray *weir_conformance_run_tests(GPtrArray *dirs,
+                                      const WeirConformanceOptions *opts,
+                                      WeirConformanceFunc each,
+                                      gpointer user_data) {
+  g_return_val_if_fail(dirs != NULL, NULL);
+  GPtrArray *results = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)weir_conformance_result_free);
+  guint window = is_compiled(opts) ? WEIR_CONFORMANCE_COMPILE_BATCH : 1;
+  WeirCompileOptions c = compile_options(opts);
+  g_autofree TestRun **batch = g_new0(TestRun *, window);
+  for (guint start = 0; start < dirs->len; start += window) {
+    guint n = MIN(window, dirs->len - start);
+    for (guint i = 0; i < n; i++)
+      batch[i] = test_begin(g_ptr_array_index(dirs, start + i), opts);
+    if (is_compiled(opts))
+      compile_tests(batch, n, &c);
+    for (guint i = 0; i < n; i++) {
+      test_finish(batch[i]);
+      WeirConformanceResult *r = g_steal_pointer(&batch[i]->r);
+      g_clear_pointer(&batch[i], test_run_free);
+      g_ptr_array_add(results, r);
+      if (each)
+        each(r, user_data);
+    }
+  }
+  return results;
 }
 
 /* ---------------------------------------------------------------- totals */

@@ -28,8 +28,56 @@ static void graph_replace(WeirGraph *g, WeirGraph *other) {
   weir_graph_free(other);
 }
 
-static gboolean expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
-                                const char *impl, GError **error) {
+/* The other ends of the empty memlets (ordering edges, as tier-4
+ * transformations add them) entering (in) or leaving n. */
+static GArray *ordering_ends(const WeirState *s, guint n, gboolean in) {
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GPtrArray) edges =
+      in ? weir_state_in_edges(s, n) : weir_state_out_edges(s, n);
+  for (guint i = 0; i < edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(edges, i);
+    guint end = in ? m->src : m->dst;
+    if (!m->data)
+      g_array_append_val(out, end);
+  }
+  return out;
+}
+
+/* Keeps the ordering edges of an expanded node: every top-level operator
+ * the expansion created (map entries and exits, tasklets, library and
+ * nested nodes; ids from first_new on) runs after the sources of the
+ * node's incoming ordering edges and before the targets of its outgoing
+ * ones.  Without this, an initialization map of the expansion, which has
+ * no inputs, could run before a reader of the buffer it overwrites. */
+static gboolean keep_ordering(WeirGraph *g, WeirState *s, guint first_new,
+                              GArray *before, GArray *after, GError **error) {
+  if (!before->len && !after->len)
+    return TRUE;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
+  if (!sc)
+    return FALSE;
+  for (guint k = 0; k < s->nodes->len; k++) {
+    const WeirNode *x = g_ptr_array_index(s->nodes, k);
+    if (x->id < first_new || weir_scopes_parent(sc, x->id) ||
+        x->kind == WEIR_NODE_ACCESS)
+      continue;
+    gboolean starts = x->kind != WEIR_NODE_MAP_EXIT;
+    gboolean ends = x->kind != WEIR_NODE_MAP_ENTRY;
+    for (guint i = 0; starts && i < before->len; i++)
+      if (!weir_state_add_memlet(g, s, g_array_index(before, guint, i), NULL,
+                                 x->id, NULL, NULL, NULL, error))
+        return FALSE;
+    for (guint i = 0; ends && i < after->len; i++)
+      if (!weir_state_add_memlet(g, s, x->id, NULL,
+                                 g_array_index(after, guint, i), NULL, NULL,
+                                 NULL, error))
+        return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean weir_expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
+                              const char *impl, GError **error) {
   const char *impl_name = impl ? impl : "pure";
   WeirExpandFunc f = weir_op_expansion(n->op, impl_name);
   g_autofree char *where = weir_describe_node(s, n);
@@ -39,10 +87,16 @@ static gboolean expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
                 n->op);
     return FALSE;
   }
+  g_autofree char *op = g_strdup(n->op);
+  g_autoptr(GArray) before = ordering_ends(s, n->id, TRUE);
+  g_autoptr(GArray) after = ordering_ends(s, n->id, FALSE);
+  guint first_new = g->next_id;
   g_autoptr(GError) local = NULL;
-  if (!f(g, s, n, &local)) {
-    g_set_error(error, WEIR_ERROR, local->code, "%s: expanding %s: %s", where,
-                n->op, local->message);
+  if (!f(g, s, n, &local) ||
+      !keep_ordering(g, s, first_new, before, after, &local)) {
+    g_set_error(error, WEIR_ERROR, local ? local->code : WEIR_ERROR_INVALID,
+                "%s: expanding %s: %s", where, op,
+                local ? local->message : "failed");
     return FALSE;
   }
   return TRUE;
@@ -62,7 +116,7 @@ gboolean weir_expand_node(WeirGraph *g, guint node_id, const char *impl,
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
   WeirState *s = NULL;
   WeirNode *n = weir_graph_node(copy, node_id, &s);
-  if (!expand_in_place(copy, s, n, impl, error))
+  if (!weir_expand_in_place(copy, s, n, impl, error))
     return FALSE;
   g_autoptr(GError) local = NULL;
   if (!weir_graph_validate(copy, &local)) {
@@ -107,7 +161,7 @@ gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                   g->name, done);
       return FALSE;
     }
-    if (!expand_in_place(copy, s, n, NULL, error))
+    if (!weir_expand_in_place(copy, s, n, NULL, error))
       return FALSE;
     done++;
   }

@@ -4,8 +4,10 @@
  * test_data_set_<n>/ holding input_<k>.pb and output_<k>.pb (TensorProto
  * files; input k is the model's k-th graph input that is not an
  * initializer, output k its k-th graph output).  Running a test imports the
- * model with the concrete shapes of the data set's inputs, expands every
- * library node, runs the reference interpreter and compares each output:
+ * model with the concrete shapes of the data set's inputs, runs it — on the
+ * reference interpreter after expanding every library node, or (backend
+ * "compiled") as generated code built through the compile cache — and
+ * compares each output:
  * floating outputs with |got - expected| <= atol + rtol * |expected|
  * (default rtol 1e-4, atol 1e-5), integer and bool outputs exactly.
  *
@@ -27,12 +29,19 @@
 #ifndef WEIR_CONFORMANCE_H
 #define WEIR_CONFORMANCE_H
 
+#include "weir-runtime.h"
 #include "weir-types.h"
 
 G_BEGIN_DECLS
 
 #define WEIR_CONFORMANCE_RTOL 1e-4
 #define WEIR_CONFORMANCE_ATOL 1e-5
+/* Compiler flags of the compiled backend when none are given: -O1, as a
+ * node test is compiled once and run once. */
+#define WEIR_CONFORMANCE_COMPILE_FLAGS                                         \
+  "-O1 -march=native -fopenmp -fPIC -shared"
+/* Tests whose programs weir_conformance_run_tests compiles together. */
+#define WEIR_CONFORMANCE_COMPILE_BATCH 16
 
 typedef enum {
   WEIR_CONFORMANCE_PASS,
@@ -68,12 +77,17 @@ typedef struct {
   /* Tolerances for floating outputs; negative: the defaults. */
   double rtol, atol;
   /* Execution backend: "interp" (the reference interpreter; NULL means
-   * it).  The only one so far. */
+   * it) or "compiled" (the program is compiled by the code generator and
+   * the compiler driver, through the compile cache, and run natively; its
+   * library nodes get their default implementations, as in weir run). */
   const char *backend;
   /* Import models of opsets outside WEIR_ONNX_OPSET_MIN..MAX (see
    * WeirOnnxImportOptions.allow_any_opset) instead of reporting them as
    * unsupported. */
   gboolean allow_any_opset;
+  /* The compiled backend's compiler, cache and flags (borrowed, may be
+   * NULL); flags NULL means WEIR_CONFORMANCE_COMPILE_FLAGS. */
+  const WeirCompileOptions *compile;
 } WeirConformanceOptions;
 
 typedef struct {
@@ -120,6 +134,20 @@ WEIR_API GPtrArray *weir_conformance_find_tests(const char *const *dirs,
  * opts may be NULL. (transfer full) */
 WEIR_API WeirConformanceResult *
 weir_conformance_run_test(const char *dir, const WeirConformanceOptions *opts);
+
+/* Called with each result as soon as it is known (borrowed). */
+typedef void (*WeirConformanceFunc)(const WeirConformanceResult *r,
+                                    gpointer user_data);
+
+/* Runs the tests in dirs (paths, e.g. from weir_conformance_find_tests) in
+ * order and returns their results in that order (owned by the array).  The
+ * compiled backend prepares WEIR_CONFORMANCE_COMPILE_BATCH tests at a time
+ * and compiles their programs together, the cache misses in parallel
+ * (weir_kernel_compile_many); a test's seconds then include its share of
+ * that compile.  each (optional) sees every result in order. */
+WEIR_API GPtrArray *
+weir_conformance_run_tests(GPtrArray *dirs, const WeirConformanceOptions *opts,
+                           WeirConformanceFunc each, gpointer user_data);
 
 /* Per-operator counts of a list of results. */
 typedef struct {

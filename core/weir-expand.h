@@ -27,6 +27,14 @@ WEIR_API gboolean weir_expand_node(WeirGraph *g, guint node_id,
 WEIR_API gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                                   GError **error);
 
+/* Expands library node n of state s in g itself (no copy, no validation)
+ * with implementation impl ("pure" when NULL).  The ordering edges (empty
+ * memlets) of n are kept: the operators the expansion creates run after
+ * n's ordering predecessors and before its ordering successors.  n is
+ * freed on success.  For callers that expand on a copy of their own. */
+WEIR_API gboolean weir_expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
+                                       const char *impl, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -13,9 +13,11 @@
  *     place. A parameter is a floating-point container with initial data
  *     in the forward program that some loss-contributing value depends on.
  *     weir_train_parameters() lists them in order.
- *   - optimizer state per parameter P: "P.m" (momentum / Adam first
- *     moment), "P.v" (Adam second moment); same shape and dtype as P,
- *     arguments, zero at the start of training.
+ *   - optimizer state per parameter P: "P_m" (momentum / Adam first
+ *     moment), "P_v" (Adam second moment); same shape and dtype as P,
+ *     arguments, zero at the start of training.  (Container names are
+ *     identifiers, so the separator is '_'; when "P_m" is taken the name
+ *     gets a numeric suffix, "P_m_1".)
  *   - "step"    int64 [1]  in/out: completed steps (Adam bias correction).
  *   - "skipped" int64 [1]  in/out: steps skipped because a gradient or the
  *     loss was not finite (parameters and optimizer state unchanged).
@@ -23,11 +25,13 @@
  *     (a batch buffer of K batches); the target is `target` with shape
  *     [K, B] int64 class labels (softmax-cross-entropy) or [K, ...output
  *     shape] float (mse).
- *   - "losses" float [K]: the loss of each step (mean over the batch).
+ *   - "losses" [K], the output's float dtype: the loss of each step (mean
+ *     over the batch; NaN/inf for a skipped step).
  *   - symbol "K" (number of steps per call) unless options->steps > 0
  *     fixes it.
  * Other forward parameters (e.g. BatchNormalization running statistics)
  * are arguments updated in place too, under their forward names.
+ * Structure, operators and limits: docs/training.md.
  */
 #ifndef WEIR_TRAIN_H
 #define WEIR_TRAIN_H

@@ -294,6 +294,17 @@ WEIR_API WeirTensor *weir_onnx_tensor_decode(const Onnx__TensorProto *proto,
                                              const char *context,
                                              GError **error);
 
+/* Writes the ONNX model file source_path to path with new data for some
+ * initializers of its main graph: values maps an initializer name (char*)
+ * -> WeirTensor* (borrowed) of the initializer's dtype and shape.  The data
+ * is stored as raw_data; the rest of the model is kept as decoded.  Fails,
+ * writing nothing, when a name is not an initializer, a value does not
+ * match, or an initializer uses external data.  The write is atomic. */
+WEIR_API gboolean weir_onnx_save_with_initializers(const char *source_path,
+                                                   GHashTable *values,
+                                                   const char *path,
+                                                   GError **error);
+
 G_END_DECLS
 
 #endif

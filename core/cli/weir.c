@@ -13,7 +13,8 @@
  *   weir run-ref FILE [--input NAME=FILE]... [--expect NAME=FILE]...
  *                [--output NAME=FILE]... [-D SYM=VALUE]... [--seed N]
  *                                           run the reference interpreter
- *   weir conformance [--expected-unsupported FILE] DIR...
+ *   weir conformance [--expected-unsupported FILE]
+ *                    [--backend interp|compiled] DIR...
  *                                           run ONNX node tests
  *   weir ops                                the operators Weir knows
  *   weir transforms FILE [--tier N] [--node NAME]
@@ -32,6 +33,17 @@
  *                                           cold and cached compile time,
  *                                           run time, GFLOP/s and GB/s
  *   weir cache stats|clear                  the compile cache
+ *   weir train MODEL.onnx --data FILE [--label COL] [--epochs N] [--batch B]
+ *              [--optimizer sgd|momentum|adam] [--lr LR] [--seed S]
+ *              [--threads T] [--steps-per-call K] [--val-fraction F]
+ *              [--scale S] [--recipe R.json] -o TRAINED.onnx
+ *                                           compiled training with progress,
+ *                                           held-out accuracy per epoch and
+ *                                           the trained model written back
+ *   weir train-graph MODEL --loss L [--target NAME] [--output NAME]
+ *            --optimizer O [--lr X] [--momentum X] [--weight-decay X]
+ *            [--steps K] -o TRAIN.json|TRAIN.weir
+ *                                           derive the training program
  *
  * Workspaces (*.weir: a model and its history; docs/sessions.md):
  *   weir new MODEL -o WS.weir [--force]     start a workspace (alias: open)
@@ -57,6 +69,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -93,10 +106,13 @@ static int cmd_bookmark(int argc, char **argv);
 static int cmd_optimize(int argc, char **argv);
 static int cmd_export(int argc, char **argv);
 
+static int cmd_train(int argc, char **argv);
+static int cmd_train_graph(int argc, char **argv);
+
 static const Command commands[] = {
     {"import", "MODEL.onnx -o OUT.json [-D SYM=VALUE]...",
      "import an ONNX model as a Weir program", cmd_import},
-    {"info", "FILE [-D SYM=VALUE]...",
+    {"info", "FILE [--count MODE] [-D SYM=VALUE]...",
      "print containers, data movement, FLOPs and peak memory", cmd_info},
     {"validate", "FILE", "check a program and report every problem",
      cmd_validate},
@@ -104,7 +120,8 @@ static const Command commands[] = {
      "expand library nodes into maps and tasklets", cmd_expand},
     {"run-ref", "FILE [--input N=F]... [--expect N=F]...",
      "run the reference interpreter, compare outputs", cmd_run_ref},
-    {"conformance", "[--expected-unsupported FILE] DIR...",
+    {"conformance",
+     "[--expected-unsupported FILE] [--backend interp|compiled] DIR...",
      "run ONNX backend node tests through Weir", cmd_conformance},
     {"ops", "", "list the operators Weir knows, with their attributes",
      cmd_ops},
@@ -136,6 +153,12 @@ static const Command commands[] = {
      "apply a recipe to a model", cmd_optimize},
     {"export", "WS.weir|FILE -o DIR [--input N=F]...",
      "write a standalone kernel: C, Makefile, harness, README", cmd_export},
+
+    {"train", "MODEL.onnx --data FILE -o OUT.onnx [...]",
+     "train a model on a data set with compiled training", cmd_train},
+    {"train-graph", "MODEL --loss L --optimizer O [...] -o OUT",
+     "derive the training program (forward, loss, backward, update)",
+     cmd_train_graph},
 };
 
 static void print_error(const char *prefix, const GError *error) {
@@ -259,6 +282,17 @@ static const GOptionEntry expand_entries[] = {
 
 static gint opt_run_reps;
 
+static char *info_count = NULL;
+
+static const GOptionEntry info_entries[] = {
+    {"count", 0, 0, G_OPTION_ARG_STRING, &info_count,
+     "Count the program as it is (as-is, the default), as the code "
+     "generator compiles it (compiled: library nodes with a native "
+     "implementation kept, the others expanded), or with every library "
+     "node expanded into maps (expanded)",
+     "as-is|compiled|expanded"},
+    {NULL}};
+
 static const GOptionEntry run_entries[] = {
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed,
      "Seed of the random inputs (default 1)", "N"},
@@ -280,7 +314,9 @@ static const GOptionEntry conformance_entries[] = {
     {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
      "Tests expected not to pass, with reasons", "FILE"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
-     "Execution backend (interp)", "NAME"},
+     "Execution backend: interp (default) or compiled (generated C, "
+     "compiled with -O1 unless --cflags says otherwise)",
+     "NAME"},
     {"any-opset", 0, 0, G_OPTION_ARG_NONE, &any_opset,
      "Import opsets outside 11..17 (warnings are not shown)", NULL},
     {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &opt_rtol,
@@ -486,10 +522,14 @@ static int compare_memlet_bytes(gconstpointer a, gconstpointer b) {
 }
 
 static int cmd_info(int argc, char **argv) {
-  if (!parse_options("info", "FILE", NULL, &argc, &argv))
+  if (!parse_options("info", "FILE", info_entries, &argc, &argv))
     return 2;
-  if (argc != 2) {
-    fprintf(stderr, "usage: weir info FILE [-D SYM=VALUE]...\n");
+  const char *count = info_count ? info_count : "as-is";
+  if (argc != 2 ||
+      (strcmp(count, "as-is") != 0 && strcmp(count, "compiled") != 0 &&
+       strcmp(count, "expanded") != 0)) {
+    fprintf(stderr, "usage: weir info FILE [--count as-is|compiled|expanded] "
+                    "[-D SYM=VALUE]...\n");
     return 2;
   }
   g_autoptr(GError) error = NULL;
@@ -501,6 +541,13 @@ static int cmd_info(int argc, char **argv) {
   g_autoptr(WeirGraph) g = load_program("info", argv[1]);
   if (!g)
     return 1;
+  if ((strcmp(count, "compiled") == 0 && !weir_native_expand_rest(g, &error)) ||
+      (strcmp(count, "expanded") == 0 &&
+       !weir_expand_all(g, NULL, NULL, &error))) {
+    fprintf(stderr, "weir info: %s: --count %s: %s\n", argv[1], count,
+            error->message);
+    return 1;
+  }
   g_autoptr(WeirAnalysis) a = weir_analysis_compute(g, bindings, &error);
   if (!a) {
     print_error("info", error);
@@ -508,6 +555,11 @@ static int cmd_info(int argc, char **argv) {
   }
 
   printf("program   %s  (%s)\n", g->name, argv[1]);
+  if (strcmp(count, "as-is") != 0)
+    printf("counted   %s\n", strcmp(count, "compiled") == 0
+                                 ? "as compiled (native library nodes "
+                                   "kept, the rest expanded)"
+                                 : "with every library node expanded");
   GString *syms = g_string_new(NULL);
   for (guint i = 0; i < g->symbols->len; i++) {
     const char *s = g_ptr_array_index(g->symbols, i);
@@ -1536,17 +1588,50 @@ static char *status_text(const WeirConformanceResult *r) {
   return g_string_free(s, FALSE);
 }
 
+/* Compile options of `weir conformance --backend compiled` (no --impl:
+ * every library node gets its default implementation). */
+static const GOptionEntry conformance_compile_entries[] = {
+    {"cc", 0, 0, G_OPTION_ARG_STRING, &opt_cc,
+     "C compiler of the compiled backend (default: $CC or cc)", "CC"},
+    {"cflags", 0, 0, G_OPTION_ARG_STRING, &opt_cflags,
+     "Compiler flags of the compiled backend "
+     "(default: " WEIR_CONFORMANCE_COMPILE_FLAGS ")",
+     "FLAGS"},
+    {"cache-dir", 0, 0, G_OPTION_ARG_FILENAME, &opt_cache_dir,
+     "Compile cache directory (default: $WEIR_CACHE_DIR or "
+     "$XDG_CACHE_HOME/weir)",
+     "DIR"},
+    {"no-cache", 0, 0, G_OPTION_ARG_NONE, &opt_no_cache,
+     "Compile without the cache", NULL},
+    {NULL}};
+
+typedef struct {
+  int width;
+} ConformancePrinter;
+
+static void print_conformance_result(const WeirConformanceResult *r,
+                                     gpointer user_data) {
+  const ConformancePrinter *p = user_data;
+  g_autofree char *st = status_text(r);
+  printf("%-*s  %s\n", p->width, r->name, st);
+  fflush(stdout);
+}
+
 static int cmd_conformance(int argc, char **argv) {
-  if (!parse_options("conformance", "DIR...", conformance_entries, &argc,
-                     &argv))
+  const GOptionEntry *const extras[] = {conformance_entries,
+                                        conformance_compile_entries, NULL};
+  if (!parse_options_with("conformance", "DIR...", extras, &argc, &argv))
     return 2;
   if (argc < 2) {
     fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
-                    "[--backend interp] DIR...\n");
+                    "[--backend interp|compiled] DIR...\n");
     return 2;
   }
-  if (backend && strcmp(backend, "interp") != 0) {
-    fprintf(stderr, "weir conformance: unknown backend '%s' (known: interp)\n",
+  if (backend && strcmp(backend, "interp") != 0 &&
+      strcmp(backend, "compiled") != 0) {
+    fprintf(stderr,
+            "weir conformance: unknown backend '%s' (known: interp, "
+            "compiled)\n",
             backend);
     return 2;
   }
@@ -1565,27 +1650,23 @@ static int cmd_conformance(int argc, char **argv) {
     print_error("conformance", error);
     return 2;
   }
+  WeirCompileOptions copts = compile_options();
   WeirConformanceOptions opts = {.expectations = expectations,
                                  .rtol = opt_rtol,
                                  .atol = opt_atol,
                                  .backend = backend,
-                                 .allow_any_opset = any_opset};
-  int width = 4;
+                                 .allow_any_opset = any_opset,
+                                 .compile = &copts};
+  ConformancePrinter printer = {.width = 4};
   for (guint i = 0; i < tests->len; i++) {
     g_autofree char *base = g_path_get_basename(g_ptr_array_index(tests, i));
-    width = MAX(width, (int)strlen(base));
+    printer.width = MAX(printer.width, (int)strlen(base));
   }
-  printf("%-*s  status\n", width, "test");
-  g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func(
-      (GDestroyNotify)weir_conformance_result_free);
-  for (guint i = 0; i < tests->len; i++) {
-    WeirConformanceResult *r =
-        weir_conformance_run_test(g_ptr_array_index(tests, i), &opts);
-    g_ptr_array_add(results, r);
-    g_autofree char *st = status_text(r);
-    printf("%-*s  %s\n", width, r->name, st);
-    fflush(stdout);
-  }
+  printf("%-*s  status\n", printer.width, "test");
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(GPtrArray) results = weir_conformance_run_tests(
+      tests, &opts, print_conformance_result, &printer);
+  double seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 
   printf("\nTotals per operator\n");
   Table *t = table_new(7);
@@ -1605,8 +1686,10 @@ static int cmd_conformance(int argc, char **argv) {
   }
   table_print(t);
   const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
-  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error\n", sum->tests,
-         sum->pass, sum->fail, sum->unsupported, sum->error);
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error (backend "
+         "%s, %.1f s)\n",
+         sum->tests, sum->pass, sum->fail, sum->unsupported, sum->error,
+         backend ? backend : "interp", seconds);
 
   guint stale = 0;
   for (guint i = 0; i < results->len; i++) {
@@ -2628,6 +2711,253 @@ static int cmd_export(int argc, char **argv) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ train */
+
+static char *fit_data, *fit_label, *fit_optimizer, *fit_scale;
+static char *fit_recipe, *fit_output, *fit_loss;
+static gint64 fit_epochs = 10, fit_batch = 32, fit_k = 1;
+static gint64 fit_seed = 1;
+static gint fit_threads;
+static double fit_lr = -1, fit_momentum = -1, fit_weight_decay = 0;
+static double fit_val_fraction = 0.2;
+static gboolean fit_quiet;
+
+static const GOptionEntry fit_entries[] = {
+    {"data", 0, 0, G_OPTION_ARG_FILENAME, &fit_data,
+     "Training data: .csv, .csv.gz or .npy (samples x columns)", "FILE"},
+    {"label", 0, 0, G_OPTION_ARG_STRING, &fit_label,
+     "Label column: header name or index (negative from the end; default: "
+     "the last column)",
+     "COL"},
+    {"epochs", 0, 0, G_OPTION_ARG_INT64, &fit_epochs, "Epochs (default 10)",
+     "N"},
+    {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
+     "Samples per step (default 32)", "B"},
+    {"loss", 0, 0, G_OPTION_ARG_STRING, &fit_loss,
+     "Loss (softmax-cross-entropy, the default and the only one with class "
+     "labels)",
+     "LOSS"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &fit_optimizer,
+     "sgd, momentum or adam (default sgd)", "NAME"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &fit_lr, "Learning rate (default 0.01)",
+     "LR"},
+    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &fit_momentum,
+     "Momentum (default 0.9)", "M"},
+    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &fit_weight_decay,
+     "L2 weight decay (default 0)", "WD"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &fit_seed,
+     "Seed of the split and the shuffles (default 1)", "S"},
+    {"threads", 0, 0, G_OPTION_ARG_INT, &fit_threads,
+     "OpenMP threads (default: OMP_NUM_THREADS or all)", "T"},
+    {"steps-per-call", 'k', 0, G_OPTION_ARG_INT64, &fit_k,
+     "Steps run by one call of the compiled program (default 1)", "K"},
+    {"val-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &fit_val_fraction,
+     "Fraction of the samples held out for evaluation (default 0.2)", "F"},
+    {"scale", 0, 0, G_OPTION_ARG_STRING, &fit_scale,
+     "Multiply every feature by S (a number or a fraction: 1/16)", "S"},
+    {"recipe", 'r', 0, G_OPTION_ARG_FILENAME, &fit_recipe,
+     "Apply a recipe to the training program before compiling it", "FILE"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &fit_output,
+     "Write the trained model (ONNX) here", "FILE"},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &fit_quiet,
+     "Print only the final summary", NULL},
+    {NULL}};
+
+/* "0.5", "1/16" */
+static gboolean parse_scale(const char *text, double *out) {
+  char *end = NULL;
+  double num = g_ascii_strtod(text, &end);
+  if (end == text)
+    return FALSE;
+  if (*end == '/') {
+    const char *rest = end + 1;
+    double den = g_ascii_strtod(rest, &end);
+    if (end == rest || den == 0)
+      return FALSE;
+    num /= den;
+  }
+  if (*end != '\0')
+    return FALSE;
+  *out = num;
+  return TRUE;
+}
+
+typedef struct {
+  gboolean tty;
+  gboolean quiet;
+  double last_val_accuracy;
+  gint64 last_draw; /* monotonic µs of the last progress line */
+} TrainPrinter;
+
+static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
+  TrainPrinter *pr = user_data;
+  if (p->epoch_done) {
+    pr->last_val_accuracy = p->val_accuracy;
+    if (pr->quiet)
+      return;
+    if (pr->tty)
+      printf("\r\033[K");
+    printf("epoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+           ": loss %.4f, %.0f samples/s, %.2f s",
+           p->epoch, p->epochs, p->epoch_loss, p->samples_per_second,
+           p->epoch_seconds);
+    if (p->val_accuracy >= 0)
+      printf(", held-out accuracy %.2f%% (loss %.4f)", 100 * p->val_accuracy,
+             p->val_loss);
+    if (p->skipped)
+      printf(", %" G_GINT64_FORMAT " steps skipped", p->skipped);
+    printf("\n");
+    fflush(stdout);
+    return;
+  }
+  if (!pr->tty || pr->quiet)
+    return;
+  /* redraw at most ten times a second, and at the end of the epoch */
+  gint64 now = g_get_monotonic_time();
+  if (now - pr->last_draw < 100000 && p->step < p->steps_per_epoch)
+    return;
+  pr->last_draw = now;
+  int width = 24;
+  int done = (int)(width * p->step / MAX(p->steps_per_epoch, 1));
+  char bar[32];
+  for (int i = 0; i < width; i++)
+    bar[i] = i < done ? '#' : '.';
+  bar[width] = '\0';
+  printf("\r\033[Kepoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         " [%s] step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         "  loss %.4f  %.0f samples/s",
+         p->epoch, p->epochs, bar, p->step, p->steps_per_epoch, p->loss,
+         p->samples_per_second);
+  fflush(stdout);
+}
+
+static int cmd_train(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir train MODEL.onnx --data FILE -o OUT.onnx [--label COL]\n"
+      "                  [--epochs N] [--batch B] [--optimizer "
+      "sgd|momentum|adam]\n"
+      "                  [--lr LR] [--momentum M] [--weight-decay WD] "
+      "[--seed S]\n"
+      "                  [--threads T] [--steps-per-call K] "
+      "[--val-fraction F]\n"
+      "                  [--scale S] [--recipe R.json] [--cc CC] [--cflags "
+      "FLAGS]\n";
+  const GOptionEntry *const extras[] = {fit_entries, compile_entries, NULL};
+  if (!parse_options_with("train", "MODEL.onnx", extras, &argc, &argv))
+    return 2;
+  if (argc != 2 || !fit_data || !fit_output) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *model = argv[1];
+  g_autoptr(GError) error = NULL;
+
+  WeirTrainerOptions o;
+  weir_trainer_options_init(&o);
+  if (fit_loss && !weir_loss_from_name(fit_loss, &o.train.loss)) {
+    fprintf(stderr, "weir train: unknown loss '%s'\n", fit_loss);
+    return 2;
+  }
+  if (fit_optimizer &&
+      !weir_optimizer_from_name(fit_optimizer, &o.train.optimizer)) {
+    fprintf(stderr,
+            "weir train: unknown optimizer '%s' (sgd, momentum, adam)\n",
+            fit_optimizer);
+    return 2;
+  }
+  if (fit_lr > 0)
+    o.train.lr = fit_lr;
+  if (fit_momentum >= 0)
+    o.train.momentum = fit_momentum;
+  o.train.weight_decay = fit_weight_decay;
+  o.epochs = fit_epochs;
+  o.batch = fit_batch;
+  o.steps_per_call = fit_k;
+  o.seed = (guint64)fit_seed;
+  o.threads = fit_threads;
+  o.compile = compile_options();
+  o.recipe_path = fit_recipe;
+  double scale = 1;
+  if (fit_scale && !parse_scale(fit_scale, &scale)) {
+    fprintf(stderr, "weir train: --scale %s: expected a number or A/B\n",
+            fit_scale);
+    return 2;
+  }
+  if (fit_epochs < 0 || fit_batch <= 0 || fit_k <= 0) {
+    fprintf(stderr, "weir train: --epochs, --batch and --steps-per-call "
+                    "must be positive\n");
+    return 2;
+  }
+
+  g_autoptr(WeirDataset) data = weir_dataset_load(fit_data, fit_label, &error);
+  if (!data) {
+    print_error("train", error);
+    return 1;
+  }
+  if (scale != 1)
+    weir_dataset_scale(data, scale);
+  weir_dataset_shuffle(data, (guint64)fit_seed);
+  WeirDataset *train_set = NULL, *val_set = NULL;
+  if (!weir_dataset_split(data, fit_val_fraction, &train_set, &val_set,
+                          &error)) {
+    print_error("train", error);
+    return 1;
+  }
+  g_autoptr(WeirDataset) train = train_set;
+  g_autoptr(WeirDataset) val = val_set;
+  printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+         " features, %" G_GINT64_FORMAT
+         " classes (label column %s): %" G_GINT64_FORMAT
+         " for training, %" G_GINT64_FORMAT " held out\n",
+         fit_data, data->n_samples, data->n_features, data->n_classes,
+         data->label_column, train->n_samples, val->n_samples);
+
+  gint64 t0 = g_get_monotonic_time();
+  TrainPrinter printer = {.tty = isatty(fileno(stdout)),
+                          .quiet = fit_quiet,
+                          .last_val_accuracy = -1};
+  o.progress = print_progress;
+  o.user_data = &printer;
+  g_autoptr(WeirTrainer) trainer =
+      weir_trainer_new(model, data->n_features, &o, &error);
+  if (!trainer) {
+    print_compile_error("train", model, error);
+    return 1;
+  }
+  g_autofree char *took =
+      format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  const WeirGraph *prog = weir_trainer_program(trainer);
+  printf("%s: training program with %u containers built and compiled in %s "
+         "(batch %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+         " step%s per call, %s, lr %g)\n",
+         model, prog->containers->len, took, fit_batch, fit_k,
+         fit_k == 1 ? "" : "s", fit_optimizer ? fit_optimizer : "sgd",
+         o.train.lr);
+  fflush(stdout);
+
+  t0 = g_get_monotonic_time();
+  if (!weir_trainer_fit(trainer, train, val, &error)) {
+    if (printer.tty)
+      printf("\n");
+    print_error("train", error);
+    return 1;
+  }
+  double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+  if (!weir_trainer_save_onnx(trainer, fit_output, &error)) {
+    print_error("train", error);
+    return 1;
+  }
+  printf("trained %" G_GINT64_FORMAT " steps in %.2f s",
+         weir_trainer_steps(trainer), secs);
+  if (printer.last_val_accuracy >= 0)
+    printf(", held-out accuracy %.2f%%", 100 * printer.last_val_accuracy);
+  if (weir_trainer_skipped(trainer))
+    printf(", %" G_GINT64_FORMAT " steps skipped (non-finite)",
+           weir_trainer_skipped(trainer));
+  printf("\nwrote %s\n", fit_output);
+  return 0;
+}
+
 /* ------------------------------------------------------------------- main */
 
 static void usage(FILE *out) {
@@ -2661,4 +2991,113 @@ int main(int argc, char **argv) {
   fprintf(stderr, "weir: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;
+}
+
+/* ------------------------------------------------------------ train-graph */
+
+static char *train_loss, *train_target, *train_output, *train_optimizer;
+static double train_lr = -1, train_momentum = -1, train_weight_decay = -1;
+static double train_beta1 = -1, train_beta2 = -1, train_epsilon = -1;
+static gint64 train_steps = 0;
+
+static const GOptionEntry train_graph_entries[] = {
+    {"loss", 0, 0, G_OPTION_ARG_STRING, &train_loss,
+     "softmax-cross-entropy or mse", "LOSS"},
+    {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
+     "Name of the target argument (default: target)", "NAME"},
+    {"output", 0, 0, G_OPTION_ARG_STRING, &train_output,
+     "Forward output the loss reads (default: the only one)", "NAME"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &train_optimizer,
+     "sgd, momentum or adam", "OPT"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &train_lr, "Learning rate (default 0.01)",
+     "X"},
+    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &train_momentum,
+     "Momentum (default 0.9)", "X"},
+    {"beta1", 0, 0, G_OPTION_ARG_DOUBLE, &train_beta1,
+     "Adam beta1 (default 0.9)", "X"},
+    {"beta2", 0, 0, G_OPTION_ARG_DOUBLE, &train_beta2,
+     "Adam beta2 (default 0.999)", "X"},
+    {"epsilon", 0, 0, G_OPTION_ARG_DOUBLE, &train_epsilon,
+     "Adam epsilon (default 1e-8)", "X"},
+    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &train_weight_decay,
+     "L2 weight decay added to the gradient (default 0)", "X"},
+    {"steps", 0, 0, G_OPTION_ARG_INT64, &train_steps,
+     "Fix the number of steps per call (default: symbol K)", "K"},
+    {"output-file", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+     "Write the training program (.json) or a workspace (.weir)", "FILE"},
+    {NULL}};
+
+static int cmd_train_graph(int argc, char **argv) {
+  if (!parse_options("train-graph", "MODEL -o OUT", train_graph_entries, &argc,
+                     &argv))
+    return 2;
+  if (argc != 2 || !output_path || !train_loss || !train_optimizer) {
+    fprintf(stderr,
+            "usage: weir train-graph MODEL.onnx --loss "
+            "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
+            "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
+            "[--weight-decay X] [--steps K] -o TRAIN.json|TRAIN.weir\n");
+    return 2;
+  }
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  if (!weir_loss_from_name(train_loss, &o.loss)) {
+    fprintf(stderr,
+            "weir train-graph: unknown loss '%s' (softmax-cross-entropy, "
+            "mse)\n",
+            train_loss);
+    return 2;
+  }
+  if (!weir_optimizer_from_name(train_optimizer, &o.optimizer)) {
+    fprintf(stderr,
+            "weir train-graph: unknown optimizer '%s' (sgd, momentum, adam)\n",
+            train_optimizer);
+    return 2;
+  }
+  if (train_steps < 0) {
+    fprintf(stderr, "weir train-graph: --steps must be positive\n");
+    return 2;
+  }
+  o.target = train_target;
+  o.output = train_output;
+  if (train_lr >= 0)
+    o.lr = train_lr;
+  if (train_momentum >= 0)
+    o.momentum = train_momentum;
+  if (train_weight_decay >= 0)
+    o.weight_decay = train_weight_decay;
+  if (train_beta1 >= 0)
+    o.beta1 = train_beta1;
+  if (train_beta2 >= 0)
+    o.beta2 = train_beta2;
+  if (train_epsilon >= 0)
+    o.epsilon = train_epsilon;
+  o.steps = train_steps;
+  g_autoptr(WeirGraph) fwd = load_program("train-graph", argv[1]);
+  if (!fwd)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) t = weir_train_graph(fwd, &o, &error);
+  if (!t || !weir_graph_validate(t, &error)) {
+    fprintf(stderr, "weir train-graph: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  if (is_workspace_path(output_path)) {
+    g_autoptr(WeirSession) s = weir_session_new(t, argv[1], NULL, &error);
+    if (!s) {
+      print_error("train-graph", error);
+      return 1;
+    }
+    if (!save_workspace("train-graph", s, output_path))
+      return 1;
+  } else if (!weir_graph_save(t, output_path, &error)) {
+    print_error("train-graph", error);
+    return 1;
+  }
+  printf("%s -> %s: training program '%s', %u parameters, %s loss, %s, "
+         "%u states\n",
+         argv[1], output_path, t->name, g_strv_length(params), train_loss,
+         train_optimizer, t->states->len);
+  return 0;
 }

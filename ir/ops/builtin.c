@@ -9,6 +9,7 @@ void weir_ops_register_elementwise(void);
 void weir_ops_register_linalg(void);
 void weir_ops_register_reduce(void);
 void weir_ops_register_shape(void);
+void weir_ops_register_training(void);
 
 void weir_ops_register_builtin(void) {
   weir_ops_register_optimizers();
@@ -16,4 +17,5 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_linalg();
   weir_ops_register_reduce();
   weir_ops_register_shape();
+  weir_ops_register_training();
 }

@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """generate.py — the bundled sample models and their reference data.
 
-Defines four small PyTorch models, exports each to ONNX and writes, next to
-this script:
+Defines four small PyTorch models (and a batch-64 export of LeNet for the
+benchmark), exports each to ONNX and writes, next to this script:
 
     <name>.onnx                 the model (opset 13)
     <name>/input_0.pb           the reference input, an ONNX TensorProto
     <name>/output_0.pb          PyTorch's output on it, an ONNX TensorProto
     <name>/input_0.npy          the same two tensors as NumPy arrays
     <name>/output_0.npy
+    <name>/input_<k>.pb, ...    further data sets (k >= 1) at other batch
+                                sizes, for models with a symbolic batch
 
 Run it with Debian's interpreter, which has python3-torch, python3-onnx and
 python3-numpy (a `python3` earlier on PATH may not):
@@ -31,6 +33,7 @@ import collections
 import hashlib
 import importlib
 import io
+import json
 import os
 import sys
 import warnings
@@ -123,8 +126,47 @@ class ResNet(nn.Module):
         return self.fc(x)
 
 
+class DigitsMLP(nn.Module):
+    """The digits classifier: 64 pixels -> 64 -> ReLU -> 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(64, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class DigitsCNN(nn.Module):
+    """A small CNN for the 1x8x8 digits:
+    [N,1,8,8] -conv3x3 pad1-> [N,8,8,8] -ReLU, pool2-> [N,8,4,4]
+    -flatten-> [N,128] -> 32 -> ReLU -> 10
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc1 = nn.Linear(8 * 4 * 4, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv(x)))
+        x = torch.flatten(x, 1)
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
 def make_mlp():
     return MLP()
+
+
+def make_digits_mlp():
+    return DigitsMLP()
+
+
+def make_digits_cnn():
+    return DigitsCNN()
 
 
 def make_lenet():
@@ -177,13 +219,32 @@ def make_transformer():
 MODELS = [
     ("mlp", make_mlp, 1, (4, 64), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
     ("lenet", make_lenet, 2, (4, 1, 8, 8), dict()),
+    # The same LeNet (same seed, same weights) exported for batch 64: the
+    # benchmark's size (tests/bench/).  lenet.onnx keeps its batch of 4.
+    ("lenet64", make_lenet, 2, (64, 1, 8, 8), dict()),
     # TrainingMode.EVAL would run the exporter's eval peephole, which folds
     # BatchNormalization into the preceding Conv whatever
     # do_constant_folding says.  PRESERVE on a model in eval mode exports
     # inference-mode BatchNormalization nodes and skips that fusion.
     ("resnet", make_resnet, 3, (2, 3, 16, 16), dict(training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)),
     ("transformer", make_transformer, 4, (2, 8, 32), dict()),
+    # The models `weir train` trains on scikit-learn's digits (batch symbolic).
+    ("digits_mlp", make_digits_mlp, 5, (8, 64), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
+    ("digits_cnn", make_digits_cnn, 6, (8, 1, 8, 8), dict(dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})),
 ]
+
+# One training step per model, from the reference input: the loss, the
+# optimizers and their settings (mirrored in <name>/train/manifest.json).
+TRAIN_SGD = dict(lr=0.1)
+TRAIN_ADAM = dict(lr=0.01, betas=(0.9, 0.999), eps=1e-8)
+
+# Further data sets <name>/input_<k>.pb, output_<k>.pb (k >= 1) for models
+# with a symbolic batch: name -> input shapes.  Their inputs come from their
+# own generator (seed 2000 + 100 * k + model seed), so data set 0 does not
+# change.  mlp at batch 64 is the benchmark's size (tests/bench/).
+EXTRA_DATA = {
+    "mlp": [(64, 64)],
+}
 
 
 # ---- export --------------------------------------------------------------
@@ -253,6 +314,112 @@ def check_onnx(name, proto, output):
     return reference.ReferenceEvaluator(proto)
 
 
+# ---- one training step ---------------------------------------------------
+
+
+def match_initializers(proto, model):
+    """Pairs each ONNX initializer with the PyTorch parameter or buffer it
+    was exported from: equal values, or equal after a transpose (the
+    exporter folds `weight.T` into a MatMul operand).  Returns a list of
+    (onnx name, torch name, transposed, is_parameter)."""
+    tensors = [(n, p.detach().numpy(), True) for n, p in model.named_parameters()]
+    tensors += [(n, b.numpy(), False) for n, b in model.named_buffers() if b.dtype.is_floating_point]
+    pairs = []
+    for init in proto.graph.initializer:
+        value = onnx.numpy_helper.to_array(init)
+        if value.dtype != np.float32:
+            continue
+        found = []
+        for tname, t, is_param in tensors:
+            if t.shape == value.shape and np.array_equal(t, value):
+                found.append((tname, False, is_param))
+            elif t.ndim == 2 and t.T.shape == value.shape and np.array_equal(t.T, value):
+                found.append((tname, True, is_param))
+        if len(found) != 1:
+            raise SystemExit(f"{init.name}: {len(found)} PyTorch tensors have its value; cannot pair it")
+        pairs.append((init.name,) + found[0])
+    return pairs
+
+
+def train_step(name, make, seed, model, proto, x):
+    """One training step in training mode from the model's weights, with
+    SGD and with Adam.  Classifiers (output [N, 10]) use the mean softmax
+    cross-entropy against seeded labels, the transformer the mean squared
+    error against a seeded target.  Returns (files, summary)."""
+    import copy
+
+    gen = torch.Generator().manual_seed(2000 + seed)
+    with torch.no_grad():
+        out_shape = model(x).shape
+    if len(out_shape) == 2:
+        loss_name = "softmax-cross-entropy"
+        target = torch.randint(0, out_shape[1], (out_shape[0],), generator=gen)
+        loss_fn = nn.CrossEntropyLoss()
+    else:
+        loss_name = "mse"
+        target = torch.randn(*out_shape, generator=gen)
+        loss_fn = nn.MSELoss()
+
+    pairs = match_initializers(proto, model)
+    results = {}
+    for opt_name in ("sgd", "adam"):
+        m = copy.deepcopy(model)
+        m.train()
+        if opt_name == "sgd":
+            opt = torch.optim.SGD(m.parameters(), **TRAIN_SGD)
+        else:
+            opt = torch.optim.Adam(m.parameters(), **TRAIN_ADAM)
+        opt.zero_grad()
+        loss = loss_fn(m(x), target)
+        loss.backward()
+        params = dict(m.named_parameters())
+        tensors = dict(params)
+        tensors.update(dict(m.named_buffers()))
+        grads = {n: p.grad.detach().clone() for n, p in params.items()}
+        opt.step()
+        results[opt_name] = (float(loss.detach()), grads, {n: t.detach().clone() for n, t in tensors.items()})
+
+    loss_sgd, grads, _ = results["sgd"]
+    loss_adam = results["adam"][0]
+    if loss_sgd != loss_adam:
+        raise SystemExit(f"{name}: the two training passes disagree on the loss")
+
+    def onnx_layout(t, transposed):
+        a = t.numpy().astype(np.float32, copy=False)
+        return np.ascontiguousarray(a.T if transposed else a)
+
+    files = [
+        ("input.npy", npy_bytes(x.numpy().astype(np.float32, copy=False))),
+        ("target.npy", npy_bytes(target.numpy() if loss_name == "mse" else target.numpy().astype(np.int64))),
+        ("loss.npy", npy_bytes(np.array([loss_sgd], dtype=np.float32))),
+    ]
+    entries = []
+    for i, (oname, tname, transposed, is_param) in enumerate(pairs):
+        entry = {"name": oname, "torch": tname, "transposed": transposed, "kind": "parameter" if is_param else "buffer"}
+        if is_param:
+            entry["grad"] = f"grad_{i}.npy"
+            files.append((entry["grad"], npy_bytes(onnx_layout(grads[tname], transposed))))
+        for opt_name in ("sgd", "adam"):
+            entry[opt_name] = f"{opt_name}_{i}.npy"
+            files.append((entry[opt_name], npy_bytes(onnx_layout(results[opt_name][2][tname], transposed))))
+        entries.append(entry)
+    manifest = {
+        "model": name + ".onnx",
+        "mode": "training (batch statistics for BatchNormalization)",
+        "loss": loss_name,
+        "reduction": "mean",
+        "input": "input.npy",
+        "target": "target.npy",
+        "loss_value": "loss.npy",
+        "sgd": {"lr": TRAIN_SGD["lr"]},
+        "adam": {"lr": TRAIN_ADAM["lr"], "beta1": TRAIN_ADAM["betas"][0], "beta2": TRAIN_ADAM["betas"][1], "epsilon": TRAIN_ADAM["eps"]},
+        "initializers": entries,
+    }
+    files.append(("manifest.json", (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode()))
+    summary = f"training step: {loss_name} loss {loss_sgd:.6f}, {sum(e['kind'] == 'parameter' for e in entries)} parameters, {sum(e['kind'] == 'buffer' for e in entries)} buffers"
+    return files, summary
+
+
 # ---- files ---------------------------------------------------------------
 
 
@@ -264,6 +431,16 @@ def npy_bytes(arr):
 
 def pb_bytes(arr, name):
     return onnx.numpy_helper.from_array(arr, name).SerializeToString()
+
+
+def data_files(out_dir, name, k, x_np, y_np):
+    """The files of data set k: (path, bytes) pairs."""
+    return [
+        (os.path.join(out_dir, name, f"input_{k}.pb"), pb_bytes(x_np, "input")),
+        (os.path.join(out_dir, name, f"output_{k}.pb"), pb_bytes(y_np, "output")),
+        (os.path.join(out_dir, name, f"input_{k}.npy"), npy_bytes(x_np)),
+        (os.path.join(out_dir, name, f"output_{k}.npy"), npy_bytes(y_np)),
+    ]
 
 
 def write_file(path, data, check, problems):
@@ -321,13 +498,21 @@ def main():
                 raise SystemExit(f"{name}: onnx.reference output differs from PyTorch (max abs error {err:g})")
             note = f"onnx.reference matches PyTorch (max abs error {err:g})"
 
-        files = [
-            (os.path.join(out_dir, name + ".onnx"), proto.SerializeToString()),
-            (os.path.join(out_dir, name, "input_0.pb"), pb_bytes(x_np, "input")),
-            (os.path.join(out_dir, name, "output_0.pb"), pb_bytes(y_np, "output")),
-            (os.path.join(out_dir, name, "input_0.npy"), npy_bytes(x_np)),
-            (os.path.join(out_dir, name, "output_0.npy"), npy_bytes(y_np)),
-        ]
+        files = [(os.path.join(out_dir, name + ".onnx"), proto.SerializeToString())]
+        files += data_files(out_dir, name, 0, x_np, y_np)
+        for k, extra_shape in enumerate(EXTRA_DATA.get(name, []), start=1):
+            gen_k = torch.Generator().manual_seed(2000 + 100 * k + seed)
+            x_k = torch.randn(*extra_shape, generator=gen_k)
+            y_k = model(x_k).detach()
+            files += data_files(
+                out_dir,
+                name,
+                k,
+                x_k.numpy().astype(np.float32, copy=False),
+                np.ascontiguousarray(y_k.numpy().astype(np.float32, copy=False)),
+            )
+        step_files, step_note = train_step(name, make, seed, model, proto, x)
+        files += [(os.path.join(out_dir, name, "train", f), data) for f, data in step_files]
         g = proto.graph
         counts = op_counts(g)
         print(f"{name}: opset {proto.opset_import[0].version}, input {shape_of(g.input[0])}, output {shape_of(g.output[0])}, "
@@ -335,6 +520,7 @@ def main():
               f"({sum(int(np.prod(t.dims)) for t in g.initializer)} values)")
         print("  ops: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
         print(f"  {note}")
+        print(f"  {step_note}")
         for path, data in files:
             write_file(path, data, args.check, problems)
             print(f"  {os.path.relpath(path, out_dir)}  {len(data)} bytes  sha256 {hashlib.sha256(data).hexdigest()[:16]}")

@@ -83,6 +83,38 @@ static void test_info_symbolic_and_bound(void **state) {
   run_clear(&r);
 }
 
+/* --count: lenet as imported (every operator a library node), as compiled
+ * (the convolutions and GEMMs native, MaxPool, ReLU and Flatten expanded:
+ * the pool counts every window element) and fully expanded. */
+static void test_info_count(void **state) {
+  (void)state;
+  const char *model = "samples/models/lenet.onnx";
+  Run r = run_weir("info", model, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "49.2 KiB");
+  assert_true(strstr(r.out, "counted   as") == NULL);
+  run_clear(&r);
+  r = run_weir("info", model, "--count", "compiled", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "counted   as compiled");
+  assert_contains(r.out, "54.2 KiB");
+  run_clear(&r);
+  r = run_weir("info", model, "--count", "expanded", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "479.8 KiB");
+  run_clear(&r);
+  r = run_weir("info", model, "--count", "all", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--count as-is|compiled|expanded");
+  run_clear(&r);
+  /* the sample recipe of lenet runs from the command line */
+  r = run_weir("optimize", model, "--recipe", "samples/recipes/lenet.json",
+               NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "9 recipe steps, 19 applications");
+  run_clear(&r);
+}
+
 static void test_validate_samples(void **state) {
   (void)state;
   const char *samples[] = {"samples/vector_add.json", "samples/matmul.json",
@@ -612,6 +644,70 @@ static void test_conformance(void **state) {
   r = run_weir("conformance", "/nonexistent", NULL);
   assert_int_equal(r.status, 2);
   assert_contains(r.err, "/nonexistent: no such directory");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+/* weir conformance --backend compiled: generated code through the cache;
+ * a wrong expected output fails here too. */
+static void test_conformance_compiled(void **state) {
+  (void)state;
+  g_autofree char *add = node_test("test_add");
+  if (!add)
+    skip();
+  g_autofree char *lstm = node_test("test_lstm_defaults");
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *cache = g_build_filename(dir, "cache", NULL);
+  Run r = run_weir("conformance", "--backend", "compiled", "--cache-dir", cache,
+                   add, lstm, NULL);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.out, r.err);
+  assert_contains(r.out, "test_add ");
+  assert_contains(r.out, "unsupported (1 unsupported operator: LSTM");
+  assert_contains(r.out, "2 tests: 1 pass, 0 FAIL, 1 unsupported, 0 error "
+                         "(backend compiled");
+  run_clear(&r);
+  /* the kernel is in the cache: one object */
+  r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "objects   1\n");
+  run_clear(&r);
+
+  /* test_add with its first input as the expected output */
+  g_autofree char *tests = g_build_filename(dir, "tests", NULL);
+  g_autofree char *bad = g_build_filename(tests, "test_add_wrong", NULL);
+  g_autofree char *set = g_build_filename(bad, "test_data_set_0", NULL);
+  assert_int_equal(g_mkdir_with_parents(set, 0700), 0);
+  const char *files[][2] = {
+      {"model.onnx", "model.onnx"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/input_0.pb"},
+      {"test_data_set_0/input_1.pb", "test_data_set_0/input_1.pb"},
+      {"test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb"}};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+    g_autofree char *from = g_build_filename(add, files[i][0], NULL);
+    g_autofree char *to = g_build_filename(bad, files[i][1], NULL);
+    copy_file(from, to);
+  }
+  r = run_weir("conformance", "--backend", "compiled", "--cache-dir", cache,
+               tests, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "test_add_wrong  FAIL (max error");
+  assert_contains(r.out, "output 'sum'");
+  run_clear(&r);
+  /* same program, same code: still one object */
+  r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
+  assert_contains(r.out, "objects   1\n");
+  run_clear(&r);
+  /* a compiler that fails is an error that names the test's program */
+  r = run_weir("conformance", "--backend", "compiled", "--no-cache", "--cc",
+               "false", add, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.out, "test_add  error (");
+  run_clear(&r);
+
+  r = run_weir("conformance", "--backend", "gpu", add, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown backend 'gpu' (known: interp, compiled)");
   run_clear(&r);
   remove_tree(dir);
 }
@@ -1211,6 +1307,38 @@ static void test_bench(void **state) {
   remove_tree(dir);
 }
 
+/* weir train-graph: a training program that validates and runs; bad
+ * options and models without a rule are reported. */
+static void test_train_graph(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "mlp-train.json", NULL);
+  Run r = run_weir("train-graph", "samples/models/mlp.onnx", "--loss",
+                   "softmax-cross-entropy", "--optimizer", "adam", "--lr",
+                   "0.001", "--weight-decay", "0.01", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "6 parameters");
+  run_clear(&r);
+  r = run_weir("run-ref", out, "-D", "batch=2", "-D", "K=2", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "losses");
+  assert_contains(r.out, "fc1_weight_v");
+  run_clear(&r);
+  r = run_weir("train-graph", "samples/models/mlp.onnx", "--loss", "hinge",
+               "--optimizer", "sgd", "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "unknown loss 'hinge'");
+  run_clear(&r);
+  r = run_weir("train-graph", "samples/models/mlp.onnx", "--loss", "mse",
+               "--optimizer", "sgd", "--output", "nope", "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "no output 'nope'");
+  run_clear(&r);
+  g_remove(out);
+  g_rmdir(dir);
+}
+
 int main(void) {
   /* never the user's compile cache */
   g_autofree char *home = g_dir_make_tmp("weir-cli-home-XXXXXX", NULL);
@@ -1218,7 +1346,9 @@ int main(void) {
   g_unsetenv("WEIR_CACHE_DIR");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_info_matmul),
+      cmocka_unit_test(test_train_graph),
       cmocka_unit_test(test_info_symbolic_and_bound),
+      cmocka_unit_test(test_info_count),
       cmocka_unit_test(test_validate_samples),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
@@ -1229,6 +1359,7 @@ int main(void) {
       cmocka_unit_test(test_expand),
       cmocka_unit_test(test_run_ref_files),
       cmocka_unit_test(test_conformance),
+      cmocka_unit_test(test_conformance_compiled),
       cmocka_unit_test(test_ops),
       cmocka_unit_test(test_usage),
       cmocka_unit_test(test_workspace_session),

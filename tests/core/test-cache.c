@@ -4,7 +4,9 @@
  * the cache is tested independently of the code generator.  Every test uses
  * its own cache directory and a compiler wrapper that logs its runs
  * (runtime-fixture.h).  The concurrency test runs the helper program
- * cache-helper (path in WEIR_CACHE_HELPER) twice at the same time.
+ * cache-helper (path in WEIR_CACHE_HELPER) twice at the same time, on a
+ * hand-written kernel and on a sample program's generated code.
+ * test_generated_program repeats hit, miss and recovery on generated code.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +16,10 @@
 #include <gio/gio.h>
 #include <utime.h>
 
+#include <math.h>
+
 #include "runtime-fixture.h"
+#include "weir-json.h"
 
 /* x[i] *= factor for i < n: args = {float x[n]}, symbols = {n}. */
 static const char scale_source[] =
@@ -159,6 +164,95 @@ static void test_no_cache(void **state) {
   check_scale(k1);
   weir_compile_info_clear(&a);
   weir_compile_info_clear(&b);
+}
+
+/* ------------------------------------------- a program's generated code */
+
+/* The same rules hold for the code the generator writes: a sample program
+ * compiles once, then is a lookup; other flags miss; a deleted or damaged
+ * object is rebuilt. */
+static WeirKernel *compile_program(Fixture *f, const WeirGraph *g,
+                                   WeirCompileInfo *info) {
+  g_autoptr(GError) err = NULL;
+  WeirKernel *k = weir_kernel_compile(g, &f->opts, info, &err);
+  if (!k)
+    fail_msg("compile '%s': %s", g->name, err->message);
+  return k;
+}
+
+/* Runs softmax over rows 0..31 of {x_ij = (i + j) % 7}; every row of the
+ * output must sum to 1. */
+static void check_softmax(WeirKernel *k) {
+  static float x[32 * 64], y[32 * 64];
+  for (int i = 0; i < 32 * 64; i++) {
+    x[i] = (float)((i / 64 + i % 64) % 7);
+    y[i] = -1;
+  }
+  void *args[] = {x, y};
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_kernel_call(k, args, NULL, &err));
+  for (int r = 0; r < 32; r++) {
+    double sum = 0;
+    for (int c = 0; c < 64; c++)
+      sum += y[r * 64 + c];
+    assert_true(fabs(sum - 1.0) < 1e-4);
+  }
+}
+
+static WeirGraph *load_softmax(void) {
+  g_autoptr(GError) err = NULL;
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "softmax.json", NULL);
+  WeirGraph *g = weir_graph_load(path, &err);
+  if (!g)
+    fail_msg("%s: %s", path, err->message);
+  return g;
+}
+
+static void test_generated_program(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_softmax();
+  WeirCompileInfo a = {0}, b = {0}, c = {0}, d = {0}, e = {0};
+  g_autoptr(WeirKernel) k1 = compile_program(f, g, &a);
+  assert_false(a.cache_hit);
+  assert_int_equal(fixture_compiles(f), 1);
+  check_softmax(k1);
+  /* identical compile: a lookup, the compiler does not run */
+  g_autoptr(WeirKernel) k2 = compile_program(f, g, &b);
+  assert_true(b.cache_hit);
+  assert_string_equal(a.key, b.key);
+  assert_int_equal(fixture_compiles(f), 1);
+  check_softmax(k2);
+  /* other flags: a miss and a second object */
+  f->opts.flags = "-O2 -fPIC -shared";
+  g_autoptr(WeirKernel) k3 = compile_program(f, g, &c);
+  assert_false(c.cache_hit);
+  assert_string_not_equal(a.key, c.key);
+  assert_int_equal(fixture_compiles(f), 2);
+  check_softmax(k3);
+  assert_int_equal(stats_of(f).entries, 2);
+  /* deleted object: rebuilt */
+  assert_int_equal(g_unlink(c.object_path), 0);
+  g_autoptr(WeirKernel) k4 = compile_program(f, g, &d);
+  assert_false(d.cache_hit);
+  assert_true(d.recovered);
+  assert_int_equal(fixture_compiles(f), 3);
+  check_softmax(k4);
+  /* corrupted object (same size, other bytes): rebuilt */
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  assert_true(g_file_get_contents(d.object_path, &data, &len, NULL));
+  memset(data + len / 3, 0x5A, len / 3);
+  assert_true(g_file_set_contents(d.object_path, data, (gssize)len, NULL));
+  g_autoptr(WeirKernel) k5 = compile_program(f, g, &e);
+  assert_false(e.cache_hit);
+  assert_true(e.recovered);
+  assert_int_equal(fixture_compiles(f), 4);
+  check_softmax(k5);
+  assert_int_equal(stats_of(f).entries, 2);
+  WeirCompileInfo *all[] = {&a, &b, &c, &d, &e};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    weir_compile_info_clear(all[i]);
 }
 
 /* ------------------------------------------------------------- recovery */
@@ -513,6 +607,35 @@ static void test_concurrent_processes(void **state) {
   assert_string_equal(path, want);
 }
 
+/* Two processes compile the generated code of one sample program at the
+ * same time from an empty cache, then again from the filled one: both
+ * kernels agree with the interpreter (cache-helper checks), the second
+ * round is two hits, and the index holds one intact object. */
+static void test_concurrent_program(void **state) {
+  Fixture *f = *state;
+  g_autofree char *src =
+      g_build_filename(WEIR_SRCDIR, "samples", "softmax.json", NULL);
+  g_autofree char *r1 = g_build_filename(f->dir, "r1", NULL);
+  g_autofree char *r2 = g_build_filename(f->dir, "r2", NULL);
+  for (int round = 0; round < 2; round++) {
+    g_autoptr(GSubprocess) p1 = spawn_helper(f, src, r1);
+    g_autoptr(GSubprocess) p2 = spawn_helper(f, src, r2);
+    g_autofree char *o1 = wait_helper(p1, r1);
+    g_autofree char *o2 = wait_helper(p2, r2);
+    if (round == 1) {
+      assert_string_equal(o1, "hit");
+      assert_string_equal(o2, "hit");
+    }
+    WeirCacheStats st = stats_of(f);
+    assert_int_equal(st.entries, 1);
+    g_autofree char *objects = g_build_filename(f->cache_dir, "objects", NULL);
+    assert_int_equal(count_files(objects), 1);
+  }
+  /* at most two compiler runs built it (one per process in the first
+   * round), none in the second */
+  assert_true(fixture_compiles(f) >= 1 && fixture_compiles(f) <= 2);
+}
+
 int main(void) {
   /* never the user's cache, whatever a test forgets */
   g_autofree char *home = g_dir_make_tmp("weir-test-home-XXXXXX", NULL);
@@ -526,6 +649,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_miss_after_flag_change, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_no_cache, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_generated_program, setup, teardown),
       cmocka_unit_test_setup_teardown(test_recover_deleted_object, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_recover_truncated_object, setup,
@@ -546,6 +670,7 @@ int main(void) {
       cmocka_unit_test(test_default_dir),
       cmocka_unit_test_setup_teardown(test_concurrent_processes, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_concurrent_program, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   remove_tree(home);

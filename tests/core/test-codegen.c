@@ -478,9 +478,12 @@ static WeirGraph *build_wcr(WeirDType dt) {
     array(g, plain[k], dt, "12", FALSE);
   }
   array(g, "tot", dt, "", FALSE);
+  array(g, "rsum", dt, "12", FALSE);
   WeirState *s = weir_graph_add_state(g, "reduce");
   WeirNode *ex;
-  WeirNode *en = map(g, s, "rows_cols", S("i", "j"), S("0:12", "0:5"),
+  /* the parallel loop (j, the first parameter) is split among the
+   * threads; every j updates every element i: atomics */
+  WeirNode *en = map(g, s, "rows_cols", S("j", "i"), S("0:5", "0:12"),
                      WEIR_SCHEDULE_PARALLEL, &ex);
   WeirNode *t = weir_state_add_tasklet(g, s, "red", S("x"),
                                        S("s", "p", "lo", "hi", "all"),
@@ -504,6 +507,16 @@ static WeirGraph *build_wcr(WeirDType dt) {
   for (guint k = 0; k < 4; k++)
     map_out(g, s, t2, c5[k], ex2, weir_state_add_access(g, s, plain[k]), "r",
             "0:12", wcrs[k]);
+  /* rsum[i] += X[i, j] with i split among the threads and j inside one
+   * thread: each thread owns its elements, no atomics */
+  WeirNode *ex3;
+  WeirNode *en3 = map(g, s, "split_rows", S("i", "j"), S("0:12", "0:5"),
+                      WEIR_SCHEDULE_PARALLEL, &ex3);
+  WeirNode *t3 = weir_state_add_tasklet(g, s, "acc", S("x"), S("s"), "s = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en3, t3, "x", "0:12, 0:5",
+         "i, j");
+  map_out(g, s, t3, "s", ex3, weir_state_add_access(g, s, "rsum"), "i", "0:12",
+          WEIR_WCR_SUM);
   return g;
 }
 
@@ -532,6 +545,9 @@ static void test_wcr(void **state) {
     /* the per-row map writes distinct elements: no atomics */
     assert_contains(src, "psum[r] ");
     assert_lacks(src, "atomic\n      psum");
+    /* nor does the map whose inner loop reduces into its thread's rows */
+    assert_contains(src, "rsum[i] ");
+    assert_lacks(src, "atomic\n        rsum");
   }
 }
 
@@ -1318,6 +1334,58 @@ static void test_transients(void **state) {
   assert_contains(src, "free(arena);");
 }
 
+/* Zero fill of the arena: a transient written whole by a map before it is
+ * read is left as it is; one written only in part keeps its zero fill
+ * (the tests run with MALLOC_PERTURB_, so a missing fill shows). */
+static WeirGraph *build_zero_fill(void) {
+  WeirGraph *g = weir_graph_new("zero_fill");
+  weir_graph_add_symbol(g, "N");
+  array(g, "a", WEIR_DTYPE_F32, "N", FALSE);
+  array(g, "b", WEIR_DTYPE_F32, "N", FALSE);
+  array(g, "whole", WEIR_DTYPE_F32, "N", TRUE);
+  array(g, "part", WEIR_DTYPE_F32, "N", TRUE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *ex;
+  WeirNode *en =
+      map(g, s, "make", S("i"), S("0:N"), WEIR_SCHEDULE_PARALLEL, &ex);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, "three", S("x"), S("y"), "y = x * 3");
+  map_in(g, s, weir_state_add_access(g, s, "a"), en, t, "x", "0:N", "i");
+  WeirNode *whole = weir_state_add_access(g, s, "whole");
+  map_out(g, s, t, "y", ex, whole, "i", "0:N", WEIR_WCR_NONE);
+  WeirNode *ex2;
+  WeirNode *en2 =
+      map(g, s, "tail", S("i"), S("1:N"), WEIR_SCHEDULE_PARALLEL, &ex2);
+  WeirNode *t2 =
+      weir_state_add_tasklet(g, s, "inc", S("x"), S("y"), "y = x + 1");
+  map_in(g, s, weir_state_add_access(g, s, "a"), en2, t2, "x", "1:N", "i");
+  WeirNode *part = weir_state_add_access(g, s, "part");
+  map_out(g, s, t2, "y", ex2, part, "i", "1:N", WEIR_WCR_NONE);
+  WeirNode *ex3;
+  WeirNode *en3 =
+      map(g, s, "sum", S("i"), S("0:N"), WEIR_SCHEDULE_PARALLEL, &ex3);
+  WeirNode *t3 =
+      weir_state_add_tasklet(g, s, "add", S("p", "q"), S("y"), "y = p + q");
+  map_in(g, s, whole, en3, t3, "p", "0:N", "i");
+  map_in(g, s, part, en3, t3, "q", "0:N", "i");
+  map_out(g, s, t3, "y", ex3, weir_state_add_access(g, s, "b"), "i", "0:N",
+          WEIR_WCR_NONE);
+  return g;
+}
+
+static void test_zero_fill(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = build_zero_fill();
+  GHashTable *sets[] = {bindings("N", 1, NULL), bindings("N", 33, NULL),
+                        bindings("N", 5000, NULL), NULL};
+  check_sets(g, sets, NULL);
+  free_sets(sets);
+  g_autofree char *src = generate(g, NULL);
+  assert_contains(src, "/* whole: written whole before it is read */");
+  assert_contains(src, "memset(arena + whole_bytes, 0, part_bytes);");
+  assert_lacks(src, "memset(arena, 0, arena_bytes");
+}
+
 /* ------------------------------------------------------------------- names */
 
 /* Names from a model file that are C keywords, macros, or names the
@@ -1582,6 +1650,7 @@ int main(void) {
       cmocka_unit_test(test_nested),
       cmocka_unit_test(test_constants),
       cmocka_unit_test(test_transients),
+      cmocka_unit_test(test_zero_fill),
       cmocka_unit_test(test_names),
       cmocka_unit_test(test_library_ops),
       cmocka_unit_test(test_determinism),

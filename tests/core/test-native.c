@@ -7,7 +7,10 @@
  * contain the implementation's call (so the native path really ran), and
  * the outputs must match the interpreter on the pure expansion within
  * 1e-4 relative, with 1 and 2 OpenMP threads.  The sample models, compiled
- * with default implementations, match their PyTorch outputs.
+ * with default implementations, match their PyTorch outputs; compiled with
+ * each implementation choice (everything pure, BLAS for Gemm/MatMul, im2col
+ * or direct for Conv where it applies, the defaults) they match the
+ * interpreter on the pure expansion, with 1 and 2 threads.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -466,6 +469,161 @@ static void test_samples(void **state) {
   }
 }
 
+/* ------------------------------------------- sample models, every choice */
+
+/* Imports samples/models/<name>.onnx with the shape of its reference input
+ * and reads that input. */
+static WeirGraph *import_model(const char *name, WeirTensor **input) {
+  g_autoptr(GError) err = NULL;
+  g_autofree char *path =
+      g_strdup_printf("%s/samples/models/%s.onnx", WEIR_SRCDIR, name);
+  g_autofree char *in =
+      g_strdup_printf("%s/samples/models/%s/input_0.pb", WEIR_SRCDIR, name);
+  *input = weir_tensor_load(in, NULL, &err);
+  if (!*input)
+    fail_msg("%s: %s", in, err->message);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  GArray *shape0 = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_array_append_vals(shape0, (*input)->shape, (*input)->rank);
+  g_hash_table_insert(shapes, (gpointer) "input", shape0);
+  WeirOnnxImportOptions opts = {.input_shapes = shapes};
+  WeirGraph *g = weir_onnx_import(path, &opts, &err);
+  if (!g)
+    fail_msg("%s: %s", name, err->message);
+  return g;
+}
+
+/* Sets "impl" = impl on the library nodes of op (top level) that the
+ * implementation accepts ("pure": on all of them); returns their number. */
+static guint choose(WeirGraph *g, const char *op, const char *impl) {
+  const WeirNativeImpl *native = weir_native_lookup(op, impl);
+  guint count = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind != WEIR_NODE_LIBRARY || strcmp(n->op, op) != 0)
+        continue;
+      g_autofree char *why = NULL;
+      if (native && !native->accepts(g, s, n, &why))
+        continue;
+      weir_node_set_attr_string(n, "impl", impl);
+      count++;
+    }
+  }
+  return count;
+}
+
+/* One implementation choice of a model: every Gemm/MatMul/Conv node gets
+ * gemm (Gemm and MatMul) or conv (Conv) where that implementation accepts
+ * it, "pure" otherwise. */
+typedef struct {
+  const char *label;
+  const char *gemm, *conv;
+} Choice;
+
+/* For every sample model and every implementation choice, the compiled
+ * program must agree with the interpreter running the pure expansion, with
+ * 1 and 2 OpenMP threads; the interpreter agrees with PyTorch. */
+static void test_models_every_choice(void **state) {
+  Fixture *f = *state;
+  static const char *const models[] = {"mlp", "lenet", "resnet", "transformer"};
+  static const Choice choices[] = {
+      {"pure", "pure", "pure"},     {"blas", "blas", "pure"},
+      {"im2col", "pure", "im2col"}, {"direct", "pure", "direct"},
+      {"default", NULL, NULL},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirTensor) input = NULL;
+    g_autoptr(WeirGraph) g = import_model(models[i], &input);
+    g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
+    g_autoptr(GHashTable) args = tensors_new();
+    const char *out_name = NULL;
+    for (guint a = 0; a < abi->len; a++) {
+      const WeirContainer *c = g_ptr_array_index(abi, a);
+      gint64 shape[8] = {0};
+      for (guint d = 0; d < c->shape->len; d++)
+        assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,
+                                   &shape[d], NULL));
+      WeirTensor *t = NULL;
+      if (strcmp(c->name, "input") == 0) {
+        t = weir_tensor_copy(input);
+      } else {
+        t = weir_tensor_new(c->dtype, c->shape->len, shape);
+        out_name = c->name;
+      }
+      g_hash_table_replace(args, g_strdup(c->name), t);
+    }
+    assert_non_null(out_name);
+
+    /* the reference: the interpreter on the pure expansion */
+    g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+    if (!weir_expand_all(pure, NULL, NULL, &err))
+      fail_msg("%s: pure expansion: %s", models[i], err->message);
+    g_autoptr(GHashTable) ref = copy_args(args);
+    if (!weir_interpret(pure, NULL, ref, NULL, &err))
+      fail_msg("%s: interpreter: %s", models[i], err->message);
+    const WeirTensor *want = g_hash_table_lookup(ref, out_name);
+    g_autofree char *exp = g_strdup_printf("%s/samples/models/%s/output_0.pb",
+                                           WEIR_SRCDIR, models[i]);
+    g_autoptr(WeirTensor) torch = weir_tensor_load(exp, NULL, &err);
+    assert_non_null(torch);
+    if (!weir_tensor_allclose(want, torch, 1e-4, 1e-5, NULL, &err))
+      fail_msg("%s: interpreter vs PyTorch: %s", models[i], err->message);
+
+    guint variants = 0;
+    for (guint v = 0; v < G_N_ELEMENTS(choices); v++) {
+      const Choice *ch = &choices[v];
+      g_autoptr(WeirGraph) h = weir_graph_copy(g);
+      if (ch->gemm) {
+        /* everything pure, then the choice where it applies */
+        choose(h, "Gemm", "pure");
+        choose(h, "MatMul", "pure");
+        choose(h, "Conv", "pure");
+        guint natives = 0;
+        if (strcmp(ch->gemm, "pure") != 0)
+          natives +=
+              choose(h, "Gemm", ch->gemm) + choose(h, "MatMul", ch->gemm);
+        if (strcmp(ch->conv, "pure") != 0)
+          natives += choose(h, "Conv", ch->conv);
+        if (strcmp(ch->label, "pure") != 0 && natives == 0)
+          continue; /* the model has no node this implementation takes */
+      }
+      g_autofree char *src = weir_codegen_c(h, NULL, &err);
+      if (!src)
+        fail_msg("%s (%s): %s", models[i], ch->label, err->message);
+      if (strcmp(ch->label, "pure") == 0)
+        assert_null(strstr(src, "cblas_"));
+      if (strcmp(ch->label, "blas") == 0 || strcmp(ch->label, "im2col") == 0)
+        assert_non_null(strstr(src, "cblas_sgemm"));
+      if (strcmp(ch->label, "direct") == 0)
+        assert_non_null(strstr(src, "weir_conv2d_"));
+      g_autoptr(WeirKernel) k = weir_kernel_compile(h, &f->opts, NULL, &err);
+      if (!k)
+        fail_msg("%s (%s): %s", models[i], ch->label, err->message);
+      variants++;
+      for (int threads = 1; threads <= 2; threads++) {
+        assert_true(weir_kernel_set_threads(k, threads, NULL));
+        g_autoptr(GHashTable) got = copy_args(args);
+        WeirTensor *y = g_hash_table_lookup(got, out_name);
+        for (gint64 e = 0; e < y->count; e++)
+          weir_tensor_set(y, e, 12345.0); /* every element must be written */
+        if (!weir_kernel_run(k, NULL, got, &err))
+          fail_msg("%s (%s): %s", models[i], ch->label, err->message);
+        if (!weir_tensor_allclose(y, want, 1e-4, 1e-5, NULL, &err))
+          fail_msg("%s (%s, %d threads): compiled and interpreted differ: %s",
+                   models[i], ch->label, threads, err->message);
+      }
+    }
+    print_message("%s: %u implementation choices agree\n", models[i], variants);
+    /* pure, blas and the default apply to every sample (each has a Gemm or
+     * a MatMul) */
+    assert_true(variants >= 3);
+  }
+}
+
 static int setup(void **state) {
   Fixture *f = fixture_new();
   f->opts.flags = "-O1 -fopenmp -fPIC -shared";
@@ -485,6 +643,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
       cmocka_unit_test_setup_teardown(test_samples, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_models_every_choice, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,10 +20,9 @@ typedef struct {
 } Model;
 
 static const Model models[] = {
-    {"mlp", "batch", 1e-4, 1e-5},
-    {"lenet", NULL, 1e-4, 1e-5},
-    {"resnet", NULL, 1e-4, 1e-5},
-    {"transformer", NULL, 1e-4, 1e-4},
+    {"mlp", "batch", 1e-4, 1e-5},        {"lenet", NULL, 1e-4, 1e-5},
+    {"resnet", NULL, 1e-4, 1e-5},        {"transformer", NULL, 1e-4, 1e-4},
+    {"digits_mlp", "batch", 1e-4, 1e-5}, {"digits_cnn", "batch", 1e-4, 1e-5},
 };
 
 static char *model_file(const char *name, const char *file) {
@@ -99,12 +98,20 @@ static void test_transformer(void **state) {
   check_model(&models[3]);
 }
 
+static void test_digits_mlp(void **state) {
+  (void)state;
+  check_model(&models[4]);
+}
+static void test_digits_cnn(void **state) {
+  (void)state;
+  check_model(&models[5]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_mlp),
-      cmocka_unit_test(test_lenet),
-      cmocka_unit_test(test_resnet),
-      cmocka_unit_test(test_transformer),
+      cmocka_unit_test(test_mlp),        cmocka_unit_test(test_lenet),
+      cmocka_unit_test(test_resnet),     cmocka_unit_test(test_transformer),
+      cmocka_unit_test(test_digits_mlp), cmocka_unit_test(test_digits_cnn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

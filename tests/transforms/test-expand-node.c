@@ -5,7 +5,9 @@
  * applying it at every site of a small network gives the same program as
  * weir_expand_node() and, once everything is expanded, the same outputs as
  * the reference; the data-movement change is what the expansion implies;
- * a failing or broken expansion leaves the program unchanged. */
+ * a failing or broken expansion leaves the program unchanged; ordering
+ * edges (empty memlets) of an expanded node are kept by every operator the
+ * expansion creates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +137,66 @@ static void assert_same_outputs(GHashTable *a, GHashTable *b) {
 }
 
 /* ---------------------------------------------------------------- tests */
+
+static guint node_by_label(const WeirState *s, const char *label) {
+  for (guint k = 0; k < s->nodes->len; k++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, k);
+    if (g_strcmp0(n->label, label) == 0)
+      return n->id;
+  }
+  fail_msg("no node '%s'", label);
+  return 0;
+}
+
+/* Whether s has an empty memlet src -> dst. */
+static gboolean ordered(const WeirState *s, guint src, guint dst) {
+  for (guint k = 0; k < s->edges->len; k++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, k);
+    if (!m->data && m->src == src && m->dst == dst)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The MatMul of chain() expands into an initialization map (no inputs)
+ * and an accumulation map.  An ordering edge into the MatMul (the tasklet
+ * 'copy' must finish first, as transient-reuse adds them when the MatMul's
+ * output takes over the tasklet's buffer) must hold for both maps, or the
+ * initialization could run first; an ordering edge out of it must leave
+ * both maps' exits. */
+static void test_ordering_kept(void **state) {
+  (void)state;
+  for (int out = 0; out < 2; out++) {
+    g_autoptr(WeirGraph) g = chain();
+    WeirState *s = g_ptr_array_index(g->states, 0);
+    guint mm = node_by_label(s, "matmul_0");
+    guint copy = node_by_label(s, "copy");
+    assert_non_null(weir_state_add_memlet(
+        g, s, out ? mm : copy, NULL, out ? copy : mm, NULL, NULL, NULL, NULL));
+    guint first_new = g->next_id;
+    g_autoptr(GError) error = NULL;
+    if (!weir_expand_node(g, mm, "pure", &error))
+      fail_msg("%s", error->message);
+    s = g_ptr_array_index(g->states, 0);
+    guint maps = 0;
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->id < first_new)
+        continue;
+      if (!out && n->kind == WEIR_NODE_MAP_ENTRY) {
+        maps++;
+        if (!ordered(s, copy, n->id))
+          fail_msg("map '%s' does not wait for the tasklet", n->label);
+      }
+      if (out && n->kind == WEIR_NODE_MAP_EXIT) {
+        maps++;
+        if (!ordered(s, n->id, copy))
+          fail_msg("the tasklet does not wait for map exit %u", n->id);
+      }
+    }
+    assert_int_equal(maps, 2);
+  }
+}
 
 static const WeirTransformInfo *transform(void) {
   const WeirTransformInfo *t = weir_transform_lookup("expand-library-node");
@@ -470,6 +532,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_every_site_preserves_outputs),
       cmocka_unit_test(test_failures_restore),
+      cmocka_unit_test(test_ordering_kept),
       cmocka_unit_test(test_models),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

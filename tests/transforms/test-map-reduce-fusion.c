@@ -126,6 +126,83 @@ static void test_sum_of_squares_removes_transient(void **state) {
   t3_assert_same_outputs(before, g, NULL, 1e-5);
 }
 
+/* A max-pool over windows: R = relu(X) [4, 8], then P[i, o] max= R[i, s*o +
+ * k] over (i, o, k), o in 0:8/s, k in 0:w.  With w == s the windows tile R:
+ * R's parameter j pairs with the window index s*o + k, the ReLU fuses into
+ * the pool without repeating work, and R vanishes.  Overlapping windows
+ * (w = 2, s = 1) and a tasklet that uses j in its code stay apart. */
+static WeirGraph *build_relu_pool(const char *relu_code, const char *o_range,
+                                  const char *k_range, const char *index,
+                                  guint *ids) {
+  WeirGraph *g = weir_graph_new("relu_pool");
+  t3_array(g, "X", "4, 8", FALSE);
+  t3_array(g, "R", "4, 8", TRUE);
+  g_autofree char *pshape = g_strdup_printf("4, %s", o_range + 2);
+  t3_array(g, "P", pshape, FALSE);
+  WeirState *st = weir_graph_add_state(g, "main");
+  WeirNode *x = weir_state_add_access(g, st, "X");
+  WeirNode *r = weir_state_add_access(g, st, "R");
+  WeirNode *p1 = weir_state_add_access(g, st, "P");
+  WeirNode *p2 = weir_state_add_access(g, st, "P");
+  WeirNode *xa;
+  g_autofree char *ranges = g_strdup_printf("0:4,%s", o_range);
+  t3_map(g, st, "init", "i,o", ranges, "z = -1e999", NULL, 0,
+         P({p1, "z", "i, o"}), 1, NULL, NULL);
+  t3_map(g, st, "relu", "i,j", "0:4,0:8", relu_code, P({x, "x", "i, j"}), 1,
+         P({r, "t", "i, j"}), 1, &xa, NULL);
+  g_autofree char *pranges = g_strdup_printf("0:4,%s,%s", o_range, k_range);
+  g_autofree char *read = g_strdup_printf("i, %s", index);
+  WeirNode *eb =
+      t3_map(g, st, "pool", "i,o,k", pranges, "z = t", P({r, "t", read}), 1,
+             P({p2, "z", "i, o", WEIR_WCR_MAX}), 1, NULL, NULL);
+  t3_edge(g, st, p1->id, NULL, eb->id, NULL, NULL, NULL);
+  t3_assert_valid(g);
+  ids[0] = st->id;
+  ids[1] = xa->id;
+  ids[2] = r->id;
+  ids[3] = eb->id;
+  return g;
+}
+
+static void test_pooling_windows(void **state) {
+  (void)state;
+  guint ids[4];
+  {
+    g_autoptr(WeirGraph) g =
+        build_relu_pool("t = max(x, 0)", "0:4", "0:2", "2*o + k", ids);
+    g_autoptr(WeirGraph) before = weir_graph_copy(g);
+    gint64 bytes0 = t3_bytes(g, NULL);
+    WeirSite site = t3_site(ids[0], ids[1], ids[2], ids[3], 0);
+    assert_null(t3_why(MRF, g, &site));
+    t3_apply(MRF, g, &site);
+    /* R's write and its read by the pool are gone */
+    assert_null(weir_graph_container(g, "R"));
+    assert_int_equal(bytes0 - t3_bytes(g, NULL), 2 * 4 * 8 * 4);
+    t3_assert_same_outputs(before, g, NULL, 1e-6);
+  }
+  {
+    /* windows of 2 with stride 1 overlap: R's elements are read twice */
+    g_autoptr(WeirGraph) g =
+        build_relu_pool("t = max(x, 0)", "0:7", "0:2", "o + k", ids);
+    WeirSite site = t3_site(ids[0], ids[1], ids[2], ids[3], 0);
+    t3_assert_reason(MRF, g, &site, "different ranges");
+  }
+  {
+    /* stride 2 over windows of 1: half of R is never read */
+    g_autoptr(WeirGraph) g =
+        build_relu_pool("t = max(x, 0)", "0:4", "0:1", "2*o + k", ids);
+    WeirSite site = t3_site(ids[0], ids[1], ids[2], ids[3], 0);
+    t3_assert_reason(MRF, g, &site, "different ranges");
+  }
+  {
+    /* j in the ReLU's code could not become 2*o + k */
+    g_autoptr(WeirGraph) g =
+        build_relu_pool("t = max(x, 0) + j", "0:4", "0:2", "2*o + k", ids);
+    WeirSite site = t3_site(ids[0], ids[1], ids[2], ids[3], 0);
+    t3_assert_reason(MRF, g, &site, "uses parameter 'j' in its code");
+  }
+}
+
 /* H = relu(Y) [M, K], then C[m, n] += H[m, k] * W[k, n] over (m, n, k): the
  * product's space is larger (n); relu is recomputed per n and H vanishes.
  * extra: a second output of relu, or a second reader of H. */
@@ -249,6 +326,7 @@ int main(void) {
       cmocka_unit_test(test_softmax_exp_sum),
       cmocka_unit_test(test_sum_of_squares_removes_transient),
       cmocka_unit_test(test_larger_space),
+      cmocka_unit_test(test_pooling_windows),
       cmocka_unit_test(test_reject_reasons),
       cmocka_unit_test(test_softmax_sample),
       cmocka_unit_test(test_samples_every_legal_site),

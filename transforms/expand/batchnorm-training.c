@@ -26,9 +26,6 @@
 
 #include "expand-util.h"
 
-gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
-                                        GError **error);
-
 G_GNUC_PRINTF(4, 5)
 static gboolean fail(GError **error, WeirErrorCode code, const WeirNode *n,
                      const char *fmt, ...) {

@@ -22,10 +22,6 @@
 #include "expand-util.h"
 
 void weir_expand_register_elementwise(void);
-/* Training-mode BatchNormalization (batch statistics, reductions):
- * transforms/expand/batchnorm-training.c. */
-gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
-                                        GError **error);
 
 typedef enum {
   KIND_FIXED,

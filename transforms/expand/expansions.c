@@ -9,6 +9,7 @@ void weir_expand_register_elementwise(void);
 void weir_expand_register_linalg(void);
 void weir_expand_register_reduce(void);
 void weir_expand_register_shape(void);
+void weir_expand_register_training(void);
 
 void weir_transforms_register_expansions(void) {
   weir_expand_register_optimizers();
@@ -16,4 +17,5 @@ void weir_transforms_register_expansions(void) {
   weir_expand_register_linalg();
   weir_expand_register_reduce();
   weir_expand_register_shape();
+  weir_expand_register_training();
 }

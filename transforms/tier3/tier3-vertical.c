@@ -14,7 +14,11 @@
  *     writing some output with WCR;
  *  6. the parameters pair up with equal ranges (map-reduce-fusion: B may
  *     have more), and B reads T at exactly the element A writes in the same
- *     iteration;
+ *     iteration.  map-reduce-fusion also pairs a parameter p in 0:N of A
+ *     with a window index s*o + k of B (o in 0:M, k in 0:s, M*s == N: a
+ *     pooling whose windows tile the input without overlap), so that B
+ *     visits every element of T once; A's body then reads s*o + k where
+ *     it read p (refused when a tasklet uses p in its code);
  *  7. with extra parameters in B (only with recompute), A writes nothing
  *     but T and T dies (A's body runs once per point of B's larger
  *     space);
@@ -35,17 +39,20 @@ typedef struct {
   WeirState *s;
   WeirNode *ea, *xa, *tn, *eb, *xb;
   WeirContainer *t;
-  WeirMemlet *write;  /* writer tasklet -> A's exit, on T */
-  WeirMemlet *t_in;   /* T's access node -> B's entry */
-  GPtrArray *readers; /* memlets B's entry -> reader tasklets, on T */
-  GHashTable *pairs;  /* A parameter -> B parameter */
-  gboolean keep_t;    /* T stays (other readers): A keeps writing it */
+  WeirMemlet *write;   /* writer tasklet -> A's exit, on T */
+  WeirMemlet *t_in;    /* T's access node -> B's entry */
+  GPtrArray *readers;  /* memlets B's entry -> reader tasklets, on T */
+  GHashTable *pairs;   /* A parameter -> B parameter */
+  GHashTable *windows; /* A parameter -> WeirExpr over two B parameters
+                          (map-reduce-fusion over pooling windows) */
+  gboolean keep_t;     /* T stays (other readers): A keeps writing it */
   WeirScopes *scopes;
 } Plan;
 
 static void plan_clear(Plan *p) {
   g_clear_pointer(&p->readers, g_ptr_array_unref);
   g_clear_pointer(&p->pairs, g_hash_table_unref);
+  g_clear_pointer(&p->windows, g_hash_table_unref);
   g_clear_pointer(&p->scopes, weir_scopes_free);
 }
 
@@ -212,6 +219,169 @@ static gboolean plan_container(const WeirGraph *g, Plan *p,
   return TRUE;
 }
 
+/* e is s*o + k with o, k parameters of b (s > 1 a constant): *outer,
+ * *inner receive their indices, *stride s. */
+static gboolean affine_window(const WeirExpr *e, const WeirMap *b, gint *outer,
+                              gint *inner, gint64 *stride) {
+  if (weir_expr_kind(e) != WEIR_EXPR_ADD || weir_expr_n_operands(e) != 2)
+    return FALSE;
+  gint idx[2];
+  gint64 coef[2];
+  for (guint i = 0; i < 2; i++) {
+    const WeirExpr *t = weir_expr_operand(e, i);
+    const WeirExpr *sym = t;
+    coef[i] = 1;
+    if (weir_expr_kind(t) == WEIR_EXPR_MUL && weir_expr_n_operands(t) == 2) {
+      const WeirExpr *x = weir_expr_operand(t, 0), *y = weir_expr_operand(t, 1);
+      if (weir_expr_kind(x) == WEIR_EXPR_CONST) {
+        coef[i] = weir_expr_const_value(x);
+        sym = y;
+      } else if (weir_expr_kind(y) == WEIR_EXPR_CONST) {
+        coef[i] = weir_expr_const_value(y);
+        sym = x;
+      } else {
+        return FALSE;
+      }
+    }
+    if (weir_expr_kind(sym) != WEIR_EXPR_SYMBOL)
+      return FALSE;
+    idx[i] = -1;
+    for (guint k = 0; k < b->params->len; k++)
+      if (strcmp(g_ptr_array_index(b->params, k), weir_expr_symbol_name(sym)) ==
+          0)
+        idx[i] = (gint)k;
+    if (idx[i] < 0)
+      return FALSE;
+  }
+  guint o = coef[0] == 1 ? 1 : 0;
+  if (coef[1 - o] != 1 || coef[o] < 2 || idx[0] == idx[1])
+    return FALSE;
+  *outer = idx[o];
+  *inner = idx[1 - o];
+  *stride = coef[o];
+  return TRUE;
+}
+
+/* r is begin:end:step with begin and step as given and a constant end;
+ * *end receives it. */
+static gboolean const_range(const WeirRange *r, gint64 begin, gint64 *end) {
+  gint64 b, st;
+  return weir_expr_is_const(r->begin, &b) && b == begin &&
+         weir_expr_is_const(r->step, &st) && st == 1 &&
+         weir_expr_is_const(r->end, end);
+}
+
+/* Window pairing (see check 6): fills p->windows with every dimension of T
+ * that A writes at a parameter p in 0:N and B reads at s*o + k with o in
+ * 0:N/s, k in 0:s; the other parameters are paired as usual.  NULL (with
+ * a reason) when no dimension is such a window. */
+static GHashTable *window_pairs(Plan *p, const WeirSubset *w,
+                                const WeirSubset *r, char **reason) {
+  const WeirMap *a = p->ea->map, *b = p->eb->map;
+  if (!w || !r || w->rank != r->rank)
+    return NULL;
+  g_autofree gboolean *used_a = g_new0(gboolean, a->params->len + 1);
+  g_autofree gboolean *used_b = g_new0(gboolean, b->params->len + 1);
+  g_autoptr(GHashTable) win = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)weir_expr_unref);
+  for (guint d = 0; d < w->rank; d++) {
+    const WeirExpr *ea = w->dims[d].begin, *eb = r->dims[d].begin;
+    if (weir_expr_kind(ea) != WEIR_EXPR_SYMBOL)
+      continue;
+    gint ia = -1, outer, inner;
+    gint64 stride, n, m, k;
+    for (guint i = 0; i < a->params->len; i++)
+      if (strcmp(g_ptr_array_index(a->params, i), weir_expr_symbol_name(ea)) ==
+          0)
+        ia = (gint)i;
+    if (ia < 0 || used_a[ia] ||
+        !affine_window(eb, b, &outer, &inner, &stride) || used_b[outer] ||
+        used_b[inner] ||
+        !const_range(&g_array_index(a->ranges, WeirRange, ia), 0, &n) ||
+        !const_range(&g_array_index(b->ranges, WeirRange, outer), 0, &m) ||
+        !const_range(&g_array_index(b->ranges, WeirRange, inner), 0, &k) ||
+        k != stride || m * stride != n)
+      continue;
+    used_a[ia] = used_b[outer] = used_b[inner] = TRUE;
+    g_hash_table_insert(win, g_strdup(g_ptr_array_index(a->params, ia)),
+                        weir_expr_ref((WeirExpr *)eb));
+  }
+  if (g_hash_table_size(win) == 0)
+    return NULL;
+  /* The rest pairs as usual (shallow copies of the maps without the window
+   * parameters; the ranges are borrowed). */
+  WeirMap ra = {.params = g_ptr_array_new(),
+                .ranges = g_array_new(FALSE, FALSE, sizeof(WeirRange))};
+  WeirMap rb = {.params = g_ptr_array_new(),
+                .ranges = g_array_new(FALSE, FALSE, sizeof(WeirRange))};
+  for (guint i = 0; i < a->params->len; i++)
+    if (!used_a[i]) {
+      g_ptr_array_add(ra.params, g_ptr_array_index(a->params, i));
+      g_array_append_val(ra.ranges, g_array_index(a->ranges, WeirRange, i));
+    }
+  for (guint i = 0; i < b->params->len; i++)
+    if (!used_b[i]) {
+      g_ptr_array_add(rb.params, g_ptr_array_index(b->params, i));
+      g_array_append_val(rb.ranges, g_array_index(b->ranges, WeirRange, i));
+    }
+  GHashTable *pairs = tier3_pair_params(&ra, &rb, w, r, TRUE, reason);
+  g_ptr_array_unref(ra.params);
+  g_ptr_array_unref(rb.params);
+  g_array_unref(ra.ranges);
+  g_array_unref(rb.ranges);
+  if (pairs)
+    p->windows = g_steal_pointer(&win);
+  return pairs;
+}
+
+typedef struct {
+  GHashTable *names; /* the window parameters */
+  const char *hit;
+} UseCtx;
+
+static const char *note_use(const char *name, Tier3NameRole role,
+                            gpointer user) {
+  UseCtx *c = user;
+  gpointer key;
+  if (role == TIER3_NAME_SYMBOL && !c->hit &&
+      g_hash_table_lookup_extended(c->names, name, &key, NULL))
+    c->hit = key;
+  return NULL;
+}
+
+/* A tasklet in A's body whose code reads a window parameter (its code can
+ * only be renamed, not given an expression): the reason, or NULL. */
+static char *window_in_code(const Plan *p) {
+  g_autoptr(GArray) body = tier3_scope_body(p->s, p->scopes, p->ea->id);
+  for (guint i = 0; i < body->len; i++) {
+    const WeirNode *n = weir_state_node(p->s, g_array_index(body, guint, i));
+    if (n->kind != WEIR_NODE_TASKLET || !n->code)
+      continue;
+    g_autoptr(WeirCode) code = weir_code_copy(n->code);
+    UseCtx c = {p->windows, NULL};
+    tier3_code_rename(code, n, note_use, &c);
+    if (c.hit)
+      return g_strdup_printf("tasklet '%s' (node %u) uses parameter '%s' in "
+                             "its code, which would become a window index",
+                             n->label, n->id, c.hit);
+  }
+  return NULL;
+}
+
+/* A's parameters in B's terms: paired parameters and window indices. */
+static GHashTable *substitution(const Plan *p) {
+  GHashTable *sub = tier3_param_substitution(p->pairs);
+  if (p->windows) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, p->windows);
+    /* a lookup table: insertion order does not matter */
+    while (g_hash_table_iter_next(&it, &k, &v))
+      g_hash_table_insert(sub, g_strdup(k), weir_expr_ref(v));
+  }
+  return sub;
+}
+
 /* Checks 5-7: reduction or not, iteration spaces and indices. */
 static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, gboolean recompute,
                             char **reason) {
@@ -232,10 +402,17 @@ static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, gboolean recompute,
   g_autofree char *why = NULL;
   p->pairs = tier3_pair_params(p->ea->map, p->eb->map, p->write->subset,
                                r0->subset, mode == TIER3_VERTICAL_REDUCE, &why);
+  if (!p->pairs && mode == TIER3_VERTICAL_REDUCE)
+    p->pairs = window_pairs(p, p->write->subset, r0->subset, NULL);
   if (!p->pairs)
     return tier3_reason(reason, "maps '%s' and '%s' have %s", a, b, why);
+  if (p->windows) {
+    g_autofree char *used = window_in_code(p);
+    if (used)
+      return tier3_reason(reason, "%s", used);
+  }
   /* Compared in B's parameters, single-point ranges by their point. */
-  g_autoptr(GHashTable) sub = tier3_param_substitution(p->pairs);
+  g_autoptr(GHashTable) sub = substitution(p);
   g_autoptr(GHashTable) pts = tier3_point_substitution(p->eb->map);
   g_autoptr(WeirSubset) wb = weir_subset_substitute(p->write->subset, sub);
   g_autoptr(WeirSubset) ws = weir_subset_substitute(wb, pts);
@@ -251,16 +428,26 @@ static gboolean plan_spaces(Plan *p, Tier3VerticalMode mode, gboolean recompute,
                           b, rt, a, wt);
     }
   }
-  if (g_hash_table_size(p->pairs) < p->eb->map->params->len) {
+  guint covered = g_hash_table_size(p->pairs) +
+                  2 * (p->windows ? g_hash_table_size(p->windows) : 0);
+  if (covered < p->eb->map->params->len) {
     const char *extra = NULL;
     for (guint i = 0; i < p->eb->map->params->len && !extra; i++) {
       const char *q = g_ptr_array_index(p->eb->map->params, i);
       gboolean paired = FALSE;
-      for (guint k = 0; k < p->ea->map->params->len; k++)
-        paired = paired ||
-                 strcmp(g_hash_table_lookup(
-                            p->pairs, g_ptr_array_index(p->ea->map->params, k)),
-                        q) == 0;
+      for (guint k = 0; k < p->ea->map->params->len; k++) {
+        const char *ap = g_ptr_array_index(p->ea->map->params, k);
+        const char *to = g_hash_table_lookup(p->pairs, ap);
+        const WeirExpr *we =
+            p->windows ? g_hash_table_lookup(p->windows, ap) : NULL;
+        paired = paired || (to && strcmp(to, q) == 0);
+        if (we) {
+          g_autoptr(GHashTable) syms =
+              g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+          weir_expr_collect_symbols(we, syms);
+          paired = paired || g_hash_table_contains(syms, q);
+        }
+      }
       if (!paired)
         extra = q;
     }
@@ -408,7 +595,7 @@ gboolean tier3_vertical_apply(WeirGraph *g, const WeirSite *site,
   WeirDType dtype = p.t->dtype;
 
   /* A's body in B's parameters. */
-  g_autoptr(GHashTable) sub = tier3_param_substitution(p.pairs);
+  g_autoptr(GHashTable) sub = substitution(&p);
   if (!tier3_substitute_scope(g, s, p.scopes, p.ea->id, sub, error))
     return FALSE;
 

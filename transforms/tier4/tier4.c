@@ -11,6 +11,7 @@ gboolean weir_tier4_register_redundant_copy(GError **error);
 gboolean weir_tier4_register_transient_reuse(GError **error);
 gboolean weir_tier4_register_layout_transform(GError **error);
 gboolean weir_tier4_register_lifetime_shortening(GError **error);
+gboolean weir_tier4_register_recompute_activation(GError **error);
 
 gboolean weir_tier4_register(GError **error) {
   if (!weir_tier4_register_redundant_copy(error))
@@ -20,6 +21,8 @@ gboolean weir_tier4_register(GError **error) {
   if (!weir_tier4_register_layout_transform(error))
     return FALSE;
   if (!weir_tier4_register_lifetime_shortening(error))
+    return FALSE;
+  if (!weir_tier4_register_recompute_activation(error))
     return FALSE;
   return TRUE;
 }

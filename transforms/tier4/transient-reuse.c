@@ -31,7 +31,11 @@
  * pool must be defined by its first access: written there without
  * write-conflict resolution or dynamic volume, with one memlet covering it
  * all, before any other use (its old contents never matter).  Pool members
- * have the pool's dtype and rank.
+ * have the pool's dtype and rank.  A transient that a library node or a
+ * nested program reads or writes joins only a pool of exactly its shape:
+ * those nodes take their operands whole, with the container's shape (a
+ * GEMM's sizes come from it), so a larger buffer would change what they
+ * compute.
  */
 #include <string.h>
 
@@ -305,15 +309,34 @@ static gboolean in_place(T4State *ts, const T4Live *a, const T4Live *b,
   return TRUE;
 }
 
+/* Whether a library node or a nested program of s reads or writes
+ * `name` through a memlet: it then sees the container whole. */
+static gboolean used_whole(const WeirState *s, const char *name) {
+  for (guint k = 0; k < s->edges->len; k++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, k);
+    if (g_strcmp0(m->data, name) != 0)
+      continue;
+    const guint ends[2] = {m->src, m->dst};
+    for (guint e = 0; e < 2; e++) {
+      const WeirNode *n = weir_state_node(s, ends[e]);
+      if (n && (n->kind == WEIR_NODE_LIBRARY || n->kind == WEIR_NODE_NESTED))
+        return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 /* ------------------------------------------------------------- the plan */
 
-static gboolean fits(const Pool *p, const WeirContainer *c) {
+/* Whether c can live in p's buffer: same dtype and rank, no dimension
+ * larger; exactly p's shape when `exact` (c is used whole). */
+static gboolean fits(const Pool *p, const WeirContainer *c, gboolean exact) {
   gint64 shape[8];
   if (c->dtype != p->leader->dtype || c->shape->len != p->leader->shape->len ||
       !t4_concrete_shape(c, shape))
     return FALSE;
   for (guint d = 0; d < c->shape->len; d++)
-    if (shape[d] > p->shape[d])
+    if (shape[d] > p->shape[d] || (exact && shape[d] != p->shape[d]))
       return FALSE;
   return TRUE;
 }
@@ -379,11 +402,12 @@ static gboolean make_plan(const WeirGraph *g, gint64 min_bytes, Plan *plan,
       gint chosen = -1;
       g_autoptr(GArray) orders = g_array_new(FALSE, FALSE, sizeof(Order));
       gboolean joiner = defined_by_first_write(ts, b->c);
+      gboolean exact = used_whole(s, b->c->name);
       /* in place: the pool's last member dies in the map that defines b */
       for (guint j = 0; joiner && j < pools->len && chosen < 0; j++) {
         Pool *p = &g_array_index(pools, Pool, j);
         guint e = 0;
-        if (!fits(p, b->c) || !in_place(ts, p->last, b, base, &e))
+        if (!fits(p, b->c, exact) || !in_place(ts, p->last, b, base, &e))
           continue;
         if (!live->all_known && p->bytes != b->bytes)
           continue;
@@ -402,7 +426,7 @@ static gboolean make_plan(const WeirGraph *g, gint64 min_bytes, Plan *plan,
       for (guint j = 0;
            joiner && chosen < 0 && live->all_known && j < pools->len; j++) {
         Pool *p = &g_array_index(pools, Pool, j);
-        if (p->end < b->first && fits(p, b->c))
+        if (p->end < b->first && fits(p, b->c, exact))
           g_array_append_val(order, j);
       }
       g_array_sort_with_data(order, cmp_pool, pools);

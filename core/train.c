@@ -1,0 +1,1191 @@
+/* train.c — training programs (core/weir-train.h).
+ *
+ * weir_train_graph() copies the forward program and turns it into a loop
+ * over K training steps:
+ *
+ *   init --k = 0--> guard --k < K--> step --> update --> count --k = k+1-->
+ * guard
+ *
+ *   step    copies batch k of every input (and of the target) out of the
+ *           batch buffers, runs the forward nodes, the loss, the backward
+ *           nodes (ir/autodiff.c) and computes the finiteness check: the sum
+ *           of the loss and of every gradient, which is finite only when
+ *           they all are (an overflow of that sum also counts as
+ *           non-finite);
+ *   update  the optimizer: one Pointwise node per parameter and state
+ *           tensor, each keeping the old value when the check is not finite;
+ *   count   writes losses[k] and increments "step" or "skipped".
+ * Nothing leaves the program between steps: the skip decision is data
+ * (the check) consumed by the update, never a host-side branch.
+ */
+#include <string.h>
+
+#include "weir-autodiff.h"
+#include "weir-ops.h"
+#include "weir-train.h"
+
+void weir_train_options_init(WeirTrainOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->loss = WEIR_LOSS_SOFTMAX_CROSS_ENTROPY;
+  o->optimizer = WEIR_OPTIMIZER_SGD;
+  o->lr = 0.01;
+  o->momentum = 0.9;
+  o->beta1 = 0.9;
+  o->beta2 = 0.999;
+  o->epsilon = 1e-8;
+}
+
+gboolean weir_loss_from_name(const char *name, WeirLoss *out) {
+  if (g_strcmp0(name, "softmax-cross-entropy") == 0)
+    *out = WEIR_LOSS_SOFTMAX_CROSS_ENTROPY;
+  else if (g_strcmp0(name, "mse") == 0)
+    *out = WEIR_LOSS_MSE;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+gboolean weir_optimizer_from_name(const char *name, WeirOptimizer *out) {
+  if (g_strcmp0(name, "sgd") == 0)
+    *out = WEIR_OPTIMIZER_SGD;
+  else if (g_strcmp0(name, "momentum") == 0)
+    *out = WEIR_OPTIMIZER_MOMENTUM;
+  else if (g_strcmp0(name, "adam") == 0)
+    *out = WEIR_OPTIMIZER_ADAM;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+/* ------------------------------------------------------- forward program */
+
+static gboolean is_written(const WeirState *s, const char *name) {
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind != WEIR_NODE_ACCESS || g_strcmp0(n->data, name) != 0)
+      continue;
+    g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+    if (in->len > 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The single state of a forward program, its inputs (arguments read only)
+ * and outputs (arguments written), as borrowed names. */
+static WeirState *forward_parts(const WeirGraph *g, GPtrArray *inputs,
+                                GPtrArray *outputs, GError **error) {
+  if (g->states->len != 1) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "program '%s': a training program is derived from a "
+                "single-state forward program (this one has %u states)",
+                g->name, g->states->len);
+    return NULL;
+  }
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind != WEIR_NODE_ACCESS && n->kind != WEIR_NODE_LIBRARY) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "program '%s': %s: only library nodes can be "
+                  "differentiated (expanded maps and tasklets are not yet)",
+                  g->name, what);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient || c->initial)
+      continue;
+    g_ptr_array_add(is_written(s, c->name) ? outputs : inputs, c->name);
+  }
+  return s;
+}
+
+/* Float containers with constant data read by the forward nodes. */
+static GPtrArray *constant_floats(const WeirGraph *g) {
+  GPtrArray *out = g_ptr_array_new();
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->initial && weir_dtype_is_float(c->dtype))
+      g_ptr_array_add(out, c->name);
+  }
+  g_ptr_array_add(out, NULL);
+  return out;
+}
+
+char **weir_train_parameters(const WeirGraph *forward) {
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new();
+  g_autoptr(GPtrArray) outputs = g_ptr_array_new();
+  WeirState *s = forward_parts(forward, inputs, outputs, NULL);
+  if (!s)
+    return g_new0(char *, 1);
+  g_autoptr(GPtrArray) cands = constant_floats(forward);
+  g_ptr_array_add(outputs, NULL);
+  return weir_autodiff_dependencies(forward, s,
+                                    (const char *const *)cands->pdata,
+                                    (const char *const *)outputs->pdata);
+}
+
+/* Makes c an argument without data. */
+static void make_argument(WeirContainer *c) {
+  c->transient = FALSE;
+  weir_container_set_initial(c, NULL);
+}
+
+WeirGraph *weir_train_eval_graph(const WeirGraph *forward, GError **error) {
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new();
+  g_autoptr(GPtrArray) outputs = g_ptr_array_new();
+  if (!forward_parts(forward, inputs, outputs, error))
+    return NULL;
+  g_auto(GStrv) params = weir_train_parameters(forward);
+  WeirGraph *g = weir_graph_copy(forward);
+  for (guint i = 0; params[i]; i++)
+    make_argument(weir_graph_container(g, params[i]));
+  /* BatchNormalization running statistics (inputs 3 and 4), which the
+   * training program updates */
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    const WeirNode *n = weir_state_node(s, m->dst);
+    if (n && n->kind == WEIR_NODE_LIBRARY &&
+        g_strcmp0(n->op, "BatchNormalization") == 0 && m->data &&
+        (g_strcmp0(m->dst_conn, "in3") == 0 ||
+         g_strcmp0(m->dst_conn, "in4") == 0))
+      make_argument(weir_graph_container(g, m->data));
+  }
+  return g;
+}
+
+/* --------------------------------------------------------------- building */
+
+typedef struct {
+  WeirGraph *g;
+  WeirState *s;
+  GHashTable *access; /* name -> WeirNode* to read from in s */
+} Builder;
+
+static WeirNode *reader(Builder *b, const char *name) {
+  WeirNode *a = g_hash_table_lookup(b->access, name);
+  if (!a) {
+    a = weir_state_add_access(b->g, b->s, name);
+    g_hash_table_insert(b->access, g_strdup(name), a);
+  }
+  return a;
+}
+
+static char *full_subset(const WeirGraph *g, const char *name) {
+  g_autoptr(WeirSubset) sub =
+      weir_container_full_subset(weir_graph_container(g, name));
+  return weir_subset_to_string(sub);
+}
+
+static void builder_enter(Builder *b, WeirState *s) {
+  b->s = s;
+  g_hash_table_remove_all(b->access);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *a = g_ptr_array_index(s->nodes, i);
+    if (a->kind != WEIR_NODE_ACCESS)
+      continue;
+    g_autoptr(GPtrArray) in = weir_state_in_edges(s, a->id);
+    if (in->len > 0 || !g_hash_table_contains(b->access, a->data))
+      g_hash_table_replace(b->access, g_strdup(a->data), a);
+  }
+}
+
+/* A library node reading ins and writing outs (each through an access
+ * node, full subsets); outputs become the values later nodes read. */
+static WeirNode *lib(Builder *b, const char *op, const char *label,
+                     const char *const *ins, guint n_ins,
+                     const char *const *outs, guint n_outs) {
+  g_autoptr(GPtrArray) ic = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) oc = g_ptr_array_new_with_free_func(g_free);
+  for (guint k = 0; k < n_ins; k++)
+    g_ptr_array_add(ic, g_strdup_printf("in%u", k));
+  g_ptr_array_add(ic, NULL);
+  for (guint k = 0; k < n_outs; k++)
+    g_ptr_array_add(oc, g_strdup_printf("out%u", k));
+  g_ptr_array_add(oc, NULL);
+  WeirNode *n = weir_state_add_library(b->g, b->s, label, op,
+                                       (const char *const *)ic->pdata,
+                                       (const char *const *)oc->pdata);
+  for (guint k = 0; k < n_ins; k++) {
+    WeirNode *a = reader(b, ins[k]);
+    g_autofree char *sub = full_subset(b->g, ins[k]);
+    weir_state_add_memlet(b->g, b->s, a->id, NULL, n->id, ic->pdata[k], ins[k],
+                          sub, NULL);
+  }
+  for (guint k = 0; k < n_outs; k++) {
+    WeirNode *a = weir_state_add_access(b->g, b->s, outs[k]);
+    g_autofree char *sub = full_subset(b->g, outs[k]);
+    weir_state_add_memlet(b->g, b->s, n->id, oc->pdata[k], a->id, NULL, outs[k],
+                          sub, NULL);
+    g_hash_table_replace(b->access, g_strdup(outs[k]), a);
+  }
+  return n;
+}
+
+static const char *transient(Builder *b, const char *base, WeirDType dtype,
+                             guint rank, WeirExpr *const *shape) {
+  g_autofree char *name = weir_graph_fresh_name(b->g, base);
+  WeirContainer *c =
+      weir_graph_add_container(b->g, name, dtype, rank, shape, TRUE, NULL);
+  g_assert(c);
+  return c->name;
+}
+
+static const char *transient_like(Builder *b, const char *base,
+                                  const char *like) {
+  const WeirContainer *c = weir_graph_container(b->g, like);
+  return transient(b, base, c->dtype, c->shape->len,
+                   (WeirExpr *const *)c->shape->pdata);
+}
+
+static const char *pointwise(Builder *b, const char *base, const char *like,
+                             const char *out, const char *code,
+                             const char *const *ins, guint n_ins) {
+  if (!out)
+    out = transient_like(b, base, like);
+  WeirNode *n = lib(b, "Pointwise", out, ins, n_ins, &out, 1);
+  weir_node_set_attr_string(n, "code", code);
+  return out;
+}
+
+/* A map copying src[k, ...] (a batch buffer) into dst. */
+static gboolean slice_copy(Builder *b, const char *src, const char *dst,
+                           const char *k, GError **error) {
+  const WeirContainer *d = weir_graph_container(b->g, dst);
+  guint r = d->shape->len;
+  g_autoptr(GPtrArray) params = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) ranges = g_ptr_array_new_with_free_func(g_free);
+  GString *inner = g_string_new(k), *outer = g_string_new(k),
+          *out_inner = g_string_new(NULL);
+  for (guint i = 0; i < r; i++) {
+    g_autofree char *dim = weir_expr_to_string(d->shape->pdata[i]);
+    g_ptr_array_add(params, g_strdup_printf("p%u", i));
+    g_ptr_array_add(ranges, g_strdup_printf("0:%s", dim));
+    g_string_append_printf(inner, ", p%u", i);
+    g_string_append_printf(outer, ", 0:%s", dim);
+    g_string_append_printf(out_inner, "%sp%u", i ? ", " : "", i);
+  }
+  g_ptr_array_add(params, NULL);
+  g_ptr_array_add(ranges, NULL);
+  g_autofree char *inner_s = g_string_free(inner, FALSE);
+  g_autofree char *outer_s = g_string_free(outer, FALSE);
+  g_autofree char *out_s = g_string_free(out_inner, FALSE);
+  g_autofree char *label = g_strdup_printf("batch_%s", dst);
+  WeirNode *exit = NULL;
+  WeirNode *entry = weir_state_add_map(
+      b->g, b->s, label, (const char *const *)params->pdata,
+      (const char *const *)ranges->pdata, WEIR_SCHEDULE_PARALLEL, &exit, error);
+  if (!entry)
+    return FALSE;
+  g_autofree char *in_c = g_strdup_printf("IN_%s", src);
+  g_autofree char *out_c = g_strdup_printf("OUT_%s", src);
+  g_autofree char *din_c = g_strdup_printf("IN_%s", dst);
+  g_autofree char *dout_c = g_strdup_printf("OUT_%s", dst);
+  weir_node_add_in_conn(entry, in_c);
+  weir_node_add_out_conn(entry, out_c);
+  weir_node_add_in_conn(exit, din_c);
+  weir_node_add_out_conn(exit, dout_c);
+  static const char *const tin[] = {"x", NULL}, *const tout[] = {"y", NULL};
+  WeirNode *t = weir_state_add_tasklet(b->g, b->s, label, tin, tout, "y = x");
+  WeirNode *a_src = reader(b, src);
+  WeirNode *a_dst = weir_state_add_access(b->g, b->s, dst);
+  g_hash_table_replace(b->access, g_strdup(dst), a_dst);
+  g_autofree char *full_dst = full_subset(b->g, dst);
+  return weir_state_add_memlet(b->g, b->s, a_src->id, NULL, entry->id, in_c,
+                               src, outer_s, error) &&
+         weir_state_add_memlet(b->g, b->s, entry->id, out_c, t->id, "x", src,
+                               inner_s, error) &&
+         weir_state_add_memlet(b->g, b->s, t->id, "y", exit->id, din_c, dst,
+                               out_s, error) &&
+         weir_state_add_memlet(b->g, b->s, exit->id, dout_c, a_dst->id, NULL,
+                               dst, full_dst, error);
+}
+
+/* A tasklet (no map) with the given connectors and subsets. */
+static gboolean
+tasklet(Builder *b, const char *label, guint n_ins, const char *const *in_conns,
+        const char *const *in_data, const char *const *in_subsets, guint n_outs,
+        const char *const *out_conns, const char *const *out_data,
+        const char *const *out_subsets, const char *code, GError **error) {
+  g_autoptr(GPtrArray) ic = g_ptr_array_new();
+  g_autoptr(GPtrArray) oc = g_ptr_array_new();
+  for (guint i = 0; i < n_ins; i++)
+    g_ptr_array_add(ic, (gpointer)in_conns[i]);
+  g_ptr_array_add(ic, NULL);
+  for (guint i = 0; i < n_outs; i++)
+    g_ptr_array_add(oc, (gpointer)out_conns[i]);
+  g_ptr_array_add(oc, NULL);
+  WeirNode *t =
+      weir_state_add_tasklet(b->g, b->s, label, (const char *const *)ic->pdata,
+                             (const char *const *)oc->pdata, code);
+  for (guint i = 0; i < n_ins; i++)
+    if (!weir_state_add_memlet(b->g, b->s, reader(b, in_data[i])->id, NULL,
+                               t->id, in_conns[i], in_data[i], in_subsets[i],
+                               error))
+      return FALSE;
+  for (guint i = 0; i < n_outs; i++) {
+    WeirNode *a = weir_state_add_access(b->g, b->s, out_data[i]);
+    if (!weir_state_add_memlet(b->g, b->s, t->id, out_conns[i], a->id, NULL,
+                               out_data[i], out_subsets[i], error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Replaces container `name` (an argument of the forward program) by a
+ * transient `<name>_step` in every node and memlet of s, and re-adds `name`
+ * as the batch buffer [K, ...shape].  Returns the transient's name. */
+static const char *batch_input(WeirGraph *g, WeirState *s, const char *name,
+                               WeirExpr *K, GError **error) {
+  WeirContainer *c = weir_graph_container(g, name);
+  g_autofree char *base = g_strdup_printf("%s_step", name);
+  g_autofree char *step = weir_graph_fresh_name(g, base);
+  guint r = c->shape->len;
+  WeirDType dtype = c->dtype;
+  g_autofree WeirExpr **shape = g_new0(WeirExpr *, r + 1);
+  shape[0] = K;
+  for (guint d = 0; d < r; d++)
+    shape[d + 1] = weir_expr_ref(c->shape->pdata[d]);
+  g_autofree char *keep = g_strdup(name);
+  WeirContainer *sc = weir_graph_add_container(
+      g, step, dtype, r, (WeirExpr *const *)shape + 1, TRUE, error);
+  gboolean ok = sc != NULL;
+  if (ok) {
+    for (guint i = 0; i < s->nodes->len; i++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, i);
+      if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->data, keep) == 0)
+        weir_access_set_data(n, step);
+    }
+    for (guint i = 0; i < s->edges->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(s->edges, i);
+      if (g_strcmp0(m->data, keep) == 0)
+        weir_memlet_set_data(m, step);
+    }
+    weir_graph_remove_container(g, keep);
+    ok = weir_graph_add_container(g, keep, dtype, r + 1, shape, FALSE, error) !=
+         NULL;
+  }
+  for (guint d = 1; d <= r; d++)
+    weir_expr_unref(shape[d]);
+  return ok ? sc->name : NULL;
+}
+
+/* A size expression as tasklet text (parenthesized). (transfer full) */
+static char *expr_code(const WeirExpr *e) {
+  g_autofree char *t = weir_expr_to_string(e);
+  return g_strdup_printf("(%s)", t);
+}
+
+/* The loss of output `out` against target `t` into scalar `loss`; returns
+ * the gradient of `out` (a new transient). */
+static const char *build_loss(Builder *b, const WeirTrainOptions *o,
+                              const char *out, const char *t, const char *loss,
+                              GError **error) {
+  const WeirContainer *c = weir_graph_container(b->g, out);
+  if (o->loss == WEIR_LOSS_SOFTMAX_CROSS_ENTROPY) {
+    if (c->shape->len != 2) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "softmax-cross-entropy needs a [batch, classes] output; "
+                  "'%s' has rank %u",
+                  out, c->shape->len);
+      return NULL;
+    }
+    WeirExpr *bsz = c->shape->pdata[0];
+    const char *lp = transient_like(b, "log_probs", out);
+    WeirNode *n = lib(b, "LogSoftmax", "loss_log_softmax", &out, 1, &lp, 1);
+    weir_node_set_attr_int(n, "axis", 1);
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    WeirExpr *lab_shape[] = {bsz, one};
+    const char *lab = transient(b, "labels", WEIR_DTYPE_I64, 2, lab_shape);
+    gint64 axis1 = 1, axis0 = 0;
+    n = lib(b, "Unsqueeze", "loss_labels", &t, 1, &lab, 1);
+    weir_node_set_attr_ints(n, "axes", &axis1, 1);
+    const char *ins[] = {lp, lab};
+    const char *nll =
+        pointwise(b, "nll", lp, NULL, "y = b == p1 ? -a : 0", ins, 2);
+    const char *per = transient(b, "nll_sample", c->dtype, 1, &bsz);
+    n = lib(b, "ReduceSum", "loss_sum", &nll, 1, &per, 1);
+    weir_node_set_attr_ints(n, "axes", &axis1, 1);
+    weir_node_set_attr_int(n, "keepdims", 0);
+    n = lib(b, "ReduceMean", "loss_mean", &per, 1, &loss, 1);
+    weir_node_set_attr_ints(n, "axes", &axis0, 1);
+    weir_node_set_attr_int(n, "keepdims", 0);
+    /* d loss / d out = (softmax(out) - onehot(label)) / batch */
+    g_autofree char *bt = expr_code(bsz);
+    g_autofree char *code =
+        g_strdup_printf("y = (exp(a) - (b == p1 ? 1 : 0)) / %s", bt);
+    return pointwise(b, "output_grad", out, NULL, code, ins, 2);
+  }
+  /* mse: mean over every element of (out - t)^2 */
+  guint r = c->shape->len;
+  g_autofree gint64 *axes = g_new0(gint64, r ? r : 1);
+  for (guint d = 0; d < r; d++)
+    axes[d] = d;
+  const char *ins[] = {out, t};
+  const char *sq =
+      pointwise(b, "sq_err", out, NULL, "y = (a - b) * (a - b)", ins, 2);
+  WeirNode *n = lib(b, "ReduceMean", "loss_mean", &sq, 1, &loss, 1);
+  weir_node_set_attr_ints(n, "axes", axes, r);
+  weir_node_set_attr_int(n, "keepdims", 0);
+  g_autoptr(WeirExpr) vol = weir_container_volume(c);
+  g_autofree char *vt = expr_code(vol);
+  g_autofree char *code = g_strdup_printf("y = 2 * (a - b) / %s", vt);
+  return pointwise(b, "output_grad", out, NULL, code, ins, 2);
+}
+
+/* ------------------------------------------------ training-mode lowering
+ *
+ * Operators whose training behaviour differs from inference are replaced,
+ * before differentiation, by library nodes that have backward rules:
+ *   BatchNormalization: batch statistics (ReduceMean over every axis but
+ *     the channels), (x - mean) / sqrt(var + eps) * scale + bias; the
+ *     running statistics are updated in the update state (momentum as in
+ *     ONNX: running = momentum * running + (1 - momentum) * batch; the
+ *     variance is the unbiased one, as PyTorch keeps it).
+ *   LayerNormalization: the same normalization over axes axis..rank-1.
+ *   Dropout: y = x * mask with mask = 1 / (1 - ratio) or 0 drawn from a
+ *     counter-based hash of (element, step k, seed): reproducible, and
+ *     different at every step.
+ */
+
+typedef struct {
+  char *target; /* container updated in place */
+  char *value;  /* transient with the new value (same shape) */
+  double keep;  /* target = keep * target + (1 - keep) * value */
+} RunningUpdate;
+
+static void running_update_free(gpointer p) {
+  RunningUpdate *u = p;
+  g_free(u->target);
+  g_free(u->value);
+  g_free(u);
+}
+
+/* Moves every reader of access node old to access node fresh, then removes
+ * old. */
+static void replace_access(WeirState *s, WeirNode *old, WeirNode *fresh) {
+  g_autoptr(GPtrArray) outs = weir_state_out_edges(s, old->id);
+  for (guint j = 0; j < outs->len; j++)
+    weir_memlet_set_src(s, outs->pdata[j], fresh->id, NULL);
+  weir_state_remove_node(s, old->id);
+}
+
+/* The access node writing `name` in s, or NULL. */
+static WeirNode *writer_of(WeirState *s, const char *name) {
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind != WEIR_NODE_ACCESS || g_strcmp0(n->data, name) != 0)
+      continue;
+    g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+    if (in->len > 0)
+      return n;
+  }
+  return NULL;
+}
+
+/* The container on connector in<k> / out<k> of n: a copy, since lowering
+ * removes the node and its memlets (owned by `keep`). */
+static const char *port_data_in(GPtrArray *keep, WeirState *s, WeirNode *n,
+                                gboolean in, guint k);
+
+static const char *port_data(WeirState *s, WeirNode *n, gboolean in, guint k) {
+  g_autofree char *conn = g_strdup_printf(in ? "in%u" : "out%u", k);
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if ((in ? m->dst : m->src) == n->id &&
+        g_strcmp0(in ? m->dst_conn : m->src_conn, conn) == 0)
+      return m->data;
+  }
+  return NULL;
+}
+
+static const char *port_data_in(GPtrArray *keep, WeirState *s, WeirNode *n,
+                                gboolean in, guint k) {
+  const char *d = port_data(s, n, in, k);
+  if (!d)
+    return NULL;
+  char *copy = g_strdup(d);
+  g_ptr_array_add(keep, copy);
+  return copy;
+}
+
+static gboolean output_used(WeirState *s, const char *name) {
+  WeirNode *w = name ? writer_of(s, name) : NULL;
+  if (!w)
+    return FALSE;
+  g_autoptr(GPtrArray) outs = weir_state_out_edges(s, w->id);
+  return outs->len > 0;
+}
+
+/* A scalar constant container. */
+static const char *constant(Builder *b, const char *base, WeirDType dtype,
+                            double v) {
+  const char *name = transient(b, base, dtype, 0, NULL);
+  WeirContainer *c = weir_graph_container(b->g, name);
+  g_autoptr(GBytes) bytes = NULL;
+  if (dtype == WEIR_DTYPE_F64) {
+    bytes = g_bytes_new(&v, sizeof v);
+  } else {
+    float f = (float)v;
+    bytes = g_bytes_new(&f, sizeof f);
+  }
+  weir_container_set_initial(c, bytes);
+  return name;
+}
+
+/* x normalized over `axes` (mask) with eps: returns the normalized value,
+ * and the batch mean and variance kept (keepdims). */
+static const char *normalize(Builder *b, const char *label, const char *x,
+                             const gboolean *mask, double eps,
+                             const char **mean_out, const char **var_out) {
+  const WeirContainer *cx = weir_graph_container(b->g, x);
+  guint r = cx->shape->len;
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autofree WeirExpr **kshape = g_new0(WeirExpr *, r);
+  g_autoptr(GArray) axes = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint d = 0; d < r; d++) {
+    kshape[d] = mask[d] ? one : g_ptr_array_index(cx->shape, d);
+    if (mask[d]) {
+      gint64 v = d;
+      g_array_append_val(axes, v);
+    }
+  }
+  g_autofree char *mb = g_strdup_printf("%s_mean", label);
+  g_autofree char *vb = g_strdup_printf("%s_var", label);
+  const char *mean = transient(b, mb, cx->dtype, r, kshape);
+  WeirNode *n = lib(b, "ReduceMean", mean, &x, 1, &mean, 1);
+  weir_node_set_attr_ints(n, "axes", (gint64 *)axes->data, axes->len);
+  weir_node_set_attr_int(n, "keepdims", 1);
+  const char *xc = transient_like(b, "centered", x);
+  const char *ins[] = {x, mean};
+  lib(b, "Sub", xc, ins, 2, &xc, 1);
+  const char *sq = transient_like(b, "centered_sq", x);
+  const char *ins2[] = {xc, xc};
+  lib(b, "Mul", sq, ins2, 2, &sq, 1);
+  const char *var = transient(b, vb, cx->dtype, r, kshape);
+  n = lib(b, "ReduceMean", var, &sq, 1, &var, 1);
+  weir_node_set_attr_ints(n, "axes", (gint64 *)axes->data, axes->len);
+  weir_node_set_attr_int(n, "keepdims", 1);
+  const char *e = constant(b, "epsilon", cx->dtype, eps);
+  const char *ve = transient(b, "var_eps", cx->dtype, r, kshape);
+  const char *ins3[] = {var, e};
+  lib(b, "Add", ve, ins3, 2, &ve, 1);
+  const char *sd = transient(b, "std", cx->dtype, r, kshape);
+  lib(b, "Sqrt", sd, &ve, 1, &sd, 1);
+  const char *xn = transient_like(b, "normalized", x);
+  const char *ins4[] = {xc, sd};
+  lib(b, "Div", xn, ins4, 2, &xn, 1);
+  *mean_out = mean;
+  *var_out = var;
+  return xn;
+}
+
+/* y = xn * scale + bias into a new access node replacing old_y's. */
+static void affine(Builder *b, const char *xn, const char *scale,
+                   const char *bias, const char *y, WeirNode *old,
+                   guint channel_rank) {
+  const char *sc = scale, *bi = bias;
+  if (channel_rank > 1) {
+    /* [C] -> [C, 1, ...] to broadcast along the channel axis */
+    for (guint k = 0; k < 2; k++) {
+      const char *src = k == 0 ? scale : bias;
+      if (!src)
+        continue;
+      const WeirContainer *c = weir_graph_container(b->g, src);
+      g_autoptr(WeirExpr) one = weir_expr_const(1);
+      g_autofree WeirExpr **shape = g_new0(WeirExpr *, channel_rank);
+      g_autofree gint64 *axes = g_new0(gint64, channel_rank - 1);
+      shape[0] = g_ptr_array_index(c->shape, 0);
+      for (guint d = 1; d < channel_rank; d++) {
+        shape[d] = one;
+        axes[d - 1] = d;
+      }
+      const char *t = transient(b, "channel", c->dtype, channel_rank, shape);
+      WeirNode *n = lib(b, "Unsqueeze", t, &src, 1, &t, 1);
+      weir_node_set_attr_ints(n, "axes", axes, channel_rank - 1);
+      if (k == 0)
+        sc = t;
+      else
+        bi = t;
+    }
+  }
+  const char *scaled = bi ? transient_like(b, "scaled", xn) : y;
+  const char *ins[] = {xn, sc};
+  lib(b, "Mul", scaled, ins, 2, &scaled, 1);
+  if (bi) {
+    const char *ins2[] = {scaled, bi};
+    lib(b, "Add", y, ins2, 2, &y, 1);
+  }
+  WeirNode *fresh = g_hash_table_lookup(b->access, y);
+  if (old && fresh && old != fresh)
+    replace_access(b->s, old, fresh);
+}
+
+static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
+                           const char *k, GPtrArray *updates, GError **error) {
+  WeirState *s = b->s;
+  const WeirAttr *a;
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+  if (strcmp(n->op, "BatchNormalization") == 0) {
+    const char *x = port_data_in(keep, s, n, TRUE, 0),
+               *scale = port_data_in(keep, s, n, TRUE, 1),
+               *bias = port_data_in(keep, s, n, TRUE, 2),
+               *rm = port_data_in(keep, s, n, TRUE, 3),
+               *rv = port_data_in(keep, s, n, TRUE, 4),
+               *y = port_data_in(keep, s, n, FALSE, 0);
+    if (output_used(s, port_data_in(keep, s, n, FALSE, 1)) ||
+        output_used(s, port_data_in(keep, s, n, FALSE, 2))) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the running statistics outputs are read by other "
+                  "nodes",
+                  what);
+      return FALSE;
+    }
+    a = weir_node_attr(n, "epsilon");
+    double eps = a && a->type == WEIR_ATTR_FLOAT ? a->f : 1e-5;
+    a = weir_node_attr(n, "momentum");
+    double mom = a && a->type == WEIR_ATTR_FLOAT ? a->f : 0.9;
+    g_autofree char *label = g_strcanon(g_strdup(n->label),
+                                        "abcdefghijklmnopqrstuvwxyz"
+                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_",
+                                        '_');
+    const WeirContainer *cx = weir_graph_container(b->g, x);
+    guint r = cx->shape->len;
+    g_autofree gboolean *mask = g_new0(gboolean, r);
+    g_autoptr(WeirExpr) count = weir_expr_const(1);
+    for (guint d = 0; d < r; d++)
+      if (d != 1) {
+        mask[d] = TRUE;
+        WeirExpr *c2 = weir_expr_mul(count, g_ptr_array_index(cx->shape, d));
+        weir_expr_unref(count);
+        count = c2;
+      }
+    /* drop the node and the access nodes of its unused outputs */
+    for (guint j = 1; j < 3; j++) {
+      WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, j));
+      if (w)
+        weir_state_remove_node(s, w->id);
+    }
+    WeirNode *old_y = writer_of(s, y);
+    weir_state_remove_node(s, n->id);
+    const char *mean, *var;
+    const char *xn = normalize(b, label, x, mask, eps, &mean, &var);
+    affine(b, xn, scale, bias, y, old_y, r - 1);
+    /* batch statistics as [C] for the running averages */
+    const char *stats[] = {mean, var};
+    const char *targets[] = {rm, rv};
+    for (guint j = 0; j < 2; j++) {
+      const WeirContainer *tc = weir_graph_container(b->g, targets[j]);
+      const char *flat =
+          transient_like(b, j ? "batch_var" : "batch_mean", targets[j]);
+      const char *src = stats[j];
+      if (j == 1) {
+        g_autofree char *cnt = expr_code(count);
+        g_autofree char *code =
+            g_strdup_printf("y = a * %s / (%s - 1)", cnt, cnt);
+        src = pointwise(b, "unbiased_var", var, NULL, code, &var, 1);
+      }
+      WeirNode *rs = lib(b, "Reshape", flat, &src, 1, &flat, 1);
+      gint64 c = -1;
+      weir_node_set_attr_ints(rs, "shape", &c, 1);
+      (void)tc;
+      RunningUpdate *u = g_new0(RunningUpdate, 1);
+      u->target = g_strdup(targets[j]);
+      u->value = g_strdup(flat);
+      u->keep = mom;
+      g_ptr_array_add(updates, u);
+    }
+    return TRUE;
+  }
+  if (strcmp(n->op, "LayerNormalization") == 0) {
+    const char *x = port_data_in(keep, s, n, TRUE, 0),
+               *scale = port_data_in(keep, s, n, TRUE, 1),
+               *bias = port_data_in(keep, s, n, TRUE, 2),
+               *y = port_data_in(keep, s, n, FALSE, 0);
+    if (output_used(s, port_data_in(keep, s, n, FALSE, 1)) ||
+        output_used(s, port_data_in(keep, s, n, FALSE, 2))) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the Mean / InvStdDev outputs are read by other nodes",
+                  what);
+      return FALSE;
+    }
+    a = weir_node_attr(n, "epsilon");
+    double eps = a && a->type == WEIR_ATTR_FLOAT ? a->f : 1e-5;
+    a = weir_node_attr(n, "axis");
+    gint64 axis = a && a->type == WEIR_ATTR_INT ? a->i : -1;
+    guint r = weir_graph_container(b->g, x)->shape->len;
+    if (axis < 0)
+      axis += r;
+    g_autofree gboolean *mask = g_new0(gboolean, r);
+    for (guint d = axis; d < r; d++)
+      mask[d] = TRUE;
+    g_autofree char *label = g_strcanon(g_strdup(n->label),
+                                        "abcdefghijklmnopqrstuvwxyz"
+                                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789_",
+                                        '_');
+    for (guint j = 1; j < 3; j++) {
+      WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, j));
+      if (w)
+        weir_state_remove_node(s, w->id);
+    }
+    WeirNode *old_y = writer_of(s, y);
+    weir_state_remove_node(s, n->id);
+    const char *mean, *var;
+    const char *xn = normalize(b, label, x, mask, eps, &mean, &var);
+    affine(b, xn, scale, bias, y, old_y, 1);
+    return TRUE;
+  }
+  if (strcmp(n->op, "Dropout") == 0) {
+    const char *x = port_data_in(keep, s, n, TRUE, 0),
+               *y = port_data_in(keep, s, n, FALSE, 0);
+    if (output_used(s, port_data_in(keep, s, n, FALSE, 1))) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the mask output is read by other nodes", what);
+      return FALSE;
+    }
+    a = weir_node_attr(n, "ratio");
+    double ratio = a && a->type == WEIR_ATTR_FLOAT ? a->f : 0.5;
+    a = weir_node_attr(n, "seed");
+    gint64 seed = (gint64)o->dropout_seed +
+                  (a && a->type == WEIR_ATTR_INT ? a->i : 0) + n->id;
+    seed = ((seed % 1000003) + 1000003) % 1000003;
+    WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, 1));
+    if (w)
+      weir_state_remove_node(s, w->id);
+    WeirNode *old = writer_of(s, y);
+    weir_state_remove_node(s, n->id);
+    const WeirContainer *cx = weir_graph_container(b->g, x);
+    guint r = cx->shape->len;
+    /* linear element index from the Pointwise map parameters p0, p1, ... */
+    GString *lin = g_string_new("0");
+    for (guint d = 0; d < r; d++) {
+      g_string_append_printf(lin, " + p%u", d);
+      for (guint e = d + 1; e < r; e++) {
+        g_autofree char *dt = expr_code(g_ptr_array_index(cx->shape, e));
+        g_string_append_printf(lin, " * %s", dt);
+      }
+    }
+    g_autofree char *lin_s = g_string_free(lin, FALSE);
+    gint64 threshold = (gint64)(ratio * 2147483647.0);
+    g_autofree char *code = g_strdup_printf(
+        "h = (%s + 1 + %" G_GINT64_FORMAT " * 7919 + %s * 104729) %% "
+        "2147483647\n"
+        "h = (h * 48271) %% 2147483647\n"
+        "h = (h * 48271) %% 2147483647\n"
+        "h = (h * 48271) %% 2147483647\n"
+        "y = h >= %" G_GINT64_FORMAT " ? %.17g : 0",
+        lin_s, seed, k, threshold, ratio < 1 ? 1 / (1 - ratio) : 0.0);
+    const char *mask = pointwise(b, "dropout_mask", x, NULL, code, &x, 1);
+    WeirNode *mn = g_hash_table_lookup(b->access, mask);
+    g_autoptr(GPtrArray) mk = weir_state_in_edges(s, mn->id);
+    weir_node_set_attr_int(
+        weir_state_node(s, ((WeirMemlet *)mk->pdata[0])->src), "differentiable",
+        0);
+    const char *ins[] = {x, mask};
+    lib(b, "Mul", y, ins, 2, &y, 1);
+    WeirNode *fresh = g_hash_table_lookup(b->access, y);
+    if (old && fresh && old != fresh)
+      replace_access(s, old, fresh);
+    return TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean lower_training(Builder *b, const WeirTrainOptions *o,
+                               const char *k, GPtrArray *updates,
+                               GError **error) {
+  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < b->s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(b->s->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY &&
+        (strcmp(n->op, "BatchNormalization") == 0 ||
+         strcmp(n->op, "LayerNormalization") == 0 ||
+         strcmp(n->op, "Dropout") == 0))
+      g_array_append_val(ids, n->id);
+  }
+  for (guint i = 0; i < ids->len; i++) {
+    WeirNode *n = weir_state_node(b->s, g_array_index(ids, guint, i));
+    builder_enter(b, b->s);
+    if (!lower_node(b, o, n, k, updates, error))
+      return FALSE;
+  }
+  builder_enter(b, b->s);
+  return TRUE;
+}
+
+static char *fresh_symbol(WeirGraph *g, const char *base) {
+  char *name = g_strdup(base);
+  for (guint i = 1;
+       weir_graph_has_symbol(g, name) || weir_graph_container(g, name); i++) {
+    g_free(name);
+    name = g_strdup_printf("%s_%u", base, i);
+  }
+  return name;
+}
+
+/* The gradient with L2 weight decay as tasklet text, for gradient
+ * connector gc and parameter connector pc. (transfer full) */
+static char *decayed(const WeirTrainOptions *o, const char *gc,
+                     const char *pc) {
+  if (o->weight_decay == 0)
+    return g_strdup(gc);
+  return g_strdup_printf("(%s + %.17g * %s)", gc, o->weight_decay, pc);
+}
+
+/* The optimizer update of parameter p with gradient gr in state b->s.
+ * Every node keeps the old value when the check is not finite. */
+static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
+                         const char *gr, const char *check,
+                         GHashTable *state_names) {
+  double lr = o->lr;
+  if (o->optimizer == WEIR_OPTIMIZER_SGD) {
+    /* P = P - lr g   (a = P, b = G, c = check) */
+    g_autofree char *gx = decayed(o, "b", "a");
+    g_autofree char *code =
+        g_strdup_printf("y = isfinite(c) ? a - %.17g * %s : a", lr, gx);
+    const char *ins[] = {p, gr, check};
+    pointwise(b, NULL, p, p, code, ins, 3);
+    return;
+  }
+  g_autofree char *mkey = g_strdup_printf("%s_m", p);
+  g_autofree char *vkey = g_strdup_printf("%s_v", p);
+  const char *mm = g_hash_table_lookup(state_names, mkey);
+  const char *vv = g_hash_table_lookup(state_names, vkey);
+  /* (a = m or v, b = G, c = P, d = check) */
+  g_autofree char *gx = decayed(o, "b", "c");
+  if (o->optimizer == WEIR_OPTIMIZER_MOMENTUM) {
+    /* m = mu m + g; P = P - lr m */
+    g_autofree char *code = g_strdup_printf(
+        "y = isfinite(d) ? %.17g * a + %s : a", o->momentum, gx);
+    const char *ins[] = {mm, gr, p, check};
+    pointwise(b, NULL, mm, mm, code, ins, 4);
+    g_autofree char *code2 =
+        g_strdup_printf("y = isfinite(c) ? a - %.17g * b : a", lr);
+    const char *ins2[] = {p, mm, check};
+    pointwise(b, NULL, p, p, code2, ins2, 3);
+    return;
+  }
+  /* Adam: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+   * P = P - lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps), t = step + 1 */
+  {
+    g_autofree char *code =
+        g_strdup_printf("y = isfinite(d) ? %.17g * a + %.17g * %s : a",
+                        o->beta1, 1 - o->beta1, gx);
+    const char *ins[] = {mm, gr, p, check};
+    pointwise(b, NULL, mm, mm, code, ins, 4);
+  }
+  {
+    g_autofree char *code =
+        g_strdup_printf("y = isfinite(d) ? %.17g * a + %.17g * %s * %s : a",
+                        o->beta2, 1 - o->beta2, gx, gx);
+    const char *ins[] = {vv, gr, p, check};
+    pointwise(b, NULL, vv, vv, code, ins, 4);
+  }
+  /* a = P, b = m, c = v, d = step, e = check */
+  g_autofree char *code = g_strdup_printf(
+      "t = f64(d + 1)\n"
+      "y = isfinite(e) ? a - %.17g * (b / (1 - pow(%.17g, t))) / "
+      "(sqrt(c / (1 - pow(%.17g, t))) + %.17g) : a",
+      lr, o->beta1, o->beta2, o->epsilon);
+  const char *ins[] = {p, mm, vv, "step", check};
+  pointwise(b, NULL, p, p, code, ins, 5);
+}
+
+WeirGraph *weir_train_graph(const WeirGraph *forward,
+                            const WeirTrainOptions *options, GError **error) {
+  WeirTrainOptions defaults;
+  if (!options) {
+    weir_train_options_init(&defaults);
+    options = &defaults;
+  }
+  g_autoptr(GPtrArray) inputs = g_ptr_array_new();
+  g_autoptr(GPtrArray) outputs = g_ptr_array_new();
+  WeirState *fs = forward_parts(forward, inputs, outputs, error);
+  if (!fs)
+    return NULL;
+  const char *out_name = options->output;
+  if (!out_name) {
+    if (outputs->len != 1) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s' has %u outputs: name the one the loss reads",
+                  forward->name, outputs->len);
+      return NULL;
+    }
+    out_name = g_ptr_array_index(outputs, 0);
+  } else {
+    gboolean found = FALSE;
+    for (guint i = 0; i < outputs->len; i++)
+      found = found || g_strcmp0(outputs->pdata[i], out_name) == 0;
+    if (!found) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s' has no output '%s'", forward->name, out_name);
+      return NULL;
+    }
+  }
+  const char *target_name = options->target ? options->target : "target";
+  g_auto(GStrv) params = weir_train_parameters(forward);
+  if (!params[0]) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "program '%s': output '%s' depends on no trainable parameter",
+                forward->name, out_name);
+    return NULL;
+  }
+
+  g_autoptr(WeirGraph) g = weir_graph_copy(forward);
+  g_free(g->name);
+  g->name = g_strdup_printf("%s_train", forward->name);
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  g_free(s->label);
+  s->label = g_strdup("step");
+  for (guint i = 0; params[i]; i++)
+    make_argument(weir_graph_container(g, params[i]));
+  if (weir_graph_container(g, target_name) ||
+      weir_graph_has_symbol(g, target_name)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "program '%s': the target name '%s' is taken", forward->name,
+                target_name);
+    return NULL;
+  }
+  static const char *const reserved[] = {"losses", "step", "skipped"};
+  for (guint i = 0; i < G_N_ELEMENTS(reserved); i++)
+    if (weir_graph_container(g, reserved[i])) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s': container name '%s' is reserved for the "
+                  "training ABI",
+                  forward->name, reserved[i]);
+      return NULL;
+    }
+
+  g_autoptr(WeirExpr) K = NULL;
+  if (options->steps > 0) {
+    K = weir_expr_const(options->steps);
+  } else {
+    if (weir_graph_container(g, "K")) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s': symbol name 'K' is taken by a container",
+                  forward->name);
+      return NULL;
+    }
+    weir_graph_add_symbol(g, "K");
+    K = weir_expr_symbol("K");
+  }
+  g_autofree char *k = fresh_symbol(g, "k");
+  weir_graph_add_symbol(g, k);
+
+  g_autoptr(GHashTable) access =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  Builder b = {.g = g, .access = access};
+  builder_enter(&b, s);
+
+  /* Batch buffers. */
+  for (guint i = 0; i < inputs->len; i++) {
+    const char *x = inputs->pdata[i];
+    const char *xs = batch_input(g, s, x, K, error);
+    if (!xs)
+      return NULL;
+    builder_enter(&b, s);
+    /* the copy map writes the access node the forward nodes read */
+    WeirNode *old = g_hash_table_lookup(b.access, xs);
+    if (!slice_copy(&b, x, xs, k, error))
+      return NULL;
+    if (old) {
+      /* redirect readers of the old (unwritten) access node */
+      WeirNode *fresh = g_hash_table_lookup(b.access, xs);
+      g_autoptr(GPtrArray) outs = weir_state_out_edges(s, old->id);
+      for (guint j = 0; j < outs->len; j++)
+        weir_memlet_set_src(s, outs->pdata[j], fresh->id, NULL);
+      weir_state_remove_node(s, old->id);
+    }
+  }
+  WeirContainer *oc = weir_graph_container(g, out_name);
+  oc->transient = TRUE;
+  g_autoptr(GPtrArray) updates =
+      g_ptr_array_new_with_free_func(running_update_free);
+  if (!lower_training(&b, options, k, updates, error))
+    return NULL;
+  for (guint i = 0; i < updates->len; i++) {
+    RunningUpdate *u = g_ptr_array_index(updates, i);
+    make_argument(weir_graph_container(g, u->target));
+  }
+
+  /* Target. */
+  {
+    guint r;
+    WeirDType dtype;
+    g_autofree WeirExpr **shape = NULL;
+    if (options->loss == WEIR_LOSS_SOFTMAX_CROSS_ENTROPY) {
+      r = 1;
+      dtype = WEIR_DTYPE_I64;
+      shape = g_new0(WeirExpr *, 2);
+      shape[0] = K;
+      shape[1] = oc->shape->len ? oc->shape->pdata[0] : K;
+    } else {
+      r = oc->shape->len;
+      dtype = oc->dtype;
+      shape = g_new0(WeirExpr *, r + 1);
+      shape[0] = K;
+      for (guint d = 0; d < r; d++)
+        shape[d + 1] = oc->shape->pdata[d];
+    }
+    if (!weir_graph_add_container(g, target_name, dtype, r + 1, shape, FALSE,
+                                  error))
+      return NULL;
+  }
+  const char *t_step;
+  {
+    const WeirContainer *tc = weir_graph_container(g, target_name);
+    t_step = transient(&b, "target_step", tc->dtype, tc->shape->len - 1,
+                       (WeirExpr *const *)tc->shape->pdata + 1);
+    if (!slice_copy(&b, target_name, t_step, k, error))
+      return NULL;
+  }
+  const char *loss = transient(&b, "loss", oc->dtype, 0, NULL);
+  const char *dout = build_loss(&b, options, out_name, t_step, loss, error);
+  if (!dout)
+    return NULL;
+
+  /* Backward. */
+  g_autoptr(GHashTable) seeds = g_hash_table_new(g_str_hash, g_str_equal);
+  g_hash_table_insert(seeds, (gpointer)out_name, (gpointer)dout);
+  g_autoptr(GHashTable) grads =
+      weir_autodiff_state(g, s, seeds, (const char *const *)params, error);
+  if (!grads)
+    return NULL;
+  builder_enter(&b, s);
+
+  /* Finiteness check: loss + sum of every gradient. */
+  g_autoptr(GPtrArray) parts = g_ptr_array_new();
+  g_ptr_array_add(parts, (gpointer)loss);
+  for (guint i = 0; params[i]; i++) {
+    const char *gr = g_hash_table_lookup(grads, params[i]);
+    if (!gr) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s': parameter '%s' gets no gradient in the "
+                  "training program",
+                  forward->name, params[i]);
+      return NULL;
+    }
+    const WeirContainer *gc = weir_graph_container(g, gr);
+    g_autofree char *base = g_strdup_printf("%s_gsum", params[i]);
+    const char *sum = transient(&b, base, gc->dtype, 0, NULL);
+    guint r = gc->shape->len;
+    g_autofree gint64 *axes = g_new0(gint64, r ? r : 1);
+    for (guint d = 0; d < r; d++)
+      axes[d] = d;
+    WeirNode *n = lib(&b, "ReduceSum", sum, &gr, 1, &sum, 1);
+    weir_node_set_attr_ints(n, "axes", axes, r);
+    weir_node_set_attr_int(n, "keepdims", 0);
+    g_ptr_array_add(parts, (gpointer)sum);
+  }
+  const char *check = transient(&b, "check", oc->dtype, 0, NULL);
+  lib(&b, "Sum", "check", (const char *const *)parts->pdata, parts->len, &check,
+      1);
+
+  /* ABI containers. */
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  if (!weir_graph_add_container(g, "losses", oc->dtype, 1, &K, FALSE, error) ||
+      !weir_graph_add_container(g, "step", WEIR_DTYPE_I64, 1, &one, FALSE,
+                                error) ||
+      !weir_graph_add_container(g, "skipped", WEIR_DTYPE_I64, 1, &one, FALSE,
+                                error))
+    return NULL;
+  g_autoptr(GHashTable) state_names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  if (options->optimizer != WEIR_OPTIMIZER_SGD) {
+    for (guint i = 0; params[i]; i++) {
+      const char *suffixes[] = {"m", "v"};
+      guint n_s = options->optimizer == WEIR_OPTIMIZER_ADAM ? 2 : 1;
+      for (guint j = 0; j < n_s; j++) {
+        g_autofree char *key = g_strdup_printf("%s_%s", params[i], suffixes[j]);
+        g_autofree char *name = weir_graph_fresh_name(g, key);
+        const WeirContainer *pc = weir_graph_container(g, params[i]);
+        if (!weir_graph_add_container(g, name, pc->dtype, pc->shape->len,
+                                      (WeirExpr *const *)pc->shape->pdata,
+                                      FALSE, error))
+          return NULL;
+        g_hash_table_insert(state_names, g_steal_pointer(&key),
+                            g_steal_pointer(&name));
+      }
+    }
+  }
+
+  /* States and transitions. */
+  WeirState *init = weir_graph_add_state(g, "init");
+  WeirState *guard = weir_graph_add_state(g, "guard");
+  WeirState *update = weir_graph_add_state(g, "update");
+  WeirState *count = weir_graph_add_state(g, "count");
+  weir_graph_set_start(g, init->id);
+  g_autofree char *cond = NULL;
+  {
+    g_autofree char *ks = weir_expr_to_string(K);
+    cond = g_strdup_printf("%s < %s", k, ks);
+  }
+  g_autofree char *next = g_strdup_printf("%s + 1", k);
+  WeirTransition *t0 =
+      weir_graph_add_transition(g, init->id, guard->id, NULL, error);
+  WeirTransition *t1 =
+      weir_graph_add_transition(g, guard->id, s->id, cond, error);
+  WeirTransition *t2 =
+      weir_graph_add_transition(g, s->id, update->id, NULL, error);
+  WeirTransition *t3 =
+      weir_graph_add_transition(g, update->id, count->id, NULL, error);
+  WeirTransition *t4 =
+      weir_graph_add_transition(g, count->id, guard->id, NULL, error);
+  if (!t0 || !t1 || !t2 || !t3 || !t4 ||
+      !weir_transition_add_assignment(t0, k, "0", error) ||
+      !weir_transition_add_assignment(t4, k, next, error))
+    return NULL;
+
+  /* Optimizer. */
+  builder_enter(&b, update);
+  for (guint i = 0; params[i]; i++)
+    build_update(&b, options, params[i], g_hash_table_lookup(grads, params[i]),
+                 check, state_names);
+  for (guint i = 0; i < updates->len; i++) {
+    RunningUpdate *u = g_ptr_array_index(updates, i);
+    g_autofree char *code = g_strdup_printf(
+        "y = isfinite(c) ? %.17g * a + %.17g * b : a", u->keep, 1 - u->keep);
+    const char *ins[] = {u->target, u->value, check};
+    pointwise(&b, NULL, u->target, u->target, code, ins, 3);
+  }
+
+  /* losses[k], step, skipped. */
+  builder_enter(&b, count);
+  {
+    const char *ic[] = {"a"}, *id[] = {loss}, *is[] = {""};
+    const char *oc2[] = {"y"}, *od[] = {"losses"}, *os[] = {k};
+    if (!tasklet(&b, "record_loss", 1, ic, id, is, 1, oc2, od, os, "y = a",
+                 error))
+      return NULL;
+    const char *ic3[] = {"s", "q", "c"}, *id3[] = {"step", "skipped", check},
+               *is3[] = {"0", "0", ""};
+    const char *oc3[] = {"s_out", "q_out"}, *od3[] = {"step", "skipped"},
+               *os3[] = {"0", "0"};
+    if (!tasklet(&b, "count_step", 3, ic3, id3, is3, 2, oc3, od3, os3,
+                 "ok = isfinite(c)\n"
+                 "s_out = ok ? s + 1 : s\n"
+                 "q_out = ok ? q : q + 1",
+                 error))
+      return NULL;
+  }
+
+  /* Attribute defaults of every node added here. */
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *st = g_ptr_array_index(g->states, i);
+    for (guint j = 0; j < st->nodes->len; j++) {
+      WeirNode *n = g_ptr_array_index(st->nodes, j);
+      if (n->kind == WEIR_NODE_LIBRARY && !weir_op_check_attrs(n, error))
+        return NULL;
+    }
+  }
+  return g_steal_pointer(&g);
+}

@@ -1,0 +1,618 @@
+/* trainer.c — running compiled training on a data set (weir-trainer.h).
+ *
+ * Structure: import of the forward program with the batch bound, the
+ * programs (training, evaluation; optional recipe; one compile_many), the
+ * state tensors, one call of K steps, evaluation, the epoch loop, and the
+ * ONNX write-back.
+ *
+ * Conventions: tensors are keyed by container name.  `state` owns every
+ * persistent tensor (parameters, optimizer state, step, skipped); the
+ * argument tables handed to weir_kernel_run borrow them, plus the batch
+ * buffers owned by a Buffers struct (one for K steps, one for a shorter
+ * last call).  Host byte order is little-endian (initial data is copied
+ * as is), as everywhere in the runtime.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "weir-codegen.h"
+#include "weir-dataset.h"
+#include "weir-import.h"
+#include "weir-recipe.h"
+#include "weir-trainer.h"
+#include "weir-transform.h"
+
+void weir_trainer_options_init(WeirTrainerOptions *o) {
+  memset(o, 0, sizeof *o);
+  weir_train_options_init(&o->train);
+  o->epochs = 1;
+  o->batch = 32;
+  o->steps_per_call = 1;
+  o->seed = 1;
+}
+
+/* The per-call tensors for k steps. */
+typedef struct {
+  gint64 k;
+  WeirTensor *input;  /* [k, batch, ...sample shape] float */
+  WeirTensor *target; /* [k, batch] int64 */
+  WeirTensor *losses; /* [k] float */
+  GHashTable *args;   /* container -> WeirTensor* (borrowed) */
+} Buffers;
+
+struct _WeirTrainer {
+  char *model_path;
+  WeirTrainerOptions opts;
+  gint64 n_features;
+  GArray *sample_shape; /* gint64, the input's dims after the batch */
+  WeirGraph *forward;
+  WeirGraph *program;
+  WeirGraph *eval;
+  char *input_name;  /* container of the input (same in all programs) */
+  char *output_name; /* container of the forward output */
+  char *target_name;
+  WeirKernel *train_kernel, *eval_kernel;
+  GHashTable *state;        /* name -> WeirTensor* (owned) */
+  GHashTable *initializers; /* ONNX names of the model's initializers */
+  Buffers full, last;
+  WeirTensor *eval_input, *eval_output;
+  GHashTable *eval_args;
+  gint64 steps;
+};
+
+static void buffers_clear(Buffers *b) {
+  g_clear_pointer(&b->input, weir_tensor_free);
+  g_clear_pointer(&b->target, weir_tensor_free);
+  g_clear_pointer(&b->losses, weir_tensor_free);
+  g_clear_pointer(&b->args, g_hash_table_unref);
+  b->k = 0;
+}
+
+void weir_trainer_free(WeirTrainer *t) {
+  if (!t)
+    return;
+  buffers_clear(&t->full);
+  buffers_clear(&t->last);
+  g_clear_pointer(&t->eval_args, g_hash_table_unref);
+  g_clear_pointer(&t->eval_input, weir_tensor_free);
+  g_clear_pointer(&t->eval_output, weir_tensor_free);
+  g_clear_pointer(&t->state, g_hash_table_unref);
+  g_clear_pointer(&t->initializers, g_hash_table_unref);
+  g_clear_pointer(&t->train_kernel, weir_kernel_free);
+  g_clear_pointer(&t->eval_kernel, weir_kernel_free);
+  g_clear_pointer(&t->forward, weir_graph_free);
+  g_clear_pointer(&t->program, weir_graph_free);
+  g_clear_pointer(&t->eval, weir_graph_free);
+  g_clear_pointer(&t->sample_shape, g_array_unref);
+  g_free(t->input_name);
+  g_free(t->output_name);
+  g_free(t->target_name);
+  g_free(t->model_path);
+  g_free(t);
+}
+
+/* ---- import -------------------------------------------------------- */
+
+/* Imports the model with its one real input's first dimension bound to
+ * the batch size; fills sample_shape, input_name and output_name (the
+ * container of the ONNX output `output`, or of the only output when NULL). */
+static gboolean import_forward(WeirTrainer *t, const char *output,
+                               GError **error) {
+  const char *path = t->model_path;
+  g_autoptr(WeirOnnxModel) model = weir_onnx_model_load(path, error);
+  if (!model)
+    return FALSE;
+  const WeirOnnxGraph *g = weir_onnx_model_graph(model);
+  t->initializers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < g->n_initializers; i++)
+    g_hash_table_add(t->initializers, g_strdup(g->initializers[i].name));
+  const WeirOnnxValueInfo *input = NULL;
+  for (guint i = 0; i < g->n_inputs; i++) {
+    if (!weir_onnx_graph_is_real_input(g, g->inputs[i].name))
+      continue;
+    if (input) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: the model has several inputs ('%s', '%s'); training "
+                  "needs one",
+                  path, input->name, g->inputs[i].name);
+      return FALSE;
+    }
+    input = &g->inputs[i];
+  }
+  if (!input) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: the model has no input", path);
+    return FALSE;
+  }
+  if (!input->has_shape || input->rank < 2 || !input->dtype_ok ||
+      input->dtype != WEIR_DTYPE_F32) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s: input '%s' must be a float tensor [batch, ...] of known "
+                "rank",
+                path, input->name);
+    return FALSE;
+  }
+  t->sample_shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+  gint64 per_sample = 1;
+  for (guint d = 1; d < input->rank; d++) {
+    if (input->dims[d].value < 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: input '%s': dimension %u ('%s') is symbolic; only "
+                  "the batch dimension may be",
+                  path, input->name, d,
+                  input->dims[d].param ? input->dims[d].param : "?");
+      return FALSE;
+    }
+    g_array_append_val(t->sample_shape, input->dims[d].value);
+    per_sample *= input->dims[d].value;
+  }
+  if (per_sample != t->n_features) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: input '%s' takes %" G_GINT64_FORMAT
+                " values per sample, the data has %" G_GINT64_FORMAT
+                " features",
+                path, input->name, per_sample, t->n_features);
+    return FALSE;
+  }
+  if (input->dims[0].value >= 0 && input->dims[0].value != t->opts.batch) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s: input '%s' has a fixed batch of %" G_GINT64_FORMAT
+                "; train with --batch %" G_GINT64_FORMAT
+                " or export the model with a dynamic batch dimension",
+                path, input->name, input->dims[0].value, input->dims[0].value);
+    return FALSE;
+  }
+
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_array_append_val(shape, t->opts.batch);
+  g_array_append_vals(shape, t->sample_shape->data, t->sample_shape->len);
+  g_hash_table_insert(shapes, (gpointer)input->name, shape);
+  g_autoptr(GHashTable) names =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  WeirOnnxImportOptions io = {0};
+  io.input_shapes = shapes;
+  io.names = names;
+  t->forward = weir_onnx_import_model(model, &io, error);
+  if (!t->forward)
+    return FALSE;
+  t->input_name = g_strdup(g_hash_table_lookup(names, input->name));
+  const char *out_onnx = output;
+  if (!out_onnx) {
+    if (g->n_outputs != 1) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: the model has %u outputs: name the one the loss reads",
+                  path, g->n_outputs);
+      return FALSE;
+    }
+    out_onnx = g->outputs[0].name;
+  }
+  const char *out = g_hash_table_lookup(names, out_onnx);
+  if (!out) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s: no output '%s'",
+                path, out_onnx);
+    return FALSE;
+  }
+  t->output_name = g_strdup(out);
+  return TRUE;
+}
+
+/* ---- state ---------------------------------------------------------- */
+
+static WeirTensor *tensor_for(const WeirContainer *c, GHashTable *bindings,
+                              const char *what, GError **error) {
+  g_autofree gint64 *shape = g_new0(gint64, MAX(c->shape->len, 1));
+  for (guint d = 0; d < c->shape->len; d++) {
+    if (!weir_expr_eval(c->shape->pdata[d], bindings, &shape[d], error)) {
+      g_prefix_error(error, "%s: container '%s': ", what, c->name);
+      return NULL;
+    }
+  }
+  return weir_tensor_new(c->dtype, c->shape->len, shape);
+}
+
+static gboolean init_state(WeirTrainer *t, GError **error) {
+  t->state = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                   (GDestroyNotify)weir_tensor_free);
+  g_autoptr(GHashTable) bindings = weir_bindings_new();
+  weir_bindings_set(bindings, "K", 1);
+  g_autoptr(GPtrArray) args = weir_codegen_arguments(t->program);
+  for (guint i = 0; i < args->len; i++) {
+    const WeirContainer *c = args->pdata[i];
+    if (!strcmp(c->name, t->input_name) || !strcmp(c->name, t->target_name) ||
+        !strcmp(c->name, "losses"))
+      continue;
+    WeirTensor *v = tensor_for(c, bindings, t->model_path, error);
+    if (!v)
+      return FALSE;
+    const WeirContainer *f = weir_graph_container(t->forward, c->name);
+    if (f && f->initial) {
+      gsize n = 0;
+      const void *data = g_bytes_get_data(f->initial, &n);
+      if (f->dtype != c->dtype || n != weir_tensor_nbytes(v)) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "%s: parameter '%s' of the training program does not "
+                    "match the model's initializer",
+                    t->model_path, c->name);
+        weir_tensor_free(v);
+        return FALSE;
+      }
+      memcpy(v->data, data, n);
+    } else {
+      memset(v->data, 0, weir_tensor_nbytes(v));
+    }
+    g_hash_table_insert(t->state, g_strdup(c->name), v);
+  }
+  return TRUE;
+}
+
+static GHashTable *state_args(WeirTrainer *t) {
+  GHashTable *args = g_hash_table_new(g_str_hash, g_str_equal);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, t->state);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(args, k, v);
+  return args;
+}
+
+static WeirTensor *batch_tensor(gint64 lead, gint64 batch,
+                                const GArray *sample) {
+  g_autofree gint64 *shape = g_new(gint64, sample->len + 2);
+  guint r = 0;
+  if (lead > 0)
+    shape[r++] = lead;
+  shape[r++] = batch;
+  for (guint i = 0; i < sample->len; i++)
+    shape[r++] = g_array_index(sample, gint64, i);
+  return weir_tensor_new(WEIR_DTYPE_F32, r, shape);
+}
+
+static void buffers_init(WeirTrainer *t, Buffers *b, gint64 k) {
+  buffers_clear(b);
+  b->k = k;
+  b->input = batch_tensor(k, t->opts.batch, t->sample_shape);
+  gint64 tshape[2] = {k, t->opts.batch};
+  b->target = weir_tensor_new(WEIR_DTYPE_I64, 2, tshape);
+  b->losses = weir_tensor_new(WEIR_DTYPE_F32, 1, &k);
+  b->args = state_args(t);
+  g_hash_table_insert(b->args, t->input_name, b->input);
+  g_hash_table_insert(b->args, t->target_name, b->target);
+  g_hash_table_insert(b->args, (gpointer) "losses", b->losses);
+}
+
+/* The evaluation program's arguments: its input and output, and the
+ * state tensors for everything else (checked by name and size). */
+static gboolean init_eval(WeirTrainer *t, GError **error) {
+  t->eval_input = batch_tensor(0, t->opts.batch, t->sample_shape);
+  t->eval_args = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) args = weir_codegen_arguments(t->eval);
+  for (guint i = 0; i < args->len; i++) {
+    const WeirContainer *c = args->pdata[i];
+    if (!strcmp(c->name, t->input_name)) {
+      g_hash_table_insert(t->eval_args, t->input_name, t->eval_input);
+    } else if (!strcmp(c->name, t->output_name)) {
+      t->eval_output = tensor_for(c, NULL, t->model_path, error);
+      if (!t->eval_output)
+        return FALSE;
+      if (t->eval_output->rank != 2 ||
+          t->eval_output->dtype != WEIR_DTYPE_F32) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                    "%s: output '%s' is not float [batch, classes]",
+                    t->model_path, c->name);
+        return FALSE;
+      }
+      g_hash_table_insert(t->eval_args, t->output_name, t->eval_output);
+    } else {
+      WeirTensor *v = g_hash_table_lookup(t->state, c->name);
+      if (!v) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "%s: argument '%s' of the evaluation program is not "
+                    "one of the training program",
+                    t->model_path, c->name);
+        return FALSE;
+      }
+      g_hash_table_insert(t->eval_args, c->name, v);
+    }
+  }
+  if (!t->eval_output) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: the evaluation program has no output '%s'", t->model_path,
+                t->output_name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- construction ----------------------------------------------------- */
+
+static gboolean apply_recipe(WeirTrainer *t, const char *path, GError **error) {
+  g_autoptr(WeirRecipe) recipe = weir_recipe_load(path, error);
+  if (!recipe)
+    return FALSE;
+  weir_transforms_init();
+  g_autoptr(GHashTable) bindings = weir_bindings_new();
+  weir_bindings_set(bindings, "K", t->opts.steps_per_call);
+  if (!weir_recipe_apply(t->program, recipe, bindings, NULL, error)) {
+    g_prefix_error(error, "%s: training program of %s: ", path, t->model_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
+                              const WeirTrainerOptions *options,
+                              GError **error) {
+  g_return_val_if_fail(model_path && options, NULL);
+  g_autoptr(WeirTrainer) t = g_new0(WeirTrainer, 1);
+  t->model_path = g_strdup(model_path);
+  t->opts = *options;
+  /* borrowed strings are used during construction only */
+  t->opts.recipe_path = NULL;
+  t->opts.train.output = NULL;
+  t->opts.train.target = NULL;
+  t->n_features = n_features;
+  if (options->batch <= 0 || options->epochs < 0 ||
+      options->steps_per_call <= 0) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: batch (%" G_GINT64_FORMAT
+                ") and steps per call (%" G_GINT64_FORMAT ") must be positive",
+                model_path, options->batch, options->steps_per_call);
+    return NULL;
+  }
+  if (options->train.loss != WEIR_LOSS_SOFTMAX_CROSS_ENTROPY) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s: the trainer runs softmax-cross-entropy on class labels "
+                "only",
+                model_path);
+    return NULL;
+  }
+  if (!import_forward(t, options->train.output, error))
+    return NULL;
+
+  WeirTrainOptions to = options->train;
+  to.output = t->output_name;
+  to.steps = 0; /* symbol K: the last call of an epoch may be shorter */
+  t->target_name =
+      g_strdup(options->train.target ? options->train.target : "target");
+  to.target = t->target_name;
+  t->program = weir_train_graph(t->forward, &to, error);
+  if (!t->program)
+    return NULL;
+  t->eval = weir_train_eval_graph(t->forward, error);
+  if (!t->eval)
+    return NULL;
+  if (options->recipe_path && !apply_recipe(t, options->recipe_path, error))
+    return NULL;
+
+  const WeirGraph *graphs[2] = {t->program, t->eval};
+  WeirKernel *kernels[2] = {NULL, NULL};
+  if (!weir_kernel_compile_many(graphs, 2, &options->compile, kernels, NULL,
+                                error)) {
+    g_prefix_error(error, "%s: ", model_path);
+    return NULL;
+  }
+  t->train_kernel = kernels[0];
+  t->eval_kernel = kernels[1];
+  if (options->threads > 0) {
+    /* a kernel without parallel loops has no OpenMP to configure */
+    weir_kernel_set_threads(t->train_kernel, options->threads, NULL);
+    weir_kernel_set_threads(t->eval_kernel, options->threads, NULL);
+  }
+  if (!init_state(t, error) || !init_eval(t, error))
+    return NULL;
+  buffers_init(t, &t->full, options->steps_per_call);
+  return g_steal_pointer(&t);
+}
+
+/* ---- running ---------------------------------------------------------- */
+
+static gint64 scalar_i64(const WeirTrainer *t, const char *name) {
+  const WeirTensor *v = g_hash_table_lookup(t->state, name);
+  return v && v->count == 1 ? (gint64)weir_tensor_get(v, 0) : 0;
+}
+
+gint64 weir_trainer_steps(const WeirTrainer *t) {
+  return t->steps;
+}
+gint64 weir_trainer_skipped(const WeirTrainer *t) {
+  return scalar_i64(t, "skipped");
+}
+
+const WeirTensor *weir_trainer_state(const WeirTrainer *t, const char *name) {
+  return g_hash_table_lookup(t->state, name);
+}
+
+const WeirGraph *weir_trainer_program(const WeirTrainer *t) {
+  return t->program;
+}
+
+/* Runs k steps on the batches order[first .. first + k*batch); returns the
+ * mean loss in *loss. */
+static gboolean run_call(WeirTrainer *t, const WeirDataset *d,
+                         const gint64 *order, gint64 first, gint64 k,
+                         double *loss, GError **error) {
+  Buffers *b = &t->full;
+  if (k != t->full.k) {
+    if (t->last.k != k)
+      buffers_init(t, &t->last, k);
+    b = &t->last;
+  }
+  weir_dataset_gather(d, order, first, k * t->opts.batch, b->input->data,
+                      b->target->data);
+  g_autoptr(GHashTable) symbols = weir_bindings_new();
+  weir_bindings_set(symbols, "K", k);
+  if (!weir_kernel_run(t->train_kernel, symbols, b->args, error)) {
+    g_prefix_error(error, "%s: training step %" G_GINT64_FORMAT ": ",
+                   t->model_path, t->steps + 1);
+    return FALSE;
+  }
+  double sum = 0;
+  const float *l = b->losses->data;
+  for (gint64 i = 0; i < k; i++)
+    sum += l[i];
+  *loss = sum / (double)k;
+  t->steps += k;
+  return TRUE;
+}
+
+gboolean weir_trainer_predict(WeirTrainer *t, const WeirDataset *d,
+                              float *logits, GError **error) {
+  g_return_val_if_fail(t && d && logits, FALSE);
+  if (d->n_features != t->n_features) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: %" G_GINT64_FORMAT
+                " features, the model takes %" G_GINT64_FORMAT,
+                d->source, d->n_features, t->n_features);
+    return FALSE;
+  }
+  gint64 batch = t->opts.batch, classes = t->eval_output->shape[1];
+  for (gint64 start = 0; start < d->n_samples; start += batch) {
+    gint64 n = MIN(batch, d->n_samples - start);
+    memset(t->eval_input->data, 0, weir_tensor_nbytes(t->eval_input));
+    weir_dataset_gather(d, NULL, start, n, t->eval_input->data, NULL);
+    if (!weir_kernel_run(t->eval_kernel, NULL, t->eval_args, error)) {
+      g_prefix_error(error, "%s: evaluation: ", t->model_path);
+      return FALSE;
+    }
+    memcpy(logits + start * classes, t->eval_output->data,
+           sizeof(float) * (gsize)(n * classes));
+  }
+  return TRUE;
+}
+
+gint64 weir_trainer_n_classes(const WeirTrainer *t) {
+  return t->eval_output->shape[1];
+}
+
+gboolean weir_trainer_evaluate(WeirTrainer *t, const WeirDataset *d,
+                               double *accuracy, double *loss, GError **error) {
+  g_return_val_if_fail(t && d, FALSE);
+  gint64 classes = t->eval_output->shape[1];
+  g_autofree float *logits = g_new(float, MAX(d->n_samples * classes, 1));
+  if (!weir_trainer_predict(t, d, logits, error))
+    return FALSE;
+  gint64 correct = 0;
+  double total = 0;
+  for (gint64 i = 0; i < d->n_samples; i++) {
+    const float *row = logits + i * classes;
+    gint64 best = 0;
+    double max = row[0];
+    for (gint64 c = 1; c < classes; c++) {
+      if (row[c] > max) {
+        max = row[c];
+        best = c;
+      }
+    }
+    gint64 label = d->labels[i];
+    double sum = 0;
+    for (gint64 c = 0; c < classes; c++)
+      sum += exp(row[c] - max);
+    double logit = label < classes ? row[label] : -INFINITY;
+    total += log(sum) + max - logit;
+    correct += best == label;
+  }
+  double n = (double)MAX(d->n_samples, 1);
+  if (accuracy)
+    *accuracy = (double)correct / n;
+  if (loss)
+    *loss = total / n;
+  return TRUE;
+}
+
+gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
+                          const WeirDataset *val, GError **error) {
+  g_return_val_if_fail(t && train, FALSE);
+  if (train->n_features != t->n_features) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: %" G_GINT64_FORMAT
+                " features, the model takes %" G_GINT64_FORMAT,
+                train->source, train->n_features, t->n_features);
+    return FALSE;
+  }
+  gint64 classes = t->eval_output->shape[1];
+  if (train->n_classes > classes) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: label %" G_GINT64_FORMAT " is out of range: the model "
+                "has %" G_GINT64_FORMAT " classes",
+                train->source, train->n_classes - 1, classes);
+    return FALSE;
+  }
+  gint64 batch = t->opts.batch, k_max = t->opts.steps_per_call;
+  gint64 steps_per_epoch = train->n_samples / batch;
+  if (steps_per_epoch == 0) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: %" G_GINT64_FORMAT " training samples do not fill one "
+                "batch of %" G_GINT64_FORMAT,
+                train->source, train->n_samples, batch);
+    return FALSE;
+  }
+  for (gint64 epoch = 1; epoch <= t->opts.epochs; epoch++) {
+    g_autofree gint64 *order = weir_dataset_permutation(
+        train->n_samples, t->opts.seed * 1000003u + (guint64)epoch);
+    WeirTrainProgress p = {0};
+    p.epoch = epoch;
+    p.epochs = t->opts.epochs;
+    p.steps_per_epoch = steps_per_epoch;
+    p.val_accuracy = p.val_loss = -1;
+    double loss_sum = 0;
+    gint64 t0 = g_get_monotonic_time();
+    for (gint64 step = 0; step < steps_per_epoch;) {
+      gint64 k = MIN(k_max, steps_per_epoch - step);
+      double loss = 0;
+      if (!run_call(t, train, order, step * batch, k, &loss, error))
+        return FALSE;
+      step += k;
+      loss_sum += loss * (double)k;
+      double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+      p.step = step;
+      p.total_steps = t->steps;
+      p.loss = loss;
+      p.samples_per_second = secs > 0 ? (double)(step * batch) / secs : 0;
+      p.skipped = weir_trainer_skipped(t);
+      if (t->opts.progress)
+        t->opts.progress(&p, t->opts.user_data);
+    }
+    p.epoch_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+    p.epoch_loss = loss_sum / (double)steps_per_epoch;
+    if (val && val->n_samples > 0 &&
+        !weir_trainer_evaluate(t, val, &p.val_accuracy, &p.val_loss, error))
+      return FALSE;
+    p.epoch_done = TRUE;
+    if (t->opts.progress)
+      t->opts.progress(&p, t->opts.user_data);
+  }
+  return TRUE;
+}
+
+/* ---- write-back ------------------------------------------------------- */
+
+/* The ONNX name of a forward container: the label of its access node. */
+static const char *onnx_name(const WeirGraph *g, const char *container) {
+  for (guint s = 0; s < g->states->len; s++) {
+    const WeirState *st = g->states->pdata[s];
+    for (guint i = 0; i < st->nodes->len; i++) {
+      const WeirNode *n = st->nodes->pdata[i];
+      if (n->kind == WEIR_NODE_ACCESS && !g_strcmp0(n->data, container))
+        return n->label && *n->label ? n->label : container;
+    }
+  }
+  return container;
+}
+
+gboolean weir_trainer_save_onnx(WeirTrainer *t, const char *path,
+                                GError **error) {
+  g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < t->forward->containers->len; i++) {
+    const WeirContainer *c = t->forward->containers->pdata[i];
+    WeirTensor *v = g_hash_table_lookup(t->state, c->name);
+    const char *name = onnx_name(t->forward, c->name);
+    /* outputs of Constant nodes have initial data too, but no initializer
+     * to write them to: they are left as the file has them */
+    if (c->initial && v && g_hash_table_contains(t->initializers, name))
+      g_hash_table_insert(values, (gpointer)name, v);
+  }
+  return weir_onnx_save_with_initializers(t->model_path, values, path, error);
+}

@@ -1,0 +1,286 @@
+/* training.c — operators that training programs are built from.
+ *
+ * The backward pass of a training program (core/train.c, ir/autodiff.c) is
+ * made of ordinary library nodes so that it validates, interprets,
+ * compiles and transforms like any other program.  Most of it reuses the
+ * ONNX operators (Gemm with transA/transB, ReduceSum, Transpose, ...); the
+ * few shapes of computation they do not cover are these operators:
+ *
+ *   Pointwise(a, b, ...) -> y
+ *       An elementwise computation given as tasklet code.  The inputs (1
+ *       to 8, tasklet connectors a, b, c, ... in order) broadcast like
+ *       numpy to the output shape; the body assigns y and may use the
+ *       output index p0, p1, ... (map parameters) and program symbols.
+ *       Attributes: code (string, required), dtype (string, a Weir dtype
+ *       name; default the dtype of input 0), flops (int, per element,
+ *       default 1), differentiable (int, default 1; 0 for values such as
+ *       dropout masks that carry no gradient).  The backward rule
+ *       differentiates the code symbolically (ir/ops/grad-code.c).
+ *   SumTo(x, like) -> y
+ *       Sums x over the dimensions along which `like` broadcasts to x's
+ *       shape: y has the shape of `like` and the dtype of x (the gradient
+ *       of a broadcast operand).  `like` only gives the shape.
+ *
+ * Their pure expansions live in transforms/expand/training.c.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "weir-ops.h"
+
+void weir_ops_register_training(void);
+
+static gboolean fail(GError **error, const WeirOpInferContext *ctx,
+                     const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static gboolean fail(GError **error, const WeirOpInferContext *ctx,
+                     const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
+              ctx->node->label, ctx->node->op, msg);
+  return FALSE;
+}
+
+/* The container at the other end of connector conn of n, or NULL. */
+static const WeirContainer *conn_container(const WeirGraph *g,
+                                           const WeirState *s,
+                                           const WeirNode *n, gboolean in,
+                                           const char *conn) {
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (in ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
+           : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0))
+      return m->data ? weir_graph_container(g, m->data) : NULL;
+  }
+  return NULL;
+}
+
+/* -------------------------------------------------------------- Pointwise */
+
+static const WeirOpAttrSpec pointwise_attrs[] = {
+    {"code", WEIR_ATTR_STRING, TRUE, NULL, 0, 0},
+    {"differentiable", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"dtype", WEIR_ATTR_STRING, FALSE, NULL, 0, 0},
+    {"flops", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+};
+
+static gboolean infer_pointwise(WeirOpInferContext *ctx, GError **error) {
+  guint ranks[8];
+  WeirExpr *const *shapes[8];
+  guint n = 0;
+  if (ctx->n_inputs > G_N_ELEMENTS(ranks))
+    return fail(error, ctx, "at most %u inputs", (guint)G_N_ELEMENTS(ranks));
+  for (guint k = 0; k < ctx->n_inputs; k++) {
+    if (!ctx->inputs[k].present)
+      return fail(error, ctx, "input %u is missing", k);
+    ranks[n] = ctx->inputs[k].rank;
+    shapes[n] = ctx->inputs[k].shape;
+    n++;
+  }
+  if (n == 0)
+    return fail(error, ctx, "needs at least one input");
+  WeirDType dtype = ctx->inputs[0].dtype;
+  const WeirAttr *d = weir_node_attr(ctx->node, "dtype");
+  if (d && d->type == WEIR_ATTR_STRING && !weir_dtype_from_name(d->s, &dtype))
+    return fail(error, ctx, "unknown dtype '%s'", d->s);
+  guint rank;
+  WeirExpr **shape;
+  g_autoptr(GError) local = NULL;
+  if (!weir_op_broadcast(n, ranks, shapes, &rank, &shape, &local))
+    return fail(error, ctx, "%s", local->message);
+  weir_op_set_output(ctx, 0, dtype, rank, shape);
+  for (guint i = 0; i < rank; i++)
+    weir_expr_unref(shape[i]);
+  g_free(shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_pointwise(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n) {
+  const WeirContainer *y = conn_container(g, s, n, FALSE, "out0");
+  if (!y)
+    return NULL;
+  const WeirAttr *f = weir_node_attr(n, "flops");
+  g_autoptr(WeirExpr) v = weir_container_volume(y);
+  return weir_expr_mul_const(v, f && f->type == WEIR_ATTR_INT ? f->i : 1);
+}
+
+/* ------------------------------------------------------------------ SumTo */
+
+static gboolean infer_sum_to(WeirOpInferContext *ctx, GError **error) {
+  if (ctx->n_inputs != 2 || !ctx->inputs[0].present || !ctx->inputs[1].present)
+    return fail(error, ctx, "needs inputs x and like");
+  const WeirOpValue *x = &ctx->inputs[0], *like = &ctx->inputs[1];
+  if (like->rank > x->rank)
+    return fail(error, ctx, "'like' has rank %u, more than x's %u", like->rank,
+                x->rank);
+  guint off = x->rank - like->rank;
+  for (guint d = 0; d < like->rank; d++) {
+    gint64 c;
+    if (weir_expr_is_const(like->shape[d], &c) && c == 1)
+      continue;
+    if (!weir_expr_equal(like->shape[d], x->shape[off + d])) {
+      g_autofree char *a = weir_expr_to_string(like->shape[d]);
+      g_autofree char *b = weir_expr_to_string(x->shape[off + d]);
+      return fail(error, ctx,
+                  "'like' dimension %u (%s) does not broadcast to x's (%s)", d,
+                  a, b);
+    }
+  }
+  weir_op_set_output(ctx, 0, x->dtype, like->rank, like->shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_sum_to(const WeirGraph *g, const WeirState *s,
+                              const WeirNode *n) {
+  const WeirContainer *x = conn_container(g, s, n, TRUE, "in0");
+  return x ? weir_container_volume(x) : NULL;
+}
+
+static const WeirOpInfo op_pointwise = {
+    .name = "Pointwise",
+    .min_inputs = 1,
+    .max_inputs = 8,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = pointwise_attrs,
+    .n_attrs = G_N_ELEMENTS(pointwise_attrs),
+    .infer = infer_pointwise,
+    .flops = flops_pointwise,
+};
+
+static const WeirOpInfo op_sum_to = {
+    .name = "SumTo",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = NULL,
+    .n_attrs = 0,
+    .infer = infer_sum_to,
+    .flops = flops_sum_to,
+};
+
+/* ------------------------------------------------ convolution and pooling
+ *
+ *   ConvGradInput(dY, W, like) -> dX     (like: X, for the shape)
+ *   ConvGradFilter(dY, X, like) -> dW    (like: W)
+ *   MaxPoolGrad(dY, X, Y) -> dX          (the first maximum of each window
+ *                                         gets the gradient)
+ *   AveragePoolGrad(dY, X) -> dX
+ * Two spatial dimensions.  Attributes are explicit (the backward rules
+ * resolve defaults and auto_pad): kernel_shape, strides, pads (begin
+ * values, then end values), dilations, group (convolutions),
+ * count_include_pad (AveragePoolGrad). */
+
+static const WeirOpAttrSpec window_attrs[] = {
+    {"count_include_pad", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"dilations", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"group", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"kernel_shape", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"pads", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"strides", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+};
+
+/* Output: the shape of input `like_index` (the op's last input for the
+ * convolution gradients, input 1 for pooling) and the dtype of input 0. */
+static gboolean infer_window_grad(WeirOpInferContext *ctx, GError **error) {
+  guint like = strstr(ctx->node->op, "Conv") ? 2 : 1;
+  if (ctx->n_inputs <= like || !ctx->inputs[0].present ||
+      !ctx->inputs[like].present)
+    return fail(error, ctx, "input %u is missing", like);
+  if (ctx->inputs[like].rank != 4)
+    return fail(error, ctx, "two spatial dimensions are supported (rank 4)");
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, ctx->inputs[like].rank,
+                     ctx->inputs[like].shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_window_grad(const WeirGraph *g, const WeirState *s,
+                                   const WeirNode *n) {
+  const WeirContainer *dy = conn_container(g, s, n, TRUE, "in0");
+  const WeirAttr *k = weir_node_attr(n, "kernel_shape");
+  if (!dy || !k || k->type != WEIR_ATTR_INTS)
+    return NULL;
+  gint64 taps = 2;
+  for (guint i = 0; i < k->ints->len; i++)
+    taps *= g_array_index(k->ints, gint64, i);
+  if (strstr(n->op, "Conv")) {
+    const WeirContainer *x = conn_container(g, s, n, TRUE, "in1");
+    if (x && x->shape->len > 1) {
+      /* times the channels of the other operand per group */
+      gint64 c;
+      if (weir_expr_is_const(g_ptr_array_index(x->shape, 1), &c))
+        taps *= c;
+    }
+  }
+  g_autoptr(WeirExpr) v = weir_container_volume(dy);
+  return weir_expr_mul_const(v, taps);
+}
+
+#define WINDOW_OP(var, name_, n_in)                                            \
+  static const WeirOpInfo var = {                                              \
+      .name = name_,                                                           \
+      .min_inputs = n_in,                                                      \
+      .max_inputs = n_in,                                                      \
+      .min_outputs = 1,                                                        \
+      .max_outputs = 1,                                                        \
+      .attrs = window_attrs,                                                   \
+      .n_attrs = G_N_ELEMENTS(window_attrs),                                   \
+      .infer = infer_window_grad,                                              \
+      .flops = flops_window_grad,                                              \
+  }
+
+WINDOW_OP(op_conv_grad_input, "ConvGradInput", 3);
+WINDOW_OP(op_conv_grad_filter, "ConvGradFilter", 3);
+WINDOW_OP(op_max_pool_grad, "MaxPoolGrad", 3);
+WINDOW_OP(op_avg_pool_grad, "AveragePoolGrad", 2);
+
+/* ------------------------------------------------------------- GatherGrad
+ *
+ * GatherGrad(dY, indices, like) -> dData: the gradient of Gather (attribute
+ * axis): zeros of like's shape, with every dY element added at the position
+ * Gather read it from (negative indices count from the end). */
+
+static const WeirOpAttrSpec gather_grad_attrs[] = {
+    {"axis", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+};
+
+static gboolean infer_gather_grad(WeirOpInferContext *ctx, GError **error) {
+  if (ctx->n_inputs != 3 || !ctx->inputs[0].present ||
+      !ctx->inputs[1].present || !ctx->inputs[2].present)
+    return fail(error, ctx, "needs dY, indices and like");
+  if (ctx->inputs[1].dtype != WEIR_DTYPE_I64 &&
+      ctx->inputs[1].dtype != WEIR_DTYPE_I32)
+    return fail(error, ctx, "indices must be int32 or int64");
+  const WeirOpValue *like = &ctx->inputs[2];
+  if (ctx->inputs[0].rank + 1 != like->rank + ctx->inputs[1].rank)
+    return fail(error, ctx, "dY's rank does not match Gather's output");
+  weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, like->rank, like->shape);
+  return TRUE;
+}
+
+static const WeirOpInfo op_gather_grad = {
+    .name = "GatherGrad",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = gather_grad_attrs,
+    .n_attrs = G_N_ELEMENTS(gather_grad_attrs),
+    .infer = infer_gather_grad,
+    .flops = flops_sum_to,
+};
+
+void weir_ops_register_training(void) {
+  weir_op_register(&op_gather_grad);
+  weir_op_register(&op_pointwise);
+  weir_op_register(&op_sum_to);
+  weir_op_register(&op_conv_grad_input);
+  weir_op_register(&op_conv_grad_filter);
+  weir_op_register(&op_max_pool_grad);
+  weir_op_register(&op_avg_pool_grad);
+}
