@@ -304,9 +304,9 @@ static gboolean model_ops_known(const WeirOnnxModel *model) {
   const WeirOnnxGraph *gr = weir_onnx_model_graph(model);
   for (guint i = 0; i < gr->n_nodes; i++) {
     const WeirOnnxNode *n = &gr->nodes[i];
-    if (!is_default_domain(n->domain))
-      return FALSE;
-    if (strcmp(n->op_type, "Constant") != 0 && !weir_op_lookup(n->op_type))
+    gboolean constant =
+        is_default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0;
+    if (!constant && !weir_op_lookup_onnx(n->domain, n->op_type))
       return FALSE;
   }
   return TRUE;

@@ -114,6 +114,10 @@ struct _WeirOpInfo {
   gboolean (*infer)(WeirOpInferContext *ctx, GError **error);
   /* FLOPs of one execution, or NULL when not meaningful. */
   WeirExpr *(*flops)(const WeirGraph *g, const WeirState *s, const WeirNode *n);
+  /* ONNX domain the operator comes from: NULL for the default domain (""
+   * or "ai.onnx"); "ai.onnx.preview.training" for Adam, Momentum and
+   * Adagrad.  The importer accepts a node only in its operator's domain. */
+  const char *domain;
 };
 
 /* Registers an operator (replacing one of the same name).  info is borrowed
@@ -121,6 +125,11 @@ struct _WeirOpInfo {
 WEIR_API void weir_op_register(const WeirOpInfo *info);
 /* Looks up an operator by name, or NULL. */
 WEIR_API const WeirOpInfo *weir_op_lookup(const char *name);
+/* The operator for an ONNX node of type op_type in domain `domain` (NULL,
+ * "" and "ai.onnx" name the default domain), or NULL when Weir has no such
+ * operator in that domain. */
+WEIR_API const WeirOpInfo *weir_op_lookup_onnx(const char *domain,
+                                               const char *op_type);
 /* Names of all registered operators, sorted (transfer container: free the
  * array, not the strings). */
 WEIR_API GPtrArray *weir_op_names(void);

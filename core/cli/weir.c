@@ -1750,7 +1750,10 @@ static int cmd_ops(int argc, char **argv) {
         g_string_append_printf(attrs, " <- %u from %u", a->from_input,
                                a->input_since);
     }
-    table_row(t, g_strdup(info->name),
+    /* Operators of other ONNX domains show it: "domain.Op". */
+    table_row(t,
+              info->domain ? g_strdup_printf("%s.%s", info->domain, info->name)
+                           : g_strdup(info->name),
               count_text(info->min_inputs, info->max_inputs),
               count_text(info->min_outputs, info->max_outputs),
               g_strdup(weir_op_expansion(info->name, "pure") ? "pure" : "-"),

@@ -1,6 +1,8 @@
 /* elementwise.c — schemas, inference and FLOP counts of the elementwise
  * operators (activations, arithmetic, comparisons, logic, Clip, Where,
- * Cast, Identity, Dropout and inference-mode BatchNormalization).
+ * Cast, Identity, Dropout and BatchNormalization, whose training mode
+ * also gives the running statistics and expands into reductions in
+ * transforms/expand/batchnorm-training.c).
  *
  * Structure: one static table, `ops`, with a row per operator.  A row embeds
  * the WeirOpInfo record that is registered (schema: input/output counts and
@@ -42,7 +44,8 @@ typedef enum {
   RULE_CLIP,      /* data, optional scalar min and max of the same type */
   RULE_CAST,      /* output dtype from attribute "to" */
   RULE_DROPOUT,   /* inference: identity, optional all-true mask */
-  RULE_BATCHNORM, /* X (N, C, ...), four per-channel vectors of size C */
+  RULE_BATCHNORM, /* X (N, C, ...), four per-channel vectors of size C;
+                     in training mode also running mean and variance */
 } Rule;
 
 typedef enum {
@@ -537,17 +540,25 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
   gint64 training = 0, spatial = 1;
   attr_int(ctx->node, e, "training_mode", &training);
   attr_int(ctx->node, e, "spatial", &spatial);
+  if (training != 0 && training != 1)
+    return fail(error, WEIR_ERROR_INVALID, ctx,
+                "training_mode = %" G_GINT64_FORMAT ", expected 0 or 1",
+                training);
   if (spatial == 0)
     return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
                 "spatial = 0 (per-activation statistics) is not supported");
-  /* Training mode (training_mode != 0) may have outputs 1 and 2, the
-   * updated running mean and variance; outputs 3 and 4 (saved statistics,
-   * before opset 14) are not supported. */
+  /* Training mode (opset 14 on) gives running_mean and running_var as
+   * outputs 1 and 2; the saved statistics of opsets 9 to 13 (outputs 3
+   * and 4) are not supported. */
   for (guint k = training ? 3 : 1; k < e->info.max_outputs; k++) {
     g_autofree char *conn = g_strdup_printf("out%u", k);
     if (weir_node_has_out_conn(ctx->node, conn))
       return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                  "output %u (training-mode statistics) is not supported", k);
+                  training ? "output %u (saved statistics of opsets 9 to 13) "
+                             "is not supported"
+                           : "output %u (training-mode statistics) is not "
+                             "supported outside training mode",
+                  k);
   }
   const WeirOpValue *x;
   if (!require_input(ctx, 0, &x, error) ||
@@ -576,8 +587,10 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
     }
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  /* running_mean and running_var, of the dtype of input_mean / input_var */
   for (guint k = 1; training && k < 3 && k < ctx->n_outputs; k++)
-    weir_op_set_output(ctx, k, ctx->inputs[3].dtype, 1, &x->shape[1]);
+    weir_op_set_output(ctx, k, ctx->inputs[2 + k].dtype, 1,
+                       ctx->inputs[2 + k].shape);
   return TRUE;
 }
 
@@ -652,5 +665,22 @@ static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
   if (!weir_dtype_is_float(data->dtype))
     per = 0;
   g_autoptr(WeirExpr) volume = weir_container_volume(out);
+  const WeirAttr *training = weir_node_attr(n, "training_mode");
+  if (e->rule == RULE_BATCHNORM && training &&
+      training->type == WEIR_ATTR_INT && training->i != 0) {
+    /* Training mode (transforms/expand/batchnorm-training.c), per element
+     * of X: the sum (1), the squared deviation (4), the normalization (4);
+     * per channel: mean, variance and 1/sqrt(var + eps) (5) and 3 for each
+     * running statistic given as an output. */
+    const WeirContainer *mean = conn_container(g, s, n, TRUE, "in3");
+    if (!mean || mean->shape->len != 1)
+      return NULL;
+    guint per_channel = 5 + 3 * weir_node_has_out_conn(n, "out1") +
+                        3 * weir_node_has_out_conn(n, "out2");
+    g_autoptr(WeirExpr) elems = weir_expr_mul_const(volume, 9);
+    g_autoptr(WeirExpr) chans =
+        weir_expr_mul_const(g_ptr_array_index(mean->shape, 0), per_channel);
+    return weir_expr_add(elems, chans);
+  }
   return weir_expr_mul_const(volume, per);
 }

@@ -51,6 +51,19 @@ const WeirOpInfo *weir_op_lookup(const char *name) {
   return info;
 }
 
+static gboolean is_default_domain(const char *domain) {
+  return !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
+}
+
+const WeirOpInfo *weir_op_lookup_onnx(const char *domain, const char *op_type) {
+  const WeirOpInfo *info = weir_op_lookup(op_type);
+  if (!info)
+    return NULL;
+  if (is_default_domain(domain))
+    return is_default_domain(info->domain) ? info : NULL;
+  return g_strcmp0(info->domain, domain) == 0 ? info : NULL;
+}
+
 static int cmp_str(gconstpointer a, gconstpointer b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }

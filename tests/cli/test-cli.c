@@ -719,6 +719,8 @@ static void test_ops(void **state) {
   /* An input that the importer moves into an attribute, with its opset. */
   assert_contains(r.out, "Reshape");
   assert_contains(r.out, "shape <- 2 from 5");
+  /* Operators of other ONNX domains are shown with it. */
+  assert_contains(r.out, "ai.onnx.preview.training.Adam ");
   assert_contains(r.out, "operators ('!': required attribute)");
   run_clear(&r);
 }

@@ -910,6 +910,78 @@ static void test_opsets(void **state) {
   assert_contains(g_ptr_array_index(warnings, 0), "opset 18 is outside");
 }
 
+/* The training operators are in domain ai.onnx.preview.training, version
+ * 1, and only there. */
+static Model *training_model(const char *domain, gint64 version) {
+  Model *m = model_new(17);
+  Onnx__OperatorSetIdProto *o = g_new0(Onnx__OperatorSetIdProto, 1);
+  onnx__operator_set_id_proto__init(o);
+  o->domain = g_strdup("ai.onnx.preview.training");
+  o->has_version = TRUE;
+  o->version = version;
+  APPEND(m->opset_import, m->n_opset_import, o);
+  add_input(m, "R", F32, "");
+  add_input(m, "T", I64, "");
+  static const char *const names[] = {"X", "G", "V", "H"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    add_input(m, names[i], F32, "2,3");
+  add_output(m, "X_new", F32, "2,3");
+  add_output(m, "V_new", F32, NULL);
+  add_output(m, "H_new", F32, NULL);
+  Onnx__NodeProto *n =
+      add_node(m, "Adam", "adam", "R,T,X,G,V,H", "X_new,V_new,H_new");
+  if (domain)
+    n->domain = g_strdup(domain);
+  attr_float(n, "beta", 0.5f);
+  return m;
+}
+
+static void test_training_domain(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g =
+      import_built_ok(training_model("ai.onnx.preview.training", 1), NULL);
+  const WeirNode *n = only_library(g);
+  assert_string_equal(n->op, "Adam");
+  assert_conns(n->in_conns, "in0,in1,in2,in3,in4,in5");
+  assert_conns(n->out_conns, "out0,out1,out2");
+  assert_float_equal(weir_node_attr(n, "beta")->f, 0.5, 1e-7);
+  assert_float_equal(weir_node_attr(n, "alpha")->f, 0.9, 1e-12);
+  assert_shape(g, "H_new", "2, 3");
+
+  /* Adam is no operator of the default domain. */
+  g_autofree char *msg =
+      import_error(training_model(NULL, 1), NULL, WEIR_ERROR_UNSUPPORTED);
+  assert_string_equal(
+      msg, "built.onnx: 1 unsupported operator: Adam (1 node: adam)");
+  g_autofree char *other = import_error(training_model("com.example", 1), NULL,
+                                        WEIR_ERROR_UNSUPPORTED);
+  assert_contains(other, "com.example.Adam (1 node: adam)");
+
+  /* Only version 1 of the training domain exists. */
+  g_autofree char *version =
+      import_error(training_model("ai.onnx.preview.training", 2), NULL,
+                   WEIR_ERROR_UNSUPPORTED);
+  assert_string_equal(version, "built.onnx: node 'adam' (Adam): opset 2 of "
+                               "domain ai.onnx.preview.training is not "
+                               "supported (Weir imports version 1)");
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  WeirOnnxImportOptions opts = {.allow_any_opset = TRUE, .warnings = warnings};
+  g_autoptr(WeirGraph) any =
+      import_built_ok(training_model("ai.onnx.preview.training", 2), &opts);
+  assert_int_equal(warnings->len, 1);
+  assert_contains(g_ptr_array_index(warnings, 0),
+                  "domain ai.onnx.preview.training: opset 2");
+
+  /* BatchNormalization in training mode gives the running statistics. */
+  NEED_DATA(bn, "node/test_batchnorm_example_training_mode/model.onnx");
+  g_autoptr(WeirGraph) b = import_ok(bn, NULL);
+  const WeirNode *bn_node = only_library(b);
+  assert_int_equal(weir_node_attr(bn_node, "training_mode")->i, 1);
+  assert_conns(bn_node->out_conns, "out0,out1,out2");
+  assert_shape(b, "output_mean", "3");
+  assert_shape(b, "output_var", "3");
+}
+
 static void assert_ints_attr(const WeirNode *n, const char *name,
                              const gint64 *want, guint count) {
   const WeirAttr *a = weir_node_attr(n, name);
@@ -1137,6 +1209,7 @@ int main(void) {
       cmocka_unit_test(test_declared_shapes),
       cmocka_unit_test(test_malformed_and_unsupported),
       cmocka_unit_test(test_opsets),
+      cmocka_unit_test(test_training_domain),
       cmocka_unit_test(test_reshape_chain),
       cmocka_unit_test(test_symbolic_reshape_chain),
       cmocka_unit_test(test_softmax_opsets),

@@ -914,11 +914,12 @@ static void test_infer_unsupported(void **state) {
 
   WeirNode *bn =
       weir_state_add_library(g1, s1, "b1", "BatchNormalization", NULL, NULL);
-  weir_node_set_attr_int(bn, "training_mode", 1);
+  weir_node_set_attr_int(bn, "spatial", 0);
   WeirContainer *cs[5] = {
       weir_graph_add_array(g1, "bx", F32, "2, 3", FALSE, NULL), c1, c1, c1, c1};
-  /* training mode is supported (batch statistics; docs/training.md) */
-  assert_true(infer_node(g1, bn, cs, 5, out, 1, &error));
+  assert_false(infer_node(g1, bn, cs, 5, out, 1, &error));
+  assert_int_equal(error->code, WEIR_ERROR_UNSUPPORTED);
+  assert_non_null(strstr(error->message, "spatial"));
 }
 
 /* ------------------------------------------------------------------ flops */
@@ -1068,10 +1069,8 @@ static void test_expansion_errors(void **state) {
                    .n_ins = 5};
   g_autoptr(WeirGraph) g2 = build_case(&bn, NULL);
   weir_node_set_attr_int(library_of(g2), "training_mode", 1);
-  /* training mode expands (checked numerically by the ONNX node tests
-   * test_batchnorm_*_training_mode) */
-  g_autoptr(GError) bn_error = NULL;
-  assert_true(weir_expand_all(g2, NULL, NULL, &bn_error));
+  weir_node_set_attr_int(library_of(g2), "spatial", 0);
+  expect_expand_error(g2, WEIR_ERROR_UNSUPPORTED, "spatial = 0");
 
   const Case cast = {"Cast", .ins = {{"X", F32, "N"}}, .n_ins = 1,
                      .i = {{"to", 6}}};

@@ -10,7 +10,9 @@
  *   - KIND_VARIADIC: x0, x1, ... with the body built from the input count;
  *   - KIND_POW, KIND_CLIP, KIND_CAST, KIND_DROPOUT, KIND_BATCHNORM: bodies
  *     or subsets that depend on dtypes or optional inputs, built by small
- *     functions below.
+ *     functions below.  BatchNormalization in training mode is not
+ *     elementwise (it reduces over the batch): it is handed to
+ *     transforms/expand/batchnorm-training.c.
  * The tasklet output connector is always "y" (and "mask" for Dropout).
  */
 #include <math.h>
@@ -419,9 +421,6 @@ static gboolean build_cast(Builder *b, const ElemExpansion *e, GError **error) {
 
 static gboolean build_batchnorm(Builder *b, const ElemExpansion *e,
                                 GError **error) {
-  const WeirAttr *training = weir_node_attr(b->n, "training_mode");
-  if (training && training->type == WEIR_ATTR_INT && training->i != 0)
-    return unsupported(error, b->n, "training mode is not supported");
   const WeirAttr *spatial = weir_node_attr(b->n, "spatial");
   if (spatial && spatial->type == WEIR_ATTR_INT && spatial->i == 0)
     return unsupported(error, b->n, "spatial = 0 is not supported");
@@ -430,7 +429,7 @@ static gboolean build_batchnorm(Builder *b, const ElemExpansion *e,
     if (weir_node_has_out_conn(b->n, conn))
       return unsupported(error, b->n,
                          "output %u (training-mode statistics) is not "
-                         "supported",
+                         "supported outside training mode",
                          k);
   }
   if (b->out.rank < 2)
@@ -504,11 +503,10 @@ static gboolean expand_elementwise(WeirGraph *g, WeirState *s, WeirNode *n,
     return unsupported(error, n, "no elementwise expansion");
   if (!weir_op_check_attrs(n, error))
     return FALSE;
-  if (e->kind == KIND_BATCHNORM) {
-    const WeirAttr *tm = weir_node_attr(n, "training_mode");
-    if (tm && tm->type == WEIR_ATTR_INT && tm->i != 0)
-      return weir_expand_batchnorm_training(g, s, n, error);
-  }
+  const WeirAttr *training = weir_node_attr(n, "training_mode");
+  if (e->kind == KIND_BATCHNORM && training &&
+      training->type == WEIR_ATTR_INT && training->i != 0)
+    return weir_expand_batchnorm_training(g, s, n, error);
 
   Builder b = {.g = g, .s = s, .n = n};
   b.conns = g_ptr_array_new_with_free_func(g_free);

@@ -4,6 +4,7 @@
 #include "expand-util.h"
 
 void weir_transforms_register_expansions(void);
+void weir_expand_register_optimizers(void);
 void weir_expand_register_elementwise(void);
 void weir_expand_register_linalg(void);
 void weir_expand_register_reduce(void);
@@ -11,6 +12,7 @@ void weir_expand_register_shape(void);
 void weir_expand_register_training(void);
 
 void weir_transforms_register_expansions(void) {
+  weir_expand_register_optimizers();
   weir_expand_register_elementwise();
   weir_expand_register_linalg();
   weir_expand_register_reduce();

@@ -226,27 +226,20 @@ static gboolean is_default_domain(const char *domain) {
   return !domain || !*domain || strcmp(domain, "ai.onnx") == 0;
 }
 
-/* The registry name of a node's operator: op_type in the default domain,
- * "<domain>.<op_type>" elsewhere (ai.onnx.preview.training.Adam).
- * (transfer full) */
-static char *qualified_op(const WeirOnnxNode *n) {
-  return is_default_domain(n->domain)
-             ? g_strdup(n->op_type)
-             : g_strdup_printf("%s.%s", n->domain, n->op_type);
-}
-
 /* Reports every node whose operator Weir does not know, in one error. */
 static gboolean check_operators(Importer *imp, GError **error) {
   g_autoptr(GPtrArray) list = g_ptr_array_new_with_free_func(unsupported_free);
   guint total = 0;
   for (guint i = 0; i < imp->graph->n_nodes; i++) {
     const WeirOnnxNode *n = &imp->graph->nodes[i];
-    g_autofree char *op = qualified_op(n);
     gboolean known =
         (is_default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0) ||
-        weir_op_lookup(op) != NULL;
+        weir_op_lookup_onnx(n->domain, n->op_type) != NULL;
     if (known)
       continue;
+    g_autofree char *op = is_default_domain(n->domain)
+                              ? g_strdup(n->op_type)
+                              : g_strdup_printf("%s.%s", n->domain, n->op_type);
     Unsupported *u = NULL;
     for (guint k = 0; k < list->len && !u; k++) {
       Unsupported *x = g_ptr_array_index(list, k);
@@ -280,7 +273,40 @@ static gboolean check_operators(Importer *imp, GError **error) {
   return fail(imp, error, WEIR_ERROR_UNSUPPORTED, "%s", text);
 }
 
+/* Operators of other domains (ai.onnx.preview.training) follow version 1
+ * of their domain, the only one there is. */
+static gboolean check_domain_opsets(Importer *imp, GError **error) {
+  for (guint i = 0; i < imp->graph->n_nodes; i++) {
+    const char *domain = imp->graph->nodes[i].domain;
+    if (is_default_domain(domain))
+      continue;
+    gint64 version = weir_onnx_model_opset(imp->model, domain);
+    if (version == 1)
+      continue;
+    if (imp->opts && imp->opts->allow_any_opset) {
+      /* One warning per domain. */
+      gboolean seen = FALSE;
+      for (guint k = 0; k < i && !seen; k++)
+        seen = g_strcmp0(imp->graph->nodes[k].domain, domain) == 0;
+      if (!seen)
+        warn(imp,
+             "domain %s: opset %" G_GINT64_FORMAT " is not version 1; its "
+             "operators are read by the rules of version 1",
+             domain, version);
+      continue;
+    }
+    return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                "node '%s' (%s): opset %" G_GINT64_FORMAT " of domain %s is "
+                "not supported (Weir imports version 1)",
+                imp->graph->nodes[i].name, imp->graph->nodes[i].op_type,
+                version, domain);
+  }
+  return TRUE;
+}
+
 static gboolean check_opset(Importer *imp, GError **error) {
+  if (!check_domain_opsets(imp, error))
+    return FALSE;
   imp->opset = weir_onnx_model_opset(imp->model, "");
   if (imp->opset == 0) {
     /* Only a problem when some node is in the default domain. */
@@ -1015,8 +1041,7 @@ static gboolean add_memlet(Importer *imp, guint src, const char *src_conn,
 
 static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
                                GError **error) {
-  g_autofree char *op = qualified_op(on);
-  const WeirOpInfo *info = weir_op_lookup(op);
+  const WeirOpInfo *info = weir_op_lookup(on->op_type);
   g_assert(info);
   guint n_in = on->n_inputs;
   g_autofree Value **inputs = g_new0(Value *, n_in + 1);
@@ -1029,8 +1054,8 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
       return FALSE;
     uses[k] = INPUT_WIRED;
   }
-  WeirNode *n =
-      weir_state_add_library(imp->g, imp->state, on->name, op, NULL, NULL);
+  WeirNode *n = weir_state_add_library(imp->g, imp->state, on->name,
+                                       on->op_type, NULL, NULL);
   for (guint i = 0; i < on->n_attrs; i++)
     if (!convert_attr(imp, on, info, &on->attrs[i], n, error))
       return FALSE;
