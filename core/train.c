@@ -103,13 +103,23 @@ static WeirState *forward_parts(const WeirGraph *g, GPtrArray *inputs,
   return s;
 }
 
-/* Float containers with constant data read by the forward nodes. */
+/* Float containers with constant data and more than one element: the
+ * candidates for parameters.  Single-element constants are the epsilons,
+ * exponents and scale factors that exporters write as Constant nodes (a
+ * LayerNormalization decomposed into Pow(x, 2), Add(var, 1e-5)); training
+ * them would be wrong (and Pow's exponent gradient is NaN for negative
+ * bases). */
 static GPtrArray *constant_floats(const WeirGraph *g) {
   GPtrArray *out = g_ptr_array_new();
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (c->initial && weir_dtype_is_float(c->dtype))
-      g_ptr_array_add(out, c->name);
+    if (!c->initial || !weir_dtype_is_float(c->dtype))
+      continue;
+    g_autoptr(WeirExpr) v = weir_container_volume(c);
+    gint64 n;
+    if (weir_expr_is_const(v, &n) && n <= 1)
+      continue;
+    g_ptr_array_add(out, c->name);
   }
   g_ptr_array_add(out, NULL);
   return out;

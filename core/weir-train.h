@@ -11,7 +11,9 @@
  *   - every trainable parameter keeps its forward name; it is an
  *     argument (transient = FALSE, no initial data), read and updated in
  *     place. A parameter is a floating-point container with initial data
- *     in the forward program that some loss-contributing value depends on.
+ *     and more than one element in the forward program that some
+ *     loss-contributing value depends on through differentiable inputs
+ *     (single-element constants are exporters' epsilons and exponents).
  *     weir_train_parameters() lists them in order.
  *   - optimizer state per parameter P: "P_m" (momentum / Adam first
  *     moment), "P_v" (Adam second moment); same shape and dtype as P,
