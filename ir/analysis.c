@@ -514,7 +514,11 @@ static WeirExpr *compute_node_flops(StateCtx *ctx, const WeirNode *n,
     WeirLibraryFlopsFunc f = library_lookup(n->op);
     g_autoptr(WeirExpr) op_flops = f != NULL ? f(ctx->g, ctx->s, n) : NULL;
     g_autoptr(WeirExpr) epi = epilogue_flops(ctx, n);
-    if (op_flops != NULL && epi != NULL)
+    gint64 zero = -1;
+    if (op_flops != NULL && epi != NULL && weir_expr_is_const(epi, &zero) &&
+        zero == 0)
+      per_exec = g_steal_pointer(&op_flops);
+    else if (op_flops != NULL && epi != NULL)
       per_exec = weir_expr_add(op_flops, epi);
     break;
   }
