@@ -189,10 +189,32 @@ static void test_lenet(void **state) {
   assert_same_compiled(before, g, sym, "output");
 }
 
+/* A malformed epilogue (hand-written JSON, say) is reported by the
+ * validator, naming the node. */
+static void test_bad_epilogue(void **state) {
+  (void)state;
+  guint ids[4];
+  g_autoptr(WeirGraph) g = build_gemm(ids, "i, j", "5", "j");
+  WeirNode *l = weir_state_node(g_ptr_array_index(g->states, 0), ids[0]);
+  weir_node_set_attr_string(l, WEIR_EPILOGUE_CODE, "y = max(t, 0)");
+  g_autoptr(GError) error = NULL;
+  assert_false(weir_graph_validate(g, &error));
+  assert_non_null(strstr(error->message, "epilogue_conns"));
+  assert_non_null(strstr(error->message, "'fc'"));
+  g_clear_error(&error);
+  const char *conns[] = {"y", "t", "b"};
+  weir_node_set_attr_strings(l, WEIR_EPILOGUE_CONNS, conns, 3);
+  weir_node_set_attr_string(l, WEIR_EPILOGUE_CODE, "y = max(t,");
+  assert_false(weir_graph_validate(g, &error));
+  assert_non_null(strstr(error->message, "epilogue: "));
+  assert_non_null(strstr(error->message, "no connector 'epi0'"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_bias_relu),
       cmocka_unit_test(test_illegal_sites),
+      cmocka_unit_test(test_bad_epilogue),
       cmocka_unit_test(test_lenet),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
