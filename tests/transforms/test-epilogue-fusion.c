@@ -189,6 +189,33 @@ static void test_lenet(void **state) {
   assert_same_compiled(before, g, sym, "output");
 }
 
+/* Y = relu(Y @ W): the map writes the Gemm's own input, so the Gemm cannot
+ * write it directly.  ids as in build_gemm. */
+static void test_output_is_input(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("inplace");
+  t3_array(g, "Y", "3,5", FALSE);
+  t3_array(g, "W", "5,5", FALSE);
+  t3_array(g, "T", "3,5", TRUE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *y0 = weir_state_add_access(g, s, "Y");
+  WeirNode *w = weir_state_add_access(g, s, "W");
+  WeirNode *t = weir_state_add_access(g, s, "T");
+  WeirNode *y1 = weir_state_add_access(g, s, "Y");
+  static const char *const ins[] = {"in0", "in1", NULL};
+  static const char *const outs[] = {"out0", NULL};
+  WeirNode *l = weir_state_add_library(g, s, "fc", "Gemm", ins, outs);
+  t3_edge(g, s, y0->id, NULL, l->id, "in0", "Y", "0:3, 0:5");
+  t3_edge(g, s, w->id, NULL, l->id, "in1", "W", "0:5, 0:5");
+  t3_edge(g, s, l->id, "out0", t->id, NULL, "T", "0:3, 0:5");
+  WeirNode *e =
+      t3_map(g, s, "relu", "i,j", "0:3,0:5", "y = max(t, 0)",
+             P({t, "t", "i, j"}), 1, P({y1, "y", "i, j"}), 1, NULL, NULL);
+  t3_assert_valid(g);
+  WeirSite site = t3_site(s->id, l->id, t->id, e->id, 0);
+  t3_assert_reason(EF, g, &site, "which it would then write");
+}
+
 /* A malformed epilogue (hand-written JSON, say) is reported by the
  * validator, naming the node. */
 static void test_bad_epilogue(void **state) {
@@ -215,6 +242,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_bias_relu),
       cmocka_unit_test(test_illegal_sites),
       cmocka_unit_test(test_bad_epilogue),
+      cmocka_unit_test(test_output_is_input),
       cmocka_unit_test(test_lenet),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

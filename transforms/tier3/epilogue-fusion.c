@@ -217,6 +217,13 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
   if (!shapes_equal(p->o, p->t) || p->o->dtype != p->t->dtype)
     return tier3_reason(reason, "'%s' and '%s' differ in shape or dtype",
                         p->o->name, p->t->name);
+  g_autoptr(GPtrArray) lin = tier3_edges_in(s, p->lib->id, NULL);
+  for (guint i = 0; i < lin->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(lin, i);
+    if (g_strcmp0(m->data, p->o->name) == 0)
+      return tier3_reason(reason, "%s reads '%s', which it would then write",
+                          lw, p->o->name);
+  }
   g_autoptr(GPtrArray) onin = tier3_edges_in(s, p->on->id, NULL);
   if (onin->len != 1)
     return tier3_reason(reason, "access node %u of '%s' has other writers",
