@@ -4132,6 +4132,9 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   g_return_val_if_fail(g != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
+  /* Epilogues become in-place loops right after their node's call. */
+  if (!weir_epilogue_split_all(copy, error))
+    return NULL;
   if (has_library(copy) && !expand_everywhere(copy, error))
     return NULL;
   if (!weir_graph_validate(copy, error))

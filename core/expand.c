@@ -92,6 +92,11 @@ gboolean weir_expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autoptr(GArray) after = ordering_ends(s, n->id, FALSE);
   guint first_new = g->next_id;
   g_autoptr(GError) local = NULL;
+  /* A native choice keeps the epilogue on the node (the code generator
+   * splits it); an expansion into maps gets the epilogue as a map first. */
+  if (weir_epilogue_present(n) && !weir_native_lookup(op, impl_name) &&
+      !weir_epilogue_split(g, s, n, error))
+    return FALSE;
   if (!f(g, s, n, &local) ||
       !keep_ordering(g, s, first_new, before, after, &local)) {
     g_set_error(error, WEIR_ERROR, local ? local->code : WEIR_ERROR_INVALID,

@@ -35,6 +35,32 @@ WEIR_API gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
 WEIR_API gboolean weir_expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
                                        const char *impl, GError **error);
 
+/* Epilogues.  A Gemm, MatMul or Conv library node may carry an element-wise
+ * epilogue (set by the tier-3 transformation epilogue-fusion): code applied
+ * to every element of its output right after the node's computation.
+ *   "epilogue"        STRING: tasklet code (the fused map's tasklet);
+ *   "epilogue_conns"  STRINGS: the tasklet's output connector, the
+ *                     connector that receives the node's result element,
+ *                     then one connector per extra input;
+ * extra input k enters the node on connector "epi<k>" (a memlet covering the
+ * whole container) and is read broadcast to the output (numpy rules, right
+ * aligned, dimensions of size 1 read index 0).  The epilogue writes the
+ * element in place: the node's output container holds the epilogue's
+ * result. */
+#define WEIR_EPILOGUE_CODE "epilogue"
+#define WEIR_EPILOGUE_CONNS "epilogue_conns"
+
+/* Whether n is a library node with an epilogue. */
+WEIR_API gboolean weir_epilogue_present(const WeirNode *n);
+/* Moves n's epilogue out of the node into an element-wise map that reads
+ * n's output in place after n (and the extra inputs) and writes it back to
+ * a new access node of the same container, which takes over the readers of
+ * the old one.  No-op without an epilogue.  Errors name the node. */
+WEIR_API gboolean weir_epilogue_split(WeirGraph *g, WeirState *s, WeirNode *n,
+                                      GError **error);
+/* Splits every epilogue of g and of the programs nested in it. */
+WEIR_API gboolean weir_epilogue_split_all(WeirGraph *g, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -454,6 +454,52 @@ static WeirMemletCost *memlet_cost(StateCtx *ctx, const WeirMemlet *m) {
   return mc;
 }
 
+/* FLOPs of the element-wise epilogue of a library node (attributes
+ * "epilogue" and "epilogue_conns", core/weir-expand.h): its code once per
+ * output element.  0 without an epilogue; NULL when the code does not
+ * parse or type-check.  (transfer full) */
+static WeirExpr *epilogue_flops(const StateCtx *ctx, const WeirNode *n) {
+  const WeirAttr *code = weir_node_attr(n, "epilogue");
+  const WeirAttr *conns = weir_node_attr(n, "epilogue_conns");
+  if (!code)
+    return weir_expr_const(0);
+  if (code->type != WEIR_ATTR_STRING || !conns ||
+      conns->type != WEIR_ATTR_STRINGS || conns->strings->len < 2)
+    return NULL;
+  const WeirMemlet *y = connector_memlet(ctx->s, n->id, "out0", FALSE);
+  const WeirContainer *yc =
+      y && y->data ? weir_graph_container(ctx->g, y->data) : NULL;
+  if (!yc)
+    return NULL;
+  g_autoptr(GArray) ins = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
+  WeirConnectorInfo out = {.name = g_ptr_array_index(conns->strings, 0),
+                           .dtype = yc->dtype};
+  WeirConnectorInfo acc = {.name = g_ptr_array_index(conns->strings, 1),
+                           .dtype = yc->dtype};
+  g_array_append_val(ins, acc);
+  for (guint k = 2; k < conns->strings->len; k++) {
+    g_autofree char *conn = g_strdup_printf("epi%u", k - 2);
+    const WeirMemlet *m = connector_memlet(ctx->s, n->id, conn, TRUE);
+    const WeirContainer *c =
+        m && m->data ? weir_graph_container(ctx->g, m->data) : NULL;
+    if (!c)
+      return NULL;
+    WeirConnectorInfo x = {.name = g_ptr_array_index(conns->strings, k),
+                           .dtype = c->dtype};
+    g_array_append_val(ins, x);
+  }
+  g_autoptr(WeirCode) parsed = weir_code_parse(code->s, NULL);
+  g_autoptr(GHashTable) symbols = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < ctx->g->symbols->len; i++)
+    g_hash_table_add(symbols, g_ptr_array_index(ctx->g->symbols, i));
+  if (!parsed || !weir_code_check(parsed, (const WeirConnectorInfo *)ins->data,
+                                  ins->len, &out, 1, symbols, NULL))
+    return NULL;
+  g_autoptr(WeirExpr) per = weir_expr_const((gint64)weir_code_flops(parsed));
+  g_autoptr(WeirExpr) vol = weir_container_volume(yc);
+  return weir_expr_mul(per, vol);
+}
+
 /* FLOPs of a node that computes (tasklet, library, nested), over all its
  * executions; NULL when unknown.  Other kinds are not asked. */
 static WeirExpr *compute_node_flops(StateCtx *ctx, const WeirNode *n,
@@ -466,8 +512,14 @@ static WeirExpr *compute_node_flops(StateCtx *ctx, const WeirNode *n,
     break;
   case WEIR_NODE_LIBRARY: {
     WeirLibraryFlopsFunc f = library_lookup(n->op);
-    if (f != NULL)
-      per_exec = f(ctx->g, ctx->s, n);
+    g_autoptr(WeirExpr) op_flops = f != NULL ? f(ctx->g, ctx->s, n) : NULL;
+    g_autoptr(WeirExpr) epi = epilogue_flops(ctx, n);
+    gint64 zero = -1;
+    if (op_flops != NULL && epi != NULL && weir_expr_is_const(epi, &zero) &&
+        zero == 0)
+      per_exec = g_steal_pointer(&op_flops);
+    else if (op_flops != NULL && epi != NULL)
+      per_exec = weir_expr_add(op_flops, epi);
     break;
   }
   case WEIR_NODE_NESTED: {

@@ -923,6 +923,19 @@ const WeirAttr *weir_node_attr(const WeirNode *n, const char *name) {
   return NULL;
 }
 
+gboolean weir_node_remove_attr(WeirNode *n, const char *name) {
+  if (!n->attrs)
+    return FALSE;
+  for (guint i = 0; i < n->attrs->len; i++) {
+    WeirAttr *a = g_ptr_array_index(n->attrs, i);
+    if (strcmp(a->name, name) == 0) {
+      g_ptr_array_remove_index(n->attrs, i);
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 /* ----------------------------------------------------------------- memlets */
 
 static void memlet_free(gpointer p) {

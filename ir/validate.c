@@ -713,6 +713,47 @@ static gboolean connectors_resolved(StateCheck *st, const WeirNode *n) {
   return TRUE;
 }
 
+/* The epilogue of a library node (attributes "epilogue" and
+ * "epilogue_conns", core/weir-expand.h): code that parses, the tasklet's
+ * output and accumulator connectors, and one connector epi<k> per extra
+ * input. */
+static void check_epilogue(StateCheck *st, const Where *w, const WeirNode *n) {
+  const WeirAttr *code = weir_node_attr(n, "epilogue");
+  const WeirAttr *conns = weir_node_attr(n, "epilogue_conns");
+  guint n_epi = 0;
+  for (guint i = 0; i < n->in_conns->len; i++)
+    if (g_str_has_prefix(g_ptr_array_index(n->in_conns, i), "epi"))
+      n_epi++;
+  if (!code) {
+    if (conns || n_epi)
+      add_problem(st->out, w, "epilogue connectors without an 'epilogue'");
+    return;
+  }
+  if (code->type != WEIR_ATTR_STRING || !code->s) {
+    add_problem(st->out, w, "attribute 'epilogue' must be a string");
+    return;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirCode) parsed = weir_code_parse(code->s, &error);
+  if (!parsed)
+    add_problem(st->out, w, "epilogue: %s", error->message);
+  if (!conns || conns->type != WEIR_ATTR_STRINGS || conns->strings->len < 2) {
+    add_problem(st->out, w,
+                "attribute 'epilogue_conns' must list the epilogue's output "
+                "and input connectors (at least two strings)");
+    return;
+  }
+  for (guint k = 0; k + 2 < conns->strings->len; k++) {
+    g_autofree char *conn = g_strdup_printf("epi%u", k);
+    if (!weir_node_has_in_conn(n, conn))
+      add_problem(st->out, w, "epilogue input %u ('%s') has no connector '%s'",
+                  k, (char *)g_ptr_array_index(conns->strings, k + 2), conn);
+  }
+  if (n_epi != conns->strings->len - 2)
+    add_problem(st->out, w, "%u epilogue connectors for %u epilogue inputs",
+                n_epi, conns->strings->len - 2);
+}
+
 static void check_node(StateCheck *st, WeirNode *n) {
   g_autofree char *element = NULL;
   Where w;
@@ -751,6 +792,7 @@ static void check_node(StateCheck *st, WeirNode *n) {
     if (!n->op || !*n->op)
       add_problem(st->out, &w, "library node has no op");
     check_node_connectors(st, &w, n);
+    check_epilogue(st, &w, n);
     break;
   case WEIR_NODE_NESTED:
     check_node_connectors(st, &w, n);

@@ -111,7 +111,7 @@ static void test_info_count(void **state) {
   r = run_weir("optimize", model, "--recipe", "samples/recipes/lenet.json",
                NULL);
   assert_int_equal(r.status, 0);
-  assert_contains(r.out, "9 recipe steps, 19 applications");
+  assert_contains(r.out, "9 recipe steps, 20 applications");
   run_clear(&r);
 }
 

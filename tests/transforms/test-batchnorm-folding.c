@@ -116,6 +116,15 @@ static void test_rejections(void **state) {
   g_autofree char *r5 = t2_reason(info(), h, &swapped, NULL);
   assert_string_equal(r5, "the site is not a Conv and a BatchNormalization");
   assert_int_equal(t2_count_legal(info(), h), 1);
+  /* a Conv with an epilogue (epilogue-fusion): BN(relu(conv)) is not a
+   * convolution with other weights */
+  WeirNode *c = weir_graph_node(h, conv, NULL);
+  weir_node_set_attr_string(c, "epilogue", "y = max(t, 0)");
+  const char *conns[] = {"y", "t"};
+  weir_node_set_attr_strings(c, "epilogue_conns", conns, 2);
+  g_autofree char *r6 = t2_reason(info(), h, &site, NULL);
+  assert_string_equal(r6, "Conv 'conv' has an epilogue, which runs before "
+                          "the normalization could be folded");
 }
 
 /* ResNet: five Conv + BatchNormalization pairs, all folded; the result

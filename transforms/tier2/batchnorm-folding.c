@@ -25,6 +25,7 @@
 #include <math.h>
 
 #include "tier2-util.h"
+#include "weir-expand.h"
 #include "weir-plugin.h"
 
 gboolean weir_tier2_register_batchnorm_folding(GError **error);
@@ -92,6 +93,11 @@ static gboolean bnf_can_apply(const WeirGraph *g, const WeirSite *site,
   if (!is_op(conv, "Conv") || !is_op(bn, "BatchNormalization"))
     return weir_tier2_reject(reason, "the site is not a Conv and a "
                                      "BatchNormalization");
+  if (weir_epilogue_present(conv))
+    return weir_tier2_reject(reason,
+                             "Conv '%s' has an epilogue, which runs before "
+                             "the normalization could be folded",
+                             conv->label);
   if (!weir_tier2_wired(g, s, conv) || !weir_tier2_wired(g, s, bn))
     return weir_tier2_reject(reason, "the nodes do not follow the library-node "
                                      "conventions");

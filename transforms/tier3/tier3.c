@@ -9,11 +9,13 @@ gboolean weir_tier3_register_map_reduce_fusion(GError **error);
 gboolean weir_tier3_register_tasklet_fusion(GError **error);
 gboolean weir_tier3_register_horizontal_map_fusion(GError **error);
 gboolean weir_tier3_register_state_fusion(GError **error);
+gboolean weir_tier3_register_epilogue_fusion(GError **error);
 
 gboolean weir_tier3_register(GError **error) {
   return weir_tier3_register_map_fusion(error) &&
          weir_tier3_register_map_reduce_fusion(error) &&
          weir_tier3_register_tasklet_fusion(error) &&
          weir_tier3_register_horizontal_map_fusion(error) &&
-         weir_tier3_register_state_fusion(error);
+         weir_tier3_register_state_fusion(error) &&
+         weir_tier3_register_epilogue_fusion(error);
 }
