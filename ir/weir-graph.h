@@ -368,6 +368,8 @@ WEIR_API void weir_node_set_attr_strings(WeirNode *n, const char *name,
                                          const char *const *v, guint count);
 /* Borrowed, or NULL when absent. */
 WEIR_API const WeirAttr *weir_node_attr(const WeirNode *n, const char *name);
+/* Sets every attribute of src on dst (replacing those of the same name). */
+WEIR_API void weir_node_copy_attrs(WeirNode *dst, const WeirNode *src);
 /* Removes attribute name; FALSE when n has none of that name. */
 WEIR_API gboolean weir_node_remove_attr(WeirNode *n, const char *name);
 

@@ -259,7 +259,7 @@ static GPtrArray *evaluate(const WeirGraph *g, const WeirState *s,
   WeirNode *lib = weir_state_add_library(mini, st, n->label, n->op,
                                          (const char *const *)ins->pdata,
                                          (const char *const *)outs->pdata);
-  weir_tier2_copy_attrs(lib, n);
+  weir_node_copy_attrs(lib, n);
   for (guint i = 0; i < n->in_conns->len; i++) {
     WeirTier2Port x;
     weir_tier2_nth_port(g, s, n, TRUE, i, &x);

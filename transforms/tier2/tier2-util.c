@@ -372,38 +372,6 @@ gboolean weir_tier2_is_deterministic(const WeirNode *n) {
   return TRUE;
 }
 
-void weir_tier2_copy_attrs(WeirNode *dst, const WeirNode *src) {
-  for (guint i = 0; src->attrs && i < src->attrs->len; i++) {
-    const WeirAttr *a = g_ptr_array_index(src->attrs, i);
-    switch (a->type) {
-    case WEIR_ATTR_INT:
-      weir_node_set_attr_int(dst, a->name, a->i);
-      break;
-    case WEIR_ATTR_FLOAT:
-      weir_node_set_attr_float(dst, a->name, a->f);
-      break;
-    case WEIR_ATTR_STRING:
-      weir_node_set_attr_string(dst, a->name, a->s);
-      break;
-    case WEIR_ATTR_INTS:
-      weir_node_set_attr_ints(dst, a->name, (const gint64 *)a->ints->data,
-                              a->ints->len);
-      break;
-    case WEIR_ATTR_FLOATS:
-      weir_node_set_attr_floats(dst, a->name, (const double *)a->floats->data,
-                                a->floats->len);
-      break;
-    case WEIR_ATTR_STRINGS:
-      weir_node_set_attr_strings(dst, a->name,
-                                 (const char *const *)a->strings->pdata,
-                                 a->strings->len);
-      break;
-    case WEIR_ATTR_TYPE_COUNT:
-      break;
-    }
-  }
-}
-
 gboolean weir_tier2_transpose_perm(const WeirNode *n, guint rank,
                                    gint64 *perm) {
   const WeirAttr *a = weir_node_attr(n, "perm");

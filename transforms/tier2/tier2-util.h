@@ -105,10 +105,6 @@ gboolean weir_tier2_attrs_equal(const WeirNode *a, const WeirNode *b);
  * (random generators, Dropout in training mode). */
 gboolean weir_tier2_is_deterministic(const WeirNode *n);
 
-/* Copies every attribute of src onto dst (replacing those of the same
- * name). */
-void weir_tier2_copy_attrs(WeirNode *dst, const WeirNode *src);
-
 /* The permutation of a Transpose node of the given rank into perm[] (the
  * reversed dimensions when it has no "perm"); FALSE when the attribute is
  * not a permutation of 0..rank-1. */

@@ -177,38 +177,6 @@ static gboolean can_apply(const WeirGraph *g, const WeirSite *site,
   return check(g, site, reason) && chosen(g, site, params, reason);
 }
 
-static void copy_attrs(WeirNode *dst, const WeirNode *src) {
-  for (guint i = 0; i < src->attrs->len; i++) {
-    const WeirAttr *a = g_ptr_array_index(src->attrs, i);
-    switch (a->type) {
-    case WEIR_ATTR_INT:
-      weir_node_set_attr_int(dst, a->name, a->i);
-      break;
-    case WEIR_ATTR_FLOAT:
-      weir_node_set_attr_float(dst, a->name, a->f);
-      break;
-    case WEIR_ATTR_STRING:
-      weir_node_set_attr_string(dst, a->name, a->s);
-      break;
-    case WEIR_ATTR_INTS:
-      weir_node_set_attr_ints(dst, a->name, (const gint64 *)a->ints->data,
-                              a->ints->len);
-      break;
-    case WEIR_ATTR_FLOATS:
-      weir_node_set_attr_floats(dst, a->name, (const double *)a->floats->data,
-                                a->floats->len);
-      break;
-    case WEIR_ATTR_STRINGS:
-      weir_node_set_attr_strings(dst, a->name,
-                                 (const char *const *)a->strings->pdata,
-                                 a->strings->len);
-      break;
-    case WEIR_ATTR_TYPE_COUNT:
-      break;
-    }
-  }
-}
-
 static gboolean apply(WeirGraph *g, const WeirSite *site,
                       const WeirParams *params, GError **error) {
   g_autofree char *reason = NULL;
@@ -236,7 +204,7 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
   const char *outs[] = {f->out_conns->pdata[0], NULL};
   WeirNode *f2 = weir_state_add_library(g, s, label, f->op,
                                         (const char *const *)ins->pdata, outs);
-  copy_attrs(f2, f);
+  weir_node_copy_attrs(f2, f);
   g_autoptr(GPtrArray) fin = weir_state_in_edges(s, f->id);
   for (guint k = 0; k < fin->len; k++) {
     const WeirMemlet *m = fin->pdata[k];
