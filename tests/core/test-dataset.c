@@ -15,28 +15,19 @@
 #include "weir-dataset.h"
 #include "weir-tensor-io.h"
 
+#include "tmpdir-fixture.h"
+
 #define DIGITS                                                                 \
   "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
 
-static char *tmp_dir;
-
 static int setup(void **state) {
   (void)state;
-  tmp_dir = g_dir_make_tmp("weir-dataset-XXXXXX", NULL);
-  return tmp_dir ? 0 : -1;
+  return tmpdir_setup("weir-dataset");
 }
 
 static int teardown(void **state) {
   (void)state;
-  g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
-  const char *entry;
-  while (dir && (entry = g_dir_read_name(dir))) {
-    g_autofree char *p = g_build_filename(tmp_dir, entry, NULL);
-    g_remove(p);
-  }
-  g_rmdir(tmp_dir);
-  g_free(tmp_dir);
-  return 0;
+  return tmpdir_teardown();
 }
 
 static char *write_text(const char *name, const char *text) {

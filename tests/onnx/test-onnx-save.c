@@ -18,25 +18,16 @@
 #include "weir-onnx.h"
 #include "weir-tensor-io.h"
 
-static char *tmp_dir;
+#include "tmpdir-fixture.h"
 
 static int setup(void **state) {
   (void)state;
-  tmp_dir = g_dir_make_tmp("weir-onnx-save-XXXXXX", NULL);
-  return tmp_dir ? 0 : -1;
+  return tmpdir_setup("weir-onnx-save");
 }
 
 static int teardown(void **state) {
   (void)state;
-  g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
-  const char *entry;
-  while (dir && (entry = g_dir_read_name(dir))) {
-    g_autofree char *p = g_build_filename(tmp_dir, entry, NULL);
-    g_remove(p);
-  }
-  g_rmdir(tmp_dir);
-  g_free(tmp_dir);
-  return 0;
+  return tmpdir_teardown();
 }
 
 static char *sample(const char *rel) {

@@ -15,6 +15,8 @@
 #include "onnx.pb-c.h"
 #include "weir-tensor-io.h"
 
+#include "tmpdir-fixture.h"
+
 #define assert_error(err, dom, c)                                              \
   do {                                                                         \
     assert_non_null(err);                                                      \
@@ -22,25 +24,14 @@
     assert_int_equal((err)->code, (c));                                        \
   } while (0)
 
-static char *tmp_dir;
-
 static int setup(void **state) {
   (void)state;
-  tmp_dir = g_dir_make_tmp("weir-tensor-io-XXXXXX", NULL);
-  return tmp_dir ? 0 : -1;
+  return tmpdir_setup("weir-tensor-io");
 }
 
 static int teardown(void **state) {
   (void)state;
-  g_autoptr(GDir) dir = g_dir_open(tmp_dir, 0, NULL);
-  const char *entry;
-  while (dir && (entry = g_dir_read_name(dir))) {
-    g_autofree char *p = g_build_filename(tmp_dir, entry, NULL);
-    g_remove(p);
-  }
-  g_rmdir(tmp_dir);
-  g_free(tmp_dir);
-  return 0;
+  return tmpdir_teardown();
 }
 
 static char *tmp_path(const char *name) {
