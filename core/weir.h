@@ -7,6 +7,7 @@
 #include "weir-code.h"
 #include "weir-codegen.h"
 #include "weir-conformance.h"
+#include "weir-evaluate.h"
 #include "weir-expand.h"
 #include "weir-expr.h"
 #include "weir-graph.h"
