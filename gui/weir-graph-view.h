@@ -52,6 +52,10 @@ typedef struct {
   guint id;
 } WeirElement;
 
+/* WeirElement as a boxed type (the argument of "activate-element"). */
+#define WEIR_TYPE_ELEMENT (weir_element_get_type())
+GType weir_element_get_type(void);
+
 GtkWidget *weir_graph_view_new(void);
 
 /* Shows a copy of `program` (NULL clears the view). `bindings` (name ->
@@ -85,8 +89,12 @@ gboolean weir_graph_view_search(WeirGraphView *v, const char *text);
 
 /* Collapses or expands the map scope whose entry is `entry` in `state`
  * (a collapsed scope is drawn as one box); triggers a new layout. */
-void weir_graph_view_set_collapsed(WeirGraphView *v, guint state,
-                                   guint entry, gboolean collapsed);
+void weir_graph_view_set_collapsed(WeirGraphView *v, guint state, guint entry,
+                                   gboolean collapsed);
+
+/* TRUE when the scope of map entry `entry` in `state` is collapsed. */
+gboolean weir_graph_view_get_collapsed(WeirGraphView *v, guint state,
+                                       guint entry);
 
 /* View control. Zoom is clamped to [0.02, 8]. */
 void weir_graph_view_zoom_fit(WeirGraphView *v);
@@ -102,10 +110,28 @@ guint weir_graph_view_n_drawn_edges(WeirGraphView *v);
 double weir_graph_view_last_layout_ms(WeirGraphView *v);
 double weir_graph_view_last_draw_ms(WeirGraphView *v);
 
+/* Renders the view as it is on screen (same size, zoom, overlay) to a PNG
+ * file: the widget's snapshot is rendered to a GdkTexture by the window's
+ * renderer.  Fails when the widget is not realized or has no size, or the
+ * file cannot be written. */
+gboolean weir_graph_view_save_png(WeirGraphView *v, const char *path,
+                                  GError **error);
+
+/* Wall time of the Graphviz part of the last layout (agraph build, dot,
+ * read-back), included in last_layout_ms. */
+double weir_graph_view_last_dot_ms(WeirGraphView *v);
+
 /* Signals:
  *   "selection-changed" (void)
  *   "layout-done"       (void)
  *   "activate-element"  (WeirElement *)  double click
+ *
+ * Input: drag (any button) or scroll pans; ctrl+scroll and pinch zoom
+ * around the pointer; keys + and - zoom, 0 fits, 1 is 100%, arrows pan,
+ * Escape clears the selection.  A click selects the node, memlet, map
+ * scope (its entry) or state under the pointer; the [-]/[+] box at a
+ * scope's corner collapses/expands it; a click or drag in the minimap
+ * moves the view there.
  */
 
 G_END_DECLS

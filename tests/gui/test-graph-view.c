@@ -1,0 +1,308 @@
+/* test-graph-view.c: the graph view in a real window (run under Xvfb).
+ *
+ * Lays out samples/matmul.json and an expanded ONNX model, and checks what
+ * is drawn against the program: node and memlet counts, search and the
+ * selection signal, the overlay (pixels change), collapsing a scope (fewer
+ * nodes), zoom-to-fit, selection kept or dropped across programs, and the
+ * PNG screenshot.  Exits 77 (skipped) without a display.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gui-testing.h"
+
+typedef struct {
+  GtkWidget *win;
+  WeirGraphView *v;
+  WeirGraph *matmul;
+  guint selection_changes;
+} Fixture;
+
+static void on_selection(WeirGraphView *v G_GNUC_UNUSED, Fixture *f) {
+  f->selection_changes++;
+}
+
+static int setup(void **state) {
+  Fixture *f = g_new0(Fixture, 1);
+  g_autoptr(GError) error = NULL;
+  f->matmul =
+      gui_testing_load(WEIR_SRCDIR "/samples/matmul.json", FALSE, &error);
+  assert_non_null(f->matmul);
+  f->win = gtk_window_new();
+  gtk_window_set_default_size(GTK_WINDOW(f->win), 900, 700);
+  f->v = WEIR_GRAPH_VIEW(weir_graph_view_new());
+  gtk_window_set_child(GTK_WINDOW(f->win), GTK_WIDGET(f->v));
+  g_signal_connect(f->v, "selection-changed", G_CALLBACK(on_selection), f);
+  gtk_window_present(GTK_WINDOW(f->win));
+  gui_testing_settle(GTK_WIDGET(f->v));
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  Fixture *f = *state;
+  gtk_window_destroy(GTK_WINDOW(f->win));
+  while (g_main_context_iteration(NULL, FALSE))
+    ;
+  weir_graph_free(f->matmul);
+  g_free(f);
+  return 0;
+}
+
+static guint count_nodes(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++)
+    n += ((WeirState *)g_ptr_array_index(g->states, i))->nodes->len;
+  return n;
+}
+
+static guint count_memlets(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++)
+    n += ((WeirState *)g_ptr_array_index(g->states, i))->edges->len;
+  return n;
+}
+
+/* The view's picture rendered to memory (RGBA rows). */
+static GBytes *render(WeirGraphView *v) {
+  GtkWidget *w = GTK_WIDGET(v);
+  int width = gtk_widget_get_width(w), height = gtk_widget_get_height(w);
+  GtkSnapshot *snap = gtk_snapshot_new();
+  GTK_WIDGET_GET_CLASS(w)->snapshot(w, snap);
+  GskRenderNode *node = gtk_snapshot_free_to_node(snap);
+  assert_non_null(node);
+  GskRenderer *r = gtk_native_get_renderer(gtk_widget_get_native(w));
+  GdkTexture *tex = gsk_renderer_render_texture(
+      r, node, &GRAPHENE_RECT_INIT(0, 0, width, height));
+  gsk_render_node_unref(node);
+  gsize stride = (gsize)width * 4;
+  guchar *data = g_malloc(stride * height);
+  gdk_texture_download(tex, data, stride);
+  g_object_unref(tex);
+  return g_bytes_new_take(data, stride * height);
+}
+
+static char *shot_path(const char *name) {
+  const char *dir = g_getenv("WEIR_SHOT_DIR");
+  return g_build_filename(dir ? dir : g_get_tmp_dir(), name, NULL);
+}
+
+static void test_matmul_counts(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  assert_false(weir_graph_view_is_busy(f->v));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(f->matmul));
+  assert_int_equal(weir_graph_view_n_drawn_edges(f->v),
+                   count_memlets(f->matmul));
+  assert_true(weir_graph_view_last_layout_ms(f->v) > 0);
+  assert_true(weir_graph_view_last_dot_ms(f->v) <=
+              weir_graph_view_last_layout_ms(f->v));
+  g_autofree char *png = shot_path("graph-view-matmul.png");
+  g_autoptr(GError) error = NULL;
+  assert_true(weir_graph_view_save_png(f->v, png, &error));
+  assert_true(weir_graph_view_last_draw_ms(f->v) > 0);
+  g_autoptr(GdkTexture) tex = gdk_texture_new_from_filename(png, &error);
+  assert_non_null(tex);
+  assert_int_equal(gdk_texture_get_width(tex),
+                   gtk_widget_get_width(GTK_WIDGET(f->v)));
+  /* clearing the program clears the picture */
+  assert_true(gui_testing_set_and_wait(f->v, NULL, 10));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), 0);
+}
+
+static void test_search_selects(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  weir_graph_view_select(f->v, NULL);
+  guint before = f->selection_changes;
+  /* "mac" is the multiply-accumulate tasklet (label "mac") */
+  assert_true(weir_graph_view_search(f->v, "MAC"));
+  assert_int_equal(f->selection_changes, before + 1);
+  WeirElement e = weir_graph_view_get_selection(f->v);
+  assert_int_equal(e.kind, WEIR_ELEMENT_NODE);
+  WeirState *s = weir_graph_state(f->matmul, e.state);
+  assert_non_null(s);
+  WeirNode *found = NULL;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->id == e.id)
+      found = n;
+  }
+  assert_non_null(found);
+  assert_int_equal(found->kind, WEIR_NODE_TASKLET);
+  assert_string_equal(found->label, "mac");
+  /* "C" matches the two access nodes of C (and more): the search moves on
+   * from the current selection and wraps around */
+  assert_true(weir_graph_view_search(f->v, "c"));
+  WeirElement a = weir_graph_view_get_selection(f->v);
+  assert_true(weir_graph_view_search(f->v, "c"));
+  WeirElement b = weir_graph_view_get_selection(f->v);
+  assert_false(a.state == b.state && a.id == b.id);
+  assert_false(weir_graph_view_search(f->v, "no such node"));
+  /* selecting the same element again does not emit */
+  before = f->selection_changes;
+  weir_graph_view_select(f->v, &b);
+  assert_int_equal(f->selection_changes, before);
+}
+
+static void test_selection_across_programs(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  assert_true(weir_graph_view_search(f->v, "mac"));
+  WeirElement e = weir_graph_view_get_selection(f->v);
+  /* the same program again (as after an edit): the selection stays */
+  guint before = f->selection_changes;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  WeirElement k = weir_graph_view_get_selection(f->v);
+  assert_int_equal(k.kind, WEIR_ELEMENT_NODE);
+  assert_int_equal(k.id, e.id);
+  assert_int_equal(f->selection_changes, before);
+  /* a program without that node: the selection is dropped */
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) other =
+      gui_testing_load(WEIR_SRCDIR "/samples/vector_add.json", FALSE, &error);
+  assert_non_null(other);
+  WeirElement missing = {WEIR_ELEMENT_NODE, e.state, 100000};
+  weir_graph_view_select(f->v, &missing);
+  assert_true(gui_testing_set_and_wait(f->v, other, 60));
+  assert_int_equal(weir_graph_view_get_selection(f->v).kind, WEIR_ELEMENT_NONE);
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(other));
+}
+
+static void test_overlay_changes_picture(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  weir_graph_view_zoom_fit(f->v);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
+  g_autoptr(GBytes) plain = render(f->v);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
+  assert_int_equal(weir_graph_view_get_overlay(f->v), WEIR_OVERLAY_BYTES);
+  g_autoptr(GBytes) bytes = render(f->v);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_FLOPS);
+  g_autoptr(GBytes) flops = render(f->v);
+  assert_false(g_bytes_equal(plain, bytes));
+  assert_false(g_bytes_equal(bytes, flops));
+  /* the same state renders the same picture */
+  g_autoptr(GBytes) flops2 = render(f->v);
+  assert_true(g_bytes_equal(flops, flops2));
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
+  g_autofree char *png = shot_path("graph-view-matmul-bytes.png");
+  assert_true(weir_graph_view_save_png(f->v, png, NULL));
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
+}
+
+static guint first_map_entry(const WeirGraph *g, guint *state) {
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_MAP_ENTRY) {
+        *state = s->id;
+        return n->id;
+      }
+    }
+  }
+  return 0;
+}
+
+static void test_collapse_scope(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  guint all = weir_graph_view_n_drawn_nodes(f->v);
+  guint all_edges = weir_graph_view_n_drawn_edges(f->v);
+  guint sid = 0, entry = first_map_entry(f->matmul, &sid);
+  assert_int_not_equal(entry, 0);
+  weir_graph_view_set_collapsed(f->v, sid, entry, TRUE);
+  assert_true(weir_graph_view_is_busy(f->v));
+  assert_true(gui_testing_wait_layout(f->v, 60));
+  assert_true(weir_graph_view_get_collapsed(f->v, sid, entry));
+  /* entry, tasklet and exit become one box */
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), all - 2);
+  assert_true(weir_graph_view_n_drawn_edges(f->v) < all_edges);
+  /* the box is the entry: it can be selected and found */
+  WeirElement e = {WEIR_ELEMENT_NODE, sid, entry};
+  weir_graph_view_select(f->v, &e);
+  weir_graph_view_zoom_to_selection(f->v);
+  g_autofree char *png = shot_path("graph-view-matmul-collapsed.png");
+  assert_true(weir_graph_view_save_png(f->v, png, NULL));
+  /* a node that is not a map entry cannot be collapsed */
+  WeirState *s = weir_graph_state(f->matmul, sid);
+  WeirNode *access = NULL;
+  for (guint k = 0; k < s->nodes->len; k++)
+    if (((WeirNode *)s->nodes->pdata[k])->kind == WEIR_NODE_ACCESS)
+      access = s->nodes->pdata[k];
+  assert_non_null(access);
+  weir_graph_view_set_collapsed(f->v, sid, access->id, TRUE);
+  assert_false(weir_graph_view_is_busy(f->v));
+  weir_graph_view_set_collapsed(f->v, sid, entry, FALSE);
+  assert_true(gui_testing_wait_layout(f->v, 60));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), all);
+  assert_int_equal(weir_graph_view_n_drawn_edges(f->v), all_edges);
+}
+
+static void test_zoom(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  weir_graph_view_set_zoom(f->v, 5.0);
+  assert_true(weir_graph_view_get_zoom(f->v) == 5.0);
+  weir_graph_view_zoom_fit(f->v);
+  double fit = weir_graph_view_get_zoom(f->v);
+  assert_true(fit != 5.0);
+  assert_true(fit > 0.02 && fit <= 2.0);
+  weir_graph_view_set_zoom(f->v, 100.0);
+  assert_true(weir_graph_view_get_zoom(f->v) == 8.0);
+  weir_graph_view_set_zoom(f->v, 0.0);
+  assert_true(weir_graph_view_get_zoom(f->v) == 0.02);
+  /* zoom to a selected node: a readable zoom, not the whole graph */
+  assert_true(weir_graph_view_search(f->v, "mac"));
+  weir_graph_view_zoom_to_selection(f->v);
+  assert_true(weir_graph_view_get_zoom(f->v) > fit);
+}
+
+static void test_expanded_model(void **state) {
+  Fixture *f = *state;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) g =
+      gui_testing_load(WEIR_SRCDIR "/samples/models/mlp.onnx", TRUE, &error);
+  assert_non_null(g);
+  assert_true(gui_testing_set_and_wait(f->v, g, 120));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(g));
+  assert_int_equal(weir_graph_view_n_drawn_edges(f->v), count_memlets(g));
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
+  weir_graph_view_zoom_fit(f->v);
+  g_autofree char *png = shot_path("graph-view-mlp-bytes.png");
+  assert_true(weir_graph_view_save_png(f->v, png, &error));
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
+  /* a highlight set changes the picture */
+  g_autoptr(GBytes) before = render(f->v);
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  guint ids[2] = {((WeirNode *)s->nodes->pdata[0])->id,
+                  ((WeirNode *)s->nodes->pdata[1])->id};
+  weir_graph_view_highlight(f->v, s->id, ids, 2);
+  g_autoptr(GBytes) after = render(f->v);
+  assert_false(g_bytes_equal(before, after));
+  weir_graph_view_highlight(f->v, 0, NULL, 0);
+}
+
+int main(void) {
+  if (!gtk_init_check()) {
+    fprintf(stderr, "test-graph-view: no display, skipped\n");
+    return 77;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_matmul_counts),
+      cmocka_unit_test(test_search_selects),
+      cmocka_unit_test(test_selection_across_programs),
+      cmocka_unit_test(test_overlay_changes_picture),
+      cmocka_unit_test(test_collapse_scope),
+      cmocka_unit_test(test_zoom),
+      cmocka_unit_test(test_expanded_model),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
