@@ -65,8 +65,8 @@ gboolean weir_codegen_node_lines(const char *source, guint node, guint *first,
 
 gboolean weir_codegen_write_files(const WeirGraph *g,
                                   const WeirCodegenOptions *opts,
-                                  const char *dir, char **c_path,
-                                  char **h_path, GError **error) {
+                                  const char *dir, char **c_path, char **h_path,
+                                  GError **error) {
   g_return_val_if_fail(g != NULL && dir != NULL, FALSE);
   g_autofree char *source = weir_codegen_c(g, opts, error);
   if (!source)
@@ -75,8 +75,7 @@ gboolean weir_codegen_write_files(const WeirGraph *g,
   g_autofree char *prefix = weir_codegen_prefix(g);
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     int e = errno;
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s: %s", dir,
-                g_strerror(e));
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s: %s", dir, g_strerror(e));
     return FALSE;
   }
   g_autofree char *cname = g_strconcat(prefix, ".c", NULL);

@@ -79,8 +79,8 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
   out->cache_hit = info.cache_hit;
   weir_compile_info_clear(&info);
   if (!k) {
-    g_propagate_prefixed_error(error, local, "compiling program '%s': ",
-                               program->name);
+    g_propagate_prefixed_error(error, local,
+                               "compiling program '%s': ", program->name);
     return FALSE;
   }
   g_autoptr(WeirKernel) rk = NULL;
@@ -90,9 +90,9 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
       return FALSE;
     rk = weir_kernel_compile(reference, o.compile, NULL, &local);
     if (!rk) {
-      g_propagate_prefixed_error(error, local,
-                                 "compiling the reference program '%s': ",
-                                 reference->name);
+      g_propagate_prefixed_error(
+          error, local,
+          "compiling the reference program '%s': ", reference->name);
       return FALSE;
     }
   }
@@ -100,8 +100,7 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
   report(progress, user, f_compile, "preparing inputs");
   if (cancelled(cancellable, error))
     return FALSE;
-  g_autoptr(GHashTable) args =
-      make_arguments(program, bindings, o.seed, error);
+  g_autoptr(GHashTable) args = make_arguments(program, bindings, o.seed, error);
   if (!args)
     return FALSE;
   g_autoptr(GHashTable) ref_args = NULL;
@@ -149,8 +148,8 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
       g_hash_table_insert(first, key, weir_tensor_copy(value));
   }
   if (!weir_kernel_run(k, bindings, first, &local)) {
-    g_propagate_prefixed_error(error, local, "running program '%s': ",
-                               program->name);
+    g_propagate_prefixed_error(error, local,
+                               "running program '%s': ", program->name);
     return FALSE;
   }
 
@@ -184,8 +183,8 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
   for (guint r = 0; r < total; r++) {
     g_autofree char *phase =
         r < o.warmup ? g_strdup_printf("warm-up %u of %u", r + 1, o.warmup)
-                     : g_strdup_printf("timing run %u of %u",
-                                       r - o.warmup + 1, o.repetitions);
+                     : g_strdup_printf("timing run %u of %u", r - o.warmup + 1,
+                                       o.repetitions);
     report(progress, user, f_ref + (f_runs - f_ref) * r / total, phase);
     if (cancelled(cancellable, error)) {
       g_free(times);
@@ -194,8 +193,8 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     t0 = g_get_monotonic_time();
     if (!weir_kernel_run(k, bindings, args, &local)) {
       g_free(times);
-      g_propagate_prefixed_error(error, local, "running program '%s': ",
-                                 program->name);
+      g_propagate_prefixed_error(error, local,
+                                 "running program '%s': ", program->name);
       return FALSE;
     }
     if (r >= o.warmup)
@@ -219,7 +218,8 @@ char *weir_evaluation_to_json(const WeirEvaluation *e, const char *label) {
   json_object *o = json_object_new_object();
   if (label)
     json_object_object_add(o, "label", json_object_new_string(label));
-  json_object_object_add(o, "median_s", json_object_new_double(e->bench.median));
+  json_object_object_add(o, "median_s",
+                         json_object_new_double(e->bench.median));
   json_object_object_add(o, "min_s", json_object_new_double(e->bench.min));
   json_object_object_add(o, "max_s", json_object_new_double(e->bench.max));
   json_object_object_add(o, "repetitions",
@@ -233,8 +233,8 @@ char *weir_evaluation_to_json(const WeirEvaluation *e, const char *label) {
   json_object_object_add(o, "matches", json_object_new_boolean(e->matches));
   json_object_object_add(o, "max_abs_error",
                          json_object_new_double(e->max_abs_error));
-  char *text = g_strdup(
-      json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+  char *text =
+      g_strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
   json_object_put(o);
   return text;
 }
@@ -292,8 +292,7 @@ char *weir_evaluation_describe_json(const char *json) {
     if (ratio >= 1.0)
       g_string_append_printf(s, " (original %s, %.2fx faster)", r, ratio);
     else
-      g_string_append_printf(s, " (original %s, %.2fx slower)", r,
-                             1.0 / ratio);
+      g_string_append_printf(s, " (original %s, %.2fx slower)", r, 1.0 / ratio);
   }
   if (get_bool(o, "validated"))
     g_string_append(s, get_bool(o, "matches") ? ", outputs match"

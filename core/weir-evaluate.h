@@ -41,16 +41,16 @@ typedef struct {
 } WeirEvaluateOptions;
 
 typedef struct {
-  gboolean cache_hit;     /* program's object came from the cache */
-  double compile_seconds; /* wall time of compiling program (both 0-ish
-                             on a cache hit) */
-  WeirBenchResult bench;  /* timings of program */
+  gboolean cache_hit;       /* program's object came from the cache */
+  double compile_seconds;   /* wall time of compiling program (both 0-ish
+                               on a cache hit) */
+  WeirBenchResult bench;    /* timings of program */
   double reference_seconds; /* one run of the reference (0: none) */
-  gboolean validated;     /* a reference was given and compared */
-  gboolean matches;       /* every compared argument is within tolerance */
-  double max_abs_error;   /* largest difference over compared arguments */
-  guint n_compared;       /* arguments compared */
-  char *mismatch;         /* first mismatch, or NULL (owned) */
+  gboolean validated;       /* a reference was given and compared */
+  gboolean matches;         /* every compared argument is within tolerance */
+  double max_abs_error;     /* largest difference over compared arguments */
+  guint n_compared;         /* arguments compared */
+  char *mismatch;           /* first mismatch, or NULL (owned) */
 } WeirEvaluation;
 
 /* Called with the fraction done (0..1) and what happens now (borrowed). */
