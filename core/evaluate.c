@@ -45,6 +45,34 @@ static gboolean cancelled(GCancellable *cancellable, GError **error) {
   return g_cancellable_set_error_if_cancelled(cancellable, error);
 }
 
+/* warmup untimed and repetitions timed runs of k, reporting progress
+ * from f0 to f1; the summary goes to *out. */
+static gboolean time_runs(WeirKernel *k, GHashTable *bindings, GHashTable *args,
+                          const WeirEvaluateOptions *o, const char *who,
+                          WeirProgressFunc progress, gpointer user, double f0,
+                          double f1, GCancellable *cancellable,
+                          WeirBenchResult *out, GError **error) {
+  g_autofree double *times = g_new0(double, o->repetitions);
+  guint total = o->warmup + o->repetitions;
+  for (guint r = 0; r < total; r++) {
+    g_autofree char *phase =
+        r < o->warmup
+            ? g_strdup_printf("%swarm-up %u of %u", who, r + 1, o->warmup)
+            : g_strdup_printf("%stiming run %u of %u", who, r - o->warmup + 1,
+                              o->repetitions);
+    report(progress, user, f0 + (f1 - f0) * r / total, phase);
+    if (cancelled(cancellable, error))
+      return FALSE;
+    gint64 t0 = g_get_monotonic_time();
+    if (!weir_kernel_run(k, bindings, args, error))
+      return FALSE;
+    if (r >= o->warmup)
+      times[r - o->warmup] = (double)(g_get_monotonic_time() - t0) / 1e6;
+  }
+  weir_bench_summarize(times, o->repetitions, out);
+  return TRUE;
+}
+
 gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
                        GHashTable *bindings, const WeirEvaluateOptions *opts,
                        GCancellable *cancellable, WeirProgressFunc progress,
@@ -125,12 +153,10 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
       g_hash_table_iter_replace(&it, weir_tensor_copy(mine));
     }
     report(progress, user, f_compile, "running the reference");
-    t0 = g_get_monotonic_time();
     if (!weir_kernel_run(rk, bindings, ref_args, &local)) {
       g_propagate_prefixed_error(error, local, "running the reference: ");
       return FALSE;
     }
-    out->reference_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
   }
 
   /* The first run gives the outputs compared below (later runs overwrite
@@ -178,30 +204,24 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     }
   }
 
-  gdouble *times = g_new0(double, o.repetitions);
-  guint total = o.warmup + o.repetitions;
-  for (guint r = 0; r < total; r++) {
-    g_autofree char *phase =
-        r < o.warmup ? g_strdup_printf("warm-up %u of %u", r + 1, o.warmup)
-                     : g_strdup_printf("timing run %u of %u", r - o.warmup + 1,
-                                       o.repetitions);
-    report(progress, user, f_ref + (f_runs - f_ref) * r / total, phase);
-    if (cancelled(cancellable, error)) {
-      g_free(times);
-      return FALSE;
-    }
-    t0 = g_get_monotonic_time();
-    if (!weir_kernel_run(k, bindings, args, &local)) {
-      g_free(times);
-      g_propagate_prefixed_error(error, local,
-                                 "running program '%s': ", program->name);
-      return FALSE;
-    }
-    if (r >= o.warmup)
-      times[r - o.warmup] = (double)(g_get_monotonic_time() - t0) / 1e6;
+  /* Timing: the program, then the reference with the same warm-up and
+   * repetitions, so the two medians compare like with like. */
+  const double f_prog = reference ? (f_ref + f_runs) / 2 : f_runs;
+  if (!time_runs(k, bindings, args, &o, "", progress, user, f_ref, f_prog,
+                 cancellable, &out->bench, error)) {
+    g_prefix_error(error, "program '%s': ", program->name);
+    return FALSE;
   }
-  weir_bench_summarize(times, o.repetitions, &out->bench);
-  g_free(times);
+  if (reference) {
+    WeirBenchResult rb = {0};
+    if (!time_runs(rk, bindings, ref_args, &o, "reference ", progress, user,
+                   f_prog, f_runs, cancellable, &rb, error)) {
+      g_prefix_error(error, "reference program '%s': ", reference->name);
+      return FALSE;
+    }
+    out->reference_seconds = rb.median;
+    weir_bench_result_clear(&rb);
+  }
   report(progress, user, 1.0, "done");
   return TRUE;
 }

@@ -10,10 +10,12 @@
  *   3. fill every argument container of `program` with reproducible random
  *      values (weir_tensor_fill_random with seed + container id, the rule
  *      of `weir run`); the reference gets copies of the same tensors;
- *   4. run the reference once, then run `program` warmup times untimed and
- *      repetitions times timed (monotonic clock);
- *   5. compare every argument of `program` with the reference's container
- *      of the same name (floats with rtol/atol, others exactly).
+ *   4. run each once and compare every argument of `program` with the
+ *      reference's container of the same name (floats with rtol/atol,
+ *      others exactly);
+ *   5. time `program`, then the reference, each with warmup untimed and
+ *      repetitions timed runs (monotonic clock), so their medians compare
+ *      like with like.
  *
  * Progress is reported through a callback (from the calling thread) with a
  * fraction in [0, 1] and a phase text; a GCancellable is checked between
@@ -45,7 +47,7 @@ typedef struct {
   double compile_seconds;   /* wall time of compiling program (both 0-ish
                                on a cache hit) */
   WeirBenchResult bench;    /* timings of program */
-  double reference_seconds; /* one run of the reference (0: none) */
+  double reference_seconds; /* median run of the reference (0: none) */
   gboolean validated;       /* a reference was given and compared */
   gboolean matches;         /* every compared argument is within tolerance */
   double max_abs_error;     /* largest difference over compared arguments */

@@ -65,11 +65,14 @@ static void row_setup(GtkSignalListItemFactory *f, GtkListItem *item,
   GtkWidget *title = gtk_label_new(NULL);
   gtk_label_set_xalign(GTK_LABEL(title), 0);
   gtk_label_set_ellipsize(GTK_LABEL(title), PANGO_ELLIPSIZE_END);
+  /* bounded natural widths keep the side panel from pushing the graph */
+  gtk_label_set_max_width_chars(GTK_LABEL(title), 40);
   gtk_widget_add_css_class(title, "weir-row-title");
   GtkWidget *sub = gtk_label_new(NULL);
   gtk_label_set_xalign(GTK_LABEL(sub), 0);
   gtk_label_set_wrap(GTK_LABEL(sub), TRUE);
   gtk_label_set_wrap_mode(GTK_LABEL(sub), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_max_width_chars(GTK_LABEL(sub), 50);
   gtk_widget_add_css_class(sub, "dim-label");
   gtk_widget_add_css_class(sub, "weir-row-subtitle");
   gtk_box_append(GTK_BOX(box), title);
@@ -163,6 +166,7 @@ static void prop_setup(GtkSignalListItemFactory *f, GtkListItem *item,
   gtk_label_set_wrap(GTK_LABEL(value), TRUE);
   gtk_label_set_wrap_mode(GTK_LABEL(value), PANGO_WRAP_WORD_CHAR);
   gtk_label_set_selectable(GTK_LABEL(value), TRUE);
+  gtk_label_set_max_width_chars(GTK_LABEL(value), 40);
   gtk_widget_set_hexpand(value, TRUE);
   gtk_box_append(GTK_BOX(box), name);
   gtk_box_append(GTK_BOX(box), value);

@@ -53,6 +53,9 @@ char *weir_window_get_code(WeirWindow *w);
 gboolean weir_window_get_code_highlight(WeirWindow *w, guint *first,
                                         guint *last);
 
+/* TRUE while the transformations panel is being filled (its scans run
+ * in worker threads). */
+gboolean weir_window_is_scanning(WeirWindow *w);
 /* TRUE while a run or benchmark is in progress. */
 gboolean weir_window_is_running(WeirWindow *w);
 /* Times of the last apply (session apply + analysis + panels) and of the

