@@ -26,6 +26,7 @@
 #include <graphviz/gvc.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "weir-analysis.h"
 
@@ -34,12 +35,14 @@
 #define FIT_ZOOM_MAX 2.0 /* zoom-to-fit does not blow small graphs up */
 #define FIT_MARGIN 24.0  /* pixels around a fitted picture */
 #define NODE_FONT 10.0   /* layout units (= pixels at zoom 1) */
-#define EDGE_FONT 8.0
+#define EDGE_FONT 8.5
 #define CLUSTER_FONT 10.0
-#define MIN_TEXT_PX 4.5 /* text smaller than this on screen is not drawn */
+#define MIN_TEXT_PX 6.0 /* text smaller than this on screen is not drawn */
 #define TOGGLE_SIZE 11.0
 #define MINIMAP_W 200.0
 #define MINIMAP_H 150.0
+#define MINIMAP_MIN 48.0 /* narrowest side of the minimap, pixels */
+#define LARGE_GRAPH 800  /* nodes: faster dot settings above this */
 
 static gpointer weir_element_copy_(gpointer e) {
   return g_memdup2(e, sizeof(WeirElement));
@@ -98,6 +101,8 @@ typedef struct {
   double width, height;
   double layout_ms, dot_ms;
   guint n_nodes, n_edges; /* program nodes and memlets drawn */
+  GHashTable *hidden;     /* id of a node inside a collapsed scope -> id of
+                             the scope's box (ids are unique in a program) */
   char *totals;           /* program totals, for the legend */
 } ViewLayout;
 
@@ -126,6 +131,7 @@ static ViewLayout *view_layout_new(void) {
   g_array_set_clear_func(l->edges, vedge_clear);
   l->clusters = g_array_new(FALSE, TRUE, sizeof(VCluster));
   g_array_set_clear_func(l->clusters, vcluster_clear);
+  l->hidden = g_hash_table_new(g_direct_hash, g_direct_equal);
   return l;
 }
 
@@ -136,6 +142,7 @@ static void view_layout_free(gpointer p) {
   g_array_unref(l->nodes);
   g_array_unref(l->edges);
   g_array_unref(l->clusters);
+  g_hash_table_unref(l->hidden);
   g_free(l->totals);
   g_free(l);
 }
@@ -194,21 +201,6 @@ static GHashTable *bindings_copy(GHashTable *bindings) {
 }
 
 /* ----------------------------------------------------------- labels */
-
-static WeirNode *state_node(const WeirState *s, guint id) {
-  guint lo = 0, hi = s->nodes->len;
-  while (lo < hi) {
-    guint mid = (lo + hi) / 2;
-    WeirNode *n = g_ptr_array_index(s->nodes, mid);
-    if (n->id == id)
-      return n;
-    if (n->id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
-}
 
 /* "i=0:64, j=0:48" (+ the schedule when not sequential). */
 static void append_map_ranges(GString *out, const WeirMap *m) {
@@ -330,6 +322,7 @@ typedef struct {
   GPtrArray *gv_nodes;    /* Agnode_t*, parallel to layout->nodes */
   GPtrArray *gv_edges;    /* Agedge_t*, parallel to layout->edges */
   GPtrArray *gv_clusters; /* Agraph_t*, parallel to layout->clusters */
+  gboolean large;         /* more than LARGE_GRAPH nodes */
 } GvBuild;
 
 static GMutex gv_lock; /* libgvc and cgraph are used by one thread at once */
@@ -370,6 +363,10 @@ static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
     break;
   case SHAPE_EMPTY:
     set_attr(n, "shape", "plaintext");
+    break;
+  case SHAPE_COLLAPSED: /* room for the [+] box in the corner */
+    set_attr(n, "shape", "box");
+    set_attr(n, "margin", "0.3,0.06");
     break;
   default:
     set_attr(n, "shape", "box");
@@ -458,6 +455,8 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     guint rep = representative(sc, job->collapsed, s->id, n);
     g_hash_table_insert(reps, GUINT_TO_POINTER(n->id), GUINT_TO_POINTER(rep));
     if (rep != n->id) {
+      g_hash_table_insert(l->hidden, GUINT_TO_POINTER(n->id),
+                          GUINT_TO_POINTER(rep));
       guint c =
           GPOINTER_TO_UINT(g_hash_table_lookup(hidden, GUINT_TO_POINTER(rep)));
       g_hash_table_insert(hidden, GUINT_TO_POINTER(rep),
@@ -469,7 +468,7 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
    * before what its scope contains. */
   guint n_order = sc ? sc->order->len : s->nodes->len;
   for (guint i = 0; i < n_order; i++) {
-    WeirNode *n = sc ? state_node(s, g_array_index(sc->order, guint, i))
+    WeirNode *n = sc ? weir_state_node(s, g_array_index(sc->order, guint, i))
                      : g_ptr_array_index(s->nodes, i);
     if (!n)
       continue;
@@ -551,7 +550,7 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     ve.label = memlet_label(m, job->bindings);
     if (*ve.label) {
       g_autofree char *text = dot_text(ve.label);
-      set_attr(e, "label", text);
+      set_attr(e, b->large ? "xlabel" : "label", text);
     }
     if (ve.empty)
       set_attr(e, "style", "dashed");
@@ -596,16 +595,18 @@ static void read_edge(VEdge *ve, Agedge_t *e, double ox, double top) {
     ve->y0 = MIN(ve->y0, ve->ay);
     ve->y1 = MAX(ve->y1, ve->ay);
   }
-  if (ED_label(e)) {
-    ve->lx = ED_label(e)->pos.x - ox;
-    ve->ly = top - ED_label(e)->pos.y;
-    double hw = ED_label(e)->dimen.x / 2, hh = ED_label(e)->dimen.y / 2;
+  textlabel_t *lab = ED_label(e) ? ED_label(e) : ED_xlabel(e);
+  if (lab && lab->set) {
+    ve->lx = lab->pos.x - ox;
+    ve->ly = top - lab->pos.y;
+    double hw = lab->dimen.x / 2, hh = lab->dimen.y / 2;
     ve->x0 = MIN(ve->x0, ve->lx - hw);
     ve->x1 = MAX(ve->x1, ve->lx + hw);
     ve->y0 = MIN(ve->y0, ve->ly - hh);
     ve->y1 = MAX(ve->y1, ve->ly + hh);
-  }
-  if (ve->n_pts == 0 && !ED_label(e))
+  } else if (lab) /* not placed: not drawn */
+    g_clear_pointer(&ve->label, g_free);
+  if (ve->n_pts == 0 && !(lab && lab->set))
     ve->x0 = ve->y0 = ve->x1 = ve->y1 = 0;
 }
 
@@ -626,11 +627,26 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
       format_quantity(f, sizeof f, (double)an->total_flops.value, "FLOP");
     else
       g_strlcpy(f, "?", sizeof f);
-    l->totals = g_strdup_printf("total: %s moved, %s", b, f);
+    GString *t = g_string_new(NULL);
+    g_string_printf(t, "total: %s moved, %s", b, f);
+    /* unknown figures mostly come from symbols without a value */
+    GString *unbound = g_string_new(NULL);
+    for (guint i = 0; i < g->symbols->len; i++) {
+      const char *sym = g_ptr_array_index(g->symbols, i);
+      if (!job->bindings || !g_hash_table_contains(job->bindings, sym))
+        g_string_append_printf(unbound, "%s%s", unbound->len ? ", " : "", sym);
+    }
+    if (unbound->len && (!an->total_bytes.known || !an->total_flops.known))
+      g_string_append_printf(t, "\nunbound: %s", unbound->str);
+    g_string_free(unbound, TRUE);
+    l->totals = g_string_free(t, FALSE);
   }
 
+  gint64 ta = g_get_monotonic_time();
   g_mutex_lock(&gv_lock);
   gint64 t1 = g_get_monotonic_time();
+  struct timespec c1, c2;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
   if (!gv_context) {
     agseterr(AGERR); /* warnings are not for the user */
     gv_context = gvContext();
@@ -656,6 +672,21 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
   agattr(b.root, AGEDGE, (char *)"fontsize", (char *)"9");
   agattr(b.root, AGEDGE, (char *)"arrowsize", (char *)"0.6");
 
+  /* Large programs: memlet labels as external labels (placed after the
+   * layout instead of taking a rank each) and fewer optimisation passes;
+   * dot's time then grows about half as fast (docs/gui.md). */
+  guint n_total = 0;
+  for (guint i = 0; i < g->states->len; i++)
+    n_total += ((WeirState *)g_ptr_array_index(g->states, i))->nodes->len;
+  b.large = n_total > LARGE_GRAPH;
+  if (b.large) {
+    set_attr(b.root, "forcelabels", "true");
+    set_attr(b.root, "nslimit", "1");
+    set_attr(b.root, "nslimit1", "1");
+    set_attr(b.root, "mclimit", "0.3");
+    set_attr(b.root, "searchsize", "10");
+    set_attr(b.root, "remincross", "false");
+  }
   StateBuild *sbs = g_new0(StateBuild, g->states->len + 1);
   for (guint i = 0; i < g->states->len; i++)
     build_state(&b, l, g, g_ptr_array_index(g->states, i), an, job, &sbs[i]);
@@ -724,7 +755,14 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
   g_ptr_array_unref(b.gv_edges);
   g_ptr_array_unref(b.gv_clusters);
   gint64 t2 = g_get_monotonic_time();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c2);
   g_mutex_unlock(&gv_lock);
+  g_debug("graph view: %u nodes, %u memlets: analysis %.1f ms, "
+          "dot %.1f ms (%.1f ms CPU)",
+          l->n_nodes, l->n_edges, (double)(ta - t0) / 1000.0,
+          (double)(t2 - t1) / 1000.0,
+          (double)(c2.tv_sec - c1.tv_sec) * 1e3 +
+              (double)(c2.tv_nsec - c1.tv_nsec) / 1e6);
 
   if (!ok) {
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
@@ -783,12 +821,15 @@ G_DEFINE_TYPE(WeirGraphView, weir_graph_view, GTK_TYPE_WIDGET)
 enum { SIG_SELECTION_CHANGED, SIG_LAYOUT_DONE, SIG_ACTIVATE, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
+enum { PROP_0, PROP_ZOOM, PROP_OVERLAY, PROP_BUSY, N_PROPS };
+static GParamSpec *props[N_PROPS];
+
 /* ----------------------------------------------------------- palette */
 
 typedef struct {
   gboolean dark;
-  GdkRGBA fg, bg, dim, state_fill, scope_fill, edge, transition, accent,
-      highlight;
+  GdkRGBA fg, bg, dim, state_fill, scope_fill, scope_border, edge, transition,
+      accent, highlight;
   GdkRGBA fill[SHAPE_EMPTY + 1];
 } Palette;
 
@@ -819,6 +860,7 @@ static void palette_init(WeirGraphView *v, Palette *p) {
     p->dim = rgb(0x9a9a9a);
     p->state_fill = rgb(0x2a2a2e);
     p->scope_fill = rgb(0x33303d);
+    p->scope_border = rgb(0x9a82b8);
     p->edge = rgb(0xb0b0b0);
     p->transition = rgb(0x8fb0d8);
     p->fill[SHAPE_ACCESS] = rgb(0x1f3a5a);
@@ -834,6 +876,7 @@ static void palette_init(WeirGraphView *v, Palette *p) {
     p->dim = rgb(0x707070);
     p->state_fill = rgb(0xf0f0f3);
     p->scope_fill = rgb(0xf3eef8);
+    p->scope_border = rgb(0x8c6bb3);
     p->edge = rgb(0x505050);
     p->transition = rgb(0x2a5a9a);
     p->fill[SHAPE_ACCESS] = rgb(0xd6e6fa);
@@ -942,6 +985,7 @@ static void zoom_at(WeirGraphView *v, double z, double sx, double sy) {
   clamp_zoom(&z);
   double lx = v->ox + sx / v->zoom, ly = v->oy + sy / v->zoom;
   v->zoom = z;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_ZOOM]);
   v->ox = lx - sx / z;
   v->oy = ly - sy / z;
   gtk_widget_queue_draw(GTK_WIDGET(v));
@@ -960,6 +1004,7 @@ static void fit_rect(WeirGraphView *v, double x0, double y0, double x1,
   z = MIN(z, max_zoom);
   clamp_zoom(&z);
   v->zoom = z;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_ZOOM]);
   v->ox = (x0 + x1) / 2 - w / 2 / z;
   v->oy = (y0 + y1) / 2 - h / 2 / z;
   gtk_widget_queue_draw(GTK_WIDGET(v));
@@ -995,10 +1040,22 @@ double weir_graph_view_get_zoom(WeirGraphView *v) {
   return v->zoom;
 }
 
+/* The drawn node that stands for node id: the box of the collapsed scope
+ * that hides it, else itself. */
+static guint drawn_id(const ViewLayout *l, guint id) {
+  gpointer rep;
+  if (l &&
+      g_hash_table_lookup_extended(l->hidden, GUINT_TO_POINTER(id), NULL, &rep))
+    return GPOINTER_TO_UINT(rep);
+  return id;
+}
+
+/* The drawn node of node id (or of the collapsed scope hiding it). */
 static const VNode *find_vnode(const ViewLayout *l, guint state, guint id,
                                guint *index) {
   if (!l)
     return NULL;
+  id = drawn_id(l, id);
   for (guint i = 0; i < l->nodes->len; i++) {
     const VNode *n = &g_array_index(l->nodes, VNode, i);
     if (n->shape != SHAPE_EMPTY && n->state == state && n->id == id) {
@@ -1055,7 +1112,7 @@ void weir_graph_view_zoom_to_selection(WeirGraphView *v) {
   if (!element_rect(v->layout, &v->selection, r))
     return;
   /* A node alone is shown at a readable zoom, not blown up to fill. */
-  double max = v->selection.kind == WEIR_ELEMENT_NODE ? 1.5 : ZOOM_MAX;
+  double max = v->selection.kind == WEIR_ELEMENT_NODE ? 1.5 : FIT_ZOOM_MAX;
   /* context around a node */
   if (v->selection.kind == WEIR_ELEMENT_NODE) {
     r[0] -= 80, r[1] -= 60, r[2] += 80, r[3] += 60;
@@ -1075,7 +1132,7 @@ static gboolean element_exists(const WeirGraph *g, const WeirElement *e) {
   case WEIR_ELEMENT_STATE:
     return TRUE;
   case WEIR_ELEMENT_NODE:
-    return state_node(s, e->id) != NULL;
+    return weir_state_node(s, e->id) != NULL;
   case WEIR_ELEMENT_EDGE:
     return weir_state_memlet(s, e->id) != NULL;
   default:
@@ -1140,7 +1197,7 @@ gboolean weir_graph_view_search(WeirGraphView *v, const char *text) {
     WeirElement e = {WEIR_ELEMENT_NODE, n->state, n->id};
     weir_graph_view_select(v, &e);
     if (v->zoom < 0.6)
-      v->zoom = 1.0;
+      weir_graph_view_set_zoom(v, 1.0);
     center_on(v, n->x, n->y);
     return TRUE;
   }
@@ -1161,6 +1218,7 @@ static void layout_done(GObject *source, GAsyncResult *res,
     return;
   }
   v->busy = FALSE;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_BUSY]);
   g_clear_pointer(&v->layout_error, g_free);
   if (l) {
     view_layout_free(v->layout);
@@ -1198,6 +1256,7 @@ static void start_layout(WeirGraphView *v) {
   job->bindings = bindings_copy(v->bindings);
   job->collapsed = key_set_copy(v->collapsed);
   v->busy = TRUE;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_BUSY]);
   GTask *task = g_task_new(v, v->cancel, layout_done, NULL);
   g_task_set_source_tag(task, start_layout);
   g_task_set_task_data(task, job, layout_job_free);
@@ -1234,7 +1293,10 @@ gboolean weir_graph_view_is_busy(WeirGraphView *v) {
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay) {
   g_return_if_fail(WEIR_IS_GRAPH_VIEW(v));
   g_return_if_fail(overlay <= WEIR_OVERLAY_INTENSITY);
+  if (v->overlay == overlay)
+    return;
   v->overlay = overlay;
+  g_object_notify_by_pspec(G_OBJECT(v), props[PROP_OVERLAY]);
   gtk_widget_queue_draw(GTK_WIDGET(v));
 }
 
@@ -1251,7 +1313,7 @@ void weir_graph_view_set_collapsed(WeirGraphView *v, guint state, guint entry,
     return;
   if (collapsed) {
     WeirState *s = v->program ? weir_graph_state(v->program, state) : NULL;
-    WeirNode *n = s ? state_node(s, entry) : NULL;
+    WeirNode *n = s ? weir_state_node(s, entry) : NULL;
     if (!n || n->kind != WEIR_NODE_MAP_ENTRY)
       return; /* not a map scope of the program */
     key_set_add(v->collapsed, k);
@@ -1302,6 +1364,7 @@ typedef struct {
   Palette pal;
   Scale scale;
   double vx0, vy0, vx1, vy1; /* visible layout rectangle */
+  GHashTable *hl;            /* drawn ids of the highlighted nodes */
 } Draw;
 
 static gboolean visible(const Draw *d, double x0, double y0, double x1,
@@ -1453,7 +1516,7 @@ static void draw_node(Draw *d, const VNode *n) {
   if (fill.alpha > 0.9f)
     text = luminance(&fill) > 0.5 ? rgb(0x1a1a1a) : rgb(0xf5f5f5);
   gboolean hl = v->hl_state == n->state &&
-                g_hash_table_contains(v->hl_nodes, GUINT_TO_POINTER(n->id));
+                g_hash_table_contains(d->hl, GUINT_TO_POINTER(n->id));
   if (hl) { /* a glow behind the node */
     shape_path(cr, n);
     GdkRGBA c = d->pal.highlight;
@@ -1465,7 +1528,9 @@ static void draw_node(Draw *d, const VNode *n) {
   shape_path(cr, n);
   set_source(cr, &fill);
   cairo_fill_preserve(cr);
-  gboolean sel = is_selected(v, WEIR_ELEMENT_NODE, n->state, n->id);
+  gboolean sel = v->selection.kind == WEIR_ELEMENT_NODE &&
+                 v->selection.state == n->state &&
+                 drawn_id(v->layout, v->selection.id) == n->id;
   if (sel) {
     set_source(cr, &d->pal.accent);
     cairo_set_line_width(cr, 3.0);
@@ -1522,8 +1587,15 @@ static void draw_edge(Draw *d, const VEdge *e) {
   if (!e->transition && v->overlay == WEIR_OVERLAY_BYTES && e->bytes_known &&
       e->bytes > 0 && d->scale.any) {
     double t = scale_t(&d->scale, e->bytes);
-    colour = heat_colour(0.25 + 0.75 * t); /* pale yellow is invisible */
-    width = 1.0 + 3.0 * t;
+    /* the pale end of the scale would vanish on a light background:
+     * edges start further up it and are darkened there */
+    colour = heat_colour(0.3 + 0.7 * t);
+    if (!d->pal.dark) {
+      colour.red *= 0.8f;
+      colour.green *= 0.8f;
+      colour.blue *= 0.8f;
+    }
+    width = 1.2 + 3.0 * t;
   }
   gboolean sel =
       !e->transition && is_selected(v, WEIR_ELEMENT_EDGE, e->state, e->id);
@@ -1583,9 +1655,7 @@ static void draw_cluster(Draw *d, const VCluster *c) {
     rounded_rect(cr, c->x0, c->y0, w, h, 4);
     set_source(cr, &d->pal.scope_fill);
     cairo_fill_preserve(cr);
-    set_source(cr, sel ? &d->pal.accent : &d->pal.fill[SHAPE_MAP_ENTRY]);
-    if (!sel && !d->pal.dark)
-      cairo_set_source_rgb(cr, 0.55, 0.42, 0.7);
+    set_source(cr, sel ? &d->pal.accent : &d->pal.scope_border);
     cairo_set_line_width(cr, sel ? 3.0 : 1.0);
     double dash[] = {5, 3};
     cairo_set_dash(cr, dash, 2, 0);
@@ -1604,10 +1674,11 @@ static void draw_cluster(Draw *d, const VCluster *c) {
   }
 }
 
-/* Screen rectangle of the minimap and its scale; FALSE when the whole
- * picture is on screen (no minimap). */
+/* Screen position of the minimap and its scales (the same on both axes
+ * unless the picture is so thin that a side would be narrower than
+ * MINIMAP_MIN); FALSE when the whole picture is on screen (no minimap). */
 static gboolean minimap_geometry(WeirGraphView *v, double *mx, double *my,
-                                 double *ms) {
+                                 double *msx, double *msy) {
   const ViewLayout *l = v->layout;
   double w = gtk_widget_get_width(GTK_WIDGET(v));
   double h = gtk_widget_get_height(GTK_WIDGET(v));
@@ -1619,20 +1690,21 @@ static gboolean minimap_geometry(WeirGraphView *v, double *mx, double *my,
   if (all_visible || w < 3 * MINIMAP_W || h < 2 * MINIMAP_H)
     return FALSE;
   double s = MIN(MINIMAP_W / l->width, MINIMAP_H / l->height);
-  *ms = s;
-  *mx = w - l->width * s - 12;
-  *my = h - l->height * s - 12;
+  *msx = MAX(s, MINIMAP_MIN / l->width);
+  *msy = MAX(s, MINIMAP_MIN / l->height);
+  *mx = w - l->width * *msx - 12;
+  *my = h - l->height * *msy - 12;
   return TRUE;
 }
 
 static void draw_minimap(Draw *d) {
   WeirGraphView *v = d->v;
   const ViewLayout *l = v->layout;
-  double mx, my, s;
-  if (!minimap_geometry(v, &mx, &my, &s))
+  double mx, my, sx, sy;
+  if (!minimap_geometry(v, &mx, &my, &sx, &sy))
     return;
   cairo_t *cr = d->cr;
-  double mw = l->width * s, mh = l->height * s;
+  double mw = l->width * sx, mh = l->height * sy;
   rounded_rect(cr, mx - 4, my - 4, mw + 8, mh + 8, 4);
   GdkRGBA bg = d->pal.bg;
   bg.alpha = 0.92f;
@@ -1645,8 +1717,8 @@ static void draw_minimap(Draw *d) {
     const VCluster *c = &g_array_index(l->clusters, VCluster, i);
     if (c->entry)
       continue;
-    cairo_rectangle(cr, mx + c->x0 * s, my + c->y0 * s, (c->x1 - c->x0) * s,
-                    (c->y1 - c->y0) * s);
+    cairo_rectangle(cr, mx + c->x0 * sx, my + c->y0 * sy, (c->x1 - c->x0) * sx,
+                    (c->y1 - c->y0) * sy);
     set_source(cr, &d->pal.state_fill);
     cairo_fill(cr);
   }
@@ -1660,8 +1732,9 @@ static void draw_minimap(Draw *d) {
     if (is_selected(v, WEIR_ELEMENT_NODE, n->state, n->id))
       c = d->pal.accent;
     set_source(cr, &c);
-    cairo_rectangle(cr, mx + (n->x - n->w / 2) * s, my + (n->y - n->h / 2) * s,
-                    MAX(n->w * s, 1.0), MAX(n->h * s, 1.0));
+    cairo_rectangle(cr, mx + (n->x - n->w / 2) * sx,
+                    my + (n->y - n->h / 2) * sy, MAX(n->w * sx, 1.0),
+                    MAX(n->h * sy, 1.0));
     cairo_fill(cr);
   }
   double w = gtk_widget_get_width(GTK_WIDGET(v));
@@ -1670,7 +1743,8 @@ static void draw_minimap(Draw *d) {
   double x1 = MIN(v->ox + w / v->zoom, l->width);
   double y1 = MIN(v->oy + h / v->zoom, l->height);
   if (x1 > x0 && y1 > y0) {
-    cairo_rectangle(cr, mx + x0 * s, my + y0 * s, (x1 - x0) * s, (y1 - y0) * s);
+    cairo_rectangle(cr, mx + x0 * sx, my + y0 * sy, MAX((x1 - x0) * sx, 2.0),
+                    MAX((y1 - y0) * sy, 2.0));
     GdkRGBA a = d->pal.accent;
     a.alpha = 0.18f;
     set_source(cr, &a);
@@ -1706,7 +1780,8 @@ static void draw_legend(Draw *d) {
   };
   cairo_t *cr = d->cr;
   double h = gtk_widget_get_height(GTK_WIDGET(v));
-  double bw = 240, bh = 82, x = 12, y = h - bh - 12;
+  gboolean two_lines = v->layout->totals && strchr(v->layout->totals, '\n');
+  double bw = 240, bh = two_lines ? 98 : 82, x = 12, y = h - bh - 12;
   rounded_rect(cr, x, y, bw, bh, 5);
   GdkRGBA bg = d->pal.bg;
   bg.alpha = 0.92f;
@@ -1785,6 +1860,13 @@ static void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
   cairo_paint(cr);
   const ViewLayout *l = v->layout;
   if (l) {
+    d.hl = g_hash_table_new(g_direct_hash, g_direct_equal);
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, v->hl_nodes);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+      g_hash_table_add(d.hl,
+                       GUINT_TO_POINTER(drawn_id(l, GPOINTER_TO_UINT(k))));
     if (v->overlay != WEIR_OVERLAY_NONE)
       overlay_scale(l, v->overlay, &d.scale);
     d.vx0 = v->ox;
@@ -1804,6 +1886,7 @@ static void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
     cairo_restore(cr);
     draw_minimap(&d);
     draw_legend(&d);
+    g_hash_table_unref(d.hl);
   } else {
     const char *msg = v->busy           ? "Laying out\u2026"
                       : v->layout_error ? v->layout_error
@@ -1909,18 +1992,91 @@ static HitKind hit_test(WeirGraphView *v, double sx, double sy,
   return HIT_NONE;
 }
 
+WeirElement weir_graph_view_element_at(WeirGraphView *v, double x, double y) {
+  WeirElement e = {WEIR_ELEMENT_NONE, 0, 0};
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), e);
+  hit_test(v, x, y, &e);
+  return e;
+}
+
+gboolean weir_graph_view_get_element_bounds(WeirGraphView *v,
+                                            const WeirElement *e,
+                                            graphene_rect_t *out) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
+  g_return_val_if_fail(e != NULL && out != NULL, FALSE);
+  double r[4];
+  if (!element_rect(v->layout, e, r))
+    return FALSE;
+  graphene_rect_init(
+      out, (float)((r[0] - v->ox) * v->zoom), (float)((r[1] - v->oy) * v->zoom),
+      (float)((r[2] - r[0]) * v->zoom), (float)((r[3] - r[1]) * v->zoom));
+  return TRUE;
+}
+
+/* Tooltip: the whole label (it may be shrunk or hidden at this zoom) and
+ * the element's figures. */
+static gboolean on_query_tooltip(GtkWidget *w, int x, int y,
+                                 gboolean keyboard G_GNUC_UNUSED,
+                                 GtkTooltip *tip, gpointer data G_GNUC_UNUSED) {
+  WeirGraphView *v = WEIR_GRAPH_VIEW(w);
+  WeirElement e;
+  if (!v->layout || hit_test(v, x, y, &e) == HIT_NONE)
+    return FALSE;
+  GString *s = g_string_new(NULL);
+  char b[32], f[32];
+  if (e.kind == WEIR_ELEMENT_NODE) {
+    const VNode *n = find_vnode(v->layout, e.state, e.id, NULL);
+    if (!n) { /* a scope frame: its entry is drawn as a node too */
+      g_string_free(s, TRUE);
+      return FALSE;
+    }
+    g_string_append(s, n->label);
+    if (n->bytes_known)
+      format_quantity(b, sizeof b, n->bytes, "B");
+    if (n->flops_known)
+      format_quantity(f, sizeof f, n->flops, "FLOP");
+    g_string_append_printf(s, "\nbytes in+out: %s\nFLOPs: %s",
+                           n->bytes_known ? b : "unknown",
+                           n->flops_known ? f : "unknown");
+    if (n->bytes_known && n->flops_known && n->bytes > 0)
+      g_string_append_printf(s, "\nintensity: %.3g FLOP/B",
+                             n->flops / n->bytes);
+  } else if (e.kind == WEIR_ELEMENT_EDGE) {
+    for (guint i = 0; i < v->layout->edges->len; i++) {
+      const VEdge *ed = &g_array_index(v->layout->edges, VEdge, i);
+      if (ed->transition || ed->state != e.state || ed->id != e.id)
+        continue;
+      g_string_append_printf(s, "memlet %u: %s", ed->id,
+                             ed->label ? ed->label : "");
+      if (ed->bytes_known) {
+        format_quantity(b, sizeof b, ed->bytes, "B");
+        g_string_append_printf(s, "\nbytes moved: %s", b);
+      }
+    }
+  } else {
+    for (guint i = 0; i < v->layout->clusters->len; i++) {
+      const VCluster *c = &g_array_index(v->layout->clusters, VCluster, i);
+      if (c->entry == 0 && c->state == e.state)
+        g_string_append(s, c->label);
+    }
+  }
+  gtk_tooltip_set_text(tip, s->str);
+  g_string_free(s, TRUE);
+  return TRUE;
+}
+
 /* ------------------------------------------------------------ input */
 
 static gboolean in_minimap(WeirGraphView *v, double sx, double sy, double *lx,
                            double *ly) {
-  double mx, my, s;
-  if (!minimap_geometry(v, &mx, &my, &s))
+  double mx, my, msx, msy;
+  if (!minimap_geometry(v, &mx, &my, &msx, &msy))
     return FALSE;
-  double mw = v->layout->width * s, mh = v->layout->height * s;
+  double mw = v->layout->width * msx, mh = v->layout->height * msy;
   if (sx < mx - 4 || sx > mx + mw + 4 || sy < my - 4 || sy > my + mh + 4)
     return FALSE;
-  *lx = (sx - mx) / s;
-  *ly = (sy - my) / s;
+  *lx = CLAMP((sx - mx) / msx, 0, v->layout->width);
+  *ly = CLAMP((sy - my) / msy, 0, v->layout->height);
   return TRUE;
 }
 
@@ -2100,6 +2256,12 @@ static void weir_graph_view_measure(GtkWidget *widget G_GNUC_UNUSED,
   *min_base = *nat_base = -1;
 }
 
+static void weir_graph_view_css_changed(GtkWidget *widget,
+                                        GtkCssStyleChange *change) {
+  GTK_WIDGET_CLASS(weir_graph_view_parent_class)->css_changed(widget, change);
+  gtk_widget_queue_draw(widget); /* the palette follows the text colour */
+}
+
 static void weir_graph_view_dispose(GObject *object) {
   WeirGraphView *v = WEIR_GRAPH_VIEW(object);
   g_cancellable_cancel(v->cancel);
@@ -2119,14 +2281,61 @@ static void weir_graph_view_finalize(GObject *object) {
   G_OBJECT_CLASS(weir_graph_view_parent_class)->finalize(object);
 }
 
+static void weir_graph_view_get_property(GObject *object, guint id,
+                                         GValue *value, GParamSpec *pspec) {
+  WeirGraphView *v = WEIR_GRAPH_VIEW(object);
+  switch (id) {
+  case PROP_ZOOM:
+    g_value_set_double(value, v->zoom);
+    break;
+  case PROP_OVERLAY:
+    g_value_set_uint(value, v->overlay);
+    break;
+  case PROP_BUSY:
+    g_value_set_boolean(value, v->busy);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+  }
+}
+
+static void weir_graph_view_set_property(GObject *object, guint id,
+                                         const GValue *value,
+                                         GParamSpec *pspec) {
+  WeirGraphView *v = WEIR_GRAPH_VIEW(object);
+  switch (id) {
+  case PROP_ZOOM:
+    weir_graph_view_set_zoom(v, g_value_get_double(value));
+    break;
+  case PROP_OVERLAY:
+    weir_graph_view_set_overlay(v, (WeirOverlay)g_value_get_uint(value));
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+  }
+}
+
 static void weir_graph_view_class_init(WeirGraphViewClass *klass) {
   GObjectClass *oc = G_OBJECT_CLASS(klass);
   GtkWidgetClass *wc = GTK_WIDGET_CLASS(klass);
   oc->dispose = weir_graph_view_dispose;
   oc->finalize = weir_graph_view_finalize;
+  oc->get_property = weir_graph_view_get_property;
+  oc->set_property = weir_graph_view_set_property;
+  props[PROP_ZOOM] = g_param_spec_double(
+      "zoom", NULL, NULL, ZOOM_MIN, ZOOM_MAX, 1.0,
+      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  props[PROP_OVERLAY] = g_param_spec_uint(
+      "overlay", NULL, NULL, WEIR_OVERLAY_NONE, WEIR_OVERLAY_INTENSITY,
+      WEIR_OVERLAY_NONE,
+      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  props[PROP_BUSY] = g_param_spec_boolean(
+      "busy", NULL, NULL, FALSE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties(oc, N_PROPS, props);
   wc->snapshot = weir_graph_view_snapshot;
   wc->size_allocate = weir_graph_view_size_allocate;
   wc->measure = weir_graph_view_measure;
+  wc->css_changed = weir_graph_view_css_changed;
   gtk_widget_class_set_css_name(wc, "weirgraphview");
   signals[SIG_SELECTION_CHANGED] =
       g_signal_new("selection-changed", G_TYPE_FROM_CLASS(klass),
@@ -2148,9 +2357,12 @@ static void weir_graph_view_init(WeirGraphView *v) {
   v->hl_nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
   gtk_widget_set_focusable(w, TRUE);
   gtk_widget_set_overflow(w, GTK_OVERFLOW_HIDDEN);
+  gtk_widget_set_has_tooltip(w, TRUE);
+  g_signal_connect(w, "query-tooltip", G_CALLBACK(on_query_tooltip), NULL);
 
   GtkGesture *click = gtk_gesture_click_new();
-  g_signal_connect(click, "pressed", G_CALLBACK(on_click), v);
+  /* on release: a press that turns into a drag (pan) selects nothing */
+  g_signal_connect(click, "released", G_CALLBACK(on_click), v);
   gtk_widget_add_controller(w, GTK_EVENT_CONTROLLER(click));
 
   GtkGesture *drag = gtk_gesture_drag_new();

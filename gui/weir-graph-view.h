@@ -92,6 +92,16 @@ gboolean weir_graph_view_search(WeirGraphView *v, const char *text);
 void weir_graph_view_set_collapsed(WeirGraphView *v, guint state, guint entry,
                                    gboolean collapsed);
 
+/* The element drawn at widget point (x, y): a node (a collapsed scope is
+ * its entry), a memlet, a map scope's frame (its entry) or a state's box;
+ * kind NONE when there is none.  What a click there selects. */
+WeirElement weir_graph_view_element_at(WeirGraphView *v, double x, double y);
+/* Bounds of a drawn element in widget coordinates (e.g. to place a
+ * popover); FALSE when it is not in the picture. */
+gboolean weir_graph_view_get_element_bounds(WeirGraphView *v,
+                                            const WeirElement *e,
+                                            graphene_rect_t *out);
+
 /* TRUE when the scope of map entry `entry` in `state` is collapsed. */
 gboolean weir_graph_view_get_collapsed(WeirGraphView *v, guint state,
                                        guint entry);
@@ -121,7 +131,12 @@ gboolean weir_graph_view_save_png(WeirGraphView *v, const char *path,
  * read-back), included in last_layout_ms. */
 double weir_graph_view_last_dot_ms(WeirGraphView *v);
 
-/* Signals:
+/* Properties (notified on change, e.g. for a status bar):
+ *   "zoom"    (double, read-write)
+ *   "overlay" (guint holding a WeirOverlay, read-write)
+ *   "busy"    (gboolean, read-only): a layout is running
+ *
+ * Signals:
  *   "selection-changed" (void)
  *   "layout-done"       (void)
  *   "activate-element"  (WeirElement *)  double click

@@ -225,6 +225,26 @@ static void test_collapse_scope(void **state) {
   /* entry, tasklet and exit become one box */
   assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), all - 2);
   assert_true(weir_graph_view_n_drawn_edges(f->v) < all_edges);
+  /* a node inside stands as the box: same bounds, and highlighting it
+   * shows on the box */
+  WeirState *st = weir_graph_state(f->matmul, sid);
+  guint inner = 0;
+  for (guint k = 0; k < st->nodes->len; k++)
+    if (((WeirNode *)st->nodes->pdata[k])->kind == WEIR_NODE_TASKLET)
+      inner = ((WeirNode *)st->nodes->pdata[k])->id;
+  assert_int_not_equal(inner, 0);
+  WeirElement box = {WEIR_ELEMENT_NODE, sid, entry};
+  WeirElement hidden = {WEIR_ELEMENT_NODE, sid, inner};
+  graphene_rect_t rb, rh;
+  assert_true(weir_graph_view_get_element_bounds(f->v, &box, &rb));
+  assert_true(weir_graph_view_get_element_bounds(f->v, &hidden, &rh));
+  assert_true(graphene_rect_equal(&rb, &rh));
+  weir_graph_view_zoom_fit(f->v);
+  g_autoptr(GBytes) plain = render(f->v);
+  weir_graph_view_highlight(f->v, sid, &inner, 1);
+  g_autoptr(GBytes) lit = render(f->v);
+  assert_false(g_bytes_equal(plain, lit));
+  weir_graph_view_highlight(f->v, 0, NULL, 0);
   /* the box is the entry: it can be selected and found */
   WeirElement e = {WEIR_ELEMENT_NODE, sid, entry};
   weir_graph_view_select(f->v, &e);
@@ -246,11 +266,28 @@ static void test_collapse_scope(void **state) {
   assert_int_equal(weir_graph_view_n_drawn_edges(f->v), all_edges);
 }
 
+static void count_notify(GObject *o G_GNUC_UNUSED, GParamSpec *p G_GNUC_UNUSED,
+                         guint *n) {
+  (*n)++;
+}
+
 static void test_zoom(void **state) {
   Fixture *f = *state;
+  guint busy_changes = 0, zoom_changes = 0;
+  gulong b = g_signal_connect(f->v, "notify::busy", G_CALLBACK(count_notify),
+                              &busy_changes);
+  gulong z = g_signal_connect(f->v, "notify::zoom", G_CALLBACK(count_notify),
+                              &zoom_changes);
   assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  assert_int_equal(busy_changes, 2); /* on, off */
   weir_graph_view_set_zoom(f->v, 5.0);
   assert_true(weir_graph_view_get_zoom(f->v) == 5.0);
+  assert_true(zoom_changes >= 1);
+  double zp;
+  g_object_get(f->v, "zoom", &zp, NULL);
+  assert_true(zp == 5.0);
+  g_signal_handler_disconnect(f->v, b);
+  g_signal_handler_disconnect(f->v, z);
   weir_graph_view_zoom_fit(f->v);
   double fit = weir_graph_view_get_zoom(f->v);
   assert_true(fit != 5.0);
@@ -271,11 +308,20 @@ static void test_expanded_model(void **state) {
   g_autoptr(WeirGraph) g =
       gui_testing_load(WEIR_SRCDIR "/samples/models/mlp.onnx", TRUE, &error);
   assert_non_null(g);
-  assert_true(gui_testing_set_and_wait(f->v, g, 120));
+  /* the batch size is a symbol: bound, the overlay has figures */
+  g_autoptr(GHashTable) bindings =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  gint64 *batch = g_new(gint64, 1);
+  *batch = 8;
+  g_hash_table_insert(bindings, g_strdup("batch"), batch);
+  assert_true(gui_testing_set_bound_and_wait(f->v, g, bindings, 120));
   assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(g));
   assert_int_equal(weir_graph_view_n_drawn_edges(f->v), count_memlets(g));
-  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
   weir_graph_view_zoom_fit(f->v);
+  g_autoptr(GBytes) plain = render(f->v);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
+  g_autoptr(GBytes) heat = render(f->v);
+  assert_false(g_bytes_equal(plain, heat));
   g_autofree char *png = shot_path("graph-view-mlp-bytes.png");
   assert_true(weir_graph_view_save_png(f->v, png, &error));
   weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
@@ -288,6 +334,87 @@ static void test_expanded_model(void **state) {
   g_autoptr(GBytes) after = render(f->v);
   assert_false(g_bytes_equal(before, after));
   weir_graph_view_highlight(f->v, 0, NULL, 0);
+}
+
+/* What a click at a point selects: a node at its centre, its state at
+ * the corner of the state's box, nothing outside the picture. */
+static void test_element_at(void **state) {
+  Fixture *f = *state;
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
+  weir_graph_view_zoom_fit(f->v);
+  for (guint i = 0; i < f->matmul->states->len; i++) {
+    WeirState *s = g_ptr_array_index(f->matmul->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      WeirElement e = {WEIR_ELEMENT_NODE, s->id, n->id};
+      graphene_rect_t r;
+      assert_true(weir_graph_view_get_element_bounds(f->v, &e, &r));
+      assert_true(r.size.width > 4 && r.size.height > 4);
+      WeirElement hit = weir_graph_view_element_at(
+          f->v, r.origin.x + r.size.width / 2, r.origin.y + r.size.height / 2);
+      assert_int_equal(hit.kind, WEIR_ELEMENT_NODE);
+      assert_int_equal(hit.state, s->id);
+      assert_int_equal(hit.id, n->id);
+    }
+    WeirElement st = {WEIR_ELEMENT_STATE, s->id, 0};
+    graphene_rect_t r;
+    assert_true(weir_graph_view_get_element_bounds(f->v, &st, &r));
+    WeirElement hit =
+        weir_graph_view_element_at(f->v, r.origin.x + 3, r.origin.y + 3);
+    assert_int_equal(hit.kind, WEIR_ELEMENT_STATE);
+    assert_int_equal(hit.state, s->id);
+  }
+  WeirElement none = weir_graph_view_element_at(f->v, 1, 1);
+  assert_int_equal(none.kind, WEIR_ELEMENT_NONE);
+  WeirElement missing = {WEIR_ELEMENT_NODE, 4, 999999};
+  graphene_rect_t r;
+  assert_false(weir_graph_view_get_element_bounds(f->v, &missing, &r));
+}
+
+/* Programs set while a layout runs: only the last one is shown, and
+ * "layout-done" comes once it is. */
+static void test_program_replaced_while_busy(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) big = gui_testing_chain(100);
+  weir_graph_view_set_program(f->v, big, NULL);
+  assert_true(weir_graph_view_is_busy(f->v));
+  weir_graph_view_set_program(f->v, big, NULL);
+  assert_true(gui_testing_set_and_wait(f->v, f->matmul, 120));
+  assert_false(weir_graph_view_is_busy(f->v));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(f->matmul));
+}
+
+static void set_true(gboolean *flag) {
+  *flag = TRUE;
+}
+
+/* A view whose window is destroyed while its layout runs: the worker keeps
+ * it alive until the layout ends, then it goes (under ASan: nothing
+ * leaks, nothing is used after it is freed). */
+static void test_destroy_while_busy(void **state G_GNUC_UNUSED) {
+  GtkWidget *win = gtk_window_new();
+  GtkWidget *view = weir_graph_view_new();
+  gtk_window_set_child(GTK_WINDOW(win), view);
+  gtk_window_present(GTK_WINDOW(win));
+  g_autoptr(WeirGraph) big = gui_testing_chain(60);
+  weir_graph_view_set_program(WEIR_GRAPH_VIEW(view), big, NULL);
+  gboolean done = FALSE;
+  g_signal_connect_swapped(view, "layout-done", G_CALLBACK(set_true), &done);
+  GWeakRef ref;
+  g_weak_ref_init(&ref, view);
+  gtk_window_destroy(GTK_WINDOW(win));
+  /* the worker still holds the view; it goes when the layout ends */
+  gint64 deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  GObject *alive;
+  while ((alive = g_weak_ref_get(&ref)) != NULL &&
+         g_get_monotonic_time() < deadline) {
+    g_object_unref(alive);
+    if (!g_main_context_iteration(NULL, FALSE))
+      g_usleep(1000);
+  }
+  assert_null(alive);
+  assert_true(done);
+  g_weak_ref_clear(&ref);
 }
 
 int main(void) {
@@ -303,6 +430,9 @@ int main(void) {
       cmocka_unit_test(test_collapse_scope),
       cmocka_unit_test(test_zoom),
       cmocka_unit_test(test_expanded_model),
+      cmocka_unit_test(test_element_at),
+      cmocka_unit_test(test_program_replaced_while_busy),
+      cmocka_unit_test(test_destroy_while_busy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
