@@ -42,6 +42,11 @@ struct _WeirWindow {
   GtkLabel *properties_title;
   GtkListView *properties_list;
   GtkNotebook *notebook;
+  GtkPaned *main_paned;
+  int side_width;   /* width the side panel keeps */
+  int paned_width;  /* last allocated width of main_paned */
+  gboolean placing; /* the divider is being moved by place_paned */
+  gboolean place_pending;
   GtkLabel *scope_label;
   GtkCheckButton *legal_only_check;
   GtkListView *transforms_list;
@@ -1988,9 +1993,47 @@ static void weir_window_finalize(GObject *o) {
   G_OBJECT_CLASS(weir_window_parent_class)->finalize(o);
 }
 
+/* The side panel keeps its width (460 px at first, then what the user
+ * drags it to) when the window is resized; the graph takes the rest.  The
+ * divider is moved from an idle, never during an allocation. */
+static gboolean place_paned(gpointer data) {
+  WeirWindow *w = data;
+  w->placing = TRUE;
+  int pw = gtk_widget_get_width(GTK_WIDGET(w->main_paned));
+  if (pw > w->side_width + 200)
+    gtk_paned_set_position(w->main_paned, pw - w->side_width);
+  w->placing = FALSE;
+  w->place_pending = FALSE;
+  return G_SOURCE_REMOVE;
+}
+
+static void on_paned_position(GtkPaned *p, GParamSpec *ps, WeirWindow *w) {
+  (void)ps;
+  int pw = gtk_widget_get_width(GTK_WIDGET(p));
+  if (!w->placing && !w->place_pending && pw > 0 && w->paned_width == pw)
+    w->side_width = MAX(300, pw - gtk_paned_get_position(p));
+}
+
+static void weir_window_size_allocate(GtkWidget *widget, int width, int height,
+                                      int baseline) {
+  WeirWindow *w = WEIR_WINDOW(widget);
+  GTK_WIDGET_CLASS(weir_window_parent_class)
+      ->size_allocate(widget, width, height, baseline);
+  int pw = gtk_widget_get_width(GTK_WIDGET(w->main_paned));
+  if (pw != w->paned_width) {
+    w->paned_width = pw;
+    if (!w->place_pending) {
+      w->place_pending = TRUE;
+      g_idle_add_full(G_PRIORITY_HIGH_IDLE, place_paned, g_object_ref(w),
+                      g_object_unref);
+    }
+  }
+}
+
 static void weir_window_class_init(WeirWindowClass *klass) {
   GObjectClass *oc = G_OBJECT_CLASS(klass);
   GtkWidgetClass *wc = GTK_WIDGET_CLASS(klass);
+  wc->size_allocate = weir_window_size_allocate;
   oc->dispose = weir_window_dispose;
   oc->finalize = weir_window_finalize;
   g_type_ensure(WEIR_TYPE_GRAPH_VIEW);
@@ -2014,6 +2057,7 @@ static void weir_window_class_init(WeirWindowClass *klass) {
   BIND(properties_title);
   BIND(properties_list);
   BIND(notebook);
+  BIND(main_paned);
   BIND(scope_label);
   BIND(legal_only_check);
   BIND(transforms_list);
@@ -2147,6 +2191,10 @@ static void weir_window_init(WeirWindow *w) {
       gtk_drop_target_new(GDK_TYPE_FILE_LIST, GDK_ACTION_COPY);
   g_signal_connect(drop, "drop", G_CALLBACK(on_drop), w);
   gtk_widget_add_controller(GTK_WIDGET(w), GTK_EVENT_CONTROLLER(drop));
+
+  w->side_width = 460;
+  g_signal_connect(w->main_paned, "notify::position",
+                   G_CALLBACK(on_paned_position), w);
 
   w->status_text = g_strdup("No program");
   update_title(w);
