@@ -253,6 +253,9 @@ static void session_cursor_changed(guint cursor, gpointer user) {
   w->syncing = TRUE;
   gtk_single_selection_set_selected(w->history_selection, cursor);
   w->syncing = FALSE;
+  /* GtkListBase's action (gtk_list_view_scroll_to is GTK 4.12) */
+  gtk_widget_activate_action(GTK_WIDGET(w->history_list), "list.scroll-to-item",
+                             "u", cursor);
   update_actions(w);
 }
 
@@ -1360,10 +1363,23 @@ static void refresh_code(WeirWindow *w) {
   highlight_code(w);
 }
 
+/* Shows the current step in the history list (once it is allocated). */
+static gboolean scroll_history(gpointer data) {
+  WeirWindow *w = data;
+  if (w->session)
+    gtk_widget_activate_action(GTK_WIDGET(w->history_list),
+                               "list.scroll-to-item", "u",
+                               weir_session_cursor(w->session));
+  return G_SOURCE_REMOVE;
+}
+
 static void on_page_switched(GtkNotebook *nb, GtkWidget *page, guint num,
                              WeirWindow *w) {
   (void)nb;
   (void)page;
+  if (num == 1)
+    g_idle_add_full(G_PRIORITY_DEFAULT_IDLE, scroll_history, g_object_ref(w),
+                    g_object_unref);
   if (num == 2)
     refresh_code(w);
 }
@@ -1590,7 +1606,11 @@ static void start_run(WeirWindow *w, gboolean bench) {
   RunData *d = g_new0(RunData, 1);
   d->w = g_object_ref(w);
   d->program = weir_graph_copy(weir_session_current(w->session));
-  d->reference = weir_graph_copy(weir_session_original(w->session));
+  /* the original is the reference of every later step; step 0 is only
+   * timed */
+  d->reference = weir_session_cursor(w->session) > 0
+                     ? weir_graph_copy(weir_session_original(w->session))
+                     : NULL;
   d->bindings = weir_bindings_new();
   GHashTableIter it;
   gpointer k, v;
@@ -2278,6 +2298,8 @@ gboolean weir_window_select_transform(WeirWindow *w, const char *name) {
         on_transform_selected(w->transforms_selection, NULL, w);
       else
         gtk_single_selection_set_selected(w->transforms_selection, i);
+      gtk_widget_activate_action(GTK_WIDGET(w->transforms_list),
+                                 "list.scroll-to-item", "u", i);
       return TRUE;
     }
     n = g_list_model_get_n_items(m); /* expanding adds rows */
