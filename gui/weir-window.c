@@ -16,6 +16,7 @@
 #include "weir-window.h"
 
 #include <gtksourceview/gtksource.h>
+#include <json-c/json.h>
 
 #include "weir-graph-view.h"
 #include "weir-rows.h"
@@ -102,6 +103,7 @@ struct _WeirWindow {
 
   /* run / benchmark */
   GCancellable *run_cancellable;
+  gboolean disposed; /* late worker results are dropped */
   /* panel scans in workers (NULL when none runs) */
   GCancellable *scan_cancellable;
   GCancellable *site_cancellable;
@@ -1202,24 +1204,30 @@ static void action_apply_all(GSimpleAction *a, GVariant *v, gpointer user) {
   g_auto(GStrv) params = current_params(w);
   /* the panel is refilled while the steps are applied */
   g_autofree char *name = g_strdup(w->transform->name);
-  GString *json = g_string_new(NULL);
-  g_string_append_printf(json,
-                         "{\"format\": \"%s\", \"version\": %d, \"steps\": "
-                         "[{\"transform\": \"%s\", \"params\": {",
-                         WEIR_RECIPE_FORMAT, WEIR_RECIPE_VERSION,
-                         w->transform->name);
+  /* {"format": .., "version": .., "steps": [{"transform": name,
+   *  "params": {..}}]}: every candidate site ("all" is the default) */
+  json_object *step = json_object_new_object();
+  json_object_object_add(step, "transform", json_object_new_string(name));
+  json_object *po = json_object_new_object();
   for (guint i = 0; params[i]; i++) {
     char *eq = strchr(params[i], '=');
     *eq = '\0';
-    g_autofree char *val = g_strescape(eq + 1, NULL);
-    g_string_append_printf(json, "%s\"%s\": \"%s\"", i ? ", " : "", params[i],
-                           val);
+    json_object_object_add(po, params[i], json_object_new_string(eq + 1));
   }
-  g_string_append(json, "}}]}");
+  json_object_object_add(step, "params", po);
+  json_object *steps = json_object_new_array();
+  json_object_array_add(steps, step);
+  json_object *doc = json_object_new_object();
+  json_object_object_add(doc, "format",
+                         json_object_new_string(WEIR_RECIPE_FORMAT));
+  json_object_object_add(doc, "version",
+                         json_object_new_int(WEIR_RECIPE_VERSION));
+  json_object_object_add(doc, "steps", steps);
   g_autoptr(GError) error = NULL;
-  g_autoptr(WeirRecipe) r =
-      weir_recipe_parse(json->str, -1, "<apply to all sites>", &error);
-  g_string_free(json, TRUE);
+  g_autoptr(WeirRecipe) r = weir_recipe_parse(
+      json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN), -1,
+      "<apply to all sites>", &error);
+  json_object_put(doc);
   g_autoptr(WeirRecipeReport) rep = weir_recipe_report_new();
   if (!r || !weir_recipe_apply_session(w->session, r, rep, &error)) {
     show_error(w, name, error);
@@ -1522,7 +1530,7 @@ static void progress_msg_free(gpointer p) {
 
 static gboolean progress_main(gpointer p) {
   ProgressMsg *m = p;
-  if (m->w->run_cancellable) {
+  if (!m->w->disposed && m->w->run_cancellable) {
     gtk_progress_bar_set_fraction(m->w->progress_bar, m->fraction);
     gtk_label_set_text(m->w->progress_label, m->phase);
   }
@@ -1567,6 +1575,8 @@ static void run_done(GObject *source, GAsyncResult *res, gpointer user) {
   GTask *task = G_TASK(res);
   RunData *d = g_task_get_task_data(task);
   g_autoptr(GError) error = NULL;
+  if (w->disposed)
+    return;
   g_clear_object(&w->run_cancellable);
   show_running(w, FALSE);
   update_actions(w);
@@ -1973,6 +1983,7 @@ static const GActionEntry win_entries[] = {
 
 static void weir_window_dispose(GObject *o) {
   WeirWindow *w = WEIR_WINDOW(o);
+  w->disposed = TRUE;
   if (w->run_cancellable)
     g_cancellable_cancel(w->run_cancellable);
   g_clear_object(&w->run_cancellable);
