@@ -53,6 +53,24 @@ WEIR_API char *weir_codegen_c(const WeirGraph *g,
  * and symbol order with dtypes and shapes. (transfer full) */
 WEIR_API char *weir_codegen_header(const WeirGraph *g);
 
+/* Where the code of node `node` is in source (text from weir_codegen_c):
+ * the generator puts a comment "/\* <kind> <id> '<label>'..." before the
+ * code of every map, tasklet, library call and nested program; the scope
+ * runs from that comment to the closing brace at the comment's indentation
+ * (a map's loops, a tasklet's block).  *first and *last receive 0-based
+ * line numbers (inclusive).  FALSE when the node has no code of its own
+ * (access nodes, map exits: use the entry) or is not in source. */
+WEIR_API gboolean weir_codegen_node_lines(const char *source, guint node,
+                                          guint *first, guint *last);
+
+/* Writes <prefix>.c and <prefix>.h of g into dir (created when missing),
+ * as `weir codegen -o DIR` does.  *c_path and *h_path (optional) receive
+ * the paths (transfer full).  opts may be NULL. */
+WEIR_API gboolean weir_codegen_write_files(const WeirGraph *g,
+                                           const WeirCodegenOptions *opts,
+                                           const char *dir, char **c_path,
+                                           char **h_path, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -8,6 +8,8 @@
 #include "weir-codegen.h"
 #include "weir-conformance.h"
 #include "weir-dataset.h"
+
+#include "weir-evaluate.h"
 #include "weir-expand.h"
 #include "weir-export.h"
 #include "weir-expr.h"

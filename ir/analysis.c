@@ -830,24 +830,36 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
     }
   }
 
-  /* symbolic peak: max over the maximal live sets of their sums */
-  WeirExpr *peak = NULL;
-  for (guint k = 0; k < sets->len; k++) {
+  /* symbolic peak: max over the maximal live sets of their sums.  Each
+   * set's members are listed once, so testing "k is a subset of j" stops
+   * at the first member of k that j lacks (usually the first one): the
+   * test is O(sets^2) on long chains instead of O(sets^2 x transients). */
+  guint nsets = sets->len;
+  g_autofree guint *n_members = g_new0(guint, nsets + 1);
+  g_autoptr(GPtrArray) members = g_ptr_array_new_with_free_func(g_free);
+  for (guint k = 0; k < nsets; k++) {
     const gboolean *set = g_ptr_array_index(sets, k);
+    guint *m = g_new(guint, nl + 1);
+    for (guint i = 0; i < nl; i++)
+      if (set[i])
+        m[n_members[k]++] = i;
+    g_ptr_array_add(members, m);
+  }
+  WeirExpr *peak = NULL;
+  for (guint k = 0; k < nsets; k++) {
+    const gboolean *set = g_ptr_array_index(sets, k);
+    const guint *mine = g_ptr_array_index(members, k);
     gboolean dominated = FALSE;
-    for (guint j = 0; j < sets->len && !dominated; j++) {
-      if (j == k)
+    for (guint j = 0; j < nsets && !dominated; j++) {
+      if (j == k || n_members[j] < n_members[k])
         continue;
       const gboolean *other = g_ptr_array_index(sets, j);
-      gboolean subset = TRUE, equal = TRUE;
-      for (guint i = 0; i < nl; i++) {
-        if (set[i] && !other[i])
-          subset = FALSE;
-        if (set[i] != other[i])
-          equal = FALSE;
-      }
-      /* drop strict subsets, and repeats of an earlier equal set */
-      dominated = subset && (!equal || j < k);
+      gboolean subset = TRUE;
+      for (guint i = 0; i < n_members[k] && subset; i++)
+        subset = other[mine[i]];
+      /* drop strict subsets, and repeats of an earlier equal set (a subset
+       * of the same size is equal) */
+      dominated = subset && (n_members[j] > n_members[k] || j < k);
     }
     if (dominated)
       continue;

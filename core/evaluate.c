@@ -1,0 +1,322 @@
+/* evaluate.c — compile, run, validate and time (weir-evaluate.h). */
+#include "weir-evaluate.h"
+
+#include <json-c/json.h>
+
+#include "weir-codegen.h"
+#include "weir-conformance.h"
+#include "weir-expr.h"
+#include "weir-tensor.h"
+
+static void report(WeirProgressFunc progress, gpointer user, double f,
+                   const char *phase) {
+  if (progress)
+    progress(f, phase, user);
+}
+
+/* Random tensors for every argument container of g, keyed by container
+ * name (borrowed from g). */
+static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
+                                  guint64 seed, GError **error) {
+  g_autoptr(GHashTable) args = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
+  for (guint i = 0; i < list->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(list, i);
+    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
+    for (guint d = 0; d < c->shape->len; d++) {
+      g_autoptr(GError) local = NULL;
+      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                          &local)) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "program '%s': argument '%s': %s (bind the symbol)",
+                    g->name, c->name, local->message);
+        return NULL;
+      }
+    }
+    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+    weir_tensor_fill_random(t, seed + c->id);
+    g_hash_table_insert(args, c->name, t);
+  }
+  return g_steal_pointer(&args);
+}
+
+static gboolean cancelled(GCancellable *cancellable, GError **error) {
+  return g_cancellable_set_error_if_cancelled(cancellable, error);
+}
+
+/* warmup untimed and repetitions timed runs of k, reporting progress
+ * from f0 to f1; the summary goes to *out. */
+static gboolean time_runs(WeirKernel *k, GHashTable *bindings, GHashTable *args,
+                          const WeirEvaluateOptions *o, const char *who,
+                          WeirProgressFunc progress, gpointer user, double f0,
+                          double f1, GCancellable *cancellable,
+                          WeirBenchResult *out, GError **error) {
+  g_autofree double *times = g_new0(double, o->repetitions);
+  guint total = o->warmup + o->repetitions;
+  for (guint r = 0; r < total; r++) {
+    g_autofree char *phase =
+        r < o->warmup
+            ? g_strdup_printf("%swarm-up %u of %u", who, r + 1, o->warmup)
+            : g_strdup_printf("%stiming run %u of %u", who, r - o->warmup + 1,
+                              o->repetitions);
+    report(progress, user, f0 + (f1 - f0) * r / total, phase);
+    if (cancelled(cancellable, error))
+      return FALSE;
+    gint64 t0 = g_get_monotonic_time();
+    if (!weir_kernel_run(k, bindings, args, error))
+      return FALSE;
+    if (r >= o->warmup)
+      times[r - o->warmup] = (double)(g_get_monotonic_time() - t0) / 1e6;
+  }
+  weir_bench_summarize(times, o->repetitions, out);
+  return TRUE;
+}
+
+gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
+                       GHashTable *bindings, const WeirEvaluateOptions *opts,
+                       GCancellable *cancellable, WeirProgressFunc progress,
+                       gpointer user, WeirEvaluation *out, GError **error) {
+  g_return_val_if_fail(program != NULL && out != NULL, FALSE);
+  WeirEvaluateOptions o = opts ? *opts : (WeirEvaluateOptions){0};
+  if (o.repetitions == 0)
+    o.repetitions = 1;
+  if (o.seed == 0)
+    o.seed = 1;
+  if (o.rtol == 0 && o.atol == 0) {
+    o.rtol = WEIR_CONFORMANCE_RTOL;
+    o.atol = WEIR_CONFORMANCE_ATOL;
+  }
+  memset(out, 0, sizeof *out);
+  g_autoptr(GHashTable) empty = NULL;
+  if (!bindings)
+    bindings = empty = weir_bindings_new();
+
+  /* The fractions: compiling dominates a cold run, timing a warm one. */
+  const double f_compile = 0.4, f_ref = 0.5, f_runs = 0.95;
+  GError *local = NULL;
+
+  report(progress, user, 0.0, "compiling");
+  if (cancelled(cancellable, error))
+    return FALSE;
+  WeirCompileInfo info = {0};
+  gint64 t0 = g_get_monotonic_time();
+  g_autoptr(WeirKernel) k =
+      weir_kernel_compile(program, o.compile, &info, &local);
+  out->compile_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+  out->cache_hit = info.cache_hit;
+  weir_compile_info_clear(&info);
+  if (!k) {
+    g_propagate_prefixed_error(error, local,
+                               "compiling program '%s': ", program->name);
+    return FALSE;
+  }
+  g_autoptr(WeirKernel) rk = NULL;
+  if (reference) {
+    report(progress, user, f_compile / 2, "compiling the reference");
+    if (cancelled(cancellable, error))
+      return FALSE;
+    rk = weir_kernel_compile(reference, o.compile, NULL, &local);
+    if (!rk) {
+      g_propagate_prefixed_error(
+          error, local,
+          "compiling the reference program '%s': ", reference->name);
+      return FALSE;
+    }
+  }
+
+  report(progress, user, f_compile, "preparing inputs");
+  if (cancelled(cancellable, error))
+    return FALSE;
+  g_autoptr(GHashTable) args = make_arguments(program, bindings, o.seed, error);
+  if (!args)
+    return FALSE;
+  g_autoptr(GHashTable) ref_args = NULL;
+  if (reference) {
+    ref_args = make_arguments(reference, bindings, o.seed, error);
+    if (!ref_args)
+      return FALSE;
+    /* Same inputs by name: program's random values win, so containers
+     * created by transformations with new ids still agree. */
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, ref_args);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+      const WeirTensor *mine = g_hash_table_lookup(args, key);
+      if (!mine) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "program '%s' has no argument '%s' of the reference "
+                    "program",
+                    program->name, (const char *)key);
+        return FALSE;
+      }
+      g_hash_table_iter_replace(&it, weir_tensor_copy(mine));
+    }
+    report(progress, user, f_compile, "running the reference");
+    if (!weir_kernel_run(rk, bindings, ref_args, &local)) {
+      g_propagate_prefixed_error(error, local, "running the reference: ");
+      return FALSE;
+    }
+  }
+
+  /* The first run gives the outputs compared below (later runs overwrite
+   * the arguments, in-place kernels included). */
+  report(progress, user, f_ref, "running");
+  if (cancelled(cancellable, error))
+    return FALSE;
+  g_autoptr(GHashTable) first = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  {
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, args);
+    while (g_hash_table_iter_next(&it, &key, &value))
+      g_hash_table_insert(first, key, weir_tensor_copy(value));
+  }
+  if (!weir_kernel_run(k, bindings, first, &local)) {
+    g_propagate_prefixed_error(error, local,
+                               "running program '%s': ", program->name);
+    return FALSE;
+  }
+
+  if (reference) {
+    out->validated = TRUE;
+    out->matches = TRUE;
+    g_autoptr(GPtrArray) list = weir_codegen_arguments(program);
+    for (guint i = 0; i < list->len; i++) {
+      const WeirContainer *c = g_ptr_array_index(list, i);
+      const WeirTensor *got = g_hash_table_lookup(first, c->name);
+      const WeirTensor *want = g_hash_table_lookup(ref_args, c->name);
+      if (!want)
+        continue;
+      gboolean exact = !weir_dtype_is_float(got->dtype);
+      double err = 0;
+      g_autoptr(GError) diff = NULL;
+      gboolean ok = weir_tensor_allclose(got, want, exact ? 0 : o.rtol,
+                                         exact ? 0 : o.atol, &err, &diff);
+      out->n_compared++;
+      out->max_abs_error = MAX(out->max_abs_error, err);
+      if (!ok && out->matches) {
+        out->matches = FALSE;
+        out->mismatch = g_strdup_printf("argument '%s': %s", c->name,
+                                        diff ? diff->message : "differs");
+      }
+    }
+  }
+
+  /* Timing: the program, then the reference with the same warm-up and
+   * repetitions, so the two medians compare like with like. */
+  const double f_prog = reference ? (f_ref + f_runs) / 2 : f_runs;
+  if (!time_runs(k, bindings, args, &o, "", progress, user, f_ref, f_prog,
+                 cancellable, &out->bench, error)) {
+    g_prefix_error(error, "program '%s': ", program->name);
+    return FALSE;
+  }
+  if (reference) {
+    WeirBenchResult rb = {0};
+    if (!time_runs(rk, bindings, ref_args, &o, "reference ", progress, user,
+                   f_prog, f_runs, cancellable, &rb, error)) {
+      g_prefix_error(error, "reference program '%s': ", reference->name);
+      return FALSE;
+    }
+    out->reference_seconds = rb.median;
+    weir_bench_result_clear(&rb);
+  }
+  report(progress, user, 1.0, "done");
+  return TRUE;
+}
+
+void weir_evaluation_clear(WeirEvaluation *e) {
+  if (!e)
+    return;
+  weir_bench_result_clear(&e->bench);
+  g_clear_pointer(&e->mismatch, g_free);
+  memset(e, 0, sizeof *e);
+}
+
+char *weir_evaluation_to_json(const WeirEvaluation *e, const char *label) {
+  json_object *o = json_object_new_object();
+  if (label)
+    json_object_object_add(o, "label", json_object_new_string(label));
+  json_object_object_add(o, "median_s",
+                         json_object_new_double(e->bench.median));
+  json_object_object_add(o, "min_s", json_object_new_double(e->bench.min));
+  json_object_object_add(o, "max_s", json_object_new_double(e->bench.max));
+  json_object_object_add(o, "repetitions",
+                         json_object_new_int((int)e->bench.repetitions));
+  json_object_object_add(o, "compile_s",
+                         json_object_new_double(e->compile_seconds));
+  json_object_object_add(o, "cache_hit", json_object_new_boolean(e->cache_hit));
+  json_object_object_add(o, "reference_s",
+                         json_object_new_double(e->reference_seconds));
+  json_object_object_add(o, "validated", json_object_new_boolean(e->validated));
+  json_object_object_add(o, "matches", json_object_new_boolean(e->matches));
+  json_object_object_add(o, "max_abs_error",
+                         json_object_new_double(e->max_abs_error));
+  char *text =
+      g_strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+  json_object_put(o);
+  return text;
+}
+
+gboolean weir_evaluation_median_from_json(const char *json, double *median_s) {
+  if (!json)
+    return FALSE;
+  json_object *o = json_tokener_parse(json);
+  json_object *m = NULL;
+  gboolean ok = o && json_object_object_get_ex(o, "median_s", &m) &&
+                (json_object_is_type(m, json_type_double) ||
+                 json_object_is_type(m, json_type_int));
+  if (ok && median_s)
+    *median_s = json_object_get_double(m);
+  json_object_put(o);
+  return ok;
+}
+
+/* "12.3 us", "4.567 ms", "1.234 s" (as the command line prints them). */
+static char *format_seconds(double s) {
+  if (s < 1e-3)
+    return g_strdup_printf("%.1f us", s * 1e6);
+  if (s < 1.0)
+    return g_strdup_printf("%.3f ms", s * 1e3);
+  return g_strdup_printf("%.3f s", s);
+}
+
+static double get_double(json_object *o, const char *key) {
+  json_object *v = NULL;
+  return json_object_object_get_ex(o, key, &v) ? json_object_get_double(v)
+                                               : 0.0;
+}
+
+static gboolean get_bool(json_object *o, const char *key) {
+  json_object *v = NULL;
+  return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+char *weir_evaluation_describe_json(const char *json) {
+  double median = 0;
+  if (!weir_evaluation_median_from_json(json, &median))
+    return NULL;
+  json_object *o = json_tokener_parse(json);
+  GString *s = g_string_new(NULL);
+  json_object *label = NULL;
+  if (json_object_object_get_ex(o, "label", &label) &&
+      json_object_is_type(label, json_type_string))
+    g_string_append_printf(s, "%s: ", json_object_get_string(label));
+  g_autofree char *m = format_seconds(median);
+  g_string_append(s, m);
+  double ref = get_double(o, "reference_s");
+  if (ref > 0 && median > 0) {
+    g_autofree char *r = format_seconds(ref);
+    double ratio = ref / median;
+    if (ratio >= 1.0)
+      g_string_append_printf(s, " (original %s, %.2fx faster)", r, ratio);
+    else
+      g_string_append_printf(s, " (original %s, %.2fx slower)", r, 1.0 / ratio);
+  }
+  if (get_bool(o, "validated"))
+    g_string_append(s, get_bool(o, "matches") ? ", outputs match"
+                                              : ", OUTPUTS DIFFER");
+  json_object_put(o);
+  return g_string_free(s, FALSE);
+}

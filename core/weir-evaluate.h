@@ -1,0 +1,97 @@
+/* weir-evaluate.h — compile, run, validate and time a program against a
+ * reference program, in one call that a worker thread can make.
+ *
+ * This is what the workbench's "Run" and "Benchmark" do, and what a script
+ * does to see which transformation step bought what:
+ *
+ *   1. compile `program` through the compile cache (weir_kernel_compile);
+ *   2. when `reference` is given (typically the original program of a
+ *      session), compile it too;
+ *   3. fill every argument container of `program` with reproducible random
+ *      values (weir_tensor_fill_random with seed + container id, the rule
+ *      of `weir run`); the reference gets copies of the same tensors;
+ *   4. run each once and compare every argument of `program` with the
+ *      reference's container of the same name (floats with rtol/atol,
+ *      others exactly);
+ *   5. time `program`, then the reference, each with warmup untimed and
+ *      repetitions timed runs (monotonic clock), so their medians compare
+ *      like with like.
+ *
+ * Progress is reported through a callback (from the calling thread) with a
+ * fraction in [0, 1] and a phase text; a GCancellable is checked between
+ * phases and between repetitions, and a cancelled evaluation fails with
+ * G_IO_ERROR_CANCELLED.  Neither program is changed, and neither may be
+ * changed by another thread during the call.
+ */
+#ifndef WEIR_EVALUATE_H
+#define WEIR_EVALUATE_H
+
+#include <gio/gio.h>
+
+#include "weir-graph.h"
+#include "weir-runtime.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint warmup;      /* untimed runs (0 allowed) */
+  guint repetitions; /* timed runs; 0 means 1 */
+  guint64 seed;      /* random inputs; 0 means 1 (as `weir run`) */
+  double rtol, atol; /* tolerances; both 0: WEIR_CONFORMANCE_RTOL/ATOL */
+  /* Compiler, flags and cache (borrowed; may be NULL: defaults). */
+  const WeirCompileOptions *compile;
+} WeirEvaluateOptions;
+
+typedef struct {
+  gboolean cache_hit;       /* program's object came from the cache */
+  double compile_seconds;   /* wall time of compiling program (both 0-ish
+                               on a cache hit) */
+  WeirBenchResult bench;    /* timings of program */
+  double reference_seconds; /* median run of the reference (0: none) */
+  gboolean validated;       /* a reference was given and compared */
+  gboolean matches;         /* every compared argument is within tolerance */
+  double max_abs_error;     /* largest difference over compared arguments */
+  guint n_compared;         /* arguments compared */
+  char *mismatch;           /* first mismatch, or NULL (owned) */
+} WeirEvaluation;
+
+/* Called with the fraction done (0..1) and what happens now (borrowed). */
+typedef void (*WeirProgressFunc)(double fraction, const char *phase,
+                                 gpointer user);
+
+/* Evaluates program (see above).  bindings: symbol values (name ->
+ * gint64*, may be NULL when the program has none unbound).  reference,
+ * opts, cancellable and progress may be NULL.  On success fills *out
+ * (clear it with weir_evaluation_clear); a mismatch is a success with
+ * matches = FALSE.  Errors name the program and the phase. */
+WEIR_API gboolean weir_evaluate(const WeirGraph *program,
+                                const WeirGraph *reference,
+                                GHashTable *bindings,
+                                const WeirEvaluateOptions *opts,
+                                GCancellable *cancellable,
+                                WeirProgressFunc progress, gpointer user,
+                                WeirEvaluation *out, GError **error);
+WEIR_API void weir_evaluation_clear(WeirEvaluation *e);
+
+/* The evaluation as a compact JSON object text (transfer full), as stored
+ * in a session step's results (weir_session_set_results):
+ *   {"median_s": .., "min_s": .., "max_s": .., "repetitions": N,
+ *    "compile_s": .., "cache_hit": b, "reference_s": ..,
+ *    "validated": b, "matches": b, "max_abs_error": .., "label": "..."}
+ * label (may be NULL) is stored as given ("run", "bench"). */
+WEIR_API char *weir_evaluation_to_json(const WeirEvaluation *e,
+                                       const char *label);
+
+/* Reads back the median time of a results text written by
+ * weir_evaluation_to_json; FALSE when the text has none. */
+WEIR_API gboolean weir_evaluation_median_from_json(const char *json,
+                                                   double *median_s);
+
+/* One line for people from a results text of weir_evaluation_to_json:
+ * "bench: 1.234 ms (original 1.456 ms, 1.18x faster), outputs match" —
+ * or NULL when the text is not such a result. (transfer full) */
+WEIR_API char *weir_evaluation_describe_json(const char *json);
+
+G_END_DECLS
+
+#endif

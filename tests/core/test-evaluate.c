@@ -1,0 +1,200 @@
+/* test-evaluate.c — weir_evaluate (compile, run, validate, time), the
+ * results text it leaves in a session step, finding a node's code in
+ * generated source, and writing the source files.  Every test uses a
+ * private cache directory (runtime-fixture.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "runtime-fixture.h"
+#include "weir-codegen.h"
+#include "weir-evaluate.h"
+#include "weir-expr.h"
+#include "weir-json.h"
+
+static int setup(void **state) {
+  *state = fixture_new();
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_free(*state);
+  return 0;
+}
+
+static WeirGraph *load_sample(const char *name) {
+  g_autofree char *path = g_build_filename(WEIR_SRCDIR, "samples", name, NULL);
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_graph_load(path, &err);
+  if (!g)
+    fail_msg("%s: %s", name, err->message);
+  return g;
+}
+
+static GHashTable *bind_n(gint64 n) {
+  GHashTable *b = weir_bindings_new();
+  gint64 *v = g_new(gint64, 1);
+  *v = n;
+  g_hash_table_insert(b, g_strdup("N"), v);
+  return b;
+}
+
+typedef struct {
+  guint calls;
+  double last;
+  gboolean monotonic;
+  char *last_phase;
+} Progress;
+
+static void on_progress(double f, const char *phase, gpointer user) {
+  Progress *p = user;
+  if (p->calls && f < p->last)
+    p->monotonic = FALSE;
+  p->calls++;
+  p->last = f;
+  g_free(p->last_phase);
+  p->last_phase = g_strdup(phase);
+}
+
+/* The program against itself: it matches, every argument is compared,
+ * there are as many timings as repetitions, and progress runs from 0 to 1
+ * in order. */
+static void test_self_matches(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(GHashTable) b = bind_n(1000);
+  WeirEvaluateOptions o = {.warmup = 1, .repetitions = 4, .compile = &f->opts};
+  Progress p = {.monotonic = TRUE};
+  WeirEvaluation e;
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_evaluate(g, g, b, &o, NULL, on_progress, &p, &e, &err));
+  assert_true(e.validated);
+  assert_true(e.matches);
+  assert_null(e.mismatch);
+  assert_int_equal(e.n_compared, 3);
+  assert_true(e.max_abs_error == 0.0);
+  assert_int_equal(e.bench.repetitions, 4);
+  assert_true(e.bench.median > 0 && e.bench.min <= e.bench.median);
+  assert_true(e.reference_seconds > 0);
+  assert_true(p.monotonic);
+  assert_true(p.calls >= 6);
+  assert_true(p.last == 1.0);
+  assert_string_equal(p.last_phase, "done");
+  g_free(p.last_phase);
+
+  /* A second evaluation finds the object in the cache. */
+  WeirEvaluation e2;
+  assert_true(weir_evaluate(g, NULL, b, &o, NULL, NULL, NULL, &e2, &err));
+  assert_true(e2.cache_hit);
+  assert_false(e2.validated);
+  weir_evaluation_clear(&e2);
+
+  /* The results text reads back. */
+  g_autofree char *json = weir_evaluation_to_json(&e, "bench");
+  double median = 0;
+  assert_true(weir_evaluation_median_from_json(json, &median));
+  assert_true(median == e.bench.median);
+  assert_non_null(strstr(json, "\"label\":\"bench\""));
+  assert_false(weir_evaluation_median_from_json("{\"x\": 1}", NULL));
+  assert_false(weir_evaluation_median_from_json("not json", NULL));
+  g_autofree char *line = weir_evaluation_describe_json(json);
+  assert_non_null(line);
+  assert_true(g_str_has_prefix(line, "bench: "));
+  assert_non_null(strstr(line, "(original "));
+  assert_true(g_str_has_suffix(line, ", outputs match"));
+  assert_null(weir_evaluation_describe_json("[1]"));
+  weir_evaluation_clear(&e);
+}
+
+/* A program that computes something else is caught, naming the output. */
+static void test_mismatch(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(WeirGraph) wrong = weir_graph_copy(g);
+  WeirNode *t = weir_graph_node(wrong, 8, NULL);
+  assert_non_null(t);
+  assert_true(weir_tasklet_set_code(t, "c = a - b"));
+  g_autoptr(GHashTable) b = bind_n(64);
+  WeirEvaluateOptions o = {.repetitions = 1, .compile = &f->opts};
+  WeirEvaluation e;
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_evaluate(wrong, g, b, &o, NULL, NULL, NULL, &e, &err));
+  assert_true(e.validated);
+  assert_false(e.matches);
+  assert_non_null(e.mismatch);
+  assert_non_null(strstr(e.mismatch, "'C'"));
+  assert_true(e.max_abs_error > 0.01);
+  weir_evaluation_clear(&e);
+}
+
+/* A cancelled evaluation stops with G_IO_ERROR_CANCELLED; an unbound
+ * symbol is an error naming the argument. */
+static void test_cancel_and_errors(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(GHashTable) b = bind_n(64);
+  g_autoptr(GCancellable) c = g_cancellable_new();
+  g_cancellable_cancel(c);
+  WeirEvaluateOptions o = {.compile = &f->opts};
+  WeirEvaluation e;
+  g_autoptr(GError) err = NULL;
+  assert_false(weir_evaluate(g, NULL, b, &o, c, NULL, NULL, &e, &err));
+  assert_true(g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+  g_clear_error(&err);
+
+  assert_false(weir_evaluate(g, NULL, NULL, &o, NULL, NULL, NULL, &e, &err));
+  assert_non_null(err);
+  assert_non_null(strstr(err->message, "argument 'A'"));
+}
+
+/* The scope of a map runs from its comment to its closing brace; the
+ * tasklet inside lies within it; an access node has no code. */
+static void test_node_lines(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(GError) err = NULL;
+  g_autofree char *src = weir_codegen_c(g, NULL, &err);
+  assert_non_null(src);
+  g_auto(GStrv) lines = g_strsplit(src, "\n", -1);
+  guint a = 0, z = 0, ta = 0, tz = 0;
+  assert_true(weir_codegen_node_lines(src, 7, &a, &z));
+  assert_non_null(strstr(lines[a], "/* map 7 'add'"));
+  g_autofree char *closing = g_strstrip(g_strdup(lines[z]));
+  assert_string_equal(closing, "}");
+  assert_true(weir_codegen_node_lines(src, 8, &ta, &tz));
+  assert_non_null(strstr(lines[ta], "/* tasklet 8 'add'"));
+  assert_true(a < ta && tz < z);
+  assert_false(weir_codegen_node_lines(src, 5, NULL, NULL));
+  assert_false(weir_codegen_node_lines(src, 999, NULL, NULL));
+}
+
+static void test_write_files(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autofree char *dir = g_build_filename(f->dir, "out", "kernel", NULL);
+  g_autofree char *c = NULL, *h = NULL;
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_codegen_write_files(g, NULL, dir, &c, &h, &err));
+  assert_true(g_str_has_suffix(c, "vector_add.c"));
+  assert_true(g_str_has_suffix(h, "vector_add.h"));
+  g_autofree char *text = NULL;
+  assert_true(g_file_get_contents(h, &text, NULL, NULL));
+  assert_non_null(strstr(text, "vector_add_run"));
+  /* A file where the directory should go. */
+  g_autofree char *bad = g_build_filename(c, "sub", NULL);
+  assert_false(weir_codegen_write_files(g, NULL, bad, NULL, NULL, &err));
+  assert_true(g_error_matches(err, WEIR_ERROR, WEIR_ERROR_IO));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_self_matches, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_and_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_node_lines, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_write_files, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
