@@ -499,6 +499,12 @@ static void test_export(void **state) {
   g_autofree char *cname = g_strconcat(prefix, ".c", NULL);
   g_autofree char *cpath = g_build_filename(kdir, cname, NULL);
   assert_true(g_file_test(cpath, G_FILE_TEST_IS_REGULAR));
+  /* the whole artifact: build file, harness, expected outputs, README */
+  static const char *const parts[] = {"Makefile", "main.c", "README.md"};
+  for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
+    g_autofree char *part = g_build_filename(kdir, parts[i], NULL);
+    assert_true(g_file_test(part, G_FILE_TEST_IS_REGULAR));
+  }
 
   /* A second window: the workspace opens there (this one is not empty),
    * and a recipe applies to a fresh model. */
