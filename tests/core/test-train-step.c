@@ -13,8 +13,13 @@
  *  - the parameters after the Adam step.  Adam's first step moves each
  *    weight by about lr * g / (|g| + eps): where PyTorch's gradient is
  *    not zero but below 1e-6 in magnitude the direction is decided by
- *    rounding, so those elements are not compared (they are counted and
- *    reported; exact zeros, e.g. behind a dead ReLU, are compared).
+ *    rounding, so those elements are only checked to have moved by at
+ *    most lr (they are counted and reported); exact zeros, e.g. behind a
+ *    dead ReLU, are compared -- except in a parameter whose gradient is
+ *    zero in theory and rounding noise in both frameworks (Case's
+ *    noise_param: the key part of the transformer's attention
+ *    in_proj_bias, as softmax ignores a shift shared by a row; PyTorch's
+ *    noise there is ~1e-10 and sometimes exactly 0).
  *
  * The models the training side does not cover yet are marked in the table
  * below; their test is skipped with the reason weir_train_graph gives.
@@ -45,6 +50,8 @@ typedef struct {
   const char *known_problem;
   /* why the Adam program of a supported model is not run (NULL: it is) */
   const char *adam_problem;
+  /* a parameter with gradients that are rounding noise (see the header) */
+  const char *noise_param;
 } Case;
 
 static char *train_file(const char *model, const char *file) {
@@ -195,19 +202,26 @@ static GHashTable *run_step(Fixture *f, WeirOptimizer optimizer, double *loss,
   return state;
 }
 
-/* Compares got with want elementwise (|a-b| <= atol + rtol|b|), skipping
- * elements where mask (optional) is non-zero and below mask_min in
- * magnitude.  Returns
- * the number of skipped elements. */
+/* Compares got with want elementwise (|a-b| <= atol + rtol|b|).  With a
+ * mask (PyTorch's gradient) and the parameter before the step, the
+ * elements whose gradient is below mask_min in magnitude and not zero --
+ * or zero too, with zeros_too -- are only checked to have moved by at most
+ * max_move (Adam's bound, lr).  Returns the number of such elements. */
 static gint64 compare(const char *what, const WeirTensor *got,
                       const WeirTensor *want, double rtol, double atol,
-                      const WeirTensor *mask, double mask_min) {
+                      const WeirTensor *mask, gboolean zeros_too,
+                      const float *before, double mask_min, double max_move) {
   assert_int_equal(got->count, want->count);
   gint64 skipped = 0, bad = 0, worst = -1;
   double worst_err = 0;
   for (gint64 i = 0; i < got->count; i++) {
     double m = mask ? fabs(weir_tensor_get(mask, i)) : 0;
-    if (m > 0 && m < mask_min) {
+    if (mask && m < mask_min && (m > 0 || zeros_too)) {
+      double moved = fabs(weir_tensor_get(got, i) - before[i]);
+      if (!(moved <= max_move * (1 + 1e-3)))
+        fail_msg("%s: element %" G_GINT64_FORMAT " moved by %.8g, more "
+                 "than %.8g",
+                 what, i, moved, max_move);
       skipped++;
       continue;
     }
@@ -264,6 +278,7 @@ static void check_model(void **state) {
       load_npy(c->model, json_object_get_string(lossfile));
   assert_true(json_object_object_get_ex(f.manifest, "initializers", &inits));
   double lr = json_double(f.manifest, "sgd", "lr");
+  double adam_lr = json_double(f.manifest, "adam", "lr");
   double want = weir_tensor_get(loss_ref, 0);
   if (fabs(loss - want) > 1e-5 + 1e-4 * fabs(want))
     fail_msg("%s: loss %.8g, PyTorch %.8g", c->model, loss, want);
@@ -297,7 +312,7 @@ static void check_model(void **state) {
     if (!sgd_got)
       fail_msg("%s is not an argument of the training program", what);
     g_autofree char *w1 = g_strdup_printf("%s after SGD", what);
-    compare(w1, sgd_got, sgd_ref, 1e-4, 1e-5, NULL, 0);
+    compare(w1, sgd_got, sgd_ref, 1e-4, 1e-5, NULL, FALSE, NULL, 0, 0);
     if (!is_param)
       continue;
     n_params++;
@@ -312,18 +327,19 @@ static void check_model(void **state) {
     for (gint64 k = 0; k < grad->count; k++)
       weir_tensor_set(grad, k, (p0[k] - weir_tensor_get(sgd_got, k)) / lr);
     g_autofree char *w2 = g_strdup_printf("%s gradient", what);
-    compare(w2, grad, grad_ref, 1e-3, 1e-4, NULL, 0);
+    compare(w2, grad, grad_ref, 1e-3, 1e-4, NULL, FALSE, NULL, 0, 0);
 
     assert_true(json_object_object_get_ex(e, "adam", &x));
     g_autoptr(WeirTensor) adam_ref =
         load_npy(c->model, json_object_get_string(x));
     g_autofree char *w3 = g_strdup_printf("%s after Adam", what);
     masked += compare(w3, g_hash_table_lookup(adam, name), adam_ref, 1e-4, 1e-5,
-                      grad_ref, 1e-6);
+                      grad_ref, g_strcmp0(onnx, c->noise_param) == 0, p0, 1e-6,
+                      adam_lr);
   }
   print_message("%s: loss %.6f (PyTorch %.6f), %" G_GINT64_FORMAT
                 " parameters agree after SGD%s (%" G_GINT64_FORMAT
-                " Adam elements with 0 < |g| < 1e-6 not compared)\n",
+                " Adam elements with tiny gradients only bounded by lr)\n",
                 c->model, loss, want, n_params, adam ? " and Adam" : "",
                 masked);
   fixture_clear(&f);
@@ -336,12 +352,7 @@ static const Case cases[] = {
     {"mlp", TRUE, NULL, NULL},
     {"lenet", TRUE, NULL, NULL},
     {"resnet", TRUE, NULL, NULL},
-    {"transformer", FALSE,
-     "after one SGD step 56 of the 96 elements of self_attn.in_proj_bias "
-     "differ from PyTorch (worst: -0.20866 against -0.21225, a gradient "
-     "off by 0.036), and expanding its Adam program for code generation "
-     "fails a check in weir_expand_broadcast_subset (in_rank <= out_rank)",
-     NULL},
+    {"transformer", TRUE, NULL, NULL, "self_attn.in_proj_bias"},
 };
 
 int main(void) {

@@ -1019,6 +1019,165 @@ static void test_no_rule_error(void **state) {
   assert_non_null(strstr(err->message, "no backward rule"));
 }
 
+/* Regression (issue 7, the transformer's step): single-element constants
+ * of an exported model -- LayerNorm's Pow exponent, attention's scale --
+ * are not parameters.  When they were, the exponent's gradient
+ * ln(d) d^2 was NaN for negative d, the in-program check skipped the whole
+ * step (so every parameter stayed put: the transformer's in_proj_bias
+ * "differed" from PyTorch by lr times its gradient), and the Adam update
+ * of the rank-0 scale could not be expanded.  Here d = x - w,
+ * y = Pow(d, 2) / scale with rank-0 constants 2 and scale: w is the only
+ * parameter, the SGD step is taken (skipped = 0) and gives the gradient
+ * of every element of w within central differences, and the Adam program
+ * expands and moves every element of w. */
+static void scalar_chain_node(WeirGraph *g, WeirState *s, const char *op,
+                              const char *a, const char *b, const char *y) {
+  const char *ins[] = {"in0", "in1", NULL}, *outs[] = {"out0", NULL};
+  WeirNode *n = weir_state_add_library(g, s, y, op, ins, outs);
+  const char *names[] = {a, b};
+  for (guint k = 0; k < 2; k++) {
+    /* the access node that wrote the value, when a node of the chain did */
+    WeirNode *acc = NULL;
+    for (guint i = 0; i < s->nodes->len && !acc; i++) {
+      WeirNode *x = g_ptr_array_index(s->nodes, i);
+      if (x->kind == WEIR_NODE_ACCESS && !g_strcmp0(x->data, names[k]))
+        acc = x;
+    }
+    if (!acc)
+      acc = weir_state_add_access(g, s, names[k]);
+    g_autoptr(WeirSubset) sub =
+        weir_container_full_subset(weir_graph_container(g, names[k]));
+    g_autofree char *text = weir_subset_to_string(sub);
+    g_assert(weir_state_add_memlet(g, s, acc->id, NULL, n->id, ins[k], names[k],
+                                   text, NULL));
+  }
+  WeirNode *out = weir_state_add_access(g, s, y);
+  g_autoptr(WeirSubset) sub =
+      weir_container_full_subset(weir_graph_container(g, y));
+  g_autofree char *text = weir_subset_to_string(sub);
+  g_assert(
+      weir_state_add_memlet(g, s, n->id, "out0", out->id, NULL, y, text, NULL));
+}
+
+static void set_constant(WeirGraph *g, const char *name, const double *v,
+                         gsize n) {
+  g_autoptr(GBytes) b = g_bytes_new(v, n * sizeof(double));
+  weir_container_set_initial(weir_graph_container(g, name), b);
+}
+
+static WeirGraph *scalar_constants_model(void) {
+  WeirGraph *g = weir_graph_new("scalars");
+  WeirState *s = weir_graph_add_state(g, "main");
+  g_assert(
+      weir_graph_add_array(g, "input", WEIR_DTYPE_F64, "4, 3", FALSE, NULL));
+  g_assert(weir_graph_add_array(g, "w", WEIR_DTYPE_F64, "3", TRUE, NULL));
+  g_assert(weir_graph_add_array(g, "two", WEIR_DTYPE_F64, "", TRUE, NULL));
+  g_assert(weir_graph_add_array(g, "scale", WEIR_DTYPE_F64, "", TRUE, NULL));
+  g_assert(weir_graph_add_array(g, "d", WEIR_DTYPE_F64, "4, 3", TRUE, NULL));
+  g_assert(weir_graph_add_array(g, "sq", WEIR_DTYPE_F64, "4, 3", TRUE, NULL));
+  g_assert(
+      weir_graph_add_array(g, "output", WEIR_DTYPE_F64, "4, 3", FALSE, NULL));
+  const double w[] = {0.3, -0.2, 0.1}, two = 2, scale = 2.8284271247461903;
+  set_constant(g, "w", w, 3);
+  set_constant(g, "two", &two, 1);
+  set_constant(g, "scale", &scale, 1);
+  scalar_chain_node(g, s, "Sub", "input", "w", "d");
+  scalar_chain_node(g, s, "Pow", "d", "two", "sq");
+  scalar_chain_node(g, s, "Div", "sq", "scale", "output");
+  g_autoptr(GError) err = NULL;
+  if (!weir_graph_validate(g, &err))
+    fail_msg("%s", err->message);
+  return g;
+}
+
+static void test_scalar_constants_not_trained(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = scalar_constants_model();
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  assert_int_equal(g_strv_length(params), 1);
+  assert_string_equal(params[0], "w");
+  g_autoptr(WeirGraph) t1 = train_program(fwd, 1.0);
+  g_autoptr(WeirGraph) t0 = train_program(fwd, 0.0);
+  g_autoptr(GHashTable) stepped = case_args(t1, fwd);
+  /* inputs around 0, so that d = x - w has both signs */
+  const WeirTensor *x = arg(stepped, "input");
+  gboolean neg = FALSE;
+  for (gint64 i = 0; i < x->count; i++)
+    neg = neg || weir_tensor_get(x, i) - 0.3 < 0;
+  assert_true(neg);
+  interpret(t1, stepped);
+  assert_int_equal(weir_tensor_get(arg(stepped, "skipped"), 0), 0);
+  const WeirTensor *after = arg(stepped, "w");
+  for (gint64 i = 0; i < 3; i++) {
+    const double h = 1e-6;
+    double l[2];
+    for (int sgn = 0; sgn < 2; sgn++) {
+      g_autoptr(GHashTable) a = case_args(t0, fwd);
+      WeirTensor *p = arg(a, "w");
+      weir_tensor_set(p, i, weir_tensor_get(p, i) + (sgn ? -h : h));
+      interpret(t0, a);
+      l[sgn] = weir_tensor_get(arg(a, "losses"), 0);
+    }
+    g_autoptr(GHashTable) base = case_args(t0, fwd);
+    double num = (l[0] - l[1]) / (2 * h);
+    double got = weir_tensor_get(arg(base, "w"), i) - weir_tensor_get(after, i);
+    if (fabs(got) < 1e-6 || fabs(num - got) > 1e-7 + 1e-5 * fabs(num))
+      fail_msg("d/dw[%" G_GINT64_FORMAT "]: training step %.10g, finite "
+               "differences %.10g",
+               i, got, num);
+  }
+
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.loss = WEIR_LOSS_MSE;
+  o.optimizer = WEIR_OPTIMIZER_ADAM;
+  o.lr = 0.01;
+  o.steps = 1;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) ta = weir_train_graph(fwd, &o, &err);
+  if (!ta || !weir_expand_all(ta, NULL, NULL, &err))
+    fail_msg("Adam: %s", err->message);
+  g_autoptr(GHashTable) adam = case_args(ta, fwd);
+  interpret(ta, adam);
+  assert_int_equal(weir_tensor_get(arg(adam, "skipped"), 0), 0);
+  g_autoptr(GHashTable) base = case_args(ta, fwd);
+  for (gint64 i = 0; i < 3; i++) {
+    double moved =
+        weir_tensor_get(arg(base, "w"), i) - weir_tensor_get(arg(adam, "w"), i);
+    /* Adam's first step moves each weight by about lr */
+    assert_true(fabs(fabs(moved) - 0.01) < 1e-4);
+  }
+}
+
+/* A Pointwise input of higher rank than the output (the Adam update of a
+ * rank-0 parameter reading the [1] step counter) is a clear expansion
+ * error naming the node and the input, not a failed assertion. */
+static void test_pointwise_rank_error(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("rank");
+  WeirState *s = weir_graph_add_state(g, "main");
+  g_assert(weir_graph_add_array(g, "p", WEIR_DTYPE_F64, "", FALSE, NULL));
+  g_assert(weir_graph_add_array(g, "step", WEIR_DTYPE_I64, "1", FALSE, NULL));
+  const char *ins[] = {"in0", "in1", NULL}, *outs[] = {"out0", NULL};
+  WeirNode *n = weir_state_add_library(g, s, "update", "Pointwise", ins, outs);
+  weir_node_set_attr_string(n, "code", "y = a + b");
+  WeirNode *a = weir_state_add_access(g, s, "p");
+  WeirNode *b = weir_state_add_access(g, s, "step");
+  WeirNode *y = weir_state_add_access(g, s, "p");
+  g_assert(
+      weir_state_add_memlet(g, s, a->id, NULL, n->id, "in0", "p", "", NULL));
+  g_assert(weir_state_add_memlet(g, s, b->id, NULL, n->id, "in1", "step", "0:1",
+                                 NULL));
+  g_assert(
+      weir_state_add_memlet(g, s, n->id, "out0", y->id, NULL, "p", "", NULL));
+  g_autoptr(GError) err = NULL;
+  assert_false(weir_expand_all(g, NULL, NULL, &err));
+  assert_non_null(err);
+  if (!strstr(err->message, "node 'update' (Pointwise): input 1 ('step') has "
+                            "rank 1, more than the output 'p' (rank 0)"))
+    fail_msg("unexpected error: %s", err->message);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gradient_checks),
@@ -1034,6 +1193,8 @@ int main(void) {
       cmocka_unit_test(test_cnn_gradients),
       cmocka_unit_test(test_batchnorm_running_stats),
       cmocka_unit_test(test_dropout_mask),
+      cmocka_unit_test(test_scalar_constants_not_trained),
+      cmocka_unit_test(test_pointwise_rank_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

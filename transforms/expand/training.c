@@ -48,6 +48,16 @@ static gboolean expand_pointwise(WeirGraph *g, WeirState *s, WeirNode *n,
     WeirPort x;
     if (!weir_port_require_input(g, s, n, k, &x, error))
       return FALSE;
+    /* inputs broadcast to the output, never the other way (a [1] step
+     * counter read by the update of a rank-0 value) */
+    if (x.rank > y.rank) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "node '%s' (%s): input %u ('%s') has rank %u, more than "
+                  "the output '%s' (rank %u) it would broadcast to",
+                  n->label, n->op, k, x.container->name, x.rank,
+                  y.container->name, y.rank);
+      return FALSE;
+    }
     char *sub = weir_expand_broadcast_subset(x.rank, x.shape, y.rank,
                                              (const char *const *)params);
     g_ptr_array_add(texts, sub);
