@@ -1,6 +1,7 @@
 /* native.c — native implementations of library nodes: the registry, the
  * default choice, and the built-in emitters (BLAS Gemm/MatMul, im2col and
- * direct Conv).
+ * direct Conv; the training backward operators ConvGradFilter,
+ * ConvGradInput and MaxPoolGrad).
  *
  * Conventions of the emitted code: every operand is a row-major container
  * (accepts() checks it) passed as a pointer to element 0; sizes are int64_t

@@ -1,8 +1,10 @@
 /* test-native.c — native implementations (core/weir-native.h) against the
  * reference interpreter running the pure expansion of the same program.
  *
- * Each case is a program with one library node (Gemm, MatMul or Conv) over
- * seeded random inputs.  It is compiled once per implementation that
+ * Each case is a program with one library node (Gemm, MatMul, Conv, or a
+ * training operator: ConvGradInput, ConvGradFilter, MaxPoolGrad) over
+ * seeded random inputs (MaxPoolGrad's X rounded so that windows have ties,
+ * its Y the true window maxima, so the first-maximum rule is exercised).  It is compiled once per implementation that
  * applies (and once with the default choice); the generated source must
  * contain the implementation's call (so the native path really ran), and
  * the outputs must match the interpreter on the pure expansion within
