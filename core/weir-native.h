@@ -5,7 +5,8 @@
  * maps-and-tasklets expansion of transforms/expand/; a *native*
  * implementation is not expanded: the code generator keeps the node and
  * asks the emitter registered here for (op, impl) to print C for it —
- * usually a call to a static helper function (printed once per generated file) and a BLAS call.
+ * usually a call to a static helper function (printed once per generated
+ * file) and a BLAS call.
  *
  * A node without the attribute gets weir_native_default_impl: "blas" for
  * Gemm and MatMul in f32/f64, for Conv in f32 "direct" when it is 1x1
