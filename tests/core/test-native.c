@@ -4,15 +4,15 @@
  * Each case is a program with one library node (Gemm, MatMul, Conv, or a
  * training operator: ConvGradInput, ConvGradFilter, MaxPoolGrad) over
  * seeded random inputs (MaxPoolGrad's X rounded so that windows have ties,
- * its Y the true window maxima, so the first-maximum rule is exercised).  It is compiled once per implementation that
- * applies (and once with the default choice); the generated source must
- * contain the implementation's call (so the native path really ran), and
- * the outputs must match the interpreter on the pure expansion within
- * 1e-4 relative, with 1 and 2 OpenMP threads.  The sample models, compiled
- * with default implementations, match their PyTorch outputs; compiled with
- * each implementation choice (everything pure, BLAS for Gemm/MatMul, im2col
- * or direct for Conv where it applies, the defaults) they match the
- * interpreter on the pure expansion, with 1 and 2 threads.
+ * its Y the true window maxima, so the first-maximum rule is exercised).  It is
+ * compiled once per implementation that applies (and once with the default
+ * choice); the generated source must contain the implementation's call (so the
+ * native path really ran), and the outputs must match the interpreter on the
+ * pure expansion within 1e-4 relative, with 1 and 2 OpenMP threads.  The sample
+ * models, compiled with default implementations, match their PyTorch outputs;
+ * compiled with each implementation choice (everything pure, BLAS for
+ * Gemm/MatMul, im2col or direct for Conv where it applies, the defaults) they
+ * match the interpreter on the pure expansion, with 1 and 2 threads.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -318,7 +318,28 @@ static void prep_2x2_dil(GHashTable *args) {
   pool_maxima(args, 2, 1, 0, 1, 2);
 }
 
+static void rmean_nhw(WeirNode *n) {
+  gint64 axes[3] = {0, 2, 3};
+  weir_node_set_attr_ints(n, "axes", axes, 3);
+}
+
 static const Case cases[] = {
+    /* not native: reductions whose pure expansion loops first over the
+     * kept dimensions (test_reductions_without_atomics) */
+    {"sumto_nchw",
+     "SumTo",
+     {"2, 3, 4, 5", "3, 1, 1", ""},
+     "3, 1, 1",
+     NULL,
+     {NULL},
+     "pure"},
+    {"rmean_nchw",
+     "ReduceMean",
+     {"2, 3, 4, 5", "", ""},
+     "1, 3, 1, 1",
+     rmean_nhw,
+     {NULL},
+     "pure"},
     {"cgi_3x3",
      "ConvGradInput",
      {"2, 4, 7, 6", "4, 3, 3, 3", "2, 3, 9, 8"},
@@ -527,6 +548,24 @@ static const Case *case_named(const char *name) {
       return &cases[i];
   fail_msg("no case '%s'", name);
   return NULL;
+}
+
+/* The batch-norm style reductions ([N, C, H, W] -> per channel) have the
+ * kept dimension as their outer, parallel loop: no atomic updates (their
+ * results are checked with 1 and 2 threads in the cases). */
+static void test_reductions_without_atomics(void **state) {
+  (void)state;
+  static const char *const names[] = {"sumto_nchw", "rmean_nchw"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirGraph) g = case_graph(case_named(names[i]), WEIR_DTYPE_F32);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", names[i], err->message);
+    assert_non_null(strstr(src, "#pragma omp parallel for"));
+    if (strstr(src, "omp atomic"))
+      fail_msg("%s: the generated code has an atomic update", names[i]);
+  }
 }
 
 static void test_refusals(void **state) {
@@ -843,6 +882,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_threading_defaults, setup, teardown),
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
       cmocka_unit_test_setup_teardown(test_samples, setup, teardown),
