@@ -1,6 +1,7 @@
 /* native.c — native implementations of library nodes: the registry, the
  * default choice, and the built-in emitters (BLAS Gemm/MatMul, im2col and
- * direct Conv).
+ * direct Conv; the training backward operators ConvGradFilter,
+ * ConvGradInput and MaxPoolGrad).
  *
  * Conventions of the emitted code: every operand is a row-major container
  * (accepts() checks it) passed as a pointer to element 0; sizes are int64_t
@@ -48,6 +49,10 @@ static gboolean choose_im2col(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "im2col", error);
 }
+static gboolean choose_col2im(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  return set_impl_attr(g, s, n, "col2im", error);
+}
 static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "direct", error);
@@ -69,6 +74,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_im2col;
   else if (strcmp(impl->impl, "direct") == 0)
     f = choose_direct;
+  else if (strcmp(impl->impl, "col2im") == 0)
+    f = choose_col2im;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
@@ -717,6 +724,335 @@ static gboolean direct_emit(WeirNativeEmit *e, GError **error) {
   return conv_emit(e, TRUE, error);
 }
 
+/* ------------------------------------------------------ training backward
+ *
+ * ConvGradFilter (im2col), ConvGradInput (col2im) and MaxPoolGrad (direct)
+ * of ir/ops/training.c.  Their attributes are explicit (kernel_shape,
+ * strides, pads as begin values then end values, dilations, group); the
+ * pure expansions are transforms/expand/training.c. */
+
+typedef struct {
+  const WeirContainer *dy, *a, *out; /* a: X (filter, pool) or W (input) */
+  gint64 k[2], s[2], p[2], d[2], group;
+} GradInfo;
+
+static gboolean grad_ints2(const WeirNode *n, const char *name, gint64 *v,
+                           char **reason) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (!a || a->type != WEIR_ATTR_INTS || a->ints->len < 2) {
+    *reason =
+        g_strdup_printf("attribute '%s' must list two spatial values", name);
+    return FALSE;
+  }
+  v[0] = g_array_index(a->ints, gint64, 0);
+  v[1] = g_array_index(a->ints, gint64, 1);
+  return TRUE;
+}
+
+static gboolean grad_info(const WeirGraph *g, const WeirState *s,
+                          const WeirNode *n, GradInfo *gi, char **reason) {
+  gi->dy = port(g, s, n, TRUE, 0);
+  gi->a = port(g, s, n, TRUE, 1);
+  gi->out = port(g, s, n, FALSE, 0);
+  const WeirContainer *c[3] = {gi->dy, gi->a, gi->out};
+  if (!check_operands(c, 3, 3, reason))
+    return FALSE;
+  if (gi->dy->shape->len != 4 || gi->a->shape->len != 4 ||
+      gi->out->shape->len != 4) {
+    *reason = g_strdup("only two spatial dimensions (rank-4 operands) are "
+                       "native");
+    return FALSE;
+  }
+  if (!grad_ints2(n, "kernel_shape", gi->k, reason) ||
+      !grad_ints2(n, "strides", gi->s, reason) ||
+      !grad_ints2(n, "pads", gi->p, reason) ||
+      !grad_ints2(n, "dilations", gi->d, reason))
+    return FALSE;
+  gi->group = attr_int(n, "group", 1);
+  if (gi->group < 1 || gi->s[0] < 1 || gi->s[1] < 1 || gi->d[0] < 1 ||
+      gi->d[1] < 1 || gi->k[0] < 1 || gi->k[1] < 1) {
+    *reason = g_strdup("kernel_shape, strides, dilations and group must be "
+                       "positive");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean conv_grad_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason) {
+  GradInfo gi;
+  return grad_info(g, s, n, &gi, reason);
+}
+
+/* Shared by both convolution gradients: the patches of one image and one
+ * group as rows of col[kk x oh*ow] (r = (ic, i, j)), zeros in the padding. */
+static const char conv_grad_im2col[] =
+    "/* im2col of image plane group xg (cg channels of h x wd) into\n"
+    " * col[cg*kh*kw x oh*ow]; positions in the padding are zero. */\n"
+    "static void weir_conv2d_grad_cols_@S@(const @T@ *xg, @T@ *col, int64_t "
+    "cg,\n"
+    "                           int64_t h, int64_t wd, int64_t kh,\n"
+    "                           int64_t kw, int64_t oh, int64_t ow,\n"
+    "                           int64_t sh, int64_t sw, int64_t dh,\n"
+    "                           int64_t dw, int64_t ph, int64_t pw) {\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "  for (int64_t r = 0; r < kk; r++) {\n"
+    "    const int64_t ic = r / (kh * kw), i = r / kw % kh, j = r % kw;\n"
+    "    const @T@ *xc = xg + ic * h * wd;\n"
+    "    @T@ *dst = col + r * ohw;\n"
+    "    for (int64_t p = 0; p < oh; p++) {\n"
+    "      const int64_t ih = p * sh + i * dh - ph;\n"
+    "      for (int64_t q = 0; q < ow; q++) {\n"
+    "        const int64_t iw = q * sw + j * dw - pw;\n"
+    "        dst[p * ow + q] = ih >= 0 && ih < h && iw >= 0 && iw < wd\n"
+    "                              ? xc[ih * wd + iw]\n"
+    "                              : (@T@)0;\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static const char conv_grad_filter[] =
+    "/* Filter gradient of a 2-D convolution: per group g and image,\n"
+    " * dw_g[mg x kk] += dy_g[mg x oh*ow] * col^T, col the image's patches\n"
+    " * (im2col, [kk x oh*ow]); the first image's GEMM overwrites dw_g.\n"
+    " * Returns non-zero when the buffer cannot be allocated. */\n"
+    "static int weir_conv2d_grad_filter_@S@(const @T@ *dy, const @T@ *x,\n"
+    "                                      @T@ *dwt, int64_t n, int64_t c,\n"
+    "                                      int64_t h, int64_t wd, int64_t m,\n"
+    "                                      int64_t kh, int64_t kw,\n"
+    "                                      int64_t oh, int64_t ow,\n"
+    "                                      int64_t groups, int64_t sh,\n"
+    "                                      int64_t sw, int64_t dh,\n"
+    "                                      int64_t dw, int64_t ph,\n"
+    "                                      int64_t pw) {\n"
+    "  const int64_t cg = c / groups, mg = m / groups;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
+    "  if (n == 0 || ohw == 0) {\n"
+    "    for (int64_t k = 0; k < m * kk; k++)\n"
+    "      dwt[k] = (@T@)0;\n"
+    "    return 0;\n"
+    "  }\n"
+    "  @T@ *col = malloc((size_t)(kk * ohw + 1) * sizeof(@T@));\n"
+    "  if (!col)\n"
+    "    return 1;\n"
+    "  for (int64_t g = 0; g < groups; g++) {\n"
+    "    for (int64_t in = 0; in < n; in++) {\n"
+    "      weir_conv2d_grad_cols_@S@(x + (in * c + g * cg) * h * wd, col, cg, "
+    "h, wd, "
+    "kh,\n"
+    "                     kw, oh, ow, sh, sw, dh, dw, ph, pw);\n"
+    "      cblas_@B@gemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)mg,\n"
+    "                    (int)kk, (int)ohw, 1, dy + (in * m + g * mg) * ohw,\n"
+    "                    (int)ohw, col, (int)ohw, in == 0 ? 0 : 1,\n"
+    "                    dwt + g * mg * kk, (int)kk);\n"
+    "    }\n"
+    "  }\n"
+    "  free(col);\n"
+    "  return 0;\n"
+    "}\n";
+
+static const char conv_grad_input[] =
+    "/* Input gradient of a 2-D convolution: per image and group g,\n"
+    " * col[kk x oh*ow] = w_g^T[kk x mg] * dy_g[mg x oh*ow] (one GEMM), then\n"
+    " * col2im adds every column entry into the input position it was read\n"
+    " * from.  The col2im loop is split across threads by input channel: a\n"
+    " * channel's rows only touch that channel, so no two threads write the\n"
+    " * same element.  Returns non-zero when the buffer cannot be allocated.\n"
+    " */\n"
+    "static int weir_conv2d_grad_input_@S@(const @T@ *dy, const @T@ *wt,\n"
+    "                                     @T@ *dx, int64_t n, int64_t c,\n"
+    "                                     int64_t h, int64_t wd, int64_t m,\n"
+    "                                     int64_t kh, int64_t kw, int64_t oh,\n"
+    "                                     int64_t ow, int64_t groups,\n"
+    "                                     int64_t sh, int64_t sw, int64_t dh,\n"
+    "                                     int64_t dw, int64_t ph,\n"
+    "                                     int64_t pw) {\n"
+    "  const int64_t cg = c / groups, mg = m / groups;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
+    "  for (int64_t k = 0; k < n * c * h * wd; k++)\n"
+    "    dx[k] = (@T@)0;\n"
+    "  if (n == 0 || ohw == 0 || mg == 0)\n"
+    "    return 0;\n"
+    "  @T@ *col = malloc((size_t)(kk * ohw + 1) * sizeof(@T@));\n"
+    "  if (!col)\n"
+    "    return 1;\n"
+    "  for (int64_t in = 0; in < n; in++) {\n"
+    "    for (int64_t g = 0; g < groups; g++) {\n"
+    "      cblas_@B@gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk,\n"
+    "                    (int)ohw, (int)mg, 1, wt + g * mg * kk, (int)kk,\n"
+    "                    dy + (in * m + g * mg) * ohw, (int)ohw, 0, col,\n"
+    "                    (int)ohw);\n"
+    "      @T@ *dxg = dx + (in * c + g * cg) * h * wd;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "      for (int64_t ic = 0; ic < cg; ic++) {\n"
+    "        @T@ *dxc = dxg + ic * h * wd;\n"
+    "        for (int64_t i = 0; i < kh; i++) {\n"
+    "          for (int64_t j = 0; j < kw; j++) {\n"
+    "            const @T@ *src = col + ((ic * kh + i) * kw + j) * ohw;\n"
+    "            for (int64_t p = 0; p < oh; p++) {\n"
+    "              const int64_t ih = p * sh + i * dh - ph;\n"
+    "              if (ih < 0 || ih >= h)\n"
+    "                continue;\n"
+    "              for (int64_t q = 0; q < ow; q++) {\n"
+    "                const int64_t iw = q * sw + j * dw - pw;\n"
+    "                if (iw >= 0 && iw < wd)\n"
+    "                  dxc[ih * wd + iw] += src[p * ow + q];\n"
+    "              }\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  free(col);\n"
+    "  return 0;\n"
+    "}\n";
+
+static const char max_pool_grad[] =
+    "/* MaxPool gradient: dx = 0, then the gradient of each output element\n"
+    " * goes to the first maximum of its window (the first in-image position\n"
+    " * whose value equals y, in kernel order).  Split across threads by\n"
+    " * (image, channel) plane: the windows of a plane only touch that\n"
+    " * plane, so every add is a plain one. */\n"
+    "static void weir_max_pool_grad_@S@(const @T@ *dy, const @T@ *x,\n"
+    "                                  const @T@ *y, @T@ *dx, int64_t nc,\n"
+    "                                  int64_t h, int64_t wd, int64_t oh,\n"
+    "                                  int64_t ow, int64_t kh, int64_t kw,\n"
+    "                                  int64_t sh, int64_t sw, int64_t dh,\n"
+    "                                  int64_t dw, int64_t ph, int64_t pw) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "  for (int64_t pl = 0; pl < nc; pl++) {\n"
+    "    const @T@ *xc = x + pl * h * wd;\n"
+    "    const @T@ *yc = y + pl * oh * ow, *dyc = dy + pl * oh * ow;\n"
+    "    @T@ *dxc = dx + pl * h * wd;\n"
+    "    for (int64_t k = 0; k < h * wd; k++)\n"
+    "      dxc[k] = (@T@)0;\n"
+    "    for (int64_t p = 0; p < oh; p++) {\n"
+    "      for (int64_t q = 0; q < ow; q++) {\n"
+    "        const @T@ mx = yc[p * ow + q];\n"
+    "        int64_t at = -1;\n"
+    "        for (int64_t i = 0; i < kh && at < 0; i++) {\n"
+    "          const int64_t ih = p * sh + i * dh - ph;\n"
+    "          if (ih < 0 || ih >= h)\n"
+    "            continue;\n"
+    "          for (int64_t j = 0; j < kw; j++) {\n"
+    "            const int64_t iw = q * sw + j * dw - pw;\n"
+    "            if (iw >= 0 && iw < wd && xc[ih * wd + iw] == mx) {\n"
+    "              at = ih * wd + iw;\n"
+    "              break;\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "        if (at >= 0)\n"
+    "          dxc[at] += dyc[p * ow + q];\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static gboolean grad_emit_common(WeirNativeEmit *e, GradInfo *gi,
+                                 GError **error) {
+  g_autofree char *reason = NULL;
+  if (!grad_info(e->g, e->s, e->n, gi, &reason)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED, "%s", reason);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* kind: 'f' filter gradient, 'i' input gradient. */
+static gboolean conv_grad_emit(WeirNativeEmit *e, char kind, GError **error) {
+  GradInfo gi;
+  if (!grad_emit_common(e, &gi, error))
+    return FALSE;
+  WeirDType t = gi.out->dtype;
+  const char *sfx = t == WEIR_DTYPE_F32 ? "f32" : "f64";
+  /* image sizes from X (dX for the input gradient, X for the filter's),
+   * kernel sizes from W (dW, resp. W) */
+  const WeirContainer *xc = kind == 'f' ? gi.a : gi.out;
+  const WeirContainer *wc = kind == 'f' ? gi.out : gi.a;
+  g_autofree char *n = dim_c(e, xc, 0), *c = dim_c(e, xc, 1),
+                  *h = dim_c(e, xc, 2), *w = dim_c(e, xc, 3),
+                  *m = dim_c(e, wc, 0), *kh = dim_c(e, wc, 2),
+                  *kw = dim_c(e, wc, 3), *oh = dim_c(e, gi.dy, 2),
+                  *ow = dim_c(e, gi.dy, 3);
+  emit_header(e, kind == 'f' ? "im2col" : "col2im");
+  use_blas(e);
+  if (kind == 'f') {
+    use_helper(e, "weir_conv2d_grad_cols_@S@", conv_grad_im2col, t);
+    use_helper(e, "weir_conv2d_grad_filter_@S@", conv_grad_filter, t);
+  } else {
+    use_helper(e, "weir_conv2d_grad_input_@S@", conv_grad_input, t);
+  }
+  e->uses_status = TRUE;
+  g_string_append_printf(
+      e->code,
+      "%s |= weir_conv2d_grad_%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+      "%s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ");\n",
+      e->status, kind == 'f' ? "filter" : "input", sfx, e->in[0].ptr,
+      e->in[1].ptr, e->out[0].ptr, n, c, h, w, m, kh, kw, oh, ow, gi.group,
+      gi.s[0], gi.s[1], gi.d[0], gi.d[1], gi.p[0], gi.p[1]);
+  return TRUE;
+}
+
+static gboolean conv_grad_filter_emit(WeirNativeEmit *e, GError **error) {
+  return conv_grad_emit(e, 'f', error);
+}
+
+static gboolean conv_grad_input_emit(WeirNativeEmit *e, GError **error) {
+  return conv_grad_emit(e, 'i', error);
+}
+
+static gboolean max_pool_grad_accepts(const WeirGraph *g, const WeirState *s,
+                                      const WeirNode *n, char **reason) {
+  GradInfo gi;
+  if (!grad_info(g, s, n, &gi, reason))
+    return FALSE;
+  const WeirContainer *y = port(g, s, n, TRUE, 2);
+  const WeirContainer *c[1] = {y};
+  if (!check_operands(c, 1, 1, reason))
+    return FALSE;
+  if (y->dtype != gi.out->dtype) {
+    *reason = g_strdup_printf("'%s' is %s; all operands alike needed", y->name,
+                              weir_dtype_name(y->dtype));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean max_pool_grad_emit(WeirNativeEmit *e, GError **error) {
+  GradInfo gi;
+  if (!grad_emit_common(e, &gi, error))
+    return FALSE;
+  WeirDType t = gi.out->dtype;
+  const char *sfx = t == WEIR_DTYPE_F32 ? "f32" : "f64";
+  g_autofree char *nc = dims_product(e, gi.out, 0, 2), *h = dim_c(e, gi.out, 2),
+                  *w = dim_c(e, gi.out, 3), *oh = dim_c(e, gi.dy, 2),
+                  *ow = dim_c(e, gi.dy, 3);
+  emit_header(e, "direct");
+  use_helper(e, "weir_max_pool_grad_@S@", max_pool_grad, t);
+  g_string_append_printf(
+      e->code,
+      "weir_max_pool_grad_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, "
+      "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ");\n",
+      sfx, e->in[0].ptr, e->in[1].ptr, e->in[2].ptr, e->out[0].ptr, nc, h, w,
+      oh, ow, gi.k[0], gi.k[1], gi.s[0], gi.s[1], gi.d[0], gi.d[1], gi.p[0],
+      gi.p[1]);
+  return TRUE;
+}
+
 static const WeirNativeImpl builtin[] = {
     {.op = "Gemm", .impl = "blas", .accepts = gemm_accepts, .emit = gemm_emit},
     {.op = "MatMul",
@@ -731,6 +1067,18 @@ static const WeirNativeImpl builtin[] = {
      .impl = "direct",
      .accepts = direct_accepts,
      .emit = direct_emit},
+    {.op = "ConvGradFilter",
+     .impl = "im2col",
+     .accepts = conv_grad_accepts,
+     .emit = conv_grad_filter_emit},
+    {.op = "ConvGradInput",
+     .impl = "col2im",
+     .accepts = conv_grad_accepts,
+     .emit = conv_grad_input_emit},
+    {.op = "MaxPoolGrad",
+     .impl = "direct",
+     .accepts = max_pool_grad_accepts,
+     .emit = max_pool_grad_emit},
 };
 
 void weir_native_init(void) {
@@ -764,6 +1112,18 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup("Conv", "im2col");
     if (ni && ni->accepts(g, s, n, &r2))
       return "im2col";
+  }
+  static const char *const grads[][2] = {{"ConvGradFilter", "im2col"},
+                                         {"ConvGradInput", "col2im"},
+                                         {"MaxPoolGrad", "direct"}};
+  for (guint i = 0; i < G_N_ELEMENTS(grads); i++) {
+    if (strcmp(n->op, grads[i][0]) != 0)
+      continue;
+    const WeirContainer *y = port(g, s, n, FALSE, 0);
+    if (!y || y->dtype != WEIR_DTYPE_F32)
+      return "pure";
+    ni = weir_native_lookup(grads[i][0], grads[i][1]);
+    return ni && ni->accepts(g, s, n, &r1) ? grads[i][1] : "pure";
   }
   return "pure";
 }

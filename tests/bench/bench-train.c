@@ -1,7 +1,7 @@
 /* bench-train.c — training-step time of the sample models in Weir.
  *
  *   build/tests/bench/bench-train [--threads T] [--reps N] [--warmup N]
- *       [--batch B] [--recipe R.json] MODEL.onnx...
+ *       [--batch B] [--recipe R.json] [--impl OP=IMPL]... MODEL.onnx...
  *
  * For each model: the training program of weir_train_graph (softmax
  * cross-entropy on a [batch, classes] output, else mse; SGD, lr 0.01; one
@@ -12,6 +12,9 @@
  * to the training program first (one more column).  Prints one line per
  * model: batch, median ms/step untransformed, and with the recipe (on
  * stdout), and the mean, min and max of each timing (on stderr).
+ * --impl OP=IMPL (repeatable, like weir run) sets the implementation of
+ * every OP node of the training program (--impl ConvGradInput=pure times
+ * the pure expansion instead of the default native one).
  *
  * PyTorch's time for the same step comes from tests/bench/train-step-torch.py;
  * tests/bench/train-bench.sh runs both and prints the table of
@@ -25,6 +28,7 @@
 static gint threads = 1, reps = 50, warmup = 5;
 static gint64 batch = 32, steps_per_call = 0;
 static char *recipe_path;
+static char **impls;
 
 static const GOptionEntry entries[] = {
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads, "OpenMP threads (1)", "T"},
@@ -38,6 +42,8 @@ static const GOptionEntry entries[] = {
      "K"},
     {"recipe", 0, 0, G_OPTION_ARG_FILENAME, &recipe_path,
      "Also time the program transformed by this recipe", "FILE"},
+    {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impls,
+     "Implementation of every OP node (repeatable)", "OP=IMPL"},
     {NULL}};
 
 /* The reference batch of the model, resized to b samples along the first
@@ -164,6 +170,17 @@ static int bench_model(const char *model) {
     printf("%-16s %6" G_GINT64_FORMAT "  not supported: %s\n", base,
            x->shape[0], error->message);
     return 0;
+  }
+  for (char **p = impls; p && *p; p++) {
+    g_auto(GStrv) kv = g_strsplit(*p, "=", 2);
+    if (!kv[0] || !kv[1]) {
+      fprintf(stderr, "bench-train: --impl %s: expected OP=IMPL\n", *p);
+      return 1;
+    }
+    if (!weir_native_set_impl(prog, kv[0], kv[1], NULL, &error)) {
+      fprintf(stderr, "%s: --impl %s: %s\n", model, *p, error->message);
+      return 1;
+    }
   }
   double plain = 0, recipe = -1;
   if (!time_program(prog, forward, x, y, &plain, &error)) {

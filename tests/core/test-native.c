@@ -1,17 +1,20 @@
 /* test-native.c — native implementations (core/weir-native.h) against the
  * reference interpreter running the pure expansion of the same program.
  *
- * Each case is a program with one library node (Gemm, MatMul or Conv) over
- * seeded random inputs.  It is compiled once per implementation that
- * applies (and once with the default choice); the generated source must
- * contain the implementation's call (so the native path really ran), and
- * the outputs must match the interpreter on the pure expansion within
- * 1e-4 relative, with 1 and 2 OpenMP threads.  The sample models, compiled
- * with default implementations, match their PyTorch outputs; compiled with
- * each implementation choice (everything pure, BLAS for Gemm/MatMul, im2col
- * or direct for Conv where it applies, the defaults) they match the
- * interpreter on the pure expansion, with 1 and 2 threads.
+ * Each case is a program with one library node (Gemm, MatMul, Conv, or a
+ * training operator: ConvGradInput, ConvGradFilter, MaxPoolGrad) over
+ * seeded random inputs (MaxPoolGrad's X rounded so that windows have ties,
+ * its Y the true window maxima, so the first-maximum rule is exercised).  It is
+ * compiled once per implementation that applies (and once with the default
+ * choice); the generated source must contain the implementation's call (so the
+ * native path really ran), and the outputs must match the interpreter on the
+ * pure expansion within 1e-4 relative, with 1 and 2 OpenMP threads.  The sample
+ * models, compiled with default implementations, match their PyTorch outputs;
+ * compiled with each implementation choice (everything pure, BLAS for
+ * Gemm/MatMul, im2col or direct for Conv where it applies, the defaults) they
+ * match the interpreter on the pure expansion, with 1 and 2 threads.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -41,6 +44,8 @@ typedef struct {
   /* implementations expected to apply, and the text each must emit */
   const char *impls[3];
   const char *default_impl;
+  /* optional: adjusts the random arguments (X0, X1, ... and Y) */
+  void (*prep)(GHashTable *args);
 } Case;
 
 static WeirGraph *case_graph(const Case *c, WeirDType dt) {
@@ -119,11 +124,16 @@ static const char *marker(const char *op, const char *impl,
                           const char *conv_direct_kind) {
   if (strcmp(impl, "blas") == 0)
     return "cblas_";
+  if (strcmp(op, "ConvGradFilter") == 0 && strcmp(impl, "im2col") == 0)
+    return "weir_conv2d_grad_filter_";
+  if (strcmp(op, "ConvGradInput") == 0 && strcmp(impl, "col2im") == 0)
+    return "weir_conv2d_grad_input_";
+  if (strcmp(op, "MaxPoolGrad") == 0 && strcmp(impl, "direct") == 0)
+    return "weir_max_pool_grad_";
   if (strcmp(impl, "im2col") == 0)
     return "weir_conv2d_im2col_";
   if (strcmp(impl, "direct") == 0)
     return conv_direct_kind;
-  (void)op;
   return NULL;
 }
 
@@ -143,6 +153,8 @@ static void check_case(Fixture *f, const Case *c, WeirDType dt) {
     assert_string_equal(weir_native_default_impl(g, s, lib), c->default_impl);
 
   g_autoptr(GHashTable) args = random_args(g);
+  if (c->prep)
+    c->prep(args);
   g_autoptr(GHashTable) ref = copy_args(args);
   g_autoptr(WeirGraph) pure = weir_graph_copy(g);
   if (!weir_expand_all(pure, NULL, NULL, &err))
@@ -237,7 +249,177 @@ static void conv_dw(WeirNode *n) {
   weir_node_set_attr_ints(n, "pads", pads, 4);
 }
 
+/* Training operators: explicit window attributes (kernel, strides, begin
+ * and end pads, dilations, group). */
+static void window(WeirNode *n, gint64 k0, gint64 k1, gint64 s0, gint64 s1,
+                   gint64 p0, gint64 p1, gint64 p2, gint64 p3, gint64 d0,
+                   gint64 d1, gint64 group) {
+  set2(n, "kernel_shape", k0, k1);
+  set2(n, "strides", s0, s1);
+  gint64 pads[4] = {p0, p1, p2, p3};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+  set2(n, "dilations", d0, d1);
+  if (group != 1)
+    weir_node_set_attr_int(n, "group", group);
+}
+static void win_3x3(WeirNode *n) {
+  window(n, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1);
+}
+static void win_3x3_s2p1(WeirNode *n) {
+  window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
+}
+static void win_3x2_g2_dil(WeirNode *n) {
+  window(n, 3, 2, 1, 1, 2, 0, 1, 1, 2, 1, 2);
+}
+static void win_dw_s2(WeirNode *n) {
+  window(n, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 4);
+}
+static void win_2x2_s2(WeirNode *n) {
+  window(n, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1);
+}
+static void win_pool_3x3_s2p1(WeirNode *n) {
+  window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1);
+}
+static void win_pool_2x2_dil(WeirNode *n) {
+  window(n, 2, 2, 1, 1, 0, 1, 0, 1, 2, 2, 1);
+}
+
+/* MaxPoolGrad's inputs are (dY, X, Y): X is rounded to quarters so that
+ * windows have ties, and Y (X2) is set to the true maxima of the windows
+ * described by kernel k, stride s, begin pad p and dilation d. */
+static void pool_maxima(GHashTable *args, gint64 k, gint64 st, gint64 ph,
+                        gint64 pw, gint64 d) {
+  WeirTensor *x = g_hash_table_lookup(args, "X1");
+  WeirTensor *y = g_hash_table_lookup(args, "X2");
+  gint64 nc = x->shape[0] * x->shape[1], h = x->shape[2], w = x->shape[3];
+  gint64 oh = y->shape[2], ow = y->shape[3];
+  for (gint64 e = 0; e < nc * h * w; e++)
+    weir_tensor_set(x, e, floor(weir_tensor_get(x, e) * 4) / 4);
+  for (gint64 pl = 0; pl < nc; pl++)
+    for (gint64 i = 0; i < oh; i++)
+      for (gint64 j = 0; j < ow; j++) {
+        double m = -INFINITY;
+        for (gint64 a = 0; a < k; a++)
+          for (gint64 b = 0; b < k; b++) {
+            gint64 ih = i * st - ph + a * d, iw = j * st - pw + b * d;
+            if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+              m = fmax(m, weir_tensor_get(x, (pl * h + ih) * w + iw));
+          }
+        weir_tensor_set(y, (pl * oh + i) * ow + j, m);
+      }
+}
+static void prep_2x2_s2(GHashTable *args) {
+  pool_maxima(args, 2, 2, 0, 0, 1);
+}
+static void prep_3x3_s2p1(GHashTable *args) {
+  pool_maxima(args, 3, 2, 1, 1, 1);
+}
+static void prep_2x2_dil(GHashTable *args) {
+  pool_maxima(args, 2, 1, 0, 1, 2);
+}
+
+static void rmean_nhw(WeirNode *n) {
+  gint64 axes[3] = {0, 2, 3};
+  weir_node_set_attr_ints(n, "axes", axes, 3);
+}
+
 static const Case cases[] = {
+    /* not native: reductions whose pure expansion loops first over the
+     * kept dimensions (test_reductions_without_atomics) */
+    {"sumto_nchw",
+     "SumTo",
+     {"2, 3, 4, 5", "3, 1, 1", ""},
+     "3, 1, 1",
+     NULL,
+     {NULL},
+     "pure"},
+    {"rmean_nchw",
+     "ReduceMean",
+     {"2, 3, 4, 5", "", ""},
+     "1, 3, 1, 1",
+     rmean_nhw,
+     {NULL},
+     "pure"},
+    {"cgi_3x3",
+     "ConvGradInput",
+     {"2, 4, 7, 6", "4, 3, 3, 3", "2, 3, 9, 8"},
+     "2, 3, 9, 8",
+     win_3x3,
+     {"col2im"},
+     "col2im"},
+    {"cgi_s2p1",
+     "ConvGradInput",
+     {"2, 4, 5, 4", "4, 3, 3, 3", "2, 3, 9, 8"},
+     "2, 3, 9, 8",
+     win_3x3_s2p1,
+     {"col2im"},
+     "col2im"},
+    {"cgi_g2_dil",
+     "ConvGradInput",
+     {"2, 6, 7, 7", "6, 2, 3, 2", "2, 4, 8, 7"},
+     "2, 4, 8, 7",
+     win_3x2_g2_dil,
+     {"col2im"},
+     "col2im"},
+    {"cgi_dw",
+     "ConvGradInput",
+     {"2, 4, 4, 6", "4, 1, 3, 3", "2, 4, 7, 6"},
+     "2, 4, 7, 6",
+     win_dw_s2,
+     {"col2im"},
+     "col2im"},
+    {"cgf_3x3",
+     "ConvGradFilter",
+     {"2, 4, 7, 6", "2, 3, 9, 8", "4, 3, 3, 3"},
+     "4, 3, 3, 3",
+     win_3x3,
+     {"im2col"},
+     "im2col"},
+    {"cgf_s2p1",
+     "ConvGradFilter",
+     {"2, 4, 5, 4", "2, 3, 9, 8", "4, 3, 3, 3"},
+     "4, 3, 3, 3",
+     win_3x3_s2p1,
+     {"im2col"},
+     "im2col"},
+    {"cgf_g2_dil",
+     "ConvGradFilter",
+     {"2, 6, 7, 7", "2, 4, 8, 7", "6, 2, 3, 2"},
+     "6, 2, 3, 2",
+     win_3x2_g2_dil,
+     {"im2col"},
+     "im2col"},
+    {"cgf_dw",
+     "ConvGradFilter",
+     {"2, 4, 4, 6", "2, 4, 7, 6", "4, 1, 3, 3"},
+     "4, 1, 3, 3",
+     win_dw_s2,
+     {"im2col"},
+     "im2col"},
+    {"mpg_2x2_s2",
+     "MaxPoolGrad",
+     {"2, 3, 3, 3", "2, 3, 6, 7", "2, 3, 3, 3"},
+     "2, 3, 6, 7",
+     win_2x2_s2,
+     {"direct"},
+     "direct",
+     prep_2x2_s2},
+    {"mpg_3x3_s2p1",
+     "MaxPoolGrad",
+     {"2, 3, 4, 3", "2, 3, 7, 6", "2, 3, 4, 3"},
+     "2, 3, 7, 6",
+     win_pool_3x3_s2p1,
+     {"direct"},
+     "direct",
+     prep_3x3_s2p1},
+    {"mpg_2x2_dil",
+     "MaxPoolGrad",
+     {"2, 3, 4, 6", "2, 3, 6, 6", "2, 3, 4, 6"},
+     "2, 3, 6, 6",
+     win_pool_2x2_dil,
+     {"direct"},
+     "direct",
+     prep_2x2_dil},
     {"gemm_nn", "Gemm", {"5, 7", "7, 3", ""}, "5, 3", NULL, {"blas"}, "blas"},
     {"gemm_c2",
      "Gemm",
@@ -360,10 +542,37 @@ static void test_cases_f64(void **state) {
 
 /* An explicit choice that does not apply is an error naming the node; the
  * tier-1 expansion registry refuses it too; unknown names are refused. */
+static const Case *case_named(const char *name) {
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+    if (strcmp(cases[i].name, name) == 0)
+      return &cases[i];
+  fail_msg("no case '%s'", name);
+  return NULL;
+}
+
+/* The batch-norm style reductions ([N, C, H, W] -> per channel) have the
+ * kept dimension as their outer, parallel loop: no atomic updates (their
+ * results are checked with 1 and 2 threads in the cases). */
+static void test_reductions_without_atomics(void **state) {
+  (void)state;
+  static const char *const names[] = {"sumto_nchw", "rmean_nchw"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirGraph) g = case_graph(case_named(names[i]), WEIR_DTYPE_F32);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", names[i], err->message);
+    assert_non_null(strstr(src, "#pragma omp parallel for"));
+    if (strstr(src, "omp atomic"))
+      fail_msg("%s: the generated code has an atomic update", names[i]);
+  }
+}
+
 static void test_refusals(void **state) {
   (void)state;
   g_autoptr(GError) err = NULL;
-  g_autoptr(WeirGraph) g = case_graph(&cases[12], WEIR_DTYPE_F32); /* 3x3 */
+  g_autoptr(WeirGraph) g =
+      case_graph(case_named("conv_3x3"), WEIR_DTYPE_F32); /* 3x3 */
   assert_true(weir_native_set_impl(g, "Conv", "direct", NULL, &err));
   g_autofree char *src = weir_codegen_c(g, NULL, &err);
   assert_null(src);
@@ -376,7 +585,7 @@ static void test_refusals(void **state) {
   assert_false(weir_native_set_impl(g, "NoSuchOp", "pure", NULL, &err));
   g_clear_error(&err);
   /* Through the expansion registry (what expand-library-node uses). */
-  g_autoptr(WeirGraph) h = case_graph(&cases[12], WEIR_DTYPE_F32);
+  g_autoptr(WeirGraph) h = case_graph(case_named("conv_3x3"), WEIR_DTYPE_F32);
   guint id = 0;
   WeirState *s = g_ptr_array_index(h->states, 0);
   for (guint k = 0; k < s->nodes->len; k++) {
@@ -391,7 +600,7 @@ static void test_refusals(void **state) {
   assert_non_null(n);
   assert_string_equal(weir_node_attr(n, "impl")->s, "im2col");
   /* pure f64 Conv is the default (im2col is for f32 by default) */
-  g_autoptr(WeirGraph) d = case_graph(&cases[12], WEIR_DTYPE_F64);
+  g_autoptr(WeirGraph) d = case_graph(case_named("conv_3x3"), WEIR_DTYPE_F64);
   s = g_ptr_array_index(d->states, 0);
   for (guint k = 0; k < s->nodes->len; k++) {
     WeirNode *x = g_ptr_array_index(s->nodes, k);
@@ -673,6 +882,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_threading_defaults, setup, teardown),
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
       cmocka_unit_test_setup_teardown(test_samples, setup, teardown),

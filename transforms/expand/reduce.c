@@ -90,6 +90,25 @@ static void space_clear(Space *sp) {
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Space, space_clear)
 
+/* Reorders the parameters (and ranges) of sp so that the dimensions not
+ * in `reduced` come first, in order, then the reduced ones: the outer loop
+ * of the map then indexes distinct accumulator elements, and the code
+ * generator can split it across threads without atomic updates.  The
+ * index strings are by name and unchanged. */
+static void space_kept_first(Space *sp, const gboolean *reduced) {
+  g_autofree char **params = g_new(char *, sp->rank);
+  g_autofree char **ranges = g_new(char *, sp->rank);
+  guint k = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (guint d = 0; d < sp->rank; d++)
+      if (!reduced[d] == !pass) {
+        params[k] = sp->params[d];
+        ranges[k++] = sp->ranges[d];
+      }
+  memcpy(sp->params, params, sp->rank * sizeof(char *));
+  memcpy(sp->ranges, ranges, sp->rank * sizeof(char *));
+}
+
 /* A map over space sp (see weir_expand_map). */
 static WeirNode *map_over(WeirGraph *g, WeirState *s, const WeirNode *n,
                           const char *suffix, const Space *sp,
@@ -260,6 +279,7 @@ static gboolean build_reduction(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autofree char *acc_index = reduced_index(&xs, reduced, keepdims);
   g_autofree char *count = reduced_count(&x, reduced);
   WeirTaskletPort in_x = {x.access, "x", xs.index, WEIR_WCR_NONE};
+  space_kept_first(&xs, reduced);
 
   const char *identity, *code;
   WeirWcr wcr;

@@ -4,7 +4,8 @@
  *     holding one tasklet with the node's code; input k is tasklet
  *     connector 'a' + k, read through its numpy-broadcast subset.
  *   SumTo: a map that zeroes the output, then a map over x that adds each
- *     element into the output element it broadcasts from (WCR sum).
+ *     element into the output element it broadcasts from (WCR sum); its
+ *     loops over the dimensions y keeps come first (no atomics).
  *   ConvGradFilter: dW[m, c, kh, kw] += dY[n, m, oh, ow] * X[n, ci, ih, iw]
  *     over (m, c, kh, kw, n, oh, ow), ih = oh s - p + kh d; positions in
  *     the padding add 0 (the read index is clamped into range).
@@ -91,6 +92,24 @@ static gboolean expand_sum_to(WeirGraph *g, WeirState *s, WeirNode *n,
       weir_expand_index_subset(x.rank, (const char *const *)xp);
   g_autofree char *acc = weir_expand_broadcast_subset(y.rank, y.shape, x.rank,
                                                       (const char *const *)xp);
+  /* The sum map's loops: the dimensions of x that y keeps (not broadcast
+   * from size 1) first, then the summed ones, so that the outer loop,
+   * which threads split, writes distinct elements of y (no atomics). */
+  g_autofree const char **sp = g_new0(const char *, x.rank + 1);
+  g_autofree const char **sr = g_new0(const char *, x.rank + 1);
+  guint k = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (guint d = 0; d < x.rank; d++) {
+      gint64 one;
+      gboolean summed =
+          d < x.rank - y.rank ||
+          (weir_expr_is_const(y.shape[d - (x.rank - y.rank)], &one) &&
+           one == 1);
+      if (summed == (pass == 1)) {
+        sp[k] = xp[d];
+        sr[k++] = xr[d];
+      }
+    }
   g_autofree char *init_label = g_strdup_printf("%s_init", n->label);
   g_autofree char *sum_label = g_strdup_printf("%s_sum", n->label);
   WeirNode *y1 = weir_state_add_access(g, s, y.container->name);
@@ -100,9 +119,8 @@ static gboolean expand_sum_to(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!weir_expand_map(g, s, init_label, y.rank, (const char *const *)yp,
                        (const char *const *)yr, NULL, 0, &init_out, 1, "y = 0",
                        NULL, 0, error) ||
-      !weir_expand_map(g, s, sum_label, x.rank, (const char *const *)xp,
-                       (const char *const *)xr, &in_x, 1, &acc_out, 1, "y = x",
-                       &y1, 1, error))
+      !weir_expand_map(g, s, sum_label, x.rank, sp, sr, &in_x, 1, &acc_out, 1,
+                       "y = x", &y1, 1, error))
     return FALSE;
   /* `like` only gave the shape. */
   guint like_access = like.access->id;
