@@ -2,6 +2,7 @@
 #include "weir-evaluate.h"
 
 #include <json-c/json.h>
+#include <time.h>
 
 #include "weir-codegen.h"
 #include "weir-conformance.h"
@@ -63,11 +64,16 @@ static gboolean time_runs(WeirKernel *k, GHashTable *bindings, GHashTable *args,
     report(progress, user, f0 + (f1 - f0) * r / total, phase);
     if (cancelled(cancellable, error))
       return FALSE;
-    gint64 t0 = g_get_monotonic_time();
+    /* nanoseconds: g_get_monotonic_time's microseconds round a small
+     * kernel's run down to 0 */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!weir_kernel_run(k, bindings, args, error))
       return FALSE;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (r >= o->warmup)
-      times[r - o->warmup] = (double)(g_get_monotonic_time() - t0) / 1e6;
+      times[r - o->warmup] = (double)(t1.tv_sec - t0.tv_sec) +
+                             (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   }
   weir_bench_summarize(times, o->repetitions, out);
   return TRUE;
