@@ -53,47 +53,33 @@ static gboolean unary(WeirGradContext *ctx, const char *code, guint n_ins) {
   return TRUE;
 }
 
-static gboolean grad_relu(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = b > 0 ? a : 0", 2);
-}
+/* Unary operators whose derivative is a fixed formula of dY (a), X (b) and
+ * Y (c): dX = code, reading the first n_ins of a, b, c. */
+static const struct {
+  const char *op;
+  const char *code;
+  guint n_ins;
+} unary_rules[] = {
+    {"Relu", "y = b > 0 ? a : 0", 2},
+    {"Sigmoid", "y = a * c * (1 - c)", 3}, /* y (1-y) */
+    {"Tanh", "y = a * (1 - c * c)", 3},    /* 1 - y^2 */
+    {"Erf", "y = a * 1.1283791670955126 * exp(-(b * b))",
+     2}, /* 2/sqrt(pi) e^-x^2 */
+    {"Exp", "y = a * c", 3},
+    {"Log", "y = a / b", 2},
+    {"Sqrt", "y = a * 0.5 / c", 3},
+    {"Neg", "y = -a", 1},
+};
 
-/* sigmoid' = y (1 - y) */
-static gboolean grad_sigmoid(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = a * c * (1 - c)", 3);
-}
-
-/* tanh' = 1 - y^2 */
-static gboolean grad_tanh(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = a * (1 - c * c)", 3);
-}
-
-/* erf'(x) = 2 / sqrt(pi) exp(-x^2) */
-static gboolean grad_erf(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = a * 1.1283791670955126 * exp(-(b * b))", 2);
-}
-
-static gboolean grad_exp(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = a * c", 3);
-}
-
-static gboolean grad_log(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = a / b", 2);
-}
-
-static gboolean grad_sqrt(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = a * 0.5 / c", 3);
-}
-
-static gboolean grad_neg(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  return unary(ctx, "y = -a", 1);
+static gboolean grad_unary_formula(WeirGradContext *ctx, GError **error) {
+  const WeirNode *n = weir_grad_node(ctx);
+  for (guint i = 0; i < G_N_ELEMENTS(unary_rules); i++)
+    if (g_strcmp0(n->op, unary_rules[i].op) == 0)
+      return unary(ctx, unary_rules[i].code, unary_rules[i].n_ins);
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+              "node %u ('%s'): no derivative formula for operator '%s'", n->id,
+              n->label ? n->label : "", n->op ? n->op : "");
+  return FALSE;
 }
 
 static gboolean grad_leaky_relu(WeirGradContext *ctx, GError **error) {
@@ -790,15 +776,7 @@ void weir_grad_register_builtin(void) {
     const char *op;
     WeirGradRule rule;
   } table[] = {
-      {"Relu", grad_relu},
       {"LeakyRelu", grad_leaky_relu},
-      {"Sigmoid", grad_sigmoid},
-      {"Tanh", grad_tanh},
-      {"Erf", grad_erf},
-      {"Exp", grad_exp},
-      {"Log", grad_log},
-      {"Sqrt", grad_sqrt},
-      {"Neg", grad_neg},
       {"Identity", grad_identity},
       {"Add", grad_add},
       {"Sub", grad_sub},
@@ -830,4 +808,6 @@ void weir_grad_register_builtin(void) {
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     weir_grad_register(table[i].op, table[i].rule);
+  for (guint i = 0; i < G_N_ELEMENTS(unary_rules); i++)
+    weir_grad_register(unary_rules[i].op, grad_unary_formula);
 }
