@@ -69,12 +69,14 @@ typedef struct {
   char *label;       /* lines separated by '\n' */
   char *folded;      /* casefolded label, for search */
   double x, y, w, h; /* centre and size */
+  guint cluster;     /* index of the innermost cluster around it */
   gboolean bytes_known, flops_known;
   double bytes, flops;
 } VNode;
 
 typedef struct {
   guint state, id; /* memlet id, or transition id */
+  guint src, dst;  /* indices in the layout's nodes of the drawn ends */
   gboolean transition;
   gboolean empty; /* empty memlet: an ordering dependency */
   double *pts;    /* x, y pairs of a cubic B-spline: p0 (c1 c2 p)... */
@@ -90,6 +92,7 @@ typedef struct {
 
 typedef struct {
   guint state, entry; /* entry 0: the state's box */
+  gint parent;        /* index of the enclosing cluster, -1 for a state */
   double x0, y0, x1, y1;
   char *label;
 } VCluster;
@@ -115,6 +118,7 @@ typedef struct {
   GArray *search;         /* SearchItem: every node, drawn or hidden, in
                              drawing order (a hidden node after its box) */
   char *totals;           /* program totals, for the legend */
+  gboolean provisional;   /* placed from the previous picture, not by dot */
 } ViewLayout;
 
 static void vnode_clear(gpointer p) {
@@ -337,6 +341,7 @@ typedef struct {
   GPtrArray *gv_edges;    /* Agedge_t*, parallel to layout->edges */
   GPtrArray *gv_clusters; /* Agraph_t*, parallel to layout->clusters */
   gboolean large;         /* more than LARGE_GRAPH nodes */
+  gboolean no_gv;         /* only the layout's arrays (a provisional picture) */
 } GvBuild;
 
 static GMutex gv_lock; /* libgvc and cgraph are used by one thread at once */
@@ -346,8 +351,15 @@ static void set_attr(void *obj, const char *name, const char *value) {
   agsafeset(obj, (char *)name, (char *)value, "");
 }
 
-static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
-                             VNode *vn) {
+/* Appends vn to the layout (inside cluster `parent`) and, unless b->no_gv,
+ * a Graphviz node for it; returns its index in l->nodes. */
+static guint add_gv_node(GvBuild *b, guint parent, ViewLayout *l, VNode *vn) {
+  vn->cluster = parent;
+  guint index = l->nodes->len;
+  if (b->no_gv) {
+    g_array_append_val(l->nodes, *vn);
+    return index;
+  }
   char name[32];
   if (vn->shape == SHAPE_EMPTY)
     g_snprintf(name, sizeof name, "empty%u", vn->state);
@@ -355,7 +367,7 @@ static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
     g_snprintf(name, sizeof name, "c%u", vn->id);
   else
     g_snprintf(name, sizeof name, "n%u", vn->id);
-  Agnode_t *n = agnode(parent, name, 1);
+  Agnode_t *n = agnode(b->gv_clusters->pdata[parent], name, 1);
   g_autofree char *text = dot_text(vn->label);
   set_attr(n, "label", text);
   switch (vn->shape) {
@@ -388,22 +400,29 @@ static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
   }
   g_array_append_val(l->nodes, *vn);
   g_ptr_array_add(b->gv_nodes, n);
-  return n;
+  return index;
 }
 
-static Agraph_t *add_gv_cluster(GvBuild *b, Agraph_t *parent, ViewLayout *l,
-                                guint state, guint entry, char *label) {
+/* Appends a cluster inside cluster `parent` (-1: the root); returns its
+ * index in l->clusters. */
+static guint add_gv_cluster(GvBuild *b, gint parent, ViewLayout *l, guint state,
+                            guint entry, char *label) {
+  guint index = l->clusters->len;
+  VCluster c = {
+      .state = state, .entry = entry, .parent = parent, .label = label};
+  g_array_append_val(l->clusters, c);
+  if (b->no_gv)
+    return index;
   char name[40];
   g_snprintf(name, sizeof name, "cluster_%u", entry ? entry : state);
-  Agraph_t *sg = agsubg(parent, name, 1);
+  Agraph_t *sg =
+      agsubg(parent < 0 ? b->root : b->gv_clusters->pdata[parent], name, 1);
   g_autofree char *text = dot_text(label);
   set_attr(sg, "label", text);
   set_attr(sg, "labeljust", "l");
   set_attr(sg, "labelloc", "t");
-  VCluster c = {.state = state, .entry = entry, .label = label};
-  g_array_append_val(l->clusters, c);
   g_ptr_array_add(b->gv_clusters, sg);
-  return sg;
+  return index;
 }
 
 static void node_figures(const WeirAnalysis *an, guint id, VNode *vn) {
@@ -442,9 +461,10 @@ static guint representative(const WeirScopes *sc, GHashTable *collapsed,
 }
 
 typedef struct {
-  GHashTable *drawn; /* node id -> Agnode_t* of the nodes drawn */
-  Agnode_t *first;   /* a node of the state, for transitions */
-  Agraph_t *cluster; /* the state's cluster */
+  GHashTable *drawn; /* node id -> 1 + index in the layout's nodes */
+  guint first;       /* index of a node of the state, for transitions */
+  gboolean has_first;
+  guint cluster; /* index of the state's cluster */
 } StateBuild;
 
 static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
@@ -453,10 +473,9 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
   g_autofree char *slabel =
       g_strdup_printf("%s (state %u)", s->label ? s->label : "state", s->id);
-  sb->cluster =
-      add_gv_cluster(b, b->root, l, s->id, 0, g_steal_pointer(&slabel));
+  sb->cluster = add_gv_cluster(b, -1, l, s->id, 0, g_steal_pointer(&slabel));
   sb->drawn = g_hash_table_new(g_direct_hash, g_direct_equal);
-  /* clusters of expanded scopes: entry id -> Agraph_t* */
+  /* clusters of expanded scopes: entry id -> 1 + cluster index */
   g_autoptr(GHashTable) clusters =
       g_hash_table_new(g_direct_hash, g_direct_equal);
   /* hidden node counts of collapsed scopes */
@@ -502,16 +521,17 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     /* the cluster the node goes in */
     guint home = is_collapsed_entry ? (sc ? weir_scopes_parent(sc, n->id) : 0)
                                     : scope_of(sc, n);
-    Agraph_t *parent =
-        home ? g_hash_table_lookup(clusters, GUINT_TO_POINTER(home)) : NULL;
-    if (!parent)
-      parent = sb->cluster;
+    guint parent = home ? GPOINTER_TO_UINT(g_hash_table_lookup(
+                              clusters, GUINT_TO_POINTER(home)))
+                        : 0;
+    parent = parent ? parent - 1 : sb->cluster;
     if (n->kind == WEIR_NODE_MAP_ENTRY && !is_collapsed_entry) {
       /* the ranges are on the entry node: the frame names the map */
       parent =
-          add_gv_cluster(b, parent, l, s->id, n->id,
+          add_gv_cluster(b, (gint)parent, l, s->id, n->id,
                          g_strdup_printf("map %s", n->label ? n->label : ""));
-      g_hash_table_insert(clusters, GUINT_TO_POINTER(n->id), parent);
+      g_hash_table_insert(clusters, GUINT_TO_POINTER(n->id),
+                          GUINT_TO_POINTER(parent + 1));
     }
     VNode vn = {.state = s->id, .id = n->id};
     if (is_collapsed_entry) {
@@ -540,17 +560,21 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     SearchItem item = {s->id, n->id, g_strdup(vn.folded)};
     g_array_append_val(l->search, item);
     node_figures(an, n->id, &vn);
-    Agnode_t *gn = add_gv_node(b, parent, l, &vn);
+    guint gn = add_gv_node(b, parent, l, &vn);
     l->n_nodes++;
-    g_hash_table_insert(sb->drawn, GUINT_TO_POINTER(n->id), gn);
-    if (!sb->first)
+    g_hash_table_insert(sb->drawn, GUINT_TO_POINTER(n->id),
+                        GUINT_TO_POINTER(gn + 1));
+    if (!sb->has_first) {
       sb->first = gn;
+      sb->has_first = TRUE;
+    }
   }
-  if (!sb->first) {
+  if (!sb->has_first) {
     VNode vn = {.state = s->id, .shape = SHAPE_EMPTY};
     vn.label = g_strdup("(empty state)");
     vn.folded = g_strdup("");
     sb->first = add_gv_node(b, sb->cluster, l, &vn);
+    sb->has_first = TRUE;
   }
 
   for (guint i = 0; i < s->edges->len; i++) {
@@ -559,28 +583,37 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
         GPOINTER_TO_UINT(g_hash_table_lookup(reps, GUINT_TO_POINTER(m->src)));
     guint dst =
         GPOINTER_TO_UINT(g_hash_table_lookup(reps, GUINT_TO_POINTER(m->dst)));
-    Agnode_t *t = g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(src));
-    Agnode_t *h = g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(dst));
+    guint t =
+        GPOINTER_TO_UINT(g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(src)));
+    guint h =
+        GPOINTER_TO_UINT(g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(dst)));
     if (!t || !h || src == dst)
       continue; /* inside a collapsed scope */
-    char name[32];
-    g_snprintf(name, sizeof name, "e%u", m->id);
-    Agedge_t *e = agedge(b->root, t, h, name, 1);
-    VEdge ve = {.state = s->id, .id = m->id, .empty = m->data == NULL};
+    VEdge ve = {.state = s->id,
+                .id = m->id,
+                .src = t - 1,
+                .dst = h - 1,
+                .empty = m->data == NULL};
     ve.label = memlet_label(m, job->bindings);
-    if (*ve.label) {
-      g_autofree char *text = dot_text(ve.label);
-      set_attr(e, b->large ? "xlabel" : "label", text);
+    if (!b->no_gv) {
+      char name[32];
+      g_snprintf(name, sizeof name, "e%u", m->id);
+      Agedge_t *e = agedge(b->root, b->gv_nodes->pdata[t - 1],
+                           b->gv_nodes->pdata[h - 1], name, 1);
+      if (*ve.label) {
+        g_autofree char *text = dot_text(ve.label);
+        set_attr(e, b->large ? "xlabel" : "label", text);
+      }
+      if (ve.empty)
+        set_attr(e, "style", "dashed");
+      g_ptr_array_add(b->gv_edges, e);
     }
-    if (ve.empty)
-      set_attr(e, "style", "dashed");
     const WeirMemletCost *mc = an ? weir_analysis_memlet(an, m->id) : NULL;
     if (mc) {
       ve.bytes_known = mc->bytes.known;
       ve.bytes = (double)mc->bytes.value;
     }
     g_array_append_val(l->edges, ve);
-    g_ptr_array_add(b->gv_edges, e);
     l->n_edges++;
   }
 }
@@ -630,13 +663,11 @@ static void read_edge(VEdge *ve, Agedge_t *e, double ox, double top) {
     ve->x0 = ve->y0 = ve->x1 = ve->y1 = 0;
 }
 
-static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
-  gint64 t0 = g_get_monotonic_time();
-  const WeirGraph *g = job->program;
-  ViewLayout *l = view_layout_new();
-  /* Figures for the overlay; a program whose scopes are broken is still
-   * drawn, without them. */
-  g_autoptr(WeirAnalysis) an = weir_analysis_compute(g, job->bindings, NULL);
+/* The analysis figures of g and the totals line of the legend (NULL when
+ * the program's scopes are broken). */
+static WeirAnalysis *layout_analysis(ViewLayout *l, const WeirGraph *g,
+                                     GHashTable *bindings) {
+  WeirAnalysis *an = weir_analysis_compute(g, bindings, NULL);
   if (an) {
     char b[32], f[32];
     if (an->total_bytes.known)
@@ -653,7 +684,7 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     GString *unbound = g_string_new(NULL);
     for (guint i = 0; i < g->symbols->len; i++) {
       const char *sym = g_ptr_array_index(g->symbols, i);
-      if (!job->bindings || !g_hash_table_contains(job->bindings, sym))
+      if (!bindings || !g_hash_table_contains(bindings, sym))
         g_string_append_printf(unbound, "%s%s", unbound->len ? ", " : "", sym);
     }
     if (unbound->len && (!an->total_bytes.known || !an->total_flops.known))
@@ -662,6 +693,64 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     l->totals = g_string_free(t, FALSE);
   }
 
+  return an;
+}
+
+/* The nodes, memlets, clusters and transitions of g in l (and, unless
+ * b->no_gv, in b's Graphviz graph). */
+static void build_program(GvBuild *b, ViewLayout *l, const WeirGraph *g,
+                          const WeirAnalysis *an, LayoutJob *job) {
+  StateBuild *sbs = g_new0(StateBuild, g->states->len + 1);
+  for (guint i = 0; i < g->states->len; i++)
+    build_state(b, l, g, g_ptr_array_index(g->states, i), an, job, &sbs[i]);
+  for (guint i = 0; i < g->transitions->len; i++) {
+    WeirTransition *t = g_ptr_array_index(g->transitions, i);
+    StateBuild *from = NULL, *to = NULL;
+    for (guint k = 0; k < g->states->len; k++) {
+      WeirState *s = g_ptr_array_index(g->states, k);
+      if (s->id == t->src)
+        from = &sbs[k];
+      if (s->id == t->dst)
+        to = &sbs[k];
+    }
+    if (!from || !to)
+      continue;
+    VEdge ve = {.state = t->src,
+                .id = t->id,
+                .src = from->first,
+                .dst = to->first,
+                .transition = TRUE};
+    ve.label = transition_label(t);
+    if (!b->no_gv) {
+      char name[32];
+      g_snprintf(name, sizeof name, "t%u", t->id);
+      Agedge_t *e = agedge(b->root, b->gv_nodes->pdata[from->first],
+                           b->gv_nodes->pdata[to->first], name, 1);
+      if (from != to) {
+        set_attr(e, "ltail", agnameof(b->gv_clusters->pdata[from->cluster]));
+        set_attr(e, "lhead", agnameof(b->gv_clusters->pdata[to->cluster]));
+      }
+      set_attr(e, "style", "bold");
+      if (*ve.label) {
+        g_autofree char *text = dot_text(ve.label);
+        set_attr(e, "label", text);
+      }
+      g_ptr_array_add(b->gv_edges, e);
+    }
+    g_array_append_val(l->edges, ve);
+  }
+  for (guint i = 0; i < g->states->len; i++)
+    g_clear_pointer(&sbs[i].drawn, g_hash_table_unref);
+  g_free(sbs);
+}
+
+static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
+  gint64 t0 = g_get_monotonic_time();
+  const WeirGraph *g = job->program;
+  ViewLayout *l = view_layout_new();
+  /* Figures for the overlay; a program whose scopes are broken is still
+   * drawn, without them. */
+  g_autoptr(WeirAnalysis) an = layout_analysis(l, g, job->bindings);
   gint64 ta = g_get_monotonic_time();
   g_mutex_lock(&gv_lock);
   gint64 t1 = g_get_monotonic_time();
@@ -707,41 +796,7 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     set_attr(b.root, "searchsize", "10");
     set_attr(b.root, "remincross", "false");
   }
-  StateBuild *sbs = g_new0(StateBuild, g->states->len + 1);
-  for (guint i = 0; i < g->states->len; i++)
-    build_state(&b, l, g, g_ptr_array_index(g->states, i), an, job, &sbs[i]);
-  for (guint i = 0; i < g->transitions->len; i++) {
-    WeirTransition *t = g_ptr_array_index(g->transitions, i);
-    StateBuild *from = NULL, *to = NULL;
-    for (guint k = 0; k < g->states->len; k++) {
-      WeirState *s = g_ptr_array_index(g->states, k);
-      if (s->id == t->src)
-        from = &sbs[k];
-      if (s->id == t->dst)
-        to = &sbs[k];
-    }
-    if (!from || !to)
-      continue;
-    char name[32];
-    g_snprintf(name, sizeof name, "t%u", t->id);
-    Agedge_t *e = agedge(b.root, from->first, to->first, name, 1);
-    if (from != to) {
-      set_attr(e, "ltail", agnameof(from->cluster));
-      set_attr(e, "lhead", agnameof(to->cluster));
-    }
-    set_attr(e, "style", "bold");
-    VEdge ve = {.state = t->src, .id = t->id, .transition = TRUE};
-    ve.label = transition_label(t);
-    if (*ve.label) {
-      g_autofree char *text = dot_text(ve.label);
-      set_attr(e, "label", text);
-    }
-    g_array_append_val(l->edges, ve);
-    g_ptr_array_add(b.gv_edges, e);
-  }
-  for (guint i = 0; i < g->states->len; i++)
-    g_clear_pointer(&sbs[i].drawn, g_hash_table_unref);
-  g_free(sbs);
+  build_program(&b, l, g, an, job);
 
   gboolean ok = gvLayout(gv_context, b.root, "dot") == 0;
   if (ok) {
