@@ -851,6 +851,299 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
   return l;
 }
 
+/* ------------------------------------------------ provisional picture */
+
+/* A provisional picture is built on the main thread when a new version of
+ * the program on screen arrives: the nodes and memlets that are still
+ * there keep the places dot gave them in the previous picture (states,
+ * nodes and memlets keep their ids across transformations), new nodes go
+ * next to their neighbours, new or re-wired memlets are straight lines,
+ * and the frames are fitted around what they contain.  It is shown while
+ * the worker runs dot, then replaced. */
+
+#define ARROW_LEN 6.0
+#define GAP_Y 40.0 /* between a new node and the neighbour it is put under */
+
+/* Rough size of a node from its text (dot's are not known without it). */
+static void estimate_size(VNode *n) {
+  guint lines = 1, longest = 0, cur = 0;
+  for (const char *p = n->label; *p; p = g_utf8_next_char(p)) {
+    if (*p == '\n') {
+      lines++;
+      cur = 0;
+    } else if (++cur > longest)
+      longest = cur;
+  }
+  n->w = MAX(0.4 * 72.0, longest * 6.2 + 14.4);
+  n->h = MAX(0.3 * 72.0, lines * 13.0 + 5.8);
+}
+
+static guint64 vnode_key(const VNode *n) {
+  return scope_key(n->state, n->shape == SHAPE_EMPTY ? G_MAXUINT : n->id);
+}
+
+/* Places the nodes of l: those of old where they were, the others from
+ * their placed neighbours.  kept[i] tells whether node i was in old. */
+static void place_nodes(ViewLayout *l, const ViewLayout *old, gboolean *kept) {
+  g_autoptr(GHashTable) where = g_hash_table_new(g_int64_hash, g_int64_equal);
+  guint64 *keys = g_new(guint64, old->nodes->len + 1);
+  for (guint i = 0; i < old->nodes->len; i++) {
+    keys[i] = vnode_key(&g_array_index(old->nodes, VNode, i));
+    g_hash_table_insert(where, &keys[i], &g_array_index(old->nodes, VNode, i));
+  }
+  gboolean *placed = g_new0(gboolean, l->nodes->len + 1);
+  guint left = 0;
+  for (guint i = 0; i < l->nodes->len; i++) {
+    VNode *n = &g_array_index(l->nodes, VNode, i);
+    guint64 k = vnode_key(n);
+    const VNode *o = g_hash_table_lookup(where, &k);
+    if (o) {
+      n->x = o->x;
+      n->y = o->y;
+      n->w = o->w;
+      n->h = o->h;
+      placed[i] = kept[i] = TRUE;
+      g_hash_table_remove(where, &k); /* what is left was removed */
+    } else {
+      estimate_size(n);
+      left++;
+    }
+  }
+  /* New nodes between (or next to) their placed neighbours; a chain of
+   * new nodes is placed over a few rounds. */
+  for (guint round = 0; left > 0 && round < 8; round++) {
+    guint before = left;
+    for (guint i = 0; i < l->nodes->len; i++) {
+      if (placed[i])
+        continue;
+      double px = 0, py = -G_MAXDOUBLE, sx = 0, sy = G_MAXDOUBLE;
+      guint np = 0, ns = 0;
+      for (guint j = 0; j < l->edges->len; j++) {
+        const VEdge *e = &g_array_index(l->edges, VEdge, j);
+        if (e->transition)
+          continue;
+        if (e->dst == i && placed[e->src]) {
+          const VNode *p = &g_array_index(l->nodes, VNode, e->src);
+          px += p->x;
+          py = MAX(py, p->y + p->h / 2);
+          np++;
+        } else if (e->src == i && placed[e->dst]) {
+          const VNode *s = &g_array_index(l->nodes, VNode, e->dst);
+          sx += s->x;
+          sy = MIN(sy, s->y - s->h / 2);
+          ns++;
+        }
+      }
+      if (np + ns == 0)
+        continue;
+      VNode *n = &g_array_index(l->nodes, VNode, i);
+      n->x = (px + sx) / (np + ns);
+      if (np && ns)
+        n->y = (py + sy) / 2;
+      else if (np)
+        n->y = py + GAP_Y + n->h / 2;
+      else
+        n->y = sy - GAP_Y - n->h / 2;
+      placed[i] = TRUE;
+      left--;
+    }
+    if (left == before)
+      break;
+  }
+  /* Without placed neighbours: where a removed node of the same state
+   * was, else under the picture. */
+  double bottom = old->height;
+  for (guint i = 0; i < l->nodes->len && left > 0; i++) {
+    if (placed[i])
+      continue;
+    VNode *n = &g_array_index(l->nodes, VNode, i);
+    const VNode *spot = NULL;
+    GHashTableIter it;
+    gpointer k, val;
+    g_hash_table_iter_init(&it, where);
+    while (g_hash_table_iter_next(&it, &k, &val))
+      if (((const VNode *)val)->state == n->state) {
+        spot = val;
+        g_hash_table_iter_remove(&it);
+        break;
+      }
+    if (spot) {
+      n->x = spot->x;
+      n->y = spot->y;
+    } else {
+      n->x = old->width / 2;
+      n->y = bottom + GAP_Y + n->h / 2;
+      bottom = n->y + n->h / 2;
+    }
+    placed[i] = TRUE;
+    left--;
+  }
+  g_free(placed);
+  g_free(keys);
+}
+
+static void edge_bounds(VEdge *e) {
+  e->x0 = e->y0 = G_MAXDOUBLE;
+  e->x1 = e->y1 = -G_MAXDOUBLE;
+  for (guint i = 0; i < e->n_pts; i++) {
+    e->x0 = MIN(e->x0, e->pts[2 * i]);
+    e->x1 = MAX(e->x1, e->pts[2 * i]);
+    e->y0 = MIN(e->y0, e->pts[2 * i + 1]);
+    e->y1 = MAX(e->y1, e->pts[2 * i + 1]);
+  }
+  e->x0 = MIN(e->x0, e->ax);
+  e->x1 = MAX(e->x1, e->ax);
+  e->y0 = MIN(e->y0, e->ay);
+  e->y1 = MAX(e->y1, e->ay);
+  if (e->label && *e->label) { /* a generous box around the label */
+    double hw = 3.0 * strlen(e->label), hh = 6.0;
+    e->x0 = MIN(e->x0, e->lx - hw);
+    e->x1 = MAX(e->x1, e->lx + hw);
+    e->y0 = MIN(e->y0, e->ly - hh);
+    e->y1 = MAX(e->y1, e->ly + hh);
+  }
+}
+
+/* A straight edge from a's bottom to b's top (centre to centre when b is
+ * not below a), as one cubic segment and an arrowhead. */
+static void straight_edge(VEdge *e, const VNode *a, const VNode *b) {
+  double x0 = a->x, y0 = a->y + a->h / 2, x1 = b->x, y1 = b->y - b->h / 2;
+  if (y1 <= y0) {
+    y0 = a->y;
+    y1 = b->y;
+  }
+  double dx = x1 - x0, dy = y1 - y0, len = hypot(dx, dy);
+  double f = len > 2 * ARROW_LEN ? (len - ARROW_LEN) / len : 1.0;
+  e->n_pts = 4;
+  e->pts = g_new(double, 8);
+  for (guint i = 0; i < 4; i++) {
+    e->pts[2 * i] = x0 + dx * f * i / 3.0;
+    e->pts[2 * i + 1] = y0 + dy * f * i / 3.0;
+  }
+  e->arrow = f < 1.0;
+  e->ax = x1;
+  e->ay = y1;
+  if (!e->arrow) {
+    e->ax = e->pts[6];
+    e->ay = e->pts[7];
+  }
+  e->lx = x0 + dx / 2 + 4.0 + (e->label ? 2.5 * strlen(e->label) : 0);
+  e->ly = y0 + dy / 2;
+  edge_bounds(e);
+}
+
+static guint64 vedge_key(const VEdge *e) {
+  /* memlet ids and transition ids are separate spaces */
+  return (scope_key(e->state, e->id) << 1) ^ (e->transition ? 1 : 0);
+}
+
+/* Memlets of old whose two ends kept their places keep their curves; the
+ * others are straight lines. */
+static void place_edges(ViewLayout *l, const ViewLayout *old,
+                        const gboolean *kept) {
+  g_autoptr(GHashTable) was = g_hash_table_new(g_int64_hash, g_int64_equal);
+  guint64 *keys = g_new(guint64, old->edges->len + 1);
+  for (guint i = 0; i < old->edges->len; i++) {
+    const VEdge *e = &g_array_index(old->edges, VEdge, i);
+    keys[i] = vedge_key(e);
+    g_hash_table_insert(was, &keys[i], (gpointer)e);
+  }
+  for (guint i = 0; i < l->edges->len; i++) {
+    VEdge *e = &g_array_index(l->edges, VEdge, i);
+    const VNode *a = &g_array_index(l->nodes, VNode, e->src);
+    const VNode *b = &g_array_index(l->nodes, VNode, e->dst);
+    guint64 k = vedge_key(e);
+    const VEdge *o = g_hash_table_lookup(was, &k);
+    gboolean same = o && kept[e->src] && kept[e->dst] && o->n_pts >= 4;
+    if (same) {
+      const VNode *oa = &g_array_index(old->nodes, VNode, o->src);
+      const VNode *ob = &g_array_index(old->nodes, VNode, o->dst);
+      same = vnode_key(oa) == vnode_key(a) && vnode_key(ob) == vnode_key(b);
+    }
+    if (!same) {
+      straight_edge(e, a, b);
+      continue;
+    }
+    e->n_pts = o->n_pts;
+    e->pts = g_memdup2(o->pts, sizeof(double) * 2 * o->n_pts);
+    e->arrow = o->arrow;
+    e->ax = o->ax;
+    e->ay = o->ay;
+    e->lx = o->lx;
+    e->ly = o->ly;
+    if (!o->label) /* dot did not place it */
+      g_clear_pointer(&e->label, g_free);
+    edge_bounds(e);
+  }
+  g_free(keys);
+}
+
+/* Frames around their nodes and inner frames (children come after their
+ * parent in l->clusters); the picture's size. */
+static void fit_clusters(ViewLayout *l) {
+  for (guint i = 0; i < l->clusters->len; i++) {
+    VCluster *c = &g_array_index(l->clusters, VCluster, i);
+    c->x0 = c->y0 = G_MAXDOUBLE;
+    c->x1 = c->y1 = -G_MAXDOUBLE;
+  }
+  double x1 = 0, y1 = 0;
+  for (guint i = 0; i < l->nodes->len; i++) {
+    const VNode *n = &g_array_index(l->nodes, VNode, i);
+    VCluster *c = &g_array_index(l->clusters, VCluster, n->cluster);
+    c->x0 = MIN(c->x0, n->x - n->w / 2);
+    c->x1 = MAX(c->x1, n->x + n->w / 2);
+    c->y0 = MIN(c->y0, n->y - n->h / 2);
+    c->y1 = MAX(c->y1, n->y + n->h / 2);
+  }
+  for (guint i = l->clusters->len; i-- > 0;) {
+    VCluster *c = &g_array_index(l->clusters, VCluster, i);
+    if (c->x0 > c->x1) {
+      c->x0 = c->y0 = c->x1 = c->y1 = 0;
+      continue;
+    }
+    c->x0 -= 8;
+    c->x1 += 8;
+    c->y0 -= 8 + 14; /* the frame's label */
+    c->y1 += 8;
+    x1 = MAX(x1, c->x1);
+    y1 = MAX(y1, c->y1);
+    if (c->parent < 0)
+      continue;
+    VCluster *p = &g_array_index(l->clusters, VCluster, c->parent);
+    p->x0 = MIN(p->x0, c->x0);
+    p->x1 = MAX(p->x1, c->x1);
+    p->y0 = MIN(p->y0, c->y0);
+    p->y1 = MAX(p->y1, c->y1);
+  }
+  for (guint i = 0; i < l->edges->len; i++) {
+    const VEdge *e = &g_array_index(l->edges, VEdge, i);
+    x1 = MAX(x1, e->x1);
+    y1 = MAX(y1, e->y1);
+  }
+  l->width = x1;
+  l->height = y1;
+}
+
+/* The provisional picture of g drawn from old (main thread). */
+static ViewLayout *provisional_layout(const ViewLayout *old, WeirGraph *g,
+                                      GHashTable *bindings,
+                                      GHashTable *collapsed) {
+  gint64 t0 = g_get_monotonic_time();
+  ViewLayout *l = view_layout_new();
+  l->provisional = TRUE;
+  g_autoptr(WeirAnalysis) an = layout_analysis(l, g, bindings);
+  LayoutJob job = {.program = g, .bindings = bindings, .collapsed = collapsed};
+  GvBuild b = {.no_gv = TRUE};
+  build_program(&b, l, g, an, &job);
+  gboolean *kept = g_new0(gboolean, l->nodes->len + 1);
+  place_nodes(l, old, kept);
+  place_edges(l, old, kept);
+  g_free(kept);
+  fit_clusters(l);
+  l->layout_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
+  return l;
+}
+
 static void layout_thread(GTask *task, gpointer source G_GNUC_UNUSED,
                           gpointer data, GCancellable *cancel G_GNUC_UNUSED) {
   GError *error = NULL;
@@ -889,6 +1182,7 @@ struct _WeirGraphView {
   double drag_ox, drag_oy;
   double pinch_zoom0;
   double last_draw_ms;
+  double last_provisional_ms;
 };
 
 G_DEFINE_TYPE(WeirGraphView, weir_graph_view, GTK_TYPE_WIDGET)
@@ -1303,7 +1597,11 @@ static void layout_done(GObject *source, GAsyncResult *res,
   v->busy = FALSE;
   g_object_notify_by_pspec(G_OBJECT(v), props[PROP_BUSY]);
   g_clear_pointer(&v->layout_error, g_free);
-  if (l) {
+  if (l && v->pending && v->layout && v->layout->provisional) {
+    /* a newer program came: its provisional picture stays until its own
+     * layout is done */
+    view_layout_free(l);
+  } else if (l) {
     view_layout_free(v->layout);
     v->layout = l;
     if (v->fit_pending)
@@ -1356,9 +1654,18 @@ void weir_graph_view_set_program(WeirGraphView *v, const WeirGraph *program,
   if (program) {
     v->program = weir_graph_copy(program);
     v->bindings = bindings_copy(bindings);
-    /* a different program (not an edit of the one shown) is fitted */
+    /* a different program (not an edit of the one shown) is fitted; an
+     * edit is shown at once from the previous picture while dot runs */
     if (!v->layout || g_strcmp0(v->shown_name, program->name) != 0)
       v->fit_pending = TRUE;
+    else {
+      ViewLayout *l =
+          provisional_layout(v->layout, v->program, v->bindings, v->collapsed);
+      v->last_provisional_ms = l->layout_ms;
+      view_layout_free(v->layout);
+      v->layout = l;
+      gtk_widget_queue_draw(GTK_WIDGET(v));
+    }
     g_free(v->shown_name);
     v->shown_name = g_strdup(program->name);
   }
@@ -1371,6 +1678,16 @@ void weir_graph_view_set_program(WeirGraphView *v, const WeirGraph *program,
 gboolean weir_graph_view_is_busy(WeirGraphView *v) {
   g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
   return v->busy;
+}
+
+gboolean weir_graph_view_is_provisional(WeirGraphView *v) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
+  return v->layout && v->layout->provisional;
+}
+
+double weir_graph_view_last_provisional_ms(WeirGraphView *v) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), 0.0);
+  return v->last_provisional_ms;
 }
 
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay) {
@@ -1979,7 +2296,9 @@ static void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
     draw_banner(&d, msg, w / 2, h / 2 - 12, TRUE);
   }
   if (v->busy && l)
-    draw_banner(&d, "Laying out\u2026", 12, 12, FALSE);
+    draw_banner(&d,
+                l->provisional ? "Refining layout\u2026" : "Laying out\u2026",
+                12, 12, FALSE);
   g_object_unref(d.text);
   cairo_destroy(cr);
   v->last_draw_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
