@@ -119,6 +119,7 @@ typedef struct {
                              drawing order (a hidden node after its box) */
   char *totals;           /* program totals, for the legend */
   gboolean provisional;   /* placed from the previous picture, not by dot */
+  char *name;             /* name of the program drawn */
 } ViewLayout;
 
 static void vnode_clear(gpointer p) {
@@ -162,6 +163,7 @@ static void view_layout_free(gpointer p) {
   g_hash_table_unref(l->hidden);
   g_array_unref(l->search);
   g_free(l->totals);
+  g_free(l->name);
   g_free(l);
 }
 
@@ -847,6 +849,7 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     return NULL;
   }
   l->dot_ms = (double)(t2 - t1) / 1000.0;
+  l->name = g_strdup(g->name);
   l->layout_ms = (double)(t2 - t0) / 1000.0;
   return l;
 }
@@ -991,10 +994,12 @@ static void edge_bounds(VEdge *e) {
     e->y0 = MIN(e->y0, e->pts[2 * i + 1]);
     e->y1 = MAX(e->y1, e->pts[2 * i + 1]);
   }
-  e->x0 = MIN(e->x0, e->ax);
-  e->x1 = MAX(e->x1, e->ax);
-  e->y0 = MIN(e->y0, e->ay);
-  e->y1 = MAX(e->y1, e->ay);
+  if (e->arrow) {
+    e->x0 = MIN(e->x0, e->ax);
+    e->x1 = MAX(e->x1, e->ax);
+    e->y0 = MIN(e->y0, e->ay);
+    e->y1 = MAX(e->y1, e->ay);
+  }
   if (e->label && *e->label) { /* a generous box around the label */
     double hw = 3.0 * strlen(e->label), hh = 6.0;
     e->x0 = MIN(e->x0, e->lx - hw);
@@ -1131,6 +1136,7 @@ static ViewLayout *provisional_layout(const ViewLayout *old, WeirGraph *g,
   gint64 t0 = g_get_monotonic_time();
   ViewLayout *l = view_layout_new();
   l->provisional = TRUE;
+  l->name = g_strdup(g->name);
   g_autoptr(WeirAnalysis) an = layout_analysis(l, g, bindings);
   LayoutJob job = {.program = g, .bindings = bindings, .collapsed = collapsed};
   GvBuild b = {.no_gv = TRUE};
@@ -1658,7 +1664,10 @@ void weir_graph_view_set_program(WeirGraphView *v, const WeirGraph *program,
      * edit is shown at once from the previous picture while dot runs */
     if (!v->layout || g_strcmp0(v->shown_name, program->name) != 0)
       v->fit_pending = TRUE;
-    else {
+    else if (g_strcmp0(v->layout->name, program->name) == 0) {
+      /* the picture on screen is of a program of this name (not the one
+       * of another program, still shown while this name's first layout
+       * runs) */
       ViewLayout *l =
           provisional_layout(v->layout, v->program, v->bindings, v->collapsed);
       v->last_provisional_ms = l->layout_ms;
