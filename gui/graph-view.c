@@ -69,12 +69,14 @@ typedef struct {
   char *label;       /* lines separated by '\n' */
   char *folded;      /* casefolded label, for search */
   double x, y, w, h; /* centre and size */
+  guint cluster;     /* index of the innermost cluster around it */
   gboolean bytes_known, flops_known;
   double bytes, flops;
 } VNode;
 
 typedef struct {
   guint state, id; /* memlet id, or transition id */
+  guint src, dst;  /* indices in the layout's nodes of the drawn ends */
   gboolean transition;
   gboolean empty; /* empty memlet: an ordering dependency */
   double *pts;    /* x, y pairs of a cubic B-spline: p0 (c1 c2 p)... */
@@ -90,6 +92,7 @@ typedef struct {
 
 typedef struct {
   guint state, entry; /* entry 0: the state's box */
+  gint parent;        /* index of the enclosing cluster, -1 for a state */
   double x0, y0, x1, y1;
   char *label;
 } VCluster;
@@ -115,6 +118,8 @@ typedef struct {
   GArray *search;         /* SearchItem: every node, drawn or hidden, in
                              drawing order (a hidden node after its box) */
   char *totals;           /* program totals, for the legend */
+  gboolean provisional;   /* placed from the previous picture, not by dot */
+  char *name;             /* name of the program drawn */
 } ViewLayout;
 
 static void vnode_clear(gpointer p) {
@@ -158,6 +163,7 @@ static void view_layout_free(gpointer p) {
   g_hash_table_unref(l->hidden);
   g_array_unref(l->search);
   g_free(l->totals);
+  g_free(l->name);
   g_free(l);
 }
 
@@ -337,6 +343,7 @@ typedef struct {
   GPtrArray *gv_edges;    /* Agedge_t*, parallel to layout->edges */
   GPtrArray *gv_clusters; /* Agraph_t*, parallel to layout->clusters */
   gboolean large;         /* more than LARGE_GRAPH nodes */
+  gboolean no_gv;         /* only the layout's arrays (a provisional picture) */
 } GvBuild;
 
 static GMutex gv_lock; /* libgvc and cgraph are used by one thread at once */
@@ -346,8 +353,15 @@ static void set_attr(void *obj, const char *name, const char *value) {
   agsafeset(obj, (char *)name, (char *)value, "");
 }
 
-static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
-                             VNode *vn) {
+/* Appends vn to the layout (inside cluster `parent`) and, unless b->no_gv,
+ * a Graphviz node for it; returns its index in l->nodes. */
+static guint add_gv_node(GvBuild *b, guint parent, ViewLayout *l, VNode *vn) {
+  vn->cluster = parent;
+  guint index = l->nodes->len;
+  if (b->no_gv) {
+    g_array_append_val(l->nodes, *vn);
+    return index;
+  }
   char name[32];
   if (vn->shape == SHAPE_EMPTY)
     g_snprintf(name, sizeof name, "empty%u", vn->state);
@@ -355,7 +369,7 @@ static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
     g_snprintf(name, sizeof name, "c%u", vn->id);
   else
     g_snprintf(name, sizeof name, "n%u", vn->id);
-  Agnode_t *n = agnode(parent, name, 1);
+  Agnode_t *n = agnode(b->gv_clusters->pdata[parent], name, 1);
   g_autofree char *text = dot_text(vn->label);
   set_attr(n, "label", text);
   switch (vn->shape) {
@@ -388,22 +402,29 @@ static Agnode_t *add_gv_node(GvBuild *b, Agraph_t *parent, ViewLayout *l,
   }
   g_array_append_val(l->nodes, *vn);
   g_ptr_array_add(b->gv_nodes, n);
-  return n;
+  return index;
 }
 
-static Agraph_t *add_gv_cluster(GvBuild *b, Agraph_t *parent, ViewLayout *l,
-                                guint state, guint entry, char *label) {
+/* Appends a cluster inside cluster `parent` (-1: the root); returns its
+ * index in l->clusters. */
+static guint add_gv_cluster(GvBuild *b, gint parent, ViewLayout *l, guint state,
+                            guint entry, char *label) {
+  guint index = l->clusters->len;
+  VCluster c = {
+      .state = state, .entry = entry, .parent = parent, .label = label};
+  g_array_append_val(l->clusters, c);
+  if (b->no_gv)
+    return index;
   char name[40];
   g_snprintf(name, sizeof name, "cluster_%u", entry ? entry : state);
-  Agraph_t *sg = agsubg(parent, name, 1);
+  Agraph_t *sg =
+      agsubg(parent < 0 ? b->root : b->gv_clusters->pdata[parent], name, 1);
   g_autofree char *text = dot_text(label);
   set_attr(sg, "label", text);
   set_attr(sg, "labeljust", "l");
   set_attr(sg, "labelloc", "t");
-  VCluster c = {.state = state, .entry = entry, .label = label};
-  g_array_append_val(l->clusters, c);
   g_ptr_array_add(b->gv_clusters, sg);
-  return sg;
+  return index;
 }
 
 static void node_figures(const WeirAnalysis *an, guint id, VNode *vn) {
@@ -442,9 +463,10 @@ static guint representative(const WeirScopes *sc, GHashTable *collapsed,
 }
 
 typedef struct {
-  GHashTable *drawn; /* node id -> Agnode_t* of the nodes drawn */
-  Agnode_t *first;   /* a node of the state, for transitions */
-  Agraph_t *cluster; /* the state's cluster */
+  GHashTable *drawn; /* node id -> 1 + index in the layout's nodes */
+  guint first;       /* index of a node of the state, for transitions */
+  gboolean has_first;
+  guint cluster; /* index of the state's cluster */
 } StateBuild;
 
 static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
@@ -453,10 +475,9 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
   g_autofree char *slabel =
       g_strdup_printf("%s (state %u)", s->label ? s->label : "state", s->id);
-  sb->cluster =
-      add_gv_cluster(b, b->root, l, s->id, 0, g_steal_pointer(&slabel));
+  sb->cluster = add_gv_cluster(b, -1, l, s->id, 0, g_steal_pointer(&slabel));
   sb->drawn = g_hash_table_new(g_direct_hash, g_direct_equal);
-  /* clusters of expanded scopes: entry id -> Agraph_t* */
+  /* clusters of expanded scopes: entry id -> 1 + cluster index */
   g_autoptr(GHashTable) clusters =
       g_hash_table_new(g_direct_hash, g_direct_equal);
   /* hidden node counts of collapsed scopes */
@@ -502,16 +523,17 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     /* the cluster the node goes in */
     guint home = is_collapsed_entry ? (sc ? weir_scopes_parent(sc, n->id) : 0)
                                     : scope_of(sc, n);
-    Agraph_t *parent =
-        home ? g_hash_table_lookup(clusters, GUINT_TO_POINTER(home)) : NULL;
-    if (!parent)
-      parent = sb->cluster;
+    guint parent = home ? GPOINTER_TO_UINT(g_hash_table_lookup(
+                              clusters, GUINT_TO_POINTER(home)))
+                        : 0;
+    parent = parent ? parent - 1 : sb->cluster;
     if (n->kind == WEIR_NODE_MAP_ENTRY && !is_collapsed_entry) {
       /* the ranges are on the entry node: the frame names the map */
       parent =
-          add_gv_cluster(b, parent, l, s->id, n->id,
+          add_gv_cluster(b, (gint)parent, l, s->id, n->id,
                          g_strdup_printf("map %s", n->label ? n->label : ""));
-      g_hash_table_insert(clusters, GUINT_TO_POINTER(n->id), parent);
+      g_hash_table_insert(clusters, GUINT_TO_POINTER(n->id),
+                          GUINT_TO_POINTER(parent + 1));
     }
     VNode vn = {.state = s->id, .id = n->id};
     if (is_collapsed_entry) {
@@ -540,17 +562,21 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     SearchItem item = {s->id, n->id, g_strdup(vn.folded)};
     g_array_append_val(l->search, item);
     node_figures(an, n->id, &vn);
-    Agnode_t *gn = add_gv_node(b, parent, l, &vn);
+    guint gn = add_gv_node(b, parent, l, &vn);
     l->n_nodes++;
-    g_hash_table_insert(sb->drawn, GUINT_TO_POINTER(n->id), gn);
-    if (!sb->first)
+    g_hash_table_insert(sb->drawn, GUINT_TO_POINTER(n->id),
+                        GUINT_TO_POINTER(gn + 1));
+    if (!sb->has_first) {
       sb->first = gn;
+      sb->has_first = TRUE;
+    }
   }
-  if (!sb->first) {
+  if (!sb->has_first) {
     VNode vn = {.state = s->id, .shape = SHAPE_EMPTY};
     vn.label = g_strdup("(empty state)");
     vn.folded = g_strdup("");
     sb->first = add_gv_node(b, sb->cluster, l, &vn);
+    sb->has_first = TRUE;
   }
 
   for (guint i = 0; i < s->edges->len; i++) {
@@ -559,28 +585,37 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
         GPOINTER_TO_UINT(g_hash_table_lookup(reps, GUINT_TO_POINTER(m->src)));
     guint dst =
         GPOINTER_TO_UINT(g_hash_table_lookup(reps, GUINT_TO_POINTER(m->dst)));
-    Agnode_t *t = g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(src));
-    Agnode_t *h = g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(dst));
+    guint t =
+        GPOINTER_TO_UINT(g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(src)));
+    guint h =
+        GPOINTER_TO_UINT(g_hash_table_lookup(sb->drawn, GUINT_TO_POINTER(dst)));
     if (!t || !h || src == dst)
       continue; /* inside a collapsed scope */
-    char name[32];
-    g_snprintf(name, sizeof name, "e%u", m->id);
-    Agedge_t *e = agedge(b->root, t, h, name, 1);
-    VEdge ve = {.state = s->id, .id = m->id, .empty = m->data == NULL};
+    VEdge ve = {.state = s->id,
+                .id = m->id,
+                .src = t - 1,
+                .dst = h - 1,
+                .empty = m->data == NULL};
     ve.label = memlet_label(m, job->bindings);
-    if (*ve.label) {
-      g_autofree char *text = dot_text(ve.label);
-      set_attr(e, b->large ? "xlabel" : "label", text);
+    if (!b->no_gv) {
+      char name[32];
+      g_snprintf(name, sizeof name, "e%u", m->id);
+      Agedge_t *e = agedge(b->root, b->gv_nodes->pdata[t - 1],
+                           b->gv_nodes->pdata[h - 1], name, 1);
+      if (*ve.label) {
+        g_autofree char *text = dot_text(ve.label);
+        set_attr(e, b->large ? "xlabel" : "label", text);
+      }
+      if (ve.empty)
+        set_attr(e, "style", "dashed");
+      g_ptr_array_add(b->gv_edges, e);
     }
-    if (ve.empty)
-      set_attr(e, "style", "dashed");
     const WeirMemletCost *mc = an ? weir_analysis_memlet(an, m->id) : NULL;
     if (mc) {
       ve.bytes_known = mc->bytes.known;
       ve.bytes = (double)mc->bytes.value;
     }
     g_array_append_val(l->edges, ve);
-    g_ptr_array_add(b->gv_edges, e);
     l->n_edges++;
   }
 }
@@ -630,13 +665,11 @@ static void read_edge(VEdge *ve, Agedge_t *e, double ox, double top) {
     ve->x0 = ve->y0 = ve->x1 = ve->y1 = 0;
 }
 
-static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
-  gint64 t0 = g_get_monotonic_time();
-  const WeirGraph *g = job->program;
-  ViewLayout *l = view_layout_new();
-  /* Figures for the overlay; a program whose scopes are broken is still
-   * drawn, without them. */
-  g_autoptr(WeirAnalysis) an = weir_analysis_compute(g, job->bindings, NULL);
+/* The analysis figures of g and the totals line of the legend (NULL when
+ * the program's scopes are broken). */
+static WeirAnalysis *layout_analysis(ViewLayout *l, const WeirGraph *g,
+                                     GHashTable *bindings) {
+  WeirAnalysis *an = weir_analysis_compute(g, bindings, NULL);
   if (an) {
     char b[32], f[32];
     if (an->total_bytes.known)
@@ -653,7 +686,7 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     GString *unbound = g_string_new(NULL);
     for (guint i = 0; i < g->symbols->len; i++) {
       const char *sym = g_ptr_array_index(g->symbols, i);
-      if (!job->bindings || !g_hash_table_contains(job->bindings, sym))
+      if (!bindings || !g_hash_table_contains(bindings, sym))
         g_string_append_printf(unbound, "%s%s", unbound->len ? ", " : "", sym);
     }
     if (unbound->len && (!an->total_bytes.known || !an->total_flops.known))
@@ -662,6 +695,64 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     l->totals = g_string_free(t, FALSE);
   }
 
+  return an;
+}
+
+/* The nodes, memlets, clusters and transitions of g in l (and, unless
+ * b->no_gv, in b's Graphviz graph). */
+static void build_program(GvBuild *b, ViewLayout *l, const WeirGraph *g,
+                          const WeirAnalysis *an, LayoutJob *job) {
+  StateBuild *sbs = g_new0(StateBuild, g->states->len + 1);
+  for (guint i = 0; i < g->states->len; i++)
+    build_state(b, l, g, g_ptr_array_index(g->states, i), an, job, &sbs[i]);
+  for (guint i = 0; i < g->transitions->len; i++) {
+    WeirTransition *t = g_ptr_array_index(g->transitions, i);
+    StateBuild *from = NULL, *to = NULL;
+    for (guint k = 0; k < g->states->len; k++) {
+      WeirState *s = g_ptr_array_index(g->states, k);
+      if (s->id == t->src)
+        from = &sbs[k];
+      if (s->id == t->dst)
+        to = &sbs[k];
+    }
+    if (!from || !to)
+      continue;
+    VEdge ve = {.state = t->src,
+                .id = t->id,
+                .src = from->first,
+                .dst = to->first,
+                .transition = TRUE};
+    ve.label = transition_label(t);
+    if (!b->no_gv) {
+      char name[32];
+      g_snprintf(name, sizeof name, "t%u", t->id);
+      Agedge_t *e = agedge(b->root, b->gv_nodes->pdata[from->first],
+                           b->gv_nodes->pdata[to->first], name, 1);
+      if (from != to) {
+        set_attr(e, "ltail", agnameof(b->gv_clusters->pdata[from->cluster]));
+        set_attr(e, "lhead", agnameof(b->gv_clusters->pdata[to->cluster]));
+      }
+      set_attr(e, "style", "bold");
+      if (*ve.label) {
+        g_autofree char *text = dot_text(ve.label);
+        set_attr(e, "label", text);
+      }
+      g_ptr_array_add(b->gv_edges, e);
+    }
+    g_array_append_val(l->edges, ve);
+  }
+  for (guint i = 0; i < g->states->len; i++)
+    g_clear_pointer(&sbs[i].drawn, g_hash_table_unref);
+  g_free(sbs);
+}
+
+static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
+  gint64 t0 = g_get_monotonic_time();
+  const WeirGraph *g = job->program;
+  ViewLayout *l = view_layout_new();
+  /* Figures for the overlay; a program whose scopes are broken is still
+   * drawn, without them. */
+  g_autoptr(WeirAnalysis) an = layout_analysis(l, g, job->bindings);
   gint64 ta = g_get_monotonic_time();
   g_mutex_lock(&gv_lock);
   gint64 t1 = g_get_monotonic_time();
@@ -707,41 +798,7 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     set_attr(b.root, "searchsize", "10");
     set_attr(b.root, "remincross", "false");
   }
-  StateBuild *sbs = g_new0(StateBuild, g->states->len + 1);
-  for (guint i = 0; i < g->states->len; i++)
-    build_state(&b, l, g, g_ptr_array_index(g->states, i), an, job, &sbs[i]);
-  for (guint i = 0; i < g->transitions->len; i++) {
-    WeirTransition *t = g_ptr_array_index(g->transitions, i);
-    StateBuild *from = NULL, *to = NULL;
-    for (guint k = 0; k < g->states->len; k++) {
-      WeirState *s = g_ptr_array_index(g->states, k);
-      if (s->id == t->src)
-        from = &sbs[k];
-      if (s->id == t->dst)
-        to = &sbs[k];
-    }
-    if (!from || !to)
-      continue;
-    char name[32];
-    g_snprintf(name, sizeof name, "t%u", t->id);
-    Agedge_t *e = agedge(b.root, from->first, to->first, name, 1);
-    if (from != to) {
-      set_attr(e, "ltail", agnameof(from->cluster));
-      set_attr(e, "lhead", agnameof(to->cluster));
-    }
-    set_attr(e, "style", "bold");
-    VEdge ve = {.state = t->src, .id = t->id, .transition = TRUE};
-    ve.label = transition_label(t);
-    if (*ve.label) {
-      g_autofree char *text = dot_text(ve.label);
-      set_attr(e, "label", text);
-    }
-    g_array_append_val(l->edges, ve);
-    g_ptr_array_add(b.gv_edges, e);
-  }
-  for (guint i = 0; i < g->states->len; i++)
-    g_clear_pointer(&sbs[i].drawn, g_hash_table_unref);
-  g_free(sbs);
+  build_program(&b, l, g, an, job);
 
   gboolean ok = gvLayout(gv_context, b.root, "dot") == 0;
   if (ok) {
@@ -792,7 +849,304 @@ static ViewLayout *layout_compute(LayoutJob *job, GError **error) {
     return NULL;
   }
   l->dot_ms = (double)(t2 - t1) / 1000.0;
+  l->name = g_strdup(g->name);
   l->layout_ms = (double)(t2 - t0) / 1000.0;
+  return l;
+}
+
+/* ------------------------------------------------ provisional picture */
+
+/* A provisional picture is built on the main thread when a new version of
+ * the program on screen arrives: the nodes and memlets that are still
+ * there keep the places dot gave them in the previous picture (states,
+ * nodes and memlets keep their ids across transformations), new nodes go
+ * next to their neighbours, new or re-wired memlets are straight lines,
+ * and the frames are fitted around what they contain.  It is shown while
+ * the worker runs dot, then replaced. */
+
+#define ARROW_LEN 6.0
+#define GAP_Y 40.0 /* between a new node and the neighbour it is put under */
+
+/* Rough size of a node from its text (dot's are not known without it). */
+static void estimate_size(VNode *n) {
+  guint lines = 1, longest = 0, cur = 0;
+  for (const char *p = n->label; *p; p = g_utf8_next_char(p)) {
+    if (*p == '\n') {
+      lines++;
+      cur = 0;
+    } else if (++cur > longest)
+      longest = cur;
+  }
+  n->w = MAX(0.4 * 72.0, longest * 6.2 + 14.4);
+  n->h = MAX(0.3 * 72.0, lines * 13.0 + 5.8);
+}
+
+static guint64 vnode_key(const VNode *n) {
+  return scope_key(n->state, n->shape == SHAPE_EMPTY ? G_MAXUINT : n->id);
+}
+
+/* Places the nodes of l: those of old where they were, the others from
+ * their placed neighbours.  kept[i] tells whether node i was in old. */
+static void place_nodes(ViewLayout *l, const ViewLayout *old, gboolean *kept) {
+  g_autoptr(GHashTable) where = g_hash_table_new(g_int64_hash, g_int64_equal);
+  guint64 *keys = g_new(guint64, old->nodes->len + 1);
+  for (guint i = 0; i < old->nodes->len; i++) {
+    keys[i] = vnode_key(&g_array_index(old->nodes, VNode, i));
+    g_hash_table_insert(where, &keys[i], &g_array_index(old->nodes, VNode, i));
+  }
+  gboolean *placed = g_new0(gboolean, l->nodes->len + 1);
+  guint left = 0;
+  for (guint i = 0; i < l->nodes->len; i++) {
+    VNode *n = &g_array_index(l->nodes, VNode, i);
+    guint64 k = vnode_key(n);
+    const VNode *o = g_hash_table_lookup(where, &k);
+    if (o) {
+      n->x = o->x;
+      n->y = o->y;
+      n->w = o->w;
+      n->h = o->h;
+      placed[i] = kept[i] = TRUE;
+      g_hash_table_remove(where, &k); /* what is left was removed */
+    } else {
+      estimate_size(n);
+      left++;
+    }
+  }
+  /* New nodes between (or next to) their placed neighbours; a chain of
+   * new nodes is placed over a few rounds. */
+  for (guint round = 0; left > 0 && round < 8; round++) {
+    guint before = left;
+    for (guint i = 0; i < l->nodes->len; i++) {
+      if (placed[i])
+        continue;
+      double px = 0, py = -G_MAXDOUBLE, sx = 0, sy = G_MAXDOUBLE;
+      guint np = 0, ns = 0;
+      for (guint j = 0; j < l->edges->len; j++) {
+        const VEdge *e = &g_array_index(l->edges, VEdge, j);
+        if (e->transition)
+          continue;
+        if (e->dst == i && placed[e->src]) {
+          const VNode *p = &g_array_index(l->nodes, VNode, e->src);
+          px += p->x;
+          py = MAX(py, p->y + p->h / 2);
+          np++;
+        } else if (e->src == i && placed[e->dst]) {
+          const VNode *s = &g_array_index(l->nodes, VNode, e->dst);
+          sx += s->x;
+          sy = MIN(sy, s->y - s->h / 2);
+          ns++;
+        }
+      }
+      if (np + ns == 0)
+        continue;
+      VNode *n = &g_array_index(l->nodes, VNode, i);
+      n->x = (px + sx) / (np + ns);
+      if (np && ns)
+        n->y = (py + sy) / 2;
+      else if (np)
+        n->y = py + GAP_Y + n->h / 2;
+      else
+        n->y = sy - GAP_Y - n->h / 2;
+      placed[i] = TRUE;
+      left--;
+    }
+    if (left == before)
+      break;
+  }
+  /* Without placed neighbours: where a removed node of the same state
+   * was, else under the picture. */
+  double bottom = old->height;
+  for (guint i = 0; i < l->nodes->len && left > 0; i++) {
+    if (placed[i])
+      continue;
+    VNode *n = &g_array_index(l->nodes, VNode, i);
+    const VNode *spot = NULL;
+    GHashTableIter it;
+    gpointer k, val;
+    g_hash_table_iter_init(&it, where);
+    while (g_hash_table_iter_next(&it, &k, &val))
+      if (((const VNode *)val)->state == n->state) {
+        spot = val;
+        g_hash_table_iter_remove(&it);
+        break;
+      }
+    if (spot) {
+      n->x = spot->x;
+      n->y = spot->y;
+    } else {
+      n->x = old->width / 2;
+      n->y = bottom + GAP_Y + n->h / 2;
+      bottom = n->y + n->h / 2;
+    }
+    placed[i] = TRUE;
+    left--;
+  }
+  g_free(placed);
+  g_free(keys);
+}
+
+static void edge_bounds(VEdge *e) {
+  e->x0 = e->y0 = G_MAXDOUBLE;
+  e->x1 = e->y1 = -G_MAXDOUBLE;
+  for (guint i = 0; i < e->n_pts; i++) {
+    e->x0 = MIN(e->x0, e->pts[2 * i]);
+    e->x1 = MAX(e->x1, e->pts[2 * i]);
+    e->y0 = MIN(e->y0, e->pts[2 * i + 1]);
+    e->y1 = MAX(e->y1, e->pts[2 * i + 1]);
+  }
+  if (e->arrow) {
+    e->x0 = MIN(e->x0, e->ax);
+    e->x1 = MAX(e->x1, e->ax);
+    e->y0 = MIN(e->y0, e->ay);
+    e->y1 = MAX(e->y1, e->ay);
+  }
+  if (e->label && *e->label) { /* a generous box around the label */
+    double hw = 3.0 * strlen(e->label), hh = 6.0;
+    e->x0 = MIN(e->x0, e->lx - hw);
+    e->x1 = MAX(e->x1, e->lx + hw);
+    e->y0 = MIN(e->y0, e->ly - hh);
+    e->y1 = MAX(e->y1, e->ly + hh);
+  }
+}
+
+/* A straight edge from a's bottom to b's top (centre to centre when b is
+ * not below a), as one cubic segment and an arrowhead. */
+static void straight_edge(VEdge *e, const VNode *a, const VNode *b) {
+  double x0 = a->x, y0 = a->y + a->h / 2, x1 = b->x, y1 = b->y - b->h / 2;
+  if (y1 <= y0) {
+    y0 = a->y;
+    y1 = b->y;
+  }
+  double dx = x1 - x0, dy = y1 - y0, len = hypot(dx, dy);
+  double f = len > 2 * ARROW_LEN ? (len - ARROW_LEN) / len : 1.0;
+  e->n_pts = 4;
+  e->pts = g_new(double, 8);
+  for (guint i = 0; i < 4; i++) {
+    e->pts[2 * i] = x0 + dx * f * i / 3.0;
+    e->pts[2 * i + 1] = y0 + dy * f * i / 3.0;
+  }
+  e->arrow = f < 1.0;
+  e->ax = x1;
+  e->ay = y1;
+  if (!e->arrow) {
+    e->ax = e->pts[6];
+    e->ay = e->pts[7];
+  }
+  e->lx = x0 + dx / 2 + 4.0 + (e->label ? 2.5 * strlen(e->label) : 0);
+  e->ly = y0 + dy / 2;
+  edge_bounds(e);
+}
+
+static guint64 vedge_key(const VEdge *e) {
+  /* memlet ids and transition ids are separate spaces */
+  return (scope_key(e->state, e->id) << 1) ^ (e->transition ? 1 : 0);
+}
+
+/* Memlets of old whose two ends kept their places keep their curves; the
+ * others are straight lines. */
+static void place_edges(ViewLayout *l, const ViewLayout *old,
+                        const gboolean *kept) {
+  g_autoptr(GHashTable) was = g_hash_table_new(g_int64_hash, g_int64_equal);
+  guint64 *keys = g_new(guint64, old->edges->len + 1);
+  for (guint i = 0; i < old->edges->len; i++) {
+    const VEdge *e = &g_array_index(old->edges, VEdge, i);
+    keys[i] = vedge_key(e);
+    g_hash_table_insert(was, &keys[i], (gpointer)e);
+  }
+  for (guint i = 0; i < l->edges->len; i++) {
+    VEdge *e = &g_array_index(l->edges, VEdge, i);
+    const VNode *a = &g_array_index(l->nodes, VNode, e->src);
+    const VNode *b = &g_array_index(l->nodes, VNode, e->dst);
+    guint64 k = vedge_key(e);
+    const VEdge *o = g_hash_table_lookup(was, &k);
+    gboolean same = o && kept[e->src] && kept[e->dst] && o->n_pts >= 4;
+    if (same) {
+      const VNode *oa = &g_array_index(old->nodes, VNode, o->src);
+      const VNode *ob = &g_array_index(old->nodes, VNode, o->dst);
+      same = vnode_key(oa) == vnode_key(a) && vnode_key(ob) == vnode_key(b);
+    }
+    if (!same) {
+      straight_edge(e, a, b);
+      continue;
+    }
+    e->n_pts = o->n_pts;
+    e->pts = g_memdup2(o->pts, sizeof(double) * 2 * o->n_pts);
+    e->arrow = o->arrow;
+    e->ax = o->ax;
+    e->ay = o->ay;
+    e->lx = o->lx;
+    e->ly = o->ly;
+    if (!o->label) /* dot did not place it */
+      g_clear_pointer(&e->label, g_free);
+    edge_bounds(e);
+  }
+  g_free(keys);
+}
+
+/* Frames around their nodes and inner frames (children come after their
+ * parent in l->clusters); the picture's size. */
+static void fit_clusters(ViewLayout *l) {
+  for (guint i = 0; i < l->clusters->len; i++) {
+    VCluster *c = &g_array_index(l->clusters, VCluster, i);
+    c->x0 = c->y0 = G_MAXDOUBLE;
+    c->x1 = c->y1 = -G_MAXDOUBLE;
+  }
+  double x1 = 0, y1 = 0;
+  for (guint i = 0; i < l->nodes->len; i++) {
+    const VNode *n = &g_array_index(l->nodes, VNode, i);
+    VCluster *c = &g_array_index(l->clusters, VCluster, n->cluster);
+    c->x0 = MIN(c->x0, n->x - n->w / 2);
+    c->x1 = MAX(c->x1, n->x + n->w / 2);
+    c->y0 = MIN(c->y0, n->y - n->h / 2);
+    c->y1 = MAX(c->y1, n->y + n->h / 2);
+  }
+  for (guint i = l->clusters->len; i-- > 0;) {
+    VCluster *c = &g_array_index(l->clusters, VCluster, i);
+    if (c->x0 > c->x1) {
+      c->x0 = c->y0 = c->x1 = c->y1 = 0;
+      continue;
+    }
+    c->x0 -= 8;
+    c->x1 += 8;
+    c->y0 -= 8 + 14; /* the frame's label */
+    c->y1 += 8;
+    x1 = MAX(x1, c->x1);
+    y1 = MAX(y1, c->y1);
+    if (c->parent < 0)
+      continue;
+    VCluster *p = &g_array_index(l->clusters, VCluster, c->parent);
+    p->x0 = MIN(p->x0, c->x0);
+    p->x1 = MAX(p->x1, c->x1);
+    p->y0 = MIN(p->y0, c->y0);
+    p->y1 = MAX(p->y1, c->y1);
+  }
+  for (guint i = 0; i < l->edges->len; i++) {
+    const VEdge *e = &g_array_index(l->edges, VEdge, i);
+    x1 = MAX(x1, e->x1);
+    y1 = MAX(y1, e->y1);
+  }
+  l->width = x1;
+  l->height = y1;
+}
+
+/* The provisional picture of g drawn from old (main thread). */
+static ViewLayout *provisional_layout(const ViewLayout *old, WeirGraph *g,
+                                      GHashTable *bindings,
+                                      GHashTable *collapsed) {
+  gint64 t0 = g_get_monotonic_time();
+  ViewLayout *l = view_layout_new();
+  l->provisional = TRUE;
+  l->name = g_strdup(g->name);
+  g_autoptr(WeirAnalysis) an = layout_analysis(l, g, bindings);
+  LayoutJob job = {.program = g, .bindings = bindings, .collapsed = collapsed};
+  GvBuild b = {.no_gv = TRUE};
+  build_program(&b, l, g, an, &job);
+  gboolean *kept = g_new0(gboolean, l->nodes->len + 1);
+  place_nodes(l, old, kept);
+  place_edges(l, old, kept);
+  g_free(kept);
+  fit_clusters(l);
+  l->layout_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;
   return l;
 }
 
@@ -834,6 +1188,7 @@ struct _WeirGraphView {
   double drag_ox, drag_oy;
   double pinch_zoom0;
   double last_draw_ms;
+  double last_provisional_ms;
 };
 
 G_DEFINE_TYPE(WeirGraphView, weir_graph_view, GTK_TYPE_WIDGET)
@@ -1248,7 +1603,11 @@ static void layout_done(GObject *source, GAsyncResult *res,
   v->busy = FALSE;
   g_object_notify_by_pspec(G_OBJECT(v), props[PROP_BUSY]);
   g_clear_pointer(&v->layout_error, g_free);
-  if (l) {
+  if (l && v->pending && v->layout && v->layout->provisional) {
+    /* a newer program came: its provisional picture stays until its own
+     * layout is done */
+    view_layout_free(l);
+  } else if (l) {
     view_layout_free(v->layout);
     v->layout = l;
     if (v->fit_pending)
@@ -1301,9 +1660,21 @@ void weir_graph_view_set_program(WeirGraphView *v, const WeirGraph *program,
   if (program) {
     v->program = weir_graph_copy(program);
     v->bindings = bindings_copy(bindings);
-    /* a different program (not an edit of the one shown) is fitted */
+    /* a different program (not an edit of the one shown) is fitted; an
+     * edit is shown at once from the previous picture while dot runs */
     if (!v->layout || g_strcmp0(v->shown_name, program->name) != 0)
       v->fit_pending = TRUE;
+    else if (g_strcmp0(v->layout->name, program->name) == 0) {
+      /* the picture on screen is of a program of this name (not the one
+       * of another program, still shown while this name's first layout
+       * runs) */
+      ViewLayout *l =
+          provisional_layout(v->layout, v->program, v->bindings, v->collapsed);
+      v->last_provisional_ms = l->layout_ms;
+      view_layout_free(v->layout);
+      v->layout = l;
+      gtk_widget_queue_draw(GTK_WIDGET(v));
+    }
     g_free(v->shown_name);
     v->shown_name = g_strdup(program->name);
   }
@@ -1316,6 +1687,16 @@ void weir_graph_view_set_program(WeirGraphView *v, const WeirGraph *program,
 gboolean weir_graph_view_is_busy(WeirGraphView *v) {
   g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
   return v->busy;
+}
+
+gboolean weir_graph_view_is_provisional(WeirGraphView *v) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
+  return v->layout && v->layout->provisional;
+}
+
+double weir_graph_view_last_provisional_ms(WeirGraphView *v) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), 0.0);
+  return v->last_provisional_ms;
 }
 
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay) {
@@ -1924,7 +2305,9 @@ static void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
     draw_banner(&d, msg, w / 2, h / 2 - 12, TRUE);
   }
   if (v->busy && l)
-    draw_banner(&d, "Laying out\u2026", 12, 12, FALSE);
+    draw_banner(&d,
+                l->provisional ? "Refining layout\u2026" : "Laying out\u2026",
+                12, 12, FALSE);
   g_object_unref(d.text);
   cairo_destroy(cr);
   v->last_draw_ms = (double)(g_get_monotonic_time() - t0) / 1000.0;

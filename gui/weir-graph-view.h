@@ -67,6 +67,14 @@ void weir_graph_view_set_program(WeirGraphView *v, const WeirGraph *program,
                                  GHashTable *bindings);
 /* TRUE while a layout is running. */
 gboolean weir_graph_view_is_busy(WeirGraphView *v);
+/* TRUE while the picture on screen is provisional: set_program() with a
+ * new version of the program shown (same name) draws it at once from the
+ * previous picture (kept nodes and memlets where they were, new nodes
+ * next to their neighbours, new memlets straight) with a "Refining
+ * layout..." note, until dot's layout replaces it. */
+gboolean weir_graph_view_is_provisional(WeirGraphView *v);
+/* Wall time of building the last provisional picture, in ms. */
+double weir_graph_view_last_provisional_ms(WeirGraphView *v);
 
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay);
 WeirOverlay weir_graph_view_get_overlay(WeirGraphView *v);

@@ -394,6 +394,113 @@ static void set_true(gboolean *flag) {
   *flag = TRUE;
 }
 
+static WeirNode *node_labelled(WeirState *s, WeirNodeKind kind,
+                               const char *label) {
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == kind && g_strcmp0(n->label, label) == 0)
+      return n;
+  }
+  return NULL;
+}
+
+static void centre_of(WeirGraphView *v, guint state, guint id, double *x,
+                      double *y) {
+  WeirElement e = {WEIR_ELEMENT_NODE, state, id};
+  graphene_rect_t r;
+  assert_true(weir_graph_view_get_element_bounds(v, &e, &r));
+  *x = r.origin.x + r.size.width / 2;
+  *y = r.origin.y + r.size.height / 2;
+}
+
+/* A new version of the program shown (one tasklet removed, two added) is
+ * drawn at once from the previous picture, before "layout-done": every
+ * node and memlet of the new program, kept nodes where they were, new
+ * ones between their neighbours, and selection, search and hit tests
+ * work on it; dot's picture replaces it when the layout is done. */
+static void test_provisional_picture(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = gui_testing_chain(12);
+  assert_true(gui_testing_set_and_wait(f->v, g, 120));
+  assert_false(weir_graph_view_is_provisional(f->v));
+
+  g_autoptr(WeirGraph) h = weir_graph_copy(g);
+  WeirState *s = g_ptr_array_index(h->states, 0);
+  WeirNode *old_t = node_labelled(s, WEIR_NODE_TASKLET, "scale5");
+  WeirNode *entry = node_labelled(s, WEIR_NODE_MAP_ENTRY, "scale5");
+  assert_non_null(old_t);
+  assert_non_null(entry);
+  WeirNode *exit = weir_state_map_exit(s, entry);
+  assert_non_null(exit);
+  guint entry_id = entry->id, exit_id = exit->id, old_id = old_t->id;
+  double ex, ey, xx, xy;
+  centre_of(f->v, s->id, entry_id, &ex, &ey);
+  centre_of(f->v, s->id, exit_id, &xx, &xy);
+  assert_true(weir_state_remove_node(s, old_id));
+  const char *ins[] = {"a", NULL}, *outs[] = {"b", NULL};
+  WeirNode *a = weir_state_add_tasklet(h, s, "fresh_a", ins, outs, "b = a");
+  WeirNode *b = weir_state_add_tasklet(h, s, "fresh_b", ins, outs, "b = a");
+  guint a_id = a->id, b_id = b->id;
+  g_autoptr(GError) error = NULL;
+  assert_non_null(weir_state_add_memlet(h, s, entry_id, "OUT_x5", a_id, "a",
+                                        "x5", "i", &error));
+  assert_non_null(
+      weir_state_add_memlet(h, s, a_id, "b", b_id, "a", "x6", "i", &error));
+  assert_non_null(weir_state_add_memlet(h, s, b_id, "b", exit_id, "IN_x6", "x6",
+                                        "i", &error));
+  assert_int_equal(count_nodes(h), count_nodes(g) + 1);
+
+  gboolean done = FALSE;
+  gulong handler = g_signal_connect_swapped(f->v, "layout-done",
+                                            G_CALLBACK(set_true), &done);
+  weir_graph_view_set_program(f->v, h, NULL);
+  /* no main-loop turn yet: the provisional picture is there */
+  assert_false(done);
+  assert_true(weir_graph_view_is_busy(f->v));
+  assert_true(weir_graph_view_is_provisional(f->v));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(h));
+  assert_int_equal(weir_graph_view_n_drawn_edges(f->v), count_memlets(h));
+  /* kept nodes did not move; the removed one is gone */
+  double x, y;
+  centre_of(f->v, s->id, entry_id, &x, &y);
+  assert_float_equal(x, ex, 1e-6);
+  assert_float_equal(y, ey, 1e-6);
+  centre_of(f->v, s->id, exit_id, &x, &y);
+  assert_float_equal(x, xx, 1e-6);
+  assert_float_equal(y, xy, 1e-6);
+  WeirElement gone = {WEIR_ELEMENT_NODE, s->id, old_id};
+  graphene_rect_t r;
+  assert_false(weir_graph_view_get_element_bounds(f->v, &gone, &r));
+  /* new nodes between the map's entry and exit, a above b */
+  double ax, ay, bx, by;
+  centre_of(f->v, s->id, a_id, &ax, &ay);
+  centre_of(f->v, s->id, b_id, &bx, &by);
+  assert_true(ay > ey && ay < xy);
+  assert_true(by > ey && by < xy);
+  assert_true(ay < by);
+  /* hit test, search and selection on the provisional picture */
+  WeirElement at = weir_graph_view_element_at(f->v, bx, by);
+  assert_int_equal(at.kind, WEIR_ELEMENT_NODE);
+  assert_int_equal(at.id, b_id);
+  assert_true(weir_graph_view_search(f->v, "fresh_a"));
+  WeirElement sel = weir_graph_view_get_selection(f->v);
+  assert_int_equal(sel.kind, WEIR_ELEMENT_NODE);
+  assert_int_equal(sel.id, a_id);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
+  g_autoptr(GBytes) pixels = render(f->v);
+  assert_non_null(pixels);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
+
+  assert_true(gui_testing_wait_layout(f->v, 120));
+  assert_true(done);
+  g_signal_handler_disconnect(f->v, handler);
+  assert_false(weir_graph_view_is_provisional(f->v));
+  assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(h));
+  assert_int_equal(weir_graph_view_n_drawn_edges(f->v), count_memlets(h));
+  sel = weir_graph_view_get_selection(f->v);
+  assert_int_equal(sel.id, a_id);
+}
+
 /* A view whose window is destroyed while its layout runs: the worker keeps
  * it alive until the layout ends, then it goes (under ASan: nothing
  * leaks, nothing is used after it is freed). */
@@ -438,6 +545,7 @@ int main(void) {
       cmocka_unit_test(test_expanded_model),
       cmocka_unit_test(test_element_at),
       cmocka_unit_test(test_program_replaced_while_busy),
+      cmocka_unit_test(test_provisional_picture),
       cmocka_unit_test(test_destroy_while_busy),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
