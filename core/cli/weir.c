@@ -2363,24 +2363,24 @@ static int move_cursor(const char *cmd, const char *path,
   return 0;
 }
 
-static int cmd_undo(int argc, char **argv) {
-  if (!parse_options("undo", "WS.weir", NULL, &argc, &argv))
+/* weir undo|redo WS.weir */
+static int step_once(const char *cmd, int argc, char **argv,
+                     gboolean (*move)(WeirSession *, GError **)) {
+  if (!parse_options(cmd, "WS.weir", NULL, &argc, &argv))
     return 2;
   if (argc != 2) {
-    fprintf(stderr, "usage: weir undo WS.weir\n");
+    fprintf(stderr, "usage: weir %s WS.weir\n", cmd);
     return 2;
   }
-  return move_cursor("undo", argv[1], weir_session_undo, NULL);
+  return move_cursor(cmd, argv[1], move, NULL);
+}
+
+static int cmd_undo(int argc, char **argv) {
+  return step_once("undo", argc, argv, weir_session_undo);
 }
 
 static int cmd_redo(int argc, char **argv) {
-  if (!parse_options("redo", "WS.weir", NULL, &argc, &argv))
-    return 2;
-  if (argc != 2) {
-    fprintf(stderr, "usage: weir redo WS.weir\n");
-    return 2;
-  }
-  return move_cursor("redo", argv[1], weir_session_redo, NULL);
+  return step_once("redo", argc, argv, weir_session_redo);
 }
 
 static int cmd_goto(int argc, char **argv) {

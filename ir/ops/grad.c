@@ -114,51 +114,35 @@ static void binary_part(WeirGradContext *ctx, guint k, const char *code) {
   weir_grad_add(ctx, k, weir_grad_sum_to(ctx, full, x));
 }
 
-static gboolean grad_add(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  if (!dout0(ctx))
-    return TRUE;
-  binary_part(ctx, 0, NULL);
-  binary_part(ctx, 1, NULL);
-  return TRUE;
-}
+/* Binary operators: the contribution to each input as a formula of dY (a),
+ * A (b) and B (c); NULL passes dY on unchanged. */
+static const struct {
+  const char *op;
+  const char *code[2];
+} binary_rules[] = {
+    {"Add", {NULL, NULL}},
+    {"Sub", {NULL, "y = -a"}},
+    {"Mul", {"y = a * c", "y = a * b"}},
+    /* d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 */
+    {"Div", {"y = a / c", "y = -a * b / (c * c)"}},
+    /* d(a^b)/da = b a^(b-1), d(a^b)/db = ln(a) a^b */
+    {"Pow", {"y = a * c * pow(b, c - 1)", "y = a * log(b) * pow(b, c)"}},
+};
 
-static gboolean grad_sub(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  if (!dout0(ctx))
-    return TRUE;
-  binary_part(ctx, 0, NULL);
-  binary_part(ctx, 1, "y = -a");
-  return TRUE;
-}
-
-static gboolean grad_mul(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  if (!dout0(ctx))
-    return TRUE;
-  binary_part(ctx, 0, "y = a * c");
-  binary_part(ctx, 1, "y = a * b");
-  return TRUE;
-}
-
-/* d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 */
-static gboolean grad_div(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  if (!dout0(ctx))
-    return TRUE;
-  binary_part(ctx, 0, "y = a / c");
-  binary_part(ctx, 1, "y = -a * b / (c * c)");
-  return TRUE;
-}
-
-/* Pow: d(a^b)/da = b a^(b-1), d(a^b)/db = ln(a) a^b */
-static gboolean grad_pow(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  if (!dout0(ctx))
-    return TRUE;
-  binary_part(ctx, 0, "y = a * c * pow(b, c - 1)");
-  binary_part(ctx, 1, "y = a * log(b) * pow(b, c)");
-  return TRUE;
+static gboolean grad_binary_formula(WeirGradContext *ctx, GError **error) {
+  const WeirNode *n = weir_grad_node(ctx);
+  for (guint i = 0; i < G_N_ELEMENTS(binary_rules); i++)
+    if (g_strcmp0(n->op, binary_rules[i].op) == 0) {
+      if (dout0(ctx)) {
+        binary_part(ctx, 0, binary_rules[i].code[0]);
+        binary_part(ctx, 1, binary_rules[i].code[1]);
+      }
+      return TRUE;
+    }
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+              "node %u ('%s'): no derivative formula for operator '%s'", n->id,
+              n->label ? n->label : "", n->op ? n->op : "");
+  return FALSE;
 }
 
 /* Sum: every input gets dY (reduced to its shape). */
@@ -778,11 +762,6 @@ void weir_grad_register_builtin(void) {
   } table[] = {
       {"LeakyRelu", grad_leaky_relu},
       {"Identity", grad_identity},
-      {"Add", grad_add},
-      {"Sub", grad_sub},
-      {"Mul", grad_mul},
-      {"Div", grad_div},
-      {"Pow", grad_pow},
       {"Sum", grad_sum},
       {"Gemm", grad_gemm},
       {"MatMul", grad_matmul},
@@ -810,4 +789,6 @@ void weir_grad_register_builtin(void) {
     weir_grad_register(table[i].op, table[i].rule);
   for (guint i = 0; i < G_N_ELEMENTS(unary_rules); i++)
     weir_grad_register(unary_rules[i].op, grad_unary_formula);
+  for (guint i = 0; i < G_N_ELEMENTS(binary_rules); i++)
+    weir_grad_register(binary_rules[i].op, grad_binary_formula);
 }
