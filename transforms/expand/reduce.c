@@ -96,6 +96,8 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Space, space_clear)
  * generator can split it across threads without atomic updates.  The
  * index strings are by name and unchanged. */
 static void space_kept_first(Space *sp, const gboolean *reduced) {
+  if (sp->rank == 0)
+    return;
   g_autofree char **params = g_new(char *, sp->rank);
   g_autofree char **ranges = g_new(char *, sp->rank);
   guint k = 0;
