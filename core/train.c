@@ -103,21 +103,83 @@ static WeirState *forward_parts(const WeirGraph *g, GPtrArray *inputs,
   return s;
 }
 
-/* Float containers with constant data and more than one element: the
- * candidates for parameters.  Single-element constants are the epsilons,
- * exponents and scale factors that exporters write as Constant nodes (a
+/* Whether the program records which containers came from ONNX
+ * initializers (the importer sets WeirContainer.initializer). */
+static gboolean records_initializers(const WeirGraph *g) {
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->initializer)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The default rule for a float container c with constant data.
+ *
+ * When the program records initializers: c is a candidate exactly when it
+ * came from an ONNX initializer whose name does not start with '/'.
+ * PyTorch names the outputs of exported nodes "/scope/Op_output_0"; an
+ * initializer with such a name is a node output that the exporter's
+ * constant folding replaced by its value (a computed constant, not a
+ * module's parameter or buffer).  "onnx::Op_N" names are kept: PyTorch
+ * gives them to folded transposes of weights (the transformer's
+ * "onnx::MatMul_123" is self_attn.in_proj_weight transposed), which are
+ * parameters.  Constant node outputs (epsilons, exponents, scales) are
+ * never initializers.
+ *
+ * Otherwise (a program written by hand or before the attribute): more than
+ * one element.  Single-element constants are the epsilons, exponents and
+ * scale factors that exporters write as Constant nodes (a
  * LayerNormalization decomposed into Pow(x, 2), Add(var, 1e-5)); training
  * them would be wrong (and Pow's exponent gradient is NaN for negative
  * bases). */
-static GPtrArray *constant_floats(const WeirGraph *g) {
+static gboolean default_candidate(const WeirContainer *c, gboolean recorded) {
+  if (recorded)
+    return c->initializer && c->initializer[0] != '/';
+  g_autoptr(WeirExpr) v = weir_container_volume(c);
+  gint64 n;
+  return !(weir_expr_is_const(v, &n) && n <= 1);
+}
+
+static gboolean name_matches(const GRegex *re, const WeirContainer *c) {
+  return g_regex_match(re, c->name, 0, NULL) ||
+         (c->initializer && g_regex_match(re, c->initializer, 0, NULL));
+}
+
+static GRegex *compile_regex(const WeirGraph *g, const char *option,
+                             const char *pattern, GError **error) {
+  GError *local = NULL;
+  GRegex *re = g_regex_new(pattern, 0, 0, &local);
+  if (!re) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "program '%s': %s '%s': %s", g->name, option, pattern,
+                local->message);
+    g_error_free(local);
+  }
+  return re;
+}
+
+/* The candidates for parameters (borrowed names, NULL-terminated): float
+ * containers with constant data, chosen by the default rule or options. */
+static GPtrArray *candidates(const WeirGraph *g, const WeirTrainOptions *o,
+                             GError **error) {
+  g_autoptr(GRegex) params = NULL;
+  g_autoptr(GRegex) freeze = NULL;
+  if (o && o->params &&
+      !(params = compile_regex(g, "--params", o->params, error)))
+    return NULL;
+  if (o && o->freeze &&
+      !(freeze = compile_regex(g, "--freeze", o->freeze, error)))
+    return NULL;
+  gboolean recorded = records_initializers(g);
   GPtrArray *out = g_ptr_array_new();
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     if (!c->initial || !weir_dtype_is_float(c->dtype))
       continue;
-    g_autoptr(WeirExpr) v = weir_container_volume(c);
-    gint64 n;
-    if (weir_expr_is_const(v, &n) && n <= 1)
+    if (params ? !name_matches(params, c) : !default_candidate(c, recorded))
+      continue;
+    if (freeze && name_matches(freeze, c))
       continue;
     g_ptr_array_add(out, c->name);
   }
@@ -125,17 +187,25 @@ static GPtrArray *constant_floats(const WeirGraph *g) {
   return out;
 }
 
-char **weir_train_parameters(const WeirGraph *forward) {
+char **weir_train_select_parameters(const WeirGraph *forward,
+                                    const WeirTrainOptions *options,
+                                    GError **error) {
+  g_autoptr(GPtrArray) cands = candidates(forward, options, error);
+  if (!cands)
+    return NULL;
   g_autoptr(GPtrArray) inputs = g_ptr_array_new();
   g_autoptr(GPtrArray) outputs = g_ptr_array_new();
   WeirState *s = forward_parts(forward, inputs, outputs, NULL);
   if (!s)
     return g_new0(char *, 1);
-  g_autoptr(GPtrArray) cands = constant_floats(forward);
   g_ptr_array_add(outputs, NULL);
   return weir_autodiff_dependencies(forward, s,
                                     (const char *const *)cands->pdata,
                                     (const char *const *)outputs->pdata);
+}
+
+char **weir_train_parameters(const WeirGraph *forward) {
+  return weir_train_select_parameters(forward, NULL, NULL);
 }
 
 /* Makes c an argument without data. */
@@ -144,12 +214,17 @@ static void make_argument(WeirContainer *c) {
   weir_container_set_initial(c, NULL);
 }
 
-WeirGraph *weir_train_eval_graph(const WeirGraph *forward, GError **error) {
+WeirGraph *weir_train_eval_graph(const WeirGraph *forward,
+                                 const WeirTrainOptions *options,
+                                 GError **error) {
   g_autoptr(GPtrArray) inputs = g_ptr_array_new();
   g_autoptr(GPtrArray) outputs = g_ptr_array_new();
   if (!forward_parts(forward, inputs, outputs, error))
     return NULL;
-  g_auto(GStrv) params = weir_train_parameters(forward);
+  g_auto(GStrv) params =
+      weir_train_select_parameters(forward, options, error);
+  if (!params)
+    return NULL;
   WeirGraph *g = weir_graph_copy(forward);
   for (guint i = 0; params[i]; i++)
     make_argument(weir_graph_container(g, params[i]));
@@ -942,7 +1017,10 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     }
   }
   const char *target_name = options->target ? options->target : "target";
-  g_auto(GStrv) params = weir_train_parameters(forward);
+  g_auto(GStrv) params =
+      weir_train_select_parameters(forward, options, error);
+  if (!params)
+    return NULL;
   if (!params[0]) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "program '%s': output '%s' depends on no trainable parameter",

@@ -35,7 +35,8 @@ void weir_trainer_options_init(WeirTrainerOptions *o) {
 typedef struct {
   gint64 k;
   WeirTensor *input;  /* [k, batch, ...sample shape] float */
-  WeirTensor *target; /* [k, batch] int64 */
+  WeirTensor *target; /* [k, batch] int64, or (mse) [k, batch, ...output
+                         sample shape] float */
   WeirTensor *losses; /* [k] float */
   GHashTable *args;   /* container -> WeirTensor* (borrowed) */
 } Buffers;
@@ -51,6 +52,8 @@ struct _WeirTrainer {
   char *input_name;  /* container of the input (same in all programs) */
   char *output_name; /* container of the forward output */
   char *target_name;
+  gboolean regression;  /* mse on float targets */
+  gint64 out_per_sample; /* output values per sample */
   WeirKernel *train_kernel, *eval_kernel;
   GHashTable *state;        /* name -> WeirTensor* (owned) */
   GHashTable *initializers; /* ONNX names of the model's initializers */
@@ -274,8 +277,16 @@ static void buffers_init(WeirTrainer *t, Buffers *b, gint64 k) {
   buffers_clear(b);
   b->k = k;
   b->input = batch_tensor(k, t->opts.batch, t->sample_shape);
-  gint64 tshape[2] = {k, t->opts.batch};
-  b->target = weir_tensor_new(WEIR_DTYPE_I64, 2, tshape);
+  if (t->regression) {
+    const WeirTensor *o = t->eval_output;
+    g_autofree gint64 *tshape = g_new(gint64, o->rank + 1);
+    tshape[0] = k;
+    memcpy(tshape + 1, o->shape, sizeof(gint64) * o->rank);
+    b->target = weir_tensor_new(WEIR_DTYPE_F32, o->rank + 1, tshape);
+  } else {
+    gint64 tshape[2] = {k, t->opts.batch};
+    b->target = weir_tensor_new(WEIR_DTYPE_I64, 2, tshape);
+  }
   b->losses = weir_tensor_new(WEIR_DTYPE_F32, 1, &k);
   b->args = state_args(t);
   g_hash_table_insert(b->args, t->input_name, b->input);
@@ -297,13 +308,17 @@ static gboolean init_eval(WeirTrainer *t, GError **error) {
       t->eval_output = tensor_for(c, NULL, t->model_path, error);
       if (!t->eval_output)
         return FALSE;
-      if (t->eval_output->rank != 2 ||
-          t->eval_output->dtype != WEIR_DTYPE_F32) {
+      const WeirTensor *o = t->eval_output;
+      if (t->regression
+              ? (o->rank < 1 || o->shape[0] != t->opts.batch ||
+                 o->dtype != WEIR_DTYPE_F32)
+              : (o->rank != 2 || o->dtype != WEIR_DTYPE_F32)) {
         g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                    "%s: output '%s' is not float [batch, classes]",
-                    t->model_path, c->name);
+                    "%s: output '%s' is not float [batch, %s]", t->model_path,
+                    c->name, t->regression ? "...targets" : "classes");
         return FALSE;
       }
+      t->out_per_sample = o->count / MAX(o->shape[0], 1);
       g_hash_table_insert(t->eval_args, t->output_name, t->eval_output);
     } else {
       WeirTensor *v = g_hash_table_lookup(t->state, c->name);
@@ -362,13 +377,7 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
                 model_path, options->batch, options->steps_per_call);
     return NULL;
   }
-  if (options->train.loss != WEIR_LOSS_SOFTMAX_CROSS_ENTROPY) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                "%s: the trainer runs softmax-cross-entropy on class labels "
-                "only",
-                model_path);
-    return NULL;
-  }
+  t->regression = options->train.loss == WEIR_LOSS_MSE;
   if (!import_forward(t, options->train.output, error))
     return NULL;
 
@@ -381,7 +390,7 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
   t->program = weir_train_graph(t->forward, &to, error);
   if (!t->program)
     return NULL;
-  t->eval = weir_train_eval_graph(t->forward, error);
+  t->eval = weir_train_eval_graph(t->forward, &to, error);
   if (!t->eval)
     return NULL;
   if (options->recipe_path && !apply_recipe(t, options->recipe_path, error))
@@ -440,8 +449,12 @@ static gboolean run_call(WeirTrainer *t, const WeirDataset *d,
       buffers_init(t, &t->last, k);
     b = &t->last;
   }
-  weir_dataset_gather(d, order, first, k * t->opts.batch, b->input->data,
-                      b->target->data);
+  if (t->regression)
+    weir_dataset_gather_targets(d, order, first, k * t->opts.batch,
+                                b->input->data, NULL, b->target->data);
+  else
+    weir_dataset_gather(d, order, first, k * t->opts.batch, b->input->data,
+                        b->target->data);
   g_autoptr(GHashTable) symbols = weir_bindings_new();
   weir_bindings_set(symbols, "K", k);
   if (!weir_kernel_run(t->train_kernel, symbols, b->args, error)) {
@@ -468,7 +481,7 @@ gboolean weir_trainer_predict(WeirTrainer *t, const WeirDataset *d,
                 d->source, d->n_features, t->n_features);
     return FALSE;
   }
-  gint64 batch = t->opts.batch, classes = t->eval_output->shape[1];
+  gint64 batch = t->opts.batch, classes = t->out_per_sample;
   for (gint64 start = 0; start < d->n_samples; start += batch) {
     gint64 n = MIN(batch, d->n_samples - start);
     memset(t->eval_input->data, 0, weir_tensor_nbytes(t->eval_input));
@@ -484,13 +497,72 @@ gboolean weir_trainer_predict(WeirTrainer *t, const WeirDataset *d,
 }
 
 gint64 weir_trainer_n_classes(const WeirTrainer *t) {
-  return t->eval_output->shape[1];
+  return t->out_per_sample;
+}
+
+gboolean weir_trainer_is_regression(const WeirTrainer *t) {
+  return t->regression;
+}
+
+/* The value of target column c in original units (undoing
+ * weir_dataset_standardize when d was standardized). */
+static double unscale(const WeirDataset *d, gint64 c, double v) {
+  return d->target_mean ? v * d->target_std[c] + d->target_mean[c] : v;
+}
+
+gboolean weir_trainer_evaluate_regression(WeirTrainer *t, const WeirDataset *d,
+                                          double *mse, double *r2,
+                                          GError **error) {
+  g_return_val_if_fail(t && d, FALSE);
+  gint64 nt = t->out_per_sample;
+  if (!t->regression || d->n_targets != nt) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: %" G_GINT64_FORMAT " targets per sample, the model's "
+                "output '%s' has %" G_GINT64_FORMAT " values per sample%s",
+                d->source, d->n_targets, t->output_name, nt,
+                t->regression ? "" : " (and is trained as a classifier)");
+    return FALSE;
+  }
+  gint64 n = d->n_samples;
+  g_autofree float *pred = g_new(float, MAX(n * nt, 1));
+  if (!weir_trainer_predict(t, d, pred, error))
+    return FALSE;
+  double sse_all = 0, r2_sum = 0;
+  for (gint64 c = 0; c < nt; c++) {
+    double mean = 0;
+    for (gint64 i = 0; i < n; i++)
+      mean += unscale(d, c, d->targets[i * nt + c]);
+    mean /= (double)MAX(n, 1);
+    double sse = 0, sst = 0;
+    for (gint64 i = 0; i < n; i++) {
+      double y = unscale(d, c, d->targets[i * nt + c]);
+      double e = unscale(d, c, pred[i * nt + c]) - y;
+      sse += e * e;
+      sst += (y - mean) * (y - mean);
+    }
+    sse_all += sse;
+    /* as scikit-learn's r2_score: a constant column scores 1 when
+     * predicted exactly, else 0 */
+    r2_sum += sst > 0 ? 1 - sse / sst : (sse == 0 ? 1 : 0);
+  }
+  if (mse)
+    *mse = sse_all / (double)MAX(n * nt, 1);
+  if (r2)
+    *r2 = r2_sum / (double)MAX(nt, 1);
+  return TRUE;
 }
 
 gboolean weir_trainer_evaluate(WeirTrainer *t, const WeirDataset *d,
                                double *accuracy, double *loss, GError **error) {
   g_return_val_if_fail(t && d, FALSE);
-  gint64 classes = t->eval_output->shape[1];
+  if (t->regression) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: the model is trained with mse: evaluate it with "
+                "weir_trainer_evaluate_regression",
+                t->model_path);
+    return FALSE;
+  }
+  gint64 classes = t->out_per_sample;
   g_autofree float *logits = g_new(float, MAX(d->n_samples * classes, 1));
   if (!weir_trainer_predict(t, d, logits, error))
     return FALSE;
@@ -532,8 +604,22 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
                 train->source, train->n_features, t->n_features);
     return FALSE;
   }
-  gint64 classes = t->eval_output->shape[1];
-  if (train->n_classes > classes) {
+  gint64 classes = t->out_per_sample;
+  if (t->regression) {
+    const WeirDataset *sets[2] = {train, val};
+    for (guint i = 0; i < 2; i++) {
+      const WeirDataset *d = sets[i];
+      if (d && d->n_samples > 0 && d->n_targets != t->out_per_sample) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "%s: %" G_GINT64_FORMAT
+                    " targets per sample, but output '%s' of %s has %" G_GINT64_FORMAT
+                    " values per sample",
+                    d->source, d->n_targets, t->output_name, t->model_path,
+                    t->out_per_sample);
+        return FALSE;
+      }
+    }
+  } else if (train->n_classes > classes) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "%s: label %" G_GINT64_FORMAT " is out of range: the model "
                 "has %" G_GINT64_FORMAT " classes",
@@ -557,6 +643,7 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
     p.epochs = t->opts.epochs;
     p.steps_per_epoch = steps_per_epoch;
     p.val_accuracy = p.val_loss = -1;
+    p.val_r2 = NAN;
     double loss_sum = 0;
     gint64 t0 = g_get_monotonic_time();
     for (gint64 step = 0; step < steps_per_epoch;) {
@@ -578,7 +665,11 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
     p.epoch_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
     p.epoch_loss = loss_sum / (double)steps_per_epoch;
     if (val && val->n_samples > 0 &&
-        !weir_trainer_evaluate(t, val, &p.val_accuracy, &p.val_loss, error))
+        !(t->regression
+              ? weir_trainer_evaluate_regression(t, val, &p.val_loss,
+                                                 &p.val_r2, error)
+              : weir_trainer_evaluate(t, val, &p.val_accuracy, &p.val_loss,
+                                      error)))
       return FALSE;
     p.epoch_done = TRUE;
     if (t->opts.progress)

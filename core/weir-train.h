@@ -11,10 +11,14 @@
  *   - every trainable parameter keeps its forward name; it is an
  *     argument (transient = FALSE, no initial data), read and updated in
  *     place. A parameter is a floating-point container with initial data
- *     and more than one element in the forward program that some
- *     loss-contributing value depends on through differentiable inputs
- *     (single-element constants are exporters' epsilons and exponents).
- *     weir_train_parameters() lists them in order.
+ *     in the forward program that some loss-contributing value depends on
+ *     through differentiable inputs and that the selection rule picks: by
+ *     default the ONNX initializers (WeirContainer.initializer) except
+ *     those whose name starts with '/' (values PyTorch's exporter folded);
+ *     for a program that records no initializer, containers of more than
+ *     one element (single-element constants are exporters' epsilons and
+ *     exponents).  options->params / options->freeze override the rule.
+ *     weir_train_select_parameters() lists them in order.
  *   - optimizer state per parameter P: "P_m" (momentum / Adam first
  *     moment), "P_v" (Adam second moment); same shape and dtype as P,
  *     arguments, zero at the start of training.  (Container names are
@@ -65,6 +69,12 @@ typedef struct {
   double weight_decay; /* default 0 (L2 added to the gradient) */
   gint64 steps;        /* K fixed when > 0; else symbol "K" */
   double dropout_seed; /* seed of Dropout masks (training mode) */
+  /* Parameter selection (GRegex patterns, searched in the container name
+   * and in the ONNX initializer name; borrowed, may be NULL).  params
+   * replaces the default rule: the float constants that match are the
+   * candidates; freeze removes the matching ones from the candidates. */
+  const char *params;
+  const char *freeze;
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);
@@ -79,13 +89,20 @@ WEIR_API WeirGraph *weir_train_graph(const WeirGraph *forward,
                                      const WeirTrainOptions *options,
                                      GError **error);
 
-/* Names of the trainable parameters of `forward`, in container order
- * (a NULL-terminated array to free with g_strfreev). */
+/* Names of the trainable parameters of `forward` under options (NULL: the
+ * default rule), in container order (a NULL-terminated array to free with
+ * g_strfreev); NULL with an error for a bad params/freeze pattern. */
+WEIR_API char **weir_train_select_parameters(const WeirGraph *forward,
+                                             const WeirTrainOptions *options,
+                                             GError **error);
+/* weir_train_select_parameters with the default rule. */
 WEIR_API char **weir_train_parameters(const WeirGraph *forward);
 
-/* The forward program with its parameters turned into arguments (for
- * evaluating a model while it trains without recompiling). */
+/* The forward program with its parameters (chosen as by
+ * weir_train_select_parameters with options, which may be NULL) turned into
+ * arguments, for evaluating a model while it trains without recompiling. */
 WEIR_API WeirGraph *weir_train_eval_graph(const WeirGraph *forward,
+                                          const WeirTrainOptions *options,
                                           GError **error);
 
 G_END_DECLS

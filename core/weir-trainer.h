@@ -20,12 +20,13 @@
  * of K batches and makes one call per K steps (the last call of an epoch
  * may run fewer steps, with K bound to what is left).  After each call it
  * reports progress; after each epoch it evaluates the held-out samples
- * (accuracy and mean cross-entropy on the host from the logits; the last
- * partial batch is padded and the padding ignored).
+ * (the last partial batch is padded and the padding ignored).
  *
- * Only classification with softmax cross-entropy on int64 class labels is
- * run by the trainer; mse programs are built by weir_train_graph but need
- * float targets that WeirDataset does not hold.
+ * Two losses: softmax cross-entropy on the int64 class labels of the data
+ * set (held-out accuracy and mean cross-entropy from the logits), and mse
+ * on its float targets (n_targets per sample, as many as the output has
+ * values per sample; held-out MSE and R², in the targets' original units
+ * when the data set was standardized).
  */
 #ifndef WEIR_TRAINER_H
 #define WEIR_TRAINER_H
@@ -47,8 +48,12 @@ typedef struct {
   gboolean epoch_done;          /* the end-of-epoch report: */
   double epoch_loss;            /* mean loss over the epoch's steps */
   double val_accuracy;          /* held-out accuracy in [0, 1], or -1 */
-  double val_loss;              /* held-out mean cross-entropy, or -1 */
+  double val_loss;              /* held-out mean cross-entropy (mse: the
+                                   held-out MSE), or -1 */
   double epoch_seconds;         /* wall time of the epoch's training */
+  double val_r2;                /* mse: held-out R² (mean over the target
+                                   columns, as scikit-learn's r2_score);
+                                   NAN otherwise */
 } WeirTrainProgress;
 
 typedef void (*WeirTrainProgressFunc)(const WeirTrainProgress *p,
@@ -93,7 +98,7 @@ WEIR_API gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
 
 /* Runs the evaluation program over d: *accuracy (fraction of samples whose
  * largest logit is at their label) and *loss (mean softmax cross-entropy),
- * both optional. */
+ * both optional.  Fails for a trainer of an mse model. */
 WEIR_API gboolean weir_trainer_evaluate(WeirTrainer *t, const WeirDataset *d,
                                         double *accuracy, double *loss,
                                         GError **error);
@@ -102,8 +107,23 @@ WEIR_API gboolean weir_trainer_evaluate(WeirTrainer *t, const WeirDataset *d,
  * (d->n_samples x weir_trainer_n_classes(t) floats). */
 WEIR_API gboolean weir_trainer_predict(WeirTrainer *t, const WeirDataset *d,
                                        float *logits, GError **error);
-/* The number of classes (the output's second dimension). */
+/* The number of classes (the output's values per sample; for mse the
+ * number of targets). */
 WEIR_API gint64 weir_trainer_n_classes(const WeirTrainer *t);
+
+/* Whether the trainer runs mse on float targets. */
+WEIR_API gboolean weir_trainer_is_regression(const WeirTrainer *t);
+
+/* For an mse trainer: *mse (mean squared error over every target of every
+ * sample) and *r2 (coefficient of determination 1 - SSE/SST per target
+ * column against the mean of d's targets, averaged over the columns), both
+ * in original units when d carries target_mean / target_std (predictions
+ * are mapped back the same way); both optional.  d must have as many
+ * targets as the output has values per sample. */
+WEIR_API gboolean weir_trainer_evaluate_regression(WeirTrainer *t,
+                                                   const WeirDataset *d,
+                                                   double *mse, double *r2,
+                                                   GError **error);
 
 /* Writes the model back as ONNX: the original file with every initializer
  * the training updated (parameters, running statistics) replaced by its

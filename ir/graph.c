@@ -319,6 +319,7 @@ static void container_free(gpointer p) {
   g_ptr_array_unref(c->shape);
   g_ptr_array_unref(c->strides);
   g_clear_pointer(&c->initial, g_bytes_unref);
+  g_free(c->initializer);
   g_free(c);
 }
 
@@ -513,6 +514,12 @@ void weir_container_set_initial(WeirContainer *c, GBytes *data) {
   g_clear_pointer(&c->initial, g_bytes_unref);
   if (data)
     c->initial = g_bytes_ref(data);
+}
+
+void weir_container_set_initializer(WeirContainer *c, const char *name) {
+  char *copy = g_strdup(name);
+  g_free(c->initializer);
+  c->initializer = copy;
 }
 
 /* Binary search in an array of elements whose first field is a guint id. */
@@ -1149,6 +1156,7 @@ WeirGraph *weir_graph_copy(const WeirGraph *g) {
     dst->transient = src->transient;
     if (src->initial)
       dst->initial = g_bytes_ref(src->initial);
+    dst->initializer = g_strdup(src->initializer);
     g_ptr_array_add(c->containers, dst);
     g_hash_table_insert(c->by_name, dst->name, dst);
   }

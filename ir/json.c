@@ -123,6 +123,8 @@ static json_object *container_json(const WeirContainer *c) {
     json_object_object_add(init, "base64", json_object_new_string(b64));
     json_object_object_add(o, "initial", init);
   }
+  if (c->initializer)
+    json_object_object_add(o, "initializer", json_str(c->initializer));
   return o;
 }
 
@@ -889,10 +891,11 @@ static gboolean load_initial(Loader *L, WeirContainer *c, json_object *init) {
 
 static gboolean load_container(Loader *L, Program *P, json_object *obj,
                                guint *prev) {
-  static const char *const keys[] = {"id",      "name",      "dtype",   "shape",
-                                     "strides", "transient", "initial", NULL};
+  static const char *const keys[] = {
+      "id",        "name",    "dtype",       "shape", "strides",
+      "transient", "initial", "initializer", NULL};
   guint id;
-  const char *name, *dtype_name;
+  const char *name, *dtype_name, *initializer = NULL;
   WeirDType dtype;
   g_autoptr(GPtrArray) shape = NULL;
   g_autoptr(GPtrArray) strides = NULL;
@@ -908,7 +911,8 @@ static gboolean load_container(Loader *L, Program *P, json_object *obj,
   if (!get_exprs(L, obj, "shape", TRUE, &shape) ||
       !get_exprs(L, obj, "strides", FALSE, &strides) ||
       !get_bool(L, obj, "transient", &transient) ||
-      !member(L, obj, "initial", json_type_object, FALSE, &initial))
+      !member(L, obj, "initial", json_type_object, FALSE, &initial) ||
+      !get_string(L, obj, "initializer", FALSE, &initializer))
     return FALSE;
   if (strides && strides->len != shape->len)
     return fail_at(L, "strides", WEIR_ERROR_INVALID,
@@ -923,6 +927,7 @@ static gboolean load_container(Loader *L, Program *P, json_object *obj,
   c->id = id;
   if (strides)
     weir_container_set_strides(c, (WeirExpr *const *)strides->pdata);
+  weir_container_set_initializer(c, initializer);
   if (initial) {
     gsize old = path_key(L, "initial");
     gboolean ok = load_initial(L, c, initial);

@@ -77,6 +77,12 @@ typedef struct {
   GPtrArray *strides; /* WeirExpr*, in elements; row-major unless set */
   gboolean transient; /* internal to the program (else an argument) */
   GBytes *initial;    /* constant initial data, little-endian, or NULL */
+  /* Name of the ONNX initializer the container was imported from (owned),
+   * or NULL: Constant node outputs, folded values, inputs, transients.
+   * Kept when the data is taken away (a training program's parameters are
+   * arguments that still name their initializer); weir_train_parameters
+   * trains these by default (docs/training.md). */
+  char *initializer;
 } WeirContainer;
 
 /* Number of elements (product of the shape) and total size in bytes. */
@@ -290,6 +296,10 @@ WEIR_API void weir_container_set_strides(WeirContainer *c,
                                          WeirExpr *const *strides);
 /* Sets constant data (transfer none: the bytes are referenced). */
 WEIR_API void weir_container_set_initial(WeirContainer *c, GBytes *data);
+/* Records (a copy of) name as the ONNX initializer c came from; NULL
+ * clears it. */
+WEIR_API void weir_container_set_initializer(WeirContainer *c,
+                                             const char *name);
 
 /* States and transitions.  The first state added becomes the start state. */
 WEIR_API WeirState *weir_graph_add_state(WeirGraph *g, const char *label);

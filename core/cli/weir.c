@@ -42,7 +42,8 @@
  *                                           the trained model written back
  *   weir train-graph MODEL --loss L [--target NAME] [--output NAME]
  *            --optimizer O [--lr X] [--momentum X] [--weight-decay X]
- *            [--steps K] -o TRAIN.json|TRAIN.weir
+ *            [--steps K] [--params REGEX] [--freeze REGEX]
+ *            -o TRAIN.json|TRAIN.weir
  *                                           derive the training program
  *
  * Workspaces (*.weir: a model and its history; docs/sessions.md):
@@ -590,11 +591,14 @@ static int cmd_info(int argc, char **argv) {
       g_autofree char *e = weir_expr_to_string(bytes);
       size = g_strdup_printf("%s B", e);
     }
+    const char *kind = c->initial     ? "constant"
+                       : c->transient ? "transient"
+                                      : "argument";
     table_row(t, g_strdup(c->name), g_strdup(weir_dtype_name(c->dtype)),
               shape_text(c),
-              g_strdup(c->initial     ? "constant"
-                       : c->transient ? "transient"
-                                      : "argument"),
+              c->initializer
+                  ? g_strdup_printf("%s (initializer %s)", kind, c->initializer)
+                  : g_strdup(kind),
               size);
   }
   table_print(t);
@@ -2996,6 +3000,7 @@ int main(int argc, char **argv) {
 /* ------------------------------------------------------------ train-graph */
 
 static char *train_loss, *train_target, *train_output, *train_optimizer;
+static char *train_params, *train_freeze;
 static double train_lr = -1, train_momentum = -1, train_weight_decay = -1;
 static double train_beta1 = -1, train_beta2 = -1, train_epsilon = -1;
 static gint64 train_steps = 0;
@@ -3023,6 +3028,12 @@ static const GOptionEntry train_graph_entries[] = {
      "L2 weight decay added to the gradient (default 0)", "X"},
     {"steps", 0, 0, G_OPTION_ARG_INT64, &train_steps,
      "Fix the number of steps per call (default: symbol K)", "K"},
+    {"params", 0, 0, G_OPTION_ARG_STRING, &train_params,
+     "Train the float constants whose container or ONNX initializer name "
+     "matches REGEX (default: the ONNX initializers, docs/training.md)",
+     "REGEX"},
+    {"freeze", 0, 0, G_OPTION_ARG_STRING, &train_freeze,
+     "Do not train the parameters whose name matches REGEX", "REGEX"},
     {"output-file", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
      "Write the training program (.json) or a workspace (.weir)", "FILE"},
     {NULL}};
@@ -3036,7 +3047,8 @@ static int cmd_train_graph(int argc, char **argv) {
             "usage: weir train-graph MODEL.onnx --loss "
             "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
             "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
-            "[--weight-decay X] [--steps K] -o TRAIN.json|TRAIN.weir\n");
+            "[--weight-decay X] [--steps K] [--params REGEX] "
+            "[--freeze REGEX] -o TRAIN.json|TRAIN.weir\n");
     return 2;
   }
   WeirTrainOptions o;
@@ -3073,6 +3085,8 @@ static int cmd_train_graph(int argc, char **argv) {
   if (train_epsilon >= 0)
     o.epsilon = train_epsilon;
   o.steps = train_steps;
+  o.params = train_params;
+  o.freeze = train_freeze;
   g_autoptr(WeirGraph) fwd = load_program("train-graph", argv[1]);
   if (!fwd)
     return 1;
@@ -3082,7 +3096,7 @@ static int cmd_train_graph(int argc, char **argv) {
     fprintf(stderr, "weir train-graph: %s: %s\n", argv[1], error->message);
     return 1;
   }
-  g_auto(GStrv) params = weir_train_parameters(fwd);
+  g_auto(GStrv) params = weir_train_select_parameters(fwd, &o, NULL);
   if (is_workspace_path(output_path)) {
     g_autoptr(WeirSession) s = weir_session_new(t, argv[1], NULL, &error);
     if (!s) {

@@ -978,7 +978,7 @@ static void test_eval_graph(void **state) {
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirGraph) fwd = weir_onnx_import(path, NULL, &err);
   assert_non_null(fwd);
-  g_autoptr(WeirGraph) ev = weir_train_eval_graph(fwd, &err);
+  g_autoptr(WeirGraph) ev = weir_train_eval_graph(fwd, NULL, &err);
   assert_non_null(ev);
   assert_true(weir_graph_validate(ev, &err));
   g_auto(GStrv) params = weir_train_parameters(fwd);

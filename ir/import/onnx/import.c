@@ -41,6 +41,7 @@ typedef struct {
   GPtrArray *int_values; /* WeirExpr*, or NULL */
   gboolean is_input;     /* a real graph input */
   gboolean is_output;    /* a graph output */
+  gboolean initializer;  /* decoded from an initializer of the same name */
   char *container;       /* container name once created, or NULL */
   guint access;          /* its access node, or 0 */
 } Value;
@@ -501,6 +502,8 @@ static gboolean value_materialize(Importer *imp, Value *v, gboolean transient,
     weir_onnx_copy_le(le, v->value->data, (gsize)v->value->count, size);
     g_autoptr(GBytes) bytes = g_bytes_new_take(le, nbytes);
     weir_container_set_initial(c, bytes);
+    if (v->initializer)
+      weir_container_set_initializer(c, v->name);
   }
   WeirNode *a = weir_state_add_access(imp->g, imp->state, c->name);
   g_free(a->label);
@@ -621,6 +624,7 @@ static Value *value_get(Importer *imp, const char *name,
     }
     v = value_new(imp, name);
     value_set_constant(v, t);
+    v->initializer = TRUE;
     return v;
   }
   if (user)
