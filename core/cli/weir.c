@@ -36,7 +36,10 @@
  *   weir train MODEL.onnx --data FILE [--label COL] [--epochs N] [--batch B]
  *              [--optimizer sgd|momentum|adam] [--lr LR] [--seed S]
  *              [--threads T] [--steps-per-call K] [--val-fraction F]
- *              [--scale S] [--recipe R.json] -o TRAINED.onnx
+ *              [--scale S] [--standardize] [--recipe R.json]
+ *              [--loss mse [--target-columns COLS | --targets N |
+ *               --target-file FILE]] [--params RE] [--freeze RE]
+ *              -o TRAINED.onnx
  *                                           compiled training with progress,
  *                                           held-out accuracy per epoch and
  *                                           the trained model written back
@@ -67,6 +70,7 @@
  */
 #include <errno.h>
 #include <locale.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -2719,6 +2723,9 @@ static int cmd_export(int argc, char **argv) {
 
 static char *fit_data, *fit_label, *fit_optimizer, *fit_scale;
 static char *fit_recipe, *fit_output, *fit_loss;
+static char *fit_target_columns, *fit_target_file, *fit_params, *fit_freeze;
+static gint64 fit_targets = -1;
+static gboolean fit_standardize;
 static gint64 fit_epochs = 10, fit_batch = 32, fit_k = 1;
 static gint64 fit_seed = 1;
 static gint fit_threads;
@@ -2738,9 +2745,29 @@ static const GOptionEntry fit_entries[] = {
     {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
      "Samples per step (default 32)", "B"},
     {"loss", 0, 0, G_OPTION_ARG_STRING, &fit_loss,
-     "Loss (softmax-cross-entropy, the default and the only one with class "
-     "labels)",
+     "softmax-cross-entropy (class labels, the default) or mse (float "
+     "targets: regression)",
      "LOSS"},
+    {"target-columns", 0, 0, G_OPTION_ARG_STRING, &fit_target_columns,
+     "mse: the target columns, comma-separated header names or indices "
+     "(default: the last column)",
+     "COLS"},
+    {"targets", 0, 0, G_OPTION_ARG_INT64, &fit_targets,
+     "mse: the last N columns are the targets (default 1)", "N"},
+    {"target-file", 0, 0, G_OPTION_ARG_FILENAME, &fit_target_file,
+     "mse: the targets are the columns of FILE (.csv, .csv.gz, .npy; one row "
+     "per sample); every column of --data is a feature",
+     "FILE"},
+    {"standardize", 0, 0, G_OPTION_ARG_NONE, &fit_standardize,
+     "Standardize the features (and mse targets) to mean 0, std 1 with the "
+     "training split's statistics",
+     NULL},
+    {"params", 0, 0, G_OPTION_ARG_STRING, &fit_params,
+     "Train the float constants whose name matches REGEX (default: the ONNX "
+     "initializers)",
+     "REGEX"},
+    {"freeze", 0, 0, G_OPTION_ARG_STRING, &fit_freeze,
+     "Do not train the parameters whose name matches REGEX", "REGEX"},
     {"optimizer", 0, 0, G_OPTION_ARG_STRING, &fit_optimizer,
      "sgd, momentum or adam (default sgd)", "NAME"},
     {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &fit_lr, "Learning rate (default 0.01)",
@@ -2790,6 +2817,7 @@ typedef struct {
   gboolean tty;
   gboolean quiet;
   double last_val_accuracy;
+  double last_val_mse, last_val_r2; /* mse: the last held-out figures */
   gint64 last_draw; /* monotonic µs of the last progress line */
 } TrainPrinter;
 
@@ -2797,6 +2825,8 @@ static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
   TrainPrinter *pr = user_data;
   if (p->epoch_done) {
     pr->last_val_accuracy = p->val_accuracy;
+    pr->last_val_mse = p->val_loss;
+    pr->last_val_r2 = p->val_r2;
     if (pr->quiet)
       return;
     if (pr->tty)
@@ -2808,6 +2838,8 @@ static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
     if (p->val_accuracy >= 0)
       printf(", held-out accuracy %.2f%% (loss %.4f)", 100 * p->val_accuracy,
              p->val_loss);
+    else if (!isnan(p->val_r2))
+      printf(", held-out MSE %.4g (R\u00b2 %.4f)", p->val_loss, p->val_r2);
     if (p->skipped)
       printf(", %" G_GINT64_FORMAT " steps skipped", p->skipped);
     printf("\n");
@@ -2844,8 +2876,11 @@ static int cmd_train(int argc, char **argv) {
       "[--seed S]\n"
       "                  [--threads T] [--steps-per-call K] "
       "[--val-fraction F]\n"
-      "                  [--scale S] [--recipe R.json] [--cc CC] [--cflags "
-      "FLAGS]\n";
+      "                  [--scale S] [--standardize] [--recipe R.json]\n"
+      "                  [--loss mse [--target-columns COLS | --targets N |\n"
+      "                   --target-file FILE]] [--params REGEX] "
+      "[--freeze REGEX]\n"
+      "                  [--cc CC] [--cflags FLAGS]\n";
   const GOptionEntry *const extras[] = {fit_entries, compile_entries, NULL};
   if (!parse_options_with("train", "MODEL.onnx", extras, &argc, &argv))
     return 2;
@@ -2869,6 +2904,28 @@ static int cmd_train(int argc, char **argv) {
             fit_optimizer);
     return 2;
   }
+  gboolean mse = o.train.loss == WEIR_LOSS_MSE;
+  if (!mse && (fit_target_columns || fit_target_file || fit_targets >= 0)) {
+    fprintf(stderr, "weir train: --target-columns, --targets and "
+                    "--target-file need --loss mse\n");
+    return 2;
+  }
+  if (!!fit_target_columns + !!fit_target_file + (fit_targets >= 0) > 1) {
+    fprintf(stderr, "weir train: give one of --target-columns, --targets "
+                    "and --target-file\n");
+    return 2;
+  }
+  if (mse && fit_label) {
+    fprintf(stderr, "weir train: --label is for class labels; with --loss "
+                    "mse name the targets with --target-columns\n");
+    return 2;
+  }
+  if (fit_targets == 0) {
+    fprintf(stderr, "weir train: --targets must be positive\n");
+    return 2;
+  }
+  o.train.params = fit_params;
+  o.train.freeze = fit_freeze;
   if (fit_lr > 0)
     o.train.lr = fit_lr;
   if (fit_momentum >= 0)
@@ -2893,8 +2950,14 @@ static int cmd_train(int argc, char **argv) {
     return 2;
   }
 
-  g_autoptr(WeirDataset) data = weir_dataset_load(fit_data, fit_label, &error);
-  if (!data) {
+  g_autoptr(WeirDataset) data =
+      !mse ? weir_dataset_load(fit_data, fit_label, &error)
+           : weir_dataset_load_targets(
+                 fit_data, fit_target_columns,
+                 fit_target_file ? 0 : MAX(fit_targets, 1), &error);
+  if (!data ||
+      (fit_target_file &&
+       !weir_dataset_attach_targets(data, fit_target_file, &error))) {
     print_error("train", error);
     return 1;
   }
@@ -2909,17 +2972,31 @@ static int cmd_train(int argc, char **argv) {
   }
   g_autoptr(WeirDataset) train = train_set;
   g_autoptr(WeirDataset) val = val_set;
-  printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
-         " features, %" G_GINT64_FORMAT
-         " classes (label column %s): %" G_GINT64_FORMAT
-         " for training, %" G_GINT64_FORMAT " held out\n",
-         fit_data, data->n_samples, data->n_features, data->n_classes,
-         data->label_column, train->n_samples, val->n_samples);
+  if (fit_standardize)
+    weir_dataset_standardize(train, val, TRUE, mse);
+  if (mse)
+    printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+           " features, %" G_GINT64_FORMAT " target%s (%s%s): %" G_GINT64_FORMAT
+           " for training, %" G_GINT64_FORMAT " held out%s\n",
+           fit_data, data->n_samples, data->n_features, data->n_targets,
+           data->n_targets == 1 ? "" : "s",
+           fit_target_file ? "file " : "column ", data->label_column,
+           train->n_samples, val->n_samples,
+           fit_standardize ? ", standardized" : "");
+  else
+    printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+           " features, %" G_GINT64_FORMAT
+           " classes (label column %s): %" G_GINT64_FORMAT
+           " for training, %" G_GINT64_FORMAT " held out%s\n",
+           fit_data, data->n_samples, data->n_features, data->n_classes,
+           data->label_column, train->n_samples, val->n_samples,
+           fit_standardize ? ", features standardized" : "");
 
   gint64 t0 = g_get_monotonic_time();
   TrainPrinter printer = {.tty = isatty(fileno(stdout)),
                           .quiet = fit_quiet,
-                          .last_val_accuracy = -1};
+                          .last_val_accuracy = -1,
+                          .last_val_r2 = NAN};
   o.progress = print_progress;
   o.user_data = &printer;
   g_autoptr(WeirTrainer) trainer =
@@ -2955,6 +3032,9 @@ static int cmd_train(int argc, char **argv) {
          weir_trainer_steps(trainer), secs);
   if (printer.last_val_accuracy >= 0)
     printf(", held-out accuracy %.2f%%", 100 * printer.last_val_accuracy);
+  else if (!isnan(printer.last_val_r2))
+    printf(", held-out MSE %.4g, R\u00b2 %.4f", printer.last_val_mse,
+           printer.last_val_r2);
   if (weir_trainer_skipped(trainer))
     printf(", %" G_GINT64_FORMAT " steps skipped (non-finite)",
            weir_trainer_skipped(trainer));

@@ -1,6 +1,7 @@
 /* test-dataset.c — data sets for training: CSV (plain and gzip'd), .npy,
- * label columns, errors naming file and line, scaling, seeded shuffle and
- * the held-out split.  scikit-learn's digits as packaged by Debian
+ * label columns, regression targets (columns, a second file, blank-
+ * separated CSV, standardization), errors naming file and line, scaling,
+ * seeded shuffle and the held-out split.  scikit-learn's digits as packaged by Debian
  * (python3-sklearn) is read as the real gzip'd file. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "weir-dataset.h"
@@ -203,6 +205,148 @@ static void test_npy(void **state) {
   assert_non_null(strstr(error->message, "row 0: label 0.25"));
 }
 
+/* Regression targets: columns by header name and index (in the order
+ * given), the last N columns, blank-separated CSV, errors. */
+static void test_csv_targets(void **state) {
+  (void)state;
+  g_autofree char *path =
+      write_text("reg.csv", "a,b,y1,c,y2\n1,2,10,3,20\n4,5,40,6,50\n");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirDataset) d =
+      weir_dataset_load_targets(path, "y2, 2", 0, &error);
+  assert_non_null(d);
+  assert_int_equal(d->n_samples, 2);
+  assert_int_equal(d->n_features, 3);
+  assert_int_equal(d->n_targets, 2);
+  assert_string_equal(d->label_column, "y2,y1");
+  const float f[] = {1, 2, 3, 4, 5, 6}, y[] = {20, 10, 50, 40};
+  for (int i = 0; i < 6; i++)
+    assert_true(d->features[i] == f[i]);
+  for (int i = 0; i < 4; i++)
+    assert_true(d->targets[i] == y[i]);
+
+  g_autoptr(WeirDataset) last = weir_dataset_load_targets(path, NULL, 2, &error);
+  assert_non_null(last);
+  assert_int_equal(last->n_features, 3);
+  assert_int_equal(last->n_targets, 2);
+  assert_true(last->targets[0] == 3 && last->targets[1] == 20);
+  assert_string_equal(last->label_column, "c,y2");
+
+  /* blanks as separators when the first line has no comma */
+  g_autofree char *blank =
+      write_text("blank.csv", "x1 x2\ty\n1  2 3\n 4\t5 6 \n");
+  g_autoptr(WeirDataset) b = weir_dataset_load_targets(blank, "y", 0, &error);
+  assert_non_null(b);
+  assert_int_equal(b->n_features, 2);
+  assert_true(b->features[2] == 4 && b->features[3] == 5);
+  assert_true(b->targets[0] == 3 && b->targets[1] == 6);
+
+  g_autoptr(WeirDataset) e1 = weir_dataset_load_targets(path, "z", 0, &error);
+  assert_null(e1);
+  assert_non_null(strstr(error->message, "no target column 'z'"));
+  assert_non_null(strstr(error->message, "reg.csv"));
+  g_clear_error(&error);
+  g_autoptr(WeirDataset) e2 =
+      weir_dataset_load_targets(path, "y1,2", 0, &error);
+  assert_null(e2);
+  assert_non_null(strstr(error->message, "given twice"));
+  g_clear_error(&error);
+  g_autoptr(WeirDataset) e3 = weir_dataset_load_targets(path, NULL, 5, &error);
+  assert_null(e3);
+  assert_non_null(strstr(error->message, "no feature is left"));
+  g_clear_error(&error);
+  g_autoptr(WeirDataset) e4 = weir_dataset_load_targets(path, NULL, 6, &error);
+  assert_null(e4);
+  assert_non_null(strstr(error->message, "6 target columns"));
+}
+
+/* Targets from a second file (CSV and a 1-D .npy); the packaged diabetes
+ * data (blank-separated, gzip'd); shuffling and splitting keep each
+ * sample's targets with its features. */
+static void test_target_file(void **state) {
+  (void)state;
+  g_autofree char *xs = write_text("x.csv", "1,2\n3,4\n5,6\n");
+  g_autofree char *ys = write_text("y.csv", "10,11\n30,31\n50,51\n");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirDataset) d = weir_dataset_load_targets(xs, NULL, 0, &error);
+  assert_non_null(d);
+  assert_int_equal(d->n_features, 2);
+  assert_int_equal(d->n_targets, 0);
+  assert_true(weir_dataset_attach_targets(d, ys, &error));
+  assert_int_equal(d->n_targets, 2);
+  assert_true(d->targets[2] == 30 && d->targets[5] == 51);
+
+  gint64 n = 3;
+  g_autoptr(WeirTensor) t = weir_tensor_new(WEIR_DTYPE_F64, 1, &n);
+  const double v[] = {-1, -3, -5};
+  memcpy(t->data, v, sizeof v);
+  g_autofree char *npy = g_build_filename(tmp_dir, "y.npy", NULL);
+  assert_true(weir_tensor_write_npy(t, npy, &error));
+  assert_true(weir_dataset_attach_targets(d, npy, &error));
+  assert_int_equal(d->n_targets, 1);
+  assert_true(d->targets[1] == -3);
+
+  /* every sample keeps its own target through shuffle and split */
+  weir_dataset_shuffle(d, 7);
+  for (gint64 i = 0; i < 3; i++)
+    assert_true(d->targets[i] == -d->features[2 * i]);
+  WeirDataset *a = NULL, *b = NULL;
+  assert_true(weir_dataset_split(d, 0.34, &a, &b, &error));
+  g_autoptr(WeirDataset) train = a;
+  g_autoptr(WeirDataset) val = b;
+  assert_int_equal(val->n_targets, 1);
+  assert_true(val->targets[0] == -val->features[0]);
+
+  g_autofree char *short_y = write_text("short.csv", "1\n2\n");
+  assert_false(weir_dataset_attach_targets(d, short_y, &error));
+  assert_non_null(strstr(error->message, "2 rows of targets for the 3"));
+  g_clear_error(&error);
+
+#define SK "/usr/lib/python3/dist-packages/sklearn/datasets/data/"
+  g_autoptr(WeirDataset) dia =
+      weir_dataset_load_targets(SK "diabetes_data_raw.csv.gz", NULL, 0, &error);
+  assert_non_null(dia);
+  assert_true(
+      weir_dataset_attach_targets(dia, SK "diabetes_target.csv.gz", &error));
+  assert_int_equal(dia->n_samples, 442);
+  assert_int_equal(dia->n_features, 10);
+  assert_int_equal(dia->n_targets, 1);
+  /* first row: 59 2 32.1 101.0 157 93.2 38.0 4.0 4.8598 87 -> 151 */
+  assert_true(dia->features[0] == 59 && dia->features[9] == 87);
+  assert_true(dia->targets[0] == 151);
+}
+
+/* Standardization uses the training split's statistics for both splits
+ * and keeps the target statistics for mapping predictions back. */
+static void test_standardize(void **state) {
+  (void)state;
+  g_autofree char *path =
+      write_text("std.csv", "1,10,5\n3,10,7\n5,10,9\n7,10,100\n");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirDataset) d = weir_dataset_load_targets(path, NULL, 1, &error);
+  assert_non_null(d);
+  WeirDataset *a = NULL, *b = NULL;
+  assert_true(weir_dataset_split(d, 0.25, &a, &b, &error));
+  g_autoptr(WeirDataset) train = a;
+  g_autoptr(WeirDataset) val = b;
+  weir_dataset_standardize(train, val, TRUE, TRUE);
+  /* column 0 of train: 1, 3, 5: mean 3, std sqrt(8/3) */
+  double sd = sqrt(8.0 / 3);
+  assert_float_equal(train->features[0], -2 / sd, 1e-6);
+  assert_float_equal(val->features[0], 4 / sd, 1e-6);
+  /* a constant column is only centred */
+  assert_float_equal(train->features[1], 0, 0);
+  assert_float_equal(val->features[1], 0, 0);
+  assert_non_null(train->target_mean);
+  assert_float_equal(train->target_mean[0], 7, 1e-9);
+  assert_float_equal(val->target_mean[0], 7, 1e-9);
+  assert_float_equal(val->target_std[0], sd, 1e-9);
+  assert_float_equal(val->targets[0], 93 / sd, 1e-4);
+  /* targets are standardized once */
+  weir_dataset_standardize(train, val, FALSE, TRUE);
+  assert_float_equal(val->targets[0], 93 / sd, 1e-4);
+}
+
 static void test_shuffle_and_split(void **state) {
   (void)state;
   GString *text = g_string_new(NULL);
@@ -283,6 +427,9 @@ int main(void) {
       cmocka_unit_test(test_csv_gzip),
       cmocka_unit_test(test_digits),
       cmocka_unit_test(test_npy),
+      cmocka_unit_test(test_csv_targets),
+      cmocka_unit_test(test_target_file),
+      cmocka_unit_test(test_standardize),
       cmocka_unit_test(test_shuffle_and_split),
       cmocka_unit_test(test_gather),
   };
