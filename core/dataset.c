@@ -68,9 +68,8 @@ static const double *table_row(const Table *t, gint64 r) {
 }
 
 static char *table_where(const Table *t, gint64 r) {
-  return t->lines ? g_strdup_printf(
-                        "%" G_GINT64_FORMAT ": ",
-                        g_array_index(t->lines, gint64, (guint)r))
+  return t->lines ? g_strdup_printf("%" G_GINT64_FORMAT ": ",
+                                    g_array_index(t->lines, gint64, (guint)r))
                   : g_strdup_printf("row %" G_GINT64_FORMAT ": ", r);
 }
 
@@ -165,8 +164,7 @@ static gboolean check_label(const char *source, const char *where, double v,
 
 static WeirDataset *dataset_from_table(const char *source, const Table *t,
                                        const int *role, gint64 n_targets,
-                                       const char *label_name,
-                                       GError **error) {
+                                       const char *label_name, GError **error) {
   gint64 n_features = 0;
   for (guint c = 0; c < t->n_cols; c++)
     n_features += role[c] == ROLE_FEATURE;
@@ -445,8 +443,8 @@ gboolean weir_dataset_attach_targets(WeirDataset *d, const char *path,
     return FALSE;
   if (t.n_rows != d->n_samples) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "%s: %" G_GINT64_FORMAT " rows of targets for the %" G_GINT64_FORMAT
-                " samples of %s",
+                "%s: %" G_GINT64_FORMAT
+                " rows of targets for the %" G_GINT64_FORMAT " samples of %s",
                 path, t.n_rows, d->n_samples, d->source);
     return FALSE;
   }
@@ -536,8 +534,8 @@ static double *copy_doubles(const double *v, gint64 n) {
 
 static WeirDataset *dataset_slice(const WeirDataset *d, gint64 start,
                                   gint64 n) {
-  WeirDataset *s = dataset_new(d->source, n, d->n_features, d->n_targets,
-                               d->label_column);
+  WeirDataset *s =
+      dataset_new(d->source, n, d->n_features, d->n_targets, d->label_column);
   weir_dataset_gather_targets(d, NULL, start, n, s->features, s->labels,
                               s->targets);
   s->n_classes = d->n_classes;
@@ -563,8 +561,8 @@ static void column_stats(const float *v, gint64 n, gint64 width, gint64 c,
   *std = sd > 0 ? sd : 1;
 }
 
-static void apply_stats(float *v, gint64 n, gint64 width, gint64 c,
-                        double mean, double std) {
+static void apply_stats(float *v, gint64 n, gint64 width, gint64 c, double mean,
+                        double std) {
   for (gint64 i = 0; i < n; i++)
     v[i * width + c] = (float)((v[i * width + c] - mean) / std);
 }
@@ -577,8 +575,8 @@ void weir_dataset_standardize(WeirDataset *train, WeirDataset *val,
   if (features) {
     for (gint64 c = 0; c < train->n_features; c++) {
       double m, sd;
-      column_stats(train->features, train->n_samples, train->n_features, c,
-                   &m, &sd);
+      column_stats(train->features, train->n_samples, train->n_features, c, &m,
+                   &sd);
       apply_stats(train->features, train->n_samples, train->n_features, c, m,
                   sd);
       if (val)
@@ -593,8 +591,8 @@ void weir_dataset_standardize(WeirDataset *train, WeirDataset *val,
   for (gint64 c = 0; c < nt; c++) {
     column_stats(train->targets, train->n_samples, nt, c,
                  &train->target_mean[c], &train->target_std[c]);
-    apply_stats(train->targets, train->n_samples, nt, c,
-                train->target_mean[c], train->target_std[c]);
+    apply_stats(train->targets, train->n_samples, nt, c, train->target_mean[c],
+                train->target_std[c]);
     if (val)
       apply_stats(val->targets, val->n_samples, nt, c, train->target_mean[c],
                   train->target_std[c]);

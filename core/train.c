@@ -221,8 +221,7 @@ WeirGraph *weir_train_eval_graph(const WeirGraph *forward,
   g_autoptr(GPtrArray) outputs = g_ptr_array_new();
   if (!forward_parts(forward, inputs, outputs, error))
     return NULL;
-  g_auto(GStrv) params =
-      weir_train_select_parameters(forward, options, error);
+  g_auto(GStrv) params = weir_train_select_parameters(forward, options, error);
   if (!params)
     return NULL;
   WeirGraph *g = weir_graph_copy(forward);
@@ -975,13 +974,28 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
     const char *ins[] = {vv, gr, p, check};
     pointwise(b, NULL, vv, vv, code, ins, 4);
   }
+  /* A rank-0 parameter (a learned scalar) reads the [1] step counter as a
+   * rank-0 copy: a Pointwise input may not have a higher rank than its
+   * output (issue 7). */
+  const char *step = "step";
+  if (weir_graph_container(b->g, p)->shape->len == 0) {
+    step = transient(b, "step_scalar", WEIR_DTYPE_I64, 0, NULL);
+    static const char *const x[] = {"x", NULL}, *const y[] = {"y", NULL};
+    WeirNode *t = weir_state_add_tasklet(b->g, b->s, step, x, y, "y = x");
+    WeirNode *dst = weir_state_add_access(b->g, b->s, step);
+    weir_state_add_memlet(b->g, b->s, reader(b, "step")->id, NULL, t->id, "x",
+                          "step", "0", NULL);
+    weir_state_add_memlet(b->g, b->s, t->id, "y", dst->id, NULL, step, "",
+                          NULL);
+    g_hash_table_replace(b->access, g_strdup(step), dst);
+  }
   /* a = P, b = m, c = v, d = step, e = check */
   g_autofree char *code = g_strdup_printf(
       "t = f64(d + 1)\n"
       "y = isfinite(e) ? a - %.17g * (b / (1 - pow(%.17g, t))) / "
       "(sqrt(c / (1 - pow(%.17g, t))) + %.17g) : a",
       lr, o->beta1, o->beta2, o->epsilon);
-  const char *ins[] = {p, mm, vv, "step", check};
+  const char *ins[] = {p, mm, vv, step, check};
   pointwise(b, NULL, p, p, code, ins, 5);
 }
 
@@ -1017,8 +1031,7 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     }
   }
   const char *target_name = options->target ? options->target : "target";
-  g_auto(GStrv) params =
-      weir_train_select_parameters(forward, options, error);
+  g_auto(GStrv) params = weir_train_select_parameters(forward, options, error);
   if (!params)
     return NULL;
   if (!params[0]) {

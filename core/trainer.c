@@ -52,7 +52,7 @@ struct _WeirTrainer {
   char *input_name;  /* container of the input (same in all programs) */
   char *output_name; /* container of the forward output */
   char *target_name;
-  gboolean regression;  /* mse on float targets */
+  gboolean regression;   /* mse on float targets */
   gint64 out_per_sample; /* output values per sample */
   WeirKernel *train_kernel, *eval_kernel;
   GHashTable *state;        /* name -> WeirTensor* (owned) */
@@ -309,10 +309,9 @@ static gboolean init_eval(WeirTrainer *t, GError **error) {
       if (!t->eval_output)
         return FALSE;
       const WeirTensor *o = t->eval_output;
-      if (t->regression
-              ? (o->rank < 1 || o->shape[0] != t->opts.batch ||
-                 o->dtype != WEIR_DTYPE_F32)
-              : (o->rank != 2 || o->dtype != WEIR_DTYPE_F32)) {
+      if (t->regression ? (o->rank < 1 || o->shape[0] != t->opts.batch ||
+                           o->dtype != WEIR_DTYPE_F32)
+                        : (o->rank != 2 || o->dtype != WEIR_DTYPE_F32)) {
         g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
                     "%s: output '%s' is not float [batch, %s]", t->model_path,
                     c->name, t->regression ? "...targets" : "classes");
@@ -610,12 +609,13 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
     for (guint i = 0; i < 2; i++) {
       const WeirDataset *d = sets[i];
       if (d && d->n_samples > 0 && d->n_targets != t->out_per_sample) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "%s: %" G_GINT64_FORMAT
-                    " targets per sample, but output '%s' of %s has %" G_GINT64_FORMAT
-                    " values per sample",
-                    d->source, d->n_targets, t->output_name, t->model_path,
-                    t->out_per_sample);
+        g_set_error(
+            error, WEIR_ERROR, WEIR_ERROR_INVALID,
+            "%s: %" G_GINT64_FORMAT
+            " targets per sample, but output '%s' of %s has %" G_GINT64_FORMAT
+            " values per sample",
+            d->source, d->n_targets, t->output_name, t->model_path,
+            t->out_per_sample);
         return FALSE;
       }
     }
@@ -665,11 +665,10 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
     p.epoch_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
     p.epoch_loss = loss_sum / (double)steps_per_epoch;
     if (val && val->n_samples > 0 &&
-        !(t->regression
-              ? weir_trainer_evaluate_regression(t, val, &p.val_loss,
-                                                 &p.val_r2, error)
-              : weir_trainer_evaluate(t, val, &p.val_accuracy, &p.val_loss,
-                                      error)))
+        !(t->regression ? weir_trainer_evaluate_regression(t, val, &p.val_loss,
+                                                           &p.val_r2, error)
+                        : weir_trainer_evaluate(t, val, &p.val_accuracy,
+                                                &p.val_loss, error)))
       return FALSE;
     p.epoch_done = TRUE;
     if (t->opts.progress)

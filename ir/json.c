@@ -891,9 +891,9 @@ static gboolean load_initial(Loader *L, WeirContainer *c, json_object *init) {
 
 static gboolean load_container(Loader *L, Program *P, json_object *obj,
                                guint *prev) {
-  static const char *const keys[] = {
-      "id",        "name",    "dtype",       "shape", "strides",
-      "transient", "initial", "initializer", NULL};
+  static const char *const keys[] = {"id",      "name",        "dtype",
+                                     "shape",   "strides",     "transient",
+                                     "initial", "initializer", NULL};
   guint id;
   const char *name, *dtype_name, *initializer = NULL;
   WeirDType dtype;

@@ -2951,13 +2951,13 @@ static int cmd_train(int argc, char **argv) {
   }
 
   g_autoptr(WeirDataset) data =
-      !mse ? weir_dataset_load(fit_data, fit_label, &error)
-           : weir_dataset_load_targets(
-                 fit_data, fit_target_columns,
-                 fit_target_file ? 0 : MAX(fit_targets, 1), &error);
-  if (!data ||
-      (fit_target_file &&
-       !weir_dataset_attach_targets(data, fit_target_file, &error))) {
+      !mse
+          ? weir_dataset_load(fit_data, fit_label, &error)
+          : weir_dataset_load_targets(fit_data, fit_target_columns,
+                                      fit_target_file ? 0 : MAX(fit_targets, 1),
+                                      &error);
+  if (!data || (fit_target_file &&
+                !weir_dataset_attach_targets(data, fit_target_file, &error))) {
     print_error("train", error);
     return 1;
   }

@@ -1,8 +1,8 @@
 /* test-dataset.c — data sets for training: CSV (plain and gzip'd), .npy,
  * label columns, regression targets (columns, a second file, blank-
  * separated CSV, standardization), errors naming file and line, scaling,
- * seeded shuffle and the held-out split.  scikit-learn's digits as packaged by Debian
- * (python3-sklearn) is read as the real gzip'd file. */
+ * seeded shuffle and the held-out split.  scikit-learn's digits as packaged by
+ * Debian (python3-sklearn) is read as the real gzip'd file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -225,7 +225,8 @@ static void test_csv_targets(void **state) {
   for (int i = 0; i < 4; i++)
     assert_true(d->targets[i] == y[i]);
 
-  g_autoptr(WeirDataset) last = weir_dataset_load_targets(path, NULL, 2, &error);
+  g_autoptr(WeirDataset) last =
+      weir_dataset_load_targets(path, NULL, 2, &error);
   assert_non_null(last);
   assert_int_equal(last->n_features, 3);
   assert_int_equal(last->n_targets, 2);

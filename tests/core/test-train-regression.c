@@ -54,8 +54,8 @@ static void load_split(WeirDataset **train, WeirDataset **val) {
   g_autoptr(GError) error = NULL;
   g_autoptr(WeirDataset) d =
       weir_dataset_load_targets(SK "diabetes_data_raw.csv.gz", NULL, 0, &error);
-  if (!d || !weir_dataset_attach_targets(d, SK "diabetes_target.csv.gz",
-                                         &error))
+  if (!d ||
+      !weir_dataset_attach_targets(d, SK "diabetes_target.csv.gz", &error))
     fail_msg("%s", error->message);
   weir_dataset_shuffle(d, 1);
   assert_true(weir_dataset_split(d, 0.2, train, val, &error));
