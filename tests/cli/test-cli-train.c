@@ -1,6 +1,7 @@
 /* test-cli-train.c — `weir train`, run as a user would run it: a short
  * seeded run on scikit-learn's digits (plain progress lines when stdout is
- * not a terminal, the trained model written), and bad usage and bad data
+ * not a terminal, the trained model written), a regression run (--loss mse)
+ * on its diabetes data, and bad usage and bad data
  * reported with the file and the problem. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +117,76 @@ static void test_train_with_recipe(void **state) {
   run_clear(&r);
 }
 
+#define SK "/usr/lib/python3/dist-packages/sklearn/datasets/data/"
+
+/* regression: --loss mse on the diabetes data (features and target in two
+ * blank-separated gzip'd files), standardized; held-out MSE and R² */
+static void test_train_regression(void **state) {
+  (void)state;
+  g_autofree char *out = g_build_filename(tmp_dir, "diabetes.onnx", NULL);
+  Run r = run_train("samples/models/diabetes_mlp.onnx", "--loss", "mse",
+                    "--data", SK "diabetes_data_raw.csv.gz", "--target-file",
+                    SK "diabetes_target.csv.gz", "--standardize", "--epochs",
+                    "10", "--batch", "16", "--optimizer", "adam", "--lr",
+                    "0.003", "--seed", "1", "--threads", "1", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("status %d:\n%s%s", r.status, r.out, r.err);
+  assert_contains(r.out, "442 samples of 10 features, 1 target (file ");
+  assert_contains(r.out, "354 for training, 88 held out, standardized");
+  assert_contains(r.out, "epoch 1/10: loss ");
+  assert_contains(r.out, "held-out MSE ");
+  assert_contains(r.out, "trained 220 steps"); /* 10 x floor(354 / 16) */
+  assert_null(strstr(r.out, "accuracy"));
+  const char *r2 = strstr(r.out, "R\u00b2 ");
+  assert_non_null(r2);
+  /* the final summary's R² */
+  const char *last = r2;
+  while ((r2 = strstr(last + 1, "R\u00b2 ")))
+    last = r2;
+  double v = g_ascii_strtod(last + strlen("R\u00b2 "), NULL);
+  print_message("final held-out R2 %.4f\n", v);
+  assert_true(v >= 0.4);
+  assert_true(g_file_test(out, G_FILE_TEST_EXISTS));
+  run_clear(&r);
+
+  /* several target columns by name; a frozen layer */
+  g_autofree char *csv = g_build_filename(tmp_dir, "multi.csv", NULL);
+  g_autoptr(GString) text = g_string_new("a,b,c,d,e,f,g,h,i,j,y\n");
+  for (int i = 0; i < 40; i++) {
+    for (int c = 0; c < 11; c++)
+      g_string_append_printf(text, "%s%d", c ? "," : "", (i * 3 + c * 5) % 13);
+    g_string_append_c(text, '\n');
+  }
+  assert_true(g_file_set_contents(csv, text->str, -1, NULL));
+  r = run_train("samples/models/diabetes_mlp.onnx", "--loss", "mse", "--data",
+                csv, "--target-columns", "y", "--freeze", "^fc1", "--epochs",
+                "1", "--batch", "8", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("status %d:\n%s%s", r.status, r.out, r.err);
+  assert_contains(r.out, "40 samples of 10 features, 1 target (column y)");
+  run_clear(&r);
+  r = run_train("samples/models/diabetes_mlp.onnx", "--loss", "mse", "--data",
+                csv, "--target-columns", "i,j", "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "takes 10 values per sample, the data has 9");
+  run_clear(&r);
+  r = run_train("samples/models/diabetes_mlp.onnx", "--loss", "mse", "--data",
+                csv, "--target-columns", "zz", "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "multi.csv: no target column 'zz'");
+  run_clear(&r);
+  r = run_train(MLP, "--data", DIGITS, "--target-columns", "y", "-o", out,
+                NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "need --loss mse");
+  run_clear(&r);
+  r = run_train("samples/models/diabetes_mlp.onnx", "--loss", "mse", "--data",
+                csv, "--targets", "1", "--target-file", csv, "-o", out, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "give one of");
+  run_clear(&r);
+}
+
 static void test_usage_and_errors(void **state) {
   (void)state;
   g_autofree char *out = g_build_filename(tmp_dir, "never.onnx", NULL);
@@ -171,6 +242,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_train_digits),
       cmocka_unit_test(test_train_with_recipe),
+      cmocka_unit_test(test_train_regression),
       cmocka_unit_test(test_usage_and_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

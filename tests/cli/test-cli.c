@@ -115,6 +115,48 @@ static void test_info_count(void **state) {
   run_clear(&r);
 }
 
+/* weir info names the ONNX initializer of each imported constant; weir
+ * train-graph trains them by default, --params / --freeze override */
+static void test_initializers_and_params(void **state) {
+  (void)state;
+  const char *model = "tests/core/data/scalar-param.onnx";
+  Run r = run_weir("info", model, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "constant (initializer fc.weight)");
+  assert_contains(r.out, "constant (initializer temperature)");
+  assert_contains(r.out, "constant (initializer /scale/Constant_output_0)");
+  run_clear(&r);
+
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-params-XXXXXX", NULL);
+  assert_non_null(dir);
+  g_autofree char *out = g_build_filename(dir, "t.json", NULL);
+  r = run_weir("train-graph", model, "--loss", "mse", "--optimizer", "adam",
+               "-o", out, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "2 parameters");
+  run_clear(&r);
+  r = run_weir("info", out, NULL);
+  assert_contains(r.out, "argument (initializer temperature)");
+  run_clear(&r);
+  r = run_weir("train-graph", model, "--loss", "mse", "--optimizer", "sgd",
+               "--freeze", "temp", "-o", out, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "1 parameters");
+  run_clear(&r);
+  r = run_weir("train-graph", model, "--loss", "mse", "--optimizer", "sgd",
+               "--params", "weight|Constant", "-o", out, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "2 parameters");
+  run_clear(&r);
+  r = run_weir("train-graph", model, "--loss", "mse", "--optimizer", "sgd",
+               "--params", "[", "-o", out, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "--params '['");
+  run_clear(&r);
+  g_remove(out);
+  g_rmdir(dir);
+}
+
 static void test_validate_samples(void **state) {
   (void)state;
   const char *samples[] = {"samples/vector_add.json", "samples/matmul.json",
@@ -1349,6 +1391,7 @@ int main(void) {
       cmocka_unit_test(test_train_graph),
       cmocka_unit_test(test_info_symbolic_and_bound),
       cmocka_unit_test(test_info_count),
+      cmocka_unit_test(test_initializers_and_params),
       cmocka_unit_test(test_validate_samples),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_run_ref),
