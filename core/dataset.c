@@ -177,9 +177,15 @@ static WeirDataset *dataset_from_table(const char *source, const Table *t,
     for (guint c = 0, k = 0; c < t->n_cols; c++) {
       if (role[c] == ROLE_FEATURE)
         f[k++] = (float)row[c];
-      else if (role[c] >= 0)
+      else if (role[c] >= 0) {
+        if (!isfinite(row[c])) {
+          g_autofree char *where = table_where(t, r);
+          g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                      "%s: %starget %g is not finite", source, where, row[c]);
+          return NULL;
+        }
         y[role[c]] = (float)row[c];
-      else {
+      } else {
         g_autofree char *where = table_where(t, r);
         if (!check_label(source, where, row[c], &d->labels[r], error))
           return NULL;

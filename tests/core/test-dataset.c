@@ -259,6 +259,12 @@ static void test_csv_targets(void **state) {
   g_autoptr(WeirDataset) e4 = weir_dataset_load_targets(path, NULL, 6, &error);
   assert_null(e4);
   assert_non_null(strstr(error->message, "6 target columns"));
+  g_clear_error(&error);
+  g_autofree char *nan = write_text("nan.csv", "1,2\n3,nan\n");
+  g_autoptr(WeirDataset) e5 = weir_dataset_load_targets(nan, NULL, 1, &error);
+  assert_null(e5);
+  assert_non_null(
+      strstr(error->message, "nan.csv: 2: target nan is not finite"));
 }
 
 /* Targets from a second file (CSV and a 1-D .npy); the packaged diabetes
