@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "weir-autodiff.h"
+#include "weir-expand.h"
 #include "weir-ops.h"
 #include "weir-train.h"
 
@@ -85,11 +86,11 @@ static WeirState *forward_parts(const WeirGraph *g, GPtrArray *inputs,
   WeirState *s = g_ptr_array_index(g->states, 0);
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(s->nodes, i);
-    if (n->kind != WEIR_NODE_ACCESS && n->kind != WEIR_NODE_LIBRARY) {
+    if (n->kind == WEIR_NODE_NESTED) {
       g_autofree char *what = weir_describe_node(s, n);
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                  "program '%s': %s: only library nodes can be "
-                  "differentiated (expanded maps and tasklets are not yet)",
+                  "program '%s': %s: nested programs cannot be "
+                  "differentiated",
                   g->name, what);
       return NULL;
     }
@@ -913,6 +914,7 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 WeirGraph *weir_train_graph(const WeirGraph *forward,
                             const WeirTrainOptions *options, GError **error) {
   WeirTrainOptions defaults;
+  weir_expansions_init(); /* the autodiff fallback expands operators */
   if (!options) {
     weir_train_options_init(&defaults);
     options = &defaults;
