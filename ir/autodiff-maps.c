@@ -302,43 +302,29 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
   /* The tasklet's memlets. */
   g_autoptr(GPtrArray) tins = weir_state_in_edges(s, t->id);
   g_autoptr(GPtrArray) touts = weir_state_out_edges(s, t->id);
-  g_autoptr(GPtrArray) reads = g_ptr_array_new(); /* WeirMemlet* */
-  const WeirMemlet *write = NULL;
-  guint n_writes = 0;
+  g_autoptr(GPtrArray) reads = g_ptr_array_new();  /* WeirMemlet* */
+  g_autoptr(GPtrArray) writes = g_ptr_array_new(); /* WeirMemlet* */
   for (guint i = 0; i < tins->len; i++) {
     WeirMemlet *m = g_ptr_array_index(tins, i);
     if (m->data && m->dst_conn)
       g_ptr_array_add(reads, m);
   }
   for (guint i = 0; i < touts->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(touts, i);
-    if (m->data && m->src_conn) {
-      write = m;
-      n_writes++;
-    }
+    WeirMemlet *m = g_ptr_array_index(touts, i);
+    if (m->data && m->src_conn)
+      g_ptr_array_add(writes, m);
   }
-  if (n_writes != 1)
-    return scope_fail(ctx, error,
-                      "tasklet '%s' has %u outputs; only tasklets with one "
-                      "output are supported",
-                      t->label, n_writes);
-  if (write->wcr != WEIR_WCR_NONE && write->wcr != WEIR_WCR_SUM &&
-      write->wcr != WEIR_WCR_MAX && write->wcr != WEIR_WCR_MIN)
-    return scope_fail(ctx, error,
-                      "tasklet '%s' writes '%s' with WCR %s; only none, sum, "
-                      "max and min are supported",
-                      t->label, write->data, weir_wcr_name(write->wcr));
-  gint kout = index_of(ctx->outs, write->data);
-  const char *dy = kout >= 0 ? weir_grad_dout(ctx, (guint)kout, error) : NULL;
-  if (!dy)
+
+  /* Which inputs get a gradient. */
+  gboolean any = FALSE;
+  for (guint i = 0; i < reads->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(reads, i);
+    gint k = index_of(ctx->ins, m->data);
+    any = any || (k >= 0 && weir_grad_wants(ctx, (guint)k));
+  }
+  if (!any)
     return TRUE;
-  gboolean maxmin = write->wcr == WEIR_WCR_MAX || write->wcr == WEIR_WCR_MIN;
-  if (!single_element(write->subset)) {
-    g_autofree char *sub = weir_subset_to_string(write->subset);
-    return scope_fail(ctx, error,
-                      "tasklet '%s' writes '%s[%s]', more than one element",
-                      t->label, write->data, sub);
-  }
+
   /* Each read is one element, or a block the code indexes (a pooling
    * window clipped by padding: x[0, 0, ix0] under a bounds test). */
   g_autoptr(GPtrArray) occurrences =
@@ -356,23 +342,6 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
     }
   }
 
-  /* Which inputs get a gradient. */
-  gboolean any = FALSE;
-  for (guint i = 0; i < reads->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(reads, i);
-    gint k = index_of(ctx->ins, m->data);
-    any = any || (k >= 0 && weir_grad_wants(ctx, (guint)k));
-  }
-  if (!any)
-    return TRUE;
-  if (!maxmin && g_hash_table_contains(ctx->maxed, write->data))
-    return scope_fail(ctx, error,
-                      "tasklet '%s' initializes '%s', which a max/min "
-                      "accumulation updates, from differentiable values",
-                      t->label, write->data);
-  if (maxmin)
-    g_hash_table_add(ctx->maxed, g_strdup(write->data));
-
   /* Parameters and ranges of the forward scope. */
   g_autoptr(GPtrArray) params = g_ptr_array_new();
   g_autoptr(GPtrArray) ranges = g_ptr_array_new_with_free_func(g_free);
@@ -388,89 +357,139 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
   g_autofree char *gconn = fresh_conn(t, map, "grad_out");
   g_autofree char *vconn = fresh_conn(t, map, "value_out");
   g_autofree char *dconn = fresh_conn(t, map, "grad_in");
-  g_autofree char *out_sub = weir_subset_to_string(write->subset);
-  g_autofree char *fval = out_value(t->code, write->src_conn);
   g_autoptr(GArray) accs = g_array_new(FALSE, FALSE, sizeof(Accum));
   g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GArray) bins = g_array_new(FALSE, TRUE, sizeof(BPort));
   for (guint i = 0; i < reads->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(reads, i);
-    char *sub = weir_subset_to_string(m->subset);
-    g_ptr_array_add(subs, sub);
-    BPort p = {weir_grad_access(ctx, m->data), m->dst_conn, sub, WEIR_WCR_NONE};
-    g_array_append_val(bins, p);
+    g_ptr_array_add(subs, weir_subset_to_string(m->subset));
   }
-  {
-    BPort p = {weir_grad_access(ctx, dy), gconn, out_sub, WEIR_WCR_NONE};
-    g_array_append_val(bins, p);
-  }
-  if (maxmin) {
-    BPort p = {weir_grad_access(ctx, write->data), vconn, out_sub,
-               WEIR_WCR_NONE};
-    g_array_append_val(bins, p);
-  }
-
+  /* Every wanted input gets a gradient, zeros when its derivative is 0
+   * (floor, a comparison). */
   for (guint i = 0; i < reads->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(reads, i);
     gint k = index_of(ctx->ins, m->data);
-    if (k < 0 || !weir_grad_wants(ctx, (guint)k))
-      continue;
-    /* a zero derivative (floor, a comparison) still gives a gradient:
-     * zeros */
-    Accum *a = accum_for(ctx, accs, m->data, (guint)k, error);
-    if (!a)
+    if (k >= 0 && weir_grad_wants(ctx, (guint)k) &&
+        !accum_for(ctx, accs, m->data, (guint)k, error))
       return FALSE;
-    GPtrArray *occ = occurrences->pdata[i];
-    for (guint j = 0; j < MAX(occ->len, 1); j++) {
-      char **comps = occ->len ? occ->pdata[j] : NULL;
-      g_autofree char *target_index = comps ? g_strjoinv(", ", comps) : NULL;
-      g_autofree char *body = NULL;
-      const char *unsupported = NULL;
-      g_autofree char *deriv =
-          weir_grad_code_derivative(t->code, write->src_conn, m->dst_conn,
-                                    target_index, &body, &unsupported);
-      if (!deriv)
-        return scope_fail(ctx, error,
-                          "symbolic derivative of the code of tasklet '%s': "
-                          "%s is not supported",
-                          t->label, unsupported);
-      if (strcmp(deriv, "0") == 0)
+  }
+
+  for (guint w = 0; w < writes->len; w++) {
+    const WeirMemlet *write = g_ptr_array_index(writes, w);
+    if (write->wcr == WEIR_WCR_COUNT)
+      return scope_fail(ctx, error,
+                        "tasklet '%s' writes '%s' with an unknown "
+                        "WCR",
+                        t->label, write->data);
+    gint kout = index_of(ctx->outs, write->data);
+    const char *dy = kout >= 0 ? weir_grad_dout(ctx, (guint)kout, error) : NULL;
+    if (!dy)
+      continue;
+    if (!single_element(write->subset)) {
+      g_autofree char *sub = weir_subset_to_string(write->subset);
+      return scope_fail(ctx, error,
+                        "tasklet '%s' writes '%s[%s]', more than one element",
+                        t->label, write->data, sub);
+    }
+    gboolean maxmin = write->wcr == WEIR_WCR_MAX || write->wcr == WEIR_WCR_MIN;
+    gboolean prod = write->wcr == WEIR_WCR_PROD;
+    if (write->wcr == WEIR_WCR_NONE &&
+        g_hash_table_contains(ctx->maxed, write->data))
+      return scope_fail(ctx, error,
+                        "tasklet '%s' initializes '%s', which a max, min or "
+                        "product accumulation updates, from differentiable "
+                        "values",
+                        t->label, write->data);
+    if (maxmin || prod)
+      g_hash_table_add(ctx->maxed, g_strdup(write->data));
+    g_autofree char *out_sub = weir_subset_to_string(write->subset);
+    g_autofree char *fval = out_value(t->code, write->src_conn);
+    if (!fval)
+      return scope_fail(ctx, error,
+                        "tasklet '%s' does not assign its output '%s'",
+                        t->label, write->src_conn);
+    g_autoptr(GArray) bins = g_array_new(FALSE, TRUE, sizeof(BPort));
+    for (guint i = 0; i < reads->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(reads, i);
+      BPort p = {weir_grad_access(ctx, m->data), m->dst_conn, subs->pdata[i],
+                 WEIR_WCR_NONE};
+      g_array_append_val(bins, p);
+    }
+    {
+      BPort p = {weir_grad_access(ctx, dy), gconn, out_sub, WEIR_WCR_NONE};
+      g_array_append_val(bins, p);
+    }
+    if (maxmin || prod) {
+      BPort p = {weir_grad_access(ctx, write->data), vconn, out_sub,
+                 WEIR_WCR_NONE};
+      g_array_append_val(bins, p);
+    }
+
+    for (guint i = 0; i < reads->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(reads, i);
+      gint k = index_of(ctx->ins, m->data);
+      if (k < 0 || !weir_grad_wants(ctx, (guint)k))
         continue;
-      /* An indexed gradient write: the index clamped to the block, so a
-       * position the forward code skips (its bounds test is false, the
-       * derivative is 0 there) writes 0 inside it. */
-      g_autoptr(GString) target = g_string_new(dconn);
-      if (comps) {
-        g_string_append_c(target, '[');
-        for (guint d = 0; comps[d]; d++) {
-          gint64 v;
-          g_autoptr(WeirExpr) size =
-              d < m->subset->rank ? weir_range_size(&m->subset->dims[d]) : NULL;
-          gboolean literal = g_ascii_string_to_signed(comps[d], 10, G_MININT64,
-                                                      G_MAXINT64, &v, NULL);
-          if (literal || !size) {
-            g_string_append_printf(target, "%s%s", d ? ", " : "", comps[d]);
-          } else {
-            g_autofree char *st = weir_expr_to_string(size);
-            g_string_append_printf(target, "%smin(max(%s, 0), (%s) - 1)",
-                                   d ? ", " : "", comps[d], st);
+      Accum *a = accum_for(ctx, accs, m->data, (guint)k, error);
+      GPtrArray *occ = occurrences->pdata[i];
+      for (guint j = 0; j < MAX(occ->len, 1); j++) {
+        char **comps = occ->len ? occ->pdata[j] : NULL;
+        g_autofree char *target_index = comps ? g_strjoinv(", ", comps) : NULL;
+        g_autofree char *body = NULL;
+        const char *unsupported = NULL;
+        g_autofree char *deriv =
+            weir_grad_code_derivative(t->code, write->src_conn, m->dst_conn,
+                                      target_index, &body, &unsupported);
+        if (!deriv)
+          return scope_fail(ctx, error,
+                            "symbolic derivative of the code of tasklet "
+                            "'%s': %s is not supported",
+                            t->label, unsupported);
+        if (strcmp(deriv, "0") == 0)
+          continue;
+        /* An indexed gradient write: the index clamped to the block, so a
+         * position the forward code skips (its bounds test is false, the
+         * derivative is 0 there) writes 0 inside it. */
+        g_autoptr(GString) target = g_string_new(dconn);
+        if (comps) {
+          g_string_append_c(target, '[');
+          for (guint d = 0; comps[d]; d++) {
+            gint64 v;
+            g_autoptr(WeirExpr) size =
+                d < m->subset->rank ? weir_range_size(&m->subset->dims[d])
+                                    : NULL;
+            gboolean literal = g_ascii_string_to_signed(
+                comps[d], 10, G_MININT64, G_MAXINT64, &v, NULL);
+            if (literal || !size) {
+              g_string_append_printf(target, "%s%s", d ? ", " : "", comps[d]);
+            } else {
+              g_autofree char *st = weir_expr_to_string(size);
+              g_string_append_printf(target, "%smin(max(%s, 0), (%s) - 1)",
+                                     d ? ", " : "", comps[d], st);
+            }
           }
+          g_string_append_c(target, ']');
         }
-        g_string_append_c(target, ']');
+        /* WCR max / min: only the elements equal to the result (all of
+         * them on ties); WCR prod: the product of the other factors,
+         * out / f (0 where f is 0). */
+        g_autofree char *code =
+            maxmin ? g_strdup_printf("%s%s = (%s) == %s ? %s * %s : 0", body,
+                                     target->str, fval, vconn, gconn, deriv)
+            : prod ? g_strdup_printf("%s%s = (%s) != 0 ? %s * (%s / (%s)) * "
+                                     "%s : 0",
+                                     body, target->str, fval, gconn, vconn,
+                                     fval, deriv)
+                   : g_strdup_printf("%s%s = %s * %s", body, target->str, gconn,
+                                     deriv);
+        BPort out = {a->acc, dconn, subs->pdata[i], WEIR_WCR_SUM};
+        g_autofree char *label =
+            g_strdup_printf("%s_grad_%s", t->label, m->dst_conn);
+        if (!add_scope(ctx, label, n_params, (const char *const *)params->pdata,
+                       (const char *const *)ranges->pdata, (BPort *)bins->data,
+                       bins->len, &out, a->zero, code, error))
+          return FALSE;
+        a->used = TRUE;
       }
-      g_autofree char *code =
-          maxmin ? g_strdup_printf("%s%s = (%s) == %s ? %s * %s : 0", body,
-                                   target->str, fval, vconn, gconn, deriv)
-                 : g_strdup_printf("%s%s = %s * %s", body, target->str, gconn,
-                                   deriv);
-      BPort out = {a->acc, dconn, subs->pdata[i], WEIR_WCR_SUM};
-      g_autofree char *label =
-          g_strdup_printf("%s_grad_%s", t->label, m->dst_conn);
-      if (!add_scope(ctx, label, n_params, (const char *const *)params->pdata,
-                     (const char *const *)ranges->pdata, (BPort *)bins->data,
-                     bins->len, &out, a->zero, code, error))
-        return FALSE;
-      a->used = TRUE;
     }
   }
   for (guint i = 0; i < accs->len; i++) {
