@@ -186,8 +186,8 @@ static char *derive(Diff *d, const WeirAst *e) {
         char *tb = text(e->b);
         /* 1.0: with an integer divisor (a pool's window size), 1 / b
          * would be an integer division */
-        char *q = g_strdup_printf("(%s / %s)", is_one(first) ? "1.0" : first,
-                                  tb);
+        char *q =
+            g_strdup_printf("(%s / %s)", is_one(first) ? "1.0" : first, tb);
         g_free(first);
         g_free(tb);
         first = q;
