@@ -833,10 +833,27 @@ static gboolean lower_training(Builder *b, const WeirTrainOptions *o,
   return TRUE;
 }
 
+/* Whether some map of g has a parameter called name (an expanded forward
+ * program). */
+static gboolean is_map_param(const WeirGraph *g, const char *name) {
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      for (guint p = 0;
+           n->kind == WEIR_NODE_MAP_ENTRY && p < n->map->params->len; p++)
+        if (g_strcmp0(g_ptr_array_index(n->map->params, p), name) == 0)
+          return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 static char *fresh_symbol(WeirGraph *g, const char *base) {
   char *name = g_strdup(base);
-  for (guint i = 1;
-       weir_graph_has_symbol(g, name) || weir_graph_container(g, name); i++) {
+  for (guint i = 1; weir_graph_has_symbol(g, name) ||
+                    weir_graph_container(g, name) || is_map_param(g, name);
+       i++) {
     g_free(name);
     name = g_strdup_printf("%s_%u", base, i);
   }

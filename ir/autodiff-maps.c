@@ -503,3 +503,48 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
   }
   return TRUE;
 }
+
+/* Whether sub (NULL: none given) covers all of container c. */
+static gboolean covers(const WeirGraph *g, const char *c,
+                       const WeirSubset *sub) {
+  g_autoptr(WeirSubset) full =
+      weir_container_full_subset(weir_graph_container(g, c));
+  return !sub || weir_subset_equal(full, sub);
+}
+
+gboolean weir_grad_copy(WeirGradContext *ctx, const WeirMemlet *m,
+                        GError **error) {
+  const char *x = weir_grad_input(ctx, 0), *y = weir_grad_output(ctx, 0);
+  const char *dy = weir_grad_dout(ctx, 0, error);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  gboolean on_src = g_strcmp0(m->data, x) == 0;
+  const WeirSubset *xs = on_src ? m->subset : m->other;
+  const WeirSubset *ys = on_src ? m->other : m->subset;
+  g_autoptr(WeirExpr) vx =
+      weir_container_volume(weir_graph_container(ctx->g, x));
+  g_autoptr(WeirExpr) vy =
+      weir_container_volume(weir_graph_container(ctx->g, y));
+  if (!covers(ctx->g, x, xs) || !covers(ctx->g, y, ys) ||
+      !weir_expr_equal(vx, vy)) {
+    g_autofree char *where = weir_describe_memlet(ctx->s, m);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "program '%s': %s: cannot differentiate a copy of part of "
+                "'%s' to '%s' (only whole-container copies are supported)",
+                ctx->g->name, where, x, y);
+    return FALSE;
+  }
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  const char *dx = weir_grad_new_like(ctx, base, x, -1);
+  WeirNode *src = weir_grad_access(ctx, dy);
+  WeirNode *dst = weir_state_add_access(ctx->g, ctx->s, dx);
+  g_autofree char *sy = full_subset_text(ctx->g, dy);
+  g_autofree char *sx = full_subset_text(ctx->g, dx);
+  WeirMemlet *c = weir_state_add_memlet(ctx->g, ctx->s, src->id, NULL, dst->id,
+                                        NULL, dy, sy, error);
+  if (!c || !weir_memlet_set_other(c, sx, error))
+    return FALSE;
+  weir_grad_set_access(ctx, dst);
+  weir_grad_add(ctx, 0, dx);
+  return TRUE;
+}

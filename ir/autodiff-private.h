@@ -33,6 +33,12 @@ void weir_grad_set_access(WeirGradContext *ctx, WeirNode *a);
  * tasklet: reverse-mode over the scope's tasklet (ir/autodiff-maps.c). */
 gboolean weir_grad_scope(WeirGradContext *ctx, GError **error);
 
+/* The backward of a copy m between two access nodes (ctx->ins[0] to
+ * ctx->outs[0]): the output's gradient copied back; only whole-container
+ * copies (reshapes) are supported. */
+gboolean weir_grad_copy(WeirGradContext *ctx, const WeirMemlet *m,
+                        GError **error);
+
 /* Symbolic derivative (text) of the value assigned to connector `out` by
  * `code` with respect to input connector `target` (with target_index: the
  * element target[target_index] of a connector read by index; other

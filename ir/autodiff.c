@@ -319,7 +319,8 @@ static GPtrArray *edge_names(const WeirState *s, guint id, gboolean in) {
  * top-level tasklet, with the containers it reads and writes.  For library
  * nodes the lists are by connector index (in<k>, out<k>). */
 typedef struct {
-  WeirNode *node;
+  WeirNode *node;        /* for a copy: the destination access node */
+  WeirMemlet *copy;      /* a copy between access nodes, or NULL */
   GPtrArray *ins, *outs; /* char* borrowed, NULL entries for gaps */
 } Unit;
 
@@ -347,6 +348,21 @@ static GPtrArray *unit_order(const WeirState *s, GHashTable *last_writer,
       g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
       if (last_writer && in->len > 0)
         g_hash_table_replace(last_writer, g_strdup(n->data), n);
+      /* copies from other access nodes (Reshape, Flatten expanded) */
+      for (guint e = 0; e < in->len; e++) {
+        WeirMemlet *m = g_ptr_array_index(in, e);
+        const WeirNode *src = weir_state_node(s, m->src);
+        if (!m->data || !src || src->kind != WEIR_NODE_ACCESS)
+          continue;
+        Unit *u = g_new0(Unit, 1);
+        u->node = n;
+        u->copy = m;
+        u->ins = g_ptr_array_new();
+        u->outs = g_ptr_array_new();
+        g_ptr_array_add(u->ins, src->data);
+        g_ptr_array_add(u->outs, n->data);
+        g_ptr_array_add(order, u);
+      }
       continue;
     }
     if (n->kind == WEIR_NODE_MAP_EXIT)
@@ -602,6 +618,11 @@ GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
                       g_hash_table_contains(ctx.partials, u->outs->pdata[k]));
     if (!wanted || !reached)
       continue;
+    if (u->copy) {
+      if (!weir_grad_copy(&ctx, u->copy, error))
+        goto out;
+      continue;
+    }
     if (n->kind == WEIR_NODE_MAP_ENTRY || n->kind == WEIR_NODE_TASKLET) {
       if (!weir_grad_scope(&ctx, error))
         goto out;
