@@ -371,6 +371,7 @@ static const Case cases[] = {
     {"conv1d", TRUE, NULL, NULL, NULL, "tests/core/data"},
     {"conv1d", TRUE, NULL, NULL, NULL, "tests/core/data", TRUE,
      "conv1d-expanded"},
+    {"lenet", TRUE, NULL, NULL, NULL, NULL, TRUE, "lenet-expanded"},
 };
 
 int main(void) {
