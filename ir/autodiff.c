@@ -1,9 +1,13 @@
 /* autodiff.c — the reverse sweep of operator-level differentiation.
  *
- * weir_autodiff_state() orders the state's nodes topologically, finds the
- * values that depend on `wrt` (forward) and those that reach a seed
- * (backward), then visits the library nodes in reverse order and calls the
- * backward rule of each node that lies on such a path.  Before a node is
+ * weir_autodiff_state() first expands the library nodes on a path that
+ * have no rule or whose rule declines them (the fallback: the expander
+ * installed by the core library).  It then orders the state's units
+ * topologically (library nodes, map scopes, top-level tasklets, copies
+ * between access nodes), finds the values that depend on `wrt` (forward)
+ * and those that reach a seed (backward), and visits the units on such a
+ * path in reverse order: a library node through its backward rule, the
+ * others through ir/autodiff-maps.c.  Before a node is
  * visited, every consumer of its outputs has been, so the contributions to
  * each output gradient are complete; they are summed (one Sum node) the
  * first time a rule asks for them.  The rule registry is a table op ->

@@ -11,7 +11,12 @@
  *    value read by two connectors, a WCR-sum reduction.
  *  - The backward program compiled: the generated code agrees with the
  *    interpreter.
- *  - Errors: a tasklet with two outputs, indexed access in a tasklet.
+ *  - A tasklet with two outputs; code the differentiator cannot handle.
+ *
+ * Debugging aids: WEIR_TEST_CASE=<name> runs one fallback case,
+ * WEIR_TEST_DUMP=<file.json> saves the first backward program (and prints
+ * the sums of the gradients), WEIR_TEST_ALL=1 makes every container an
+ * argument so transients can be inspected.
  */
 #include <setjmp.h>
 #include <stdarg.h>
