@@ -4,6 +4,7 @@
  * then swapped into the caller's graph, so a failure leaves the program
  * exactly as it was.
  */
+#include "weir-autodiff.h"
 #include "weir-expand.h"
 #include "weir-native.h"
 #include "weir-ops.h"
@@ -11,10 +12,14 @@
 
 void weir_transforms_register_expansions(void);
 
+static gboolean autodiff_expand(WeirGraph *g, WeirState *s, const guint *ids,
+                                guint n, GError **error);
+
 void weir_expansions_init(void) {
   static gsize done = 0;
   if (g_once_init_enter(&done)) {
     weir_transforms_register_expansions();
+    weir_autodiff_set_expander(autodiff_expand);
     g_once_init_leave(&done, 1);
     weir_native_init();
   }
@@ -132,6 +137,39 @@ gboolean weir_expand_node(WeirGraph *g, guint node_id, const char *impl,
     return FALSE;
   }
   graph_replace(g, g_steal_pointer(&copy));
+  return TRUE;
+}
+
+/* The expander of the autodiff fallback (ir/weir-autodiff.h): the nodes are
+ * expanded on a scratch copy first, which must validate; only then are
+ * they expanded in s itself (the same steps, so the same result). */
+static gboolean autodiff_expand(WeirGraph *g, WeirState *s, const guint *ids,
+                                guint n, GError **error) {
+  g_autoptr(WeirGraph) copy = weir_graph_copy(g);
+  WeirState *cs = weir_graph_state(copy, s->id);
+  for (guint pass = 0; pass < 2; pass++) {
+    WeirGraph *tg = pass == 0 ? copy : g;
+    WeirState *ts = pass == 0 ? cs : s;
+    for (guint i = 0; i < n; i++) {
+      WeirNode *x = weir_state_node(ts, ids[i]);
+      g_autoptr(GError) local = NULL;
+      if (!x || !weir_expand_in_place(tg, ts, x, NULL, &local)) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                    "no backward rule, and the fallback could not expand the "
+                    "node: %s",
+                    local ? local->message : "node not found");
+        return FALSE;
+      }
+    }
+    g_autoptr(GError) local = NULL;
+    if (pass == 0 && !weir_graph_validate(copy, &local)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s': expanding operators without a backward rule "
+                  "produced an invalid program: %s",
+                  g->name, local->message);
+      return FALSE;
+    }
+  }
   return TRUE;
 }
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "weir-autodiff.h"
+#include "weir-expand.h"
 #include "weir-ops.h"
 #include "weir-train.h"
 
@@ -85,11 +86,11 @@ static WeirState *forward_parts(const WeirGraph *g, GPtrArray *inputs,
   WeirState *s = g_ptr_array_index(g->states, 0);
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(s->nodes, i);
-    if (n->kind != WEIR_NODE_ACCESS && n->kind != WEIR_NODE_LIBRARY) {
+    if (n->kind == WEIR_NODE_NESTED) {
       g_autofree char *what = weir_describe_node(s, n);
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                  "program '%s': %s: only library nodes can be "
-                  "differentiated (expanded maps and tasklets are not yet)",
+                  "program '%s': %s: nested programs cannot be "
+                  "differentiated",
                   g->name, what);
       return NULL;
     }
@@ -906,10 +907,27 @@ static gboolean lower_training(Builder *b, const WeirTrainOptions *o,
   return TRUE;
 }
 
+/* Whether some map of g has a parameter called name (an expanded forward
+ * program). */
+static gboolean is_map_param(const WeirGraph *g, const char *name) {
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      for (guint p = 0;
+           n->kind == WEIR_NODE_MAP_ENTRY && p < n->map->params->len; p++)
+        if (g_strcmp0(g_ptr_array_index(n->map->params, p), name) == 0)
+          return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 static char *fresh_symbol(WeirGraph *g, const char *base) {
   char *name = g_strdup(base);
-  for (guint i = 1;
-       weir_graph_has_symbol(g, name) || weir_graph_container(g, name); i++) {
+  for (guint i = 1; weir_graph_has_symbol(g, name) ||
+                    weir_graph_container(g, name) || is_map_param(g, name);
+       i++) {
     g_free(name);
     name = g_strdup_printf("%s_%u", base, i);
   }
@@ -1002,6 +1020,7 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 WeirGraph *weir_train_graph(const WeirGraph *forward,
                             const WeirTrainOptions *options, GError **error) {
   WeirTrainOptions defaults;
+  weir_expansions_init(); /* the autodiff fallback expands operators */
   if (!options) {
     weir_train_options_init(&defaults);
     options = &defaults;

@@ -1,9 +1,13 @@
 /* autodiff.c — the reverse sweep of operator-level differentiation.
  *
- * weir_autodiff_state() orders the state's nodes topologically, finds the
- * values that depend on `wrt` (forward) and those that reach a seed
- * (backward), then visits the library nodes in reverse order and calls the
- * backward rule of each node that lies on such a path.  Before a node is
+ * weir_autodiff_state() first expands the library nodes on a path that
+ * have no rule or whose rule declines them (the fallback: the expander
+ * installed by the core library).  It then orders the state's units
+ * topologically (library nodes, map scopes, top-level tasklets, copies
+ * between access nodes), finds the values that depend on `wrt` (forward)
+ * and those that reach a seed (backward), and visits the units on such a
+ * path in reverse order: a library node through its backward rule, the
+ * others through ir/autodiff-maps.c.  Before a node is
  * visited, every consumer of its outputs has been, so the contributions to
  * each output gradient are complete; they are summed (one Sum node) the
  * first time a rule asks for them.  The rule registry is a table op ->
@@ -14,23 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weir-autodiff.h"
+#include "autodiff-private.h"
 #include "weir-ops.h"
 
 void weir_grad_register_builtin(void);
-
-struct _WeirGradContext {
-  WeirGraph *g;
-  WeirState *s;
-  const WeirNode *node;
-  GPtrArray *ins, *outs; /* char* (borrowed from memlets) or NULL, by index */
-  GHashTable *access;    /* name -> WeirNode* to read the value from */
-  GHashTable *partials;  /* name -> GPtrArray of char* */
-  GHashTable *final;     /* name -> char* (owned) */
-  GHashTable *needs;     /* set: values that depend on wrt */
-  GHashTable *useful;    /* set: values that reach a seed */
-  GArray *created;       /* guint ids of library nodes added */
-};
 
 /* -------------------------------------------------------------- registry */
 
@@ -131,13 +122,17 @@ gboolean weir_grad_fail(const WeirGradContext *ctx, GError **error,
   return FALSE;
 }
 
-static WeirNode *access_for(WeirGradContext *ctx, const char *name) {
+WeirNode *weir_grad_access(WeirGradContext *ctx, const char *name) {
   WeirNode *a = g_hash_table_lookup(ctx->access, name);
   if (!a) {
     a = weir_state_add_access(ctx->g, ctx->s, name);
     g_hash_table_insert(ctx->access, g_strdup(name), a);
   }
   return a;
+}
+
+void weir_grad_set_access(WeirGradContext *ctx, WeirNode *a) {
+  g_hash_table_replace(ctx->access, g_strdup(a->data), a);
 }
 
 static char *full_subset(const WeirGraph *g, const char *name) {
@@ -164,7 +159,7 @@ WeirNode *weir_grad_op(WeirGradContext *ctx, const char *op, const char *label,
   for (guint k = 0; k < n_ins; k++) {
     if (!ins[k])
       continue;
-    WeirNode *a = access_for(ctx, ins[k]);
+    WeirNode *a = weir_grad_access(ctx, ins[k]);
     g_autofree char *conn = g_strdup_printf("in%u", k);
     g_autofree char *sub = full_subset(ctx->g, ins[k]);
     WeirMemlet *m = weir_state_add_memlet(ctx->g, ctx->s, a->id, NULL, n->id,
@@ -280,6 +275,13 @@ gboolean weir_grad_wants(const WeirGradContext *ctx, guint k) {
 
 /* ----------------------------------------------------------------- sweep */
 
+/* The expander of the fallback (set by the core library), or NULL. */
+static WeirGradExpander expander;
+
+void weir_autodiff_set_expander(WeirGradExpander f) {
+  expander = f;
+}
+
 /* Names of the containers on connectors in<k> (out<k>) of n, by index. */
 static GPtrArray *port_names(const WeirState *s, const WeirNode *n,
                              gboolean in) {
@@ -301,16 +303,88 @@ static GPtrArray *port_names(const WeirState *s, const WeirNode *n,
   return names;
 }
 
-/* Library nodes of s in topological order (borrowed pointers). */
-static GPtrArray *library_order(const WeirState *s, GError **error) {
+/* Distinct containers on the memlets entering (in) or leaving node id. */
+static GPtrArray *edge_names(const WeirState *s, guint id, gboolean in) {
+  GPtrArray *names = g_ptr_array_new();
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if ((in ? m->dst : m->src) != id || !m->data)
+      continue;
+    gboolean seen = FALSE;
+    for (guint k = 0; k < names->len; k++)
+      seen = seen || strcmp(names->pdata[k], m->data) == 0;
+    if (!seen)
+      g_ptr_array_add(names, m->data);
+  }
+  return names;
+}
+
+/* One step of the sweep: a library node, a map scope (its entry) or a
+ * top-level tasklet, with the containers it reads and writes.  For library
+ * nodes the lists are by connector index (in<k>, out<k>). */
+typedef struct {
+  WeirNode *node;        /* for a copy: the destination access node */
+  WeirMemlet *copy;      /* a copy between access nodes, or NULL */
+  GPtrArray *ins, *outs; /* char* borrowed, NULL entries for gaps */
+} Unit;
+
+static void unit_free(gpointer p) {
+  Unit *u = p;
+  g_ptr_array_unref(u->ins);
+  g_ptr_array_unref(u->outs);
+  g_free(u);
+}
+
+/* The units of s in topological order, and (optional) the access node
+ * last written in that order for each container. */
+static GPtrArray *unit_order(const WeirState *s, GHashTable *last_writer,
+                             GError **error) {
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
   if (!sc)
     return NULL;
-  GPtrArray *order = g_ptr_array_new();
+  GPtrArray *order = g_ptr_array_new_with_free_func(unit_free);
   for (guint i = 0; i < sc->order->len; i++) {
-    WeirNode *n = weir_state_node(s, g_array_index(sc->order, guint, i));
-    if (n && n->kind == WEIR_NODE_LIBRARY)
-      g_ptr_array_add(order, n);
+    guint id = g_array_index(sc->order, guint, i);
+    WeirNode *n = weir_state_node(s, id);
+    if (!n || weir_scopes_parent(sc, id) != 0)
+      continue;
+    if (n->kind == WEIR_NODE_ACCESS) {
+      g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+      if (last_writer && in->len > 0)
+        g_hash_table_replace(last_writer, g_strdup(n->data), n);
+      /* copies from other access nodes (Reshape, Flatten expanded) */
+      for (guint e = 0; e < in->len; e++) {
+        WeirMemlet *m = g_ptr_array_index(in, e);
+        const WeirNode *src = weir_state_node(s, m->src);
+        if (!m->data || !src || src->kind != WEIR_NODE_ACCESS)
+          continue;
+        Unit *u = g_new0(Unit, 1);
+        u->node = n;
+        u->copy = m;
+        u->ins = g_ptr_array_new();
+        u->outs = g_ptr_array_new();
+        g_ptr_array_add(u->ins, src->data);
+        g_ptr_array_add(u->outs, n->data);
+        g_ptr_array_add(order, u);
+      }
+      continue;
+    }
+    if (n->kind == WEIR_NODE_MAP_EXIT)
+      continue;
+    Unit *u = g_new0(Unit, 1);
+    u->node = n;
+    if (n->kind == WEIR_NODE_LIBRARY) {
+      u->ins = port_names(s, n, TRUE);
+      u->outs = port_names(s, n, FALSE);
+    } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
+      const WeirNode *x = weir_state_map_exit(s, n);
+      u->ins = edge_names(s, n->id, TRUE);
+      u->outs = x ? edge_names(s, x->id, FALSE) : g_ptr_array_new();
+    } else {
+      u->ins = edge_names(s, n->id, TRUE);
+      u->outs = edge_names(s, n->id, FALSE);
+    }
+    g_ptr_array_add(order, u);
   }
   return order;
 }
@@ -322,25 +396,44 @@ static gboolean is_float_value(const WeirGraph *g, const char *name) {
 
 /* The set of values reaching `targets` backwards through differentiable
  * inputs. */
-static GHashTable *reaching(const WeirGraph *g, const WeirState *s,
-                            GPtrArray *order, const char *const *targets) {
+static GHashTable *reaching(const WeirGraph *g, GPtrArray *order,
+                            const char *const *targets) {
   GHashTable *set = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint i = 0; targets && targets[i]; i++)
     g_hash_table_add(set, (gpointer)targets[i]);
   for (guint i = order->len; i-- > 0;) {
-    const WeirNode *n = g_ptr_array_index(order, i);
-    g_autoptr(GPtrArray) ins = port_names(s, n, TRUE);
-    g_autoptr(GPtrArray) outs = port_names(s, n, FALSE);
+    const Unit *u = g_ptr_array_index(order, i);
     gboolean hit = FALSE;
-    for (guint k = 0; k < outs->len; k++)
-      if (outs->pdata[k] && g_hash_table_contains(set, outs->pdata[k]))
+    for (guint k = 0; k < u->outs->len; k++)
+      if (u->outs->pdata[k] && g_hash_table_contains(set, u->outs->pdata[k]))
         hit = TRUE;
     if (!hit)
       continue;
-    for (guint k = 0; k < ins->len; k++)
-      if (ins->pdata[k] && input_differentiable(n, k) &&
-          is_float_value(g, ins->pdata[k]))
-        g_hash_table_add(set, ins->pdata[k]);
+    for (guint k = 0; k < u->ins->len; k++)
+      if (u->ins->pdata[k] && input_differentiable(u->node, k) &&
+          is_float_value(g, u->ins->pdata[k]))
+        g_hash_table_add(set, u->ins->pdata[k]);
+  }
+  return set;
+}
+
+/* The set (owned keys) of values depending on wrt (forward). */
+static GHashTable *depending(const WeirGraph *g, GPtrArray *order,
+                             const char *const *wrt) {
+  GHashTable *set =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; wrt && wrt[i]; i++)
+    g_hash_table_add(set, g_strdup(wrt[i]));
+  for (guint i = 0; i < order->len; i++) {
+    const Unit *u = g_ptr_array_index(order, i);
+    gboolean dep = FALSE;
+    for (guint k = 0; k < u->ins->len; k++)
+      if (u->ins->pdata[k] && input_differentiable(u->node, k) &&
+          g_hash_table_contains(set, u->ins->pdata[k]))
+        dep = TRUE;
+    for (guint k = 0; dep && k < u->outs->len; k++)
+      if (u->outs->pdata[k] && is_float_value(g, u->outs->pdata[k]))
+        g_hash_table_add(set, g_strdup(u->outs->pdata[k]));
   }
   return set;
 }
@@ -349,9 +442,9 @@ char **weir_autodiff_dependencies(const WeirGraph *g, const WeirState *s,
                                   const char *const *candidates,
                                   const char *const *targets) {
   GPtrArray *out = g_ptr_array_new();
-  g_autoptr(GPtrArray) order = library_order(s, NULL);
+  g_autoptr(GPtrArray) order = unit_order(s, NULL, NULL);
   if (order) {
-    g_autoptr(GHashTable) set = reaching(g, s, order, targets);
+    g_autoptr(GHashTable) set = reaching(g, order, targets);
     for (guint i = 0; candidates && candidates[i]; i++)
       if (g_hash_table_contains(set, candidates[i]))
         g_ptr_array_add(out, g_strdup(candidates[i]));
@@ -364,10 +457,114 @@ static void partials_free(gpointer p) {
   g_ptr_array_unref(p);
 }
 
+/* Whether unit u lies on a path from wrt to a seed. */
+static gboolean on_path(const Unit *u, GHashTable *needs, GHashTable *useful) {
+  gboolean in = FALSE, out = FALSE;
+  for (guint k = 0; k < u->ins->len; k++) {
+    const char *x = u->ins->pdata[k];
+    in = in ||
+         (x && input_differentiable(u->node, k) &&
+          g_hash_table_contains(needs, x) && g_hash_table_contains(useful, x));
+  }
+  for (guint k = 0; k < u->outs->len; k++)
+    out = out || (u->outs->pdata[k] &&
+                  g_hash_table_contains(useful, u->outs->pdata[k]));
+  return in && out;
+}
+
+/* Whether the rule of library node id of s declines it: run on a scratch
+ * copy (*dry, made on first use) with stand-in output gradients, it fails
+ * with WEIR_ERROR_UNSUPPORTED (a Conv with one spatial dimension, a pool
+ * with storage_order = 1, ...).  Other errors are left to the sweep. */
+static gboolean rule_declines(const WeirGraph *g, const WeirState *s, guint id,
+                              WeirGradRule rule, GHashTable *needs,
+                              GHashTable *useful, WeirGraph **dry) {
+  if (!*dry)
+    *dry = weir_graph_copy(g);
+  WeirState *ds = weir_graph_state(*dry, s->id);
+  WeirNode *dn = ds ? weir_state_node(ds, id) : NULL;
+  if (!dn)
+    return FALSE;
+  WeirGradContext ctx = {.g = *dry, .s = ds, .node = dn};
+  g_autoptr(GPtrArray) ins = port_names(ds, dn, TRUE);
+  g_autoptr(GPtrArray) outs = port_names(ds, dn, FALSE);
+  ctx.ins = ins;
+  ctx.outs = outs;
+  ctx.access = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  ctx.partials =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, partials_free);
+  ctx.final = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  ctx.maxed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  ctx.needs = needs;
+  ctx.useful = useful;
+  ctx.created = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < outs->len; k++) {
+    const char *y = outs->pdata[k];
+    if (!y || !g_hash_table_contains(useful, y) ||
+        g_hash_table_contains(ctx.partials, y))
+      continue;
+    GPtrArray *list = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(list,
+                    g_strdup(weir_grad_new_like(&ctx, "dry_grad", y, -1)));
+    g_hash_table_insert(ctx.partials, g_strdup(y), list);
+  }
+  g_autoptr(GError) err = NULL;
+  gboolean declines = !rule(&ctx, &err) &&
+                      g_error_matches(err, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED);
+  g_hash_table_unref(ctx.access);
+  g_hash_table_unref(ctx.partials);
+  g_hash_table_unref(ctx.final);
+  g_hash_table_unref(ctx.maxed);
+  g_array_unref(ctx.created);
+  return declines;
+}
+
+/* The fallback, first part: library nodes on a path that have no rule, or
+ * whose rule declines them, are expanded (by the expander, all or nothing)
+ * until none is left; their maps and tasklets are then differentiated like
+ * any other scope. */
+static gboolean expand_ruleless(WeirGraph *g, WeirState *s, GHashTable *seeds,
+                                const char *const *wrt, GError **error) {
+  if (!expander)
+    return TRUE;
+  g_autofree gpointer *keys = g_hash_table_get_keys_as_array(seeds, NULL);
+  for (guint round = 0; round < 64; round++) {
+    g_autoptr(GPtrArray) order = unit_order(s, NULL, error);
+    if (!order)
+      return FALSE;
+    g_autoptr(GHashTable) needs = depending(g, order, wrt);
+    g_autoptr(GHashTable) useful =
+        reaching(g, order, (const char *const *)keys);
+    g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(WeirGraph) dry = NULL;
+    for (guint i = 0; i < order->len; i++) {
+      const Unit *u = g_ptr_array_index(order, i);
+      if (u->node->kind != WEIR_NODE_LIBRARY || !on_path(u, needs, useful))
+        continue;
+      WeirGradRule rule = weir_grad_lookup(u->node->op);
+      if (!rule || rule_declines(g, s, u->node->id, rule, needs, useful, &dry))
+        g_array_append_val(ids, u->node->id);
+    }
+    if (ids->len == 0)
+      return TRUE;
+    if (!expander(g, s, (const guint *)ids->data, ids->len, error))
+      return FALSE;
+  }
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+              "program '%s': the expansions of operators without a backward "
+              "rule keep producing such operators",
+              g->name);
+  return FALSE;
+}
+
 GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
                                 const char *const *wrt, GError **error) {
   ensure_rules();
-  g_autoptr(GPtrArray) order = library_order(s, error);
+  if (!expand_ruleless(g, s, seeds, wrt, error))
+    return NULL;
+  g_autoptr(GHashTable) last_writer =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) order = unit_order(s, last_writer, error);
   if (!order)
     return NULL;
 
@@ -376,42 +573,30 @@ GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
   ctx.partials =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, partials_free);
   ctx.final = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  ctx.needs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  ctx.maxed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   ctx.created = g_array_new(FALSE, FALSE, sizeof(guint));
   GHashTable *result = NULL;
 
-  /* Where each value is read from: the access node that writes it, else
-   * the first one (smallest id). */
+  /* Where each value is read from: the access node that writes it last in
+   * topological order, else the first one (smallest id). */
   for (guint i = 0; i < s->nodes->len; i++) {
     WeirNode *a = g_ptr_array_index(s->nodes, i);
-    if (a->kind != WEIR_NODE_ACCESS)
-      continue;
-    g_autoptr(GPtrArray) in = weir_state_in_edges(s, a->id);
-    if (in->len > 0 || !g_hash_table_contains(ctx.access, a->data))
-      g_hash_table_replace(ctx.access, g_strdup(a->data), a);
+    if (a->kind == WEIR_NODE_ACCESS &&
+        !g_hash_table_contains(ctx.access, a->data))
+      g_hash_table_insert(ctx.access, g_strdup(a->data), a);
+  }
+  {
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, last_writer);
+    while (g_hash_table_iter_next(&it, &key, &value))
+      g_hash_table_replace(ctx.access, g_strdup(key), value);
   }
 
-  /* Values depending on wrt (forward). */
-  for (guint i = 0; wrt && wrt[i]; i++)
-    g_hash_table_add(ctx.needs, g_strdup(wrt[i]));
-  for (guint i = 0; i < order->len; i++) {
-    const WeirNode *n = g_ptr_array_index(order, i);
-    g_autoptr(GPtrArray) ins = port_names(s, n, TRUE);
-    g_autoptr(GPtrArray) outs = port_names(s, n, FALSE);
-    gboolean dep = FALSE;
-    for (guint k = 0; k < ins->len; k++)
-      if (ins->pdata[k] && input_differentiable(n, k) &&
-          g_hash_table_contains(ctx.needs, ins->pdata[k]))
-        dep = TRUE;
-    for (guint k = 0; dep && k < outs->len; k++)
-      if (outs->pdata[k] && is_float_value(g, outs->pdata[k]))
-        g_hash_table_add(ctx.needs, g_strdup(outs->pdata[k]));
-  }
-
-  /* Values reaching a seed (backward). */
+  ctx.needs = depending(g, order, wrt);
   {
     g_autofree gpointer *keys = g_hash_table_get_keys_as_array(seeds, NULL);
-    ctx.useful = reaching(g, s, order, (const char *const *)keys);
+    ctx.useful = reaching(g, order, (const char *const *)keys);
   }
   GHashTableIter it;
   gpointer key, value;
@@ -423,25 +608,46 @@ GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
   }
 
   for (guint i = order->len; i-- > 0;) {
-    const WeirNode *n = g_ptr_array_index(order, i);
-    g_autoptr(GPtrArray) ins = port_names(s, n, TRUE);
-    g_autoptr(GPtrArray) outs = port_names(s, n, FALSE);
+    const Unit *u = g_ptr_array_index(order, i);
+    const WeirNode *n = u->node;
     ctx.node = n;
-    ctx.ins = ins;
-    ctx.outs = outs;
+    ctx.ins = u->ins;
+    ctx.outs = u->outs;
     gboolean wanted = FALSE, reached = FALSE;
-    for (guint k = 0; k < ins->len; k++)
+    for (guint k = 0; k < u->ins->len; k++)
       wanted = wanted || weir_grad_wants(&ctx, k);
-    for (guint k = 0; k < outs->len; k++)
+    for (guint k = 0; k < u->outs->len; k++)
       reached =
-          reached || (outs->pdata[k] &&
-                      g_hash_table_contains(ctx.partials, outs->pdata[k]));
+          reached || (u->outs->pdata[k] &&
+                      g_hash_table_contains(ctx.partials, u->outs->pdata[k]));
     if (!wanted || !reached)
       continue;
+    if (u->copy) {
+      if (!weir_grad_copy(&ctx, u->copy, error))
+        goto out;
+      continue;
+    }
+    if (n->kind == WEIR_NODE_MAP_ENTRY || n->kind == WEIR_NODE_TASKLET) {
+      if (!weir_grad_scope(&ctx, error))
+        goto out;
+      continue;
+    }
+    if (n->kind != WEIR_NODE_LIBRARY) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: nested programs cannot be differentiated", what);
+      goto out;
+    }
     WeirGradRule rule = weir_grad_lookup(n->op);
     if (!rule) {
-      weir_grad_fail(&ctx, error, WEIR_ERROR_UNSUPPORTED,
-                     "no backward rule for operator %s", n->op);
+      if (expander)
+        weir_grad_fail(&ctx, error, WEIR_ERROR_UNSUPPORTED,
+                       "no backward rule for operator %s (and it was not "
+                       "expanded)",
+                       n->op);
+      else
+        weir_grad_fail(&ctx, error, WEIR_ERROR_UNSUPPORTED,
+                       "no backward rule for operator %s", n->op);
       goto out;
     }
     if (!rule(&ctx, error))
@@ -475,6 +681,7 @@ out:
   g_hash_table_unref(ctx.final);
   g_hash_table_unref(ctx.needs);
   g_hash_table_unref(ctx.useful);
+  g_hash_table_unref(ctx.maxed);
   g_array_unref(ctx.created);
   return result;
 }

@@ -9,9 +9,17 @@
  * library nodes (Gemm, ReduceSum, Pointwise, SumTo, ...), which expand,
  * interpret, compile and transform like the forward pass.
  *
+ * Where an operator has no rule, the fallback differentiates its expansion
+ * instead (maps and tasklets, reverse mode over each tasklet with symbolic
+ * derivatives of its code and WCR-sum accumulation of the gradients:
+ * ir/autodiff-maps.c); a state may also hold map scopes and tasklets from
+ * the start.
+ *
  * Conventions:
- *  - The state holds access nodes and library nodes at the top level (as
- *    imported from ONNX); each forward value is written once.
+ *  - The state holds access nodes, library nodes, map scopes (one tasklet
+ *    each) and tasklets at the top level.  Each forward value is written
+ *    once, or initialized and then accumulated through WCR memlets, before
+ *    it is read.
  *  - Gradients are new transients named "<value>_grad" (fresh names).  When
  *    a value feeds several nodes, their contributions are summed by one Sum
  *    node before the value's producer is differentiated.
@@ -90,13 +98,23 @@ WEIR_API gboolean weir_grad_fail(const WeirGradContext *ctx, GError **error,
 
 /* --- the sweep --- */
 
+/* The fallback for operators without a rule: expands the library nodes
+ * ids[0..n) of state s (their default pure expansion) so that their maps
+ * and tasklets can be differentiated instead.  All or nothing: on error the
+ * program is as it was.  The core library installs one (core/expand.c,
+ * weir_expansions_init); without one such nodes are an error. */
+typedef gboolean (*WeirGradExpander)(WeirGraph *g, WeirState *s,
+                                     const guint *ids, guint n, GError **error);
+WEIR_API void weir_autodiff_set_expander(WeirGradExpander f);
+
 /* Differentiates the library nodes of state s of g.  seeds: forward value
  * name -> gradient container name (char* -> char*, borrowed), the
  * gradients flowing in (e.g. the logits' gradient computed by a loss).
  * wrt: the names whose gradients are wanted.  Adds the backward nodes to s
  * and returns a new table name -> gradient container name (owned strings)
- * for each name of wrt that some seed depends on.  Fails naming the node
- * and operator when a node on a path from wrt to a seed has no rule. */
+ * for each name of wrt that some seed depends on.  Library nodes on a path
+ * from wrt to a seed without a rule are expanded first (when an expander
+ * is installed); fails naming the node when one cannot be differentiated. */
 WEIR_API GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s,
                                          GHashTable *seeds,
                                          const char *const *wrt,

@@ -17,17 +17,18 @@
  */
 #include <string.h>
 
-#include "weir-autodiff.h"
-#include "weir-code.h"
+#include "../autodiff-private.h"
 #include "weir-ops.h"
 
 gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error);
 
 typedef struct {
-  guint target; /* input slot differentiated against */
-  guint n_inputs;
-  GHashTable *local; /* local name -> TRUE once assigned */
-  const char *error; /* first unsupported construct */
+  const char *target;       /* input connector differentiated against */
+  const char *target_index; /* for a connector read by index: the index
+                               text of the occurrence differentiated
+                               against (other occurrences are constants) */
+  GHashTable *local;        /* local name -> TRUE once assigned */
+  const char *error;        /* first unsupported construct */
 } Diff;
 
 static gboolean is_zero(const char *s) {
@@ -84,6 +85,51 @@ static char *text(const WeirAst *e) {
 
 static char *derive(Diff *d, const WeirAst *e);
 
+/* "i, j + 1" for x[i, j + 1]. */
+static char *index_text(const WeirAst *e) {
+  GString *t = g_string_new(NULL);
+  for (guint i = 0; e->args && i < e->args->len; i++) {
+    g_autofree char *a = weir_ast_to_string(g_ptr_array_index(e->args, i));
+    g_string_append_printf(t, "%s%s", i ? ", " : "", a);
+  }
+  return g_string_free(t, FALSE);
+}
+
+static void collect_indices(const WeirAst *e, const char *conn,
+                            GPtrArray *out) {
+  if (!e)
+    return;
+  if (e->kind == WEIR_AST_INDEX && strcmp(e->name, conn) == 0) {
+    g_autofree char *idx = index_text(e);
+    gboolean seen = FALSE;
+    for (guint i = 0; i < out->len; i++) {
+      g_autofree char *other = g_strjoinv(", ", out->pdata[i]);
+      seen = seen || strcmp(other, idx) == 0;
+    }
+    if (!seen) {
+      guint n = e->args ? e->args->len : 0;
+      char **comps = g_new0(char *, n + 1);
+      for (guint i = 0; i < n; i++)
+        comps[i] = weir_ast_to_string(g_ptr_array_index(e->args, i));
+      g_ptr_array_add(out, comps);
+    }
+  }
+  collect_indices(e->a, conn, out);
+  collect_indices(e->b, conn, out);
+  collect_indices(e->c, conn, out);
+  for (guint i = 0; e->args && i < e->args->len; i++)
+    collect_indices(g_ptr_array_index(e->args, i), conn, out);
+}
+
+GPtrArray *weir_grad_code_indices(const WeirCode *code, const char *conn) {
+  GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+  for (guint i = 0; i < code->stmts->len; i++) {
+    const WeirStmt *st = g_ptr_array_index(code->stmts, i);
+    collect_indices(st->value, conn, out);
+  }
+  return out;
+}
+
 static char *arg_text(const WeirAst *e, guint i) {
   return text(g_ptr_array_index(e->args, i));
 }
@@ -101,14 +147,20 @@ static char *derive(Diff *d, const WeirAst *e) {
   case WEIR_AST_NAME: {
     if (g_hash_table_contains(d->local, e->name))
       return g_strdup_printf("dl_%s", e->name);
-    if (strlen(e->name) == 1 && e->name[0] >= 'a' &&
-        (guint)(e->name[0] - 'a') < d->n_inputs)
-      return g_strdup((guint)(e->name[0] - 'a') == d->target ? "1" : "0");
-    return g_strdup("0"); /* symbols and map parameters */
+    /* the target connector; other connectors, symbols and map parameters
+     * are constants */
+    return g_strdup(strcmp(e->name, d->target) == 0 ? "1" : "0");
   }
-  case WEIR_AST_INDEX:
-    d->error = d->error ? d->error : "indexed access";
-    return g_strdup("0");
+  case WEIR_AST_INDEX: {
+    if (strcmp(e->name, d->target) != 0)
+      return g_strdup("0");
+    if (!d->target_index) {
+      d->error = d->error ? d->error : "indexed access";
+      return g_strdup("0");
+    }
+    g_autofree char *idx = index_text(e);
+    return g_strdup(strcmp(idx, d->target_index) == 0 ? "1" : "0");
+  }
   case WEIR_AST_UNARY:
     if (e->op == WEIR_OP_NEG) {
       char *da = derive(d, e->a);
@@ -132,7 +184,10 @@ static char *derive(Diff *d, const WeirAst *e) {
       char *first = derive(d, e->a);
       if (!is_zero(first)) {
         char *tb = text(e->b);
-        char *q = g_strdup_printf("(%s / %s)", first, tb);
+        /* 1.0: with an integer divisor (a pool's window size), 1 / b
+         * would be an integer division */
+        char *q =
+            g_strdup_printf("(%s / %s)", is_one(first) ? "1.0" : first, tb);
         g_free(first);
         g_free(tb);
         first = q;
@@ -257,6 +312,49 @@ static char *derive(Diff *d, const WeirAst *e) {
   return r;
 }
 
+char *weir_grad_code_derivative(const WeirCode *code, const char *out,
+                                const char *target, const char *target_index,
+                                char **body_out, const char **unsupported) {
+  Diff d = {.target = target, .target_index = target_index};
+  d.local = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GString *body = g_string_new(NULL);
+  char *dout = NULL;
+  for (guint i = 0; i < code->stmts->len; i++) {
+    const WeirStmt *st = g_ptr_array_index(code->stmts, i);
+    if (st->target->kind != WEIR_AST_NAME) {
+      d.error = "an indexed assignment";
+      break;
+    }
+    char *de = derive(&d, st->value);
+    g_autofree char *val = weir_ast_to_string(st->value);
+    if (strcmp(st->target->name, out) == 0) {
+      g_free(dout);
+      dout = de;
+      continue;
+    }
+    if (strcmp(st->target->name, target) == 0) {
+      g_free(de);
+      d.error = "an assignment to an input connector";
+      break;
+    }
+    g_string_append_printf(body, "%s = %s\ndl_%s = %s\n", st->target->name, val,
+                           st->target->name, de);
+    g_hash_table_add(d.local, g_strdup(st->target->name));
+    g_free(de);
+  }
+  g_hash_table_unref(d.local);
+  if (d.error || !dout) {
+    g_free(dout);
+    g_string_free(body, TRUE);
+    *unsupported = d.error ? d.error : "no assignment to the output";
+    *body_out = NULL;
+    return NULL;
+  }
+  *unsupported = NULL;
+  *body_out = g_string_free(body, FALSE);
+  return dout;
+}
+
 gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error) {
   const WeirNode *n = weir_grad_node(ctx);
   const char *dy = weir_grad_dout(ctx, 0, error);
@@ -281,51 +379,30 @@ gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error) {
   for (guint k = 0; k < n_in; k++) {
     if (!weir_grad_wants(ctx, k))
       continue;
-    Diff d = {.target = k, .n_inputs = n_in};
-    d.local = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    GString *body = g_string_new(NULL);
-    char *dout = NULL;
+    /* connectors a..h are not locals */
     for (guint i = 0; i < code->stmts->len; i++) {
       const WeirStmt *st = g_ptr_array_index(code->stmts, i);
-      if (st->target->kind != WEIR_AST_NAME) {
-        d.error = "an indexed assignment";
-        break;
-      }
-      char *de = derive(&d, st->value);
-      g_autofree char *val = weir_ast_to_string(st->value);
-      if (strcmp(st->target->name, "y") == 0) {
-        g_free(dout);
-        dout = de;
-        continue;
-      }
-      if (strlen(st->target->name) == 1 && st->target->name[0] >= 'a' &&
-          st->target->name[0] <= 'h') {
-        g_free(de);
-        d.error = "an assignment to a connector name";
-        break;
-      }
-      g_string_append_printf(body, "%s = %s\ndl_%s = %s\n", st->target->name,
-                             val, st->target->name, de);
-      g_hash_table_add(d.local, g_strdup(st->target->name));
-      g_free(de);
+      if (st->target->kind == WEIR_AST_NAME && strlen(st->target->name) == 1 &&
+          st->target->name[0] >= 'a' && st->target->name[0] <= 'h')
+        return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
+                              "symbolic derivative of the code: an "
+                              "assignment to a connector name is not "
+                              "supported");
     }
-    g_hash_table_unref(d.local);
-    if (d.error || !dout) {
-      g_free(dout);
-      g_string_free(body, TRUE);
+    char target[2] = {(char)('a' + k), 0};
+    g_autofree char *body = NULL;
+    const char *unsupported = NULL;
+    g_autofree char *dout =
+        weir_grad_code_derivative(code, "y", target, NULL, &body, &unsupported);
+    if (!dout)
       return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
                             "symbolic derivative of the code: %s is not "
                             "supported",
-                            d.error ? d.error : "no assignment to y");
-    }
-    if (is_zero(dout)) {
-      g_free(dout);
-      g_string_free(body, TRUE);
+                            unsupported);
+    if (is_zero(dout))
       continue;
-    }
-    g_string_append_printf(body, "y = %c * %s", dy_conn, dout);
-    g_free(dout);
-    g_autofree char *text_s = g_string_free(body, FALSE);
+    g_autofree char *text_s =
+        g_strdup_printf("%sy = %c * %s", body, dy_conn, dout);
     const char *ins[9];
     for (guint i = 0; i < n_in; i++)
       ins[i] = weir_grad_input(ctx, i);

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "weir-codegen.h"
+#include "weir-expand.h"
 #include "weir-import.h"
 #include "weir-runtime.h"
 #include "weir-tensor-io.h"
@@ -52,11 +53,20 @@ typedef struct {
   const char *adam_problem;
   /* a parameter with gradients that are rounding noise (see the header) */
   const char *noise_param;
+  /* directory of <model>.onnx and <model>/train/ under the source tree
+   * (NULL: samples/models) */
+  const char *dir;
+  /* the forward program is expanded into maps before it is trained (the
+   * autodiff fallback differentiates every scope) */
+  gboolean expanded;
+  const char *name; /* of the test (NULL: model) */
 } Case;
 
+/* The directory of the current case's files. */
+static const char *models_dir = "samples/models";
+
 static char *train_file(const char *model, const char *file) {
-  return g_build_filename(WEIR_SRCDIR, "samples", "models", model, "train",
-                          file, NULL);
+  return g_build_filename(WEIR_SRCDIR, models_dir, model, "train", file, NULL);
 }
 
 static WeirTensor *load_npy(const char *model, const char *file) {
@@ -107,7 +117,7 @@ static void fixture_clear(Fixture *f) {
   g_clear_pointer(&f->target, weir_tensor_free);
 }
 
-static void fixture_init(Fixture *f, const char *model) {
+static void fixture_init(Fixture *f, const char *model, gboolean expanded) {
   g_autofree char *manifest = train_file(model, "manifest.json");
   f->manifest = json_object_from_file(manifest);
   assert_non_null(f->manifest);
@@ -115,7 +125,7 @@ static void fixture_init(Fixture *f, const char *model) {
   f->target = load_npy(model, "target.npy");
   g_autofree char *onnx_name = g_strdup_printf("%s.onnx", model);
   g_autofree char *path =
-      g_build_filename(WEIR_SRCDIR, "samples", "models", onnx_name, NULL);
+      g_build_filename(WEIR_SRCDIR, models_dir, onnx_name, NULL);
   g_autoptr(GHashTable) shapes = g_hash_table_new_full(
       g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
   GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
@@ -126,6 +136,8 @@ static void fixture_init(Fixture *f, const char *model) {
   g_autoptr(GError) error = NULL;
   f->forward = weir_onnx_import(path, &io, &error);
   if (!f->forward)
+    fail_msg("%s", error->message);
+  if (expanded && !weir_expand_all(f->forward, NULL, NULL, &error))
     fail_msg("%s", error->message);
   f->names = container_names(f->forward);
 }
@@ -247,7 +259,8 @@ static gint64 compare(const char *what, const WeirTensor *got,
 static void check_model(void **state) {
   const Case *c = *state;
   Fixture f = {0};
-  fixture_init(&f, c->model);
+  models_dir = c->dir ? c->dir : "samples/models";
+  fixture_init(&f, c->model, c->expanded);
   double loss = 0;
   g_autofree char *why = NULL;
   if (!c->supported && c->known_problem) {
@@ -353,14 +366,25 @@ static const Case cases[] = {
     {"lenet", TRUE, NULL, NULL},
     {"resnet", TRUE, NULL, NULL},
     {"transformer", TRUE, NULL, NULL, "self_attn.in_proj_bias"},
+    /* Conv1d and MaxPool1d have no rule: the autodiff fallback over their
+     * expanded maps (fixture: tests/core/data/conv1d.py) */
+    {"conv1d", TRUE, NULL, NULL, NULL, "tests/core/data"},
+    {"conv1d", TRUE, NULL, NULL, NULL, "tests/core/data", TRUE,
+     "conv1d-expanded"},
+    {"lenet", TRUE, NULL, NULL, NULL, NULL, TRUE, "lenet-expanded"},
 };
 
 int main(void) {
+  /* WEIR_TRAIN_STEP_MODEL=name runs one model only */
+  const char *only = g_getenv("WEIR_TRAIN_STEP_MODEL");
   struct CMUnitTest tests[G_N_ELEMENTS(cases)];
+  guint n = 0;
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    tests[i] = (struct CMUnitTest){cases[i].model, check_model, NULL, NULL,
-                                   (void *)&cases[i]};
+    const char *name = cases[i].name ? cases[i].name : cases[i].model;
+    if (only && strcmp(only, cases[i].model) != 0)
+      continue;
+    tests[n++] =
+        (struct CMUnitTest){name, check_model, NULL, NULL, (void *)&cases[i]};
   }
-  return _cmocka_run_group_tests("test-train-step", tests, G_N_ELEMENTS(cases),
-                                 NULL, NULL);
+  return _cmocka_run_group_tests("test-train-step", tests, n, NULL, NULL);
 }
