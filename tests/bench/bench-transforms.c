@@ -1,0 +1,249 @@
+/* bench-transforms.c — what the GUI's transformations panel costs
+ * (docs/performance.md, "GUI"; not a pass/fail test: it prints a table).
+ *
+ *   bench-transforms [--chain N] [--models a,b] [--only NAME]
+ *                    [--no-legality] [--dump FILE]
+ *
+ * Programs: the chain of N element-wise maps the GUI figures use (N = 500
+ * gives 2,001 nodes: access, then map entry, tasklet, map exit, access per
+ * map; the same program tests/gui/test-gui-app.c opens), then each sample
+ * model of samples/models imported as the GUI imports it (no options) and
+ * expanded (weir_expand_all).  --chain 0 skips the chain, --models none the
+ * models.
+ *
+ * For every registered transformation it prints the sites found, the time
+ * of weir_transform_sites (what the panel's worker runs for every
+ * transformation after each change) and the time of weir_transform_can_apply
+ * on every site with default parameters (what the worker runs for the
+ * selected transformation's sites).  The per-program total line is the
+ * panel refill at its worst: every transformation's sites, and the
+ * legality of every site of every transformation.
+ *
+ * --dump FILE writes every site (its description) and its verdict with the
+ * reason, per program and transformation, so that two builds can be
+ * compared with diff (the results must not change with speed-ups).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "weir-expand.h"
+#include "weir-import.h"
+#include "weir-json.h"
+#include "weir-transform.h"
+
+static gint opt_chain = 500;
+static char *opt_models, *opt_only, *opt_dump;
+static gboolean opt_no_legality;
+
+static const GOptionEntry entries[] = {
+    {"chain", 'c', 0, G_OPTION_ARG_INT, &opt_chain,
+     "Maps in the chain program (default 500: 2,001 nodes; 0: none)", "N"},
+    {"models", 'm', 0, G_OPTION_ARG_STRING, &opt_models,
+     "Sample models, comma-separated (default: all of samples/models; "
+     "'none': no model)",
+     "a,b"},
+    {"only", 'o', 0, G_OPTION_ARG_STRING, &opt_only, "Only this transformation",
+     "NAME"},
+    {"no-legality", 0, 0, G_OPTION_ARG_NONE, &opt_no_legality,
+     "Do not check the legality of the sites", NULL},
+    {"dump", 'd', 0, G_OPTION_ARG_FILENAME, &opt_dump,
+     "Write every site and its verdict to FILE", "FILE"},
+    G_OPTION_ENTRY_NULL};
+
+static const char *const all_models[] = {
+    "mlp",     "digits_mlp", "digits_cnn",  "lenet",
+    "lenet64", "resnet",     "transformer", NULL};
+
+/* The chain program as IR JSON (transfer full). */
+static char *chain_json(guint ops) {
+  GString *j = g_string_new("{\"format\": \"weir-ir\", \"version\": 1, "
+                            "\"name\": \"chain\", \"symbols\": [], "
+                            "\"containers\": [");
+  guint id = 1;
+  for (guint i = 0; i <= ops; i++)
+    g_string_append_printf(j,
+                           "%s{\"id\": %u, \"name\": \"x%u\", \"dtype\": "
+                           "\"f32\", \"shape\": [\"1024\"]%s}",
+                           i ? ", " : "", id++, i,
+                           i == 0 || i == ops ? "" : ", \"transient\": true");
+  guint state = id++;
+  g_string_append_printf(j,
+                         "], \"start\": %u, \"states\": [{\"id\": %u, "
+                         "\"label\": \"main\", \"nodes\": [",
+                         state, state);
+  GString *e = g_string_new(NULL);
+  guint prev = id++;
+  g_string_append_printf(j,
+                         "{\"id\": %u, \"kind\": \"access\", \"label\": "
+                         "\"x0\", \"data\": \"x0\"}",
+                         prev);
+  for (guint i = 0; i < ops; i++) {
+    guint en = id++, t = id++, ex = id++, acc = id++;
+    g_string_append_printf(
+        j,
+        ", {\"id\": %u, \"kind\": \"map_entry\", \"label\": \"op%u\", "
+        "\"in\": [\"IN_x%u\"], \"out\": [\"OUT_x%u\"], \"params\": [\"i\"], "
+        "\"ranges\": [\"0:1024\"], \"schedule\": \"parallel\"}"
+        ", {\"id\": %u, \"kind\": \"tasklet\", \"label\": \"op%u\", \"in\": "
+        "[\"a\"], \"out\": [\"b\"], \"code\": \"b = a + a\"}"
+        ", {\"id\": %u, \"kind\": \"map_exit\", \"label\": \"op%u\", "
+        "\"entry\": %u, \"in\": [\"IN_x%u\"], \"out\": [\"OUT_x%u\"]}"
+        ", {\"id\": %u, \"kind\": \"access\", \"label\": \"x%u\", \"data\": "
+        "\"x%u\"}",
+        en, i, i, i, t, i, ex, i, en, i + 1, i + 1, acc, i + 1, i + 1);
+    g_string_append_printf(
+        e,
+        "%s{\"id\": %u, \"src\": %u, \"dst\": %u, \"dst_conn\": \"IN_x%u\", "
+        "\"data\": \"x%u\", \"subset\": \"0:1024\"}",
+        i ? ", " : "", id++, prev, en, i, i);
+    g_string_append_printf(
+        e,
+        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"OUT_x%u\", \"dst\": %u, "
+        "\"dst_conn\": \"a\", \"data\": \"x%u\", \"subset\": \"i\"}",
+        id++, en, i, t, i);
+    g_string_append_printf(
+        e,
+        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"b\", \"dst\": %u, "
+        "\"dst_conn\": \"IN_x%u\", \"data\": \"x%u\", \"subset\": \"i\"}",
+        id++, t, ex, i + 1, i + 1);
+    g_string_append_printf(
+        e,
+        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"OUT_x%u\", \"dst\": %u, "
+        "\"data\": \"x%u\", \"subset\": \"0:1024\"}",
+        id++, ex, i + 1, acc, i + 1);
+    prev = acc;
+  }
+  g_string_append_printf(j,
+                         "], \"edges\": [%s]}], \"transitions\": [], "
+                         "\"next_id\": %u}\n",
+                         e->str, id);
+  g_string_free(e, TRUE);
+  return g_string_free(j, FALSE);
+}
+
+static WeirGraph *load_chain(guint ops, GError **error) {
+  g_autofree char *text = chain_json(ops);
+  return weir_graph_from_json(text, -1, "<chain>", error);
+}
+
+static WeirGraph *load_model(const char *name, GError **error) {
+  g_autofree char *file = g_strdup_printf("%s.onnx", name);
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
+  g_autoptr(WeirGraph) g = weir_onnx_import(path, NULL, error);
+  if (!g || !weir_expand_all(g, NULL, NULL, error))
+    return NULL;
+  return g_steal_pointer(&g);
+}
+
+static guint count_nodes(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    n += s->nodes->len;
+  }
+  return n;
+}
+
+static double now_ms(void) {
+  return (double)g_get_monotonic_time() / 1e3;
+}
+
+static void bench_program(const char *what, const WeirGraph *g, FILE *dump) {
+  g_autoptr(GPtrArray) all = weir_transforms_list();
+  printf("\n%s: %u nodes\n", what, count_nodes(g));
+  printf("%-28s %7s %12s %12s %7s\n", "transformation", "sites", "enumerate ms",
+         "legality ms", "legal");
+  double total_enum = 0, total_legal = 0;
+  guint total_sites = 0;
+  if (dump)
+    fprintf(dump, "# program %s\n", what);
+  for (guint i = 0; i < all->len; i++) {
+    const WeirTransformInfo *t = g_ptr_array_index(all, i);
+    if (opt_only && strcmp(t->name, opt_only) != 0)
+      continue;
+    double t0 = now_ms();
+    g_autoptr(GArray) sites = weir_transform_sites(t, g);
+    double enum_ms = now_ms() - t0;
+    g_autoptr(GError) perr = NULL;
+    g_autoptr(WeirParams) p = weir_params_parse(t, NULL, &perr);
+    guint legal = 0;
+    double legal_ms = 0;
+    if (dump)
+      fprintf(dump, "## %s: %u sites\n", t->name, sites->len);
+    for (guint k = 0; !opt_no_legality && p && k < sites->len; k++) {
+      const WeirSite *s = &g_array_index(sites, WeirSite, k);
+      g_autofree char *reason = NULL;
+      t0 = now_ms();
+      gboolean ok = weir_transform_can_apply(t, g, s, p, &reason);
+      legal_ms += now_ms() - t0;
+      legal += ok;
+      if (dump) {
+        g_autofree char *d = weir_site_describe(g, s);
+        fprintf(dump, "%s: %s\n", d, ok ? "legal" : reason);
+      }
+    }
+    printf("%-28s %7u %12.1f %12.1f %7u\n", t->name, sites->len, enum_ms,
+           legal_ms, legal);
+    fflush(stdout);
+    total_enum += enum_ms;
+    total_legal += legal_ms;
+    total_sites += sites->len;
+  }
+  printf("%-28s %7u %12.1f %12.1f\n", "total", total_sites, total_enum,
+         total_legal);
+}
+
+int main(int argc, char **argv) {
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GOptionContext) ctx =
+      g_option_context_new("- time the transformations panel's scans");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    fprintf(stderr, "bench-transforms: %s\n", error->message);
+    return 2;
+  }
+  weir_transforms_init();
+  weir_expansions_init();
+  if (opt_only && !weir_transform_lookup(opt_only)) {
+    fprintf(stderr, "bench-transforms: no transformation '%s'\n", opt_only);
+    return 2;
+  }
+  FILE *dump = NULL;
+  if (opt_dump && !(dump = fopen(opt_dump, "w"))) {
+    fprintf(stderr, "bench-transforms: cannot write %s\n", opt_dump);
+    return 2;
+  }
+  int status = 0;
+  if (opt_chain > 0) {
+    g_autoptr(WeirGraph) g = load_chain((guint)opt_chain, &error);
+    if (!g) {
+      fprintf(stderr, "bench-transforms: chain: %s\n", error->message);
+      status = 1;
+    } else {
+      g_autofree char *what = g_strdup_printf("chain of %d maps", opt_chain);
+      bench_program(what, g, dump);
+    }
+  }
+  g_auto(GStrv) models = opt_models ? g_strsplit(opt_models, ",", -1)
+                                    : g_strdupv((GStrv)all_models);
+  for (guint i = 0; models[i]; i++) {
+    if (strcmp(models[i], "none") == 0 || !*models[i])
+      continue;
+    g_clear_error(&error);
+    g_autoptr(WeirGraph) g = load_model(models[i], &error);
+    if (!g) {
+      fprintf(stderr, "bench-transforms: %s: %s\n", models[i], error->message);
+      status = 1;
+      continue;
+    }
+    g_autofree char *what = g_strdup_printf("%s (expanded)", models[i]);
+    bench_program(what, g, dump);
+  }
+  if (dump)
+    fclose(dump);
+  return status;
+}
