@@ -34,6 +34,8 @@
 #include "weir-json.h"
 #include "weir-transform.h"
 
+#include "../chain-program.h"
+
 static gint opt_chain = 500;
 static char *opt_models, *opt_only, *opt_dump;
 static gboolean opt_no_legality;
@@ -56,73 +58,6 @@ static const GOptionEntry entries[] = {
 static const char *const all_models[] = {
     "mlp",     "digits_mlp", "digits_cnn",  "lenet",
     "lenet64", "resnet",     "transformer", NULL};
-
-/* The chain program as IR JSON (transfer full). */
-static char *chain_json(guint ops) {
-  GString *j = g_string_new("{\"format\": \"weir-ir\", \"version\": 1, "
-                            "\"name\": \"chain\", \"symbols\": [], "
-                            "\"containers\": [");
-  guint id = 1;
-  for (guint i = 0; i <= ops; i++)
-    g_string_append_printf(j,
-                           "%s{\"id\": %u, \"name\": \"x%u\", \"dtype\": "
-                           "\"f32\", \"shape\": [\"1024\"]%s}",
-                           i ? ", " : "", id++, i,
-                           i == 0 || i == ops ? "" : ", \"transient\": true");
-  guint state = id++;
-  g_string_append_printf(j,
-                         "], \"start\": %u, \"states\": [{\"id\": %u, "
-                         "\"label\": \"main\", \"nodes\": [",
-                         state, state);
-  GString *e = g_string_new(NULL);
-  guint prev = id++;
-  g_string_append_printf(j,
-                         "{\"id\": %u, \"kind\": \"access\", \"label\": "
-                         "\"x0\", \"data\": \"x0\"}",
-                         prev);
-  for (guint i = 0; i < ops; i++) {
-    guint en = id++, t = id++, ex = id++, acc = id++;
-    g_string_append_printf(
-        j,
-        ", {\"id\": %u, \"kind\": \"map_entry\", \"label\": \"op%u\", "
-        "\"in\": [\"IN_x%u\"], \"out\": [\"OUT_x%u\"], \"params\": [\"i\"], "
-        "\"ranges\": [\"0:1024\"], \"schedule\": \"parallel\"}"
-        ", {\"id\": %u, \"kind\": \"tasklet\", \"label\": \"op%u\", \"in\": "
-        "[\"a\"], \"out\": [\"b\"], \"code\": \"b = a + a\"}"
-        ", {\"id\": %u, \"kind\": \"map_exit\", \"label\": \"op%u\", "
-        "\"entry\": %u, \"in\": [\"IN_x%u\"], \"out\": [\"OUT_x%u\"]}"
-        ", {\"id\": %u, \"kind\": \"access\", \"label\": \"x%u\", \"data\": "
-        "\"x%u\"}",
-        en, i, i, i, t, i, ex, i, en, i + 1, i + 1, acc, i + 1, i + 1);
-    g_string_append_printf(
-        e,
-        "%s{\"id\": %u, \"src\": %u, \"dst\": %u, \"dst_conn\": \"IN_x%u\", "
-        "\"data\": \"x%u\", \"subset\": \"0:1024\"}",
-        i ? ", " : "", id++, prev, en, i, i);
-    g_string_append_printf(
-        e,
-        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"OUT_x%u\", \"dst\": %u, "
-        "\"dst_conn\": \"a\", \"data\": \"x%u\", \"subset\": \"i\"}",
-        id++, en, i, t, i);
-    g_string_append_printf(
-        e,
-        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"b\", \"dst\": %u, "
-        "\"dst_conn\": \"IN_x%u\", \"data\": \"x%u\", \"subset\": \"i\"}",
-        id++, t, ex, i + 1, i + 1);
-    g_string_append_printf(
-        e,
-        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"OUT_x%u\", \"dst\": %u, "
-        "\"data\": \"x%u\", \"subset\": \"0:1024\"}",
-        id++, ex, i + 1, acc, i + 1);
-    prev = acc;
-  }
-  g_string_append_printf(j,
-                         "], \"edges\": [%s]}], \"transitions\": [], "
-                         "\"next_id\": %u}\n",
-                         e->str, id);
-  g_string_free(e, TRUE);
-  return g_string_free(j, FALSE);
-}
 
 static WeirGraph *load_chain(guint ops, GError **error) {
   g_autofree char *text = chain_json(ops);
