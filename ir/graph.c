@@ -1210,120 +1210,299 @@ guint weir_scopes_parent(const WeirScopes *sc, guint node) {
       g_hash_table_lookup(sc->parent, GUINT_TO_POINTER(node)));
 }
 
-static int cmp_guint(gconstpointer a, gconstpointer b) {
-  guint x = *(const guint *)a, y = *(const guint *)b;
-  return x < y ? -1 : x > y;
+/* A state's memlets by node index (s->nodes is sorted by id, so index order
+ * is id order): for every node its outgoing and incoming memlets, each list
+ * in memlet id order (compressed rows: the memlets of node i are
+ * out[out_start[i] .. out_start[i + 1]), as indices into s->edges). */
+typedef struct {
+  guint n;
+  guint *src, *dst; /* per memlet: node index of each end */
+  guint *out_start, *out;
+  guint *in_start, *in;
+} Adjacency;
+
+static void adjacency_clear(Adjacency *a) {
+  g_free(a->src);
+  g_free(a->dst);
+  g_free(a->out_start);
+  g_free(a->out);
+  g_free(a->in_start);
+  g_free(a->in);
 }
 
-/* Kahn's algorithm with a sorted ready list, so the order is deterministic:
- * among the nodes whose predecessors are all placed, the smallest id goes
- * first. */
-static GArray *topological_order(const WeirState *s, GError **error) {
-  GHashTable *indeg = g_hash_table_new(g_direct_hash, g_direct_equal);
-  for (guint i = 0; i < s->nodes->len; i++) {
-    WeirNode *n = g_ptr_array_index(s->nodes, i);
-    g_hash_table_insert(indeg, GUINT_TO_POINTER(n->id), GUINT_TO_POINTER(0));
-  }
-  for (guint i = 0; i < s->edges->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    gpointer k = GUINT_TO_POINTER(m->dst);
-    g_hash_table_insert(
-        indeg, k,
-        GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(indeg, k)) + 1));
-  }
-  GArray *ready = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint i = 0; i < s->nodes->len; i++) {
-    WeirNode *n = g_ptr_array_index(s->nodes, i);
-    if (GPOINTER_TO_UINT(g_hash_table_lookup(indeg, GUINT_TO_POINTER(n->id))) ==
-        0)
-      g_array_append_val(ready, n->id);
-  }
-  GArray *order = g_array_new(FALSE, FALSE, sizeof(guint));
-  while (ready->len) {
-    /* ready is kept sorted; take the smallest. */
-    guint id = g_array_index(ready, guint, 0);
-    g_array_remove_index(ready, 0);
-    g_array_append_val(order, id);
-    gboolean added = FALSE;
-    for (guint i = 0; i < s->edges->len; i++) {
-      WeirMemlet *m = g_ptr_array_index(s->edges, i);
-      if (m->src != id)
-        continue;
-      gpointer k = GUINT_TO_POINTER(m->dst);
-      guint d = GPOINTER_TO_UINT(g_hash_table_lookup(indeg, k)) - 1;
-      g_hash_table_insert(indeg, k, GUINT_TO_POINTER(d));
-      if (d == 0) {
-        g_array_append_val(ready, m->dst);
-        added = TRUE;
-      }
-    }
-    if (added)
-      g_array_sort(ready, cmp_guint);
-  }
-  g_array_unref(ready);
-  g_hash_table_unref(indeg);
-  if (order->len != s->nodes->len) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "state %u '%s': the dataflow graph has a cycle", s->id,
-                s->label);
-    g_array_unref(order);
-    return NULL;
-  }
-  return order;
-}
-
-WeirScopes *weir_state_scopes(const WeirState *s, GError **error) {
-  for (guint i = 0; i < s->edges->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (!weir_state_node(s, m->src) || !weir_state_node(s, m->dst)) {
+/* Fails (with the message weir_state_scopes always gave) on a memlet whose
+ * end is not a node of the state. */
+static gboolean adjacency_init(Adjacency *a, const WeirState *s,
+                               GError **error) {
+  guint n = s->nodes->len, e = s->edges->len;
+  memset(a, 0, sizeof *a);
+  a->n = n;
+  a->src = g_new(guint, e + 1);
+  a->dst = g_new(guint, e + 1);
+  a->out_start = g_new0(guint, n + 2);
+  a->in_start = g_new0(guint, n + 2);
+  a->out = g_new(guint, e + 1);
+  a->in = g_new(guint, e + 1);
+  for (guint i = 0; i < e; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (!find_by_id(s->nodes, m->src, &a->src[i]) ||
+        !find_by_id(s->nodes, m->dst, &a->dst[i])) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                   "state %u '%s': memlet %u joins %u -> %u, a node not in the "
                   "state",
                   s->id, s->label, m->id, m->src, m->dst);
-      return NULL;
+      adjacency_clear(a);
+      return FALSE;
+    }
+    a->out_start[a->src[i] + 2]++;
+    a->in_start[a->dst[i] + 2]++;
+  }
+  /* counts at [i + 2] -> starts at [i + 1], then filled from [i + 1] so
+   * that [i] ends up as the start of node i's row */
+  for (guint i = 2; i < n + 2; i++) {
+    a->out_start[i] += a->out_start[i - 1];
+    a->in_start[i] += a->in_start[i - 1];
+  }
+  for (guint i = 0; i < e; i++) {
+    a->out[a->out_start[a->src[i] + 1]++] = i;
+    a->in[a->in_start[a->dst[i] + 1]++] = i;
+  }
+  return TRUE;
+}
+
+/* Min-heap of node indices. */
+static void heap_push(GArray *h, guint v) {
+  g_array_append_val(h, v);
+  guint *a = (guint *)h->data;
+  for (guint k = h->len - 1; k > 0;) {
+    guint p = (k - 1) / 2;
+    if (a[p] <= a[k])
+      break;
+    guint t = a[p];
+    a[p] = a[k];
+    a[k] = t;
+    k = p;
+  }
+}
+
+static guint heap_pop(GArray *h) {
+  guint *a = (guint *)h->data;
+  guint top = a[0];
+  a[0] = a[h->len - 1];
+  g_array_set_size(h, h->len - 1);
+  a = (guint *)h->data;
+  for (guint k = 0;;) {
+    guint l = 2 * k + 1, r = l + 1, m = k;
+    if (l < h->len && a[l] < a[m])
+      m = l;
+    if (r < h->len && a[r] < a[m])
+      m = r;
+    if (m == k)
+      break;
+    guint t = a[m];
+    a[m] = a[k];
+    a[k] = t;
+    k = m;
+  }
+  return top;
+}
+
+/* Kahn's algorithm with a min-heap of ready nodes, so the order is
+ * deterministic: among the nodes whose predecessors are all placed, the
+ * smallest id goes first.  Appends node indices to order_idx. */
+static gboolean topological_order(const WeirState *s, const Adjacency *a,
+                                  GArray *order_idx, GError **error) {
+  g_autofree guint *indeg = g_new0(guint, a->n + 1);
+  for (guint i = 0; i < s->edges->len; i++)
+    indeg[a->dst[i]]++;
+  g_autoptr(GArray) ready = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < a->n; i++)
+    if (indeg[i] == 0)
+      heap_push(ready, i);
+  while (ready->len) {
+    guint i = heap_pop(ready);
+    g_array_append_val(order_idx, i);
+    for (guint k = a->out_start[i]; k < a->out_start[i + 1]; k++) {
+      guint d = a->dst[a->out[k]];
+      if (--indeg[d] == 0)
+        heap_push(ready, d);
     }
   }
-  GArray *order = topological_order(s, error);
-  if (!order)
+  if (order_idx->len != a->n) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "state %u '%s': the dataflow graph has a cycle", s->id,
+                s->label);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* What a state's scopes are computed from: per node its id, kind and (for
+ * an exit) entry, per memlet its ends.  Two states with the same key have
+ * the same scopes. */
+typedef struct {
+  guint n_nodes, n_edges;
+  guint len;
+  guint *words;
+  guint hash;
+} ScopesKey;
+
+static void scopes_key_init(ScopesKey *k, const WeirState *s) {
+  k->n_nodes = s->nodes->len;
+  k->n_edges = s->edges->len;
+  k->len = 3 * k->n_nodes + 2 * k->n_edges;
+  k->words = g_new(guint, k->len + 1);
+  guint w = 0, h = 5381;
+  for (guint i = 0; i < k->n_nodes; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    k->words[w++] = n->id;
+    k->words[w++] = (guint)n->kind;
+    k->words[w++] = n->kind == WEIR_NODE_MAP_EXIT ? n->entry : 0;
+  }
+  for (guint i = 0; i < k->n_edges; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    k->words[w++] = m->src;
+    k->words[w++] = m->dst;
+  }
+  for (guint i = 0; i < k->len; i++)
+    h = h * 33 + k->words[i];
+  k->hash = h;
+}
+
+static gboolean scopes_key_equal(const ScopesKey *a, const ScopesKey *b) {
+  return a->hash == b->hash && a->n_nodes == b->n_nodes &&
+         a->n_edges == b->n_edges &&
+         memcmp(a->words, b->words, a->len * sizeof(guint)) == 0;
+}
+
+/* The scopes of the last few distinct states computed, most recent first,
+ * shared by all threads (under scopes_memo_lock).  Transformation matchers
+ * and legality checks ask for the scopes of the same unchanged state once
+ * per candidate; with the memo each distinct state is computed once.  A
+ * hit is checked against the whole key, so a changed state is never
+ * answered from the memo. */
+#define SCOPES_MEMO_SIZE 8
+
+typedef struct {
+  ScopesKey key;
+  WeirScopes *sc; /* owned */
+} ScopesMemo;
+
+static GMutex scopes_memo_lock;
+static ScopesMemo scopes_memo[SCOPES_MEMO_SIZE];
+static guint scopes_memo_len;
+
+static WeirScopes *scopes_share(const WeirScopes *sc) {
+  WeirScopes *c = g_new0(WeirScopes, 1);
+  c->order = g_array_copy(sc->order);
+  c->parent = g_hash_table_ref(sc->parent);
+  return c;
+}
+
+static WeirScopes *scopes_memo_lookup(const ScopesKey *k) {
+  WeirScopes *found = NULL;
+  g_mutex_lock(&scopes_memo_lock);
+  for (guint i = 0; i < scopes_memo_len; i++) {
+    if (!scopes_key_equal(&scopes_memo[i].key, k))
+      continue;
+    ScopesMemo hit = scopes_memo[i];
+    memmove(&scopes_memo[1], &scopes_memo[0], i * sizeof(ScopesMemo));
+    scopes_memo[0] = hit;
+    found = scopes_share(hit.sc);
+    break;
+  }
+  g_mutex_unlock(&scopes_memo_lock);
+  return found;
+}
+
+/* Takes the key's words. */
+static void scopes_memo_add(ScopesKey *k, const WeirScopes *sc) {
+  g_mutex_lock(&scopes_memo_lock);
+  if (scopes_memo_len == SCOPES_MEMO_SIZE) {
+    ScopesMemo *last = &scopes_memo[--scopes_memo_len];
+    g_free(last->key.words);
+    weir_scopes_free(last->sc);
+  }
+  memmove(&scopes_memo[1], &scopes_memo[0],
+          scopes_memo_len * sizeof(ScopesMemo));
+  scopes_memo[0].key = *k;
+  scopes_memo[0].sc = scopes_share(sc);
+  scopes_memo_len++;
+  k->words = NULL;
+  g_mutex_unlock(&scopes_memo_lock);
+}
+
+static WeirScopes *compute_scopes(const WeirState *s, GError **error);
+
+WeirScopes *weir_state_scopes(const WeirState *s, GError **error) {
+  ScopesKey k;
+  scopes_key_init(&k, s);
+  WeirScopes *sc = scopes_memo_lookup(&k);
+  if (!sc) {
+    sc = compute_scopes(s, error);
+    if (sc)
+      scopes_memo_add(&k, sc); /* failures are not kept */
+  }
+  g_free(k.words);
+  return sc;
+}
+
+static WeirScopes *compute_scopes(const WeirState *s, GError **error) {
+  Adjacency a;
+  if (!adjacency_init(&a, s, error))
     return NULL;
+  guint n = a.n;
+  g_autoptr(GArray) order_idx =
+      g_array_sized_new(FALSE, FALSE, sizeof(guint), n);
+  if (!topological_order(s, &a, order_idx, error)) {
+    adjacency_clear(&a);
+    return NULL;
+  }
+  /* parent[i]: id of the innermost map entry enclosing node i (0: top
+   * level), set when i is placed */
+  g_autofree guint *parent = g_new0(guint, n + 1);
   WeirScopes *sc = g_new0(WeirScopes, 1);
-  sc->order = order;
+  sc->order = g_array_sized_new(FALSE, FALSE, sizeof(guint), n);
   sc->parent = g_hash_table_new(g_direct_hash, g_direct_equal);
   /* scope each node opens for its successors: entries open themselves,
    * exits close their entry's scope (the successors of an exit are in the
    * scope containing the entry). */
-  for (guint k = 0; k < order->len; k++) {
-    guint id = g_array_index(order, guint, k);
-    WeirNode *n = weir_state_node(s, id);
+  for (guint k = 0; k < n; k++) {
+    guint i = g_array_index(order_idx, guint, k);
+    const WeirNode *node = g_ptr_array_index(s->nodes, i);
+    g_array_append_val(sc->order, node->id);
+  }
+  for (guint k = 0; k < n; k++) {
+    guint i = g_array_index(order_idx, guint, k);
+    const WeirNode *node = g_ptr_array_index(s->nodes, i);
+    guint id = node->id;
     guint scope = 0;
     gboolean first = TRUE;
-    if (n->kind == WEIR_NODE_MAP_EXIT) {
+    if (node->kind == WEIR_NODE_MAP_EXIT) {
       /* An exit lives where its entry lives. */
-      WeirNode *entry = weir_state_node(s, n->entry);
+      guint ei = 0;
+      const WeirNode *entry = find_by_id(s->nodes, node->entry, &ei);
       if (!entry || entry->kind != WEIR_NODE_MAP_ENTRY) {
         g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                     "state %u '%s': map exit %u refers to %u, which is not a "
                     "map entry in this state",
-                    s->id, s->label, n->id, n->entry);
+                    s->id, s->label, node->id, node->entry);
         weir_scopes_free(sc);
+        adjacency_clear(&a);
         return NULL;
       }
-      scope = weir_scopes_parent(sc, entry->id);
-      if (scope)
+      scope = parent[ei];
+      if (scope) {
+        parent[i] = scope;
         g_hash_table_insert(sc->parent, GUINT_TO_POINTER(id),
                             GUINT_TO_POINTER(scope));
+      }
       continue;
     }
-    for (guint i = 0; i < s->edges->len; i++) {
-      WeirMemlet *m = g_ptr_array_index(s->edges, i);
-      if (m->dst != id)
-        continue;
-      WeirNode *pred = weir_state_node(s, m->src);
-      guint pscope;
-      if (pred->kind == WEIR_NODE_MAP_ENTRY)
-        pscope = pred->id;
-      else
-        pscope = weir_scopes_parent(sc, pred->id);
+    for (guint r = a.in_start[i]; r < a.in_start[i + 1]; r++) {
+      guint pi = a.src[a.in[r]];
+      const WeirNode *pred = g_ptr_array_index(s->nodes, pi);
+      guint pscope = pred->kind == WEIR_NODE_MAP_ENTRY ? pred->id : parent[pi];
       if (first) {
         scope = pscope;
         first = FALSE;
@@ -1331,15 +1510,19 @@ WeirScopes *weir_state_scopes(const WeirState *s, GError **error) {
         g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                     "state %u '%s': node %u '%s' is reached from two scopes "
                     "(map entry %u and map entry %u)",
-                    s->id, s->label, n->id, n->label, scope, pscope);
+                    s->id, s->label, node->id, node->label, scope, pscope);
         weir_scopes_free(sc);
+        adjacency_clear(&a);
         return NULL;
       }
     }
-    if (scope)
+    if (scope) {
+      parent[i] = scope;
       g_hash_table_insert(sc->parent, GUINT_TO_POINTER(id),
                           GUINT_TO_POINTER(scope));
+    }
   }
+  adjacency_clear(&a);
   return sc;
 }
 

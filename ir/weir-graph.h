@@ -412,7 +412,12 @@ typedef struct {
 } WeirScopes;
 
 /* Computes the topological order and the scope tree.  Fails when the state
- * has a cycle or a node is reached from two different scopes. */
+ * has a cycle or a node is reached from two different scopes.  In
+ * O((nodes + memlets) log nodes); the results for the last few distinct
+ * states (by node ids, kinds, exits' entries and memlet ends, compared in
+ * full) are remembered, so asking again for an unchanged state only copies
+ * the order.  The parent table may be shared between results: read it,
+ * never change it.  (transfer full: weir_scopes_free) */
 WEIR_API WeirScopes *weir_state_scopes(const WeirState *s, GError **error);
 WEIR_API void weir_scopes_free(WeirScopes *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirScopes, weir_scopes_free)

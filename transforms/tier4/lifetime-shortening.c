@@ -396,13 +396,21 @@ static guint common(const T4State *ts, guint a, guint b) {
 /* Transients whose access nodes are all inside one map scope (the
  * innermost scope holding them all). */
 static void match(const WeirGraph *g, GArray *sites) {
+  /* the analysis of the state last used, kept for the next container in
+   * the same state (one per container made this quadratic) */
+  const WeirState *ts_state = NULL;
+  g_autoptr(T4State) ts = NULL;
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     const WeirState *s = NULL;
     if (!c->transient || c->initial || c->shape->len == 0 ||
         t4_states_using(g, c->name, &s) != 1)
       continue;
-    g_autoptr(T4State) ts = t4_state_new(s, NULL);
+    if (s != ts_state) {
+      g_clear_pointer(&ts, t4_state_free);
+      ts = t4_state_new(s, NULL);
+      ts_state = s;
+    }
     if (!ts)
       continue;
     g_autoptr(GArray) acc = t4_access_nodes(s, c->name);
@@ -419,15 +427,16 @@ static void match(const WeirGraph *g, GArray *sites) {
     WeirSite site = {.state = s->id, .n_nodes = 2, .nodes = {scope, first}};
     g_array_append_val(sites, site);
   }
+  g_clear_pointer(&ts, t4_state_free);
   /* sources that define transients */
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);
-    g_autoptr(T4State) ts = t4_state_new(s, NULL);
-    if (!ts)
+    g_autoptr(T4State) sts = t4_state_new(s, NULL);
+    if (!sts)
       continue;
     for (guint k = 0; k < s->nodes->len; k++) {
       const WeirNode *n = g_ptr_array_index(s->nodes, k);
-      if (t4_parent(ts, n->id) ||
+      if (t4_parent(sts, n->id) ||
           (n->kind != WEIR_NODE_ACCESS && n->kind != WEIR_NODE_MAP_ENTRY))
         continue;
       g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);

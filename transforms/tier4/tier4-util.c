@@ -13,9 +13,72 @@ struct _T4State {
   GHashTable *pos;   /* node id -> position + 1 */
   GHashTable *index; /* node id -> index in s->nodes + 1 */
   guint n;
-  GArray **succ;  /* per node index: successor indices (guint) */
-  guint8 **reach; /* per node index: reachability row, computed lazily */
+  GArray **succ;    /* per node index: successor indices (guint) */
+  guint8 **reach;   /* per node index: reachability row, computed lazily */
+  GHashTable *uses; /* container name -> T4Uses*, built on first use */
 };
+
+/* Where a container is named in the state, in the state's own order. */
+typedef struct {
+  GArray *access;     /* ids of its access nodes, ascending */
+  GPtrArray *memlets; /* memlets with that data, ascending by id (borrowed) */
+} T4Uses;
+
+static void uses_free(gpointer p) {
+  T4Uses *u = p;
+  g_array_unref(u->access);
+  g_ptr_array_unref(u->memlets);
+  g_free(u);
+}
+
+static T4Uses *uses_get(GHashTable *uses, const char *name) {
+  T4Uses *u = g_hash_table_lookup(uses, name);
+  if (!u) {
+    u = g_new0(T4Uses, 1);
+    u->access = g_array_new(FALSE, FALSE, sizeof(guint));
+    u->memlets = g_ptr_array_new();
+    g_hash_table_insert(uses, (gpointer)name, u);
+  }
+  return u;
+}
+
+static const T4Uses *state_uses(T4State *t, const char *name) {
+  static const T4Uses none;
+  if (!t->uses) {
+    t->uses = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, uses_free);
+    for (guint i = 0; i < t->s->nodes->len; i++) {
+      const WeirNode *n = g_ptr_array_index(t->s->nodes, i);
+      if (n->kind == WEIR_NODE_ACCESS && n->data)
+        g_array_append_val(uses_get(t->uses, n->data)->access, n->id);
+    }
+    for (guint i = 0; i < t->s->edges->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(t->s->edges, i);
+      if (m->data)
+        g_ptr_array_add(uses_get(t->uses, m->data)->memlets, m);
+    }
+  }
+  const T4Uses *u = name ? g_hash_table_lookup(t->uses, name) : NULL;
+  return u ? u : &none;
+}
+
+GArray *t4_state_access_nodes(T4State *t, const char *name) {
+  const T4Uses *u = state_uses(t, name);
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
+  if (u->access)
+    g_array_append_vals(out, u->access->data, u->access->len);
+  return out;
+}
+
+guint t4_state_n_memlets_of(T4State *t, const char *name) {
+  const T4Uses *u = state_uses(t, name);
+  return u->memlets ? u->memlets->len : 0;
+}
+
+const WeirMemlet *t4_state_memlet_of(T4State *t, const char *name, guint k) {
+  const T4Uses *u = state_uses(t, name);
+  g_return_val_if_fail(u->memlets && k < u->memlets->len, NULL);
+  return g_ptr_array_index(u->memlets, k);
+}
 
 T4State *t4_state_new(const WeirState *s, GError **error) {
   WeirScopes *sc = weir_state_scopes(s, error);
@@ -58,6 +121,7 @@ void t4_state_free(T4State *t) {
   if (!t)
     return;
   weir_scopes_free(t->scopes);
+  g_clear_pointer(&t->uses, g_hash_table_unref);
   g_hash_table_unref(t->pos);
   g_hash_table_unref(t->index);
   for (guint i = 0; i < t->n; i++) {

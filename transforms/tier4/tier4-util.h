@@ -49,6 +49,16 @@ gboolean t4_inside(const T4State *t, guint node, guint entry);
 /* TRUE when a path of memlets leads from `from` to `to` (or from == to). */
 gboolean t4_reaches(T4State *t, guint from, guint to);
 
+/* The access nodes of container `name` in the state (ids, ascending; the
+ * same as t4_access_nodes of the state) and the memlets whose data is
+ * `name` (in the state's order), from an index of the state built on the
+ * first call: for passes that ask about every container in turn.  The
+ * state must not change while t lives.  (transfer full: g_array_unref) */
+GArray *t4_state_access_nodes(T4State *t, const char *name);
+guint t4_state_n_memlets_of(T4State *t, const char *name);
+/* (borrowed) */
+const WeirMemlet *t4_state_memlet_of(T4State *t, const char *name, guint k);
+
 /* The top-level node that stands for node when ordering whole operators:
  * a node inside a map scope is represented by its outermost map's entry
  * (start = TRUE) or exit (start = FALSE); a top-level map entry or exit by

@@ -73,33 +73,25 @@ static void plan_clear(Plan *p) {
 
 /* Every node of s touching container `name` (access nodes and ends of
  * memlets naming it), as ids (possibly repeated). */
-static GArray *touches(const WeirState *s, const char *name) {
-  GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
-  for (guint k = 0; k < s->nodes->len; k++) {
-    const WeirNode *n = g_ptr_array_index(s->nodes, k);
-    if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->data, name) == 0)
-      g_array_append_val(out, n->id);
-  }
-  for (guint k = 0; k < s->edges->len; k++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, k);
-    if (g_strcmp0(m->data, name) != 0)
-      continue;
+static GArray *touches(T4State *ts, const char *name) {
+  GArray *out = t4_state_access_nodes(ts, name);
+  for (guint k = 0; k < t4_state_n_memlets_of(ts, name); k++) {
+    const WeirMemlet *m = t4_state_memlet_of(ts, name, k);
     g_array_append_val(out, m->src);
     g_array_append_val(out, m->dst);
   }
   return out;
 }
 
-static gboolean top_level_only(const T4State *ts, const char *name) {
-  g_autoptr(GArray) acc = t4_access_nodes(t4_state_get(ts), name);
+static gboolean top_level_only(T4State *ts, const char *name) {
+  g_autoptr(GArray) acc = t4_state_access_nodes(ts, name);
   for (guint k = 0; k < acc->len; k++)
     if (t4_parent(ts, g_array_index(acc, guint, k)))
       return FALSE;
   return acc->len > 0;
 }
 
-static gboolean candidate(const T4Live *l, const T4State *ts,
-                          gint64 min_bytes) {
+static gboolean candidate(const T4Live *l, T4State *ts, gint64 min_bytes) {
   const WeirContainer *c = l->c;
   gint64 shape[8];
   return l->accessed && !c->initial && l->n_states == 1 && !l->carried &&
@@ -111,7 +103,7 @@ static gboolean candidate(const T4Live *l, const T4State *ts,
 /* B's first access node writes all of it, plainly, before any other use. */
 static gboolean defined_by_first_write(T4State *ts, const WeirContainer *c) {
   const WeirState *s = t4_state_get(ts);
-  g_autoptr(GArray) acc = t4_access_nodes(s, c->name);
+  g_autoptr(GArray) acc = t4_state_access_nodes(ts, c->name);
   guint w = 0;
   for (guint k = 0; k < acc->len; k++) {
     guint id = g_array_index(acc, guint, k);
@@ -134,10 +126,9 @@ static gboolean defined_by_first_write(T4State *ts, const WeirContainer *c) {
     /* inner writes of a map feeding w */
     const WeirNode *src = weir_state_node(s, m->src);
     if (src->kind == WEIR_NODE_MAP_EXIT) {
-      for (guint j = 0; j < s->edges->len; j++) {
-        const WeirMemlet *x = g_ptr_array_index(s->edges, j);
-        if (g_strcmp0(x->data, c->name) == 0 &&
-            (t4_inside(ts, x->dst, src->entry) || x->dst == src->id) &&
+      for (guint j = 0; j < t4_state_n_memlets_of(ts, c->name); j++) {
+        const WeirMemlet *x = t4_state_memlet_of(ts, c->name, j);
+        if ((t4_inside(ts, x->dst, src->entry) || x->dst == src->id) &&
             (x->wcr != WEIR_WCR_NONE || x->dynamic))
           return FALSE;
       }
@@ -146,7 +137,7 @@ static gboolean defined_by_first_write(T4State *ts, const WeirContainer *c) {
   if (!full)
     return FALSE;
   /* every other use comes after w; the writers do not read c */
-  g_autoptr(GArray) tn = touches(s, c->name);
+  g_autoptr(GArray) tn = touches(ts, c->name);
   for (guint k = 0; k < tn->len; k++) {
     guint id = g_array_index(tn, guint, k);
     if (id == w)
@@ -157,11 +148,9 @@ static gboolean defined_by_first_write(T4State *ts, const WeirContainer *c) {
       is_writer |= g_array_index(writers, guint, j) == rep;
     if (is_writer) {
       /* the writer scope may only write c: no memlet of c enters it */
-      for (guint j = 0; j < s->edges->len; j++) {
-        const WeirMemlet *x = g_ptr_array_index(s->edges, j);
-        if (g_strcmp0(x->data, c->name) == 0 && x->dst == rep)
+      for (guint j = 0; j < t4_state_n_memlets_of(ts, c->name); j++)
+        if (t4_state_memlet_of(ts, c->name, j)->dst == rep)
           return FALSE;
-      }
       continue;
     }
     if (!t4_reaches(ts, w, rep))
@@ -182,7 +171,7 @@ static gboolean in_array(GArray *a, guint v) {
 /* Top-level representatives of the touches of `name`: where its uses end
  * (start == FALSE) or begin (TRUE), unique, ascending by position. */
 static GArray *reps(T4State *ts, const char *name, gboolean start) {
-  g_autoptr(GArray) tn = touches(t4_state_get(ts), name);
+  g_autoptr(GArray) tn = touches(ts, name);
   GArray *out = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint k = 0; k < tn->len; k++) {
     guint r = t4_top_rep(ts, g_array_index(tn, guint, k), start);
@@ -311,11 +300,10 @@ static gboolean in_place(T4State *ts, const T4Live *a, const T4Live *b,
 
 /* Whether a library node or a nested program of s reads or writes
  * `name` through a memlet: it then sees the container whole. */
-static gboolean used_whole(const WeirState *s, const char *name) {
-  for (guint k = 0; k < s->edges->len; k++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, k);
-    if (g_strcmp0(m->data, name) != 0)
-      continue;
+static gboolean used_whole(T4State *ts, const char *name) {
+  const WeirState *s = t4_state_get(ts);
+  for (guint k = 0; k < t4_state_n_memlets_of(ts, name); k++) {
+    const WeirMemlet *m = t4_state_memlet_of(ts, name, k);
     const guint ends[2] = {m->src, m->dst};
     for (guint e = 0; e < 2; e++) {
       const WeirNode *n = weir_state_node(s, ends[e]);
@@ -402,7 +390,7 @@ static gboolean make_plan(const WeirGraph *g, gint64 min_bytes, Plan *plan,
       gint chosen = -1;
       g_autoptr(GArray) orders = g_array_new(FALSE, FALSE, sizeof(Order));
       gboolean joiner = defined_by_first_write(ts, b->c);
-      gboolean exact = used_whole(s, b->c->name);
+      gboolean exact = used_whole(ts, b->c->name);
       /* in place: the pool's last member dies in the map that defines b */
       for (guint j = 0; joiner && j < pools->len && chosen < 0; j++) {
         Pool *p = &g_array_index(pools, Pool, j);
