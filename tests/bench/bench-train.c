@@ -1,17 +1,23 @@
 /* bench-train.c — training-step time of the sample models in Weir.
  *
  *   build/tests/bench/bench-train [--threads T] [--reps N] [--warmup N]
- *       [--batch B] [--recipe R.json] [--impl OP=IMPL]... MODEL.onnx...
+ *       [--batch B] [--recipe R.json]... [--impl OP=IMPL]... MODEL.onnx...
  *
  * For each model: the training program of weir_train_graph (softmax
  * cross-entropy on a [batch, classes] output, else mse; SGD, lr 0.01; one
  * step per call) is compiled and timed with weir_kernel_bench on the
  * model's reference batch (samples/models/<name>/train/input.npy and
  * target.npy; models with a symbolic batch get --batch samples, default
- * 32, drawn from that input repeated).  With --recipe the recipe is applied
- * to the training program first (one more column).  Prints one line per
- * model: batch, median ms/step untransformed, and with the recipe (on
- * stdout), and the mean, min and max of each timing (on stderr).
+ * 32, drawn from that input repeated).  Each --recipe (repeatable) is
+ * applied to a copy of the training program, which is timed too (one more
+ * pair of columns per recipe, named after the recipe's file).  Prints one
+ * line per model on stdout: batch, then for the untransformed program and
+ * for each recipe the median ms/step and the peak transient memory of the
+ * program as compiled (KiB, weir_analysis_compute's peak_transient_bytes
+ * after weir_native_expand_rest; the scratch buffers that native calls
+ * malloc, e.g. im2col, are not in it); and the
+ * mean, min and max of each timing on stderr.  A recipe that fails on a
+ * model gets "-" and its error after the line.
  * --impl OP=IMPL (repeatable, like weir run) sets the implementation of
  * every OP node of the training program (--impl ConvGradInput=pure times
  * the pure expansion instead of the default native one).
@@ -27,7 +33,7 @@
 
 static gint threads = 1, reps = 50, warmup = 5;
 static gint64 batch = 32, steps_per_call = 0;
-static char *recipe_path;
+static char **recipe_paths;
 static char **impls;
 
 static const GOptionEntry entries[] = {
@@ -40,8 +46,8 @@ static const GOptionEntry entries[] = {
      "Time the program as weir train compiles it: K symbolic, K steps per "
      "call on K copies of the batch (default: K fixed to 1)",
      "K"},
-    {"recipe", 0, 0, G_OPTION_ARG_FILENAME, &recipe_path,
-     "Also time the program transformed by this recipe", "FILE"},
+    {"recipe", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &recipe_paths,
+     "Also time the program transformed by this recipe (repeatable)", "FILE"},
     {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impls,
      "Implementation of every OP node (repeatable)", "OP=IMPL"},
     {NULL}};
@@ -130,6 +136,41 @@ static gboolean time_program(const WeirGraph *prog, const WeirGraph *forward,
   return TRUE;
 }
 
+/* Peak transient memory of prog as compiled (the library nodes without a
+ * native implementation expanded, as the code generator does) in KiB, K
+ * bound to the steps per call, or -1 when it cannot be evaluated (the
+ * reason in error). */
+static double peak_kib(const WeirGraph *prog, GError **error) {
+  g_autoptr(WeirGraph) copy = weir_graph_copy(prog);
+  if (!weir_native_expand_rest(copy, error))
+    return -1;
+  g_autoptr(GHashTable) symbols = weir_bindings_new();
+  weir_bindings_set(symbols, "K", steps_per_call > 0 ? steps_per_call : 1);
+  g_autoptr(WeirAnalysis) a = weir_analysis_compute(copy, symbols, error);
+  if (!a)
+    return -1;
+  if (!a->peak_transient_bytes.known) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "the peak transient memory of '%s' depends on unbound symbols",
+                prog->name);
+    return -1;
+  }
+  return (double)a->peak_transient_bytes.value / 1024.0;
+}
+
+/* "  12.345  678.9" (ms/step in a column of width, peak KiB), "-" for what
+ * is unknown. */
+static void print_pair(int width, double seconds, double kib) {
+  if (seconds >= 0)
+    printf("  %*.3f", width, seconds * 1e3);
+  else
+    printf("  %*s", width, "-");
+  if (kib >= 0)
+    printf(" %9.1f", kib);
+  else
+    printf(" %9s", "-");
+}
+
 static int bench_model(const char *model) {
   g_autoptr(GError) error = NULL;
   g_autoptr(WeirOnnxModel) m = weir_onnx_model_load(model, &error);
@@ -182,27 +223,34 @@ static int bench_model(const char *model) {
       return 1;
     }
   }
-  double plain = 0, recipe = -1;
+  double plain = 0;
   if (!time_program(prog, forward, x, y, &plain, &error)) {
     fprintf(stderr, "%s: %s\n", model, error->message);
     return 1;
   }
-  g_autofree char *recipe_note = NULL;
-  if (recipe_path) {
-    g_autoptr(WeirRecipe) r = weir_recipe_load(recipe_path, &error);
+  g_autoptr(GString) notes = g_string_new(NULL);
+  double plain_kib = peak_kib(prog, &error);
+  if (error) {
+    g_string_append_printf(notes, "  (peak: %s)", error->message);
+    g_clear_error(&error);
+  }
+  printf("%-16s %6" G_GINT64_FORMAT, base, x->shape[0]);
+  print_pair(10, plain, plain_kib);
+  for (char **rp = recipe_paths; rp && *rp; rp++) {
+    g_autoptr(WeirRecipe) r = weir_recipe_load(*rp, &error);
     g_autoptr(WeirGraph) t = weir_graph_copy(prog);
-    if (!r || !weir_recipe_apply(t, r, NULL, NULL, &error) ||
-        !time_program(t, forward, x, y, &recipe, &error)) {
-      recipe_note = g_strdup_printf("  (recipe: %s)", error->message);
+    double seconds = -1, kib = -1;
+    if (r && weir_recipe_apply(t, r, NULL, NULL, &error) &&
+        time_program(t, forward, x, y, &seconds, &error))
+      kib = peak_kib(t, &error);
+    if (error) {
+      g_autofree char *name = g_path_get_basename(*rp);
+      g_string_append_printf(notes, "  (%s: %s)", name, error->message);
       g_clear_error(&error);
     }
+    print_pair(18, seconds, kib);
   }
-  printf("%-16s %6" G_GINT64_FORMAT "  %10.3f", base, x->shape[0], plain * 1e3);
-  if (recipe_path && recipe >= 0)
-    printf("  %10.3f", recipe * 1e3);
-  else if (recipe_path)
-    printf("  %10s", "-");
-  printf("%s\n", recipe_note ? recipe_note : "");
+  printf("%s\n", notes->str);
   return 0;
 }
 
@@ -221,8 +269,16 @@ int main(int argc, char **argv) {
   if (steps_per_call > 0)
     printf(", K symbolic, %" G_GINT64_FORMAT " steps per call", steps_per_call);
   printf("\n");
-  printf("%-16s %6s  %10s%s\n", "model", "batch", "weir",
-         recipe_path ? "  weir+recipe" : "");
+  printf("# per program: ms/step, then peak transient memory (KiB)\n");
+  printf("%-16s %6s  %10s %9s", "model", "batch", "weir", "KiB");
+  for (char **rp = recipe_paths; rp && *rp; rp++) {
+    g_autofree char *name = g_path_get_basename(*rp);
+    char *dot = strrchr(name, '.');
+    if (dot)
+      *dot = 0;
+    printf("  %18.18s %9s", name, "KiB");
+  }
+  printf("\n");
   int status = 0;
   for (int i = 1; i < argc; i++)
     status |= bench_model(argv[i]);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # train-bench.sh — training-step time of every sample model: Weir
-# untransformed, Weir with the sample recipe, PyTorch on the CPU with the
-# same number of threads (docs/performance.md, "Training").
+# untransformed, with the inspection recipe (expand-convs-first.json: every
+# library node as loops), with the training recipe (train-fast.json), each
+# with its peak transient memory; then PyTorch on the CPU with the same
+# number of threads (docs/performance.md, "Training").
 #
 #   tests/bench/train-bench.sh [BUILD_DIR] [THREADS] [REPS]
 #
@@ -16,7 +18,8 @@ names="digits_mlp mlp digits_cnn lenet resnet transformer"
 models=""
 for n in $names; do models="$models $src/samples/models/$n.onnx"; done
 "$build/tests/bench-train" --threads "$threads" --reps "$reps" \
-  --recipe "$src/samples/recipes/expand-convs-first.json" $models
+  --recipe "$src/samples/recipes/expand-convs-first.json" \
+  --recipe "$src/samples/recipes/train-fast.json" $models
 echo
 /usr/bin/python3 "$src/tests/bench/train-step-torch.py" --threads "$threads" \
   --reps "$reps" $names
