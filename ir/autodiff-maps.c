@@ -56,8 +56,8 @@ static gboolean single_element(const WeirSubset *sub) {
 }
 
 /* Whether `name` is used by the tasklet t (connector, assigned name) or
- * the map (parameter). */
-static gboolean name_taken(const WeirNode *t, const WeirMap *map,
+ * a map of the scope (parameter). */
+static gboolean name_taken(const WeirNode *t, const char *const *params,
                            const char *name) {
   if (weir_node_has_in_conn(t, name) || weir_node_has_out_conn(t, name))
     return TRUE;
@@ -69,16 +69,16 @@ static gboolean name_taken(const WeirNode *t, const WeirMap *map,
           strcmp(st->target->name + 3, name) == 0)))
       return TRUE;
   }
-  for (guint i = 0; map && i < map->params->len; i++)
-    if (strcmp(g_ptr_array_index(map->params, i), name) == 0)
+  for (guint i = 0; params && params[i]; i++)
+    if (strcmp(params[i], name) == 0)
       return TRUE;
   return FALSE;
 }
 
-static char *fresh_conn(const WeirNode *t, const WeirMap *map,
+static char *fresh_conn(const WeirNode *t, const char *const *params,
                         const char *base) {
   char *name = g_strdup(base);
-  for (guint i = 1; name_taken(t, map, name); i++) {
+  for (guint i = 1; name_taken(t, params, name); i++) {
     g_free(name);
     name = g_strdup_printf("%s%u", base, i);
   }
@@ -113,14 +113,48 @@ static WeirMemlet *memlet(WeirGradContext *ctx, guint src, const char *sc,
   return m;
 }
 
-/* Adds a scope over params x ranges (n_params == 0: a bare tasklet) with
- * one tasklet reading ins and writing out; `after` (optional) completes
- * before it starts. */
+/* One map of a (possibly nested) scope, outermost first. */
+typedef struct {
+  guint n;                   /* number of parameters */
+  const char *const *params; /* n names */
+  const char *const *ranges; /* n ranges (may use outer parameters) */
+} Level;
+
+/* The iterations of levels[from..n_levels-1] (the accesses one memlet into
+ * level `from` carries), or NULL when an inner range depends on the
+ * parameters of an outer level (the volume is then left unset). */
+static WeirExpr *nest_iterations(WeirNode *const *entries, guint from,
+                                 guint n_levels, const Level *levels) {
+  WeirExpr *iterations = weir_expr_const(1);
+  for (guint l = from; l < n_levels; l++)
+    for (guint i = 0; i < entries[l]->map->ranges->len; i++) {
+      g_autoptr(WeirExpr) size =
+          weir_range_size(&g_array_index(entries[l]->map->ranges, WeirRange, i));
+      WeirExpr *next = weir_expr_mul(iterations, size);
+      weir_expr_unref(iterations);
+      iterations = next;
+    }
+  g_autoptr(GPtrArray) syms = weir_expr_symbols(iterations);
+  for (guint k = 0; k < syms->len; k++)
+    for (guint l = 0; l < n_levels; l++)
+      for (guint i = 0; i < levels[l].n; i++)
+        if (strcmp(weir_expr_symbol_name(syms->pdata[k]), levels[l].params[i]) ==
+            0) {
+          weir_expr_unref(iterations);
+          return NULL;
+        }
+  return iterations;
+}
+
+/* Adds a scope of n_levels nested maps (0: a bare tasklet; the ranges of
+ * an inner map may use the parameters of the outer ones) with one tasklet
+ * reading ins and writing out, their subsets in terms of the parameters of
+ * all levels; `after` (optional) completes before it starts.  Between two
+ * levels a memlet carries the whole container. */
 static gboolean add_scope(WeirGradContext *ctx, const char *label,
-                          guint n_params, const char *const *params,
-                          const char *const *ranges, const BPort *ins,
-                          guint n_ins, const BPort *out, WeirNode *after,
-                          const char *code, GError **error) {
+                          guint n_levels, const Level *levels,
+                          const BPort *ins, guint n_ins, const BPort *out,
+                          WeirNode *after, const char *code, GError **error) {
   g_autoptr(GPtrArray) in_names = g_ptr_array_new();
   for (guint i = 0; i < n_ins; i++)
     g_ptr_array_add(in_names, (gpointer)ins[i].conn);
@@ -130,7 +164,7 @@ static gboolean add_scope(WeirGradContext *ctx, const char *label,
                                        (const char *const *)in_names->pdata,
                                        out_names, code);
   const char *odata = out->access->data;
-  if (n_params == 0) {
+  if (n_levels == 0) {
     for (guint i = 0; i < n_ins; i++)
       if (!memlet(ctx, ins[i].access->id, NULL, t->id, ins[i].conn,
                   ins[i].access->data, ins[i].subset, NULL, WEIR_WCR_NONE,
@@ -142,59 +176,85 @@ static gboolean add_scope(WeirGradContext *ctx, const char *label,
     return memlet(ctx, t->id, out->conn, out->access->id, NULL, odata,
                   out->subset, NULL, out->wcr, error) != NULL;
   }
-  WeirNode *exit = NULL;
-  WeirNode *entry = weir_state_add_map(ctx->g, ctx->s, label, params, ranges,
-                                       WEIR_SCHEDULE_PARALLEL, &exit, error);
-  if (!entry)
-    return FALSE;
-  g_autoptr(WeirExpr) iterations = weir_expr_const(1);
-  for (guint i = 0; i < entry->map->ranges->len; i++) {
-    g_autoptr(WeirExpr) size =
-        weir_range_size(&g_array_index(entry->map->ranges, WeirRange, i));
-    WeirExpr *next = weir_expr_mul(iterations, size);
-    weir_expr_unref(iterations);
-    iterations = next;
+  g_autofree WeirNode **entries = g_new0(WeirNode *, n_levels);
+  g_autofree WeirNode **exits = g_new0(WeirNode *, n_levels);
+  for (guint l = 0; l < n_levels; l++) {
+    g_autofree char *ml =
+        n_levels == 1 ? g_strdup(label) : g_strdup_printf("%s_%u", label, l);
+    g_autofree char **p = g_new0(char *, levels[l].n + 1);
+    g_autofree char **r = g_new0(char *, levels[l].n + 1);
+    memcpy(p, levels[l].params, levels[l].n * sizeof(char *));
+    memcpy(r, levels[l].ranges, levels[l].n * sizeof(char *));
+    entries[l] = weir_state_add_map(
+        ctx->g, ctx->s, ml, (const char *const *)p, (const char *const *)r,
+        WEIR_SCHEDULE_PARALLEL, &exits[l], error);
+    if (!entries[l])
+      return FALSE;
   }
-  /* every inner memlet moves one element */
+  WeirNode *inner = entries[n_levels - 1];
+  /* every tasklet memlet moves one element */
   for (guint i = 0; i < n_ins; i++) {
     const char *data = ins[i].access->data;
     g_autofree char *ic = g_strdup_printf("IN_%s", data);
     g_autofree char *oc = g_strdup_printf("OUT_%s", data);
-    if (!weir_node_has_in_conn(entry, ic)) {
-      weir_node_add_in_conn(entry, ic);
-      weir_node_add_out_conn(entry, oc);
-      g_autofree char *full = full_subset_text(ctx->g, data);
-      if (!memlet(ctx, ins[i].access->id, NULL, entry->id, ic, data, full,
-                  iterations, WEIR_WCR_NONE, error))
-        return FALSE;
-    } else {
-      for (guint e = 0; e < ctx->s->edges->len; e++) {
-        WeirMemlet *m = g_ptr_array_index(ctx->s->edges, e);
-        if (m->dst == entry->id && g_strcmp0(m->dst_conn, ic) == 0) {
-          g_autoptr(WeirExpr) sum = weir_expr_add(m->volume, iterations);
-          weir_memlet_set_volume(m, sum);
+    g_autofree char *full = full_subset_text(ctx->g, data);
+    for (guint l = 0; l < n_levels; l++) {
+      WeirNode *entry = entries[l];
+      g_autoptr(WeirExpr) iterations =
+          nest_iterations(entries, l, n_levels, levels);
+      if (!weir_node_has_in_conn(entry, ic)) {
+        weir_node_add_in_conn(entry, ic);
+        weir_node_add_out_conn(entry, oc);
+        guint src = l ? entries[l - 1]->id : ins[i].access->id;
+        if (!memlet(ctx, src, l ? oc : NULL, entry->id, ic, data, full,
+                    iterations, WEIR_WCR_NONE, error))
+          return FALSE;
+      } else {
+        for (guint e = 0; iterations && e < ctx->s->edges->len; e++) {
+          WeirMemlet *m = g_ptr_array_index(ctx->s->edges, e);
+          if (m->dst == entry->id && g_strcmp0(m->dst_conn, ic) == 0 &&
+              m->volume) {
+            g_autoptr(WeirExpr) sum = weir_expr_add(m->volume, iterations);
+            weir_memlet_set_volume(m, sum);
+          }
         }
       }
     }
-    if (!memlet(ctx, entry->id, oc, t->id, ins[i].conn, data, ins[i].subset,
+    if (!memlet(ctx, inner->id, oc, t->id, ins[i].conn, data, ins[i].subset,
                 NULL, WEIR_WCR_NONE, error))
       return FALSE;
   }
-  if (n_ins == 0 && !memlet(ctx, entry->id, NULL, t->id, NULL, NULL, NULL, NULL,
-                            WEIR_WCR_NONE, error))
-    return FALSE;
-  if (after && !memlet(ctx, after->id, NULL, entry->id, NULL, NULL, NULL, NULL,
-                       WEIR_WCR_NONE, error))
+  if (n_ins == 0) {
+    for (guint l = 1; l < n_levels; l++)
+      if (!memlet(ctx, entries[l - 1]->id, NULL, entries[l]->id, NULL, NULL,
+                  NULL, NULL, WEIR_WCR_NONE, error))
+        return FALSE;
+    if (!memlet(ctx, inner->id, NULL, t->id, NULL, NULL, NULL, NULL,
+                WEIR_WCR_NONE, error))
+      return FALSE;
+  }
+  if (after && !memlet(ctx, after->id, NULL, entries[0]->id, NULL, NULL, NULL,
+                       NULL, WEIR_WCR_NONE, error))
     return FALSE;
   g_autofree char *ic = g_strdup_printf("IN_%s", odata);
   g_autofree char *oc = g_strdup_printf("OUT_%s", odata);
-  weir_node_add_in_conn(exit, ic);
-  weir_node_add_out_conn(exit, oc);
   g_autofree char *full = full_subset_text(ctx->g, odata);
-  return memlet(ctx, t->id, out->conn, exit->id, ic, odata, out->subset, NULL,
-                out->wcr, error) &&
-         memlet(ctx, exit->id, oc, out->access->id, NULL, odata, full,
-                iterations, out->wcr, error);
+  if (!memlet(ctx, t->id, out->conn, exits[n_levels - 1]->id, ic, odata,
+              out->subset, NULL, out->wcr, error))
+    return FALSE;
+  for (guint l = 0; l < n_levels; l++) {
+    weir_node_add_in_conn(exits[l], ic);
+    weir_node_add_out_conn(exits[l], oc);
+  }
+  for (guint l = n_levels; l-- > 0;) {
+    g_autoptr(WeirExpr) iterations =
+        nest_iterations(entries, l, n_levels, levels);
+    guint dst = l ? exits[l - 1]->id : out->access->id;
+    if (!memlet(ctx, exits[l]->id, oc, dst, l ? ic : NULL, odata, full,
+                iterations, out->wcr, error))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 /* A gradient being accumulated by this scope's backward maps. */
@@ -232,9 +292,10 @@ static Accum *accum_for(WeirGradContext *ctx, GArray *accs, const char *value,
   a.zero = weir_state_add_access(ctx->g, ctx->s, a.grad);
   BPort out = {a.zero, "y", sub, WEIR_WCR_NONE};
   g_autofree char *label = g_strdup_printf("%s_zero", a.grad);
-  if (!add_scope(ctx, label, r, (const char *const *)params->pdata,
-                 (const char *const *)ranges->pdata, NULL, 0, &out, NULL,
-                 "y = 0", error))
+  Level level = {r, (const char *const *)params->pdata,
+                 (const char *const *)ranges->pdata};
+  if (!add_scope(ctx, label, r ? 1 : 0, &level, NULL, 0, &out, NULL, "y = 0",
+                 error))
     return NULL;
   a.acc = weir_state_add_access(ctx->g, ctx->s, a.grad);
   g_array_append_val(accs, a);
@@ -265,33 +326,53 @@ static gint index_of(GPtrArray *names, const char *name) {
 gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
   WeirState *s = ctx->s;
   const WeirNode *n = ctx->node;
-  const WeirMap *map = NULL;
+  /* The maps of the scope, outermost first: each holds exactly one node,
+   * the next map or the tasklet. */
+  g_autoptr(GPtrArray) maps = g_ptr_array_new(); /* const WeirMap* */
   WeirNode *t = NULL;
   if (n->kind == WEIR_NODE_MAP_ENTRY) {
-    map = n->map;
+    const WeirNode *entry = n;
     const WeirNode *exit = weir_state_map_exit(s, n);
-    g_autoptr(GPtrArray) outs = weir_state_out_edges(s, n->id);
-    for (guint i = 0; i < outs->len; i++) {
-      const WeirMemlet *m = g_ptr_array_index(outs, i);
-      WeirNode *d = weir_state_node(s, m->dst);
-      if (!d || d->kind != WEIR_NODE_TASKLET || (t && t != d))
-        return scope_fail(ctx, error,
-                          "the map holds %s; only a map around one tasklet "
-                          "is supported",
-                          d && d->kind == WEIR_NODE_MAP_ENTRY
-                              ? "a nested map"
-                              : "several nodes");
-      t = d;
+    while (!t) {
+      g_ptr_array_add(maps, entry->map);
+      if (!exit)
+        return scope_fail(ctx, error, "map '%s' has no exit", entry->label);
+      g_autoptr(GPtrArray) outs = weir_state_out_edges(s, entry->id);
+      WeirNode *next = NULL;
+      for (guint i = 0; i < outs->len; i++) {
+        const WeirMemlet *m = g_ptr_array_index(outs, i);
+        WeirNode *d = weir_state_node(s, m->dst);
+        if (!d ||
+            (d->kind != WEIR_NODE_TASKLET && d->kind != WEIR_NODE_MAP_ENTRY) ||
+            (next && next != d))
+          return scope_fail(ctx, error,
+                            "map '%s' holds several nodes or a node other "
+                            "than a map or a tasklet; only maps around one "
+                            "map or one tasklet are supported",
+                            entry->label);
+        next = d;
+      }
+      if (!next)
+        return scope_fail(ctx, error, "map '%s' holds no tasklet",
+                          entry->label);
+      const WeirNode *next_exit = NULL;
+      if (next->kind == WEIR_NODE_TASKLET)
+        t = next;
+      else if (!(next_exit = weir_state_map_exit(s, next)))
+        return scope_fail(ctx, error, "map '%s' has no exit", next->label);
+      /* everything the inner node writes leaves through this map's exit */
+      g_autoptr(GPtrArray) nouts =
+          weir_state_out_edges(s, t ? t->id : next_exit->id);
+      for (guint i = 0; i < nouts->len; i++)
+        if (((const WeirMemlet *)g_ptr_array_index(nouts, i))->dst !=
+            exit->id)
+          return scope_fail(ctx, error,
+                            "'%s' writes inside map '%s'; only maps around "
+                            "one map or one tasklet are supported",
+                            next->label, entry->label);
+      entry = next;
+      exit = next_exit;
     }
-    if (!t || !exit)
-      return scope_fail(ctx, error, "the map holds no tasklet");
-    g_autoptr(GPtrArray) touts = weir_state_out_edges(s, t->id);
-    for (guint i = 0; i < touts->len; i++)
-      if (((const WeirMemlet *)g_ptr_array_index(touts, i))->dst != exit->id)
-        return scope_fail(ctx, error,
-                          "the tasklet '%s' writes inside the map; only a "
-                          "map around one tasklet is supported",
-                          t->label);
   } else {
     t = (WeirNode *)n;
   }
@@ -342,21 +423,31 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
     }
   }
 
-  /* Parameters and ranges of the forward scope. */
+  /* Parameters and ranges of the forward scope, level by level. */
   g_autoptr(GPtrArray) params = g_ptr_array_new();
   g_autoptr(GPtrArray) ranges = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; map && i < map->params->len; i++) {
-    g_ptr_array_add(params, g_ptr_array_index(map->params, i));
-    g_ptr_array_add(ranges, weir_range_to_string(
-                                &g_array_index(map->ranges, WeirRange, i)));
+  g_autofree Level *levels = g_new0(Level, maps->len + 1);
+  guint n_levels = maps->len;
+  for (guint l = 0; l < n_levels; l++) {
+    const WeirMap *map = g_ptr_array_index(maps, l);
+    levels[l].n = map->params->len;
+    for (guint i = 0; i < map->params->len; i++) {
+      g_ptr_array_add(params, g_ptr_array_index(map->params, i));
+      g_ptr_array_add(ranges, weir_range_to_string(
+                                  &g_array_index(map->ranges, WeirRange, i)));
+    }
   }
-  guint n_params = params->len;
   g_ptr_array_add(params, NULL);
   g_ptr_array_add(ranges, NULL);
+  for (guint l = 0, off = 0; l < n_levels; off += levels[l].n, l++) {
+    levels[l].params = (const char *const *)params->pdata + off;
+    levels[l].ranges = (const char *const *)ranges->pdata + off;
+  }
+  const char *const *all_params = (const char *const *)params->pdata;
 
-  g_autofree char *gconn = fresh_conn(t, map, "grad_out");
-  g_autofree char *vconn = fresh_conn(t, map, "value_out");
-  g_autofree char *dconn = fresh_conn(t, map, "grad_in");
+  g_autofree char *gconn = fresh_conn(t, all_params, "grad_out");
+  g_autofree char *vconn = fresh_conn(t, all_params, "value_out");
+  g_autofree char *dconn = fresh_conn(t, all_params, "grad_in");
   g_autoptr(GArray) accs = g_array_new(FALSE, FALSE, sizeof(Accum));
   g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_free);
   for (guint i = 0; i < reads->len; i++) {
@@ -484,8 +575,7 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
         BPort out = {a->acc, dconn, subs->pdata[i], WEIR_WCR_SUM};
         g_autofree char *label =
             g_strdup_printf("%s_grad_%s", t->label, m->dst_conn);
-        if (!add_scope(ctx, label, n_params, (const char *const *)params->pdata,
-                       (const char *const *)ranges->pdata, (BPort *)bins->data,
+        if (!add_scope(ctx, label, n_levels, levels, (BPort *)bins->data,
                        bins->len, &out, a->zero, code, error))
           return FALSE;
         a->used = TRUE;
