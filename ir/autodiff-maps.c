@@ -128,8 +128,8 @@ static WeirExpr *nest_iterations(WeirNode *const *entries, guint from,
   WeirExpr *iterations = weir_expr_const(1);
   for (guint l = from; l < n_levels; l++)
     for (guint i = 0; i < entries[l]->map->ranges->len; i++) {
-      g_autoptr(WeirExpr) size =
-          weir_range_size(&g_array_index(entries[l]->map->ranges, WeirRange, i));
+      g_autoptr(WeirExpr) size = weir_range_size(
+          &g_array_index(entries[l]->map->ranges, WeirRange, i));
       WeirExpr *next = weir_expr_mul(iterations, size);
       weir_expr_unref(iterations);
       iterations = next;
@@ -138,8 +138,7 @@ static WeirExpr *nest_iterations(WeirNode *const *entries, guint from,
   for (guint k = 0; k < syms->len; k++)
     for (guint l = 0; l < n_levels; l++)
       for (guint i = 0; i < levels[l].n; i++)
-        if (strcmp(weir_expr_symbol_name(syms->pdata[k]), levels[l].params[i]) ==
-            0) {
+        if (strcmp(syms->pdata[k], levels[l].params[i]) == 0) {
           weir_expr_unref(iterations);
           return NULL;
         }
@@ -152,9 +151,9 @@ static WeirExpr *nest_iterations(WeirNode *const *entries, guint from,
  * all levels; `after` (optional) completes before it starts.  Between two
  * levels a memlet carries the whole container. */
 static gboolean add_scope(WeirGradContext *ctx, const char *label,
-                          guint n_levels, const Level *levels,
-                          const BPort *ins, guint n_ins, const BPort *out,
-                          WeirNode *after, const char *code, GError **error) {
+                          guint n_levels, const Level *levels, const BPort *ins,
+                          guint n_ins, const BPort *out, WeirNode *after,
+                          const char *code, GError **error) {
   g_autoptr(GPtrArray) in_names = g_ptr_array_new();
   for (guint i = 0; i < n_ins; i++)
     g_ptr_array_add(in_names, (gpointer)ins[i].conn);
@@ -185,9 +184,9 @@ static gboolean add_scope(WeirGradContext *ctx, const char *label,
     g_autofree char **r = g_new0(char *, levels[l].n + 1);
     memcpy(p, levels[l].params, levels[l].n * sizeof(char *));
     memcpy(r, levels[l].ranges, levels[l].n * sizeof(char *));
-    entries[l] = weir_state_add_map(
-        ctx->g, ctx->s, ml, (const char *const *)p, (const char *const *)r,
-        WEIR_SCHEDULE_PARALLEL, &exits[l], error);
+    entries[l] = weir_state_add_map(ctx->g, ctx->s, ml, (const char *const *)p,
+                                    (const char *const *)r,
+                                    WEIR_SCHEDULE_PARALLEL, &exits[l], error);
     if (!entries[l])
       return FALSE;
   }
@@ -364,8 +363,7 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
       g_autoptr(GPtrArray) nouts =
           weir_state_out_edges(s, t ? t->id : next_exit->id);
       for (guint i = 0; i < nouts->len; i++)
-        if (((const WeirMemlet *)g_ptr_array_index(nouts, i))->dst !=
-            exit->id)
+        if (((const WeirMemlet *)g_ptr_array_index(nouts, i))->dst != exit->id)
           return scope_fail(ctx, error,
                             "'%s' writes inside map '%s'; only maps around "
                             "one map or one tasklet are supported",
