@@ -301,15 +301,32 @@ static Accum *accum_for(WeirGradContext *ctx, GArray *accs, const char *value,
   return &g_array_index(accs, Accum, accs->len - 1);
 }
 
-/* The text of the last value code assigns to `out`. */
-static char *out_value(const WeirCode *code, const char *out) {
+/* The text of the last value code assigns to `out`; *index (owned, may be
+ * NULL) receives its index when that assignment is indexed (out[f] = e),
+ * *count the number of assignments to `out`. */
+static char *out_value(const WeirCode *code, const char *out, char **index,
+                       guint *count) {
   char *r = NULL;
+  *index = NULL;
+  *count = 0;
   for (guint i = 0; i < code->stmts->len; i++) {
     const WeirStmt *st = g_ptr_array_index(code->stmts, i);
-    if (st->target->kind == WEIR_AST_NAME &&
+    if ((st->target->kind == WEIR_AST_NAME ||
+         st->target->kind == WEIR_AST_INDEX) &&
         strcmp(st->target->name, out) == 0) {
       g_free(r);
+      g_clear_pointer(index, g_free);
       r = weir_ast_to_string(st->value);
+      (*count)++;
+      if (st->target->kind == WEIR_AST_INDEX) {
+        GString *t = g_string_new(NULL);
+        for (guint a = 0; st->target->args && a < st->target->args->len; a++) {
+          g_autofree char *x =
+              weir_ast_to_string(g_ptr_array_index(st->target->args, a));
+          g_string_append_printf(t, "%s%s", a ? ", " : "", x);
+        }
+        *index = g_string_free(t, FALSE);
+      }
     }
   }
   return r;
@@ -473,12 +490,34 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
     const char *dy = kout >= 0 ? weir_grad_dout(ctx, (guint)kout, error) : NULL;
     if (!dy)
       continue;
-    if (!single_element(write->subset)) {
+    g_autofree char *out_index = NULL;
+    guint n_assign = 0;
+    g_autofree char *fval =
+        out_value(t->code, write->src_conn, &out_index, &n_assign);
+    if (!fval)
+      return scope_fail(ctx, error,
+                        "tasklet '%s' does not assign its output '%s'",
+                        t->label, write->src_conn);
+    if (out_index && n_assign != 1)
+      return scope_fail(ctx, error,
+                        "tasklet '%s' assigns its output '%s' %u times with "
+                        "an index; only one indexed assignment is supported",
+                        t->label, write->src_conn, n_assign);
+    if (!out_index && !single_element(write->subset)) {
       g_autofree char *sub = weir_subset_to_string(write->subset);
       return scope_fail(ctx, error,
-                        "tasklet '%s' writes '%s[%s]', more than one element",
-                        t->label, write->data, sub);
+                        "tasklet '%s' writes '%s[%s]', more than one element, "
+                        "without indexing its output '%s'",
+                        t->label, write->data, sub, write->src_conn);
     }
+    /* the gradient (and the value) of the output at the element written:
+     * the same subset, the same index inside it */
+    g_autofree char *gref = out_index
+                                ? g_strdup_printf("%s[%s]", gconn, out_index)
+                                : g_strdup(gconn);
+    g_autofree char *vref = out_index
+                                ? g_strdup_printf("%s[%s]", vconn, out_index)
+                                : g_strdup(vconn);
     gboolean maxmin = write->wcr == WEIR_WCR_MAX || write->wcr == WEIR_WCR_MIN;
     gboolean prod = write->wcr == WEIR_WCR_PROD;
     if (write->wcr == WEIR_WCR_NONE &&
@@ -491,11 +530,6 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
     if (maxmin || prod)
       g_hash_table_add(ctx->maxed, g_strdup(write->data));
     g_autofree char *out_sub = weir_subset_to_string(write->subset);
-    g_autofree char *fval = out_value(t->code, write->src_conn);
-    if (!fval)
-      return scope_fail(ctx, error,
-                        "tasklet '%s' does not assign its output '%s'",
-                        t->label, write->src_conn);
     g_autoptr(GArray) bins = g_array_new(FALSE, TRUE, sizeof(BPort));
     for (guint i = 0; i < reads->len; i++) {
       const WeirMemlet *m = g_ptr_array_index(reads, i);
@@ -563,12 +597,12 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
          * out / f (0 where f is 0). */
         g_autofree char *code =
             maxmin ? g_strdup_printf("%s%s = (%s) == %s ? %s * %s : 0", body,
-                                     target->str, fval, vconn, gconn, deriv)
+                                     target->str, fval, vref, gref, deriv)
             : prod ? g_strdup_printf("%s%s = (%s) != 0 ? %s * (%s / (%s)) * "
                                      "%s : 0",
-                                     body, target->str, fval, gconn, vconn,
-                                     fval, deriv)
-                   : g_strdup_printf("%s%s = %s * %s", body, target->str, gconn,
+                                     body, target->str, fval, gref, vref, fval,
+                                     deriv)
+                   : g_strdup_printf("%s%s = %s * %s", body, target->str, gref,
                                      deriv);
         BPort out = {a->acc, dconn, subs->pdata[i], WEIR_WCR_SUM};
         g_autofree char *label =

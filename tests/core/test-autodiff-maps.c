@@ -823,6 +823,107 @@ static void test_nest_program(void **state) {
   assert_true(nested_maps(bwd) >= 1 + 2);
 }
 
+/* ------------------------------------------------------ indexed writes */
+
+static void perm_201(WeirNode *n) {
+  ints(n, "perm", (gint64[]){2, 0, 1}, 3);
+}
+
+/* Expansions that write out[f(i)] through a non-identity subset (Concat's
+ * slabs: y[i, j + 3]; Transpose: the permuted read of a map over y; Pad:
+ * the clamped read) or read a slab (Slice), the forward program expanded
+ * first, against finite differences. */
+static const Case indexed_cases[] = {
+    {"concat", "Concat", {"2, 3", "2, 2", "2, 1"}, "2, 6", axis1},
+    {"transpose", "Transpose", {"2, 3, 4"}, "4, 2, 3", perm_201},
+};
+
+/* t[5 - i] = x0[i] * sin(x1[i]), written through the block t[0:6] and an
+ * indexed assignment; then y[i] = t[i] * t[i] + x0[i]. */
+static WeirGraph *scatter_program(void) {
+  WeirGraph *g = weir_graph_new("scatter");
+  WeirState *s = weir_graph_add_state(g, "main");
+  assert_non_null(
+      weir_graph_add_array(g, "x0", WEIR_DTYPE_F64, "6", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "x1", WEIR_DTYPE_F64, "6", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "t", WEIR_DTYPE_F64, "6", TRUE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "y", WEIR_DTYPE_F64, "6", FALSE, NULL));
+  WeirNode *x = weir_state_add_access(g, s, "x0");
+  WeirNode *w = weir_state_add_access(g, s, "x1");
+  WeirNode *t = weir_state_add_access(g, s, "t");
+  Io ins1[] = {{"x0", "i", "a"}, {"x1", "i", "b"}};
+  WeirNode *acc1[] = {x, w};
+  Io out1 = {"t", "0:6", "o"};
+  add_map(g, s, "scatter", "i", "0:6", ins1, 2, acc1, &out1, t, WEIR_WCR_NONE,
+          NULL, "o[5 - i] = a * sin(b)");
+  WeirNode *y = weir_state_add_access(g, s, "y");
+  Io ins2[] = {{"t", "i", "u"}, {"x0", "i", "v"}};
+  WeirNode *acc2[] = {t, x};
+  Io out2 = {"y", "i", "o"};
+  add_map(g, s, "square", "i", "0:6", ins2, 2, acc2, &out2, y, WEIR_WCR_NONE,
+          NULL, "o = u * u + v");
+  g_autoptr(GError) err = NULL;
+  if (!weir_graph_validate(g, &err))
+    fail_msg("scatter program: %s", err->message);
+  return g;
+}
+
+static void test_indexed_writes(void **state) {
+  (void)state;
+  for (guint i = 0; i < G_N_ELEMENTS(indexed_cases); i++)
+    check_fd(&indexed_cases[i], TRUE);
+  g_autoptr(WeirGraph) fwd = scatter_program();
+  const Case c = {.name = "scatter"};
+  check_fd_graph(&c, fwd, 2, FALSE);
+  /* closed form at one point: y[k] = t[k]^2 + x0[k], t[5 - i] = x0[i]
+   * sin(x1[i]), so dL/dx0[i] = 2 t[5-i] dy[5-i] sin(x1[i]) + dy[i] */
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  if (!bwd)
+    fail_msg("%s", err->message);
+  g_autoptr(GHashTable) inputs = random_inputs(fwd, 2);
+  g_autoptr(GHashTable) args = run_backward(bwd, inputs);
+  const WeirTensor *xt = g_hash_table_lookup(inputs, "x0");
+  const WeirTensor *wt = g_hash_table_lookup(inputs, "x1");
+  const WeirTensor *dy = g_hash_table_lookup(inputs, "dy");
+  const WeirTensor *gx =
+      g_hash_table_lookup(args, g_hash_table_lookup(grads, "x0"));
+  for (int i = 0; i < 6; i++) {
+    double tv = weir_tensor_get(xt, i) * sin(weir_tensor_get(wt, i));
+    double ex =
+        2 * tv * weir_tensor_get(dy, 5 - i) * sin(weir_tensor_get(wt, i)) +
+        weir_tensor_get(dy, i);
+    assert_true(fabs(weir_tensor_get(gx, i) - ex) < 1e-12 + 1e-12 * fabs(ex));
+  }
+}
+
+/* Two indexed assignments to one output are refused with the tasklet's
+ * name. */
+static void test_indexed_write_errors(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = scatter_program();
+  WeirState *s = g_ptr_array_index(fwd->states, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_TASKLET && strcmp(n->label, "scatter") == 0) {
+      assert_true(weir_tasklet_set_code(n, "o[5 - i] = a\no[i] = b"));
+    }
+  }
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  assert_null(bwd);
+  assert_non_null(err);
+  assert_non_null(strstr(err->message, "tasklet 'scatter'"));
+  assert_non_null(strstr(err->message, "only one indexed assignment"));
+}
+
 int main(void) {
   weir_expansions_init();
   const struct CMUnitTest tests[] = {
@@ -835,6 +936,8 @@ int main(void) {
       cmocka_unit_test(test_nested_gradients),
       cmocka_unit_test(test_nested_rule_cross_check),
       cmocka_unit_test(test_nest_program),
+      cmocka_unit_test(test_indexed_writes),
+      cmocka_unit_test(test_indexed_write_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
