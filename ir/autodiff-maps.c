@@ -303,12 +303,14 @@ static Accum *accum_for(WeirGradContext *ctx, GArray *accs, const char *value,
 
 /* The text of the last value code assigns to `out`; *index (owned, may be
  * NULL) receives its index when that assignment is indexed (out[f] = e),
- * *count the number of assignments to `out`. */
+ * *count the number of assignments to `out` and *indexed how many of them
+ * are indexed. */
 static char *out_value(const WeirCode *code, const char *out, char **index,
-                       guint *count) {
+                       guint *count, guint *indexed) {
   char *r = NULL;
   *index = NULL;
   *count = 0;
+  *indexed = 0;
   for (guint i = 0; i < code->stmts->len; i++) {
     const WeirStmt *st = g_ptr_array_index(code->stmts, i);
     if ((st->target->kind == WEIR_AST_NAME ||
@@ -319,6 +321,7 @@ static char *out_value(const WeirCode *code, const char *out, char **index,
       r = weir_ast_to_string(st->value);
       (*count)++;
       if (st->target->kind == WEIR_AST_INDEX) {
+        (*indexed)++;
         GString *t = g_string_new(NULL);
         for (guint a = 0; st->target->args && a < st->target->args->len; a++) {
           g_autofree char *x =
@@ -491,14 +494,14 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
     if (!dy)
       continue;
     g_autofree char *out_index = NULL;
-    guint n_assign = 0;
+    guint n_assign = 0, n_indexed = 0;
     g_autofree char *fval =
-        out_value(t->code, write->src_conn, &out_index, &n_assign);
+        out_value(t->code, write->src_conn, &out_index, &n_assign, &n_indexed);
     if (!fval)
       return scope_fail(ctx, error,
                         "tasklet '%s' does not assign its output '%s'",
                         t->label, write->src_conn);
-    if (out_index && n_assign != 1)
+    if (n_indexed > 0 && n_assign != 1)
       return scope_fail(ctx, error,
                         "tasklet '%s' assigns its output '%s' %u times with "
                         "an index; only one indexed assignment is supported",

@@ -922,6 +922,50 @@ static void test_indexed_write_errors(void **state) {
   assert_non_null(err);
   assert_non_null(strstr(err->message, "tasklet 'scatter'"));
   assert_non_null(strstr(err->message, "only one indexed assignment"));
+  /* an indexed and a plain assignment to the same output */
+  g_autoptr(WeirGraph) fwd2 = scatter_program();
+  s = g_ptr_array_index(fwd2->states, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_TASKLET && strcmp(n->label, "scatter") == 0)
+      assert_true(weir_tasklet_set_code(n, "o[5 - i] = a\no = b"));
+  }
+  g_autoptr(GHashTable) grads2 = NULL;
+  g_autoptr(GError) err2 = NULL;
+  g_autoptr(WeirGraph) bwd2 = backward(fwd2, wrt, FALSE, &grads2, &err2);
+  assert_null(bwd2);
+  assert_non_null(err2);
+  assert_non_null(strstr(err2->message, "only one indexed assignment"));
+}
+
+/* A map holding a tasklet next to the inner map: refused, naming the map. */
+static void test_nest_errors(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = nest_program();
+  WeirState *s = g_ptr_array_index(fwd->states, 0);
+  WeirNode *rows = NULL, *rows_exit = NULL;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_MAP_ENTRY && strcmp(n->label, "rows") == 0)
+      rows = n;
+  }
+  assert_non_null(rows);
+  rows_exit = weir_state_map_exit(s, rows);
+  WeirNode *extra = weir_state_add_tasklet(
+      fwd, s, "extra", (const char *[]){NULL}, (const char *[]){NULL}, "");
+  assert_non_null(weir_state_add_memlet(fwd, s, rows->id, NULL, extra->id, NULL,
+                                        NULL, NULL, NULL));
+  assert_non_null(weir_state_add_memlet(fwd, s, extra->id, NULL, rows_exit->id,
+                                        NULL, NULL, NULL, NULL));
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  assert_null(bwd);
+  assert_non_null(err);
+  if (!strstr(err->message, "map 'rows' holds several nodes"))
+    fail_msg("unexpected error: %s", err->message);
+  assert_non_null(strstr(err->message, "program 'nest'"));
 }
 
 int main(void) {
@@ -938,6 +982,7 @@ int main(void) {
       cmocka_unit_test(test_nest_program),
       cmocka_unit_test(test_indexed_writes),
       cmocka_unit_test(test_indexed_write_errors),
+      cmocka_unit_test(test_nest_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
