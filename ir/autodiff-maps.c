@@ -2,13 +2,15 @@
  * for operators without a backward rule, and forward programs that are
  * already expanded).
  *
- * A scope is a map entry, the single tasklet inside it and the exit (or a
- * tasklet at the top level).  Its tasklet computes one output element
+ * A scope is a map entry, the single node inside it — the tasklet, or an
+ * inner map holding in turn one node (a nest of any depth) — and the exit,
+ * or a tasklet at the top level.  Its tasklet computes one output element
  * out[idx_o] = f(in_1[idx_1], ..., in_n[idx_n]) per iteration, written
  * plainly or through a WCR memlet; every index idx_k is one element (any
  * affine or clamped expression of the map parameters).  For each input
- * in_k whose gradient is wanted, the sweep adds a map over the same ranges
- * whose tasklet reads the same elements plus dOut[idx_o] and writes
+ * in_k whose gradient is wanted, the sweep adds a map (a nest of the same
+ * levels) over the same ranges whose tasklet reads the same elements plus
+ * dOut[idx_o] and writes
  *
  *     dIn_k[idx_k] += dOut[idx_o] * df/din_k          (plain write, WCR sum)
  *     dIn_k[idx_k] += f == out[idx_o] ? dOut * df/din_k : 0   (WCR max, min)
@@ -22,6 +24,10 @@
  * padding) keeps its guard in the derivative.  A WCR-sum accumulation
  * passes dOut unchanged to the initial value of `out`, so the scope that
  * initializes it (a bias, zeros) is differentiated with the same dOut.
+ * A tasklet may write a block through one indexed assignment to its output
+ * (o[f(i)] = e): the backward reads dOut through the same block and indexes
+ * it with f(i).  Indices of the nest may use the parameters of every
+ * level, and inner ranges those of the outer levels.
  */
 #include <stdarg.h>
 #include <string.h>

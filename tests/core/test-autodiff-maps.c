@@ -12,6 +12,11 @@
  *  - The backward program compiled: the generated code agrees with the
  *    interpreter.
  *  - A tasklet with two outputs; code the differentiator cannot handle.
+ *  - Nested scopes: expanded programs tiled with map-tiling against finite
+ *    differences and the rules; a hand-written two-level nest; a map
+ *    holding two nodes (the error).
+ *  - Indexed writes: Concat and Transpose expanded, a scatter through an
+ *    indexed assignment, and its errors.
  *
  * Debugging aids: WEIR_TEST_CASE=<name> runs one fallback case,
  * WEIR_TEST_DUMP=<file.json> saves the first backward program (and prints
