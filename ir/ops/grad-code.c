@@ -321,8 +321,12 @@ char *weir_grad_code_derivative(const WeirCode *code, const char *out,
   char *dout = NULL;
   for (guint i = 0; i < code->stmts->len; i++) {
     const WeirStmt *st = g_ptr_array_index(code->stmts, i);
-    if (st->target->kind != WEIR_AST_NAME) {
-      d.error = "an indexed assignment";
+    /* an indexed assignment only to the output (out[f(i)] = e: the
+     * caller reads its gradient at the same index) */
+    if (st->target->kind != WEIR_AST_NAME &&
+        (st->target->kind != WEIR_AST_INDEX ||
+         strcmp(st->target->name, out) != 0)) {
+      d.error = "an indexed assignment to a name other than the output";
       break;
     }
     char *de = derive(&d, st->value);

@@ -12,6 +12,11 @@
  *  - The backward program compiled: the generated code agrees with the
  *    interpreter.
  *  - A tasklet with two outputs; code the differentiator cannot handle.
+ *  - Nested scopes: expanded programs tiled with map-tiling against finite
+ *    differences and the rules; a hand-written two-level nest; a map
+ *    holding two nodes (the error).
+ *  - Indexed writes: Concat and Transpose expanded, a scatter through an
+ *    indexed assignment, and its errors.
  *
  * Debugging aids: WEIR_TEST_CASE=<name> runs one fallback case,
  * WEIR_TEST_DUMP=<file.json> saves the first backward program (and prints
@@ -195,9 +200,8 @@ static GHashTable *run_backward(const WeirGraph *bwd, GHashTable *inputs) {
 
 /* Gradients of every input of c through the fallback (the op has no rule
  * or its rule declines) against central differences. */
-static void check_fd(const Case *c, gboolean expand) {
-  guint n_in;
-  g_autoptr(WeirGraph) fwd = one_node(c, &n_in);
+static void check_fd_graph(const Case *c, const WeirGraph *fwd, guint n_in,
+                           gboolean expand) {
   const char *wrt[5] = {0};
   for (guint k = 0; k < n_in; k++)
     wrt[k] = input_names[k];
@@ -248,11 +252,22 @@ static void check_fd(const Case *c, gboolean expand) {
   assert_true(checked > 0);
 }
 
-/* The gradients of the rule and of the fallback (through the expanded
- * forward program) agree. */
-static void check_against_rule(const Case *c) {
+static void check_fd(const Case *c, gboolean expand) {
   guint n_in;
   g_autoptr(WeirGraph) fwd = one_node(c, &n_in);
+  check_fd_graph(c, fwd, n_in, expand);
+}
+
+/* The gradients of the rule and of the fallback (through the expanded
+ * forward program) agree. */
+static WeirGraph *tiled(const WeirGraph *fwd, const char *tile);
+
+/* With `tile`, the expanded forward program is also tiled (nested maps). */
+static void check_against_rule_tiled(const Case *c, const char *tile) {
+  guint n_in;
+  g_autoptr(WeirGraph) fwd = one_node(c, &n_in);
+  g_autoptr(WeirGraph) fwd_maps =
+      tile ? tiled(fwd, tile) : weir_graph_copy(fwd);
   WeirState *s = g_ptr_array_index(fwd->states, 0);
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(s->nodes, i);
@@ -267,7 +282,7 @@ static void check_against_rule(const Case *c) {
   g_autoptr(WeirGraph) b_rule = backward(fwd, wrt, FALSE, &g_rule, &err);
   if (!b_rule)
     fail_msg("%s (rule): %s", c->name, err->message);
-  g_autoptr(WeirGraph) b_maps = backward(fwd, wrt, TRUE, &g_maps, &err);
+  g_autoptr(WeirGraph) b_maps = backward(fwd_maps, wrt, TRUE, &g_maps, &err);
   if (!b_maps)
     fail_msg("%s (maps): %s", c->name, err->message);
   /* the expanded backward program differentiates maps: no backward
@@ -300,6 +315,10 @@ static void check_against_rule(const Case *c) {
                  c->name, wrt[k], i, a, b);
     }
   }
+}
+
+static void check_against_rule(const Case *c) {
+  check_against_rule_tiled(c, NULL);
 }
 
 static void ints(WeirNode *n, const char *name, const gint64 *v, guint len) {
@@ -640,6 +659,320 @@ static void test_two_outputs_and_errors(void **state) {
   }
 }
 
+/* ------------------------------------------------- nested map scopes */
+
+/* Map entries of g nested in another map. */
+static guint nested_maps(const WeirGraph *g) {
+  guint n = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirScopes) sc = weir_state_scopes(s, &err);
+    assert_non_null(sc);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, k);
+      n += x->kind == WEIR_NODE_MAP_ENTRY && weir_scopes_parent(sc, x->id);
+    }
+  }
+  return n;
+}
+
+/* fwd expanded, then every top-level map tiled (map-tiling, `tile`): the
+ * forward scopes become nests of two maps whose inner ranges use the outer
+ * parameters (tp:min(tp + T, e) where T does not divide the range). */
+static WeirGraph *tiled(const WeirGraph *fwd, const char *tile) {
+  WeirGraph *g = weir_graph_copy(fwd);
+  g_autoptr(GError) err = NULL;
+  if (!weir_expand_all(g, NULL, NULL, &err))
+    fail_msg("expand: %s", err->message);
+  weir_transforms_init();
+  const WeirTransformInfo *t = weir_transform_lookup("map-tiling");
+  assert_non_null(t);
+  const char *assign[] = {tile, NULL};
+  g_autoptr(WeirParams) p = weir_params_parse(t, assign, &err);
+  assert_non_null(p);
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < s->nodes->len; k++) {
+    const WeirNode *x = g_ptr_array_index(s->nodes, k);
+    if (x->kind == WEIR_NODE_MAP_ENTRY)
+      g_array_append_val(ids, x->id);
+  }
+  for (guint k = 0; k < ids->len; k++) {
+    WeirSite site = {.state = s->id, .n_nodes = 1};
+    site.nodes[0] = g_array_index(ids, guint, k);
+    g_autofree char *reason = NULL;
+    if (!weir_transform_can_apply(t, g, &site, p, &reason))
+      continue;
+    if (!weir_transform_apply(g, t, &site, p, NULL, NULL, &err))
+      fail_msg("map-tiling: %s", err->message);
+  }
+  if (!weir_graph_validate(g, &err))
+    fail_msg("tiled: %s", err->message);
+  assert_true(nested_maps(g) > 0);
+  return g;
+}
+
+/* The tiled (nested) forward programs against finite differences:
+ * convolution and pooling through the fallback, MatMul (a WCR-sum
+ * reduction inside the nest), Softmax (max, exp-sum, normalize). */
+static void test_nested_gradients(void **state) {
+  (void)state;
+  const Case *cases[] = {&fallback_cases[0], &fallback_cases[3],
+                         &fallback_cases[9], &rule_cases[0], &rule_cases[3]};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    guint n_in;
+    g_autoptr(WeirGraph) fwd = one_node(cases[i], &n_in);
+    g_autoptr(WeirGraph) nest = tiled(fwd, "tile=2");
+    check_fd_graph(cases[i], nest, n_in, FALSE);
+  }
+}
+
+/* The nests' gradients equal those of the ops' rules. */
+static void test_nested_rule_cross_check(void **state) {
+  (void)state;
+  for (guint i = 0; i < 4; i++) /* matmul, gemm, conv2d, softmax */
+    check_against_rule_tiled(&rule_cases[i], "tile=2");
+}
+
+/* A hand-written nest, its tasklet fed through the outer map's entry with
+ * subsets in the parameters of both levels:
+ *   y[i] = 0;  map i in 0:3 { map j in 0:i+2 {
+ *       y[i] += x0[i, j] * x1[j] + x0[i, 3 - j]^2 } }   (WCR sum)   */
+static WeirGraph *nest_program(void) {
+  WeirGraph *g = weir_graph_new("nest");
+  WeirState *s = weir_graph_add_state(g, "main");
+  assert_non_null(
+      weir_graph_add_array(g, "x0", WEIR_DTYPE_F64, "3, 4", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "x1", WEIR_DTYPE_F64, "4", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "y", WEIR_DTYPE_F64, "3", FALSE, NULL));
+  WeirNode *x = weir_state_add_access(g, s, "x0");
+  WeirNode *w = weir_state_add_access(g, s, "x1");
+  WeirNode *y0 = weir_state_add_access(g, s, "y");
+  Io out0 = {"y", "i", "o"};
+  add_map(g, s, "init", "i", "0:3", NULL, 0, NULL, &out0, y0, WEIR_WCR_NONE,
+          NULL, "o = 0");
+  WeirNode *y = weir_state_add_access(g, s, "y");
+  g_autoptr(GError) err = NULL;
+  WeirNode *ox = NULL, *ix = NULL;
+  WeirNode *outer = weir_state_add_map(
+      g, s, "rows", (const char *[]){"i", NULL}, (const char *[]){"0:3", NULL},
+      WEIR_SCHEDULE_SEQUENTIAL, &ox, &err);
+  WeirNode *inner = weir_state_add_map(
+      g, s, "cols", (const char *[]){"j", NULL},
+      (const char *[]){"0:i + 2", NULL}, WEIR_SCHEDULE_SEQUENTIAL, &ix, &err);
+  assert_non_null(outer);
+  assert_non_null(inner);
+  WeirNode *t = weir_state_add_tasklet(
+      g, s, "body", (const char *[]){"a", "b", "c", NULL},
+      (const char *[]){"o", NULL}, "o = a * b + c * c");
+  const char *names[] = {"x0", "x1", "y"};
+  for (guint k = 0; k < 3; k++) {
+    g_autofree char *ic = g_strdup_printf("IN_%s", names[k]);
+    g_autofree char *oc = g_strdup_printf("OUT_%s", names[k]);
+    WeirNode *from[] = {outer, inner, ix, ox};
+    if (k < 2)
+      for (guint l = 0; l < 2; l++) {
+        weir_node_add_in_conn(from[l], ic);
+        weir_node_add_out_conn(from[l], oc);
+      }
+    else
+      for (guint l = 2; l < 4; l++) {
+        weir_node_add_in_conn(from[l], ic);
+        weir_node_add_out_conn(from[l], oc);
+      }
+  }
+  wire(g, s, x->id, NULL, outer->id, "IN_x0", "x0");
+  wire(g, s, w->id, NULL, outer->id, "IN_x1", "x1");
+  wire(g, s, outer->id, "OUT_x0", inner->id, "IN_x0", "x0");
+  wire(g, s, outer->id, "OUT_x1", inner->id, "IN_x1", "x1");
+  assert_non_null(weir_state_add_memlet(g, s, inner->id, "OUT_x0", t->id, "a",
+                                        "x0", "i, j", NULL));
+  assert_non_null(weir_state_add_memlet(g, s, inner->id, "OUT_x1", t->id, "b",
+                                        "x1", "j", NULL));
+  assert_non_null(weir_state_add_memlet(g, s, inner->id, "OUT_x0", t->id, "c",
+                                        "x0", "i, 3 - j", NULL));
+  assert_non_null(weir_state_add_memlet(g, s, y0->id, NULL, outer->id, NULL,
+                                        NULL, NULL, NULL));
+  WeirMemlet *m[3];
+  m[0] =
+      weir_state_add_memlet(g, s, t->id, "o", ix->id, "IN_y", "y", "i", NULL);
+  m[1] = weir_state_add_memlet(g, s, ix->id, "OUT_y", ox->id, "IN_y", "y",
+                               "0:3", NULL);
+  m[2] = weir_state_add_memlet(g, s, ox->id, "OUT_y", y->id, NULL, "y", "0:3",
+                               NULL);
+  for (guint k = 0; k < 3; k++) {
+    assert_non_null(m[k]);
+    m[k]->wcr = WEIR_WCR_SUM;
+  }
+  if (!weir_graph_validate(g, &err))
+    fail_msg("nest program: %s", err->message);
+  return g;
+}
+
+static void test_nest_program(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = nest_program();
+  assert_int_equal(nested_maps(fwd), 1);
+  const Case c = {.name = "nest"};
+  check_fd_graph(&c, fwd, 2, FALSE);
+  /* the backward nest keeps the structure: nested maps accumulate */
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  if (!bwd)
+    fail_msg("%s", err->message);
+  assert_true(nested_maps(bwd) >= 1 + 2);
+}
+
+/* ------------------------------------------------------ indexed writes */
+
+static void perm_201(WeirNode *n) {
+  ints(n, "perm", (gint64[]){2, 0, 1}, 3);
+}
+
+/* Expansions that write out[f(i)] through a non-identity subset (Concat's
+ * slabs: y[i, j + 3]; Transpose: the permuted read of a map over y; Pad:
+ * the clamped read) or read a slab (Slice), the forward program expanded
+ * first, against finite differences. */
+static const Case indexed_cases[] = {
+    {"concat", "Concat", {"2, 3", "2, 2", "2, 1"}, "2, 6", axis1},
+    {"transpose", "Transpose", {"2, 3, 4"}, "4, 2, 3", perm_201},
+};
+
+/* t[5 - i] = x0[i] * sin(x1[i]), written through the block t[0:6] and an
+ * indexed assignment; then y[i] = t[i] * t[i] + x0[i]. */
+static WeirGraph *scatter_program(void) {
+  WeirGraph *g = weir_graph_new("scatter");
+  WeirState *s = weir_graph_add_state(g, "main");
+  assert_non_null(
+      weir_graph_add_array(g, "x0", WEIR_DTYPE_F64, "6", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "x1", WEIR_DTYPE_F64, "6", FALSE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "t", WEIR_DTYPE_F64, "6", TRUE, NULL));
+  assert_non_null(
+      weir_graph_add_array(g, "y", WEIR_DTYPE_F64, "6", FALSE, NULL));
+  WeirNode *x = weir_state_add_access(g, s, "x0");
+  WeirNode *w = weir_state_add_access(g, s, "x1");
+  WeirNode *t = weir_state_add_access(g, s, "t");
+  Io ins1[] = {{"x0", "i", "a"}, {"x1", "i", "b"}};
+  WeirNode *acc1[] = {x, w};
+  Io out1 = {"t", "0:6", "o"};
+  add_map(g, s, "scatter", "i", "0:6", ins1, 2, acc1, &out1, t, WEIR_WCR_NONE,
+          NULL, "o[5 - i] = a * sin(b)");
+  WeirNode *y = weir_state_add_access(g, s, "y");
+  Io ins2[] = {{"t", "i", "u"}, {"x0", "i", "v"}};
+  WeirNode *acc2[] = {t, x};
+  Io out2 = {"y", "i", "o"};
+  add_map(g, s, "square", "i", "0:6", ins2, 2, acc2, &out2, y, WEIR_WCR_NONE,
+          NULL, "o = u * u + v");
+  g_autoptr(GError) err = NULL;
+  if (!weir_graph_validate(g, &err))
+    fail_msg("scatter program: %s", err->message);
+  return g;
+}
+
+static void test_indexed_writes(void **state) {
+  (void)state;
+  for (guint i = 0; i < G_N_ELEMENTS(indexed_cases); i++)
+    check_fd(&indexed_cases[i], TRUE);
+  g_autoptr(WeirGraph) fwd = scatter_program();
+  const Case c = {.name = "scatter"};
+  check_fd_graph(&c, fwd, 2, FALSE);
+  /* closed form at one point: y[k] = t[k]^2 + x0[k], t[5 - i] = x0[i]
+   * sin(x1[i]), so dL/dx0[i] = 2 t[5-i] dy[5-i] sin(x1[i]) + dy[i] */
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  if (!bwd)
+    fail_msg("%s", err->message);
+  g_autoptr(GHashTable) inputs = random_inputs(fwd, 2);
+  g_autoptr(GHashTable) args = run_backward(bwd, inputs);
+  const WeirTensor *xt = g_hash_table_lookup(inputs, "x0");
+  const WeirTensor *wt = g_hash_table_lookup(inputs, "x1");
+  const WeirTensor *dy = g_hash_table_lookup(inputs, "dy");
+  const WeirTensor *gx =
+      g_hash_table_lookup(args, g_hash_table_lookup(grads, "x0"));
+  for (int i = 0; i < 6; i++) {
+    double tv = weir_tensor_get(xt, i) * sin(weir_tensor_get(wt, i));
+    double ex =
+        2 * tv * weir_tensor_get(dy, 5 - i) * sin(weir_tensor_get(wt, i)) +
+        weir_tensor_get(dy, i);
+    assert_true(fabs(weir_tensor_get(gx, i) - ex) < 1e-12 + 1e-12 * fabs(ex));
+  }
+}
+
+/* Two indexed assignments to one output are refused with the tasklet's
+ * name. */
+static void test_indexed_write_errors(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = scatter_program();
+  WeirState *s = g_ptr_array_index(fwd->states, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_TASKLET && strcmp(n->label, "scatter") == 0) {
+      assert_true(weir_tasklet_set_code(n, "o[5 - i] = a\no[i] = b"));
+    }
+  }
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  assert_null(bwd);
+  assert_non_null(err);
+  assert_non_null(strstr(err->message, "tasklet 'scatter'"));
+  assert_non_null(strstr(err->message, "only one indexed assignment"));
+  /* an indexed and a plain assignment to the same output */
+  g_autoptr(WeirGraph) fwd2 = scatter_program();
+  s = g_ptr_array_index(fwd2->states, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_TASKLET && strcmp(n->label, "scatter") == 0)
+      assert_true(weir_tasklet_set_code(n, "o[5 - i] = a\no = b"));
+  }
+  g_autoptr(GHashTable) grads2 = NULL;
+  g_autoptr(GError) err2 = NULL;
+  g_autoptr(WeirGraph) bwd2 = backward(fwd2, wrt, FALSE, &grads2, &err2);
+  assert_null(bwd2);
+  assert_non_null(err2);
+  assert_non_null(strstr(err2->message, "only one indexed assignment"));
+}
+
+/* A map holding a tasklet next to the inner map: refused, naming the map. */
+static void test_nest_errors(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = nest_program();
+  WeirState *s = g_ptr_array_index(fwd->states, 0);
+  WeirNode *rows = NULL, *rows_exit = NULL;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_MAP_ENTRY && strcmp(n->label, "rows") == 0)
+      rows = n;
+  }
+  assert_non_null(rows);
+  rows_exit = weir_state_map_exit(s, rows);
+  WeirNode *extra = weir_state_add_tasklet(
+      fwd, s, "extra", (const char *[]){NULL}, (const char *[]){NULL}, "");
+  assert_non_null(weir_state_add_memlet(fwd, s, rows->id, NULL, extra->id, NULL,
+                                        NULL, NULL, NULL));
+  assert_non_null(weir_state_add_memlet(fwd, s, extra->id, NULL, rows_exit->id,
+                                        NULL, NULL, NULL, NULL));
+  const char *wrt[] = {"x0", "x1", NULL};
+  g_autoptr(GHashTable) grads = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) bwd = backward(fwd, wrt, FALSE, &grads, &err);
+  assert_null(bwd);
+  assert_non_null(err);
+  if (!strstr(err->message, "map 'rows' holds several nodes"))
+    fail_msg("unexpected error: %s", err->message);
+  assert_non_null(strstr(err->message, "program 'nest'"));
+}
+
 int main(void) {
   weir_expansions_init();
   const struct CMUnitTest tests[] = {
@@ -649,6 +982,12 @@ int main(void) {
       cmocka_unit_test(test_map_program),
       cmocka_unit_test(test_compiled_agrees),
       cmocka_unit_test(test_two_outputs_and_errors),
+      cmocka_unit_test(test_nested_gradients),
+      cmocka_unit_test(test_nested_rule_cross_check),
+      cmocka_unit_test(test_nest_program),
+      cmocka_unit_test(test_indexed_writes),
+      cmocka_unit_test(test_indexed_write_errors),
+      cmocka_unit_test(test_nest_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
