@@ -2082,10 +2082,12 @@ static gboolean save_to(WeirWindow *w, const char *path) {
     show_error(w, "save", error);
     return FALSE;
   }
+  /* path may be w->workspace_path itself (Save to the known file) */
+  char *copy = g_strdup(path);
   g_free(w->workspace_path);
-  w->workspace_path = g_strdup(path);
+  w->workspace_path = copy;
   set_dirty(w, FALSE);
-  add_recent(w, path);
+  add_recent(w, copy);
   return TRUE;
 }
 
