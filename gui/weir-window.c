@@ -2430,6 +2430,13 @@ static void ask_unsaved(WeirWindow *w, int pending, const char *path) {
   gtk_box_append(GTK_BOX(box), buttons);
   gtk_window_set_child(d, box);
   gtk_window_set_default_widget(d, save);
+  /* Escape closes the question, which is Cancel */
+  GtkEventController *keys = gtk_shortcut_controller_new();
+  gtk_shortcut_controller_add_shortcut(
+      GTK_SHORTCUT_CONTROLLER(keys),
+      gtk_shortcut_new(gtk_shortcut_trigger_parse_string("Escape"),
+                       gtk_named_action_new("window.close")));
+  gtk_widget_add_controller(GTK_WIDGET(d), keys);
 
   w->confirm = d;
   w->confirm_handler = g_signal_connect_swapped(

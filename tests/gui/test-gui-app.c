@@ -893,6 +893,15 @@ static void test_close_confirm(void **state) {
   iterate();
   assert_null(weir_window_get_confirm_dialog(o));
   assert_non_null(o);
+  /* and so is Escape (its shortcut activates window.close) */
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  d = weir_window_get_confirm_dialog(o);
+  assert_non_null(d);
+  assert_true(gtk_widget_activate_action(GTK_WIDGET(d), "window.close", NULL));
+  iterate();
+  assert_null(weir_window_get_confirm_dialog(o));
+  assert_non_null(o);
 
   /* opening another file over the changes asks too: Cancel keeps the
    * session, Discard opens the file */
