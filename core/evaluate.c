@@ -15,15 +15,122 @@ static void report(WeirProgressFunc progress, gpointer user, double f,
     progress(f, phase, user);
 }
 
-/* Random tensors for every argument container of g, keyed by container
- * name (borrowed from g). */
+static char *shape_text(guint rank, const gint64 *shape,
+                        const gboolean *known) {
+  GString *s = g_string_new("[");
+  for (guint d = 0; d < rank; d++) {
+    if (d)
+      g_string_append(s, ", ");
+    if (known && !known[d])
+      g_string_append_c(s, '?');
+    else
+      g_string_append_printf(s, "%" G_GINT64_FORMAT, shape[d]);
+  }
+  g_string_append_c(s, ']');
+  return g_string_free(s, FALSE);
+}
+
+static const WeirContainer *find_argument(const WeirGraph *g,
+                                          const char *name) {
+  g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
+  for (guint i = 0; i < list->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(list, i);
+    if (g_str_equal(c->name, name))
+      return c;
+  }
+  return NULL;
+}
+
+gboolean weir_evaluate_check_tensor(const WeirGraph *g, GHashTable *bindings,
+                                    const char *what, const char *name,
+                                    const WeirTensor *t, GError **error) {
+  g_return_val_if_fail(g && name && t, FALSE);
+  if (!what)
+    what = "tensor";
+  const WeirContainer *c = find_argument(g, name);
+  if (!c) {
+    GString *list = g_string_new(NULL);
+    g_autoptr(GPtrArray) args = weir_codegen_arguments(g);
+    for (guint i = 0; i < args->len; i++) {
+      const WeirContainer *a = g_ptr_array_index(args, i);
+      g_string_append_printf(list, "%s%s", i ? ", " : "", a->name);
+    }
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s '%s': program '%s' has no argument of that name "
+                "(arguments: %s)",
+                what, name, g->name, list->len ? list->str : "none");
+    g_string_free(list, TRUE);
+    return FALSE;
+  }
+  guint rank = c->shape->len;
+  g_autofree gint64 *shape = g_new0(gint64, rank + 1);
+  g_autofree gboolean *known = g_new0(gboolean, rank + 1);
+  gboolean same = t->rank == rank;
+  for (guint d = 0; d < rank; d++) {
+    known[d] = weir_expr_eval(g_ptr_array_index(c->shape, d), bindings,
+                              &shape[d], NULL);
+    if (same && known[d] && shape[d] != t->shape[d])
+      same = FALSE;
+  }
+  if (t->dtype != c->dtype || !same) {
+    g_autofree char *want = shape_text(rank, shape, known);
+    g_autofree char *have = shape_text(t->rank, t->shape, NULL);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s '%s' is %s%s, but the tensor is %s%s", what, c->name,
+                weir_dtype_name(c->dtype), want, weir_dtype_name(t->dtype),
+                have);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Binds the symbols that are whole dimensions of the inputs' containers
+ * from their shapes (when not bound yet), as `weir run --input` does. */
+static void bind_from_inputs(const WeirGraph *g, GHashTable *inputs,
+                             GHashTable *bindings) {
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, inputs);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    const WeirContainer *c = find_argument(g, key);
+    const WeirTensor *t = value;
+    for (guint d = 0; c && d < c->shape->len && d < t->rank; d++) {
+      WeirExpr *e = g_ptr_array_index(c->shape, d);
+      if (weir_expr_kind(e) == WEIR_EXPR_SYMBOL &&
+          !g_hash_table_contains(bindings, weir_expr_symbol_name(e)))
+        weir_bindings_set(bindings, weir_expr_symbol_name(e), t->shape[d]);
+    }
+  }
+}
+
+/* A tensor for every argument container of g, keyed by container name
+ * (borrowed from g): a copy of the one given in inputs (checked), else
+ * random values. */
 static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
-                                  guint64 seed, GError **error) {
+                                  GHashTable *inputs, guint64 seed,
+                                  GError **error) {
+  if (inputs) {
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, inputs);
+    while (g_hash_table_iter_next(&it, &key, &value))
+      if (!weir_evaluate_check_tensor(g, bindings, "input", key, value,
+                                      error)) {
+        g_prefix_error(error, "program '%s': ", g->name);
+        return NULL;
+      }
+  }
   g_autoptr(GHashTable) args = g_hash_table_new_full(
       g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
   g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
   for (guint i = 0; i < list->len; i++) {
     const WeirContainer *c = g_ptr_array_index(list, i);
+    const WeirTensor *given =
+        inputs ? g_hash_table_lookup(inputs, c->name) : NULL;
+    if (given) {
+      g_hash_table_insert(args, c->name, weir_tensor_copy(given));
+      continue;
+    }
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
     for (guint d = 0; d < c->shape->len; d++) {
       g_autoptr(GError) local = NULL;
@@ -40,6 +147,25 @@ static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
     g_hash_table_insert(args, c->name, t);
   }
   return g_steal_pointer(&args);
+}
+
+/* Compares got with want (floats within the tolerances, others exactly)
+ * into out; the first mismatch is kept. */
+static void compare_into(WeirEvaluation *out, const char *name,
+                         const WeirTensor *got, const WeirTensor *want,
+                         const char *against, const WeirEvaluateOptions *o) {
+  gboolean exact = !weir_dtype_is_float(got->dtype);
+  double err = 0;
+  g_autoptr(GError) diff = NULL;
+  gboolean ok = weir_tensor_allclose(got, want, exact ? 0 : o->rtol,
+                                     exact ? 0 : o->atol, &err, &diff);
+  out->n_compared++;
+  out->max_abs_error = MAX(out->max_abs_error, err);
+  if (!ok && out->matches) {
+    out->matches = FALSE;
+    out->mismatch = g_strdup_printf("argument '%s' (against %s): %s", name,
+                                    against, diff ? diff->message : "differs");
+  }
 }
 
 static gboolean cancelled(GCancellable *cancellable, GError **error) {
@@ -94,9 +220,32 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     o.atol = WEIR_CONFORMANCE_ATOL;
   }
   memset(out, 0, sizeof *out);
-  g_autoptr(GHashTable) empty = NULL;
-  if (!bindings)
-    bindings = empty = weir_bindings_new();
+  /* a private copy when inputs may bind symbols */
+  g_autoptr(GHashTable) own = NULL;
+  if (!bindings || o.inputs) {
+    own = weir_bindings_new();
+    if (bindings) {
+      GHashTableIter it;
+      gpointer key, value;
+      g_hash_table_iter_init(&it, bindings);
+      while (g_hash_table_iter_next(&it, &key, &value))
+        weir_bindings_set(own, key, *(const gint64 *)value);
+    }
+    if (o.inputs)
+      bind_from_inputs(program, o.inputs, own);
+    bindings = own;
+  }
+  if (o.expected) {
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, o.expected);
+    while (g_hash_table_iter_next(&it, &key, &value))
+      if (!weir_evaluate_check_tensor(program, bindings, "expected output", key,
+                                      value, error)) {
+        g_prefix_error(error, "program '%s': ", program->name);
+        return FALSE;
+      }
+  }
 
   /* The fractions: compiling dominates a cold run, timing a warm one. */
   const double f_compile = 0.4, f_ref = 0.5, f_runs = 0.95;
@@ -134,12 +283,13 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
   report(progress, user, f_compile, "preparing inputs");
   if (cancelled(cancellable, error))
     return FALSE;
-  g_autoptr(GHashTable) args = make_arguments(program, bindings, o.seed, error);
+  g_autoptr(GHashTable) args =
+      make_arguments(program, bindings, o.inputs, o.seed, error);
   if (!args)
     return FALSE;
   g_autoptr(GHashTable) ref_args = NULL;
   if (reference) {
-    ref_args = make_arguments(reference, bindings, o.seed, error);
+    ref_args = make_arguments(reference, bindings, NULL, o.seed, error);
     if (!ref_args)
       return FALSE;
     /* Same inputs by name: program's random values win, so containers
@@ -185,27 +335,21 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     return FALSE;
   }
 
-  if (reference) {
+  if (reference || o.expected) {
     out->validated = TRUE;
     out->matches = TRUE;
     g_autoptr(GPtrArray) list = weir_codegen_arguments(program);
     for (guint i = 0; i < list->len; i++) {
       const WeirContainer *c = g_ptr_array_index(list, i);
       const WeirTensor *got = g_hash_table_lookup(first, c->name);
-      const WeirTensor *want = g_hash_table_lookup(ref_args, c->name);
-      if (!want)
-        continue;
-      gboolean exact = !weir_dtype_is_float(got->dtype);
-      double err = 0;
-      g_autoptr(GError) diff = NULL;
-      gboolean ok = weir_tensor_allclose(got, want, exact ? 0 : o.rtol,
-                                         exact ? 0 : o.atol, &err, &diff);
-      out->n_compared++;
-      out->max_abs_error = MAX(out->max_abs_error, err);
-      if (!ok && out->matches) {
-        out->matches = FALSE;
-        out->mismatch = g_strdup_printf("argument '%s': %s", c->name,
-                                        diff ? diff->message : "differs");
+      const WeirTensor *want =
+          ref_args ? g_hash_table_lookup(ref_args, c->name) : NULL;
+      if (want)
+        compare_into(out, c->name, got, want, "the original program", &o);
+      want = o.expected ? g_hash_table_lookup(o.expected, c->name) : NULL;
+      if (want) {
+        compare_into(out, c->name, got, want, "the expected output", &o);
+        out->n_expected++;
       }
     }
   }

@@ -7,12 +7,14 @@
  *   1. compile `program` through the compile cache (weir_kernel_compile);
  *   2. when `reference` is given (typically the original program of a
  *      session), compile it too;
- *   3. fill every argument container of `program` with reproducible random
- *      values (weir_tensor_fill_random with seed + container id, the rule
- *      of `weir run`); the reference gets copies of the same tensors;
+ *   3. fill every argument container of `program` with the tensor given
+ *      for it in opts->inputs (a file loaded with weir_tensor_load, as
+ *      `weir run --input`), else with reproducible random values
+ *      (weir_tensor_fill_random with seed + container id, the rule of
+ *      `weir run`); the reference gets copies of the same tensors;
  *   4. run each once and compare every argument of `program` with the
- *      reference's container of the same name (floats with rtol/atol,
- *      others exactly);
+ *      reference's container of the same name and with the tensor given
+ *      for it in opts->expected (floats with rtol/atol, others exactly);
  *   5. time `program`, then the reference, each with warmup untimed and
  *      repetitions timed runs (monotonic clock), so their medians compare
  *      like with like.
@@ -30,6 +32,7 @@
 
 #include "weir-graph.h"
 #include "weir-runtime.h"
+#include "weir-tensor.h"
 
 G_BEGIN_DECLS
 
@@ -40,6 +43,16 @@ typedef struct {
   double rtol, atol; /* tolerances; both 0: WEIR_CONFORMANCE_RTOL/ATOL */
   /* Compiler, flags and cache (borrowed; may be NULL: defaults). */
   const WeirCompileOptions *compile;
+  /* Argument values instead of random ones: container name -> WeirTensor*
+   * (borrowed; may be NULL).  Each must name an argument of program with
+   * its dtype and shape (weir_evaluate_check_tensor); a symbol that is a
+   * whole dimension of an input and is not in bindings is bound from the
+   * input's shape. */
+  GHashTable *inputs;
+  /* Expected argument values after the run (outputs), compared with the
+   * program's like the reference's: container name -> WeirTensor*
+   * (borrowed; may be NULL). */
+  GHashTable *expected;
 } WeirEvaluateOptions;
 
 typedef struct {
@@ -53,6 +66,7 @@ typedef struct {
   double max_abs_error;     /* largest difference over compared arguments */
   guint n_compared;         /* arguments compared */
   char *mismatch;           /* first mismatch, or NULL (owned) */
+  guint n_expected;         /* of n_compared: against opts->expected */
 } WeirEvaluation;
 
 /* Called with the fraction done (0..1) and what happens now (borrowed). */
@@ -72,6 +86,18 @@ WEIR_API gboolean weir_evaluate(const WeirGraph *program,
                                 WeirProgressFunc progress, gpointer user,
                                 WeirEvaluation *out, GError **error);
 WEIR_API void weir_evaluation_clear(WeirEvaluation *e);
+
+/* Checks that t can be the value of argument `name` of g: name is an
+ * argument container (not transient, not a constant), and t has its dtype
+ * and shape (shape evaluated with bindings, which may be NULL; an unbound
+ * symbol matches any extent).  Errors name the argument and both shapes or
+ * dtypes, e.g. "input 'input' is f32[1, 3, 32, 32], but the tensor is
+ * f32[1, 3, 16, 16]"; what ("input", "expected output") starts them. */
+WEIR_API gboolean weir_evaluate_check_tensor(const WeirGraph *g,
+                                             GHashTable *bindings,
+                                             const char *what, const char *name,
+                                             const WeirTensor *t,
+                                             GError **error);
 
 /* The evaluation as a compact JSON object text (transfer full), as stored
  * in a session step's results (weir_session_set_results):

@@ -102,13 +102,18 @@ static void action_open_file(GSimpleAction *a, GVariant *v, gpointer user) {
   open_path(user, g_variant_get_string(v, NULL));
 }
 
+/* Asks every window to close, as its close button would: a window with
+ * unsaved changes asks Save / Discard / Cancel and stays open until
+ * answered (Cancel keeps it; the others still close). */
 static void action_quit(GSimpleAction *a, GVariant *v, gpointer user) {
   (void)a;
   (void)v;
-  GList *wins = g_list_copy(gtk_application_get_windows(GTK_APPLICATION(user)));
+  GList *wins =
+      g_list_copy_deep(gtk_application_get_windows(GTK_APPLICATION(user)),
+                       (GCopyFunc)(void (*)(void))g_object_ref, NULL);
   for (GList *it = wins; it; it = it->next)
-    gtk_window_destroy(GTK_WINDOW(it->data));
-  g_list_free(wins);
+    gtk_window_close(GTK_WINDOW(it->data));
+  g_list_free_full(wins, g_object_unref);
 }
 
 static void action_about(GSimpleAction *a, GVariant *v, gpointer user) {

@@ -44,7 +44,7 @@ gboolean weir_window_select_history(WeirWindow *w, guint k);
 /* Sets the editor of parameter `name` to text (as typed). */
 gboolean weir_window_set_param(WeirWindow *w, const char *name,
                                const char *text);
-/* Shows notebook page: 0 transformations, 1 history, 2 code. */
+/* Shows notebook page: 0 transformations, 1 history, 2 code, 3 run. */
 void weir_window_show_page(WeirWindow *w, guint page);
 
 /* The code view's text (transfer full) and its highlighted lines
@@ -63,6 +63,24 @@ gboolean weir_window_is_running(WeirWindow *w);
 double weir_window_last_apply_ms(WeirWindow *w);
 /* Bookmarks the current step with name (as the Bookmark button does). */
 gboolean weir_window_bookmark(WeirWindow *w, const char *name);
+
+/* The "save changes?" question asked when a window with unsaved changes
+ * is closed (close-request, Quit) or another file is opened into it. */
+typedef enum {
+  WEIR_CONFIRM_CANCEL,  /* keep the window and the session as they are */
+  WEIR_CONFIRM_DISCARD, /* close (or open) without saving */
+  WEIR_CONFIRM_SAVE,    /* save the workspace, then close (or open) */
+} WeirConfirmResponse;
+/* The dialog while it is up, else NULL (borrowed). */
+GtkWindow *weir_window_get_confirm_dialog(WeirWindow *w);
+/* Answers it as a click on its button would (nothing when it is not up).
+ * DISCARD and SAVE may destroy w. */
+void weir_window_confirm_respond(WeirWindow *w, WeirConfirmResponse r);
+
+/* The tensor file chosen on the Run page for argument name (its input, or
+ * its expected output), or NULL (random values / no expectation). */
+const char *weir_window_get_input_file(WeirWindow *w, const char *name,
+                                       gboolean expected);
 
 G_END_DECLS
 

@@ -63,6 +63,8 @@ struct _WeirWindow {
   GtkProgressBar *progress_bar;
   GtkButton *cancel_button;
   GMenu *recent_section;
+  GtkGrid *inputs_grid;
+  GtkLabel *inputs_summary;
 
   /* document */
   WeirSession *session;
@@ -109,6 +111,21 @@ struct _WeirWindow {
   GCancellable *site_cancellable;
   char *keep_transform; /* transformation to select after a scan */
 
+  /* run inputs: container name -> WeirTensor* and -> file path */
+  GHashTable *inputs, *input_files;
+  GHashTable *expected, *expected_files;
+
+  /* "save changes?" confirmation (unsaved changes on close or open) */
+  GtkWindow *confirm;     /* the dialog while it is up */
+  gulong confirm_handler; /* its close-request handler */
+  gboolean confirm_ref;   /* a reference on this window is held for it */
+  int pending;            /* PENDING_CLOSE or PENDING_OPEN */
+  char *pending_path;     /* the file to open after the answer */
+  gboolean close_confirmed;
+  /* what a Save whose file is being chosen continues with */
+  int after_save;
+  char *after_save_path;
+
   /* measurements */
   double last_apply_ms;
   char *message; /* message bar text, or NULL */
@@ -126,6 +143,9 @@ static void refresh_properties(WeirWindow *w);
 static void refresh_code(WeirWindow *w);
 static void update_actions(WeirWindow *w);
 static void end_preview(WeirWindow *w);
+static void refresh_inputs(WeirWindow *w);
+static void clear_inputs(WeirWindow *w);
+static gboolean open_path_now(WeirWindow *w, const char *path);
 
 /* ------------------------------------------------------------ messages */
 
@@ -218,6 +238,9 @@ static void update_actions(WeirWindow *w) {
                                        "find",
                                        "goto",
                                        "bookmark",
+                                       "set-input",
+                                       "set-expected",
+                                       "clear-inputs",
                                        NULL};
   for (guint i = 0; needs_session[i]; i++)
     set_enabled(w, needs_session[i], have);
@@ -1283,8 +1306,12 @@ gboolean weir_window_bookmark(WeirWindow *w, const char *name) {
     show_error(w, "bookmark", error);
     return FALSE;
   }
-  if (weir_session_cursor(w->session) == 0)
+  /* the original's bookmark has no session notification: it is saved
+   * with the workspace all the same */
+  if (weir_session_cursor(w->session) == 0) {
     weir_step_model_step_updated(w->steps, 0);
+    set_dirty(w, TRUE);
+  }
   return TRUE;
 }
 
@@ -1501,6 +1528,8 @@ typedef struct {
   guint step;
   guint generation;
   char *label;
+  GHashTable *inputs, *expected; /* copies of the window's tensors */
+  guint n_input_files;
   WeirEvaluation result;
 } RunData;
 
@@ -1511,6 +1540,8 @@ static void run_data_free(gpointer p) {
   weir_graph_free(d->reference);
   g_hash_table_unref(d->bindings);
   g_free(d->label);
+  g_clear_pointer(&d->inputs, g_hash_table_unref);
+  g_clear_pointer(&d->expected, g_hash_table_unref);
   weir_evaluation_clear(&d->result);
   g_free(d);
 }
@@ -1599,15 +1630,35 @@ static void run_done(GObject *source, GAsyncResult *res, gpointer user) {
     }
   }
   g_autofree char *line = weir_evaluation_describe_json(json);
+  g_autofree char *files =
+      d->n_input_files || d->result.n_expected
+          ? g_strdup_printf("; %u input%s from files, %u expected output%s "
+                            "checked",
+                            d->n_input_files, d->n_input_files == 1 ? "" : "s",
+                            d->result.n_expected,
+                            d->result.n_expected == 1 ? "" : "s")
+          : g_strdup("");
   g_autofree char *m =
       d->result.matches || !d->result.validated
-          ? g_strdup_printf("Step %u %s%s", d->step, line,
+          ? g_strdup_printf("Step %u %s%s%s", d->step, line, files,
                             d->result.cache_hit ? " (compiled code from the "
                                                   "cache)"
                                                 : "")
-          : g_strdup_printf("Step %u %s: %s", d->step, line,
+          : g_strdup_printf("Step %u %s%s: %s", d->step, line, files,
                             d->result.mismatch);
   weir_window_show_message(w, d->result.validated && !d->result.matches, m);
+}
+
+/* A copy of a table name -> WeirTensor* for the worker. */
+static GHashTable *copy_tensors(GHashTable *from) {
+  GHashTable *to = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                         (GDestroyNotify)weir_tensor_free);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, from);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(to, g_strdup(k), weir_tensor_copy(v));
+  return to;
 }
 
 static void start_run(WeirWindow *w, gboolean bench) {
@@ -1629,6 +1680,15 @@ static void start_run(WeirWindow *w, gboolean bench) {
     gint64 *val = g_new(gint64, 1);
     *val = *(gint64 *)v;
     g_hash_table_insert(d->bindings, g_strdup(k), val);
+  }
+  if (g_hash_table_size(w->inputs)) {
+    d->inputs = copy_tensors(w->inputs);
+    d->opts.inputs = d->inputs;
+    d->n_input_files = g_hash_table_size(w->inputs);
+  }
+  if (g_hash_table_size(w->expected)) {
+    d->expected = copy_tensors(w->expected);
+    d->opts.expected = d->expected;
   }
   d->opts.warmup = bench ? 3 : 0;
   d->opts.repetitions = bench ? 10 : 1;
@@ -1664,6 +1724,261 @@ static void action_cancel(GSimpleAction *a, GVariant *v, gpointer user) {
     g_cancellable_cancel(w->run_cancellable);
 }
 
+/* ---------------------------------------------------------- run inputs */
+
+/* The Run page lists the program's arguments (the containers the compiled
+ * code takes: not transient, not constant).  Each gets random values (seed
+ * 1) unless a tensor file (.pb or .npy, read by weir_tensor_load as `weir
+ * run --input`) is chosen for it; an expected-output file makes the run
+ * compare the argument after the run with it (as `weir run --expect`).
+ * A file is checked when it is chosen (weir_evaluate_check_tensor: the
+ * argument exists, same dtype and shape) and refused with a message
+ * naming the file otherwise. */
+
+static void clear_inputs(WeirWindow *w) {
+  if (w->inputs)
+    g_hash_table_remove_all(w->inputs);
+  if (w->input_files)
+    g_hash_table_remove_all(w->input_files);
+  if (w->expected)
+    g_hash_table_remove_all(w->expected);
+  if (w->expected_files)
+    g_hash_table_remove_all(w->expected_files);
+}
+
+/* Sets (path non-empty) or clears the input or expected file of the
+ * argument name; FALSE with a message in the window when it is refused. */
+static gboolean set_tensor_file(WeirWindow *w, gboolean expected,
+                                const char *name, const char *path) {
+  GHashTable *tensors = expected ? w->expected : w->inputs;
+  GHashTable *files = expected ? w->expected_files : w->input_files;
+  const char *what = expected ? "expected output" : "input";
+  if (!w->session)
+    return FALSE;
+  if (!path || !*path) {
+    g_hash_table_remove(tensors, name);
+    g_hash_table_remove(files, name);
+    refresh_inputs(w);
+    return TRUE;
+  }
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirTensor) t = weir_tensor_load(path, NULL, &error);
+  if (!t) {
+    /* the loader's messages name the file */
+    g_autofree char *base = g_path_get_basename(path);
+    if (strstr(error->message, base))
+      show_error(w, what, error);
+    else {
+      g_autofree char *m = g_strdup_printf("%s: %s", what, path);
+      show_error(w, m, error);
+    }
+    return FALSE;
+  }
+  if (!weir_evaluate_check_tensor(weir_session_current(w->session),
+                                  weir_session_bindings(w->session), what, name,
+                                  t, &error)) {
+    show_error(w, path, error);
+    return FALSE;
+  }
+  g_hash_table_replace(tensors, g_strdup(name), g_steal_pointer(&t));
+  g_hash_table_replace(files, g_strdup(name), g_strdup(path));
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *m = g_strdup_printf(
+      "%s of '%s': %s", expected ? "Expected output" : "Input", name, base);
+  weir_window_show_message(w, FALSE, m);
+  refresh_inputs(w);
+  return TRUE;
+}
+
+/* "NAME=FILE" (FILE empty: back to random values / no expectation). */
+static void tensor_action(WeirWindow *w, gboolean expected, GVariant *v) {
+  const char *spec = g_variant_get_string(v, NULL);
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec) {
+    g_autofree char *m = g_strdup_printf("%s: expected NAME=FILE", spec);
+    weir_window_show_message(w, TRUE, m);
+    return;
+  }
+  g_autofree char *name = g_strndup(spec, (gsize)(eq - spec));
+  set_tensor_file(w, expected, name, eq + 1);
+}
+
+static void action_set_input(GSimpleAction *a, GVariant *v, gpointer user) {
+  (void)a;
+  tensor_action(user, FALSE, v);
+}
+
+static void action_set_expected(GSimpleAction *a, GVariant *v, gpointer user) {
+  (void)a;
+  tensor_action(user, TRUE, v);
+}
+
+static void action_clear_inputs(GSimpleAction *a, GVariant *v, gpointer user) {
+  (void)a;
+  (void)v;
+  WeirWindow *w = user;
+  clear_inputs(w);
+  refresh_inputs(w);
+}
+
+/* The chooser of one argument's file: the argument and which file ride on
+ * the dialog. */
+static void on_tensor_chosen(GtkNativeDialog *d, int response, gpointer user) {
+  WeirWindow *w = user;
+  if (response == GTK_RESPONSE_ACCEPT && !w->disposed) {
+    g_autoptr(GFile) f = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(d));
+    g_autofree char *path = f ? g_file_get_path(f) : NULL;
+    if (path)
+      set_tensor_file(
+          w, GPOINTER_TO_INT(g_object_get_data(G_OBJECT(d), "weir-expected")),
+          g_object_get_data(G_OBJECT(d), "weir-argument"), path);
+  }
+  gtk_native_dialog_destroy(d);
+  g_object_unref(d);
+  g_object_unref(w);
+}
+
+static void choose_tensor(GtkButton *b, WeirWindow *w) {
+  const char *name = g_object_get_data(G_OBJECT(b), "weir-argument");
+  gboolean expected =
+      GPOINTER_TO_INT(g_object_get_data(G_OBJECT(b), "weir-expected"));
+  g_autofree char *title = g_strdup_printf(
+      "%s of '%s'", expected ? "Expected Output" : "Input", name);
+  GtkFileChooserNative *d = gtk_file_chooser_native_new(
+      title, GTK_WINDOW(w), GTK_FILE_CHOOSER_ACTION_OPEN, NULL, NULL);
+  gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(d), TRUE);
+  GtkFileFilter *tensors = gtk_file_filter_new();
+  gtk_file_filter_set_name(tensors, "Tensors (.pb, .npy)");
+  gtk_file_filter_add_pattern(tensors, "*.pb");
+  gtk_file_filter_add_pattern(tensors, "*.npy");
+  gtk_file_chooser_add_filter(GTK_FILE_CHOOSER(d), tensors);
+  g_object_unref(tensors);
+  g_object_set_data_full(G_OBJECT(d), "weir-argument", g_strdup(name), g_free);
+  g_object_set_data(G_OBJECT(d), "weir-expected", GINT_TO_POINTER(expected));
+  /* the window outlives the dialog's answer */
+  g_signal_connect(d, "response", G_CALLBACK(on_tensor_chosen),
+                   g_object_ref(w));
+  gtk_native_dialog_show(GTK_NATIVE_DIALOG(d));
+}
+
+static void clear_tensor(GtkButton *b, WeirWindow *w) {
+  const char *name = g_object_get_data(G_OBJECT(b), "weir-argument");
+  g_autofree char *n = g_strdup(name); /* the row is rebuilt */
+  g_hash_table_remove(w->inputs, n);
+  g_hash_table_remove(w->input_files, n);
+  g_hash_table_remove(w->expected, n);
+  g_hash_table_remove(w->expected_files, n);
+  refresh_inputs(w);
+}
+
+static GtkWidget *argument_button(WeirWindow *w, const char *label,
+                                  const char *tooltip, const char *name,
+                                  gboolean expected, GCallback cb) {
+  GtkWidget *b = gtk_button_new_with_label(label);
+  gtk_widget_set_tooltip_text(b, tooltip);
+  gtk_widget_set_valign(b, GTK_ALIGN_CENTER);
+  g_object_set_data_full(G_OBJECT(b), "weir-argument", g_strdup(name), g_free);
+  g_object_set_data(G_OBJECT(b), "weir-expected", GINT_TO_POINTER(expected));
+  g_signal_connect(b, "clicked", cb, w);
+  return b;
+}
+
+static GtkWidget *small_label(const char *text, gboolean dim) {
+  GtkWidget *l = gtk_label_new(text);
+  gtk_label_set_xalign(GTK_LABEL(l), 0);
+  gtk_label_set_ellipsize(GTK_LABEL(l), PANGO_ELLIPSIZE_MIDDLE);
+  if (dim)
+    gtk_widget_add_css_class(l, "dim-label");
+  return l;
+}
+
+static void refresh_inputs(WeirWindow *w) {
+  GtkWidget *child;
+  while ((child = gtk_widget_get_first_child(GTK_WIDGET(w->inputs_grid))))
+    gtk_grid_remove(w->inputs_grid, child);
+  if (!w->session) {
+    gtk_label_set_text(w->inputs_summary, "No program.");
+    return;
+  }
+  const WeirGraph *g = weir_session_current(w->session);
+  GHashTable *b = weir_session_bindings(w->session);
+  g_autoptr(GPtrArray) args = weir_codegen_arguments(g);
+  for (guint i = 0; i < args->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(args, i);
+    GString *type = g_string_new(weir_dtype_name(c->dtype));
+    g_string_append_c(type, '[');
+    for (guint d = 0; d < c->shape->len; d++) {
+      WeirExpr *e = g_ptr_array_index(c->shape, d);
+      gint64 n = 0;
+      if (weir_expr_eval(e, b, &n, NULL))
+        g_string_append_printf(type, "%s%" G_GINT64_FORMAT, d ? ", " : "", n);
+      else {
+        g_autofree char *t = weir_expr_to_string(e);
+        g_string_append_printf(type, "%s%s", d ? ", " : "", t);
+      }
+    }
+    g_string_append_c(type, ']');
+    GtkWidget *left = gtk_box_new(GTK_ORIENTATION_VERTICAL, 2);
+    gtk_widget_set_hexpand(left, TRUE);
+    g_autofree char *head = g_strdup_printf("%s  %s", c->name, type->str);
+    g_string_free(type, TRUE);
+    GtkWidget *hl = small_label(head, FALSE);
+    gtk_widget_add_css_class(hl, "heading");
+    gtk_box_append(GTK_BOX(left), hl);
+    const char *in = g_hash_table_lookup(w->input_files, c->name);
+    const char *ex = g_hash_table_lookup(w->expected_files, c->name);
+    g_autofree char *in_base = in ? g_path_get_basename(in) : NULL;
+    g_autofree char *ex_base = ex ? g_path_get_basename(ex) : NULL;
+    g_autofree char *in_text = in ? g_strdup_printf("input: %s", in_base)
+                                  : g_strdup("input: random (seed 1)");
+    GtkWidget *il = small_label(in_text, in == NULL);
+    if (in)
+      gtk_widget_set_tooltip_text(il, in);
+    gtk_box_append(GTK_BOX(left), il);
+    if (ex) {
+      g_autofree char *ex_text = g_strdup_printf("expected: %s", ex_base);
+      GtkWidget *el = small_label(ex_text, FALSE);
+      gtk_widget_set_tooltip_text(el, ex);
+      gtk_box_append(GTK_BOX(left), el);
+    }
+    gtk_grid_attach(w->inputs_grid, left, 0, (int)i, 1, 1);
+    gtk_grid_attach(w->inputs_grid,
+                    argument_button(w, "Input\u2026",
+                                    "Read this argument from a tensor file "
+                                    "(.pb or .npy)",
+                                    c->name, FALSE, G_CALLBACK(choose_tensor)),
+                    1, (int)i, 1, 1);
+    gtk_grid_attach(w->inputs_grid,
+                    argument_button(w, "Expected\u2026",
+                                    "Compare this argument after the run with "
+                                    "a tensor file (.pb or .npy)",
+                                    c->name, TRUE, G_CALLBACK(choose_tensor)),
+                    2, (int)i, 1, 1);
+    GtkWidget *clr = argument_button(w, NULL, "Random values, no expectation",
+                                     c->name, FALSE, G_CALLBACK(clear_tensor));
+    gtk_button_set_icon_name(GTK_BUTTON(clr), "edit-clear-symbolic");
+    gtk_widget_set_sensitive(clr, in || ex);
+    gtk_grid_attach(w->inputs_grid, clr, 3, (int)i, 1, 1);
+  }
+  guint n_in = g_hash_table_size(w->input_files);
+  guint n_ex = g_hash_table_size(w->expected_files);
+  g_autofree char *sum =
+      args->len == 0
+          ? g_strdup("The program has no arguments.")
+          : g_strdup_printf(
+                "%u argument%s: %u from files, %u random (seed 1); %u "
+                "expected output%s.",
+                args->len, args->len == 1 ? "" : "s", n_in, args->len - n_in,
+                n_ex, n_ex == 1 ? "" : "s");
+  gtk_label_set_text(w->inputs_summary, sum);
+}
+
+const char *weir_window_get_input_file(WeirWindow *w, const char *name,
+                                       gboolean expected) {
+  return g_hash_table_lookup(expected ? w->expected_files : w->input_files,
+                             name);
+}
+
 /* ---------------------------------------------------------- files */
 
 static void add_recent(WeirWindow *w, const char *path);
@@ -1672,7 +1987,19 @@ static gboolean is_workspace(const char *path) {
   return g_str_has_suffix(path, ".weir");
 }
 
+static void ask_unsaved(WeirWindow *w, int pending, const char *path);
+
+enum { PENDING_NONE, PENDING_CLOSE, PENDING_OPEN };
+
 gboolean weir_window_open_path(WeirWindow *w, const char *path) {
+  if (w->session && w->dirty) {
+    ask_unsaved(w, PENDING_OPEN, path);
+    return FALSE;
+  }
+  return open_path_now(w, path);
+}
+
+static gboolean open_path_now(WeirWindow *w, const char *path) {
   g_autoptr(GError) error = NULL;
   WeirSession *s = NULL;
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
@@ -1720,7 +2047,9 @@ gboolean weir_window_open_path(WeirWindow *w, const char *path) {
   w->syncing = FALSE;
   weir_graph_view_select(w->graph_view, NULL);
   hide_message(w);
+  clear_inputs(w);
   refresh_program(w);
+  refresh_inputs(w);
   set_dirty(w, FALSE);
   add_recent(w, path);
   return TRUE;
@@ -1753,10 +2082,12 @@ static gboolean save_to(WeirWindow *w, const char *path) {
     show_error(w, "save", error);
     return FALSE;
   }
+  /* path may be w->workspace_path itself (Save to the known file) */
+  char *copy = g_strdup(path);
   g_free(w->workspace_path);
-  w->workspace_path = g_strdup(path);
+  w->workspace_path = copy;
   set_dirty(w, FALSE);
-  add_recent(w, path);
+  add_recent(w, copy);
   return TRUE;
 }
 
@@ -1936,6 +2267,196 @@ static void action_export_kernel_to(GSimpleAction *a, GVariant *v,
   export_kernel_path(user, g_variant_get_string(v, NULL));
 }
 
+/* ------------------------------------------- unsaved changes: confirm */
+
+/* Closing the window (close-request: the title bar's close button, Quit)
+ * or opening another file into it while the session has unsaved changes
+ * asks first: Save (then go on), Discard (go on) or Cancel (nothing
+ * happens).  The dialog is a plain modal window, transient for this one
+ * and destroyed with it; it is destroyed as soon as it is answered (its
+ * handlers go with it), and a reference on this window is held while it is
+ * up so that an answer never acts on a finalized window. */
+
+static void proceed(WeirWindow *w, int pending, const char *path) {
+  if (pending == PENDING_CLOSE) {
+    w->close_confirmed = TRUE;
+    gtk_window_destroy(GTK_WINDOW(w));
+  } else if (pending == PENDING_OPEN && path) {
+    open_path_now(w, path);
+  }
+}
+
+/* Destroys the dialog (its own handler disconnected first). */
+static void end_confirm(WeirWindow *w) {
+  GtkWindow *d = g_steal_pointer(&w->confirm);
+  if (!d)
+    return;
+  if (w->confirm_handler)
+    g_signal_handler_disconnect(d, w->confirm_handler);
+  w->confirm_handler = 0;
+  gtk_window_destroy(d);
+}
+
+static void save_then_proceed(WeirWindow *w, const char *path) {
+  int pending = w->after_save;
+  g_autofree char *then = g_steal_pointer(&w->after_save_path);
+  w->after_save = PENDING_NONE;
+  if (save_to(w, path))
+    proceed(w, pending, then);
+}
+
+void weir_window_confirm_respond(WeirWindow *w, WeirConfirmResponse r) {
+  if (!w->confirm)
+    return;
+  int pending = w->pending;
+  g_autofree char *path = g_steal_pointer(&w->pending_path);
+  w->pending = PENDING_NONE;
+  /* the reference stays ours until the answer is carried out (it may
+   * destroy the window) */
+  gboolean held = w->confirm_ref;
+  w->confirm_ref = FALSE;
+  end_confirm(w);
+  switch (r) {
+  case WEIR_CONFIRM_CANCEL:
+    break;
+  case WEIR_CONFIRM_DISCARD:
+    proceed(w, pending, path);
+    break;
+  case WEIR_CONFIRM_SAVE:
+    if (w->workspace_path) {
+      if (save_to(w, w->workspace_path))
+        proceed(w, pending, path);
+    } else if (!w->disposed) {
+      w->after_save = pending;
+      g_free(w->after_save_path);
+      w->after_save_path = g_steal_pointer(&path);
+      g_autofree char *name = suggested_name(w, ".weir");
+      choose_path(w, "Save Workspace", GTK_FILE_CHOOSER_ACTION_SAVE, name,
+                  save_then_proceed);
+    }
+    break;
+  }
+  if (held)
+    g_object_unref(w);
+}
+
+GtkWindow *weir_window_get_confirm_dialog(WeirWindow *w) {
+  return w->confirm;
+}
+
+static void on_confirm_cancel(WeirWindow *w) {
+  weir_window_confirm_respond(w, WEIR_CONFIRM_CANCEL);
+}
+
+static void on_confirm_discard(WeirWindow *w) {
+  weir_window_confirm_respond(w, WEIR_CONFIRM_DISCARD);
+}
+
+static void on_confirm_save(WeirWindow *w) {
+  weir_window_confirm_respond(w, WEIR_CONFIRM_SAVE);
+}
+
+/* The dialog's own close button (or Escape): Cancel. */
+static gboolean on_confirm_close_request(WeirWindow *w) {
+  weir_window_confirm_respond(w, WEIR_CONFIRM_CANCEL);
+  return TRUE;
+}
+
+static GtkWidget *confirm_button(WeirWindow *w, const char *label,
+                                 const char *css, GCallback cb) {
+  GtkWidget *b = gtk_button_new_with_mnemonic(label);
+  if (css)
+    gtk_widget_add_css_class(b, css);
+  g_signal_connect_swapped(b, "clicked", cb, w);
+  return b;
+}
+
+static void ask_unsaved(WeirWindow *w, int pending, const char *path) {
+  /* a close asked while an open waits for the answer wins */
+  if (!w->confirm || pending == PENDING_CLOSE) {
+    w->pending = pending;
+    g_free(w->pending_path);
+    w->pending_path = g_strdup(path);
+  }
+  if (w->confirm) {
+    gtk_window_present(w->confirm);
+    return;
+  }
+  const char *file = w->workspace_path ? w->workspace_path : w->path;
+  g_autofree char *base =
+      file ? g_path_get_basename(file) : g_strdup("untitled");
+  GtkWindow *d = GTK_WINDOW(gtk_window_new());
+  gtk_window_set_title(d, "Unsaved Changes");
+  gtk_window_set_transient_for(d, GTK_WINDOW(w));
+  gtk_window_set_modal(d, TRUE);
+  gtk_window_set_destroy_with_parent(d, TRUE);
+  gtk_window_set_resizable(d, FALSE);
+  gtk_widget_add_css_class(GTK_WIDGET(d), "weir-confirm");
+
+  GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 12);
+  gtk_widget_set_margin_top(box, 18);
+  gtk_widget_set_margin_bottom(box, 18);
+  gtk_widget_set_margin_start(box, 18);
+  gtk_widget_set_margin_end(box, 18);
+  g_autofree char *q = g_strdup_printf(
+      "Save the changes to %s before %s?", base,
+      pending == PENDING_OPEN ? "opening another file" : "closing");
+  GtkWidget *head = gtk_label_new(q);
+  gtk_widget_add_css_class(head, "title-4");
+  gtk_label_set_wrap(GTK_LABEL(head), TRUE);
+  gtk_label_set_max_width_chars(GTK_LABEL(head), 50);
+  gtk_box_append(GTK_BOX(box), head);
+  GtkWidget *body = gtk_label_new(
+      w->workspace_path
+          ? "The steps, bookmarks and run results since the last save "
+            "will be lost if you don't save them."
+          : "The session (every step, bookmark and run result) has not "
+            "been saved; Save writes it to a workspace file.");
+  gtk_label_set_wrap(GTK_LABEL(body), TRUE);
+  gtk_label_set_max_width_chars(GTK_LABEL(body), 50);
+  gtk_box_append(GTK_BOX(box), body);
+  GtkWidget *buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
+  gtk_widget_set_halign(buttons, GTK_ALIGN_END);
+  gtk_box_append(
+      GTK_BOX(buttons),
+      confirm_button(w, "_Cancel", NULL, G_CALLBACK(on_confirm_cancel)));
+  gtk_box_append(GTK_BOX(buttons),
+                 confirm_button(w, "_Discard", "destructive-action",
+                                G_CALLBACK(on_confirm_discard)));
+  GtkWidget *save =
+      confirm_button(w, w->workspace_path ? "_Save" : "_Save As\u2026",
+                     "suggested-action", G_CALLBACK(on_confirm_save));
+  gtk_box_append(GTK_BOX(buttons), save);
+  gtk_box_append(GTK_BOX(box), buttons);
+  gtk_window_set_child(d, box);
+  gtk_window_set_default_widget(d, save);
+  /* Escape closes the question, which is Cancel */
+  GtkEventController *keys = gtk_shortcut_controller_new();
+  gtk_shortcut_controller_add_shortcut(
+      GTK_SHORTCUT_CONTROLLER(keys),
+      gtk_shortcut_new(gtk_shortcut_trigger_parse_string("Escape"),
+                       gtk_named_action_new("window.close")));
+  gtk_widget_add_controller(GTK_WIDGET(d), keys);
+
+  w->confirm = d;
+  w->confirm_handler = g_signal_connect_swapped(
+      d, "close-request", G_CALLBACK(on_confirm_close_request), w);
+  if (!w->confirm_ref) {
+    g_object_ref(w);
+    w->confirm_ref = TRUE;
+  }
+  gtk_window_present(d);
+}
+
+static gboolean weir_window_close_request(GtkWindow *win) {
+  WeirWindow *w = WEIR_WINDOW(win);
+  if (w->session && w->dirty && !w->close_confirmed) {
+    ask_unsaved(w, PENDING_CLOSE, NULL);
+    return TRUE;
+  }
+  return GTK_WINDOW_CLASS(weir_window_parent_class)->close_request(win);
+}
+
 static gboolean on_drop(GtkDropTarget *t, const GValue *value, double x,
                         double y, WeirWindow *w) {
   (void)t;
@@ -1977,6 +2498,11 @@ static const GActionEntry win_entries[] = {
     {.name = "run", .activate = action_run},
     {.name = "bench", .activate = action_bench},
     {.name = "cancel", .activate = action_cancel},
+    {.name = "set-input", .activate = action_set_input, .parameter_type = "s"},
+    {.name = "set-expected",
+     .activate = action_set_expected,
+     .parameter_type = "s"},
+    {.name = "clear-inputs", .activate = action_clear_inputs},
     {.name = "export-recipe", .activate = action_export_recipe},
     {.name = "export-recipe-to",
      .activate = action_export_recipe_to,
@@ -2001,6 +2527,14 @@ static const GActionEntry win_entries[] = {
 static void weir_window_dispose(GObject *o) {
   WeirWindow *w = WEIR_WINDOW(o);
   w->disposed = TRUE;
+  end_confirm(w);
+  g_clear_pointer(&w->pending_path, g_free);
+  g_clear_pointer(&w->after_save_path, g_free);
+  if (w->confirm_ref) {
+    w->confirm_ref = FALSE;
+    g_object_unref(w);
+  }
+  clear_inputs(w);
   if (w->run_cancellable)
     g_cancellable_cancel(w->run_cancellable);
   g_clear_object(&w->run_cancellable);
@@ -2036,6 +2570,10 @@ static void weir_window_finalize(GObject *o) {
   g_free(w->path);
   g_free(w->workspace_path);
   g_free(w->keep_transform);
+  g_clear_pointer(&w->inputs, g_hash_table_unref);
+  g_clear_pointer(&w->input_files, g_hash_table_unref);
+  g_clear_pointer(&w->expected, g_hash_table_unref);
+  g_clear_pointer(&w->expected_files, g_hash_table_unref);
   g_free(w->message);
   g_free(w->status_text);
   G_OBJECT_CLASS(weir_window_parent_class)->finalize(o);
@@ -2084,6 +2622,7 @@ static void weir_window_class_init(WeirWindowClass *klass) {
   wc->size_allocate = weir_window_size_allocate;
   oc->dispose = weir_window_dispose;
   oc->finalize = weir_window_finalize;
+  GTK_WINDOW_CLASS(klass)->close_request = weir_window_close_request;
   g_type_ensure(WEIR_TYPE_GRAPH_VIEW);
   g_type_ensure(GTK_SOURCE_TYPE_VIEW);
   gtk_widget_class_set_template_from_resource(
@@ -2121,6 +2660,8 @@ static void weir_window_class_init(WeirWindowClass *klass) {
   BIND(progress_bar);
   BIND(cancel_button);
   BIND(recent_section);
+  BIND(inputs_grid);
+  BIND(inputs_summary);
 #undef BIND
 }
 
@@ -2139,6 +2680,14 @@ static void weir_window_init(WeirWindow *w) {
   g_action_map_add_action_entries(G_ACTION_MAP(w), win_entries,
                                   G_N_ELEMENTS(win_entries), w);
   w->param_editors = g_ptr_array_new();
+  w->inputs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                    (GDestroyNotify)weir_tensor_free);
+  w->input_files =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  w->expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                      (GDestroyNotify)weir_tensor_free);
+  w->expected_files =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 
   /* properties */
   w->properties = g_list_store_new(WEIR_TYPE_ROW);

@@ -129,6 +129,71 @@ static void test_mismatch(void **state) {
   weir_evaluation_clear(&e);
 }
 
+/* Inputs from tensors instead of random values (the symbol N is bound from
+ * their shape) and expected outputs: a right expectation matches, a wrong
+ * one is a mismatch naming the output; a tensor of the wrong shape or
+ * dtype, or for no argument, is an error naming the argument. */
+static WeirTensor *filled(WeirDType dtype, gint64 n, double v) {
+  WeirTensor *t = weir_tensor_new(dtype, 1, &n);
+  for (gint64 i = 0; i < n; i++)
+    weir_tensor_set(t, i, v * (double)(i % 7));
+  return t;
+}
+
+static void test_inputs_and_expected(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(GHashTable) inputs = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)weir_tensor_free);
+  g_autoptr(GHashTable) expected = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)weir_tensor_free);
+  g_hash_table_insert(inputs, g_strdup("A"), filled(WEIR_DTYPE_F32, 50, 1));
+  g_hash_table_insert(inputs, g_strdup("B"), filled(WEIR_DTYPE_F32, 50, 2));
+  g_hash_table_insert(expected, g_strdup("C"), filled(WEIR_DTYPE_F32, 50, 3));
+  WeirEvaluateOptions o = {.repetitions = 1,
+                           .compile = &f->opts,
+                           .inputs = inputs,
+                           .expected = expected};
+  WeirEvaluation e;
+  g_autoptr(GError) err = NULL;
+  /* no bindings: N comes from the inputs */
+  assert_true(weir_evaluate(g, NULL, NULL, &o, NULL, NULL, NULL, &e, &err));
+  assert_true(e.validated);
+  assert_true(e.matches);
+  assert_int_equal(e.n_expected, 1);
+  assert_int_equal(e.n_compared, 1);
+  weir_evaluation_clear(&e);
+
+  /* a wrong expectation: a mismatch naming C and what it was against */
+  g_hash_table_insert(expected, g_strdup("C"), filled(WEIR_DTYPE_F32, 50, 4));
+  assert_true(weir_evaluate(g, g, NULL, &o, NULL, NULL, NULL, &e, &err));
+  assert_false(e.matches);
+  assert_non_null(strstr(e.mismatch, "'C'"));
+  assert_non_null(strstr(e.mismatch, "expected output"));
+  /* against the original and the expectation */
+  assert_int_equal(e.n_compared, 4);
+  weir_evaluation_clear(&e);
+
+  /* wrong shape with N bound to 64 */
+  g_autoptr(GHashTable) b = bind_n(64);
+  assert_false(weir_evaluate(g, NULL, b, &o, NULL, NULL, NULL, &e, &err));
+  assert_non_null(strstr(err->message, "f32[64], but the tensor is f32[50]"));
+  g_clear_error(&err);
+  /* wrong dtype */
+  g_hash_table_remove_all(expected);
+  g_hash_table_insert(inputs, g_strdup("B"), filled(WEIR_DTYPE_I32, 50, 2));
+  assert_false(weir_evaluate(g, NULL, NULL, &o, NULL, NULL, NULL, &e, &err));
+  assert_non_null(strstr(err->message, "input 'B' is f32[50], but the tensor "
+                                       "is i32[50]"));
+  g_clear_error(&err);
+  /* no such argument */
+  g_hash_table_remove(inputs, "B");
+  g_hash_table_insert(inputs, g_strdup("Z"), filled(WEIR_DTYPE_F32, 50, 2));
+  assert_false(weir_evaluate(g, NULL, NULL, &o, NULL, NULL, NULL, &e, &err));
+  assert_non_null(strstr(err->message, "input 'Z'"));
+  assert_non_null(strstr(err->message, "arguments: A, B, C"));
+}
+
 /* A cancelled evaluation stops with G_IO_ERROR_CANCELLED; an unbound
  * symbol is an error naming the argument. */
 static void test_cancel_and_errors(void **state) {
@@ -192,6 +257,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_self_matches, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mismatch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_inputs_and_expected, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_cancel_and_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_node_lines, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_files, setup, teardown),

@@ -30,6 +30,7 @@
 typedef struct {
   WeirApplication *app;
   WeirWindow *w;
+  WeirWindow *main; /* the first window (fx.w is another one meanwhile) */
   char *tmp;
   gint64 bytes_expanded; /* total after expansion */
   gint64 bytes_fused;    /* after the fusion */
@@ -468,6 +469,94 @@ static void test_run_and_bench(void **state) {
   shoot("workbench-history.png");
 }
 
+/* Run with tensor files (the Run page, as `weir run --input/--expect`):
+ * the sample's input_0.pb as the input and output_0.pb as the expected
+ * output match; a file of the wrong shape, a damaged file and an
+ * expectation for the wrong argument are refused with a message naming the
+ * file; a wrong expectation is a mismatch shown in the window. */
+static void test_run_with_files(void **state) {
+  (void)state;
+  WeirSession *s = weir_window_get_session(fx.w);
+  guint n = weir_session_cursor(s);
+  weir_window_show_page(fx.w, 3);
+  const char *in = WEIR_SRCDIR "/samples/models/resnet/input_0.pb";
+  const char *out = WEIR_SRCDIR "/samples/models/resnet/output_0.pb";
+  g_autofree char *in_spec = g_strconcat("input=", in, NULL);
+  g_autofree char *out_spec = g_strconcat("output=", out, NULL);
+  activate("win.set-input", g_variant_new_string(in_spec));
+  assert_string_equal(weir_window_get_input_file(fx.w, "input", FALSE), in);
+  activate("win.set-expected", g_variant_new_string(out_spec));
+  assert_string_equal(weir_window_get_input_file(fx.w, "output", TRUE), out);
+  assert_null(weir_window_get_input_file(fx.w, "output", FALSE));
+  activate("win.run", NULL);
+  assert_true(wait_idle(600));
+  const char *m = weir_window_get_message(fx.w);
+  assert_non_null(m);
+  if (!strstr(m, "outputs match") ||
+      !strstr(m, "1 input from files, 1 expected output checked"))
+    fail_msg("run with files: '%s'", m);
+  printf("run with files: %s\n", m);
+  assert_non_null(strstr(weir_session_get_results(s, n), "\"matches\":true"));
+  shoot("workbench-run.png");
+
+  /* a tensor of the wrong shape: refused, the chosen file stays */
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirTensor) small =
+      weir_tensor_new(WEIR_DTYPE_F32, 4, (gint64[]){1, 3, 16, 16});
+  g_autofree char *small_path = tmp_path("small.npy");
+  assert_true(weir_tensor_save(small, "input", small_path, &err));
+  g_autofree char *small_spec = g_strconcat("input=", small_path, NULL);
+  activate("win.set-input", g_variant_new_string(small_spec));
+  m = weir_window_get_message(fx.w);
+  if (!strstr(m, "small.npy") ||
+      !strstr(m, "is f32[2, 3, 16, 16], but the tensor is f32[1, 3, 16, 16]"))
+    fail_msg("wrong shape: '%s'", m);
+  assert_string_equal(weir_window_get_input_file(fx.w, "input", FALSE), in);
+  /* a damaged file */
+  g_autofree char *junk = tmp_path("junk.pb");
+  assert_true(g_file_set_contents(junk, "\xff\xff\xff not a tensor", -1, NULL));
+  g_autofree char *junk_spec = g_strconcat("input=", junk, NULL);
+  activate("win.set-input", g_variant_new_string(junk_spec));
+  m = weir_window_get_message(fx.w);
+  if (!strstr(m, "junk.pb"))
+    fail_msg("damaged file: '%s'", m);
+  assert_string_equal(weir_window_get_input_file(fx.w, "input", FALSE), in);
+  /* no such argument */
+  g_autofree char *nope_spec = g_strconcat("nope=", in, NULL);
+  activate("win.set-input", g_variant_new_string(nope_spec));
+  m = weir_window_get_message(fx.w);
+  if (!strstr(m, "'nope'") || !strstr(m, "arguments: input, output"))
+    fail_msg("no such argument: '%s'", m);
+
+  /* a wrong expectation: the run reports the mismatch */
+  g_autoptr(WeirTensor) want = weir_tensor_load(out, NULL, &err);
+  assert_non_null(want);
+  for (gint64 i = 0; i < want->count; i++)
+    weir_tensor_set(want, i, weir_tensor_get(want, i) + 1.0);
+  g_autofree char *wrong = tmp_path("wrong.npy");
+  assert_true(weir_tensor_save(want, "output", wrong, &err));
+  g_autofree char *wrong_spec = g_strconcat("output=", wrong, NULL);
+  activate("win.set-expected", g_variant_new_string(wrong_spec));
+  activate("win.run", NULL);
+  assert_true(wait_idle(600));
+  m = weir_window_get_message(fx.w);
+  if (!strstr(m, "OUTPUTS DIFFER") || !strstr(m, "expected output") ||
+      !strstr(m, "'output'"))
+    fail_msg("wrong expectation: '%s'", m);
+  assert_non_null(strstr(weir_session_get_results(s, n), "\"matches\":false"));
+
+  /* back to random inputs */
+  activate("win.clear-inputs", NULL);
+  assert_null(weir_window_get_input_file(fx.w, "input", FALSE));
+  assert_null(weir_window_get_input_file(fx.w, "output", TRUE));
+  activate("win.run", NULL);
+  assert_true(wait_idle(600));
+  m = weir_window_get_message(fx.w);
+  assert_non_null(strstr(m, "outputs match"));
+  assert_null(strstr(m, "from files"));
+  weir_window_show_page(fx.w, 0);
+}
+
 /* Export the recipe (it replays to the same program), save the workspace
  * (title loses its marker; it reopens with the same history), export the
  * kernel, apply the recipe to a fresh window. */
@@ -640,9 +729,19 @@ static void on_layout_done(WeirGraphView *v, gpointer user) {
     layout_done_at = g_get_monotonic_time();
 }
 
+static gboolean built_with_sanitizers(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return TRUE;
+#else
+  return FALSE;
+#endif
+}
+
 static void test_perf_2000_nodes(void **state) {
   (void)state;
-  if (g_getenv("WEIR_GUI_SKIP_PERF"))
+  /* timings under the sanitizers mean nothing, and the 2,000-node layout
+   * takes minutes there */
+  if (g_getenv("WEIR_GUI_SKIP_PERF") || built_with_sanitizers())
     skip();
   g_autofree char *path = tmp_path("chain.json");
   g_autofree char *text = chain_json(500);
@@ -713,6 +812,155 @@ static void test_perf_2000_nodes(void **state) {
   iterate();
 }
 
+/* Unsaved changes: closing asks Save / Discard / Cancel. */
+static WeirWindow *other_window(WeirWindow *than) {
+  for (GList *l = gtk_application_get_windows(GTK_APPLICATION(fx.app)); l;
+       l = l->next)
+    if (WEIR_IS_WINDOW(l->data) && l->data != than)
+      return l->data;
+  return NULL;
+}
+
+static guint n_windows(void) {
+  guint n = 0;
+  for (GList *l = gtk_application_get_windows(GTK_APPLICATION(fx.app)); l;
+       l = l->next)
+    n += WEIR_IS_WINDOW(l->data);
+  return n;
+}
+
+static WeirWindow *open_second(const char *path) {
+  activate("app.open-file", g_variant_new_string(path));
+  WeirWindow *o = other_window(fx.w);
+  assert_non_null(o);
+  assert_false(weir_window_is_empty(o));
+  assert_false(weir_window_is_dirty(o));
+  return o;
+}
+
+static void test_close_confirm(void **state) {
+  (void)state;
+  const char *resnet = WEIR_SRCDIR "/samples/models/resnet.onnx";
+  const char *mlp = WEIR_SRCDIR "/samples/models/mlp.onnx";
+  /* only the main window (an earlier failure may have left another) */
+  fx.w = fx.main;
+  WeirWindow *stray;
+  while ((stray = other_window(fx.w))) {
+    gtk_window_destroy(GTK_WINDOW(stray));
+    iterate();
+  }
+  assert_int_equal(n_windows(), 1);
+
+  /* no changes: closes at once */
+  WeirWindow *o = open_second(resnet);
+  g_object_add_weak_pointer(G_OBJECT(o), (gpointer *)&o);
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  assert_null(o);
+  assert_int_equal(n_windows(), 1);
+
+  /* changes: the dialog, the window stays; Cancel keeps it, twice */
+  o = open_second(resnet);
+  g_object_add_weak_pointer(G_OBJECT(o), (gpointer *)&o);
+  assert_true(weir_window_bookmark(o, "changed"));
+  assert_true(weir_window_is_dirty(o));
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  assert_non_null(o);
+  GtkWindow *d = weir_window_get_confirm_dialog(o);
+  assert_non_null(d);
+  assert_true(gtk_widget_get_visible(GTK_WIDGET(d)));
+  assert_true(gtk_window_get_transient_for(d) == GTK_WINDOW(o));
+  assert_true(gtk_window_get_modal(d));
+  /* a second close while it is up: the same dialog */
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  assert_true(weir_window_get_confirm_dialog(o) == d);
+  g_object_add_weak_pointer(G_OBJECT(d), (gpointer *)&d);
+  weir_window_confirm_respond(o, WEIR_CONFIRM_CANCEL);
+  iterate();
+  assert_null(d);
+  assert_non_null(o);
+  assert_null(weir_window_get_confirm_dialog(o));
+  assert_true(weir_window_is_dirty(o));
+  assert_int_equal(n_windows(), 2);
+  /* the dialog's own close button is Cancel too */
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  d = weir_window_get_confirm_dialog(o);
+  assert_non_null(d);
+  gtk_window_close(d);
+  iterate();
+  assert_null(weir_window_get_confirm_dialog(o));
+  assert_non_null(o);
+  /* and so is Escape (its shortcut activates window.close) */
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  d = weir_window_get_confirm_dialog(o);
+  assert_non_null(d);
+  assert_true(gtk_widget_activate_action(GTK_WIDGET(d), "window.close", NULL));
+  iterate();
+  assert_null(weir_window_get_confirm_dialog(o));
+  assert_non_null(o);
+
+  /* opening another file over the changes asks too: Cancel keeps the
+   * session, Discard opens the file */
+  WeirSession *before = weir_window_get_session(o);
+  assert_false(weir_window_open_path(o, mlp));
+  iterate();
+  assert_non_null(weir_window_get_confirm_dialog(o));
+  weir_window_confirm_respond(o, WEIR_CONFIRM_CANCEL);
+  assert_true(weir_window_get_session(o) == before);
+  assert_true(weir_window_is_dirty(o));
+  assert_false(weir_window_open_path(o, mlp));
+  weir_window_confirm_respond(o, WEIR_CONFIRM_DISCARD);
+  iterate();
+  assert_non_null(o);
+  assert_non_null(strstr(gtk_window_get_title(GTK_WINDOW(o)), "mlp.onnx"));
+  assert_false(weir_window_is_dirty(o));
+
+  /* Quit asks every window with changes; Cancel keeps one, Discard
+   * closes the other */
+  assert_true(weir_window_bookmark(o, "changed again"));
+  assert_true(weir_window_bookmark(fx.w, "before quit"));
+  activate("app.quit", NULL);
+  assert_non_null(o);
+  assert_non_null(weir_window_get_confirm_dialog(o));
+  assert_non_null(weir_window_get_confirm_dialog(fx.w));
+  weir_window_confirm_respond(fx.w, WEIR_CONFIRM_CANCEL);
+  assert_int_equal(n_windows(), 2);
+  weir_window_confirm_respond(o, WEIR_CONFIRM_DISCARD);
+  iterate();
+  assert_null(o);
+  assert_int_equal(n_windows(), 1);
+
+  /* Save writes the workspace, then closes (the main window, saved to
+   * resnet.weir by test_export) */
+  WeirWindow *w = fx.w;
+  const char *ws = weir_window_get_workspace_path(w);
+  assert_non_null(ws);
+  g_autofree char *ws_path = g_strdup(ws);
+  assert_true(weir_window_bookmark(w, "saved on close"));
+  assert_true(weir_window_is_dirty(w));
+  guint cursor = weir_session_cursor(weir_window_get_session(w));
+  g_object_add_weak_pointer(G_OBJECT(w), (gpointer *)&w);
+  gtk_window_close(GTK_WINDOW(w));
+  iterate();
+  assert_non_null(w);
+  assert_non_null(weir_window_get_confirm_dialog(w));
+  weir_window_confirm_respond(w, WEIR_CONFIRM_SAVE);
+  iterate();
+  assert_null(w);
+  fx.w = fx.main = NULL;
+  assert_int_equal(n_windows(), 0);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirSession) back = weir_workspace_open(ws_path, &err);
+  assert_non_null(back);
+  guint step = 0;
+  assert_true(weir_session_find_bookmark(back, "saved on close", &step));
+  assert_int_equal(step, cursor);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void rm_rf(const char *path) {
@@ -760,6 +1008,7 @@ int main(void) {
     fprintf(stderr, "no window\n");
     return 1;
   }
+  fx.main = fx.w;
   gtk_window_set_default_size(GTK_WINDOW(fx.w), 1280, 800);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_files),
@@ -771,9 +1020,11 @@ int main(void) {
       cmocka_unit_test(test_undo_redo),
       cmocka_unit_test(test_code_view),
       cmocka_unit_test(test_run_and_bench),
+      cmocka_unit_test(test_run_with_files),
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_overlay_and_shots),
       cmocka_unit_test(test_perf_2000_nodes),
+      cmocka_unit_test(test_close_confirm),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   GList *wins =
