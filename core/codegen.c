@@ -2521,6 +2521,7 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   g_autofree char *priv = out_free(&decls);
 
   g_autofree char *desc = map_description(entry);
+  acc_open(f, o, fr.accs, 0);
   out_line(o, "/* %s */", desc);
   if (fr.simd && fr.simd_drop)
     out_line(o, "/* not vectorized: %s */", fr.why_drop);
@@ -2528,7 +2529,8 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   for (guint i = 0; i < loops->len; i++) {
     Loop *l = &g_array_index(loops, Loop, i);
     gboolean last = i + 1 == loops->len;
-    acc_open(f, o, fr.accs, i);
+    if (i > 0)
+      acc_open(f, o, fr.accs, i);
     if (i == 0 && fr.par_root) {
       guint c = map->collapse;
       guint nrect = 0;
@@ -2556,9 +2558,11 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     o->depth++;
   }
   out_paste(o, priv);
-  acc_open(f, o, fr.accs, loops->len);
+  if (loops->len > 0) /* level 0 opens before the map's comment */
+    acc_open(f, o, fr.accs, loops->len);
   out_paste(o, inner);
-  acc_close(f, o, fr.accs, loops->len);
+  if (loops->len > 0) /* level 0 closes after the outermost loop */
+    acc_close(f, o, fr.accs, loops->len);
   while (o->depth > depth0) {
     o->depth--;
     out_line(o, "}");
