@@ -15,7 +15,8 @@
  *      arena, private to a parallel loop body, view passed to a nested
  *      function) and how an element address is computed;
  *   6. dataflow of a state: tasklets, copies, maps (loop nests with OpenMP
- *      pragmas), write-conflict resolution, nested program calls;
+ *      pragmas), write-conflict resolution (reductions over inner loops
+ *      accumulated in locals), nested program calls;
  *   7. control flow: structured loops and branches when the state graph
  *      has that shape, labels and gotos otherwise;
  *   8. functions (the entry point and one static function per nested
