@@ -2253,9 +2253,9 @@ typedef struct {
  * reads or writes the container (other than the map exits passing this
  * write on); the loops it hoists over are not divided among threads (the
  * host's "omp parallel for" loops stay outside, and no map inside would get
- * its own); the container is not private to the host or a map inside.  A
- * memlet the host cannot take (its parallel loops) is left to a map inside,
- * which accumulates per iteration of the parallel loop. */
+ * its own); the container is not private to the host or a map inside.  An
+ * element that does not depend on the host's parallel loops gets a local
+ * inside them (per iteration), combined atomically. */
 
 typedef struct {
   StateCtx *sc;
@@ -2346,8 +2346,8 @@ static void acc_consider(AccScan *a, const WeirMemlet *m) {
         g_hash_table_contains(deps, g_ptr_array_index(map->params, l->param)))
       level = i + 1;
   }
-  if (level < a->n_par)
-    return;
+  if (level < a->n_par) /* the local lives inside the parallel loops */
+    level = a->n_par;
   if (level == a->loops->len && a->chain->len == 0)
     return; /* nothing to hoist over */
   if (!acc_alone(a, m))

@@ -631,6 +631,17 @@ static WeirGraph *build_accumulators(WeirDType dt, gboolean exact_only) {
          "n, c, h");
   map_out(g, s, t3, "m", ex2, weir_state_add_access(g, s, "M"), "c", "0:5",
           WEIR_WCR_MAX);
+  /* U += X[n, c, 3]: one element for the whole parallel map, a local per
+   * iteration of n */
+  array(g, "U", dt, "", FALSE);
+  WeirNode *ex5;
+  WeirNode *en5 = map(g, s, "flat", S("n", "c"), S("0:6", "0:5"),
+                      WEIR_SCHEDULE_PARALLEL, &ex5);
+  WeirNode *t7 = weir_state_add_tasklet(g, s, "all", S("x"), S("u"), "u = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en5, t7, "x", "0:6, 0:5, 0:7",
+         "n, c, 3");
+  map_out(g, s, t7, "u", ex5, weir_state_add_access(g, s, "U"), "", "",
+          WEIR_WCR_SUM);
   /* O[n, c] += X[n, c, 0] * ...: the innermost index c feeds the element,
    * nothing to hoist */
   array(g, "O", dt, "6, 5", FALSE);
@@ -684,7 +695,7 @@ static void test_accumulators(void **state) {
     g_autofree char *tot0 = g_strdup_printf(
         "tot_acc = %s; /* sum into tot */\n    /* map 20 'inner'", zero);
     assert_contains(src, tot0);
-    assert_contains(src, "    T[c] = T_acc;\n  }\n");
+    assert_contains(src, "    T[c] = T_acc;\n");
     g_autofree char *tot = g_strdup_printf("tot_acc = %s;", zero);
     assert_contains(src, tot);
     assert_contains(src, b ? "#pragma omp atomic\n    tot[0] |= tot_acc;"
@@ -696,6 +707,14 @@ static void test_accumulators(void **state) {
           "weir_atomic_max_%s(&M[c], M_acc);", weir_dtype_name(dt));
       assert_contains(src, cas);
     }
+    /* the scalar over the parallel map (n, c): inside the n loop */
+    g_autofree char *u = g_strdup_printf(
+        "  for (int64_t n = 0; n < 6; n++) {\n    %s U_acc = %s; /* sum into U "
+        "*/\n    for (int64_t c = 0; c < 5; c++) {",
+        ct[d], zero);
+    assert_contains(src, u);
+    assert_contains(src, b ? "#pragma omp atomic\n    U[0] |= U_acc;\n  }\n"
+                           : "#pragma omp atomic\n    U[0] += U_acc;\n  }\n");
     /* not hoisted: the innermost index feeds O; R is read inside */
     assert_lacks(src, "O_acc");
     assert_contains(src, "O[n * 5 + c] ");
@@ -706,6 +725,7 @@ static void test_accumulators(void **state) {
     assert_contains(p, "M_acc = M[c];");
     assert_contains(p, "tot_acc = tot[0];");
     assert_contains(p, "tot[0] = tot_acc;");
+    assert_contains(p, "U_acc = U[0]; /* sum into U */\n  /* map");
   }
   /* where the order of the additions is kept, floats are bit-identical */
   exact_floats = TRUE;
