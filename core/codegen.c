@@ -15,7 +15,8 @@
  *      arena, private to a parallel loop body, view passed to a nested
  *      function) and how an element address is computed;
  *   6. dataflow of a state: tasklets, copies, maps (loop nests with OpenMP
- *      pragmas), write-conflict resolution, nested program calls;
+ *      pragmas), write-conflict resolution (reductions over inner loops
+ *      accumulated in locals), nested program calls;
  *   7. control flow: structured loops and branches when the state graph
  *      has that shape, labels and gotos otherwise;
  *   8. functions (the entry point and one static function per nested
@@ -1544,7 +1545,21 @@ struct _Frame {
    * other loops run whole inside one thread.  0: all of them (tiled maps,
    * where threads share tiles). */
   guint n_split;
+  GPtrArray *accs; /* Acc* this map's loops declare (owned), or NULL */
 };
+
+/* A local accumulator for one write-conflict-resolved memlet of a tasklet
+ * inside the loops of a map (the host), whose element does not depend on
+ * the loops from `level` inward: the tasklet updates the local, which is
+ * declared before loop `level` of the host and combined into memory once
+ * after it (see emit_map). */
+typedef struct {
+  const WeirMemlet *m; /* borrowed */
+  CInfo *ci;
+  guint level;      /* index of the first loop (tile loops included) inside */
+  const char *name; /* borrowed from the function's namer */
+  gboolean atomic;  /* the combine needs an atomic update */
+} Acc;
 
 /* TRUE when, for every parameter p among the first n_params of map (0:
  * all), some dimension of sub starts at c*p + rest with a constant c != 0,
@@ -1634,20 +1649,10 @@ static gboolean frame_parallel(const Frame *fr) {
   return FALSE;
 }
 
-/* Emits lvalue = value, or its update by wcr (value has the element's
- * dtype; for bool storage 0 or 1).  sub is the subset the write belongs
- * to, for the conflict rule. */
-static void emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
-                       const char *lvalue, const WeirSubset *sub, WeirWcr wcr,
-                       const char *value) {
-  WeirDType dtype = ci->c->dtype;
-  if (wcr == WEIR_WCR_NONE) {
-    out_line(o, "%s = %s;", lvalue, value);
-    return;
-  }
-  gboolean atomic =
-      f->gen->openmp && fr &&
-      wcr_needs_atomic(fr, sub, ci->st == ST_PRIVATE ? ci->private_map : 0);
+/* Emits the update of lvalue (of dtype) by value with wcr (not NONE),
+ * atomic or not. */
+static void emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
+                        WeirWcr wcr, const char *value, gboolean atomic) {
   gboolean minmax = wcr == WEIR_WCR_MIN || wcr == WEIR_WCR_MAX;
   if (dtype == WEIR_DTYPE_BOOL) {
     /* 0/1 values: sum and max are "or", product and min are "and" */
@@ -1672,6 +1677,82 @@ static void emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
   out_line(o, "%s %s= %s;", lvalue, wcr == WEIR_WCR_SUM ? "+" : "*", value);
 }
 
+/* Does the write-conflict resolution into sub (of container ci) from
+ * inside fr need an atomic update? */
+static gboolean store_atomic(Fn *f, Frame *fr, const CInfo *ci,
+                             const WeirSubset *sub) {
+  return f->gen->openmp && fr &&
+         wcr_needs_atomic(fr, sub, ci->st == ST_PRIVATE ? ci->private_map : 0);
+}
+
+/* Emits lvalue = value, or its update by wcr (value has the element's
+ * dtype; for bool storage 0 or 1).  sub is the subset the write belongs
+ * to, for the conflict rule. */
+static void emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
+                       const char *lvalue, const WeirSubset *sub, WeirWcr wcr,
+                       const char *value) {
+  if (wcr == WEIR_WCR_NONE) {
+    out_line(o, "%s = %s;", lvalue, value);
+    return;
+  }
+  gboolean atomic = store_atomic(f, fr, ci, sub);
+  emit_update(f, o, ci->c->dtype, lvalue, wcr, value, atomic);
+}
+
+/* The accumulator an enclosing map holds for memlet m, or NULL. */
+static const Acc *frame_acc(const Frame *fr, const WeirMemlet *m) {
+  for (; fr; fr = fr->up)
+    for (guint k = 0; fr->accs && k < fr->accs->len; k++) {
+      const Acc *a = g_ptr_array_index(fr->accs, k);
+      if (a->m == m)
+        return a;
+    }
+  return NULL;
+}
+
+/* The neutral element of wcr in dtype, as C text: the start of an
+ * accumulator whose combine is atomic.  A sum starts at -0.0, which leaves
+ * every value (also -0.0) unchanged. */
+static const char *wcr_identity(WeirWcr wcr, WeirDType t) {
+  gboolean flt = t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64;
+  switch (wcr) {
+  case WEIR_WCR_SUM:
+    if (flt)
+      return t == WEIR_DTYPE_F32 ? "-0.0f" : "-0.0";
+    return "0";
+  case WEIR_WCR_PROD:
+    return t == WEIR_DTYPE_F32 ? "1.0f" : t == WEIR_DTYPE_F64 ? "1.0" : "1";
+  case WEIR_WCR_MAX:
+    switch (t) {
+    case WEIR_DTYPE_I32:
+      return "INT32_MIN";
+    case WEIR_DTYPE_I64:
+      return "INT64_MIN";
+    case WEIR_DTYPE_BOOL:
+    case WEIR_DTYPE_U8:
+      return "0";
+    default:
+      return "-INFINITY";
+    }
+  case WEIR_WCR_MIN:
+    switch (t) {
+    case WEIR_DTYPE_I32:
+      return "INT32_MAX";
+    case WEIR_DTYPE_I64:
+      return "INT64_MAX";
+    case WEIR_DTYPE_BOOL:
+      return "1";
+    case WEIR_DTYPE_U8:
+      return "UINT8_MAX";
+    default:
+      return "INFINITY";
+    }
+  default:
+    break;
+  }
+  g_return_val_if_reached("0");
+}
+
 /* ------------------------------------------------------------------ states */
 
 typedef struct {
@@ -1680,9 +1761,11 @@ typedef struct {
   WeirScopes *scopes;
   GHashTable *children; /* entry id -> GArray of node ids, in order */
   GArray *top;          /* node ids at the top level, in order */
+  GHashTable *hosted;   /* memlets that got an accumulator (a set) */
 } StateCtx;
 
 static void state_ctx_clear(StateCtx *sc) {
+  g_clear_pointer(&sc->hosted, g_hash_table_unref);
   g_clear_pointer(&sc->scopes, weir_scopes_free);
   g_clear_pointer(&sc->children, g_hash_table_unref);
   g_clear_pointer(&sc->top, g_array_unref);
@@ -1696,6 +1779,7 @@ static gboolean state_ctx_init(StateCtx *sc, Fn *f, WeirState *s) {
   sc->children = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
                                        (GDestroyNotify)g_array_unref);
   sc->top = g_array_new(FALSE, FALSE, sizeof(guint));
+  sc->hosted = g_hash_table_new(g_direct_hash, g_direct_equal);
   if (!sc->scopes) {
     gen_fail(f->gen, WEIR_ERROR_INVALID, "%s: %s", f->where, local->message);
     return FALSE;
@@ -1785,7 +1869,16 @@ static void tasklet_output(Tasklet *t, Out *o, const WeirStmt *st,
       lv = g_strdup_printf("%s[%s]", port->name, idx);
       port->used = TRUE; /* through its accessor */
     }
-    emit_store(f, o, t->fr, port->ci, lv, port->m->subset, port->m->wcr, conv);
+    const Acc *acc = frame_acc(t->fr, port->m);
+    if (acc) {
+      /* still withdraws "omp simd" from the loops the local is updated in */
+      store_atomic(f, t->fr, port->ci, port->m->subset);
+      emit_update(f, o, port->ci->c->dtype, acc->name, port->m->wcr, conv,
+                  FALSE);
+    } else {
+      emit_store(f, o, t->fr, port->ci, lv, port->m->subset, port->m->wcr,
+                 conv);
+    }
   }
 }
 
@@ -2141,7 +2234,205 @@ typedef struct {
   char *begin, *end, *step;
   gboolean unit_step;
   gboolean rect; /* bounds do not depend on the map's other loops */
+  int param;     /* index of the map parameter; -1 for a tile loop */
 } Loop;
+
+/* ------------------------------------------------------------ accumulators */
+
+/* A reduction inside a map nest, a tasklet output memlet with write-conflict
+ * resolution onto one element that does not change in the innermost loops,
+ * is accumulated in a local: declared before the outermost loop the element
+ * does not depend on, updated by the tasklet, combined into memory after
+ * that loop.  The host map is the innermost one whose parameters the
+ * element depends on (or the outermost map of the nest when it depends on
+ * none).  The local starts from the element when the combine is a plain
+ * store (the additions happen in the same order as without it, so results
+ * are bit-identical), from the neutral element when it is atomic.
+ *
+ * Conditions: the subset has one element; nothing else inside the host
+ * reads or writes the container (other than the map exits passing this
+ * write on); the loops it hoists over are not divided among threads (the
+ * host's "omp parallel for" loops stay outside, and no map inside would get
+ * its own); the container is not private to the host or a map inside.  An
+ * element that does not depend on the host's parallel loops gets a local
+ * inside them (per iteration), combined atomically. */
+
+typedef struct {
+  StateCtx *sc;
+  Frame *fr;
+  GArray *loops;     /* Loop of the host */
+  guint n_par;       /* leading loops under "omp parallel for" */
+  GHashTable *scope; /* node ids inside the host (a set) */
+  GPtrArray *chain;  /* map entries between the host and the tasklet */
+} AccScan;
+
+static void scope_collect(StateCtx *sc, guint entry, GHashTable *set) {
+  GArray *ch = g_hash_table_lookup(sc->children, GUINT_TO_POINTER(entry));
+  for (guint k = 0; ch && k < ch->len; k++) {
+    guint id = g_array_index(ch, guint, k);
+    g_hash_table_add(set, GUINT_TO_POINTER(id));
+    const WeirNode *n = weir_state_node(sc->s, id);
+    if (n && n->kind == WEIR_NODE_MAP_ENTRY)
+      scope_collect(sc, id, set);
+  }
+}
+
+/* Is m the only access to its container inside the host (map exits that
+ * pass writes outward aside)? */
+static gboolean acc_alone(AccScan *a, const WeirMemlet *m) {
+  const WeirState *s = a->sc->s;
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *e = g_ptr_array_index(s->edges, i);
+    if (e == m || g_strcmp0(e->data, m->data) != 0)
+      continue;
+    if (!g_hash_table_contains(a->scope, GUINT_TO_POINTER(e->src)) &&
+        !g_hash_table_contains(a->scope, GUINT_TO_POINTER(e->dst)))
+      continue;
+    const WeirNode *src = weir_state_node(s, e->src);
+    const WeirNode *dst = weir_state_node(s, e->dst);
+    if (!src || !dst || src->kind != WEIR_NODE_MAP_EXIT ||
+        dst->kind != WEIR_NODE_MAP_EXIT)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static void acc_consider(AccScan *a, const WeirMemlet *m) {
+  Fn *f = a->sc->f;
+  if (m->wcr == WEIR_WCR_NONE || !m->data || !m->subset ||
+      g_hash_table_contains(a->sc->hosted, m) || !subset_is_scalar(m->subset))
+    return;
+  CInfo *ci = g_hash_table_lookup(f->cbyname, m->data);
+  if (!ci)
+    return;
+  if (ci->st == ST_PRIVATE) {
+    if (ci->private_map == a->fr->entry->id)
+      return;
+    for (guint k = 0; k < a->chain->len; k++)
+      if (((const WeirNode *)g_ptr_array_index(a->chain, k))->id ==
+          ci->private_map)
+        return;
+  }
+  /* the parameters the element depends on */
+  g_autoptr(GHashTable) deps =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint d = 0; d < m->subset->rank; d++) {
+    const WeirRange *r = &m->subset->dims[d];
+    WeirExpr *parts[] = {r->begin, r->end, r->step};
+    for (guint j = 0; j < G_N_ELEMENTS(parts); j++) {
+      if (!parts[j])
+        continue;
+      g_autoptr(GPtrArray) names = weir_expr_symbols(parts[j]);
+      for (guint i = 0; i < names->len; i++)
+        g_hash_table_add(deps, g_strdup(g_ptr_array_index(names, i)));
+    }
+  }
+  Frame *fr = a->fr;
+  for (guint k = 0; k < a->chain->len; k++) {
+    const WeirNode *x = g_ptr_array_index(a->chain, k);
+    const WeirMap *xm = x->map;
+    for (guint j = 0; j < xm->params->len; j++)
+      if (g_hash_table_contains(deps, g_ptr_array_index(xm->params, j)))
+        return; /* a map inside hosts it */
+    if (f->gen->openmp && xm->schedule == WEIR_SCHEDULE_PARALLEL &&
+        !fr->in_region)
+      return; /* that map will divide its loops among threads */
+  }
+  guint level = 0;
+  const WeirMap *map = fr->entry->map;
+  for (guint i = 0; i < a->loops->len; i++) {
+    const Loop *l = &g_array_index(a->loops, Loop, i);
+    if (l->param >= 0 &&
+        g_hash_table_contains(deps, g_ptr_array_index(map->params, l->param)))
+      level = i + 1;
+  }
+  if (level < a->n_par) /* the local lives inside the parallel loops */
+    level = a->n_par;
+  if (level == a->loops->len && a->chain->len == 0)
+    return; /* nothing to hoist over */
+  if (!acc_alone(a, m))
+    return;
+  Acc *acc = g_new0(Acc, 1);
+  acc->m = m;
+  acc->ci = ci;
+  acc->level = level;
+  g_autofree char *base = g_strdup_printf("%s_acc", ci->cname);
+  acc->name = namer_fresh(f->names, base);
+  if (!fr->accs)
+    fr->accs = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(fr->accs, acc);
+  g_hash_table_add(a->sc->hosted, (gpointer)m);
+}
+
+static void acc_scan(AccScan *a, guint entry) {
+  StateCtx *sc = a->sc;
+  GArray *ch = g_hash_table_lookup(sc->children, GUINT_TO_POINTER(entry));
+  for (guint k = 0; ch && k < ch->len; k++) {
+    guint id = g_array_index(ch, guint, k);
+    const WeirNode *n = weir_state_node(sc->s, id);
+    if (!n)
+      continue;
+    if (n->kind == WEIR_NODE_TASKLET) {
+      for (guint i = 0; i < sc->s->edges->len; i++) {
+        const WeirMemlet *m = g_ptr_array_index(sc->s->edges, i);
+        if (m->src == id)
+          acc_consider(a, m);
+      }
+    } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
+      g_ptr_array_add(a->chain, (gpointer)n);
+      acc_scan(a, id);
+      g_ptr_array_set_size(a->chain, a->chain->len - 1);
+    }
+  }
+}
+
+/* Declares the accumulators that start before loop `level`. */
+static void acc_open(Fn *f, Out *o, GPtrArray *accs, guint level) {
+  for (guint k = 0; accs && k < accs->len; k++) {
+    const Acc *a = g_ptr_array_index(accs, k);
+    if (a->level != level)
+      continue;
+    WeirDType dt = a->ci->c->dtype;
+    g_autofree char *init = NULL;
+    if (a->atomic) {
+      init = g_strdup(wcr_identity(a->m->wcr, dt));
+    } else {
+      g_autoptr(GPtrArray) off = subset_offset(a->ci, a->m->subset);
+      init = elem_ref(f, a->ci, off);
+    }
+    out_line(o, "%s %s = %s; /* %s into %s */", storage_type(dt), a->name, init,
+             weir_wcr_name(a->m->wcr), a->ci->cname);
+  }
+}
+
+/* Combines the accumulators that end after loop `level` into memory. */
+static void acc_close(Fn *f, Out *o, GPtrArray *accs, guint level) {
+  for (guint k = 0; accs && k < accs->len; k++) {
+    const Acc *a = g_ptr_array_index(accs, k);
+    if (a->level != level)
+      continue;
+    g_autoptr(GPtrArray) off = subset_offset(a->ci, a->m->subset);
+    g_autofree char *lv = elem_ref(f, a->ci, off);
+    if (a->atomic)
+      emit_update(f, o, a->ci->c->dtype, lv, a->m->wcr, a->name, TRUE);
+    else
+      out_line(o, "%s = %s;", lv, a->name);
+  }
+}
+
+/* Chooses the accumulators fr's map hosts (fr->accs). */
+static void acc_plan(StateCtx *sc, Frame *fr, GArray *loops, guint n_par) {
+  g_autoptr(GHashTable) scope = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autoptr(GPtrArray) chain = g_ptr_array_new();
+  scope_collect(sc, fr->entry->id, scope);
+  AccScan a = {.sc = sc,
+               .fr = fr,
+               .loops = loops,
+               .n_par = n_par,
+               .scope = scope,
+               .chain = chain};
+  acc_scan(&a, fr->entry->id);
+}
 
 static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   Fn *f = sc->f;
@@ -2168,7 +2459,7 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     if (tile <= 0)
       continue;
     g_autofree char *base = g_strdup_printf("%s_tile", pname);
-    Loop l = {.var = namer_fresh(f->names, base), .rect = TRUE};
+    Loop l = {.var = namer_fresh(f->names, base), .rect = TRUE, .param = -1};
     g_autoptr(WeirExpr) st = weir_expr_mul_const(r->step, tile);
     l.begin = sym_text(f, r->begin);
     l.end = sym_text(f, r->end);
@@ -2181,7 +2472,7 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     const char *pname = g_ptr_array_index(map->params, k);
     const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
     gint64 tile = k < map->tile->len ? g_array_index(map->tile, gint64, k) : 0;
-    Loop l = {.var = namer_get(f->names, "p", pname)};
+    Loop l = {.var = namer_get(f->names, "p", pname), .param = (int)k};
     gint64 sv;
     l.unit_step = weir_expr_is_const(r->step, &sv) && sv == 1;
     l.step = sym_text(f, r->step);
@@ -2203,6 +2494,7 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     g_array_append_val(loops, l);
   }
 
+  guint n_par = 0;
   if (fr.par_root) {
     /* the loops "omp parallel for" divides (as printed below) */
     guint nrect = 0;
@@ -2210,7 +2502,9 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
       nrect++;
     guint c = MAX(1, MIN(map->collapse, nrect));
     fr.n_split = loops->len == np ? c : 0;
+    n_par = c;
   }
+  acc_plan(sc, &fr, loops, n_par);
 
   /* the body first: what it contains decides the pragmas */
   Out body = out_new(0);
@@ -2219,11 +2513,16 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   if (children)
     emit_nodes(sc, &body, children, &fr);
   g_autofree char *inner = out_free(&body);
+  for (guint k = 0; fr.accs && k < fr.accs->len; k++) {
+    Acc *a = g_ptr_array_index(fr.accs, k);
+    a->atomic = store_atomic(f, &fr, a->ci, a->m->subset);
+  }
   Out decls = out_new(0);
   emit_private_decls(f, &decls, entry->id);
   g_autofree char *priv = out_free(&decls);
 
   g_autofree char *desc = map_description(entry);
+  acc_open(f, o, fr.accs, 0);
   out_line(o, "/* %s */", desc);
   if (fr.simd && fr.simd_drop)
     out_line(o, "/* not vectorized: %s */", fr.why_drop);
@@ -2231,6 +2530,8 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   for (guint i = 0; i < loops->len; i++) {
     Loop *l = &g_array_index(loops, Loop, i);
     gboolean last = i + 1 == loops->len;
+    if (i > 0)
+      acc_open(f, o, fr.accs, i);
     if (i == 0 && fr.par_root) {
       guint c = map->collapse;
       guint nrect = 0;
@@ -2258,11 +2559,17 @@ static void emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     o->depth++;
   }
   out_paste(o, priv);
+  if (loops->len > 0) /* level 0 opens before the map's comment */
+    acc_open(f, o, fr.accs, loops->len);
   out_paste(o, inner);
+  if (loops->len > 0) /* level 0 closes after the outermost loop */
+    acc_close(f, o, fr.accs, loops->len);
   while (o->depth > depth0) {
     o->depth--;
     out_line(o, "}");
+    acc_close(f, o, fr.accs, o->depth - depth0);
   }
+  g_clear_pointer(&fr.accs, g_ptr_array_unref);
   for (guint i = 0; i < loops->len; i++) {
     Loop *l = &g_array_index(loops, Loop, i);
     g_free(l->begin);

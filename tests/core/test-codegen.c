@@ -250,6 +250,9 @@ static void kernel_unload(Kernel *k) {
 /* Fills an input tensor; NULL: weir_tensor_fill_random. */
 typedef void (*FillFunc)(const char *name, WeirTensor *t, guint64 seed);
 
+/* Set by a test: floats must match the interpreter exactly. */
+static gboolean exact_floats;
+
 static gint64 symbol_value(GHashTable *symbols, const char *name) {
   const gint64 *v = symbols ? g_hash_table_lookup(symbols, name) : NULL;
   return v ? *v : 0;
@@ -298,7 +301,9 @@ static void compare_run(WeirGraph *g, Kernel *k, GHashTable *symbols,
     WeirTensor *b = g_hash_table_lookup(ref, c->name);
     gboolean fl = weir_dtype_is_float(c->dtype);
     g_autoptr(GError) e = NULL;
-    if (!weir_tensor_allclose(a, b, fl ? 1e-5 : 0, fl ? 1e-6 : 0, NULL, &e))
+    double rtol = fl && !exact_floats ? 1e-5 : 0;
+    double atol = fl && !exact_floats ? 1e-6 : 0;
+    if (!weir_tensor_allclose(a, b, rtol, atol, NULL, &e))
       fail_msg("program '%s', argument '%s': generated code and interpreter "
                "differ: %s",
                g->name, c->name, e->message);
@@ -549,6 +554,186 @@ static void test_wcr(void **state) {
     assert_contains(src, "rsum[i] ");
     assert_lacks(src, "atomic\n        rsum");
   }
+}
+
+/* ------------------------------------------------------------ accumulators */
+
+/* Reductions whose element does not depend on the inner loops, for one
+ * dtype: the code generator accumulates them in a local (docs/codegen.md,
+ * "Accumulators").  With `exact_only`, only the reductions whose
+ * additions keep their order (no atomic combine), so the generated code
+ * must match the interpreter bit for bit. */
+static WeirGraph *build_accumulators(WeirDType dt, gboolean exact_only) {
+  g_autofree char *name = g_strdup_printf("acc_%s%s", weir_dtype_name(dt),
+                                          exact_only ? "_exact" : "");
+  WeirGraph *g = weir_graph_new(name);
+  array(g, "X", dt, "6, 5, 7", FALSE);
+  array(g, "G", dt, "6, 5, 7", FALSE);
+  array(g, "S", dt, "5", FALSE);
+  array(g, "T", dt, "5", FALSE);
+  WeirState *s = weir_graph_add_state(g, "reduce");
+  /* the fused shape: G[n, c, h] = x and S[c] += x in the channel-first
+   * order, threads split c: S[c] accumulates over n and h in a local */
+  WeirNode *ex;
+  WeirNode *en = map(g, s, "chan_sum", S("c", "n", "h"), S("0:5", "0:6", "0:7"),
+                     WEIR_SCHEDULE_PARALLEL, &ex);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, "grad", S("x"), S("g", "s"), "g = x\ns = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en, t, "x", "0:6, 0:5, 0:7",
+         "n, c, h");
+  map_out(g, s, t, "g", ex, weir_state_add_access(g, s, "G"), "n, c, h",
+          "0:6, 0:5, 0:7", WEIR_WCR_NONE);
+  map_out(g, s, t, "s", ex, weir_state_add_access(g, s, "S"), "c", "0:5",
+          WEIR_WCR_SUM);
+  /* a map nest: T[c] over an inner (n, h) map, hosted by the outer map */
+  WeirNode *ox, *ix;
+  WeirNode *oe =
+      map(g, s, "outer", S("c"), S("0:5"), WEIR_SCHEDULE_PARALLEL, &ox);
+  WeirNode *ie = map(g, s, "inner", S("n", "h"), S("0:6", "0:7"),
+                     WEIR_SCHEDULE_SEQUENTIAL, &ix);
+  WeirNode *t2 = weir_state_add_tasklet(
+      g, s, "nest", S("x"), exact_only ? S("s") : S("s", "all"),
+      exact_only ? "s = x" : "s = x\nall = x");
+  weir_node_add_in_conn(ie, "IN_X");
+  map_in(g, s, weir_state_add_access(g, s, "X"), oe, ie, "IN_X",
+         "0:6, 0:5, 0:7", "0:6, c, 0:7");
+  weir_node_add_out_conn(ie, "OUT_X");
+  edge(g, s, ie, "OUT_X", t2, "x", "X", "n, c, h");
+  WeirNode *ta = weir_state_add_access(g, s, "T");
+  weir_node_add_in_conn(ix, "IN_T");
+  weir_node_add_out_conn(ix, "OUT_T");
+  weir_node_add_in_conn(ox, "IN_T");
+  weir_node_add_out_conn(ox, "OUT_T");
+  edge(g, s, t2, "s", ix, "IN_T", "T", "c")->wcr = WEIR_WCR_SUM;
+  edge(g, s, ix, "OUT_T", ox, "IN_T", "T", "c")->wcr = WEIR_WCR_SUM;
+  edge(g, s, ox, "OUT_T", ta, NULL, "T", "0:5")->wcr = WEIR_WCR_SUM;
+  if (exact_only)
+    return g;
+  /* tot: the outer map's threads share it, so the inner map hosts it and
+   * combines atomically once per c */
+  array(g, "tot", dt, "", FALSE);
+  WeirNode *tt = weir_state_add_access(g, s, "tot");
+  weir_node_add_in_conn(ix, "IN_tot");
+  weir_node_add_out_conn(ix, "OUT_tot");
+  weir_node_add_in_conn(ox, "IN_tot");
+  weir_node_add_out_conn(ox, "OUT_tot");
+  edge(g, s, t2, "all", ix, "IN_tot", "tot", "")->wcr = WEIR_WCR_SUM;
+  edge(g, s, ix, "OUT_tot", ox, "IN_tot", "tot", "")->wcr = WEIR_WCR_SUM;
+  edge(g, s, ox, "OUT_tot", tt, NULL, "tot", "")->wcr = WEIR_WCR_SUM;
+  /* M[c] = max over n, h with the threads splitting n: a local per (n, c),
+   * combined atomically */
+  array(g, "M", dt, "5", FALSE);
+  WeirNode *ex2;
+  WeirNode *en2 = map(g, s, "chan_max", S("n", "c", "h"),
+                      S("0:6", "0:5", "0:7"), WEIR_SCHEDULE_PARALLEL, &ex2);
+  WeirNode *t3 = weir_state_add_tasklet(g, s, "mx", S("x"), S("m"), "m = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en2, t3, "x", "0:6, 0:5, 0:7",
+         "n, c, h");
+  map_out(g, s, t3, "m", ex2, weir_state_add_access(g, s, "M"), "c", "0:5",
+          WEIR_WCR_MAX);
+  /* U += X[n, c, 3]: one element for the whole parallel map, a local per
+   * iteration of n */
+  array(g, "U", dt, "", FALSE);
+  WeirNode *ex5;
+  WeirNode *en5 = map(g, s, "flat", S("n", "c"), S("0:6", "0:5"),
+                      WEIR_SCHEDULE_PARALLEL, &ex5);
+  WeirNode *t7 = weir_state_add_tasklet(g, s, "all", S("x"), S("u"), "u = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en5, t7, "x", "0:6, 0:5, 0:7",
+         "n, c, 3");
+  map_out(g, s, t7, "u", ex5, weir_state_add_access(g, s, "U"), "", "",
+          WEIR_WCR_SUM);
+  /* O[n, c] += X[n, c, 0] * ...: the innermost index c feeds the element,
+   * nothing to hoist */
+  array(g, "O", dt, "6, 5", FALSE);
+  WeirNode *ex3;
+  WeirNode *en3 = map(g, s, "no_hoist", S("n", "c"), S("0:6", "0:5"),
+                      WEIR_SCHEDULE_PARALLEL, &ex3);
+  WeirNode *t4 = weir_state_add_tasklet(g, s, "id", S("x"), S("o"), "o = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en3, t4, "x", "0:6, 0:5, 0",
+         "n, c, 0");
+  map_out(g, s, t4, "o", ex3, weir_state_add_access(g, s, "O"), "n, c",
+          "0:6, 0:5", WEIR_WCR_SUM);
+  /* R[c] += R[c] over n: the tasklet reads the element it reduces into,
+   * which must stay in memory */
+  array(g, "R", dt, "5", FALSE);
+  WeirNode *ex4;
+  WeirNode *en4 = map(g, s, "reread", S("c", "n"), S("0:5", "0:6"),
+                      WEIR_SCHEDULE_SEQUENTIAL, &ex4);
+  WeirNode *t5 = weir_state_add_tasklet(g, s, "again", S("q"), S("r"), "r = q");
+  map_in(g, s, weir_state_add_access(g, s, "R"), en4, t5, "q", "0:5", "c");
+  map_out(g, s, t5, "r", ex4, weir_state_add_access(g, s, "R"), "c", "0:5",
+          WEIR_WCR_SUM);
+  return g;
+}
+
+static void test_accumulators(void **state) {
+  (void)state;
+  /* the local has the element's storage type */
+  const char *ct[] = {"float",   "double",  "int32_t",
+                      "int64_t", "uint8_t", "uint8_t"};
+  for (guint d = 0; d < WEIR_DTYPE_COUNT; d++) {
+    WeirDType dt = (WeirDType)d;
+    gboolean b = dt == WEIR_DTYPE_BOOL;
+    g_autoptr(WeirGraph) g = build_accumulators(dt, FALSE);
+    check(g, NULL, fill_wcr);
+    g_autofree char *src = generate(g, NULL);
+    /* S[c] over the loops n, h inside the parallel c loop */
+    g_autofree char *decl =
+        g_strdup_printf("    %s S_acc = S[c]; /* sum into S */\n"
+                        "    for (int64_t n = 0; n < 6; n++) {",
+                        ct[d]);
+    assert_contains(src, decl);
+    assert_contains(src, b ? "S_acc |= x;" : "S_acc += x;");
+    assert_contains(src, "    S[c] = S_acc;\n  }\n");
+    assert_lacks(src, "S[c] +=");
+    assert_lacks(src, "S[c] |=");
+    /* the nest: T around the inner map, tot inside the outer loop */
+    const char *zero = dt == WEIR_DTYPE_F32   ? "-0.0f"
+                       : dt == WEIR_DTYPE_F64 ? "-0.0"
+                                              : "0";
+    assert_contains(src, "T_acc = T[c]; /* sum into T */\n");
+    g_autofree char *tot0 = g_strdup_printf(
+        "tot_acc = %s; /* sum into tot */\n    /* map 20 'inner'", zero);
+    assert_contains(src, tot0);
+    assert_contains(src, "    T[c] = T_acc;\n");
+    g_autofree char *tot = g_strdup_printf("tot_acc = %s;", zero);
+    assert_contains(src, tot);
+    assert_contains(src, b ? "#pragma omp atomic\n    tot[0] |= tot_acc;"
+                           : "#pragma omp atomic\n    tot[0] += tot_acc;");
+    /* max over (n, c, h) with n split among the threads: a local per
+     * (n, c), combined atomically */
+    if (!b) {
+      g_autofree char *cas = g_strdup_printf(
+          "weir_atomic_max_%s(&M[c], M_acc);", weir_dtype_name(dt));
+      assert_contains(src, cas);
+    }
+    /* the scalar over the parallel map (n, c): inside the n loop */
+    g_autofree char *u = g_strdup_printf(
+        "  for (int64_t n = 0; n < 6; n++) {\n    %s U_acc = %s; /* sum into U "
+        "*/\n    for (int64_t c = 0; c < 5; c++) {",
+        ct[d], zero);
+    assert_contains(src, u);
+    assert_contains(src, b ? "#pragma omp atomic\n    U[0] |= U_acc;\n  }\n"
+                           : "#pragma omp atomic\n    U[0] += U_acc;\n  }\n");
+    /* not hoisted: the innermost index feeds O; R is read inside */
+    assert_lacks(src, "O_acc");
+    assert_contains(src, "O[n * 5 + c] ");
+    assert_lacks(src, "R_acc");
+    /* without OpenMP every combine is a plain store */
+    WeirCodegenOptions plain = {.openmp = FALSE};
+    g_autofree char *p = generate(g, &plain);
+    assert_contains(p, "M_acc = M[c];");
+    assert_contains(p, "tot_acc = tot[0];");
+    assert_contains(p, "tot[0] = tot_acc;");
+    assert_contains(p, "U_acc = U[0]; /* sum into U */\n  /* map");
+  }
+  /* where the order of the additions is kept, floats are bit-identical */
+  exact_floats = TRUE;
+  for (guint d = 0; d < 2; d++) {
+    g_autoptr(WeirGraph) g = build_accumulators((WeirDType)d, TRUE);
+    check(g, NULL, fill_wcr);
+  }
+  exact_floats = FALSE;
 }
 
 /* ------------------------------------------------------------ loop shapes */
@@ -1643,6 +1828,7 @@ int main(void) {
       cmocka_unit_test(test_samples),
       cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_wcr),
+      cmocka_unit_test(test_accumulators),
       cmocka_unit_test(test_schedules),
       cmocka_unit_test(test_copies),
       cmocka_unit_test(test_indexed),
