@@ -1,9 +1,9 @@
 /* chain-program.h — the chain of element-wise maps the GUI's performance
  * figures use (docs/performance.md, "GUI"): `ops` maps over 1,024 floats,
  * each access -> map entry -> tasklet (b = a + a) -> map exit -> access,
- * so 4 * ops + 1 nodes (500 maps: 2,001 nodes).  The same program as
- * tests/gui/test-gui-app.c's.  Included by tests/bench/bench-transforms.c
- * and tests/transforms/test-site-lists.c. */
+ * so 4 * ops + 1 nodes (500 maps: 2,001 nodes).  Included by
+ * tests/gui/test-gui-app.c, tests/bench/bench-transforms.c and
+ * tests/transforms/test-site-lists.c. */
 #ifndef WEIR_TESTS_CHAIN_PROGRAM_H
 #define WEIR_TESTS_CHAIN_PROGRAM_H
 

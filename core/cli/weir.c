@@ -2721,15 +2721,78 @@ static int cmd_export(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ train */
 
-static char *fit_data, *fit_label, *fit_optimizer, *fit_scale;
-static char *fit_recipe, *fit_output, *fit_loss;
-static char *fit_target_columns, *fit_target_file, *fit_params, *fit_freeze;
+/* ---------------------------------------- training program options
+ * Shared by `weir train` and `weir train-graph`: the loss, the optimizer
+ * and its hyper-parameters, and which constants are trained. */
+static char *tp_loss, *tp_optimizer, *tp_params, *tp_freeze;
+static double tp_lr = -1, tp_momentum = -1, tp_weight_decay = -1;
+static double tp_beta1 = -1, tp_beta2 = -1, tp_epsilon = -1;
+
+static const GOptionEntry train_program_entries[] = {
+    {"loss", 0, 0, G_OPTION_ARG_STRING, &tp_loss,
+     "softmax-cross-entropy (class labels) or mse (float targets: "
+     "regression)",
+     "LOSS"},
+    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &tp_optimizer,
+     "sgd, momentum or adam", "OPT"},
+    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &tp_lr, "Learning rate (default 0.01)",
+     "X"},
+    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &tp_momentum,
+     "Momentum (default 0.9)", "X"},
+    {"beta1", 0, 0, G_OPTION_ARG_DOUBLE, &tp_beta1, "Adam beta1 (default 0.9)",
+     "X"},
+    {"beta2", 0, 0, G_OPTION_ARG_DOUBLE, &tp_beta2,
+     "Adam beta2 (default 0.999)", "X"},
+    {"epsilon", 0, 0, G_OPTION_ARG_DOUBLE, &tp_epsilon,
+     "Adam epsilon (default 1e-8)", "X"},
+    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &tp_weight_decay,
+     "L2 weight decay added to the gradient (default 0)", "X"},
+    {"params", 0, 0, G_OPTION_ARG_STRING, &tp_params,
+     "Train the float constants whose container or ONNX initializer name "
+     "matches REGEX (default: the ONNX initializers, docs/training.md)",
+     "REGEX"},
+    {"freeze", 0, 0, G_OPTION_ARG_STRING, &tp_freeze,
+     "Do not train the parameters whose name matches REGEX", "REGEX"},
+    {NULL}};
+
+/* Applies the options above to o (set by weir_train_options_init); FALSE
+ * after printing on an unknown loss or optimizer. */
+static gboolean train_program_options(const char *cmd, WeirTrainOptions *o) {
+  if (tp_loss && !weir_loss_from_name(tp_loss, &o->loss)) {
+    fprintf(stderr, "weir %s: unknown loss '%s' (softmax-cross-entropy, mse)\n",
+            cmd, tp_loss);
+    return FALSE;
+  }
+  if (tp_optimizer && !weir_optimizer_from_name(tp_optimizer, &o->optimizer)) {
+    fprintf(stderr, "weir %s: unknown optimizer '%s' (sgd, momentum, adam)\n",
+            cmd, tp_optimizer);
+    return FALSE;
+  }
+  if (tp_lr >= 0)
+    o->lr = tp_lr;
+  if (tp_momentum >= 0)
+    o->momentum = tp_momentum;
+  if (tp_weight_decay >= 0)
+    o->weight_decay = tp_weight_decay;
+  if (tp_beta1 >= 0)
+    o->beta1 = tp_beta1;
+  if (tp_beta2 >= 0)
+    o->beta2 = tp_beta2;
+  if (tp_epsilon >= 0)
+    o->epsilon = tp_epsilon;
+  o->params = tp_params;
+  o->freeze = tp_freeze;
+  return TRUE;
+}
+
+static char *fit_data, *fit_label, *fit_scale;
+static char *fit_recipe, *fit_output;
+static char *fit_target_columns, *fit_target_file;
 static gint64 fit_targets = -1;
 static gboolean fit_standardize;
 static gint64 fit_epochs = 10, fit_batch = 32, fit_k = 1;
 static gint64 fit_seed = 1;
 static gint fit_threads;
-static double fit_lr = -1, fit_momentum = -1, fit_weight_decay = 0;
 static double fit_val_fraction = 0.2;
 static gboolean fit_quiet;
 
@@ -2744,10 +2807,6 @@ static const GOptionEntry fit_entries[] = {
      "N"},
     {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
      "Samples per step (default 32)", "B"},
-    {"loss", 0, 0, G_OPTION_ARG_STRING, &fit_loss,
-     "softmax-cross-entropy (class labels, the default) or mse (float "
-     "targets: regression)",
-     "LOSS"},
     {"target-columns", 0, 0, G_OPTION_ARG_STRING, &fit_target_columns,
      "mse: the target columns, comma-separated header names or indices "
      "(default: the last column)",
@@ -2762,20 +2821,6 @@ static const GOptionEntry fit_entries[] = {
      "Standardize the features (and mse targets) to mean 0, std 1 with the "
      "training split's statistics",
      NULL},
-    {"params", 0, 0, G_OPTION_ARG_STRING, &fit_params,
-     "Train the float constants whose name matches REGEX (default: the ONNX "
-     "initializers)",
-     "REGEX"},
-    {"freeze", 0, 0, G_OPTION_ARG_STRING, &fit_freeze,
-     "Do not train the parameters whose name matches REGEX", "REGEX"},
-    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &fit_optimizer,
-     "sgd, momentum or adam (default sgd)", "NAME"},
-    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &fit_lr, "Learning rate (default 0.01)",
-     "LR"},
-    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &fit_momentum,
-     "Momentum (default 0.9)", "M"},
-    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &fit_weight_decay,
-     "L2 weight decay (default 0)", "WD"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &fit_seed,
      "Seed of the split and the shuffles (default 1)", "S"},
     {"threads", 0, 0, G_OPTION_ARG_INT, &fit_threads,
@@ -2872,8 +2917,8 @@ static int cmd_train(int argc, char **argv) {
       "usage: weir train MODEL.onnx --data FILE -o OUT.onnx [--label COL]\n"
       "                  [--epochs N] [--batch B] [--optimizer "
       "sgd|momentum|adam]\n"
-      "                  [--lr LR] [--momentum M] [--weight-decay WD] "
-      "[--seed S]\n"
+      "                  [--lr LR] [--momentum M] [--beta1 B1] [--beta2 B2]\n"
+      "                  [--epsilon E] [--weight-decay WD] [--seed S]\n"
       "                  [--threads T] [--steps-per-call K] "
       "[--val-fraction F]\n"
       "                  [--scale S] [--standardize] [--recipe R.json]\n"
@@ -2881,7 +2926,8 @@ static int cmd_train(int argc, char **argv) {
       "                   --target-file FILE]] [--params REGEX] "
       "[--freeze REGEX]\n"
       "                  [--cc CC] [--cflags FLAGS]\n";
-  const GOptionEntry *const extras[] = {fit_entries, compile_entries, NULL};
+  const GOptionEntry *const extras[] = {fit_entries, train_program_entries,
+                                        compile_entries, NULL};
   if (!parse_options_with("train", "MODEL.onnx", extras, &argc, &argv))
     return 2;
   if (argc != 2 || !fit_data || !fit_output) {
@@ -2893,17 +2939,8 @@ static int cmd_train(int argc, char **argv) {
 
   WeirTrainerOptions o;
   weir_trainer_options_init(&o);
-  if (fit_loss && !weir_loss_from_name(fit_loss, &o.train.loss)) {
-    fprintf(stderr, "weir train: unknown loss '%s'\n", fit_loss);
+  if (!train_program_options("train", &o.train))
     return 2;
-  }
-  if (fit_optimizer &&
-      !weir_optimizer_from_name(fit_optimizer, &o.train.optimizer)) {
-    fprintf(stderr,
-            "weir train: unknown optimizer '%s' (sgd, momentum, adam)\n",
-            fit_optimizer);
-    return 2;
-  }
   gboolean mse = o.train.loss == WEIR_LOSS_MSE;
   if (!mse && (fit_target_columns || fit_target_file || fit_targets >= 0)) {
     fprintf(stderr, "weir train: --target-columns, --targets and "
@@ -2924,13 +2961,6 @@ static int cmd_train(int argc, char **argv) {
     fprintf(stderr, "weir train: --targets must be positive\n");
     return 2;
   }
-  o.train.params = fit_params;
-  o.train.freeze = fit_freeze;
-  if (fit_lr > 0)
-    o.train.lr = fit_lr;
-  if (fit_momentum >= 0)
-    o.train.momentum = fit_momentum;
-  o.train.weight_decay = fit_weight_decay;
   o.epochs = fit_epochs;
   o.batch = fit_batch;
   o.steps_per_call = fit_k;
@@ -3012,7 +3042,7 @@ static int cmd_train(int argc, char **argv) {
          "(batch %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
          " step%s per call, %s, lr %g)\n",
          model, prog->containers->len, took, fit_batch, fit_k,
-         fit_k == 1 ? "" : "s", fit_optimizer ? fit_optimizer : "sgd",
+         fit_k == 1 ? "" : "s", tp_optimizer ? tp_optimizer : "sgd",
          o.train.lr);
   fflush(stdout);
 
@@ -3079,94 +3109,46 @@ int main(int argc, char **argv) {
 
 /* ------------------------------------------------------------ train-graph */
 
-static char *train_loss, *train_target, *train_output, *train_optimizer;
-static char *train_params, *train_freeze;
-static double train_lr = -1, train_momentum = -1, train_weight_decay = -1;
-static double train_beta1 = -1, train_beta2 = -1, train_epsilon = -1;
+static char *train_target, *train_output;
 static gint64 train_steps = 0;
 
 static const GOptionEntry train_graph_entries[] = {
-    {"loss", 0, 0, G_OPTION_ARG_STRING, &train_loss,
-     "softmax-cross-entropy or mse", "LOSS"},
     {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
      "Name of the target argument (default: target)", "NAME"},
     {"output", 0, 0, G_OPTION_ARG_STRING, &train_output,
      "Forward output the loss reads (default: the only one)", "NAME"},
-    {"optimizer", 0, 0, G_OPTION_ARG_STRING, &train_optimizer,
-     "sgd, momentum or adam", "OPT"},
-    {"lr", 0, 0, G_OPTION_ARG_DOUBLE, &train_lr, "Learning rate (default 0.01)",
-     "X"},
-    {"momentum", 0, 0, G_OPTION_ARG_DOUBLE, &train_momentum,
-     "Momentum (default 0.9)", "X"},
-    {"beta1", 0, 0, G_OPTION_ARG_DOUBLE, &train_beta1,
-     "Adam beta1 (default 0.9)", "X"},
-    {"beta2", 0, 0, G_OPTION_ARG_DOUBLE, &train_beta2,
-     "Adam beta2 (default 0.999)", "X"},
-    {"epsilon", 0, 0, G_OPTION_ARG_DOUBLE, &train_epsilon,
-     "Adam epsilon (default 1e-8)", "X"},
-    {"weight-decay", 0, 0, G_OPTION_ARG_DOUBLE, &train_weight_decay,
-     "L2 weight decay added to the gradient (default 0)", "X"},
     {"steps", 0, 0, G_OPTION_ARG_INT64, &train_steps,
      "Fix the number of steps per call (default: symbol K)", "K"},
-    {"params", 0, 0, G_OPTION_ARG_STRING, &train_params,
-     "Train the float constants whose container or ONNX initializer name "
-     "matches REGEX (default: the ONNX initializers, docs/training.md)",
-     "REGEX"},
-    {"freeze", 0, 0, G_OPTION_ARG_STRING, &train_freeze,
-     "Do not train the parameters whose name matches REGEX", "REGEX"},
     {"output-file", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
      "Write the training program (.json) or a workspace (.weir)", "FILE"},
     {NULL}};
 
 static int cmd_train_graph(int argc, char **argv) {
-  if (!parse_options("train-graph", "MODEL -o OUT", train_graph_entries, &argc,
-                     &argv))
+  const GOptionEntry *const extras[] = {train_graph_entries,
+                                        train_program_entries, NULL};
+  if (!parse_options_with("train-graph", "MODEL -o OUT", extras, &argc, &argv))
     return 2;
-  if (argc != 2 || !output_path || !train_loss || !train_optimizer) {
+  if (argc != 2 || !output_path || !tp_loss || !tp_optimizer) {
     fprintf(stderr,
             "usage: weir train-graph MODEL.onnx --loss "
             "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
             "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
-            "[--weight-decay X] [--steps K] [--params REGEX] "
+            "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
+            "K] [--params REGEX] "
             "[--freeze REGEX] -o TRAIN.json|TRAIN.weir\n");
     return 2;
   }
   WeirTrainOptions o;
   weir_train_options_init(&o);
-  if (!weir_loss_from_name(train_loss, &o.loss)) {
-    fprintf(stderr,
-            "weir train-graph: unknown loss '%s' (softmax-cross-entropy, "
-            "mse)\n",
-            train_loss);
+  if (!train_program_options("train-graph", &o))
     return 2;
-  }
-  if (!weir_optimizer_from_name(train_optimizer, &o.optimizer)) {
-    fprintf(stderr,
-            "weir train-graph: unknown optimizer '%s' (sgd, momentum, adam)\n",
-            train_optimizer);
-    return 2;
-  }
   if (train_steps < 0) {
     fprintf(stderr, "weir train-graph: --steps must be positive\n");
     return 2;
   }
   o.target = train_target;
   o.output = train_output;
-  if (train_lr >= 0)
-    o.lr = train_lr;
-  if (train_momentum >= 0)
-    o.momentum = train_momentum;
-  if (train_weight_decay >= 0)
-    o.weight_decay = train_weight_decay;
-  if (train_beta1 >= 0)
-    o.beta1 = train_beta1;
-  if (train_beta2 >= 0)
-    o.beta2 = train_beta2;
-  if (train_epsilon >= 0)
-    o.epsilon = train_epsilon;
   o.steps = train_steps;
-  o.params = train_params;
-  o.freeze = train_freeze;
   g_autoptr(WeirGraph) fwd = load_program("train-graph", argv[1]);
   if (!fwd)
     return 1;
@@ -3191,7 +3173,7 @@ static int cmd_train_graph(int argc, char **argv) {
   }
   printf("%s -> %s: training program '%s', %u parameters, %s loss, %s, "
          "%u states\n",
-         argv[1], output_path, t->name, g_strv_length(params), train_loss,
-         train_optimizer, t->states->len);
+         argv[1], output_path, t->name, g_strv_length(params), tp_loss,
+         tp_optimizer, t->states->len);
   return 0;
 }

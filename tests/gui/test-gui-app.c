@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include <glib/gstdio.h>
 
+#include "../chain-program.h"
 #include "weir-application.h"
 #include "weir-rows.h"
 #include "weir-window-private.h"
@@ -657,74 +658,8 @@ static void test_overlay_and_shots(void **state) {
   assert_non_null(strstr(weir_window_get_message(fx.w), "nonsense"));
 }
 
-/* Apply + redraw on a program of about 2,000 nodes: a chain of 500
- * element-wise maps (access, entry, tasklet, exit each). */
-static char *chain_json(guint ops) {
-  GString *j = g_string_new("{\"format\": \"weir-ir\", \"version\": 1, "
-                            "\"name\": \"chain\", \"symbols\": [], "
-                            "\"containers\": [");
-  guint id = 1;
-  for (guint i = 0; i <= ops; i++)
-    g_string_append_printf(j,
-                           "%s{\"id\": %u, \"name\": \"x%u\", \"dtype\": "
-                           "\"f32\", \"shape\": [\"1024\"]%s}",
-                           i ? ", " : "", id++, i,
-                           i == 0 || i == ops ? "" : ", \"transient\": true");
-  guint state = id++;
-  g_string_append_printf(j,
-                         "], \"start\": %u, \"states\": [{\"id\": %u, "
-                         "\"label\": \"main\", \"nodes\": [",
-                         state, state);
-  GString *e = g_string_new(NULL);
-  guint prev = id++;
-  g_string_append_printf(j,
-                         "{\"id\": %u, \"kind\": \"access\", \"label\": "
-                         "\"x0\", \"data\": \"x0\"}",
-                         prev);
-  for (guint i = 0; i < ops; i++) {
-    guint en = id++, t = id++, ex = id++, acc = id++;
-    g_string_append_printf(
-        j,
-        ", {\"id\": %u, \"kind\": \"map_entry\", \"label\": \"op%u\", "
-        "\"in\": [\"IN_x%u\"], \"out\": [\"OUT_x%u\"], \"params\": [\"i\"], "
-        "\"ranges\": [\"0:1024\"], \"schedule\": \"parallel\"}"
-        ", {\"id\": %u, \"kind\": \"tasklet\", \"label\": \"op%u\", \"in\": "
-        "[\"a\"], \"out\": [\"b\"], \"code\": \"b = a + a\"}"
-        ", {\"id\": %u, \"kind\": \"map_exit\", \"label\": \"op%u\", "
-        "\"entry\": %u, \"in\": [\"IN_x%u\"], \"out\": [\"OUT_x%u\"]}"
-        ", {\"id\": %u, \"kind\": \"access\", \"label\": \"x%u\", \"data\": "
-        "\"x%u\"}",
-        en, i, i, i, t, i, ex, i, en, i + 1, i + 1, acc, i + 1, i + 1);
-    g_string_append_printf(
-        e,
-        "%s{\"id\": %u, \"src\": %u, \"dst\": %u, \"dst_conn\": \"IN_x%u\", "
-        "\"data\": \"x%u\", \"subset\": \"0:1024\"}",
-        i ? ", " : "", id++, prev, en, i, i);
-    g_string_append_printf(
-        e,
-        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"OUT_x%u\", \"dst\": %u, "
-        "\"dst_conn\": \"a\", \"data\": \"x%u\", \"subset\": \"i\"}",
-        id++, en, i, t, i);
-    g_string_append_printf(
-        e,
-        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"b\", \"dst\": %u, "
-        "\"dst_conn\": \"IN_x%u\", \"data\": \"x%u\", \"subset\": \"i\"}",
-        id++, t, ex, i + 1, i + 1);
-    g_string_append_printf(
-        e,
-        ", {\"id\": %u, \"src\": %u, \"src_conn\": \"OUT_x%u\", \"dst\": %u, "
-        "\"data\": \"x%u\", \"subset\": \"0:1024\"}",
-        id++, ex, i + 1, acc, i + 1);
-    prev = acc;
-  }
-  g_string_append_printf(j,
-                         "], \"edges\": [%s]}], \"transitions\": [], "
-                         "\"next_id\": %u}\n",
-                         e->str, id);
-  g_string_free(e, TRUE);
-  return g_string_free(j, FALSE);
-}
-
+/* Apply + redraw on a program of about 2,000 nodes: chain_json() from
+ * tests/chain-program.h. */
 static gint64 layout_done_at;
 
 static void on_layout_done(WeirGraphView *v, gpointer user) {
