@@ -50,17 +50,6 @@ static gboolean scope_fail(const WeirGradContext *ctx, GError **error,
   return FALSE;
 }
 
-/* Whether every range of sub covers one element. */
-static gboolean single_element(const WeirSubset *sub) {
-  for (guint d = 0; d < sub->rank; d++) {
-    g_autoptr(WeirExpr) size = weir_range_size(&sub->dims[d]);
-    gint64 v;
-    if (!weir_expr_is_const(size, &v) || v != 1)
-      return FALSE;
-  }
-  return TRUE;
-}
-
 /* Whether `name` is used by the tasklet t (connector, assigned name) or
  * a map of the scope (parameter). */
 static gboolean name_taken(const WeirNode *t, const char *const *params,
@@ -438,7 +427,7 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
     const WeirMemlet *m = g_ptr_array_index(reads, i);
     GPtrArray *occ = weir_grad_code_indices(t->code, m->dst_conn);
     g_ptr_array_add(occurrences, occ);
-    if (occ->len == 0 && !single_element(m->subset)) {
+    if (occ->len == 0 && !weir_subset_is_point(m->subset)) {
       g_autofree char *sub = weir_subset_to_string(m->subset);
       return scope_fail(ctx, error,
                         "tasklet '%s' reads '%s[%s]' on connector '%s' "
@@ -512,7 +501,7 @@ gboolean weir_grad_scope(WeirGradContext *ctx, GError **error) {
                         "tasklet '%s' assigns its output '%s' %u times with "
                         "an index; only one indexed assignment is supported",
                         t->label, write->src_conn, n_assign);
-    if (!out_index && !single_element(write->subset)) {
+    if (!out_index && !weir_subset_is_point(write->subset)) {
       g_autofree char *sub = weir_subset_to_string(write->subset);
       return scope_fail(ctx, error,
                         "tasklet '%s' writes '%s[%s]', more than one element, "

@@ -290,6 +290,16 @@ WeirExpr *weir_subset_volume(const WeirSubset *s) {
   return v;
 }
 
+gboolean weir_subset_is_point(const WeirSubset *s) {
+  for (guint d = 0; d < s->rank; d++) {
+    g_autoptr(WeirExpr) size = weir_range_size(&s->dims[d]);
+    gint64 v;
+    if (!weir_expr_is_const(size, &v) || v != 1)
+      return FALSE;
+  }
+  return TRUE;
+}
+
 WeirSubset *weir_subset_substitute(const WeirSubset *s, GHashTable *map) {
   WeirSubset *c = g_new0(WeirSubset, 1);
   c->rank = s->rank;

@@ -53,6 +53,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirSubset, weir_subset_free)
 WEIR_API gboolean weir_subset_equal(const WeirSubset *a, const WeirSubset *b);
 /* Number of elements: product of the range sizes. */
 WEIR_API WeirExpr *weir_subset_volume(const WeirSubset *s);
+/* Whether every range covers exactly one element (a constant size of 1). */
+WEIR_API gboolean weir_subset_is_point(const WeirSubset *s);
 /* Substitutes symbols in every range (map: name -> WeirExpr*). */
 WEIR_API WeirSubset *weir_subset_substitute(const WeirSubset *s,
                                             GHashTable *map);

@@ -31,6 +31,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fd-check.h"
 #include "runtime-fixture.h"
 #include "weir-autodiff.h"
 #include "weir.h"
@@ -231,23 +232,9 @@ static void check_fd_graph(const Case *c, const WeirGraph *fwd, guint n_in,
     const char *gname = g_hash_table_lookup(grads, input_names[k]);
     if (!gname)
       fail_msg("%s: no gradient for %s", c->name, input_names[k]);
-    const WeirTensor *an = g_hash_table_lookup(args, gname);
-    WeirTensor *x = g_hash_table_lookup(inputs, input_names[k]);
-    assert_int_equal(an->count, x->count);
-    for (gint64 i = 0; i < x->count; i++) {
-      const double h = 1e-6, x0 = weir_tensor_get(x, i);
-      weir_tensor_set(x, i, x0 + h);
-      double lp = loss_of(fwd, inputs, dy);
-      weir_tensor_set(x, i, x0 - h);
-      double lm = loss_of(fwd, inputs, dy);
-      weir_tensor_set(x, i, x0);
-      double num = (lp - lm) / (2 * h), got = weir_tensor_get(an, i);
-      if (fabs(num - got) > 1e-6 + 1e-5 * fabs(num))
-        fail_msg("%s: d/d%s[%" G_GINT64_FORMAT "]: backward %.10g, finite "
-                 "differences %.10g",
-                 c->name, input_names[k], i, got, num);
-      checked++;
-    }
+    checked += fd_check_input(
+        c->name, input_names[k], g_hash_table_lookup(inputs, input_names[k]),
+        g_hash_table_lookup(args, gname), loss_of, fwd, inputs, dy);
   }
   assert_true(checked > 0);
 }

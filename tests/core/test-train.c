@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fd-check.h"
 #include "weir-autodiff.h"
 #include "weir.h"
 
@@ -200,23 +201,9 @@ static void check_gradients(const GradCase *gc) {
       continue;
     if (!gname)
       fail_msg("%s: no gradient for input %u", gc->op, k);
-    const WeirTensor *an = arg(args, gname);
-    WeirTensor *x = g_hash_table_lookup(inputs, names[k]);
-    assert_int_equal(an->count, x->count);
-    for (gint64 i = 0; i < x->count; i++) {
-      const double h = 1e-6, x0 = weir_tensor_get(x, i);
-      weir_tensor_set(x, i, x0 + h);
-      double lp = loss_of(fwd, inputs, dy);
-      weir_tensor_set(x, i, x0 - h);
-      double lm = loss_of(fwd, inputs, dy);
-      weir_tensor_set(x, i, x0);
-      double num = (lp - lm) / (2 * h), got = weir_tensor_get(an, i);
-      if (fabs(num - got) > 1e-6 + 1e-5 * fabs(num))
-        fail_msg("%s: d/d%s[%" G_GINT64_FORMAT "]: backward %.10g, finite "
-                 "differences %.10g",
-                 gc->op, names[k], i, got, num);
-      checked++;
-    }
+    checked +=
+        fd_check_input(gc->op, names[k], g_hash_table_lookup(inputs, names[k]),
+                       arg(args, gname), loss_of, fwd, inputs, dy);
   }
   assert_true(checked > 0);
 }

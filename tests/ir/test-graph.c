@@ -152,6 +152,13 @@ static void test_subsets(void **state) {
   /* Scalar subset. */
   g_autoptr(WeirSubset) scalar = weir_subset_parse("", NULL);
   assert_int_equal(scalar->rank, 0);
+  /* Points: every range one element (a scalar subset is one). */
+  assert_true(weir_subset_is_point(scalar));
+  assert_false(weir_subset_is_point(s));
+  g_autoptr(WeirSubset) point = weir_subset_parse("i, 3, k + 1:k + 2", NULL);
+  assert_true(weir_subset_is_point(point));
+  g_autoptr(WeirSubset) two = weir_subset_parse("i, 0:2", NULL);
+  assert_false(weir_subset_is_point(two));
   /* Errors name the dimension. */
   assert_null(weir_subset_parse("0:N, 1:2:3:4", &error));
   assert_non_null(strstr(error->message, "dimension 1"));

@@ -64,7 +64,7 @@ static gboolean add_channel(const WeirGraph *g, Plan *p, const WeirMemlet *w,
   if (w->wcr != WEIR_WCR_NONE)
     return tier3_reason(reason, "'%s' is written with wcr '%s' by tasklet '%s'",
                         w->data, weir_wcr_name(w->wcr), a);
-  if (!tier3_subset_is_point(w->subset)) {
+  if (!weir_subset_is_point(w->subset)) {
     g_autofree char *wt = tier3_subset_text(w->data, w->subset);
     return tier3_reason(reason,
                         "tasklet '%s' writes more than one element (%s) for "

@@ -143,16 +143,6 @@ char *tier3_subset_text(const char *data, const WeirSubset *sub) {
   return g_strdup_printf("%s[%s]", data, text);
 }
 
-gboolean tier3_subset_is_point(const WeirSubset *sub) {
-  for (guint d = 0; d < sub->rank; d++) {
-    g_autoptr(WeirExpr) size = weir_range_size(&sub->dims[d]);
-    gint64 v;
-    if (!weir_expr_is_const(size, &v) || v != 1)
-      return FALSE;
-  }
-  return TRUE;
-}
-
 WeirSubset *tier3_subset_union(const WeirSubset *a, const WeirSubset *b) {
   if (weir_subset_equal(a, b) || a->rank != b->rank)
     return weir_subset_copy(a);

@@ -64,9 +64,6 @@ gboolean tier3_names_contain(GPtrArray *names, const char *name);
 /* "T[i, j]" (transfer full). */
 char *tier3_subset_text(const char *data, const WeirSubset *sub);
 
-/* TRUE when every range of sub holds exactly one element. */
-gboolean tier3_subset_is_point(const WeirSubset *sub);
-
 /* The smallest box holding a and b (step 1 unless both steps are equal and
  * the boxes are too).  (transfer full) */
 WeirSubset *tier3_subset_union(const WeirSubset *a, const WeirSubset *b);

@@ -147,7 +147,7 @@ static gboolean plan_container(const WeirGraph *g, Plan *p,
   if (p->write->wcr != WEIR_WCR_NONE)
     return tier3_reason(reason, "'%s' is written with wcr '%s' by map '%s'", t,
                         weir_wcr_name(p->write->wcr), a);
-  if (!tier3_subset_is_point(p->write->subset)) {
+  if (!weir_subset_is_point(p->write->subset)) {
     g_autofree char *w = tier3_subset_text(t, p->write->subset);
     return tier3_reason(reason,
                         "map '%s' writes more than one element of '%s' per "
@@ -208,7 +208,7 @@ static gboolean plan_container(const WeirGraph *g, Plan *p,
                           "map '%s' reads '%s' in a nested scope, at other "
                           "indices than map '%s' writes it",
                           b, t, a);
-    if (!tier3_subset_is_point(m->subset)) {
+    if (!weir_subset_is_point(m->subset)) {
       g_autofree char *rt = tier3_subset_text(t, m->subset);
       return tier3_reason(reason,
                           "map '%s' reads %s in each iteration, at other "
