@@ -21,6 +21,7 @@
 #include "weir-tensor-io.h"
 #include "weir-trainer.h"
 
+#include "numpy-check.h"
 #include "tmpdir-fixture.h"
 
 #define SK "/usr/lib/python3/dist-packages/sklearn/datasets/data/"
@@ -60,22 +61,6 @@ static void load_split(WeirDataset **train, WeirDataset **val) {
   weir_dataset_shuffle(d, 1);
   assert_true(weir_dataset_split(d, 0.2, train, val, &error));
   weir_dataset_standardize(*train, *val, TRUE, TRUE);
-}
-
-static int python_check(const char *model, const char *input,
-                        const char *expected) {
-  g_autofree char *script = g_build_filename(WEIR_SRCDIR, "tests", "onnx",
-                                             "check-onnx-numpy.py", NULL);
-  const char *argv[] = {"/usr/bin/python3", script, model,    input,  expected,
-                        "--rtol",           "1e-3", "--atol", "1e-4", NULL};
-  g_autoptr(GError) error = NULL;
-  g_autofree char *out = NULL, *err = NULL;
-  int status = 0;
-  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                    &out, &err, &status, &error))
-    fail_msg("%s", error->message);
-  print_message("  %s%s", out, err);
-  return g_spawn_check_wait_status(status, NULL) ? 0 : 1;
 }
 
 static void test_diabetes(void **state) {
@@ -158,8 +143,8 @@ static void test_diabetes(void **state) {
   g_autofree char *yp = g_build_filename(tmp_dir, "y.npy", NULL);
   assert_true(weir_tensor_write_npy(x, xp, &error));
   assert_true(weir_tensor_write_npy(y, yp, &error));
-  assert_int_equal(python_check(out, xp, yp), 0);
-  assert_int_equal(python_check(MODEL, xp, yp), 1);
+  assert_int_equal(onnx_numpy_check(out, xp, yp, "1e-3", "1e-4"), 0);
+  assert_int_equal(onnx_numpy_check(MODEL, xp, yp, "1e-3", "1e-4"), 1);
 }
 
 /* Targets that do not fit the model's output are refused, naming both. */
