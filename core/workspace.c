@@ -35,6 +35,7 @@
 
 #include "session-private.h"
 #include "weir-json.h"
+#include "weir-limits.h"
 
 const char *weir_version(void);
 
@@ -462,6 +463,15 @@ static WeirSession *session_from_row(const Reader *r, sqlite3_stmt *st,
   WeirGraph *g = weir_graph_from_json(original, -1, where, error);
   if (!g)
     return NULL;
+  g_autoptr(GError) local = NULL;
+  if (!weir_graph_check_sizes(g, bindings, &local)) {
+    weir_graph_free(g);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: the symbol values stored in the workspace do not fit "
+                "the program: %s",
+                r->path, local->message);
+    return NULL;
+  }
   return weir_session_new_stored(g, g_steal_pointer(&original), source,
                                  bindings);
 }
