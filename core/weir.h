@@ -24,6 +24,7 @@
 #include "weir-recipe.h"
 #include "weir-runnable.h"
 #include "weir-runtime.h"
+#include "weir-scratch.h"
 #include "weir-session.h"
 #include "weir-tensor-io.h"
 #include "weir-tensor.h"

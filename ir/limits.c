@@ -11,6 +11,15 @@
 #include "weir-expr.h"
 #include "weir-tensor.h"
 
+/* "12.0 TiB": IEC units, with a plain space (GLib puts a no-break space
+ * between the number and the unit). (transfer full) */
+static char *format_size(guint64 bytes) {
+  g_autofree char *text = g_format_size_full(bytes, G_FORMAT_SIZE_IEC_UNITS);
+  GString *s = g_string_new(text);
+  g_string_replace(s, "\u00a0", " ", 0);
+  return g_string_free(s, FALSE);
+}
+
 /* "N=9223372036854775807, M=2" for the bound symbols of c's shape, or NULL
  * when there are none. (transfer full) */
 static char *shape_symbols(const WeirContainer *c, GHashTable *bindings) {
@@ -193,15 +202,11 @@ gboolean weir_memory_budget_check(const WeirGraph *g,
     limit = weir_physical_memory();
   if (limit == 0 || (guint64)need->total <= limit)
     return TRUE;
-  g_autofree char *total =
-      g_format_size_full((guint64)need->total, G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *args =
-      g_format_size_full((guint64)need->arguments, G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *params =
-      g_format_size_full((guint64)need->parameters, G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *trans =
-      g_format_size_full((guint64)need->transients, G_FORMAT_SIZE_IEC_UNITS);
-  g_autofree char *lim = g_format_size_full(limit, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *total = format_size((guint64)need->total);
+  g_autofree char *args = format_size((guint64)need->arguments);
+  g_autofree char *params = format_size((guint64)need->parameters);
+  g_autofree char *trans = format_size((guint64)need->transients);
+  g_autofree char *lim = format_size(limit);
   g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
               "program '%s' needs %s (%" G_GINT64_FORMAT
               " bytes: arguments %s, parameters %s, transients %s), more "
@@ -287,10 +292,8 @@ void weir_graph_check_size_limits(const WeirGraph *g, GPtrArray *errors,
       continue;
     }
     if (physical && (guint64)size.bytes > physical) {
-      g_autofree char *need =
-          g_format_size_full((guint64)size.bytes, G_FORMAT_SIZE_IEC_UNITS);
-      g_autofree char *have =
-          g_format_size_full(physical, G_FORMAT_SIZE_IEC_UNITS);
+      g_autofree char *need = format_size((guint64)size.bytes);
+      g_autofree char *have = format_size(physical);
       g_ptr_array_add(
           warnings, g_strdup_printf("container '%s' needs %s (%" G_GINT64_FORMAT
                                     " bytes), more than the physical memory "

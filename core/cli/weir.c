@@ -1463,7 +1463,7 @@ static void remove_tree(const char *path) {
 static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
                                            double *compiler, double *cached,
                                            GError **error) {
-  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", error);
+  g_autofree char *dir = weir_scratch_dir_new("weir-bench", error);
   if (!dir)
     return NULL;
   WeirCompileOptions opts = compile_options();
