@@ -276,6 +276,10 @@ static char *opt_max_memory;
         "SIZE"                                                                 \
   }
 
+/* The --max-memory limit of the run prepared (prepare_run), for the
+ * interpreter's own check. */
+static guint64 run_max_memory;
+
 /* The --max-memory limit in bytes (0: the physical memory); FALSE after
  * printing when it does not parse. */
 static gboolean max_memory_limit(const char *cmd, guint64 *limit) {
@@ -933,6 +937,7 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
   guint64 limit;
   if (!max_memory_limit(cmd, &limit))
     return 2;
+  run_max_memory = limit;
   if (!weir_graph_check_memory(g, bindings, limit, &error)) {
     fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
     return 1;
@@ -1134,7 +1139,9 @@ static int cmd_run_ref(int argc, char **argv) {
     return status;
   }
   gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(p.g, bindings, p.args, NULL, &error)) {
+  if (!weir_interpret(p.g, bindings, p.args,
+                      &(WeirInterpOptions){.max_memory = run_max_memory},
+                      &error)) {
     fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
     prepared_clear(&p);
     return 1;
@@ -1280,7 +1287,9 @@ static int check_reference(const char *file, const Prepared *p,
   g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
   gint64 t0 = g_get_monotonic_time();
   if (!weir_expand_all(expanded, NULL, NULL, &error) ||
-      !weir_interpret(expanded, bindings, ref, NULL, &error)) {
+      !weir_interpret(expanded, bindings, ref,
+                      &(WeirInterpOptions){.max_memory = run_max_memory},
+                      &error)) {
     fprintf(stderr, "weir run: %s: reference interpreter: %s\n", file,
             error->message);
     return 1;
