@@ -25,24 +25,36 @@ static gint input_index(const char *conn) {
   return *end || k > 1024 ? -1 : (gint)k;
 }
 
-/* The container on the memlet into connector conn of node n, or NULL. */
-static const WeirContainer *input_container(const WeirGraph *g,
-                                            const WeirState *s,
-                                            const WeirNode *n,
-                                            const char *conn) {
+/* "<node id>:<connector>" -> container name (borrowed) of the non-empty
+ * memlets into a connector of s: one pass, so that checking every node of
+ * a large state stays linear. */
+static GHashTable *inputs_index(const WeirState *s) {
+  GHashTable *index =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < s->edges->len; i++) {
     const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (m->dst == n->id && m->data && g_strcmp0(m->dst_conn, conn) == 0)
-      return weir_graph_container(g, m->data);
+    if (m->data && m->dst_conn)
+      g_hash_table_insert(index, g_strdup_printf("%u:%s", m->dst, m->dst_conn),
+                          m->data);
   }
-  return NULL;
+  return index;
+}
+
+/* The container on the memlet into connector conn of node n, or NULL. */
+static const WeirContainer *input_container(const WeirGraph *g,
+                                            GHashTable *index,
+                                            const WeirNode *n,
+                                            const char *conn) {
+  g_autofree char *key = g_strdup_printf("%u:%s", n->id, conn);
+  const char *data = g_hash_table_lookup(index, key);
+  return data ? weir_graph_container(g, data) : NULL;
 }
 
 /* Shape inference of library node n (of a copy: attributes normalized in
  * place) on its input containers.  Nodes whose connectors are not all
  * "inK" are left to the expansion check. */
-static void check_library(const WeirGraph *g, const WeirState *s, WeirNode *n,
-                          GPtrArray *problems) {
+static void check_library(const WeirGraph *g, const WeirState *s,
+                          GHashTable *index, WeirNode *n, GPtrArray *problems) {
   g_autofree char *where = node_where(s, n);
   const WeirOpInfo *info = weir_op_lookup(n->op);
   if (!info) {
@@ -51,6 +63,19 @@ static void check_library(const WeirGraph *g, const WeirState *s, WeirNode *n,
                                     "lists the operators)",
                                     where, n->op));
     return;
+  }
+  /* Attributes outside the operator's schema are the business of other
+   * layers (the native implementation "impl", fused epilogues): the run
+   * paths accept them, so the schema check here ignores them. */
+  for (guint i = n->attrs->len; i-- > 0;) {
+    const WeirAttr *a = g_ptr_array_index(n->attrs, i);
+    gboolean known = FALSE;
+    for (guint k = 0; k < info->n_attrs && !known; k++)
+      known = strcmp(info->attrs[k].name, a->name) == 0;
+    if (!known) {
+      g_autofree char *name = g_strdup(a->name);
+      weir_node_remove_attr(n, name);
+    }
   }
   g_autoptr(GError) error = NULL;
   if (!weir_op_check_attrs(n, &error)) {
@@ -73,7 +98,7 @@ static void check_library(const WeirGraph *g, const WeirState *s, WeirNode *n,
   g_autofree WeirOpValue *ins = g_new0(WeirOpValue, n_in);
   for (guint i = 0; i < n->in_conns->len; i++) {
     const char *conn = g_ptr_array_index(n->in_conns, i);
-    const WeirContainer *c = input_container(g, s, n, conn);
+    const WeirContainer *c = input_container(g, index, n, conn);
     if (!c)
       return;
     WeirOpValue *v = &ins[input_index(conn)];
@@ -113,10 +138,11 @@ gboolean weir_graph_check_runnable(const WeirGraph *g, GPtrArray *warnings,
   guint before = problems->len;
   for (guint i = 0; i < copy->states->len; i++) {
     const WeirState *s = g_ptr_array_index(copy->states, i);
+    g_autoptr(GHashTable) index = inputs_index(s);
     for (guint k = 0; k < s->nodes->len; k++) {
       WeirNode *n = g_ptr_array_index(s->nodes, k);
       if (n->kind == WEIR_NODE_LIBRARY && n->op)
-        check_library(copy, s, n, problems);
+        check_library(copy, s, index, n, problems);
     }
   }
   /* The expansion reports the first problem only; run it when the nodes
