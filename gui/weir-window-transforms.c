@@ -10,7 +10,6 @@
  * lists are changed from code, so that their selection handlers do not
  * start new scans.
  */
-#include <json-c/json.h>
 #include <string.h>
 
 #include "weir-window-private.h"
@@ -621,32 +620,15 @@ void weir_window_apply_all(WeirWindow *w) {
   g_auto(GStrv) params = current_params(w);
   /* the panel is refilled while the steps are applied */
   g_autofree char *name = g_strdup(w->transform->name);
-  /* {"format": .., "version": .., "steps": [{"transform": name,
-   *  "params": {..}}]}: every candidate site ("all" is the default) */
-  json_object *step = json_object_new_object();
-  json_object_object_add(step, "transform", json_object_new_string(name));
-  json_object *po = json_object_new_object();
-  for (guint i = 0; params[i]; i++) {
-    char *eq = strchr(params[i], '=');
-    *eq = '\0';
-    json_object_object_add(po, params[i], json_object_new_string(eq + 1));
-  }
-  json_object_object_add(step, "params", po);
-  json_object *steps = json_object_new_array();
-  json_object_array_add(steps, step);
-  json_object *doc = json_object_new_object();
-  json_object_object_add(doc, "format",
-                         json_object_new_string(WEIR_RECIPE_FORMAT));
-  json_object_object_add(doc, "version",
-                         json_object_new_int(WEIR_RECIPE_VERSION));
-  json_object_object_add(doc, "steps", steps);
+  /* a one-step recipe: every candidate site */
   g_autoptr(GError) error = NULL;
-  g_autoptr(WeirRecipe) r = weir_recipe_parse(
-      json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN), -1,
-      "<apply to all sites>", &error);
-  json_object_put(doc);
+  g_autoptr(WeirRecipe) r = weir_recipe_new("<apply to all sites>");
+  if (!weir_recipe_add_step(r, name, (const char *const *)params, &error)) {
+    weir_window_show_error(w, name, error);
+    return;
+  }
   g_autoptr(WeirRecipeReport) rep = weir_recipe_report_new();
-  if (!r || !weir_recipe_apply_session(w->session, r, rep, &error)) {
+  if (!weir_recipe_apply_session(w->session, r, rep, &error)) {
     weir_window_show_error(w, name, error);
     return;
   }
