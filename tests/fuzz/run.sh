@@ -14,6 +14,9 @@
 #   WEIR_FUZZ_RUNS   stop each target after this many executions instead
 #                    (SECONDS is then an upper bound; 0 = no time limit)
 #   WEIR_FUZZ_ARGS   extra libFuzzer options
+#   FUZZ_CC          compiler for a new build directory (default: clang;
+#                    "ccache clang" works)
+#   WEIR_SRCDIR      the source tree (default: the one holding this script)
 #
 # Seeds come from samples/ and tests/fuzz/corpus/ (copied into the work
 # directory: the repository is never written).  See docs/reliability.md.
@@ -89,30 +92,31 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 runs=${WEIR_FUZZ_RUNS:-0}
 status=0
 rows=()
+failed=()
 for t in "${targets[@]}"; do
   mkdir -p "$work/artifacts/$t"
   args=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560
         -artifact_prefix="$work/artifacts/$t/" -print_final_stats=1)
   [ "$runs" -gt 0 ] && args+=(-runs="$runs")
   [ "$seconds" -eq 0 ] && args=("${args[@]:1}")
-  # shellcheck disable=SC2086
   rc=0
+  # shellcheck disable=SC2086  # WEIR_FUZZ_ARGS: several words
   "$build/tests/fuzz/fuzz-$t" "${args[@]}" ${WEIR_FUZZ_ARGS:-} \
     "$work/corpus/$t" >"$work/$t.log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)
   [ -n "$execs" ] || execs=$(grep -o '#[0-9]*' "$work/$t.log" | tail -1 | tr -d '#')
   crashes=$(find "$work/artifacts/$t" -type f | wc -l)
   if [ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes=1; fi
-  [ "$crashes" -eq 0 ] || status=1
+  [ "$crashes" -eq 0 ] || { status=1; failed+=("$t"); }
   rows+=("$(printf '%-10s %12s %8s' "$t" "${execs:-?}" "$crashes")")
 done
 
 printf '%-10s %12s %8s\n' target executions crashes
 printf '%s\n' "${rows[@]}"
 echo "work directory: $work (logs: <target>.log, reproducers: artifacts/)"
-if [ $status -ne 0 ]; then
-  for t in "${targets[@]}"; do
-    for a in "$work/artifacts/$t"/*; do echo "crash: $t: $a"; done
-  done
-fi
+for t in "${failed[@]}"; do
+  echo "== $t: end of $work/$t.log"
+  tail -40 "$work/$t.log"
+  for a in "$work/artifacts/$t"/*; do echo "reproducer: $t: $a"; done
+done
 exit $status
