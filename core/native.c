@@ -729,7 +729,7 @@ static gboolean direct_emit(WeirNativeEmit *e, GError **error) {
  * ConvGradFilter (im2col), ConvGradInput (col2im) and MaxPoolGrad (direct)
  * of ir/ops/training.c.  Their attributes are explicit (kernel_shape,
  * strides, pads as begin values then end values, dilations, group); the
- * pure expansions are transforms/expand/training.c. */
+ * pure expansions are ir/lower/expand/training.c. */
 
 typedef struct {
   const WeirContainer *dy, *a, *out; /* a: X (filter, pool) or W (input) */

@@ -8,7 +8,7 @@
  *
  *   step    copies batch k of every input (and of the target) out of the
  *           batch buffers, runs the forward nodes, the loss, the backward
- *           nodes (ir/autodiff.c) and computes the finiteness check: the sum
+ *           nodes (ir/lower/autodiff.c) and computes the finiteness check: the sum
  *           of the loss and of every gradient, which is finite only when
  *           they all are (an overflow of that sum also counts as
  *           non-finite);

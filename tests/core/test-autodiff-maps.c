@@ -1,5 +1,5 @@
 /* test-autodiff-maps.c — the autodiff fallback through expanded maps and
- * tasklets (ir/autodiff-maps.c, issue 7).
+ * tasklets (ir/lower/autodiff-maps.c, issue 7).
  *
  *  - Operators without a backward rule (or whose rule declines them: Conv
  *    and the pools with one or three spatial dimensions), differentiated

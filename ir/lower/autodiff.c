@@ -7,11 +7,11 @@
  * between access nodes), finds the values that depend on `wrt` (forward)
  * and those that reach a seed (backward), and visits the units on such a
  * path in reverse order: a library node through its backward rule, the
- * others through ir/autodiff-maps.c.  Before a node is
+ * others through ir/lower/autodiff-maps.c.  Before a node is
  * visited, every consumer of its outputs has been, so the contributions to
  * each output gradient are complete; they are summed (one Sum node) the
  * first time a rule asks for them.  The rule registry is a table op ->
- * function guarded by a mutex, filled with the built-in rules (ir/ops/grad.c)
+ * function guarded by a mutex, filled with the built-in rules (ir/lower/grad.c)
  * on first use.
  */
 #include <stdarg.h>

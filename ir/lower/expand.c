@@ -140,7 +140,7 @@ gboolean weir_expand_node(WeirGraph *g, guint node_id, const char *impl,
   return TRUE;
 }
 
-/* The expander of the autodiff fallback (ir/weir-autodiff.h): the nodes are
+/* The expander of the autodiff fallback (ir/lower/weir-autodiff.h): the nodes are
  * expanded on a scratch copy first, which must validate; only then are
  * they expanded in s itself (the same steps, so the same result). */
 static gboolean autodiff_expand(WeirGraph *g, WeirState *s, const guint *ids,

@@ -2,7 +2,7 @@
  *
  * Differentiation works at the operator level: every operator that can be
  * differentiated has a backward rule, registered by op name next to the
- * operator registry (built-in rules: ir/ops/grad.c).  A rule reads the
+ * operator registry (built-in rules: ir/lower/grad.c).  A rule reads the
  * forward node's inputs and outputs and the gradients of its outputs, and
  * adds library nodes to the same state that compute the gradients of its
  * inputs.  The backward pass is therefore an ordinary dataflow graph of
@@ -12,7 +12,7 @@
  * Where an operator has no rule, the fallback differentiates its expansion
  * instead (maps and tasklets, reverse mode over each tasklet with symbolic
  * derivatives of its code and WCR-sum accumulation of the gradients:
- * ir/autodiff-maps.c); a state may also hold map scopes and tasklets from
+ * ir/lower/autodiff-maps.c); a state may also hold map scopes and tasklets from
  * the start.
  *
  * Conventions:
@@ -101,7 +101,7 @@ WEIR_API gboolean weir_grad_fail(const WeirGradContext *ctx, GError **error,
 /* The fallback for operators without a rule: expands the library nodes
  * ids[0..n) of state s (their default pure expansion) so that their maps
  * and tasklets can be differentiated instead.  All or nothing: on error the
- * program is as it was.  The core library installs one (core/expand.c,
+ * program is as it was.  The core library installs one (ir/lower/expand.c,
  * weir_expansions_init); without one such nodes are an error. */
 typedef gboolean (*WeirGradExpander)(WeirGraph *g, WeirState *s,
                                      const guint *ids, guint n, GError **error);

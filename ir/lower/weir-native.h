@@ -2,7 +2,7 @@
  *
  * An implementation choice is the STRING attribute "impl" of a library node
  * ("pure", "blas", "im2col", "col2im", "direct").  "pure" means the
- * maps-and-tasklets expansion of transforms/expand/; a *native*
+ * maps-and-tasklets expansion of ir/lower/expand/; a *native*
  * implementation is not expanded: the code generator keeps the node and
  * asks the emitter registered here for (op, impl) to print C for it —
  * usually a call to a static helper function (printed once per generated

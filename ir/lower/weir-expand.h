@@ -2,7 +2,7 @@
  *
  * The entry points the CLI, the conformance runner and (later) the tier-1
  * "expand" transformation use.  They make sure the built-in expansions of
- * transforms/expand/ are registered, run an expansion on a copy of the
+ * ir/lower/expand/ are registered, run an expansion on a copy of the
  * program, validate the result, and only then replace the program: on
  * error the program is exactly as it was.
  */

@@ -1,5 +1,5 @@
 /* expansions.c — registers the built-in expansions.
- * Each operator family has a file in transforms/expand/ with its
+ * Each operator family has a file in ir/lower/expand/ with its
  * expansions and one registration function listed here. */
 #include "expand-util.h"
 
