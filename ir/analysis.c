@@ -21,7 +21,6 @@
  * The public WeirAnalysis is the first member of a private AnalysisImpl
  * that also holds the id indexes used by the lookups.
  */
-#include "state-order.h"
 #include "weir-analysis.h"
 #include "weir-ops.h"
 

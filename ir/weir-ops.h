@@ -154,6 +154,8 @@ WEIR_API void weir_op_register_expansion(const char *op, const char *impl,
                                          WeirExpandFunc func);
 /* The expansion registered for (op, impl), or NULL. */
 WEIR_API WeirExpandFunc weir_op_expansion(const char *op, const char *impl);
+/* Every registered expansion as "op/impl", sorted (transfer full). */
+WEIR_API char **weir_op_expansions(void);
 
 /* A fresh container name based on base ("tmp", "tmp_1", ...). (transfer
  * full) */

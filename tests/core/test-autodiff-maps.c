@@ -961,7 +961,7 @@ static void test_nest_errors(void **state) {
 }
 
 int main(void) {
-  weir_expansions_init();
+  weir_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fallback_gradients),
       cmocka_unit_test(test_expanded_forward_gradients),

@@ -7,9 +7,15 @@ object uses (undefined symbol) a symbol that B's object defines.  Prints the
 strongly connected components of more than one file (the import cycles),
 largest first, with their sizes and files.
 
+With --check-layers it also checks the layer rules of docs/architecture.md
+on the same edges: ir/ uses nothing outside ir/, the rest of ir/ does not
+use the lowering layer ir/lower/, and transforms/ reach core/ only through
+the plugin API (core/transform.c).
+
 Usage: module-cycles.py BUILDDIR [--max-cycles N] [--max-size N]
+                                 [--check-layers] [--edges]
 Exits 1 when there are more than N cycles (or a cycle larger than the
-given size), so it can run as a test.
+given size, or a layer rule is broken), so it can run as a test.
 """
 import argparse
 import json
@@ -85,11 +91,25 @@ def tarjan(nodes, edges):
     return out
 
 
+def layer_problem(a, b):
+    """Why the edge a -> b breaks a layer rule, or None."""
+    if a.startswith("ir/") and not b.startswith("ir/"):
+        return "ir/ uses nothing outside ir/"
+    if (a.startswith("ir/") and not a.startswith("ir/lower/")
+            and b.startswith("ir/lower/")):
+        return "ir/ outside ir/lower/ does not use the lowering layer"
+    if (a.startswith("transforms/") and b.startswith("core/")
+            and b != "core/transform.c"):
+        return "transforms/ use only the IR and the plugin API"
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("builddir")
     ap.add_argument("--max-cycles", type=int, default=None)
     ap.add_argument("--max-size", type=int, default=None)
+    ap.add_argument("--check-layers", action="store_true")
     ap.add_argument("--edges", action="store_true",
                     help="also print the edges inside each cycle")
     a = ap.parse_args()
@@ -120,6 +140,13 @@ def main():
                 for t in sorted(edges[f] & set(c)):
                     print("      -> " + t)
     bad = False
+    if a.check_layers:
+        for f in sorted(edges):
+            for t in sorted(edges[f]):
+                why = layer_problem(f, t)
+                if why:
+                    print("layer: %s -> %s (%s)" % (f, t, why))
+                    bad = True
     if a.max_cycles is not None and len(comps) > a.max_cycles:
         print("more than %d cycles" % a.max_cycles, file=sys.stderr)
         bad = True
