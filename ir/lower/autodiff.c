@@ -1,17 +1,17 @@
 /* autodiff.c — the reverse sweep of operator-level differentiation.
  *
  * weir_autodiff_state() first expands the library nodes on a path that
- * have no rule or whose rule declines them (the fallback: the expander
- * installed by the core library).  It then orders the state's units
- * topologically (library nodes, map scopes, top-level tasklets, copies
- * between access nodes), finds the values that depend on `wrt` (forward)
+ * have no rule or whose rule declines them (the fallback: their pure
+ * expansions, weir_expand_nodes in ir/lower/expand.c).  It then orders the
+ * state's units topologically (library nodes, map scopes, top-level tasklets,
+ * copies between access nodes), finds the values that depend on `wrt` (forward)
  * and those that reach a seed (backward), and visits the units on such a
  * path in reverse order: a library node through its backward rule, the
- * others through ir/autodiff-maps.c.  Before a node is
+ * others through ir/lower/autodiff-maps.c.  Before a node is
  * visited, every consumer of its outputs has been, so the contributions to
  * each output gradient are complete; they are summed (one Sum node) the
  * first time a rule asks for them.  The rule registry is a table op ->
- * function guarded by a mutex, filled with the built-in rules (ir/ops/grad.c)
+ * function guarded by a mutex, filled with the built-in rules (ir/lower/grad.c)
  * on first use.
  */
 #include <stdarg.h>
@@ -19,26 +19,13 @@
 #include <string.h>
 
 #include "autodiff-private.h"
+#include "weir-expand.h"
 #include "weir-ops.h"
-
-void weir_grad_register_builtin(void);
 
 /* -------------------------------------------------------------- registry */
 
 static GMutex rules_lock;
 static GHashTable *rules; /* op -> WeirGradRule */
-
-static void ensure_rules(void) {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    g_mutex_lock(&rules_lock);
-    if (!rules)
-      rules = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    g_mutex_unlock(&rules_lock);
-    weir_grad_register_builtin();
-    g_once_init_leave(&done, 1);
-  }
-}
 
 void weir_grad_register(const char *op, WeirGradRule rule) {
   g_return_if_fail(op && rule);
@@ -50,11 +37,29 @@ void weir_grad_register(const char *op, WeirGradRule rule) {
 }
 
 WeirGradRule weir_grad_lookup(const char *op) {
-  ensure_rules();
   g_mutex_lock(&rules_lock);
-  WeirGradRule r = op ? (WeirGradRule)g_hash_table_lookup(rules, op) : NULL;
+  WeirGradRule r =
+      op && rules ? (WeirGradRule)g_hash_table_lookup(rules, op) : NULL;
   g_mutex_unlock(&rules_lock);
   return r;
+}
+
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **weir_grad_ops(void) {
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_mutex_lock(&rules_lock);
+  if (rules) {
+    g_autofree gpointer *keys = g_hash_table_get_keys_as_array(rules, NULL);
+    guint n = g_hash_table_size(rules);
+    qsort(keys, n, sizeof(gpointer), compare_names);
+    for (guint i = 0; i < n; i++)
+      g_strv_builder_add(b, keys[i]);
+  }
+  g_mutex_unlock(&rules_lock);
+  return g_strv_builder_end(b);
 }
 
 gboolean weir_grad_input_differentiable(const char *op, guint k) {
@@ -274,13 +279,6 @@ gboolean weir_grad_wants(const WeirGradContext *ctx, guint k) {
 }
 
 /* ----------------------------------------------------------------- sweep */
-
-/* The expander of the fallback (set by the core library), or NULL. */
-static WeirGradExpander expander;
-
-void weir_autodiff_set_expander(WeirGradExpander f) {
-  expander = f;
-}
 
 /* Names of the containers on connectors in<k> (out<k>) of n, by index. */
 static GPtrArray *port_names(const WeirState *s, const WeirNode *n,
@@ -520,13 +518,11 @@ static gboolean rule_declines(const WeirGraph *g, const WeirState *s, guint id,
 }
 
 /* The fallback, first part: library nodes on a path that have no rule, or
- * whose rule declines them, are expanded (by the expander, all or nothing)
+ * whose rule declines them, are expanded (weir_expand_nodes, all or nothing)
  * until none is left; their maps and tasklets are then differentiated like
  * any other scope. */
 static gboolean expand_ruleless(WeirGraph *g, WeirState *s, GHashTable *seeds,
                                 const char *const *wrt, GError **error) {
-  if (!expander)
-    return TRUE;
   g_autofree gpointer *keys = g_hash_table_get_keys_as_array(seeds, NULL);
   for (guint round = 0; round < 64; round++) {
     g_autoptr(GPtrArray) order = unit_order(s, NULL, error);
@@ -547,7 +543,7 @@ static gboolean expand_ruleless(WeirGraph *g, WeirState *s, GHashTable *seeds,
     }
     if (ids->len == 0)
       return TRUE;
-    if (!expander(g, s, (const guint *)ids->data, ids->len, error))
+    if (!weir_expand_nodes(g, s, (const guint *)ids->data, ids->len, error))
       return FALSE;
   }
   g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
@@ -559,7 +555,6 @@ static gboolean expand_ruleless(WeirGraph *g, WeirState *s, GHashTable *seeds,
 
 GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
                                 const char *const *wrt, GError **error) {
-  ensure_rules();
   if (!expand_ruleless(g, s, seeds, wrt, error))
     return NULL;
   g_autoptr(GHashTable) last_writer =
@@ -640,14 +635,10 @@ GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s, GHashTable *seeds,
     }
     WeirGradRule rule = weir_grad_lookup(n->op);
     if (!rule) {
-      if (expander)
-        weir_grad_fail(&ctx, error, WEIR_ERROR_UNSUPPORTED,
-                       "no backward rule for operator %s (and it was not "
-                       "expanded)",
-                       n->op);
-      else
-        weir_grad_fail(&ctx, error, WEIR_ERROR_UNSUPPORTED,
-                       "no backward rule for operator %s", n->op);
+      weir_grad_fail(&ctx, error, WEIR_ERROR_UNSUPPORTED,
+                     "no backward rule for operator %s (and it was not "
+                     "expanded)",
+                     n->op);
       goto out;
     }
     if (!rule(&ctx, error))

@@ -3,7 +3,7 @@
  * The tier-3 transformation epilogue-fusion (transforms/tier3/
  * epilogue-fusion.c) folds an element-wise map into the Gemm, MatMul or
  * Conv node that produces its input; the map's tasklet becomes the node's
- * epilogue (attributes in core/weir-expand.h).  Every implementation
+ * epilogue (attributes in ir/lower/weir-expand.h).  Every implementation
  * honours it the same way: right after the node's own computation, a map
  * over the output reads each element (and the broadcast extra inputs),
  * runs the epilogue code and writes the element back in place.  That is
@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "expand-util.h"
+#include "expand/expand-util.h"
 #include "weir-expand.h"
 
 gboolean weir_epilogue_present(const WeirNode *n) {

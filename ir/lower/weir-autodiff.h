@@ -2,7 +2,7 @@
  *
  * Differentiation works at the operator level: every operator that can be
  * differentiated has a backward rule, registered by op name next to the
- * operator registry (built-in rules: ir/ops/grad.c).  A rule reads the
+ * operator registry (built-in rules: ir/lower/grad.c).  A rule reads the
  * forward node's inputs and outputs and the gradients of its outputs, and
  * adds library nodes to the same state that compute the gradients of its
  * inputs.  The backward pass is therefore an ordinary dataflow graph of
@@ -12,7 +12,7 @@
  * Where an operator has no rule, the fallback differentiates its expansion
  * instead (maps and tasklets, reverse mode over each tasklet with symbolic
  * derivatives of its code and WCR-sum accumulation of the gradients:
- * ir/autodiff-maps.c); a state may also hold map scopes and tasklets from
+ * ir/lower/autodiff-maps.c); a state may also hold map scopes and tasklets from
  * the start.
  *
  * Conventions:
@@ -45,6 +45,8 @@ typedef gboolean (*WeirGradRule)(WeirGradContext *ctx, GError **error);
 WEIR_API void weir_grad_register(const char *op, WeirGradRule rule);
 /* The rule for op, or NULL. */
 WEIR_API WeirGradRule weir_grad_lookup(const char *op);
+/* The operators that have a backward rule, sorted (transfer full). */
+WEIR_API char **weir_grad_ops(void);
 /* FALSE for inputs that never carry a gradient (indices, shapes, running
  * statistics): Gather's indices, BatchNormalization's mean and var, ... */
 WEIR_API gboolean weir_grad_input_differentiable(const char *op, guint k);
@@ -98,23 +100,15 @@ WEIR_API gboolean weir_grad_fail(const WeirGradContext *ctx, GError **error,
 
 /* --- the sweep --- */
 
-/* The fallback for operators without a rule: expands the library nodes
- * ids[0..n) of state s (their default pure expansion) so that their maps
- * and tasklets can be differentiated instead.  All or nothing: on error the
- * program is as it was.  The core library installs one (core/expand.c,
- * weir_expansions_init); without one such nodes are an error. */
-typedef gboolean (*WeirGradExpander)(WeirGraph *g, WeirState *s,
-                                     const guint *ids, guint n, GError **error);
-WEIR_API void weir_autodiff_set_expander(WeirGradExpander f);
-
 /* Differentiates the library nodes of state s of g.  seeds: forward value
  * name -> gradient container name (char* -> char*, borrowed), the
  * gradients flowing in (e.g. the logits' gradient computed by a loss).
  * wrt: the names whose gradients are wanted.  Adds the backward nodes to s
  * and returns a new table name -> gradient container name (owned strings)
  * for each name of wrt that some seed depends on.  Library nodes on a path
- * from wrt to a seed without a rule are expanded first (when an expander
- * is installed); fails naming the node when one cannot be differentiated. */
+ * from wrt to a seed without a rule are expanded first (their pure
+ * expansions, weir_expand_nodes); fails naming the node when one cannot be
+ * differentiated. */
 WEIR_API GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s,
                                          GHashTable *seeds,
                                          const char *const *wrt,

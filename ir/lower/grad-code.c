@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "../autodiff-private.h"
+#include "autodiff-private.h"
 #include "weir-ops.h"
 
 gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error);

@@ -1,4 +1,4 @@
-/* autodiff-private.h — what ir/autodiff.c shares with ir/autodiff-maps.c
+/* autodiff-private.h — what ir/lower/autodiff.c shares with ir/lower/autodiff-maps.c
  * (the reverse sweep and the differentiation of map scopes and tasklets).
  * Not installed.
  */
@@ -30,7 +30,7 @@ WeirNode *weir_grad_access(WeirGradContext *ctx, const char *name);
 void weir_grad_set_access(WeirGradContext *ctx, WeirNode *a);
 
 /* The backward of a map scope (ctx->node is its entry) or of a top-level
- * tasklet: reverse-mode over the scope's tasklet (ir/autodiff-maps.c). */
+ * tasklet: reverse-mode over the scope's tasklet (ir/lower/autodiff-maps.c). */
 gboolean weir_grad_scope(WeirGradContext *ctx, GError **error);
 
 /* The backward of a copy m between two access nodes (ctx->ins[0] to
@@ -45,7 +45,7 @@ gboolean weir_grad_copy(WeirGradContext *ctx, const WeirMemlet *m,
  * elements are constants); *body_out receives the locals and their
  * derivatives ("L = e\ndl_L = de\n" lines, owned).  NULL with
  * *unsupported set (static text) when the code has constructs the
- * differentiator does not handle (ir/ops/grad-code.c). */
+ * differentiator does not handle (ir/lower/grad-code.c). */
 char *weir_grad_code_derivative(const WeirCode *code, const char *out,
                                 const char *target, const char *target_index,
                                 char **body_out, const char **unsupported);

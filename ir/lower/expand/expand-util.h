@@ -117,7 +117,7 @@ const char *weir_expand_highest_literal(WeirDType dtype);
 char *weir_expand_name(const WeirNode *n, const char *suffix);
 
 /* BatchNormalization with training_mode = 1
- * (transforms/expand/batchnorm-training.c): batch statistics, and outputs 1
+ * (ir/lower/expand/batchnorm-training.c): batch statistics, and outputs 1
  * and 2 (running mean and variance, ONNX semantics: the biased batch
  * variance) when present. */
 gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,

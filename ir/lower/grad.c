@@ -1,4 +1,4 @@
-/* grad.c — the built-in backward rules (see ir/weir-autodiff.h).
+/* grad.c — the built-in backward rules (see ir/lower/weir-autodiff.h).
  *
  * Each rule turns the gradient dY of a node's outputs into gradients of its
  * inputs with library nodes: Gemm / MatMul for products, Pointwise for

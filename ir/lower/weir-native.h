@@ -2,7 +2,7 @@
  *
  * An implementation choice is the STRING attribute "impl" of a library node
  * ("pure", "blas", "im2col", "col2im", "direct").  "pure" means the
- * maps-and-tasklets expansion of transforms/expand/; a *native*
+ * maps-and-tasklets expansion of ir/lower/expand/; a *native*
  * implementation is not expanded: the code generator keeps the node and
  * asks the emitter registered here for (op, impl) to print C for it —
  * usually a call to a static helper function (printed once per generated
@@ -74,16 +74,25 @@ typedef struct {
  * library that only sets the node's "impl" attribute, so the tier-1
  * transformation expand-library-node selects native implementations. */
 WEIR_API void weir_native_register(const WeirNativeImpl *impl);
-/* The native implementation (op, impl), or NULL ("pure" is never native). */
+/* Every registered native implementation as "op/impl", sorted (transfer
+ * full). */
+WEIR_API char **weir_native_impls(void);
+/* The container on connector in<k> (input) or out<k> of library node n of
+ * state s, or NULL.  (Internal to libweir.) */
+const WeirContainer *weir_native_port(const WeirGraph *g, const WeirState *s,
+                                      const WeirNode *n, gboolean input,
+                                      guint k);
+/* The native implementation (op, impl), or NULL ("pure" is never native).
+ * Only what is registered: weir_init() registers the built-in ones. */
 WEIR_API const WeirNativeImpl *weir_native_lookup(const char *op,
                                                   const char *impl);
-/* Registers the built-in native implementations (idempotent). */
-WEIR_API void weir_native_init(void);
-
 /* The implementation used for n when it has no "impl" attribute. */
 WEIR_API const char *weir_native_default_impl(const WeirGraph *g,
                                               const WeirState *s,
                                               const WeirNode *n);
+/* The implementation chosen for n: its "impl" attribute, or the default. */
+const char *weir_native_chosen(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n);
 /* The native implementation the code generator uses for n (its "impl"
  * attribute, or the default), or NULL when n is expanded.  An explicit
  * native choice that does not accept n is an error naming the node. */
@@ -103,11 +112,6 @@ WEIR_API gboolean weir_native_set_impl(WeirGraph *g, const char *op,
  * nested programs) that are not implemented natively; repeats until only
  * native ones are left.  All-or-nothing, like weir_expand_all. */
 WEIR_API gboolean weir_native_expand_rest(WeirGraph *g, GError **error);
-
-/* Link libraries a generated source asks for: the words of its lines
- * "/" "* weir-link: <name> ... *" "/" (names of [A-Za-z0-9_+.-]), in order,
- * without duplicates. (transfer full; NULL-terminated, possibly empty) */
-WEIR_API char **weir_codegen_libraries(const char *source);
 
 G_END_DECLS
 

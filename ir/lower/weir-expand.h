@@ -1,10 +1,11 @@
 /* weir-expand.h — expanding library nodes.
  *
- * The entry points the CLI, the conformance runner and (later) the tier-1
- * "expand" transformation use.  They make sure the built-in expansions of
- * transforms/expand/ are registered, run an expansion on a copy of the
- * program, validate the result, and only then replace the program: on
- * error the program is exactly as it was.
+ * The finer entry points of the lowering layer (weir_lower, weir-lower.h,
+ * is the common one), used by the tier-1 transformation
+ * expand-library-node and by tests.  They run an expansion (registered by
+ * weir_init(): ir/lower/expand/) on a copy of the program, validate the
+ * result, and only then replace the program: on error the program is
+ * exactly as it was.
  */
 #ifndef WEIR_EXPAND_H
 #define WEIR_EXPAND_H
@@ -12,9 +13,6 @@
 #include "weir-graph.h"
 
 G_BEGIN_DECLS
-
-/* Registers the built-in expansions (idempotent, thread-safe). */
-WEIR_API void weir_expansions_init(void);
 
 /* Expands library node node_id with implementation impl ("pure" when NULL).
  * The error names the node, the op and the problem. */
@@ -34,6 +32,13 @@ WEIR_API gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
  * freed on success.  For callers that expand on a copy of their own. */
 WEIR_API gboolean weir_expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
                                        const char *impl, GError **error);
+
+/* Expands the library nodes ids[0..n) of state s of g, each with its pure
+ * expansion, all or nothing: first on a scratch copy, which must validate.
+ * The fallback of reverse-mode differentiation (ir/lower/autodiff.c) for
+ * operators without a backward rule; errors say so. */
+WEIR_API gboolean weir_expand_nodes(WeirGraph *g, WeirState *s,
+                                    const guint *ids, guint n, GError **error);
 
 /* Epilogues.  A Gemm, MatMul or Conv library node may carry an element-wise
  * epilogue (set by the tier-3 transformation epilogue-fusion): code applied

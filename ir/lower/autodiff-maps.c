@@ -19,8 +19,8 @@
  * initializes first.  Several readings of one element (a convolution
  * window, a value read by two connectors) therefore accumulate, and the
  * contributions of different scopes to one value are summed like those of
- * library nodes (ir/autodiff.c).  df/din_k is the symbolic derivative of
- * the tasklet code (ir/ops/grad-code.c); a guarded read (`c ? x * w : 0`,
+ * library nodes (ir/lower/autodiff.c).  df/din_k is the symbolic derivative of
+ * the tasklet code (ir/lower/grad-code.c); a guarded read (`c ? x * w : 0`,
  * padding) keeps its guard in the derivative.  A WCR-sum accumulation
  * passes dOut unchanged to the initial value of `out`, so the scope that
  * initializes it (a bias, zeros) is differentiated with the same dOut.

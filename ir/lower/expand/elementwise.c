@@ -12,7 +12,7 @@
  *     or subsets that depend on dtypes or optional inputs, built by small
  *     functions below.  BatchNormalization in training mode is not
  *     elementwise (it reduces over the batch): it is handed to
- *     transforms/expand/batchnorm-training.c.
+ *     ir/lower/expand/batchnorm-training.c.
  * The tasklet output connector is always "y" (and "mask" for Dropout).
  */
 #include <math.h>

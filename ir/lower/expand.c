@@ -4,26 +4,10 @@
  * then swapped into the caller's graph, so a failure leaves the program
  * exactly as it was.
  */
-#include "weir-autodiff.h"
 #include "weir-expand.h"
 #include "weir-native.h"
 #include "weir-ops.h"
 #include "weir-validate.h"
-
-void weir_transforms_register_expansions(void);
-
-static gboolean autodiff_expand(WeirGraph *g, WeirState *s, const guint *ids,
-                                guint n, GError **error);
-
-void weir_expansions_init(void) {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    weir_transforms_register_expansions();
-    weir_autodiff_set_expander(autodiff_expand);
-    g_once_init_leave(&done, 1);
-    weir_native_init();
-  }
-}
 
 /* Replaces the contents of g by those of other (which is freed). */
 static void graph_replace(WeirGraph *g, WeirGraph *other) {
@@ -114,7 +98,6 @@ gboolean weir_expand_in_place(WeirGraph *g, WeirState *s, WeirNode *n,
 
 gboolean weir_expand_node(WeirGraph *g, guint node_id, const char *impl,
                           GError **error) {
-  weir_expansions_init();
   WeirState *s0 = NULL;
   WeirNode *n0 = weir_graph_node(g, node_id, &s0);
   if (!n0 || n0->kind != WEIR_NODE_LIBRARY) {
@@ -140,11 +123,11 @@ gboolean weir_expand_node(WeirGraph *g, guint node_id, const char *impl,
   return TRUE;
 }
 
-/* The expander of the autodiff fallback (ir/weir-autodiff.h): the nodes are
- * expanded on a scratch copy first, which must validate; only then are
- * they expanded in s itself (the same steps, so the same result). */
-static gboolean autodiff_expand(WeirGraph *g, WeirState *s, const guint *ids,
-                                guint n, GError **error) {
+/* The nodes are expanded on a scratch copy first, which must validate;
+ * only then are they expanded in s itself (the same steps, so the same
+ * result). */
+gboolean weir_expand_nodes(WeirGraph *g, WeirState *s, const guint *ids,
+                           guint n, GError **error) {
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
   WeirState *cs = weir_graph_state(copy, s->id);
   for (guint pass = 0; pass < 2; pass++) {
@@ -191,7 +174,6 @@ static WeirNode *first_library(WeirGraph *g, const char *op,
 
 gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                          GError **error) {
-  weir_expansions_init();
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
   guint done = 0;
   WeirState *s = NULL;
