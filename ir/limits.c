@@ -20,6 +20,11 @@ static char *format_size(guint64 bytes) {
   return g_string_free(s, FALSE);
 }
 
+/* qsort order of an array of strings (the elements are char pointers). */
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* "N=9223372036854775807, M=2" for the bound symbols of c's shape, or NULL
  * when there are none. (transfer full) */
 static char *shape_symbols(const WeirContainer *c, GHashTable *bindings) {
@@ -30,8 +35,7 @@ static char *shape_symbols(const WeirContainer *c, GHashTable *bindings) {
     return NULL;
   g_autofree gpointer *keys = g_hash_table_get_keys_as_array(set, NULL);
   guint n = g_hash_table_size(set);
-  qsort(keys, n, sizeof(gpointer),
-        (int (*)(const void *, const void *))g_strcmp0);
+  qsort(keys, n, sizeof(gpointer), compare_names);
   GString *s = g_string_new(NULL);
   for (guint i = 0; i < n; i++) {
     const gint64 *v = g_hash_table_lookup(bindings, keys[i]);
