@@ -1047,6 +1047,13 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
                                GError **error) {
   const WeirOpInfo *info = weir_op_lookup(on->op_type);
   g_assert(info);
+  /* Inference writes outputs by position: a node without the outputs its
+   * operator produces is malformed (found by tests/fuzz: a Conv with no
+   * output reached weir_op_set_output's assertion). */
+  if (on->n_outputs < info->min_outputs)
+    return fail(imp, error, WEIR_ERROR_INVALID,
+                "node '%s' (%s): %u outputs, expected at least %u", on->name,
+                on->op_type, on->n_outputs, info->min_outputs);
   guint n_in = on->n_inputs;
   g_autofree Value **inputs = g_new0(Value *, n_in + 1);
   g_autofree InputUse *uses = g_new0(InputUse, n_in + 1);
