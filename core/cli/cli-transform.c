@@ -137,41 +137,6 @@ int cli_cmd_transforms(int argc, char **argv) {
 
 /* ------------------------------------------------------------------ apply */
 
-/* Parses "7,9,12" into a site; the state is the one holding the first
- * node. */
-static gboolean parse_site(const WeirGraph *g, const char *text, WeirSite *site,
-                           GError **error) {
-  memset(site, 0, sizeof *site);
-  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
-  guint n = g_strv_length(parts);
-  if (n == 0 || n > WEIR_SITE_MAX_NODES) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "--site %s: expected 1 to %d node ids separated by commas",
-                text, WEIR_SITE_MAX_NODES);
-    return FALSE;
-  }
-  for (guint k = 0; k < n; k++) {
-    char *end = NULL;
-    guint64 v = g_ascii_strtoull(g_strstrip(parts[k]), &end, 10);
-    if (!parts[k][0] || !end || *end || v == 0 || v > G_MAXUINT) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--site %s: '%s' is not a node id", text, parts[k]);
-      return FALSE;
-    }
-    site->nodes[k] = (guint)v;
-  }
-  site->n_nodes = n;
-  WeirState *s = NULL;
-  if (!weir_graph_node(g, site->nodes[0], &s)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "--site %s: program '%s' has no node %u", text, g->name,
-                site->nodes[0]);
-    return FALSE;
-  }
-  site->state = s->id;
-  return TRUE;
-}
-
 /* "+1.5 KiB (+25.0%)" between two known quantities. */
 static char *format_delta(const WeirQuantity *before, const WeirQuantity *after,
                           gboolean bytes) {
@@ -195,8 +160,9 @@ int cli_cmd_apply(int argc, char **argv) {
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"site", 0, 0, G_OPTION_ARG_STRING, &site_arg,
-       "Node ids of the site, as listed by 'weir transforms'; for a "
-       "workspace also STATE:N,.., @K (K-th site) or a label pattern",
+       "The site: node ids as listed by 'weir transforms' (N,.. or "
+       "STATE:N,..), @K (the K-th site) or a pattern of its first node's "
+       "label",
        "SITE"},
       {"param", 'p', 0, G_OPTION_ARG_STRING_ARRAY, &param_args,
        "Set a parameter of the transformation", "K=V"},
@@ -238,7 +204,7 @@ int cli_cmd_apply(int argc, char **argv) {
   }
   WeirSite site;
   if (site_arg) {
-    if (!parse_site(g, site_arg, &site, &error)) {
+    if (!weir_site_parse(g, t, site_arg, &site, &error)) {
       cli_print_error("apply", error);
       return 2;
     }
@@ -283,118 +249,6 @@ int cli_cmd_apply(int argc, char **argv) {
 
 /* ------------------------------------------------------- apply (workspace) */
 
-/* Parses "7", "7,9,12" or "3:7,9" into site; FALSE when text is not of
- * that form. */
-static gboolean parse_site_ids(const WeirGraph *g, const char *text,
-                               WeirSite *site, GError **error) {
-  const char *colon = strchr(text, ':');
-  const char *list = colon ? colon + 1 : text;
-  for (const char *c = text; *c; c++)
-    if (!g_ascii_isdigit(*c) && *c != ',' && *c != ':')
-      return FALSE;
-  memset(site, 0, sizeof *site);
-  g_auto(GStrv) items = g_strsplit(list, ",", -1);
-  for (guint i = 0; items[i]; i++) {
-    guint64 v;
-    if (site->n_nodes == WEIR_SITE_MAX_NODES ||
-        !g_ascii_string_to_unsigned(items[i], 10, 1, G_MAXUINT, &v, NULL)) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--site %s: expected node ids such as 7,9 or STATE:7,9",
-                  text);
-      return TRUE;
-    }
-    site->nodes[site->n_nodes++] = (guint)v;
-  }
-  if (colon) {
-    guint64 v;
-    g_autofree char *st = g_strndup(text, (gsize)(colon - text));
-    if (!g_ascii_string_to_unsigned(st, 10, 1, G_MAXUINT, &v, NULL)) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--site %s: bad state id", text);
-      return TRUE;
-    }
-    site->state = (guint)v;
-  } else {
-    WeirState *st = NULL;
-    if (!weir_graph_node(g, site->nodes[0], &st)) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--site %s: the program has no node %u", text,
-                  site->nodes[0]);
-      return TRUE;
-    }
-    site->state = st->id;
-  }
-  return TRUE;
-}
-
-static void list_sites(GString *out, const WeirGraph *g, GArray *sites,
-                       const GArray *which) {
-  guint n = which ? which->len : sites->len;
-  for (guint i = 0; i < n && i < 12; i++) {
-    guint k = which ? g_array_index(which, guint, i) : i;
-    g_autofree char *d =
-        weir_site_describe(g, &g_array_index(sites, WeirSite, k));
-    g_string_append_printf(out, "\n  @%u  %s", k, d);
-  }
-  if (n > 12)
-    g_string_append_printf(out, "\n  ... and %u more", n - 12);
-}
-
-/* Resolves --site (text may be NULL) against t's sites in g. */
-static gboolean resolve_site(const WeirTransformInfo *t, const WeirGraph *g,
-                             const char *text, WeirSite *site, GError **error) {
-  g_autoptr(GError) local = NULL;
-  if (text && parse_site_ids(g, text, site, &local)) {
-    if (local) {
-      g_propagate_error(error, g_steal_pointer(&local));
-      return FALSE;
-    }
-    return TRUE;
-  }
-  g_autoptr(GArray) sites = weir_transform_sites(t, g);
-  if (text && text[0] == '@') {
-    guint64 k;
-    if (!g_ascii_string_to_unsigned(text + 1, 10, 0, G_MAXUINT, &k, NULL) ||
-        k >= sites->len) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "--site %s: %s has %u site%s (@0..@%u)", text, t->name,
-                  sites->len, sites->len == 1 ? "" : "s",
-                  sites->len ? sites->len - 1 : 0);
-      return FALSE;
-    }
-    *site = g_array_index(sites, WeirSite, k);
-    return TRUE;
-  }
-  g_autoptr(GArray) which = g_array_new(FALSE, FALSE, sizeof(guint));
-  g_autoptr(GPatternSpec) spec = text ? g_pattern_spec_new(text) : NULL;
-  for (guint k = 0; k < sites->len; k++) {
-    const WeirSite *c = &g_array_index(sites, WeirSite, k);
-    const WeirState *st = weir_graph_state(g, c->state);
-    const WeirNode *n =
-        st && c->n_nodes ? weir_state_node(st, c->nodes[0]) : NULL;
-    if (!spec || (n && g_pattern_spec_match_string(spec, n->label)))
-      g_array_append_val(which, k);
-  }
-  if (which->len == 1) {
-    *site = g_array_index(sites, WeirSite, g_array_index(which, guint, 0));
-    return TRUE;
-  }
-  GString *msg = g_string_new(NULL);
-  if (which->len == 0)
-    g_string_append_printf(msg, "%s: no site%s%s", t->name,
-                           text ? " whose first node matches " : "",
-                           text ? text : " in this program");
-  else {
-    g_string_append_printf(msg,
-                           "%s: %u sites%s%s; choose one with --site:", t->name,
-                           which->len, text ? " match " : "", text ? text : "");
-    list_sites(msg, g, sites, which);
-  }
-  g_set_error_literal(error, WEIR_ERROR, WEIR_ERROR_INVALID, msg->str);
-  g_string_free(msg, TRUE);
-  return FALSE;
-}
-
 /* weir apply WS.weir NAME: a new step in the workspace's history. */
 static int apply_workspace(const char *path, const char *name,
                            const char *output_path, const char *site_arg,
@@ -420,7 +274,7 @@ static int apply_workspace(const char *path, const char *name,
   }
   g_autoptr(GError) error = NULL;
   WeirSite site;
-  if (!resolve_site(t, weir_session_current(s), site_arg, &site, &error)) {
+  if (!weir_site_parse(weir_session_current(s), t, site_arg, &site, &error)) {
     cli_print_error("apply", error);
     return 1;
   }

@@ -22,7 +22,7 @@
  *   weir transforms FILE [--tier N] [--node NAME]
  *                                           transformations that apply,
  *                                           their sites, legal or why not
- *   weir apply FILE NAME [--site N[,N...]] [--param K=V]... -o OUT.json
+ *   weir apply FILE NAME [--site SITE] [--param K=V]... -o OUT.json
  *                                           apply one transformation and
  *                                           print the data-movement change
  *   weir codegen FILE [-o DIR]              write <prefix>.c and <prefix>.h
