@@ -84,6 +84,26 @@ gboolean weir_evaluate_check_tensor(const WeirGraph *g, GHashTable *bindings,
   return TRUE;
 }
 
+WeirTensor *weir_evaluate_random_input(const WeirContainer *c,
+                                       GHashTable *bindings, guint64 seed,
+                                       GError **error) {
+  g_return_val_if_fail(c != NULL, NULL);
+  g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
+  for (guint d = 0; d < c->shape->len; d++) {
+    if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                        error))
+      return NULL;
+    if (shape[d] < 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "dimension %u is %" G_GINT64_FORMAT, d, shape[d]);
+      return NULL;
+    }
+  }
+  WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+  weir_tensor_fill_random(t, seed + c->id);
+  return t;
+}
+
 /* Binds the symbols that are whole dimensions of the inputs' containers
  * from their shapes (when not bound yet), as `weir run --input` does. */
 static void bind_from_inputs(const WeirGraph *g, GHashTable *inputs,
@@ -131,19 +151,14 @@ static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
       g_hash_table_insert(args, c->name, weir_tensor_copy(given));
       continue;
     }
-    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
-    for (guint d = 0; d < c->shape->len; d++) {
-      g_autoptr(GError) local = NULL;
-      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
-                          &local)) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "program '%s': argument '%s': %s (bind the symbol)",
-                    g->name, c->name, local->message);
-        return NULL;
-      }
+    g_autoptr(GError) local = NULL;
+    WeirTensor *t = weir_evaluate_random_input(c, bindings, seed, &local);
+    if (!t) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "program '%s': argument '%s': %s (bind the symbol)", g->name,
+                  c->name, local->message);
+      return NULL;
     }
-    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
-    weir_tensor_fill_random(t, seed + c->id);
     g_hash_table_insert(args, c->name, t);
   }
   return g_steal_pointer(&args);

@@ -10,8 +10,8 @@
  *   3. fill every argument container of `program` with the tensor given
  *      for it in opts->inputs (a file loaded with weir_tensor_load, as
  *      `weir run --input`), else with reproducible random values
- *      (weir_tensor_fill_random with seed + container id, the rule of
- *      `weir run`); the reference gets copies of the same tensors;
+ *      (weir_evaluate_random_input, the rule of `weir run` and of exported
+ *      kernels); the reference gets copies of the same tensors;
  *   4. run each once and compare every argument of `program` with the
  *      reference's container of the same name and with the tensor given
  *      for it in opts->expected (floats with rtol/atol, others exactly);
@@ -86,6 +86,18 @@ WEIR_API gboolean weir_evaluate(const WeirGraph *program,
                                 WeirProgressFunc progress, gpointer user,
                                 WeirEvaluation *out, GError **error);
 WEIR_API void weir_evaluation_clear(WeirEvaluation *e);
+
+/* The one rule for inputs nobody gave, shared by weir_evaluate, `weir
+ * run-ref`, `run` and `bench`, and weir_export (whose harness repeats it in
+ * C): a tensor of c's dtype and shape, the shape evaluated with bindings
+ * (may be NULL), filled by weir_tensor_fill_random with seed + c->id, so
+ * the same seed gives every container the same values everywhere.  NULL
+ * with the error of the dimension that has no value (weir_expr_eval's,
+ * naming the symbol) or is negative; callers add which argument it is.
+ * (transfer full) */
+WEIR_API WeirTensor *weir_evaluate_random_input(const WeirContainer *c,
+                                                GHashTable *bindings,
+                                                guint64 seed, GError **error);
 
 /* Checks that t can be the value of argument `name` of g: name is an
  * argument container (not transient, not a constant), and t has its dtype

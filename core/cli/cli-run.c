@@ -126,9 +126,22 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
     const WeirTensor *given = g_hash_table_lookup(p->args, c->name);
     if (abi_only && c->initial && !given)
       continue;
+    g_autoptr(GError) local = NULL;
+    if (!given) {
+      WeirTensor *tensor =
+          weir_evaluate_random_input(c, bindings, (guint64)io->seed, &local);
+      if (!tensor) {
+        fprintf(stderr,
+                "weir %s: %s: container '%s': %s (bind it with "
+                "-D or give the argument with --input)\n",
+                cmd, file, c->name, local->message);
+        return 2;
+      }
+      g_hash_table_insert(p->args, c->name, tensor);
+      continue;
+    }
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
     for (guint d = 0; d < c->shape->len; d++) {
-      g_autoptr(GError) local = NULL;
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
                           &local)) {
         fprintf(stderr,
@@ -138,7 +151,7 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
         return 2;
       }
     }
-    if (given) {
+    {
       gboolean same = given->rank == c->shape->len;
       for (guint d = 0; same && d < given->rank; d++)
         same = given->shape[d] == shape[d];
@@ -151,11 +164,7 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
                 cmd, file, c->name, a, b);
         return 1;
       }
-      continue;
     }
-    WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
-    weir_tensor_fill_random(tensor, (guint64)io->seed + c->id);
-    g_hash_table_insert(p->args, c->name, tensor);
   }
   return 0;
 }
