@@ -53,7 +53,29 @@ typedef struct {
    * program's like the reference's: container name -> WeirTensor*
    * (borrowed; may be NULL). */
   GHashTable *expected;
+  /* Run the reference with the reference interpreter (weir_interpret on a
+   * copy with its library nodes expanded) instead of compiling it: the
+   * check of `weir run --check`.  It runs once, on the same inputs, and is
+   * not timed (reference_seconds is that one run). */
+  gboolean reference_interpreted;
+  /* Only the checked run: no warm-up and no timed runs (bench stays
+   * empty; first_run_seconds has the time). */
+  gboolean no_timing;
+  /* OpenMP threads of program's kernel (weir_kernel_set_threads); 0: its
+   * default.  A kernel that cannot set them runs with its default and
+   * threads_error says why. */
+  int threads;
 } WeirEvaluateOptions;
+
+/* One comparison of an argument of program after the checked run. */
+typedef struct {
+  char *argument;       /* container name (owned) */
+  char *against;        /* "the reference" or "the expected output" (owned) */
+  double max_abs_error; /* largest |got - want| */
+  double rtol, atol;    /* the tolerances used (0 for integers) */
+  gboolean ok;
+  char *detail; /* where it differs most, when not ok (owned) */
+} WeirComparison;
 
 typedef struct {
   gboolean cache_hit;       /* program's object came from the cache */
@@ -67,6 +89,15 @@ typedef struct {
   guint n_compared;         /* arguments compared */
   char *mismatch;           /* first mismatch, or NULL (owned) */
   guint n_expected;         /* of n_compared: against opts->expected */
+  char *cache_key;          /* compile cache key of program (owned) */
+  gboolean cache_recovered; /* a damaged cache entry was replaced */
+  double compiler_seconds;  /* of compile_seconds: the C compiler alone */
+  double first_run_seconds; /* the checked run of program */
+  /* program's arguments after the checked run: container name (borrowed
+   * from program) -> WeirTensor* (owned by the evaluation). */
+  GHashTable *outputs;
+  GPtrArray *comparisons; /* WeirComparison*, in argument order (owned) */
+  char *threads_error;    /* why opts->threads was not set, or NULL */
 } WeirEvaluation;
 
 /* Called with the fraction done (0..1) and what happens now (borrowed). */
@@ -77,7 +108,8 @@ typedef void (*WeirProgressFunc)(double fraction, const char *phase,
  * gint64*, may be NULL when the program has none unbound).  reference,
  * opts, cancellable and progress may be NULL.  On success fills *out
  * (clear it with weir_evaluation_clear); a mismatch is a success with
- * matches = FALSE.  Errors name the program and the phase. */
+ * matches = FALSE.  On failure *out is left cleared.  Errors name the
+ * program and the phase. */
 WEIR_API gboolean weir_evaluate(const WeirGraph *program,
                                 const WeirGraph *reference,
                                 GHashTable *bindings,

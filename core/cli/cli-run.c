@@ -343,56 +343,30 @@ int cli_cmd_run_ref(int argc, char **argv) {
 
 /* -------------------------------------------------------------------- run */
 
-static GHashTable *copy_tensor_table(GHashTable *args) {
-  GHashTable *copy = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-                                           (GDestroyNotify)weir_tensor_free);
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, args);
-  while (g_hash_table_iter_next(&it, &k, &v))
-    g_hash_table_insert(copy, k, weir_tensor_copy(v));
-  return copy;
-}
-
-/* Runs the interpreter on ref (a copy of the inputs, keyed by the names of
- * p->g) and compares every argument with the compiled run's.  Returns the
- * exit status. */
-static int check_reference(const char *file, const CliTensors *io,
-                           const Prepared *p, GHashTable *bindings,
-                           GHashTable *ref) {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
-  gint64 t0 = g_get_monotonic_time();
-  if (!weir_expand_all(expanded, NULL, NULL, &error) ||
-      !weir_interpret(expanded, bindings, ref, NULL, &error)) {
-    fprintf(stderr, "weir run: %s: reference interpreter: %s\n", file,
-            error->message);
-    return 1;
-  }
-  g_autofree char *took =
-      cli_format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+/* The comparisons with the reference interpreter (--check), as
+ * compare_tensor prints them; returns the exit status. */
+static int print_reference_check(const WeirEvaluation *ev) {
+  g_autofree char *took = cli_format_seconds(ev->reference_seconds);
   printf("check against the reference interpreter (%s):\n", took);
   int status = 0;
-  for (guint i = 0; i < p->g->containers->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(p->g->containers, i);
-    const WeirTensor *got = g_hash_table_lookup(p->args, c->name);
-    if (c->transient || !got)
-      continue;
-    g_autofree char *label = g_strconcat("  ", c->name, NULL);
-    if (!compare_tensor(label, got, g_hash_table_lookup(ref, c->name),
-                        "the interpreter", io))
+  for (guint i = 0; i < ev->comparisons->len; i++) {
+    const WeirComparison *c = g_ptr_array_index(ev->comparisons, i);
+    printf("  %s: max abs error %.3g (rtol %g, atol %g): %s\n", c->argument,
+           c->max_abs_error, c->rtol, c->atol, c->ok ? "ok" : "MISMATCH");
+    if (!c->ok) {
+      printf("  %s\n", c->detail ? c->detail : "");
       status = 1;
+    }
   }
   return status;
 }
 
 /* The summary of `weir run`: data movement and FLOPs of the program as
  * imported and as compiled (library nodes expanded), peak transient
- * memory, and the run time (median of --reps more runs when asked).
- * Returns FALSE when the timed runs fail. */
-static gboolean print_run_summary(const char *file, Prepared *p, WeirKernel *k,
-                                  GHashTable *bindings, double first_run,
-                                  gint opt_run_reps) {
+ * memory, and the run time (the median of the --reps timed runs, else the
+ * checked run). */
+static void print_run_summary(const Prepared *p, GHashTable *bindings,
+                              const WeirEvaluation *ev, gint reps) {
   g_autoptr(GError) local = NULL;
   g_autoptr(WeirAnalysis) lib = weir_analysis_compute(p->g, bindings, &local);
   g_clear_error(&local);
@@ -417,26 +391,28 @@ static gboolean print_run_summary(const char *file, Prepared *p, WeirKernel *k,
       printf(", %.3f FLOP/B", exp->intensity);
     printf("\n");
   }
-  double t = first_run;
-  const char *how = "one run";
-  g_autofree char *how_many = NULL;
-  if (opt_run_reps > 0) {
-    WeirBenchOptions bo = {.warmup = 1, .repetitions = (guint)opt_run_reps};
-    WeirBenchResult r;
-    if (!weir_kernel_bench(k, bindings, p->args, &bo, &r, &local)) {
-      fprintf(stderr, "weir run: %s: timed runs: %s\n", file, local->message);
-      return FALSE;
-    }
-    t = r.median;
-    how = how_many = g_strdup_printf("median of %d runs", opt_run_reps);
-    weir_bench_result_clear(&r);
-  }
+  double t = reps > 0 ? ev->bench.median : ev->first_run_seconds;
+  g_autofree char *how = reps > 0 ? g_strdup_printf("median of %d runs", reps)
+                                  : g_strdup("one run");
   g_autofree char *ts = cli_format_seconds(t);
   printf("  time            %s (%s)", ts, how);
   if (exp && exp->total_flops.known && t > 0)
     printf(", %.3f GFLOP/s", (double)exp->total_flops.value / t / 1e9);
   printf("\n");
-  return TRUE;
+}
+
+/* The tensors of args that are arguments of compiled code (a constant
+ * given with --input is not passed to it). */
+static GHashTable *abi_inputs(const WeirGraph *g, GHashTable *args) {
+  GHashTable *t = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
+  for (guint i = 0; i < list->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(list, i);
+    gpointer x = g_hash_table_lookup(args, c->name);
+    if (x)
+      g_hash_table_insert(t, c->name, x);
+  }
+  return t;
 }
 
 int cli_cmd_run(int argc, char **argv) {
@@ -481,47 +457,51 @@ int cli_cmd_run(int argc, char **argv) {
     prepared_clear(&p);
     return status;
   }
-  g_autoptr(GHashTable) ref = check ? copy_tensor_table(p.args) : NULL;
 
-  WeirCompileOptions opts = cli_compile_options(&cc);
-  WeirCompileInfo info = {0};
-  gint64 t0 = g_get_monotonic_time();
-  g_autoptr(WeirKernel) k = weir_kernel_compile(p.g, &opts, &info, &error);
-  if (!k) {
+  /* compile, the checked run, the interpreter's run (--check) and the
+   * timed runs (--reps) */
+  WeirCompileOptions copts = cli_compile_options(&cc);
+  g_autoptr(GHashTable) inputs = abi_inputs(p.g, p.args);
+  WeirEvaluateOptions eo = {
+      .warmup = 1,
+      .repetitions = reps > 0 ? (guint)reps : 1,
+      .seed = (guint64)io.seed,
+      .rtol = io.rtol >= 0 ? io.rtol : WEIR_CONFORMANCE_RTOL,
+      .atol = io.atol >= 0 ? io.atol : WEIR_CONFORMANCE_ATOL,
+      .compile = &copts,
+      .inputs = inputs,
+      .reference_interpreted = check,
+      .no_timing = reps <= 0,
+  };
+  WeirEvaluation ev;
+  if (!weir_evaluate(p.g, check ? p.g : NULL, bindings, &eo, NULL, NULL, NULL,
+                     &ev, &error)) {
     cli_print_compile_error("run", file, error);
-    weir_compile_info_clear(&info);
     prepared_clear(&p);
     return 1;
   }
-  g_autofree char *took =
-      cli_format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
-  if (info.cache_hit)
+  g_autofree char *took = cli_format_seconds(ev.compile_seconds);
+  if (ev.cache_hit)
     printf("%s: loaded from the compile cache in %s (key %.12s)\n", file, took,
-           info.key);
+           ev.cache_key);
   else
     printf("%s: compiled in %s%s (key %.12s)\n", file, took,
-           info.recovered ? ", replacing a damaged cache entry" : "", info.key);
-  weir_compile_info_clear(&info);
-
-  t0 = g_get_monotonic_time();
-  if (!weir_kernel_run(k, bindings, p.args, &error)) {
-    fprintf(stderr, "weir run: %s: %s\n", file, error->message);
-    prepared_clear(&p);
-    return 1;
-  }
-  gint64 run_us = g_get_monotonic_time() - t0;
-  g_autofree char *ran = cli_format_seconds((double)run_us / 1e6);
+           ev.cache_recovered ? ", replacing a damaged cache entry" : "",
+           ev.cache_key);
+  g_autofree char *ran = cli_format_seconds(ev.first_run_seconds);
   printf("%s: ran in %s\n", file, ran);
+  g_hash_table_unref(p.args);
+  p.args = g_steal_pointer(&ev.outputs);
   print_tensors(p.g, p.args);
   if (check)
-    status = check_reference(file, &io, &p, bindings, ref);
+    status = print_reference_check(&ev);
   int expects = check_expects("run", &io, &p);
   if (expects != 2) {
     int out = write_outputs("run", &io, &p);
     expects = out ? out : expects;
   }
-  if (!print_run_summary(file, &p, k, bindings, (double)run_us / 1e6, reps))
-    status = status ? status : 1;
+  print_run_summary(&p, bindings, &ev, reps);
+  weir_evaluation_clear(&ev);
   prepared_clear(&p);
   return expects ? expects : status;
 }
