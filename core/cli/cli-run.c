@@ -522,38 +522,24 @@ static void remove_tree(const char *path) {
     g_unlink(path);
 }
 
-/* Compiles g twice with a fresh cache in a temporary directory: a cold
- * compile (*cold: the whole call, *compiler: the compiler alone), then a
- * cached one (*cached).  Returns the cached kernel. */
-static WeirKernel *compile_cold_and_cached(const WeirGraph *g,
-                                           const CliCompile *cc, double *cold,
-                                           double *compiler, double *cached,
-                                           GError **error) {
-  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", error);
-  if (!dir)
-    return NULL;
+/* The cached compile of g from dir, the cache an evaluation compiled it
+ * into (*cached: its wall time).  Returns the kernel. */
+static WeirKernel *compile_cached(const WeirGraph *g, const CliCompile *cc,
+                                  const char *dir, double *cached,
+                                  GError **error) {
   WeirCompileOptions opts = cli_compile_options(cc);
   opts.cache_dir = dir;
   opts.no_cache = FALSE;
   WeirCompileInfo info = {0};
   gint64 t0 = g_get_monotonic_time();
-  g_autoptr(WeirKernel) first = weir_kernel_compile(g, &opts, &info, error);
-  gint64 t1 = g_get_monotonic_time();
-  *cold = (double)(t1 - t0) / 1e6;
-  *compiler = info.compile_seconds;
-  weir_compile_info_clear(&info);
-  WeirKernel *k = NULL;
-  if (first) {
-    k = weir_kernel_compile(g, &opts, &info, error);
-    *cached = (double)(g_get_monotonic_time() - t1) / 1e6;
-    if (k && !info.cache_hit) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
-                  "the second compile missed the cache");
-      g_clear_pointer(&k, weir_kernel_free);
-    }
-    weir_compile_info_clear(&info);
+  WeirKernel *k = weir_kernel_compile(g, &opts, &info, error);
+  *cached = (double)(g_get_monotonic_time() - t0) / 1e6;
+  if (k && !info.cache_hit) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "the second compile missed the cache");
+    g_clear_pointer(&k, weir_kernel_free);
   }
-  remove_tree(dir);
+  weir_compile_info_clear(&info);
   return k;
 }
 
@@ -603,34 +589,48 @@ int cli_cmd_bench(int argc, char **argv) {
     prepared_clear(&p);
     return status;
   }
-  double cold = 0, compiler = 0, cached = 0;
-  g_autoptr(WeirKernel) k =
-      compile_cold_and_cached(p.g, &cc, &cold, &compiler, &cached, &error);
+  /* A cold compile into a fresh cache in a temporary directory, the
+   * timed runs (weir_evaluate), then a cached compile from that cache. */
+  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", &error);
+  if (!dir) {
+    cli_print_error("bench", error);
+    prepared_clear(&p);
+    return 1;
+  }
+  WeirCompileOptions copts = cli_compile_options(&cc);
+  copts.cache_dir = dir;
+  copts.no_cache = FALSE;
+  g_autoptr(GHashTable) inputs = abi_inputs(p.g, p.args);
+  WeirEvaluateOptions eo = {.warmup = (guint)opt_warmup,
+                            .repetitions = (guint)opt_reps,
+                            .seed = (guint64)io.seed,
+                            .compile = &copts,
+                            .inputs = inputs,
+                            .threads = opt_threads};
+  WeirEvaluation ev;
+  double cached = 0;
+  g_autoptr(WeirKernel) k = NULL;
+  if (weir_evaluate(p.g, NULL, bindings, &eo, NULL, NULL, NULL, &ev, &error))
+    k = compile_cached(p.g, &cc, dir, &cached, &error);
+  remove_tree(dir);
   if (!k) {
     cli_print_compile_error("bench", file, error);
+    weir_evaluation_clear(&ev);
     prepared_clear(&p);
     return 1;
   }
   g_autofree char *threads = g_strdup("default");
   if (opt_threads > 0) {
     g_free(threads);
-    if (weir_kernel_set_threads(k, opt_threads, &error))
+    if (!ev.threads_error)
       threads = g_strdup_printf("%d", opt_threads);
     else {
       fprintf(stderr, "weir bench: note: %s; --threads ignored\n",
-              error->message);
-      g_clear_error(&error);
+              ev.threads_error);
       threads = g_strdup("1 (no OpenMP)");
     }
   }
-  WeirBenchOptions bo = {.warmup = (guint)opt_warmup,
-                         .repetitions = (guint)opt_reps};
-  WeirBenchResult r;
-  if (!weir_kernel_bench(k, bindings, p.args, &bo, &r, &error)) {
-    fprintf(stderr, "weir bench: %s: %s\n", file, error->message);
-    prepared_clear(&p);
-    return 1;
-  }
+  const WeirBenchResult r = ev.bench;
   /* FLOPs and bytes of the program as compiled: library nodes expanded */
   g_autoptr(WeirGraph) expanded = weir_graph_copy(p.g);
   g_autoptr(GError) local = NULL;
@@ -639,8 +639,8 @@ int cli_cmd_bench(int argc, char **argv) {
       &local);
 
   printf("program  %s  (%s)\n", p.g->name, file);
-  g_autofree char *c1 = cli_format_seconds(cold),
-                  *c2 = cli_format_seconds(compiler),
+  g_autofree char *c1 = cli_format_seconds(ev.compile_seconds),
+                  *c2 = cli_format_seconds(ev.compiler_seconds),
                   *c3 = cli_format_seconds(cached);
   printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
   {
@@ -665,7 +665,7 @@ int cli_cmd_bench(int argc, char **argv) {
     printf("bytes    %s  ->  %s at the median time\n", bytes, gbs);
   } else
     printf("FLOPs    - (analysis: %s)\n", local->message);
-  weir_bench_result_clear(&r);
+  weir_evaluation_clear(&ev);
   prepared_clear(&p);
   return 0;
 }
