@@ -127,19 +127,6 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
     if (abi_only && c->initial && !given)
       continue;
     g_autoptr(GError) local = NULL;
-    if (!given) {
-      WeirTensor *tensor =
-          weir_evaluate_random_input(c, bindings, (guint64)io->seed, &local);
-      if (!tensor) {
-        fprintf(stderr,
-                "weir %s: %s: container '%s': %s (bind it with "
-                "-D or give the argument with --input)\n",
-                cmd, file, c->name, local->message);
-        return 2;
-      }
-      g_hash_table_insert(p->args, c->name, tensor);
-      continue;
-    }
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
     for (guint d = 0; d < c->shape->len; d++) {
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
@@ -151,19 +138,28 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
         return 2;
       }
     }
-    {
-      gboolean same = given->rank == c->shape->len;
-      for (guint d = 0; same && d < given->rank; d++)
-        same = given->shape[d] == shape[d];
-      if (!same) {
-        g_autofree char *a = tensor_shape_text(given);
-        g_autofree char *b = cli_shape_text(c);
-        fprintf(stderr,
-                "weir %s: %s: --input for '%s' has shape %s, but the "
-                "argument is %s\n",
-                cmd, file, c->name, a, b);
+    if (!given) {
+      WeirTensor *tensor =
+          weir_evaluate_random_input(c, bindings, (guint64)io->seed, &local);
+      if (!tensor) {
+        fprintf(stderr, "weir %s: %s: container '%s': %s\n", cmd, file, c->name,
+                local->message);
         return 1;
       }
+      g_hash_table_insert(p->args, c->name, tensor);
+      continue;
+    }
+    gboolean same = given->rank == c->shape->len;
+    for (guint d = 0; same && d < given->rank; d++)
+      same = given->shape[d] == shape[d];
+    if (!same) {
+      g_autofree char *a = tensor_shape_text(given);
+      g_autofree char *b = cli_shape_text(c);
+      fprintf(stderr,
+              "weir %s: %s: --input for '%s' has shape %s, but the "
+              "argument is %s\n",
+              cmd, file, c->name, a, b);
+      return 1;
     }
   }
   return 0;
