@@ -156,9 +156,9 @@ static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
     g_autoptr(GError) local = NULL;
     WeirTensor *t = weir_evaluate_random_input(c, bindings, seed, &local);
     if (!t) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "program '%s': argument '%s': %s (bind the symbol)", g->name,
-                  c->name, local->message);
+      g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                 "program '%s': argument '%s': ", g->name,
+                                 c->name);
       return NULL;
     }
     g_hash_table_insert(args, c->name, t);
