@@ -1,8 +1,10 @@
 /* cli-run.c — running programs: `weir run-ref` (the reference
  * interpreter), `weir run` (compiled, through the compile cache, checked
  * against files or the interpreter) and `weir bench` (compile and run
- * times).  Random inputs are the same in the three for the same seed (each
- * argument container is filled with seed + its id). */
+ * times).  run and bench compile, run, compare and time through
+ * weir_evaluate; this file loads the tensor files, prints, and compares
+ * with --expect files (shared with run-ref).  Random inputs are the same in
+ * the three for the same seed (weir_evaluate_random_input). */
 #include <glib/gstdio.h>
 #include <string.h>
 
