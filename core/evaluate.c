@@ -9,6 +9,7 @@
 #include "weir-expand.h"
 #include "weir-expr.h"
 #include "weir-interp.h"
+#include "weir-limits.h"
 #include "weir-tensor.h"
 
 static void report(WeirProgressFunc progress, gpointer user, double f,
@@ -101,8 +102,9 @@ WeirTensor *weir_evaluate_random_input(const WeirContainer *c,
       return NULL;
     }
   }
-  WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
-  weir_tensor_fill_random(t, seed + c->id);
+  WeirTensor *t = weir_tensor_try_new(c->dtype, c->shape->len, shape, error);
+  if (t)
+    weir_tensor_fill_random(t, seed + c->id);
   return t;
 }
 
@@ -324,6 +326,10 @@ static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
   report(progress, user, f_compile, "preparing inputs");
   if (cancelled(cancellable, error))
     return FALSE;
+  if (!weir_graph_check_memory(program, bindings, o.max_memory, error) ||
+      (reference &&
+       !weir_graph_check_memory(reference, bindings, o.max_memory, error)))
+    return FALSE;
   g_autoptr(GHashTable) args =
       make_arguments(program, bindings, o.inputs, o.seed, error);
   if (!args)
@@ -354,7 +360,9 @@ static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
       g_autoptr(WeirGraph) expanded = weir_graph_copy(reference);
       gint64 r0 = g_get_monotonic_time();
       if (!weir_expand_all(expanded, NULL, NULL, &local) ||
-          !weir_interpret(expanded, bindings, ref_args, NULL, &local)) {
+          !weir_interpret(expanded, bindings, ref_args,
+                          &(WeirInterpOptions){.max_memory = o.max_memory},
+                          &local)) {
         g_propagate_prefixed_error(error, local, "reference interpreter: ");
         return FALSE;
       }

@@ -53,6 +53,9 @@ typedef struct {
    * program's like the reference's: container name -> WeirTensor*
    * (borrowed; may be NULL). */
   GHashTable *expected;
+  /* Memory budget of the run in bytes (weir_graph_check_memory): 0 means
+   * the physical memory.  The program (and the reference) must each fit. */
+  guint64 max_memory;
   /* Run the reference with the reference interpreter (weir_interpret on a
    * copy with its library nodes expanded) instead of compiling it: the
    * check of `weir run --check`.  It runs once, on the same inputs, and is
@@ -125,7 +128,8 @@ WEIR_API void weir_evaluation_clear(WeirEvaluation *e);
  * (may be NULL), filled by weir_tensor_fill_random with seed + c->id, so
  * the same seed gives every container the same values everywhere.  NULL
  * with the error of the dimension that has no value (weir_expr_eval's,
- * naming the symbol) or is negative; callers add which argument it is.
+ * naming the symbol) or is negative, or weir_tensor_try_new's when the
+ * tensor cannot be made; callers add which argument it is.
  * (transfer full) */
 WEIR_API WeirTensor *weir_evaluate_random_input(const WeirContainer *c,
                                                 GHashTable *bindings,

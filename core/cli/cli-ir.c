@@ -98,6 +98,15 @@ int cli_cmd_info(int argc, char **argv) {
   g_autoptr(WeirGraph) g = cli_load_program("info", argv[1], NULL, NULL);
   if (!g)
     return 1;
+  if (!weir_graph_check_sizes(g, bindings, &error)) {
+    fprintf(stderr, "weir info: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_autoptr(GPtrArray) too_big = g_ptr_array_new_with_free_func(g_free);
+  weir_graph_check_size_limits(g, too_big, too_big);
+  for (guint i = 0; i < too_big->len; i++)
+    fprintf(stderr, "weir info: warning: %s\n",
+            (const char *)g_ptr_array_index(too_big, i));
   if ((strcmp(count, "compiled") == 0 && !weir_native_expand_rest(g, &error)) ||
       (strcmp(count, "expanded") == 0 &&
        !weir_expand_all(g, NULL, NULL, &error))) {
@@ -235,6 +244,16 @@ int cli_cmd_validate(int argc, char **argv) {
   g_autoptr(WeirGraph) g = cli_load_program("validate", argv[1], NULL, NULL);
   if (!g)
     return 1;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  gboolean runnable = weir_graph_check_runnable(g, warnings, &error);
+  for (guint i = 0; i < warnings->len; i++)
+    fprintf(stderr, "weir validate: warning: %s\n",
+            (const char *)g_ptr_array_index(warnings, i));
+  if (!runnable) {
+    fprintf(stderr, "weir validate: %s:\n%s\n", argv[1], error->message);
+    return 1;
+  }
   guint nodes = 0, edges = 0;
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);

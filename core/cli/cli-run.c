@@ -50,9 +50,10 @@ static char *tensor_shape_text(const WeirTensor *t) {
 /* A program loaded for a run with its arguments. */
 typedef struct {
   WeirGraph *g;
-  GHashTable *names; /* ONNX name -> container name */
-  GHashTable *args;  /* container name (borrowed from g) -> WeirTensor* */
-  guint expanded;    /* library nodes expanded */
+  GHashTable *names;  /* ONNX name -> container name */
+  GHashTable *args;   /* container name (borrowed from g) -> WeirTensor* */
+  guint expanded;     /* library nodes expanded */
+  guint64 max_memory; /* --max-memory in bytes (0: the physical memory) */
 } Prepared;
 
 static void prepared_clear(Prepared *p) {
@@ -120,6 +121,12 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
     }
     bind_from_tensor(c, t->tensor, bindings);
     g_hash_table_replace(p->args, c->name, g_steal_pointer(&t->tensor));
+  }
+  if (!cli_max_memory_limit(cmd, io->max_memory, &p->max_memory))
+    return 2;
+  if (!weir_graph_check_memory(g, bindings, p->max_memory, &error)) {
+    fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+    return 1;
   }
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
@@ -296,6 +303,7 @@ int cli_cmd_run_ref(int argc, char **argv) {
       CLI_TENSOR_ENTRIES(&io),
       {"reps", 0, 0, G_OPTION_ARG_INT, &reps,
        "After the checked run, time N more runs (median in the summary)", "N"},
+      CLI_MAX_MEMORY_ENTRY(&io.max_memory),
       {NULL}};
   if (!cli_parse_options("run-ref", "FILE", entries, &argc, &argv))
     return 2;
@@ -318,7 +326,9 @@ int cli_cmd_run_ref(int argc, char **argv) {
     return status;
   }
   gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(p.g, bindings, p.args, NULL, &error)) {
+  if (!weir_interpret(p.g, bindings, p.args,
+                      &(WeirInterpOptions){.max_memory = p.max_memory},
+                      &error)) {
     fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
     prepared_clear(&p);
     return 1;
@@ -430,6 +440,7 @@ int cli_cmd_run(int argc, char **argv) {
       CLI_TENSOR_ENTRIES(&io),
       {"reps", 0, 0, G_OPTION_ARG_INT, &reps,
        "After the checked run, time N more runs (median in the summary)", "N"},
+      CLI_MAX_MEMORY_ENTRY(&io.max_memory),
       {"check", 0, 0, G_OPTION_ARG_NONE, &check,
        "Also run the reference interpreter on the same inputs and compare "
        "every argument",
@@ -469,6 +480,7 @@ int cli_cmd_run(int argc, char **argv) {
       .compile = &copts,
       .inputs = inputs,
       .reference_interpreted = check,
+      .max_memory = p.max_memory,
       .no_timing = reps <= 0,
   };
   WeirEvaluation ev;
@@ -564,6 +576,7 @@ int cli_cmd_bench(int argc, char **argv) {
        "Timed repetitions (default 10)", "N"},
       {"warmup", 'w', 0, G_OPTION_ARG_INT, &opt_warmup,
        "Untimed warm-up runs (default 3)", "N"},
+      CLI_MAX_MEMORY_ENTRY(&io.max_memory),
       CLI_COMPILE_ENTRIES(&impls, &cc),
       {NULL}};
   if (!cli_parse_options("bench", "FILE", entries, &argc, &argv))
@@ -589,7 +602,7 @@ int cli_cmd_bench(int argc, char **argv) {
   }
   /* A cold compile into a fresh cache in a temporary directory, the
    * timed runs (weir_evaluate), then a cached compile from that cache. */
-  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", &error);
+  g_autofree char *dir = weir_scratch_dir_new("weir-bench", &error);
   if (!dir) {
     cli_print_error("bench", error);
     prepared_clear(&p);
@@ -604,7 +617,8 @@ int cli_cmd_bench(int argc, char **argv) {
                             .seed = (guint64)io.seed,
                             .compile = &copts,
                             .inputs = inputs,
-                            .threads = opt_threads};
+                            .threads = opt_threads,
+                            .max_memory = p.max_memory};
   WeirEvaluation ev;
   double cached = 0;
   g_autoptr(WeirKernel) k = NULL;

@@ -232,6 +232,7 @@ int cli_cmd_train(int argc, char **argv) {
   gint fit_threads = 0;
   double fit_val_fraction = 0.2;
   gboolean fit_quiet = FALSE;
+  g_autofree char *max_memory = NULL;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -276,6 +277,7 @@ int cli_cmd_train(int argc, char **argv) {
        "Write the trained model (ONNX) here", "FILE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &fit_quiet,
        "Print only the final summary", NULL},
+      CLI_MAX_MEMORY_ENTRY(&max_memory),
       TRAIN_PROGRAM_ENTRIES(&tp),
       CLI_COMPILE_ENTRIES(&impls, &cc),
       {NULL}};
@@ -380,6 +382,8 @@ int cli_cmd_train(int argc, char **argv) {
                           .last_val_r2 = NAN};
   o.progress = print_progress;
   o.user_data = &printer;
+  if (!cli_max_memory_limit("train", max_memory, &o.max_memory))
+    return 2;
   g_autoptr(WeirTrainer) trainer =
       weir_trainer_new(model, data->n_features, &o, &error);
   if (!trainer) {

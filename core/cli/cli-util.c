@@ -1,5 +1,6 @@
 /* cli-util.c — what the commands of `weir` share (cli.h): option parsing,
  * -D bindings, loading programs and workspaces, tables and formatting. */
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -135,6 +136,18 @@ void cli_tensors_clear(CliTensors *t) {
   g_clear_pointer(&t->inputs, g_strfreev);
   g_clear_pointer(&t->expects, g_strfreev);
   g_clear_pointer(&t->outputs, g_strfreev);
+  g_clear_pointer(&t->max_memory, g_free);
+}
+
+gboolean cli_max_memory_limit(const char *cmd, const char *text,
+                              guint64 *limit) {
+  g_autoptr(GError) error = NULL;
+  *limit = 0;
+  if (text && !weir_size_parse(text, limit, &error)) {
+    fprintf(stderr, "weir %s: --max-memory: %s\n", cmd, error->message);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 GHashTable *cli_parse_defines(char **defines, GError **error) {
@@ -143,8 +156,15 @@ GHashTable *cli_parse_defines(char **defines, GError **error) {
     const char *eq = strchr(defines[i], '=');
     char *end = NULL;
     gint64 v = 0;
+    errno = 0;
     if (eq)
       v = g_ascii_strtoll(eq + 1, &end, 10);
+    if (eq && errno == ERANGE) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "-D %s: the value does not fit in 64 bits", defines[i]);
+      g_hash_table_unref(b);
+      return NULL;
+    }
     if (!eq || eq == defines[i] || !end || end == eq + 1 || *end) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                   "-D %s: expected SYM=INTEGER", defines[i]);

@@ -120,6 +120,7 @@ typedef struct {
   char **expects;    /* NAME=FILE */
   char **outputs;    /* NAME=FILE */
   double rtol, atol; /* < 0: the defaults */
+  char *max_memory;  /* --max-memory SIZE, or NULL */
 } CliTensors;
 
 #define CLI_TENSORS_INIT                                                       \
@@ -165,6 +166,20 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CliTensors, cli_tensors_clear)
     "atol", 0, 0, G_OPTION_ARG_DOUBLE, &(io)->atol,                            \
         "Absolute tolerance of --expect (default 1e-5)", "A"                   \
   }
+
+/* --max-memory SIZE (run, run-ref, bench, train): see weir-limits.h. */
+#define CLI_MAX_MEMORY_ENTRY(text)                                             \
+  {                                                                            \
+    "max-memory", 0, 0, G_OPTION_ARG_STRING, (text),                           \
+        "Refuse to run when the program needs more memory than SIZE "          \
+        "(e.g. 512M, 8G; default: the physical memory)",                       \
+        "SIZE"                                                                 \
+  }
+
+/* The --max-memory limit in bytes (0: the physical memory; text may be
+ * NULL); FALSE after printing when it does not parse. */
+gboolean cli_max_memory_limit(const char *cmd, const char *text,
+                              guint64 *limit);
 
 /* Parses the options of cmd (entries: its table, NULL-terminated); leaves
  * the positional arguments in argv.  FALSE after printing on bad usage. */

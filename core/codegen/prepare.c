@@ -65,7 +65,10 @@ WeirGraph *cg_prepare_c(const WeirGraph *g, GError **error) {
     return NULL;
   if (has_library(copy) && !expand_everywhere(copy, error))
     return NULL;
-  if (!weir_graph_validate(copy, error))
+  /* Constant sizes must fit in int64 so the generated index arithmetic
+   * cannot overflow (symbolic ones are checked when bound, at run time). */
+  if (!weir_graph_validate(copy, error) ||
+      !weir_graph_check_sizes(copy, NULL, error))
     return NULL;
   g_autoptr(GPtrArray) a0 = weir_codegen_arguments(g);
   g_autoptr(GPtrArray) a1 = weir_codegen_arguments(copy);
