@@ -6,7 +6,9 @@
 
 #include "weir-codegen.h"
 #include "weir-conformance.h"
+#include "weir-expand.h"
 #include "weir-expr.h"
+#include "weir-interp.h"
 #include "weir-limits.h"
 #include "weir-tensor.h"
 
@@ -85,6 +87,27 @@ gboolean weir_evaluate_check_tensor(const WeirGraph *g, GHashTable *bindings,
   return TRUE;
 }
 
+WeirTensor *weir_evaluate_random_input(const WeirContainer *c,
+                                       GHashTable *bindings, guint64 seed,
+                                       GError **error) {
+  g_return_val_if_fail(c != NULL, NULL);
+  g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
+  for (guint d = 0; d < c->shape->len; d++) {
+    if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
+                        error))
+      return NULL;
+    if (shape[d] < 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "dimension %u is %" G_GINT64_FORMAT, d, shape[d]);
+      return NULL;
+    }
+  }
+  WeirTensor *t = weir_tensor_try_new(c->dtype, c->shape->len, shape, error);
+  if (t)
+    weir_tensor_fill_random(t, seed + c->id);
+  return t;
+}
+
 /* Binds the symbols that are whole dimensions of the inputs' containers
  * from their shapes (when not bound yet), as `weir run --input` does. */
 static void bind_from_inputs(const WeirGraph *g, GHashTable *inputs,
@@ -132,29 +155,25 @@ static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
       g_hash_table_insert(args, c->name, weir_tensor_copy(given));
       continue;
     }
-    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
-    for (guint d = 0; d < c->shape->len; d++) {
-      g_autoptr(GError) local = NULL;
-      if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
-                          &local)) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "program '%s': argument '%s': %s (bind the symbol)",
-                    g->name, c->name, local->message);
-        return NULL;
-      }
-    }
     g_autoptr(GError) local = NULL;
-    WeirTensor *t = weir_tensor_try_new(c->dtype, c->shape->len, shape, &local);
+    WeirTensor *t = weir_evaluate_random_input(c, bindings, seed, &local);
     if (!t) {
-      g_set_error(error, local->domain, local->code,
-                  "program '%s': argument '%s': %s", g->name, c->name,
-                  local->message);
+      g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                 "program '%s': argument '%s': ", g->name,
+                                 c->name);
       return NULL;
     }
-    weir_tensor_fill_random(t, seed + c->id);
     g_hash_table_insert(args, c->name, t);
   }
   return g_steal_pointer(&args);
+}
+
+static void comparison_free(gpointer p) {
+  WeirComparison *c = p;
+  g_free(c->argument);
+  g_free(c->against);
+  g_free(c->detail);
+  g_free(c);
 }
 
 /* Compares got with want (floats within the tolerances, others exactly)
@@ -167,6 +186,15 @@ static void compare_into(WeirEvaluation *out, const char *name,
   g_autoptr(GError) diff = NULL;
   gboolean ok = weir_tensor_allclose(got, want, exact ? 0 : o->rtol,
                                      exact ? 0 : o->atol, &err, &diff);
+  WeirComparison *c = g_new0(WeirComparison, 1);
+  c->argument = g_strdup(name);
+  c->against = g_strdup(against);
+  c->max_abs_error = err;
+  c->rtol = exact ? 0 : o->rtol;
+  c->atol = exact ? 0 : o->atol;
+  c->ok = ok;
+  c->detail = !ok && diff ? g_strdup(diff->message) : NULL;
+  g_ptr_array_add(out->comparisons, c);
   out->n_compared++;
   out->max_abs_error = MAX(out->max_abs_error, err);
   if (!ok && out->matches) {
@@ -213,11 +241,10 @@ static gboolean time_runs(WeirKernel *k, GHashTable *bindings, GHashTable *args,
   return TRUE;
 }
 
-gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
-                       GHashTable *bindings, const WeirEvaluateOptions *opts,
-                       GCancellable *cancellable, WeirProgressFunc progress,
-                       gpointer user, WeirEvaluation *out, GError **error) {
-  g_return_val_if_fail(program != NULL && out != NULL, FALSE);
+static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
+                         GHashTable *bindings, const WeirEvaluateOptions *opts,
+                         GCancellable *cancellable, WeirProgressFunc progress,
+                         gpointer user, WeirEvaluation *out, GError **error) {
   WeirEvaluateOptions o = opts ? *opts : (WeirEvaluateOptions){0};
   if (o.repetitions == 0)
     o.repetitions = 1;
@@ -228,6 +255,7 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     o.atol = WEIR_CONFORMANCE_ATOL;
   }
   memset(out, 0, sizeof *out);
+  out->comparisons = g_ptr_array_new_with_free_func(comparison_free);
   /* a private copy when inputs may bind symbols */
   g_autoptr(GHashTable) own = NULL;
   if (!bindings || o.inputs) {
@@ -267,15 +295,22 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
   g_autoptr(WeirKernel) k =
       weir_kernel_compile(program, o.compile, &info, &local);
   out->compile_seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+  out->compiler_seconds = info.compile_seconds;
   out->cache_hit = info.cache_hit;
+  out->cache_recovered = info.recovered;
+  out->cache_key = g_steal_pointer(&info.key);
   weir_compile_info_clear(&info);
   if (!k) {
     g_propagate_prefixed_error(error, local,
                                "compiling program '%s': ", program->name);
     return FALSE;
   }
+  if (k && o.threads > 0 && !weir_kernel_set_threads(k, o.threads, &local)) {
+    out->threads_error = g_strdup(local->message);
+    g_clear_error(&local);
+  }
   g_autoptr(WeirKernel) rk = NULL;
-  if (reference) {
+  if (reference && !o.reference_interpreted) {
     report(progress, user, f_compile / 2, "compiling the reference");
     if (cancelled(cancellable, error))
       return FALSE;
@@ -321,7 +356,18 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
       g_hash_table_iter_replace(&it, weir_tensor_copy(mine));
     }
     report(progress, user, f_compile, "running the reference");
-    if (!weir_kernel_run(rk, bindings, ref_args, &local)) {
+    if (o.reference_interpreted) {
+      g_autoptr(WeirGraph) expanded = weir_graph_copy(reference);
+      gint64 r0 = g_get_monotonic_time();
+      if (!weir_expand_all(expanded, NULL, NULL, &local) ||
+          !weir_interpret(expanded, bindings, ref_args,
+                          &(WeirInterpOptions){.max_memory = o.max_memory},
+                          &local)) {
+        g_propagate_prefixed_error(error, local, "reference interpreter: ");
+        return FALSE;
+      }
+      out->reference_seconds = (double)(g_get_monotonic_time() - r0) / 1e6;
+    } else if (!weir_kernel_run(rk, bindings, ref_args, &local)) {
       g_propagate_prefixed_error(error, local, "running the reference: ");
       return FALSE;
     }
@@ -341,11 +387,16 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     while (g_hash_table_iter_next(&it, &key, &value))
       g_hash_table_insert(first, key, weir_tensor_copy(value));
   }
+  struct timespec r0, r1;
+  clock_gettime(CLOCK_MONOTONIC, &r0);
   if (!weir_kernel_run(k, bindings, first, &local)) {
     g_propagate_prefixed_error(error, local,
                                "running program '%s': ", program->name);
     return FALSE;
   }
+  clock_gettime(CLOCK_MONOTONIC, &r1);
+  out->first_run_seconds = (double)(r1.tv_sec - r0.tv_sec) +
+                           (double)(r1.tv_nsec - r0.tv_nsec) * 1e-9;
 
   if (reference || o.expected) {
     out->validated = TRUE;
@@ -357,7 +408,10 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
       const WeirTensor *want =
           ref_args ? g_hash_table_lookup(ref_args, c->name) : NULL;
       if (want)
-        compare_into(out, c->name, got, want, "the original program", &o);
+        compare_into(out, c->name, got, want,
+                     o.reference_interpreted ? "the interpreter"
+                                             : "the original program",
+                     &o);
       want = o.expected ? g_hash_table_lookup(o.expected, c->name) : NULL;
       if (want) {
         compare_into(out, c->name, got, want, "the expected output", &o);
@@ -366,15 +420,21 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
     }
   }
 
+  out->outputs = g_steal_pointer(&first);
+  if (o.no_timing) {
+    report(progress, user, 1.0, "done");
+    return TRUE;
+  }
   /* Timing: the program, then the reference with the same warm-up and
    * repetitions, so the two medians compare like with like. */
-  const double f_prog = reference ? (f_ref + f_runs) / 2 : f_runs;
+  const double f_prog =
+      reference && !o.reference_interpreted ? (f_ref + f_runs) / 2 : f_runs;
   if (!time_runs(k, bindings, args, &o, "", progress, user, f_ref, f_prog,
                  cancellable, &out->bench, error)) {
     g_prefix_error(error, "program '%s': ", program->name);
     return FALSE;
   }
-  if (reference) {
+  if (reference && !o.reference_interpreted) {
     WeirBenchResult rb = {0};
     if (!time_runs(rk, bindings, ref_args, &o, "reference ", progress, user,
                    f_prog, f_runs, cancellable, &rb, error)) {
@@ -388,11 +448,27 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
   return TRUE;
 }
 
+gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
+                       GHashTable *bindings, const WeirEvaluateOptions *opts,
+                       GCancellable *cancellable, WeirProgressFunc progress,
+                       gpointer user, WeirEvaluation *out, GError **error) {
+  g_return_val_if_fail(program != NULL && out != NULL, FALSE);
+  if (evaluate(program, reference, bindings, opts, cancellable, progress, user,
+               out, error))
+    return TRUE;
+  weir_evaluation_clear(out);
+  return FALSE;
+}
+
 void weir_evaluation_clear(WeirEvaluation *e) {
   if (!e)
     return;
   weir_bench_result_clear(&e->bench);
   g_clear_pointer(&e->mismatch, g_free);
+  g_clear_pointer(&e->cache_key, g_free);
+  g_clear_pointer(&e->outputs, g_hash_table_unref);
+  g_clear_pointer(&e->comparisons, g_ptr_array_unref);
+  g_clear_pointer(&e->threads_error, g_free);
   memset(e, 0, sizeof *e);
 }
 

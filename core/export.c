@@ -22,6 +22,8 @@
 #include "weir-analysis.h"
 #include "weir-codegen.h"
 #include "weir-conformance.h"
+#include "weir-evaluate.h"
+#include "weir-expand.h"
 #include "weir-export-resources.h"
 #include "weir-interp.h"
 #include "weir-lower.h"
@@ -370,13 +372,12 @@ static gboolean collect_arguments(Export *e, GError **error) {
       a->input_given = TRUE;
       e->n_given++;
     } else {
-      a->input = weir_tensor_try_new(a->c->dtype, a->rank, a->shape, error);
+      a->input = weir_evaluate_random_input(a->c, e->bindings, o->seed, error);
       if (!a->input) {
         g_prefix_error(error, "program '%s': argument '%s': ", g->name,
                        a->c->name);
         return FALSE;
       }
-      weir_tensor_fill_random(a->input, o->seed + a->c->id);
       e->n_generated++;
     }
     const WeirTensor *want =

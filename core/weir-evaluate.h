@@ -10,8 +10,8 @@
  *   3. fill every argument container of `program` with the tensor given
  *      for it in opts->inputs (a file loaded with weir_tensor_load, as
  *      `weir run --input`), else with reproducible random values
- *      (weir_tensor_fill_random with seed + container id, the rule of
- *      `weir run`); the reference gets copies of the same tensors;
+ *      (weir_evaluate_random_input, the rule of `weir run` and of exported
+ *      kernels); the reference gets copies of the same tensors;
  *   4. run each once and compare every argument of `program` with the
  *      reference's container of the same name and with the tensor given
  *      for it in opts->expected (floats with rtol/atol, others exactly);
@@ -56,7 +56,29 @@ typedef struct {
   /* Memory budget of the run in bytes (weir_graph_check_memory): 0 means
    * the physical memory.  The program (and the reference) must each fit. */
   guint64 max_memory;
+  /* Run the reference with the reference interpreter (weir_interpret on a
+   * copy with its library nodes expanded) instead of compiling it: the
+   * check of `weir run --check`.  It runs once, on the same inputs, and is
+   * not timed (reference_seconds is that one run). */
+  gboolean reference_interpreted;
+  /* Only the checked run: no warm-up and no timed runs (bench stays
+   * empty; first_run_seconds has the time). */
+  gboolean no_timing;
+  /* OpenMP threads of program's kernel (weir_kernel_set_threads); 0: its
+   * default.  A kernel that cannot set them runs with its default and
+   * threads_error says why. */
+  int threads;
 } WeirEvaluateOptions;
+
+/* One comparison of an argument of program after the checked run. */
+typedef struct {
+  char *argument;       /* container name (owned) */
+  char *against;        /* "the reference" or "the expected output" (owned) */
+  double max_abs_error; /* largest |got - want| */
+  double rtol, atol;    /* the tolerances used (0 for integers) */
+  gboolean ok;
+  char *detail; /* where it differs most, when not ok (owned) */
+} WeirComparison;
 
 typedef struct {
   gboolean cache_hit;       /* program's object came from the cache */
@@ -70,6 +92,15 @@ typedef struct {
   guint n_compared;         /* arguments compared */
   char *mismatch;           /* first mismatch, or NULL (owned) */
   guint n_expected;         /* of n_compared: against opts->expected */
+  char *cache_key;          /* compile cache key of program (owned) */
+  gboolean cache_recovered; /* a damaged cache entry was replaced */
+  double compiler_seconds;  /* of compile_seconds: the C compiler alone */
+  double first_run_seconds; /* the checked run of program */
+  /* program's arguments after the checked run: container name (borrowed
+   * from program) -> WeirTensor* (owned by the evaluation). */
+  GHashTable *outputs;
+  GPtrArray *comparisons; /* WeirComparison*, in argument order (owned) */
+  char *threads_error;    /* why opts->threads was not set, or NULL */
 } WeirEvaluation;
 
 /* Called with the fraction done (0..1) and what happens now (borrowed). */
@@ -80,7 +111,8 @@ typedef void (*WeirProgressFunc)(double fraction, const char *phase,
  * gint64*, may be NULL when the program has none unbound).  reference,
  * opts, cancellable and progress may be NULL.  On success fills *out
  * (clear it with weir_evaluation_clear); a mismatch is a success with
- * matches = FALSE.  Errors name the program and the phase. */
+ * matches = FALSE.  On failure *out is left cleared.  Errors name the
+ * program and the phase. */
 WEIR_API gboolean weir_evaluate(const WeirGraph *program,
                                 const WeirGraph *reference,
                                 GHashTable *bindings,
@@ -89,6 +121,19 @@ WEIR_API gboolean weir_evaluate(const WeirGraph *program,
                                 WeirProgressFunc progress, gpointer user,
                                 WeirEvaluation *out, GError **error);
 WEIR_API void weir_evaluation_clear(WeirEvaluation *e);
+
+/* The one rule for inputs nobody gave, shared by weir_evaluate, `weir
+ * run-ref`, `run` and `bench`, and weir_export (whose harness repeats it in
+ * C): a tensor of c's dtype and shape, the shape evaluated with bindings
+ * (may be NULL), filled by weir_tensor_fill_random with seed + c->id, so
+ * the same seed gives every container the same values everywhere.  NULL
+ * with the error of the dimension that has no value (weir_expr_eval's,
+ * naming the symbol) or is negative, or weir_tensor_try_new's when the
+ * tensor cannot be made; callers add which argument it is.
+ * (transfer full) */
+WEIR_API WeirTensor *weir_evaluate_random_input(const WeirContainer *c,
+                                                GHashTable *bindings,
+                                                guint64 seed, GError **error);
 
 /* Checks that t can be the value of argument `name` of g: name is an
  * argument container (not transient, not a constant), and t has its dtype

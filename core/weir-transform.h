@@ -59,6 +59,28 @@ WEIR_API gboolean weir_transform_can_apply(const WeirTransformInfo *t,
  * (transfer full) */
 WEIR_API char *weir_site_describe(const WeirGraph *g, const WeirSite *site);
 
+/* Parses a site written as text: the syntax of `weir apply --site`
+ * (docs/transformations.md), one of
+ *   "7", "7,9,12"  node ids, blanks around them allowed; the site's state
+ *                  is the one holding the first node
+ *   "3:7,9"        node ids in state 3
+ *   "@K"           the K-th candidate site of t (weir_transform_sites'
+ *                  order, from 0, as `weir transforms` lists them)
+ *   other text     a label pattern (GPatternSpec: '*' any text, '?' one
+ *                  character) that the first node of exactly one
+ *                  candidate site of t matches
+ * Text of digits, commas, blanks and at most one colon is read as ids.
+ * Ids must name nodes of the one state (of g); they need not be a
+ * candidate site (legality is the framework's to judge when applying).
+ * text NULL chooses the only candidate site of t.  t may be NULL when text
+ * gives ids.  Fills *site and returns TRUE, or FALSE with a
+ * WEIR_ERROR_INVALID error naming the text ("--site TEXT: ..." for ids and
+ * @K; "NAME: N sites match TEXT; ..." for a pattern, with the candidates
+ * listed, at most 12, as "@K  <weir_site_describe>"). */
+WEIR_API gboolean weir_site_parse(const WeirGraph *g,
+                                  const WeirTransformInfo *t, const char *text,
+                                  WeirSite *site, GError **error);
+
 /* What an application changed. */
 typedef struct {
   WeirQuantity bytes_before, bytes_after; /* total data movement */

@@ -214,6 +214,114 @@ static void test_cancel_and_errors(void **state) {
   assert_non_null(strstr(err->message, "argument 'A'"));
 }
 
+/* `weir run --check`: the reference run by the interpreter, no timed runs,
+ * the arguments after the checked run and one comparison per argument;
+ * a wrong program differs from the interpreter's run of the right one. */
+static void test_interpreted_reference(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(GHashTable) b = bind_n(40);
+  WeirEvaluateOptions o = {
+      .reference_interpreted = TRUE, .no_timing = TRUE, .compile = &f->opts};
+  WeirEvaluation e;
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_evaluate(g, g, b, &o, NULL, NULL, NULL, &e, &err));
+  assert_true(e.validated);
+  assert_true(e.matches);
+  assert_int_equal(e.bench.repetitions, 0);
+  assert_non_null(e.cache_key);
+  assert_int_equal(strlen(e.cache_key), 64);
+  assert_int_equal(e.comparisons->len, 3);
+  for (guint i = 0; i < e.comparisons->len; i++) {
+    const WeirComparison *c = g_ptr_array_index(e.comparisons, i);
+    assert_true(c->ok);
+    assert_string_equal(c->against, "the interpreter");
+    assert_null(c->detail);
+  }
+  /* the outputs: C = A + B of the inputs by the random rule */
+  const WeirTensor *x = g_hash_table_lookup(e.outputs, "A");
+  const WeirTensor *y = g_hash_table_lookup(e.outputs, "B");
+  const WeirTensor *z = g_hash_table_lookup(e.outputs, "C");
+  assert_non_null(x);
+  assert_non_null(y);
+  assert_non_null(z);
+  g_autoptr(WeirTensor) want_a =
+      weir_evaluate_random_input(weir_graph_container(g, "A"), b, 1, &err);
+  assert_true(weir_tensor_allclose(x, want_a, 0, 0, NULL, NULL));
+  for (gint64 i = 0; i < z->count; i++)
+    assert_float_equal(weir_tensor_get(z, i),
+                       weir_tensor_get(x, i) + weir_tensor_get(y, i), 1e-6);
+  weir_evaluation_clear(&e);
+  assert_null(e.outputs);
+  assert_null(e.comparisons);
+
+  g_autoptr(WeirGraph) wrong = weir_graph_copy(g);
+  WeirNode *t = weir_graph_node(wrong, 8, NULL);
+  assert_non_null(t);
+  assert_true(weir_tasklet_set_code(t, "c = a - b"));
+  assert_true(weir_evaluate(wrong, g, b, &o, NULL, NULL, NULL, &e, &err));
+  assert_false(e.matches);
+  gboolean c_differs = FALSE;
+  for (guint i = 0; i < e.comparisons->len; i++) {
+    const WeirComparison *c = g_ptr_array_index(e.comparisons, i);
+    if (strcmp(c->argument, "C") == 0) {
+      c_differs = !c->ok && c->detail && c->max_abs_error > 0.01;
+      assert_true(c->rtol > 0);
+    }
+  }
+  assert_true(c_differs);
+  weir_evaluation_clear(&e);
+}
+
+/* The one rule for inputs nobody gave (weir_evaluate_random_input): the
+ * container's shape, weir_tensor_fill_random with seed + its id; and
+ * weir_evaluate fills its inputs by it: C = A + B of vector_add checks
+ * against A + B computed from the rule with the same seed, and not with
+ * another seed. */
+static void test_random_input_rule(void **state) {
+  Fixture *f = *state;
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(GHashTable) b = bind_n(100);
+  const WeirContainer *a = weir_graph_container(g, "A");
+  const WeirContainer *bc = weir_graph_container(g, "B");
+  const WeirContainer *cc = weir_graph_container(g, "C");
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirTensor) x = weir_evaluate_random_input(a, b, 5, &err);
+  assert_non_null(x);
+  assert_int_equal(x->dtype, a->dtype);
+  assert_int_equal(x->rank, 1);
+  assert_int_equal(x->shape[0], 100);
+  const gint64 n = 100;
+  g_autoptr(WeirTensor) want = weir_tensor_new(a->dtype, 1, &n);
+  weir_tensor_fill_random(want, 5 + a->id);
+  assert_true(weir_tensor_allclose(x, want, 0, 0, NULL, NULL));
+  g_autoptr(WeirTensor) y = weir_evaluate_random_input(bc, b, 5, &err);
+  assert_false(weir_tensor_allclose(x, y, 0, 0, NULL, NULL));
+
+  /* C = A + B from the rule's A and B */
+  g_autoptr(WeirTensor) sum = weir_tensor_new(cc->dtype, 1, &n);
+  for (gint64 i = 0; i < n; i++)
+    weir_tensor_set(sum, i, weir_tensor_get(x, i) + weir_tensor_get(y, i));
+  g_autoptr(GHashTable) expected = g_hash_table_new(g_str_hash, g_str_equal);
+  g_hash_table_insert(expected, cc->name, sum);
+  WeirEvaluateOptions o = {
+      .seed = 5, .expected = expected, .compile = &f->opts};
+  WeirEvaluation e;
+  assert_true(weir_evaluate(g, NULL, b, &o, NULL, NULL, NULL, &e, &err));
+  assert_true(e.validated);
+  assert_true(e.matches);
+  weir_evaluation_clear(&e);
+  o.seed = 6;
+  assert_true(weir_evaluate(g, NULL, b, &o, NULL, NULL, NULL, &e, &err));
+  assert_false(e.matches);
+  weir_evaluation_clear(&e);
+
+  /* an unbound symbol: weir_expr_eval's error, naming it */
+  g_autoptr(WeirTensor) none = weir_evaluate_random_input(a, NULL, 5, &err);
+  assert_null(none);
+  assert_non_null(strstr(err->message, "N"));
+}
+
 /* The scope of a map runs from its comment to its closing brace; the
  * tasklet inside lies within it; an access node has no code. */
 static void test_node_lines(void **state) {
@@ -260,6 +368,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_inputs_and_expected, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cancel_and_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_random_input_rule, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_interpreted_reference, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_node_lines, setup, teardown),
       cmocka_unit_test_setup_teardown(test_write_files, setup, teardown),
   };

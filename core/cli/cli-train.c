@@ -1,0 +1,501 @@
+/* cli-train.c — training: `weir train` (compiled training on a data set,
+ * the trained model written back as ONNX) and `weir train-graph` (the
+ * training program itself); docs/training.md. */
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ------------------------------------------------ training program options
+ * Shared by `weir train` and `weir train-graph`: the loss, the optimizer
+ * and its hyper-parameters, and which constants are trained. */
+
+typedef struct {
+  char *loss, *optimizer, *params, *freeze;
+  double lr, momentum, weight_decay, beta1, beta2, epsilon; /* < 0: default */
+} TrainProgram;
+
+#define TRAIN_PROGRAM_INIT                                                     \
+  {                                                                            \
+    .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1,    \
+    .epsilon = -1                                                              \
+  }
+
+static void train_program_clear(TrainProgram *tp) {
+  g_clear_pointer(&tp->loss, g_free);
+  g_clear_pointer(&tp->optimizer, g_free);
+  g_clear_pointer(&tp->params, g_free);
+  g_clear_pointer(&tp->freeze, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
+
+/* The training program options, as entries of a command's table. */
+#define TRAIN_PROGRAM_ENTRIES(tp)                                              \
+  {"loss",                                                                     \
+   0,                                                                          \
+   0,                                                                          \
+   G_OPTION_ARG_STRING,                                                        \
+   &(tp)->loss,                                                                \
+   "softmax-cross-entropy (class labels) or mse (float targets: "              \
+   "regression)",                                                              \
+   "LOSS"},                                                                    \
+      {"optimizer",                                                            \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->optimizer,                                                       \
+       "sgd, momentum or adam",                                                \
+       "OPT"},                                                                 \
+      {"lr",      0,                                                           \
+       0,         G_OPTION_ARG_DOUBLE,                                         \
+       &(tp)->lr, "Learning rate (default 0.01)",                              \
+       "X"},                                                                   \
+      {"momentum",                                                             \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->momentum,                                                        \
+       "Momentum (default 0.9)",                                               \
+       "X"},                                                                   \
+      {"beta1",                                                                \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->beta1,                                                           \
+       "Adam beta1 (default 0.9)",                                             \
+       "X"},                                                                   \
+      {"beta2",                                                                \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->beta2,                                                           \
+       "Adam beta2 (default 0.999)",                                           \
+       "X"},                                                                   \
+      {"epsilon",                                                              \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->epsilon,                                                         \
+       "Adam epsilon (default 1e-8)",                                          \
+       "X"},                                                                   \
+      {"weight-decay",                                                         \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->weight_decay,                                                    \
+       "L2 weight decay added to the gradient (default 0)",                    \
+       "X"},                                                                   \
+      {"params",                                                               \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->params,                                                          \
+       "Train the float constants whose container or ONNX initializer name "   \
+       "matches REGEX (default: the ONNX initializers, docs/training.md)",     \
+       "REGEX"},                                                               \
+  {                                                                            \
+    "freeze", 0, 0, G_OPTION_ARG_STRING, &(tp)->freeze,                        \
+        "Do not train the parameters whose name matches REGEX", "REGEX"        \
+  }
+
+/* Applies the options above to o (set by weir_train_options_init); FALSE
+ * after printing on an unknown loss or optimizer. */
+static gboolean train_program_options(const char *cmd, const TrainProgram *tp,
+                                      WeirTrainOptions *o) {
+  if (tp->loss && !weir_loss_from_name(tp->loss, &o->loss)) {
+    fprintf(stderr, "weir %s: unknown loss '%s' (softmax-cross-entropy, mse)\n",
+            cmd, tp->loss);
+    return FALSE;
+  }
+  if (tp->optimizer &&
+      !weir_optimizer_from_name(tp->optimizer, &o->optimizer)) {
+    fprintf(stderr, "weir %s: unknown optimizer '%s' (sgd, momentum, adam)\n",
+            cmd, tp->optimizer);
+    return FALSE;
+  }
+  if (tp->lr >= 0)
+    o->lr = tp->lr;
+  if (tp->momentum >= 0)
+    o->momentum = tp->momentum;
+  if (tp->weight_decay >= 0)
+    o->weight_decay = tp->weight_decay;
+  if (tp->beta1 >= 0)
+    o->beta1 = tp->beta1;
+  if (tp->beta2 >= 0)
+    o->beta2 = tp->beta2;
+  if (tp->epsilon >= 0)
+    o->epsilon = tp->epsilon;
+  o->params = tp->params;
+  o->freeze = tp->freeze;
+  return TRUE;
+}
+
+/* "0.5", "1/16" */
+static gboolean parse_scale(const char *text, double *out) {
+  char *end = NULL;
+  double num = g_ascii_strtod(text, &end);
+  if (end == text)
+    return FALSE;
+  if (*end == '/') {
+    const char *rest = end + 1;
+    double den = g_ascii_strtod(rest, &end);
+    if (end == rest || den == 0)
+      return FALSE;
+    num /= den;
+  }
+  if (*end != '\0')
+    return FALSE;
+  *out = num;
+  return TRUE;
+}
+
+typedef struct {
+  gboolean tty;
+  gboolean quiet;
+  double last_val_accuracy;
+  double last_val_mse, last_val_r2; /* mse: the last held-out figures */
+  gint64 last_draw; /* monotonic µs of the last progress line */
+} TrainPrinter;
+
+static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
+  TrainPrinter *pr = user_data;
+  if (p->epoch_done) {
+    pr->last_val_accuracy = p->val_accuracy;
+    pr->last_val_mse = p->val_loss;
+    pr->last_val_r2 = p->val_r2;
+    if (pr->quiet)
+      return;
+    if (pr->tty)
+      printf("\r\033[K");
+    printf("epoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+           ": loss %.4f, %.0f samples/s, %.2f s",
+           p->epoch, p->epochs, p->epoch_loss, p->samples_per_second,
+           p->epoch_seconds);
+    if (p->val_accuracy >= 0)
+      printf(", held-out accuracy %.2f%% (loss %.4f)", 100 * p->val_accuracy,
+             p->val_loss);
+    else if (!isnan(p->val_r2))
+      printf(", held-out MSE %.4g (R\u00b2 %.4f)", p->val_loss, p->val_r2);
+    if (p->skipped)
+      printf(", %" G_GINT64_FORMAT " steps skipped", p->skipped);
+    printf("\n");
+    fflush(stdout);
+    return;
+  }
+  if (!pr->tty || pr->quiet)
+    return;
+  /* redraw at most ten times a second, and at the end of the epoch */
+  gint64 now = g_get_monotonic_time();
+  if (now - pr->last_draw < 100000 && p->step < p->steps_per_epoch)
+    return;
+  pr->last_draw = now;
+  int width = 24;
+  int done = (int)(width * p->step / MAX(p->steps_per_epoch, 1));
+  char bar[32];
+  for (int i = 0; i < width; i++)
+    bar[i] = i < done ? '#' : '.';
+  bar[width] = '\0';
+  printf("\r\033[Kepoch %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         " [%s] step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         "  loss %.4f  %.0f samples/s",
+         p->epoch, p->epochs, bar, p->step, p->steps_per_epoch, p->loss,
+         p->samples_per_second);
+  fflush(stdout);
+}
+
+int cli_cmd_train(int argc, char **argv) {
+  static const char *const usage_text =
+      "usage: weir train MODEL.onnx --data FILE -o OUT.onnx [--label COL]\n"
+      "                  [--epochs N] [--batch B] [--optimizer "
+      "sgd|momentum|adam]\n"
+      "                  [--lr LR] [--momentum M] [--beta1 B1] [--beta2 B2]\n"
+      "                  [--epsilon E] [--weight-decay WD] [--seed S]\n"
+      "                  [--threads T] [--steps-per-call K] "
+      "[--val-fraction F]\n"
+      "                  [--scale S] [--standardize] [--recipe R.json]\n"
+      "                  [--loss mse [--target-columns COLS | --targets N |\n"
+      "                   --target-file FILE]] [--params REGEX] "
+      "[--freeze REGEX]\n"
+      "                  [--cc CC] [--cflags FLAGS]\n";
+  g_auto(GStrv) defines = NULL, impls = NULL;
+  g_auto(TrainProgram) tp = TRAIN_PROGRAM_INIT;
+  g_auto(CliCompile) cc = {0};
+  g_autofree char *fit_data = NULL, *fit_label = NULL, *fit_scale = NULL;
+  g_autofree char *fit_recipe = NULL, *fit_output = NULL;
+  g_autofree char *fit_target_columns = NULL, *fit_target_file = NULL;
+  gint64 fit_targets = -1;
+  gboolean fit_standardize = FALSE;
+  gint64 fit_epochs = 10, fit_batch = 32, fit_k = 1;
+  gint64 fit_seed = 1;
+  gint fit_threads = 0;
+  double fit_val_fraction = 0.2;
+  gboolean fit_quiet = FALSE;
+  g_autofree char *max_memory = NULL;
+  /* --impl is accepted (as before the split) but training chooses the
+   * implementations itself. */
+  const GOptionEntry entries[] = {
+      CLI_DEFINE_ENTRY(&defines),
+      {"data", 0, 0, G_OPTION_ARG_FILENAME, &fit_data,
+       "Training data: .csv, .csv.gz or .npy (samples x columns)", "FILE"},
+      {"label", 0, 0, G_OPTION_ARG_STRING, &fit_label,
+       "Label column: header name or index (negative from the end; default: "
+       "the last column)",
+       "COL"},
+      {"epochs", 0, 0, G_OPTION_ARG_INT64, &fit_epochs, "Epochs (default 10)",
+       "N"},
+      {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
+       "Samples per step (default 32)", "B"},
+      {"target-columns", 0, 0, G_OPTION_ARG_STRING, &fit_target_columns,
+       "mse: the target columns, comma-separated header names or indices "
+       "(default: the last column)",
+       "COLS"},
+      {"targets", 0, 0, G_OPTION_ARG_INT64, &fit_targets,
+       "mse: the last N columns are the targets (default 1)", "N"},
+      {"target-file", 0, 0, G_OPTION_ARG_FILENAME, &fit_target_file,
+       "mse: the targets are the columns of FILE (.csv, .csv.gz, .npy; one row "
+       "per sample); every column of --data is a feature",
+       "FILE"},
+      {"standardize", 0, 0, G_OPTION_ARG_NONE, &fit_standardize,
+       "Standardize the features (and mse targets) to mean 0, std 1 with the "
+       "training split's statistics",
+       NULL},
+      {"seed", 0, 0, G_OPTION_ARG_INT64, &fit_seed,
+       "Seed of the split and the shuffles (default 1)", "S"},
+      {"threads", 0, 0, G_OPTION_ARG_INT, &fit_threads,
+       "OpenMP threads (default: OMP_NUM_THREADS or all)", "T"},
+      {"steps-per-call", 'k', 0, G_OPTION_ARG_INT64, &fit_k,
+       "Steps run by one call of the compiled program (default 1)", "K"},
+      {"val-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &fit_val_fraction,
+       "Fraction of the samples held out for evaluation (default 0.2)", "F"},
+      {"scale", 0, 0, G_OPTION_ARG_STRING, &fit_scale,
+       "Multiply every feature by S (a number or a fraction: 1/16)", "S"},
+      {"recipe", 'r', 0, G_OPTION_ARG_FILENAME, &fit_recipe,
+       "Apply a recipe to the training program before compiling it", "FILE"},
+      {"output", 'o', 0, G_OPTION_ARG_FILENAME, &fit_output,
+       "Write the trained model (ONNX) here", "FILE"},
+      {"quiet", 'q', 0, G_OPTION_ARG_NONE, &fit_quiet,
+       "Print only the final summary", NULL},
+      CLI_MAX_MEMORY_ENTRY(&max_memory),
+      TRAIN_PROGRAM_ENTRIES(&tp),
+      CLI_COMPILE_ENTRIES(&impls, &cc),
+      {NULL}};
+  if (!cli_parse_options("train", "MODEL.onnx", entries, &argc, &argv))
+    return 2;
+  if (argc != 2 || !fit_data || !fit_output) {
+    fputs(usage_text, stderr);
+    return 2;
+  }
+  const char *model = argv[1];
+  g_autoptr(GError) error = NULL;
+
+  WeirTrainerOptions o;
+  weir_trainer_options_init(&o);
+  if (!train_program_options("train", &tp, &o.train))
+    return 2;
+  gboolean mse = o.train.loss == WEIR_LOSS_MSE;
+  if (!mse && (fit_target_columns || fit_target_file || fit_targets >= 0)) {
+    fprintf(stderr, "weir train: --target-columns, --targets and "
+                    "--target-file need --loss mse\n");
+    return 2;
+  }
+  if (!!fit_target_columns + !!fit_target_file + (fit_targets >= 0) > 1) {
+    fprintf(stderr, "weir train: give one of --target-columns, --targets "
+                    "and --target-file\n");
+    return 2;
+  }
+  if (mse && fit_label) {
+    fprintf(stderr, "weir train: --label is for class labels; with --loss "
+                    "mse name the targets with --target-columns\n");
+    return 2;
+  }
+  if (fit_targets == 0) {
+    fprintf(stderr, "weir train: --targets must be positive\n");
+    return 2;
+  }
+  o.epochs = fit_epochs;
+  o.batch = fit_batch;
+  o.steps_per_call = fit_k;
+  o.seed = (guint64)fit_seed;
+  o.threads = fit_threads;
+  o.compile = cli_compile_options(&cc);
+  o.recipe_path = fit_recipe;
+  double scale = 1;
+  if (fit_scale && !parse_scale(fit_scale, &scale)) {
+    fprintf(stderr, "weir train: --scale %s: expected a number or A/B\n",
+            fit_scale);
+    return 2;
+  }
+  if (fit_epochs < 0 || fit_batch <= 0 || fit_k <= 0) {
+    fprintf(stderr, "weir train: --epochs, --batch and --steps-per-call "
+                    "must be positive\n");
+    return 2;
+  }
+
+  g_autoptr(WeirDataset) data =
+      !mse
+          ? weir_dataset_load(fit_data, fit_label, &error)
+          : weir_dataset_load_targets(fit_data, fit_target_columns,
+                                      fit_target_file ? 0 : MAX(fit_targets, 1),
+                                      &error);
+  if (!data || (fit_target_file &&
+                !weir_dataset_attach_targets(data, fit_target_file, &error))) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  if (scale != 1)
+    weir_dataset_scale(data, scale);
+  weir_dataset_shuffle(data, (guint64)fit_seed);
+  WeirDataset *train_set = NULL, *val_set = NULL;
+  if (!weir_dataset_split(data, fit_val_fraction, &train_set, &val_set,
+                          &error)) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  g_autoptr(WeirDataset) train = train_set;
+  g_autoptr(WeirDataset) val = val_set;
+  if (fit_standardize)
+    weir_dataset_standardize(train, val, TRUE, mse);
+  if (mse)
+    printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+           " features, %" G_GINT64_FORMAT " target%s (%s%s): %" G_GINT64_FORMAT
+           " for training, %" G_GINT64_FORMAT " held out%s\n",
+           fit_data, data->n_samples, data->n_features, data->n_targets,
+           data->n_targets == 1 ? "" : "s",
+           fit_target_file ? "file " : "column ", data->label_column,
+           train->n_samples, val->n_samples,
+           fit_standardize ? ", standardized" : "");
+  else
+    printf("%s: %" G_GINT64_FORMAT " samples of %" G_GINT64_FORMAT
+           " features, %" G_GINT64_FORMAT
+           " classes (label column %s): %" G_GINT64_FORMAT
+           " for training, %" G_GINT64_FORMAT " held out%s\n",
+           fit_data, data->n_samples, data->n_features, data->n_classes,
+           data->label_column, train->n_samples, val->n_samples,
+           fit_standardize ? ", features standardized" : "");
+
+  gint64 t0 = g_get_monotonic_time();
+  TrainPrinter printer = {.tty = isatty(fileno(stdout)),
+                          .quiet = fit_quiet,
+                          .last_val_accuracy = -1,
+                          .last_val_r2 = NAN};
+  o.progress = print_progress;
+  o.user_data = &printer;
+  if (!cli_max_memory_limit("train", max_memory, &o.max_memory))
+    return 2;
+  g_autoptr(WeirTrainer) trainer =
+      weir_trainer_new(model, data->n_features, &o, &error);
+  if (!trainer) {
+    cli_print_compile_error("train", model, error);
+    return 1;
+  }
+  g_autofree char *took =
+      cli_format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  const WeirGraph *prog = weir_trainer_program(trainer);
+  printf("%s: training program with %u containers built and compiled in %s "
+         "(batch %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+         " step%s per call, %s, lr %g)\n",
+         model, prog->containers->len, took, fit_batch, fit_k,
+         fit_k == 1 ? "" : "s", tp.optimizer ? tp.optimizer : "sgd",
+         o.train.lr);
+  fflush(stdout);
+
+  t0 = g_get_monotonic_time();
+  if (!weir_trainer_fit(trainer, train, val, &error)) {
+    if (printer.tty)
+      printf("\n");
+    cli_print_error("train", error);
+    return 1;
+  }
+  double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+  if (!weir_trainer_save_onnx(trainer, fit_output, &error)) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  printf("trained %" G_GINT64_FORMAT " steps in %.2f s",
+         weir_trainer_steps(trainer), secs);
+  if (printer.last_val_accuracy >= 0)
+    printf(", held-out accuracy %.2f%%", 100 * printer.last_val_accuracy);
+  else if (!isnan(printer.last_val_r2))
+    printf(", held-out MSE %.4g, R\u00b2 %.4f", printer.last_val_mse,
+           printer.last_val_r2);
+  if (weir_trainer_skipped(trainer))
+    printf(", %" G_GINT64_FORMAT " steps skipped (non-finite)",
+           weir_trainer_skipped(trainer));
+  printf("\nwrote %s\n", fit_output);
+  return 0;
+}
+
+/* ------------------------------------------------------------ train-graph */
+
+int cli_cmd_train_graph(int argc, char **argv) {
+  g_auto(GStrv) defines = NULL;
+  g_auto(TrainProgram) tp = TRAIN_PROGRAM_INIT;
+  g_autofree char *train_target = NULL, *train_output = NULL;
+  g_autofree char *output_path = NULL;
+  gint64 train_steps = 0;
+  const GOptionEntry entries[] = {
+      CLI_DEFINE_ENTRY(&defines),
+      {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
+       "Name of the target argument (default: target)", "NAME"},
+      {"output", 0, 0, G_OPTION_ARG_STRING, &train_output,
+       "Forward output the loss reads (default: the only one)", "NAME"},
+      {"steps", 0, 0, G_OPTION_ARG_INT64, &train_steps,
+       "Fix the number of steps per call (default: symbol K)", "K"},
+      {"output-file", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
+       "Write the training program (.json) or a workspace (.weir)", "FILE"},
+      TRAIN_PROGRAM_ENTRIES(&tp),
+      {NULL}};
+  if (!cli_parse_options("train-graph", "MODEL -o OUT", entries, &argc, &argv))
+    return 2;
+  if (argc != 2 || !output_path || !tp.loss || !tp.optimizer) {
+    fprintf(stderr,
+            "usage: weir train-graph MODEL.onnx --loss "
+            "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
+            "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
+            "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
+            "K] [--params REGEX] "
+            "[--freeze REGEX] -o TRAIN.json|TRAIN.weir\n");
+    return 2;
+  }
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  if (!train_program_options("train-graph", &tp, &o))
+    return 2;
+  if (train_steps < 0) {
+    fprintf(stderr, "weir train-graph: --steps must be positive\n");
+    return 2;
+  }
+  o.target = train_target;
+  o.output = train_output;
+  o.steps = train_steps;
+  g_autoptr(WeirGraph) fwd =
+      cli_load_program("train-graph", argv[1], NULL, NULL);
+  if (!fwd)
+    return 1;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) t = weir_train_graph(fwd, &o, &error);
+  if (!t || !weir_graph_validate(t, &error)) {
+    fprintf(stderr, "weir train-graph: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_auto(GStrv) params = weir_train_select_parameters(fwd, &o, NULL);
+  if (cli_is_workspace_path(output_path)) {
+    g_autoptr(WeirSession) s = weir_session_new(t, argv[1], NULL, &error);
+    if (!s) {
+      cli_print_error("train-graph", error);
+      return 1;
+    }
+    if (!cli_save_workspace("train-graph", s, output_path))
+      return 1;
+  } else if (!weir_graph_save(t, output_path, &error)) {
+    cli_print_error("train-graph", error);
+    return 1;
+  }
+  printf("%s -> %s: training program '%s', %u parameters, %s loss, %s, "
+         "%u states\n",
+         argv[1], output_path, t->name, g_strv_length(params), tp.loss,
+         tp.optimizer, t->states->len);
+  return 0;
+}
