@@ -20,18 +20,22 @@ static char *format_size(guint64 bytes) {
   return g_string_free(s, FALSE);
 }
 
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 /* "N=9223372036854775807, M=2" for the bound symbols of c's shape, or NULL
  * when there are none. (transfer full) */
 static char *shape_symbols(const WeirContainer *c, GHashTable *bindings) {
-  g_autoptr(GHashTable) set = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) set =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint d = 0; d < c->shape->len; d++)
     weir_expr_collect_symbols(g_ptr_array_index(c->shape, d), set);
   if (g_hash_table_size(set) == 0 || !bindings)
     return NULL;
   g_autofree gpointer *keys = g_hash_table_get_keys_as_array(set, NULL);
   guint n = g_hash_table_size(set);
-  qsort(keys, n, sizeof(gpointer),
-        (int (*)(const void *, const void *))g_strcmp0);
+  qsort(keys, n, sizeof(gpointer), compare_names);
   GString *s = g_string_new(NULL);
   for (guint i = 0; i < n; i++) {
     const gint64 *v = g_hash_table_lookup(bindings, keys[i]);
@@ -129,7 +133,8 @@ gboolean weir_container_size(const WeirContainer *c, GHashTable *bindings,
 
 /* TRUE when every symbol of c's shape and strides is bound. */
 static gboolean container_bound(const WeirContainer *c, GHashTable *bindings) {
-  g_autoptr(GHashTable) set = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) set =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint d = 0; d < c->shape->len; d++)
     weir_expr_collect_symbols(g_ptr_array_index(c->shape, d), set);
   for (guint d = 0; d < c->strides->len; d++)
