@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "weir-conformance.h"
-#include "weir-expand.h"
 #include "weir-import.h"
 #include "weir-interp.h"
+#include "weir-lower.h"
 #include "weir-ops.h"
 #include "weir-runtime.h"
 #include "weir-tensor-io.h"
@@ -531,7 +531,7 @@ static DataSet *prepare_data_set(TestRun *t, const char *set_dir,
     g_propagate_error(error, g_steal_pointer(&first));
     return NULL;
   }
-  if (!t->compiled && !weir_expand_all(ds->g, NULL, NULL, error))
+  if (!t->compiled && !weir_lower(ds->g, NULL, error))
     return NULL;
 
   const WeirGraph *g = ds->g;

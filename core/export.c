@@ -22,9 +22,9 @@
 #include "weir-analysis.h"
 #include "weir-codegen.h"
 #include "weir-conformance.h"
-#include "weir-expand.h"
 #include "weir-export-resources.h"
 #include "weir-interp.h"
+#include "weir-lower.h"
 #include "weir-native.h"
 #include "weir-recipe.h"
 #include "weir-tensor-io.h"
@@ -410,7 +410,7 @@ static gboolean compute_expected(Export *e, GError **error) {
   if (!needed)
     return TRUE;
   g_autoptr(WeirGraph) copy = weir_graph_copy(e->g);
-  if (!weir_expand_all(copy, NULL, NULL, error)) {
+  if (!weir_lower(copy, NULL, error)) {
     g_prefix_error(error,
                    "program '%s': expanding for the interpreter: ", e->g->name);
     return FALSE;

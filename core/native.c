@@ -1,7 +1,8 @@
-/* native.c — native implementations of library nodes: the registry, the
- * default choice, and the built-in emitters (BLAS Gemm/MatMul, im2col and
- * direct Conv; the training backward operators ConvGradFilter,
- * ConvGradInput and MaxPoolGrad).
+/* native.c — the built-in native implementations of library nodes: the
+ * emitters (BLAS Gemm/MatMul, im2col and direct Conv; the training backward
+ * operators ConvGradFilter, ConvGradInput and MaxPoolGrad), registered by
+ * weir_init() in the registry of ir/lower/native-choice.c, which also makes
+ * the choice between them and the pure expansions.
  *
  * Conventions of the emitted code: every operand is a row-major container
  * (accepts() checks it) passed as a pointer to element 0; sizes are int64_t
@@ -14,99 +15,19 @@
  */
 #include <string.h>
 
-#include "weir-expand.h"
 #include "weir-native.h"
 #include "weir-ops-linalg.h"
 #include "weir-ops.h"
+#include "weir-runtime.h"
 #include "weir-validate.h"
 
-/* --------------------------------------------------------------- registry */
-
-static GHashTable *registry; /* "op/impl" -> const WeirNativeImpl* */
-static GMutex registry_lock;
-
-static gboolean set_impl_attr(WeirGraph *g, WeirState *s, WeirNode *n,
-                              const char *impl, GError **error) {
-  const WeirNativeImpl *ni = weir_native_lookup(n->op, impl);
-  g_autofree char *reason = NULL;
-  if (!ni || !ni->accepts(g, s, n, &reason)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                "the '%s' implementation does not apply: %s", impl,
-                reason ? reason : "not registered");
-    return FALSE;
-  }
-  weir_node_set_attr_string(n, "impl", impl);
-  return TRUE;
-}
-
-/* Expansions that only record the choice (WeirExpandFunc has no impl
- * argument, hence one function per name). */
-static gboolean choose_blas(WeirGraph *g, WeirState *s, WeirNode *n,
-                            GError **error) {
-  return set_impl_attr(g, s, n, "blas", error);
-}
-static gboolean choose_im2col(WeirGraph *g, WeirState *s, WeirNode *n,
-                              GError **error) {
-  return set_impl_attr(g, s, n, "im2col", error);
-}
-static gboolean choose_col2im(WeirGraph *g, WeirState *s, WeirNode *n,
-                              GError **error) {
-  return set_impl_attr(g, s, n, "col2im", error);
-}
-static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
-                              GError **error) {
-  return set_impl_attr(g, s, n, "direct", error);
-}
-
-void weir_native_register(const WeirNativeImpl *impl) {
-  g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
-                   impl->emit);
-  g_mutex_lock(&registry_lock);
-  if (!registry)
-    registry = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  g_hash_table_replace(registry, g_strdup_printf("%s/%s", impl->op, impl->impl),
-                       (gpointer)impl);
-  g_mutex_unlock(&registry_lock);
-  WeirExpandFunc f = NULL;
-  if (strcmp(impl->impl, "blas") == 0)
-    f = choose_blas;
-  else if (strcmp(impl->impl, "im2col") == 0)
-    f = choose_im2col;
-  else if (strcmp(impl->impl, "direct") == 0)
-    f = choose_direct;
-  else if (strcmp(impl->impl, "col2im") == 0)
-    f = choose_col2im;
-  if (f)
-    weir_op_register_expansion(impl->op, impl->impl, f);
-}
-
-const WeirNativeImpl *weir_native_lookup(const char *op, const char *impl) {
-  if (!op || !impl)
-    return NULL;
-  weir_native_init();
-  g_autofree char *key = g_strdup_printf("%s/%s", op, impl);
-  g_mutex_lock(&registry_lock);
-  const WeirNativeImpl *r =
-      registry ? g_hash_table_lookup(registry, key) : NULL;
-  g_mutex_unlock(&registry_lock);
-  return r;
-}
+void weir_native_register_builtin(void);
 
 /* ---------------------------------------------------------------- operands */
 
 static const WeirContainer *port(const WeirGraph *g, const WeirState *s,
                                  const WeirNode *n, gboolean input, guint k) {
-  char conn[24];
-  g_snprintf(conn, sizeof conn, input ? "in%u" : "out%u", k);
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (!m->data)
-      continue;
-    if (input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
-              : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0))
-      return weir_graph_container(g, m->data);
-  }
-  return NULL;
+  return weir_native_port(g, s, n, input, k);
 }
 
 static gboolean row_major(const WeirContainer *c) {
@@ -729,7 +650,7 @@ static gboolean direct_emit(WeirNativeEmit *e, GError **error) {
  * ConvGradFilter (im2col), ConvGradInput (col2im) and MaxPoolGrad (direct)
  * of ir/ops/training.c.  Their attributes are explicit (kernel_shape,
  * strides, pads as begin values then end values, dilations, group); the
- * pure expansions are transforms/expand/training.c. */
+ * pure expansions are ir/lower/expand/training.c. */
 
 typedef struct {
   const WeirContainer *dy, *a, *out; /* a: X (filter, pool) or W (input) */
@@ -1081,160 +1002,10 @@ static const WeirNativeImpl builtin[] = {
      .emit = max_pool_grad_emit},
 };
 
-void weir_native_init(void) {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
-      weir_native_register(&builtin[i]);
-    g_once_init_leave(&done, 1);
-  }
-}
-
-/* ----------------------------------------------------------------- choice */
-
-const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
-                                     const WeirNode *n) {
-  if (!n->op)
-    return "pure";
-  g_autofree char *r1 = NULL, *r2 = NULL;
-  const WeirNativeImpl *ni;
-  if (strcmp(n->op, "Gemm") == 0 || strcmp(n->op, "MatMul") == 0) {
-    ni = weir_native_lookup(n->op, "blas");
-    return ni && ni->accepts(g, s, n, &r1) ? "blas" : "pure";
-  }
-  if (strcmp(n->op, "Conv") == 0) {
-    const WeirContainer *y = port(g, s, n, FALSE, 0);
-    if (!y || y->dtype != WEIR_DTYPE_F32)
-      return "pure";
-    ni = weir_native_lookup("Conv", "direct");
-    if (ni && ni->accepts(g, s, n, &r1))
-      return "direct";
-    ni = weir_native_lookup("Conv", "im2col");
-    if (ni && ni->accepts(g, s, n, &r2))
-      return "im2col";
-  }
-  static const char *const grads[][2] = {{"ConvGradFilter", "im2col"},
-                                         {"ConvGradInput", "col2im"},
-                                         {"MaxPoolGrad", "direct"}};
-  for (guint i = 0; i < G_N_ELEMENTS(grads); i++) {
-    if (strcmp(n->op, grads[i][0]) != 0)
-      continue;
-    const WeirContainer *y = port(g, s, n, FALSE, 0);
-    if (!y || y->dtype != WEIR_DTYPE_F32)
-      return "pure";
-    ni = weir_native_lookup(grads[i][0], grads[i][1]);
-    return ni && ni->accepts(g, s, n, &r1) ? grads[i][1] : "pure";
-  }
-  return "pure";
-}
-
-static const char *chosen_name(const WeirGraph *g, const WeirState *s,
-                               const WeirNode *n) {
-  const WeirAttr *a = weir_node_attr(n, "impl");
-  if (a && a->type == WEIR_ATTR_STRING && a->s)
-    return a->s;
-  return weir_native_default_impl(g, s, n);
-}
-
-gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
-                            const WeirNode *n, const WeirNativeImpl **out,
-                            GError **error) {
-  *out = NULL;
-  const char *name = chosen_name(g, s, n);
-  const WeirNativeImpl *ni = weir_native_lookup(n->op, name);
-  if (!ni)
-    return TRUE;
-  g_autofree char *reason = NULL;
-  if (!ni->accepts(g, s, n, &reason)) {
-    g_autofree char *where = weir_describe_node(s, n);
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                "%s: implementation '%s' of %s does not apply: %s", where, name,
-                n->op, reason);
-    return FALSE;
-  }
-  *out = ni;
-  return TRUE;
-}
-
-static gboolean set_in(WeirGraph *g, const char *op, const char *impl,
-                       guint *count) {
-  for (guint i = 0; i < g->states->len; i++) {
-    WeirState *s = g_ptr_array_index(g->states, i);
-    for (guint k = 0; k < s->nodes->len; k++) {
-      WeirNode *n = g_ptr_array_index(s->nodes, k);
-      if (n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0) {
-        weir_node_set_attr_string(n, "impl", impl);
-        (*count)++;
-      }
-      if (n->kind == WEIR_NODE_NESTED && n->nested)
-        set_in(n->nested, op, impl, count);
-    }
-  }
-  return TRUE;
-}
-
-gboolean weir_native_set_impl(WeirGraph *g, const char *op, const char *impl,
-                              guint *count, GError **error) {
-  weir_expansions_init();
-  if (!weir_op_lookup(op)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "unknown operator '%s'",
-                op);
-    return FALSE;
-  }
-  if (!weir_op_expansion(op, impl)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "operator '%s' has no implementation '%s'", op, impl);
-    return FALSE;
-  }
-  guint c = 0;
-  set_in(g, op, impl, &c);
-  if (count)
-    *count = c;
-  return TRUE;
-}
-
-/* The first library node of g that is to be expanded, or NULL. */
-static WeirNode *first_expandable(WeirGraph *g, WeirState **s_out,
-                                  const char **impl_out) {
-  for (guint i = 0; i < g->states->len; i++) {
-    WeirState *s = g_ptr_array_index(g->states, i);
-    for (guint k = 0; k < s->nodes->len; k++) {
-      WeirNode *n = g_ptr_array_index(s->nodes, k);
-      if (n->kind != WEIR_NODE_LIBRARY)
-        continue;
-      const char *name = chosen_name(g, s, n);
-      if (weir_native_lookup(n->op, name))
-        continue;
-      *s_out = s;
-      *impl_out = weir_op_expansion(n->op, name) ? name : "pure";
-      return n;
-    }
-  }
-  return NULL;
-}
-
-gboolean weir_native_expand_rest(WeirGraph *g, GError **error) {
-  weir_expansions_init();
-  g_autoptr(WeirGraph) copy = weir_graph_copy(g);
-  WeirState *s = NULL;
-  const char *impl = NULL;
-  WeirNode *n;
-  guint done = 0;
-  while ((n = first_expandable(copy, &s, &impl))) {
-    if (!weir_expand_in_place(copy, s, n, impl, error))
-      return FALSE;
-    if (++done > 1000000) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
-                  "program '%s': expansion does not terminate", g->name);
-      return FALSE;
-    }
-  }
-  if (!weir_graph_validate(copy, error))
-    return FALSE;
-  WeirGraph tmp = *g;
-  *g = *copy;
-  *copy = tmp;
-  return TRUE;
+/* Registers the built-in native implementations (weir_init). */
+void weir_native_register_builtin(void) {
+  for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
+    weir_native_register(&builtin[i]);
 }
 
 /* ------------------------------------------------------------- libraries */

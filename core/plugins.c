@@ -123,7 +123,6 @@ static gboolean load_locked(const char *path, gboolean *already,
 
 gboolean weir_plugin_load_file(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, FALSE);
-  weir_transforms_init();
   g_mutex_lock(&plugins_lock);
   gboolean already;
   gboolean ok = load_locked(path, &already, error);
@@ -181,7 +180,6 @@ static guint load_directory(const char *dir, GPtrArray *problems) {
 }
 
 guint weir_plugins_load(GPtrArray *problems) {
-  weir_transforms_init();
   g_autoptr(GPtrArray) dirs = g_ptr_array_new_with_free_func(g_free);
   const char *env = g_getenv("WEIR_PLUGIN_PATH");
   if (env) {

@@ -986,7 +986,6 @@ static gboolean run_step(Target *tg, const WeirRecipeStep *rs,
 
 static gboolean run_recipe(Target *tg, const WeirRecipe *recipe,
                            WeirRecipeReport *report, GError **error) {
-  weir_transforms_init();
   g_autoptr(WeirRecipeReport) own = NULL;
   if (!report)
     report = own = weir_recipe_report_new();
@@ -1052,7 +1051,6 @@ gboolean weir_recipe_apply_session(WeirSession *session,
 
 WeirRecipe *weir_session_export_recipe(const WeirSession *session,
                                        GError **error) {
-  weir_transforms_init();
   const char *source = weir_session_source(session);
   g_autoptr(WeirRecipe) r = weir_recipe_new(source ? source : "<session>");
   for (guint k = 1; k <= weir_session_cursor(session); k++) {

@@ -389,7 +389,6 @@ const WeirStep *weir_session_apply(WeirSession *s, const char *name,
                                    const WeirSite *site,
                                    const char *const *params, GError **error) {
   g_return_val_if_fail(s != NULL && name != NULL && site != NULL, NULL);
-  weir_transforms_init();
   const WeirTransformInfo *t = weir_transform_lookup(name);
   if (!t) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -443,7 +442,6 @@ const WeirStep *weir_session_apply(WeirSession *s, const char *name,
 }
 
 gboolean weir_session_replay(const WeirSession *s, GError **error) {
-  weir_transforms_init();
   g_autoptr(WeirGraph) g =
       weir_graph_from_json(s->original_json, -1, "original program", error);
   if (!g)

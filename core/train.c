@@ -8,15 +8,13 @@
  *
  *   step    copies batch k of every input (and of the target) out of the
  *           batch buffers, runs the forward nodes, the loss, the backward
- *           nodes (ir/autodiff.c) and computes the finiteness check: the sum
- *           of the loss and of every gradient, which is finite only when
- *           they all are (an overflow of that sum also counts as
- *           non-finite);
- *   update  the optimizer: one Pointwise node per parameter and state
- *           tensor, each keeping the old value when the check is not finite;
- *   count   writes losses[k] and increments "step" or "skipped".
- * Nothing leaves the program between steps: the skip decision is data
- * (the check) consumed by the update, never a host-side branch.
+ *           nodes (ir/lower/autodiff.c) and computes the finiteness check: the
+ * sum of the loss and of every gradient, which is finite only when they all are
+ * (an overflow of that sum also counts as non-finite); update  the optimizer:
+ * one Pointwise node per parameter and state tensor, each keeping the old value
+ * when the check is not finite; count   writes losses[k] and increments "step"
+ * or "skipped". Nothing leaves the program between steps: the skip decision is
+ * data (the check) consumed by the update, never a host-side branch.
  */
 #include <string.h>
 
@@ -1020,7 +1018,6 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 WeirGraph *weir_train_graph(const WeirGraph *forward,
                             const WeirTrainOptions *options, GError **error) {
   WeirTrainOptions defaults;
-  weir_expansions_init(); /* the autodiff fallback expands operators */
   if (!options) {
     weir_train_options_init(&defaults);
     options = &defaults;

@@ -355,7 +355,6 @@ static gboolean apply_recipe(WeirTrainer *t, const char *path, GError **error) {
   g_autoptr(WeirRecipe) recipe = weir_recipe_load(path, error);
   if (!recipe)
     return FALSE;
-  weir_transforms_init();
   g_autoptr(GHashTable) bindings = weir_bindings_new();
   weir_bindings_set(bindings, "K", t->opts.steps_per_call);
   if (!weir_recipe_apply(t->program, recipe, bindings, NULL, error)) {

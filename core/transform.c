@@ -5,8 +5,8 @@
  * (tier, name) for listings, both behind one mutex.  Records are borrowed
  * (static data of libweir or of a plugin that stays loaded).  Built-in
  * transformations register through weir_transforms_register_builtin()
- * (transforms/builtin.c) on the first call of weir_transforms_init(); the
- * listing and lookup functions call it, so clients need not.
+ * (transforms/builtin.c), called by weir_init() (core/init.c); the
+ * registry never calls it itself.
  *
  * Parameters.  WeirParams holds one value per spec of the transformation,
  * in spec order, each parsed from text and kept with its canonical text.
@@ -27,12 +27,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "weir-expand.h"
 #include "weir-json.h"
 #include "weir-transform-private.h"
 #include "weir-validate.h"
-
-gboolean weir_transforms_register_builtin(GError **error);
 
 /* --------------------------------------------------------------- registry */
 
@@ -312,20 +309,7 @@ void weir_register_capture_clear(WeirRegisterCapture *c) {
   c->newer_version = 0;
 }
 
-void weir_transforms_init(void) {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    weir_expansions_init();
-    g_autoptr(GError) error = NULL;
-    if (!weir_transforms_register_builtin(&error))
-      g_critical("registering the built-in transformations: %s",
-                 error ? error->message : "failed without a message");
-    g_once_init_leave(&done, 1);
-  }
-}
-
 GPtrArray *weir_transforms_list(void) {
-  weir_transforms_init();
   g_mutex_lock(&registry_lock);
   GPtrArray *list = g_ptr_array_new();
   for (guint i = 0; registry_sorted && i < registry_sorted->len; i++)
@@ -336,7 +320,6 @@ GPtrArray *weir_transforms_list(void) {
 
 const WeirTransformInfo *weir_transform_lookup(const char *name) {
   g_return_val_if_fail(name != NULL, NULL);
-  weir_transforms_init();
   g_mutex_lock(&registry_lock);
   const WeirTransformInfo *info =
       registry ? g_hash_table_lookup(registry, name) : NULL;

@@ -186,6 +186,13 @@ WEIR_API void weir_bench_result_clear(WeirBenchResult *r);
 WEIR_API void weir_bench_summarize(const double *times, guint n,
                                    WeirBenchResult *out);
 
+/* Link libraries a generated source asks for (native implementations,
+ * ir/lower/weir-native.h, print these lines; core/native.c): the words of its
+ * lines
+ * "/" "* weir-link: <name> ... *" "/" (names of [A-Za-z0-9_+.-]), in order,
+ * without duplicates. (transfer full; NULL-terminated, possibly empty) */
+WEIR_API char **weir_codegen_libraries(const char *source);
+
 G_END_DECLS
 
 #endif

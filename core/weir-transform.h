@@ -15,12 +15,10 @@
 #define WEIR_TRANSFORM_H
 
 #include "weir-analysis.h"
+#include "weir-init.h"
 #include "weir-plugin.h"
 
 G_BEGIN_DECLS
-
-/* Registers the built-in transformations (idempotent). */
-WEIR_API void weir_transforms_init(void);
 
 /* Loads plugins from WEIR_PLUGIN_PATH and the user's data directory
  * ($XDG_DATA_HOME/weir/plugins).  Each refused plugin (not loadable,

@@ -164,7 +164,7 @@ static const struct {
 static void weir_application_startup(GApplication *a) {
   WeirApplication *app = WEIR_APPLICATION(a);
   G_APPLICATION_CLASS(weir_application_parent_class)->startup(a);
-  weir_transforms_init();
+  weir_init();
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func(g_free);
   weir_plugins_load(problems);
   for (guint i = 0; i < problems->len; i++)

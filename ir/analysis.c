@@ -21,7 +21,6 @@
  * The public WeirAnalysis is the first member of a private AnalysisImpl
  * that also holds the id indexes used by the lookups.
  */
-#include "state-order.h"
 #include "weir-analysis.h"
 #include "weir-ops.h"
 
@@ -456,7 +455,7 @@ static WeirMemletCost *memlet_cost(StateCtx *ctx, const WeirMemlet *m) {
 }
 
 /* FLOPs of the element-wise epilogue of a library node (attributes
- * "epilogue" and "epilogue_conns", core/weir-expand.h): its code once per
+ * "epilogue" and "epilogue_conns", ir/lower/weir-expand.h): its code once per
  * output element.  0 without an epilogue; NULL when the code does not
  * parse or type-check.  (transfer full) */
 static WeirExpr *epilogue_flops(const StateCtx *ctx, const WeirNode *n) {

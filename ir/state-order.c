@@ -1,5 +1,5 @@
 /* state-order.c: ranks, reachability and loops of a program's states. */
-#include "state-order.h"
+#include "weir-analysis.h"
 
 static gint state_index_of(const WeirGraph *g, guint id) {
   for (guint i = 0; i < g->states->len; i++)

@@ -714,7 +714,7 @@ static gboolean connectors_resolved(StateCheck *st, const WeirNode *n) {
 }
 
 /* The epilogue of a library node (attributes "epilogue" and
- * "epilogue_conns", core/weir-expand.h): code that parses, the tasklet's
+ * "epilogue_conns", ir/lower/weir-expand.h): code that parses, the tasklet's
  * output and accumulator connectors, and one connector epi<k> per extra
  * input. */
 static void check_epilogue(StateCheck *st, const Where *w, const WeirNode *n) {

@@ -1,7 +1,7 @@
 /* weir-ops-linalg.h — shared pieces of the linear-algebra operator family.
  *
  * Shape inference (ir/ops/linalg.c) and the expansions
- * (transforms/expand/linalg.c) must agree on two non-trivial computations:
+ * (ir/lower/expand/linalg.c) must agree on two non-trivial computations:
  * the geometry of a convolution (kernel, strides, dilations, paddings and
  * output sizes after auto_pad / output_shape resolution) and the parse of an
  * Einsum equation.  Both are computed here, once, from a library node's

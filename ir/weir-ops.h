@@ -6,7 +6,7 @@
  * function and a FLOP count.  The records live in a registry keyed by op
  * name; the built-in operators (ir/ops/) register themselves on first use of
  * the registry.  Expansions into maps, tasklets and memlets are registered
- * separately, per (op, implementation), by transforms/expand/.
+ * separately, per (op, implementation), by ir/lower/expand/.
  *
  * Library-node conventions (the importer produces them; expansions,
  * analyses and code generation rely on them):
@@ -143,8 +143,8 @@ WEIR_API gboolean weir_op_check_attrs(WeirNode *n, GError **error);
  * tasklets and memlets (or, for fast implementations, by other nodes) that
  * compute the same thing, connected to the same access nodes; transients it
  * needs are added to g with fresh names.  On error g may be partly changed:
- * callers work on a copy (weir_expand_node in core/weir-expand.h does).
- * Expansions live in transforms/expand/ and register here by (op,
+ * callers work on a copy (weir_expand_node in ir/lower/weir-expand.h does).
+ * Expansions live in ir/lower/expand/ and register here by (op,
  * implementation) name; "pure" is the maps-and-tasklets implementation every
  * operator has. */
 typedef gboolean (*WeirExpandFunc)(WeirGraph *g, WeirState *s, WeirNode *n,
@@ -154,6 +154,8 @@ WEIR_API void weir_op_register_expansion(const char *op, const char *impl,
                                          WeirExpandFunc func);
 /* The expansion registered for (op, impl), or NULL. */
 WEIR_API WeirExpandFunc weir_op_expansion(const char *op, const char *impl);
+/* Every registered expansion as "op/impl", sorted (transfer full). */
+WEIR_API char **weir_op_expansions(void);
 
 /* A fresh container name based on base ("tmp", "tmp_1", ...). (transfer
  * full) */

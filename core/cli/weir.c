@@ -754,7 +754,8 @@ static int cmd_expand(int argc, char **argv) {
     return 1;
   g_autoptr(GError) error = NULL;
   guint count = 0;
-  if (!weir_expand_all(g, op_type, &count, &error)) {
+  if (!weir_lower(g, &(WeirLowerOptions){.op = op_type, .count = &count},
+                  &error)) {
     fprintf(stderr, "weir expand: %s: %s\n", argv[1], error->message);
     return 1;
   }
@@ -3157,6 +3158,7 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   setlocale(LC_ALL, "");
+  weir_init();
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -332,10 +332,6 @@ void cg_free_exprs(WeirExpr **v, guint n);
 
 /* ---------------------------------------------------------------- tasklet.c */
 
-/* The type both operands of arithmetic or a comparison are converted to
- * (ir/code.c's rules). */
-WeirDType cg_arith_operand_type(const WeirAst *a, const WeirAst *b);
-
 /* Text that is true when n (bool or integer) is non-zero. */
 char *cg_ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
 

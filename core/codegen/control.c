@@ -115,8 +115,7 @@ static gboolean ast_same(const WeirAst *a, const WeirAst *b) {
 
 static gboolean int_comparison(const WeirAst *n) {
   return n->kind == WEIR_AST_BINARY && n->op >= WEIR_OP_LT &&
-         n->op <= WEIR_OP_NE &&
-         !weir_dtype_is_float(cg_arith_operand_type(n->a, n->b));
+         n->op <= WEIR_OP_NE && !weir_dtype_is_float(weir_ast_operand_type(n));
 }
 
 static WeirOp op_negate(WeirOp op) {

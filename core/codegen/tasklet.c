@@ -5,7 +5,9 @@
  *    gave them: every implicit conversion of the tasklet language becomes
  *    an explicit C conversion with weir_value_convert's semantics
  *    (cg_convert_text), so the generated code computes what the
- *    interpreter computes.
+ *    interpreter computes.  The typing rules are not repeated here: the
+ *    operand type of a comparison is weir_ast_operand_type's, operator
+ *    symbols are weir_op_symbol's (ir/weir-code.h).
  *  - Documented differences from the interpreter: integer division or
  *    modulo by zero gives 0 (the interpreter stops with an error) and
  *    integer overflow in + - * is C's (the interpreter wraps around).
@@ -19,27 +21,6 @@
 #include "codegen-private.h"
 
 /* ------------------------------------------------------------- tasklet code */
-
-/* The typing rules of ir/code.c that the evaluator re-derives. */
-static WeirDType promote_type(WeirDType t) {
-  return t == WEIR_DTYPE_BOOL || t == WEIR_DTYPE_U8 ? WEIR_DTYPE_I32 : t;
-}
-
-WeirDType cg_arith_operand_type(const WeirAst *a, const WeirAst *b) {
-  WeirDType ta = promote_type(a->type), tb = promote_type(b->type);
-  gboolean fa = weir_dtype_is_float(ta), fb = weir_dtype_is_float(tb);
-  if (a->untyped && b->untyped)
-    return fa || fb ? WEIR_DTYPE_F64 : WEIR_DTYPE_I64;
-  if (a->untyped)
-    return fa ? (fb ? tb : WEIR_DTYPE_F64) : tb;
-  if (b->untyped)
-    return fb ? (fa ? ta : WEIR_DTYPE_F64) : ta;
-  if (fa || fb)
-    return ta == WEIR_DTYPE_F64 || tb == WEIR_DTYPE_F64 ? WEIR_DTYPE_F64
-                                                        : WEIR_DTYPE_F32;
-  return ta == WEIR_DTYPE_I64 || tb == WEIR_DTYPE_I64 ? WEIR_DTYPE_I64
-                                                      : WEIR_DTYPE_I32;
-}
 
 /* One memlet of a tasklet connector. */
 typedef struct {
@@ -199,39 +180,6 @@ static char *ast_name(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
   return g_strdup("0");
 }
 
-static const char *binary_op_text(WeirOp op) {
-  switch (op) {
-  case WEIR_OP_ADD:
-    return "+";
-  case WEIR_OP_SUB:
-    return "-";
-  case WEIR_OP_MUL:
-    return "*";
-  case WEIR_OP_DIV:
-    return "/";
-  case WEIR_OP_MOD:
-    return "%";
-  case WEIR_OP_LT:
-    return "<";
-  case WEIR_OP_LE:
-    return "<=";
-  case WEIR_OP_GT:
-    return ">";
-  case WEIR_OP_GE:
-    return ">=";
-  case WEIR_OP_EQ:
-    return "==";
-  case WEIR_OP_NE:
-    return "!=";
-  case WEIR_OP_AND:
-    return "&&";
-  case WEIR_OP_OR:
-    return "||";
-  default:
-    return "?";
-  }
-}
-
 static char *ast_binary(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
   int pa, pb;
   WeirOp op = n->op;
@@ -248,10 +196,10 @@ static char *ast_binary(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
     g_autofree char *wa = cg_wrap(a, &pa, level);
     g_autofree char *wb = cg_wrap(b, &pb, level + 1);
     *prec = level;
-    return g_strdup_printf("%s %s %s", wa, binary_op_text(op), wb);
+    return g_strdup_printf("%s %s %s", wa, weir_op_symbol(op), wb);
   }
   gboolean cmp = op >= WEIR_OP_LT && op <= WEIR_OP_NE;
-  WeirDType ty = cmp ? cg_arith_operand_type(n->a, n->b) : n->type;
+  WeirDType ty = weir_ast_operand_type(n);
   char *a = ast_as(f, t, n->a, ty, &pa);
   char *b = ast_as(f, t, n->b, ty, &pb);
   char *r;
@@ -264,7 +212,7 @@ static char *ast_binary(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
     a = cg_wrap(a, &pa, P_ADD);
     b = cg_wrap(b, &pb, P_ADD);
     *prec = op == WEIR_OP_EQ || op == WEIR_OP_NE ? P_EQ : P_REL;
-    r = g_strdup_printf("%s %s %s", a, binary_op_text(op), b);
+    r = g_strdup_printf("%s %s %s", a, weir_op_symbol(op), b);
   } else if (weir_dtype_is_float(ty) && op == WEIR_OP_MOD) {
     *prec = P_ATOM;
     r = g_strdup_printf("%s(%s, %s)", ty == WEIR_DTYPE_F32 ? "fmodf" : "fmod",
@@ -280,7 +228,7 @@ static char *ast_binary(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
     a = cg_wrap(a, &pa, level);
     b = cg_wrap(b, &pb, level + 1);
     *prec = level;
-    r = g_strdup_printf("%s %s %s", a, binary_op_text(op), b);
+    r = g_strdup_printf("%s %s %s", a, weir_op_symbol(op), b);
   }
   g_free(a);
   g_free(b);

@@ -2,7 +2,7 @@
  * operators (activations, arithmetic, comparisons, logic, Clip, Where,
  * Cast, Identity, Dropout and BatchNormalization, whose training mode
  * also gives the running statistics and expands into reductions in
- * transforms/expand/batchnorm-training.c).
+ * ir/lower/expand/batchnorm-training.c).
  *
  * Structure: one static table, `ops`, with a row per operator.  A row embeds
  * the WeirOpInfo record that is registered (schema: input/output counts and
@@ -668,7 +668,7 @@ static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
   const WeirAttr *training = weir_node_attr(n, "training_mode");
   if (e->rule == RULE_BATCHNORM && training &&
       training->type == WEIR_ATTR_INT && training->i != 0) {
-    /* Training mode (transforms/expand/batchnorm-training.c), per element
+    /* Training mode (ir/lower/expand/batchnorm-training.c), per element
      * of X: the sum (1), the squared deviation (4), the normalization (4);
      * per channel: mean, variance and 1/sqrt(var + eps) (5) and 3 for each
      * running statistic given as an output. */

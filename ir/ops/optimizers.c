@@ -1,6 +1,6 @@
 /* optimizers.c — the ONNX training operators Adam, Momentum and Adagrad
  * (domain ai.onnx.preview.training, version 1): schemas, inference and
- * FLOP counts.  Their pure expansions are in transforms/expand/optimizers.c.
+ * FLOP counts.  Their pure expansions are in ir/lower/expand/optimizers.c.
  *
  * All three update k tensors at once.  Inputs: R (learning rate, a float
  * scalar), T (update count, an i64 scalar), then k tensors of each kind in
@@ -226,7 +226,7 @@ static double attr_float(const WeirNode *n, const char *name) {
 }
 
 /* FLOPs per element of an optimized tensor; the expansion builds the same
- * arithmetic (transforms/expand/optimizers.c). */
+ * arithmetic (ir/lower/expand/optimizers.c). */
 static guint flops_per_element(const WeirNode *n) {
   gboolean norm = attr_float(n, "norm_coefficient") != 0.0;
   guint f = norm ? 2 : 0; /* g = norm * x + g */

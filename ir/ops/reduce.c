@@ -21,7 +21,7 @@
  * sets), then one section per group with its attribute table, inference
  * function and FLOP count, then the operator records and the registration
  * function called from builtin.c.  The expansions into maps and tasklets
- * are in transforms/expand/reduce.c.
+ * are in ir/lower/expand/reduce.c.
  */
 #include <stdarg.h>
 #include <string.h>
@@ -358,7 +358,7 @@ static gboolean infer_layernorm(WeirOpInferContext *ctx, GError **error) {
        !check_unidirectional(n, 2, &ctx->inputs[2], x, error)))
     return FALSE;
   /* Mean and InvStdDev have the type given by stash_type (the statistics
-   * are computed in X's type; see transforms/expand/reduce.c). */
+   * are computed in X's type; see ir/lower/expand/reduce.c). */
   gint64 stash = attr_int(n, "stash_type", 1);
   WeirDType stash_dtype;
   if (stash == 1)

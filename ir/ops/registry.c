@@ -2,15 +2,14 @@
  *
  * Two tables, both keyed by name and guarded by one mutex: operator records
  * (WeirOpInfo, static data owned by their modules) and expansion functions
- * keyed by "op/impl".  The built-in operator records are registered on first
- * use through weir_ops_register_builtin() (ir/ops/builtin.c).
+ * keyed by "op/impl".  The built-in operator records are registered by
+ * weir_init() (core/init.c) through weir_ops_register_builtin()
+ * (ir/ops/builtin.c); the registry never registers them itself.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "weir-ops.h"
-
-void weir_ops_register_builtin(void);
 
 static GMutex registry_lock;
 static GHashTable *ops;        /* name -> const WeirOpInfo* */
@@ -21,14 +20,6 @@ static void ensure_tables(void) {
   if (!ops) {
     ops = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     expansions = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  }
-}
-
-static void ensure_builtin(void) {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    weir_ops_register_builtin();
-    g_once_init_leave(&done, 1);
   }
 }
 
@@ -43,7 +34,6 @@ void weir_op_register(const WeirOpInfo *info) {
 const WeirOpInfo *weir_op_lookup(const char *name) {
   if (!name)
     return NULL;
-  ensure_builtin();
   g_mutex_lock(&registry_lock);
   ensure_tables();
   const WeirOpInfo *info = g_hash_table_lookup(ops, name);
@@ -69,7 +59,6 @@ static int cmp_str(gconstpointer a, gconstpointer b) {
 }
 
 GPtrArray *weir_op_names(void) {
-  ensure_builtin();
   GPtrArray *names = g_ptr_array_new();
   g_mutex_lock(&registry_lock);
   ensure_tables();
@@ -100,6 +89,23 @@ WeirExpandFunc weir_op_expansion(const char *op, const char *impl) {
   WeirExpandFunc f = (WeirExpandFunc)g_hash_table_lookup(expansions, key);
   g_mutex_unlock(&registry_lock);
   return f;
+}
+
+static int cmp_key(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char **weir_op_expansions(void) {
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_mutex_lock(&registry_lock);
+  ensure_tables();
+  guint n = 0;
+  g_autofree gpointer *keys = g_hash_table_get_keys_as_array(expansions, &n);
+  qsort(keys, n, sizeof(gpointer), cmp_key);
+  for (guint i = 0; i < n; i++)
+    g_strv_builder_add(b, keys[i]);
+  g_mutex_unlock(&registry_lock);
+  return g_strv_builder_end(b);
 }
 
 /* ------------------------------------------------------------ attributes */

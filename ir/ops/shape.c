@@ -3,7 +3,7 @@
  *
  * Operators: Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Split,
  * Slice, Gather, Expand, Pad, Tile, Shape, ConstantOfShape, Range (ONNX
- * semantics; the expansions are in transforms/expand/shape.c).
+ * semantics; the expansions are in ir/lower/expand/shape.c).
  *
  * Layout of this file:
  *  1. helpers: error messages naming the node, axis normalization, reading

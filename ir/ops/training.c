@@ -1,6 +1,6 @@
 /* training.c — operators that training programs are built from.
  *
- * The backward pass of a training program (core/train.c, ir/autodiff.c) is
+ * The backward pass of a training program (core/train.c, ir/lower/autodiff.c) is
  * made of ordinary library nodes so that it validates, interprets,
  * compiles and transforms like any other program.  Most of it reuses the
  * ONNX operators (Gemm with transA/transB, ReduceSum, Transpose, ...); the
@@ -15,13 +15,13 @@
  *       name; default the dtype of input 0), flops (int, per element,
  *       default 1), differentiable (int, default 1; 0 for values such as
  *       dropout masks that carry no gradient).  The backward rule
- *       differentiates the code symbolically (ir/ops/grad-code.c).
+ *       differentiates the code symbolically (ir/lower/grad-code.c).
  *   SumTo(x, like) -> y
  *       Sums x over the dimensions along which `like` broadcasts to x's
  *       shape: y has the shape of `like` and the dtype of x (the gradient
  *       of a broadcast operand).  `like` only gives the shape.
  *
- * Their pure expansions live in transforms/expand/training.c.
+ * Their pure expansions live in ir/lower/expand/training.c.
  */
 #include <stdarg.h>
 #include <string.h>

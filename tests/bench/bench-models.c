@@ -49,6 +49,7 @@
 #include "weir-analysis.h"
 #include "weir-expand.h"
 #include "weir-import.h"
+#include "weir-init.h"
 #include "weir-native.h"
 #include "weir-recipe.h"
 #include "weir-runtime.h"
@@ -956,8 +957,7 @@ int main(int argc, char **argv) {
     }
   }
   ensure_environment(original);
-  weir_native_init();
-  weir_transforms_init();
+  weir_init();
 
   g_autofree char *src = srcdir();
   g_autofree char *dir = opt_models_dir

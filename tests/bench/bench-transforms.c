@@ -33,6 +33,7 @@
 
 #include "weir-expand.h"
 #include "weir-import.h"
+#include "weir-init.h"
 #include "weir-json.h"
 #include "weir-transform.h"
 
@@ -156,8 +157,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-transforms: %s\n", error->message);
     return 2;
   }
-  weir_transforms_init();
-  weir_expansions_init();
+  weir_init();
   if (opt_only && !weir_transform_lookup(opt_only)) {
     fprintf(stderr, "bench-transforms: no transformation '%s'\n", opt_only);
     return 2;

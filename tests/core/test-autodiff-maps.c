@@ -1,5 +1,5 @@
 /* test-autodiff-maps.c — the autodiff fallback through expanded maps and
- * tasklets (ir/autodiff-maps.c, issue 7).
+ * tasklets (ir/lower/autodiff-maps.c, issue 7).
  *
  *  - Operators without a backward rule (or whose rule declines them: Conv
  *    and the pools with one or three spatial dimensions), differentiated
@@ -961,7 +961,7 @@ static void test_nest_errors(void **state) {
 }
 
 int main(void) {
-  weir_expansions_init();
+  weir_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fallback_gradients),
       cmocka_unit_test(test_expanded_forward_gradients),

@@ -32,6 +32,7 @@
 #include "weir-json.h"
 #include "weir-native.h"
 #include "weir-ops.h"
+#include "weir-runtime.h"
 #include "weir-validate.h"
 
 #define S(...) ((const char *const[]){__VA_ARGS__, NULL})

@@ -1,4 +1,4 @@
-/* test-native.c — native implementations (core/weir-native.h) against the
+/* test-native.c — native implementations (ir/lower/weir-native.h) against the
  * reference interpreter running the pure expansion of the same program.
  *
  * Each case is a program with one library node (Gemm, MatMul, Conv, or a

@@ -3,6 +3,7 @@
 
 #include "weir-expand.h"
 #include "weir-import.h"
+#include "weir-init.h"
 #include "weir-json.h"
 
 WeirGraph *gui_testing_load(const char *path, gboolean expand, GError **error) {
@@ -10,7 +11,7 @@ WeirGraph *gui_testing_load(const char *path, gboolean expand, GError **error) {
                      ? weir_onnx_import(path, NULL, error)
                      : weir_graph_load(path, error);
   if (g && expand) {
-    weir_expansions_init();
+    weir_init();
     if (!weir_expand_all(g, NULL, NULL, error)) {
       weir_graph_free(g);
       return NULL;

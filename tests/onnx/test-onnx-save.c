@@ -14,6 +14,7 @@
 
 #include "weir-expand.h"
 #include "weir-import.h"
+#include "weir-init.h"
 #include "weir-interp.h"
 #include "weir-onnx.h"
 #include "weir-tensor-io.h"
@@ -88,7 +89,7 @@ static void test_round_trip_and_numpy(void **state) {
   /* Weir's interpreter on the new model ... */
   g_autoptr(WeirGraph) prog = weir_onnx_import(dst, NULL, &error);
   assert_non_null(prog);
-  weir_expansions_init();
+  weir_init();
   if (!weir_expand_all(prog, NULL, NULL, &error))
     fail_msg("%s", error->message);
   g_autofree char *in_path = sample("lenet/input_0.npy");

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "weir-expand.h"
+#include "weir-init.h"
 #include "weir-interp.h"
 #include "weir-ops.h"
 #include "weir-validate.h"
@@ -648,7 +649,7 @@ static void test_registered(void **state) {
                                       "Identity",
                                       "Dropout",
                                       "BatchNormalization"};
-  weir_expansions_init();
+  weir_init();
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
     const WeirOpInfo *info = weir_op_lookup(names[i]);
     assert_non_null(info);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "weir-expand.h"
+#include "weir-init.h"
 #include "weir-interp.h"
 #include "weir-ops.h"
 #include "weir-validate.h"
@@ -298,7 +299,7 @@ static void test_schema_defaults(void **state) {
     for (guint k = 0; k < G_N_ELEMENTS(ours); k++)
       found += strcmp(g_ptr_array_index(names, i), ours[k]) == 0;
   assert_int_equal(found, G_N_ELEMENTS(ours));
-  weir_expansions_init();
+  weir_init();
   for (guint k = 0; k < G_N_ELEMENTS(ours); k++)
     assert_non_null(weir_op_expansion(ours[k], "pure"));
 }

@@ -1,6 +1,6 @@
 /* test-training-ops.c — the ONNX training operators Adam, Momentum and
- * Adagrad (ir/ops/optimizers.c, transforms/expand/optimizers.c) and
- * BatchNormalization in training mode (transforms/expand/
+ * Adagrad (ir/ops/optimizers.c, ir/lower/expand/optimizers.c) and
+ * BatchNormalization in training mode (ir/lower/expand/
  * batchnorm-training.c): schemas and domain, inference and its errors,
  * FLOPs against the analysis of the expansion, and small cases computed by
  * hand, run in the reference interpreter and as compiled code.

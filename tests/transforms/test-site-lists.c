@@ -24,6 +24,7 @@
 
 #include "weir-expand.h"
 #include "weir-import.h"
+#include "weir-init.h"
 #include "weir-json.h"
 #include "weir-transform.h"
 
@@ -177,8 +178,7 @@ static void test_scopes_memo(void **state) {
 }
 
 int main(void) {
-  weir_transforms_init();
-  weir_expansions_init();
+  weir_init();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chain_sites),
       cmocka_unit_test(test_model_sites),

@@ -55,7 +55,6 @@ static char *registered_impls(const char *op) {
 
 static gboolean expand_can_apply(const WeirGraph *g, const WeirSite *site,
                                  const WeirParams *p, char **reason) {
-  weir_expansions_init();
   const WeirState *s = weir_graph_state(g, site->state);
   const WeirNode *n = weir_state_node(s, site->nodes[0]);
   const char *impl = weir_params_get_string(p, "impl");
@@ -75,7 +74,6 @@ static gboolean expand_can_apply(const WeirGraph *g, const WeirSite *site,
 
 static gboolean expand_apply(WeirGraph *g, const WeirSite *site,
                              const WeirParams *p, GError **error) {
-  weir_expansions_init();
   WeirState *s = weir_graph_state(g, site->state);
   WeirNode *n = weir_state_node(s, site->nodes[0]);
   const char *impl = weir_params_get_string(p, "impl");

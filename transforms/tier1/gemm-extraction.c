@@ -48,7 +48,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../expand/expand-util.h"
+#include "expand/expand-util.h"
 #include "tier1-util.h"
 #include "weir-ops.h"
 

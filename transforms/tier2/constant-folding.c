@@ -134,7 +134,6 @@ static gboolean fold_can_apply(const WeirGraph *g, const WeirSite *site,
             reason, "input '%s' (%s) is not a constant", x.container->name,
             (const char *)g_ptr_array_index(n->in_conns, i));
     }
-    weir_expansions_init();
     if (!weir_op_expansion(n->op, "pure"))
       return weir_tier2_reject(reason, "operator '%s' has no expansion", n->op);
   }

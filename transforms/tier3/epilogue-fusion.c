@@ -5,13 +5,13 @@
  * (same iteration space as T, one tasklet), perhaps with other inputs read
  * the same way or broadcast (a bias, a residual), and writes O with T's
  * shape and dtype.  B's tasklet becomes L's epilogue (attributes in
- * core/weir-expand.h): L writes O directly, each element passing through
+ * ir/lower/weir-expand.h): L writes O directly, each element passing through
  * the tasklet right after L's computation, and T disappears with its
  * write and read.  Site: [L, T's access node, B's map entry].
  *
  * Every implementation of L honours the epilogue: the pure expansion and
  * the code generator turn it back into an in-place map over O right after
- * L (transforms/expand/epilogue.c), which for a native node is a loop
+ * L (ir/lower/epilogue.c), which for a native node is a loop
  * following the BLAS call while its output is hot in cache.  The
  * data-movement analysis counts a library node's operands once, so O
  * counts once, as written by L; the extra inputs count once each.

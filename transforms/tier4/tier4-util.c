@@ -2,8 +2,8 @@
  * tier4-util.h). */
 #include <string.h>
 
-#include "state-order.h"
 #include "tier4-util.h"
+#include "weir-analysis.h"
 
 /* ---------------------------------------------------------------- states */
 

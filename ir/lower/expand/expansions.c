@@ -1,0 +1,21 @@
+/* expansions.c — registers the built-in expansions.
+ * Each operator family has a file in ir/lower/expand/ with its
+ * expansions and one registration function listed here. */
+#include "expand-util.h"
+
+void weir_expansions_register_builtin(void);
+void weir_expand_register_optimizers(void);
+void weir_expand_register_elementwise(void);
+void weir_expand_register_linalg(void);
+void weir_expand_register_reduce(void);
+void weir_expand_register_shape(void);
+void weir_expand_register_training(void);
+
+void weir_expansions_register_builtin(void) {
+  weir_expand_register_optimizers();
+  weir_expand_register_elementwise();
+  weir_expand_register_linalg();
+  weir_expand_register_reduce();
+  weir_expand_register_shape();
+  weir_expand_register_training();
+}

@@ -1,0 +1,118 @@
+/* weir-native.h — native (library-call) implementations of library nodes.
+ *
+ * An implementation choice is the STRING attribute "impl" of a library node
+ * ("pure", "blas", "im2col", "col2im", "direct").  "pure" means the
+ * maps-and-tasklets expansion of ir/lower/expand/; a *native*
+ * implementation is not expanded: the code generator keeps the node and
+ * asks the emitter registered here for (op, impl) to print C for it —
+ * usually a call to a static helper function (printed once per generated
+ * file) and a BLAS call.
+ *
+ * A node without the attribute gets weir_native_default_impl: "blas" for
+ * Gemm and MatMul in f32/f64, for Conv in f32 "direct" when it is 1x1
+ * (unit stride, no padding, one group) or depthwise (group == C == M) and
+ * "im2col" otherwise (2-D only); in f32 "im2col" for ConvGradFilter,
+ * "col2im" for ConvGradInput and "direct" for MaxPoolGrad (2-D only);
+ * "pure" for everything else, and for any node a native implementation
+ * does not accept (non-row-major storage, other dtypes or ranks).
+ *
+ * The reference interpreter stays strict (it refuses library nodes); tests
+ * compare native code against the interpreter on the pure expansion.
+ */
+#ifndef WEIR_NATIVE_H
+#define WEIR_NATIVE_H
+
+#include "weir-graph.h"
+
+G_BEGIN_DECLS
+
+#define WEIR_NATIVE_MAX_PORTS 4
+
+/* One connector of the node being emitted. */
+typedef struct {
+  const WeirContainer *c; /* borrowed; NULL for an omitted input */
+  const char *ptr;        /* C expression of a pointer to element 0 */
+} WeirNativeOperand;
+
+typedef struct _WeirNativeEmit WeirNativeEmit;
+struct _WeirNativeEmit {
+  const WeirGraph *g;
+  const WeirState *s;
+  const WeirNode *n;
+  WeirNativeOperand in[WEIR_NATIVE_MAX_PORTS];
+  WeirNativeOperand out[WEIR_NATIVE_MAX_PORTS];
+  /* The statements for the node (lines ending in '\n', no indentation);
+   * the emitter appends, the code generator indents and pastes. */
+  GString *code;
+  /* C text of a symbolic expression (program symbols of the shapes). */
+  char *(*expr_c)(WeirNativeEmit *e, WeirExpr *x);
+  /* Records a file-scope helper (static function), printed once per file
+   * in name order; text is copied on first use. */
+  void (*helper)(WeirNativeEmit *e, const char *name, const char *text);
+  /* Records a library the generated unit must link with ("openblas"). */
+  void (*library)(WeirNativeEmit *e, const char *name);
+  /* Name of the int status variable: emitters of calls that can fail
+   * (allocation) write "<status> |= call(...);" and set uses_status. */
+  const char *status;
+  gboolean uses_status;
+  gpointer priv; /* the code generator's */
+};
+
+typedef struct {
+  const char *op;
+  const char *impl;
+  /* Whether the implementation handles node n of state s; *reason (owned)
+   * says why not. */
+  gboolean (*accepts)(const WeirGraph *g, const WeirState *s, const WeirNode *n,
+                      char **reason);
+  /* Prints the code for the node; errors name the node. */
+  gboolean (*emit)(WeirNativeEmit *e, GError **error);
+} WeirNativeImpl;
+
+/* Registers impl (static record, borrowed); replaces one of the same
+ * (op, impl).  Also registers an expansion (op, impl) in the operator
+ * library that only sets the node's "impl" attribute, so the tier-1
+ * transformation expand-library-node selects native implementations. */
+WEIR_API void weir_native_register(const WeirNativeImpl *impl);
+/* Every registered native implementation as "op/impl", sorted (transfer
+ * full). */
+WEIR_API char **weir_native_impls(void);
+/* The container on connector in<k> (input) or out<k> of library node n of
+ * state s, or NULL.  (Internal to libweir.) */
+const WeirContainer *weir_native_port(const WeirGraph *g, const WeirState *s,
+                                      const WeirNode *n, gboolean input,
+                                      guint k);
+/* The native implementation (op, impl), or NULL ("pure" is never native).
+ * Only what is registered: weir_init() registers the built-in ones. */
+WEIR_API const WeirNativeImpl *weir_native_lookup(const char *op,
+                                                  const char *impl);
+/* The implementation used for n when it has no "impl" attribute. */
+WEIR_API const char *weir_native_default_impl(const WeirGraph *g,
+                                              const WeirState *s,
+                                              const WeirNode *n);
+/* The implementation chosen for n: its "impl" attribute, or the default. */
+const char *weir_native_chosen(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n);
+/* The native implementation the code generator uses for n (its "impl"
+ * attribute, or the default), or NULL when n is expanded.  An explicit
+ * native choice that does not accept n is an error naming the node. */
+WEIR_API gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
+                                     const WeirNode *n,
+                                     const WeirNativeImpl **out,
+                                     GError **error);
+
+/* Sets "impl" = impl on every library node of op in g and in nested
+ * programs (the CLI's --impl op=impl).  impl must be "pure" or registered
+ * for op; *count (optional) receives the number of nodes. */
+WEIR_API gboolean weir_native_set_impl(WeirGraph *g, const char *op,
+                                       const char *impl, guint *count,
+                                       GError **error);
+
+/* Expands, with their chosen expansions, all library nodes of g (not of
+ * nested programs) that are not implemented natively; repeats until only
+ * native ones are left.  All-or-nothing, like weir_expand_all. */
+WEIR_API gboolean weir_native_expand_rest(WeirGraph *g, GError **error);
+
+G_END_DECLS
+
+#endif
