@@ -286,13 +286,7 @@ static WeirExpr *times_executions(WeirExpr *per_exec, ScopeInfo *si) {
  * or NULL. */
 static const WeirMemlet *connector_memlet(const WeirState *s, guint id,
                                           const char *conn, gboolean in) {
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    const char *c = in ? m->dst_conn : m->src_conn;
-    if ((in ? m->dst : m->src) == id && c != NULL && g_str_equal(c, conn))
-      return m;
-  }
-  return NULL;
+  return weir_state_connector_memlet(s, id, conn, in, FALSE);
 }
 
 /* Connector infos of a tasklet, as the validator builds them: dtype of the
@@ -542,13 +536,11 @@ static gboolean computes(const WeirNode *n) {
          n->kind == WEIR_NODE_NESTED;
 }
 
-/* TRUE when node id lies (directly or in a nested scope) inside entry. */
-static gboolean inside_scope(const WeirScopes *sc, guint id, guint entry) {
-  for (guint p = weir_scopes_parent(sc, id); p != 0;
-       p = weir_scopes_parent(sc, p))
-    if (p == entry)
-      return TRUE;
-  return FALSE;
+/* Frees an Acc of a table (its sum, unless taken by acc_finish). */
+static void acc_free(gpointer p) {
+  Acc *acc = p;
+  g_clear_pointer(&acc->sum, weir_expr_unref);
+  g_free(acc);
 }
 
 /* Adds the costs of state s to a; FALSE on broken scopes or a broken
@@ -560,6 +552,8 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
   if (sc == NULL)
     return FALSE;
+  /* memlets by node, also for the library FLOP functions */
+  g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
   g_autoptr(GHashTable) scopes = g_hash_table_new_full(
       g_direct_hash, g_direct_equal, NULL, scope_info_free);
   StateCtx ctx = {
@@ -607,6 +601,27 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     acc_add(&state_flops, f);
   }
 
+  /* FLOPs inside each map entry: every computing node's FLOPs go to each
+   * entry enclosing it, in node id order (entry id -> Acc*) */
+  g_autoptr(GHashTable) in_scope =
+      g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, acc_free);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *inner = g_ptr_array_index(s->nodes, i);
+    if (!computes(inner))
+      continue;
+    WeirExpr *f = g_hash_table_lookup(flops, GUINT_TO_POINTER(inner->id));
+    for (guint p = weir_scopes_parent(sc, inner->id); p != 0;
+         p = weir_scopes_parent(sc, p)) {
+      Acc *scope = g_hash_table_lookup(in_scope, GUINT_TO_POINTER(p));
+      if (scope == NULL) {
+        scope = g_new(Acc, 1);
+        acc_init(scope);
+        g_hash_table_insert(in_scope, GUINT_TO_POINTER(p), scope);
+      }
+      acc_add(scope, f);
+    }
+  }
+
   /* node costs */
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(s->nodes, i);
@@ -616,14 +631,14 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     Acc in, out;
     acc_init(&in);
     acc_init(&out);
-    for (guint j = 0; j < s->edges->len; j++) {
-      const WeirMemlet *m = g_ptr_array_index(s->edges, j);
-      WeirMemletCost *mc =
-          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
-      if (m->dst == n->id)
-        acc_add(&in, mc->bytes.expr);
-      if (m->src == n->id)
-        acc_add(&out, mc->bytes.expr);
+    for (guint side = 0; side < 2; side++) {
+      GPtrArray *edges = weir_edge_index_memlets(ix, n->id, side == 0);
+      for (guint j = 0; j < edges->len; j++) {
+        const WeirMemlet *m = g_ptr_array_index(edges, j);
+        WeirMemletCost *mc =
+            g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+        acc_add(side == 0 ? &in : &out, mc->bytes.expr);
+      }
     }
     quantity_set(&nc->bytes_in, acc_finish(&in), bindings);
     quantity_set(&nc->bytes_out, acc_finish(&out), bindings);
@@ -631,16 +646,8 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     if (computes(n)) {
       f = ref_or_null(g_hash_table_lookup(flops, GUINT_TO_POINTER(n->id)));
     } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
-      Acc scope;
-      acc_init(&scope);
-      for (guint j = 0; j < s->nodes->len; j++) {
-        const WeirNode *inner = g_ptr_array_index(s->nodes, j);
-        if (!computes(inner) || !inside_scope(sc, inner->id, n->id))
-          continue;
-        acc_add(&scope,
-                g_hash_table_lookup(flops, GUINT_TO_POINTER(inner->id)));
-      }
-      f = acc_finish(&scope);
+      Acc *scope = g_hash_table_lookup(in_scope, GUINT_TO_POINTER(n->id));
+      f = scope != NULL ? acc_finish(scope) : weir_expr_const(0);
     } else {
       f = weir_expr_const(0);
     }
