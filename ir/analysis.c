@@ -286,13 +286,7 @@ static WeirExpr *times_executions(WeirExpr *per_exec, ScopeInfo *si) {
  * or NULL. */
 static const WeirMemlet *connector_memlet(const WeirState *s, guint id,
                                           const char *conn, gboolean in) {
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    const char *c = in ? m->dst_conn : m->src_conn;
-    if ((in ? m->dst : m->src) == id && c != NULL && g_str_equal(c, conn))
-      return m;
-  }
-  return NULL;
+  return weir_state_connector_memlet(s, id, conn, in, FALSE);
 }
 
 /* Connector infos of a tasklet, as the validator builds them: dtype of the
@@ -542,13 +536,11 @@ static gboolean computes(const WeirNode *n) {
          n->kind == WEIR_NODE_NESTED;
 }
 
-/* TRUE when node id lies (directly or in a nested scope) inside entry. */
-static gboolean inside_scope(const WeirScopes *sc, guint id, guint entry) {
-  for (guint p = weir_scopes_parent(sc, id); p != 0;
-       p = weir_scopes_parent(sc, p))
-    if (p == entry)
-      return TRUE;
-  return FALSE;
+/* Frees an Acc of a table (its sum, unless taken by acc_finish). */
+static void acc_free(gpointer p) {
+  Acc *acc = p;
+  g_clear_pointer(&acc->sum, weir_expr_unref);
+  g_free(acc);
 }
 
 /* Adds the costs of state s to a; FALSE on broken scopes or a broken
@@ -560,6 +552,8 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
   if (sc == NULL)
     return FALSE;
+  /* memlets by node, also for the library FLOP functions */
+  g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
   g_autoptr(GHashTable) scopes = g_hash_table_new_full(
       g_direct_hash, g_direct_equal, NULL, scope_info_free);
   StateCtx ctx = {
@@ -607,6 +601,27 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     acc_add(&state_flops, f);
   }
 
+  /* FLOPs inside each map entry: every computing node's FLOPs go to each
+   * entry enclosing it, in node id order (entry id -> Acc*) */
+  g_autoptr(GHashTable) in_scope =
+      g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, acc_free);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *inner = g_ptr_array_index(s->nodes, i);
+    if (!computes(inner))
+      continue;
+    WeirExpr *f = g_hash_table_lookup(flops, GUINT_TO_POINTER(inner->id));
+    for (guint p = weir_scopes_parent(sc, inner->id); p != 0;
+         p = weir_scopes_parent(sc, p)) {
+      Acc *scope = g_hash_table_lookup(in_scope, GUINT_TO_POINTER(p));
+      if (scope == NULL) {
+        scope = g_new(Acc, 1);
+        acc_init(scope);
+        g_hash_table_insert(in_scope, GUINT_TO_POINTER(p), scope);
+      }
+      acc_add(scope, f);
+    }
+  }
+
   /* node costs */
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(s->nodes, i);
@@ -616,14 +631,14 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     Acc in, out;
     acc_init(&in);
     acc_init(&out);
-    for (guint j = 0; j < s->edges->len; j++) {
-      const WeirMemlet *m = g_ptr_array_index(s->edges, j);
-      WeirMemletCost *mc =
-          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
-      if (m->dst == n->id)
-        acc_add(&in, mc->bytes.expr);
-      if (m->src == n->id)
-        acc_add(&out, mc->bytes.expr);
+    for (guint side = 0; side < 2; side++) {
+      GPtrArray *edges = weir_edge_index_memlets(ix, n->id, side == 0);
+      for (guint j = 0; j < edges->len; j++) {
+        const WeirMemlet *m = g_ptr_array_index(edges, j);
+        WeirMemletCost *mc =
+            g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+        acc_add(side == 0 ? &in : &out, mc->bytes.expr);
+      }
     }
     quantity_set(&nc->bytes_in, acc_finish(&in), bindings);
     quantity_set(&nc->bytes_out, acc_finish(&out), bindings);
@@ -631,16 +646,8 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     if (computes(n)) {
       f = ref_or_null(g_hash_table_lookup(flops, GUINT_TO_POINTER(n->id)));
     } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
-      Acc scope;
-      acc_init(&scope);
-      for (guint j = 0; j < s->nodes->len; j++) {
-        const WeirNode *inner = g_ptr_array_index(s->nodes, j);
-        if (!computes(inner) || !inside_scope(sc, inner->id, n->id))
-          continue;
-        acc_add(&scope,
-                g_hash_table_lookup(flops, GUINT_TO_POINTER(inner->id)));
-      }
-      f = acc_finish(&scope);
+      Acc *scope = g_hash_table_lookup(in_scope, GUINT_TO_POINTER(n->id));
+      f = scope != NULL ? acc_finish(scope) : weir_expr_const(0);
     } else {
       f = weir_expr_const(0);
     }
@@ -693,6 +700,24 @@ static int cmp_name(gconstpointer a, gconstpointer b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+static int cmp_uint(const void *a, const void *b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* max(exprs[lo], ..., exprs[hi - 1]) (hi > lo), halving the range so that
+ * each expression takes part in O(log n) maxima; the result does not
+ * depend on the grouping (maxima are flattened, sorted and deduplicated).
+ * (transfer full) */
+static WeirExpr *max_of(GPtrArray *exprs, guint lo, guint hi) {
+  if (hi - lo == 1)
+    return weir_expr_ref(g_ptr_array_index(exprs, lo));
+  guint mid = lo + (hi - lo) / 2;
+  g_autoptr(WeirExpr) a = max_of(exprs, lo, mid);
+  g_autoptr(WeirExpr) b = max_of(exprs, mid, hi);
+  return weir_expr_max(a, b);
+}
+
 static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
                          GHashTable *bindings, GError **error) {
   WeirAnalysis *a = &impl->pub;
@@ -735,6 +760,7 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
   for (guint r = 0; r < ns && all->len > 0; r++) {
     const WeirState *s = g_ptr_array_index(g->states, by_rank[r]);
     const WeirScopes *sc = g_ptr_array_index(orders, r);
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
     g_autoptr(GHashTable) pos_of =
         g_hash_table_new(g_direct_hash, g_direct_equal);
     for (guint k = 0; k < sc->order->len; k++)
@@ -750,10 +776,9 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
       if (l == NULL)
         continue;
       gboolean written = FALSE;
-      for (guint j = 0; j < s->edges->len && !written; j++) {
-        const WeirMemlet *m = g_ptr_array_index(s->edges, j);
-        written = m->dst == n->id && m->data != NULL;
-      }
+      GPtrArray *in = weir_edge_index_memlets(ix, n->id, TRUE);
+      for (guint j = 0; j < in->len && !written; j++)
+        written = ((const WeirMemlet *)g_ptr_array_index(in, j))->data != NULL;
       live_touch(l, offset[r] + k, r, written);
     }
     for (guint j = 0; j < s->edges->len; j++) {
@@ -794,102 +819,114 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
     g_array_append_val(lives, l);
   }
 
-  /* Sweep the positions.  The live set changes only at interval ends; the
-   * sets that are not contained in another one are the candidates. */
+  /* Sweep the positions.  The live set S_p changes only at interval ends;
+   * the sets not contained in another one (the maximal live sets) are the
+   * candidates of the symbolic peak.  With closed intervals, S_p is not
+   * contained in S_(p-1) exactly when an interval begins at p, and not in
+   * S_(p+1) when one ends at p; so a maximal set is the live set at the
+   * first end after a begin, each found once, in order of position.  The
+   * sweep keeps running totals, so it is linear in positions + transients
+   * (plus the members of the maximal sets when sizes are symbolic). */
   guint nl = lives->len;
-  gboolean all_known = TRUE;
-  for (guint i = 0; i < nl; i++)
-    all_known &= g_array_index(lives, Live, i).bytes_known;
-  /* live set per position, stored only when it differs from the previous
-   * one (so the first position of a set is the one kept) */
-  g_autoptr(GPtrArray) sets = g_ptr_array_new_with_free_func(g_free);
+  gboolean all_known = TRUE, all_const = TRUE;
+  for (guint i = 0; i < nl; i++) {
+    const Live *l = &g_array_index(lives, Live, i);
+    all_known &= l->bytes_known;
+    all_const &= weir_expr_is_const(l->bytes, NULL);
+  }
+  /* the transients beginning (ending) at each position: compressed rows */
+  g_autofree guint *begin_start = g_new0(guint, npos + 2);
+  g_autofree guint *end_start = g_new0(guint, npos + 2);
+  g_autofree guint *begins = g_new(guint, nl + 1);
+  g_autofree guint *ends = g_new(guint, nl + 1);
+  for (guint i = 0; i < nl; i++) {
+    const Live *l = &g_array_index(lives, Live, i);
+    begin_start[l->begin + 2]++;
+    end_start[l->end + 2]++;
+  }
+  for (guint p = 2; p < npos + 2; p++) {
+    begin_start[p] += begin_start[p - 1];
+    end_start[p] += end_start[p - 1];
+  }
+  for (guint i = 0; i < nl; i++) {
+    const Live *l = &g_array_index(lives, Live, i);
+    begins[begin_start[l->begin + 1]++] = i;
+    ends[end_start[l->end + 1]++] = i;
+  }
+  /* the live set: members in any order, slot[i] = index in active */
+  g_autofree guint *active = g_new(guint, nl + 1);
+  g_autofree guint *slot = g_new(guint, nl + 1);
+  guint n_active = 0;
+  /* sizes wrap as the expressions' constants do */
+  guint64 total = 0, const_total = 0, const_peak = 0;
   gint64 best = -1;
   guint best_count = 0;
-  gint best_set = -1;
+  gint64 best_pos = -1;
+  gboolean pending = FALSE, found = FALSE;
+  g_autoptr(GPtrArray) candidates =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
   for (guint p = 0; p < npos && nl > 0; p++) {
-    gboolean *set = g_new0(gboolean, nl);
-    guint count = 0;
-    gint64 total = 0;
-    for (guint i = 0; i < nl; i++) {
+    /* those that ended at p - 1 leave */
+    for (guint k = p > 0 ? end_start[p - 1] : 0; p > 0 && k < end_start[p];
+         k++) {
+      guint i = ends[k];
       const Live *l = &g_array_index(lives, Live, i);
-      if (l->begin <= p && p <= l->end) {
-        set[i] = TRUE;
-        count++;
-        if (l->bytes_known &&
-            __builtin_add_overflow(total, l->bytes_value, &total))
-          total = G_MAXINT64; /* saturates: no machine holds it anyway */
-      }
+      guint last = active[--n_active];
+      active[slot[i]] = last;
+      slot[last] = slot[i];
+      total -= l->bytes_known ? (guint64)l->bytes_value : 0;
+      if (all_const)
+        const_total -= (guint64)weir_expr_const_value(l->bytes);
     }
-    if (sets->len > 0 && memcmp(set, g_ptr_array_index(sets, sets->len - 1),
-                                nl * sizeof(gboolean)) == 0) {
-      g_free(set);
+    for (guint k = begin_start[p]; k < begin_start[p + 1]; k++) {
+      guint i = begins[k];
+      const Live *l = &g_array_index(lives, Live, i);
+      slot[i] = n_active;
+      active[n_active++] = i;
+      total += l->bytes_known ? (guint64)l->bytes_value : 0;
+      if (all_const)
+        const_total += (guint64)weir_expr_const_value(l->bytes);
+      pending = TRUE;
+    }
+    /* the first position of the largest live set */
+    if (all_known ? (gint64)total > best : n_active > best_count) {
+      best = (gint64)total;
+      best_count = n_active;
+      best_pos = p;
+    }
+    if (!pending || end_start[p + 1] == end_start[p])
+      continue;
+    /* S_p is a maximal live set */
+    pending = FALSE;
+    if (all_const) {
+      if (!found || (gint64)const_total > (gint64)const_peak)
+        const_peak = const_total;
+      found = TRUE;
       continue;
     }
-    g_ptr_array_add(sets, set);
-    if (all_known ? total > best : count > best_count) {
-      best = total;
-      best_count = count;
-      best_set = (gint)sets->len - 1;
-    }
-  }
-
-  /* symbolic peak: max over the maximal live sets of their sums.  Each
-   * set's members are listed once, so testing "k is a subset of j" stops
-   * at the first member of k that j lacks (usually the first one): the
-   * test is O(sets^2) on long chains instead of O(sets^2 x transients). */
-  guint nsets = sets->len;
-  g_autofree guint *n_members = g_new0(guint, nsets + 1);
-  g_autoptr(GPtrArray) members = g_ptr_array_new_with_free_func(g_free);
-  for (guint k = 0; k < nsets; k++) {
-    const gboolean *set = g_ptr_array_index(sets, k);
-    guint *m = g_new(guint, nl + 1);
-    for (guint i = 0; i < nl; i++)
-      if (set[i])
-        m[n_members[k]++] = i;
-    g_ptr_array_add(members, m);
-  }
-  WeirExpr *peak = NULL;
-  for (guint k = 0; k < nsets; k++) {
-    const gboolean *set = g_ptr_array_index(sets, k);
-    const guint *mine = g_ptr_array_index(members, k);
-    gboolean dominated = FALSE;
-    for (guint j = 0; j < nsets && !dominated; j++) {
-      if (j == k || n_members[j] < n_members[k])
-        continue;
-      const gboolean *other = g_ptr_array_index(sets, j);
-      gboolean subset = TRUE;
-      for (guint i = 0; i < n_members[k] && subset; i++)
-        subset = other[mine[i]];
-      /* drop strict subsets, and repeats of an earlier equal set (a subset
-       * of the same size is equal) */
-      dominated = subset && (n_members[j] > n_members[k] || j < k);
-    }
-    if (dominated)
-      continue;
+    g_autofree guint *members = g_memdup2(active, n_active * sizeof(guint));
+    qsort(members, n_active, sizeof(guint), cmp_uint);
     Acc sum;
     acc_init(&sum);
-    for (guint i = 0; i < nl; i++)
-      if (set[i])
-        acc_add(&sum, g_array_index(lives, Live, i).bytes);
+    for (guint k = 0; k < n_active; k++)
+      acc_add(&sum, g_array_index(lives, Live, members[k]).bytes);
     WeirExpr *e = acc_finish(&sum);
-    if (peak == NULL) {
-      peak = e;
-    } else {
-      WeirExpr *m = weir_expr_max(peak, e);
-      weir_expr_unref(peak);
-      weir_expr_unref(e);
-      peak = m;
-    }
+    g_ptr_array_add(candidates, e);
   }
+  WeirExpr *peak = NULL;
+  if (all_const && found)
+    peak = weir_expr_const((gint64)const_peak);
+  else if (candidates->len > 0)
+    peak = max_of(candidates, 0, candidates->len);
   if (peak == NULL)
     peak = weir_expr_const(0);
   quantity_set(&a->peak_transient_bytes, peak, bindings);
-  if (best_set >= 0) {
-    const gboolean *set = g_ptr_array_index(sets, best_set);
-    for (guint i = 0; i < nl; i++)
-      if (set[i])
-        g_ptr_array_add(a->peak_live,
-                        g_strdup(g_array_index(lives, Live, i).c->name));
+  if (best_pos >= 0) {
+    for (guint i = 0; i < nl; i++) {
+      const Live *l = &g_array_index(lives, Live, i);
+      if (l->begin <= (guint)best_pos && (guint)best_pos <= l->end)
+        g_ptr_array_add(a->peak_live, g_strdup(l->c->name));
+    }
     g_ptr_array_sort(a->peak_live, cmp_name);
   }
   for (guint i = 0; i < nl; i++)

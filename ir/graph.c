@@ -1027,7 +1027,114 @@ gboolean weir_state_remove_memlet(WeirState *s, guint id) {
   return TRUE;
 }
 
+/* ------------------------------------------------------------ edge index */
+
+typedef struct {
+  GPtrArray *in, *out; /* WeirMemlet* (borrowed), in id order */
+} NodeEdges;
+
+static void node_edges_free(gpointer p) {
+  NodeEdges *ne = p;
+  g_ptr_array_unref(ne->in);
+  g_ptr_array_unref(ne->out);
+  g_free(ne);
+}
+
+struct _WeirEdgeIndex {
+  const WeirState *s;
+  GHashTable *by_node;  /* node id -> NodeEdges* (owned) */
+  GPtrArray *none;      /* empty: the memlets of a node without any */
+  WeirEdgeIndex *outer; /* the index that was current before this one */
+};
+
+/* The innermost index of the calling thread (a stack through ->outer). */
+static GPrivate current_edge_index;
+
+static NodeEdges *node_edges_get(GHashTable *by_node, guint node) {
+  NodeEdges *ne = g_hash_table_lookup(by_node, GUINT_TO_POINTER(node));
+  if (!ne) {
+    ne = g_new0(NodeEdges, 1);
+    ne->in = g_ptr_array_new();
+    ne->out = g_ptr_array_new();
+    g_hash_table_insert(by_node, GUINT_TO_POINTER(node), ne);
+  }
+  return ne;
+}
+
+WeirEdgeIndex *weir_edge_index_begin(const WeirState *s) {
+  g_return_val_if_fail(s != NULL, NULL);
+  WeirEdgeIndex *ix = g_new0(WeirEdgeIndex, 1);
+  ix->s = s;
+  ix->by_node = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                      node_edges_free);
+  ix->none = g_ptr_array_new();
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    g_ptr_array_add(node_edges_get(ix->by_node, m->dst)->in, m);
+    g_ptr_array_add(node_edges_get(ix->by_node, m->src)->out, m);
+  }
+  ix->outer = g_private_get(&current_edge_index);
+  g_private_set(&current_edge_index, ix);
+  return ix;
+}
+
+void weir_edge_index_end(WeirEdgeIndex *ix) {
+  if (!ix)
+    return;
+  /* Normally the innermost; unlink it wherever it is. */
+  WeirEdgeIndex *cur = g_private_get(&current_edge_index);
+  if (cur == ix) {
+    g_private_set(&current_edge_index, ix->outer);
+  } else {
+    for (; cur && cur->outer != ix; cur = cur->outer)
+      ;
+    if (cur)
+      cur->outer = ix->outer;
+  }
+  g_hash_table_unref(ix->by_node);
+  g_ptr_array_unref(ix->none);
+  g_free(ix);
+}
+
+GPtrArray *weir_edge_index_memlets(const WeirEdgeIndex *ix, guint node,
+                                   gboolean input) {
+  const NodeEdges *ne =
+      g_hash_table_lookup(ix->by_node, GUINT_TO_POINTER(node));
+  if (!ne)
+    return ix->none;
+  return input ? ne->in : ne->out;
+}
+
+/* The current index of s on this thread, or NULL. */
+static const WeirEdgeIndex *edge_index_of(const WeirState *s) {
+  for (const WeirEdgeIndex *ix = g_private_get(&current_edge_index); ix;
+       ix = ix->outer)
+    if (ix->s == s)
+      return ix;
+  return NULL;
+}
+
+const WeirMemlet *weir_state_connector_memlet(const WeirState *s, guint node,
+                                              const char *conn, gboolean input,
+                                              gboolean with_data) {
+  const WeirEdgeIndex *ix = edge_index_of(s);
+  GPtrArray *edges = ix ? weir_edge_index_memlets(ix, node, input) : s->edges;
+  for (guint i = 0; i < edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(edges, i);
+    if ((input ? m->dst : m->src) != node ||
+        g_strcmp0(input ? m->dst_conn : m->src_conn, conn) != 0)
+      continue;
+    if (!with_data || m->data)
+      return m;
+  }
+  return NULL;
+}
+
 GPtrArray *weir_state_in_edges(const WeirState *s, guint node) {
+  const WeirEdgeIndex *ix = edge_index_of(s);
+  if (ix)
+    return g_ptr_array_copy(weir_edge_index_memlets(ix, node, TRUE), NULL,
+                            NULL);
   GPtrArray *out = g_ptr_array_new();
   for (guint i = 0; i < s->edges->len; i++) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);
@@ -1038,6 +1145,10 @@ GPtrArray *weir_state_in_edges(const WeirState *s, guint node) {
 }
 
 GPtrArray *weir_state_out_edges(const WeirState *s, guint node) {
+  const WeirEdgeIndex *ix = edge_index_of(s);
+  if (ix)
+    return g_ptr_array_copy(weir_edge_index_memlets(ix, node, FALSE), NULL,
+                            NULL);
   GPtrArray *out = g_ptr_array_new();
   for (guint i = 0; i < s->edges->len; i++) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);

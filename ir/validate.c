@@ -387,11 +387,12 @@ static void check_subset_on(GPtrArray *out, const Where *w,
 
 /* ---------------------------------------------------------------- tasklets */
 
-/* The single (first by id) non-empty memlet on a connector of n. */
-static const WeirMemlet *connector_memlet(const WeirState *s, const WeirNode *n,
+/* The single (first by id) non-empty memlet on a connector of n, among
+ * edges (sorted by id: a state's memlets, or only those touching n). */
+static const WeirMemlet *connector_memlet(GPtrArray *edges, const WeirNode *n,
                                           const char *conn, gboolean input) {
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+  for (guint i = 0; i < edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(edges, i);
     if (!m->data)
       continue;
     if (input && m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
@@ -402,14 +403,15 @@ static const WeirMemlet *connector_memlet(const WeirState *s, const WeirNode *n,
   return NULL;
 }
 
-/* Fills infos for the connectors of one side of a tasklet. */
-static gboolean connector_infos(const WeirGraph *g, const WeirState *s,
+/* Fills infos for the connectors of one side of a tasklet; edges: the
+ * memlets of its state (or only those entering, resp. leaving, n). */
+static gboolean connector_infos(const WeirGraph *g, GPtrArray *edges,
                                 const WeirNode *n, gboolean input,
                                 GArray *infos, GError **error) {
   GPtrArray *conns = input ? n->in_conns : n->out_conns;
   for (guint i = 0; i < conns->len; i++) {
     const char *name = g_ptr_array_index(conns, i);
-    const WeirMemlet *m = connector_memlet(s, n, name, input);
+    const WeirMemlet *m = connector_memlet(edges, n, name, input);
     if (!m) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                   "%s connector '%s' has no memlet", input ? "input" : "output",
@@ -433,10 +435,11 @@ static gboolean connector_infos(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
-/* Type-checks n's body with the connectors' memlets and the names of sc. */
-static gboolean tasklet_check_in_scope(const WeirGraph *g, const WeirState *s,
-                                       WeirNode *n, const Scope *sc,
-                                       GError **error) {
+/* Type-checks n's body with the connectors' memlets (among ins and outs,
+ * see connector_infos) and the names of sc. */
+static gboolean tasklet_check_in_scope(const WeirGraph *g, GPtrArray *ins_edges,
+                                       GPtrArray *outs_edges, WeirNode *n,
+                                       const Scope *sc, GError **error) {
   g_return_val_if_fail(n->kind == WEIR_NODE_TASKLET, FALSE);
   if (!n->code) {
     g_autoptr(GError) local = NULL;
@@ -449,8 +452,8 @@ static gboolean tasklet_check_in_scope(const WeirGraph *g, const WeirState *s,
   }
   g_autoptr(GArray) ins = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
   g_autoptr(GArray) outs = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
-  if (!connector_infos(g, s, n, TRUE, ins, error) ||
-      !connector_infos(g, s, n, FALSE, outs, error))
+  if (!connector_infos(g, ins_edges, n, TRUE, ins, error) ||
+      !connector_infos(g, outs_edges, n, FALSE, outs, error))
     return FALSE;
   g_autoptr(GError) local = NULL;
   if (!weir_code_check(n->code, (const WeirConnectorInfo *)ins->data, ins->len,
@@ -472,7 +475,7 @@ gboolean weir_tasklet_check(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autoptr(Scope) sc =
       scope_new(g, s, scopes, weir_scopes_parent(scopes, n->id));
   g_autoptr(GError) local = NULL;
-  if (!tasklet_check_in_scope(g, s, n, sc, &local)) {
+  if (!tasklet_check_in_scope(g, s->edges, s->edges, n, sc, &local)) {
     g_autofree char *desc = weir_describe_node(s, n);
     g_set_error(error, WEIR_ERROR, local->code, "%s: %s", desc, local->message);
     return FALSE;
@@ -487,7 +490,16 @@ typedef struct {
   WeirState *s;
   WeirScopes *scopes; /* NULL when they cannot be computed */
   GPtrArray *out;
+  /* the state's memlets by node, so that the per-node checks look at a
+   * node's own memlets only (linear in the size of the state) */
+  WeirEdgeIndex *edges;
 } StateCheck;
+
+/* The memlets entering (input) or leaving node, in id order. */
+static GPtrArray *node_memlets(const StateCheck *st, guint node,
+                               gboolean input) {
+  return weir_edge_index_memlets(st->edges, node, input);
+}
 
 static void where_node(Where *w, const WeirState *s, const WeirNode *n,
                        char **element) {
@@ -495,11 +507,12 @@ static void where_node(Where *w, const WeirState *s, const WeirNode *n,
   *w = (Where){s->id, n->id, 0, 0, *element};
 }
 
-static guint count_memlets(const WeirState *s, guint node, const char *conn,
+static guint count_memlets(const StateCheck *st, guint node, const char *conn,
                            gboolean input) {
   guint count = 0;
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+  GPtrArray *edges = node_memlets(st, node, input);
+  for (guint i = 0; i < edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(edges, i);
     if (input && m->dst == node && g_strcmp0(m->dst_conn, conn) == 0)
       count++;
     if (!input && m->src == node && g_strcmp0(m->src_conn, conn) == 0)
@@ -515,7 +528,7 @@ static gboolean check_node_connectors(StateCheck *st, const Where *w,
   gboolean ok = TRUE;
   for (guint i = 0; i < n->in_conns->len; i++) {
     const char *c = g_ptr_array_index(n->in_conns, i);
-    guint k = count_memlets(st->s, n->id, c, TRUE);
+    guint k = count_memlets(st, n->id, c, TRUE);
     if (k == 0)
       add_problem(st->out, w, "input connector '%s' has no memlet", c);
     else if (k > 1)
@@ -526,7 +539,7 @@ static gboolean check_node_connectors(StateCheck *st, const Where *w,
   }
   for (guint i = 0; i < n->out_conns->len; i++) {
     const char *c = g_ptr_array_index(n->out_conns, i);
-    if (count_memlets(st->s, n->id, c, FALSE) == 0) {
+    if (count_memlets(st, n->id, c, FALSE) == 0) {
       add_problem(st->out, w, "output connector '%s' has no memlet", c);
       ok = FALSE;
     }
@@ -560,7 +573,7 @@ static void check_map_connectors(StateCheck *st, const Where *w,
     if (!weir_node_has_out_conn(n, partner))
       add_problem(st->out, w, "connector '%s' has no matching '%s'", c,
                   partner);
-    guint k = count_memlets(st->s, n->id, c, TRUE);
+    guint k = count_memlets(st, n->id, c, TRUE);
     if (k != 1)
       add_problem(st->out, w,
                   "input connector '%s' has %u memlets (exactly one expected)",
@@ -578,11 +591,13 @@ static void check_map_connectors(StateCheck *st, const Where *w,
                   partner);
       continue;
     }
-    const WeirMemlet *in = connector_memlet(st->s, n, partner, TRUE);
+    const WeirMemlet *in =
+        connector_memlet(node_memlets(st, n->id, TRUE), n, partner, TRUE);
     if (!in)
       continue;
-    for (guint e = 0; e < st->s->edges->len; e++) {
-      const WeirMemlet *m = g_ptr_array_index(st->s->edges, e);
+    GPtrArray *leaving = node_memlets(st, n->id, FALSE);
+    for (guint e = 0; e < leaving->len; e++) {
+      const WeirMemlet *m = g_ptr_array_index(leaving, e);
       if (m->src != n->id || g_strcmp0(m->src_conn, c) != 0 || !m->data ||
           strcmp(m->data, in->data) == 0)
         continue;
@@ -706,7 +721,8 @@ static gboolean connectors_resolved(StateCheck *st, const WeirNode *n) {
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < sides[k]->len; i++) {
       const WeirMemlet *m =
-          connector_memlet(st->s, n, g_ptr_array_index(sides[k], i), k == 0);
+          connector_memlet(node_memlets(st, n->id, k == 0), n,
+                           g_ptr_array_index(sides[k], i), k == 0);
       if (!m || !m->subset || !weir_graph_container(st->g, m->data))
         return FALSE;
     }
@@ -777,7 +793,8 @@ static void check_node(StateCheck *st, WeirNode *n) {
     guint parent = st->scopes ? weir_scopes_parent(st->scopes, n->id) : 0;
     g_autoptr(Scope) sc = scope_new(st->g, st->s, st->scopes, parent);
     g_autoptr(GError) error = NULL;
-    if (!tasklet_check_in_scope(st->g, st->s, n, sc, &error))
+    if (!tasklet_check_in_scope(st->g, node_memlets(st, n->id, TRUE),
+                                node_memlets(st, n->id, FALSE), n, sc, &error))
       add_problem(st->out, &w, "%s", error->message);
     break;
   }
@@ -930,21 +947,37 @@ static void check_memlet(StateCheck *st, WeirMemlet *m) {
  * (weir_state_scopes needs that). */
 static gboolean check_pairing(StateCheck *st, gboolean report) {
   gboolean ok = TRUE;
+  /* entry id -> GArray of the ids of the exits naming it, in id order */
+  g_autoptr(GHashTable) exits = NULL;
+  if (report) {
+    exits = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                  (GDestroyNotify)g_array_unref);
+    for (guint k = 0; k < st->s->nodes->len; k++) {
+      const WeirNode *x = g_ptr_array_index(st->s->nodes, k);
+      if (x->kind != WEIR_NODE_MAP_EXIT)
+        continue;
+      GArray *ids = g_hash_table_lookup(exits, GUINT_TO_POINTER(x->entry));
+      if (!ids) {
+        ids = g_array_new(FALSE, FALSE, sizeof(guint));
+        g_hash_table_insert(exits, GUINT_TO_POINTER(x->entry), ids);
+      }
+      g_array_append_val(ids, x->id);
+    }
+  }
   for (guint i = 0; i < st->s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(st->s->nodes, i);
     g_autofree char *element = NULL;
     Where w;
     if (n->kind == WEIR_NODE_MAP_ENTRY) {
+      if (!report)
+        continue;
+      const GArray *found = g_hash_table_lookup(exits, GUINT_TO_POINTER(n->id));
+      guint count = found ? found->len : 0;
       g_autoptr(GString) ids = g_string_new(NULL);
-      guint count = 0;
-      for (guint k = 0; k < st->s->nodes->len; k++) {
-        const WeirNode *x = g_ptr_array_index(st->s->nodes, k);
-        if (x->kind == WEIR_NODE_MAP_EXIT && x->entry == n->id) {
-          g_string_append_printf(ids, "%s%u", count ? ", " : "", x->id);
-          count++;
-        }
-      }
-      if (report && count != 1) {
+      for (guint k = 0; k < count; k++)
+        g_string_append_printf(ids, "%s%u", k ? ", " : "",
+                               g_array_index(found, guint, k));
+      if (count != 1) {
         where_node(&w, st->s, n, &element);
         if (count == 0)
           add_problem(st->out, &w, "map entry has no exit");
@@ -975,7 +1008,7 @@ static gboolean check_pairing(StateCheck *st, gboolean report) {
 }
 
 static void check_state(WeirGraph *g, WeirState *s, GPtrArray *out) {
-  StateCheck st = {g, s, NULL, out};
+  StateCheck st = {g, s, NULL, out, NULL};
   g_autofree char *element = g_strdup_printf("state %u '%s'", s->id, s->label);
   Where w = {s->id, 0, 0, 0, element};
 
@@ -1000,11 +1033,13 @@ static void check_state(WeirGraph *g, WeirState *s, GPtrArray *out) {
     }
   }
   check_pairing(&st, TRUE);
+  st.edges = weir_edge_index_begin(s);
   for (guint i = 0; i < s->nodes->len; i++)
     check_node(&st, g_ptr_array_index(s->nodes, i));
   for (guint i = 0; i < s->edges->len; i++)
     check_memlet(&st, g_ptr_array_index(s->edges, i));
   g_clear_pointer(&st.scopes, weir_scopes_free);
+  g_clear_pointer(&st.edges, weir_edge_index_end);
 }
 
 /* ---------------------------------------------------------- program level */
@@ -1016,24 +1051,28 @@ static gboolean shape_is_concrete(const WeirContainer *c) {
   return TRUE;
 }
 
+/* first: name -> the first container (by position) of that name. */
 static void check_container(const WeirGraph *g, const WeirContainer *c,
-                            const Scope *sc, GPtrArray *out) {
+                            GHashTable *first, const Scope *sc,
+                            GPtrArray *out) {
   g_autofree char *element =
       g_strdup_printf("container '%s'", c->name ? c->name : "");
   Where w = {0, 0, 0, 0, element};
   if (!is_identifier(c->name))
     add_problem(out, &w, "name '%s' is not an identifier",
                 c->name ? c->name : "");
-  for (guint i = 0; i < g->containers->len; i++) {
-    const WeirContainer *o = g_ptr_array_index(g->containers, i);
-    if (o == c)
-      break;
-    if (g_strcmp0(o->name, c->name) == 0) {
-      add_problem(out, &w, "name '%s' is also used by container %u", c->name,
-                  o->id);
-      break;
+  const WeirContainer *o = NULL;
+  if (c->name)
+    o = g_hash_table_lookup(first, c->name);
+  else /* rare: a container built without a name */
+    for (guint i = 0; !o && i < g->containers->len; i++) {
+      o = g_ptr_array_index(g->containers, i);
+      if (o->name)
+        o = NULL;
     }
-  }
+  if (o && o != c)
+    add_problem(out, &w, "name '%s' is also used by container %u", c->name,
+                o->id);
   if (c->strides->len != c->shape->len)
     add_problem(out, &w, "%u strides for a shape of rank %u", c->strides->len,
                 c->shape->len);
@@ -1112,8 +1151,14 @@ GPtrArray *weir_graph_check(WeirGraph *g) {
   g_autoptr(Scope) sc = scope_new_program(g);
   Where prog = {0, 0, 0, 0, "program"};
 
+  g_autoptr(GHashTable) first = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < g->containers->len; i++) {
+    WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->name && !g_hash_table_contains(first, c->name))
+      g_hash_table_insert(first, c->name, c);
+  }
   for (guint i = 0; i < g->containers->len; i++)
-    check_container(g, g_ptr_array_index(g->containers, i), sc, out);
+    check_container(g, g_ptr_array_index(g->containers, i), first, sc, out);
   for (guint i = 0; i < g->symbols->len; i++) {
     const char *name = g_ptr_array_index(g->symbols, i);
     if (!is_identifier(name))

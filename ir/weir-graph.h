@@ -403,6 +403,29 @@ WEIR_API gboolean weir_state_remove_memlet(WeirState *s, guint id);
  * pointers; free the array with g_ptr_array_unref). */
 WEIR_API GPtrArray *weir_state_in_edges(const WeirState *s, guint node);
 WEIR_API GPtrArray *weir_state_out_edges(const WeirState *s, guint node);
+/* The first memlet (by id) on connector conn of node: entering it when
+ * input, else leaving it; with_data: only a non-empty memlet.  NULL when
+ * there is none. */
+WEIR_API const WeirMemlet *
+weir_state_connector_memlet(const WeirState *s, guint node, const char *conn,
+                            gboolean input, gboolean with_data);
+
+/* An index of a state's memlets by their ends, for code that reads a whole
+ * state without changing it (the analysis, the validator).  Between
+ * weir_edge_index_begin(s) and weir_edge_index_end, on the calling thread,
+ * weir_state_in_edges, weir_state_out_edges and
+ * weir_state_connector_memlet on s take time in the node's degree instead
+ * of the state's size (the library FLOP functions of the analysis call
+ * them once per node).  s must not change meanwhile.  Indexes nest (the
+ * innermost one of a state is used).  (transfer full: weir_edge_index_end) */
+typedef struct _WeirEdgeIndex WeirEdgeIndex;
+WEIR_API WeirEdgeIndex *weir_edge_index_begin(const WeirState *s);
+WEIR_API void weir_edge_index_end(WeirEdgeIndex *ix);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirEdgeIndex, weir_edge_index_end)
+/* The memlets entering (input) or leaving node, in id order (borrowed,
+ * valid until weir_edge_index_end; never NULL). */
+WEIR_API GPtrArray *weir_edge_index_memlets(const WeirEdgeIndex *ix, guint node,
+                                            gboolean input);
 
 /* Scope structure of a state. */
 typedef struct {

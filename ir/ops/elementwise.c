@@ -625,13 +625,8 @@ static const WeirContainer *conn_container(const WeirGraph *g,
                                            const WeirState *s,
                                            const WeirNode *n, gboolean in,
                                            const char *conn) {
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (in ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
-           : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0))
-      return m->data ? weir_graph_container(g, m->data) : NULL;
-  }
-  return NULL;
+  const WeirMemlet *m = weir_state_connector_memlet(s, n->id, conn, in, FALSE);
+  return m && m->data ? weir_graph_container(g, m->data) : NULL;
 }
 
 static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,

@@ -130,15 +130,9 @@ static const WeirContainer *port_container(const WeirGraph *g,
                                            const WeirNode *n, gboolean input,
                                            guint k) {
   g_autofree char *conn = g_strdup_printf(input ? "in%u" : "out%u", k);
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    gboolean match =
-        input ? (m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
-              : (m->src == n->id && g_strcmp0(m->src_conn, conn) == 0);
-    if (match && m->data)
-      return weir_graph_container(g, m->data);
-  }
-  return NULL;
+  const WeirMemlet *m =
+      weir_state_connector_memlet(s, n->id, conn, input, TRUE);
+  return m ? weir_graph_container(g, m->data) : NULL;
 }
 
 static WeirExpr *dim(const WeirContainer *c, guint d) {

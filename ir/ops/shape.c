@@ -1166,10 +1166,9 @@ static gboolean infer_range(WeirOpInferContext *ctx, GError **error) {
 static WeirExpr *flops_range(const WeirGraph *g, const WeirState *s,
                              const WeirNode *n) {
   /* One multiply and one add per floating element. */
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (m->src != n->id || g_strcmp0(m->src_conn, "out0") != 0 || !m->data)
-      continue;
+  const WeirMemlet *m =
+      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
+  if (m) {
     const WeirContainer *c = weir_graph_container(g, m->data);
     if (!c)
       return NULL;
