@@ -19,6 +19,7 @@
 
 #include "weir-native.h"
 #include "weir-runtime.h"
+#include "weir-scratch.h"
 
 /* Limits of the compiler output kept in an error message. */
 #define DIAG_MAX_LINES 60
@@ -131,13 +132,18 @@ static char *truncate_output(const char *text) {
 /* Runs argv with stdout and stderr merged into *output (valid UTF-8).
  * *status receives a description when the process did not exit with 0
  * ("exit status 1", "killed by signal 9"), else NULL.  FALSE only when the
- * process could not be run. */
-static gboolean run_captured(const char *const *argv, char **output,
-                             char **status, GError **error) {
+ * process could not be run.  tmpdir (may be NULL) becomes the process's
+ * TMPDIR, so that the compiler's own temporaries go with Weir's scratch
+ * directory when a crash leaves it behind. */
+static gboolean run_captured(const char *const *argv, const char *tmpdir,
+                             char **output, char **status, GError **error) {
   g_autoptr(GError) local = NULL;
-  g_autoptr(GSubprocess) proc = g_subprocess_newv(
-      argv, G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE,
-      &local);
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_MERGE);
+  if (tmpdir)
+    g_subprocess_launcher_setenv(launcher, "TMPDIR", tmpdir, TRUE);
+  g_autoptr(GSubprocess) proc =
+      g_subprocess_launcher_spawnv(launcher, argv, &local);
   g_autoptr(GBytes) out = NULL;
   if (!proc ||
       !g_subprocess_communicate(proc, NULL, NULL, &out, NULL, &local)) {
@@ -180,7 +186,7 @@ char *weir_compiler_identity(const WeirCompileOptions *opts, GError **error) {
   g_strv_builder_add(b, "--version");
   g_auto(GStrv) argv = g_strv_builder_end(b);
   g_autofree char *output = NULL, *status = NULL;
-  if (!run_captured((const char *const *)argv, &output, &status, error)) {
+  if (!run_captured((const char *const *)argv, NULL, &output, &status, error)) {
     g_prefix_error(error, "C compiler: ");
     return NULL;
   }
@@ -235,7 +241,8 @@ static gboolean run_compiler(char **cc, char **flags, char **libs,
 
   g_autofree char *text = NULL, *status = NULL;
   gint64 t0 = g_get_monotonic_time();
-  if (!run_captured((const char *const *)argv, &text, &status, error)) {
+  g_autofree char *tmpdir = g_path_get_dirname(src);
+  if (!run_captured((const char *const *)argv, tmpdir, &text, &status, error)) {
     g_prefix_error(error, "compile '%s': ", name);
     return FALSE;
   }
@@ -281,7 +288,7 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
   /* libraries the generated unit asks for (weir-native.h) */
   g_auto(GStrv) libs = weir_codegen_libraries(source);
   g_autoptr(GError) local = NULL;
-  g_autofree char *dir = g_dir_make_tmp("weir-cc-XXXXXX", &local);
+  g_autofree char *dir = weir_scratch_dir_new("weir-cc", &local);
   if (!dir) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
                 "compile '%s': cannot create a temporary directory: %s", name,
@@ -296,8 +303,7 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
                 local->message);
   else
     ok = run_compiler(cc, flags, libs, name, src, output, seconds, error);
-  g_unlink(src);
-  g_rmdir(dir);
+  weir_scratch_remove(dir);
   return ok;
 }
 

@@ -564,8 +564,12 @@ static DataSet *prepare_data_set(TestRun *t, const char *set_dir,
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
                           error))
         return NULL;
-    args_insert(ds->args, c->name,
-                weir_tensor_new(c->dtype, c->shape->len, shape));
+    WeirTensor *x = weir_tensor_try_new(c->dtype, c->shape->len, shape, error);
+    if (!x) {
+      g_prefix_error(error, "container '%s': ", c->name);
+      return NULL;
+    }
+    args_insert(ds->args, c->name, x);
   }
   return g_ptr_array_steal_index(owner, 0);
 }
@@ -586,7 +590,12 @@ static WeirTensor *output_value(const DataSet *ds, const char *oname,
       if (!weir_expr_eval(g_ptr_array_index(c->shape, d), bindings, &shape[d],
                           error))
         return NULL;
-    g_autoptr(WeirTensor) x = weir_tensor_new(c->dtype, c->shape->len, shape);
+    g_autoptr(WeirTensor) x =
+        weir_tensor_try_new(c->dtype, c->shape->len, shape, error);
+    if (!x) {
+      g_prefix_error(error, "container '%s': ", c->name);
+      return NULL;
+    }
     gsize size = 0;
     const void *bytes = g_bytes_get_data(c->initial, &size);
     if (size == weir_tensor_nbytes(x)) {

@@ -7,6 +7,7 @@
 #include "weir-codegen.h"
 #include "weir-conformance.h"
 #include "weir-expr.h"
+#include "weir-limits.h"
 #include "weir-tensor.h"
 
 static void report(WeirProgressFunc progress, gpointer user, double f,
@@ -142,7 +143,14 @@ static GHashTable *make_arguments(const WeirGraph *g, GHashTable *bindings,
         return NULL;
       }
     }
-    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+    g_autoptr(GError) local = NULL;
+    WeirTensor *t = weir_tensor_try_new(c->dtype, c->shape->len, shape, &local);
+    if (!t) {
+      g_set_error(error, local->domain, local->code,
+                  "program '%s': argument '%s': %s", g->name, c->name,
+                  local->message);
+      return NULL;
+    }
     weir_tensor_fill_random(t, seed + c->id);
     g_hash_table_insert(args, c->name, t);
   }
@@ -282,6 +290,10 @@ gboolean weir_evaluate(const WeirGraph *program, const WeirGraph *reference,
 
   report(progress, user, f_compile, "preparing inputs");
   if (cancelled(cancellable, error))
+    return FALSE;
+  if (!weir_graph_check_memory(program, bindings, o.max_memory, error) ||
+      (reference &&
+       !weir_graph_check_memory(reference, bindings, o.max_memory, error)))
     return FALSE;
   g_autoptr(GHashTable) args =
       make_arguments(program, bindings, o.inputs, o.seed, error);

@@ -370,7 +370,12 @@ static gboolean collect_arguments(Export *e, GError **error) {
       a->input_given = TRUE;
       e->n_given++;
     } else {
-      a->input = weir_tensor_new(a->c->dtype, a->rank, a->shape);
+      a->input = weir_tensor_try_new(a->c->dtype, a->rank, a->shape, error);
+      if (!a->input) {
+        g_prefix_error(error, "program '%s': argument '%s': ", g->name,
+                       a->c->name);
+        return FALSE;
+      }
       weir_tensor_fill_random(a->input, o->seed + a->c->id);
       e->n_generated++;
     }

@@ -21,7 +21,9 @@
 
 #include "weir-cache.h"
 #include "weir-codegen.h"
+#include "weir-limits.h"
 #include "weir-runtime.h"
+#include "weir-scratch.h"
 
 typedef int (*RunFunc)(void *const args[], const int64_t symbols[]);
 typedef int (*AbiFunc)(void);
@@ -272,7 +274,7 @@ static gboolean build_units(Unit *units, guint n,
     return TRUE;
 
   g_autoptr(GError) local = NULL;
-  g_autofree char *dir = g_dir_make_tmp("weir-rt-XXXXXX", &local);
+  g_autofree char *dir = weir_scratch_dir_new("weir-rt", &local);
   if (!dir) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
                 "compile: cannot create a temporary directory: %s",
@@ -531,6 +533,10 @@ static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
                 k->prefix);
     return FALSE;
   }
+  /* Every size the generated code computes from these symbols fits in
+   * int64 (weir-limits.h). */
+  if (!weir_graph_check_sizes(g, symbols, error))
+    return FALSE;
   if (args) {
     /* Sorted, so the first reported problem does not depend on hashing. */
     g_autoptr(GPtrArray) keys = g_ptr_array_new();

@@ -15,6 +15,7 @@
 
 #include "session-private.h"
 #include "weir-json.h"
+#include "weir-limits.h"
 #include "weir-transform.h"
 #include "weir-validate.h"
 
@@ -233,7 +234,8 @@ WeirSession *weir_session_new(const WeirGraph *program, const char *source,
                               GHashTable *bindings, GError **error) {
   g_return_val_if_fail(program != NULL, NULL);
   g_autoptr(WeirGraph) copy = weir_graph_copy(program);
-  if (!weir_graph_validate(copy, error))
+  if (!weir_graph_validate(copy, error) ||
+      !weir_graph_check_sizes(copy, bindings, error))
     return NULL;
   char *json = weir_graph_to_json(copy);
   return weir_session_new_stored(g_steal_pointer(&copy), json, source,

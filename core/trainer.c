@@ -18,6 +18,7 @@
 #include "weir-codegen.h"
 #include "weir-dataset.h"
 #include "weir-import.h"
+#include "weir-limits.h"
 #include "weir-recipe.h"
 #include "weir-trainer.h"
 #include "weir-transform.h"
@@ -213,7 +214,10 @@ static WeirTensor *tensor_for(const WeirContainer *c, GHashTable *bindings,
       return NULL;
     }
   }
-  return weir_tensor_new(c->dtype, c->shape->len, shape);
+  WeirTensor *x = weir_tensor_try_new(c->dtype, c->shape->len, shape, error);
+  if (!x)
+    g_prefix_error(error, "%s: container '%s': ", what, c->name);
+  return x;
 }
 
 static gboolean init_state(WeirTrainer *t, GError **error) {
@@ -221,6 +225,11 @@ static gboolean init_state(WeirTrainer *t, GError **error) {
                                    (GDestroyNotify)weir_tensor_free);
   g_autoptr(GHashTable) bindings = weir_bindings_new();
   weir_bindings_set(bindings, "K", 1);
+  if (!weir_graph_check_memory(t->program, bindings, t->opts.max_memory,
+                               error)) {
+    g_prefix_error(error, "%s: ", t->model_path);
+    return FALSE;
+  }
   g_autoptr(GPtrArray) args = weir_codegen_arguments(t->program);
   for (guint i = 0; i < args->len; i++) {
     const WeirContainer *c = args->pdata[i];

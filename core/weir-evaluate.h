@@ -53,6 +53,9 @@ typedef struct {
    * program's like the reference's: container name -> WeirTensor*
    * (borrowed; may be NULL). */
   GHashTable *expected;
+  /* Memory budget of the run in bytes (weir_graph_check_memory): 0 means
+   * the physical memory.  The program (and the reference) must each fit. */
+  guint64 max_memory;
 } WeirEvaluateOptions;
 
 typedef struct {

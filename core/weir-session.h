@@ -96,7 +96,9 @@ typedef struct {
 /* A new session on a copy of program (borrowed), which must be valid.
  * source (may be NULL) records where it came from (a model file).
  * bindings (name -> gint64*, may be NULL; copied) give symbol values for
- * the recorded figures. */
+ * the recorded figures; they are checked (weir_graph_check_sizes): a
+ * negative or overflowing size is an error naming the container and the
+ * symbol. */
 WEIR_API WeirSession *weir_session_new(const WeirGraph *program,
                                        const char *source, GHashTable *bindings,
                                        GError **error);

@@ -73,6 +73,9 @@ typedef struct {
   const char *recipe_path;
   WeirTrainProgressFunc progress; /* may be NULL */
   gpointer user_data;
+  /* Memory budget in bytes for the training program's buffers with one
+   * step per call (weir_graph_check_memory); 0: the physical memory. */
+  guint64 max_memory;
 } WeirTrainerOptions;
 
 WEIR_API void weir_trainer_options_init(WeirTrainerOptions *o);

@@ -19,9 +19,10 @@
  * in a temporary file of the same directory (one transaction, no journal
  * since nobody else sees the file), syncs it, renames it over the target
  * and syncs the directory.  rename() is atomic, so a crash leaves either
- * the old file or the new one (plus, at worst, a stale ".NAME.XXXXXX"
- * temporary file).  Opening reads everything into memory and closes the
- * database again.
+ * the old file or the new one (plus, at worst, a stale temporary file
+ * ".NAME.<host>-<pid>.XXXXXX", which the next open or save of NAME removes
+ * once its owner is gone: weir-scratch.h).  Opening reads everything into
+ * memory and closes the database again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,8 @@
 
 #include "session-private.h"
 #include "weir-json.h"
+#include "weir-limits.h"
+#include "weir-scratch.h"
 
 const char *weir_version(void);
 
@@ -264,12 +267,47 @@ static gboolean sync_path(const char *path, int flags, GError **error) {
   return TRUE;
 }
 
+/* Removes the stale temporaries that interrupted saves of path left:
+ * ".BASE.<host>-<pid>.XXXXXX" by the rule of weir-scratch.h, and
+ * ".BASE.XXXXXX" of earlier versions (no owner) once older than
+ * WEIR_STALE_SECONDS. */
+static void clean_temporaries(const char *path) {
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *base = g_path_get_basename(path);
+  g_autofree char *prefix = g_strdup_printf(".%s.", base);
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d))) {
+    if (!g_str_has_prefix(name, prefix))
+      continue;
+    const char *rest = name + strlen(prefix);
+    gsize len = strlen(rest);
+    g_autofree char *owner = NULL;
+    if (len > 7 && rest[len - 7] == '.') {
+      owner = g_strndup(rest, len - 7);
+      const char *dash = strrchr(owner, '-');
+      if (!dash || !dash[1] ||
+          strspn(dash + 1, "0123456789") != strlen(dash + 1))
+        continue;
+    } else if (len != 6 || strchr(rest, '.')) {
+      continue;
+    }
+    g_autofree char *p = g_build_filename(dir, name, NULL);
+    GStatBuf st;
+    if (g_lstat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+        weir_scratch_is_stale(owner, (gint64)st.st_mtime))
+      g_unlink(p);
+  }
+}
+
 gboolean weir_workspace_save(const WeirSession *s, const char *path,
                              GError **error) {
   g_return_val_if_fail(s != NULL && path != NULL, FALSE);
+  clean_temporaries(path);
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *base = g_path_get_basename(path);
-  g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+  g_autofree char *owner = weir_scratch_owner();
+  g_autofree char *tmp = g_strdup_printf("%s/.%s.%s.XXXXXX", dir, base, owner);
   int fd = g_mkstemp_full(tmp, O_RDWR | O_CLOEXEC, 0666);
   if (fd < 0) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
@@ -462,6 +500,15 @@ static WeirSession *session_from_row(const Reader *r, sqlite3_stmt *st,
   WeirGraph *g = weir_graph_from_json(original, -1, where, error);
   if (!g)
     return NULL;
+  g_autoptr(GError) local = NULL;
+  if (!weir_graph_check_sizes(g, bindings, &local)) {
+    weir_graph_free(g);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: the symbol values stored in the workspace do not fit "
+                "the program: %s",
+                r->path, local->message);
+    return NULL;
+  }
   return weir_session_new_stored(g, g_steal_pointer(&original), source,
                                  bindings);
 }
@@ -608,6 +655,7 @@ static gboolean read_extras(const Reader *r, WeirSession *s, GError **error) {
 
 WeirSession *weir_workspace_open(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
+  clean_temporaries(path);
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s: %s", path,
                 g_strerror(ENOENT));

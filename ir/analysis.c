@@ -36,7 +36,8 @@ static void quantity_set(WeirQuantity *q, WeirExpr *expr,
   q->expr = expr;
   q->known = FALSE;
   q->value = 0;
-  if (expr != NULL && weir_expr_eval(expr, bindings, &q->value, NULL))
+  /* A figure that overflows 64 bits is unknown, not a wrapped value. */
+  if (expr != NULL && weir_expr_eval_checked(expr, bindings, &q->value, NULL))
     q->known = TRUE;
   else
     q->value = 0;
@@ -788,7 +789,8 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
       }
     }
     l.bytes = weir_container_bytes(l.c);
-    l.bytes_known = weir_expr_eval(l.bytes, bindings, &l.bytes_value, NULL);
+    l.bytes_known =
+        weir_expr_eval_checked(l.bytes, bindings, &l.bytes_value, NULL);
     g_array_append_val(lives, l);
   }
 
@@ -813,7 +815,9 @@ static void compute_peak(AnalysisImpl *impl, const WeirGraph *g,
       if (l->begin <= p && p <= l->end) {
         set[i] = TRUE;
         count++;
-        total += l->bytes_known ? l->bytes_value : 0;
+        if (l->bytes_known &&
+            __builtin_add_overflow(total, l->bytes_value, &total))
+          total = G_MAXINT64; /* saturates: no machine holds it anyway */
       }
     }
     if (sets->len > 0 && memcmp(set, g_ptr_array_index(sets, sets->len - 1),

@@ -86,6 +86,11 @@ static const struct {
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(func_table) == WEIR_FUNC_COUNT);
 
+const char *weir_op_symbol(WeirOp op) {
+  g_return_val_if_fail((guint)op < G_N_ELEMENTS(op_table), "?");
+  return op_table[op].text;
+}
+
 const char *weir_func_name(WeirFunc f) {
   g_return_val_if_fail((guint)f < WEIR_FUNC_COUNT, "?");
   return func_table[f].name;
@@ -1039,7 +1044,13 @@ static WeirDType common_type(WeirDType ta, gboolean ua, WeirDType tb,
   return arith_type(ta, ua, tb, ub, untyped);
 }
 
-static WeirDType cmp_operand_type(const WeirAst *n) {
+WeirDType weir_ast_operand_type(const WeirAst *n) {
+  g_return_val_if_fail(n != NULL && n->kind == WEIR_AST_BINARY,
+                       n ? n->type : WEIR_DTYPE_F64);
+  if (n->op == WEIR_OP_AND || n->op == WEIR_OP_OR)
+    return WEIR_DTYPE_BOOL;
+  if (!op_is_cmp(n->op))
+    return n->type;
   gboolean u;
   return arith_type(n->a->type, n->a->untyped, n->b->type, n->b->untyped, &u);
 }
@@ -1714,7 +1725,7 @@ static gboolean eval_binary(Eval *e, const WeirAst *n, WeirValue *out,
     *out = value_int(r, WEIR_DTYPE_BOOL);
     return TRUE;
   }
-  WeirDType t = op_is_cmp(n->op) ? cmp_operand_type(n) : n->type;
+  WeirDType t = weir_ast_operand_type(n);
   if (!eval_as(e, n->a, t, &a, error) || !eval_as(e, n->b, t, &b, error))
     return FALSE;
   if (op_is_cmp(n->op)) {
@@ -1953,7 +1964,7 @@ static guint64 ast_flops(const WeirAst *n) {
     if (op_is_arith(n->op))
       return f + dtype_float(n->type);
     if (op_is_cmp(n->op))
-      return f + dtype_float(cmp_operand_type(n));
+      return f + dtype_float(weir_ast_operand_type(n));
     return f;
   case WEIR_AST_CALL:
     switch (n->func) {

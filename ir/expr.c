@@ -998,9 +998,30 @@ WeirExpr *weir_expr_parse(const char *text, GError **error) {
 
 /* ---- evaluation and substitution ---- */
 
+static gboolean eval_impl(const WeirExpr *e, GHashTable *bindings,
+                          gboolean checked, gint64 *out, GError **error);
+
 gboolean weir_expr_eval(const WeirExpr *e, GHashTable *bindings, gint64 *out,
                         GError **error) {
   g_return_val_if_fail(e != NULL && out != NULL, FALSE);
+  return eval_impl(e, bindings, FALSE, out, error);
+}
+
+gboolean weir_expr_eval_checked(const WeirExpr *e, GHashTable *bindings,
+                                gint64 *out, GError **error) {
+  g_return_val_if_fail(e != NULL && out != NULL, FALSE);
+  return eval_impl(e, bindings, TRUE, out, error);
+}
+
+static gboolean eval_overflow(const WeirExpr *e, GError **error) {
+  g_autofree char *text = weir_expr_to_string(e);
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "'%s' overflows 64 bits",
+              text);
+  return FALSE;
+}
+
+static gboolean eval_impl(const WeirExpr *e, GHashTable *bindings,
+                          gboolean checked, gint64 *out, GError **error) {
   switch (e->kind) {
   case WEIR_EXPR_CONST:
     *out = e->value;
@@ -1023,7 +1044,7 @@ gboolean weir_expr_eval(const WeirExpr *e, GHashTable *bindings, gint64 *out,
   gint64 acc = 0;
   for (guint i = 0; i < e->n_ops; i++) {
     gint64 v;
-    if (!weir_expr_eval(e->ops[i], bindings, &v, error))
+    if (!eval_impl(e->ops[i], bindings, checked, &v, error))
       return FALSE;
     if (i == 0) {
       acc = v;
@@ -1031,10 +1052,14 @@ gboolean weir_expr_eval(const WeirExpr *e, GHashTable *bindings, gint64 *out,
     }
     switch (e->kind) {
     case WEIR_EXPR_ADD:
-      acc = wrap_add(acc, v);
+      if (checked && __builtin_add_overflow(acc, v, &acc))
+        return eval_overflow(e, error);
+      acc = checked ? acc : wrap_add(acc, v);
       break;
     case WEIR_EXPR_MUL:
-      acc = wrap_mul(acc, v);
+      if (checked && __builtin_mul_overflow(acc, v, &acc))
+        return eval_overflow(e, error);
+      acc = checked ? acc : wrap_mul(acc, v);
       break;
     case WEIR_EXPR_FLOORDIV:
     case WEIR_EXPR_MOD:
@@ -1044,6 +1069,9 @@ gboolean weir_expr_eval(const WeirExpr *e, GHashTable *bindings, gint64 *out,
                     "division by zero in '%s'", text);
         return FALSE;
       }
+      if (checked && e->kind == WEIR_EXPR_FLOORDIV && v == -1 &&
+          acc == G_MININT64)
+        return eval_overflow(e, error);
       acc = e->kind == WEIR_EXPR_FLOORDIV ? floordiv_i64(acc, v)
                                           : floormod_i64(acc, v);
       break;

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "weir-interp.h"
+#include "weir-limits.h"
 #include "weir-validate.h"
 
 #define DEFAULT_MAX_TRANSITIONS G_GUINT64_CONSTANT(1000000000)
@@ -1558,7 +1559,9 @@ gboolean weir_interpret(WeirGraph *g, GHashTable *symbols, GHashTable *args,
                         const WeirInterpOptions *options, GError **error) {
   g_return_val_if_fail(g != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
-  if (!weir_graph_validate(g, error) || !check_expanded(g, error))
+  if (!weir_graph_validate(g, error) || !check_expanded(g, error) ||
+      !weir_graph_check_memory(g, symbols, options ? options->max_memory : 0,
+                               error))
     return FALSE;
   Ctx ctx = {
       .max_transitions = options && options->max_transitions

@@ -401,7 +401,12 @@ WeirTensor *weir_tensor_read_npy(const char *path, GError **error) {
                 have, count * size);
     return NULL;
   }
-  WeirTensor *t = weir_tensor_new(dtype, shape->len, (gint64 *)shape->data);
+  WeirTensor *t =
+      weir_tensor_try_new(dtype, shape->len, (gint64 *)shape->data, error);
+  if (!t) {
+    g_prefix_error(error, "%s: ", path);
+    return NULL;
+  }
   weir_onnx_copy_le(t->data, d + start + hlen, (gsize)count, size);
   if (dtype == WEIR_DTYPE_BOOL)
     for (guint64 i = 0; i < count; i++)

@@ -4,23 +4,95 @@
 
 #include "weir-tensor.h"
 
-WeirTensor *weir_tensor_new(WeirDType dtype, guint rank, const gint64 *shape) {
+#include <stdlib.h>
+
+/* lines x 64 zeroed bytes aligned on 64, or NULL when the memory is not
+ * there (never aborts, unlike g_aligned_alloc0); free with g_aligned_free. */
+static gpointer posix_memalign_zeroed(gsize lines) {
+  void *p = NULL;
+  if (lines > G_MAXSIZE / 64 || posix_memalign(&p, 64, lines * 64) != 0)
+    return NULL;
+  memset(p, 0, lines * 64);
+  return p;
+}
+
+gboolean weir_shape_size(WeirDType dtype, guint rank, const gint64 *shape,
+                         gint64 *count, gint64 *bytes, GError **error) {
+  g_return_val_if_fail(dtype < WEIR_DTYPE_COUNT, FALSE);
+  gint64 n = 1;
+  gboolean overflow = FALSE;
+  for (guint i = 0; i < rank; i++) {
+    if (shape[i] < 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "dimension %u is negative (%" G_GINT64_FORMAT ")", i,
+                  shape[i]);
+      return FALSE;
+    }
+    /* Keep multiplying after an overflow: a later 0 makes the tensor empty,
+     * which is a valid size. */
+    if (__builtin_mul_overflow(n, shape[i], &n)) {
+      overflow = TRUE;
+      n = 1;
+    }
+  }
+  for (guint i = 0; overflow && i < rank; i++)
+    if (shape[i] == 0) {
+      overflow = FALSE;
+      n = 0;
+    }
+  gint64 b = 0;
+  if (overflow ||
+      __builtin_mul_overflow(n, (gint64)weir_dtype_size(dtype), &b) ||
+      b > G_MAXINT64 - 64) {
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < rank; i++)
+      g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? " x " : "",
+                             shape[i]);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s elements of %s: the %s overflows 64 bits", s->str,
+                weir_dtype_name(dtype),
+                overflow ? "element count" : "byte size");
+    g_string_free(s, TRUE);
+    return FALSE;
+  }
+  if (count)
+    *count = n;
+  if (bytes)
+    *bytes = b;
+  return TRUE;
+}
+
+WeirTensor *weir_tensor_try_new(WeirDType dtype, guint rank,
+                                const gint64 *shape, GError **error) {
   g_return_val_if_fail(dtype < WEIR_DTYPE_COUNT, NULL);
+  gint64 count, bytes;
+  if (!weir_shape_size(dtype, rank, shape, &count, &bytes, error))
+    return NULL;
+  /* Round up to the alignment so aligned_alloc accepts the size; keep at
+   * least one line so the pointer is never NULL. */
+  gsize lines = (gsize)(bytes + 63) / 64;
+  gpointer data = posix_memalign_zeroed(lines ? lines : 1);
+  if (!data) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "cannot allocate %" G_GINT64_FORMAT " bytes", bytes);
+    return NULL;
+  }
   WeirTensor *t = g_new0(WeirTensor, 1);
   t->dtype = dtype;
   t->rank = rank;
   t->shape = g_new0(gint64, rank ? rank : 1);
-  t->count = 1;
-  for (guint i = 0; i < rank; i++) {
-    g_return_val_if_fail(shape[i] >= 0, NULL);
-    t->shape[i] = shape[i];
-    t->count *= shape[i];
-  }
-  gsize bytes = (gsize)t->count * weir_dtype_size(dtype);
-  /* Round up to the alignment so aligned_alloc accepts the size; keep at
-   * least one line so the pointer is never NULL. */
-  gsize alloc = (bytes + 63) / 64 * 64;
-  t->data = g_aligned_alloc0(alloc ? alloc / 64 : 1, 64, 64);
+  if (rank)
+    memcpy(t->shape, shape, rank * sizeof(gint64));
+  t->count = count;
+  t->data = data;
+  return t;
+}
+
+WeirTensor *weir_tensor_new(WeirDType dtype, guint rank, const gint64 *shape) {
+  g_autoptr(GError) error = NULL;
+  WeirTensor *t = weir_tensor_try_new(dtype, rank, shape, &error);
+  if (!t)
+    g_critical("weir_tensor_new: %s", error->message);
   return t;
 }
 
@@ -38,6 +110,8 @@ gsize weir_tensor_nbytes(const WeirTensor *t) {
 
 WeirTensor *weir_tensor_copy(const WeirTensor *t) {
   WeirTensor *c = weir_tensor_new(t->dtype, t->rank, t->shape);
+  if (!c)
+    return NULL;
   memcpy(c->data, t->data, weir_tensor_nbytes(t));
   return c;
 }

@@ -59,7 +59,8 @@
  *    value; when a size cannot be evaluated, the first live set with the
  *    most transients.
  * Every figure is kept as a symbolic expression and, when all its symbols
- * are bound, as a number.
+ * are bound and its value fits in 64 bits, as a number (a figure that
+ * overflows is unknown, never a wrapped-around value).
  */
 #ifndef WEIR_ANALYSIS_H
 #define WEIR_ANALYSIS_H

@@ -114,6 +114,11 @@ typedef enum {
   WEIR_OP_OR,
 } WeirOp;
 
+/* The symbol of an operator, the same in the tasklet language and in C:
+ * "+", "<=", "&&", "!", ... ("-" for both negation and subtraction).
+ * (static string) */
+WEIR_API const char *weir_op_symbol(WeirOp op);
+
 /* What a name refers to; filled in by weir_code_check(). */
 typedef enum {
   WEIR_BIND_NONE,
@@ -198,6 +203,14 @@ typedef struct {
  * narrower type, anything to bool is (v != 0) (NaN gives true), float to
  * integer truncates toward zero.  Where C is undefined: NaN converts to 0 and
  * out-of-range floats saturate to the integer type's range. */
+/* The type both operands of the binary node n are converted to before its
+ * operator applies (n type-checked): for a comparison the usual arithmetic
+ * conversions of its operands (bool and u8 promote to i32, an untyped
+ * literal takes the type of the typed operand, a float one at least f64
+ * with an integer); for arithmetic n's own type; bool for && and ||.  The
+ * evaluator, the FLOP count and the code generator all use it. */
+WEIR_API WeirDType weir_ast_operand_type(const WeirAst *n);
+
 WEIR_API WeirValue weir_value_convert(WeirValue v, WeirDType to);
 WEIR_API double weir_value_as_double(WeirValue v);
 

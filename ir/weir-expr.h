@@ -92,6 +92,11 @@ WEIR_API GPtrArray *weir_expr_symbols(const WeirExpr *e);
  * Arithmetic wraps around on overflow (two's complement). */
 WEIR_API gboolean weir_expr_eval(const WeirExpr *e, GHashTable *bindings,
                                  gint64 *out, GError **error);
+/* The same, but failing (WEIR_ERROR_INVALID, "'N*M' overflows 64 bits")
+ * instead of wrapping around: for sizes that come from input. */
+WEIR_API gboolean weir_expr_eval_checked(const WeirExpr *e,
+                                         GHashTable *bindings, gint64 *out,
+                                         GError **error);
 
 /* Replaces symbols: map is name (char*) -> WeirExpr* (both borrowed).
  * The result is simplified. */

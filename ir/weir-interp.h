@@ -24,6 +24,10 @@ G_BEGIN_DECLS
 typedef struct {
   guint64 max_transitions; /* stop with an error after this many state
                               transitions (0: 10^9) */
+  guint64 max_memory;      /* memory budget in bytes of the program's containers
+                              (weir_graph_check_memory; 0: the physical memory),
+                              checked with every size before anything is
+                              allocated */
 } WeirInterpOptions;
 
 /* Runs g.  symbols: name -> gint64* (as built by weir_bindings_new) giving

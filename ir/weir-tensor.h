@@ -19,7 +19,26 @@ typedef struct {
                     (owned) */
 } WeirTensor;
 
-/* A zero-filled tensor.  shape may be NULL when rank is 0. */
+/* The element count and byte size of a dense dtype tensor of shape (rank
+ * entries; may be NULL when rank is 0), each optional.  Fails with
+ * WEIR_ERROR_INVALID when a dimension is negative or when the count or the
+ * byte size (plus alignment padding) does not fit in a gint64; the message
+ * names the shape, the caller prefixes the container or node. */
+WEIR_API gboolean weir_shape_size(WeirDType dtype, guint rank,
+                                  const gint64 *shape, gint64 *count,
+                                  gint64 *bytes, GError **error);
+
+/* A zero-filled tensor, or NULL with an error when the shape is invalid
+ * (weir_shape_size) or the memory cannot be allocated (WEIR_ERROR_RUNTIME,
+ * "cannot allocate N bytes"); never aborts.  Use it for every size that
+ * comes from input.  (transfer full) */
+WEIR_API WeirTensor *weir_tensor_try_new(WeirDType dtype, guint rank,
+                                         const gint64 *shape, GError **error);
+
+/* A zero-filled tensor of a size known to be sane (e.g. a copy of an
+ * existing tensor).  shape may be NULL when rank is 0.  Returns NULL with a
+ * critical warning when weir_tensor_try_new would fail: callers handling
+ * sizes from input use weir_tensor_try_new. */
 WEIR_API WeirTensor *weir_tensor_new(WeirDType dtype, guint rank,
                                      const gint64 *shape);
 WEIR_API void weir_tensor_free(WeirTensor *t);

@@ -266,6 +266,32 @@ static double opt_rtol = -1, opt_atol = -1;
 static char *expected_path;
 static char *backend;
 
+/* --max-memory SIZE (run, run-ref, bench, train): see weir-limits.h. */
+static char *opt_max_memory;
+#define MAX_MEMORY_ENTRY                                                       \
+  {                                                                            \
+    "max-memory", 0, 0, G_OPTION_ARG_STRING, &opt_max_memory,                  \
+        "Refuse to run when the program needs more memory than SIZE "          \
+        "(e.g. 512M, 8G; default: the physical memory)",                       \
+        "SIZE"                                                                 \
+  }
+
+/* The --max-memory limit of the run prepared (prepare_run), for the
+ * interpreter's own check. */
+static guint64 run_max_memory;
+
+/* The --max-memory limit in bytes (0: the physical memory); FALSE after
+ * printing when it does not parse. */
+static gboolean max_memory_limit(const char *cmd, guint64 *limit) {
+  g_autoptr(GError) error = NULL;
+  *limit = 0;
+  if (opt_max_memory && !weir_size_parse(opt_max_memory, limit, &error)) {
+    fprintf(stderr, "weir %s: --max-memory: %s\n", cmd, error->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static const GOptionEntry define_entries[] = {
     {"define", 'D', 0, G_OPTION_ARG_STRING_ARRAY, &defines,
      "Bind a symbol to a value", "SYM=VALUE"},
@@ -313,6 +339,7 @@ static const GOptionEntry run_entries[] = {
      "Absolute tolerance of --expect (default 1e-5)", "A"},
     {"reps", 0, 0, G_OPTION_ARG_INT, &opt_run_reps,
      "After the checked run, time N more runs (median in the summary)", "N"},
+    MAX_MEMORY_ENTRY,
     {NULL}};
 
 static const GOptionEntry conformance_entries[] = {
@@ -336,8 +363,15 @@ static GHashTable *parse_defines(GError **error) {
     const char *eq = strchr(defines[i], '=');
     char *end = NULL;
     gint64 v = 0;
+    errno = 0;
     if (eq)
       v = g_ascii_strtoll(eq + 1, &end, 10);
+    if (eq && errno == ERANGE) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "-D %s: the value does not fit in 64 bits", defines[i]);
+      g_hash_table_unref(b);
+      return NULL;
+    }
     if (!eq || eq == defines[i] || !end || end == eq + 1 || *end) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                   "-D %s: expected SYM=INTEGER", defines[i]);
@@ -546,6 +580,13 @@ static int cmd_info(int argc, char **argv) {
   g_autoptr(WeirGraph) g = load_program("info", argv[1]);
   if (!g)
     return 1;
+  if (!weir_graph_check_sizes(g, bindings, &error)) {
+    fprintf(stderr, "weir info: %s: %s\n", argv[1], error->message);
+    return 1;
+  }
+  g_autoptr(GPtrArray) too_big = g_ptr_array_new_with_free_func(g_free);
+  weir_graph_check_size_limits(g, too_big, too_big);
+  print_warnings("info", too_big);
   if ((strcmp(count, "compiled") == 0 && !weir_native_expand_rest(g, &error)) ||
       (strcmp(count, "expanded") == 0 &&
        !weir_expand_all(g, NULL, NULL, &error))) {
@@ -679,6 +720,14 @@ static int cmd_validate(int argc, char **argv) {
   g_autoptr(WeirGraph) g = load_program("validate", argv[1]);
   if (!g)
     return 1;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  gboolean runnable = weir_graph_check_runnable(g, warnings, &error);
+  print_warnings("validate", warnings);
+  if (!runnable) {
+    fprintf(stderr, "weir validate: %s:\n%s\n", argv[1], error->message);
+    return 1;
+  }
   guint nodes = 0, edges = 0;
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);
@@ -886,6 +935,14 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
     bind_from_tensor(c, t->tensor, bindings);
     g_hash_table_replace(p->args, c->name, g_steal_pointer(&t->tensor));
   }
+  guint64 limit;
+  if (!max_memory_limit(cmd, &limit))
+    return 2;
+  run_max_memory = limit;
+  if (!weir_graph_check_memory(g, bindings, limit, &error)) {
+    fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
+    return 1;
+  }
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     if (c->transient)
@@ -920,7 +977,14 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
       }
       continue;
     }
-    WeirTensor *tensor = weir_tensor_new(c->dtype, c->shape->len, shape);
+    g_autoptr(GError) local = NULL;
+    WeirTensor *tensor =
+        weir_tensor_try_new(c->dtype, c->shape->len, shape, &local);
+    if (!tensor) {
+      fprintf(stderr, "weir %s: %s: container '%s': %s\n", cmd, file, c->name,
+              local->message);
+      return 1;
+    }
     weir_tensor_fill_random(tensor, (guint64)seed + c->id);
     g_hash_table_insert(p->args, c->name, tensor);
   }
@@ -1076,7 +1140,9 @@ static int cmd_run_ref(int argc, char **argv) {
     return status;
   }
   gint64 t0 = g_get_monotonic_time();
-  if (!weir_interpret(p.g, bindings, p.args, NULL, &error)) {
+  if (!weir_interpret(p.g, bindings, p.args,
+                      &(WeirInterpOptions){.max_memory = run_max_memory},
+                      &error)) {
     fprintf(stderr, "weir run-ref: %s: %s\n", file, error->message);
     prepared_clear(&p);
     return 1;
@@ -1222,7 +1288,9 @@ static int check_reference(const char *file, const Prepared *p,
   g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
   gint64 t0 = g_get_monotonic_time();
   if (!weir_expand_all(expanded, NULL, NULL, &error) ||
-      !weir_interpret(expanded, bindings, ref, NULL, &error)) {
+      !weir_interpret(expanded, bindings, ref,
+                      &(WeirInterpOptions){.max_memory = run_max_memory},
+                      &error)) {
     fprintf(stderr, "weir run: %s: reference interpreter: %s\n", file,
             error->message);
     return 1;
@@ -1382,6 +1450,7 @@ static const GOptionEntry bench_entries[] = {
      "Timed repetitions (default 10)", "N"},
     {"warmup", 'w', 0, G_OPTION_ARG_INT, &opt_warmup,
      "Untimed warm-up runs (default 3)", "N"},
+    MAX_MEMORY_ENTRY,
     {NULL}};
 
 static void remove_tree(const char *path) {
@@ -1404,7 +1473,7 @@ static void remove_tree(const char *path) {
 static WeirKernel *compile_cold_and_cached(const WeirGraph *g, double *cold,
                                            double *compiler, double *cached,
                                            GError **error) {
-  g_autofree char *dir = g_dir_make_tmp("weir-bench-XXXXXX", error);
+  g_autofree char *dir = weir_scratch_dir_new("weir-bench", error);
   if (!dir)
     return NULL;
   WeirCompileOptions opts = compile_options();
@@ -2838,6 +2907,7 @@ static const GOptionEntry fit_entries[] = {
      "Write the trained model (ONNX) here", "FILE"},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &fit_quiet,
      "Print only the final summary", NULL},
+    MAX_MEMORY_ENTRY,
     {NULL}};
 
 /* "0.5", "1/16" */
@@ -3030,6 +3100,8 @@ static int cmd_train(int argc, char **argv) {
                           .last_val_r2 = NAN};
   o.progress = print_progress;
   o.user_data = &printer;
+  if (!max_memory_limit("train", &o.max_memory))
+    return 2;
   g_autoptr(WeirTrainer) trainer =
       weir_trainer_new(model, data->n_features, &o, &error);
   if (!trainer) {

@@ -498,7 +498,16 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
   g_ptr_array_add(shape, weir_expr_ref(x->shape[1]));
   for (guint d = 0; d < m; d++) {
     WeirExpr *in = x->shape[2 + d];
-    gint64 keff = (k[d] - 1) * dil[d] + 1;
+    gint64 keff, pb = valid ? 0 : pads[d], pe = valid ? 0 : pads[d + m], pads_d;
+    if (__builtin_mul_overflow(k[d] - 1, dil[d], &keff) ||
+        __builtin_add_overflow(keff, 1, &keff) ||
+        __builtin_add_overflow(pb, pe, &pads_d) ||
+        __builtin_sub_overflow(pads_d, keff, &pads_d) ||
+        strides[d] > G_MAXINT64 / 2)
+      return fail(error, WEIR_ERROR_INVALID, n,
+                  "the kernel, dilations, pads or strides of spatial "
+                  "dimension %u overflow 64 bits",
+                  d);
     if (same) {
       /* ceil(in / stride) */
       g_autoptr(WeirExpr) t = weir_expr_add_const(in, strides[d] - 1);
@@ -506,9 +515,8 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
       g_ptr_array_add(shape, weir_expr_floordiv(t, sd));
       continue;
     }
-    gint64 pb = valid ? 0 : pads[d], pe = valid ? 0 : pads[d + m];
     /* span = in + pads - keff; out = span // stride + 1 (or ceil). */
-    g_autoptr(WeirExpr) span = weir_expr_add_const(in, pb + pe - keff);
+    g_autoptr(WeirExpr) span = weir_expr_add_const(in, pads_d);
     g_autoptr(WeirExpr) sd = weir_expr_const(strides[d]);
     g_autoptr(WeirExpr) num = ceil_mode
                                   ? weir_expr_add_const(span, strides[d] - 1)
@@ -549,9 +557,11 @@ static WeirExpr *flops_pool(const WeirGraph *g, const WeirState *s,
     return NULL;
   gint64 taps = 1;
   for (guint i = 0; i < kernel->len; i++)
-    taps *= g_array_index(kernel, gint64, i);
-  if (strcmp(n->op, "AveragePool") == 0)
-    taps += 1; /* the division */
+    if (__builtin_mul_overflow(taps, g_array_index(kernel, gint64, i), &taps))
+      return NULL; /* unknown: no machine runs such a window */
+  if (strcmp(n->op, "AveragePool") == 0 &&
+      __builtin_add_overflow(taps, 1, &taps)) /* the division */
+    return NULL;
   g_autoptr(WeirExpr) vy = weir_container_volume(y);
   return weir_expr_mul_const(vy, taps);
 }

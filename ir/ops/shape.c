@@ -189,7 +189,7 @@ static gboolean monomial(WeirExpr *e, gint64 *coef, GPtrArray *factors) {
   for (guint i = 0; i < weir_expr_n_operands(e); i++) {
     WeirExpr *f = weir_expr_operand(e, i);
     if (weir_expr_is_const(f, &v))
-      *coef *= v;
+      *coef = (gint64)((guint64)*coef * (guint64)v); /* wraps as exprs do */
     else
       g_ptr_array_add(factors, f);
   }
@@ -616,7 +616,10 @@ static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
         fail(error, INVALID, ctx, "'split' entry %u is negative", i);
         return NULL;
       }
-      sum += ints_at(split, i);
+      if (__builtin_add_overflow(sum, ints_at(split, i), &sum)) {
+        fail(error, INVALID, ctx, "the 'split' sizes overflow 64 bits");
+        return NULL;
+      }
       g_ptr_array_add(sizes, weir_expr_const(ints_at(split, i)));
     }
     gint64 d;

@@ -743,6 +743,41 @@ static void test_check_types(void **state) {
   assert_int_equal(s->target->type, WEIR_DTYPE_F64);
 }
 
+/* The operand type of binary operators (weir_ast_operand_type), which the
+ * evaluator, the FLOP count and the code generator share, and the operator
+ * symbols (weir_op_symbol). */
+static void test_operand_type(void **state) {
+  (void)state;
+  static const struct {
+    const char *expr;
+    WeirDType operands;
+  } cases[] = {
+      {"a < b", WEIR_DTYPE_F64},   {"a < 1", WEIR_DTYPE_F32},
+      {"i < 1.5", WEIR_DTYPE_F64}, {"u == p", WEIR_DTYPE_I32},
+      {"i != l", WEIR_DTYPE_I64},  {"1 < 2", WEIR_DTYPE_I64},
+      {"1 < 2.5", WEIR_DTYPE_F64}, {"l >= a", WEIR_DTYPE_F32},
+      {"i + 1", WEIR_DTYPE_I32},   {"a * b", WEIR_DTYPE_F64},
+      {"p && i", WEIR_DTYPE_BOOL}, {"i || l", WEIR_DTYPE_BOOL},
+  };
+  WeirConnectorInfo outs[] = {{"y", WEIR_DTYPE_F64, 0}};
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
+    g_autofree char *body = g_strdup_printf("y = %s", cases[k].expr);
+    g_autoptr(WeirCode) code = checked(body, outs, 1);
+    const WeirStmt *st = g_ptr_array_index(code->stmts, 0);
+    assert_int_equal(st->value->kind, WEIR_AST_BINARY);
+    WeirDType t = weir_ast_operand_type(st->value);
+    if (t != cases[k].operands)
+      fail_msg("operands of \"%s\": got %s, want %s", cases[k].expr,
+               weir_dtype_name(t), weir_dtype_name(cases[k].operands));
+  }
+  static const char *const symbols[] = {"-",  "!",  "+",  "-",  "*",
+                                        "/",  "%",  "<",  "<=", ">",
+                                        ">=", "==", "!=", "&&", "||"};
+  G_STATIC_ASSERT(G_N_ELEMENTS(symbols) == WEIR_OP_OR + 1);
+  for (guint op = 0; op < G_N_ELEMENTS(symbols); op++)
+    assert_string_equal(weir_op_symbol((WeirOp)op), symbols[op]);
+}
+
 static void test_check_bindings(void **state) {
   (void)state;
   WeirConnectorInfo outs[] = {{"y", WEIR_DTYPE_F64, 0},
@@ -1234,6 +1269,7 @@ int main(void) {
       cmocka_unit_test(test_parse_condition),
       cmocka_unit_test(test_parse_nesting_limit),
       cmocka_unit_test(test_check_types),
+      cmocka_unit_test(test_operand_type),
       cmocka_unit_test(test_check_bindings),
       cmocka_unit_test(test_check_errors),
       cmocka_unit_test(test_check_condition),

@@ -274,15 +274,6 @@ static void refuse(Ctx *c, const WeirAst *a, const char *why) {
 
 /* -------------------------------------------------------------- printing */
 
-static const char *const op_text[] = {
-    [WEIR_OP_NEG] = "-", [WEIR_OP_NOT] = "!",  [WEIR_OP_ADD] = "+",
-    [WEIR_OP_SUB] = "-", [WEIR_OP_MUL] = "*",  [WEIR_OP_DIV] = "/",
-    [WEIR_OP_MOD] = "%", [WEIR_OP_LT] = "<",   [WEIR_OP_LE] = "<=",
-    [WEIR_OP_GT] = ">",  [WEIR_OP_GE] = ">=",  [WEIR_OP_EQ] = "==",
-    [WEIR_OP_NE] = "!=", [WEIR_OP_AND] = "&&", [WEIR_OP_OR] = "||",
-};
-G_STATIC_ASSERT(G_N_ELEMENTS(op_text) == WEIR_OP_OR + 1);
-
 static void append_double(GString *out, double v) {
   char buf[G_ASCII_DTOSTR_BUF_SIZE];
   g_ascii_formatd(buf, sizeof buf, "%.17g", fabs(v));
@@ -415,7 +406,7 @@ static void emit(Ctx *c, GString *out, const WeirAst *a, gboolean guarded) {
     g_string_append_c(out, ']');
     return;
   case WEIR_AST_UNARY:
-    g_string_append_printf(out, "(%s", op_text[a->op]);
+    g_string_append_printf(out, "(%s", weir_op_symbol(a->op));
     emit(c, out, a->a, guarded);
     g_string_append_c(out, ')');
     return;
@@ -424,7 +415,7 @@ static void emit(Ctx *c, GString *out, const WeirAst *a, gboolean guarded) {
       return;
     g_string_append_c(out, '(');
     emit(c, out, a->a, guarded);
-    g_string_append_printf(out, " %s ", op_text[a->op]);
+    g_string_append_printf(out, " %s ", weir_op_symbol(a->op));
     /* the right operand of && and || is evaluated conditionally */
     emit(c, out, a->b, guarded || a->op == WEIR_OP_AND || a->op == WEIR_OP_OR);
     g_string_append_c(out, ')');

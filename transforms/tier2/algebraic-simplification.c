@@ -247,41 +247,6 @@ static const WeirAst *simplified(const WeirAst *e, guint *count) {
   }
 }
 
-static const char *op_text(WeirOp op) {
-  switch (op) {
-  case WEIR_OP_NEG:
-  case WEIR_OP_SUB:
-    return "-";
-  case WEIR_OP_NOT:
-    return "!";
-  case WEIR_OP_ADD:
-    return "+";
-  case WEIR_OP_MUL:
-    return "*";
-  case WEIR_OP_DIV:
-    return "/";
-  case WEIR_OP_MOD:
-    return "%";
-  case WEIR_OP_LT:
-    return "<";
-  case WEIR_OP_LE:
-    return "<=";
-  case WEIR_OP_GT:
-    return ">";
-  case WEIR_OP_GE:
-    return ">=";
-  case WEIR_OP_EQ:
-    return "==";
-  case WEIR_OP_NE:
-    return "!=";
-  case WEIR_OP_AND:
-    return "&&";
-  case WEIR_OP_OR:
-    return "||";
-  }
-  return "?";
-}
-
 /* Prints e simplified and fully parenthesized; *count receives the number
  * of rewrites. */
 static void emit(GString *out, const WeirAst *e, guint *count) {
@@ -320,14 +285,14 @@ static void emit(GString *out, const WeirAst *e, guint *count) {
     g_string_append_c(out, e->kind == WEIR_AST_INDEX ? ']' : ')');
     break;
   case WEIR_AST_UNARY:
-    g_string_append_printf(out, "(%s", op_text(e->op));
+    g_string_append_printf(out, "(%s", weir_op_symbol(e->op));
     emit(out, e->a, count);
     g_string_append_c(out, ')');
     break;
   case WEIR_AST_BINARY:
     g_string_append_c(out, '(');
     emit(out, e->a, count);
-    g_string_append_printf(out, " %s ", op_text(e->op));
+    g_string_append_printf(out, " %s ", weir_op_symbol(e->op));
     emit(out, e->b, count);
     g_string_append_c(out, ')');
     break;

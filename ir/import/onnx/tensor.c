@@ -261,8 +261,12 @@ WeirTensor *weir_onnx_tensor_decode(const Onnx__TensorProto *p,
     return NULL;
   }
 
-  g_autoptr(WeirTensor) t =
-      weir_tensor_new(dtype, (guint)p->n_dims, (const gint64 *)p->dims);
+  g_autoptr(WeirTensor) t = weir_tensor_try_new(dtype, (guint)p->n_dims,
+                                                (const gint64 *)p->dims, error);
+  if (!t) {
+    g_prefix_error(error, "%s: ", ctx);
+    return NULL;
+  }
   gsize size = weir_dtype_size(dtype);
   if (count == 0)
     return g_steal_pointer(&t);
