@@ -73,7 +73,7 @@ struct _WeirWindow {
   GtkGrid *inputs_grid;
   GtkLabel *inputs_summary;
 
-  /* document */
+  /* document (weir-window.c; opened and saved by weir-window-files.c) */
   WeirSession *session;
   WeirSessionCallbacks callbacks;
   char *path;           /* the file opened (model, program or workspace) */
@@ -82,20 +82,32 @@ struct _WeirWindow {
   WeirAnalysis *analysis; /* of the current program */
   guint last_cursor;
   guint history_generation; /* bumps when steps are removed */
+  gboolean syncing;         /* a list's selection is being set from code */
+  gboolean disposed;        /* late worker results are dropped */
 
-  /* panels */
+  /* properties panel (weir-window-properties.c) */
   GListStore *properties;
+
+  /* history and code view (weir-window.c) */
+  WeirStepModel *steps;
+  GtkSingleSelection *history_selection;
+  gboolean code_stale;
+  gboolean code_highlighted;
+  guint code_first, code_last;
+  GtkTextTag *scope_tag;
+
+  /* transformations panel (weir-window-transforms.c) */
   GListStore *tiers; /* WeirRow (TIER) with children */
   GtkTreeListModel *transforms_tree;
   GtkSingleSelection *transforms_selection;
   GListStore *sites;
   GtkSingleSelection *sites_selection;
-  WeirStepModel *steps;
-  GtkSingleSelection *history_selection;
   const WeirTransformInfo *transform; /* selected transformation */
   GPtrArray *param_editors;           /* GtkWidget*, one per spec */
-  gboolean syncing;                   /* selection set from code */
-
+  /* panel scans in workers (NULL when none runs) */
+  GCancellable *scan_cancellable;
+  GCancellable *site_cancellable;
+  char *keep_transform; /* transformation to select after a scan */
   /* preview */
   gboolean previewing;
   WeirGraph *preview_program;
@@ -104,25 +116,13 @@ struct _WeirWindow {
   char **preview_params;
   const WeirTransformInfo *preview_transform;
 
-  /* code view */
-  gboolean code_stale;
-  gboolean code_highlighted;
-  guint code_first, code_last;
-  GtkTextTag *scope_tag;
-
-  /* run / benchmark */
-  GCancellable *run_cancellable;
-  gboolean disposed; /* late worker results are dropped */
-  /* panel scans in workers (NULL when none runs) */
-  GCancellable *scan_cancellable;
-  GCancellable *site_cancellable;
-  char *keep_transform; /* transformation to select after a scan */
-
+  /* Run page (weir-window-run.c) */
+  GCancellable *run_cancellable; /* while a run or benchmark is on */
   /* run inputs: container name -> WeirTensor* and -> file path */
   GHashTable *inputs, *input_files;
   GHashTable *expected, *expected_files;
 
-  /* "save changes?" confirmation (unsaved changes on close or open) */
+  /* "save changes?" confirmation (weir-window-files.c) */
   GtkWindow *confirm;     /* the dialog while it is up */
   gulong confirm_handler; /* its close-request handler */
   gboolean confirm_ref;   /* a reference on this window is held for it */

@@ -1,5 +1,11 @@
 /* files.c — finding a node's code in generated source, and writing
- * the source files (weir-codegen.h). */
+ * the source files (weir-codegen.h).
+ *
+ * Conventions: node lookup works on the text alone, through the comment
+ * the generator puts before the code of every map, tasklet and nested
+ * program ("/\* map N '...", map.c, tasklet.c, dataflow.c); changing those
+ * comments changes weir_codegen_node_lines.  Files are written whole with
+ * g_file_set_contents. */
 #include <errno.h>
 #include <string.h>
 
