@@ -440,7 +440,6 @@ WeirRecipe *weir_recipe_load(const char *path, GError **error) {
 
 gboolean weir_recipe_add_step(WeirRecipe *r, const char *transform,
                               const char *const *params, GError **error) {
-  weir_transforms_init();
   g_autofree char *path = g_strdup_printf("steps[%u]", r->steps->len);
   const WeirTransformInfo *t = weir_transform_lookup(transform);
   if (!t) {

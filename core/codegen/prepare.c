@@ -1,46 +1,16 @@
 /* prepare.c — the program as the C backend emits it.
  *
  * Code generation works on a copy (the caller's program is not changed):
- * epilogues are split off their nodes, library nodes are expanded with
- * their chosen implementations (those with a native implementation stay,
- * weir-native.h), and the result is validated.  The copy must keep the
+ * weir_lower() splits epilogues off their nodes and expands library nodes
+ * with their chosen implementations (those with a native implementation
+ * stay, weir-native.h), and the result is validated.  The copy must keep the
  * arguments and symbols of the original, which define the ABI.
  */
 #include <string.h>
 
 #include "codegen-private.h"
-#include "weir-expand.h"
+#include "weir-lower.h"
 #include "weir-validate.h"
-
-static gboolean has_library(const WeirGraph *g) {
-  for (guint i = 0; i < g->states->len; i++) {
-    const WeirState *s = g_ptr_array_index(g->states, i);
-    for (guint k = 0; k < s->nodes->len; k++) {
-      const WeirNode *n = g_ptr_array_index(s->nodes, k);
-      if (n->kind == WEIR_NODE_LIBRARY ||
-          (n->kind == WEIR_NODE_NESTED && n->nested && has_library(n->nested)))
-        return TRUE;
-    }
-  }
-  return FALSE;
-}
-
-/* Expands the library nodes of g and of the programs nested in it. */
-static gboolean expand_everywhere(WeirGraph *g, GError **error) {
-  for (guint i = 0; i < g->states->len; i++) {
-    const WeirState *s = g_ptr_array_index(g->states, i);
-    for (guint k = 0; k < s->nodes->len; k++) {
-      WeirNode *n = g_ptr_array_index(s->nodes, k);
-      if (n->kind == WEIR_NODE_NESTED && n->nested && has_library(n->nested) &&
-          !expand_everywhere(n->nested, error)) {
-        g_autofree char *d = weir_describe_node(s, n);
-        g_prefix_error(error, "%s: ", d);
-        return FALSE;
-      }
-    }
-  }
-  return weir_native_expand_rest(g, error);
-}
 
 static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
   if (a->len != b->len)
@@ -60,10 +30,11 @@ static gboolean same_names(GPtrArray *a, GPtrArray *b, gboolean containers) {
 
 WeirGraph *cg_prepare_c(const WeirGraph *g, GError **error) {
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
-  /* Epilogues become in-place loops right after their node's call. */
-  if (!weir_epilogue_split_all(copy, error))
-    return NULL;
-  if (has_library(copy) && !expand_everywhere(copy, error))
+  /* Epilogues become in-place loops right after their node's call; the
+   * library nodes without a native implementation are expanded. */
+  if (!weir_lower(copy,
+                  &(WeirLowerOptions){.native = TRUE, .split_epilogues = TRUE},
+                  error))
     return NULL;
   /* Constant sizes must fit in int64 so the generated index arithmetic
    * cannot overflow (symbolic ones are checked when bound, at run time). */
