@@ -21,7 +21,9 @@
 
 #include "weir-cache.h"
 #include "weir-codegen.h"
+#include "weir-json.h"
 #include "weir-runtime.h"
+#include "weir.h"
 
 typedef int (*RunFunc)(void *const args[], const int64_t symbols[]);
 typedef int (*AbiFunc)(void);
@@ -36,6 +38,12 @@ struct _WeirKernel {
   WeirGraph *g;         /* owned copy, or NULL */
   GPtrArray *arguments; /* WeirContainer* of g in ABI order (borrowed) */
 };
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* ------------------------------------------------------------- loading */
 
@@ -197,14 +205,78 @@ static GBytes *read_bytes(const char *path, GError **error) {
   return mf ? g_mapped_file_get_bytes(mf) : NULL;
 }
 
-/* One program to build. */
+/* One program to build: a program (g set, its source generated only on a
+ * miss) or hand-written source. */
 typedef struct {
+  const WeirGraph *g;
+  const WeirCodegenOptions *cg; /* with g */
   const char *source;
+  char *generated; /* owned source generated for g */
   const char *prefix;
-  char *key;
   WeirKernel *kernel; /* result */
   WeirCompileInfo info;
 } Unit;
+
+static gboolean uses_openmp(const WeirCompileOptions *opts) {
+  g_autofree char *flags = weir_compiler_flags(opts, NULL);
+  if (!flags)
+    return FALSE;
+  g_auto(GStrv) words = g_strsplit(flags, " ", -1);
+  for (guint i = 0; words[i]; i++)
+    if (g_str_has_prefix(words[i], "-fopenmp"))
+      return TRUE;
+  return FALSE;
+}
+
+/* The text a program's key hashes in place of a source: the build id of
+ * libweir (it stands for the code generator), the code generator's options
+ * and the structure of g without the data of bound constants. */
+static char *program_key_text(const WeirGraph *g,
+                              const WeirCodegenOptions *cg) {
+  g_autofree char *structure =
+      weir_graph_structure_json(g, WEIR_CODEGEN_LITERAL_MAX);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "weir-program\nbuild %s\nopenmp %d\n",
+                         weir_build_id(), cg->openmp ? 1 : 0);
+  /* The generated code still prints every constant: hash the data too
+   * (removed when constants are bound through the ABI). */
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
+  for (guint i = 0; i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    gsize n = 0;
+    const void *data = g_bytes_get_data(c->initial, &n);
+    g_autofree char *sum =
+        g_compute_checksum_for_data(G_CHECKSUM_SHA256, data, n);
+    g_string_append_printf(s, "data %u %s\n", i, sum);
+  }
+  g_string_append(s, structure);
+  return g_string_free(s, FALSE);
+}
+
+/* The key of unit u (the source for hand-written units, the program's
+ * structure otherwise). */
+static char *unit_key(const Unit *u, const char *identity, const char *kflags) {
+  if (!u->g)
+    return weir_cache_key(u->source, identity, kflags,
+                          WEIR_CODEGEN_ABI_VERSION);
+  g_autofree char *text = program_key_text(u->g, u->cg);
+  return weir_cache_key(text, identity, kflags, WEIR_CODEGEN_ABI_VERSION);
+}
+
+char *weir_kernel_key(const WeirGraph *g, const WeirCompileOptions *opts,
+                      GError **error) {
+  g_return_val_if_fail(g != NULL, NULL);
+  g_autofree char *identity = weir_compiler_identity(opts, error);
+  if (!identity)
+    return NULL;
+  g_autofree char *flags = weir_compiler_flags(opts, error);
+  if (!flags)
+    return NULL;
+  g_autofree char *kflags = key_flags(flags);
+  WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
+  Unit u = {.g = g, .cg = &cg};
+  return unit_key(&u, identity, kflags);
+}
 
 static void remove_dir(const char *dir) {
   g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
@@ -241,8 +313,9 @@ static gboolean build_units(Unit *units, guint n,
   g_autoptr(GArray) misses = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < n; i++) {
     Unit *u = &units[i];
-    u->info.key =
-        weir_cache_key(u->source, identity, kflags, WEIR_CODEGEN_ABI_VERSION);
+    double t0 = now_seconds();
+    u->info.key = unit_key(u, identity, kflags);
+    u->info.key_seconds = now_seconds() - t0;
     if (cache) {
       gboolean recovered = FALSE;
       g_autoptr(GError) local = NULL;
@@ -270,6 +343,24 @@ static gboolean build_units(Unit *units, guint n,
   }
   if (misses->len == 0)
     return TRUE;
+
+  /* Only misses generate C. */
+  for (guint j = 0; j < misses->len; j++) {
+    Unit *u = &units[g_array_index(misses, guint, j)];
+    if (!u->g)
+      continue;
+    double t0 = now_seconds();
+    u->generated = weir_codegen_c(u->g, u->cg, error);
+    if (!u->generated) {
+      if (n > 1)
+        g_prefix_error(error, "program '%s': ", u->g->name);
+      return FALSE;
+    }
+    weir_codegen_count_source();
+    u->source = u->generated;
+    u->info.codegen_seconds = now_seconds() - t0;
+    u->info.source_bytes = strlen(u->generated);
+  }
 
   g_autoptr(GError) local = NULL;
   g_autofree char *dir = g_dir_make_tmp("weir-rt-XXXXXX", &local);
@@ -316,6 +407,7 @@ static gboolean build_units(Unit *units, guint n,
 
 static void units_clear(Unit *units, guint n) {
   for (guint i = 0; i < n; i++) {
+    g_clear_pointer(&units[i].generated, g_free);
     g_clear_pointer(&units[i].kernel, weir_kernel_free);
     weir_compile_info_clear(&units[i].info);
   }
@@ -354,17 +446,6 @@ WeirKernel *weir_kernel_compile_source(const char *source, const char *prefix,
   return k;
 }
 
-static gboolean uses_openmp(const WeirCompileOptions *opts) {
-  g_autofree char *flags = weir_compiler_flags(opts, NULL);
-  if (!flags)
-    return FALSE;
-  g_auto(GStrv) words = g_strsplit(flags, " ", -1);
-  for (guint i = 0; words[i]; i++)
-    if (g_str_has_prefix(words[i], "-fopenmp"))
-      return TRUE;
-  return FALSE;
-}
-
 gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
                                   const WeirCompileOptions *opts,
                                   WeirKernel **kernels_out,
@@ -372,7 +453,6 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
   g_return_val_if_fail(graphs != NULL || n == 0, FALSE);
   g_return_val_if_fail(kernels_out != NULL || n == 0, FALSE);
   WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
-  g_autoptr(GPtrArray) sources = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) prefixes = g_ptr_array_new_with_free_func(g_free);
   g_autofree Unit *units = g_new0(Unit, n ? n : 1);
   for (guint i = 0; i < n; i++) {
@@ -381,15 +461,9 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
       memset(&infos[i], 0, sizeof infos[i]);
   }
   for (guint i = 0; i < n; i++) {
-    char *src = weir_codegen_c(graphs[i], &cg, error);
-    if (!src) {
-      if (n > 1)
-        g_prefix_error(error, "program '%s': ", graphs[i]->name);
-      return FALSE;
-    }
-    g_ptr_array_add(sources, src);
     g_ptr_array_add(prefixes, weir_codegen_prefix(graphs[i]));
-    units[i].source = src;
+    units[i].g = graphs[i];
+    units[i].cg = &cg;
     units[i].prefix = g_ptr_array_index(prefixes, i);
   }
   if (!build_units(units, n, opts, error)) {
@@ -646,12 +720,6 @@ gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads, GError **error) {
 }
 
 /* ----------------------------------------------------------- benchmarks */
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(gconstpointer a, gconstpointer b) {
   double x = *(const double *)a, y = *(const double *)b;

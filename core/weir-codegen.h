@@ -42,6 +42,32 @@ WEIR_API char *weir_codegen_prefix(const WeirGraph *g);
  * array only). */
 WEIR_API GPtrArray *weir_codegen_arguments(const WeirGraph *g);
 
+/* ------------------------------------------------------ bound constants */
+
+/* Constants with at most this many elements stay literal in the generated
+ * code (shapes, axes, scalars: they help the compiler); larger ones are
+ * bound through the kernel ABI (docs/codegen.md). */
+#define WEIR_CODEGEN_LITERAL_MAX 16
+
+/* Whether the constant container c (c->initial set) is printed into the
+ * generated code rather than bound. */
+WEIR_API gboolean weir_codegen_constant_is_literal(const WeirContainer *c);
+
+/* The bound constants of g and of the programs nested in it, in the order
+ * of the kernel's constant table: g's containers in id order, then the
+ * nested programs state by state, node by node, each walked the same way.
+ * (borrowed pointers into g; free the array only) */
+WEIR_API GPtrArray *weir_codegen_constants(const WeirGraph *g);
+
+/* Total bytes of the data of weir_codegen_constants(g). */
+WEIR_API gsize weir_codegen_constants_bytes(const WeirGraph *g);
+
+/* How many C sources weir_codegen_c generated in this process (a hook for
+ * tests: a compile-cache hit generates none). */
+WEIR_API guint weir_codegen_sources_generated(void);
+/* Counts one generated source (internal). */
+void weir_codegen_count_source(void);
+
 /* Generates the C source of g.  Library nodes are expanded first (on a copy;
  * g is not changed) with their chosen implementation.  g must validate.
  * Deterministic: the same program gives the same bytes.  opts may be NULL.
