@@ -39,7 +39,7 @@ static void recipe_step_free(WeirRecipeStep *rs) {
   g_free(rs);
 }
 
-static WeirRecipe *recipe_new(const char *source) {
+WeirRecipe *weir_recipe_new(const char *source) {
   WeirRecipe *r = g_new0(WeirRecipe, 1);
   r->source = g_strdup(source ? source : "<input>");
   r->steps = g_ptr_array_new_with_free_func((GDestroyNotify)recipe_step_free);
@@ -380,7 +380,7 @@ static WeirRecipe *parse_root(Parser *P, json_object *root) {
     bad(P, "steps", "expected a list of steps");
     return NULL;
   }
-  g_autoptr(WeirRecipe) r = recipe_new(P->source);
+  g_autoptr(WeirRecipe) r = weir_recipe_new(P->source);
   for (size_t i = 0; i < json_object_array_length(v); i++) {
     WeirRecipeStep *rs = recipe_step_new();
     g_ptr_array_add(r->steps, rs);
@@ -434,6 +434,41 @@ WeirRecipe *weir_recipe_load(const char *path, GError **error) {
     return NULL;
   }
   return weir_recipe_parse(text, (gssize)len, path, error);
+}
+
+/* --------------------------------------------------------------- building */
+
+gboolean weir_recipe_add_step(WeirRecipe *r, const char *transform,
+                              const char *const *params, GError **error) {
+  weir_transforms_init();
+  g_autofree char *path = g_strdup_printf("steps[%u]", r->steps->len);
+  const WeirTransformInfo *t = weir_transform_lookup(transform);
+  if (!t) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: %s.transform: unknown transformation '%s'", r->source,
+                path, transform);
+    return FALSE;
+  }
+  g_autoptr(GError) local = NULL;
+  g_autoptr(WeirParams) p = weir_params_parse(t, params, &local);
+  if (!p) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "%s: %s.params: %s",
+                r->source, path, local->message);
+    return FALSE;
+  }
+  g_autofree char *json = weir_params_to_json(t, p);
+  g_auto(GStrv) assignments =
+      weir_params_json_to_assignments(json, r->source, error);
+  if (!assignments)
+    return FALSE;
+  WeirRecipeStep *rs = recipe_step_new();
+  rs->path = g_steal_pointer(&path);
+  rs->transform = g_strdup(t->name);
+  rs->site_text = g_strdup("{}");
+  rs->params = g_steal_pointer(&assignments);
+  rs->params_json = g_steal_pointer(&json);
+  g_ptr_array_add(r->steps, rs);
+  return TRUE;
 }
 
 /* --------------------------------------------------------------- printing */
@@ -1019,7 +1054,7 @@ WeirRecipe *weir_session_export_recipe(const WeirSession *session,
                                        GError **error) {
   weir_transforms_init();
   const char *source = weir_session_source(session);
-  g_autoptr(WeirRecipe) r = recipe_new(source ? source : "<session>");
+  g_autoptr(WeirRecipe) r = weir_recipe_new(source ? source : "<session>");
   for (guint k = 1; k <= weir_session_cursor(session); k++) {
     const WeirStep *step = weir_session_step(session, k);
     const char *before_json = k == 1

@@ -108,6 +108,24 @@ WEIR_API char *weir_recipe_to_json(const WeirRecipe *r);
 WEIR_API gboolean weir_recipe_save(const WeirRecipe *r, const char *path,
                                    GError **error);
 
+/* --------------------------------------------------------------- building */
+
+/* A recipe of no steps (transfer full); source names it in messages
+ * (NULL: "<input>"). */
+WEIR_API WeirRecipe *weir_recipe_new(const char *source);
+/* Appends a step that applies the registered transformation `transform`
+ * at every candidate site (no selector: "all"), with parameters given as
+ * "name=value" (NULL-terminated; NULL: the defaults), as
+ *   {"transform": transform, "params": {...}}
+ * The parameters are checked as weir_params_parse does and kept as the
+ * canonical value of every parameter (defaults included), so the step
+ * prints (weir_recipe_to_json) with all of them explicit.  On error r is
+ * unchanged and the message names the recipe's source, the step's path
+ * ("steps[N]") and the problem (unknown transformation, bad parameter). */
+WEIR_API gboolean weir_recipe_add_step(WeirRecipe *r, const char *transform,
+                                       const char *const *params,
+                                       GError **error);
+
 /* ---------------------------------------------------------------- reports */
 
 typedef struct {

@@ -1,14 +1,224 @@
-/* weir-window-private.h — what the GUI tests read and drive of a window
- * beyond its actions: the session, the widgets' state, and the selections
- * of the list views (set as a user's click would). */
+/* weir-window-private.h — the window's private parts, shared by its files.
+ *
+ * WeirWindow is one GObject written in several files, one per job (see
+ * gui/README.md):
+ *   weir-window.c             the object (template, init, dispose), the
+ *                             session's callbacks, status bar, messages,
+ *                             history and code view
+ *   weir-window-actions.c     the win.* actions: one GActionEntry table
+ *                             and their enabled state
+ *   weir-window-properties.c  the properties panel
+ *   weir-window-transforms.c  the transformations panel: scans, parameter
+ *                             editors, sites, preview and apply
+ *   weir-window-run.c         the Run page: run/benchmark worker, input
+ *                             and expected-output files
+ *   weir-window-files.c       open, save, save as, recipes, kernel export,
+ *                             the unsaved-changes question, drops
+ * This header holds the instance struct, the functions the files call of
+ * each other, and (last) what the GUI tests read and drive beyond the
+ * actions.  Only the window's files and tests/gui include it.
+ */
 #ifndef WEIR_WINDOW_PRIVATE_H
 #define WEIR_WINDOW_PRIVATE_H
 
+#include <gtksourceview/gtksource.h>
+
 #include "weir-graph-view.h"
+#include "weir-rows.h"
 #include "weir-window.h"
 #include "weir.h"
 
 G_BEGIN_DECLS
+
+struct _WeirWindow {
+  GtkApplicationWindow parent;
+
+  /* template children */
+  GtkRevealer *toast_revealer;
+  GtkWidget *toast_box;
+  GtkImage *toast_icon;
+  GtkLabel *toast_label;
+  GtkButton *toast_close;
+  GtkSearchBar *search_bar;
+  GtkSearchEntry *search_entry;
+  GtkToggleButton *find_button;
+  GtkRevealer *preview_revealer;
+  GtkLabel *preview_label;
+  GtkStack *graph_stack;
+  WeirGraphView *graph_view;
+  GtkDropDown *overlay_dropdown;
+  GtkLabel *properties_title;
+  GtkListView *properties_list;
+  GtkNotebook *notebook;
+  GtkPaned *main_paned;
+  int side_width;   /* width the side panel keeps */
+  int paned_width;  /* last allocated width of main_paned */
+  gboolean placing; /* the divider is being moved by place_paned */
+  gboolean place_pending;
+  GtkLabel *scope_label;
+  GtkCheckButton *legal_only_check;
+  GtkListView *transforms_list;
+  GtkLabel *transform_description;
+  GtkListView *sites_list;
+  GtkGrid *params_grid;
+  GtkListView *history_list;
+  GtkEntry *bookmark_entry;
+  GtkButton *bookmark_button;
+  GtkSourceView *code_view;
+  GtkLabel *status_label;
+  GtkLabel *progress_label;
+  GtkProgressBar *progress_bar;
+  GtkButton *cancel_button;
+  GMenu *recent_section;
+  GtkGrid *inputs_grid;
+  GtkLabel *inputs_summary;
+
+  /* document */
+  WeirSession *session;
+  WeirSessionCallbacks callbacks;
+  char *path;           /* the file opened (model, program or workspace) */
+  char *workspace_path; /* where Save writes, or NULL */
+  gboolean dirty;
+  WeirAnalysis *analysis; /* of the current program */
+  guint last_cursor;
+  guint history_generation; /* bumps when steps are removed */
+
+  /* panels */
+  GListStore *properties;
+  GListStore *tiers; /* WeirRow (TIER) with children */
+  GtkTreeListModel *transforms_tree;
+  GtkSingleSelection *transforms_selection;
+  GListStore *sites;
+  GtkSingleSelection *sites_selection;
+  WeirStepModel *steps;
+  GtkSingleSelection *history_selection;
+  const WeirTransformInfo *transform; /* selected transformation */
+  GPtrArray *param_editors;           /* GtkWidget*, one per spec */
+  gboolean syncing;                   /* selection set from code */
+
+  /* preview */
+  gboolean previewing;
+  WeirGraph *preview_program;
+  char *preview_text;
+  WeirSite preview_site;
+  char **preview_params;
+  const WeirTransformInfo *preview_transform;
+
+  /* code view */
+  gboolean code_stale;
+  gboolean code_highlighted;
+  guint code_first, code_last;
+  GtkTextTag *scope_tag;
+
+  /* run / benchmark */
+  GCancellable *run_cancellable;
+  gboolean disposed; /* late worker results are dropped */
+  /* panel scans in workers (NULL when none runs) */
+  GCancellable *scan_cancellable;
+  GCancellable *site_cancellable;
+  char *keep_transform; /* transformation to select after a scan */
+
+  /* run inputs: container name -> WeirTensor* and -> file path */
+  GHashTable *inputs, *input_files;
+  GHashTable *expected, *expected_files;
+
+  /* "save changes?" confirmation (unsaved changes on close or open) */
+  GtkWindow *confirm;     /* the dialog while it is up */
+  gulong confirm_handler; /* its close-request handler */
+  gboolean confirm_ref;   /* a reference on this window is held for it */
+  int pending;            /* WEIR_PENDING_CLOSE or WEIR_PENDING_OPEN */
+  char *pending_path;     /* the file to open after the answer */
+  gboolean close_confirmed;
+  /* what a Save whose file is being chosen continues with */
+  int after_save;
+  char *after_save_path;
+
+  /* measurements */
+  double last_apply_ms;
+  char *message; /* message bar text, or NULL */
+  char *status_text;
+};
+
+/* What a pending "save changes?" question goes on with. */
+enum { WEIR_PENDING_NONE, WEIR_PENDING_CLOSE, WEIR_PENDING_OPEN };
+
+/* ------------------------------------------------- weir-window.c */
+
+void weir_window_hide_message(WeirWindow *w);
+/* The message bar shows "what: message" (what may be NULL). */
+void weir_window_show_error(WeirWindow *w, const char *what,
+                            const GError *error);
+/* Marks the session as changed (or saved) since the last save; the title
+ * follows. */
+void weir_window_set_dirty(WeirWindow *w, gboolean dirty);
+/* A figure as text: "1.2 MB", "?" when unknown (transfer full). */
+char *weir_window_quantity_text(const WeirQuantity *q, gboolean bytes);
+/* Refreshes everything that depends on the current program: analysis,
+ * graph, status bar, properties, transformations, code. */
+void weir_window_refresh_program(WeirWindow *w);
+
+/* ----------------------------------------- weir-window-actions.c */
+
+/* Adds the win.* actions to the window (from init). */
+void weir_window_actions_init(WeirWindow *w);
+/* Enables the actions that the session's state allows. */
+void weir_window_update_actions(WeirWindow *w);
+
+/* -------------------------------------- weir-window-properties.c */
+
+void weir_window_refresh_properties(WeirWindow *w);
+
+/* -------------------------------------- weir-window-transforms.c */
+
+/* Builds the transformations, sites and parameter models (from init). */
+void weir_window_transforms_init(WeirWindow *w);
+/* Rescans the transformations that apply at the graph's selection (in a
+ * worker), then the sites of the selected one. */
+void weir_window_refresh_transforms(WeirWindow *w);
+void weir_window_refresh_sites(WeirWindow *w);
+/* The selected site row (borrowed), or NULL. */
+WeirRow *weir_window_selected_site(WeirWindow *w);
+/* win.preview, win.discard-preview, win.apply, win.apply-all. */
+void weir_window_preview(WeirWindow *w);
+void weir_window_discard_preview(WeirWindow *w);
+void weir_window_apply(WeirWindow *w);
+void weir_window_apply_all(WeirWindow *w);
+/* Drops the preview (the graph is not reset). */
+void weir_window_end_preview(WeirWindow *w);
+
+/* --------------------------------------------- weir-window-run.c */
+
+/* Runs (bench FALSE) or benchmarks the current step in a worker. */
+void weir_window_start_run(WeirWindow *w, gboolean bench);
+/* Sets (path non-empty) or clears the input or expected file of the
+ * argument name; FALSE with a message in the window when it is refused. */
+gboolean weir_window_set_tensor_file(WeirWindow *w, gboolean expected,
+                                     const char *name, const char *path);
+void weir_window_clear_inputs(WeirWindow *w);
+/* Rebuilds the Run page's list of arguments. */
+void weir_window_refresh_inputs(WeirWindow *w);
+
+/* ------------------------------------------- weir-window-files.c */
+
+/* Adds the drop target of files (from init). */
+void weir_window_files_init(WeirWindow *w);
+/* Drops the unsaved-changes question and what it holds (from dispose). */
+void weir_window_files_dispose(WeirWindow *w);
+/* Asks "save changes?" before the window closes when the session has
+ * unsaved changes; TRUE when the close waits for the answer. */
+gboolean weir_window_close_asks(WeirWindow *w);
+/* Saves the workspace to path; FALSE with a message on failure. */
+gboolean weir_window_save_to(WeirWindow *w, const char *path);
+/* win.save (a chooser when there is no workspace file yet), win.save-as. */
+void weir_window_save(WeirWindow *w);
+void weir_window_save_as(WeirWindow *w);
+/* The session's history as a recipe file, a recipe file applied, the
+ * kernel directory exported; path NULL asks with a file chooser. */
+void weir_window_export_recipe(WeirWindow *w, const char *path);
+void weir_window_apply_recipe(WeirWindow *w, const char *path);
+void weir_window_export_kernel(WeirWindow *w, const char *dir);
+
+/* ------------------------------------------------------ for tests */
 
 /* The session (borrowed; NULL when empty). */
 WeirSession *weir_window_get_session(WeirWindow *w);

@@ -1,7 +1,7 @@
 /* test-recipe.c — recipes: parse errors with JSON paths, printing, site
  * selectors, picks, repeat, optional steps, all-or-nothing application,
- * determinism, and export of a session's history that replays to the same
- * program byte for byte. */
+ * determinism, recipes built through the library, and export of a
+ * session's history that replays to the same program byte for byte. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -496,6 +496,78 @@ static void export_and_replay(WeirSession *s) {
                       weir_session_current_json(s));
 }
 
+/* A recipe built through the library (weir_recipe_new, _add_step: what the
+ * workbench's "Apply to All Sites" uses) is the recipe that its JSON
+ * says: it prints with every parameter explicit, parses back to the same
+ * text, and applies as the parsed one does; bad steps are refused with
+ * the step's path and leave the recipe unchanged. */
+static void test_build(void **state) {
+  (void)state;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirRecipe) r = weir_recipe_new("built");
+  const char *const sequential[] = {"schedule=sequential", NULL};
+  assert_true(weir_recipe_add_step(r, "test-schedule", sequential, &error));
+  assert_true(weir_recipe_add_step(r, "test-tile", NULL, &error));
+  assert_int_equal(r->steps->len, 2);
+  const WeirRecipeStep *s0 = g_ptr_array_index(r->steps, 0);
+  assert_string_equal(s0->path, "steps[0]");
+  assert_string_equal(s0->transform, "test-schedule");
+  assert_int_equal(s0->pick, WEIR_RECIPE_PICK_ALL);
+  assert_string_equal(s0->site_text, "{}");
+  assert_string_equal(s0->params[0], "schedule=sequential");
+  assert_null(s0->params[1]);
+  const WeirRecipeStep *s1 = g_ptr_array_index(r->steps, 1);
+  assert_string_equal(s1->params[0], "tile=32"); /* the default, explicit */
+
+  g_autofree char *text = weir_recipe_to_json(r);
+  assert_contains(text, "\"transform\": \"test-schedule\"");
+  assert_contains(text, "\"schedule\": \"sequential\"");
+  assert_contains(text, "\"tile\": \"32\""); /* a list of integers */
+  g_autoptr(WeirRecipe) back = weir_recipe_parse(text, -1, "back", &error);
+  if (!back)
+    fail_msg("%s", error->message);
+  g_autofree char *again = weir_recipe_to_json(back);
+  assert_string_equal(text, again);
+
+  /* Applied, it does what the same step written as JSON does. */
+  g_autoptr(WeirRecipe) one = weir_recipe_new("built");
+  assert_true(weir_recipe_add_step(one, "test-schedule", sequential, &error));
+  g_autoptr(WeirGraph) a = load_sample("softmax.json");
+  g_autoptr(WeirGraph) b = load_sample("softmax.json");
+  g_autoptr(WeirRecipeReport) ra = weir_recipe_report_new();
+  if (!weir_recipe_apply(a, one, NULL, ra, &error))
+    fail_msg("%s", error->message);
+  g_autoptr(WeirRecipeReport) rb =
+      apply_ok(b, "{\"transform\": \"test-schedule\", \"params\": "
+                  "{\"schedule\": \"sequential\"}}");
+  const WeirRecipeStepReport *sa = g_ptr_array_index(ra->steps, 0);
+  const WeirRecipeStepReport *sb = g_ptr_array_index(rb->steps, 0);
+  assert_int_equal(sa->matched, 4);
+  assert_int_equal(sa->applied->len, sb->applied->len);
+  assert_true(sa->applied->len > 0);
+  g_autofree char *ja = weir_graph_to_json(a);
+  g_autofree char *jb = weir_graph_to_json(b);
+  assert_string_equal(ja, jb);
+  for (guint i = 0; i < sa->applied->len; i++)
+    assert_string_equal(g_ptr_array_index(sa->applied, i),
+                        g_ptr_array_index(sb->applied, i));
+
+  /* Refused steps. */
+  assert_false(weir_recipe_add_step(r, "no-such", NULL, &error));
+  assert_string_equal(error->message, "built: steps[2].transform: unknown "
+                                      "transformation 'no-such'");
+  g_clear_error(&error);
+  const char *const bad[] = {"schedule=sideways", NULL};
+  assert_false(weir_recipe_add_step(r, "test-schedule", bad, &error));
+  assert_contains(error->message, "built: steps[2].params: ");
+  assert_contains(error->message, "sideways");
+  g_clear_error(&error);
+  const char *const unknown[] = {"speed=3", NULL};
+  assert_false(weir_recipe_add_step(r, "test-schedule", unknown, &error));
+  assert_contains(error->message, "speed");
+  assert_int_equal(r->steps->len, 2);
+}
+
 static void test_export_replay(void **state) {
   (void)state;
   g_autoptr(GError) error = NULL;
@@ -703,6 +775,7 @@ int main(void) {
       cmocka_unit_test(test_repeat),
       cmocka_unit_test(test_tier_steps),
       cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_build),
       cmocka_unit_test(test_export_replay),
       cmocka_unit_test(test_session_apply_rollback),
       cmocka_unit_test(test_models),

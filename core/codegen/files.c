@@ -1,4 +1,4 @@
-/* codegen-files.c — finding a node's code in generated source, and writing
+/* files.c — finding a node's code in generated source, and writing
  * the source files (weir-codegen.h). */
 #include <errno.h>
 #include <string.h>

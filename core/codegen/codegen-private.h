@@ -1,0 +1,451 @@
+/* codegen-private.h — what the files of the code generator share.
+ *
+ * The code generator (weir-codegen.h) is one pass over a validated,
+ * prepared copy of the program, printing C with a small printf-style
+ * emitter (Out) and a switch over node kinds.  Its files, by job:
+ *   text.c      the emitter, identifiers (one Namer per C scope), the
+ *               static inline helpers of the generated code, literals;
+ *   expr.c      symbolic expressions and element addresses;
+ *   tasklet.c   tasklet bodies (typing follows ir/code.c);
+ *   map.c       maps as loop nests: pragmas, write-conflict resolution,
+ *               accumulators;
+ *   dataflow.c  the dataflow of a state: copies, nested programs, native
+ *               library calls;
+ *   control.c   the state machine as structured loops and branches, or
+ *               gotos;
+ *   storage.c   where each container lives, declarations, zero fill;
+ *   function.c  one C function per program (entry point, nested ones);
+ *   prepare.c   the copy of the program the backend emits;
+ *   codegen.c   the public entry points and the backend table;
+ *   files.c     finding a node's code in the source, writing the files.
+ *
+ * Conventions (all files):
+ *  - Functions shared between these files start with cg_; they are
+ *    internal to libweir (hidden) like everything here.
+ *  - Generation never stops half-way on bad input: emitters record the
+ *    first error in Gen.error (cg_gen_fail) and keep going on safe
+ *    defaults; the entry point checks it at the end.
+ *  - Returned text is owned by the caller (g_free) unless said otherwise;
+ *    C names from a Namer are borrowed from it.
+ *  - Determinism: everything is walked in id order; hash tables are only
+ *    used for lookups and membership.
+ *  - Semantics follow ir/interp.c and ir/code.c exactly, with the
+ *    differences listed in tasklet.c.
+ */
+#ifndef WEIR_CODEGEN_PRIVATE_H
+#define WEIR_CODEGEN_PRIVATE_H
+
+#include "weir-codegen.h"
+#include "weir-native.h"
+#include "weir.h"
+
+G_BEGIN_DECLS
+
+/* ------------------------------------------------------------------ emitter */
+
+typedef struct {
+  GString *s;
+  guint depth; /* indentation level (2 spaces each) */
+} Out;
+
+/* Identifiers of one C scope.  Each is reserved once; kinds keep the name
+ * spaces of the IR apart ("c:" containers, "s:" symbols, "p:" map
+ * parameters, ...). */
+typedef struct {
+  GHashTable *used; /* C identifiers taken (set, owned keys) */
+  GHashTable *map;  /* kind:name -> C identifier (owned) */
+} Namer;
+
+/* ------------------------------------------------------------------ helpers */
+
+/* Static inline functions of the generated code.  Typed helpers exist per
+ * dtype; Gen.helpers holds one bit per (kind, dtype) used, and the helpers
+ * are emitted in enum order, so the output does not depend on the order of
+ * first use. */
+typedef enum {
+  H_FLOORDIV, /* i64: floor division, Python semantics */
+  H_MOD,      /* i64: modulo with the sign of the divisor */
+  H_MIN,      /* per dtype; floats propagate NaN */
+  H_MAX,
+  H_DIV, /* i32, i64: C division (truncating), 0 for a zero divisor */
+  H_REM,
+  H_ABS,        /* i32, i64 */
+  H_F2I,        /* i32, i64, u8: saturating conversion from double */
+  H_ATOMIC_MIN, /* f32, f64, i32, i64, u8: compare-and-swap loops */
+  H_ATOMIC_MAX,
+  H_ALIGN64, /* size rounded up to 64 bytes */
+  H_COUNT
+} HelperKind;
+
+typedef struct {
+  gboolean openmp;
+  guint32 helpers[H_COUNT]; /* bit per dtype */
+  GString *defs;            /* nested functions, in definition order */
+  Namer *file_names;        /* identifiers at file scope */
+  char *prefix;
+  guint nested_functions;
+  GError *error; /* first error, owned */
+  /* Native implementations (core/native.c): helper name -> text, and the
+   * libraries to link (sets; printed sorted). */
+  GHashTable *native_helpers;
+  GHashTable *libraries;
+} Gen;
+
+/* ----------------------------------------------------------------- literals */
+
+/* C precedence levels of printed expressions (higher binds tighter). */
+enum {
+  P_COND = 2,
+  P_OR = 3,
+  P_AND = 4,
+  P_EQ = 8,
+  P_REL = 9,
+  P_ADD = 11,
+  P_MUL = 12,
+  P_UNARY = 14,
+  P_ATOM = 16,
+};
+
+/* ------------------------------------------------------ generated functions */
+
+/* Where a container lives in one generated function. */
+typedef enum {
+  ST_NONE,    /* not referenced: nothing is declared */
+  ST_ARG,     /* args[k] of the entry point */
+  ST_CONST,   /* static const array (constant data, never written) */
+  ST_STACK,   /* local array */
+  ST_ARENA,   /* block of the function's arena */
+  ST_PRIVATE, /* local array in the body of a map inside a parallel loop */
+  ST_VIEW,    /* pointer and strides passed to a nested function */
+} Storage;
+
+typedef struct {
+  WeirContainer *c; /* borrowed */
+  Storage st;
+  const char *cname;  /* borrowed from the function's namer */
+  gboolean written;   /* some memlet writes it */
+  gboolean used;      /* referenced by the generated code */
+  gboolean init;      /* constant data copied into its storage at entry */
+  guint arg_index;    /* ST_ARG */
+  guint private_map;  /* ST_PRIVATE: the map entry whose body declares it */
+  GPtrArray *strides; /* WeirExpr* per dimension, in elements */
+  WeirExpr *span;     /* elements of storage (ST_STACK/ARENA/PRIVATE) */
+} CInfo;
+
+typedef struct _Fn Fn;
+
+struct _Fn {
+  Gen *gen;
+  WeirGraph *g; /* validated, expanded; borrowed */
+  gboolean entry;
+  char *fname;      /* C name of the function */
+  char *where;      /* "program 'x'" or "program 'x', node 9 (nested 'blk')" */
+  Namer *names;     /* identifiers of the function body */
+  GPtrArray *cinfo; /* CInfo*, parallel to g->containers */
+  GHashTable *cbyname;     /* container name -> CInfo* */
+  GHashTable *synth;       /* synthetic symbol ("$...") -> C name (owned) */
+  GHashTable *params;      /* names of all map parameters (set) */
+  GHashTable *assigned;    /* symbols some transition assigns (set) */
+  GHashTable *sym_used;    /* program symbols read (set, owned keys) */
+  GHashTable *sym_written; /* program symbols assigned (set, owned keys) */
+  GHashTable *synth_used;  /* synthetic symbols referenced (set, owned) */
+  gboolean uses_done;      /* "goto done" emitted */
+  gboolean uses_status;    /* calls a nested function that can fail */
+};
+
+typedef struct _Frame Frame;
+typedef struct _Tasklet Tasklet;
+
+/* ------------------------------------------------------------------- frames */
+
+/* One open map while its body is generated. */
+struct _Frame {
+  Frame *up;
+  const WeirNode *entry;
+  gboolean par_root;  /* carries "#pragma omp parallel for" */
+  gboolean in_region; /* this loop runs inside a parallel or simd loop */
+  gboolean simd;      /* wants "#pragma omp simd" */
+  gboolean simd_drop; /* ... which a conflicting write or an atomic forbids */
+  const char *why_drop;
+  /* with par_root: the number of leading parameters whose iterations
+   * "omp parallel for" (with its collapse) divides among the threads; the
+   * other loops run whole inside one thread.  0: all of them (tiled maps,
+   * where threads share tiles). */
+  guint n_split;
+  GPtrArray *accs; /* Acc* this map's loops declare (owned), or NULL */
+};
+
+/* A local accumulator for one write-conflict-resolved memlet of a tasklet
+ * inside the loops of a map (the host), whose element does not depend on
+ * the loops from `level` inward: the tasklet updates the local, which is
+ * declared before loop `level` of the host and combined into memory once
+ * after it (see cg_emit_map). */
+typedef struct {
+  const WeirMemlet *m; /* borrowed */
+  CInfo *ci;
+  guint level;      /* index of the first loop (tile loops included) inside */
+  const char *name; /* borrowed from the function's namer */
+  gboolean atomic;  /* the combine needs an atomic update */
+} Acc;
+
+/* ------------------------------------------------------------------- states */
+
+typedef struct {
+  Fn *f;
+  WeirState *s;
+  WeirScopes *scopes;
+  GHashTable *children; /* entry id -> GArray of node ids, in order */
+  GArray *top;          /* node ids at the top level, in order */
+  GHashTable *hosted;   /* memlets that got an accumulator (a set) */
+} StateCtx;
+
+/* ------------------------------------------------------------------- text.c */
+
+/* An empty emitter at indentation depth. */
+Out cg_out_new(guint depth);
+
+/* One line: indentation, the formatted text, a newline. */
+G_GNUC_PRINTF(2, 3)
+void cg_out_line(Out *o, const char *fmt, ...);
+
+/* Appends text (lines ending in '\n'), indented by o's depth. */
+void cg_out_paste(Out *o, const char *text);
+
+/* The text of o (transfer full); o is done. */
+char *cg_out_free(Out *o);
+
+/* Removes a final line that is exactly "continue;" (the end of a loop body
+ * continues anyway). */
+void cg_out_strip_continue(Out *o);
+
+/* A C identifier from any text: other characters become '_', a leading
+ * digit or underscore gets a 'v' in front, reserved words an '_' behind. */
+char *cg_sanitize_identifier(const char *text);
+
+/* Text from a model file for a comment: printable ASCII without the
+ * characters that could end the comment or splice lines, at most 60
+ * characters. */
+char *cg_sanitize_comment(const char *text);
+
+/* A scope whose identifiers must differ from those parent (may be NULL)
+ * has taken so far.  Free with cg_namer_free. */
+Namer *cg_namer_new(const Namer *parent);
+void cg_namer_free(Namer *n);
+
+/* A new unique identifier: base itself when free, else base_2, base_3...
+ * (borrowed from the namer).  base must be a valid identifier. */
+const char *cg_namer_fresh_exact(Namer *n, const char *base);
+
+/* A new unique identifier based on any text (borrowed from the namer). */
+const char *cg_namer_fresh(Namer *n, const char *text);
+
+/* The identifier of kind:name, created on first use (borrowed). */
+const char *cg_namer_get(Namer *n, const char *kind, const char *name);
+
+/* Records the first error of the generation (later ones are dropped). */
+G_GNUC_PRINTF(3, 4)
+void cg_gen_fail(Gen *gen, WeirErrorCode code, const char *fmt, ...);
+
+/* C type of a value of dtype, and of its storage (bool is stored as one
+ * byte, 0 or 1). */
+const char *cg_ctype(WeirDType t);
+
+const char *cg_storage_type(WeirDType t);
+
+/* Name of a helper; marks it (and what it needs) as used.  (borrowed
+ * static storage is not possible for typed names, so the caller frees) */
+char *cg_helper(Gen *gen, HelperKind k, WeirDType t);
+
+/* Appends the text of every helper gen used, in HelperKind order. */
+void cg_emit_helpers(Gen *gen, GString *s);
+
+/* An integer constant as C text; *prec receives its precedence. */
+char *cg_format_int(gint64 v, int *prec);
+
+/* A value (already of dtype t) as a C constant of type t. */
+char *cg_format_value(WeirValue v, int *prec);
+
+/* text wrapped in parentheses when its precedence (*prec, read only once
+ * every argument is evaluated, so "cg_wrap(f(&p), &p, m)" is well defined) is
+ * below min.  Takes text over. */
+char *cg_wrap(char *text, const int *prec, int min);
+
+/* Text for a comment of the generated code (cg_sanitize_comment). */
+char *cg_comment_text(const char *text);
+
+/* ------------------------------------------------------------------- expr.c */
+
+/* C name of a symbol of an expression: a map parameter, a program symbol
+ * (recorded as used) or a synthetic one. */
+const char *cg_fn_symbol(Fn *f, const char *name);
+
+/* The container name of f (borrowed); an error when there is none. */
+CInfo *cg_fn_container(Fn *f, const char *name);
+
+/* A symbolic expression as int64_t C text; *prec receives its precedence. */
+char *cg_sym_c(Fn *f, WeirExpr *e, int *prec);
+
+/* An expression as text without precedence concerns (a whole argument,
+ * bound or initializer). */
+char *cg_sym_text(Fn *f, WeirExpr *e);
+
+/* The element offset of absolute indices idx (one per dimension), kept as
+ * (index, stride) pairs, entries 2d and 2d + 1, so the text reads like the
+ * subscript: "i * 64 + j", "r * W".  (transfer full) */
+GPtrArray *cg_elem_offset(const CInfo *ci, WeirExpr *const *idx);
+
+/* Offset of the first element of a subset.  (transfer full) */
+GPtrArray *cg_subset_offset(const CInfo *ci, const WeirSubset *sub);
+
+/* "X[offset]" (marks X used). */
+char *cg_elem_ref(Fn *f, CInfo *ci, GPtrArray *off);
+
+/* "X + offset", or "X" for offset 0 (marks X used). */
+char *cg_elem_ptr(Fn *f, CInfo *ci, GPtrArray *off);
+
+/* The value of an element in the container's dtype (bool storage is read
+ * as "!= 0", like the interpreter). */
+char *cg_elem_load(Fn *f, CInfo *ci, GPtrArray *off, int *prec);
+
+/* sub has one element. */
+gboolean cg_subset_is_scalar(const WeirSubset *sub);
+
+/* c's strides are the row-major ones of its shape. */
+gboolean cg_is_row_major(const WeirContainer *c);
+
+/* sub is 0:size:1 in every dimension of c. */
+gboolean cg_subset_is_whole(const WeirSubset *sub, const WeirContainer *c);
+
+/* Dimensions of sub whose size is not the constant 1, and their sizes. */
+GArray *cg_moving_dims(const WeirSubset *sub, GPtrArray *sizes);
+
+/* A synthetic symbol for a loop variable of generated code. */
+WeirExpr *cg_synth_symbol(Fn *f, const char *key, const char *cname);
+
+/* Absolute indices: begin + rel * step in the dimensions `dims` (rel given
+ * per entry of dims), begin elsewhere.  (transfer full: free each) */
+WeirExpr **cg_subset_indices(const WeirSubset *sub, GArray *dims,
+                             WeirExpr **rel);
+
+/* Unrefs the n expressions of v (NULL entries allowed) and frees v. */
+void cg_free_exprs(WeirExpr **v, guint n);
+
+/* ---------------------------------------------------------------- tasklet.c */
+
+/* The type both operands of arithmetic or a comparison are converted to
+ * (ir/code.c's rules). */
+WeirDType cg_arith_operand_type(const WeirAst *a, const WeirAst *b);
+
+/* Text that is true when n (bool or integer) is non-zero. */
+char *cg_ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
+
+/* C text converting a value of type `from` (text at precedence *prec) to
+ * `to` with weir_value_convert's semantics. */
+char *cg_convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
+                      int *prec);
+
+/* The C block of tasklet n inside the maps of fr (NULL: top level). */
+void cg_emit_tasklet(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr);
+
+/* -------------------------------------------------------------------- map.c */
+
+/* fr or a map around it carries "omp parallel for". */
+gboolean cg_frame_parallel(const Frame *fr);
+
+/* Emits the update of lvalue (of dtype) by value with wcr (not NONE),
+ * atomic or not. */
+void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
+                    WeirWcr wcr, const char *value, gboolean atomic);
+
+/* Does the write-conflict resolution into sub (of container ci) from
+ * inside fr need an atomic update? */
+gboolean cg_store_atomic(Fn *f, Frame *fr, const CInfo *ci,
+                         const WeirSubset *sub);
+
+/* Emits lvalue = value, or its update by wcr (value has the element's
+ * dtype; for bool storage 0 or 1).  sub is the subset the write belongs
+ * to, for the conflict rule. */
+void cg_emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
+                   const char *lvalue, const WeirSubset *sub, WeirWcr wcr,
+                   const char *value);
+
+/* The accumulator an enclosing map holds for memlet m, or NULL. */
+const Acc *cg_frame_acc(const Frame *fr, const WeirMemlet *m);
+
+/* The loop nest of the map of entry, its body inside, under the maps of
+ * up (NULL: top level). */
+void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up);
+
+/* --------------------------------------------------------------- dataflow.c */
+
+/* Non-empty memlets on a connector of node, by id (borrowed; free the
+ * array). */
+GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
+                           gboolean input);
+
+/* The code of nodes ids (a scope level, in order) inside the maps of fr. */
+void cg_emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr);
+
+/* The dataflow of one state as text at depth 0. */
+char *cg_state_text(Fn *f, WeirState *s);
+
+/* ---------------------------------------------------------------- control.c */
+
+/* The body of a function: the states' dataflow in control flow. */
+char *cg_flow_body(Fn *f);
+
+/* ---------------------------------------------------------------- storage.c */
+
+/* Decides the storage of every container (see Storage). */
+void cg_fn_classify(Fn *f, const WeirMemlet *const *bind);
+
+/* "f32[N, 64]" (and strides when not row-major), for comments. */
+char *cg_shape_text(const WeirContainer *c);
+
+/* Declarations of the containers the body uses (constants, stack, arena)
+ * and the copies of their initial data.  *arena: an arena was allocated. */
+char *cg_fn_storage(Fn *f, gboolean *arena);
+
+/* --------------------------------------------------------------- function.c */
+
+/* Frees f and what it owns (NULL allowed). */
+void cg_fn_free(Fn *f);
+
+/* Generates the function for program g (the entry point when call is
+ * NULL, else the nested program of node call with arguments bind).
+ * Returns its definition, or NULL after an error (in gen). */
+char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
+                     const char *where, const WeirNode *call,
+                     const WeirMemlet *const *bind, gboolean *can_fail);
+
+/* ---------------------------------------------------------------- prepare.c */
+
+/* A copy of g ready for the C backend: epilogues split off, library nodes
+ * expanded (except those left to native implementations), validated, with
+ * the same arguments and symbols as g.  (transfer full; NULL with error) */
+WeirGraph *cg_prepare_c(const WeirGraph *g, GError **error);
+
+/* ----------------------------------------------------------------- backends */
+
+/* A code generation backend: how a validated program becomes source text.
+ * prepare lowers a copy of the program to what emit handles; emit prints
+ * the source of the prepared copy, with the ABI (entry point prefix,
+ * argument and symbol order) of the original program g.  The C/OpenMP
+ * backend (cg_backend_c) is the only one; another target, or kernels of
+ * their own, come in as another entry of the table in codegen.c. */
+typedef struct {
+  const char *name;
+  WeirGraph *(*prepare)(const WeirGraph *g, GError **error);
+  char *(*emit)(const WeirGraph *g, WeirGraph *prepared,
+                const WeirCodegenOptions *opts, GError **error);
+} WeirCodegenBackend;
+
+/* C11 with OpenMP pragmas (weir-codegen.h describes its ABI). */
+extern const WeirCodegenBackend cg_backend_c;
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Namer, cg_namer_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Fn, cg_fn_free)
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,594 @@
+/* map.c — maps as loop nests: OpenMP pragmas, write-conflict resolution
+ * and accumulators.
+ *
+ * Conventions:
+ *  - One Frame per open map while its body is generated; the body is
+ *    generated before the loop headers, because what it contains (atomic
+ *    updates, conflicting writes) decides the pragmas.
+ *  - A parallel map that is not inside another parallel or simd loop gets
+ *    "#pragma omp parallel for" (with collapse); a simd map "#pragma omp
+ *    simd" on its innermost loop unless a write may conflict.
+ *  - Write-conflict resolution is atomic only when iterations that run on
+ *    different threads may update the same element (cg_store_atomic).
+ */
+#include <string.h>
+
+#include "codegen-private.h"
+
+/* ------------------------------------------------ write-conflict resolution */
+
+/* TRUE when, for every parameter p among the first n_params of map (0:
+ * all), some dimension of sub starts at c*p + rest with a constant c != 0,
+ * rest free of the parameters in `inner` (this map's and those of maps
+ * inside it), and a region narrower than |c|: distinct values of those
+ * parameters then touch distinct elements. */
+static gboolean subset_injective(const WeirSubset *sub, const WeirMap *map,
+                                 guint n_params, GHashTable *inner) {
+  guint np = n_params ? MIN(n_params, map->params->len) : map->params->len;
+  for (guint k = 0; k < np; k++) {
+    const char *p = g_ptr_array_index(map->params, k);
+    gboolean found = FALSE;
+    g_autoptr(WeirExpr) zero = weir_expr_const(0);
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    for (guint d = 0; d < sub->rank && !found; d++) {
+      WeirExpr *b = sub->dims[d].begin;
+      g_autoptr(WeirExpr) b0 = weir_expr_substitute_one(b, p, zero);
+      g_autoptr(WeirExpr) b1 = weir_expr_substitute_one(b, p, one);
+      g_autoptr(WeirExpr) diff = weir_expr_sub(b1, b0);
+      gint64 c;
+      if (!weir_expr_is_const(diff, &c) || c == 0)
+        continue;
+      g_autoptr(WeirExpr) sym = weir_expr_symbol(p);
+      g_autoptr(WeirExpr) cp = weir_expr_mul_const(sym, c);
+      g_autoptr(WeirExpr) rest = weir_expr_sub(b, cp);
+      g_autoptr(GPtrArray) names = weir_expr_symbols(rest);
+      gboolean clean = TRUE;
+      for (guint i = 0; i < names->len && clean; i++)
+        clean = !g_hash_table_contains(inner, g_ptr_array_index(names, i));
+      if (!clean)
+        continue;
+      g_autoptr(WeirExpr) size = weir_range_size(&sub->dims[d]);
+      gint64 sz, st;
+      if (!weir_expr_is_const(size, &sz))
+        continue;
+      if (sz > 1 && (!weir_expr_is_const(sub->dims[d].step, &st) ||
+                     (sz - 1) * st >= (c < 0 ? -c : c)))
+        continue;
+      found = TRUE;
+    }
+    if (!found)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Decides how a write-conflict resolution into sub is done inside fr:
+ * TRUE when it needs an atomic update (iterations of the parallel loop
+ * may write the same element).  Also withdraws "omp simd" from enclosing
+ * simd loops whose iterations may conflict. */
+static gboolean wcr_needs_atomic(Frame *fr, const WeirSubset *sub,
+                                 guint private_map) {
+  g_autoptr(GHashTable) inner = g_hash_table_new(g_str_hash, g_str_equal);
+  gboolean atomic = FALSE;
+  /* a transient private to a map's body is shared only by the loops
+   * inside that map */
+  for (Frame *x = fr; x && x->entry->id != private_map; x = x->up) {
+    const WeirMap *map = x->entry->map;
+    for (guint k = 0; k < map->params->len; k++)
+      g_hash_table_add(inner, g_ptr_array_index(map->params, k));
+    if (!x->par_root && !x->simd)
+      continue;
+    /* threads own distinct values of the split parameters only; a simd
+     * loop's lanes differ in the last one, checked over all of them */
+    if (subset_injective(sub, map, x->par_root ? x->n_split : 0, inner))
+      continue;
+    if (x->par_root)
+      atomic = TRUE;
+    else if (!x->simd_drop) {
+      x->simd_drop = TRUE;
+      x->why_drop = "iterations may update the same element";
+    }
+  }
+  if (atomic)
+    for (Frame *x = fr; x && x->entry->id != private_map; x = x->up)
+      if (x->simd && !x->simd_drop) {
+        x->simd_drop = TRUE;
+        x->why_drop = "atomic update inside";
+      }
+  return atomic;
+}
+
+gboolean cg_frame_parallel(const Frame *fr) {
+  for (; fr; fr = fr->up)
+    if (fr->par_root)
+      return TRUE;
+  return FALSE;
+}
+
+void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
+                    WeirWcr wcr, const char *value, gboolean atomic) {
+  gboolean minmax = wcr == WEIR_WCR_MIN || wcr == WEIR_WCR_MAX;
+  if (dtype == WEIR_DTYPE_BOOL) {
+    /* 0/1 values: sum and max are "or", product and min are "and" */
+    if (atomic)
+      cg_out_line(o, "#pragma omp atomic");
+    gboolean any = wcr == WEIR_WCR_SUM || wcr == WEIR_WCR_MAX;
+    cg_out_line(o, "%s %s= %s;", lvalue, any ? "|" : "&", value);
+    return;
+  }
+  if (minmax) {
+    HelperKind k = wcr == WEIR_WCR_MIN ? (atomic ? H_ATOMIC_MIN : H_MIN)
+                                       : (atomic ? H_ATOMIC_MAX : H_MAX);
+    g_autofree char *h = cg_helper(f->gen, k, dtype);
+    if (atomic)
+      cg_out_line(o, "%s(&%s, %s);", h, lvalue, value);
+    else
+      cg_out_line(o, "%s = %s(%s, %s);", lvalue, h, lvalue, value);
+    return;
+  }
+  if (atomic)
+    cg_out_line(o, "#pragma omp atomic");
+  cg_out_line(o, "%s %s= %s;", lvalue, wcr == WEIR_WCR_SUM ? "+" : "*", value);
+}
+
+gboolean cg_store_atomic(Fn *f, Frame *fr, const CInfo *ci,
+                         const WeirSubset *sub) {
+  return f->gen->openmp && fr &&
+         wcr_needs_atomic(fr, sub, ci->st == ST_PRIVATE ? ci->private_map : 0);
+}
+
+void cg_emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
+                   const char *lvalue, const WeirSubset *sub, WeirWcr wcr,
+                   const char *value) {
+  if (wcr == WEIR_WCR_NONE) {
+    cg_out_line(o, "%s = %s;", lvalue, value);
+    return;
+  }
+  gboolean atomic = cg_store_atomic(f, fr, ci, sub);
+  cg_emit_update(f, o, ci->c->dtype, lvalue, wcr, value, atomic);
+}
+
+const Acc *cg_frame_acc(const Frame *fr, const WeirMemlet *m) {
+  for (; fr; fr = fr->up)
+    for (guint k = 0; fr->accs && k < fr->accs->len; k++) {
+      const Acc *a = g_ptr_array_index(fr->accs, k);
+      if (a->m == m)
+        return a;
+    }
+  return NULL;
+}
+
+/* The neutral element of wcr in dtype, as C text: the start of an
+ * accumulator whose combine is atomic.  A sum starts at -0.0, which leaves
+ * every value (also -0.0) unchanged. */
+static const char *wcr_identity(WeirWcr wcr, WeirDType t) {
+  gboolean flt = t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64;
+  switch (wcr) {
+  case WEIR_WCR_SUM:
+    if (flt)
+      return t == WEIR_DTYPE_F32 ? "-0.0f" : "-0.0";
+    return "0";
+  case WEIR_WCR_PROD:
+    return t == WEIR_DTYPE_F32 ? "1.0f" : t == WEIR_DTYPE_F64 ? "1.0" : "1";
+  case WEIR_WCR_MAX:
+    switch (t) {
+    case WEIR_DTYPE_I32:
+      return "INT32_MIN";
+    case WEIR_DTYPE_I64:
+      return "INT64_MIN";
+    case WEIR_DTYPE_BOOL:
+    case WEIR_DTYPE_U8:
+      return "0";
+    default:
+      return "-INFINITY";
+    }
+  case WEIR_WCR_MIN:
+    switch (t) {
+    case WEIR_DTYPE_I32:
+      return "INT32_MAX";
+    case WEIR_DTYPE_I64:
+      return "INT64_MAX";
+    case WEIR_DTYPE_BOOL:
+      return "1";
+    case WEIR_DTYPE_U8:
+      return "UINT8_MAX";
+    default:
+      return "INFINITY";
+    }
+  default:
+    break;
+  }
+  g_return_val_if_reached("0");
+}
+
+/* --------------------------------------------------------------------- maps */
+
+static void emit_private_decls(Fn *f, Out *o, guint entry_id) {
+  for (guint i = 0; i < f->cinfo->len; i++) {
+    CInfo *ci = g_ptr_array_index(f->cinfo, i);
+    if (ci->st != ST_PRIVATE || ci->private_map != entry_id || !ci->used)
+      continue;
+    gint64 span = 1;
+    weir_expr_is_const(ci->span, &span);
+    cg_out_line(o, "%s %s[%" G_GINT64_FORMAT "] = {0};",
+                cg_storage_type(ci->c->dtype), ci->cname, span > 0 ? span : 1);
+  }
+}
+
+static char *map_description(const WeirNode *entry) {
+  const WeirMap *map = entry->map;
+  GString *s = g_string_new(NULL);
+  g_autofree char *label = cg_comment_text(entry->label);
+  g_string_append_printf(s, "map %u '%s': ", entry->id, label);
+  for (guint k = 0; k < map->params->len; k++) {
+    g_autofree char *r =
+        weir_range_to_string(&g_array_index(map->ranges, WeirRange, k));
+    g_autofree char *p = cg_comment_text(g_ptr_array_index(map->params, k));
+    g_autofree char *rc = cg_comment_text(r);
+    g_string_append_printf(s, "%s%s in %s", k ? ", " : "", p, rc);
+  }
+  g_string_append_printf(s, " (%s", weir_schedule_name(map->schedule));
+  for (guint k = 0; k < map->tile->len; k++) {
+    gint64 t = g_array_index(map->tile, gint64, k);
+    if (t > 0)
+      g_string_append_printf(s, ", tile %s by %" G_GINT64_FORMAT,
+                             (const char *)g_ptr_array_index(map->params, k),
+                             t);
+  }
+  if (map->unroll > 1)
+    g_string_append_printf(s, ", unroll %u", map->unroll);
+  if (map->collapse > 1)
+    g_string_append_printf(s, ", collapse %u", map->collapse);
+  g_string_append_c(s, ')');
+  return g_string_free(s, FALSE);
+}
+
+typedef struct {
+  const char *var; /* C name of the loop variable */
+  char *begin, *end, *step;
+  gboolean unit_step;
+  gboolean rect; /* bounds do not depend on the map's other loops */
+  int param;     /* index of the map parameter; -1 for a tile loop */
+} Loop;
+
+/* ------------------------------------------------------------- accumulators */
+
+/* A reduction inside a map nest, a tasklet output memlet with write-conflict
+ * resolution onto one element that does not change in the innermost loops,
+ * is accumulated in a local: declared before the outermost loop the element
+ * does not depend on, updated by the tasklet, combined into memory after
+ * that loop.  The host map is the innermost one whose parameters the
+ * element depends on (or the outermost map of the nest when it depends on
+ * none).  The local starts from the element when the combine is a plain
+ * store (the additions happen in the same order as without it, so results
+ * are bit-identical), from the neutral element when it is atomic.
+ *
+ * Conditions: the subset has one element; nothing else inside the host
+ * reads or writes the container (other than the map exits passing this
+ * write on); the loops it hoists over are not divided among threads (the
+ * host's "omp parallel for" loops stay outside, and no map inside would get
+ * its own); the container is not private to the host or a map inside.  An
+ * element that does not depend on the host's parallel loops gets a local
+ * inside them (per iteration), combined atomically. */
+
+typedef struct {
+  StateCtx *sc;
+  Frame *fr;
+  GArray *loops;     /* Loop of the host */
+  guint n_par;       /* leading loops under "omp parallel for" */
+  GHashTable *scope; /* node ids inside the host (a set) */
+  GPtrArray *chain;  /* map entries between the host and the tasklet */
+} AccScan;
+
+static void scope_collect(StateCtx *sc, guint entry, GHashTable *set) {
+  GArray *ch = g_hash_table_lookup(sc->children, GUINT_TO_POINTER(entry));
+  for (guint k = 0; ch && k < ch->len; k++) {
+    guint id = g_array_index(ch, guint, k);
+    g_hash_table_add(set, GUINT_TO_POINTER(id));
+    const WeirNode *n = weir_state_node(sc->s, id);
+    if (n && n->kind == WEIR_NODE_MAP_ENTRY)
+      scope_collect(sc, id, set);
+  }
+}
+
+/* Is m the only access to its container inside the host (map exits that
+ * pass writes outward aside)? */
+static gboolean acc_alone(AccScan *a, const WeirMemlet *m) {
+  const WeirState *s = a->sc->s;
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *e = g_ptr_array_index(s->edges, i);
+    if (e == m || g_strcmp0(e->data, m->data) != 0)
+      continue;
+    if (!g_hash_table_contains(a->scope, GUINT_TO_POINTER(e->src)) &&
+        !g_hash_table_contains(a->scope, GUINT_TO_POINTER(e->dst)))
+      continue;
+    const WeirNode *src = weir_state_node(s, e->src);
+    const WeirNode *dst = weir_state_node(s, e->dst);
+    if (!src || !dst || src->kind != WEIR_NODE_MAP_EXIT ||
+        dst->kind != WEIR_NODE_MAP_EXIT)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static void acc_consider(AccScan *a, const WeirMemlet *m) {
+  Fn *f = a->sc->f;
+  if (m->wcr == WEIR_WCR_NONE || !m->data || !m->subset ||
+      g_hash_table_contains(a->sc->hosted, m) ||
+      !cg_subset_is_scalar(m->subset))
+    return;
+  CInfo *ci = g_hash_table_lookup(f->cbyname, m->data);
+  if (!ci)
+    return;
+  if (ci->st == ST_PRIVATE) {
+    if (ci->private_map == a->fr->entry->id)
+      return;
+    for (guint k = 0; k < a->chain->len; k++)
+      if (((const WeirNode *)g_ptr_array_index(a->chain, k))->id ==
+          ci->private_map)
+        return;
+  }
+  /* the parameters the element depends on */
+  g_autoptr(GHashTable) deps =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint d = 0; d < m->subset->rank; d++) {
+    const WeirRange *r = &m->subset->dims[d];
+    WeirExpr *parts[] = {r->begin, r->end, r->step};
+    for (guint j = 0; j < G_N_ELEMENTS(parts); j++) {
+      if (!parts[j])
+        continue;
+      g_autoptr(GPtrArray) names = weir_expr_symbols(parts[j]);
+      for (guint i = 0; i < names->len; i++)
+        g_hash_table_add(deps, g_strdup(g_ptr_array_index(names, i)));
+    }
+  }
+  Frame *fr = a->fr;
+  for (guint k = 0; k < a->chain->len; k++) {
+    const WeirNode *x = g_ptr_array_index(a->chain, k);
+    const WeirMap *xm = x->map;
+    for (guint j = 0; j < xm->params->len; j++)
+      if (g_hash_table_contains(deps, g_ptr_array_index(xm->params, j)))
+        return; /* a map inside hosts it */
+    if (f->gen->openmp && xm->schedule == WEIR_SCHEDULE_PARALLEL &&
+        !fr->in_region)
+      return; /* that map will divide its loops among threads */
+  }
+  guint level = 0;
+  const WeirMap *map = fr->entry->map;
+  for (guint i = 0; i < a->loops->len; i++) {
+    const Loop *l = &g_array_index(a->loops, Loop, i);
+    if (l->param >= 0 &&
+        g_hash_table_contains(deps, g_ptr_array_index(map->params, l->param)))
+      level = i + 1;
+  }
+  if (level < a->n_par) /* the local lives inside the parallel loops */
+    level = a->n_par;
+  if (level == a->loops->len && a->chain->len == 0)
+    return; /* nothing to hoist over */
+  if (!acc_alone(a, m))
+    return;
+  Acc *acc = g_new0(Acc, 1);
+  acc->m = m;
+  acc->ci = ci;
+  acc->level = level;
+  g_autofree char *base = g_strdup_printf("%s_acc", ci->cname);
+  acc->name = cg_namer_fresh(f->names, base);
+  if (!fr->accs)
+    fr->accs = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(fr->accs, acc);
+  g_hash_table_add(a->sc->hosted, (gpointer)m);
+}
+
+static void acc_scan(AccScan *a, guint entry) {
+  StateCtx *sc = a->sc;
+  GArray *ch = g_hash_table_lookup(sc->children, GUINT_TO_POINTER(entry));
+  for (guint k = 0; ch && k < ch->len; k++) {
+    guint id = g_array_index(ch, guint, k);
+    const WeirNode *n = weir_state_node(sc->s, id);
+    if (!n)
+      continue;
+    if (n->kind == WEIR_NODE_TASKLET) {
+      for (guint i = 0; i < sc->s->edges->len; i++) {
+        const WeirMemlet *m = g_ptr_array_index(sc->s->edges, i);
+        if (m->src == id)
+          acc_consider(a, m);
+      }
+    } else if (n->kind == WEIR_NODE_MAP_ENTRY) {
+      g_ptr_array_add(a->chain, (gpointer)n);
+      acc_scan(a, id);
+      g_ptr_array_set_size(a->chain, a->chain->len - 1);
+    }
+  }
+}
+
+/* Declares the accumulators that start before loop `level`. */
+static void acc_open(Fn *f, Out *o, GPtrArray *accs, guint level) {
+  for (guint k = 0; accs && k < accs->len; k++) {
+    const Acc *a = g_ptr_array_index(accs, k);
+    if (a->level != level)
+      continue;
+    WeirDType dt = a->ci->c->dtype;
+    g_autofree char *init = NULL;
+    if (a->atomic) {
+      init = g_strdup(wcr_identity(a->m->wcr, dt));
+    } else {
+      g_autoptr(GPtrArray) off = cg_subset_offset(a->ci, a->m->subset);
+      init = cg_elem_ref(f, a->ci, off);
+    }
+    cg_out_line(o, "%s %s = %s; /* %s into %s */", cg_storage_type(dt), a->name,
+                init, weir_wcr_name(a->m->wcr), a->ci->cname);
+  }
+}
+
+/* Combines the accumulators that end after loop `level` into memory. */
+static void acc_close(Fn *f, Out *o, GPtrArray *accs, guint level) {
+  for (guint k = 0; accs && k < accs->len; k++) {
+    const Acc *a = g_ptr_array_index(accs, k);
+    if (a->level != level)
+      continue;
+    g_autoptr(GPtrArray) off = cg_subset_offset(a->ci, a->m->subset);
+    g_autofree char *lv = cg_elem_ref(f, a->ci, off);
+    if (a->atomic)
+      cg_emit_update(f, o, a->ci->c->dtype, lv, a->m->wcr, a->name, TRUE);
+    else
+      cg_out_line(o, "%s = %s;", lv, a->name);
+  }
+}
+
+/* Chooses the accumulators fr's map hosts (fr->accs). */
+static void acc_plan(StateCtx *sc, Frame *fr, GArray *loops, guint n_par) {
+  g_autoptr(GHashTable) scope = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autoptr(GPtrArray) chain = g_ptr_array_new();
+  scope_collect(sc, fr->entry->id, scope);
+  AccScan a = {.sc = sc,
+               .fr = fr,
+               .loops = loops,
+               .n_par = n_par,
+               .scope = scope,
+               .chain = chain};
+  acc_scan(&a, fr->entry->id);
+}
+
+void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
+  Fn *f = sc->f;
+  const WeirMap *map = entry->map;
+  gboolean region = FALSE, simd_above = FALSE;
+  for (Frame *x = up; x; x = x->up) {
+    region = region || x->par_root || x->simd;
+    simd_above = simd_above || x->simd;
+  }
+  Frame fr = {.up = up, .entry = entry};
+  fr.par_root =
+      f->gen->openmp && map->schedule == WEIR_SCHEDULE_PARALLEL && !region;
+  fr.simd =
+      f->gen->openmp && map->schedule == WEIR_SCHEDULE_SIMD && !simd_above;
+  fr.in_region = region || fr.par_root || fr.simd;
+
+  guint np = map->params->len;
+  /* loops: tile loops of tiled parameters, then one per parameter */
+  g_autoptr(GArray) loops = g_array_new(FALSE, TRUE, sizeof(Loop));
+  for (guint k = 0; k < np; k++) {
+    const char *pname = g_ptr_array_index(map->params, k);
+    const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
+    gint64 tile = k < map->tile->len ? g_array_index(map->tile, gint64, k) : 0;
+    if (tile <= 0)
+      continue;
+    g_autofree char *base = g_strdup_printf("%s_tile", pname);
+    Loop l = {.var = cg_namer_fresh(f->names, base), .rect = TRUE, .param = -1};
+    g_autoptr(WeirExpr) st = weir_expr_mul_const(r->step, tile);
+    l.begin = cg_sym_text(f, r->begin);
+    l.end = cg_sym_text(f, r->end);
+    l.step = cg_sym_text(f, st);
+    g_array_append_val(loops, l);
+  }
+  gboolean rect = TRUE;
+  guint ti = 0;
+  for (guint k = 0; k < np; k++) {
+    const char *pname = g_ptr_array_index(map->params, k);
+    const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
+    gint64 tile = k < map->tile->len ? g_array_index(map->tile, gint64, k) : 0;
+    Loop l = {.var = cg_namer_get(f->names, "p", pname), .param = (int)k};
+    gint64 sv;
+    l.unit_step = weir_expr_is_const(r->step, &sv) && sv == 1;
+    l.step = cg_sym_text(f, r->step);
+    if (tile > 0) {
+      Loop *tl = &g_array_index(loops, Loop, ti++);
+      g_autofree char *key = g_strdup_printf("$tile%u.%u", entry->id, k);
+      g_autoptr(WeirExpr) tv = cg_synth_symbol(f, key, tl->var);
+      g_autoptr(WeirExpr) st = weir_expr_mul_const(r->step, tile);
+      g_autoptr(WeirExpr) stop = weir_expr_add(tv, st);
+      g_autoptr(WeirExpr) bound = weir_expr_min(stop, r->end);
+      l.begin = g_strdup(tl->var);
+      l.end = cg_sym_text(f, bound);
+      rect = FALSE;
+    } else {
+      l.begin = cg_sym_text(f, r->begin);
+      l.end = cg_sym_text(f, r->end);
+    }
+    l.rect = rect;
+    g_array_append_val(loops, l);
+  }
+
+  guint n_par = 0;
+  if (fr.par_root) {
+    /* the loops "omp parallel for" divides (as printed below) */
+    guint nrect = 0;
+    while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
+      nrect++;
+    guint c = MAX(1, MIN(map->collapse, nrect));
+    fr.n_split = loops->len == np ? c : 0;
+    n_par = c;
+  }
+  acc_plan(sc, &fr, loops, n_par);
+
+  /* the body first: what it contains decides the pragmas */
+  Out body = cg_out_new(0);
+  GArray *children =
+      g_hash_table_lookup(sc->children, GUINT_TO_POINTER(entry->id));
+  if (children)
+    cg_emit_nodes(sc, &body, children, &fr);
+  g_autofree char *inner = cg_out_free(&body);
+  for (guint k = 0; fr.accs && k < fr.accs->len; k++) {
+    Acc *a = g_ptr_array_index(fr.accs, k);
+    a->atomic = cg_store_atomic(f, &fr, a->ci, a->m->subset);
+  }
+  Out decls = cg_out_new(0);
+  emit_private_decls(f, &decls, entry->id);
+  g_autofree char *priv = cg_out_free(&decls);
+
+  g_autofree char *desc = map_description(entry);
+  acc_open(f, o, fr.accs, 0);
+  cg_out_line(o, "/* %s */", desc);
+  if (fr.simd && fr.simd_drop)
+    cg_out_line(o, "/* not vectorized: %s */", fr.why_drop);
+  guint depth0 = o->depth;
+  for (guint i = 0; i < loops->len; i++) {
+    Loop *l = &g_array_index(loops, Loop, i);
+    gboolean last = i + 1 == loops->len;
+    if (i > 0)
+      acc_open(f, o, fr.accs, i);
+    if (i == 0 && fr.par_root) {
+      guint c = map->collapse;
+      guint nrect = 0;
+      while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
+        nrect++;
+      c = MIN(c, nrect);
+      if (c > 1)
+        cg_out_line(o, "#pragma omp parallel for collapse(%u)", c);
+      else
+        cg_out_line(o, "#pragma omp parallel for");
+    }
+    gboolean simd = last && fr.simd && !fr.simd_drop;
+    if (simd && map->unroll > 1) /* GCC takes one of the two on a loop */
+      cg_out_line(o, "/* unroll %u left to the vectorizer */", map->unroll);
+    if (simd)
+      cg_out_line(o, "#pragma omp simd");
+    else if (last && map->unroll > 1)
+      cg_out_line(o, "#pragma GCC unroll %u", map->unroll);
+    if (l->unit_step)
+      cg_out_line(o, "for (int64_t %s = %s; %s < %s; %s++) {", l->var, l->begin,
+                  l->var, l->end, l->var);
+    else
+      cg_out_line(o, "for (int64_t %s = %s; %s < %s; %s += %s) {", l->var,
+                  l->begin, l->var, l->end, l->var, l->step);
+    o->depth++;
+  }
+  cg_out_paste(o, priv);
+  if (loops->len > 0) /* level 0 opens before the map's comment */
+    acc_open(f, o, fr.accs, loops->len);
+  cg_out_paste(o, inner);
+  if (loops->len > 0) /* level 0 closes after the outermost loop */
+    acc_close(f, o, fr.accs, loops->len);
+  while (o->depth > depth0) {
+    o->depth--;
+    cg_out_line(o, "}");
+    acc_close(f, o, fr.accs, o->depth - depth0);
+  }
+  g_clear_pointer(&fr.accs, g_ptr_array_unref);
+  for (guint i = 0; i < loops->len; i++) {
+    Loop *l = &g_array_index(loops, Loop, i);
+    g_free(l->begin);
+    g_free(l->end);
+    g_free(l->step);
+  }
+}

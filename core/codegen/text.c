@@ -1,0 +1,644 @@
+/* text.c — C text and naming: the emitter, identifiers, helpers, literals.
+ *
+ * Conventions:
+ *  - Out is a printf-style line emitter; every line is indented by two
+ *    spaces per depth level and ends in '\n'.
+ *  - Identifiers come from a Namer per C scope: any IR name is sanitized
+ *    into a C identifier that is no keyword, no name of the included
+ *    headers and nothing the generated code itself uses (weir_*, nested_*,
+ *    args, symbols, arena, ...); clashes get a numeric suffix.
+ *  - Text from a model file reaches the source only through comments made
+ *    by cg_sanitize_comment (printable ASCII, no comment delimiters).
+ *  - The static inline helpers of the generated code (floor division,
+ *    NaN-propagating min/max, saturating float-to-int conversion, atomic
+ *    min/max) are emitted only when used, in enum order.
+ *  - Literals read back as exactly the value they print (shortest
+ *    round-trip decimal; float constants with an 'f' suffix).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "codegen-private.h"
+
+/* ------------------------------------------------------------------ emitter */
+
+Out cg_out_new(guint depth) {
+  return (Out){g_string_new(NULL), depth};
+}
+
+static void out_indent(Out *o) {
+  for (guint i = 0; i < o->depth; i++)
+    g_string_append(o->s, "  ");
+}
+
+G_GNUC_PRINTF(2, 3)
+void cg_out_line(Out *o, const char *fmt, ...) {
+  va_list ap;
+  out_indent(o);
+  va_start(ap, fmt);
+  g_string_append_vprintf(o->s, fmt, ap);
+  va_end(ap);
+  g_string_append_c(o->s, '\n');
+}
+
+void cg_out_paste(Out *o, const char *text) {
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    gsize len = nl ? (gsize)(nl - p) : strlen(p);
+    if (len > 0)
+      out_indent(o);
+    g_string_append_len(o->s, p, (gssize)len);
+    g_string_append_c(o->s, '\n');
+    p += len + (nl ? 1 : 0);
+  }
+}
+
+char *cg_out_free(Out *o) {
+  return g_string_free(o->s, FALSE);
+}
+
+void cg_out_strip_continue(Out *o) {
+  const char *tail = "continue;\n";
+  gsize n = strlen(tail);
+  if (o->s->len < n || strcmp(o->s->str + o->s->len - n, tail) != 0)
+    return;
+  gsize start = o->s->len - n;
+  while (start > 0 && o->s->str[start - 1] == ' ')
+    start--;
+  if (start == 0 || o->s->str[start - 1] == '\n')
+    g_string_truncate(o->s, start);
+}
+
+/* -------------------------------------------------------------- identifiers */
+
+/* Names that a generated identifier must not take: C keywords (C11, C23 and
+ * GNU), names the generated code uses from its headers, and object-like
+ * macros of those headers. */
+static const char *const reserved_words[] = {
+    "auto",
+    "break",
+    "case",
+    "char",
+    "const",
+    "continue",
+    "default",
+    "do",
+    "double",
+    "else",
+    "enum",
+    "extern",
+    "float",
+    "for",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "struct",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "while",
+    "alignas",
+    "alignof",
+    "bool",
+    "constexpr",
+    "false",
+    "nullptr",
+    "static_assert",
+    "thread_local",
+    "true",
+    "typeof",
+    "typeof_unqual",
+    "asm",
+    "main",
+    "linux",
+    "unix",
+    "i386",
+    "i686",
+    "errno",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "size_t",
+    "ptrdiff_t",
+    "intptr_t",
+    "uintptr_t",
+    "intmax_t",
+    "uintmax_t",
+    "wchar_t",
+    "NULL",
+    "NAN",
+    "INFINITY",
+    "HUGE",
+    "HUGE_VAL",
+    "HUGE_VALF",
+    "MAXFLOAT",
+    "DOMAIN",
+    "SING",
+    "OVERFLOW",
+    "UNDERFLOW",
+    "TLOSS",
+    "PLOSS",
+    "math_errhandling",
+    "exp",
+    "expf",
+    "log",
+    "logf",
+    "sqrt",
+    "sqrtf",
+    "tanh",
+    "tanhf",
+    "erf",
+    "erff",
+    "sin",
+    "sinf",
+    "cos",
+    "cosf",
+    "fabs",
+    "fabsf",
+    "floor",
+    "floorf",
+    "ceil",
+    "ceilf",
+    "pow",
+    "powf",
+    "fmod",
+    "fmodf",
+    "isnan",
+    "isfinite",
+    "abs",
+    "free",
+    "malloc",
+    "aligned_alloc",
+    "memcpy",
+    "memset",
+    "args",
+    "symbols",
+    "arena",
+    "status",
+    "done",
+    "omp",
+    "EOF",
+    "RAND_MAX",
+    "MB_CUR_MAX",
+    "EXIT_SUCCESS",
+    "EXIT_FAILURE",
+    "SIZE_MAX",
+};
+
+/* All-uppercase prefixes of macros in <stdint.h>, <math.h>, <stdlib.h>. */
+static const char *const reserved_macro_prefixes[] = {
+    "INT",   "UINT",        "M_",     "FP_",   "MATH_", "PTRDIFF_",
+    "SIZE_", "SIG_ATOMIC_", "WCHAR_", "WINT_", "EXIT_", "X_",
+};
+
+static gboolean is_reserved(const char *name) {
+  if (name[0] == '_' || g_str_has_prefix(name, "weir_") ||
+      g_str_has_prefix(name, "WEIR_") || g_str_has_prefix(name, "nested_"))
+    return TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(reserved_words); i++)
+    if (strcmp(name, reserved_words[i]) == 0)
+      return TRUE;
+  gboolean upper = TRUE;
+  for (const char *p = name; *p; p++)
+    if (g_ascii_islower(*p))
+      upper = FALSE;
+  if (upper)
+    for (guint i = 0; i < G_N_ELEMENTS(reserved_macro_prefixes); i++)
+      if (g_str_has_prefix(name, reserved_macro_prefixes[i]))
+        return TRUE;
+  return FALSE;
+}
+
+char *cg_sanitize_identifier(const char *text) {
+  GString *s = g_string_new(NULL);
+  for (const char *p = text ? text : ""; *p; p++)
+    g_string_append_c(s, g_ascii_isalnum(*p) ? *p : '_');
+  if (s->len == 0)
+    g_string_append_c(s, 'v');
+  if (g_ascii_isdigit(s->str[0]) || s->str[0] == '_')
+    g_string_prepend_c(s, 'v');
+  if (is_reserved(s->str))
+    g_string_append_c(s, '_');
+  return g_string_free(s, FALSE);
+}
+
+char *cg_sanitize_comment(const char *text) {
+  GString *s = g_string_new(NULL);
+  for (const char *p = text ? text : ""; *p && s->len < 60; p++) {
+    char c = *p;
+    gboolean ok = g_ascii_isalnum(c) || strchr(" _-.,:;+=<>()[]#@!&|^~%$", c);
+    g_string_append_c(s, ok ? c : '_');
+  }
+  if (text && strlen(text) > 60)
+    g_string_append(s, "...");
+  return g_string_free(s, FALSE);
+}
+
+Namer *cg_namer_new(const Namer *parent) {
+  Namer *n = g_new0(Namer, 1);
+  n->used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  n->map = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  if (parent) {
+    /* membership only: the copy does not depend on the iteration order */
+    GHashTableIter it;
+    gpointer k;
+    g_hash_table_iter_init(&it, parent->used);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+      g_hash_table_add(n->used, g_strdup(k));
+  }
+  return n;
+}
+
+void cg_namer_free(Namer *n) {
+  if (!n)
+    return;
+  g_hash_table_unref(n->used);
+  g_hash_table_unref(n->map);
+  g_free(n);
+}
+
+const char *cg_namer_fresh_exact(Namer *n, const char *base) {
+  char *name = g_strdup(base);
+  for (guint k = 2; g_hash_table_contains(n->used, name); k++) {
+    g_free(name);
+    name = g_strdup_printf("%s_%u", base, k);
+  }
+  g_hash_table_add(n->used, name);
+  return name;
+}
+
+const char *cg_namer_fresh(Namer *n, const char *text) {
+  g_autofree char *base = cg_sanitize_identifier(text);
+  return cg_namer_fresh_exact(n, base);
+}
+
+const char *cg_namer_get(Namer *n, const char *kind, const char *name) {
+  char *key = g_strconcat(kind, ":", name, NULL);
+  const char *c = g_hash_table_lookup(n->map, key);
+  if (c) {
+    g_free(key);
+    return c;
+  }
+  char *value = g_strdup(cg_namer_fresh(n, name));
+  g_hash_table_insert(n->map, key, value);
+  return value;
+}
+
+/* ---------------------------------------------- errors, C types and helpers */
+
+G_GNUC_PRINTF(3, 4)
+void cg_gen_fail(Gen *gen, WeirErrorCode code, const char *fmt, ...) {
+  if (gen->error)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  gen->error = g_error_new_literal(WEIR_ERROR, code, msg);
+}
+
+const char *cg_ctype(WeirDType t) {
+  switch (t) {
+  case WEIR_DTYPE_F32:
+    return "float";
+  case WEIR_DTYPE_F64:
+    return "double";
+  case WEIR_DTYPE_I32:
+    return "int32_t";
+  case WEIR_DTYPE_I64:
+    return "int64_t";
+  case WEIR_DTYPE_BOOL:
+    return "bool";
+  case WEIR_DTYPE_U8:
+    return "uint8_t";
+  case WEIR_DTYPE_COUNT:
+    break;
+  }
+  g_return_val_if_reached("int");
+}
+
+const char *cg_storage_type(WeirDType t) {
+  return t == WEIR_DTYPE_BOOL ? "uint8_t" : cg_ctype(t);
+}
+
+static const char *helper_suffix(WeirDType t) {
+  return weir_dtype_name(t); /* f32, f64, i32, i64, bool, u8 */
+}
+
+char *cg_helper(Gen *gen, HelperKind k, WeirDType t) {
+  gen->helpers[k] |= 1u << t;
+  if (k == H_ATOMIC_MIN)
+    gen->helpers[H_MIN] |= 1u << t;
+  if (k == H_ATOMIC_MAX)
+    gen->helpers[H_MAX] |= 1u << t;
+  switch (k) {
+  case H_FLOORDIV:
+    return g_strdup("weir_floordiv");
+  case H_MOD:
+    return g_strdup("weir_mod");
+  case H_MIN:
+    return g_strdup_printf("weir_min_%s", helper_suffix(t));
+  case H_MAX:
+    return g_strdup_printf("weir_max_%s", helper_suffix(t));
+  case H_DIV:
+    return g_strdup_printf("weir_div_%s", helper_suffix(t));
+  case H_REM:
+    return g_strdup_printf("weir_rem_%s", helper_suffix(t));
+  case H_ABS:
+    return g_strdup_printf("weir_abs_%s", helper_suffix(t));
+  case H_F2I:
+    return g_strdup_printf("weir_f2%s", helper_suffix(t));
+  case H_ATOMIC_MIN:
+    return g_strdup_printf("weir_atomic_min_%s", helper_suffix(t));
+  case H_ATOMIC_MAX:
+    return g_strdup_printf("weir_atomic_max_%s", helper_suffix(t));
+  case H_ALIGN64:
+    return g_strdup("weir_align64");
+  case H_COUNT:
+    break;
+  }
+  g_return_val_if_reached(g_strdup("?"));
+}
+
+/* Limits of the integer dtypes as C text, for the saturating conversion. */
+static void int_limits(WeirDType t, const char **lo, const char **hi,
+                       const char **lo_c, const char **hi_c) {
+  switch (t) {
+  case WEIR_DTYPE_I32:
+    *lo = "-2147483648.0";
+    *hi = "2147483647.0";
+    *lo_c = "INT32_MIN";
+    *hi_c = "INT32_MAX";
+    return;
+  case WEIR_DTYPE_U8:
+    *lo = "0.0";
+    *hi = "255.0";
+    *lo_c = "0";
+    *hi_c = "255";
+    return;
+  default:
+    *lo = "-9223372036854775808.0";
+    *hi = "9223372036854775807.0";
+    *lo_c = "INT64_MIN";
+    *hi_c = "INT64_MAX";
+    return;
+  }
+}
+
+static void helper_text(GString *s, HelperKind k, WeirDType t) {
+  const char *ty = cg_ctype(t);
+  const char *sx = helper_suffix(t);
+  gboolean fl = weir_dtype_is_float(t);
+  switch (k) {
+  case H_FLOORDIV:
+    g_string_append(s,
+                    "/* a // b: floor division (a zero divisor gives 0) */\n"
+                    "static inline int64_t weir_floordiv(int64_t a, int64_t b) "
+                    "{\n"
+                    "  if (b == 0)\n"
+                    "    return 0;\n"
+                    "  if (b == -1)\n"
+                    "    return (int64_t)(0 - (uint64_t)a);\n"
+                    "  int64_t q = a / b;\n"
+                    "  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;\n"
+                    "}\n\n");
+    return;
+  case H_MOD:
+    g_string_append(s,
+                    "/* a % b with the sign of b (a zero divisor gives 0) */\n"
+                    "static inline int64_t weir_mod(int64_t a, int64_t b) {\n"
+                    "  if (b == 0 || b == -1)\n"
+                    "    return 0;\n"
+                    "  int64_t r = a % b;\n"
+                    "  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;\n"
+                    "}\n\n");
+    return;
+  case H_MIN:
+  case H_MAX: {
+    const char *nm = k == H_MIN ? "min" : "max";
+    const char *op = k == H_MIN ? "<" : ">";
+    if (fl)
+      g_string_append_printf(
+          s,
+          "static inline %s weir_%s_%s(%s a, %s b) {\n"
+          "  return isnan(a) ? a : isnan(b) ? b : b %s a ? b : a;\n"
+          "}\n\n",
+          ty, nm, sx, ty, ty, op);
+    else
+      g_string_append_printf(s,
+                             "static inline %s weir_%s_%s(%s a, %s b) {\n"
+                             "  return b %s a ? b : a;\n"
+                             "}\n\n",
+                             ty, nm, sx, ty, ty, op);
+    return;
+  }
+  case H_DIV:
+  case H_REM: {
+    const char *ut = t == WEIR_DTYPE_I32 ? "uint32_t" : "uint64_t";
+    if (k == H_DIV)
+      g_string_append_printf(s,
+                             "/* a / b as in C; a zero divisor gives 0 */\n"
+                             "static inline %s weir_div_%s(%s a, %s b) {\n"
+                             "  if (b == 0)\n"
+                             "    return 0;\n"
+                             "  if (b == -1) /* no overflow trap */\n"
+                             "    return (%s)(0 - (%s)a);\n"
+                             "  return a / b;\n"
+                             "}\n\n",
+                             ty, sx, ty, ty, ty, ut);
+    else
+      g_string_append_printf(s,
+                             "/* a %% b as in C; a zero divisor gives 0 */\n"
+                             "static inline %s weir_rem_%s(%s a, %s b) {\n"
+                             "  if (b == 0 || b == -1)\n"
+                             "    return 0;\n"
+                             "  return a %% b;\n"
+                             "}\n\n",
+                             ty, sx, ty, ty);
+    return;
+  }
+  case H_ABS: {
+    const char *ut = t == WEIR_DTYPE_I32 ? "uint32_t" : "uint64_t";
+    g_string_append_printf(s,
+                           "static inline %s weir_abs_%s(%s a) {\n"
+                           "  return a < 0 ? (%s)(0 - (%s)a) : a;\n"
+                           "}\n\n",
+                           ty, sx, ty, ty, ut);
+    return;
+  }
+  case H_F2I: {
+    const char *lo, *hi, *lo_c, *hi_c;
+    int_limits(t, &lo, &hi, &lo_c, &hi_c);
+    g_string_append_printf(s,
+                           "/* float to %s: truncation, NaN gives 0, out of "
+                           "range saturates */\n"
+                           "static inline %s weir_f2%s(double x) {\n"
+                           "  if (isnan(x))\n"
+                           "    return 0;\n"
+                           "  if (x <= %s)\n"
+                           "    return %s;\n"
+                           "  if (x >= %s)\n"
+                           "    return %s;\n"
+                           "  return (%s)x;\n"
+                           "}\n\n",
+                           sx, ty, sx, lo, lo_c, hi, hi_c, ty);
+    return;
+  }
+  case H_ATOMIC_MIN:
+  case H_ATOMIC_MAX: {
+    const char *nm = k == H_ATOMIC_MIN ? "min" : "max";
+    g_string_append_printf(
+        s,
+        "static inline void weir_atomic_%s_%s(%s *p, %s v) {\n"
+        "  %s old, want;\n"
+        "  __atomic_load(p, &old, __ATOMIC_RELAXED);\n"
+        "  do {\n"
+        "    want = weir_%s_%s(old, v);\n"
+        "  } while (!__atomic_compare_exchange(p, &old, &want, false,\n"
+        "                                      __ATOMIC_RELAXED, "
+        "__ATOMIC_RELAXED));\n"
+        "}\n\n",
+        nm, sx, ty, ty, ty, nm, sx);
+    return;
+  }
+  case H_ALIGN64:
+    g_string_append(s, "static inline size_t weir_align64(size_t n) {\n"
+                       "  return (n + 63) / 64 * 64;\n"
+                       "}\n\n");
+    return;
+  case H_COUNT:
+    break;
+  }
+}
+
+void cg_emit_helpers(Gen *gen, GString *s) {
+  for (guint k = 0; k < H_COUNT; k++)
+    for (guint t = 0; t < WEIR_DTYPE_COUNT; t++)
+      if (gen->helpers[k] & (1u << t))
+        helper_text(s, (HelperKind)k, (WeirDType)t);
+}
+
+/* ----------------------------------------------------------------- literals */
+
+/* Makes the text a floating literal ("100" -> "100.0"); integral values
+ * below 10^15 are written without an exponent ("1e+01" -> "10.0"). */
+static void float_syntax(char *buf, gsize size, double v) {
+  if (strpbrk(buf, "eE") && v == floor(v) && fabs(v) < 1e15) {
+    g_ascii_formatd(buf, (gint)size, "%.0f", v);
+    if (v == 0 && signbit(v) && buf[0] != '-')
+      g_strlcpy(buf, "-0", size);
+  }
+  if (!strpbrk(buf, ".eEn"))
+    g_strlcat(buf, ".0", size);
+}
+
+/* Shortest decimal text that reads back as exactly v. */
+static char *format_double(double v) {
+  if (isnan(v))
+    return g_strdup(signbit(v) ? "-NAN" : "NAN");
+  if (isinf(v))
+    return g_strdup(v < 0 ? "-INFINITY" : "INFINITY");
+  char buf[G_ASCII_DTOSTR_BUF_SIZE + 4];
+  for (int p = 1; p <= 17; p++) {
+    char fmt[8];
+    g_snprintf(fmt, sizeof fmt, "%%.%dg", p);
+    g_ascii_formatd(buf, G_ASCII_DTOSTR_BUF_SIZE, fmt, v);
+    if (g_ascii_strtod(buf, NULL) == v)
+      break;
+  }
+  float_syntax(buf, sizeof buf, v);
+  return g_strdup(buf);
+}
+
+/* Shortest decimal text that a C compiler reads (with an 'f' suffix) as
+ * exactly f.  The compiler rounds the decimal to float directly; the check
+ * goes through double, so a candidate that lands exactly on the midpoint
+ * between two floats is refused (double rounding could differ there). */
+static char *format_float(float f) {
+  if (isnan(f))
+    return g_strdup(signbit(f) ? "-NAN" : "NAN");
+  if (isinf(f))
+    return g_strdup(f < 0 ? "-INFINITY" : "INFINITY");
+  double lo = ((double)f + (double)nextafterf(f, -INFINITY)) / 2;
+  double hi = ((double)f + (double)nextafterf(f, INFINITY)) / 2;
+  char buf[G_ASCII_DTOSTR_BUF_SIZE + 4];
+  for (int p = 1; p <= 9; p++) {
+    char fmt[8];
+    g_snprintf(fmt, sizeof fmt, "%%.%dg", p);
+    g_ascii_formatd(buf, G_ASCII_DTOSTR_BUF_SIZE, fmt, (double)f);
+    double d = g_ascii_strtod(buf, NULL);
+    if ((float)d == f && d != lo && d != hi)
+      break;
+  }
+  float_syntax(buf, sizeof buf, (double)f);
+  g_strlcat(buf, "f", sizeof buf);
+  return g_strdup(buf);
+}
+
+char *cg_format_int(gint64 v, int *prec) {
+  *prec = v < 0 ? P_UNARY : P_ATOM;
+  if (v == G_MININT64) {
+    *prec = P_ATOM;
+    return g_strdup("(-INT64_C(9223372036854775807) - 1)");
+  }
+  if (v == G_MININT32) {
+    *prec = P_ATOM;
+    return g_strdup("(-2147483647 - 1)");
+  }
+  if (v >= G_MININT32 && v <= G_MAXINT32)
+    return g_strdup_printf("%" G_GINT64_FORMAT, v);
+  return g_strdup_printf("%sINT64_C(%" G_GINT64_FORMAT ")", v < 0 ? "-" : "",
+                         v < 0 ? -v : v);
+}
+
+char *cg_format_value(WeirValue v, int *prec) {
+  *prec = P_ATOM;
+  switch (v.type) {
+  case WEIR_DTYPE_F32: {
+    char *s = format_float((float)v.f);
+    if (s[0] == '-')
+      *prec = P_UNARY;
+    return s;
+  }
+  case WEIR_DTYPE_F64: {
+    char *s = format_double(v.f);
+    if (s[0] == '-')
+      *prec = P_UNARY;
+    return s;
+  }
+  case WEIR_DTYPE_BOOL:
+    return g_strdup(v.i ? "true" : "false");
+  default:
+    return cg_format_int(v.i, prec);
+  }
+}
+
+char *cg_wrap(char *text, const int *prec, int min) {
+  if (*prec >= min)
+    return text;
+  char *w = g_strdup_printf("(%s)", text);
+  g_free(text);
+  return w;
+}
+
+char *cg_comment_text(const char *text) {
+  return cg_sanitize_comment(text);
+}
