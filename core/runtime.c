@@ -25,7 +25,9 @@
 #include "weir-runtime.h"
 #include "weir.h"
 
-typedef int (*RunFunc)(void *const args[], const int64_t symbols[]);
+typedef int (*RunFunc)(void *const args[], const int64_t symbols[],
+                       const void *const consts[], void *workspace);
+typedef size_t (*WorkspaceFunc)(const int64_t symbols[]);
 typedef int (*AbiFunc)(void);
 typedef void (*SetThreadsFunc)(int);
 
@@ -35,8 +37,18 @@ struct _WeirKernel {
   char *prefix;
   GModule *module;
   RunFunc run;
+  WorkspaceFunc workspace_size;
   WeirGraph *g;         /* owned copy, or NULL */
   GPtrArray *arguments; /* WeirContainer* of g in ABI order (borrowed) */
+  /* The constant table: the data of g's bound constants, borrowed from g
+   * (g's copy shares the GBytes of the program it was made from). */
+  const void **consts;
+  gsize consts_bytes;
+  /* The workspace: grown to the largest size a call needed, reused by every
+   * call that gets the lock (a concurrent call runs with its own). */
+  GMutex lock;
+  void *workspace;
+  gsize workspace_bytes;
 };
 
 static double now_seconds(void) {
@@ -110,7 +122,8 @@ static WeirKernel *kernel_load(const char *path, const char *prefix,
   }
   g_autofree char *run_name = g_strconcat(prefix, "_run", NULL);
   g_autofree char *abi_name = g_strconcat(prefix, "_abi_version", NULL);
-  gpointer run = NULL, abi = NULL;
+  g_autofree char *ws_name = g_strconcat(prefix, "_workspace_size", NULL);
+  gpointer run = NULL, abi = NULL, ws = NULL;
   const char *missing =
       !g_module_symbol(module, run_name, &run) || !run   ? run_name
       : !g_module_symbol(module, abi_name, &abi) || !abi ? abi_name
@@ -131,12 +144,21 @@ static WeirKernel *kernel_load(const char *path, const char *prefix,
     g_module_close(module);
     return NULL;
   }
+  if (!g_module_symbol(module, ws_name, &ws) || !ws) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "kernel '%s': '%s' does not define '%s'", prefix, path,
+                ws_name);
+    g_module_close(module);
+    return NULL;
+  }
   pin_openmp(module);
   blas_defaults(module);
   WeirKernel *k = g_new0(WeirKernel, 1);
   k->prefix = g_strdup(prefix);
   k->module = module;
   k->run = (RunFunc)run;
+  k->workspace_size = (WorkspaceFunc)ws;
+  g_mutex_init(&k->lock);
   return k;
 }
 
@@ -145,6 +167,9 @@ void weir_kernel_free(WeirKernel *k) {
     return;
   if (k->module)
     g_module_close(k->module);
+  g_free(k->consts);
+  g_aligned_free(k->workspace);
+  g_mutex_clear(&k->lock);
   if (k->arguments)
     g_ptr_array_unref(k->arguments);
   if (k->g)
@@ -163,6 +188,21 @@ void weir_compile_info_clear(WeirCompileInfo *info) {
 
 const char *weir_kernel_prefix(const WeirKernel *k) {
   return k->prefix;
+}
+
+gsize weir_kernel_constants_bytes(const WeirKernel *k) {
+  g_return_val_if_fail(k != NULL, 0);
+  return k->consts_bytes;
+}
+
+const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes) {
+  g_return_val_if_fail(k != NULL, NULL);
+  g_mutex_lock(&k->lock);
+  const void *w = k->workspace;
+  if (bytes)
+    *bytes = k->workspace_bytes;
+  g_mutex_unlock(&k->lock);
+  return w;
 }
 
 /* ------------------------------------------------------------ compiling */
@@ -230,7 +270,8 @@ static gboolean uses_openmp(const WeirCompileOptions *opts) {
 
 /* The text a program's key hashes in place of a source: the build id of
  * libweir (it stands for the code generator), the code generator's options
- * and the structure of g without the data of bound constants. */
+ * and the structure of g without the data of bound constants (the generated
+ * code receives those through consts[], so they cannot change it). */
 static char *program_key_text(const WeirGraph *g,
                               const WeirCodegenOptions *cg) {
   g_autofree char *structure =
@@ -238,17 +279,6 @@ static char *program_key_text(const WeirGraph *g,
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "weir-program\nbuild %s\nopenmp %d\n",
                          weir_build_id(), cg->openmp ? 1 : 0);
-  /* The generated code still prints every constant: hash the data too
-   * (removed when constants are bound through the ABI). */
-  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
-  for (guint i = 0; i < consts->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(consts, i);
-    gsize n = 0;
-    const void *data = g_bytes_get_data(c->initial, &n);
-    g_autofree char *sum =
-        g_compute_checksum_for_data(G_CHECKSUM_SHA256, data, n);
-    g_string_append_printf(s, "data %u %s\n", i, sum);
-  }
   g_string_append(s, structure);
   return g_string_free(s, FALSE);
 }
@@ -356,7 +386,6 @@ static gboolean build_units(Unit *units, guint n,
         g_prefix_error(error, "program '%s': ", u->g->name);
       return FALSE;
     }
-    weir_codegen_count_source();
     u->source = u->generated;
     u->info.codegen_seconds = now_seconds() - t0;
     u->info.source_bytes = strlen(u->generated);
@@ -417,6 +446,14 @@ static void units_clear(Unit *units, guint n) {
 static void kernel_attach(WeirKernel *k, const WeirGraph *g) {
   k->g = weir_graph_copy(g);
   k->arguments = weir_codegen_arguments(k->g);
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(k->g);
+  k->consts = g_new0(const void *, consts->len + 1);
+  for (guint i = 0; i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    gsize n = 0;
+    k->consts[i] = g_bytes_get_data(c->initial, &n);
+    k->consts_bytes += n;
+  }
 }
 
 static void take_info(WeirCompileInfo *info, Unit *u) {
@@ -664,7 +701,27 @@ static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
 gboolean weir_kernel_call(WeirKernel *k, void *const args[],
                           const gint64 symbols[], GError **error) {
   g_return_val_if_fail(k != NULL, FALSE);
-  int rc = k->run(args, (const int64_t *)symbols);
+  if (G_BYTE_ORDER != G_LITTLE_ENDIAN && k->consts_bytes) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "kernel '%s': constant data is stored little-endian; this "
+                "host is big-endian",
+                k->prefix);
+    return FALSE;
+  }
+  const int64_t *syms = (const int64_t *)symbols;
+  int rc;
+  if (g_mutex_trylock(&k->lock)) {
+    gsize need = k->workspace_size(syms);
+    if (need > k->workspace_bytes) {
+      g_aligned_free(k->workspace);
+      k->workspace_bytes = 0;
+      k->workspace = g_aligned_alloc0(1, need, 64);
+      k->workspace_bytes = need;
+    }
+    rc = k->run(args, syms, k->consts, need ? k->workspace : NULL);
+    g_mutex_unlock(&k->lock);
+  } else
+    rc = k->run(args, syms, k->consts, NULL); /* allocates its own */
   if (rc != 0) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
                 "kernel '%s' failed with status %d (its transient memory "

@@ -137,6 +137,20 @@ WEIR_API void weir_compile_info_clear(WeirCompileInfo *info);
 /* The entry-point prefix (borrowed). */
 WEIR_API const char *weir_kernel_prefix(const WeirKernel *k);
 
+/* Bytes of the constant data bound to the kernel's constant table.  The
+ * data is not copied: the table points into the kernel's copy of the
+ * program, which shares the data of the program it was compiled from. */
+WEIR_API gsize weir_kernel_constants_bytes(const WeirKernel *k);
+
+/* The kernel's workspace (borrowed; NULL before the first run or when the
+ * program needs none) and its size in *bytes (optional).  The workspace
+ * holds the transients of the entry point; it is allocated at the first
+ * run, grown when a run with other symbol values needs more, and reused by
+ * every later run, so steady-state runs allocate nothing.  A run that
+ * starts while another run of the same kernel is in progress (another
+ * thread) lets the generated code allocate a workspace of its own. */
+WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
+
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:
  * container name -> WeirTensor* for every argument container, checked for
  * dtype and shape like weir_interpret.  Outputs are written in place.
