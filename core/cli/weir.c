@@ -1328,11 +1328,14 @@ static int cmd_run(int argc, char **argv) {
     return 2;
   }
   Prepared p = {0};
+  gint64 t_import = g_get_monotonic_time();
   int status = prepare_run("run", file, bindings, FALSE, TRUE, &p);
   if (status) {
     prepared_clear(&p);
     return status;
   }
+  g_autofree char *imported =
+      format_seconds((double)(g_get_monotonic_time() - t_import) / 1e6);
   g_autoptr(GHashTable) ref = opt_check ? copy_tensor_table(p.args) : NULL;
 
   WeirCompileOptions opts = compile_options();
@@ -1347,12 +1350,21 @@ static int cmd_run(int argc, char **argv) {
   }
   g_autofree char *took =
       format_seconds((double)(g_get_monotonic_time() - t0) / 1e6);
+  g_autofree char *keyed = format_seconds(info.key_seconds);
+  g_autofree char *generated = format_seconds(info.codegen_seconds);
+  g_autofree char *compiler = format_seconds(info.compile_seconds);
+  printf("%s: read and prepared in %s (model import, inputs)\n", file,
+         imported);
   if (info.cache_hit)
-    printf("%s: loaded from the compile cache in %s (key %.12s)\n", file, took,
-           info.key);
+    printf("%s: loaded from the compile cache in %s (key %.12s computed in "
+           "%s, no C generated)\n",
+           file, took, info.key, keyed);
   else
-    printf("%s: compiled in %s%s (key %.12s)\n", file, took,
-           info.recovered ? ", replacing a damaged cache entry" : "", info.key);
+    printf(
+        "%s: compiled in %s%s (key %.12s; C generated in %s, %" G_GSIZE_FORMAT
+        " bytes; compiler %s)\n",
+        file, took, info.recovered ? ", replacing a damaged cache entry" : "",
+        info.key, generated, info.source_bytes, compiler);
   weir_compile_info_clear(&info);
 
   t0 = g_get_monotonic_time();

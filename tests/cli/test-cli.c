@@ -1175,6 +1175,8 @@ static void test_run_compiled(void **state) {
                FAST_FLAGS, NULL);
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "loaded from the compile cache");
+  assert_contains(r.out, "no C generated");
+  assert_contains(r.out, "kernel memory   parameters ");
   run_clear(&r);
   r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
   assert_contains(r.out, "objects   1");
