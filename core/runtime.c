@@ -1,11 +1,15 @@
 /* runtime.c — compile, load, run and time generated code (weir-runtime.h).
  *
  * Conventions of this file:
- *  - A compile goes: source -> cache key -> cache lookup -> (on a miss) the
- *    compiler driver into a private temporary directory -> GModule load of
- *    that fresh copy -> cache insert.  A kernel built on a miss is loaded
- *    from its temporary copy, so a concurrent eviction cannot take the file
- *    away between insert and load.
+ *  - A compile goes: program -> cache key (its structure, no C) -> cache
+ *    lookup -> (on a miss) generated C -> the compiler driver into a private
+ *    temporary directory -> GModule load of that fresh copy -> cache insert.
+ *    Hand-written source is keyed by the source itself.
+ *  - A kernel binds its constant table to the data of its copy of the
+ *    program (shared with the caller's program, never copied) and owns a
+ *    workspace that every run reuses (weir_kernel_workspace).  A kernel built
+ * on a miss is loaded from its temporary copy, so a concurrent eviction cannot
+ * take the file away between insert and load.
  *  - An object that the cache returns but that fails to load is dropped from
  *    the cache and rebuilt (info->recovered).
  *  - Argument checks use the interpreter's messages so both report a bad

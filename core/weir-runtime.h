@@ -154,8 +154,9 @@ WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:
  * container name -> WeirTensor* for every argument container, checked for
  * dtype and shape like weir_interpret.  Outputs are written in place.
- * Constant containers are compiled in and cannot be passed.  A symbol that
- * no transition assigns must be bound. */
+ * Constant containers are bound from the program and cannot be passed.  A
+ * symbol that no transition assigns must be bound.  Steady-state runs
+ * allocate nothing in the kernel: its transients live in the workspace. */
 WEIR_API gboolean weir_kernel_run(WeirKernel *k, GHashTable *symbols,
                                   GHashTable *args, GError **error);
 
