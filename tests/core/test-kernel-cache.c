@@ -175,9 +175,9 @@ static void test_weights_do_not_change_the_key(void **state) {
 
   /* a literal constant (<= WEIR_CODEGEN_LITERAL_MAX elements) is part of
    * the code, hence of the key */
-  WeirContainer *c =
-      weir_graph_add_container(m.g, "tiny", WEIR_DTYPE_F32, 1,
-                               (WeirExpr *[]){weir_expr_const(4)}, TRUE, &err);
+  g_autoptr(WeirExpr) four = weir_expr_const(4);
+  WeirContainer *c = weir_graph_add_container(m.g, "tiny", WEIR_DTYPE_F32, 1,
+                                              (WeirExpr *[]){four}, TRUE, &err);
   assert_non_null(c);
   float v[4] = {1, 2, 3, 4};
   g_autoptr(GBytes) b = g_bytes_new(v, sizeof v);
