@@ -299,6 +299,9 @@ static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
   out->cache_hit = info.cache_hit;
   out->cache_recovered = info.recovered;
   out->cache_key = g_steal_pointer(&info.key);
+  out->key_seconds = info.key_seconds;
+  out->codegen_seconds = info.codegen_seconds;
+  out->source_bytes = info.source_bytes;
   weir_compile_info_clear(&info);
   if (!k) {
     g_propagate_prefixed_error(error, local,
@@ -421,6 +424,8 @@ static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
   }
 
   out->outputs = g_steal_pointer(&first);
+  out->constants_bytes = weir_kernel_constants_bytes(k);
+  weir_kernel_workspace(k, &out->workspace_bytes);
   if (o.no_timing) {
     report(progress, user, 1.0, "done");
     return TRUE;

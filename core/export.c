@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "weir-analysis.h"
@@ -493,6 +494,9 @@ static char *make_main(const Export *e, GError **error) {
   g_string_append_printf(s, "#include \"%s.h\"\n\n", e->base);
   g_string_append_printf(s, "#define KERNEL_NAME \"%s\"\n", name);
   g_string_append_printf(s, "#define KERNEL_RUN %s_run\n", e->prefix);
+  g_string_append_printf(s, "#define KERNEL_WORKSPACE_SIZE %s_workspace_size\n",
+                         e->prefix);
+  g_string_append_printf(s, "#define WEIGHTS_FILE \"%s.weights\"\n", e->base);
   g_string_append_printf(s, "#define N_ARGS %u\n", e->args->len);
   g_string_append_printf(s, "#define N_SYMBOLS %u\n", e->g->symbols->len);
   g_string_append_printf(
@@ -520,6 +524,24 @@ static char *make_main(const Export *e, GError **error) {
                              a->shape[d]);
     g_string_append_printf(s, "%s};\n", a->rank ? "" : "0");
   }
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(e->g);
+  g_string_append_printf(s, "#define N_CONSTS %u\n", consts->len);
+  g_string_append(s, "/* bytes and names of consts[k], checked against the "
+                     "weights file */\n");
+  g_string_append(s, "static const uint64_t CONST_BYTES[] = {");
+  for (guint i = 0; i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    g_string_append_printf(s, "%s%" G_GSIZE_FORMAT, i ? ", " : "",
+                           g_bytes_get_size(c->initial));
+  }
+  g_string_append_printf(s, "%s};\n", consts->len ? "" : "0");
+  g_string_append(s, "static const char *const CONST_NAMES[] = {");
+  for (guint i = 0; i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    g_autofree char *cn = c_clean(c->name);
+    g_string_append_printf(s, "%s\"%s\"", i ? ", " : "", cn);
+  }
+  g_string_append_printf(s, "%s};\n", consts->len ? "" : "NULL");
   g_string_append(s, "static const Arg ARGS[N_ARGS] = {\n");
   for (guint i = 0; i < e->args->len; i++) {
     const Arg *a = g_ptr_array_index(e->args, i);
@@ -578,15 +600,15 @@ static char *make_makefile(const Export *e) {
       "%s.o: %s.c %s.h\n"
       "\t$(CC) $(CFLAGS) -c -o $@ %s.c\n"
       "\n"
-      "run: harness\n"
-      "\t./harness\n"
+      "run: harness %s.weights\n"
+      "\t./harness --weights %s.weights\n"
       "\n"
       "clean:\n"
       "\trm -f harness main.o %s.o\n"
       "\n"
       ".PHONY: all run clean\n",
       name, weir_version(), libs->str, e->base, e->base, e->base, e->base,
-      e->base, e->base, e->base, e->base);
+      e->base, e->base, e->base, e->base, e->base, e->base);
   g_string_free(libs, TRUE);
   return g_string_free(s, FALSE);
 }
@@ -705,19 +727,32 @@ static char *make_readme(const Export *e) {
          "run, so kernels that accumulate into an output time the same work. "
          "The last line is `result: PASS` (exit status 0) or `result: FAIL` "
          "(exit status 1); bad data or usage exits with 2. `--threads N` sets "
-         "the OpenMP threads, `--data DIR` the data directory, `--rtol` and "
-         "`--atol` the tolerances.\n\n");
+         "the OpenMP threads, `--data DIR` the data directory, `--weights "
+         "FILE` the weights file, `--rtol` and `--atol` the tolerances.\n\n");
 
   g_string_append(s, "## The kernel\n\n");
   g_string_append_printf(
       s,
-      "```c\nint %s_run(void *const args[], const int64_t symbols[]);\n```\n\n"
+      "```c\nint %s_run(void *const args[], const int64_t symbols[],\n"
+      "        const void *const consts[], void *workspace);\n"
+      "size_t %s_workspace_size(const int64_t symbols[]);\n```\n\n"
       "`args[k]` points to the elements of the k-th argument below "
       "(row-major, in its dtype: `f32` float, `f64` double, `i32` int32_t, "
       "`i64` int64_t, `bool` and `u8` uint8_t), `symbols[k]` is the value of "
-      "the k-th symbol; it returns 0, or non-zero when memory for its "
-      "transients could not be allocated. `%s.h` lists both orders.\n\n",
-      e->prefix, e->base);
+      "the k-th symbol, `consts[k]` points to the data of the k-th constant "
+      "(the parameters are not in the C source), and `workspace` is NULL or "
+      "a 64-byte aligned block of `%s_workspace_size(symbols)` bytes for the "
+      "transients, which the harness allocates once and reuses for every "
+      "run. It returns 0, or non-zero when memory for its transients could "
+      "not be allocated. `%s.h` lists the three orders.\n\n"
+      "### Weights\n\n"
+      "`%s.weights` holds the constants (little-endian): the 8 bytes "
+      "`WEIRCST1`, the number of constants n (uint64), n pairs (offset, "
+      "size in bytes) of uint64, then each constant's data at its offset "
+      "(a multiple of 64). The harness reads the file into one aligned block "
+      "and points `consts[k]` into it; `--weights FILE` loads another file "
+      "of the same layout (e.g. other trained weights).\n\n",
+      e->prefix, e->prefix, e->prefix, e->base, e->base);
 
   g_string_append(s, "## The graph\n\n");
   g_string_append_printf(s, "- program: `%s`\n", name);
@@ -872,6 +907,56 @@ static gboolean write_text(const char *dir, const char *name, const char *text,
   return TRUE;
 }
 
+/* Writes the data of g's bound constants to dir/name in the format
+ * load_weights of the harness reads (README "Weights"). */
+static gboolean write_weights(const WeirGraph *g, const char *dir,
+                              const char *name, GPtrArray *files,
+                              GError **error) {
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
+  g_autofree char *path = g_build_filename(dir, name, NULL);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    int err = errno;
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s: %s", path,
+                g_strerror(err));
+    return FALSE;
+  }
+  guint64 n = consts->len;
+  guint64 at = (16 + 16 * n + 63) / 64 * 64;
+  GByteArray *head = g_byte_array_new();
+  g_byte_array_append(head, (const guint8 *)"WEIRCST1", 8);
+  guint64 le = GUINT64_TO_LE(n);
+  g_byte_array_append(head, (const guint8 *)&le, 8);
+  for (guint i = 0; i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    guint64 bytes = g_bytes_get_size(c->initial);
+    guint64 a = GUINT64_TO_LE(at), b = GUINT64_TO_LE(bytes);
+    g_byte_array_append(head, (const guint8 *)&a, 8);
+    g_byte_array_append(head, (const guint8 *)&b, 8);
+    at = (at + bytes + 63) / 64 * 64;
+  }
+  static const guint8 zeros[64];
+  gboolean ok = fwrite(head->data, 1, head->len, f) == head->len;
+  guint64 pos = head->len;
+  g_byte_array_unref(head);
+  for (guint i = 0; ok && i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    gsize bytes = 0;
+    const void *data = g_bytes_get_data(c->initial, &bytes);
+    gsize pad = (gsize)((pos + 63) / 64 * 64 - pos);
+    ok = fwrite(zeros, 1, pad, f) == pad && fwrite(data, 1, bytes, f) == bytes;
+    pos += pad + bytes;
+  }
+  if (fclose(f) != 0)
+    ok = FALSE;
+  if (!ok) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s: write failed", path);
+    return FALSE;
+  }
+  g_ptr_array_add(files, g_strdup(name));
+  return TRUE;
+}
+
 static gboolean write_tensor(const char *dir, const char *name,
                              const WeirTensor *t, GPtrArray *files,
                              GError **error) {
@@ -940,6 +1025,9 @@ static gboolean write_files(const Export *e, const char *tmp, GPtrArray *files,
       !write_text(tmp, "main.c", main_c, files, error) ||
       !write_text(tmp, "Makefile", makefile, files, error) ||
       !write_text(tmp, "README.md", readme, files, error))
+    return FALSE;
+  g_autofree char *wname = g_strconcat(e->base, ".weights", NULL);
+  if (!write_weights(e->g, tmp, wname, files, error))
     return FALSE;
   if (e->o->session && weir_session_cursor(e->o->session) > 0) {
     g_autoptr(WeirRecipe) r = weir_session_export_recipe(e->o->session, error);

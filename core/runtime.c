@@ -1,11 +1,15 @@
 /* runtime.c — compile, load, run and time generated code (weir-runtime.h).
  *
  * Conventions of this file:
- *  - A compile goes: source -> cache key -> cache lookup -> (on a miss) the
- *    compiler driver into a private temporary directory -> GModule load of
- *    that fresh copy -> cache insert.  A kernel built on a miss is loaded
- *    from its temporary copy, so a concurrent eviction cannot take the file
- *    away between insert and load.
+ *  - A compile goes: program -> cache key (its structure, no C) -> cache
+ *    lookup -> (on a miss) generated C -> the compiler driver into a private
+ *    temporary directory -> GModule load of that fresh copy -> cache insert.
+ *    Hand-written source is keyed by the source itself.
+ *  - A kernel binds its constant table to the data of its copy of the
+ *    program (shared with the caller's program, never copied) and owns a
+ *    workspace that every run reuses (weir_kernel_workspace).  A kernel built
+ * on a miss is loaded from its temporary copy, so a concurrent eviction cannot
+ * take the file away between insert and load.
  *  - An object that the cache returns but that fails to load is dropped from
  *    the cache and rebuilt (info->recovered).
  *  - Argument checks use the interpreter's messages so both report a bad
@@ -21,11 +25,15 @@
 
 #include "weir-cache.h"
 #include "weir-codegen.h"
+#include "weir-json.h"
 #include "weir-limits.h"
 #include "weir-runtime.h"
 #include "weir-scratch.h"
+#include "weir.h"
 
-typedef int (*RunFunc)(void *const args[], const int64_t symbols[]);
+typedef int (*RunFunc)(void *const args[], const int64_t symbols[],
+                       const void *const consts[], void *workspace);
+typedef size_t (*WorkspaceFunc)(const int64_t symbols[]);
 typedef int (*AbiFunc)(void);
 typedef void (*SetThreadsFunc)(int);
 
@@ -35,9 +43,25 @@ struct _WeirKernel {
   char *prefix;
   GModule *module;
   RunFunc run;
+  WorkspaceFunc workspace_size;
   WeirGraph *g;         /* owned copy, or NULL */
   GPtrArray *arguments; /* WeirContainer* of g in ABI order (borrowed) */
+  /* The constant table: the data of g's bound constants, borrowed from g
+   * (g's copy shares the GBytes of the program it was made from). */
+  const void **consts;
+  gsize consts_bytes;
+  /* The workspace: grown to the largest size a call needed, reused by every
+   * call that gets the lock (a concurrent call runs with its own). */
+  GMutex lock;
+  void *workspace;
+  gsize workspace_bytes;
 };
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* ------------------------------------------------------------- loading */
 
@@ -104,7 +128,8 @@ static WeirKernel *kernel_load(const char *path, const char *prefix,
   }
   g_autofree char *run_name = g_strconcat(prefix, "_run", NULL);
   g_autofree char *abi_name = g_strconcat(prefix, "_abi_version", NULL);
-  gpointer run = NULL, abi = NULL;
+  g_autofree char *ws_name = g_strconcat(prefix, "_workspace_size", NULL);
+  gpointer run = NULL, abi = NULL, ws = NULL;
   const char *missing =
       !g_module_symbol(module, run_name, &run) || !run   ? run_name
       : !g_module_symbol(module, abi_name, &abi) || !abi ? abi_name
@@ -125,12 +150,21 @@ static WeirKernel *kernel_load(const char *path, const char *prefix,
     g_module_close(module);
     return NULL;
   }
+  if (!g_module_symbol(module, ws_name, &ws) || !ws) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "kernel '%s': '%s' does not define '%s'", prefix, path,
+                ws_name);
+    g_module_close(module);
+    return NULL;
+  }
   pin_openmp(module);
   blas_defaults(module);
   WeirKernel *k = g_new0(WeirKernel, 1);
   k->prefix = g_strdup(prefix);
   k->module = module;
   k->run = (RunFunc)run;
+  k->workspace_size = (WorkspaceFunc)ws;
+  g_mutex_init(&k->lock);
   return k;
 }
 
@@ -139,6 +173,9 @@ void weir_kernel_free(WeirKernel *k) {
     return;
   if (k->module)
     g_module_close(k->module);
+  g_free(k->consts);
+  g_aligned_free(k->workspace);
+  g_mutex_clear(&k->lock);
   if (k->arguments)
     g_ptr_array_unref(k->arguments);
   if (k->g)
@@ -157,6 +194,21 @@ void weir_compile_info_clear(WeirCompileInfo *info) {
 
 const char *weir_kernel_prefix(const WeirKernel *k) {
   return k->prefix;
+}
+
+gsize weir_kernel_constants_bytes(const WeirKernel *k) {
+  g_return_val_if_fail(k != NULL, 0);
+  return k->consts_bytes;
+}
+
+const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes) {
+  g_return_val_if_fail(k != NULL, NULL);
+  g_mutex_lock(&k->lock);
+  const void *w = k->workspace;
+  if (bytes)
+    *bytes = k->workspace_bytes;
+  g_mutex_unlock(&k->lock);
+  return w;
 }
 
 /* ------------------------------------------------------------ compiling */
@@ -199,14 +251,68 @@ static GBytes *read_bytes(const char *path, GError **error) {
   return mf ? g_mapped_file_get_bytes(mf) : NULL;
 }
 
-/* One program to build. */
+/* One program to build: a program (g set, its source generated only on a
+ * miss) or hand-written source. */
 typedef struct {
+  const WeirGraph *g;
+  const WeirCodegenOptions *cg; /* with g */
   const char *source;
+  char *generated; /* owned source generated for g */
   const char *prefix;
-  char *key;
   WeirKernel *kernel; /* result */
   WeirCompileInfo info;
 } Unit;
+
+static gboolean uses_openmp(const WeirCompileOptions *opts) {
+  g_autofree char *flags = weir_compiler_flags(opts, NULL);
+  if (!flags)
+    return FALSE;
+  g_auto(GStrv) words = g_strsplit(flags, " ", -1);
+  for (guint i = 0; words[i]; i++)
+    if (g_str_has_prefix(words[i], "-fopenmp"))
+      return TRUE;
+  return FALSE;
+}
+
+/* The text a program's key hashes in place of a source: the build id of
+ * libweir (it stands for the code generator), the code generator's options
+ * and the structure of g without the data of bound constants (the generated
+ * code receives those through consts[], so they cannot change it). */
+static char *program_key_text(const WeirGraph *g,
+                              const WeirCodegenOptions *cg) {
+  g_autofree char *structure =
+      weir_graph_structure_json(g, WEIR_CODEGEN_LITERAL_MAX);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "weir-program\nbuild %s\nopenmp %d\n",
+                         weir_build_id(), cg->openmp ? 1 : 0);
+  g_string_append(s, structure);
+  return g_string_free(s, FALSE);
+}
+
+/* The key of unit u (the source for hand-written units, the program's
+ * structure otherwise). */
+static char *unit_key(const Unit *u, const char *identity, const char *kflags) {
+  if (!u->g)
+    return weir_cache_key(u->source, identity, kflags,
+                          WEIR_CODEGEN_ABI_VERSION);
+  g_autofree char *text = program_key_text(u->g, u->cg);
+  return weir_cache_key(text, identity, kflags, WEIR_CODEGEN_ABI_VERSION);
+}
+
+char *weir_kernel_key(const WeirGraph *g, const WeirCompileOptions *opts,
+                      GError **error) {
+  g_return_val_if_fail(g != NULL, NULL);
+  g_autofree char *identity = weir_compiler_identity(opts, error);
+  if (!identity)
+    return NULL;
+  g_autofree char *flags = weir_compiler_flags(opts, error);
+  if (!flags)
+    return NULL;
+  g_autofree char *kflags = key_flags(flags);
+  WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
+  Unit u = {.g = g, .cg = &cg};
+  return unit_key(&u, identity, kflags);
+}
 
 static void remove_dir(const char *dir) {
   g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
@@ -243,8 +349,9 @@ static gboolean build_units(Unit *units, guint n,
   g_autoptr(GArray) misses = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < n; i++) {
     Unit *u = &units[i];
-    u->info.key =
-        weir_cache_key(u->source, identity, kflags, WEIR_CODEGEN_ABI_VERSION);
+    double t0 = now_seconds();
+    u->info.key = unit_key(u, identity, kflags);
+    u->info.key_seconds = now_seconds() - t0;
     if (cache) {
       gboolean recovered = FALSE;
       g_autoptr(GError) local = NULL;
@@ -272,6 +379,23 @@ static gboolean build_units(Unit *units, guint n,
   }
   if (misses->len == 0)
     return TRUE;
+
+  /* Only misses generate C. */
+  for (guint j = 0; j < misses->len; j++) {
+    Unit *u = &units[g_array_index(misses, guint, j)];
+    if (!u->g)
+      continue;
+    double t0 = now_seconds();
+    u->generated = weir_codegen_c(u->g, u->cg, error);
+    if (!u->generated) {
+      if (n > 1)
+        g_prefix_error(error, "program '%s': ", u->g->name);
+      return FALSE;
+    }
+    u->source = u->generated;
+    u->info.codegen_seconds = now_seconds() - t0;
+    u->info.source_bytes = strlen(u->generated);
+  }
 
   g_autoptr(GError) local = NULL;
   g_autofree char *dir = weir_scratch_dir_new("weir-rt", &local);
@@ -318,6 +442,7 @@ static gboolean build_units(Unit *units, guint n,
 
 static void units_clear(Unit *units, guint n) {
   for (guint i = 0; i < n; i++) {
+    g_clear_pointer(&units[i].generated, g_free);
     g_clear_pointer(&units[i].kernel, weir_kernel_free);
     weir_compile_info_clear(&units[i].info);
   }
@@ -327,6 +452,14 @@ static void units_clear(Unit *units, guint n) {
 static void kernel_attach(WeirKernel *k, const WeirGraph *g) {
   k->g = weir_graph_copy(g);
   k->arguments = weir_codegen_arguments(k->g);
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(k->g);
+  k->consts = g_new0(const void *, consts->len + 1);
+  for (guint i = 0; i < consts->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    gsize n = 0;
+    k->consts[i] = g_bytes_get_data(c->initial, &n);
+    k->consts_bytes += n;
+  }
 }
 
 static void take_info(WeirCompileInfo *info, Unit *u) {
@@ -356,17 +489,6 @@ WeirKernel *weir_kernel_compile_source(const char *source, const char *prefix,
   return k;
 }
 
-static gboolean uses_openmp(const WeirCompileOptions *opts) {
-  g_autofree char *flags = weir_compiler_flags(opts, NULL);
-  if (!flags)
-    return FALSE;
-  g_auto(GStrv) words = g_strsplit(flags, " ", -1);
-  for (guint i = 0; words[i]; i++)
-    if (g_str_has_prefix(words[i], "-fopenmp"))
-      return TRUE;
-  return FALSE;
-}
-
 gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
                                   const WeirCompileOptions *opts,
                                   WeirKernel **kernels_out,
@@ -374,7 +496,6 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
   g_return_val_if_fail(graphs != NULL || n == 0, FALSE);
   g_return_val_if_fail(kernels_out != NULL || n == 0, FALSE);
   WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
-  g_autoptr(GPtrArray) sources = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) prefixes = g_ptr_array_new_with_free_func(g_free);
   g_autofree Unit *units = g_new0(Unit, n ? n : 1);
   for (guint i = 0; i < n; i++) {
@@ -383,15 +504,9 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
       memset(&infos[i], 0, sizeof infos[i]);
   }
   for (guint i = 0; i < n; i++) {
-    char *src = weir_codegen_c(graphs[i], &cg, error);
-    if (!src) {
-      if (n > 1)
-        g_prefix_error(error, "program '%s': ", graphs[i]->name);
-      return FALSE;
-    }
-    g_ptr_array_add(sources, src);
     g_ptr_array_add(prefixes, weir_codegen_prefix(graphs[i]));
-    units[i].source = src;
+    units[i].g = graphs[i];
+    units[i].cg = &cg;
     units[i].prefix = g_ptr_array_index(prefixes, i);
   }
   if (!build_units(units, n, opts, error)) {
@@ -596,7 +711,27 @@ static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
 gboolean weir_kernel_call(WeirKernel *k, void *const args[],
                           const gint64 symbols[], GError **error) {
   g_return_val_if_fail(k != NULL, FALSE);
-  int rc = k->run(args, (const int64_t *)symbols);
+  if (G_BYTE_ORDER != G_LITTLE_ENDIAN && k->consts_bytes) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "kernel '%s': constant data is stored little-endian; this "
+                "host is big-endian",
+                k->prefix);
+    return FALSE;
+  }
+  const int64_t *syms = (const int64_t *)symbols;
+  int rc;
+  if (g_mutex_trylock(&k->lock)) {
+    gsize need = k->workspace_size(syms);
+    if (need > k->workspace_bytes) {
+      g_aligned_free(k->workspace);
+      k->workspace_bytes = 0;
+      k->workspace = g_aligned_alloc0(1, need, 64);
+      k->workspace_bytes = need;
+    }
+    rc = k->run(args, syms, k->consts, need ? k->workspace : NULL);
+    g_mutex_unlock(&k->lock);
+  } else
+    rc = k->run(args, syms, k->consts, NULL); /* allocates its own */
   if (rc != 0) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
                 "kernel '%s' failed with status %d (its transient memory "
@@ -652,12 +787,6 @@ gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads, GError **error) {
 }
 
 /* ----------------------------------------------------------- benchmarks */
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(gconstpointer a, gconstpointer b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -1,4 +1,5 @@
 /* version.c — library version. */
+#include "weir-build-id.h"
 #include "weir.h"
 
 #ifndef WEIR_VERSION
@@ -7,4 +8,8 @@
 
 const char *weir_version(void) {
   return WEIR_VERSION;
+}
+
+const char *weir_build_id(void) {
+  return WEIR_BUILD_ID;
 }

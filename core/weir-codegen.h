@@ -1,9 +1,12 @@
 /* weir-codegen.h — C/OpenMP code generation.
  *
- * Generated code ABI (version 1; docs/codegen.md describes it for users of
+ * Generated code ABI (version 2; docs/codegen.md describes it for users of
  * exported kernels):
  *
- *   int <prefix>_run(void *const args[], const int64_t symbols[]);
+ *   int <prefix>_run(void *const args[], const int64_t symbols[],
+ *                    const void *const consts[], void *workspace);
+ *   size_t <prefix>_workspace_size(const int64_t symbols[]);
+ *   int <prefix>_abi_version(void);   returns 2
  *
  *  - <prefix> is weir_codegen_prefix(g): the program name sanitized to a C
  *    identifier.
@@ -14,12 +17,23 @@
  *    bool as uint8_t, uint8_t).
  *  - symbols[k] is the value of the k-th program symbol (g->symbols order,
  *    sorted by name); symbols that transitions assign are ignored on entry.
- *  - Returns 0 on success, non-zero when the transient arena cannot be
+ *  - consts[k] points to the data of the k-th *bound constant*
+ *    (weir_codegen_constants): the constant containers with more than
+ *    WEIR_CODEGEN_LITERAL_MAX elements, row-major, little-endian, as the
+ *    program stores them; read only.  Smaller constants are printed into
+ *    the source.  The parameter values are therefore never in the
+ *    generated code, and a kernel can be run with other weights of the same
+ *    shapes.
+ *  - workspace is NULL or at least <prefix>_workspace_size(symbols) bytes,
+ *    64-byte aligned: the transients of the entry point live there (the
+ *    caller allocates it once and reuses it; its contents need not be kept
+ *    between calls).  With NULL the kernel allocates its own and frees it
+ *    before returning.
+ *  - Returns 0 on success, non-zero when transient memory cannot be
  *    allocated.
- *  - The source also defines `int <prefix>_abi_version(void)` returning 1.
- * Transients live in one 64-byte aligned arena allocated on entry (or on
- * the stack when small and of fixed size); constant containers become
- * static const arrays.  No allocation happens inside loops.
+ * Transients of nested programs and the buffers of library calls (im2col
+ * columns) are still allocated per call.  No allocation happens inside
+ * loops.
  */
 #ifndef WEIR_CODEGEN_H
 #define WEIR_CODEGEN_H
@@ -28,7 +42,7 @@
 
 G_BEGIN_DECLS
 
-#define WEIR_CODEGEN_ABI_VERSION 1
+#define WEIR_CODEGEN_ABI_VERSION 2
 
 typedef struct {
   /* Emit OpenMP pragmas for parallel/simd schedules (default TRUE). */
@@ -41,6 +55,32 @@ WEIR_API char *weir_codegen_prefix(const WeirGraph *g);
 /* Argument containers in ABI order (borrowed pointers into g; free the
  * array only). */
 WEIR_API GPtrArray *weir_codegen_arguments(const WeirGraph *g);
+
+/* ------------------------------------------------------ bound constants */
+
+/* Constants with at most this many elements stay literal in the generated
+ * code (shapes, axes, scalars: they help the compiler); larger ones are
+ * bound through the kernel ABI (docs/codegen.md). */
+#define WEIR_CODEGEN_LITERAL_MAX 16
+
+/* Whether the constant container c (c->initial set) is printed into the
+ * generated code rather than bound. */
+WEIR_API gboolean weir_codegen_constant_is_literal(const WeirContainer *c);
+
+/* The bound constants of g and of the programs nested in it, in the order
+ * of the kernel's constant table: g's containers in id order, then the
+ * nested programs state by state, node by node, each walked the same way.
+ * (borrowed pointers into g; free the array only) */
+WEIR_API GPtrArray *weir_codegen_constants(const WeirGraph *g);
+
+/* Total bytes of the data of weir_codegen_constants(g). */
+WEIR_API gsize weir_codegen_constants_bytes(const WeirGraph *g);
+
+/* How many C sources weir_codegen_c generated in this process (a hook for
+ * tests: a compile-cache hit generates none). */
+WEIR_API guint weir_codegen_sources_generated(void);
+/* Counts one generated source (internal). */
+void weir_codegen_count_source(void);
 
 /* Generates the C source of g.  Library nodes are expanded first (on a copy;
  * g is not changed) with their chosen implementation.  g must validate.

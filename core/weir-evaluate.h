@@ -101,6 +101,11 @@ typedef struct {
   GHashTable *outputs;
   GPtrArray *comparisons; /* WeirComparison*, in argument order (owned) */
   char *threads_error;    /* why opts->threads was not set, or NULL */
+  double key_seconds;     /* of compile_seconds: computing the cache key */
+  double codegen_seconds; /* of compile_seconds: generating C (0 on a hit) */
+  gsize source_bytes;     /* size of the generated C (0 on a hit) */
+  gsize constants_bytes;  /* parameters bound to the kernel (not copied) */
+  gsize workspace_bytes;  /* the kernel's workspace after the runs */
 } WeirEvaluation;
 
 /* Called with the fraction done (0..1) and what happens now (borrowed). */

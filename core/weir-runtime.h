@@ -38,11 +38,15 @@ typedef struct _WeirKernel WeirKernel;
 typedef struct {
   double compile_seconds; /* wall time of the compiler (0 on a cache hit) */
   gboolean cache_hit;
-  char *key;          /* cache key (hex) */
-  gboolean recovered; /* the cache had the key but its object was missing
-                         or damaged: it was rebuilt */
-  char *object_path;  /* the shared object loaded (in the cache; or in a
-                         removed temporary directory with no_cache) */
+  char *key;              /* cache key (hex) */
+  gboolean recovered;     /* the cache had the key but its object was missing
+                             or damaged: it was rebuilt */
+  char *object_path;      /* the shared object loaded (in the cache; or in a
+                             removed temporary directory with no_cache) */
+  double key_seconds;     /* computing the key */
+  double codegen_seconds; /* generating C (0 on a cache hit) */
+  gsize source_bytes;     /* size of the generated C (0 on a cache hit:
+                             a hit generates no C) */
 } WeirCompileInfo;
 
 /* ------------------------------------------------------ compiler driver */
@@ -93,7 +97,16 @@ WEIR_API gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,
 
 /* --------------------------------------------------------------- kernels */
 
-/* Generates, compiles (or finds in the cache) and loads g.  The compiler's
+/* The compile-cache key of g with opts, computed from the program without
+ * generating C: the build id of libweir, the compiler identity, the flags,
+ * the ABI version and g's structure (weir_graph_structure_json: shapes,
+ * dtypes, symbols, implementation choices, literal constants; not the data
+ * of bound constants).  docs/runtime.md lists the fields. (transfer full) */
+WEIR_API char *weir_kernel_key(const WeirGraph *g,
+                               const WeirCompileOptions *opts, GError **error);
+
+/* Computes g's key (weir_kernel_key) and looks it up in the cache; only on
+ * a miss is C generated and compiled; then loads the kernel.  The compiler's
  * diagnostics are included in the error on failure.  info may be NULL;
  * clear it with weir_compile_info_clear. */
 WEIR_API WeirKernel *weir_kernel_compile(const WeirGraph *g,
@@ -124,11 +137,26 @@ WEIR_API void weir_compile_info_clear(WeirCompileInfo *info);
 /* The entry-point prefix (borrowed). */
 WEIR_API const char *weir_kernel_prefix(const WeirKernel *k);
 
+/* Bytes of the constant data bound to the kernel's constant table.  The
+ * data is not copied: the table points into the kernel's copy of the
+ * program, which shares the data of the program it was compiled from. */
+WEIR_API gsize weir_kernel_constants_bytes(const WeirKernel *k);
+
+/* The kernel's workspace (borrowed; NULL before the first run or when the
+ * program needs none) and its size in *bytes (optional).  The workspace
+ * holds the transients of the entry point; it is allocated at the first
+ * run, grown when a run with other symbol values needs more, and reused by
+ * every later run, so steady-state runs allocate nothing.  A run that
+ * starts while another run of the same kernel is in progress (another
+ * thread) lets the generated code allocate a workspace of its own. */
+WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
+
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:
  * container name -> WeirTensor* for every argument container, checked for
  * dtype and shape like weir_interpret.  Outputs are written in place.
- * Constant containers are compiled in and cannot be passed.  A symbol that
- * no transition assigns must be bound. */
+ * Constant containers are bound from the program and cannot be passed.  A
+ * symbol that no transition assigns must be bound.  Steady-state runs
+ * allocate nothing in the kernel: its transients live in the workspace. */
 WEIR_API gboolean weir_kernel_run(WeirKernel *k, GHashTable *symbols,
                                   GHashTable *args, GError **error);
 

@@ -39,6 +39,9 @@ G_BEGIN_DECLS
 
 /* Version of libweir, "MAJOR.MINOR.PATCH" (borrowed static string). */
 WEIR_API const char *weir_version(void);
+/* A hex SHA-256 of the sources libweir was built from: it identifies the
+ * code generator in compile-cache keys (docs/runtime.md). (borrowed) */
+WEIR_API const char *weir_build_id(void);
 
 G_END_DECLS
 

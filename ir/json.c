@@ -105,7 +105,15 @@ static gboolean strides_are_row_major(const WeirContainer *c) {
   return TRUE;
 }
 
-static json_object *container_json(const WeirContainer *c) {
+/* Elements of c's constant data. */
+static guint64 initial_elements(const WeirContainer *c) {
+  gsize es = weir_dtype_size(c->dtype);
+  return es ? g_bytes_get_size(c->initial) / es : 0;
+}
+
+/* literal_max < 0: every payload; else the data of constants with more
+ * elements is replaced by {"bound": true} (weir_graph_structure_json). */
+static json_object *container_json(const WeirContainer *c, gint64 literal_max) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "id", json_object_new_int64(c->id));
   json_object_object_add(o, "name", json_str(c->name));
@@ -115,7 +123,12 @@ static json_object *container_json(const WeirContainer *c) {
     json_object_object_add(o, "strides", json_exprs(c->strides));
   if (c->transient)
     json_object_object_add(o, "transient", json_object_new_boolean(1));
-  if (c->initial) {
+  if (c->initial && literal_max >= 0 &&
+      initial_elements(c) > (guint64)literal_max) {
+    json_object *init = json_object_new_object();
+    json_object_object_add(init, "bound", json_object_new_boolean(1));
+    json_object_object_add(o, "initial", init);
+  } else if (c->initial) {
     gsize size = 0;
     const guchar *data = g_bytes_get_data(c->initial, &size);
     g_autofree char *b64 = g_base64_encode(data, size);
@@ -164,7 +177,7 @@ static json_object *attr_json(const WeirAttr *a) {
   return o;
 }
 
-static json_object *graph_json(const WeirGraph *g);
+static json_object *graph_json(const WeirGraph *g, gint64 literal_max);
 
 static void map_json(json_object *o, const WeirMap *m) {
   json_object_object_add(o, "params", json_strings(m->params));
@@ -191,7 +204,7 @@ static void map_json(json_object *o, const WeirMap *m) {
     json_object_object_add(o, "collapse", json_object_new_int64(m->collapse));
 }
 
-static json_object *node_json(const WeirNode *n) {
+static json_object *node_json(const WeirNode *n, gint64 literal_max) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "id", json_object_new_int64(n->id));
   json_object_object_add(o, "kind", json_str(weir_node_kind_name(n->kind)));
@@ -229,7 +242,7 @@ static json_object *node_json(const WeirNode *n) {
   }
   case WEIR_NODE_NESTED: {
     if (n->nested)
-      json_object_object_add(o, "program", graph_json(n->nested));
+      json_object_object_add(o, "program", graph_json(n->nested, literal_max));
     json_object *symbols = json_object_new_object();
     for (guint i = 0; n->symbol_map && i < n->symbol_map->len; i++) {
       const WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, i);
@@ -279,13 +292,14 @@ static json_object *memlet_json(const WeirMemlet *m) {
   return o;
 }
 
-static json_object *state_json(const WeirState *s) {
+static json_object *state_json(const WeirState *s, gint64 literal_max) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "id", json_object_new_int64(s->id));
   json_object_object_add(o, "label", json_str(s->label));
   json_object *nodes = json_object_new_array();
   for (guint i = 0; i < s->nodes->len; i++)
-    json_object_array_add(nodes, node_json(g_ptr_array_index(s->nodes, i)));
+    json_object_array_add(
+        nodes, node_json(g_ptr_array_index(s->nodes, i), literal_max));
   json_object_object_add(o, "nodes", nodes);
   json_object *edges = json_object_new_array();
   for (guint i = 0; i < s->edges->len; i++)
@@ -311,7 +325,7 @@ static json_object *transition_json(const WeirTransition *t) {
   return o;
 }
 
-static json_object *graph_json(const WeirGraph *g) {
+static json_object *graph_json(const WeirGraph *g, gint64 literal_max) {
   json_object *o = json_object_new_object();
   json_object_object_add(o, "format", json_str(WEIR_JSON_FORMAT));
   json_object_object_add(o, "version", json_object_new_int(WEIR_JSON_VERSION));
@@ -319,13 +333,15 @@ static json_object *graph_json(const WeirGraph *g) {
   json_object_object_add(o, "symbols", json_strings(g->symbols));
   json_object *containers = json_object_new_array();
   for (guint i = 0; i < g->containers->len; i++)
-    json_object_array_add(containers,
-                          container_json(g_ptr_array_index(g->containers, i)));
+    json_object_array_add(
+        containers,
+        container_json(g_ptr_array_index(g->containers, i), literal_max));
   json_object_object_add(o, "containers", containers);
   json_object_object_add(o, "start", json_object_new_int64(g->start));
   json_object *states = json_object_new_array();
   for (guint i = 0; i < g->states->len; i++)
-    json_object_array_add(states, state_json(g_ptr_array_index(g->states, i)));
+    json_object_array_add(
+        states, state_json(g_ptr_array_index(g->states, i), literal_max));
   json_object_object_add(o, "states", states);
   json_object *transitions = json_object_new_array();
   for (guint i = 0; i < g->transitions->len; i++)
@@ -1660,7 +1676,17 @@ static json_object *parse_text(const char *text, gsize len, const char *source,
 
 char *weir_graph_to_json(const WeirGraph *g) {
   g_return_val_if_fail(g != NULL, NULL);
-  json_object *root = graph_json(g);
+  json_object *root = graph_json(g, -1);
+  GString *out = g_string_new(NULL);
+  emit(out, root, 0);
+  g_string_append_c(out, '\n');
+  json_object_put(root);
+  return g_string_free(out, FALSE);
+}
+
+char *weir_graph_structure_json(const WeirGraph *g, gint64 literal_max) {
+  g_return_val_if_fail(g != NULL && literal_max >= 0, NULL);
+  json_object *root = graph_json(g, literal_max);
   GString *out = g_string_new(NULL);
   emit(out, root, 0);
   g_string_append_c(out, '\n');

@@ -21,6 +21,14 @@ G_BEGIN_DECLS
  * full) */
 WEIR_API char *weir_graph_to_json(const WeirGraph *g);
 
+/* The structure of g as JSON text, for hashing (compile-cache keys): the
+ * text of weir_graph_to_json, except that the data of every constant
+ * container with more than literal_max (>= 0) elements is replaced by
+ * {"bound": true}.  Weights do not change it.  It cannot be loaded back.
+ * (transfer full) */
+WEIR_API char *weir_graph_structure_json(const WeirGraph *g,
+                                         gint64 literal_max);
+
 /* Parses and validates.  source names the input in error messages (a file
  * name, or NULL for "<input>").  len may be -1 for a NUL-terminated text. */
 WEIR_API WeirGraph *weir_graph_from_json(const char *text, gssize len,

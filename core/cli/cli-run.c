@@ -403,6 +403,12 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
   g_autofree char *how = reps > 0 ? g_strdup_printf("median of %d runs", reps)
                                   : g_strdup("one run");
   g_autofree char *ts = cli_format_seconds(t);
+  g_autofree char *cb =
+      g_format_size_full(ev->constants_bytes, G_FORMAT_SIZE_IEC_UNITS);
+  g_autofree char *wb =
+      g_format_size_full(ev->workspace_bytes, G_FORMAT_SIZE_IEC_UNITS);
+  printf("  kernel memory   parameters %s (bound, not copied), workspace %s\n",
+         cb, wb);
   printf("  time            %s (%s)", ts, how);
   if (exp && exp->total_flops.known && t > 0)
     printf(", %.3f GFLOP/s", (double)exp->total_flops.value / t / 1e9);
@@ -461,11 +467,14 @@ int cli_cmd_run(int argc, char **argv) {
     return 2;
   }
   Prepared p = {0};
+  gint64 t_import = g_get_monotonic_time();
   int status = prepare_run("run", file, bindings, impls, &io, FALSE, TRUE, &p);
   if (status) {
     prepared_clear(&p);
     return status;
   }
+  g_autofree char *imported =
+      cli_format_seconds((double)(g_get_monotonic_time() - t_import) / 1e6);
 
   /* compile, the checked run, the interpreter's run (--check) and the
    * timed runs (--reps) */
@@ -491,13 +500,21 @@ int cli_cmd_run(int argc, char **argv) {
     return 1;
   }
   g_autofree char *took = cli_format_seconds(ev.compile_seconds);
+  g_autofree char *keyed = cli_format_seconds(ev.key_seconds);
+  g_autofree char *generated = cli_format_seconds(ev.codegen_seconds);
+  g_autofree char *compiler = cli_format_seconds(ev.compiler_seconds);
+  printf("%s: read and prepared in %s (model import, inputs)\n", file,
+         imported);
   if (ev.cache_hit)
-    printf("%s: loaded from the compile cache in %s (key %.12s)\n", file, took,
-           ev.cache_key);
+    printf("%s: loaded from the compile cache in %s (key %.12s computed in "
+           "%s, no C generated)\n",
+           file, took, ev.cache_key, keyed);
   else
-    printf("%s: compiled in %s%s (key %.12s)\n", file, took,
+    printf("%s: compiled in %s%s (key %.12s; C generated in %s, "
+           "%" G_GSIZE_FORMAT " bytes; compiler %s)\n",
+           file, took,
            ev.cache_recovered ? ", replacing a damaged cache entry" : "",
-           ev.cache_key);
+           ev.cache_key, generated, ev.source_bytes, compiler);
   g_autofree char *ran = cli_format_seconds(ev.first_run_seconds);
   printf("%s: ran in %s\n", file, ran);
   g_hash_table_unref(p.args);
@@ -566,6 +583,7 @@ int cli_cmd_bench(int argc, char **argv) {
   g_auto(CliTensors) io = CLI_TENSORS_INIT;
   g_auto(CliCompile) cc = {0};
   gint opt_threads = 0, opt_reps = 10, opt_warmup = 3;
+  gboolean opt_cold = FALSE;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"seed", 0, 0, G_OPTION_ARG_INT64, &io.seed,
@@ -576,6 +594,10 @@ int cli_cmd_bench(int argc, char **argv) {
        "Timed repetitions (default 10)", "N"},
       {"warmup", 'w', 0, G_OPTION_ARG_INT, &opt_warmup,
        "Untimed warm-up runs (default 3)", "N"},
+      {"cold", 0, 0, G_OPTION_ARG_NONE, &opt_cold,
+       "Also measure a cold compile (in a fresh temporary cache) and print it "
+       "with the cached load",
+       NULL},
       CLI_MAX_MEMORY_ENTRY(&io.max_memory),
       CLI_COMPILE_ENTRIES(&impls, &cc),
       {NULL}};
@@ -583,7 +605,7 @@ int cli_cmd_bench(int argc, char **argv) {
     return 2;
   if (argc != 2 || opt_reps < 1 || opt_warmup < 0 || opt_threads < 0) {
     fprintf(stderr, "usage: weir bench FILE [-D SYM=VALUE]... [--threads N] "
-                    "[--reps N>=1] [--warmup N>=0]\n");
+                    "[--reps N>=1] [--warmup N>=0] [--cold]\n");
     return 2;
   }
   const char *file = argv[1];
@@ -600,17 +622,20 @@ int cli_cmd_bench(int argc, char **argv) {
     prepared_clear(&p);
     return status;
   }
-  /* A cold compile into a fresh cache in a temporary directory, the
-   * timed runs (weir_evaluate), then a cached compile from that cache. */
-  g_autofree char *dir = weir_scratch_dir_new("weir-bench", &error);
-  if (!dir) {
+  /* Through the compile cache, like weir run.  With --cold: a cold compile
+   * into a fresh cache in a temporary directory, the timed runs
+   * (weir_evaluate), then a cached compile from that cache. */
+  g_autofree char *dir = NULL;
+  if (opt_cold && !(dir = weir_scratch_dir_new("weir-bench", &error))) {
     cli_print_error("bench", error);
     prepared_clear(&p);
     return 1;
   }
   WeirCompileOptions copts = cli_compile_options(&cc);
-  copts.cache_dir = dir;
-  copts.no_cache = FALSE;
+  if (opt_cold) {
+    copts.cache_dir = dir;
+    copts.no_cache = FALSE;
+  }
   g_autoptr(GHashTable) inputs = abi_inputs(p.g, p.args);
   WeirEvaluateOptions eo = {.warmup = (guint)opt_warmup,
                             .repetitions = (guint)opt_reps,
@@ -622,10 +647,18 @@ int cli_cmd_bench(int argc, char **argv) {
   WeirEvaluation ev;
   double cached = 0;
   g_autoptr(WeirKernel) k = NULL;
-  if (weir_evaluate(p.g, NULL, bindings, &eo, NULL, NULL, NULL, &ev, &error))
-    k = compile_cached(p.g, &cc, dir, &cached, &error);
-  remove_tree(dir);
-  if (!k) {
+  gboolean ok =
+      weir_evaluate(p.g, NULL, bindings, &eo, NULL, NULL, NULL, &ev, &error);
+  /* the kernel for the BLAS line: the cached compile of --cold, else a
+   * lookup of what weir_evaluate just put in the cache */
+  if (ok) {
+    k = opt_cold ? compile_cached(p.g, &cc, dir, &cached, &error)
+                 : weir_kernel_compile(p.g, &copts, NULL, &error);
+    ok = k != NULL;
+  }
+  if (dir)
+    remove_tree(dir);
+  if (!ok) {
     cli_print_compile_error("bench", file, error);
     weir_evaluation_clear(&ev);
     prepared_clear(&p);
@@ -654,7 +687,14 @@ int cli_cmd_bench(int argc, char **argv) {
   g_autofree char *c1 = cli_format_seconds(ev.compile_seconds),
                   *c2 = cli_format_seconds(ev.compiler_seconds),
                   *c3 = cli_format_seconds(cached);
-  printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
+  if (opt_cold)
+    printf("compile  cold %s (compiler %s), cached %s\n", c1, c2, c3);
+  else if (ev.cache_hit)
+    printf("compile  loaded from the compile cache in %s (--cold: measure a "
+           "cold compile)\n",
+           c1);
+  else
+    printf("compile  %s (compiler %s; now in the compile cache)\n", c1, c2);
   {
     g_autofree char *blas = weir_kernel_blas_info(k);
     const char *coretype = g_getenv("OPENBLAS_CORETYPE");

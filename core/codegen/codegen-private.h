@@ -89,6 +89,11 @@ typedef struct {
    * libraries to link (sets; printed sorted). */
   GHashTable *native_helpers;
   GHashTable *libraries;
+  /* Bound constants: GBytes* of their data (shared by the prepared copy)
+   * -> 1 + index in the constant table (weir_codegen_constants). */
+  GHashTable *const_index;
+  /* The entry point's workspace size function (emit_c prints it). */
+  char *workspace_fn;
 } Gen;
 
 /* ----------------------------------------------------------------- literals */
@@ -126,6 +131,8 @@ typedef struct {
   gboolean written;   /* some memlet writes it */
   gboolean used;      /* referenced by the generated code */
   gboolean init;      /* constant data copied into its storage at entry */
+  guint bound;        /* constant data: 1 + index in consts[], or 0 when it
+                         is printed as a literal */
   guint arg_index;    /* ST_ARG */
   guint private_map;  /* ST_PRIVATE: the map entry whose body declares it */
   GPtrArray *strides; /* WeirExpr* per dimension, in elements */
@@ -151,6 +158,7 @@ struct _Fn {
   GHashTable *synth_used;  /* synthetic symbols referenced (set, owned) */
   gboolean uses_done;      /* "goto done" emitted */
   gboolean uses_status;    /* calls a nested function that can fail */
+  gboolean uses_consts;    /* reads consts[] (itself or through a call) */
 };
 
 typedef struct _Frame Frame;
@@ -409,10 +417,13 @@ void cg_fn_free(Fn *f);
 
 /* Generates the function for program g (the entry point when call is
  * NULL, else the nested program of node call with arguments bind).
- * Returns its definition, or NULL after an error (in gen). */
+ * Returns its definition, or NULL after an error (in gen).  *uses_consts:
+ * the function reads the constant table (a nested one then takes consts[]
+ * as its last parameter). */
 char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
                      const char *where, const WeirNode *call,
-                     const WeirMemlet *const *bind, gboolean *can_fail);
+                     const WeirMemlet *const *bind, gboolean *can_fail,
+                     gboolean *uses_consts);
 
 /* ---------------------------------------------------------------- prepare.c */
 

@@ -40,12 +40,18 @@ static void describe_abi(GString *s, const WeirGraph *g, const char *prefix,
                          " *\n"
                          " * Entry point (Weir generated-code ABI %d):\n"
                          " *   int %s_run(void *const args[], const int64_t "
-                         "symbols[]);\n"
+                         "symbols[],\n"
+                         " *           const void *const consts[], void "
+                         "*workspace);\n"
                          " * returns 0 on success and non-zero when memory "
                          "for transients cannot\n"
-                         " * be allocated; %s_abi_version() returns %d.\n",
+                         " * be allocated; %s_abi_version() returns %d.\n"
+                         " * workspace: NULL (the kernel allocates its "
+                         "transients), or a 64-byte\n"
+                         " * aligned block of %s_workspace_size(symbols) "
+                         "bytes, reused across calls.\n",
                          file, name, weir_version(), WEIR_CODEGEN_ABI_VERSION,
-                         sprefix, sprefix, WEIR_CODEGEN_ABI_VERSION);
+                         sprefix, sprefix, WEIR_CODEGEN_ABI_VERSION, sprefix);
   g_autoptr(GPtrArray) args = weir_codegen_arguments(g);
   g_string_append(s, " *\n * Arguments: args[k] points to the elements of");
   if (args->len == 0)
@@ -56,6 +62,18 @@ static void describe_abi(GString *s, const WeirGraph *g, const char *prefix,
     g_autofree char *cn = cg_sanitize_comment(c->name);
     g_autofree char *sh = cg_shape_text(c);
     g_string_append_printf(s, " *   args[%u]  %s  %s\n", k, cn, sh);
+  }
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
+  g_string_append(s, " * Constants: consts[k] points to the data (row-major, "
+                     "as stored) of");
+  if (consts->len == 0)
+    g_string_append(s, " (none)");
+  g_string_append(s, "\n");
+  for (guint k = 0; k < consts->len; k++) {
+    const WeirContainer *c = g_ptr_array_index(consts, k);
+    g_autofree char *cn = cg_sanitize_comment(c->name);
+    g_autofree char *sh = cg_shape_text(c);
+    g_string_append_printf(s, " *   consts[%u]  %s  %s\n", k, cn, sh);
   }
   g_string_append(s, " * Symbols: symbols[k] is the value of");
   if (g->symbols->len == 0)
@@ -88,23 +106,30 @@ char *weir_codegen_header(const WeirGraph *g) {
   g_autofree char *prefix = weir_codegen_prefix(g);
   g_autofree char *file = g_strdup_printf("%s.h", prefix);
   g_autofree char *guard = g_ascii_strup(prefix, -1);
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
   GString *s = g_string_new(NULL);
   describe_abi(s, g, prefix, file);
   g_string_append_printf(s,
                          "#ifndef %s_WEIR_H\n"
                          "#define %s_WEIR_H\n\n"
+                         "#include <stddef.h>\n"
                          "#include <stdint.h>\n\n"
                          "#ifdef __cplusplus\n"
                          "extern \"C\" {\n"
                          "#endif\n\n"
+                         "#define %s_N_CONSTS %u\n\n"
                          "int %s_abi_version(void);\n"
+                         "size_t %s_workspace_size(const int64_t symbols[]);\n"
                          "int %s_run(void *const args[], const int64_t "
-                         "symbols[]);\n\n"
+                         "symbols[],\n"
+                         "        const void *const consts[], void "
+                         "*workspace);\n\n"
                          "#ifdef __cplusplus\n"
                          "}\n"
                          "#endif\n\n"
                          "#endif\n",
-                         guard, guard, prefix, prefix);
+                         guard, guard, guard, consts->len, prefix, prefix,
+                         prefix);
   return g_string_free(s, FALSE);
 }
 
@@ -137,13 +162,22 @@ static char *emit_c(const WeirGraph *g, WeirGraph *prepared,
   gen.libraries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);
+  g_autofree char *wsn = g_strdup_printf("%s_workspace_size", prefix);
   cg_namer_fresh_exact(gen.file_names, run);
   cg_namer_fresh_exact(gen.file_names, abi);
+  cg_namer_fresh_exact(gen.file_names, wsn);
+  /* the constant table of g; the prepared copy shares its data */
+  gen.const_index = g_hash_table_new(NULL, NULL);
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
+  for (guint i = consts->len; i-- > 0;) {
+    const WeirContainer *c = g_ptr_array_index(consts, i);
+    g_hash_table_insert(gen.const_index, c->initial, GUINT_TO_POINTER(i + 1));
+  }
   g_autofree char *pname = cg_sanitize_comment(g->name);
   g_autofree char *where = g_strdup_printf("program '%s'", pname);
-  gboolean can_fail = FALSE;
-  g_autofree char *entry =
-      cg_fn_generate(&gen, prepared, run, where, NULL, NULL, &can_fail);
+  gboolean can_fail = FALSE, uses_consts = FALSE;
+  g_autofree char *entry = cg_fn_generate(&gen, prepared, run, where, NULL,
+                                          NULL, &can_fail, &uses_consts);
 
   GString *s = g_string_new(NULL);
   g_autofree char *file = g_strdup_printf("%s.c", prefix);
@@ -169,14 +203,26 @@ static char *emit_c(const WeirGraph *g, WeirGraph *prepared,
   g_string_append(s, "\n");
   g_string_append_printf(s,
                          "int %s(void);\n"
+                         "size_t %s(const int64_t symbols[]);\n"
                          "int %s(void *const args[], const int64_t "
-                         "symbols[]);\n\n",
-                         abi, run);
+                         "symbols[],\n"
+                         "        const void *const consts[], void "
+                         "*workspace);\n\n",
+                         abi, wsn, run);
   cg_emit_helpers(&gen, s);
   emit_native_helpers(&gen, s);
   g_string_append(s, gen.defs->str);
   g_string_append_printf(s, "int %s(void) {\n  return %d;\n}\n\n", abi,
                          WEIR_CODEGEN_ABI_VERSION);
+  if (gen.workspace_fn)
+    g_string_append(s, gen.workspace_fn);
+  else
+    g_string_append_printf(s,
+                           "size_t %s(const int64_t symbols[]) {\n"
+                           "  (void)symbols;\n"
+                           "  return 0;\n"
+                           "}\n\n",
+                           wsn);
   if (entry)
     g_string_append(s, entry);
   /* one final newline */
@@ -186,6 +232,8 @@ static char *emit_c(const WeirGraph *g, WeirGraph *prepared,
   cg_namer_free(gen.file_names);
   g_hash_table_unref(gen.native_helpers);
   g_hash_table_unref(gen.libraries);
+  g_hash_table_unref(gen.const_index);
+  g_free(gen.workspace_fn);
   if (gen.error) {
     g_propagate_error(error, gen.error);
     g_string_free(s, TRUE);
@@ -213,5 +261,8 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   g_autoptr(WeirGraph) prepared = be->prepare(g, error);
   if (!prepared)
     return NULL;
-  return be->emit(g, prepared, opts, error);
+  char *source = be->emit(g, prepared, opts, error);
+  if (source)
+    weir_codegen_count_source();
+  return source;
 }

@@ -270,9 +270,9 @@ static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
   const char *fname = cg_namer_fresh_exact(f->gen->file_names, base);
   g_autofree char *where =
       g_strdup_printf("%s, node %u (nested '%s')", f->where, n->id, label);
-  gboolean can_fail = FALSE;
-  g_autofree char *def =
-      cg_fn_generate(f->gen, ng, fname, where, n, bind, &can_fail);
+  gboolean can_fail = FALSE, uses_consts = FALSE;
+  g_autofree char *def = cg_fn_generate(f->gen, ng, fname, where, n, bind,
+                                        &can_fail, &uses_consts);
   if (!def)
     return;
   g_string_append(f->gen->defs, def);
@@ -322,6 +322,10 @@ static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
     const WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, k);
     g_autofree char *t = cg_sym_text(f, b->value);
     g_string_append_printf(args, "%s%s", args->len ? ", " : "", t);
+  }
+  if (uses_consts) {
+    f->uses_consts = TRUE;
+    g_string_append_printf(args, "%sconsts", args->len ? ", " : "");
   }
   g_autofree char *a = g_string_free(args, FALSE);
   cg_out_line(o, "/* nested program '%s' (node %u) */", label, n->id);

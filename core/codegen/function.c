@@ -135,7 +135,8 @@ static void fn_check_layouts(Fn *f) {
 
 char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
                      const char *where, const WeirNode *call,
-                     const WeirMemlet *const *bind, gboolean *can_fail) {
+                     const WeirMemlet *const *bind, gboolean *can_fail,
+                     gboolean *uses_consts) {
   g_autoptr(Fn) f = fn_new(gen, g, call == NULL, fname, where);
   cg_fn_classify(f, bind);
   if (gen->error)
@@ -145,13 +146,18 @@ char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
   g_autofree char *storage = cg_fn_storage(f, &arena);
   fn_check_layouts(f);
   *can_fail = arena || f->uses_status;
+  *uses_consts = f->uses_consts;
 
   GString *s = g_string_new(NULL);
   Out o = {s, 1};
   /* signature */
   if (f->entry) {
-    g_string_append_printf(
-        s, "int %s(void *const args[], const int64_t symbols[]) {\n", fname);
+    g_string_append_printf(s,
+                           "int %s(void *const args[], const int64_t "
+                           "symbols[],\n"
+                           "        const void *const consts[], void "
+                           "*workspace) {\n",
+                           fname);
   } else {
     GString *params = g_string_new(NULL);
     for (guint j = 0; j < f->cinfo->len; j++) {
@@ -173,6 +179,9 @@ char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
       g_string_append_printf(params, "%sint64_t %s", params->len ? ", " : "",
                              cg_namer_get(f->names, "s", b->name));
     }
+    if (f->uses_consts)
+      g_string_append_printf(params, "%sconst void *const consts[]",
+                             params->len ? ", " : "");
     g_string_append_printf(s, "static %s %s(%s) {\n",
                            *can_fail ? "int" : "void", fname,
                            params->len ? params->str : "void");
@@ -223,13 +232,19 @@ char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
     cg_out_line(&o, "(void)args;");
   if (f->entry && !any_symbol)
     cg_out_line(&o, "(void)symbols;");
+  if (f->entry && !f->uses_consts)
+    cg_out_line(&o, "(void)consts;");
+  if (f->entry && !arena)
+    cg_out_line(&o, "(void)workspace;");
   g_string_append(s, storage);
   if (f->uses_status)
     cg_out_line(&o, "int status = 0;");
   g_string_append(s, body);
   if (f->uses_done)
     g_string_append(s, "done:\n");
-  if (arena)
+  if (arena && f->entry)
+    cg_out_line(&o, "if (!workspace)\n    free(arena);");
+  else if (arena)
     cg_out_line(&o, "free(arena);");
   if (*can_fail || f->entry)
     cg_out_line(&o, "return %s;", f->uses_status ? "status" : "0");

@@ -193,6 +193,14 @@ void cg_fn_classify(Fn *f, const WeirMemlet *const *bind) {
                   f->where, c->name);
       continue;
     }
+    if (c->initial && !weir_codegen_constant_is_literal(c)) {
+      gpointer k = g_hash_table_lookup(f->gen->const_index, c->initial);
+      if (!k)
+        cg_gen_fail(f->gen, WEIR_ERROR_INVALID,
+                    "%s: constant '%s' is not in the program's constant table",
+                    f->where, c->name);
+      ci->bound = GPOINTER_TO_UINT(k);
+    }
     if (c->initial && !ci->written && cg_is_row_major(c)) {
       ci->st = ST_CONST;
       continue;
@@ -451,6 +459,37 @@ static gboolean needs_no_zero_fill(const WeirGraph *g, const WeirContainer *c) {
 
 /* ------------------------------------------------------------- declarations */
 
+/* The entry point's workspace size function: the arena's size for the
+ * values in symbols[], computed like the entry point computes it (the size
+ * lines in sizes_text, the total expression). */
+static char *workspace_function(Fn *f, GPtrArray *blocks, GString *sizes_text,
+                                const char *total) {
+  GString *ws = g_string_new(NULL);
+  g_string_append_printf(ws,
+                         "size_t %s_workspace_size(const int64_t "
+                         "symbols[]) {\n",
+                         f->gen->prefix);
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint b = 0; b < blocks->len; b++) {
+    CInfo *ci = g_ptr_array_index(blocks, b);
+    g_autoptr(GPtrArray) names = weir_expr_symbols(ci->span);
+    for (guint i = 0; i < names->len; i++) {
+      const char *name = g_ptr_array_index(names, i);
+      for (guint k = 0; k < f->g->symbols->len; k++) {
+        char *sym = g_ptr_array_index(f->g->symbols, k);
+        if (strcmp(sym, name) == 0 && g_hash_table_add(seen, sym))
+          g_string_append_printf(ws, "  const int64_t %s = symbols[%u];\n",
+                                 cg_namer_get(f->names, "s", name), k);
+      }
+    }
+  }
+  if (g_hash_table_size(seen) == 0)
+    g_string_append(ws, "  (void)symbols;\n");
+  g_string_append(ws, sizes_text->str);
+  g_string_append_printf(ws, "  return %s;\n}\n\n", total);
+  return g_string_free(ws, FALSE);
+}
+
 char *cg_fn_storage(Fn *f, gboolean *arena) {
   Out o = cg_out_new(1);
   *arena = FALSE;
@@ -472,6 +511,14 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
       g_ptr_array_add(init_names, (gpointer)name);
     }
     g_autofree char *sh = cg_shape_text(c);
+    const char *ty = cg_storage_type(c->dtype);
+    if (ci->bound) {
+      /* bound when the kernel is loaded (docs/codegen.md) */
+      f->uses_consts = TRUE;
+      cg_out_line(&o, "const %s *const %s = (const %s *)consts[%u]; /* %s */",
+                  ty, name, ty, ci->bound - 1, sh);
+      continue;
+    }
     cg_out_line(&o, "/* %s: %s */", ci->cname, sh);
     cg_out_line(&o, "static const %s %s[%" G_GINT64_FORMAT "] = {",
                 cg_storage_type(c->dtype), name, n > 0 ? n : 1);
@@ -505,6 +552,7 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
     gint64 v;
     fixed = fixed && weir_expr_is_const(ci->span, &v);
   }
+  g_autoptr(GString) sizes_text = g_string_new(NULL);
   if (blocks->len) {
     *arena = TRUE;
     g_autoptr(GPtrArray) offsets = g_ptr_array_new_with_free_func(g_free);
@@ -535,16 +583,31 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
         g_autofree char *span = cg_wrap(cg_sym_c(f, ci->span, &p), &p, P_UNARY);
         cg_out_line(&o, "const size_t %s = %s((size_t)%s * sizeof(%s));", bn,
                     align, span, cg_storage_type(ci->c->dtype));
+        g_string_append_printf(sizes_text,
+                               "  const size_t %s = %s((size_t)%s * "
+                               "sizeof(%s));\n",
+                               bn, align, span, cg_storage_type(ci->c->dtype));
         g_ptr_array_add(sizes, g_strdup(bn));
         g_string_append_printf(sum, "%s%s", sum->len ? " + " : "", bn);
       }
       const char *tn = cg_namer_fresh(f->names, "arena_bytes");
       cg_out_line(&o, "const size_t %s = %s;", tn, sum->str);
+      g_string_append_printf(sizes_text, "  const size_t %s = %s;\n", tn,
+                             sum->str);
       g_string_free(sum, TRUE);
       total = g_strdup_printf("%s > 0 ? %s : 64", tn, tn);
     }
-    cg_out_line(&o, "unsigned char *const arena = aligned_alloc(64, %s);",
-                total);
+    if (f->entry) {
+      /* the caller's workspace, of workspace_size(symbols) bytes, or an
+       * arena of its own */
+      cg_out_line(&o,
+                  "unsigned char *const arena = workspace ? (unsigned char "
+                  "*)workspace : aligned_alloc(64, %s);",
+                  total);
+      f->gen->workspace_fn = workspace_function(f, blocks, sizes_text, total);
+    } else
+      cg_out_line(&o, "unsigned char *const arena = aligned_alloc(64, %s);",
+                  total);
     cg_out_line(&o, "if (!arena) {");
     cg_out_line(&o, "  return 1;");
     cg_out_line(&o, "}");
@@ -589,7 +652,13 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
   for (guint k = 0; k < inits->len; k++) {
     CInfo *ci = g_ptr_array_index(inits, k);
     const char *src = g_ptr_array_index(init_names, k);
-    if (cg_is_row_major(ci->c))
+    if (cg_is_row_major(ci->c) && ci->bound) {
+      g_autoptr(WeirExpr) vol = weir_container_volume(ci->c);
+      gint64 n = 0;
+      weir_expr_is_const(vol, &n);
+      cg_out_line(&o, "memcpy(%s, %s, %" G_GINT64_FORMAT " * sizeof *%s);",
+                  ci->cname, src, n, src);
+    } else if (cg_is_row_major(ci->c))
       cg_out_line(&o, "memcpy(%s, %s, sizeof %s);", ci->cname, src, src);
     else
       emit_init_loops(f, &o, ci, src);

@@ -353,11 +353,62 @@ static void print_seconds(double s) {
     printf("%.3f s", s);
 }
 
+/* Reads the kernel's weights file (written by weir export; format in the
+ * README): "WEIRCST1", the number of constants (u64), then per constant
+ * its offset and size in bytes (u64 each), then the data, each constant at
+ * a 64-byte aligned offset.  The whole file goes into one 64-byte aligned
+ * block, so every consts[k] is aligned too.  Exits on a bad file. */
+static void *load_weights(const char *path, const void **consts) {
+  if (N_CONSTS == 0)
+    return NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "harness: %s: %s\n", path, strerror(errno));
+    exit(2);
+  }
+  if (fseek(f, 0, SEEK_END) != 0) {
+    fprintf(stderr, "harness: %s: cannot seek\n", path);
+    exit(2);
+  }
+  long size = ftell(f);
+  rewind(f);
+  unsigned char *data = size > 0 ? xalloc((size_t)size) : NULL;
+  if (!data || fread(data, 1, (size_t)size, f) != (size_t)size) {
+    fprintf(stderr, "harness: %s: cannot read\n", path);
+    exit(2);
+  }
+  fclose(f);
+  uint64_t n = 0;
+  if (size < 16 || memcmp(data, "WEIRCST1", 8) != 0 ||
+      (memcpy(&n, data + 8, 8), n != N_CONSTS) ||
+      (uint64_t)size < 16 + 16 * n) {
+    fprintf(stderr,
+            "harness: %s is not the weights file of this kernel (%d "
+            "constants)\n",
+            path, N_CONSTS);
+    exit(2);
+  }
+  for (int k = 0; k < N_CONSTS; k++) {
+    uint64_t at, bytes;
+    memcpy(&at, data + 16 + 16 * k, 8);
+    memcpy(&bytes, data + 24 + 16 * k, 8);
+    if (bytes != CONST_BYTES[k] || at % 64 || at > (uint64_t)size ||
+        bytes > (uint64_t)size - at) {
+      fprintf(stderr, "harness: %s: constant %d (%s) has a bad entry\n", path,
+              k, CONST_NAMES[k]);
+      exit(2);
+    }
+    consts[k] = data + at;
+  }
+  return data;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: ./harness [--reps N] [--warmup N] [--threads N] "
           "[--seed N]\n"
-          "                 [--data DIR] [--rtol R] [--atol A]\n"
+          "                 [--data DIR] [--weights FILE] [--rtol R] "
+          "[--atol A]\n"
           "Runs kernel '%s' once on the inputs (DIR/<name>.npy or .bin, "
           "else\n"
           "generated from the seed), compares its outputs with "
@@ -371,10 +422,11 @@ static void usage(FILE *f) {
           "  --seed N     seed of generated inputs (default %llu; others "
           "skip the check)\n"
           "  --data DIR   data directory (default: data)\n"
+          "  --weights FILE  the kernel's constants (default: %s)\n"
           "  --rtol R     relative tolerance for floats (default %g)\n"
           "  --atol A     absolute tolerance for floats (default %g)\n",
-          KERNEL_NAME, (unsigned long long)DEFAULT_SEED, DEFAULT_RTOL,
-          DEFAULT_ATOL);
+          KERNEL_NAME, (unsigned long long)DEFAULT_SEED, WEIGHTS_FILE,
+          DEFAULT_RTOL, DEFAULT_ATOL);
 }
 
 /* Parses a non-negative integer option value; exits on bad input. */
@@ -404,7 +456,7 @@ static double real(const char *opt, const char *text) {
 int main(int argc, char **argv) {
   long long reps = 10, warmup = 3, threads = 0;
   uint64_t seed = DEFAULT_SEED;
-  const char *dir = "data";
+  const char *dir = "data", *weights = WEIGHTS_FILE;
   double rtol = DEFAULT_RTOL, atol = DEFAULT_ATOL;
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
@@ -428,6 +480,8 @@ int main(int argc, char **argv) {
       seed = (uint64_t)number(opt, val);
     else if (strcmp(opt, "--data") == 0)
       dir = val;
+    else if (strcmp(opt, "--weights") == 0)
+      weights = val;
     else if (strcmp(opt, "--rtol") == 0)
       rtol = real(opt, val);
     else if (strcmp(opt, "--atol") == 0)
@@ -497,10 +551,19 @@ int main(int argc, char **argv) {
            "%llu: not checked\n",
            (unsigned long long)DEFAULT_SEED);
 
+  /* the constants, bound once; the workspace, allocated once and reused by
+   * every run */
+  const void *consts[N_CONSTS + 1] = {0};
+  void *weight_data = load_weights(weights, consts);
+  if (N_CONSTS)
+    printf("  %d constants from %s\n", N_CONSTS, weights);
+  size_t ws_bytes = KERNEL_WORKSPACE_SIZE(SYMBOLS);
+  void *workspace = ws_bytes ? xalloc(ws_bytes) : NULL;
+
   /* one run to check */
   for (int k = 0; k < N_ARGS; k++)
     memcpy(args[k], init[k], arg_bytes(&ARGS[k]));
-  if (KERNEL_RUN(args, SYMBOLS) != 0) {
+  if (KERNEL_RUN(args, SYMBOLS, consts, workspace) != 0) {
     fprintf(stderr, "harness: the kernel failed (out of memory for its "
                     "transients)\n");
     return 2;
@@ -538,7 +601,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < N_ARGS; k++)
         memcpy(args[k], init[k], arg_bytes(&ARGS[k]));
       double t0 = now();
-      int status = KERNEL_RUN(args, SYMBOLS);
+      int status = KERNEL_RUN(args, SYMBOLS, consts, workspace);
       double t1 = now();
       if (status != 0) {
         fprintf(stderr, "harness: the kernel failed\n");
@@ -574,6 +637,8 @@ int main(int argc, char **argv) {
     free(init[k]);
     free(want[k]);
   }
+  free(workspace);
+  free(weight_data);
   if (skip || !checked) {
     printf("result: NOT CHECKED\n");
     return 0;

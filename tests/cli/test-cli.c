@@ -1179,6 +1179,8 @@ static void test_run_compiled(void **state) {
                FAST_FLAGS, NULL);
   assert_int_equal(r.status, 0);
   assert_contains(r.out, "loaded from the compile cache");
+  assert_contains(r.out, "no C generated");
+  assert_contains(r.out, "kernel memory   parameters ");
   run_clear(&r);
   r = run_weir("cache", "stats", "--cache-dir", cache, NULL);
   assert_contains(r.out, "objects   1");
@@ -1331,7 +1333,7 @@ static void test_bench(void **state) {
   g_autofree char *dir = g_dir_make_tmp("weir-cli-bench-XXXXXX", NULL);
   Run r = run_weir("bench", "samples/vector_add.json", "-D", "N=100000",
                    "--reps", "3", "--warmup", "1", "--threads", "2", "--cflags",
-                   FAST_FLAGS, "--cache-dir", dir, NULL);
+                   FAST_FLAGS, "--cache-dir", dir, "--cold", NULL);
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, "compile  cold ");
@@ -1345,6 +1347,19 @@ static void test_bench(void **state) {
   /* cold compiles use their own temporary cache, not this one */
   r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
   assert_contains(r.out, "objects   0");
+  run_clear(&r);
+  /* without --cold: through the cache, like weir run */
+  for (int i = 0; i < 2; i++) {
+    r = run_weir("bench", "samples/vector_add.json", "-D", "N=1000", "--reps",
+                 "2", "--cflags", FAST_FLAGS, "--cache-dir", dir, NULL);
+    if (r.status != 0)
+      fail_msg("%s%s", r.out, r.err);
+    assert_contains(r.out, i ? "compile  loaded from the compile cache in "
+                             : "now in the compile cache");
+    run_clear(&r);
+  }
+  r = run_weir("cache", "stats", "--cache-dir", dir, NULL);
+  assert_contains(r.out, "objects   1");
   run_clear(&r);
   r = run_weir("bench", "samples/vector_add.json", "-D", "N=10", "--reps", "0",
                NULL);

@@ -19,18 +19,22 @@
 #include <math.h>
 
 #include "runtime-fixture.h"
+#include "weir-codegen.h"
 #include "weir-json.h"
 
 /* x[i] *= factor for i < n: args = {float x[n]}, symbols = {n}. */
 static const char scale_source[] =
     "#include <stdint.h>\n"
-    "int scale_run(void *const args[], const int64_t symbols[]) {\n"
+    "int scale_run(void *const args[], const int64_t symbols[],\n"
+    "    const void *const consts[], void *workspace) {\n"
     "  float *x = args[0];\n"
     "  for (int64_t i = 0; i < symbols[0]; i++)\n"
     "    x[i] *= 3.0f;\n"
     "  return 0;\n"
     "}\n"
-    "int scale_abi_version(void) { return 1; }\n";
+    "int scale_abi_version(void) { return 2; }\n"
+    "unsigned long scale_workspace_size(const void *s) { (void)s; return 0; "
+    "}\n";
 
 static int setup(void **state) {
   *state = fixture_new();
@@ -317,7 +321,8 @@ static void test_recover_unloadable_object(void **state) {
   g_autoptr(GError) err = NULL;
   g_autofree char *identity = weir_compiler_identity(&f->opts, &err);
   assert_non_null(identity);
-  g_autofree char *key = weir_cache_key(scale_source, identity, TEST_FLAGS, 1);
+  g_autofree char *key = weir_cache_key(scale_source, identity, TEST_FLAGS,
+                                        WEIR_CODEGEN_ABI_VERSION);
   {
     g_autoptr(WeirCache) c = weir_cache_open(f->cache_dir, &err);
     assert_non_null(c);
@@ -597,7 +602,8 @@ static void test_concurrent_processes(void **state) {
   /* the surviving entry is intact: a lookup hits */
   g_autoptr(GError) err = NULL;
   g_autofree char *identity = weir_compiler_identity(&f->opts, &err);
-  g_autofree char *key = weir_cache_key(scale_source, identity, TEST_FLAGS, 1);
+  g_autofree char *key = weir_cache_key(scale_source, identity, TEST_FLAGS,
+                                        WEIR_CODEGEN_ABI_VERSION);
   g_autoptr(WeirCache) c = weir_cache_open(f->cache_dir, &err);
   gboolean recovered = TRUE;
   g_autofree char *path = weir_cache_lookup(c, key, &recovered, &err);

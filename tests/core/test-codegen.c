@@ -128,7 +128,9 @@ static void validate(WeirGraph *g) {
 
 /* -------------------------------------------------------------- compiling */
 
-typedef int (*RunFunc)(void *const args[], const gint64 symbols[]);
+typedef int (*RunFunc)(void *const args[], const gint64 symbols[],
+                       const void *const consts[], void *workspace);
+typedef size_t (*WorkspaceFunc)(const gint64 symbols[]);
 typedef int (*AbiFunc)(void);
 
 static char *tmpdir;
@@ -223,6 +225,12 @@ static char *generate(const WeirGraph *g, const WeirCodegenOptions *opts) {
 typedef struct {
   GModule *module;
   RunFunc run;
+  WorkspaceFunc workspace_size;
+  /* run with a workspace of workspace_size bytes (the runtime's way), or
+   * with NULL (the kernel allocates its own): the OpenMP variant of each
+   * program takes the first, the plain one the second */
+  gboolean workspace;
+  const void **consts; /* the constant table, from the program */
 } Kernel;
 
 static void kernel_load(const WeirGraph *g, const WeirCodegenOptions *opts,
@@ -232,11 +240,20 @@ static void kernel_load(const WeirGraph *g, const WeirCodegenOptions *opts,
   g_autofree char *prefix = weir_codegen_prefix(g);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);
-  gpointer p = NULL, q = NULL;
+  g_autofree char *ws = g_strdup_printf("%s_workspace_size", prefix);
+  gpointer p = NULL, q = NULL, w = NULL;
   if (!g_module_symbol(k->module, run, &p) ||
-      !g_module_symbol(k->module, abi, &q))
-    fail_msg("'%s' or '%s' missing", run, abi);
+      !g_module_symbol(k->module, abi, &q) ||
+      !g_module_symbol(k->module, ws, &w))
+    fail_msg("'%s', '%s' or '%s' missing", run, abi, ws);
   k->run = (RunFunc)p;
+  k->workspace_size = (WorkspaceFunc)w;
+  k->workspace = !opts || opts->openmp;
+  g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
+  k->consts = g_new0(const void *, consts->len + 1);
+  for (guint i = 0; i < consts->len; i++)
+    k->consts[i] = g_bytes_get_data(
+        ((WeirContainer *)g_ptr_array_index(consts, i))->initial, NULL);
   assert_int_equal(((AbiFunc)q)(), WEIR_CODEGEN_ABI_VERSION);
 }
 
@@ -244,6 +261,7 @@ static void kernel_unload(Kernel *k) {
   if (k->module)
     g_module_close(k->module);
   k->module = NULL;
+  g_clear_pointer(&k->consts, g_free);
 }
 
 /* ------------------------------------------------------ differential runs */
@@ -295,7 +313,15 @@ static void compare_run(WeirGraph *g, Kernel *k, GHashTable *symbols,
   g_autofree gint64 *syms = g_new0(gint64, g->symbols->len + 1);
   for (guint i = 0; i < g->symbols->len; i++)
     syms[i] = symbol_value(symbols, g_ptr_array_index(g->symbols, i));
-  assert_int_equal(k->run((void *const *)ptrs, syms), 0);
+  void *ws = NULL;
+  if (k->workspace) {
+    size_t n = k->workspace_size(syms);
+    ws = n ? g_aligned_alloc(1, n, 64) : NULL;
+    if (n)
+      memset(ws, 0xa5, n); /* the kernel may not rely on zeros */
+  }
+  assert_int_equal(k->run((void *const *)ptrs, syms, k->consts, ws), 0);
+  g_aligned_free(ws);
   for (guint i = 0; i < args->len; i++) {
     const WeirContainer *c = g_ptr_array_index(args, i);
     WeirTensor *a = g_ptr_array_index(mine, i);
@@ -1517,7 +1543,9 @@ static void test_transients(void **state) {
   assert_contains(src, "      v[0] += d * 0.5 + 0.25;");
   assert_lacks(src, "atomic\n      v[0]");
   assert_contains(src, "aligned_alloc(64, arena_bytes > 0 ? arena_bytes : 64)");
-  assert_contains(src, "free(arena);");
+  assert_contains(src, "if (!workspace)\n    free(arena);");
+  assert_contains(src, "size_t transients_workspace_size(const int64_t "
+                       "symbols[]) {\n  const int64_t N = symbols[0];\n");
 }
 
 /* Zero fill of the arena: a transient written whole by a map before it is
@@ -1765,6 +1793,9 @@ static void test_header_and_arguments(void **state) {
   g_autoptr(WeirGraph) va = load_sample("vector_add.json");
   g_autofree char *h = weir_codegen_header(va);
   assert_contains(h, "int vector_add_run(void *const args[], const int64_t "
+                     "symbols[],\n"
+                     "        const void *const consts[], void *workspace);");
+  assert_contains(h, "size_t vector_add_workspace_size(const int64_t "
                      "symbols[]);");
   assert_contains(h, " *   args[2]  C  f32[N]\n");
   assert_contains(h, " *   symbols[0]  N\n");

@@ -122,8 +122,9 @@ static void test_matmul(void **state) {
   assert_int_equal(info.n_outputs, 1);
   assert_int_equal(info.n_generated, 3);
   assert_true(info.interpreted);
-  const char *want[] = {"Makefile", "README.md", "data/C.expected.npy",
-                        "main.c",   "matmul.c",  "matmul.h"};
+  const char *want[] = {"Makefile",      "README.md", "data/C.expected.npy",
+                        "main.c",        "matmul.c",  "matmul.h",
+                        "matmul.weights"};
   assert_int_equal(info.files->len, G_N_ELEMENTS(want));
   for (guint i = 0; i < G_N_ELEMENTS(want); i++)
     assert_string_equal(g_ptr_array_index(info.files, i), want[i]);
@@ -201,7 +202,26 @@ static void test_model(void **state) {
   g_autofree char *readme = read_text(dir, "README.md");
   assert_contains(readme, "library 5,"); /* Gemm and Relu nodes */
 
+  /* the parameters are in the weights file, not in the C source */
+  g_autofree char *c_src = read_text(dir, "torch_jit.c");
+  g_autofree char *header = read_text(dir, "torch_jit.h");
+  assert_contains(header, "consts[0]  fc1_weight  f32[128, 64]");
+  assert_contains(c_src, "(const float *)consts[0]");
+  assert_null(strstr(c_src, "static const float fc1_weight"));
+  g_autofree char *wpath = g_build_filename(dir, "torch_jit.weights", NULL);
+  gsize wlen = 0;
+  g_autofree char *wdata = NULL;
+  assert_true(g_file_get_contents(wpath, &wdata, &wlen, NULL));
+  assert_true(wlen >= weir_codegen_constants_bytes(g));
+  assert_memory_equal(wdata, "WEIRCST1", 8);
+
   assert_passes(dir);
+  /* a weights file of another kernel is refused */
+  assert_true(g_file_set_contents(wpath, wdata, 100, NULL));
+  Run r = run_in(dir, "./harness", "--reps", "0", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "torch_jit.weights");
+  run_clear(&r);
   remove_tree(tmp);
 }
 

@@ -79,19 +79,23 @@ static void assert_same_tensors(GHashTable *a, GHashTable *b, double rtol,
 
 static const char vector_add_source[] =
     "#include <stdint.h>\n"
-    "int vector_add_run(void *const args[], const int64_t symbols[]) {\n"
+    "int vector_add_run(void *const args[], const int64_t symbols[],\n"
+    "    const void *const consts[], void *workspace) {\n"
     "  const float *A = args[0], *B = args[1];\n"
     "  float *C = args[2];\n"
     "  for (int64_t i = 0; i < symbols[0]; i++)\n"
     "    C[i] = A[i] + B[i];\n"
     "  return 0;\n"
     "}\n"
-    "int vector_add_abi_version(void) { return 1; }\n";
+    "int vector_add_abi_version(void) { return 2; }\n"
+    "unsigned long vector_add_workspace_size(const void *s) { (void)s; return "
+    "0; }\n";
 
 /* samples/loop.json: x = x * a + b, T times; symbols {T, t}. */
 static const char loop_source[] =
     "#include <stdint.h>\n"
-    "int axpb_loop_run(void *const args[], const int64_t symbols[]) {\n"
+    "int axpb_loop_run(void *const args[], const int64_t symbols[],\n"
+    "    const void *const consts[], void *workspace) {\n"
     "  float *x = args[0];\n"
     "  const float a = *(const float *)args[1], b = *(const float *)args[2];\n"
     "  for (int64_t t = 0; t < symbols[0]; t++)\n"
@@ -99,7 +103,9 @@ static const char loop_source[] =
     "      x[i] = x[i] * a + b;\n"
     "  return 0;\n"
     "}\n"
-    "int axpb_loop_abi_version(void) { return 1; }\n";
+    "int axpb_loop_abi_version(void) { return 2; }\n"
+    "unsigned long axpb_loop_workspace_size(const void *s) { (void)s; return "
+    "0; }\n";
 
 static WeirKernel *compile_source(Fixture *f, const char *source,
                                   const char *prefix, const WeirGraph *g) {
@@ -240,7 +246,8 @@ static void test_symbol_and_constant_errors(void **state) {
 
 static void test_compiler_failure_has_diagnostics(void **state) {
   Fixture *f = *state;
-  const char *source = "int broken_run(void *const a[], const long s[]) {\n"
+  const char *source = "int broken_run(void *const a[], const long s[], const "
+                       "void *c, void *w) {\n"
                        "  return undeclared_thing + ;\n"
                        "}\n";
   g_autoptr(GError) err = NULL;
@@ -297,15 +304,24 @@ static void test_bad_kernels(void **state) {
     const char *source, *prefix, *expect;
     int code;
   } cases[] = {
-      {"int k_run(void *const a[], const long s[]) { return 0; }\n"
+      {"int k_run(void *const a[], const long s[], const void *c, void *w) { "
+       "return 0; }\n"
+       "int k_abi_version(void) { return 3; }\n",
+       "k", "ABI version 3", WEIR_ERROR_VERSION},
+      {"int k_run(void *const a[], const long s[], const void *c, void *w) { "
+       "return 0; }\n"
        "int k_abi_version(void) { return 2; }\n",
-       "k", "ABI version 2", WEIR_ERROR_VERSION},
-      {"int k_abi_version(void) { return 1; }\n", "k",
-       "does not define 'k_run'", WEIR_ERROR_RUNTIME},
-      {"int k_run(void *const a[], const long s[]) { return 0; }\n", "k",
-       "does not define 'k_abi_version'", WEIR_ERROR_RUNTIME},
-      {"int k_run(void *const a[], const long s[]) { return 0; }\n"
-       "int k_abi_version(void) { return 1; }\n",
+       "k", "does not define 'k_workspace_size'", WEIR_ERROR_RUNTIME},
+      {"int k_abi_version(void) { return 2; }\n"
+       "unsigned long k_workspace_size(const void *s) { (void)s; return 0; }\n",
+       "k", "does not define 'k_run'", WEIR_ERROR_RUNTIME},
+      {"int k_run(void *const a[], const long s[], const void *c, void *w) { "
+       "return 0; }\n",
+       "k", "does not define 'k_abi_version'", WEIR_ERROR_RUNTIME},
+      {"int k_run(void *const a[], const long s[], const void *c, void *w) { "
+       "return 0; }\n"
+       "int k_abi_version(void) { return 2; }\n"
+       "unsigned long k_workspace_size(const void *s) { (void)s; return 0; }\n",
        "no such name!", "not a C identifier", WEIR_ERROR_INVALID},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -320,11 +336,14 @@ static void test_bad_kernels(void **state) {
 
   /* a non-zero status from the entry point is an error */
   g_autoptr(GError) err = NULL;
-  g_autoptr(WeirKernel) k = compile_source(
-      f,
-      "int fail_run(void *const a[], const long s[]) { return 3; }\n"
-      "int fail_abi_version(void) { return 1; }\n",
-      "fail", NULL);
+  g_autoptr(WeirKernel) k =
+      compile_source(f,
+                     "int fail_run(void *const a[], const long s[], const void "
+                     "*c, void *w) { return 3; }\n"
+                     "int fail_abi_version(void) { return 2; }\n"
+                     "unsigned long fail_workspace_size(const void *s) { "
+                     "(void)s; return 0; }\n",
+                     "fail", NULL);
   assert_false(weir_kernel_call(k, NULL, NULL, &err));
   assert_int_equal(err->code, WEIR_ERROR_RUNTIME);
   assert_non_null(strstr(err->message, "status 3"));
@@ -403,7 +422,8 @@ static void test_compile_many(void **state) {
 static const char threads_source[] =
     "#include <stdint.h>\n"
     "#include <omp.h>\n"
-    "int threads_run(void *const args[], const int64_t symbols[]) {\n"
+    "int threads_run(void *const args[], const int64_t symbols[],\n"
+    "    const void *const consts[], void *workspace) {\n"
     "  int32_t *out = args[0];\n"
     "  (void)symbols;\n"
     "#pragma omp parallel\n"
@@ -413,7 +433,9 @@ static const char threads_source[] =
     "  }\n"
     "  return 0;\n"
     "}\n"
-    "int threads_abi_version(void) { return 1; }\n";
+    "int threads_abi_version(void) { return 2; }\n"
+    "unsigned long threads_workspace_size(const void *s) { (void)s; return 0; "
+    "}\n";
 
 static void test_set_threads(void **state) {
   Fixture *f = *state;
