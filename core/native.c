@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-native.h"
 #include "weir-ops-linalg.h"
 #include "weir-ops.h"
@@ -49,16 +50,6 @@ static WeirExpr *dim(const WeirContainer *c, guint d) {
 static gboolean dim_is(const WeirContainer *c, guint d, gint64 v) {
   gint64 x;
   return weir_expr_is_const(dim(c, d), &x) && x == v;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
-}
-
-static double attr_float(const WeirNode *n, const char *name, double dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_FLOAT ? a->f : dflt;
 }
 
 static gboolean blas_dtype(WeirDType t) {
@@ -186,10 +177,10 @@ static gboolean gemm_emit(WeirNativeEmit *e, GError **error) {
   const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *c = &e->in[2],
                           *y = &e->out[0];
   WeirDType t = y->c->dtype;
-  gboolean ta = attr_int(n, "transA", 0) != 0;
-  gboolean tb = attr_int(n, "transB", 0) != 0;
-  g_autofree char *alpha = number(attr_float(n, "alpha", 1.0), t);
-  g_autofree char *beta = number(attr_float(n, "beta", 1.0), t);
+  gboolean ta = weir_node_attr_int(n, "transA", 0) != 0;
+  gboolean tb = weir_node_attr_int(n, "transB", 0) != 0;
+  g_autofree char *alpha = number(weir_node_attr_float(n, "alpha", 1.0), t);
+  g_autofree char *beta = number(weir_node_attr_float(n, "beta", 1.0), t);
   g_autofree char *m = dim_c(e, y->c, 0), *nn = dim_c(e, y->c, 1);
   g_autofree char *k = dim_c(e, a->c, ta ? 0 : 1);
   g_autofree char *lda = dim_c(e, a->c, 1), *ldb = dim_c(e, b->c, 1);
@@ -689,7 +680,7 @@ static gboolean grad_info(const WeirGraph *g, const WeirState *s,
       !grad_ints2(n, "pads", gi->p, reason) ||
       !grad_ints2(n, "dilations", gi->d, reason))
     return FALSE;
-  gi->group = attr_int(n, "group", 1);
+  gi->group = weir_node_attr_int(n, "group", 1);
   if (gi->group < 1 || gi->s[0] < 1 || gi->s[1] < 1 || gi->d[0] < 1 ||
       gi->d[1] < 1 || gi->k[0] < 1 || gi->k[1] < 1) {
     *reason = g_strdup("kernel_shape, strides, dilations and group must be "

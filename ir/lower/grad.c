@@ -8,16 +8,12 @@
  */
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-autodiff.h"
 #include "weir-ops.h"
 
 void weir_grad_register_builtin(void);
 gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error);
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 def) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : def;
-}
 
 static double attr_float(const WeirNode *n, const char *name, double def) {
   const WeirAttr *a = weir_node_attr(n, name);
@@ -177,7 +173,8 @@ static gboolean grad_gemm(WeirGradContext *ctx, GError **error) {
   if (!dy)
     return TRUE;
   double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
-  gint64 ta = attr_int(n, "transA", 0), tb = attr_int(n, "transB", 0);
+  gint64 ta = weir_node_attr_int(n, "transA", 0),
+         tb = weir_node_attr_int(n, "transB", 0);
   const char *a = weir_grad_input(ctx, 0), *b = weir_grad_input(ctx, 1);
   if (weir_grad_wants(ctx, 0)) {
     g_autofree char *base = g_strdup_printf("%s_grad", a);
@@ -303,11 +300,11 @@ static gboolean grad_matmul(WeirGradContext *ctx, GError **error) {
 static gboolean softmax_axis(WeirGradContext *ctx, gint64 *axis,
                              GError **error) {
   const WeirNode *n = weir_grad_node(ctx);
-  if (attr_int(n, "legacy_2d", 0))
+  if (weir_node_attr_int(n, "legacy_2d", 0))
     return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
                           "backward of the opset < 13 (2-D) form");
   gint64 r = rank_of(ctx, weir_grad_input(ctx, 0));
-  *axis = attr_int(n, "axis", -1);
+  *axis = weir_node_attr_int(n, "axis", -1);
   if (*axis < 0)
     *axis += r;
   return TRUE;
@@ -490,9 +487,9 @@ static gboolean set_window(WeirGradContext *ctx, WeirNode *g, const char *x,
   weir_node_set_attr_ints(g, "strides", st, 2);
   weir_node_set_attr_ints(g, "pads", p, 4);
   weir_node_set_attr_ints(g, "dilations", d, 2);
-  weir_node_set_attr_int(g, "group", attr_int(n, "group", 1));
+  weir_node_set_attr_int(g, "group", weir_node_attr_int(n, "group", 1));
   weir_node_set_attr_int(g, "count_include_pad",
-                         attr_int(n, "count_include_pad", 0));
+                         weir_node_attr_int(n, "count_include_pad", 0));
   return TRUE;
 }
 
@@ -535,7 +532,7 @@ static gboolean grad_pool(WeirGradContext *ctx, GError **error) {
   if (!dy || !weir_grad_wants(ctx, 0))
     return TRUE;
   const WeirNode *fn = weir_grad_node(ctx);
-  if (attr_int(fn, "storage_order", 0) != 0)
+  if (weir_node_attr_int(fn, "storage_order", 0) != 0)
     return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
                           "backward with storage_order = 1");
   gboolean is_max = strcmp(fn->op, "MaxPool") == 0;
@@ -598,7 +595,7 @@ static gboolean grad_reduce(WeirGradContext *ctx, GError **error) {
   g_autofree gboolean *mask = g_new0(gboolean, r ? r : 1);
   const GArray *axes = ints_attr(n, "axes");
   if (!axes || axes->len == 0) {
-    if (attr_int(n, "noop_with_empty_axes", 0))
+    if (weir_node_attr_int(n, "noop_with_empty_axes", 0))
       return grad_identity(ctx, error);
     for (guint d = 0; d < r; d++)
       mask[d] = TRUE;
@@ -609,7 +606,7 @@ static gboolean grad_reduce(WeirGradContext *ctx, GError **error) {
     }
   }
   const char *src = dy;
-  if (!attr_int(n, "keepdims", 1) && rank_of(ctx, dy) != r) {
+  if (!weir_node_attr_int(n, "keepdims", 1) && rank_of(ctx, dy) != r) {
     g_autoptr(GArray) ax = g_array_new(FALSE, FALSE, sizeof(gint64));
     g_autoptr(WeirExpr) one = weir_expr_const(1);
     g_autofree WeirExpr **shape = g_new0(WeirExpr *, r ? r : 1);
@@ -643,7 +640,7 @@ static gboolean grad_concat(WeirGradContext *ctx, GError **error) {
   if (!dy)
     return TRUE;
   guint r = rank_of(ctx, dy);
-  gint64 axis = attr_int(weir_grad_node(ctx), "axis", 0);
+  gint64 axis = weir_node_attr_int(weir_grad_node(ctx), "axis", 0);
   if (axis < 0)
     axis += r;
   gint64 off = 0;
@@ -675,7 +672,7 @@ static gboolean grad_split(WeirGradContext *ctx, GError **error) {
   if (!weir_grad_wants(ctx, 0))
     return TRUE;
   const char *x = weir_grad_input(ctx, 0);
-  gint64 axis = attr_int(weir_grad_node(ctx), "axis", 0);
+  gint64 axis = weir_node_attr_int(weir_grad_node(ctx), "axis", 0);
   if (axis < 0)
     axis += rank_of(ctx, x);
   g_autoptr(GPtrArray) parts = g_ptr_array_new();
@@ -750,7 +747,8 @@ static gboolean grad_gather(WeirGradContext *ctx, GError **error) {
   const char *dx = weir_grad_new_like(ctx, base, x, -1);
   const char *ins[] = {dy, weir_grad_input(ctx, 1), x};
   WeirNode *n = weir_grad_op(ctx, "GatherGrad", dx, ins, 3, &dx, 1);
-  weir_node_set_attr_int(n, "axis", attr_int(weir_grad_node(ctx), "axis", 0));
+  weir_node_set_attr_int(n, "axis",
+                         weir_node_attr_int(weir_grad_node(ctx), "axis", 0));
   weir_grad_add(ctx, 0, dx);
   return TRUE;
 }

@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops-linalg.h"
 #include "weir-ops.h"
 
@@ -40,17 +41,6 @@ static gboolean fail(GError **error, gint code, const WeirNode *n,
   g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", label_of(n),
               n->op ? n->op : "?", msg);
   return FALSE;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
-}
-
-static const char *attr_string(const WeirNode *n, const char *name,
-                               const char *dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_STRING ? a->s : dflt;
 }
 
 /* The INTS attribute `name`, or NULL when absent (or empty, which ONNX
@@ -290,7 +280,7 @@ gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
     return fail(error, WEIR_ERROR_UNSUPPORTED, n,
                 "%u spatial dimensions (supported: 1 to %u)", ns,
                 WEIR_CONV_MAX_SPATIAL);
-  geo->group = attr_int(n, "group", 1);
+  geo->group = weir_node_attr_int(n, "group", 1);
   if (geo->group < 1)
     return fail(error, WEIR_ERROR_INVALID, n,
                 "attribute 'group' is %" G_GINT64_FORMAT ", expected >= 1",
@@ -326,7 +316,7 @@ gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
     geo->kernel[i] = weir_expr_const(k);
   }
 
-  const char *auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  const char *auto_pad = weir_node_attr_string(n, "auto_pad", "NOTSET");
   if (strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0 &&
       strcmp(auto_pad, "SAME_UPPER") != 0 &&
       strcmp(auto_pad, "SAME_LOWER") != 0)
@@ -478,8 +468,8 @@ static gboolean gemm_infer(WeirOpInferContext *ctx, GError **error) {
   if (!check_dtypes(ctx, 3, MATMUL_TYPES, error) ||
       !check_rank(ctx, 0, 2, error) || !check_rank(ctx, 1, 2, error))
     return FALSE;
-  gboolean ta = attr_int(n, "transA", 0) != 0;
-  gboolean tb = attr_int(n, "transB", 0) != 0;
+  gboolean ta = weir_node_attr_int(n, "transA", 0) != 0;
+  gboolean tb = weir_node_attr_int(n, "transB", 0) != 0;
   WeirExpr *const *a = ctx->inputs[0].shape;
   WeirExpr *const *b = ctx->inputs[1].shape;
   WeirExpr *m = ta ? a[1] : a[0], *ka = ta ? a[0] : a[1];
@@ -499,7 +489,7 @@ static WeirExpr *gemm_flops(const WeirGraph *g, const WeirState *s,
   const WeirContainer *y = port_container(g, s, n, FALSE, 0);
   if (!a || !y || a->shape->len != 2 || y->shape->len != 2)
     return NULL;
-  WeirExpr *k = dim(a, attr_int(n, "transA", 0) ? 0 : 1);
+  WeirExpr *k = dim(a, weir_node_attr_int(n, "transA", 0) ? 0 : 1);
   g_autoptr(WeirExpr) mn = weir_container_volume(y);
   g_autoptr(WeirExpr) mnk = weir_expr_mul(mn, k);
   g_autoptr(WeirExpr) f = weir_expr_mul_const(mnk, 2);
@@ -692,8 +682,8 @@ static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
   if (!check_dtypes(ctx, ctx->n_inputs, NUMERIC_TYPES, error))
     return FALSE;
   g_autoptr(GError) local = NULL;
-  g_autoptr(WeirEinsum) e =
-      weir_einsum_parse(attr_string(n, "equation", ""), ctx->n_inputs, &local);
+  g_autoptr(WeirEinsum) e = weir_einsum_parse(
+      weir_node_attr_string(n, "equation", ""), ctx->n_inputs, &local);
   if (!e)
     return fail(error, local->code, n, "%s", local->message);
   WeirExpr *size[256] = {NULL};
@@ -732,7 +722,7 @@ static WeirExpr *einsum_flops(const WeirGraph *g, const WeirState *s,
   while (port_container(g, s, n, TRUE, n_in))
     n_in++;
   g_autoptr(WeirEinsum) e =
-      weir_einsum_parse(attr_string(n, "equation", ""), n_in, NULL);
+      weir_einsum_parse(weir_node_attr_string(n, "equation", ""), n_in, NULL);
   if (!e)
     return NULL;
   gboolean seen[256] = {FALSE};

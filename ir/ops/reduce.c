@@ -26,43 +26,12 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops.h"
 
 void weir_ops_register_reduce(void);
 
 /* --------------------------------------------------------------- helpers */
-
-static gboolean fail(GError **error, WeirErrorCode code, const WeirNode *n,
-                     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-
-/* Sets an error "node '<label>' (<op>): <message>" and returns FALSE. */
-static gboolean fail(GError **error, WeirErrorCode code, const WeirNode *n,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", n->label, n->op,
-              msg);
-  return FALSE;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
-}
-
-static const char *attr_string(const WeirNode *n, const char *name,
-                               const char *dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_STRING ? a->s : dflt;
-}
-
-/* The values of an INTS attribute, or NULL when absent. */
-static const GArray *attr_ints(const WeirNode *n, const char *name) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INTS ? a->ints : NULL;
-}
 
 #define DT(d) (1u << WEIR_DTYPE_##d)
 #define DT_FLOAT (DT(F32) | DT(F64))
@@ -72,12 +41,14 @@ static const GArray *attr_ints(const WeirNode *n, const char *name) {
 static gboolean check_input(const WeirOpInferContext *ctx, guint k,
                             guint allowed, GError **error) {
   if (k >= ctx->n_inputs || !ctx->inputs[k].present)
-    return fail(error, WEIR_ERROR_INVALID, ctx->node, "input %u is missing", k);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u is missing", k);
   WeirDType t = ctx->inputs[k].dtype;
   if (!(allowed & (1u << t)))
-    return fail(error, WEIR_ERROR_INVALID, ctx->node,
-                "input %u has dtype %s, which the operator does not accept", k,
-                weir_dtype_name(t));
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, ctx->node,
+        "input %u has dtype %s, which the operator does not accept", k,
+        weir_dtype_name(t));
   return TRUE;
 }
 
@@ -86,10 +57,11 @@ static gboolean normalize_axis(const WeirNode *n, const char *what, gint64 axis,
                                guint rank, guint *out, GError **error) {
   gint64 r = rank;
   if (axis < -r || axis >= r)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "%s %" G_GINT64_FORMAT " is out of range for an input of "
-                "rank %u",
-                what, axis, rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "%s %" G_GINT64_FORMAT
+                          " is out of range for an input of "
+                          "rank %u",
+                          what, axis, rank);
   *out = (guint)(axis < 0 ? axis + r : axis);
   return TRUE;
 }
@@ -169,13 +141,13 @@ static const ReduceDesc *reduce_desc(const char *op) {
  * each dimension; *noop when noop_with_empty_axes makes the node a copy. */
 static gboolean reduce_axes(const WeirNode *n, guint rank, gboolean *reduced,
                             gboolean *noop, GError **error) {
-  const GArray *axes = attr_ints(n, "axes");
+  const GArray *axes = weir_node_attr_ints(n, "axes");
   guint count = axes ? axes->len : 0;
   *noop = FALSE;
   for (guint d = 0; d < rank; d++)
     reduced[d] = count == 0;
   if (count == 0) {
-    *noop = attr_int(n, "noop_with_empty_axes", 0) != 0;
+    *noop = weir_node_attr_int(n, "noop_with_empty_axes", 0) != 0;
     if (*noop)
       for (guint d = 0; d < rank; d++)
         reduced[d] = FALSE;
@@ -187,7 +159,8 @@ static gboolean reduce_axes(const WeirNode *n, guint rank, gboolean *reduced,
                         error))
       return FALSE;
     if (reduced[d])
-      return fail(error, WEIR_ERROR_INVALID, n, "axis %u is given twice", d);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "axis %u is given twice", d);
     reduced[d] = TRUE;
   }
   return TRUE;
@@ -197,21 +170,22 @@ static gboolean infer_reduce(WeirOpInferContext *ctx, GError **error) {
   const WeirNode *n = ctx->node;
   const ReduceDesc *desc = reduce_desc(n->op);
   if (!desc)
-    return fail(error, WEIR_ERROR_INVALID, n, "not a reduction");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "not a reduction");
   if (!check_input(ctx, 0, desc->dtypes, error))
     return FALSE;
   if (ctx->n_inputs > 1 && ctx->inputs[1].present)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "axes given as input 1; the importer must move constant "
-                "axes into the attribute 'axes' (non-constant axes are not "
-                "supported)");
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, n,
+        "axes given as input 1; the importer must move constant "
+        "axes into the attribute 'axes' (non-constant axes are not "
+        "supported)");
   const WeirOpValue *x = &ctx->inputs[0];
   g_autofree gboolean *reduced = g_new0(gboolean, x->rank + 1);
   gboolean noop;
   if (!reduce_axes(n, x->rank, reduced, &noop, error))
     return FALSE;
   set_reduced_output(ctx, 0, x->dtype, x, reduced,
-                     attr_int(n, "keepdims", 1) != 0);
+                     weir_node_attr_int(n, "keepdims", 1) != 0);
   return TRUE;
 }
 
@@ -247,15 +221,16 @@ static gboolean infer_arg(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   const WeirOpValue *x = &ctx->inputs[0];
   if (x->rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 is a scalar; %s needs rank >= 1", n->op);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 is a scalar; %s needs rank >= 1", n->op);
   guint axis = 0;
-  if (!normalize_axis(n, "axis", attr_int(n, "axis", 0), x->rank, &axis, error))
+  if (!normalize_axis(n, "axis", weir_node_attr_int(n, "axis", 0), x->rank,
+                      &axis, error))
     return FALSE;
   g_autofree gboolean *reduced = g_new0(gboolean, x->rank);
   reduced[axis] = TRUE;
   set_reduced_output(ctx, 0, WEIR_DTYPE_I64, x, reduced,
-                     attr_int(n, "keepdims", 1) != 0);
+                     weir_node_attr_int(n, "keepdims", 1) != 0);
   return TRUE;
 }
 
@@ -278,11 +253,11 @@ static gboolean infer_softmax(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   const WeirOpValue *x = &ctx->inputs[0];
   if (x->rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 is a scalar; %s needs rank >= 1", n->op);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 is a scalar; %s needs rank >= 1", n->op);
   guint axis = 0;
-  if (!normalize_axis(n, "axis", attr_int(n, "axis", -1), x->rank, &axis,
-                      error))
+  if (!normalize_axis(n, "axis", weir_node_attr_int(n, "axis", -1), x->rank,
+                      &axis, error))
     return FALSE;
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
   return TRUE;
@@ -307,9 +282,9 @@ static gboolean check_unidirectional(const WeirNode *n, guint k,
                                      const WeirOpValue *v, const WeirOpValue *x,
                                      GError **error) {
   if (v->rank > x->rank)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input %u has rank %u, more than input 0 (rank %u)", k, v->rank,
-                x->rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input %u has rank %u, more than input 0 (rank %u)",
+                          k, v->rank, x->rank);
   for (guint d = 0; d < v->rank; d++) {
     WeirExpr *a = v->shape[d];
     WeirExpr *b = x->shape[x->rank - v->rank + d];
@@ -318,10 +293,11 @@ static gboolean check_unidirectional(const WeirNode *n, guint k,
       continue;
     g_autofree char *ta = weir_expr_to_string(a);
     g_autofree char *tb = weir_expr_to_string(b);
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input %u does not broadcast to input 0: dimension %u is %s, "
-                "expected %s or 1",
-                k, d, ta, tb);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "input %u does not broadcast to input 0: dimension %u is %s, "
+        "expected %s or 1",
+        k, d, ta, tb);
   }
   return TRUE;
 }
@@ -333,37 +309,38 @@ static gboolean infer_layernorm(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   const WeirOpValue *x = &ctx->inputs[0];
   if (x->rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 is a scalar; LayerNormalization needs rank >= 1");
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "input 0 is a scalar; LayerNormalization needs rank >= 1");
   guint axis = 0;
-  if (!normalize_axis(n, "axis", attr_int(n, "axis", -1), x->rank, &axis,
-                      error))
+  if (!normalize_axis(n, "axis", weir_node_attr_int(n, "axis", -1), x->rank,
+                      &axis, error))
     return FALSE;
   if (!check_unidirectional(n, 1, &ctx->inputs[1], x, error))
     return FALSE;
   for (guint k = 1; k < 3 && k < ctx->n_inputs; k++)
     if (ctx->inputs[k].present && ctx->inputs[k].dtype != x->dtype)
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "input %u has dtype %s, input 0 %s; they must be equal", k,
-                  weir_dtype_name(ctx->inputs[k].dtype),
-                  weir_dtype_name(x->dtype));
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, n,
+          "input %u has dtype %s, input 0 %s; they must be equal", k,
+          weir_dtype_name(ctx->inputs[k].dtype), weir_dtype_name(x->dtype));
   if (ctx->n_inputs > 2 && ctx->inputs[2].present &&
       (!check_input(ctx, 2, DT_FLOAT, error) ||
        !check_unidirectional(n, 2, &ctx->inputs[2], x, error)))
     return FALSE;
   /* Mean and InvStdDev have the type given by stash_type (the statistics
    * are computed in X's type; see ir/lower/expand/reduce.c). */
-  gint64 stash = attr_int(n, "stash_type", 1);
+  gint64 stash = weir_node_attr_int(n, "stash_type", 1);
   WeirDType stash_dtype;
   if (stash == 1)
     stash_dtype = WEIR_DTYPE_F32;
   else if (stash == 11)
     stash_dtype = WEIR_DTYPE_F64;
   else
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "stash_type %" G_GINT64_FORMAT
-                " is not supported (only 1 = float and 11 = double)",
-                stash);
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "stash_type %" G_GINT64_FORMAT
+                          " is not supported (only 1 = float and 11 = double)",
+                          stash);
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
   g_autofree gboolean *reduced = g_new0(gboolean, x->rank);
   for (guint d = axis; d < x->rank; d++)
@@ -387,9 +364,9 @@ static gboolean infer_global_pool(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   const WeirOpValue *x = &ctx->inputs[0];
   if (x->rank < 2)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 has rank %u, expected at least 2 (N, C, ...)",
-                x->rank);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "input 0 has rank %u, expected at least 2 (N, C, ...)", x->rank);
   g_autofree gboolean *reduced = g_new0(gboolean, x->rank);
   for (guint d = 2; d < x->rank; d++)
     reduced[d] = TRUE;
@@ -430,18 +407,18 @@ static const WeirOpAttrSpec avgpool_attrs[] = {
 static gboolean pool_ints(const WeirNode *n, const char *name, guint count,
                           gint64 dflt, gint64 min, gint64 *out,
                           GError **error) {
-  const GArray *a = attr_ints(n, name);
+  const GArray *a = weir_node_attr_ints(n, name);
   if (a && a->len != 0 && a->len != count)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute '%s' has %u values, expected %u", name, a->len,
-                count);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "attribute '%s' has %u values, expected %u", name,
+                          a->len, count);
   for (guint i = 0; i < count; i++) {
     out[i] = a && a->len ? g_array_index(a, gint64, i) : dflt;
     if (out[i] < min)
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "attribute '%s' has value %" G_GINT64_FORMAT
-                  ", expected at least %" G_GINT64_FORMAT,
-                  name, out[i], min);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "attribute '%s' has value %" G_GINT64_FORMAT
+                            ", expected at least %" G_GINT64_FORMAT,
+                            name, out[i], min);
   }
   return TRUE;
 }
@@ -452,20 +429,21 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
   if (!check_input(ctx, 0, is_max ? DT_FLOAT | DT(U8) : DT_FLOAT, error))
     return FALSE;
   if (is_max && weir_node_has_out_conn(n, "out1"))
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "the optional output Indices is not supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "the optional output Indices is not supported");
   const WeirOpValue *x = &ctx->inputs[0];
   if (x->rank < 3)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 has rank %u, expected at least 3 (N, C, spatial)",
-                x->rank);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "input 0 has rank %u, expected at least 3 (N, C, spatial)", x->rank);
   guint m = x->rank - 2;
-  const GArray *kernel = attr_ints(n, "kernel_shape");
+  const GArray *kernel = weir_node_attr_ints(n, "kernel_shape");
   if (!kernel || kernel->len != m)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute 'kernel_shape' has %u values, expected %u (one "
-                "per spatial dimension of input 0, rank %u)",
-                kernel ? kernel->len : 0, m, x->rank);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "attribute 'kernel_shape' has %u values, expected %u (one "
+        "per spatial dimension of input 0, rank %u)",
+        kernel ? kernel->len : 0, m, x->rank);
   g_autofree gint64 *k = g_new0(gint64, m);
   g_autofree gint64 *strides = g_new0(gint64, m);
   g_autofree gint64 *dil = g_new0(gint64, m);
@@ -475,16 +453,17 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
       !pool_ints(n, "dilations", m, 1, 1, dil, error) ||
       !pool_ints(n, "pads", 2 * m, 0, 0, pads, error))
     return FALSE;
-  const char *auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  const char *auto_pad = weir_node_attr_string(n, "auto_pad", "NOTSET");
   gboolean same = strcmp(auto_pad, "SAME_UPPER") == 0 ||
                   strcmp(auto_pad, "SAME_LOWER") == 0;
   gboolean valid = strcmp(auto_pad, "VALID") == 0;
   if (!same && !valid && strcmp(auto_pad, "NOTSET") != 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, "
-                "VALID",
-                auto_pad);
-  gboolean ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, "
+        "VALID",
+        auto_pad);
+  gboolean ceil_mode = weir_node_attr_int(n, "ceil_mode", 0) != 0;
 
   g_autoptr(GPtrArray) shape =
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
@@ -498,10 +477,10 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
         __builtin_add_overflow(pb, pe, &pads_d) ||
         __builtin_sub_overflow(pads_d, keff, &pads_d) ||
         strides[d] > G_MAXINT64 / 2)
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "the kernel, dilations, pads or strides of spatial "
-                  "dimension %u overflow 64 bits",
-                  d);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "the kernel, dilations, pads or strides of spatial "
+                            "dimension %u overflow 64 bits",
+                            d);
     if (same) {
       /* ceil(in / stride) */
       g_autoptr(WeirExpr) t = weir_expr_add_const(in, strides[d] - 1);
@@ -519,11 +498,11 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
     g_autoptr(WeirExpr) out = weir_expr_add_const(q, 1);
     gint64 v;
     if (weir_expr_is_const(span, &v) && v < 0)
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "the kernel (extent %" G_GINT64_FORMAT
-                  ") does not fit in spatial dimension %u of input 0 "
-                  "with its padding",
-                  keff, d);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "the kernel (extent %" G_GINT64_FORMAT
+                            ") does not fit in spatial dimension %u of input 0 "
+                            "with its padding",
+                            keff, d);
     if (ceil_mode) {
       /* As ONNX: when the last window would start in the end padding
        * ((out-1)*stride >= in + pad_begin), drop it: out - 1 when out
@@ -546,7 +525,7 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
 static WeirExpr *flops_pool(const WeirGraph *g, const WeirState *s,
                             const WeirNode *n) {
   const WeirContainer *y = port_container(g, s, n, FALSE, 0);
-  const GArray *kernel = attr_ints(n, "kernel_shape");
+  const GArray *kernel = weir_node_attr_ints(n, "kernel_shape");
   if (!y || !kernel)
     return NULL;
   gint64 taps = 1;

@@ -24,6 +24,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops.h"
 
 void weir_ops_register_shape(void);
@@ -77,17 +78,6 @@ static gboolean normalize_axis(const WeirOpInferContext *ctx, const char *what,
                 axis, rank);
   *out = (guint)a;
   return TRUE;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 def) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : def;
-}
-
-/* An INTS attribute, or NULL when absent. */
-static const GArray *attr_ints(const WeirNode *n, const char *name) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INTS ? a->ints : NULL;
 }
 
 static gint64 ints_at(const GArray *a, guint i) {
@@ -351,7 +341,7 @@ gboolean weir_op_int_values_binary(WeirOpInferContext *ctx, const char *op) {
  * the known elements of input k; NULL (no error) when neither is known. */
 static GPtrArray *ints_or_input(const WeirOpInferContext *ctx, const char *name,
                                 guint k) {
-  const GArray *a = attr_ints(ctx->node, name);
+  const GArray *a = weir_node_attr_ints(ctx->node, name);
   if (a) {
     GPtrArray *out = expr_array();
     for (guint i = 0; i < a->len; i++)
@@ -367,7 +357,7 @@ static gboolean infer_transpose(WeirOpInferContext *ctx, GError **error) {
   const WeirOpValue *x = require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  const GArray *perm = attr_ints(ctx->node, "perm");
+  const GArray *perm = weir_node_attr_ints(ctx->node, "perm");
   g_autofree WeirExpr **shape = g_new0(WeirExpr *, x->rank + 1);
   g_autofree gboolean *seen = g_new0(gboolean, x->rank + 1);
   if (perm && perm->len != x->rank)
@@ -399,7 +389,7 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
     return fail(error, UNSUPPORTED, ctx,
                 "the target shape is not known (no 'shape' attribute and "
                 "input 1 is not a known constant)");
-  gboolean allowzero = attr_int(ctx->node, "allowzero", 0) != 0;
+  gboolean allowzero = weir_node_attr_int(ctx->node, "allowzero", 0) != 0;
   guint rank = target->len;
   g_autoptr(GPtrArray) out = expr_array();
   gint infer_at = -1;
@@ -468,8 +458,8 @@ static gboolean infer_flatten(WeirOpInferContext *ctx, GError **error) {
   if (!x)
     return FALSE;
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", attr_int(ctx->node, "axis", 1), x->rank,
-                      TRUE, &axis, error))
+  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 1),
+                      x->rank, TRUE, &axis, error))
     return FALSE;
   WeirExpr *shape[2] = {shape_product(x->shape, 0, axis),
                         shape_product(x->shape, axis, x->rank)};
@@ -486,7 +476,7 @@ static gboolean infer_squeeze(WeirOpInferContext *ctx, GError **error) {
   const WeirOpValue *x = require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  const GArray *axes = attr_ints(ctx->node, "axes");
+  const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
   g_autofree gboolean *drop = g_new0(gboolean, x->rank + 1);
   if (axes) {
     for (guint i = 0; i < axes->len; i++) {
@@ -520,7 +510,7 @@ static gboolean infer_unsqueeze(WeirOpInferContext *ctx, GError **error) {
   const WeirOpValue *x = require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  const GArray *axes = attr_ints(ctx->node, "axes");
+  const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
   if (!axes)
     return fail(error, INVALID, ctx, "attribute 'axes' is missing");
   guint rank = x->rank + axes->len;
@@ -551,8 +541,8 @@ static gboolean infer_concat(WeirOpInferContext *ctx, GError **error) {
   if (first->rank == 0)
     return fail(error, INVALID, ctx, "cannot concatenate scalars");
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", attr_int(ctx->node, "axis", 0), first->rank,
-                      FALSE, &axis, error))
+  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
+                      first->rank, FALSE, &axis, error))
     return FALSE;
   g_autoptr(WeirExpr) total = weir_expr_const(0);
   g_autoptr(GPtrArray) values = expr_array();
@@ -603,7 +593,7 @@ static gboolean infer_concat(WeirOpInferContext *ctx, GError **error) {
 static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
                               guint n, GError **error) {
   g_autoptr(GPtrArray) sizes = expr_array();
-  const GArray *split = attr_ints(ctx->node, "split");
+  const GArray *split = weir_node_attr_ints(ctx->node, "split");
   if (split) {
     if (split->len != n) {
       fail(error, INVALID, ctx, "'split' has %u entries for %u outputs",
@@ -638,7 +628,7 @@ static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
     }
     return g_steal_pointer(&sizes);
   }
-  gint64 num = attr_int(ctx->node, "num_outputs", 0);
+  gint64 num = weir_node_attr_int(ctx->node, "num_outputs", 0);
   if (num > 0 && num != (gint64)n) {
     fail(error, INVALID, ctx,
          "num_outputs is %" G_GINT64_FORMAT " but the node has %u outputs", num,
@@ -671,8 +661,8 @@ static gboolean infer_split(WeirOpInferContext *ctx, GError **error) {
   if (ctx->n_outputs == 0)
     return fail(error, INVALID, ctx, "no outputs");
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", attr_int(ctx->node, "axis", 0), x->rank,
-                      FALSE, &axis, error))
+  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
+                      x->rank, FALSE, &axis, error))
     return FALSE;
   g_autoptr(GPtrArray) sizes =
       split_sizes(ctx, x->shape[axis], ctx->n_outputs, error);
@@ -748,10 +738,10 @@ static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
   const WeirOpValue *x = require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  const GArray *starts = attr_ints(ctx->node, "starts");
-  const GArray *ends = attr_ints(ctx->node, "ends");
-  const GArray *axes = attr_ints(ctx->node, "axes");
-  const GArray *steps = attr_ints(ctx->node, "steps");
+  const GArray *starts = weir_node_attr_ints(ctx->node, "starts");
+  const GArray *ends = weir_node_attr_ints(ctx->node, "ends");
+  const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
+  const GArray *steps = weir_node_attr_ints(ctx->node, "steps");
   if (!starts || !ends)
     return fail(error, UNSUPPORTED, ctx,
                 "'starts' and 'ends' must be known constants");
@@ -823,8 +813,8 @@ static gboolean infer_gather(WeirOpInferContext *ctx, GError **error) {
                 "expected i32 or i64",
                 weir_dtype_name(ind->dtype));
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", attr_int(ctx->node, "axis", 0), x->rank,
-                      FALSE, &axis, error))
+  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
+                      x->rank, FALSE, &axis, error))
     return FALSE;
   guint rank = x->rank + ind->rank - 1;
   g_autofree WeirExpr **shape = g_new0(WeirExpr *, rank + 1);
@@ -891,8 +881,8 @@ static gboolean infer_expand(WeirOpInferContext *ctx, GError **error) {
 /* Begin and end padding of each dimension from "pads" (and "axes"). */
 static gboolean pad_amounts(const WeirOpInferContext *ctx, guint rank,
                             gint64 *begin, gint64 *end, GError **error) {
-  const GArray *pads = attr_ints(ctx->node, "pads");
-  const GArray *axes = attr_ints(ctx->node, "axes");
+  const GArray *pads = weir_node_attr_ints(ctx->node, "pads");
+  const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
   if (!pads)
     return fail(error, UNSUPPORTED, ctx, "'pads' must be a known constant");
   guint n = axes ? axes->len : rank;
@@ -951,7 +941,7 @@ static gboolean infer_tile(WeirOpInferContext *ctx, GError **error) {
   const WeirOpValue *x = require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  const GArray *rep = attr_ints(ctx->node, "repeats");
+  const GArray *rep = weir_node_attr_ints(ctx->node, "repeats");
   if (!rep)
     return fail(error, UNSUPPORTED, ctx, "'repeats' must be a known constant");
   if (rep->len != x->rank)
@@ -974,8 +964,8 @@ static gboolean infer_tile(WeirOpInferContext *ctx, GError **error) {
 
 /* [start, end) of Shape-15 for an input of rank r. */
 static void shape_bounds(const WeirNode *n, guint r, guint *start, guint *end) {
-  gint64 s = attr_int(n, "start", 0);
-  gint64 e = attr_int(n, "end", r);
+  gint64 s = weir_node_attr_int(n, "start", 0);
+  gint64 e = weir_node_attr_int(n, "end", r);
   if (s < 0)
     s += r;
   if (e < 0)
@@ -1028,7 +1018,7 @@ static gboolean dtype_from_onnx(gint64 onnx_type, WeirDType *out) {
 
 static gboolean onnx_dtype(const WeirOpInferContext *ctx, WeirDType *out,
                            GError **error) {
-  gint64 t = attr_int(ctx->node, "dtype", 1);
+  gint64 t = weir_node_attr_int(ctx->node, "dtype", 1);
   if (!dtype_from_onnx(t, out))
     return fail(error, UNSUPPORTED, ctx,
                 "ONNX element type %" G_GINT64_FORMAT

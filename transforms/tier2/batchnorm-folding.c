@@ -25,6 +25,7 @@
 #include <math.h>
 
 #include "tier2-util.h"
+#include "weir-attr.h"
 #include "weir-expand.h"
 #include "weir-plugin.h"
 
@@ -165,11 +166,6 @@ static gboolean bnf_can_apply(const WeirGraph *g, const WeirSite *site,
   return TRUE;
 }
 
-static double attr_float(const WeirNode *n, const char *name, double def) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_FLOAT ? a->f : def;
-}
-
 static WeirTensor *port_tensor(const WeirGraph *g, const WeirState *s,
                                const WeirNode *n, guint k) {
   WeirTier2Port p;
@@ -215,7 +211,7 @@ static gboolean bnf_apply(WeirGraph *g, const WeirSite *site,
   g_autoptr(WeirTensor) bias = port_tensor(g, s, bn, 2);
   g_autoptr(WeirTensor) mean = port_tensor(g, s, bn, 3);
   g_autoptr(WeirTensor) var = port_tensor(g, s, bn, 4);
-  double eps = attr_float(bn, "epsilon", 1e-5);
+  double eps = weir_node_attr_float(bn, "epsilon", 1e-5);
   gint64 m = wt->shape[0], per = m ? wt->count / m : 0;
 
   g_autoptr(WeirTensor) nw = weir_tensor_copy(wt);

@@ -25,23 +25,7 @@
 #include <string.h>
 
 #include "expand-util.h"
-
-G_GNUC_PRINTF(4, 5)
-static gboolean fail(GError **error, WeirErrorCode code, const WeirNode *n,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", n->label, n->op,
-              msg);
-  return FALSE;
-}
-
-static double attr_float(const WeirNode *n, const char *name, double dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_FLOAT ? a->f : dflt;
-}
+#include "weir-attr.h"
 
 /* Exact literal, parenthesized when negative. (transfer full) */
 static char *literal(double v) {
@@ -78,15 +62,16 @@ gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
                                          "input_var"};
   const WeirAttr *spatial = weir_node_attr(n, "spatial");
   if (spatial && spatial->type == WEIR_ATTR_INT && spatial->i == 0)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "spatial = 0 is not supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "spatial = 0 is not supported");
   for (guint k = 3; k < 5; k++) {
     g_autofree char *conn = g_strdup_printf("out%u", k);
     if (weir_node_has_out_conn(n, conn))
-      return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                  "output %u (saved statistics of opsets 9 to 13) is not "
-                  "supported",
-                  k);
+      return weir_node_fail(
+          error, WEIR_ERROR_UNSUPPORTED, n,
+          "output %u (saved statistics of opsets 9 to 13) is not "
+          "supported",
+          k);
   }
   WeirPort in[5], y, rm, rv;
   for (guint k = 0; k < 5; k++)
@@ -103,30 +88,35 @@ gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
   }
   const WeirPort *x = &in[0];
   if (x->rank < 2)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 ('%s') has rank %u, expected at least 2 (N, C, ...)",
-                x->container->name, x->rank);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "input 0 ('%s') has rank %u, expected at least 2 (N, C, ...)",
+        x->container->name, x->rank);
   if (!weir_dtype_is_float(x->container->dtype))
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 ('%s') must be f32 or f64", x->container->name);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 ('%s') must be f32 or f64",
+                          x->container->name);
   WeirExpr *channels = x->shape[1];
   for (guint k = 1; k < 5; k++)
     if (in[k].rank != 1 || !weir_expr_equal(in[k].shape[0], channels))
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "input %u (%s, '%s') must be a vector over the channels "
-                  "(dimension 1 of X)",
-                  k, in_names[k], in[k].container->name);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, n,
+          "input %u (%s, '%s') must be a vector over the channels "
+          "(dimension 1 of X)",
+          k, in_names[k], in[k].container->name);
   gboolean same = y.rank == x->rank;
   for (guint d = 0; same && d < x->rank; d++)
     same = weir_expr_equal(y.shape[d], x->shape[d]);
   if (!same)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "output 0 ('%s') must have the shape of X", y.container->name);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output 0 ('%s') must have the shape of X",
+                          y.container->name);
   if ((has_rm && (rm.rank != 1 || !weir_expr_equal(rm.shape[0], channels))) ||
       (has_rv && (rv.rank != 1 || !weir_expr_equal(rv.shape[0], channels))))
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "outputs 1 and 2 (running_mean, running_var) must be vectors "
-                "over the channels");
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "outputs 1 and 2 (running_mean, running_var) must be vectors "
+        "over the channels");
 
   /* The number of elements per channel, as tasklet text. */
   g_autoptr(WeirExpr) count = weir_expr_const(1);
@@ -138,8 +128,8 @@ gboolean weir_expand_batchnorm_training(WeirGraph *g, WeirState *s, WeirNode *n,
     count = next;
   }
   g_autofree char *count_text = weir_expand_expr_code(count);
-  double momentum = attr_float(n, "momentum", 0.9);
-  g_autofree char *eps = literal(attr_float(n, "epsilon", 1e-5));
+  double momentum = weir_node_attr_float(n, "momentum", 0.9);
+  g_autofree char *eps = literal(weir_node_attr_float(n, "epsilon", 1e-5));
   g_autofree char *m = literal(momentum);
   g_autofree char *m1 = literal(1.0 - momentum);
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "expand-util.h"
+#include "weir-attr.h"
 #include "weir-ops-linalg.h"
 
 void weir_expand_register_linalg(void);
@@ -47,16 +48,6 @@ static gboolean fail(GError **error, gint code, const char *fmt, ...) {
   va_end(ap);
   g_set_error_literal(error, WEIR_ERROR, code, msg);
   return FALSE;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
-}
-
-static double attr_float(const WeirNode *n, const char *name, double dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_FLOAT ? a->f : dflt;
 }
 
 static gboolean const_at_most(const WeirExpr *e, gint64 bound) {
@@ -213,10 +204,10 @@ static gboolean expand_gemm(WeirGraph *g, WeirState *s, WeirNode *n,
     return fail(error, WEIR_ERROR_INVALID, "C '%s' has rank %u, expected <= 2",
                 c.container->name, c.rank);
   WeirDType dt = y.container->dtype;
-  gboolean ta = attr_int(n, "transA", 0) != 0;
-  gboolean tb = attr_int(n, "transB", 0) != 0;
-  double alpha = attr_float(n, "alpha", 1.0);
-  double beta = attr_float(n, "beta", 1.0);
+  gboolean ta = weir_node_attr_int(n, "transA", 0) != 0;
+  gboolean tb = weir_node_attr_int(n, "transB", 0) != 0;
+  double alpha = weir_node_attr_float(n, "alpha", 1.0);
+  double beta = weir_node_attr_float(n, "beta", 1.0);
   g_autofree char *alpha_text = scalar_literal(dt, alpha, "alpha", error);
   if (!alpha_text)
     return FALSE;

@@ -25,43 +25,20 @@
 #include <string.h>
 
 #include "expand-util.h"
+#include "weir-attr.h"
 
 void weir_expand_register_reduce(void);
 
 /* -------------------------------------------------------------- helpers */
 
-static gboolean fail(GError **error, WeirErrorCode code, const WeirNode *n,
-                     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-
-static gboolean fail(GError **error, WeirErrorCode code, const WeirNode *n,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", n->label, n->op,
-              msg);
-  return FALSE;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 dflt) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : dflt;
-}
-
-static const GArray *attr_ints(const WeirNode *n, const char *name) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INTS ? a->ints : NULL;
-}
-
 static gboolean normalize_axis(const WeirNode *n, gint64 axis, guint rank,
                                guint *out, GError **error) {
   gint64 r = rank;
   if (axis < -r || axis >= r)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "axis %" G_GINT64_FORMAT
-                " is out of range for an input of rank %u",
-                axis, rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "axis %" G_GINT64_FORMAT
+                          " is out of range for an input of rank %u",
+                          axis, rank);
   *out = (guint)(axis < 0 ? axis + r : axis);
   return TRUE;
 }
@@ -174,17 +151,18 @@ static gboolean check_shape(const WeirNode *n, guint k, const WeirPort *p,
                             guint rank, WeirExpr *const *shape,
                             GError **error) {
   if (p->rank != rank)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "output %u ('%s') has rank %u, expected %u", k,
-                p->container->name, p->rank, rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output %u ('%s') has rank %u, expected %u", k,
+                          p->container->name, p->rank, rank);
   for (guint d = 0; d < rank; d++) {
     if (weir_expr_equal(p->shape[d], shape[d]))
       continue;
     g_autofree char *a = weir_expr_to_string(p->shape[d]);
     g_autofree char *b = weir_expr_to_string(shape[d]);
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "output %u ('%s') has size %s in dimension %u, expected %s", k,
-                p->container->name, a, d, b);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "output %u ('%s') has size %s in dimension %u, expected %s", k,
+        p->container->name, a, d, b);
   }
   return TRUE;
 }
@@ -377,19 +355,20 @@ static gboolean expand_reduce(WeirGraph *g, WeirState *s, WeirNode *n,
       found = TRUE;
     }
   if (!found)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n, "not a reduction");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n, "not a reduction");
   if (weir_node_has_in_conn(n, "in1"))
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "axes given as input 1; they must be the attribute 'axes'");
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, n,
+        "axes given as input 1; they must be the attribute 'axes'");
   WeirPort x;
   if (!weir_port_require_input(g, s, n, 0, &x, error))
     return FALSE;
-  const GArray *axes = attr_ints(n, "axes");
+  const GArray *axes = weir_node_attr_ints(n, "axes");
   g_autofree gboolean *reduced = g_new0(gboolean, x.rank + 1);
   if (!axes || axes->len == 0) {
     /* Empty axes: reduce everything, or copy with noop_with_empty_axes
      * (the output is the input, as the ONNX specification says). */
-    if (attr_int(n, "noop_with_empty_axes", 0))
+    if (weir_node_attr_int(n, "noop_with_empty_axes", 0))
       return build_copy(g, s, n, error) && weir_state_remove_node(s, n->id);
     for (guint d = 0; d < x.rank; d++)
       reduced[d] = TRUE;
@@ -399,12 +378,13 @@ static gboolean expand_reduce(WeirGraph *g, WeirState *s, WeirNode *n,
       if (!normalize_axis(n, g_array_index(axes, gint64, i), x.rank, &d, error))
         return FALSE;
       if (reduced[d])
-        return fail(error, WEIR_ERROR_INVALID, n, "axis %u is given twice", d);
+        return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                              "axis %u is given twice", d);
       reduced[d] = TRUE;
     }
   }
   return build_reduction(g, s, n, kind, reduced,
-                         attr_int(n, "keepdims", 1) != 0, error) &&
+                         weir_node_attr_int(n, "keepdims", 1) != 0, error) &&
          weir_state_remove_node(s, n->id);
 }
 
@@ -414,8 +394,8 @@ static gboolean expand_global_pool(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!weir_port_require_input(g, s, n, 0, &x, error))
     return FALSE;
   if (x.rank < 2)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 has rank %u, expected at least 2", x.rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 has rank %u, expected at least 2", x.rank);
   g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
   for (guint d = 2; d < x.rank; d++)
     reduced[d] = TRUE;
@@ -437,12 +417,13 @@ static gboolean expand_arg(WeirGraph *g, WeirState *s, WeirNode *n,
       !weir_port_require_output(g, s, n, 0, &y, error))
     return FALSE;
   if (x.rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
   guint axis = 0;
-  if (!normalize_axis(n, attr_int(n, "axis", 0), x.rank, &axis, error))
+  if (!normalize_axis(n, weir_node_attr_int(n, "axis", 0), x.rank, &axis,
+                      error))
     return FALSE;
-  gboolean keepdims = attr_int(n, "keepdims", 1) != 0;
-  gboolean last = attr_int(n, "select_last_index", 0) != 0;
+  gboolean keepdims = weir_node_attr_int(n, "keepdims", 1) != 0;
+  gboolean last = weir_node_attr_int(n, "select_last_index", 0) != 0;
   g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
   reduced[axis] = TRUE;
   g_autoptr(GPtrArray) yshape = reduced_shape(&x, reduced, keepdims);
@@ -451,9 +432,10 @@ static gboolean expand_arg(WeirGraph *g, WeirState *s, WeirNode *n,
                    error))
     return FALSE;
   if (y.container->dtype != WEIR_DTYPE_I64)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "output 0 ('%s') has dtype %s, expected i64", y.container->name,
-                weir_dtype_name(y.container->dtype));
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output 0 ('%s') has dtype %s, expected i64",
+                          y.container->name,
+                          weir_dtype_name(y.container->dtype));
 
   WeirDType dtype = x.container->dtype;
   g_auto(Space) xs, ys, ms;
@@ -509,11 +491,12 @@ static gboolean expand_softmax(WeirGraph *g, WeirState *s, WeirNode *n,
       !check_shape(n, 0, &y, x.rank, x.shape, error))
     return FALSE;
   if (x.rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
   guint axis = 0;
-  if (!normalize_axis(n, attr_int(n, "axis", -1), x.rank, &axis, error))
+  if (!normalize_axis(n, weir_node_attr_int(n, "axis", -1), x.rank, &axis,
+                      error))
     return FALSE;
-  gboolean legacy = attr_int(n, "legacy_2d", 0) != 0;
+  gboolean legacy = weir_node_attr_int(n, "legacy_2d", 0) != 0;
   g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
   for (guint d = axis; d < (legacy ? x.rank : axis + 1); d++)
     reduced[d] = TRUE;
@@ -593,13 +576,14 @@ static gboolean expand_layernorm(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   }
   if (x.rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
   guint axis = 0;
-  if (!normalize_axis(n, attr_int(n, "axis", -1), x.rank, &axis, error))
+  if (!normalize_axis(n, weir_node_attr_int(n, "axis", -1), x.rank, &axis,
+                      error))
     return FALSE;
   if (sc.rank > x.rank || (has_b && b.rank > x.rank))
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "Scale or B has a higher rank than X");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "Scale or B has a higher rank than X");
   const WeirAttr *eps_attr = weir_node_attr(n, "epsilon");
   double eps =
       eps_attr && eps_attr->type == WEIR_ATTR_FLOAT ? eps_attr->f : 1e-5;
@@ -706,7 +690,7 @@ typedef struct {
 
 static gint64 pool_int(const WeirNode *n, const char *name, guint i,
                        gint64 dflt) {
-  const GArray *a = attr_ints(n, name);
+  const GArray *a = weir_node_attr_ints(n, name);
   return a && i < a->len ? g_array_index(a, gint64, i) : dflt;
 }
 
@@ -716,19 +700,19 @@ static gint64 pool_int(const WeirNode *n, const char *name, guint i,
 static gboolean pool_dims(const WeirNode *n, const WeirPort *x,
                           const WeirPort *y, guint m, PoolDim *dims,
                           GError **error) {
-  const GArray *kernel = attr_ints(n, "kernel_shape");
+  const GArray *kernel = weir_node_attr_ints(n, "kernel_shape");
   if (!kernel || kernel->len != m)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute 'kernel_shape' has %u values, expected %u",
-                kernel ? kernel->len : 0, m);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "attribute 'kernel_shape' has %u values, expected %u",
+                          kernel ? kernel->len : 0, m);
   const WeirAttr *ap = weir_node_attr(n, "auto_pad");
   const char *auto_pad = ap && ap->type == WEIR_ATTR_STRING ? ap->s : "NOTSET";
   gboolean upper = strcmp(auto_pad, "SAME_UPPER") == 0;
   gboolean lower = strcmp(auto_pad, "SAME_LOWER") == 0;
   gboolean valid = strcmp(auto_pad, "VALID") == 0;
   if (!upper && !lower && !valid && strcmp(auto_pad, "NOTSET") != 0)
-    return fail(error, WEIR_ERROR_INVALID, n, "unknown auto_pad '%s'",
-                auto_pad);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "unknown auto_pad '%s'",
+                          auto_pad);
   for (guint d = 0; d < m; d++) {
     PoolDim *p = &dims[d];
     p->in = x->shape[2 + d];
@@ -737,10 +721,10 @@ static gboolean pool_dims(const WeirNode *n, const WeirPort *x,
     p->stride = pool_int(n, "strides", d, 1);
     p->dil = pool_int(n, "dilations", d, 1);
     if (p->k < 1 || p->stride < 1 || p->dil < 1)
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "kernel, stride and dilation must be positive "
-                  "(dimension %u)",
-                  d);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "kernel, stride and dilation must be positive "
+                            "(dimension %u)",
+                            d);
     gint64 extent = (p->k - 1) * p->dil + 1;
     if (upper || lower) {
       g_autoptr(WeirExpr) last = weir_expr_add_const(p->out, -1);
@@ -989,17 +973,18 @@ static gboolean expand_pool(WeirGraph *g, WeirState *s, WeirNode *n,
                             GError **error) {
   gboolean is_max = strcmp(n->op, "MaxPool") == 0;
   if (weir_node_has_out_conn(n, "out1"))
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "the optional output Indices is not supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "the optional output Indices is not supported");
   WeirPort x, y;
   if (!weir_port_require_input(g, s, n, 0, &x, error) ||
       !weir_port_require_output(g, s, n, 0, &y, error))
     return FALSE;
   if (x.rank < 3 || y.rank != x.rank)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 has rank %u and output 0 rank %u; expected equal "
-                "ranks of at least 3",
-                x.rank, y.rank);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "input 0 has rank %u and output 0 rank %u; expected equal "
+        "ranks of at least 3",
+        x.rank, y.rank);
   guint m = x.rank - 2;
   PoolDim *dims = g_new0(PoolDim, m);
   gboolean ok = pool_dims(n, &x, &y, m, dims, error);
@@ -1028,7 +1013,7 @@ static gboolean expand_pool(WeirGraph *g, WeirState *s, WeirNode *n,
     WeirTaskletPort fin_out = {y.access, "y", ys.index, WEIR_WCR_NONE};
     g_autofree char *divisor = NULL;
     g_autofree char *count = pool_count_code(
-        dims, m, attr_int(n, "count_include_pad", 0) != 0, &divisor);
+        dims, m, weir_node_attr_int(n, "count_include_pad", 0) != 0, &divisor);
     g_autofree char *fin = g_strdup_printf("%sy = t / (%s)", count, divisor);
     ok = map_over(g, s, n, "init", &ys, NULL, 0, &init_out, 1, "t = 0", NULL,
                   error) &&

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "expand-util.h"
+#include "weir-attr.h"
 
 void weir_expand_register_shape(void);
 
@@ -37,21 +38,6 @@ static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...) {
   g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
               n->label, n->op, msg);
   return FALSE;
-}
-
-static gint64 attr_int(const WeirNode *n, const char *name, gint64 def) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INT ? a->i : def;
-}
-
-static double attr_float(const WeirNode *n, const char *name, double def) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_FLOAT ? a->f : def;
-}
-
-static const GArray *attr_ints(const WeirNode *n, const char *name) {
-  const WeirAttr *a = weir_node_attr(n, name);
-  return a && a->type == WEIR_ATTR_INTS ? a->ints : NULL;
 }
 
 static gint64 ints_at(const GArray *a, guint i) {
@@ -218,7 +204,7 @@ static gboolean expand_transpose(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!ports(g, s, n, &x, &y, error))
     return FALSE;
   guint r = y.rank;
-  const GArray *perm = attr_ints(n, "perm");
+  const GArray *perm = weir_node_attr_ints(n, "perm");
   if (x.rank != r || (perm && perm->len != r))
     return fail(error, n, "ranks of input, output and perm differ");
   g_auto(GStrv) p = params_for(g, r);
@@ -252,7 +238,7 @@ static gboolean expand_slabs(WeirGraph *g, WeirState *s, WeirNode *n,
               : weir_port_require_output(g, s, n, 0, &one, error)))
     return FALSE;
   guint r = one.rank, axis = 0;
-  if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
+  if (!normalize(n, weir_node_attr_int(n, "axis", 0), r, &axis, error))
     return FALSE;
   const char *side = split ? "output" : "input";
   const GPtrArray *conns = split ? n->out_conns : n->in_conns;
@@ -310,10 +296,10 @@ static gboolean expand_slice(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!ports(g, s, n, &x, &y, error))
     return FALSE;
   guint r = x.rank;
-  const GArray *starts = attr_ints(n, "starts");
-  const GArray *ends = attr_ints(n, "ends");
-  const GArray *axes = attr_ints(n, "axes");
-  const GArray *steps = attr_ints(n, "steps");
+  const GArray *starts = weir_node_attr_ints(n, "starts");
+  const GArray *ends = weir_node_attr_ints(n, "ends");
+  const GArray *axes = weir_node_attr_ints(n, "axes");
+  const GArray *steps = weir_node_attr_ints(n, "steps");
   if (y.rank != r || !starts || !ends || ends->len != starts->len ||
       (axes && axes->len != starts->len) ||
       (steps && steps->len != starts->len))
@@ -362,7 +348,7 @@ static gboolean expand_gather(WeirGraph *g, WeirState *s, WeirNode *n,
   guint r = x.rank, q = ind.rank, axis = 0;
   if (r == 0 || y.rank != r + q - 1)
     return fail(error, n, "output rank %u, expected %u", y.rank, r + q - 1);
-  if (!normalize(n, attr_int(n, "axis", 0), r, &axis, error))
+  if (!normalize(n, weir_node_attr_int(n, "axis", 0), r, &axis, error))
     return FALSE;
   if (port_empty(&y)) /* nothing to gather */
     return weir_state_remove_node(s, n->id);
@@ -439,7 +425,7 @@ static gboolean expand_tile(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!ports(g, s, n, &x, &y, error))
     return FALSE;
   guint r = y.rank;
-  const GArray *rep = attr_ints(n, "repeats");
+  const GArray *rep = weir_node_attr_ints(n, "repeats");
   if (x.rank != r || !rep || rep->len != r)
     return fail(error, n, "ranks of input, output and repeats differ");
   g_auto(GStrv) p = params_for(g, r);
@@ -477,8 +463,8 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
   guint r = x.rank;
   if (y.rank != r)
     return fail(error, n, "input rank %u, output rank %u", r, y.rank);
-  const GArray *pads = attr_ints(n, "pads");
-  const GArray *axes = attr_ints(n, "axes");
+  const GArray *pads = weir_node_attr_ints(n, "pads");
+  const GArray *axes = weir_node_attr_ints(n, "axes");
   guint n_axes = axes ? axes->len : r;
   if (!pads || pads->len != 2 * n_axes)
     return fail(error, n, "'pads' must have %u entries", 2 * n_axes);
@@ -505,7 +491,7 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
   if (port_empty(&y))
     return weir_state_remove_node(s, n->id);
   g_autofree char *value =
-      value_literal(x.container->dtype, attr_float(n, "value", 0));
+      value_literal(x.container->dtype, weir_node_attr_float(n, "value", 0));
   /* A constant_value known only at run time stays wired as input 2 (a
    * one-element tensor): the tasklet reads it instead of the literal. */
   WeirPort cv;
@@ -596,7 +582,8 @@ static gboolean expand_shape(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!ports(g, s, n, &x, &y, error))
     return FALSE;
   gint64 r = x.rank;
-  gint64 start = attr_int(n, "start", 0), end = attr_int(n, "end", r);
+  gint64 start = weir_node_attr_int(n, "start", 0),
+         end = weir_node_attr_int(n, "end", r);
   if (start < 0)
     start += r;
   if (end < 0)
@@ -660,7 +647,7 @@ static gboolean expand_constant_of_shape(WeirGraph *g, WeirState *s,
   if (!weir_port_require_output(g, s, n, 0, &y, error))
     return FALSE;
   g_autofree char *value =
-      value_literal(y.container->dtype, attr_float(n, "value", 0));
+      value_literal(y.container->dtype, weir_node_attr_float(n, "value", 0));
   g_autofree char *code = g_strdup_printf("y = %s", value);
   return fill_map(g, s, n, &y, NULL, 0, code, error);
 }
