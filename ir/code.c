@@ -37,7 +37,7 @@
  *  - A local's type is the type of its first assignment (i64/f64 for an
  *    untyped value); later assignments convert.
  */
-#include "weir-code.h"
+#include "code-private.h"
 
 #include <math.h>
 #include <string.h>
@@ -121,14 +121,6 @@ static const char *func_arity_text(WeirFunc f) {
   default:
     return "2 arguments";
   }
-}
-
-static gboolean op_is_cmp(WeirOp op) {
-  return op >= WEIR_OP_LT && op <= WEIR_OP_NE;
-}
-
-static gboolean op_is_arith(WeirOp op) {
-  return op >= WEIR_OP_ADD && op <= WEIR_OP_MOD;
 }
 
 static gboolean dtype_float(WeirDType t) {
@@ -1941,63 +1933,4 @@ gboolean weir_code_eval_condition(const WeirCode *code, const WeirCodeEnv *env,
     return FALSE;
   *out = value_truth(v);
   return TRUE;
-}
-
-/* ------------------------------------------------------------------------
- * 9. FLOP counter
- */
-
-static guint64 ast_flops(const WeirAst *n) {
-  guint64 f = 0;
-  if (n->a)
-    f += ast_flops(n->a);
-  if (n->kind == WEIR_AST_TERNARY) /* the more expensive branch */
-    return f + MAX(ast_flops(n->b), ast_flops(n->c));
-  if (n->b)
-    f += ast_flops(n->b);
-  for (guint i = 0; n->args && i < n->args->len; i++)
-    f += ast_flops(g_ptr_array_index(n->args, i));
-  switch (n->kind) {
-  case WEIR_AST_UNARY:
-    return f + (n->op == WEIR_OP_NEG && dtype_float(n->type));
-  case WEIR_AST_BINARY:
-    if (op_is_arith(n->op))
-      return f + dtype_float(n->type);
-    if (op_is_cmp(n->op))
-      return f + dtype_float(weir_ast_operand_type(n));
-    return f;
-  case WEIR_AST_CALL:
-    switch (n->func) {
-    case WEIR_FUNC_MIN:
-    case WEIR_FUNC_MAX:
-      return f + (dtype_float(n->type) ? n->args->len - 1 : 0);
-    case WEIR_FUNC_ISNAN:
-    case WEIR_FUNC_ISFINITE: {
-      const WeirAst *x = g_ptr_array_index(n->args, 0);
-      return f + dtype_float(x->type);
-    }
-    case WEIR_FUNC_CAST_F32:
-    case WEIR_FUNC_CAST_F64:
-    case WEIR_FUNC_CAST_I32:
-    case WEIR_FUNC_CAST_I64:
-    case WEIR_FUNC_CAST_BOOL:
-    case WEIR_FUNC_CAST_U8:
-      return f;
-    default:
-      return f + dtype_float(n->type);
-    }
-  default:
-    return f;
-  }
-}
-
-guint64 weir_code_flops(const WeirCode *code) {
-  g_return_val_if_fail(code != NULL, 0);
-  g_return_val_if_fail(code->checked, 0);
-  guint64 f = code->expr ? ast_flops(code->expr) : 0;
-  for (guint i = 0; i < code->stmts->len; i++) {
-    const WeirStmt *s = g_ptr_array_index(code->stmts, i);
-    f += ast_flops(s->target) + ast_flops(s->value);
-  }
-  return f;
 }
