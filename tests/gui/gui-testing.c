@@ -7,11 +7,11 @@
 #include "weir-json.h"
 
 WeirGraph *gui_testing_load(const char *path, gboolean expand, GError **error) {
+  weir_init(); /* the importer needs the operator registry */
   WeirGraph *g = weir_onnx_is_model_path(path)
                      ? weir_onnx_import(path, NULL, error)
                      : weir_graph_load(path, error);
   if (g && expand) {
-    weir_init();
     if (!weir_expand_all(g, NULL, NULL, error)) {
       weir_graph_free(g);
       return NULL;
