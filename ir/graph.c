@@ -190,6 +190,20 @@ char *weir_range_to_string(const WeirRange *r) {
   return g_strdup_printf("%s:%s:%s", b, e, s);
 }
 
+WeirExpr *weir_range_last(const WeirRange *r) {
+  g_return_val_if_fail(r != NULL, NULL);
+  gint64 step;
+  if (!weir_expr_is_const(r->step, &step) || step <= 0)
+    return NULL;
+  g_autoptr(WeirExpr) end1 = weir_expr_add_const(r->end, -1);
+  if (step == 1)
+    return g_steal_pointer(&end1);
+  g_autoptr(WeirExpr) span = weir_expr_sub(end1, r->begin);
+  g_autoptr(WeirExpr) q = weir_expr_floordiv(span, r->step);
+  g_autoptr(WeirExpr) off = weir_expr_mul(q, r->step);
+  return weir_expr_add(r->begin, off);
+}
+
 WeirExpr *weir_range_size(const WeirRange *r) {
   g_autoptr(WeirExpr) diff = weir_expr_sub(r->end, r->begin);
   gint64 step = 0;

@@ -259,21 +259,6 @@ static gboolean linear_coefficient(const WeirExpr *e, const char *name,
   return TRUE;
 }
 
-/* Largest value a range takes (begin + ((end - begin - 1) // step) * step),
- * or NULL when the step is not a positive constant. */
-static WeirExpr *range_last(const WeirRange *r) {
-  gint64 step;
-  if (!weir_expr_is_const(r->step, &step) || step <= 0)
-    return NULL;
-  g_autoptr(WeirExpr) end1 = weir_expr_add_const(r->end, -1);
-  if (step == 1)
-    return g_steal_pointer(&end1);
-  g_autoptr(WeirExpr) span = weir_expr_sub(end1, r->begin);
-  g_autoptr(WeirExpr) q = weir_expr_floordiv(span, r->step);
-  g_autoptr(WeirExpr) off = weir_expr_mul(q, r->step);
-  return weir_expr_add(r->begin, off);
-}
-
 /* The extreme (largest when want_max) of e over the map parameters in
  * scope, or NULL when it cannot be computed (e not linear in a parameter,
  * a symbolic step, a map that never runs). */
@@ -297,7 +282,7 @@ static WeirExpr *scope_extreme(const WeirExpr *e, const Scope *sc,
     }
     g_autoptr(WeirExpr) value = NULL;
     if ((coeff > 0) == want_max)
-      value = range_last(p->range);
+      value = weir_range_last(p->range);
     else
       value = weir_expr_ref(p->range->begin);
     if (!value) {
@@ -346,7 +331,7 @@ static void check_bounds(GPtrArray *out, const Where *w, const WeirSubset *sub,
     if (weir_expr_is_const(r->step, &step) && step > 1) {
       /* With a step, the last element may stop short of the end. */
       WeirRange tmp = {r->begin, r->end, r->step};
-      g_autoptr(WeirExpr) last = range_last(&tmp);
+      g_autoptr(WeirExpr) last = weir_range_last(&tmp);
       g_autoptr(WeirExpr) end = weir_expr_add_const(last, 1);
       g_autoptr(WeirExpr) hi2 = scope_extreme(end, sc, TRUE);
       if (!hi2)

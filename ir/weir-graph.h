@@ -69,6 +69,10 @@ WEIR_API void weir_range_copy(const WeirRange *src, WeirRange *dst);
  * concrete. */
 WEIR_API WeirExpr *weir_range_size(const WeirRange *r);
 
+/* Largest value the range takes, begin + ((end - begin - 1) // step) *
+ * step, or NULL when the step is not a positive constant. (transfer full) */
+WEIR_API WeirExpr *weir_range_last(const WeirRange *r);
+
 /* ------------------------------------------------------------ containers */
 
 typedef struct {

@@ -317,20 +317,6 @@ gint weir_tier1_direction(const WeirExpr *e, const char *p) {
   return 2;
 }
 
-/* Largest value of a range (NULL for a symbolic step). */
-static WeirExpr *range_last(const WeirRange *r) {
-  gint64 step;
-  if (!weir_expr_is_const(r->step, &step) || step <= 0)
-    return NULL;
-  g_autoptr(WeirExpr) end1 = weir_expr_add_const(r->end, -1);
-  if (step == 1)
-    return g_steal_pointer(&end1);
-  g_autoptr(WeirExpr) span = weir_expr_sub(end1, r->begin);
-  g_autoptr(WeirExpr) q = weir_expr_floordiv(span, r->step);
-  g_autoptr(WeirExpr) off = weir_expr_mul(q, r->step);
-  return weir_expr_add(r->begin, off);
-}
-
 WeirExpr *weir_tier1_extreme(const WeirExpr *e, const WeirMap *map,
                              gboolean want_max) {
   WeirExpr *cur = weir_expr_ref((WeirExpr *)e);
@@ -345,7 +331,7 @@ WeirExpr *weir_tier1_extreme(const WeirExpr *e, const WeirMap *map,
     }
     const WeirRange *r = range_at(map, i);
     g_autoptr(WeirExpr) value =
-        (d > 0) == want_max ? range_last(r) : weir_expr_ref(r->begin);
+        (d > 0) == want_max ? weir_range_last(r) : weir_expr_ref(r->begin);
     if (!value) {
       weir_expr_unref(cur);
       return NULL;
