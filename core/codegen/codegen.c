@@ -12,24 +12,6 @@
 
 #include "codegen-private.h"
 
-/* ------------------------------------------------------------------ the API */
-
-char *weir_codegen_prefix(const WeirGraph *g) {
-  g_return_val_if_fail(g != NULL, NULL);
-  return cg_sanitize_identifier(g->name);
-}
-
-GPtrArray *weir_codegen_arguments(const WeirGraph *g) {
-  g_return_val_if_fail(g != NULL, NULL);
-  GPtrArray *a = g_ptr_array_new();
-  for (guint i = 0; i < g->containers->len; i++) {
-    WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (!c->transient && !c->initial)
-      g_ptr_array_add(a, c);
-  }
-  return a;
-}
-
 /* The comment that opens the source and the header. */
 static void describe_abi(GString *s, const WeirGraph *g, const char *prefix,
                          const char *file) {
