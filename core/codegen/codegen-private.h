@@ -7,8 +7,9 @@
  *               static inline helpers of the generated code, literals;
  *   expr.c      symbolic expressions and element addresses;
  *   tasklet.c   tasklet bodies (typing follows ir/code.c);
- *   map.c       maps as loop nests: pragmas, write-conflict resolution,
- *               accumulators;
+ *   map.c       maps as loop nests: pragmas, accumulators;
+ *   access.c    memlets on connectors, stores with write-conflict
+ *               resolution (when an update is atomic);
  *   dataflow.c  the dataflow of a state: copies, nested programs, native
  *               library calls;
  *   control.c   the state machine as structured loops and branches, or
@@ -338,20 +339,12 @@ WeirExpr **cg_subset_indices(const WeirSubset *sub, GArray *dims,
 /* Unrefs the n expressions of v (NULL entries allowed) and frees v. */
 void cg_free_exprs(WeirExpr **v, guint n);
 
-/* ---------------------------------------------------------------- tasklet.c */
+/* ----------------------------------------------------------------- access.c */
 
-/* Text that is true when n (bool or integer) is non-zero. */
-char *cg_ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
-
-/* C text converting a value of type `from` (text at precedence *prec) to
- * `to` with weir_value_convert's semantics. */
-char *cg_convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
-                      int *prec);
-
-/* The C block of tasklet n inside the maps of fr (NULL: top level). */
-void cg_emit_tasklet(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr);
-
-/* -------------------------------------------------------------------- map.c */
+/* Non-empty memlets on a connector of node, by id (borrowed; free the
+ * array). */
+GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
+                           gboolean input);
 
 /* fr or a map around it carries "omp parallel for". */
 gboolean cg_frame_parallel(const Frame *fr);
@@ -376,16 +369,26 @@ void cg_emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
 /* The accumulator an enclosing map holds for memlet m, or NULL. */
 const Acc *cg_frame_acc(const Frame *fr, const WeirMemlet *m);
 
+/* ---------------------------------------------------------------- tasklet.c */
+
+/* Text that is true when n (bool or integer) is non-zero. */
+char *cg_ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
+
+/* C text converting a value of type `from` (text at precedence *prec) to
+ * `to` with weir_value_convert's semantics. */
+char *cg_convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
+                      int *prec);
+
+/* The C block of tasklet n inside the maps of fr (NULL: top level). */
+void cg_emit_tasklet(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr);
+
+/* -------------------------------------------------------------------- map.c */
+
 /* The loop nest of the map of entry, its body inside, under the maps of
  * up (NULL: top level). */
 void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up);
 
 /* --------------------------------------------------------------- dataflow.c */
-
-/* Non-empty memlets on a connector of node, by id (borrowed; free the
- * array). */
-GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
-                           gboolean input);
 
 /* The code of nodes ids (a scope level, in order) inside the maps of fr. */
 void cg_emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr);

@@ -52,20 +52,6 @@ static gboolean state_ctx_init(StateCtx *sc, Fn *f, WeirState *s) {
   return TRUE;
 }
 
-GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
-                           gboolean input) {
-  GPtrArray *r = g_ptr_array_new();
-  for (guint i = 0; i < s->edges->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (!m->data)
-      continue;
-    if (input ? (m->dst == node && g_strcmp0(m->dst_conn, conn) == 0)
-              : (m->src == node && g_strcmp0(m->src_conn, conn) == 0))
-      g_ptr_array_add(r, m);
-  }
-  return r;
-}
-
 /* ------------------------------------------------------------------- copies */
 
 static void emit_copy(StateCtx *sc, Out *o, const WeirMemlet *m,
