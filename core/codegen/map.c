@@ -10,6 +10,9 @@
  *    simd" on its innermost loop unless a write may conflict.
  *  - Stores and the rule for when an update is atomic are access.c's;
  *    this file decides where accumulators go and combines them.
+ *  - A map's body is a scope level of nodes again: it is emitted through
+ *    the emitter table (gen->emit->nodes), not by naming dataflow.c, which
+ *    sits above this file (codegen-private.h, "Layering").
  */
 #include <string.h>
 
@@ -385,7 +388,7 @@ void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   GArray *children =
       g_hash_table_lookup(sc->children, GUINT_TO_POINTER(entry->id));
   if (children)
-    cg_emit_nodes(sc, &body, children, &fr);
+    f->gen->emit->nodes(sc, &body, children, &fr);
   g_autofree char *inner = cg_out_free(&body);
   for (guint k = 0; fr.accs && k < fr.accs->len; k++) {
     Acc *a = g_ptr_array_index(fr.accs, k);
