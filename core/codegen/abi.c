@@ -1,5 +1,11 @@
-/* abi.c — which constants the generated code receives through the kernel
- * ABI (weir-codegen.h, "Bound constants").
+/* abi.c — the names and orders of the kernel ABI (weir-codegen.h): the
+ * entry point prefix, the argument containers, and which constants the
+ * generated code receives ("Bound constants").
+ *
+ * The parts of the code generator that need the ABI (codegen.c's file and
+ * header, prepare.c's check that lowering kept it) read it here, as do the
+ * runtime, the exporter and the CLI; this file uses only text.c (C
+ * identifiers), so it sits below every emitter.
  *
  * Conventions of this file:
  *  - The table order is a walk of the program: its containers in id order,
@@ -11,7 +17,27 @@
  *    with WEIR_CODEGEN_LITERAL_MAX) covers exactly the values that can
  *    appear in generated code.
  */
-#include "weir-codegen.h"
+#include "codegen-private.h"
+
+/* -------------------------------------------------------------------- names */
+
+char *weir_codegen_prefix(const WeirGraph *g) {
+  g_return_val_if_fail(g != NULL, NULL);
+  return cg_sanitize_identifier(g->name);
+}
+
+GPtrArray *weir_codegen_arguments(const WeirGraph *g) {
+  g_return_val_if_fail(g != NULL, NULL);
+  GPtrArray *a = g_ptr_array_new();
+  for (guint i = 0; i < g->containers->len; i++) {
+    WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (!c->transient && !c->initial)
+      g_ptr_array_add(a, c);
+  }
+  return a;
+}
+
+/* ---------------------------------------------------------- bound constants */
 
 gboolean weir_codegen_constant_is_literal(const WeirContainer *c) {
   g_return_val_if_fail(c != NULL && c->initial != NULL, TRUE);

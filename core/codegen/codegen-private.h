@@ -2,22 +2,39 @@
  *
  * The code generator (weir-codegen.h) is one pass over a validated,
  * prepared copy of the program, printing C with a small printf-style
- * emitter (Out) and a switch over node kinds.  Its files, by job:
- *   text.c      the emitter, identifiers (one Namer per C scope), the
- *               static inline helpers of the generated code, literals;
- *   expr.c      symbolic expressions and element addresses;
- *   tasklet.c   tasklet bodies (typing follows ir/code.c);
- *   map.c       maps as loop nests: pragmas, write-conflict resolution,
- *               accumulators;
- *   dataflow.c  the dataflow of a state: copies, nested programs, native
- *               library calls;
+ * emitter (Out) and a switch over node kinds.  Its files, by job, from the
+ * top down:
+ *   files.c     finding a node's code in the source, writing the files;
+ *   codegen.c   the public entry points, the backend table and the C
+ *               backend's record with its emitter table; assembles the
+ *               file;
+ *   prepare.c   the copy of the program the backend emits;
+ *   function.c  one C function per program (entry point, nested ones);
  *   control.c   the state machine as structured loops and branches, or
  *               gotos;
+ *   dataflow.c  the dataflow of a state: copies, nested programs, native
+ *               library calls;
+ *   map.c       maps as loop nests: pragmas, accumulators;
+ *   tasklet.c   tasklet bodies (typing follows ir/code.c);
+ *   access.c    memlets on connectors, stores with write-conflict
+ *               resolution (when an update is atomic);
  *   storage.c   where each container lives, declarations, zero fill;
- *   function.c  one C function per program (entry point, nested ones);
- *   prepare.c   the copy of the program the backend emits;
- *   codegen.c   the public entry points and the backend table;
- *   files.c     finding a node's code in the source, writing the files.
+ *   expr.c      symbolic expressions and element addresses;
+ *   abi.c       the ABI's names and orders: prefix, arguments, bound
+ *               constants;
+ *   text.c      the emitter, identifiers (one Namer per C scope), the
+ *               static inline helpers of the generated code, literals.
+ *
+ * Layering: a file calls by name only files below it in that list.  The
+ * IR nests, so emission recurses back up in two places: the body of a map
+ * is a scope level of nodes again (map.c needs dataflow.c), and a nested
+ * node is a program again (dataflow.c needs function.c).  Those two calls
+ * go through the backend's emitter table (Emitters, reached as gen->emit),
+ * which codegen.c fills once in the backend's record; the files thus form
+ * no import cycle (the test module-cycles checks it), and a backend with
+ * kernels of its own can substitute an emitter and reuse the others.  A
+ * new emitter goes into the file of its job, below its callers; a call
+ * upward becomes an entry of Emitters, not an extern call.
  *
  * Conventions (all files):
  *  - Functions shared between these files start with cg_; they are
@@ -77,7 +94,10 @@ typedef enum {
   H_COUNT
 } HelperKind;
 
+typedef struct _Emitters Emitters;
+
 typedef struct {
+  const Emitters *emit; /* the backend's emitter table (borrowed, static) */
   gboolean openmp;
   guint32 helpers[H_COUNT]; /* bit per dtype */
   GString *defs;            /* nested functions, in definition order */
@@ -206,6 +226,24 @@ typedef struct {
   GArray *top;          /* node ids at the top level, in order */
   GHashTable *hosted;   /* memlets that got an accumulator (a set) */
 } StateCtx;
+
+/* ----------------------------------------------------------------- emitters */
+
+/* The emitters through which the IR's recursion goes back up (see the
+ * layering at the top of this file), reached as gen->emit: a map's body
+ * is a scope level of nodes again, a nested node a program again.  A
+ * backend fills the table once, in its record (codegen.c); one that emits
+ * kernels of its own can substitute an entry and reuse the rest. */
+struct _Emitters {
+  /* The code of nodes ids (a scope level, in order) inside the maps of fr
+   * (NULL: the top level of the state).  C backend: cg_emit_nodes. */
+  void (*nodes)(StateCtx *sc, Out *o, GArray *ids, Frame *fr);
+  /* The C function of program g, as cg_fn_generate (C backend) says. */
+  char *(*function)(Gen *gen, WeirGraph *g, const char *fname,
+                    const char *where, const WeirNode *call,
+                    const WeirMemlet *const *bind, gboolean *can_fail,
+                    gboolean *uses_consts);
+};
 
 /* ------------------------------------------------------------------- text.c */
 
@@ -338,20 +376,12 @@ WeirExpr **cg_subset_indices(const WeirSubset *sub, GArray *dims,
 /* Unrefs the n expressions of v (NULL entries allowed) and frees v. */
 void cg_free_exprs(WeirExpr **v, guint n);
 
-/* ---------------------------------------------------------------- tasklet.c */
+/* ----------------------------------------------------------------- access.c */
 
-/* Text that is true when n (bool or integer) is non-zero. */
-char *cg_ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
-
-/* C text converting a value of type `from` (text at precedence *prec) to
- * `to` with weir_value_convert's semantics. */
-char *cg_convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
-                      int *prec);
-
-/* The C block of tasklet n inside the maps of fr (NULL: top level). */
-void cg_emit_tasklet(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr);
-
-/* -------------------------------------------------------------------- map.c */
+/* Non-empty memlets on a connector of node, by id (borrowed; free the
+ * array). */
+GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
+                           gboolean input);
 
 /* fr or a map around it carries "omp parallel for". */
 gboolean cg_frame_parallel(const Frame *fr);
@@ -376,18 +406,29 @@ void cg_emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
 /* The accumulator an enclosing map holds for memlet m, or NULL. */
 const Acc *cg_frame_acc(const Frame *fr, const WeirMemlet *m);
 
+/* ---------------------------------------------------------------- tasklet.c */
+
+/* Text that is true when n (bool or integer) is non-zero. */
+char *cg_ast_truth(Fn *f, Tasklet *t, const WeirAst *n, int *prec);
+
+/* C text converting a value of type `from` (text at precedence *prec) to
+ * `to` with weir_value_convert's semantics. */
+char *cg_convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
+                      int *prec);
+
+/* The C block of tasklet n inside the maps of fr (NULL: top level). */
+void cg_emit_tasklet(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr);
+
+/* -------------------------------------------------------------------- map.c */
+
 /* The loop nest of the map of entry, its body inside, under the maps of
  * up (NULL: top level). */
 void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up);
 
 /* --------------------------------------------------------------- dataflow.c */
 
-/* Non-empty memlets on a connector of node, by id (borrowed; free the
- * array). */
-GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
-                           gboolean input);
-
-/* The code of nodes ids (a scope level, in order) inside the maps of fr. */
+/* The code of nodes ids (a scope level, in order) inside the maps of fr.
+ * Emitters.nodes of the C backend: other files call it through gen->emit. */
 void cg_emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr);
 
 /* The dataflow of one state as text at depth 0. */
@@ -419,7 +460,8 @@ void cg_fn_free(Fn *f);
  * NULL, else the nested program of node call with arguments bind).
  * Returns its definition, or NULL after an error (in gen).  *uses_consts:
  * the function reads the constant table (a nested one then takes consts[]
- * as its last parameter). */
+ * as its last parameter).  Emitters.function of the C backend: other files
+ * call it through gen->emit. */
 char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
                      const char *where, const WeirNode *call,
                      const WeirMemlet *const *bind, gboolean *can_fail,
@@ -437,15 +479,20 @@ WeirGraph *cg_prepare_c(const WeirGraph *g, GError **error);
 /* A code generation backend: how a validated program becomes source text.
  * prepare lowers a copy of the program to what emit handles; emit prints
  * the source of the prepared copy, with the ABI (entry point prefix,
- * argument and symbol order) of the original program g.  The C/OpenMP
+ * argument and symbol order) of the original program g, using the
+ * backend's emitters (be->emitters becomes gen->emit).  The C/OpenMP
  * backend (cg_backend_c) is the only one; another target, or kernels of
  * their own, come in as another entry of the table in codegen.c. */
-typedef struct {
+typedef struct _WeirCodegenBackend WeirCodegenBackend;
+
+struct _WeirCodegenBackend {
   const char *name;
   WeirGraph *(*prepare)(const WeirGraph *g, GError **error);
-  char *(*emit)(const WeirGraph *g, WeirGraph *prepared,
-                const WeirCodegenOptions *opts, GError **error);
-} WeirCodegenBackend;
+  char *(*emit)(const WeirCodegenBackend *be, const WeirGraph *g,
+                WeirGraph *prepared, const WeirCodegenOptions *opts,
+                GError **error);
+  const Emitters *emitters;
+};
 
 /* C11 with OpenMP pragmas (weir-codegen.h describes its ABI). */
 extern const WeirCodegenBackend cg_backend_c;

@@ -12,24 +12,6 @@
 
 #include "codegen-private.h"
 
-/* ------------------------------------------------------------------ the API */
-
-char *weir_codegen_prefix(const WeirGraph *g) {
-  g_return_val_if_fail(g != NULL, NULL);
-  return cg_sanitize_identifier(g->name);
-}
-
-GPtrArray *weir_codegen_arguments(const WeirGraph *g) {
-  g_return_val_if_fail(g != NULL, NULL);
-  GPtrArray *a = g_ptr_array_new();
-  for (guint i = 0; i < g->containers->len; i++) {
-    WeirContainer *c = g_ptr_array_index(g->containers, i);
-    if (!c->transient && !c->initial)
-      g_ptr_array_add(a, c);
-  }
-  return a;
-}
-
 /* The comment that opens the source and the header. */
 static void describe_abi(GString *s, const WeirGraph *g, const char *prefix,
                          const char *file) {
@@ -150,10 +132,11 @@ static void emit_native_helpers(Gen *gen, GString *s) {
 }
 
 /* The C/OpenMP backend's source of prepared (cg_prepare_c of g). */
-static char *emit_c(const WeirGraph *g, WeirGraph *prepared,
-                    const WeirCodegenOptions *opts, GError **error) {
+static char *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
+                    WeirGraph *prepared, const WeirCodegenOptions *opts,
+                    GError **error) {
   g_autofree char *prefix = weir_codegen_prefix(g);
-  Gen gen = {.openmp = opts ? opts->openmp : TRUE};
+  Gen gen = {.emit = be->emitters, .openmp = opts ? opts->openmp : TRUE};
   gen.defs = g_string_new(NULL);
   gen.file_names = cg_namer_new(NULL);
   gen.prefix = prefix;
@@ -176,8 +159,8 @@ static char *emit_c(const WeirGraph *g, WeirGraph *prepared,
   g_autofree char *pname = cg_sanitize_comment(g->name);
   g_autofree char *where = g_strdup_printf("program '%s'", pname);
   gboolean can_fail = FALSE, uses_consts = FALSE;
-  g_autofree char *entry = cg_fn_generate(&gen, prepared, run, where, NULL,
-                                          NULL, &can_fail, &uses_consts);
+  g_autofree char *entry = gen.emit->function(&gen, prepared, run, where, NULL,
+                                              NULL, &can_fail, &uses_consts);
 
   GString *s = g_string_new(NULL);
   g_autofree char *file = g_strdup_printf("%s.c", prefix);
@@ -242,10 +225,18 @@ static char *emit_c(const WeirGraph *g, WeirGraph *prepared,
   return g_string_free(s, FALSE);
 }
 
+/* The emitters of the C/OpenMP backend: the only place that names the
+ * emitters the lower files reach through gen->emit. */
+static const Emitters c_emitters = {
+    .nodes = cg_emit_nodes,
+    .function = cg_fn_generate,
+};
+
 const WeirCodegenBackend cg_backend_c = {
     .name = "c",
     .prepare = cg_prepare_c,
     .emit = emit_c,
+    .emitters = &c_emitters,
 };
 
 /* The backends, the default first. */
@@ -261,7 +252,7 @@ char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
   g_autoptr(WeirGraph) prepared = be->prepare(g, error);
   if (!prepared)
     return NULL;
-  char *source = be->emit(g, prepared, opts, error);
+  char *source = be->emit(be, g, prepared, opts, error);
   if (source)
     weir_codegen_count_source();
   return source;

@@ -6,9 +6,12 @@
  *    (control.c) pastes it where the state runs.
  *  - Nodes are walked in the scope order of weir_state_scopes: the top
  *    level, and every map's children inside its loops (map.c).
- *  - A nested program becomes a static function of the file (generated
- *    through function.c) called with pointers and strides of the bound
- *    subsets.
+ *  - A nested program becomes a static function of the file, generated
+ *    through the emitter table (gen->emit->function: function.c, which
+ *    sits above this file) and called with pointers and strides of the
+ *    bound subsets.  The top level of a state goes through
+ *    gen->emit->nodes too, so a backend's own scope emitter sees every
+ *    level.
  */
 #include <string.h>
 
@@ -50,20 +53,6 @@ static gboolean state_ctx_init(StateCtx *sc, Fn *f, WeirState *s) {
     g_array_append_val(list, id);
   }
   return TRUE;
-}
-
-GPtrArray *cg_conn_memlets(const WeirState *s, guint node, const char *conn,
-                           gboolean input) {
-  GPtrArray *r = g_ptr_array_new();
-  for (guint i = 0; i < s->edges->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (!m->data)
-      continue;
-    if (input ? (m->dst == node && g_strcmp0(m->dst_conn, conn) == 0)
-              : (m->src == node && g_strcmp0(m->src_conn, conn) == 0))
-      g_ptr_array_add(r, m);
-  }
-  return r;
 }
 
 /* ------------------------------------------------------------------- copies */
@@ -271,8 +260,8 @@ static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
   g_autofree char *where =
       g_strdup_printf("%s, node %u (nested '%s')", f->where, n->id, label);
   gboolean can_fail = FALSE, uses_consts = FALSE;
-  g_autofree char *def = cg_fn_generate(f->gen, ng, fname, where, n, bind,
-                                        &can_fail, &uses_consts);
+  g_autofree char *def = f->gen->emit->function(f->gen, ng, fname, where, n,
+                                                bind, &can_fail, &uses_consts);
   if (!def)
     return;
   g_string_append(f->gen->defs, def);
@@ -456,7 +445,7 @@ char *cg_state_text(Fn *f, WeirState *s) {
   StateCtx sc = {0};
   Out o = cg_out_new(0);
   if (state_ctx_init(&sc, f, s))
-    cg_emit_nodes(&sc, &o, sc.top, NULL);
+    f->gen->emit->nodes(&sc, &o, sc.top, NULL);
   state_ctx_clear(&sc);
   return cg_out_free(&o);
 }

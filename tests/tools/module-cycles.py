@@ -13,9 +13,11 @@ use the lowering layer ir/lower/, and transforms/ reach core/ only through
 the plugin API (core/transform.c).
 
 Usage: module-cycles.py BUILDDIR [--max-cycles N] [--max-size N]
-                                 [--check-layers] [--edges]
+                                 [--cycles-under DIR] [--check-layers]
+                                 [--edges]
 Exits 1 when there are more than N cycles (or a cycle larger than the
-given size, or a layer rule is broken), so it can run as a test.
+given size, or one with a file outside DIR, or a layer rule is broken), so
+it can run as a test.
 """
 import argparse
 import json
@@ -109,6 +111,8 @@ def main():
     ap.add_argument("builddir")
     ap.add_argument("--max-cycles", type=int, default=None)
     ap.add_argument("--max-size", type=int, default=None)
+    ap.add_argument("--cycles-under", metavar="DIR", default=None,
+                    help="a cycle may only hold files under DIR/")
     ap.add_argument("--check-layers", action="store_true")
     ap.add_argument("--edges", action="store_true",
                     help="also print the edges inside each cycle")
@@ -153,6 +157,14 @@ def main():
     if a.max_size is not None and comps and len(comps[0]) > a.max_size:
         print("a cycle of more than %d files" % a.max_size, file=sys.stderr)
         bad = True
+    if a.cycles_under is not None:
+        under = a.cycles_under.rstrip("/") + "/"
+        for i, c in enumerate(comps):
+            outside = [f for f in c if not f.startswith(under)]
+            if outside:
+                print("cycle %d reaches outside %s: %s"
+                      % (i + 1, under, " ".join(outside)), file=sys.stderr)
+                bad = True
     return 1 if bad else 0
 
 
