@@ -1,6 +1,6 @@
-/* autodiff-private.h — what ir/lower/autodiff.c shares with ir/lower/autodiff-maps.c
- * (the reverse sweep and the differentiation of map scopes and tasklets).
- * Not installed.
+/* autodiff-private.h — what ir/lower/autodiff.c shares with
+ * ir/lower/autodiff-maps.c (the reverse sweep and the differentiation of map
+ * scopes and tasklets). Not installed.
  */
 #ifndef WEIR_AUTODIFF_PRIVATE_H
 #define WEIR_AUTODIFF_PRIVATE_H

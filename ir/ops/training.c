@@ -1,10 +1,10 @@
 /* training.c — operators that training programs are built from.
  *
- * The backward pass of a training program (core/train.c, ir/lower/autodiff.c) is
- * made of ordinary library nodes so that it validates, interprets,
- * compiles and transforms like any other program.  Most of it reuses the
- * ONNX operators (Gemm with transA/transB, ReduceSum, Transpose, ...); the
- * few shapes of computation they do not cover are these operators:
+ * The backward pass of a training program (core/train.c, ir/lower/autodiff.c)
+ * is made of ordinary library nodes so that it validates, interprets, compiles
+ * and transforms like any other program.  Most of it reuses the ONNX operators
+ * (Gemm with transA/transB, ReduceSum, Transpose, ...); the few shapes of
+ * computation they do not cover are these operators:
  *
  *   Pointwise(a, b, ...) -> y
  *       An elementwise computation given as tasklet code.  The inputs (1
