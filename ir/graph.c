@@ -581,6 +581,10 @@ WeirState *weir_graph_state(const WeirGraph *g, guint id) {
   return find_by_id(g->states, id, NULL);
 }
 
+WeirTransition *weir_graph_transition(const WeirGraph *g, guint id) {
+  return find_by_id(g->transitions, id, NULL);
+}
+
 void weir_graph_set_start(WeirGraph *g, guint state_id) {
   g->start = state_id;
 }

@@ -310,6 +310,8 @@ WEIR_API void weir_container_set_initializer(WeirContainer *c,
 /* States and transitions.  The first state added becomes the start state. */
 WEIR_API WeirState *weir_graph_add_state(WeirGraph *g, const char *label);
 WEIR_API WeirState *weir_graph_state(const WeirGraph *g, guint id);
+/* The transition with that id (borrowed), or NULL. */
+WEIR_API WeirTransition *weir_graph_transition(const WeirGraph *g, guint id);
 WEIR_API void weir_graph_set_start(WeirGraph *g, guint state_id);
 /* condition: text in the tasklet language or NULL (always).  Returns NULL
  * with an error when the condition does not parse. */

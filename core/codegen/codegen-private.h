@@ -260,10 +260,6 @@ void cg_out_paste(Out *o, const char *text);
 /* The text of o (transfer full); o is done. */
 char *cg_out_free(Out *o);
 
-/* Removes a final line that is exactly "continue;" (the end of a loop body
- * continues anyway). */
-void cg_out_strip_continue(Out *o);
-
 /* A C identifier from any text: other characters become '_', a leading
  * digit or underscore gets a 'v' in front, reserved words an '_' behind. */
 char *cg_sanitize_identifier(const char *text);

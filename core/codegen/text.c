@@ -58,18 +58,6 @@ char *cg_out_free(Out *o) {
   return g_string_free(o->s, FALSE);
 }
 
-void cg_out_strip_continue(Out *o) {
-  const char *tail = "continue;\n";
-  gsize n = strlen(tail);
-  if (o->s->len < n || strcmp(o->s->str + o->s->len - n, tail) != 0)
-    return;
-  gsize start = o->s->len - n;
-  while (start > 0 && o->s->str[start - 1] == ' ')
-    start--;
-  if (start == 0 || o->s->str[start - 1] == '\n')
-    g_string_truncate(o->s, start);
-}
-
 /* -------------------------------------------------------------- identifiers */
 
 /* Names that a generated identifier must not take: C keywords (C11, C23 and
