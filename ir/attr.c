@@ -32,7 +32,7 @@ gboolean weir_node_fail(GError **error, WeirErrorCode code, const WeirNode *n,
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", n->label, n->op,
-              msg);
+  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s",
+              n->label ? n->label : "", n->op ? n->op : "?", msg);
   return FALSE;
 }

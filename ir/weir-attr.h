@@ -31,7 +31,8 @@ WEIR_API const char *weir_node_attr_string(const WeirNode *n, const char *name,
 WEIR_API const GArray *weir_node_attr_ints(const WeirNode *n, const char *name);
 
 /* Sets error (domain WEIR_ERROR, code) to "node 'LABEL' (OP): MESSAGE" with
- * MESSAGE formatted from fmt, and returns FALSE. */
+ * MESSAGE formatted from fmt (a missing label is empty, a missing op "?"),
+ * and returns FALSE. */
 WEIR_API gboolean weir_node_fail(GError **error, WeirErrorCode code,
                                  const WeirNode *n, const char *fmt, ...)
     G_GNUC_PRINTF(4, 5);

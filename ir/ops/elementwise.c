@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops.h"
 
 void weir_ops_register_elementwise(void);
@@ -260,21 +261,6 @@ static char *types_text(guint mask) {
   return g_string_free(s, FALSE);
 }
 
-static gboolean fail(GError **error, WeirErrorCode code,
-                     const WeirOpInferContext *ctx, const char *fmt, ...)
-    G_GNUC_PRINTF(4, 5);
-
-static gboolean fail(GError **error, WeirErrorCode code,
-                     const WeirOpInferContext *ctx, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", ctx->node->label,
-              ctx->node->op, msg);
-  return FALSE;
-}
-
 static const WeirOpValue *input(const WeirOpInferContext *ctx, guint k) {
   if (k < ctx->n_inputs && ctx->inputs[k].present)
     return &ctx->inputs[k];
@@ -285,7 +271,8 @@ static gboolean require_input(const WeirOpInferContext *ctx, guint k,
                               const WeirOpValue **out, GError **error) {
   *out = input(ctx, k);
   if (!*out)
-    return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", k);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u is missing", k);
   return TRUE;
 }
 
@@ -294,9 +281,9 @@ static gboolean check_dtype(const WeirOpInferContext *ctx, guint k,
   if ((mask >> dtype) & 1)
     return TRUE;
   g_autofree char *expected = types_text(mask);
-  return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-              "input %u has dtype %s, expected %s", k, weir_dtype_name(dtype),
-              expected);
+  return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                        "input %u has dtype %s, expected %s", k,
+                        weir_dtype_name(dtype), expected);
 }
 
 /* TRUE when every dimension is the constant 1 (a scalar in effect). */
@@ -337,7 +324,8 @@ static gboolean set_broadcast(WeirOpInferContext *ctx, guint first, guint last,
   WeirExpr **shape;
   g_autoptr(GError) local = NULL;
   if (!weir_op_broadcast(n, r, sh, &rank, &shape, &local))
-    return fail(error, WEIR_ERROR_INVALID, ctx, "%s", local->message);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node, "%s",
+                          local->message);
   weir_op_set_output(ctx, 0, dtype, rank, shape);
   for (guint d = 0; d < rank; d++)
     weir_expr_unref(shape[d]);
@@ -396,14 +384,16 @@ static gboolean check_counts(const WeirOpInferContext *ctx, const ElemOp *e,
     present += ctx->inputs[k].present ? 1 : 0;
   if (present < e->info.min_inputs || (e->info.max_inputs != WEIR_OP_VARIADIC &&
                                        ctx->n_inputs > e->info.max_inputs))
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "has %u inputs, expected %u to %u", present, e->info.min_inputs,
-                e->info.max_inputs);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "has %u inputs, expected %u to %u", present,
+                          e->info.min_inputs, e->info.max_inputs);
   for (guint k = 0; k < e->info.min_inputs; k++)
     if (!input(ctx, k))
-      return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", k);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u is missing", k);
   if (ctx->n_outputs < 1)
-    return fail(error, WEIR_ERROR_INVALID, ctx, "has no output");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "has no output");
   return TRUE;
 }
 
@@ -415,11 +405,12 @@ static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
   for (guint k = 1; k < ctx->n_inputs; k++) {
     const WeirOpValue *v = input(ctx, k);
     if (!v)
-      return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", k);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u is missing", k);
     if (v->dtype != t)
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "input %u has dtype %s, but input 0 has %s", k,
-                  weir_dtype_name(v->dtype), weir_dtype_name(t));
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u has dtype %s, but input 0 has %s", k,
+                            weir_dtype_name(v->dtype), weir_dtype_name(t));
   }
   if (!set_broadcast(ctx, 0, ctx->n_inputs - 1,
                      e->bool_out ? WEIR_DTYPE_BOOL : t, error))
@@ -452,9 +443,10 @@ static gboolean infer_where(WeirOpInferContext *ctx, const ElemOp *e,
       !check_dtype(ctx, 1, t, e->types, error))
     return FALSE;
   if (ctx->inputs[2].dtype != t)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "input 2 has dtype %s, but input 1 has %s",
-                weir_dtype_name(ctx->inputs[2].dtype), weir_dtype_name(t));
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 2 has dtype %s, but input 1 has %s",
+                          weir_dtype_name(ctx->inputs[2].dtype),
+                          weir_dtype_name(t));
   return set_broadcast(ctx, 0, 2, t, error);
 }
 
@@ -469,18 +461,19 @@ static gboolean infer_clip(WeirOpInferContext *ctx, const ElemOp *e,
     if (!v)
       continue;
     if (weir_node_attr(ctx->node, bound[k - 1]))
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "'%s' is given both as an attribute and as input %u",
-                  bound[k - 1], k);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, ctx->node,
+          "'%s' is given both as an attribute and as input %u", bound[k - 1],
+          k);
     if (v->dtype != x->dtype)
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "input %u (%s) has dtype %s, but input 0 has %s", k,
-                  bound[k - 1], weir_dtype_name(v->dtype),
-                  weir_dtype_name(x->dtype));
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u (%s) has dtype %s, but input 0 has %s", k,
+                            bound[k - 1], weir_dtype_name(v->dtype),
+                            weir_dtype_name(x->dtype));
     if (!is_single(v))
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "input %u (%s) must be a scalar, but has rank %u", k,
-                  bound[k - 1], v->rank);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u (%s) must be a scalar, but has rank %u",
+                            k, bound[k - 1], v->rank);
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
   return TRUE;
@@ -490,15 +483,16 @@ static gboolean infer_cast(WeirOpInferContext *ctx, const ElemOp *e,
                            GError **error) {
   gint64 to;
   if (!attr_int(ctx->node, e, "to", &to))
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "required attribute 'to' is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "required attribute 'to' is missing");
   WeirDType out;
   if (!onnx_dtype(to, &out))
-    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                "cast to ONNX data type %" G_GINT64_FORMAT
-                " (%s) is not supported (only FLOAT, DOUBLE, INT32, INT64, "
-                "UINT8 and BOOL)",
-                to, onnx_dtype_name(to));
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+        "cast to ONNX data type %" G_GINT64_FORMAT
+        " (%s) is not supported (only FLOAT, DOUBLE, INT32, INT64, "
+        "UINT8 and BOOL)",
+        to, onnx_dtype_name(to));
   const WeirOpValue *x = &ctx->inputs[0];
   weir_op_set_output(ctx, 0, out, x->rank, x->shape);
   if ((out == WEIR_DTYPE_I64 || out == WEIR_DTYPE_I32) &&
@@ -516,17 +510,19 @@ static gboolean infer_dropout(WeirOpInferContext *ctx, const ElemOp *e,
   if (ratio && (!check_dtype(ctx, 1, ratio->dtype, TY_FLOAT, error)))
     return FALSE;
   if (input(ctx, 2))
-    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                "training_mode given as a runtime input (input 2) is not "
-                "supported; only inference (training_mode = false) is");
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+        "training_mode given as a runtime input (input 2) is not "
+        "supported; only inference (training_mode = false) is");
   gint64 training = 0;
   double r = 0.5;
   attr_int(ctx->node, e, "training_mode", &training);
   attr_float(ctx->node, e, "ratio", &r);
   if (training != 0 && (ratio || r != 0.0))
-    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                "training mode with a nonzero ratio (random dropout) is not "
-                "supported");
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+        "training mode with a nonzero ratio (random dropout) is not "
+        "supported");
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
   if (ctx->n_outputs > 1)
     weir_op_set_output(ctx, 1, WEIR_DTYPE_BOOL, x->rank, x->shape);
@@ -541,49 +537,52 @@ static gboolean infer_batchnorm(WeirOpInferContext *ctx, const ElemOp *e,
   attr_int(ctx->node, e, "training_mode", &training);
   attr_int(ctx->node, e, "spatial", &spatial);
   if (training != 0 && training != 1)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "training_mode = %" G_GINT64_FORMAT ", expected 0 or 1",
-                training);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, ctx->node,
+        "training_mode = %" G_GINT64_FORMAT ", expected 0 or 1", training);
   if (spatial == 0)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                "spatial = 0 (per-activation statistics) is not supported");
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+        "spatial = 0 (per-activation statistics) is not supported");
   /* Training mode (opset 14 on) gives running_mean and running_var as
    * outputs 1 and 2; the saved statistics of opsets 9 to 13 (outputs 3
    * and 4) are not supported. */
   for (guint k = training ? 3 : 1; k < e->info.max_outputs; k++) {
     g_autofree char *conn = g_strdup_printf("out%u", k);
     if (weir_node_has_out_conn(ctx->node, conn))
-      return fail(error, WEIR_ERROR_UNSUPPORTED, ctx,
-                  training ? "output %u (saved statistics of opsets 9 to 13) "
-                             "is not supported"
-                           : "output %u (training-mode statistics) is not "
-                             "supported outside training mode",
-                  k);
+      return weir_node_fail(
+          error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+          training ? "output %u (saved statistics of opsets 9 to 13) "
+                     "is not supported"
+                   : "output %u (training-mode statistics) is not "
+                     "supported outside training mode",
+          k);
   }
   const WeirOpValue *x;
   if (!require_input(ctx, 0, &x, error) ||
       !check_dtype(ctx, 0, x->dtype, e->types, error))
     return FALSE;
   if (x->rank < 2)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "input 0 (X) has rank %u, expected at least 2 (N, C, ...)",
-                x->rank);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, ctx->node,
+        "input 0 (X) has rank %u, expected at least 2 (N, C, ...)", x->rank);
   for (guint k = 1; k < 5; k++) {
     const WeirOpValue *v;
     if (!require_input(ctx, k, &v, error) ||
         !check_dtype(ctx, k, v->dtype, TY_FLOAT, error))
       return FALSE;
     if (v->rank != 1)
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "input %u (%s) has rank %u, expected 1", k, names[k],
-                  v->rank);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u (%s) has rank %u, expected 1", k,
+                            names[k], v->rank);
     if (!weir_expr_equal(v->shape[0], x->shape[1])) {
       g_autofree char *a = weir_expr_to_string(v->shape[0]);
       g_autofree char *c = weir_expr_to_string(x->shape[1]);
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "input %u (%s) has %s elements, expected %s (the channels "
-                  "of X)",
-                  k, names[k], a, c);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, ctx->node,
+          "input %u (%s) has %s elements, expected %s (the channels "
+          "of X)",
+          k, names[k], a, c);
     }
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);

@@ -27,22 +27,6 @@ void weir_ops_register_linalg(void);
 
 /* ------------------------------------------------------------- helpers */
 
-static const char *label_of(const WeirNode *n) {
-  return n->label ? n->label : "";
-}
-
-G_GNUC_PRINTF(4, 5)
-static gboolean fail(GError **error, gint code, const WeirNode *n,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", label_of(n),
-              n->op ? n->op : "?", msg);
-  return FALSE;
-}
-
 /* The INTS attribute `name`, or NULL when absent (or empty, which ONNX
  * exporters sometimes write for "not given"). */
 static const GArray *attr_ints(const WeirNode *n, const char *name) {
@@ -77,19 +61,22 @@ static gboolean check_dtypes(const WeirOpInferContext *ctx, guint n,
                              guint allowed, GError **error) {
   const WeirNode *node = ctx->node;
   if (!input_present(ctx, 0))
-    return fail(error, WEIR_ERROR_INVALID, node, "input 0 is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, node,
+                          "input 0 is missing");
   WeirDType t = ctx->inputs[0].dtype;
   if (!(allowed & (1u << t)))
-    return fail(error, WEIR_ERROR_INVALID, node,
-                "input 0 has dtype %s, which the operator does not accept",
-                weir_dtype_name(t));
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, node,
+        "input 0 has dtype %s, which the operator does not accept",
+        weir_dtype_name(t));
   for (guint k = 1; k < n; k++) {
     if (!input_present(ctx, k))
       continue;
     if (ctx->inputs[k].dtype != t)
-      return fail(error, WEIR_ERROR_INVALID, node,
-                  "input %u has dtype %s, expected %s like input 0", k,
-                  weir_dtype_name(ctx->inputs[k].dtype), weir_dtype_name(t));
+      return weir_node_fail(error, WEIR_ERROR_INVALID, node,
+                            "input %u has dtype %s, expected %s like input 0",
+                            k, weir_dtype_name(ctx->inputs[k].dtype),
+                            weir_dtype_name(t));
   }
   return TRUE;
 }
@@ -97,9 +84,9 @@ static gboolean check_dtypes(const WeirOpInferContext *ctx, guint n,
 static gboolean check_rank(const WeirOpInferContext *ctx, guint k, guint rank,
                            GError **error) {
   if (ctx->inputs[k].rank != rank)
-    return fail(error, WEIR_ERROR_INVALID, ctx->node,
-                "input %u has rank %u, expected %u", k, ctx->inputs[k].rank,
-                rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u has rank %u, expected %u", k,
+                          ctx->inputs[k].rank, rank);
   return TRUE;
 }
 
@@ -110,8 +97,8 @@ static gboolean check_same_dim(const WeirNode *node, const char *what,
     return TRUE;
   g_autofree char *ta = weir_expr_to_string(a);
   g_autofree char *tb = weir_expr_to_string(b);
-  return fail(error, WEIR_ERROR_INVALID, node, "%s differ: %s and %s", what, ta,
-              tb);
+  return weir_node_fail(error, WEIR_ERROR_INVALID, node, "%s differ: %s and %s",
+                        what, ta, tb);
 }
 
 /* The container wired to connector in<k> / out<k> of n, or NULL. */
@@ -161,15 +148,17 @@ static gboolean read_ints(const WeirNode *n, const char *name, guint len,
     return TRUE;
   }
   if (a->len != len)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute '%s' has %u values, expected %u", name, a->len, len);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "attribute '%s' has %u values, expected %u", name,
+                          a->len, len);
   for (guint i = 0; i < len; i++) {
     out[i] = g_array_index(a, gint64, i);
     if (out[i] < min)
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "attribute '%s' has value %" G_GINT64_FORMAT
-                  " at position %u, expected at least %" G_GINT64_FORMAT,
-                  name, out[i], i, min);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, n,
+          "attribute '%s' has value %" G_GINT64_FORMAT
+          " at position %u, expected at least %" G_GINT64_FORMAT,
+          name, out[i], i, min);
   }
   return TRUE;
 }
@@ -264,8 +253,9 @@ static gboolean conv_geometry_dim(const WeirNode *n, gboolean transposed,
   }
   if (expr_const_below(geo->out[i], 1)) {
     g_autofree char *text = weir_expr_to_string(geo->out[i]);
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "output size in spatial dimension %u would be %s", i, text);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output size in spatial dimension %u would be %s", i,
+                          text);
   }
   return TRUE;
 }
@@ -277,14 +267,14 @@ gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
   memset(geo, 0, sizeof *geo);
   geo->n_spatial = ns;
   if (ns == 0 || ns > WEIR_CONV_MAX_SPATIAL)
-    return fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                "%u spatial dimensions (supported: 1 to %u)", ns,
-                WEIR_CONV_MAX_SPATIAL);
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "%u spatial dimensions (supported: 1 to %u)", ns,
+                          WEIR_CONV_MAX_SPATIAL);
   geo->group = weir_node_attr_int(n, "group", 1);
   if (geo->group < 1)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute 'group' is %" G_GINT64_FORMAT ", expected >= 1",
-                geo->group);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "attribute 'group' is %" G_GINT64_FORMAT ", expected >= 1", geo->group);
   gint64 pads[2 * WEIR_CONV_MAX_SPATIAL];
   if (!read_ints(n, "strides", ns, 1, 1, geo->strides, error) ||
       !read_ints(n, "dilations", ns, 1, 1, geo->dilations, error) ||
@@ -297,9 +287,9 @@ gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
 
   const GArray *ks = attr_ints(n, "kernel_shape");
   if (ks && ks->len != ns)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute 'kernel_shape' has %u values, expected %u", ks->len,
-                ns);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "attribute 'kernel_shape' has %u values, expected %u",
+                          ks->len, ns);
   for (guint i = 0; i < ns; i++) {
     if (!ks) {
       geo->kernel[i] = weir_expr_ref(w_spatial[i]);
@@ -308,11 +298,12 @@ gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
     gint64 k = g_array_index(ks, gint64, i);
     gint64 wk;
     if (k < 1 || (weir_expr_is_const(w_spatial[i], &wk) && wk != k))
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "attribute 'kernel_shape' has %" G_GINT64_FORMAT
-                  " in spatial dimension %u, which does not match the "
-                  "weights",
-                  k, i);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, n,
+          "attribute 'kernel_shape' has %" G_GINT64_FORMAT
+          " in spatial dimension %u, which does not match the "
+          "weights",
+          k, i);
     geo->kernel[i] = weir_expr_const(k);
   }
 
@@ -320,16 +311,17 @@ gboolean weir_conv_geometry_compute(const WeirNode *n, gboolean transposed,
   if (strcmp(auto_pad, "NOTSET") != 0 && strcmp(auto_pad, "VALID") != 0 &&
       strcmp(auto_pad, "SAME_UPPER") != 0 &&
       strcmp(auto_pad, "SAME_LOWER") != 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute 'auto_pad' is '%s', expected NOTSET, SAME_UPPER, "
-                "SAME_LOWER or VALID",
-                auto_pad);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "attribute 'auto_pad' is '%s', expected NOTSET, SAME_UPPER, "
+        "SAME_LOWER or VALID",
+        auto_pad);
 
   const GArray *output_shape = transposed ? attr_ints(n, "output_shape") : NULL;
   if (output_shape && output_shape->len != ns && output_shape->len != ns + 2)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "attribute 'output_shape' has %u values, expected %u",
-                output_shape->len, ns);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "attribute 'output_shape' has %u values, expected %u",
+                          output_shape->len, ns);
 
   for (guint i = 0; i < ns; i++)
     if (!conv_geometry_dim(n, transposed, auto_pad, pads, output_shape, i,
@@ -444,18 +436,20 @@ static gboolean gemm_check_c(const WeirOpInferContext *ctx, WeirExpr *m,
                              WeirExpr *nn, GError **error) {
   const WeirOpValue *c = &ctx->inputs[2];
   if (c->rank > 2)
-    return fail(error, WEIR_ERROR_INVALID, ctx->node,
-                "input 2 (C) has rank %u, expected at most 2", c->rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 2 (C) has rank %u, expected at most 2",
+                          c->rank);
   WeirExpr *target[2] = {m, nn};
   for (guint d = 0; d < c->rank; d++) {
     WeirExpr *want = target[2 - c->rank + d];
     if (!expr_is(c->shape[d], 1) && !weir_expr_equal(c->shape[d], want)) {
       g_autofree char *have = weir_expr_to_string(c->shape[d]);
       g_autofree char *need = weir_expr_to_string(want);
-      return fail(error, WEIR_ERROR_INVALID, ctx->node,
-                  "input 2 (C) has size %s in dimension %u, which does not "
-                  "broadcast to %s",
-                  have, d, need);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, ctx->node,
+          "input 2 (C) has size %s in dimension %u, which does not "
+          "broadcast to %s",
+          have, d, need);
     }
   }
   return TRUE;
@@ -464,7 +458,8 @@ static gboolean gemm_check_c(const WeirOpInferContext *ctx, WeirExpr *m,
 static gboolean gemm_infer(WeirOpInferContext *ctx, GError **error) {
   const WeirNode *n = ctx->node;
   if (!input_present(ctx, 1))
-    return fail(error, WEIR_ERROR_INVALID, n, "input 1 (B) is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 1 (B) is missing");
   if (!check_dtypes(ctx, 3, MATMUL_TYPES, error) ||
       !check_rank(ctx, 0, 2, error) || !check_rank(ctx, 1, 2, error))
     return FALSE;
@@ -503,14 +498,14 @@ static WeirExpr *gemm_flops(const WeirGraph *g, const WeirState *s,
 static gboolean matmul_infer(WeirOpInferContext *ctx, GError **error) {
   const WeirNode *n = ctx->node;
   if (!input_present(ctx, 1))
-    return fail(error, WEIR_ERROR_INVALID, n, "input 1 is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 1 is missing");
   if (!check_dtypes(ctx, 2, MATMUL_TYPES, error))
     return FALSE;
   const WeirOpValue *a = &ctx->inputs[0], *b = &ctx->inputs[1];
   if (a->rank == 0 || b->rank == 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input %u is a scalar; MatMul needs rank >= 1",
-                a->rank == 0 ? 0 : 1);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input %u is a scalar; MatMul needs rank >= 1",
+                          a->rank == 0 ? 0 : 1);
   /* 1-D operands: A is promoted to (1, K), B to (K, 1). */
   WeirExpr *ka = a->shape[a->rank - 1];
   WeirExpr *kb = b->rank == 1 ? b->shape[0] : b->shape[b->rank - 2];
@@ -524,8 +519,8 @@ static gboolean matmul_infer(WeirOpInferContext *ctx, GError **error) {
   WeirExpr **batch = NULL;
   g_autoptr(GError) local = NULL;
   if (!weir_op_broadcast(2, ranks, shapes, &brank, &batch, &local))
-    return fail(error, WEIR_ERROR_INVALID, n, "batch dimensions: %s",
-                local->message);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "batch dimensions: %s",
+                          local->message);
   g_autoptr(GPtrArray) out = g_ptr_array_new();
   for (guint d = 0; d < brank; d++)
     g_ptr_array_add(out, batch[d]);
@@ -578,10 +573,10 @@ static gboolean check_divisible(const WeirNode *n, const char *what,
                                 WeirExpr *e, gint64 group, GError **error) {
   gint64 v;
   if (group > 1 && weir_expr_is_const(e, &v) && v % group != 0)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "%s (%" G_GINT64_FORMAT
-                ") is not divisible by group %" G_GINT64_FORMAT,
-                what, v, group);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "%s (%" G_GINT64_FORMAT
+                          ") is not divisible by group %" G_GINT64_FORMAT,
+                          what, v, group);
   return TRUE;
 }
 
@@ -589,15 +584,16 @@ static gboolean conv_infer_common(WeirOpInferContext *ctx, gboolean transposed,
                                   GError **error) {
   const WeirNode *n = ctx->node;
   if (!input_present(ctx, 1))
-    return fail(error, WEIR_ERROR_INVALID, n, "input 1 (W) is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 1 (W) is missing");
   if (!check_dtypes(ctx, 3, FLOAT_TYPES, error))
     return FALSE;
   const WeirOpValue *x = &ctx->inputs[0], *w = &ctx->inputs[1];
   if (x->rank < 3)
-    return fail(error, WEIR_ERROR_INVALID, n,
-                "input 0 (X) has rank %u, expected at least 3 (N, C, "
-                "spatial...)",
-                x->rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 (X) has rank %u, expected at least 3 (N, C, "
+                          "spatial...)",
+                          x->rank);
   if (!check_rank(ctx, 1, x->rank, error))
     return FALSE;
   guint ns = x->rank - 2;
@@ -685,15 +681,16 @@ static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
   g_autoptr(WeirEinsum) e = weir_einsum_parse(
       weir_node_attr_string(n, "equation", ""), ctx->n_inputs, &local);
   if (!e)
-    return fail(error, local->code, n, "%s", local->message);
+    return weir_node_fail(error, local->code, n, "%s", local->message);
   WeirExpr *size[256] = {NULL};
   for (guint k = 0; k < e->n_inputs; k++) {
     const char *term = e->inputs[k];
     if (!input_present(ctx, k) || ctx->inputs[k].rank != strlen(term))
-      return fail(error, WEIR_ERROR_INVALID, n,
-                  "input %u has rank %u but its term '%s' has %u subscripts", k,
-                  input_present(ctx, k) ? ctx->inputs[k].rank : 0, term,
-                  (guint)strlen(term));
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, n,
+          "input %u has rank %u but its term '%s' has %u subscripts", k,
+          input_present(ctx, k) ? ctx->inputs[k].rank : 0, term,
+          (guint)strlen(term));
     for (guint d = 0; term[d]; d++) {
       WeirExpr **slot = &size[(guchar)term[d]];
       if (!*slot) {
@@ -701,10 +698,11 @@ static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
       } else if (!weir_expr_equal(*slot, ctx->inputs[k].shape[d])) {
         g_autofree char *a = weir_expr_to_string(*slot);
         g_autofree char *b = weir_expr_to_string(ctx->inputs[k].shape[d]);
-        return fail(error, WEIR_ERROR_INVALID, n,
-                    "subscript '%c' has size %s in one input and %s in "
-                    "input %u",
-                    term[d], a, b, k);
+        return weir_node_fail(
+            error, WEIR_ERROR_INVALID, n,
+            "subscript '%c' has size %s in one input and %s in "
+            "input %u",
+            term[d], a, b, k);
       }
     }
   }

@@ -23,6 +23,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops.h"
 
 void weir_ops_register_optimizers(void);
@@ -100,21 +101,6 @@ void weir_ops_register_optimizers(void) {
 
 /* ------------------------------------------------------------- inference */
 
-static gboolean fail(GError **error, WeirErrorCode code,
-                     const WeirOpInferContext *ctx, const char *fmt, ...)
-    G_GNUC_PRINTF(4, 5);
-
-static gboolean fail(GError **error, WeirErrorCode code,
-                     const WeirOpInferContext *ctx, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", ctx->node->label,
-              ctx->node->op, msg);
-  return FALSE;
-}
-
 static gboolean is_single(const WeirOpValue *v) {
   for (guint d = 0; d < v->rank; d++) {
     gint64 c;
@@ -150,62 +136,70 @@ static gboolean optim_infer(WeirOpInferContext *ctx, GError **error) {
   const WeirAttr *mode = weir_node_attr(ctx->node, "mode");
   if (mode && mode->type == WEIR_ATTR_STRING &&
       strcmp(mode->s, "standard") != 0 && strcmp(mode->s, "nesterov") != 0)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "attribute 'mode' is '%s', expected 'standard' or 'nesterov'",
-                mode->s);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, ctx->node,
+        "attribute 'mode' is '%s', expected 'standard' or 'nesterov'", mode->s);
   if (ctx->n_inputs < 2 + o->kinds || (ctx->n_inputs - 2) % o->kinds != 0)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "has %u inputs: expected R, T and a multiple of %u tensors "
-                "(%s..., %s..., %s...%s%s)",
-                ctx->n_inputs, o->kinds, o->names[0], o->names[1], o->names[2],
-                o->kinds > 3 ? ", " : "", o->kinds > 3 ? "H..." : "");
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, ctx->node,
+        "has %u inputs: expected R, T and a multiple of %u tensors "
+        "(%s..., %s..., %s...%s%s)",
+        ctx->n_inputs, o->kinds, o->names[0], o->names[1], o->names[2],
+        o->kinds > 3 ? ", " : "", o->kinds > 3 ? "H..." : "");
   guint k = (ctx->n_inputs - 2) / o->kinds;
   /* Trailing outputs may be left out (an optimizer whose state is not
    * wanted back); they keep their positions. */
   if (ctx->n_outputs == 0 || ctx->n_outputs > (o->kinds - 1) * k)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "has %u outputs, expected 1 to %u for %u optimized tensor%s",
-                ctx->n_outputs, (o->kinds - 1) * k, k, k == 1 ? "" : "s");
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, ctx->node,
+        "has %u outputs, expected 1 to %u for %u optimized tensor%s",
+        ctx->n_outputs, (o->kinds - 1) * k, k, k == 1 ? "" : "s");
   for (guint i = 0; i < ctx->n_inputs; i++)
     if (!ctx->inputs[i].present)
-      return fail(error, WEIR_ERROR_INVALID, ctx, "input %u is missing", i);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u is missing", i);
 
   const WeirOpValue *r = &ctx->inputs[0], *t = &ctx->inputs[1];
   if (!weir_dtype_is_float(r->dtype))
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "input 0 (R) has dtype %s, expected f32 or f64",
-                weir_dtype_name(r->dtype));
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 0 (R) has dtype %s, expected f32 or f64",
+                          weir_dtype_name(r->dtype));
   if (!is_single(r))
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "input 0 (R) must be a scalar, but has rank %u", r->rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 0 (R) must be a scalar, but has rank %u",
+                          r->rank);
   if (t->dtype != WEIR_DTYPE_I64)
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "input 1 (T) has dtype %s, expected i64",
-                weir_dtype_name(t->dtype));
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 1 (T) has dtype %s, expected i64",
+                          weir_dtype_name(t->dtype));
   if (!is_single(t))
-    return fail(error, WEIR_ERROR_INVALID, ctx,
-                "input 1 (T) must be a scalar, but has rank %u", t->rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 1 (T) must be a scalar, but has rank %u",
+                          t->rank);
 
   for (guint j = 0; j < k; j++) {
     const WeirOpValue *x = &ctx->inputs[2 + j];
     if (!weir_dtype_is_float(x->dtype))
-      return fail(error, WEIR_ERROR_INVALID, ctx,
-                  "input %u (%s%u) has dtype %s, expected f32 or f64", 2 + j,
-                  o->names[0], j + 1, weir_dtype_name(x->dtype));
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u (%s%u) has dtype %s, expected f32 or f64",
+                            2 + j, o->names[0], j + 1,
+                            weir_dtype_name(x->dtype));
     for (guint kind = 1; kind < o->kinds; kind++) {
       guint in = 2 + kind * k + j;
       const WeirOpValue *v = &ctx->inputs[in];
       if (v->dtype != x->dtype)
-        return fail(error, WEIR_ERROR_INVALID, ctx,
-                    "input %u (%s%u) has dtype %s, but %s%u has %s", in,
-                    o->names[kind], j + 1, weir_dtype_name(v->dtype),
-                    o->names[0], j + 1, weir_dtype_name(x->dtype));
+        return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                              "input %u (%s%u) has dtype %s, but %s%u has %s",
+                              in, o->names[kind], j + 1,
+                              weir_dtype_name(v->dtype), o->names[0], j + 1,
+                              weir_dtype_name(x->dtype));
       if (!same_shape(v, x)) {
         g_autofree char *a = shape_text(v);
         g_autofree char *b = shape_text(x);
-        return fail(error, WEIR_ERROR_INVALID, ctx,
-                    "input %u (%s%u) has shape %s, but %s%u has %s", in,
-                    o->names[kind], j + 1, a, o->names[0], j + 1, b);
+        return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                              "input %u (%s%u) has shape %s, but %s%u has %s",
+                              in, o->names[kind], j + 1, a, o->names[0], j + 1,
+                              b);
       }
     }
     /* X_new, then the new state tensors (V_new and/or H_new). */

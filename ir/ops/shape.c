@@ -34,20 +34,6 @@ void weir_ops_register_shape(void);
 
 /* ------------------------------------------------------------- helpers */
 
-static gboolean fail(GError **error, int code, const WeirOpInferContext *ctx,
-                     const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-
-static gboolean fail(GError **error, int code, const WeirOpInferContext *ctx,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", ctx->node->label,
-              ctx->node->op, msg);
-  return FALSE;
-}
-
 #define INVALID WEIR_ERROR_INVALID
 #define UNSUPPORTED WEIR_ERROR_UNSUPPORTED
 
@@ -62,7 +48,7 @@ static const WeirOpValue *require_input(const WeirOpInferContext *ctx, guint k,
                                         GError **error) {
   const WeirOpValue *v = input(ctx, k);
   if (!v)
-    fail(error, INVALID, ctx, "input %u is missing", k);
+    weir_node_fail(error, INVALID, ctx->node, "input %u is missing", k);
   return v;
 }
 
@@ -73,9 +59,9 @@ static gboolean normalize_axis(const WeirOpInferContext *ctx, const char *what,
                                guint *out, GError **error) {
   gint64 r = rank, a = axis < 0 ? axis + r : axis;
   if (a < 0 || a > r || (a == r && !inclusive))
-    return fail(error, INVALID, ctx,
-                "%s %" G_GINT64_FORMAT " is out of range for rank %u", what,
-                axis, rank);
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "%s %" G_GINT64_FORMAT " is out of range for rank %u",
+                          what, axis, rank);
   *out = (guint)a;
   return TRUE;
 }
@@ -361,13 +347,14 @@ static gboolean infer_transpose(WeirOpInferContext *ctx, GError **error) {
   g_autofree WeirExpr **shape = g_new0(WeirExpr *, x->rank + 1);
   g_autofree gboolean *seen = g_new0(gboolean, x->rank + 1);
   if (perm && perm->len != x->rank)
-    return fail(error, INVALID, ctx, "perm has %u entries, input rank is %u",
-                perm->len, x->rank);
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "perm has %u entries, input rank is %u", perm->len,
+                          x->rank);
   for (guint i = 0; i < x->rank; i++) {
     gint64 p = perm ? ints_at(perm, i) : (gint64)(x->rank - 1 - i);
     if (p < 0 || p >= (gint64)x->rank || seen[p])
-      return fail(
-          error, INVALID, ctx,
+      return weir_node_fail(
+          error, INVALID, ctx->node,
           "perm is not a permutation of 0..%u (entry %u is %" G_GINT64_FORMAT
           ")",
           x->rank - 1, i, p);
@@ -386,9 +373,10 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   g_autoptr(GPtrArray) target = ints_or_input(ctx, "shape", 1);
   if (!target)
-    return fail(error, UNSUPPORTED, ctx,
-                "the target shape is not known (no 'shape' attribute and "
-                "input 1 is not a known constant)");
+    return weir_node_fail(
+        error, UNSUPPORTED, ctx->node,
+        "the target shape is not known (no 'shape' attribute and "
+        "input 1 is not a known constant)");
   gboolean allowzero = weir_node_attr_int(ctx->node, "allowzero", 0) != 0;
   guint rank = target->len;
   g_autoptr(GPtrArray) out = expr_array();
@@ -398,19 +386,21 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
     gint64 v;
     if (weir_expr_is_const(t, &v) && v == -1) {
       if (infer_at >= 0)
-        return fail(error, INVALID, ctx, "the shape has more than one -1");
+        return weir_node_fail(error, INVALID, ctx->node,
+                              "the shape has more than one -1");
       infer_at = (gint)i;
       g_ptr_array_add(out, weir_expr_const(1));
     } else if (weir_expr_is_const(t, &v) && v == 0 && !allowzero) {
       if (i >= x->rank)
-        return fail(error, INVALID, ctx,
-                    "shape entry %u is 0 (copy the input dimension) but the "
-                    "input has rank %u",
-                    i, x->rank);
+        return weir_node_fail(
+            error, INVALID, ctx->node,
+            "shape entry %u is 0 (copy the input dimension) but the "
+            "input has rank %u",
+            i, x->rank);
       g_ptr_array_add(out, weir_expr_ref(x->shape[i]));
     } else if (weir_expr_is_const(t, &v) && v < 0) {
-      return fail(error, INVALID, ctx, "shape entry %u is %" G_GINT64_FORMAT, i,
-                  v);
+      return weir_node_fail(error, INVALID, ctx->node,
+                            "shape entry %u is %" G_GINT64_FORMAT, i, v);
     } else {
       g_ptr_array_add(out, weir_expr_ref(t));
     }
@@ -420,8 +410,9 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
     if (allowzero) {
       for (guint i = 0; i < rank; i++)
         if (is_const(out->pdata[i], 0))
-          return fail(error, INVALID, ctx,
-                      "the shape has both -1 and 0 with allowzero = 1");
+          return weir_node_fail(
+              error, INVALID, ctx->node,
+              "the shape has both -1 and 0 with allowzero = 1");
     }
     g_autoptr(WeirExpr) rest =
         shape_product((WeirExpr *const *)out->pdata, 0, rank);
@@ -429,10 +420,11 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
     if (!dim) {
       g_autofree char *a = expr_text(in_vol);
       g_autofree char *b = expr_text(rest);
-      return fail(error, INVALID, ctx,
-                  "cannot infer the -1 dimension: %s elements are not a "
-                  "multiple of %s",
-                  a, b);
+      return weir_node_fail(
+          error, INVALID, ctx->node,
+          "cannot infer the -1 dimension: %s elements are not a "
+          "multiple of %s",
+          a, b);
     }
     weir_expr_unref(out->pdata[infer_at]);
     out->pdata[infer_at] = dim;
@@ -442,10 +434,10 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
   gint64 va, vb;
   if (weir_expr_is_const(in_vol, &va) && weir_expr_is_const(out_vol, &vb) &&
       va != vb)
-    return fail(error, INVALID, ctx,
-                "cannot reshape %" G_GINT64_FORMAT
-                " elements into %" G_GINT64_FORMAT,
-                va, vb);
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "cannot reshape %" G_GINT64_FORMAT
+                          " elements into %" G_GINT64_FORMAT,
+                          va, vb);
   weir_op_set_output(ctx, 0, x->dtype, rank, (WeirExpr *const *)out->pdata);
   weir_op_int_values_copy(ctx, 0, 0);
   return TRUE;
@@ -486,8 +478,9 @@ static gboolean infer_squeeze(WeirOpInferContext *ctx, GError **error) {
         return FALSE;
       if (!is_const(x->shape[a], 1)) {
         g_autofree char *d = expr_text(x->shape[a]);
-        return fail(error, INVALID, ctx,
-                    "cannot squeeze dimension %u of size %s (must be 1)", a, d);
+        return weir_node_fail(
+            error, INVALID, ctx->node,
+            "cannot squeeze dimension %u of size %s (must be 1)", a, d);
       }
       drop[a] = TRUE;
     }
@@ -512,7 +505,8 @@ static gboolean infer_unsqueeze(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
   if (!axes)
-    return fail(error, INVALID, ctx, "attribute 'axes' is missing");
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "attribute 'axes' is missing");
   guint rank = x->rank + axes->len;
   g_autofree gboolean *added = g_new0(gboolean, rank + 1);
   for (guint i = 0; i < axes->len; i++) {
@@ -520,7 +514,8 @@ static gboolean infer_unsqueeze(WeirOpInferContext *ctx, GError **error) {
     if (!normalize_axis(ctx, "axis", ints_at(axes, i), rank, FALSE, &a, error))
       return FALSE;
     if (added[a])
-      return fail(error, INVALID, ctx, "axis %u is repeated", a);
+      return weir_node_fail(error, INVALID, ctx->node, "axis %u is repeated",
+                            a);
     added[a] = TRUE;
   }
   g_autoptr(WeirExpr) one = weir_expr_const(1);
@@ -539,7 +534,8 @@ static gboolean infer_concat(WeirOpInferContext *ctx, GError **error) {
   if (!first)
     return FALSE;
   if (first->rank == 0)
-    return fail(error, INVALID, ctx, "cannot concatenate scalars");
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "cannot concatenate scalars");
   guint axis = 0;
   if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
                       first->rank, FALSE, &axis, error))
@@ -552,19 +548,21 @@ static gboolean infer_concat(WeirOpInferContext *ctx, GError **error) {
     if (!v)
       return FALSE;
     if (v->rank != first->rank)
-      return fail(error, INVALID, ctx, "input %u has rank %u, expected %u", k,
-                  v->rank, first->rank);
+      return weir_node_fail(error, INVALID, ctx->node,
+                            "input %u has rank %u, expected %u", k, v->rank,
+                            first->rank);
     if (v->dtype != first->dtype)
-      return fail(error, INVALID, ctx, "input %u has dtype %s, expected %s", k,
-                  weir_dtype_name(v->dtype), weir_dtype_name(first->dtype));
+      return weir_node_fail(
+          error, INVALID, ctx->node, "input %u has dtype %s, expected %s", k,
+          weir_dtype_name(v->dtype), weir_dtype_name(first->dtype));
     for (guint d = 0; d < v->rank; d++) {
       if (d == axis || weir_expr_equal(v->shape[d], first->shape[d]))
         continue;
       g_autofree char *a = expr_text(v->shape[d]);
       g_autofree char *b = expr_text(first->shape[d]);
-      return fail(error, INVALID, ctx,
-                  "input %u has size %s in dimension %u, input 0 has %s", k, a,
-                  d, b);
+      return weir_node_fail(
+          error, INVALID, ctx->node,
+          "input %u has size %s in dimension %u, input 0 has %s", k, a, d, b);
     }
     WeirExpr *next = weir_expr_add(total, v->shape[axis]);
     weir_expr_unref(total);
@@ -596,18 +594,20 @@ static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
   const GArray *split = weir_node_attr_ints(ctx->node, "split");
   if (split) {
     if (split->len != n) {
-      fail(error, INVALID, ctx, "'split' has %u entries for %u outputs",
-           split->len, n);
+      weir_node_fail(error, INVALID, ctx->node,
+                     "'split' has %u entries for %u outputs", split->len, n);
       return NULL;
     }
     gint64 sum = 0;
     for (guint i = 0; i < n; i++) {
       if (ints_at(split, i) < 0) {
-        fail(error, INVALID, ctx, "'split' entry %u is negative", i);
+        weir_node_fail(error, INVALID, ctx->node,
+                       "'split' entry %u is negative", i);
         return NULL;
       }
       if (__builtin_add_overflow(sum, ints_at(split, i), &sum)) {
-        fail(error, INVALID, ctx, "the 'split' sizes overflow 64 bits");
+        weir_node_fail(error, INVALID, ctx->node,
+                       "the 'split' sizes overflow 64 bits");
         return NULL;
       }
       g_ptr_array_add(sizes, weir_expr_const(ints_at(split, i)));
@@ -615,24 +615,25 @@ static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
     gint64 d;
     if (!weir_expr_is_const(dim, &d)) {
       g_autofree char *t = expr_text(dim);
-      fail(error, UNSUPPORTED, ctx,
-           "explicit 'split' sizes of a symbolic dimension %s", t);
+      weir_node_fail(error, UNSUPPORTED, ctx->node,
+                     "explicit 'split' sizes of a symbolic dimension %s", t);
       return NULL;
     }
     if (sum != d) {
-      fail(error, INVALID, ctx,
-           "'split' sizes add up to %" G_GINT64_FORMAT
-           ", the dimension is %" G_GINT64_FORMAT,
-           sum, d);
+      weir_node_fail(error, INVALID, ctx->node,
+                     "'split' sizes add up to %" G_GINT64_FORMAT
+                     ", the dimension is %" G_GINT64_FORMAT,
+                     sum, d);
       return NULL;
     }
     return g_steal_pointer(&sizes);
   }
   gint64 num = weir_node_attr_int(ctx->node, "num_outputs", 0);
   if (num > 0 && num != (gint64)n) {
-    fail(error, INVALID, ctx,
-         "num_outputs is %" G_GINT64_FORMAT " but the node has %u outputs", num,
-         n);
+    weir_node_fail(error, INVALID, ctx->node,
+                   "num_outputs is %" G_GINT64_FORMAT
+                   " but the node has %u outputs",
+                   num, n);
     return NULL;
   }
   /* Equal parts of ceil(dim / n); the last one takes what is left. */
@@ -644,8 +645,8 @@ static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
   gint64 lv;
   if (weir_expr_is_const(last, &lv) && lv < 0) {
     g_autofree char *t = expr_text(dim);
-    fail(error, INVALID, ctx, "cannot split a dimension of %s into %u parts", t,
-         n);
+    weir_node_fail(error, INVALID, ctx->node,
+                   "cannot split a dimension of %s into %u parts", t, n);
     return NULL;
   }
   for (guint i = 0; i + 1 < n; i++)
@@ -659,7 +660,7 @@ static gboolean infer_split(WeirOpInferContext *ctx, GError **error) {
   if (!x)
     return FALSE;
   if (ctx->n_outputs == 0)
-    return fail(error, INVALID, ctx, "no outputs");
+    return weir_node_fail(error, INVALID, ctx->node, "no outputs");
   guint axis = 0;
   if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
                       x->rank, FALSE, &axis, error))
@@ -743,12 +744,13 @@ static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
   const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
   const GArray *steps = weir_node_attr_ints(ctx->node, "steps");
   if (!starts || !ends)
-    return fail(error, UNSUPPORTED, ctx,
-                "'starts' and 'ends' must be known constants");
+    return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                          "'starts' and 'ends' must be known constants");
   guint n = starts->len;
   if (ends->len != n || (axes && axes->len != n) || (steps && steps->len != n))
-    return fail(error, INVALID, ctx,
-                "starts, ends, axes and steps must have the same length");
+    return weir_node_fail(
+        error, INVALID, ctx->node,
+        "starts, ends, axes and steps must have the same length");
   g_autoptr(GPtrArray) shape = expr_array();
   g_autoptr(GPtrArray) begins = expr_array();
   g_autofree gint64 *step_of = g_new0(gint64, x->rank + 1);
@@ -764,11 +766,13 @@ static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
                         x->rank, FALSE, &a, error))
       return FALSE;
     if (seen[a])
-      return fail(error, INVALID, ctx, "axis %u is repeated", a);
+      return weir_node_fail(error, INVALID, ctx->node, "axis %u is repeated",
+                            a);
     seen[a] = TRUE;
     gint64 step = steps ? ints_at(steps, i) : 1;
     if (step == 0)
-      return fail(error, INVALID, ctx, "step of axis %u is 0", a);
+      return weir_node_fail(error, INVALID, ctx->node, "step of axis %u is 0",
+                            a);
     WeirExpr *b, *c;
     weir_op_slice_range(x->shape[a], ints_at(starts, i), ints_at(ends, i), step,
                         &b, &c);
@@ -806,12 +810,12 @@ static gboolean infer_gather(WeirOpInferContext *ctx, GError **error) {
   if (!ind)
     return FALSE;
   if (x->rank == 0)
-    return fail(error, INVALID, ctx, "input 0 is a scalar");
+    return weir_node_fail(error, INVALID, ctx->node, "input 0 is a scalar");
   if (ind->dtype != WEIR_DTYPE_I32 && ind->dtype != WEIR_DTYPE_I64)
-    return fail(error, INVALID, ctx,
-                "input 1 (indices) has dtype %s, "
-                "expected i32 or i64",
-                weir_dtype_name(ind->dtype));
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 1 (indices) has dtype %s, "
+                          "expected i32 or i64",
+                          weir_dtype_name(ind->dtype));
   guint axis = 0;
   if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
                       x->rank, FALSE, &axis, error))
@@ -842,8 +846,9 @@ static gboolean infer_gather(WeirOpInferContext *ctx, GError **error) {
     if (j < 0)
       j += data->len;
     if (j < 0 || j >= (gint64)data->len)
-      return fail(error, INVALID, ctx,
-                  "index %u is out of range for %u elements", i, data->len);
+      return weir_node_fail(error, INVALID, ctx->node,
+                            "index %u is out of range for %u elements", i,
+                            data->len);
     g_ptr_array_add(vals, data->pdata[j]);
   }
   weir_op_set_output_int_values(ctx, 0, (WeirExpr *const *)vals->pdata,
@@ -859,16 +864,17 @@ static gboolean infer_expand(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   g_autoptr(GPtrArray) target = ints_or_input(ctx, "shape", 1);
   if (!target)
-    return fail(error, UNSUPPORTED, ctx,
-                "the target shape is not known (no 'shape' attribute and "
-                "input 1 is not a known constant)");
+    return weir_node_fail(
+        error, UNSUPPORTED, ctx->node,
+        "the target shape is not known (no 'shape' attribute and "
+        "input 1 is not a known constant)");
   guint ranks[2] = {x->rank, target->len};
   WeirExpr *const *shapes[2] = {x->shape, (WeirExpr *const *)target->pdata};
   guint rank;
   WeirExpr **shape;
   g_autoptr(GError) local = NULL;
   if (!weir_op_broadcast(2, ranks, shapes, &rank, &shape, &local))
-    return fail(error, INVALID, ctx, "%s", local->message);
+    return weir_node_fail(error, INVALID, ctx->node, "%s", local->message);
   weir_op_set_output(ctx, 0, x->dtype, rank, shape);
   for (guint d = 0; d < rank; d++)
     weir_expr_unref(shape[d]);
@@ -884,11 +890,13 @@ static gboolean pad_amounts(const WeirOpInferContext *ctx, guint rank,
   const GArray *pads = weir_node_attr_ints(ctx->node, "pads");
   const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
   if (!pads)
-    return fail(error, UNSUPPORTED, ctx, "'pads' must be a known constant");
+    return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                          "'pads' must be a known constant");
   guint n = axes ? axes->len : rank;
   if (pads->len != 2 * n)
-    return fail(error, INVALID, ctx, "'pads' has %u entries, expected %u",
-                pads->len, 2 * n);
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "'pads' has %u entries, expected %u", pads->len,
+                          2 * n);
   for (guint d = 0; d < rank; d++)
     begin[d] = end[d] = 0;
   for (guint i = 0; i < n; i++) {
@@ -910,8 +918,8 @@ static gboolean infer_pad(WeirOpInferContext *ctx, GError **error) {
   const char *m = mode && mode->type == WEIR_ATTR_STRING ? mode->s : "constant";
   if (strcmp(m, "constant") != 0 && strcmp(m, "reflect") != 0 &&
       strcmp(m, "edge") != 0)
-    return fail(error, UNSUPPORTED, ctx,
-                "mode '%s' (supported: constant, reflect, edge)", m);
+    return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                          "mode '%s' (supported: constant, reflect, edge)", m);
   g_autofree gint64 *b = g_new0(gint64, x->rank + 1);
   g_autofree gint64 *e = g_new0(gint64, x->rank + 1);
   if (!pad_amounts(ctx, x->rank, b, e, error))
@@ -922,13 +930,14 @@ static gboolean infer_pad(WeirOpInferContext *ctx, GError **error) {
     g_ptr_array_add(shape, dim);
     gint64 v;
     if (weir_expr_is_const(dim, &v) && v < 0)
-      return fail(error, INVALID, ctx,
-                  "padding makes dimension %u negative (%" G_GINT64_FORMAT ")",
-                  d, v);
+      return weir_node_fail(
+          error, INVALID, ctx->node,
+          "padding makes dimension %u negative (%" G_GINT64_FORMAT ")", d, v);
     if (strcmp(m, "constant") != 0 && (b[d] > 0 || e[d] > 0) &&
         is_const(x->shape[d], 0))
-      return fail(error, INVALID, ctx,
-                  "mode '%s' cannot pad the empty dimension %u", m, d);
+      return weir_node_fail(error, INVALID, ctx->node,
+                            "mode '%s' cannot pad the empty dimension %u", m,
+                            d);
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank,
                      (WeirExpr *const *)shape->pdata);
@@ -943,16 +952,18 @@ static gboolean infer_tile(WeirOpInferContext *ctx, GError **error) {
     return FALSE;
   const GArray *rep = weir_node_attr_ints(ctx->node, "repeats");
   if (!rep)
-    return fail(error, UNSUPPORTED, ctx, "'repeats' must be a known constant");
+    return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                          "'repeats' must be a known constant");
   if (rep->len != x->rank)
-    return fail(error, INVALID, ctx,
-                "'repeats' has %u entries, input rank "
-                "is %u",
-                rep->len, x->rank);
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "'repeats' has %u entries, input rank "
+                          "is %u",
+                          rep->len, x->rank);
   g_autoptr(GPtrArray) shape = expr_array();
   for (guint d = 0; d < x->rank; d++) {
     if (ints_at(rep, d) < 0)
-      return fail(error, INVALID, ctx, "repeats[%u] is negative", d);
+      return weir_node_fail(error, INVALID, ctx->node,
+                            "repeats[%u] is negative", d);
     g_ptr_array_add(shape, weir_expr_mul_const(x->shape[d], ints_at(rep, d)));
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank,
@@ -1020,10 +1031,11 @@ static gboolean onnx_dtype(const WeirOpInferContext *ctx, WeirDType *out,
                            GError **error) {
   gint64 t = weir_node_attr_int(ctx->node, "dtype", 1);
   if (!dtype_from_onnx(t, out))
-    return fail(error, UNSUPPORTED, ctx,
-                "ONNX element type %" G_GINT64_FORMAT
-                " (supported: FLOAT, DOUBLE, INT32, INT64, UINT8, BOOL)",
-                t);
+    return weir_node_fail(
+        error, UNSUPPORTED, ctx->node,
+        "ONNX element type %" G_GINT64_FORMAT
+        " (supported: FLOAT, DOUBLE, INT32, INT64, UINT8, BOOL)",
+        t);
   return TRUE;
 }
 
@@ -1034,14 +1046,15 @@ static gboolean infer_constant_of_shape(WeirOpInferContext *ctx,
     return FALSE;
   g_autoptr(GPtrArray) shape = ints_or_input(ctx, "shape", 0);
   if (!shape)
-    return fail(error, UNSUPPORTED, ctx,
-                "the shape is not known (no 'shape' attribute and input 0 is "
-                "not a known constant)");
+    return weir_node_fail(
+        error, UNSUPPORTED, ctx->node,
+        "the shape is not known (no 'shape' attribute and input 0 is "
+        "not a known constant)");
   for (guint d = 0; d < shape->len; d++) {
     gint64 v;
     if (weir_expr_is_const(shape->pdata[d], &v) && v < 0)
-      return fail(error, INVALID, ctx, "shape entry %u is %" G_GINT64_FORMAT, d,
-                  v);
+      return weir_node_fail(error, INVALID, ctx->node,
+                            "shape entry %u is %" G_GINT64_FORMAT, d, v);
   }
   weir_op_set_output(ctx, 0, dtype, shape->len,
                      (WeirExpr *const *)shape->pdata);
@@ -1105,8 +1118,8 @@ static gboolean infer_range(WeirOpInferContext *ctx, GError **error) {
   else if (!onnx_dtype(ctx, &dtype, error))
     return FALSE;
   if (dtype == WEIR_DTYPE_BOOL || dtype == WEIR_DTYPE_U8)
-    return fail(error, INVALID, ctx, "dtype %s is not allowed",
-                weir_dtype_name(dtype));
+    return weir_node_fail(error, INVALID, ctx->node, "dtype %s is not allowed",
+                          weir_dtype_name(dtype));
   double v[3] = {0, 0, 0};
   WeirExpr *sym[3] = {NULL, NULL, NULL};
   gboolean ok = TRUE;
@@ -1114,11 +1127,11 @@ static gboolean infer_range(WeirOpInferContext *ctx, GError **error) {
     ok = range_operand(ctx, k, &v[k], &sym[k]) && ok;
   g_autoptr(WeirExpr) len = NULL;
   if (!ok) {
-    fail(error, UNSUPPORTED, ctx,
-         "start, limit and delta must be known at import");
+    weir_node_fail(error, UNSUPPORTED, ctx->node,
+                   "start, limit and delta must be known at import");
   } else if (sym[2] || v[2] == 0) {
-    fail(error, sym[2] ? UNSUPPORTED : INVALID, ctx,
-         sym[2] ? "a symbolic delta" : "delta is 0");
+    weir_node_fail(error, sym[2] ? UNSUPPORTED : INVALID, ctx->node,
+                   sym[2] ? "a symbolic delta" : "delta is 0");
   } else if (!sym[0] && !sym[1]) {
     double n;
     if (weir_dtype_is_float(dtype)) {
@@ -1130,7 +1143,8 @@ static gboolean infer_range(WeirOpInferContext *ctx, GError **error) {
     }
     len = weir_expr_const(n > 0 ? (gint64)n : 0);
   } else if (weir_dtype_is_float(dtype)) {
-    fail(error, UNSUPPORTED, ctx, "a symbolic floating-point range");
+    weir_node_fail(error, UNSUPPORTED, ctx->node,
+                   "a symbolic floating-point range");
   } else {
     g_autoptr(WeirExpr) s =
         sym[0] ? weir_expr_ref(sym[0]) : weir_expr_const((gint64)v[0]);

@@ -26,23 +26,10 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops.h"
 
 void weir_ops_register_training(void);
-
-static gboolean fail(GError **error, const WeirOpInferContext *ctx,
-                     const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-
-static gboolean fail(GError **error, const WeirOpInferContext *ctx,
-                     const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
-              ctx->node->label, ctx->node->op, msg);
-  return FALSE;
-}
 
 /* The container at the other end of connector conn of n, or NULL. */
 static const WeirContainer *conn_container(const WeirGraph *g,
@@ -67,25 +54,30 @@ static gboolean infer_pointwise(WeirOpInferContext *ctx, GError **error) {
   WeirExpr *const *shapes[8];
   guint n = 0;
   if (ctx->n_inputs > G_N_ELEMENTS(ranks))
-    return fail(error, ctx, "at most %u inputs", (guint)G_N_ELEMENTS(ranks));
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "at most %u inputs", (guint)G_N_ELEMENTS(ranks));
   for (guint k = 0; k < ctx->n_inputs; k++) {
     if (!ctx->inputs[k].present)
-      return fail(error, ctx, "input %u is missing", k);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u is missing", k);
     ranks[n] = ctx->inputs[k].rank;
     shapes[n] = ctx->inputs[k].shape;
     n++;
   }
   if (n == 0)
-    return fail(error, ctx, "needs at least one input");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "needs at least one input");
   WeirDType dtype = ctx->inputs[0].dtype;
   const WeirAttr *d = weir_node_attr(ctx->node, "dtype");
   if (d && d->type == WEIR_ATTR_STRING && !weir_dtype_from_name(d->s, &dtype))
-    return fail(error, ctx, "unknown dtype '%s'", d->s);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "unknown dtype '%s'", d->s);
   guint rank;
   WeirExpr **shape;
   g_autoptr(GError) local = NULL;
   if (!weir_op_broadcast(n, ranks, shapes, &rank, &shape, &local))
-    return fail(error, ctx, "%s", local->message);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node, "%s",
+                          local->message);
   weir_op_set_output(ctx, 0, dtype, rank, shape);
   for (guint i = 0; i < rank; i++)
     weir_expr_unref(shape[i]);
@@ -107,11 +99,13 @@ static WeirExpr *flops_pointwise(const WeirGraph *g, const WeirState *s,
 
 static gboolean infer_sum_to(WeirOpInferContext *ctx, GError **error) {
   if (ctx->n_inputs != 2 || !ctx->inputs[0].present || !ctx->inputs[1].present)
-    return fail(error, ctx, "needs inputs x and like");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "needs inputs x and like");
   const WeirOpValue *x = &ctx->inputs[0], *like = &ctx->inputs[1];
   if (like->rank > x->rank)
-    return fail(error, ctx, "'like' has rank %u, more than x's %u", like->rank,
-                x->rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "'like' has rank %u, more than x's %u", like->rank,
+                          x->rank);
   guint off = x->rank - like->rank;
   for (guint d = 0; d < like->rank; d++) {
     gint64 c;
@@ -120,9 +114,9 @@ static gboolean infer_sum_to(WeirOpInferContext *ctx, GError **error) {
     if (!weir_expr_equal(like->shape[d], x->shape[off + d])) {
       g_autofree char *a = weir_expr_to_string(like->shape[d]);
       g_autofree char *b = weir_expr_to_string(x->shape[off + d]);
-      return fail(error, ctx,
-                  "'like' dimension %u (%s) does not broadcast to x's (%s)", d,
-                  a, b);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, ctx->node,
+          "'like' dimension %u (%s) does not broadcast to x's (%s)", d, a, b);
     }
   }
   weir_op_set_output(ctx, 0, x->dtype, like->rank, like->shape);
@@ -186,9 +180,11 @@ static gboolean infer_window_grad(WeirOpInferContext *ctx, GError **error) {
   guint like = strstr(ctx->node->op, "Conv") ? 2 : 1;
   if (ctx->n_inputs <= like || !ctx->inputs[0].present ||
       !ctx->inputs[like].present)
-    return fail(error, ctx, "input %u is missing", like);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u is missing", like);
   if (ctx->inputs[like].rank != 4)
-    return fail(error, ctx, "two spatial dimensions are supported (rank 4)");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "two spatial dimensions are supported (rank 4)");
   weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, ctx->inputs[like].rank,
                      ctx->inputs[like].shape);
   return TRUE;
@@ -247,13 +243,16 @@ static const WeirOpAttrSpec gather_grad_attrs[] = {
 static gboolean infer_gather_grad(WeirOpInferContext *ctx, GError **error) {
   if (ctx->n_inputs != 3 || !ctx->inputs[0].present ||
       !ctx->inputs[1].present || !ctx->inputs[2].present)
-    return fail(error, ctx, "needs dY, indices and like");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "needs dY, indices and like");
   if (ctx->inputs[1].dtype != WEIR_DTYPE_I64 &&
       ctx->inputs[1].dtype != WEIR_DTYPE_I32)
-    return fail(error, ctx, "indices must be int32 or int64");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "indices must be int32 or int64");
   const WeirOpValue *like = &ctx->inputs[2];
   if (ctx->inputs[0].rank + 1 != like->rank + ctx->inputs[1].rank)
-    return fail(error, ctx, "dY's rank does not match Gather's output");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "dY's rank does not match Gather's output");
   weir_op_set_output(ctx, 0, ctx->inputs[0].dtype, like->rank, like->shape);
   return TRUE;
 }

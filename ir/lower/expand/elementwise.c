@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "expand-util.h"
+#include "weir-attr.h"
 
 void weir_expand_register_elementwise(void);
 
@@ -126,29 +127,6 @@ static void builder_clear(Builder *b) {
     g_string_free(b->code, TRUE);
 }
 
-G_GNUC_PRINTF(3, 4)
-static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
-              n->label, n->op, msg);
-  return FALSE;
-}
-
-G_GNUC_PRINTF(3, 4)
-static gboolean unsupported(GError **error, const WeirNode *n, const char *fmt,
-                            ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED, "node '%s' (%s): %s",
-              n->label, n->op, msg);
-  return FALSE;
-}
-
 /* "[N, 3]" (transfer full) */
 static char *shape_text(guint rank, WeirExpr *const *shape) {
   GString *s = g_string_new("[");
@@ -180,10 +158,11 @@ static gboolean add_broadcast_input(Builder *b, guint k, const WeirPort *in,
   if (!ok) {
     g_autofree char *a = shape_text(in->rank, in->shape);
     g_autofree char *o = shape_text(b->out.rank, b->out.shape);
-    return fail(error, b->n,
-                "input %u ('%s', shape %s) does not broadcast to the output "
-                "shape %s",
-                k, in->container->name, a, o);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, b->n,
+        "input %u ('%s', shape %s) does not broadcast to the output "
+        "shape %s",
+        k, in->container->name, a, o);
   }
   add_input(b, conn, in->access,
             weir_expand_broadcast_subset(in->rank, in->shape, b->out.rank,
@@ -222,7 +201,8 @@ static gboolean append_template(Builder *b, const char *t, GError **error) {
     g_autofree char *name = g_strndup(start, t - start);
     const WeirAttr *a = weir_node_attr(b->n, name);
     if (!a || (a->type != WEIR_ATTR_FLOAT && a->type != WEIR_ATTR_INT))
-      return fail(error, b->n, "attribute '%s' is missing", name);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                            "attribute '%s' is missing", name);
     double v = a->type == WEIR_ATTR_FLOAT ? a->f : (double)a->i;
     g_autofree char *lit = weir_expand_float_literal(v);
     /* Parenthesize negative values: "x * (-0.5)". */
@@ -266,7 +246,7 @@ static gboolean build_variadic(Builder *b, const ElemExpansion *e,
       return FALSE;
   }
   if (count == 0)
-    return fail(error, b->n, "has no inputs");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n, "has no inputs");
   GString *c = b->code;
   g_string_append(c, "y = ");
   if (count == 1) {
@@ -298,7 +278,8 @@ static gboolean build_pow(Builder *b, const ElemExpansion *e, GError **error) {
   (void)e;
   WeirDType tb = base.container->dtype, te = exponent.container->dtype;
   if (tb == WEIR_DTYPE_BOOL || te == WEIR_DTYPE_BOOL)
-    return unsupported(error, b->n, "bool operands are not supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                          "bool operands are not supported");
   /* f32 ** f32 is computed in float (powf); every other combination in
    * double and converted to the base type, as C++ std::pow promotes. */
   if ((tb == WEIR_DTYPE_F32 && te == WEIR_DTYPE_F32) || tb == WEIR_DTYPE_F64)
@@ -349,7 +330,8 @@ static gboolean build_clip(Builder *b, const ElemExpansion *e, GError **error) {
     return FALSE;
   WeirDType t = x.container->dtype;
   if (t == WEIR_DTYPE_BOOL)
-    return unsupported(error, b->n, "bool data is not supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                          "bool data is not supported");
   static const char *const names[] = {"min", "max"};
   static const char *const conns[] = {"lo", "hi"};
   static const char *const funcs[] = {"max", "min"};
@@ -361,12 +343,14 @@ static gboolean build_clip(Builder *b, const ElemExpansion *e, GError **error) {
     const WeirAttr *a = weir_node_attr(b->n, names[k - 1]);
     if (weir_port_input(b->g, b->s, b->n, k, &p, &local)) {
       if (a)
-        return fail(error, b->n,
-                    "'%s' is given both as an attribute and as input %u",
-                    names[k - 1], k);
+        return weir_node_fail(
+            error, WEIR_ERROR_INVALID, b->n,
+            "'%s' is given both as an attribute and as input %u", names[k - 1],
+            k);
       if (!is_single(&p))
-        return fail(error, b->n, "input %u (%s) must be a scalar", k,
-                    names[k - 1]);
+        return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                              "input %u (%s) must be a scalar", k,
+                              names[k - 1]);
       add_input(b, conns[k - 1], p.access, point_subset(&p));
       operand = g_strdup(conns[k - 1]);
     } else if (local) {
@@ -374,10 +358,11 @@ static gboolean build_clip(Builder *b, const ElemExpansion *e, GError **error) {
       return FALSE;
     } else if (a) {
       if (a->type != WEIR_ATTR_FLOAT)
-        return fail(error, b->n, "attribute '%s' must be a float",
-                    names[k - 1]);
+        return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                              "attribute '%s' must be a float", names[k - 1]);
       if (isnan(a->f))
-        return unsupported(error, b->n, "'%s' is NaN", names[k - 1]);
+        return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                              "'%s' is NaN", names[k - 1]);
       operand = clip_literal(t, a->f, k == 1);
     }
     if (operand) {
@@ -402,19 +387,21 @@ static gboolean build_cast(Builder *b, const ElemExpansion *e, GError **error) {
   } types[] = {{1, WEIR_DTYPE_F32}, {2, WEIR_DTYPE_U8},   {6, WEIR_DTYPE_I32},
                {7, WEIR_DTYPE_I64}, {9, WEIR_DTYPE_BOOL}, {11, WEIR_DTYPE_F64}};
   if (!to || to->type != WEIR_ATTR_INT)
-    return fail(error, b->n, "attribute 'to' is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                          "attribute 'to' is missing");
   guint i = 0;
   while (i < G_N_ELEMENTS(types) && types[i].onnx != to->i)
     i++;
   if (i == G_N_ELEMENTS(types))
-    return unsupported(
-        error, b->n,
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, b->n,
         "cast to ONNX data type %" G_GINT64_FORMAT " is not supported", to->i);
   if (types[i].dtype != b->out.container->dtype)
-    return fail(error, b->n, "output '%s' has dtype %s, but 'to' is %s",
-                b->out.container->name,
-                weir_dtype_name(b->out.container->dtype),
-                weir_dtype_name(types[i].dtype));
+    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                          "output '%s' has dtype %s, but 'to' is %s",
+                          b->out.container->name,
+                          weir_dtype_name(b->out.container->dtype),
+                          weir_dtype_name(types[i].dtype));
   g_string_append_printf(b->code, "y = %s(x)", weir_dtype_name(types[i].dtype));
   return TRUE;
 }
@@ -423,18 +410,20 @@ static gboolean build_batchnorm(Builder *b, const ElemExpansion *e,
                                 GError **error) {
   const WeirAttr *spatial = weir_node_attr(b->n, "spatial");
   if (spatial && spatial->type == WEIR_ATTR_INT && spatial->i == 0)
-    return unsupported(error, b->n, "spatial = 0 is not supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                          "spatial = 0 is not supported");
   for (guint k = 1; k < 5; k++) {
     g_autofree char *conn = g_strdup_printf("out%u", k);
     if (weir_node_has_out_conn(b->n, conn))
-      return unsupported(error, b->n,
-                         "output %u (training-mode statistics) is not "
-                         "supported outside training mode",
-                         k);
+      return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                            "output %u (training-mode statistics) is not "
+                            "supported outside training mode",
+                            k);
   }
   if (b->out.rank < 2)
-    return fail(error, b->n, "output has rank %u, expected at least 2",
-                b->out.rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                          "output has rank %u, expected at least 2",
+                          b->out.rank);
   g_auto(GStrv) conns = g_strsplit(e->conns, ",", -1);
   WeirPort x;
   if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
@@ -445,10 +434,11 @@ static gboolean build_batchnorm(Builder *b, const ElemExpansion *e,
     if (!weir_port_require_input(b->g, b->s, b->n, k, &p, error))
       return FALSE;
     if (p.rank != 1 || !weir_expr_equal(p.shape[0], b->out.shape[1]))
-      return fail(error, b->n,
-                  "input %u ('%s') must be a vector over the channels "
-                  "(dimension 1 of X)",
-                  k, p.container->name);
+      return weir_node_fail(
+          error, WEIR_ERROR_INVALID, b->n,
+          "input %u ('%s') must be a vector over the channels "
+          "(dimension 1 of X)",
+          k, p.container->name);
     add_input(b, conns[k], p.access, g_strdup(b->params[1]));
   }
   return append_template(b, e->code, error);
@@ -468,13 +458,14 @@ static gboolean build_dropout(Builder *b, const ElemExpansion *e,
     return FALSE;
   }
   if (weir_node_has_in_conn(b->n, "in2"))
-    return unsupported(error, b->n,
-                       "training_mode given as a runtime input is not "
-                       "supported");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                          "training_mode given as a runtime input is not "
+                          "supported");
   if (training && training->type == WEIR_ATTR_INT && training->i != 0 &&
       (has_ratio || (r && r->type == WEIR_ATTR_FLOAT && r->f != 0.0)))
-    return unsupported(error, b->n,
-                       "training mode with a nonzero ratio is not supported");
+    return weir_node_fail(
+        error, WEIR_ERROR_UNSUPPORTED, b->n,
+        "training mode with a nonzero ratio is not supported");
   if (has_ratio)
     g_ptr_array_add(b->dropped, ratio.access);
   if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
@@ -487,9 +478,10 @@ static gboolean build_dropout(Builder *b, const ElemExpansion *e,
   }
   if (b->has_mask && (b->mask.container->dtype != WEIR_DTYPE_BOOL ||
                       b->mask.rank != b->out.rank))
-    return fail(error, b->n,
-                "output 1 (mask) must be a bool tensor of the shape of the "
-                "data");
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, b->n,
+        "output 1 (mask) must be a bool tensor of the shape of the "
+        "data");
   g_string_append(b->code, b->has_mask ? "y = x\nmask = true" : "y = x");
   return TRUE;
 }
@@ -500,7 +492,8 @@ static gboolean expand_elementwise(WeirGraph *g, WeirState *s, WeirNode *n,
                                    GError **error) {
   const ElemExpansion *e = find_expansion(n->op);
   if (!e)
-    return unsupported(error, n, "no elementwise expansion");
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "no elementwise expansion");
   if (!weir_op_check_attrs(n, error))
     return FALSE;
   const WeirAttr *training = weir_node_attr(n, "training_mode");

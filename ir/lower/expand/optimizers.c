@@ -35,19 +35,9 @@
 #include <string.h>
 
 #include "expand-util.h"
+#include "weir-attr.h"
 
 void weir_expand_register_optimizers(void);
-
-G_GNUC_PRINTF(3, 4)
-static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
-              n->label, n->op, msg);
-  return FALSE;
-}
 
 static double attr_float(const WeirNode *n, const char *name) {
   const WeirAttr *a = weir_node_attr(n, name);
@@ -196,15 +186,15 @@ static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
     if (strcmp(n->op, names[i]) == 0)
       sh = &shapes[i];
   if (!sh)
-    return fail(error, n, "not an optimizer");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "not an optimizer");
   if (!weir_op_check_attrs(n, error))
     return FALSE;
   const WeirAttr *mode = weir_node_attr(n, "mode");
   if (mode && mode->type == WEIR_ATTR_STRING &&
       strcmp(mode->s, "standard") != 0 && strcmp(mode->s, "nesterov") != 0)
-    return fail(error, n,
-                "attribute 'mode' is '%s', expected 'standard' or 'nesterov'",
-                mode->s);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "attribute 'mode' is '%s', expected 'standard' or 'nesterov'", mode->s);
 
   /* Inputs are in0 .. in<count-1> with none omitted. */
   guint count = 0;
@@ -216,9 +206,10 @@ static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
   }
   if (count != n->in_conns->len || count < 2 + sh->kinds ||
       (count - 2) % sh->kinds != 0)
-    return fail(error, n,
-                "has %u inputs: expected R, T and a multiple of %u tensors",
-                n->in_conns->len, sh->kinds);
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "has %u inputs: expected R, T and a multiple of %u tensors",
+        n->in_conns->len, sh->kinds);
   guint k = (count - 2) / sh->kinds;
 
   WeirPort r, t;
@@ -227,14 +218,17 @@ static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
       !weir_port_require_input(g, s, n, 1, &t, error))
     return FALSE;
   if (!point_subset(&r, &r_sub))
-    return fail(error, n, "input 0 (R, '%s') must be a scalar",
-                r.container->name);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 (R, '%s') must be a scalar",
+                          r.container->name);
   if (!point_subset(&t, &t_sub))
-    return fail(error, n, "input 1 (T, '%s') must be a scalar",
-                t.container->name);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 1 (T, '%s') must be a scalar",
+                          t.container->name);
   if (!weir_dtype_is_float(r.container->dtype) ||
       t.container->dtype != WEIR_DTYPE_I64)
-    return fail(error, n, "R must be a float scalar and T an i64 scalar");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "R must be a float scalar and T an i64 scalar");
 
   /* The scalar coefficient. */
   g_autofree char *lr_base = weir_expand_name(n, "lr");
@@ -259,15 +253,17 @@ static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
         return FALSE;
       if (kind > 0 && (!same_shape(&ins[kind], &ins[0]) ||
                        ins[kind].container->dtype != ins[0].container->dtype))
-        return fail(error, n,
-                    "input %u ('%s') must have the dtype and shape of input "
-                    "%u ('%s')",
-                    2 + kind * k + j, ins[kind].container->name, 2 + j,
-                    ins[0].container->name);
+        return weir_node_fail(
+            error, WEIR_ERROR_INVALID, n,
+            "input %u ('%s') must have the dtype and shape of input "
+            "%u ('%s')",
+            2 + kind * k + j, ins[kind].container->name, 2 + j,
+            ins[0].container->name);
     }
     if (!weir_dtype_is_float(ins[0].container->dtype))
-      return fail(error, n, "input %u ('%s') must be f32 or f64", 2 + j,
-                  ins[0].container->name);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "input %u ('%s') must be f32 or f64", 2 + j,
+                            ins[0].container->name);
     guint rank = ins[0].rank;
     g_auto(GStrv) params = weir_expand_params("i", rank);
     g_auto(GStrv) ranges = weir_expand_full_ranges(rank, ins[0].shape);
@@ -299,8 +295,10 @@ static gboolean expand_optimizer(WeirGraph *g, WeirState *s, WeirNode *n,
       }
       if (!same_shape(&out, &ins[0])) {
         g_string_free(code, TRUE);
-        return fail(error, n, "output %u ('%s') must have the shape of '%s'",
-                    o * k + j, out.container->name, ins[0].container->name);
+        return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                              "output %u ('%s') must have the shape of '%s'",
+                              o * k + j, out.container->name,
+                              ins[0].container->name);
       }
       touts[n_touts++] =
           (WeirTaskletPort){out.access, sh->outs[o], index, WEIR_WCR_NONE};

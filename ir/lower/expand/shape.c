@@ -27,19 +27,6 @@ void weir_expand_register_shape(void);
 
 /* ------------------------------------------------------------- helpers */
 
-static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...)
-    G_GNUC_PRINTF(3, 4);
-
-static gboolean fail(GError **error, const WeirNode *n, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
-              n->label, n->op, msg);
-  return FALSE;
-}
-
 static gint64 ints_at(const GArray *a, guint i) {
   return g_array_index(a, gint64, i);
 }
@@ -63,10 +50,10 @@ static gboolean normalize(const WeirNode *n, gint64 axis, guint rank,
                           guint *out, GError **error) {
   gint64 a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= (gint64)rank)
-    return fail(error, n,
-                "axis %" G_GINT64_FORMAT " is out of range for "
-                "rank %u",
-                axis, rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "axis %" G_GINT64_FORMAT " is out of range for "
+                          "rank %u",
+                          axis, rank);
   *out = (guint)a;
   return TRUE;
 }
@@ -178,10 +165,11 @@ static gboolean expand_copy(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autoptr(WeirExpr) vy = weir_container_volume(y.container);
   gint64 a, b;
   if (weir_expr_is_const(vx, &a) && weir_expr_is_const(vy, &b) && a != b)
-    return fail(error, n,
-                "input '%s' has %" G_GINT64_FORMAT " elements, output '%s' "
-                "has %" G_GINT64_FORMAT,
-                x.container->name, a, y.container->name, b);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input '%s' has %" G_GINT64_FORMAT
+                          " elements, output '%s' "
+                          "has %" G_GINT64_FORMAT,
+                          x.container->name, a, y.container->name, b);
   guint src = x.access->id, dst = y.access->id;
   const char *name = x.container->name;
   g_autoptr(WeirSubset) fx = weir_container_full_subset(x.container);
@@ -206,14 +194,16 @@ static gboolean expand_transpose(WeirGraph *g, WeirState *s, WeirNode *n,
   guint r = y.rank;
   const GArray *perm = weir_node_attr_ints(n, "perm");
   if (x.rank != r || (perm && perm->len != r))
-    return fail(error, n, "ranks of input, output and perm differ");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "ranks of input, output and perm differ");
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   g_autofree const char **idx = g_new0(const char *, r + 1);
   for (guint i = 0; i < r; i++) {
     gint64 d = perm ? ints_at(perm, i) : (gint64)(r - 1 - i);
     if (d < 0 || d >= (gint64)r || idx[d])
-      return fail(error, n, "perm is not a permutation");
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "perm is not a permutation");
     idx[d] = p[i];
   }
   g_autofree char *in_subset = weir_expand_index_subset(r, idx);
@@ -249,8 +239,9 @@ static gboolean expand_slabs(WeirGraph *g, WeirState *s, WeirNode *n,
                 : weir_port_require_input(g, s, n, k, &part, error)))
       return FALSE;
     if (part.rank != r)
-      return fail(error, n, "%s %u has rank %u, the %s %u", side, k, part.rank,
-                  split ? "input" : "output", r);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "%s %u has rank %u, the %s %u", side, k, part.rank,
+                            split ? "input" : "output", r);
     if (!port_empty(&part)) {
       g_auto(GStrv) p = params_for(g, r);
       g_auto(GStrv) ranges = weir_expand_full_ranges(r, part.shape);
@@ -303,7 +294,8 @@ static gboolean expand_slice(WeirGraph *g, WeirState *s, WeirNode *n,
   if (y.rank != r || !starts || !ends || ends->len != starts->len ||
       (axes && axes->len != starts->len) ||
       (steps && steps->len != starts->len))
-    return fail(error, n, "inconsistent ranks or slice attributes");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "inconsistent ranks or slice attributes");
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   /* Input index of dimension d: begin + step * p_d. */
@@ -316,7 +308,8 @@ static gboolean expand_slice(WeirGraph *g, WeirState *s, WeirNode *n,
       return FALSE;
     gint64 step = steps ? ints_at(steps, i) : 1;
     if (step == 0)
-      return fail(error, n, "step of axis %u is 0", a);
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "step of axis %u is 0", a);
     g_autoptr(WeirExpr) begin = NULL;
     g_autoptr(WeirExpr) count = NULL;
     weir_op_slice_range(x.shape[a], ints_at(starts, i), ints_at(ends, i), step,
@@ -347,7 +340,8 @@ static gboolean expand_gather(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   guint r = x.rank, q = ind.rank, axis = 0;
   if (r == 0 || y.rank != r + q - 1)
-    return fail(error, n, "output rank %u, expected %u", y.rank, r + q - 1);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output rank %u, expected %u", y.rank, r + q - 1);
   if (!normalize(n, weir_node_attr_int(n, "axis", 0), r, &axis, error))
     return FALSE;
   if (port_empty(&y)) /* nothing to gather */
@@ -405,8 +399,9 @@ static gboolean expand_expand(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   guint r = y.rank;
   if (x.rank > r)
-    return fail(error, n, "input rank %u is above the output rank %u", x.rank,
-                r);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input rank %u is above the output rank %u", x.rank,
+                          r);
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   g_autofree char *in_subset =
@@ -427,7 +422,8 @@ static gboolean expand_tile(WeirGraph *g, WeirState *s, WeirNode *n,
   guint r = y.rank;
   const GArray *rep = weir_node_attr_ints(n, "repeats");
   if (x.rank != r || !rep || rep->len != r)
-    return fail(error, n, "ranks of input, output and repeats differ");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "ranks of input, output and repeats differ");
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   /* Input index of output index p_d: p_d mod size_d. */
@@ -462,12 +458,14 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   guint r = x.rank;
   if (y.rank != r)
-    return fail(error, n, "input rank %u, output rank %u", r, y.rank);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input rank %u, output rank %u", r, y.rank);
   const GArray *pads = weir_node_attr_ints(n, "pads");
   const GArray *axes = weir_node_attr_ints(n, "axes");
   guint n_axes = axes ? axes->len : r;
   if (!pads || pads->len != 2 * n_axes)
-    return fail(error, n, "'pads' must have %u entries", 2 * n_axes);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "'pads' must have %u entries", 2 * n_axes);
   g_autofree gint64 *before = g_new0(gint64, r + 1);
   g_autofree gint64 *after = g_new0(gint64, r + 1);
   for (guint i = 0; i < n_axes; i++) {
@@ -507,7 +505,8 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
   }
   gboolean have_input = !port_empty(&x);
   if (!have_input && !constant)
-    return fail(error, n, "mode '%s' cannot pad an empty input", mode);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "mode '%s' cannot pad an empty input", mode);
 
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
@@ -592,8 +591,9 @@ static gboolean expand_shape(WeirGraph *g, WeirState *s, WeirNode *n,
   end = CLAMP(end, start, r);
   gint64 len = end - start;
   if (y.rank != 1 || !is_const(y.shape[0], len))
-    return fail(error, n, "output '%s' must have shape [%" G_GINT64_FORMAT "]",
-                y.container->name, len);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output '%s' must have shape [%" G_GINT64_FORMAT "]",
+                          y.container->name, len);
   if (len == 0)
     return weir_state_remove_node(s, n->id);
   /* The dimensions are constants or symbols of the program. */
@@ -660,7 +660,8 @@ static gboolean expand_range(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!weir_port_require_output(g, s, n, 0, &y, error))
     return FALSE;
   if (y.rank != 1)
-    return fail(error, n, "output '%s' must be 1-D", y.container->name);
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output '%s' must be 1-D", y.container->name);
   WeirDType dt = y.container->dtype;
   gboolean fl = dt == WEIR_DTYPE_F32 || dt == WEIR_DTYPE_F64;
   /* Element k is start + k * delta, computed in double for floating types
@@ -685,11 +686,13 @@ static gboolean expand_range(WeirGraph *g, WeirState *s, WeirNode *n,
     if (local)
       g_propagate_error(error, g_steal_pointer(&local));
     else
-      fail(error, n, "start and delta are neither attributes nor inputs");
+      weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                     "start and delta are neither attributes nor inputs");
     return FALSE;
   }
   if (!port_single(&start) || !port_single(&delta))
-    return fail(error, n, "start and delta must be scalars");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "start and delta must be scalars");
   WeirTaskletPort ins[2] = {{start.access, "s", NULL, WEIR_WCR_NONE},
                             {delta.access, "d", NULL, WEIR_WCR_NONE}};
   const char *code =

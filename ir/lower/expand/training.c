@@ -20,26 +20,22 @@
 #include <string.h>
 
 #include "expand-util.h"
+#include "weir-attr.h"
 
 void weir_expand_register_training(void);
-
-static gboolean fail(GError **error, const WeirNode *n, const char *msg) {
-  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "node '%s' (%s): %s",
-              n->label, n->op, msg);
-  return FALSE;
-}
 
 static gboolean expand_pointwise(WeirGraph *g, WeirState *s, WeirNode *n,
                                  GError **error) {
   const WeirAttr *code = weir_node_attr(n, "code");
   if (!code || code->type != WEIR_ATTR_STRING)
-    return fail(error, n, "attribute 'code' is missing");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "attribute 'code' is missing");
   WeirPort y;
   if (!weir_port_require_output(g, s, n, 0, &y, error))
     return FALSE;
   guint n_ins = n->in_conns->len;
   if (n_ins == 0 || n_ins > 8)
-    return fail(error, n, "needs 1 to 8 inputs");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "needs 1 to 8 inputs");
   g_auto(GStrv) params = weir_expand_params("p", y.rank);
   g_auto(GStrv) ranges = weir_expand_full_ranges(y.rank, y.shape);
   g_autofree WeirTaskletPort *ins = g_new0(WeirTaskletPort, n_ins);
@@ -142,10 +138,10 @@ static gboolean ints2(const WeirNode *n, const char *name, gint64 *out,
                       GError **error) {
   const WeirAttr *a = weir_node_attr(n, name);
   if (!a || a->type != WEIR_ATTR_INTS || a->ints->len < 2)
-    return fail(error, n,
-                "needs explicit INTS attributes kernel_shape, "
-                "strides, pads and dilations (two spatial "
-                "dimensions)");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "needs explicit INTS attributes kernel_shape, "
+                          "strides, pads and dilations (two spatial "
+                          "dimensions)");
   out[0] = g_array_index(a->ints, gint64, 0);
   out[1] = g_array_index(a->ints, gint64, 1);
   return TRUE;
@@ -161,7 +157,8 @@ static gboolean window_read(const WeirNode *n, Window *w, GError **error) {
   const WeirAttr *c = weir_node_attr(n, "count_include_pad");
   w->include_pad = c && c->type == WEIR_ATTR_INT ? c->i : 0;
   if (w->group < 1 || w->s[0] < 1 || w->s[1] < 1 || w->d[0] < 1 || w->d[1] < 1)
-    return fail(error, n, "strides, dilations and group must be positive");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "strides, dilations and group must be positive");
   return TRUE;
 }
 
@@ -408,8 +405,9 @@ static gboolean expand_avg_pool_grad(WeirGraph *g, WeirState *s, WeirNode *n,
       !weir_port_require_output(g, s, n, 0, &dx, error))
     return FALSE;
   if (!w.include_pad && (w.d[0] != 1 || w.d[1] != 1))
-    return fail(error, n,
-                "count_include_pad = 0 with dilations is not supported");
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, n,
+        "count_include_pad = 0 with dilations is not supported");
   WeirNode *dx1 = zero(g, s, n, &dx, error);
   if (!dx1)
     return FALSE;
@@ -462,7 +460,7 @@ static gboolean expand_gather_grad(WeirGraph *g, WeirState *s, WeirNode *n,
   if (axis < 0)
     axis += out.rank;
   if (axis < 0 || axis >= (gint64)out.rank)
-    return fail(error, n, "axis out of range");
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "axis out of range");
   WeirNode *z = zero(g, s, n, &out, error);
   if (!z)
     return FALSE;
