@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "autodiff-private.h"
+#include "weir-attr.h"
 #include "weir-expand.h"
 #include "weir-ops.h"
 
@@ -122,9 +123,7 @@ gboolean weir_grad_fail(const WeirGradContext *ctx, GError **error,
   va_start(ap, fmt);
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
-  g_set_error(error, WEIR_ERROR, code, "node '%s' (%s): %s", ctx->node->label,
-              ctx->node->op, msg);
-  return FALSE;
+  return weir_node_fail(error, code, ctx->node, "%s", msg);
 }
 
 WeirNode *weir_grad_access(WeirGradContext *ctx, const char *name) {
