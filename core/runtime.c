@@ -544,10 +544,6 @@ static char *type_string(WeirDType dtype, guint rank, const gint64 *shape) {
   return g_string_free(s, FALSE);
 }
 
-static int cmp_names(gconstpointer a, gconstpointer b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static gboolean assigned_symbol(const WeirGraph *g, const char *name) {
   for (guint i = 0; i < g->transitions->len; i++) {
     const WeirTransition *t = g_ptr_array_index(g->transitions, i);
@@ -652,39 +648,8 @@ static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
    * int64 (weir-limits.h). */
   if (!weir_graph_check_sizes(g, symbols, error))
     return FALSE;
-  if (args) {
-    /* Sorted, so the first reported problem does not depend on hashing. */
-    g_autoptr(GPtrArray) keys = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer key;
-    g_hash_table_iter_init(&it, args);
-    while (g_hash_table_iter_next(&it, &key, NULL))
-      g_ptr_array_add(keys, key);
-    g_ptr_array_sort(keys, cmp_names);
-    for (guint i = 0; i < keys->len; i++) {
-      const char *name = g_ptr_array_index(keys, i);
-      const WeirContainer *c = weir_graph_container(g, name);
-      if (!c) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "argument '%s' does not name a container of program "
-                    "'%s'",
-                    name, g->name);
-        return FALSE;
-      }
-      if (c->transient) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "argument '%s' names a transient container", name);
-        return FALSE;
-      }
-      if (c->initial) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "argument '%s' names a constant container (its data is "
-                    "compiled into the kernel)",
-                    name);
-        return FALSE;
-      }
-    }
-  }
+  if (!weir_interp_check_argument_names(g, args, TRUE, error))
+    return FALSE;
   for (guint i = 0; i < k->arguments->len; i++) {
     const WeirContainer *c = g_ptr_array_index(k->arguments, i);
     WeirTensor *t = args ? g_hash_table_lookup(args, c->name) : NULL;

@@ -1035,6 +1035,43 @@ static int cmp_names(gconstpointer a, gconstpointer b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+gboolean weir_interp_check_argument_names(const WeirGraph *g, GHashTable *args,
+                                          gboolean constants_compiled,
+                                          GError **error) {
+  if (!args)
+    return TRUE;
+  g_autoptr(GPtrArray) keys = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, args);
+  while (g_hash_table_iter_next(&it, &key, NULL))
+    g_ptr_array_add(keys, key);
+  g_ptr_array_sort(keys, cmp_names);
+  for (guint k = 0; k < keys->len; k++) {
+    const char *name = g_ptr_array_index(keys, k);
+    const WeirContainer *c = weir_graph_container(g, name);
+    if (!c) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "argument '%s' does not name a container of program '%s'",
+                  name, g->name);
+      return FALSE;
+    }
+    if (c->transient) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "argument '%s' names a transient container", name);
+      return FALSE;
+    }
+    if (constants_compiled && c->initial) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "argument '%s' names a constant container (its data is "
+                  "compiled into the kernel)",
+                  name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* Gives every container of the instance its storage.  args: for a
  * top-level run, name -> WeirTensor*; for a nested run NULL, and views
  * come from np (the nested node) over outer. */
@@ -1042,33 +1079,8 @@ static gboolean instance_bind(Instance *in, GHashTable *args,
                               const NodePlan *np, Instance *outer,
                               GError **error) {
   const WeirGraph *g = in->plan->g;
-  if (args) {
-    /* Every argument must name a non-transient container; check in sorted
-     * order so the first reported problem does not depend on hashing. */
-    g_autoptr(GPtrArray) keys = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer key;
-    g_hash_table_iter_init(&it, args);
-    while (g_hash_table_iter_next(&it, &key, NULL))
-      g_ptr_array_add(keys, key);
-    g_ptr_array_sort(keys, cmp_names);
-    for (guint k = 0; k < keys->len; k++) {
-      const char *name = g_ptr_array_index(keys, k);
-      const WeirContainer *c = weir_graph_container(g, name);
-      if (!c) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "argument '%s' does not name a container of program "
-                    "'%s'",
-                    name, g->name);
-        return FALSE;
-      }
-      if (c->transient) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "argument '%s' names a transient container", name);
-        return FALSE;
-      }
-    }
-  }
+  if (!weir_interp_check_argument_names(g, args, FALSE, error))
+    return FALSE;
   for (guint i = 0; i < in->n_buffers; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     Buffer *b = &in->buffers[i];

@@ -41,6 +41,17 @@ WEIR_API gboolean weir_interpret(WeirGraph *g, GHashTable *symbols,
                                  const WeirInterpOptions *options,
                                  GError **error);
 
+/* Checks that every key of args (container name -> anything, borrowed)
+ * names an argument of g: a container that exists and is not transient,
+ * and, when constants_compiled (a kernel with the initial data of its
+ * constant containers built in), has no initial data.  The names are
+ * checked in sorted order, so the first problem reported does not depend
+ * on hashing.  args may be NULL (nothing to check). */
+WEIR_API gboolean weir_interp_check_argument_names(const WeirGraph *g,
+                                                   GHashTable *args,
+                                                   gboolean constants_compiled,
+                                                   GError **error);
+
 G_END_DECLS
 
 #endif

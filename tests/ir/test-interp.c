@@ -901,6 +901,40 @@ static void test_error_missing_argument(void **state) {
   expect_error(g, sym, args, 0, "argument 'Q' does not name a container");
 }
 
+/* The names of arguments alone, as the interpreter and the runtime check
+ * them: sorted, so the first problem does not depend on hashing. */
+static void test_argument_names(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("names");
+  g_autoptr(GError) err = NULL;
+  assert_non_null(
+      weir_graph_add_array(g, "a", WEIR_DTYPE_F32, "4", TRUE, &err));
+  WeirContainer *k =
+      weir_graph_add_array(g, "k", WEIR_DTYPE_F32, "1", FALSE, &err);
+  assert_non_null(k);
+  static const float one = 1;
+  g_autoptr(GBytes) data = g_bytes_new_static(&one, sizeof one);
+  weir_container_set_initial(k, data);
+  g_autoptr(GHashTable) args = g_hash_table_new(g_str_hash, g_str_equal);
+  assert_true(weir_interp_check_argument_names(g, NULL, TRUE, &err));
+  g_hash_table_add(args, "k");
+  assert_true(weir_interp_check_argument_names(g, args, FALSE, &err));
+  assert_false(weir_interp_check_argument_names(g, args, TRUE, &err));
+  assert_string_equal(err->message, "argument 'k' names a constant container "
+                                    "(its data is compiled into the kernel)");
+  g_clear_error(&err);
+  g_hash_table_add(args, "b");
+  g_hash_table_add(args, "a");
+  assert_false(weir_interp_check_argument_names(g, args, FALSE, &err));
+  assert_string_equal(err->message, "argument 'a' names a transient container");
+  g_clear_error(&err);
+  g_hash_table_remove(args, "a");
+  assert_false(weir_interp_check_argument_names(g, args, FALSE, &err));
+  assert_string_equal(
+      err->message,
+      "argument 'b' does not name a container of program 'names'");
+}
+
 static void test_error_argument_shape(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g = build_matmul();
@@ -1038,6 +1072,7 @@ int main(void) {
       cmocka_unit_test(test_initial_data),
       cmocka_unit_test(test_triangle_two_writes),
       cmocka_unit_test(test_error_missing_argument),
+      cmocka_unit_test(test_argument_names),
       cmocka_unit_test(test_error_argument_shape),
       cmocka_unit_test(test_error_unbound_symbol),
       cmocka_unit_test(test_error_library_node),
