@@ -289,30 +289,80 @@ static const WeirMemlet *connector_memlet(const WeirState *s, guint id,
   return weir_state_connector_memlet(s, id, conn, in, FALSE);
 }
 
-/* Connector infos of a tasklet, as the validator builds them: dtype of the
- * memlet's container, rank 0 when the memlet's subset has one element, else
- * the container's rank.  FALSE when a connector has no usable memlet. */
-static gboolean connector_infos(const WeirGraph *g, const WeirState *s,
-                                const WeirNode *n, gboolean in, GArray *out) {
+gboolean weir_tasklet_connector_info(const WeirGraph *g, const WeirState *s,
+                                     const WeirNode *n, const char *conn,
+                                     gboolean input, WeirConnectorInfo *info) {
+  const WeirMemlet *m =
+      weir_state_connector_memlet(s, n->id, conn, input, TRUE);
+  if (m == NULL || m->subset == NULL)
+    return FALSE;
+  const WeirContainer *c = weir_graph_container(g, m->data);
+  if (c == NULL)
+    return FALSE;
+  g_autoptr(WeirExpr) vol = weir_subset_volume(m->subset);
+  gint64 v;
+  info->name = conn;
+  info->dtype = c->dtype;
+  info->rank = weir_expr_is_const(vol, &v) && v == 1 ? 0 : c->shape->len;
+  return TRUE;
+}
+
+/* The connector infos of every input (or output) of tasklet n, appended to
+ * out; the name of the first connector without one, or NULL. */
+static const char *connector_infos(const WeirGraph *g, const WeirState *s,
+                                   const WeirNode *n, gboolean in,
+                                   GArray *out) {
   GPtrArray *conns = in ? n->in_conns : n->out_conns;
   for (guint i = 0; i < conns->len; i++) {
     const char *name = g_ptr_array_index(conns, i);
-    const WeirMemlet *m = connector_memlet(s, n->id, name, in);
-    if (m == NULL || m->data == NULL || m->subset == NULL)
-      return FALSE;
-    const WeirContainer *c = weir_graph_container(g, m->data);
-    if (c == NULL)
-      return FALSE;
-    g_autoptr(WeirExpr) vol = weir_subset_volume(m->subset);
-    gint64 v;
-    WeirConnectorInfo info = {
-        .name = name,
-        .dtype = c->dtype,
-        .rank = (weir_expr_is_const(vol, &v) && v == 1) ? 0 : c->shape->len,
-    };
+    WeirConnectorInfo info;
+    if (!weir_tasklet_connector_info(g, s, n, name, in, &info))
+      return name;
     g_array_append_val(out, info);
   }
-  return TRUE;
+  return NULL;
+}
+
+WeirCode *weir_tasklet_checked_code(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n, GError **error) {
+  if (n->kind != WEIR_NODE_TASKLET || !n->code) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                "tasklet '%s' (node %u): the body does not parse", n->label,
+                n->id);
+    return NULL;
+  }
+  g_autoptr(GArray) ins = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
+  g_autoptr(GArray) outs = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
+  for (int in = 1; in >= 0; in--) {
+    const char *missing = connector_infos(g, s, n, in, in ? ins : outs);
+    if (missing) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "tasklet '%s' (node %u): %s connector '%s' has no memlet",
+                  n->label, n->id, in ? "input" : "output", missing);
+      return NULL;
+    }
+  }
+  g_autoptr(GHashTable) symbols =
+      g_hash_table_new(g_str_hash, g_str_equal); /* borrowed keys */
+  for (guint i = 0; i < g->symbols->len; i++)
+    g_hash_table_add(symbols, g_ptr_array_index(g->symbols, i));
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, error);
+  if (!sc)
+    return NULL;
+  for (guint p = weir_scopes_parent(sc, n->id); p;
+       p = weir_scopes_parent(sc, p)) {
+    const WeirNode *e = weir_state_node(s, p);
+    for (guint i = 0; e && e->map && i < e->map->params->len; i++)
+      g_hash_table_add(symbols, g_ptr_array_index(e->map->params, i));
+  }
+  g_autoptr(WeirCode) code = weir_code_copy(n->code);
+  if (!weir_code_check(code, (const WeirConnectorInfo *)ins->data, ins->len,
+                       (const WeirConnectorInfo *)outs->data, outs->len,
+                       symbols, error)) {
+    g_prefix_error(error, "tasklet '%s' (node %u): ", n->label, n->id);
+    return NULL;
+  }
+  return g_steal_pointer(&code);
 }
 
 /* FLOPs of one execution of a tasklet's body, or G_MAXUINT64 when the body
@@ -325,8 +375,8 @@ static guint64 tasklet_body_flops(StateCtx *ctx, const WeirNode *n,
     return weir_code_flops(n->code);
   g_autoptr(GArray) ins = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
   g_autoptr(GArray) outs = g_array_new(FALSE, FALSE, sizeof(WeirConnectorInfo));
-  if (!connector_infos(ctx->g, ctx->s, n, TRUE, ins) ||
-      !connector_infos(ctx->g, ctx->s, n, FALSE, outs))
+  if (connector_infos(ctx->g, ctx->s, n, TRUE, ins) ||
+      connector_infos(ctx->g, ctx->s, n, FALSE, outs))
     return G_MAXUINT64;
   g_autoptr(GHashTable) symbols =
       g_hash_table_new(g_str_hash, g_str_equal); /* borrowed keys */

@@ -166,6 +166,30 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirStateOrder, weir_state_order_free)
 WEIR_API gboolean weir_state_order_widen(const WeirStateOrder *o, guint *lo,
                                          guint *hi);
 
+/* ------------------------------------------- tasklets typed in their place */
+
+/* The type of connector conn of tasklet n as the validator gives it: the
+ * dtype of the container of its memlet (the first non-empty one, entering
+ * n when input, else leaving it), rank 0 when the memlet's subset has one
+ * element, else the container's rank.  info->name borrows conn.  FALSE
+ * (info untouched) when the connector has no such memlet or the container
+ * does not exist. */
+WEIR_API gboolean weir_tasklet_connector_info(const WeirGraph *g,
+                                              const WeirState *s,
+                                              const WeirNode *n,
+                                              const char *conn, gboolean input,
+                                              WeirConnectorInfo *info);
+
+/* A copy of tasklet n's body type-checked in its place: connectors as
+ * weir_tasklet_connector_info gives them; symbols: the program's and the
+ * parameters of the maps around n.  n is not changed.  Returns the copy
+ * (owned: weir_code_free), or NULL with an error "tasklet 'LABEL' (node
+ * ID): ..." when the body does not parse, a connector has no memlet or the
+ * body does not check. */
+WEIR_API WeirCode *weir_tasklet_checked_code(const WeirGraph *g,
+                                             const WeirState *s,
+                                             const WeirNode *n, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -865,6 +865,51 @@ static void test_unchecked_tasklet(void **state) {
   assert_false(t->code->checked);
 }
 
+/* A tasklet typed in its place: the map's parameter and the program's
+ * symbols are known, connectors take their containers' dtypes. */
+static void test_tasklet_checked_code(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = build_vector_add();
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  WeirNode *t = NULL;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_TASKLET)
+      t = n;
+  }
+  assert_non_null(t);
+  assert_true(weir_tasklet_set_code(t, "c = a + b * i + N"));
+  WeirConnectorInfo info;
+  assert_true(weir_tasklet_connector_info(g, s, t, "a", TRUE, &info));
+  assert_string_equal(info.name, "a");
+  assert_int_equal(info.dtype, WEIR_DTYPE_F32);
+  assert_int_equal(info.rank, 0);
+  assert_false(weir_tasklet_connector_info(g, s, t, "a", FALSE, &info));
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirCode) code = weir_tasklet_checked_code(g, s, t, &err);
+  assert_null(err);
+  assert_non_null(code);
+  assert_true(code->checked);
+  assert_false(t->code->checked); /* a copy */
+  /* outside the map, i is unknown */
+  WeirNode *u = tasklet(g, s, "outside", NULL, NULL, "y", NULL, "y = i");
+  WeirNode *c = weir_state_add_access(g, s, "C");
+  edge(g, s, u, "y", c, NULL, "C", "0", NULL);
+  assert_null(weir_tasklet_checked_code(g, s, u, &err));
+  assert_non_null(err);
+  g_autofree char *where =
+      g_strdup_printf("tasklet 'outside' (node %u): ", u->id);
+  assert_true(g_str_has_prefix(err->message, where));
+  assert_non_null(strstr(err->message, "'i'"));
+  g_clear_error(&err);
+  /* a connector without a memlet */
+  weir_node_add_in_conn(u, "z");
+  assert_null(weir_tasklet_checked_code(g, s, u, &err));
+  g_autofree char *want = g_strdup_printf(
+      "tasklet 'outside' (node %u): input connector 'z' has no memlet", u->id);
+  assert_string_equal(err->message, want);
+}
+
 /* The bundled sample files give the same figures as the graphs built above
  * (the files are what `weir info` reads). */
 static void test_sample_files(void **state) {
@@ -915,6 +960,7 @@ int main(void) {
       cmocka_unit_test(test_liveness_symbolic),
       cmocka_unit_test(test_broken_scopes),
       cmocka_unit_test(test_unchecked_tasklet),
+      cmocka_unit_test(test_tasklet_checked_code),
       cmocka_unit_test(test_sample_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -200,7 +200,7 @@ static gboolean mac_shape(const WeirGraph *g, Plan *p, char **reason) {
                              t->label, t->id, t->in_conns->len,
                              t->out_conns->len);
   g_autoptr(GError) err = NULL;
-  g_autoptr(WeirCode) code = weir_tier1_checked_code(g, m->state, t, &err);
+  g_autoptr(WeirCode) code = weir_tasklet_checked_code(g, m->state, t, &err);
   if (!code)
     return weir_tier1_reason(reason, "%s", err->message);
   guint slots[2];
@@ -518,7 +518,7 @@ static void find_init(const WeirGraph *g, Plan *p) {
       return;
   }
   g_autoptr(GError) err = NULL;
-  g_autoptr(WeirCode) code = weir_tier1_checked_code(g, s, t, &err);
+  g_autoptr(WeirCode) code = weir_tasklet_checked_code(g, s, t, &err);
   if (!code)
     return;
   guint slot;

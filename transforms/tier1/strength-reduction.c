@@ -170,7 +170,7 @@ static gboolean ctx_init(Ctx *c, const WeirGraph *g, const WeirSite *site,
     return weir_tier1_reason(reason, "node %u is not a tasklet",
                              site->nodes[0]);
   g_autoptr(GError) err = NULL;
-  c->code = weir_tier1_checked_code(g, c->s, c->n, &err);
+  c->code = weir_tasklet_checked_code(g, c->s, c->n, &err);
   if (!c->code)
     return weir_tier1_reason(reason, "%s", err->message);
   c->relaxed = relaxed;

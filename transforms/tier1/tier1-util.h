@@ -37,6 +37,7 @@
 #ifndef WEIR_TIER1_UTIL_H
 #define WEIR_TIER1_UTIL_H
 
+#include "weir-analysis.h"
 #include "weir-code.h"
 #include "weir-graph.h"
 #include "weir-plugin.h"
@@ -172,14 +173,6 @@ WeirNode *weir_tier1_wrap(WeirGraph *g, WeirState *s, WeirNode *entry,
  * full) */
 char *weir_tier1_fresh_param(const WeirGraph *g, const WeirState *s,
                              const char *base, GPtrArray *extra);
-
-/* ------------------------------------------------------------- tasklets */
-
-/* A type-checked copy of tasklet n's body: connector dtypes from their
- * memlets' containers, scalar when the memlet covers one element; symbols
- * are the program's and the enclosing maps' parameters. (transfer full) */
-WeirCode *weir_tier1_checked_code(const WeirGraph *g, const WeirState *s,
-                                  const WeirNode *n, GError **error);
 
 G_END_DECLS
 

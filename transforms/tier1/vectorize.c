@@ -115,7 +115,7 @@ static gboolean accesses_computable(const WeirGraph *g, const WeirTier1Map *m,
     if (n->kind != WEIR_NODE_TASKLET)
       continue;
     g_autoptr(GError) err = NULL;
-    g_autoptr(WeirCode) code = weir_tier1_checked_code(g, m->state, n, &err);
+    g_autoptr(WeirCode) code = weir_tasklet_checked_code(g, m->state, n, &err);
     if (!code)
       return weir_tier1_reason(reason, "%s", err->message);
     for (guint k = 0; k < code->stmts->len; k++) {

@@ -328,7 +328,7 @@ static char *simplify_code(const WeirCode *code, guint *count) {
 static gboolean tasklet_can_apply(const WeirGraph *g, const WeirState *s,
                                   const WeirNode *n, char **reason) {
   g_autoptr(GError) err = NULL;
-  g_autoptr(WeirCode) code = weir_tier2_tasklet_code(g, s, n, &err);
+  g_autoptr(WeirCode) code = weir_tasklet_checked_code(g, s, n, &err);
   if (!code)
     return weir_tier2_reject(reason, "%s", err->message);
   guint count = 0;
@@ -346,7 +346,7 @@ static gboolean tasklet_can_apply(const WeirGraph *g, const WeirState *s,
 
 static gboolean tasklet_apply(const WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
-  g_autoptr(WeirCode) code = weir_tier2_tasklet_code(g, s, n, error);
+  g_autoptr(WeirCode) code = weir_tasklet_checked_code(g, s, n, error);
   if (!code)
     return FALSE;
   guint count = 0;

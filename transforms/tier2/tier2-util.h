@@ -15,6 +15,7 @@
 #ifndef WEIR_TIER2_UTIL_H
 #define WEIR_TIER2_UTIL_H
 
+#include "weir-analysis.h"
 #include "weir-graph.h"
 #include "weir-tensor.h"
 
@@ -181,12 +182,6 @@ WeirNode *weir_tier2_chain_replace(WeirGraph *g, WeirState *s, WeirNode *a,
 gboolean weir_tier2_compose_transposes(const WeirNode *a, const WeirNode *b,
                                        guint rank, gint64 *perm);
 gboolean weir_tier2_perm_is_identity(const gint64 *perm, guint rank);
-
-/* A type-checked copy of tasklet n's body (connector dtypes and ranks from
- * its memlets, symbols: the program's and the enclosing maps' parameters),
- * or NULL with an error naming the tasklet.  (transfer full) */
-WeirCode *weir_tier2_tasklet_code(const WeirGraph *g, const WeirState *s,
-                                  const WeirNode *n, GError **error);
 
 /* Drops what nobody uses any more: in every state, access nodes of `name`
  * without memlets; then, for a transient that no memlet or access node
