@@ -7,7 +7,7 @@
  * init / condition / update, and an endless loop left by break), break,
  * continue and "the program ends".  When one part of the state graph does
  * not have that shape (a loop entered at two states or left to two places,
- * a state reached from two places that are not branches of one join), the
+ * a state reached again after it was placed, outside a loop), the
  * whole program falls back to a label per state and gotos, which is always
  * correct.  The C code generator prints this tree (core/codegen/control.c,
  * docs/codegen.md "States and transitions").
@@ -34,10 +34,12 @@
  *    When the header has no nodes and exactly two complementary transitions
  *    (`t < T` / `t >= T`, `c` / `!(c)`, or a second one without condition),
  *    one into the body and one out, it is WHILE (condition: the one into
- *    the body) or FOR when the one back edge assigns something and its
- *    assignments (and the entering transition's, if any) can run one after
- *    the other; otherwise FOREVER, with the header's dataflow first in the
- *    body and "if (c) break" where it leaves;
+ *    the body) or FOR when there is one back edge, it assigns something,
+ *    the transition into the body assigns nothing, and the back edge's
+ *    assignments (and those of the one transition that enters the loop, if
+ *    the walk came through one) can run one after the other; otherwise
+ *    FOREVER, with the header's dataflow first in the body and
+ *    "if (c) break" where it leaves;
  *  - branches are IF arms in transition order up to the state where they
  *    join (the closest postdominator); a branch that only jumps (break or
  *    continue) is an arm of its own and the other transition follows it;
