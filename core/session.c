@@ -337,10 +337,18 @@ gboolean weir_session_restore_cursor(WeirSession *s, guint cursor,
                 s->steps->len);
     return FALSE;
   }
-  g_autofree char *where = g_strdup_printf("snapshot of step %u", cursor);
-  WeirGraph *g = weir_graph_from_json(snapshot(s, cursor), -1, where, error);
-  if (!g)
-    return FALSE;
+  /* Step 0 is the original, loaded and validated already: a copy of it
+   * is what parsing its JSON again would give, at a fraction of the cost
+   * (opening a workspace whose cursor is 0, "goto 0", undo to the start). */
+  WeirGraph *g = NULL;
+  if (cursor == 0) {
+    g = weir_graph_copy(s->original);
+  } else {
+    g_autofree char *where = g_strdup_printf("snapshot of step %u", cursor);
+    g = weir_graph_from_json(snapshot(s, cursor), -1, where, error);
+    if (!g)
+      return FALSE;
+  }
   weir_graph_free(s->current);
   s->current = g;
   s->cursor = cursor;

@@ -1,6 +1,10 @@
 /* fuzz-workspace.c — fuzz target: workspaces.  The bytes are written as a
- * .weir file (an SQLite database) and opened as a session, which reads the
- * program, replays the history and restores the cursor. */
+ * .weir file (an SQLite database) in the scratch directory (on /dev/shm
+ * when writable: fuzz-common.h) and opened as a session through the same
+ * call as every `weir` command on a .weir file: weir_workspace_open checks the
+ * database, loads and validates the original program, reads every history step
+ * (checksums, sites, bookmarks, results) and loads the snapshot at the cursor.
+ */
 #include "fuzz-common.h"
 #include "weir-session.h"
 
