@@ -17,6 +17,7 @@
  */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -174,7 +175,7 @@ void weir_kernel_free(WeirKernel *k) {
   if (k->module)
     g_module_close(k->module);
   g_free(k->consts);
-  g_aligned_free(k->workspace);
+  free(k->workspace);
   g_mutex_clear(&k->lock);
   if (k->arguments)
     g_ptr_array_unref(k->arguments);
@@ -708,6 +709,30 @@ static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
   return TRUE;
 }
 
+/* Replaces k's workspace by one of `need` bytes (k->lock held).  The block
+ * is not cleared: the kernel zero-fills what must start at zero, so each
+ * page is first touched by the thread of the kernel that uses it (the
+ * parallel loops writing the scratch of a convolution, say). */
+static gboolean workspace_grow(WeirKernel *k, gsize need, GError **error) {
+  free(k->workspace);
+  k->workspace = NULL;
+  k->workspace_bytes = 0;
+  gsize rounded = need + 63 < need ? 0 : (need + 63) / 64 * 64;
+  void *w = rounded ? aligned_alloc(64, rounded) : NULL;
+  if (!w) {
+    g_autofree char *size = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
+    g_set_error(
+        error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+        "kernel '%s': cannot allocate its workspace of %s (%" G_GSIZE_FORMAT
+        " bytes)",
+        k->prefix, size, need);
+    return FALSE;
+  }
+  k->workspace = w;
+  k->workspace_bytes = need;
+  return TRUE;
+}
+
 gboolean weir_kernel_call(WeirKernel *k, void *const args[],
                           const gint64 symbols[], GError **error) {
   g_return_val_if_fail(k != NULL, FALSE);
@@ -722,11 +747,9 @@ gboolean weir_kernel_call(WeirKernel *k, void *const args[],
   int rc;
   if (g_mutex_trylock(&k->lock)) {
     gsize need = k->workspace_size(syms);
-    if (need > k->workspace_bytes) {
-      g_aligned_free(k->workspace);
-      k->workspace_bytes = 0;
-      k->workspace = g_aligned_alloc0(1, need, 64);
-      k->workspace_bytes = need;
+    if (need > k->workspace_bytes && !workspace_grow(k, need, error)) {
+      g_mutex_unlock(&k->lock);
+      return FALSE;
     }
     rc = k->run(args, syms, k->consts, need ? k->workspace : NULL);
     g_mutex_unlock(&k->lock);

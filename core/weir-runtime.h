@@ -144,11 +144,15 @@ WEIR_API gsize weir_kernel_constants_bytes(const WeirKernel *k);
 
 /* The kernel's workspace (borrowed; NULL before the first run or when the
  * program needs none) and its size in *bytes (optional).  The workspace
- * holds the transients of the entry point; it is allocated at the first
+ * holds the transients of the entry point and the scratch block of its
+ * native calls (im2col columns, GEMM temporaries) and of the nested
+ * programs it calls from sequential code; it is allocated at the first
  * run, grown when a run with other symbol values needs more, and reused by
- * every later run, so steady-state runs allocate nothing.  A run that
+ * every later run, so steady-state runs allocate nothing.  It is not
+ * cleared (the kernel's threads touch its pages first).  A run that
  * starts while another run of the same kernel is in progress (another
- * thread) lets the generated code allocate a workspace of its own. */
+ * thread) lets the generated code allocate a workspace of its own.  A
+ * workspace that cannot be allocated fails the run (WEIR_ERROR_RUNTIME). */
 WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
 
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:
