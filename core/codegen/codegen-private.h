@@ -130,6 +130,7 @@ typedef struct {
   GHashTable *syms;    /* program symbols it reads (set, owned keys) */
   GHashTable *helpers; /* native helper names it calls (set, owned keys) */
   gboolean uses_status;
+  gboolean uses_scratch; /* the function's scratch block */
 } Part;
 
 /* ----------------------------------------------------------------- literals */
@@ -201,6 +202,7 @@ struct _Fn {
    * name (borrowed from names).  It is the last block of the arena. */
   WeirExpr *scratch;
   const char *scratch_name;
+  char *scratch_at; /* its offset in the arena (C text, owned) */
   /* The arena's size in bytes as an expression of the program's symbols
    * (owned; NULL without an arena), set by cg_fn_storage. */
   WeirExpr *arena_bytes;
@@ -484,7 +486,7 @@ char *cg_fn_storage(Fn *f, gboolean *arena);
 /* The declarations a part function of f needs for the containers marked
  * used (arguments, constants, arena blocks at their offsets in f's
  * arena), at depth 1; *uses_consts: some read consts[]. */
-char *cg_part_storage(Fn *f, gboolean *uses_consts);
+char *cg_part_storage(Fn *f, gboolean uses_scratch, gboolean *uses_consts);
 
 /* f may be split into parts: no nested programs, and every container that
  * is not an argument has a fixed size. */

@@ -40,6 +40,7 @@ void cg_fn_free(Fn *f) {
   g_clear_pointer(&f->scratch, weir_expr_unref);
   g_clear_pointer(&f->arena_bytes, weir_expr_unref);
   g_free(f->part_used);
+  g_free(f->scratch_at);
   g_free(f);
 }
 
@@ -153,8 +154,10 @@ static void fn_build_parts(Fn *f) {
       any_arg = any_arg || (ci->used && ci->st == ST_ARG);
       any_arena = any_arena || (ci->used && ci->st == ST_ARENA);
     }
+    any_arena = any_arena || p->uses_scratch;
     gboolean uses_consts = FALSE;
-    g_autofree char *storage = cg_part_storage(f, &uses_consts);
+    g_autofree char *storage =
+        cg_part_storage(f, p->uses_scratch, &uses_consts);
     GString *params = g_string_new(NULL), *decls = g_string_new(NULL);
     for (guint k = 0; k < f->g->symbols->len; k++) {
       const char *name = g_ptr_array_index(f->g->symbols, k);

@@ -470,6 +470,8 @@ typedef struct {
 } Block;
 
 const char *cg_fn_scratch(Fn *f, WeirExpr *bytes) {
+  if (f->part)
+    f->part->uses_scratch = TRUE;
   if (!f->scratch_name)
     f->scratch_name = cg_namer_fresh(f->names, "scratch");
   gint64 a, b;
@@ -564,6 +566,8 @@ static void emit_arena(Fn *f, Out *o, GArray *blocks) {
       g_ptr_array_add(offsets, g_strdup_printf("%" G_GINT64_FORMAT, at));
       if (bl->ci)
         bl->ci->at = g_strdup_printf("%" G_GINT64_FORMAT, at);
+      else
+        f->scratch_at = g_strdup_printf("%" G_GINT64_FORMAT, at);
       gint64 bytes = (span > 0 ? span : 0) * (gint64)weir_dtype_size(bl->dtype);
       g_ptr_array_add(sizes, g_strdup_printf("%" G_GINT64_FORMAT, bytes));
       at += (bytes + 63) / 64 * 64;
@@ -698,7 +702,7 @@ static void emit_const_decl(Fn *f, Out *o, const CInfo *ci, const char *name) {
   cg_out_line(o, "};");
 }
 
-char *cg_part_storage(Fn *f, gboolean *uses_consts) {
+char *cg_part_storage(Fn *f, gboolean uses_scratch, gboolean *uses_consts) {
   Out o = cg_out_new(1);
   gboolean saved = f->uses_consts;
   f->uses_consts = FALSE;
@@ -718,6 +722,11 @@ char *cg_part_storage(Fn *f, gboolean *uses_consts) {
       cg_out_line(&o, "%s *const %s = (%s *)(arena + %s); /* %s */", ty,
                   ci->cname, ty, ci->at ? ci->at : "0", sh);
   }
+  if (uses_scratch && f->scratch_name)
+    cg_out_line(&o,
+                "uint8_t *const %s = (uint8_t *)(arena + %s); /* scratch of "
+                "native calls */",
+                f->scratch_name, f->scratch_at ? f->scratch_at : "0");
   *uses_consts = f->uses_consts;
   f->uses_consts = saved;
   return cg_out_free(&o);
