@@ -407,7 +407,8 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
       g_format_size_full(ev->constants_bytes, G_FORMAT_SIZE_IEC_UNITS);
   g_autofree char *wb =
       g_format_size_full(ev->workspace_bytes, G_FORMAT_SIZE_IEC_UNITS);
-  printf("  kernel memory   parameters %s (bound, not copied), workspace %s\n",
+  printf("  kernel memory   parameters %s (bound, not copied), workspace %s "
+         "(transients and scratch, allocated once)\n",
          cb, wb);
   printf("  time            %s (%s)", ts, how);
   if (exp && exp->total_flops.known && t > 0)

@@ -126,6 +126,7 @@ typedef struct {
   char *name;          /* C name (owned) */
   char *body;          /* statements at depth 1 (owned) */
   char *text;          /* the whole definition, once built (owned) */
+  char *params;        /* its parameters after "arena" (", int64_t t"; owned) */
   gboolean *used;      /* per container of the entry (owned) */
   GHashTable *syms;    /* program symbols it reads (set, owned keys) */
   GHashTable *helpers; /* native helper names it calls (set, owned keys) */

@@ -156,14 +156,9 @@ static void append_part_prototype(GString *s, const Part *p) {
                          "weir_hidden %s %s(void *const args[], const int64_t "
                          "symbols[],\n"
                          "        const void *const consts[], unsigned char "
-                         "*arena",
-                         p->uses_status ? "int" : "void", p->name);
-  const char *def = strchr(p->text, '(');
-  const char *arena = def ? strstr(def, "*arena") : NULL;
-  const char *close = arena ? strstr(arena, ") {") : NULL;
-  if (arena && close)
-    g_string_append_len(s, arena + 6, close - arena - 6);
-  g_string_append(s, ");\n");
+                         "*arena%s);\n",
+                         p->uses_status ? "int" : "void", p->name,
+                         p->params ? p->params : "");
 }
 
 /* The unit of part k of n: includes, helpers, the part's native helpers

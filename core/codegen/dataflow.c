@@ -498,6 +498,7 @@ static void part_free(gpointer data) {
   g_free(p->name);
   g_free(p->body);
   g_free(p->text);
+  g_free(p->params);
   g_free(p->used);
   g_clear_pointer(&p->syms, g_hash_table_unref);
   g_clear_pointer(&p->helpers, g_hash_table_unref);

@@ -198,7 +198,8 @@ static void fn_build_parts(Fn *f) {
     g_string_append(s, "}\n");
     g_free(p->text);
     p->text = g_string_free(s, FALSE);
-    g_string_free(params, TRUE);
+    g_free(p->params);
+    p->params = g_string_free(params, FALSE);
     g_string_free(decls, TRUE);
   }
   for (guint j = 0; j < n; j++)

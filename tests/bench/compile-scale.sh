@@ -21,10 +21,13 @@
 #                compiler killed for memory, in the issue)
 #   LIMIT        seconds after which a run is stopped (default 480)
 #   REPS         timed runs after one warm-up (default 5)
+#   TABLE_ONLY   when set, runs nothing and prints the table from the logs
+#                of an earlier run in WORKDIR
 # The models are exported by tests/bench/torchvision-models.py with
 # /usr/bin/python3 when WORKDIR/models lacks them.  Each "cold" run gets an
-# empty cache directory; "cached" is the same command again.  Run it nice'd
-# on a quiet machine: every figure is wall-clock time.
+# empty cache directory; "cached" is the same command again, whose timed
+# runs give the "run" column.  Run it nice'd on a quiet machine: every
+# figure is wall-clock time.
 set -u
 BUILD=${1:-build}
 WORK=${2:-/tmp/weir-compile-scale}
@@ -57,8 +60,25 @@ fi
 OLD=$WORK/before/build/weir
 echo "before: $(git -C "$WORK/before" log -1 --format='%h %s' | cut -c1-70) ($OLD)"
 
-# run WHICH MODEL KIND: one `weir run`, its output in logs/; prints the
-# figures of the compile line and the run time, or a reason
+# figures WHICH MODEL KIND: from the log of one `weir run`, the time of
+# its compile line, the run time and whether the output matched, as
+# "compile|run|ok", or the reason there are none
+figures() {
+  log=$WORK/logs/$1-$2-$3.log
+  [ -f "$log" ] || { echo "-|-|-"; return; }
+  if grep -q '^stopped after' "$log"; then
+    echo "$(grep '^stopped after' "$log")|-|-"
+    return
+  fi
+  compile=$(grep -E '^[^:]*: (compiled|loaded from the compile cache) in ' "$log" |
+    sed -E 's/^[^:]*: (compiled|loaded from the compile cache) in ([0-9.]+ m?s).*/\2/')
+  run=$(grep -E '^  time ' "$log" | sed -E 's/^  time +([0-9.]+ m?s).*/\1/')
+  ok=$(grep -qE 'output: .*: ok' "$log" && echo ok || echo "no match, see $log")
+  echo "${compile:-?}|${run:-?}|$ok"
+}
+
+# one WHICH MODEL KIND: one `weir run` (cold: with an empty cache), its
+# output in logs/, stopped after LIMIT seconds
 one() {
   which=$1 m=$2 kind=$3
   weir=$AFTER
@@ -66,44 +86,41 @@ one() {
   cache=$WORK/cache-$which-$m
   [ "$kind" = cold ] && rm -rf "$cache"
   log=$WORK/logs/$which-$m-$kind.log
-  start=$(date +%s.%N)
   timeout "$LIMIT" "$weir" run "$WORK/models/$m.onnx" \
     --input "input=$WORK/models/$m-input.npy" \
     --expect "output=$WORK/models/$m-output.npy" --rtol 1e-3 --atol 1e-4 \
     --cache-dir "$cache" --reps "$REPS" >"$log" 2>&1
-  rc=$?
-  end=$(date +%s.%N)
-  if [ $rc = 124 ]; then
-    echo "stopped after ${LIMIT} s"
-    return
-  fi
-  compile=$(grep -E ': (compiled|loaded from the compile cache) in ' "$log" |
-    sed -E 's/.* in ([0-9.]+ m?s).*/\1/')
-  run=$(grep -E '^  time ' "$log" | sed -E 's/^  time +([0-9.]+ m?s).*/\1/')
-  ok=$(grep -qE 'output: .*: ok' "$log" && echo ok || echo "MISMATCH or error (exit $rc)")
-  printf '%s|%s|%s|%s\n' "${compile:-?}" "${run:-?}" "$ok" \
-    "$(echo "$end - $start" | bc | sed 's/^\./0./') s"
+  [ $? = 124 ] && echo "stopped after ${LIMIT} s" >>"$log"
 }
 
-printf '\n| model | parameters | before: cold | before: cached | before: run | after: cold | after: cached | after: run | after: output |\n'
+if [ -z "${TABLE_ONLY:-}" ]; then
+  for m in $MODELS; do
+    case " $SKIP_BEFORE " in
+      *" $m "*) echo "not run (SKIP_BEFORE)" >"$WORK/logs/before-$m-cold.log" ;;
+      *) one before "$m" cold
+         grep -q '^stopped after' "$WORK/logs/before-$m-cold.log" ||
+           one before "$m" cached ;;
+    esac
+    one after "$m" cold
+    one after "$m" cached
+  done
+fi
+
+printf '\n| model | parameters | before: cold | before: cached | before: run | after: cold | after: cached | after: run | output (after) |\n'
 printf '|---|---|---|---|---|---|---|---|---|\n'
 for m in $MODELS; do
-  params=$(/usr/bin/python3 -c "import onnx,sys; g=onnx.load('$WORK/models/$m.onnx', load_external_data=False).graph; import numpy as np; print('%.1f M' % (sum(int(np.prod(t.dims)) for t in g.initializer)/1e6))" 2>/dev/null)
-  b_cold='-' b_hit='-' b_run='-'
-  case " $SKIP_BEFORE " in
-    *" $m "*) b_cold='not run (SKIP_BEFORE)' ;;
-    *)
-      r=$(one before "$m" cold)
-      case "$r" in
-        stopped*) b_cold=$r ;;
-        *) b_cold=$(echo "$r" | cut -d'|' -f1) b_run=$(echo "$r" | cut -d'|' -f2)
-           b_hit=$(one before "$m" cached | cut -d'|' -f1) ;;
-      esac ;;
-  esac
-  r=$(one after "$m" cold)
-  a_cold=$(echo "$r" | cut -d'|' -f1) a_run=$(echo "$r" | cut -d'|' -f2) a_ok=$(echo "$r" | cut -d'|' -f3)
-  case "$r" in stopped*) a_cold=$r a_run='-' a_ok='-' ;; esac
-  a_hit=$(one after "$m" cached | cut -d'|' -f1)
+  params=$(/usr/bin/python3 -c "import onnx; import numpy as np; g=onnx.load('$WORK/models/$m.onnx').graph; print('%.1f M' % (sum(int(np.prod(t.dims)) for t in g.initializer)/1e6))" 2>/dev/null)
+  if grep -q '^not run' "$WORK/logs/before-$m-cold.log" 2>/dev/null; then
+    b_cold='not run (SKIP_BEFORE)' b_hit='-' b_run='-'
+  else
+    b_cold=$(figures before "$m" cold | cut -d'|' -f1)
+    b_hit=$(figures before "$m" cached | cut -d'|' -f1)
+    b_run=$(figures before "$m" cached | cut -d'|' -f2)
+  fi
+  a_cold=$(figures after "$m" cold | cut -d'|' -f1)
+  a_hit=$(figures after "$m" cached | cut -d'|' -f1)
+  a_run=$(figures after "$m" cached | cut -d'|' -f2)
+  a_ok=$(figures after "$m" cold | cut -d'|' -f3)
   printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$m" "$params" \
     "$b_cold" "$b_hit" "$b_run" "$a_cold" "$a_hit" "$a_run" "$a_ok"
 done
