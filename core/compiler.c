@@ -223,22 +223,11 @@ static gboolean valid_name(const char *name) {
   return TRUE;
 }
 
-/* Runs the compiler on src (in its private directory). */
-static gboolean run_compiler(char **cc, char **flags, char **libs,
-                             const char *name, const char *src,
-                             const char *output, double *seconds,
-                             GError **error) {
-  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
-  g_strv_builder_addv(b, (const char **)cc);
-  g_strv_builder_addv(b, (const char **)flags);
-  g_strv_builder_add_many(b, "-o", output, src, NULL);
-  for (guint i = 0; libs && libs[i]; i++) {
-    g_autofree char *l = g_strconcat("-l", libs[i], NULL);
-    g_strv_builder_add(b, l);
-  }
-  g_strv_builder_add(b, "-lm");
-  g_auto(GStrv) argv = g_strv_builder_end(b);
-
+/* Runs argv, a compiler command writing output, in the private directory
+ * of its input src. */
+static gboolean run_checked(char **argv, const char *name, const char *src,
+                            const char *output, double *seconds,
+                            GError **error) {
   g_autofree char *text = NULL, *status = NULL;
   gint64 t0 = g_get_monotonic_time();
   g_autofree char *tmpdir = g_path_get_dirname(src);
@@ -263,6 +252,26 @@ static gboolean run_compiler(char **cc, char **flags, char **libs,
     return FALSE;
   }
   return TRUE;
+}
+
+/* Runs the compiler on inputs (sources or objects, in a private directory)
+ * to build the shared object output. */
+static gboolean run_compiler(char **cc, char **flags, char **libs,
+                             const char *name, const char *const *inputs,
+                             const char *output, double *seconds,
+                             GError **error) {
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_strv_builder_addv(b, (const char **)cc);
+  g_strv_builder_addv(b, (const char **)flags);
+  g_strv_builder_add_many(b, "-o", output, NULL);
+  g_strv_builder_addv(b, (const char **)inputs);
+  for (guint i = 0; libs && libs[i]; i++) {
+    g_autofree char *l = g_strconcat("-l", libs[i], NULL);
+    g_strv_builder_add(b, l);
+  }
+  g_strv_builder_add(b, "-lm");
+  g_auto(GStrv) argv = g_strv_builder_end(b);
+  return run_checked(argv, name, inputs[0], output, seconds, error);
 }
 
 gboolean weir_compile(const char *source, const char *name, const char *output,
@@ -302,7 +311,124 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "compile '%s': %s", name,
                 local->message);
   else
-    ok = run_compiler(cc, flags, libs, name, src, output, seconds, error);
+    ok = run_compiler(cc, flags, libs, name, (const char *[]){src, NULL},
+                      output, seconds, error);
+  weir_scratch_remove(dir);
+  return ok;
+}
+
+/* ------------------------------------------------------- compile units */
+
+typedef struct {
+  char **cc, **flags;
+  char *name, *src, *obj; /* owned */
+  double seconds;
+  GError *error;
+} ObjectJob;
+
+/* cc flags -c -o obj src: one unit to an object file. */
+static void object_job(gpointer data, gpointer user_data) {
+  ObjectJob *j = data;
+  (void)user_data;
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_strv_builder_addv(b, (const char **)j->cc);
+  g_strv_builder_addv(b, (const char **)j->flags);
+  g_strv_builder_add_many(b, "-c", "-o", j->obj, j->src, NULL);
+  g_auto(GStrv) argv = g_strv_builder_end(b);
+  run_checked(argv, j->name, j->src, j->obj, &j->seconds, &j->error);
+}
+
+/* Runs the jobs, at most `limit` at a time. */
+static gboolean run_jobs(GFunc fn, gpointer jobs, gsize size, guint n,
+                         guint limit, GError **error) {
+  if (limit <= 1 || n <= 1) {
+    for (guint i = 0; i < n; i++)
+      fn((char *)jobs + i * size, NULL);
+    return TRUE;
+  }
+  g_autoptr(GError) local = NULL;
+  GThreadPool *pool = g_thread_pool_new(fn, NULL, (gint)limit, TRUE, &local);
+  if (!pool) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "compile: cannot start compiler threads: %s", local->message);
+    return FALSE;
+  }
+  for (guint i = 0; i < n; i++)
+    g_thread_pool_push(pool, (char *)jobs + i * size, NULL);
+  g_thread_pool_free(pool, FALSE, TRUE); /* waits for every job */
+  return TRUE;
+}
+
+gboolean weir_compile_units(const char *const *sources, guint n,
+                            const char *name, const char *output,
+                            const WeirCompileOptions *opts, double *seconds,
+                            GError **error) {
+  g_return_val_if_fail(sources != NULL && n > 0 && output != NULL, FALSE);
+  if (n == 1)
+    return weir_compile(sources[0], name, output, opts, seconds, error);
+  if (seconds)
+    *seconds = 0;
+  if (!name)
+    name = "kernel";
+  if (!valid_name(name)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "compile: '%s' is not a C identifier", name);
+    return FALSE;
+  }
+  g_auto(GStrv) cc = compiler_words(opts, error);
+  if (!cc)
+    return FALSE;
+  g_auto(GStrv) flags = flag_words(opts, error);
+  if (!flags)
+    return FALSE;
+  g_auto(GStrv) libs = weir_codegen_libraries(sources[0]);
+  g_autoptr(GError) local = NULL;
+  g_autofree char *dir = weir_scratch_dir_new("weir-cc", &local);
+  if (!dir) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO,
+                "compile '%s': cannot create a temporary directory: %s", name,
+                local->message);
+    return FALSE;
+  }
+  gint64 t0 = g_get_monotonic_time();
+  g_autofree ObjectJob *jobs = g_new0(ObjectJob, n);
+  gboolean ok = TRUE;
+  for (guint i = 0; i < n && ok; i++) {
+    ObjectJob *j = &jobs[i];
+    j->cc = cc;
+    j->flags = flags;
+    j->name = g_strdup_printf("%s_%u", name, i + 1);
+    g_autofree char *file = g_strconcat(j->name, ".c", NULL);
+    g_autofree char *obj = g_strconcat(j->name, ".o", NULL);
+    j->src = g_build_filename(dir, file, NULL);
+    j->obj = g_build_filename(dir, obj, NULL);
+    ok = g_file_set_contents(j->src, sources[i], -1, &local);
+    if (!ok)
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "compile '%s': %s", name,
+                  local->message);
+  }
+  if (ok)
+    ok = run_jobs(object_job, jobs, sizeof *jobs, n,
+                  MIN(n, g_get_num_processors()), error);
+  for (guint i = 0; ok && i < n; i++)
+    if (jobs[i].error) {
+      g_propagate_error(error, g_steal_pointer(&jobs[i].error));
+      ok = FALSE;
+    }
+  if (ok) {
+    g_autofree const char **objs = g_new0(const char *, n + 1);
+    for (guint i = 0; i < n; i++)
+      objs[i] = jobs[i].obj;
+    ok = run_compiler(cc, flags, libs, name, objs, output, NULL, error);
+  }
+  if (seconds)
+    *seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+  for (guint i = 0; i < n; i++) {
+    g_clear_error(&jobs[i].error);
+    g_free(jobs[i].name);
+    g_free(jobs[i].src);
+    g_free(jobs[i].obj);
+  }
   weir_scratch_remove(dir);
   return ok;
 }
@@ -316,8 +442,12 @@ typedef struct {
 static void compile_job(gpointer data, gpointer user_data) {
   WeirCompileJob *job = data;
   const ManyCtx *ctx = user_data;
-  weir_compile(job->source, job->name, job->output, ctx->opts, &job->seconds,
-               &job->error);
+  if (job->n_units > 1)
+    weir_compile_units(job->units, job->n_units, job->name, job->output,
+                       ctx->opts, &job->seconds, &job->error);
+  else
+    weir_compile(job->source, job->name, job->output, ctx->opts, &job->seconds,
+                 &job->error);
 }
 
 gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,

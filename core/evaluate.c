@@ -302,6 +302,7 @@ static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
   out->key_seconds = info.key_seconds;
   out->codegen_seconds = info.codegen_seconds;
   out->source_bytes = info.source_bytes;
+  out->units = info.units;
   weir_compile_info_clear(&info);
   if (!k) {
     g_propagate_prefixed_error(error, local,

@@ -137,6 +137,29 @@ static char *dims_product(WeirNativeEmit *e, const WeirContainer *c, guint from,
   return e->expr_c(e, p);
 }
 
+/* The product of dims [from, to) of c as an expression (transfer full). */
+static WeirExpr *dims_expr(const WeirContainer *c, guint from, guint to) {
+  WeirExpr *p = weir_expr_const(1);
+  for (guint d = from; d < to; d++) {
+    WeirExpr *q = weir_expr_mul(p, dim(c, d));
+    weir_expr_unref(p);
+    p = q;
+  }
+  return p;
+}
+
+/* A scratch block of `elements` (taken over) elements of t for the node's
+ * call, from the kernel's workspace: the C text of a typed pointer to it
+ * ("(float *)scratch"). */
+static char *scratch_of(WeirNativeEmit *e, WeirExpr *elements, WeirDType t) {
+  g_autoptr(WeirExpr) el = elements;
+  g_autoptr(WeirExpr) bytes =
+      weir_expr_mul_const(el, (gint64)weir_dtype_size(t));
+  g_autofree char *p = e->scratch(e, bytes);
+  return g_strdup_printf("(%s *)%s", t == WEIR_DTYPE_F32 ? "float" : "double",
+                         p);
+}
+
 static void use_blas(WeirNativeEmit *e) {
   e->library(e, "openblas");
 }
@@ -386,9 +409,9 @@ static const char conv_im2col[] =
     " * into the columns that fall in the padding (zeros) and those inside\n"
     " * the image (copies), so the inner loops carry no bounds tests; at\n"
     " * stride 1 with oh*ow rows as wide as the image (same padding) a whole\n"
-    " * patch plane is one copy.\n"
-    " * Returns non-zero when the buffers cannot be allocated. */\n"
-    "static int weir_conv2d_im2col_@S@(const @T@ *x, const @T@ *w, const "
+    " * patch plane is one copy.  col and tmp live in the scratch block the\n"
+    " * caller passes (kk*n*oh*ow elements, plus mg*n*oh*ow when n > 1). */\n"
+    "static void weir_conv2d_im2col_@S@(const @T@ *x, const @T@ *w, const "
     "@T@ *b,\n"
     "                                 @T@ *y, int64_t n, int64_t c, int64_t "
     "h,\n"
@@ -397,15 +420,11 @@ static const char conv_im2col[] =
     "                                 int64_t groups, int64_t sh, int64_t "
     "sw,\n"
     "                                 int64_t dh, int64_t dw, int64_t ph,\n"
-    "                                 int64_t pw) {\n"
+    "                                 int64_t pw, @T@ *col) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
     "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
     "  if (n == 0 || m == 0 || ohw == 0)\n"
-    "    return 0;\n"
-    "  const int64_t ntmp = n > 1 ? mg * cols : 0;\n"
-    "  @T@ *col = malloc((size_t)(kk * cols + ntmp + 1) * sizeof(@T@));\n"
-    "  if (!col)\n"
-    "    return 1;\n"
+    "    return;\n"
     "  @T@ *tmp = col + kk * cols;\n"
     "  for (int64_t g = 0; g < groups; g++) {\n"
     "#ifdef _OPENMP\n"
@@ -503,8 +522,6 @@ static const char conv_im2col[] =
     "      }\n"
     "    }\n"
     "  }\n"
-    "  free(col);\n"
-    "  return 0;\n"
     "}\n";
 
 static const char conv_1x1[] =
@@ -615,16 +632,29 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct, GError **error) {
   emit_header(e, "im2col");
   use_blas(e);
   use_helper(e, "weir_conv2d_im2col_@S@", conv_im2col, t);
-  e->uses_status = TRUE;
+  /* col: kk x n*oh*ow; tmp: mg x n*oh*ow when n > 1 (or may be) */
+  g_autoptr(WeirExpr) kk = dims_expr(ci.w, 1, 4);
+  g_autoptr(WeirExpr) oh_ow = dims_expr(ci.y, 2, 4);
+  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(ci.y, 0), oh_ow);
+  WeirExpr *elements = weir_expr_mul(kk, cols);
+  if (!dim_is(ci.x, 0, 1) && !dim_is(ci.x, 0, 0)) {
+    g_autoptr(WeirExpr) gr = weir_expr_const(geo->group);
+    g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(ci.w, 0), gr);
+    g_autoptr(WeirExpr) ntmp = weir_expr_mul(mg, cols);
+    WeirExpr *sum = weir_expr_add(elements, ntmp);
+    weir_expr_unref(elements);
+    elements = sum;
+  }
+  g_autofree char *col = scratch_of(e, elements, t);
   g_string_append_printf(
       e->code,
-      "%s |= weir_conv2d_im2col_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+      "weir_conv2d_im2col_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
       "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %s, %s);\n",
-      e->status, sfx, xp, wp, bp, yp, n, c, h, w, m, kh, kw, oh, ow, geo->group,
+      ", %s, %s, %s);\n",
+      sfx, xp, wp, bp, yp, n, c, h, w, m, kh, kw, oh, ow, geo->group,
       geo->strides[0], geo->strides[1], geo->dilations[0], geo->dilations[1],
-      ph, pw);
+      ph, pw, col);
   return TRUE;
 }
 
@@ -730,9 +760,9 @@ static const char conv_grad_im2col[] =
 static const char conv_grad_filter[] =
     "/* Filter gradient of a 2-D convolution: per group g and image,\n"
     " * dw_g[mg x kk] += dy_g[mg x oh*ow] * col^T, col the image's patches\n"
-    " * (im2col, [kk x oh*ow]); the first image's GEMM overwrites dw_g.\n"
-    " * Returns non-zero when the buffer cannot be allocated. */\n"
-    "static int weir_conv2d_grad_filter_@S@(const @T@ *dy, const @T@ *x,\n"
+    " * (im2col, [kk x oh*ow] in the caller's scratch block col); the first\n"
+    " * image's GEMM overwrites dw_g. */\n"
+    "static void weir_conv2d_grad_filter_@S@(const @T@ *dy, const @T@ *x,\n"
     "                                      @T@ *dwt, int64_t n, int64_t c,\n"
     "                                      int64_t h, int64_t wd, int64_t m,\n"
     "                                      int64_t kh, int64_t kw,\n"
@@ -740,17 +770,14 @@ static const char conv_grad_filter[] =
     "                                      int64_t groups, int64_t sh,\n"
     "                                      int64_t sw, int64_t dh,\n"
     "                                      int64_t dw, int64_t ph,\n"
-    "                                      int64_t pw) {\n"
+    "                                      int64_t pw, @T@ *col) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
     "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
     "  if (n == 0 || ohw == 0) {\n"
     "    for (int64_t k = 0; k < m * kk; k++)\n"
     "      dwt[k] = (@T@)0;\n"
-    "    return 0;\n"
+    "    return;\n"
     "  }\n"
-    "  @T@ *col = malloc((size_t)(kk * ohw + 1) * sizeof(@T@));\n"
-    "  if (!col)\n"
-    "    return 1;\n"
     "  for (int64_t g = 0; g < groups; g++) {\n"
     "    for (int64_t in = 0; in < n; in++) {\n"
     "      weir_conv2d_grad_cols_@S@(x + (in * c + g * cg) * h * wd, col, cg, "
@@ -763,8 +790,6 @@ static const char conv_grad_filter[] =
     "                    dwt + g * mg * kk, (int)kk);\n"
     "    }\n"
     "  }\n"
-    "  free(col);\n"
-    "  return 0;\n"
     "}\n";
 
 static const char conv_grad_input[] =
@@ -773,25 +798,21 @@ static const char conv_grad_input[] =
     " * col2im adds every column entry into the input position it was read\n"
     " * from.  The col2im loop is split across threads by input channel: a\n"
     " * channel's rows only touch that channel, so no two threads write the\n"
-    " * same element.  Returns non-zero when the buffer cannot be allocated.\n"
-    " */\n"
-    "static int weir_conv2d_grad_input_@S@(const @T@ *dy, const @T@ *wt,\n"
+    " * same element.  col is the caller's scratch block ([kk x oh*ow]). */\n"
+    "static void weir_conv2d_grad_input_@S@(const @T@ *dy, const @T@ *wt,\n"
     "                                     @T@ *dx, int64_t n, int64_t c,\n"
     "                                     int64_t h, int64_t wd, int64_t m,\n"
     "                                     int64_t kh, int64_t kw, int64_t oh,\n"
     "                                     int64_t ow, int64_t groups,\n"
     "                                     int64_t sh, int64_t sw, int64_t dh,\n"
     "                                     int64_t dw, int64_t ph,\n"
-    "                                     int64_t pw) {\n"
+    "                                     int64_t pw, @T@ *col) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
     "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
     "  for (int64_t k = 0; k < n * c * h * wd; k++)\n"
     "    dx[k] = (@T@)0;\n"
     "  if (n == 0 || ohw == 0 || mg == 0)\n"
-    "    return 0;\n"
-    "  @T@ *col = malloc((size_t)(kk * ohw + 1) * sizeof(@T@));\n"
-    "  if (!col)\n"
-    "    return 1;\n"
+    "    return;\n"
     "  for (int64_t in = 0; in < n; in++) {\n"
     "    for (int64_t g = 0; g < groups; g++) {\n"
     "      cblas_@B@gemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kk,\n"
@@ -822,8 +843,6 @@ static const char conv_grad_input[] =
     "      }\n"
     "    }\n"
     "  }\n"
-    "  free(col);\n"
-    "  return 0;\n"
     "}\n";
 
 static const char max_pool_grad[] =
@@ -904,16 +923,20 @@ static gboolean conv_grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   } else {
     use_helper(e, "weir_conv2d_grad_input_@S@", conv_grad_input, t);
   }
-  e->uses_status = TRUE;
+  /* col: (C/group * kh * kw) x oh*ow, the same for every image; wc is
+   * [M, C/group, kh, kw] */
+  g_autoptr(WeirExpr) kk = dims_expr(wc, 1, 4);
+  g_autoptr(WeirExpr) ohw = dims_expr(gi.dy, 2, 4);
+  g_autofree char *col = scratch_of(e, weir_expr_mul(kk, ohw), t);
   g_string_append_printf(
       e->code,
-      "%s |= weir_conv2d_grad_%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+      "weir_conv2d_grad_%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
       "%s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT ");\n",
-      e->status, kind == 'f' ? "filter" : "input", sfx, e->in[0].ptr,
-      e->in[1].ptr, e->out[0].ptr, n, c, h, w, m, kh, kw, oh, ow, gi.group,
-      gi.s[0], gi.s[1], gi.d[0], gi.d[1], gi.p[0], gi.p[1]);
+      ", %" G_GINT64_FORMAT ", %s);\n",
+      kind == 'f' ? "filter" : "input", sfx, e->in[0].ptr, e->in[1].ptr,
+      e->out[0].ptr, n, c, h, w, m, kh, kw, oh, ow, gi.group, gi.s[0], gi.s[1],
+      gi.d[0], gi.d[1], gi.p[0], gi.p[1], col);
   return TRUE;
 }
 

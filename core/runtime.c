@@ -17,6 +17,7 @@
  */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -174,7 +175,7 @@ void weir_kernel_free(WeirKernel *k) {
   if (k->module)
     g_module_close(k->module);
   g_free(k->consts);
-  g_aligned_free(k->workspace);
+  free(k->workspace);
   g_mutex_clear(&k->lock);
   if (k->arguments)
     g_ptr_array_unref(k->arguments);
@@ -257,11 +258,21 @@ typedef struct {
   const WeirGraph *g;
   const WeirCodegenOptions *cg; /* with g */
   const char *source;
-  char *generated; /* owned source generated for g */
+  GPtrArray *generated; /* owned compile units generated for g */
   const char *prefix;
   WeirKernel *kernel; /* result */
   WeirCompileInfo info;
 } Unit;
+
+/* The size of compile units (WEIR_CODEGEN_UNIT_BYTES, or
+ * $WEIR_CODEGEN_UNIT_BYTES; 0: one unit). */
+static gsize unit_bytes(void) {
+  const char *v = g_getenv("WEIR_CODEGEN_UNIT_BYTES");
+  guint64 n;
+  if (v && g_ascii_string_to_unsigned(v, 10, 0, G_MAXSIZE, &n, NULL))
+    return (gsize)n;
+  return WEIR_CODEGEN_UNIT_BYTES;
+}
 
 static gboolean uses_openmp(const WeirCompileOptions *opts) {
   g_autofree char *flags = weir_compiler_flags(opts, NULL);
@@ -285,6 +296,8 @@ static char *program_key_text(const WeirGraph *g,
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "weir-program\nbuild %s\nopenmp %d\n",
                          weir_build_id(), cg->openmp ? 1 : 0);
+  if (cg->unit_bytes) /* the split into compile units */
+    g_string_append_printf(s, "units %" G_GSIZE_FORMAT "\n", cg->unit_bytes);
   g_string_append(s, structure);
   return g_string_free(s, FALSE);
 }
@@ -309,7 +322,8 @@ char *weir_kernel_key(const WeirGraph *g, const WeirCompileOptions *opts,
   if (!flags)
     return NULL;
   g_autofree char *kflags = key_flags(flags);
-  WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
+  WeirCodegenOptions cg = {.openmp = uses_openmp(opts),
+                           .unit_bytes = unit_bytes()};
   Unit u = {.g = g, .cg = &cg};
   return unit_key(&u, identity, kflags);
 }
@@ -386,15 +400,17 @@ static gboolean build_units(Unit *units, guint n,
     if (!u->g)
       continue;
     double t0 = now_seconds();
-    u->generated = weir_codegen_c(u->g, u->cg, error);
+    u->generated = weir_codegen_units(u->g, u->cg, error);
     if (!u->generated) {
       if (n > 1)
         g_prefix_error(error, "program '%s': ", u->g->name);
       return FALSE;
     }
-    u->source = u->generated;
+    u->source = g_ptr_array_index(u->generated, 0);
     u->info.codegen_seconds = now_seconds() - t0;
-    u->info.source_bytes = strlen(u->generated);
+    for (guint k = 0; k < u->generated->len; k++)
+      u->info.source_bytes += strlen(g_ptr_array_index(u->generated, k));
+    u->info.units = u->generated->len;
   }
 
   g_autoptr(GError) local = NULL;
@@ -411,9 +427,12 @@ static gboolean build_units(Unit *units, guint n,
     Unit *u = &units[g_array_index(misses, guint, j)];
     g_autofree char *file = g_strdup_printf("%u-%s.so", j, u->prefix);
     g_ptr_array_add(outputs, g_build_filename(dir, file, NULL));
-    jobs[j] = (WeirCompileJob){.source = u->source,
-                               .name = u->prefix,
-                               .output = g_ptr_array_index(outputs, j)};
+    jobs[j] = (WeirCompileJob){
+        .source = u->source,
+        .name = u->prefix,
+        .output = g_ptr_array_index(outputs, j),
+        .units = u->generated ? (const char *const *)u->generated->pdata : NULL,
+        .n_units = u->generated ? u->generated->len : 1};
   }
   gboolean ok = weir_compile_many(jobs, misses->len, opts, error);
   for (guint j = 0; ok && j < misses->len; j++) {
@@ -442,7 +461,7 @@ static gboolean build_units(Unit *units, guint n,
 
 static void units_clear(Unit *units, guint n) {
   for (guint i = 0; i < n; i++) {
-    g_clear_pointer(&units[i].generated, g_free);
+    g_clear_pointer(&units[i].generated, g_ptr_array_unref);
     g_clear_pointer(&units[i].kernel, weir_kernel_free);
     weir_compile_info_clear(&units[i].info);
   }
@@ -495,7 +514,8 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
                                   WeirCompileInfo *infos, GError **error) {
   g_return_val_if_fail(graphs != NULL || n == 0, FALSE);
   g_return_val_if_fail(kernels_out != NULL || n == 0, FALSE);
-  WeirCodegenOptions cg = {.openmp = uses_openmp(opts)};
+  WeirCodegenOptions cg = {.openmp = uses_openmp(opts),
+                           .unit_bytes = unit_bytes()};
   g_autoptr(GPtrArray) prefixes = g_ptr_array_new_with_free_func(g_free);
   g_autofree Unit *units = g_new0(Unit, n ? n : 1);
   for (guint i = 0; i < n; i++) {
@@ -673,6 +693,30 @@ static gboolean kernel_bind(WeirKernel *k, GHashTable *symbols,
   return TRUE;
 }
 
+/* Replaces k's workspace by one of `need` bytes (k->lock held).  The block
+ * is not cleared: the kernel zero-fills what must start at zero, so each
+ * page is first touched by the thread of the kernel that uses it (the
+ * parallel loops writing the scratch of a convolution, say). */
+static gboolean workspace_grow(WeirKernel *k, gsize need, GError **error) {
+  free(k->workspace);
+  k->workspace = NULL;
+  k->workspace_bytes = 0;
+  gsize rounded = need + 63 < need ? 0 : (need + 63) / 64 * 64;
+  void *w = rounded ? aligned_alloc(64, rounded) : NULL;
+  if (!w) {
+    g_autofree char *size = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
+    g_set_error(
+        error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+        "kernel '%s': cannot allocate its workspace of %s (%" G_GSIZE_FORMAT
+        " bytes)",
+        k->prefix, size, need);
+    return FALSE;
+  }
+  k->workspace = w;
+  k->workspace_bytes = need;
+  return TRUE;
+}
+
 gboolean weir_kernel_call(WeirKernel *k, void *const args[],
                           const gint64 symbols[], GError **error) {
   g_return_val_if_fail(k != NULL, FALSE);
@@ -687,11 +731,9 @@ gboolean weir_kernel_call(WeirKernel *k, void *const args[],
   int rc;
   if (g_mutex_trylock(&k->lock)) {
     gsize need = k->workspace_size(syms);
-    if (need > k->workspace_bytes) {
-      g_aligned_free(k->workspace);
-      k->workspace_bytes = 0;
-      k->workspace = g_aligned_alloc0(1, need, 64);
-      k->workspace_bytes = need;
+    if (need > k->workspace_bytes && !workspace_grow(k, need, error)) {
+      g_mutex_unlock(&k->lock);
+      return FALSE;
     }
     rc = k->run(args, syms, k->consts, need ? k->workspace : NULL);
     g_mutex_unlock(&k->lock);

@@ -47,7 +47,16 @@ G_BEGIN_DECLS
 typedef struct {
   /* Emit OpenMP pragmas for parallel/simd schedules (default TRUE). */
   gboolean openmp;
+  /* weir_codegen_units: split a program whose entry point has more than
+   * this many bytes of C into compile units of about this size (0: one
+   * unit).  weir_codegen_c ignores it. */
+  gsize unit_bytes;
 } WeirCodegenOptions;
+
+/* The unit size the runtime splits programs by (WeirCodegenOptions
+ * unit_bytes; $WEIR_CODEGEN_UNIT_BYTES overrides it, 0 turns splitting
+ * off): about a fifth of ResNet-50's entry point. */
+#define WEIR_CODEGEN_UNIT_BYTES 24576
 
 /* The entry-point prefix of g's generated code. (transfer full) */
 WEIR_API char *weir_codegen_prefix(const WeirGraph *g);
@@ -88,6 +97,19 @@ void weir_codegen_count_source(void);
  * (transfer full) */
 WEIR_API char *weir_codegen_c(const WeirGraph *g,
                               const WeirCodegenOptions *opts, GError **error);
+
+/* The program as one or more compile units (char*, transfer full), to be
+ * compiled separately and linked into one shared object: unit 0 has the
+ * ABI comment, the entry points and the weir-link line; when the entry
+ * point's code is larger than opts->unit_bytes and the program can be
+ * split (no nested programs, transients of fixed size), its states are cut
+ * at top-level nodes into functions <prefix>_part<k> (hidden symbols), one
+ * per further unit, each with the helpers it calls (docs/codegen.md,
+ * "Compile units").  Otherwise one unit, the text weir_codegen_c gives.
+ * Deterministic. */
+WEIR_API GPtrArray *weir_codegen_units(const WeirGraph *g,
+                                       const WeirCodegenOptions *opts,
+                                       GError **error);
 
 /* A header declaring the entry point, with a comment listing the argument
  * and symbol order with dtypes and shapes. (transfer full) */

@@ -104,6 +104,7 @@ typedef struct {
   double key_seconds;     /* of compile_seconds: computing the cache key */
   double codegen_seconds; /* of compile_seconds: generating C (0 on a hit) */
   gsize source_bytes;     /* size of the generated C (0 on a hit) */
+  guint units;            /* its compile units (0 on a hit) */
   gsize constants_bytes;  /* parameters bound to the kernel (not copied) */
   gsize workspace_bytes;  /* the kernel's workspace after the runs */
 } WeirEvaluation;

@@ -47,6 +47,7 @@ typedef struct {
   double codegen_seconds; /* generating C (0 on a cache hit) */
   gsize source_bytes;     /* size of the generated C (0 on a cache hit:
                              a hit generates no C) */
+  guint units;            /* compile units of the generated C (0 on a hit) */
 } WeirCompileInfo;
 
 /* ------------------------------------------------------ compiler driver */
@@ -86,7 +87,22 @@ typedef struct {
   double seconds;     /* out */
   GError *error;      /* out: NULL on success, else owned by the job (free
                          with g_clear_error) */
+  /* Several compile units of one program (weir_codegen_units), used
+   * instead of source when n_units > 1 (borrowed). */
+  const char *const *units;
+  guint n_units;
 } WeirCompileJob;
+
+/* Compiles the compile units sources[0..n) of one program
+ * (weir_codegen_units) into the shared object output: each unit to an
+ * object file (`<cc> <flags> -c`), at most g_get_num_processors() compilers
+ * at a time, then one link with the libraries unit 0 names.  n == 1 is
+ * weir_compile.  *seconds (optional): wall time of the whole build.
+ * Errors as weir_compile's, naming the unit ("name_2"). */
+WEIR_API gboolean weir_compile_units(const char *const *sources, guint n,
+                                     const char *name, const char *output,
+                                     const WeirCompileOptions *opts,
+                                     double *seconds, GError **error);
 
 /* Compiles independent units in parallel, at most g_get_num_processors() at
  * a time.  Every job is attempted; returns FALSE when one failed, with
@@ -144,11 +160,15 @@ WEIR_API gsize weir_kernel_constants_bytes(const WeirKernel *k);
 
 /* The kernel's workspace (borrowed; NULL before the first run or when the
  * program needs none) and its size in *bytes (optional).  The workspace
- * holds the transients of the entry point; it is allocated at the first
+ * holds the transients of the entry point and the scratch block of its
+ * native calls (im2col columns, GEMM temporaries) and of the nested
+ * programs it calls from sequential code; it is allocated at the first
  * run, grown when a run with other symbol values needs more, and reused by
- * every later run, so steady-state runs allocate nothing.  A run that
+ * every later run, so steady-state runs allocate nothing.  It is not
+ * cleared (the kernel's threads touch its pages first).  A run that
  * starts while another run of the same kernel is in progress (another
- * thread) lets the generated code allocate a workspace of its own. */
+ * thread) lets the generated code allocate a workspace of its own.  A
+ * workspace that cannot be allocated fails the run (WEIR_ERROR_RUNTIME). */
 WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
 
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:

@@ -407,7 +407,8 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
       g_format_size_full(ev->constants_bytes, G_FORMAT_SIZE_IEC_UNITS);
   g_autofree char *wb =
       g_format_size_full(ev->workspace_bytes, G_FORMAT_SIZE_IEC_UNITS);
-  printf("  kernel memory   parameters %s (bound, not copied), workspace %s\n",
+  printf("  kernel memory   parameters %s (bound, not copied), workspace %s "
+         "(transients and scratch, allocated once)\n",
          cb, wb);
   printf("  time            %s (%s)", ts, how);
   if (exp && exp->total_flops.known && t > 0)
@@ -511,10 +512,11 @@ int cli_cmd_run(int argc, char **argv) {
            file, took, ev.cache_key, keyed);
   else
     printf("%s: compiled in %s%s (key %.12s; C generated in %s, "
-           "%" G_GSIZE_FORMAT " bytes; compiler %s)\n",
+           "%" G_GSIZE_FORMAT " bytes in %u unit%s; compiler %s)\n",
            file, took,
            ev.cache_recovered ? ", replacing a damaged cache entry" : "",
-           ev.cache_key, generated, ev.source_bytes, compiler);
+           ev.cache_key, generated, ev.source_bytes, ev.units,
+           ev.units == 1 ? "" : "s", compiler);
   g_autofree char *ran = cli_format_seconds(ev.first_run_seconds);
   printf("%s: ran in %s\n", file, ran);
   g_hash_table_unref(p.args);

@@ -114,7 +114,25 @@ typedef struct {
   GHashTable *const_index;
   /* The entry point's workspace size function (emit_c prints it). */
   char *workspace_fn;
+  /* Compile units (weir_codegen_units): the entry point's states are cut
+   * into part functions of about unit_bytes of C when split is set. */
+  gsize unit_bytes;
+  gboolean split;
+  GPtrArray *parts; /* Part*, in call order (owned) */
 } Gen;
+
+/* A part of the entry point (split mode): a function of its own unit. */
+typedef struct {
+  char *name;          /* C name (owned) */
+  char *body;          /* statements at depth 1 (owned) */
+  char *text;          /* the whole definition, once built (owned) */
+  char *params;        /* its parameters after "arena" (", int64_t t"; owned) */
+  gboolean *used;      /* per container of the entry (owned) */
+  GHashTable *syms;    /* program symbols it reads (set, owned keys) */
+  GHashTable *helpers; /* native helper names it calls (set, owned keys) */
+  gboolean uses_status;
+  gboolean uses_scratch; /* the function's scratch block */
+} Part;
 
 /* ----------------------------------------------------------------- literals */
 
@@ -155,6 +173,7 @@ typedef struct {
                          is printed as a literal */
   guint arg_index;    /* ST_ARG */
   guint private_map;  /* ST_PRIVATE: the map entry whose body declares it */
+  char *at;           /* ST_ARENA: its offset in the arena (C text, owned) */
   GPtrArray *strides; /* WeirExpr* per dimension, in elements */
   WeirExpr *span;     /* elements of storage (ST_STACK/ARENA/PRIVATE) */
 } CInfo;
@@ -179,6 +198,19 @@ struct _Fn {
   gboolean uses_done;      /* "goto done" emitted */
   gboolean uses_status;    /* calls a nested function that can fail */
   gboolean uses_consts;    /* reads consts[] (itself or through a call) */
+  /* The scratch block: bytes of the largest need of the native calls and
+   * nested calls that use it (owned; NULL when nothing does), and its C
+   * name (borrowed from names).  It is the last block of the arena. */
+  WeirExpr *scratch;
+  const char *scratch_name;
+  char *scratch_at; /* its offset in the arena (C text, owned) */
+  /* The arena's size in bytes as an expression of the program's symbols
+   * (owned; NULL without an arena), set by cg_fn_storage. */
+  WeirExpr *arena_bytes;
+  /* Split mode (the entry point, gen->split): containers some part uses
+   * (owned array parallel to cinfo), and the part being generated. */
+  gboolean *part_used;
+  Part *part;
 };
 
 typedef struct _Frame Frame;
@@ -242,7 +274,7 @@ struct _Emitters {
   char *(*function)(Gen *gen, WeirGraph *g, const char *fname,
                     const char *where, const WeirNode *call,
                     const WeirMemlet *const *bind, gboolean *can_fail,
-                    gboolean *uses_consts);
+                    gboolean *uses_consts, WeirExpr **arena_bytes);
 };
 
 /* ------------------------------------------------------------------- text.c */
@@ -444,8 +476,23 @@ void cg_fn_classify(Fn *f, const WeirMemlet *const *bind);
 char *cg_shape_text(const WeirContainer *c);
 
 /* Declarations of the containers the body uses (constants, stack, arena)
- * and the copies of their initial data.  *arena: an arena was allocated. */
+ * and the copies of their initial data.  *arena: an arena was allocated
+ * (then f->arena_bytes is its size). */
 char *cg_fn_storage(Fn *f, gboolean *arena);
+
+/* The declarations a part function of f needs for the containers marked
+ * used (arguments, constants, arena blocks at their offsets in f's
+ * arena), at depth 1; *uses_consts: some read consts[]. */
+char *cg_part_storage(Fn *f, gboolean uses_scratch, gboolean *uses_consts);
+
+/* f may be split into parts: no nested programs, and every container that
+ * is not an argument has a fixed size. */
+gboolean cg_fn_splittable(const Fn *f);
+
+/* Records that a call of f's body needs `bytes` (borrowed) of scratch
+ * memory: f's scratch block grows to the largest need.  Returns the
+ * block's C name ("uint8_t *", 64-byte aligned; borrowed from f). */
+const char *cg_fn_scratch(Fn *f, WeirExpr *bytes);
 
 /* --------------------------------------------------------------- function.c */
 
@@ -456,12 +503,16 @@ void cg_fn_free(Fn *f);
  * NULL, else the nested program of node call with arguments bind).
  * Returns its definition, or NULL after an error (in gen).  *uses_consts:
  * the function reads the constant table (a nested one then takes consts[]
- * as its last parameter).  Emitters.function of the C backend: other files
- * call it through gen->emit. */
+ * as a parameter).  *arena_bytes: for a nested function with an arena, its
+ * size as an expression of g's symbols (transfer full; else NULL); the
+ * function then takes "uint8_t *ws" as its last parameter, a block of that
+ * size from the caller's scratch, or NULL to allocate its own arena.
+ * Emitters.function of the C backend: other files call it through
+ * gen->emit. */
 char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
                      const char *where, const WeirNode *call,
                      const WeirMemlet *const *bind, gboolean *can_fail,
-                     gboolean *uses_consts);
+                     gboolean *uses_consts, WeirExpr **arena_bytes);
 
 /* ---------------------------------------------------------------- prepare.c */
 
@@ -484,9 +535,11 @@ typedef struct _WeirCodegenBackend WeirCodegenBackend;
 struct _WeirCodegenBackend {
   const char *name;
   WeirGraph *(*prepare)(const WeirGraph *g, GError **error);
-  char *(*emit)(const WeirCodegenBackend *be, const WeirGraph *g,
-                WeirGraph *prepared, const WeirCodegenOptions *opts,
-                GError **error);
+  /* the source as compile units (char*, transfer full; unit 0 has the
+   * entry points) */
+  GPtrArray *(*emit)(const WeirCodegenBackend *be, const WeirGraph *g,
+                     WeirGraph *prepared, const WeirCodegenOptions *opts,
+                     GError **error);
   const Emitters *emitters;
 };
 

@@ -218,6 +218,41 @@ static char *label_part(const char *label) {
   return g_string_free(s, FALSE);
 }
 
+/* The arena size of the nested program of node n (bytes, an expression of
+ * its symbols) in the symbols of f, or NULL when it depends on anything
+ * but program symbols that keep their value for the whole call of f (map
+ * parameters, symbols that transitions assign). */
+static WeirExpr *nested_arena_need(Fn *f, const WeirNode *n, WeirExpr *bytes) {
+  g_autoptr(GHashTable) map = g_hash_table_new(g_str_hash, g_str_equal);
+  guint nb = n->symbol_map ? n->symbol_map->len : 0;
+  for (guint k = 0; k < nb; k++) {
+    const WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, k);
+    g_hash_table_insert(map, b->name, b->value);
+  }
+  g_autoptr(WeirExpr) need = weir_expr_substitute(bytes, map);
+  g_autoptr(GPtrArray) names = weir_expr_symbols(need);
+  for (guint i = 0; i < names->len; i++) {
+    const char *name = g_ptr_array_index(names, i);
+    gboolean program = FALSE;
+    for (guint k = 0; k < f->g->symbols->len && !program; k++)
+      program = strcmp(g_ptr_array_index(f->g->symbols, k), name) == 0;
+    if (!program || g_hash_table_contains(f->assigned, name) ||
+        g_hash_table_contains(f->params, name))
+      return NULL;
+    (void)cg_fn_symbol(f, name); /* the size reads it on entry */
+  }
+  return g_steal_pointer(&need);
+}
+
+/* Iterations of the loops of fr may run at the same time: in other threads
+ * (a parallel loop) or in the lanes of a simd loop. */
+static gboolean frame_concurrent(const Frame *fr) {
+  for (const Frame *x = fr; x; x = x->up)
+    if (x->par_root || x->in_region || x->simd)
+      return TRUE;
+  return FALSE;
+}
+
 static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
   Fn *f = sc->f;
   WeirGraph *ng = n->nested;
@@ -260,8 +295,9 @@ static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
   g_autofree char *where =
       g_strdup_printf("%s, node %u (nested '%s')", f->where, n->id, label);
   gboolean can_fail = FALSE, uses_consts = FALSE;
-  g_autofree char *def = f->gen->emit->function(f->gen, ng, fname, where, n,
-                                                bind, &can_fail, &uses_consts);
+  g_autoptr(WeirExpr) arena_bytes = NULL;
+  g_autofree char *def = f->gen->emit->function(
+      f->gen, ng, fname, where, n, bind, &can_fail, &uses_consts, &arena_bytes);
   if (!def)
     return;
   g_string_append(f->gen->defs, def);
@@ -316,6 +352,15 @@ static void emit_nested(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
     f->uses_consts = TRUE;
     g_string_append_printf(args, "%sconsts", args->len ? ", " : "");
   }
+  if (arena_bytes) {
+    /* the callee's arena: from this function's scratch block when its size
+     * is known on entry and no other thread runs the call at the same
+     * time; else the callee allocates it for the call */
+    g_autoptr(WeirExpr) need = nested_arena_need(f, n, arena_bytes);
+    const char *ws =
+        need && !frame_concurrent(fr) ? cg_fn_scratch(f, need) : "NULL";
+    g_string_append_printf(args, "%s%s", args->len ? ", " : "", ws);
+  }
   g_autofree char *a = g_string_free(args, FALSE);
   cg_out_line(o, "/* nested program '%s' (node %u) */", label, n->id);
   if (can_fail) {
@@ -345,11 +390,17 @@ static void native_helper(WeirNativeEmit *e, const char *name,
   Fn *f = e->priv;
   if (!g_hash_table_contains(f->gen->native_helpers, name))
     g_hash_table_insert(f->gen->native_helpers, g_strdup(name), g_strdup(text));
+  if (f->part) /* split mode: the part's unit needs it */
+    g_hash_table_add(f->part->helpers, g_strdup(name));
 }
 
 static void native_library(WeirNativeEmit *e, const char *name) {
   Fn *f = e->priv;
   g_hash_table_add(f->gen->libraries, g_strdup(name));
+}
+
+static char *native_scratch(WeirNativeEmit *e, WeirExpr *bytes) {
+  return g_strdup(cg_fn_scratch(e->priv, bytes));
 }
 
 /* A library node left for a native implementation (weir-native.h): the
@@ -378,7 +429,8 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .helper = native_helper,
                       .library = native_library,
                       .status = "status",
-                      .priv = f};
+                      .priv = f,
+                      .scratch = native_scratch};
   for (guint io = 0; io < 2; io++)
     for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
       g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
@@ -441,11 +493,91 @@ void cg_emit_nodes(StateCtx *sc, Out *o, GArray *ids, Frame *fr) {
   }
 }
 
+static void part_free(gpointer data) {
+  Part *p = data;
+  g_free(p->name);
+  g_free(p->body);
+  g_free(p->text);
+  g_free(p->params);
+  g_free(p->used);
+  g_clear_pointer(&p->syms, g_hash_table_unref);
+  g_clear_pointer(&p->helpers, g_hash_table_unref);
+  g_free(p);
+}
+
+/* Split mode (f->part_used): the top-level nodes of the state cut, in
+ * order, into parts of about gen->unit_bytes of C.  What a part's nodes
+ * use (containers, symbols, helpers, status) is recorded apart from what
+ * the entry point uses itself; the state calls the parts, whose functions
+ * function.c builds once the arena is laid out. */
+static void emit_state_parts(StateCtx *sc, Out *o) {
+  Fn *f = sc->f;
+  Gen *gen = f->gen;
+  guint n = f->cinfo->len;
+  if (!gen->parts)
+    gen->parts = g_ptr_array_new_with_free_func(part_free);
+  for (guint k = 0; k < sc->top->len;) {
+    g_autofree gboolean *own = g_new0(gboolean, n + 1);
+    for (guint j = 0; j < n; j++) {
+      CInfo *ci = g_ptr_array_index(f->cinfo, j);
+      own[j] = ci->used;
+      ci->used = FALSE;
+    }
+    GHashTable *own_syms = f->sym_used;
+    f->sym_used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    gboolean own_status = f->uses_status;
+    f->uses_status = FALSE;
+    Part *p = g_new0(Part, 1);
+    p->helpers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    f->part = p;
+    Out body = cg_out_new(1);
+    while (k < sc->top->len &&
+           (body.s->len == 0 || body.s->len < gen->unit_bytes)) {
+      g_autoptr(GArray) one = g_array_new(FALSE, FALSE, sizeof(guint));
+      g_array_append_val(one, g_array_index(sc->top, guint, k));
+      gen->emit->nodes(sc, &body, one, NULL);
+      k++;
+    }
+    f->part = NULL;
+    p->body = cg_out_free(&body);
+    p->used = g_new0(gboolean, n + 1);
+    for (guint j = 0; j < n; j++) {
+      CInfo *ci = g_ptr_array_index(f->cinfo, j);
+      p->used[j] = ci->used;
+      f->part_used[j] = f->part_used[j] || ci->used;
+      ci->used = own[j];
+    }
+    p->syms = f->sym_used;
+    f->sym_used = own_syms;
+    p->uses_status = f->uses_status;
+    f->uses_status = own_status || p->uses_status;
+    g_autofree char *base =
+        g_strdup_printf("%s_part%u", gen->prefix, gen->parts->len + 1);
+    p->name = g_strdup(cg_namer_fresh_exact(gen->file_names, base));
+    /* symbols that transitions assign are passed by value */
+    GString *extra = g_string_new(NULL);
+    for (guint i = 0; i < f->g->symbols->len; i++) {
+      const char *name = g_ptr_array_index(f->g->symbols, i);
+      if (g_hash_table_contains(p->syms, name) &&
+          g_hash_table_contains(f->assigned, name))
+        g_string_append_printf(extra, ", %s", cg_fn_symbol(f, name));
+    }
+    cg_out_line(o, "%s%s(args, symbols, consts, arena%s);",
+                p->uses_status ? "status |= " : "", p->name, extra->str);
+    g_string_free(extra, TRUE);
+    g_ptr_array_add(gen->parts, p);
+  }
+}
+
 char *cg_state_text(Fn *f, WeirState *s) {
   StateCtx sc = {0};
   Out o = cg_out_new(0);
-  if (state_ctx_init(&sc, f, s))
-    f->gen->emit->nodes(&sc, &o, sc.top, NULL);
+  if (state_ctx_init(&sc, f, s)) {
+    if (f->part_used)
+      emit_state_parts(&sc, &o);
+    else
+      f->gen->emit->nodes(&sc, &o, sc.top, NULL);
+  }
   state_ctx_clear(&sc);
   return cg_out_free(&o);
 }

@@ -19,6 +19,7 @@ static void cinfo_free(gpointer p) {
   CInfo *ci = p;
   g_clear_pointer(&ci->strides, g_ptr_array_unref);
   g_clear_pointer(&ci->span, weir_expr_unref);
+  g_free(ci->at);
   g_free(ci);
 }
 
@@ -36,6 +37,10 @@ void cg_fn_free(Fn *f) {
   g_clear_pointer(&f->sym_used, g_hash_table_unref);
   g_clear_pointer(&f->sym_written, g_hash_table_unref);
   g_clear_pointer(&f->synth_used, g_hash_table_unref);
+  g_clear_pointer(&f->scratch, weir_expr_unref);
+  g_clear_pointer(&f->arena_bytes, weir_expr_unref);
+  g_free(f->part_used);
+  g_free(f->scratch_at);
   g_free(f);
 }
 
@@ -133,11 +138,81 @@ static void fn_check_layouts(Fn *f) {
   }
 }
 
+/* Split mode: the definitions of the parts of the entry point f, once its
+ * arena is laid out (each declares what it uses). */
+static void fn_build_parts(Fn *f) {
+  guint n = f->cinfo->len;
+  g_autofree gboolean *own = g_new0(gboolean, n + 1);
+  for (guint j = 0; j < n; j++)
+    own[j] = ((CInfo *)g_ptr_array_index(f->cinfo, j))->used;
+  for (guint i = 0; i < f->gen->parts->len; i++) {
+    Part *p = g_ptr_array_index(f->gen->parts, i);
+    gboolean any_arg = FALSE, any_arena = FALSE, any_sym = FALSE;
+    for (guint j = 0; j < n; j++) {
+      CInfo *ci = g_ptr_array_index(f->cinfo, j);
+      ci->used = p->used[j];
+      any_arg = any_arg || (ci->used && ci->st == ST_ARG);
+      any_arena = any_arena || (ci->used && ci->st == ST_ARENA);
+    }
+    any_arena = any_arena || p->uses_scratch;
+    gboolean uses_consts = FALSE;
+    g_autofree char *storage =
+        cg_part_storage(f, p->uses_scratch, &uses_consts);
+    GString *params = g_string_new(NULL), *decls = g_string_new(NULL);
+    for (guint k = 0; k < f->g->symbols->len; k++) {
+      const char *name = g_ptr_array_index(f->g->symbols, k);
+      if (!g_hash_table_contains(p->syms, name))
+        continue;
+      const char *c = cg_namer_get(f->names, "s", name);
+      if (g_hash_table_contains(f->assigned, name))
+        g_string_append_printf(params, ", int64_t %s", c);
+      else {
+        g_string_append_printf(decls, "  const int64_t %s = symbols[%u];\n", c,
+                               k);
+        any_sym = TRUE;
+      }
+    }
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s,
+                           "weir_hidden %s %s(void *const args[], "
+                           "const int64_t symbols[],\n"
+                           "        const void *const consts[], unsigned char "
+                           "*arena%s) {\n",
+                           p->uses_status ? "int" : "void", p->name,
+                           params->str);
+    g_string_append(s, decls->str);
+    if (!any_arg)
+      g_string_append(s, "  (void)args;\n");
+    if (!any_sym)
+      g_string_append(s, "  (void)symbols;\n");
+    if (!uses_consts)
+      g_string_append(s, "  (void)consts;\n");
+    if (!any_arena)
+      g_string_append(s, "  (void)arena;\n");
+    g_string_append(s, storage);
+    if (p->uses_status)
+      g_string_append(s, "  int status = 0;\n");
+    g_string_append(s, p->body);
+    if (p->uses_status)
+      g_string_append(s, "  return status;\n");
+    g_string_append(s, "}\n");
+    g_free(p->text);
+    p->text = g_string_free(s, FALSE);
+    g_free(p->params);
+    p->params = g_string_free(params, FALSE);
+    g_string_free(decls, TRUE);
+  }
+  for (guint j = 0; j < n; j++)
+    ((CInfo *)g_ptr_array_index(f->cinfo, j))->used = own[j];
+}
+
 char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
                      const char *where, const WeirNode *call,
                      const WeirMemlet *const *bind, gboolean *can_fail,
-                     gboolean *uses_consts) {
+                     gboolean *uses_consts, WeirExpr **arena_bytes) {
   g_autoptr(Fn) f = fn_new(gen, g, call == NULL, fname, where);
+  if (f->entry && gen->split && cg_fn_splittable(f))
+    f->part_used = g_new0(gboolean, g->containers->len + 1);
   cg_fn_classify(f, bind);
   if (gen->error)
     return NULL;
@@ -145,8 +220,13 @@ char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
   gboolean arena = FALSE;
   g_autofree char *storage = cg_fn_storage(f, &arena);
   fn_check_layouts(f);
+  if (f->part_used)
+    fn_build_parts(f);
   *can_fail = arena || f->uses_status;
   *uses_consts = f->uses_consts;
+  *arena_bytes = !f->entry && arena && f->arena_bytes
+                     ? weir_expr_ref(f->arena_bytes)
+                     : NULL;
 
   GString *s = g_string_new(NULL);
   Out o = {s, 1};
@@ -182,6 +262,8 @@ char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
     if (f->uses_consts)
       g_string_append_printf(params, "%sconst void *const consts[]",
                              params->len ? ", " : "");
+    if (arena)
+      g_string_append_printf(params, "%suint8_t *ws", params->len ? ", " : "");
     g_string_append_printf(s, "static %s %s(%s) {\n",
                            *can_fail ? "int" : "void", fname,
                            params->len ? params->str : "void");
@@ -242,10 +324,9 @@ char *cg_fn_generate(Gen *gen, WeirGraph *g, const char *fname,
   g_string_append(s, body);
   if (f->uses_done)
     g_string_append(s, "done:\n");
-  if (arena && f->entry)
-    cg_out_line(&o, "if (!workspace)\n    free(arena);");
-  else if (arena)
-    cg_out_line(&o, "free(arena);");
+  if (arena)
+    cg_out_line(&o, "if (!%s)\n    free(arena);",
+                f->entry ? "workspace" : "ws");
   if (*can_fail || f->entry)
     cg_out_line(&o, "return %s;", f->uses_status ? "status" : "0");
   else if (f->uses_done)

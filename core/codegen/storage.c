@@ -215,7 +215,8 @@ void cg_fn_classify(Fn *f, const WeirMemlet *const *bind) {
       ci->st = ST_PRIVATE;
       ci->private_map = pm;
     } else if (fixed && bytes <= STACK_MAX &&
-               stack_used + bytes <= STACK_BUDGET) {
+               stack_used + bytes <= STACK_BUDGET && !f->part_used) {
+      /* (parts of a split entry point reach transients through the arena) */
       ci->st = ST_STACK;
       stack_used += bytes;
     } else {
@@ -459,10 +460,41 @@ static gboolean needs_no_zero_fill(const WeirGraph *g, const WeirContainer *c) {
 
 /* ------------------------------------------------------------- declarations */
 
+/* One block of a function's arena: a transient, or the scratch block. */
+typedef struct {
+  CInfo *ci;         /* the transient; NULL for the scratch block */
+  const char *cname; /* borrowed */
+  WeirExpr *span;    /* elements (borrowed) */
+  WeirDType dtype;
+  gboolean fill; /* zero-filled on entry */
+} Block;
+
+const char *cg_fn_scratch(Fn *f, WeirExpr *bytes) {
+  if (f->part)
+    f->part->uses_scratch = TRUE;
+  if (!f->scratch_name)
+    f->scratch_name = cg_namer_fresh(f->names, "scratch");
+  gint64 a, b;
+  if (!f->scratch)
+    f->scratch = weir_expr_ref(bytes);
+  else if (weir_expr_is_const(f->scratch, &a) &&
+           weir_expr_is_const(bytes, &b)) {
+    if (b > a) {
+      weir_expr_unref(f->scratch);
+      f->scratch = weir_expr_ref(bytes);
+    }
+  } else if (!weir_expr_equal(f->scratch, bytes)) {
+    WeirExpr *m = weir_expr_max(f->scratch, bytes);
+    weir_expr_unref(f->scratch);
+    f->scratch = m;
+  }
+  return f->scratch_name;
+}
+
 /* The entry point's workspace size function: the arena's size for the
  * values in symbols[], computed like the entry point computes it (the size
  * lines in sizes_text, the total expression). */
-static char *workspace_function(Fn *f, GPtrArray *blocks, GString *sizes_text,
+static char *workspace_function(Fn *f, GArray *blocks, GString *sizes_text,
                                 const char *total) {
   GString *ws = g_string_new(NULL);
   g_string_append_printf(ws,
@@ -471,8 +503,8 @@ static char *workspace_function(Fn *f, GPtrArray *blocks, GString *sizes_text,
                          f->gen->prefix);
   g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
   for (guint b = 0; b < blocks->len; b++) {
-    CInfo *ci = g_ptr_array_index(blocks, b);
-    g_autoptr(GPtrArray) names = weir_expr_symbols(ci->span);
+    const Block *bl = &g_array_index(blocks, Block, b);
+    g_autoptr(GPtrArray) names = weir_expr_symbols(bl->span);
     for (guint i = 0; i < names->len; i++) {
       const char *name = g_ptr_array_index(names, i);
       for (guint k = 0; k < f->g->symbols->len; k++) {
@@ -490,19 +522,232 @@ static char *workspace_function(Fn *f, GPtrArray *blocks, GString *sizes_text,
   return g_string_free(ws, FALSE);
 }
 
+/* x bytes rounded up to a multiple of 64, as an expression. */
+static WeirExpr *align64_expr(WeirExpr *x) {
+  g_autoptr(WeirExpr) up = weir_expr_add_const(x, 63);
+  g_autoptr(WeirExpr) sixty_four = weir_expr_const(64);
+  g_autoptr(WeirExpr) q = weir_expr_floordiv(up, sixty_four);
+  return weir_expr_mul_const(q, 64);
+}
+
+/* The arena: one 64-byte aligned block per transient, then the scratch
+ * block of native calls and nested programs (not zero-filled).  The entry
+ * point takes it from the caller's workspace, a nested function from the
+ * caller's scratch (ws), else it is allocated for the call. */
+static void emit_arena(Fn *f, Out *o, GArray *blocks) {
+  gboolean fixed = TRUE;
+  for (guint b = 0; b < blocks->len; b++) {
+    gint64 v;
+    fixed =
+        fixed && weir_expr_is_const(g_array_index(blocks, Block, b).span, &v);
+  }
+  g_autoptr(GPtrArray) offsets = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) sizes = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GString) sizes_text = g_string_new(NULL);
+  g_autoptr(WeirExpr) sum = weir_expr_const(0);
+  char *total;
+  for (guint b = 0; b < blocks->len; b++) {
+    const Block *bl = &g_array_index(blocks, Block, b);
+    g_autoptr(WeirExpr) bytes =
+        weir_expr_mul_const(bl->span, (gint64)weir_dtype_size(bl->dtype));
+    g_autoptr(WeirExpr) aligned = align64_expr(bytes);
+    WeirExpr *next = weir_expr_add(sum, aligned);
+    weir_expr_unref(sum);
+    sum = next;
+  }
+  g_autoptr(WeirExpr) floor64 = weir_expr_const(64);
+  f->arena_bytes = weir_expr_max(sum, floor64);
+  if (fixed) {
+    gint64 at = 0;
+    for (guint b = 0; b < blocks->len; b++) {
+      const Block *bl = &g_array_index(blocks, Block, b);
+      gint64 span;
+      weir_expr_is_const(bl->span, &span);
+      g_ptr_array_add(offsets, g_strdup_printf("%" G_GINT64_FORMAT, at));
+      if (bl->ci)
+        bl->ci->at = g_strdup_printf("%" G_GINT64_FORMAT, at);
+      else
+        f->scratch_at = g_strdup_printf("%" G_GINT64_FORMAT, at);
+      gint64 bytes = (span > 0 ? span : 0) * (gint64)weir_dtype_size(bl->dtype);
+      g_ptr_array_add(sizes, g_strdup_printf("%" G_GINT64_FORMAT, bytes));
+      at += (bytes + 63) / 64 * 64;
+    }
+    total = g_strdup_printf("%" G_GINT64_FORMAT, at > 0 ? at : 64);
+  } else {
+    g_autofree char *align = cg_helper(f->gen, H_ALIGN64, WEIR_DTYPE_I64);
+    GString *acc = g_string_new(NULL);
+    for (guint b = 0; b < blocks->len; b++) {
+      const Block *bl = &g_array_index(blocks, Block, b);
+      g_ptr_array_add(offsets, g_strdup(acc->len ? acc->str : "0"));
+      g_autofree char *base = g_strdup_printf("%s_bytes", bl->cname);
+      const char *bn = cg_namer_fresh(f->names, base);
+      int p;
+      g_autofree char *span = cg_wrap(cg_sym_c(f, bl->span, &p), &p, P_UNARY);
+      g_autofree char *line =
+          g_strdup_printf("const size_t %s = %s((size_t)%s * sizeof(%s));", bn,
+                          align, span, cg_storage_type(bl->dtype));
+      cg_out_line(o, "%s", line);
+      g_string_append_printf(sizes_text, "  %s\n", line);
+      g_ptr_array_add(sizes, g_strdup(bn));
+      g_string_append_printf(acc, "%s%s", acc->len ? " + " : "", bn);
+    }
+    const char *tn = cg_namer_fresh(f->names, "arena_bytes");
+    cg_out_line(o, "const size_t %s = %s;", tn, acc->str);
+    g_string_append_printf(sizes_text, "  const size_t %s = %s;\n", tn,
+                           acc->str);
+    g_string_free(acc, TRUE);
+    total = g_strdup_printf("%s > 0 ? %s : 64", tn, tn);
+  }
+  if (f->entry) {
+    /* the caller's workspace, of workspace_size(symbols) bytes, or an
+     * arena of its own */
+    cg_out_line(o,
+                "unsigned char *const arena = workspace ? (unsigned char "
+                "*)workspace : aligned_alloc(64, %s);",
+                total);
+    f->gen->workspace_fn = workspace_function(f, blocks, sizes_text, total);
+  } else
+    cg_out_line(o,
+                "unsigned char *const arena = ws ? ws : aligned_alloc(64, %s);",
+                total);
+  cg_out_line(o, "if (!arena) {");
+  cg_out_line(o, "  return 1;");
+  cg_out_line(o, "}");
+  /* transients start zero-filled, except those that are written whole
+   * before anything reads them (needs_no_zero_fill); scratch is not */
+  guint zero = 0;
+  for (guint b = 0; b < blocks->len; b++)
+    zero += g_array_index(blocks, Block, b).fill;
+  if (zero == blocks->len)
+    cg_out_line(o, "memset(arena, 0, %s);", total);
+  else
+    for (guint b = 0; b < blocks->len; b++) {
+      const Block *bl = &g_array_index(blocks, Block, b);
+      const char *at = g_ptr_array_index(offsets, b);
+      const char *bytes = g_ptr_array_index(sizes, b);
+      if (!bl->ci)
+        continue; /* scratch: each user writes what it reads */
+      if (!bl->fill)
+        cg_out_line(o, "/* %s: written whole before it is read */", bl->cname);
+      else if (strcmp(at, "0") == 0)
+        cg_out_line(o, "memset(arena, 0, %s);", bytes);
+      else
+        cg_out_line(o, "memset(arena + %s, 0, %s);", at, bytes);
+    }
+  g_free(total);
+  for (guint b = 0; b < blocks->len; b++) {
+    const Block *bl = &g_array_index(blocks, Block, b);
+    const char *at = g_ptr_array_index(offsets, b);
+    const char *ty = cg_storage_type(bl->dtype);
+    g_autofree char *sh =
+        bl->ci ? cg_shape_text(bl->ci->c)
+               : g_strdup("scratch of native calls and nested programs");
+    if (strcmp(at, "0") == 0)
+      cg_out_line(o, "%s *const %s = (%s *)arena; /* %s */", ty, bl->cname, ty,
+                  sh);
+    else
+      cg_out_line(o, "%s *const %s = (%s *)(arena + %s); /* %s */", ty,
+                  bl->cname, ty, at, sh);
+  }
+}
+
+gboolean cg_fn_splittable(const Fn *f) {
+  for (guint j = 0; j < f->g->containers->len; j++) {
+    const WeirContainer *c = g_ptr_array_index(f->g->containers, j);
+    if (!c->transient && !c->initial)
+      continue; /* an argument */
+    for (guint d = 0; d < c->shape->len; d++) {
+      gint64 v;
+      if (!weir_expr_is_const(g_ptr_array_index(c->shape, d), &v) ||
+          !weir_expr_is_const(g_ptr_array_index(c->strides, d), &v))
+        return FALSE;
+    }
+  }
+  for (guint i = 0; i < f->g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(f->g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++)
+      if (((const WeirNode *)g_ptr_array_index(s->nodes, k))->kind ==
+          WEIR_NODE_NESTED)
+        return FALSE;
+  }
+  return TRUE;
+}
+
+/* A constant's declaration: a pointer into consts[] (bound), or a static
+ * array with its data (literal); name is its C name, or that of its _init
+ * source when it is copied into storage. */
+static void emit_const_decl(Fn *f, Out *o, const CInfo *ci, const char *name) {
+  const WeirContainer *c = ci->c;
+  g_autoptr(WeirExpr) vol = weir_container_volume(c);
+  gint64 n = 1;
+  weir_expr_is_const(vol, &n);
+  g_autofree char *sh = cg_shape_text(c);
+  const char *ty = cg_storage_type(c->dtype);
+  if (ci->bound) {
+    /* bound when the kernel is loaded (docs/codegen.md) */
+    f->uses_consts = TRUE;
+    cg_out_line(o, "const %s *const %s = (const %s *)consts[%u]; /* %s */", ty,
+                name, ty, ci->bound - 1, sh);
+    return;
+  }
+  cg_out_line(o, "/* %s: %s */", ci->cname, sh);
+  cg_out_line(o, "static const %s %s[%" G_GINT64_FORMAT "] = {", ty, name,
+              n > 0 ? n : 1);
+  o->depth++;
+  if (n > 0)
+    emit_data(o, c);
+  else
+    cg_out_line(o, "0,");
+  o->depth--;
+  cg_out_line(o, "};");
+}
+
+char *cg_part_storage(Fn *f, gboolean uses_scratch, gboolean *uses_consts) {
+  Out o = cg_out_new(1);
+  gboolean saved = f->uses_consts;
+  f->uses_consts = FALSE;
+  for (guint j = 0; j < f->cinfo->len; j++) {
+    const CInfo *ci = g_ptr_array_index(f->cinfo, j);
+    if (!ci->used)
+      continue;
+    const char *ty = cg_storage_type(ci->c->dtype);
+    g_autofree char *sh = cg_shape_text(ci->c);
+    if (ci->st == ST_ARG) {
+      const char *q = ci->written ? "" : "const ";
+      cg_out_line(&o, "%s%s *const %s = (%s%s *)args[%u];", q, ty, ci->cname, q,
+                  ty, ci->arg_index);
+    } else if (ci->st == ST_CONST)
+      emit_const_decl(f, &o, ci, ci->cname);
+    else if (ci->st == ST_ARENA)
+      cg_out_line(&o, "%s *const %s = (%s *)(arena + %s); /* %s */", ty,
+                  ci->cname, ty, ci->at ? ci->at : "0", sh);
+  }
+  if (uses_scratch && f->scratch_name)
+    cg_out_line(&o,
+                "uint8_t *const %s = (uint8_t *)(arena + %s); /* scratch of "
+                "native calls */",
+                f->scratch_name, f->scratch_at ? f->scratch_at : "0");
+  *uses_consts = f->uses_consts;
+  f->uses_consts = saved;
+  return cg_out_free(&o);
+}
+
 char *cg_fn_storage(Fn *f, gboolean *arena) {
   Out o = cg_out_new(1);
   *arena = FALSE;
+  /* split: the entry point copies the initial data of the containers its
+   * parts use */
+  for (guint j = 0; f->part_used && j < f->cinfo->len; j++) {
+    CInfo *ci = g_ptr_array_index(f->cinfo, j);
+    if (f->part_used[j] && ci->init)
+      ci->used = TRUE;
+  }
   g_autoptr(GPtrArray) inits = g_ptr_array_new();
   g_autoptr(GPtrArray) init_names = g_ptr_array_new();
   for (guint j = 0; j < f->cinfo->len; j++) {
     CInfo *ci = g_ptr_array_index(f->cinfo, j);
-    const WeirContainer *c = ci->c;
     if (!ci->used || !(ci->st == ST_CONST || ci->init))
       continue;
-    g_autoptr(WeirExpr) vol = weir_container_volume(c);
-    gint64 n = 1;
-    weir_expr_is_const(vol, &n);
     const char *name = ci->cname;
     if (ci->init) {
       g_autofree char *base = g_strdup_printf("%s_init", ci->cname);
@@ -510,25 +755,7 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
       g_ptr_array_add(inits, ci);
       g_ptr_array_add(init_names, (gpointer)name);
     }
-    g_autofree char *sh = cg_shape_text(c);
-    const char *ty = cg_storage_type(c->dtype);
-    if (ci->bound) {
-      /* bound when the kernel is loaded (docs/codegen.md) */
-      f->uses_consts = TRUE;
-      cg_out_line(&o, "const %s *const %s = (const %s *)consts[%u]; /* %s */",
-                  ty, name, ty, ci->bound - 1, sh);
-      continue;
-    }
-    cg_out_line(&o, "/* %s: %s */", ci->cname, sh);
-    cg_out_line(&o, "static const %s %s[%" G_GINT64_FORMAT "] = {",
-                cg_storage_type(c->dtype), name, n > 0 ? n : 1);
-    o.depth++;
-    if (n > 0)
-      emit_data(&o, c);
-    else
-      cg_out_line(&o, "0,");
-    o.depth--;
-    cg_out_line(&o, "};");
+    emit_const_decl(f, &o, ci, name);
   }
   for (guint j = 0; j < f->cinfo->len; j++) {
     CInfo *ci = g_ptr_array_index(f->cinfo, j);
@@ -541,114 +768,30 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
                 cg_storage_type(ci->c->dtype), ci->cname, span > 0 ? span : 1,
                 sh);
   }
-  /* the arena: one block per transient, each 64-byte aligned */
-  g_autoptr(GPtrArray) blocks = g_ptr_array_new();
-  gboolean fixed = TRUE;
+  /* the arena: one block per transient, each 64-byte aligned, then the
+   * scratch block */
+  g_autoptr(GArray) blocks = g_array_new(FALSE, FALSE, sizeof(Block));
   for (guint j = 0; j < f->cinfo->len; j++) {
     CInfo *ci = g_ptr_array_index(f->cinfo, j);
-    if (!ci->used || ci->st != ST_ARENA)
+    if (!(ci->used || (f->part_used && f->part_used[j])) || ci->st != ST_ARENA)
       continue;
-    g_ptr_array_add(blocks, ci);
-    gint64 v;
-    fixed = fixed && weir_expr_is_const(ci->span, &v);
+    Block bl = {.ci = ci,
+                .cname = ci->cname,
+                .span = ci->span,
+                .dtype = ci->c->dtype,
+                .fill = ci->init || !needs_no_zero_fill(f->g, ci->c)};
+    g_array_append_val(blocks, bl);
   }
-  g_autoptr(GString) sizes_text = g_string_new(NULL);
+  if (f->scratch) {
+    Block bl = {
+        .cname = f->scratch_name, .span = f->scratch, .dtype = WEIR_DTYPE_U8};
+    g_array_append_val(blocks, bl);
+  }
   if (blocks->len) {
     *arena = TRUE;
-    g_autoptr(GPtrArray) offsets = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GPtrArray) sizes = g_ptr_array_new_with_free_func(g_free);
-    char *total;
-    if (fixed) {
-      gint64 at = 0;
-      for (guint b = 0; b < blocks->len; b++) {
-        CInfo *ci = g_ptr_array_index(blocks, b);
-        gint64 span;
-        weir_expr_is_const(ci->span, &span);
-        g_ptr_array_add(offsets, g_strdup_printf("%" G_GINT64_FORMAT, at));
-        gint64 bytes =
-            (span > 0 ? span : 0) * (gint64)weir_dtype_size(ci->c->dtype);
-        g_ptr_array_add(sizes, g_strdup_printf("%" G_GINT64_FORMAT, bytes));
-        at += (bytes + 63) / 64 * 64;
-      }
-      total = g_strdup_printf("%" G_GINT64_FORMAT, at > 0 ? at : 64);
-    } else {
-      g_autofree char *align = cg_helper(f->gen, H_ALIGN64, WEIR_DTYPE_I64);
-      GString *sum = g_string_new(NULL);
-      for (guint b = 0; b < blocks->len; b++) {
-        CInfo *ci = g_ptr_array_index(blocks, b);
-        g_ptr_array_add(offsets, g_strdup(sum->len ? sum->str : "0"));
-        g_autofree char *base = g_strdup_printf("%s_bytes", ci->cname);
-        const char *bn = cg_namer_fresh(f->names, base);
-        int p;
-        g_autofree char *span = cg_wrap(cg_sym_c(f, ci->span, &p), &p, P_UNARY);
-        cg_out_line(&o, "const size_t %s = %s((size_t)%s * sizeof(%s));", bn,
-                    align, span, cg_storage_type(ci->c->dtype));
-        g_string_append_printf(sizes_text,
-                               "  const size_t %s = %s((size_t)%s * "
-                               "sizeof(%s));\n",
-                               bn, align, span, cg_storage_type(ci->c->dtype));
-        g_ptr_array_add(sizes, g_strdup(bn));
-        g_string_append_printf(sum, "%s%s", sum->len ? " + " : "", bn);
-      }
-      const char *tn = cg_namer_fresh(f->names, "arena_bytes");
-      cg_out_line(&o, "const size_t %s = %s;", tn, sum->str);
-      g_string_append_printf(sizes_text, "  const size_t %s = %s;\n", tn,
-                             sum->str);
-      g_string_free(sum, TRUE);
-      total = g_strdup_printf("%s > 0 ? %s : 64", tn, tn);
-    }
-    if (f->entry) {
-      /* the caller's workspace, of workspace_size(symbols) bytes, or an
-       * arena of its own */
-      cg_out_line(&o,
-                  "unsigned char *const arena = workspace ? (unsigned char "
-                  "*)workspace : aligned_alloc(64, %s);",
-                  total);
-      f->gen->workspace_fn = workspace_function(f, blocks, sizes_text, total);
-    } else
-      cg_out_line(&o, "unsigned char *const arena = aligned_alloc(64, %s);",
-                  total);
-    cg_out_line(&o, "if (!arena) {");
-    cg_out_line(&o, "  return 1;");
-    cg_out_line(&o, "}");
-    /* transients start zero-filled, except those that are written whole
-     * before anything reads them (needs_no_zero_fill) */
-    guint zero = 0;
-    g_autofree gboolean *fill = g_new0(gboolean, blocks->len + 1);
-    for (guint b = 0; b < blocks->len; b++) {
-      CInfo *ci = g_ptr_array_index(blocks, b);
-      fill[b] = ci->init || !needs_no_zero_fill(f->g, ci->c);
-      zero += fill[b];
-    }
-    if (zero == blocks->len)
-      cg_out_line(&o, "memset(arena, 0, %s);", total);
-    else
-      for (guint b = 0; b < blocks->len; b++) {
-        CInfo *ci = g_ptr_array_index(blocks, b);
-        const char *at = g_ptr_array_index(offsets, b);
-        const char *bytes = g_ptr_array_index(sizes, b);
-        if (!fill[b])
-          cg_out_line(&o, "/* %s: written whole before it is read */",
-                      ci->cname);
-        else if (strcmp(at, "0") == 0)
-          cg_out_line(&o, "memset(arena, 0, %s);", bytes);
-        else
-          cg_out_line(&o, "memset(arena + %s, 0, %s);", at, bytes);
-      }
-    g_free(total);
-    for (guint b = 0; b < blocks->len; b++) {
-      CInfo *ci = g_ptr_array_index(blocks, b);
-      const char *at = g_ptr_array_index(offsets, b);
-      const char *ty = cg_storage_type(ci->c->dtype);
-      g_autofree char *sh = cg_shape_text(ci->c);
-      if (strcmp(at, "0") == 0)
-        cg_out_line(&o, "%s *const %s = (%s *)arena; /* %s */", ty, ci->cname,
-                    ty, sh);
-      else
-        cg_out_line(&o, "%s *const %s = (%s *)(arena + %s); /* %s */", ty,
-                    ci->cname, ty, at, sh);
-    }
-  }
+    emit_arena(f, &o, blocks);
+  } else if (f->part_used)
+    cg_out_line(&o, "unsigned char *const arena = NULL; /* for the parts */");
   for (guint k = 0; k < inits->len; k++) {
     CInfo *ci = g_ptr_array_index(inits, k);
     const char *src = g_ptr_array_index(init_names, k);

@@ -56,6 +56,14 @@ struct _WeirNativeEmit {
   const char *status;
   gboolean uses_status;
   gpointer priv; /* the code generator's */
+  /* Scratch memory for the node's call: returns the C expression (owned
+   * text) of a 64-byte aligned "uint8_t *" to at least `bytes` bytes
+   * (borrowed; an expression of the program symbols).  The block is part
+   * of the kernel's workspace (docs/codegen.md, "Scratch"): allocated once,
+   * reused by every run, shared by the native calls of one function (they
+   * run one after another), its contents undefined on entry.  Helpers that
+   * need temporaries take it instead of calling malloc. */
+  char *(*scratch)(WeirNativeEmit *e, WeirExpr *bytes);
 };
 
 typedef struct {

@@ -1284,7 +1284,7 @@ static WeirGraph *build_row_program(void) {
   return g;
 }
 
-static WeirGraph *build_nested_rows(void) {
+static WeirGraph *build_nested_rows(WeirSchedule schedule) {
   WeirGraph *g = weir_graph_new("rows");
   weir_graph_add_symbol(g, "R");
   weir_graph_add_symbol(g, "W");
@@ -1292,8 +1292,7 @@ static WeirGraph *build_nested_rows(void) {
   array(g, "Y", WEIR_DTYPE_F32, "R, W", FALSE);
   WeirState *s = weir_graph_add_state(g, "main");
   WeirNode *ex;
-  WeirNode *en =
-      map(g, s, "rows", S("r"), S("0:R"), WEIR_SCHEDULE_PARALLEL, &ex);
+  WeirNode *en = map(g, s, "rows", S("r"), S("0:R"), schedule, &ex);
   WeirNode *n = weir_state_add_nested(g, s, "norm", build_row_program(),
                                       S("x", "y"), S("y"));
   assert_true(weir_node_bind_symbol(n, "C", "W", NULL));
@@ -1339,15 +1338,30 @@ static void test_nested(void **state) {
   assert_contains(src, "(A + B - 1, 16, 1, B + 1);");
   assert_contains(src, "X[i * X_s0 + j * X_s1] = 2.0 * x + (double)M;");
 
-  g_autoptr(WeirGraph) rows = build_nested_rows();
+  g_autoptr(WeirGraph) rows = build_nested_rows(WEIR_SCHEDULE_PARALLEL);
   g_autoptr(GHashTable) rw = bindings("R", 9, "W", 13, NULL);
   check(rows, rw, NULL);
   g_autofree char *src2 = generate(rows, NULL);
-  /* the nested function allocates an arena, so it can fail */
+  /* the nested function has an arena, so it can fail; called by several
+   * threads at once, it allocates it for each call (ws NULL) */
   assert_contains(src2, "static int nested_");
+  assert_contains(src2, "uint8_t *ws) {");
+  assert_contains(src2, "unsigned char *const arena = ws ? ws : "
+                        "aligned_alloc(64, 8000);");
   assert_contains(src2, "#pragma omp atomic\n    status |= nested_6_norm(X + "
-                        "r * W, 1, Y + r * W, 1, W);");
+                        "r * W, 1, Y + r * W, 1, W, NULL);");
   assert_contains(src2, "y[j * y_s0] += b;");
+  /* called from sequential code, it gets its arena from the caller's
+   * scratch block, which is part of the workspace */
+  g_autoptr(WeirGraph) seq = build_nested_rows(WEIR_SCHEDULE_SEQUENTIAL);
+  check(seq, rw, NULL);
+  g_autofree char *src3 = generate(seq, NULL);
+  assert_contains(src3, "status |= nested_6_norm(X + r * W, 1, Y + r * W, 1, "
+                        "W, scratch);");
+  assert_contains(src3, "uint8_t *const scratch = (uint8_t *)arena; /* "
+                        "scratch of native calls and nested programs */");
+  assert_contains(src3, "size_t rows_workspace_size(const int64_t "
+                        "symbols[]) {\n  (void)symbols;\n  return 8000;");
 
   g_autoptr(WeirGraph) tw = build_nested_twice();
   check(tw, NULL, NULL);
@@ -1753,14 +1767,19 @@ static void test_golden(void **state) {
 
 typedef WeirGraph *(*Builder)(void);
 
+static WeirGraph *build_nested_rows_parallel(void) {
+  return build_nested_rows(WEIR_SCHEDULE_PARALLEL);
+}
+
 static void test_determinism(void **state) {
   (void)state;
-  Builder builders[] = {
-      build_dtypes,      build_schedules,   build_copies,
-      build_indexed,     build_branch_loop, build_nested_loops,
-      build_irreducible, build_diamond,     build_nested_block,
-      build_nested_rows, build_constants,   build_transients,
-      build_names};
+  Builder builders[] = {build_dtypes,       build_schedules,
+                        build_copies,       build_indexed,
+                        build_branch_loop,  build_nested_loops,
+                        build_irreducible,  build_diamond,
+                        build_nested_block, build_nested_rows_parallel,
+                        build_constants,    build_transients,
+                        build_names};
   for (guint k = 0; k < G_N_ELEMENTS(builders); k++) {
     g_autoptr(WeirGraph) g = builders[k]();
     g_autoptr(WeirGraph) h = builders[k]();

@@ -51,23 +51,19 @@ static inline size_t weir_align64(size_t n) {
  * into the columns that fall in the padding (zeros) and those inside
  * the image (copies), so the inner loops carry no bounds tests; at
  * stride 1 with oh*ow rows as wide as the image (same padding) a whole
- * patch plane is one copy.
- * Returns non-zero when the buffers cannot be allocated. */
-static int weir_conv2d_im2col_f32(const float *x, const float *w, const float *b,
+ * patch plane is one copy.  col and tmp live in the scratch block the
+ * caller passes (kk*n*oh*ow elements, plus mg*n*oh*ow when n > 1). */
+static void weir_conv2d_im2col_f32(const float *x, const float *w, const float *b,
                                  float *y, int64_t n, int64_t c, int64_t h,
                                  int64_t wd, int64_t m, int64_t kh,
                                  int64_t kw, int64_t oh, int64_t ow,
                                  int64_t groups, int64_t sh, int64_t sw,
                                  int64_t dh, int64_t dw, int64_t ph,
-                                 int64_t pw) {
+                                 int64_t pw, float *col) {
   const int64_t cg = c / groups, mg = m / groups;
   const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;
   if (n == 0 || m == 0 || ohw == 0)
-    return 0;
-  const int64_t ntmp = n > 1 ? mg * cols : 0;
-  float *col = malloc((size_t)(kk * cols + ntmp + 1) * sizeof(float));
-  if (!col)
-    return 1;
+    return;
   float *tmp = col + kk * cols;
   for (int64_t g = 0; g < groups; g++) {
 #ifdef _OPENMP
@@ -161,8 +157,6 @@ static int weir_conv2d_im2col_f32(const float *x, const float *w, const float *b
       }
     }
   }
-  free(col);
-  return 0;
 }
 
 /* y[m x n] = beta * c, c broadcast from cr x cc (1 or full) */
@@ -188,7 +182,8 @@ size_t torch_jit_workspace_size(const int64_t symbols[]) {
   const size_t v_Flatten_output_0_bytes = weir_align64((size_t)(batch * 128) * sizeof(float));
   const size_t v_fc1_Gemm_output_0_bytes = weir_align64((size_t)(batch * 32) * sizeof(float));
   const size_t v_Relu_1_output_0_bytes = weir_align64((size_t)(batch * 32) * sizeof(float));
-  const size_t arena_bytes = v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes + v_fc1_Gemm_output_0_bytes + v_Relu_1_output_0_bytes;
+  const size_t scratch_bytes = weir_align64((size_t)(batch * 4352) * sizeof(uint8_t));
+  const size_t arena_bytes = v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes + v_fc1_Gemm_output_0_bytes + v_Relu_1_output_0_bytes + scratch_bytes;
   return arena_bytes > 0 ? arena_bytes : 64;
 }
 
@@ -216,7 +211,8 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   const size_t v_Flatten_output_0_bytes = weir_align64((size_t)(batch * 128) * sizeof(float));
   const size_t v_fc1_Gemm_output_0_bytes = weir_align64((size_t)(batch * 32) * sizeof(float));
   const size_t v_Relu_1_output_0_bytes = weir_align64((size_t)(batch * 32) * sizeof(float));
-  const size_t arena_bytes = v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes + v_fc1_Gemm_output_0_bytes + v_Relu_1_output_0_bytes;
+  const size_t scratch_bytes = weir_align64((size_t)(batch * 4352) * sizeof(uint8_t));
+  const size_t arena_bytes = v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes + v_fc1_Gemm_output_0_bytes + v_Relu_1_output_0_bytes + scratch_bytes;
   unsigned char *const arena = workspace ? (unsigned char *)workspace : aligned_alloc(64, arena_bytes > 0 ? arena_bytes : 64);
   if (!arena) {
     return 1;
@@ -233,10 +229,10 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   float *const v_Flatten_output_0 = (float *)(arena + v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes); /* f32[batch, 128] */
   float *const v_fc1_Gemm_output_0 = (float *)(arena + v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes); /* f32[batch, 32] */
   float *const v_Relu_1_output_0 = (float *)(arena + v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes + v_fc1_Gemm_output_0_bytes); /* f32[batch, 32] */
-  int status = 0;
+  uint8_t *const scratch = (uint8_t *)(arena + v_conv_Conv_output_0_bytes + v_Relu_output_0_bytes + v_pool_MaxPool_output_0_bytes + v_Flatten_output_0_bytes + v_fc1_Gemm_output_0_bytes + v_Relu_1_output_0_bytes); /* scratch of native calls and nested programs */
   /* state 1 'main' */
   /* Conv '_conv_Conv' (node 4): im2col */
-  status |= weir_conv2d_im2col_f32(input, conv_weight, conv_bias, v_conv_Conv_output_0, batch, 1, 8, 8, 8, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1);
+  weir_conv2d_im2col_f32(input, conv_weight, conv_bias, v_conv_Conv_output_0, batch, 1, 8, 8, 8, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, (float *)scratch);
   /* map 58 '_Relu': i0 in 0:batch, i1 in 0:8, i2 in 0:8, i3 in 0:8 (parallel) */
   for (int64_t i0 = 0; i0 < batch; i0++) {
     for (int64_t i1 = 0; i1 < 8; i1++) {
@@ -304,5 +300,5 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(batch), (int)(10), (int)(32), 1.0f, v_Relu_1_output_0, (int)(32), fc2_weight, (int)(32), 1, output, (int)(10));
   if (!workspace)
     free(arena);
-  return status;
+  return 0;
 }

@@ -47,23 +47,19 @@ static inline float weir_max_f32(float a, float b) {
  * into the columns that fall in the padding (zeros) and those inside
  * the image (copies), so the inner loops carry no bounds tests; at
  * stride 1 with oh*ow rows as wide as the image (same padding) a whole
- * patch plane is one copy.
- * Returns non-zero when the buffers cannot be allocated. */
-static int weir_conv2d_im2col_f32(const float *x, const float *w, const float *b,
+ * patch plane is one copy.  col and tmp live in the scratch block the
+ * caller passes (kk*n*oh*ow elements, plus mg*n*oh*ow when n > 1). */
+static void weir_conv2d_im2col_f32(const float *x, const float *w, const float *b,
                                  float *y, int64_t n, int64_t c, int64_t h,
                                  int64_t wd, int64_t m, int64_t kh,
                                  int64_t kw, int64_t oh, int64_t ow,
                                  int64_t groups, int64_t sh, int64_t sw,
                                  int64_t dh, int64_t dw, int64_t ph,
-                                 int64_t pw) {
+                                 int64_t pw, float *col) {
   const int64_t cg = c / groups, mg = m / groups;
   const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;
   if (n == 0 || m == 0 || ohw == 0)
-    return 0;
-  const int64_t ntmp = n > 1 ? mg * cols : 0;
-  float *col = malloc((size_t)(kk * cols + ntmp + 1) * sizeof(float));
-  if (!col)
-    return 1;
+    return;
   float *tmp = col + kk * cols;
   for (int64_t g = 0; g < groups; g++) {
 #ifdef _OPENMP
@@ -157,8 +153,6 @@ static int weir_conv2d_im2col_f32(const float *x, const float *w, const float *b
       }
     }
   }
-  free(col);
-  return 0;
 }
 
 /* y[m x n] = beta * c, c broadcast from cr x cc (1 or full) */
@@ -178,7 +172,7 @@ int torch_jit_abi_version(void) {
 
 size_t torch_jit_workspace_size(const int64_t symbols[]) {
   (void)symbols;
-  return 12288;
+  return 27648;
 }
 
 int torch_jit_run(void *const args[], const int64_t symbols[],
@@ -211,7 +205,7 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   float v_Flatten_output_0[256] = {0}; /* f32[4, 64] */
   float v_fc1_Gemm_output_0[128] = {0}; /* f32[4, 32] */
   float v_Relu_2_output_0[128] = {0}; /* f32[4, 32] */
-  unsigned char *const arena = workspace ? (unsigned char *)workspace : aligned_alloc(64, 12288);
+  unsigned char *const arena = workspace ? (unsigned char *)workspace : aligned_alloc(64, 27648);
   if (!arena) {
     return 1;
   }
@@ -219,10 +213,10 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   /* v_Relu_output_0: written whole before it is read */
   float *const v_conv1_Conv_output_0 = (float *)arena; /* f32[4, 6, 8, 8] */
   float *const v_Relu_output_0 = (float *)(arena + 6144); /* f32[4, 6, 8, 8] */
-  int status = 0;
+  uint8_t *const scratch = (uint8_t *)(arena + 12288); /* scratch of native calls and nested programs */
   /* state 1 'main' */
   /* Conv '_conv1_Conv' (node 4): im2col */
-  status |= weir_conv2d_im2col_f32(input, conv1_weight, conv1_bias, v_conv1_Conv_output_0, 4, 1, 8, 8, 6, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1);
+  weir_conv2d_im2col_f32(input, conv1_weight, conv1_bias, v_conv1_Conv_output_0, 4, 1, 8, 8, 6, 3, 3, 8, 8, 1, 1, 1, 1, 1, 1, 1, (float *)scratch);
   /* map 74 '_Relu': i0 in 0:4, i1 in 0:6, i2 in 0:8, i3 in 0:8 (parallel) */
   #pragma omp parallel for
   for (int64_t i0 = 0; i0 < 4; i0++) {
@@ -274,7 +268,7 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
     }
   }
   /* Conv '_conv2_Conv' (node 25): im2col */
-  status |= weir_conv2d_im2col_f32(v_pool_MaxPool_output_0, conv2_weight, conv2_bias, v_conv2_Conv_output_0, 4, 6, 4, 4, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 0);
+  weir_conv2d_im2col_f32(v_pool_MaxPool_output_0, conv2_weight, conv2_bias, v_conv2_Conv_output_0, 4, 6, 4, 4, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 0, (float *)scratch);
   /* map 96 '_Relu_1': i0 in 0:4, i1 in 0:16, i2 in 0:2, i3 in 0:2 (parallel) */
   #pragma omp parallel for
   for (int64_t i0 = 0; i0 < 4; i0++) {
@@ -311,5 +305,5 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(4), (int)(10), (int)(32), 1.0f, v_Relu_2_output_0, (int)(32), fc2_weight, (int)(32), 1, output, (int)(10));
   if (!workspace)
     free(arena);
-  return status;
+  return 0;
 }

@@ -30,10 +30,10 @@ size_t rows_workspace_size(const int64_t symbols[]);
 int rows_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
 
-static int nested_6_norm(const float *x, int64_t x_s0, float *y, int64_t y_s0, int64_t C) {
+static int nested_6_norm(const float *x, int64_t x_s0, float *y, int64_t y_s0, int64_t C, uint8_t *ws) {
   int64_t k = 0; /* assigned by transitions */
   float acc[1] = {0}; /* f32[] */
-  unsigned char *const arena = aligned_alloc(64, 8000);
+  unsigned char *const arena = ws ? ws : aligned_alloc(64, 8000);
   if (!arena) {
     return 1;
   }
@@ -74,7 +74,8 @@ static int nested_6_norm(const float *x, int64_t x_s0, float *y, int64_t y_s0, i
       y[j * y_s0] += b;
     }
   }
-  free(arena);
+  if (!ws)
+    free(arena);
   return 0;
 }
 
@@ -102,7 +103,7 @@ int rows_run(void *const args[], const int64_t symbols[],
   for (int64_t r = 0; r < R; r++) {
     /* nested program 'norm' (node 6) */
     #pragma omp atomic
-    status |= nested_6_norm(X + r * W, 1, Y + r * W, 1, W);
+    status |= nested_6_norm(X + r * W, 1, Y + r * W, 1, W, NULL);
   }
   return status;
 }

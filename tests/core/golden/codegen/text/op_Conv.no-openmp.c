@@ -41,23 +41,19 @@ int op_Conv_run(void *const args[], const int64_t symbols[],
  * into the columns that fall in the padding (zeros) and those inside
  * the image (copies), so the inner loops carry no bounds tests; at
  * stride 1 with oh*ow rows as wide as the image (same padding) a whole
- * patch plane is one copy.
- * Returns non-zero when the buffers cannot be allocated. */
-static int weir_conv2d_im2col_f32(const float *x, const float *w, const float *b,
+ * patch plane is one copy.  col and tmp live in the scratch block the
+ * caller passes (kk*n*oh*ow elements, plus mg*n*oh*ow when n > 1). */
+static void weir_conv2d_im2col_f32(const float *x, const float *w, const float *b,
                                  float *y, int64_t n, int64_t c, int64_t h,
                                  int64_t wd, int64_t m, int64_t kh,
                                  int64_t kw, int64_t oh, int64_t ow,
                                  int64_t groups, int64_t sh, int64_t sw,
                                  int64_t dh, int64_t dw, int64_t ph,
-                                 int64_t pw) {
+                                 int64_t pw, float *col) {
   const int64_t cg = c / groups, mg = m / groups;
   const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;
   if (n == 0 || m == 0 || ohw == 0)
-    return 0;
-  const int64_t ntmp = n > 1 ? mg * cols : 0;
-  float *col = malloc((size_t)(kk * cols + ntmp + 1) * sizeof(float));
-  if (!col)
-    return 1;
+    return;
   float *tmp = col + kk * cols;
   for (int64_t g = 0; g < groups; g++) {
 #ifdef _OPENMP
@@ -151,8 +147,6 @@ static int weir_conv2d_im2col_f32(const float *x, const float *w, const float *b
       }
     }
   }
-  free(col);
-  return 0;
 }
 
 int op_Conv_abi_version(void) {
@@ -161,7 +155,7 @@ int op_Conv_abi_version(void) {
 
 size_t op_Conv_workspace_size(const int64_t symbols[]) {
   (void)symbols;
-  return 0;
+  return 704;
 }
 
 int op_Conv_run(void *const args[], const int64_t symbols[],
@@ -172,10 +166,15 @@ int op_Conv_run(void *const args[], const int64_t symbols[],
   float *const Y = (float *)args[3];
   (void)symbols;
   (void)consts;
-  (void)workspace;
-  int status = 0;
+  unsigned char *const arena = workspace ? (unsigned char *)workspace : aligned_alloc(64, 704);
+  if (!arena) {
+    return 1;
+  }
+  uint8_t *const scratch = (uint8_t *)arena; /* scratch of native calls and nested programs */
   /* state 1 'main' */
   /* Conv 'node' (node 2): im2col */
-  status |= weir_conv2d_im2col_f32(X0, X1, X2, Y, 1, 2, 5, 5, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 0, 0);
-  return status;
+  weir_conv2d_im2col_f32(X0, X1, X2, Y, 1, 2, 5, 5, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 0, 0, (float *)scratch);
+  if (!workspace)
+    free(arena);
+  return 0;
 }
