@@ -809,6 +809,7 @@ static void test_optimize(void **state) {
   assert_true(model_has_text(history, "epilogue-fusion"));
   assert_non_null(strstr(weir_window_get_message(o), "Optimized at -O2"));
   assert_true(weir_window_is_dirty(o));
+  weir_window_show_page(o, 1); /* the history panel */
   shoot("workbench-optimize.png");
   /* close it without saving */
   gtk_window_close(GTK_WINDOW(o));
