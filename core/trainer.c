@@ -19,6 +19,7 @@
 #include "weir-dataset.h"
 #include "weir-import.h"
 #include "weir-limits.h"
+#include "weir-pipeline.h"
 #include "weir-recipe.h"
 #include "weir-trainer.h"
 #include "weir-transform.h"
@@ -364,6 +365,23 @@ static gboolean apply_recipe(WeirTrainer *t, const char *path, GError **error) {
   return TRUE;
 }
 
+/* The pipeline of an optimization level on both programs. */
+static gboolean apply_level(WeirTrainer *t, guint level, GError **error) {
+  g_autoptr(GHashTable) bindings = weir_bindings_new();
+  weir_bindings_set(bindings, "K", t->opts.steps_per_call);
+  if (!weir_pipeline_apply(t->program, level, bindings, NULL, error)) {
+    g_prefix_error(error, "-O%u: training program of %s: ", level,
+                   t->model_path);
+    return FALSE;
+  }
+  if (!weir_pipeline_apply(t->eval, level, bindings, NULL, error)) {
+    g_prefix_error(error, "-O%u: evaluation program of %s: ", level,
+                   t->model_path);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
                               const WeirTrainerOptions *options,
                               GError **error) {
@@ -401,6 +419,9 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
   if (!t->eval)
     return NULL;
   if (options->recipe_path && !apply_recipe(t, options->recipe_path, error))
+    return NULL;
+  if (!options->recipe_path && options->opt_level > 0 &&
+      !apply_level(t, options->opt_level, error))
     return NULL;
 
   const WeirGraph *graphs[2] = {t->program, t->eval};

@@ -76,6 +76,10 @@ typedef struct {
   /* Memory budget in bytes for the training program's buffers with one
    * step per call (weir_graph_check_memory); 0: the physical memory. */
   guint64 max_memory;
+  /* Optimization level (weir-pipeline.h) whose pipeline is applied to the
+   * training and evaluation programs when no recipe_path is given; 0 (the
+   * default of weir_trainer_options_init): none.  `weir train` uses 2. */
+  guint opt_level;
 } WeirTrainerOptions;
 
 WEIR_API void weir_trainer_options_init(WeirTrainerOptions *o);

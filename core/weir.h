@@ -22,6 +22,7 @@
 #include "weir-native.h"
 #include "weir-onnx.h"
 #include "weir-ops.h"
+#include "weir-pipeline.h"
 #include "weir-recipe.h"
 #include "weir-runnable.h"
 #include "weir-runtime.h"

@@ -151,6 +151,7 @@ static const struct {
     {"win.cancel", {"<Control>period", NULL}},
     {"win.export-recipe", {"<Control>e", NULL}},
     {"win.apply-recipe", {"<Control>r", NULL}},
+    {"win.optimize(uint32 2)", {"<Control><Shift>o", NULL}},
     {"win.export-kernel", {"<Control>k", NULL}},
     {"win.zoom-fit", {"<Control>0", NULL}},
     {"win.zoom-selection", {"<Control>1", NULL}},

@@ -38,6 +38,7 @@ void weir_window_update_actions(WeirWindow *w) {
                                        "export-recipe-to",
                                        "apply-recipe",
                                        "apply-recipe-file",
+                                       "optimize",
                                        "export-kernel",
                                        "export-kernel-to",
                                        "zoom-fit",
@@ -254,6 +255,11 @@ static void action_apply_recipe_file(GSimpleAction *a, GVariant *v,
   weir_window_apply_recipe(user, g_variant_get_string(v, NULL));
 }
 
+static void action_optimize(GSimpleAction *a, GVariant *v, gpointer user) {
+  (void)a;
+  weir_window_optimize(user, g_variant_get_uint32(v));
+}
+
 static void action_export_kernel(GSimpleAction *a, GVariant *v, gpointer user) {
   (void)a;
   (void)v;
@@ -296,6 +302,7 @@ static const GActionEntry win_entries[] = {
     {.name = "apply-recipe-file",
      .activate = action_apply_recipe_file,
      .parameter_type = "s"},
+    {.name = "optimize", .activate = action_optimize, .parameter_type = "u"},
     {.name = "export-kernel", .activate = action_export_kernel},
     {.name = "export-kernel-to",
      .activate = action_export_kernel_to,

@@ -234,6 +234,29 @@ void weir_window_apply_recipe(WeirWindow *w, const char *path) {
                 apply_recipe_path);
 }
 
+void weir_window_optimize(WeirWindow *w, guint level) {
+  g_autoptr(GError) error = NULL;
+  WeirRecipeReport *report = NULL;
+  gboolean ok = weir_session_optimize(w->session, level, &report, &error);
+  g_autoptr(WeirRecipeReport) rep = report;
+  g_autofree char *what = g_strdup_printf("optimize -O%u", level);
+  if (!ok) {
+    weir_window_show_error(w, what, error);
+    return;
+  }
+  guint applied = 0;
+  for (guint i = 0; i < rep->steps->len; i++)
+    applied += ((WeirRecipeStepReport *)g_ptr_array_index(rep->steps, i))
+                   ->applied->len;
+  g_autofree char *b0 = weir_figure_format(&rep->bytes_before, TRUE);
+  g_autofree char *b1 = weir_figure_format(&rep->bytes_after, TRUE);
+  g_autofree char *m = g_strdup_printf(
+      "Optimized at -O%u: %u transformation%s applied, bytes moved %s \u2192 "
+      "%s",
+      level, applied, applied == 1 ? "" : "s", b0, b1);
+  weir_window_show_message(w, FALSE, m);
+}
+
 /* The kernel directory of the export issue (core/weir-export.h): C source
  * and header, Makefile, harness, expected outputs from the interpreter and
  * a README with the session's history. The interpreter's reference run

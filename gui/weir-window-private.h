@@ -216,6 +216,9 @@ void weir_window_save_as(WeirWindow *w);
  * kernel directory exported; path NULL asks with a file chooser. */
 void weir_window_export_recipe(WeirWindow *w, const char *path);
 void weir_window_apply_recipe(WeirWindow *w, const char *path);
+/* Applies the pipeline of optimization level (1..3) to the session step by
+ * step (weir_session_optimize): its applications appear in the history. */
+void weir_window_optimize(WeirWindow *w, guint level);
 void weir_window_export_kernel(WeirWindow *w, const char *dir);
 
 /* ------------------------------------------------------ for tests */

@@ -120,7 +120,8 @@ static GHashTable *by_container(const WeirGraph *g, GHashTable *names,
 
 int cli_cmd_export(int argc, char **argv) {
   static const char *const usage_text =
-      "usage: weir export WS.weir|FILE(.json|.onnx) -o DIR [--force]\n"
+      "usage: weir export WS.weir|FILE(.json|.onnx) -o DIR [--force] "
+      "[-O0|-O1|-O2|-O3]\n"
       "                   [--impl OP=IMPL]... [-D SYM=VALUE]... [--seed N]\n"
       "                   [--input NAME=FILE]... [--expect NAME=FILE]...\n"
       "                   [--rtol R] [--atol A]\n";
@@ -128,8 +129,10 @@ int cli_cmd_export(int argc, char **argv) {
   g_auto(CliTensors) io = CLI_TENSORS_INIT;
   g_autofree char *output_path = NULL;
   gboolean force = FALSE;
+  g_autofree char *level_text = NULL;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
+      CLI_OPT_LEVEL_ENTRY(&level_text),
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
        "The directory to write", "DIR"},
       {"force", 0, 0, G_OPTION_ARG_NONE, &force,
@@ -155,6 +158,9 @@ int cli_cmd_export(int argc, char **argv) {
     return 2;
   }
   const char *file = argv[1];
+  guint level;
+  if (!cli_opt_level("export", level_text, file, &level))
+    return 2;
   g_autoptr(GError) error = NULL;
   g_autoptr(GHashTable) bindings = cli_parse_defines(defines, &error);
   if (!bindings) {
@@ -197,6 +203,8 @@ int cli_cmd_export(int argc, char **argv) {
     if (!g)
       return 1;
   }
+  if (!cli_optimize("export", file, g, level, bindings, NULL))
+    return 1;
   g_autoptr(GHashTable) in = by_container(g, names, "input", inputs);
   g_autoptr(GHashTable) ex =
       in ? by_container(g, names, "expect", expects) : NULL;

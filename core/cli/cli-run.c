@@ -53,6 +53,8 @@ typedef struct {
   GHashTable *names;  /* ONNX name -> container name */
   GHashTable *args;   /* container name (borrowed from g) -> WeirTensor* */
   guint expanded;     /* library nodes expanded */
+  guint level;        /* optimization level applied (weir-pipeline.h) */
+  guint applied;      /* transformations its pipeline applied */
   guint64 max_memory; /* --max-memory in bytes (0: the physical memory) */
 } Prepared;
 
@@ -63,7 +65,8 @@ static void prepared_clear(Prepared *p) {
 }
 
 /* Loads file (an ONNX model is imported with the shapes of the --input
- * tensors), expands its library nodes when expand is set, binds the --input
+ * tensors), applies the pipeline of optimization level p->level (0: none),
+ * expands its library nodes when expand is set, binds the --input
  * tensors (symbols that are whole dimensions are bound from their shapes)
  * and fills the other arguments with random values: every non-transient
  * container, or with abi_only only the arguments of compiled code (not the
@@ -98,6 +101,8 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
       .symbols = bindings, .input_shapes = shapes, .names = p->names};
   p->g = cli_load_program(cmd, file, &opts, impls);
   if (!p->g)
+    return 1;
+  if (!cli_optimize(cmd, file, p->g, p->level, bindings, &p->applied))
     return 1;
   if (expand && !weir_expand_all(p->g, NULL, &p->expanded, &error)) {
     fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
@@ -384,6 +389,8 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
           ? weir_analysis_compute(expanded, bindings, &local)
           : NULL;
   printf("summary\n");
+  printf("  level           -O%u (%u transformation%s applied)\n", p->level,
+         p->applied, p->applied == 1 ? "" : "s");
   if (lib) {
     g_autofree char *b = cli_format_quantity(&lib->total_bytes, TRUE);
     g_autofree char *pk = cli_format_quantity(&lib->peak_transient_bytes, TRUE);
@@ -432,7 +439,8 @@ static GHashTable *abi_inputs(const WeirGraph *g, GHashTable *args) {
 
 int cli_cmd_run(int argc, char **argv) {
   static const char *const usage_text =
-      "usage: weir run FILE [--input NAME=FILE]... [--expect NAME=FILE]...\n"
+      "usage: weir run FILE [-O0|-O1|-O2|-O3] [--input NAME=FILE]... "
+      "[--expect NAME=FILE]...\n"
       "                [--output NAME=FILE]... [--check] [--rtol R] "
       "[--atol A] [--reps N]\n"
       "                [-D SYM=VALUE]... [--seed N] [--cc CC] [--cflags "
@@ -442,8 +450,10 @@ int cli_cmd_run(int argc, char **argv) {
   g_auto(CliCompile) cc = {0};
   gint reps = 0;
   gboolean check = FALSE;
+  g_autofree char *level_text = NULL;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
+      CLI_OPT_LEVEL_ENTRY(&level_text),
       CLI_TENSOR_ENTRIES(&io),
       {"reps", 0, 0, G_OPTION_ARG_INT, &reps,
        "After the checked run, time N more runs (median in the summary)", "N"},
@@ -468,6 +478,8 @@ int cli_cmd_run(int argc, char **argv) {
     return 2;
   }
   Prepared p = {0};
+  if (!cli_opt_level("run", level_text, file, &p.level))
+    return 2;
   gint64 t_import = g_get_monotonic_time();
   int status = prepare_run("run", file, bindings, impls, &io, FALSE, TRUE, &p);
   if (status) {
@@ -504,8 +516,8 @@ int cli_cmd_run(int argc, char **argv) {
   g_autofree char *keyed = cli_format_seconds(ev.key_seconds);
   g_autofree char *generated = cli_format_seconds(ev.codegen_seconds);
   g_autofree char *compiler = cli_format_seconds(ev.compiler_seconds);
-  printf("%s: read and prepared in %s (model import, inputs)\n", file,
-         imported);
+  printf("%s: read and prepared in %s (model import, -O%u, inputs)\n", file,
+         imported, p.level);
   if (ev.cache_hit)
     printf("%s: loaded from the compile cache in %s (key %.12s computed in "
            "%s, no C generated)\n",
@@ -586,8 +598,10 @@ int cli_cmd_bench(int argc, char **argv) {
   g_auto(CliCompile) cc = {0};
   gint opt_threads = 0, opt_reps = 10, opt_warmup = 3;
   gboolean opt_cold = FALSE;
+  g_autofree char *level_text = NULL;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
+      CLI_OPT_LEVEL_ENTRY(&level_text),
       {"seed", 0, 0, G_OPTION_ARG_INT64, &io.seed,
        "Seed of the random inputs (default 1)", "N"},
       {"threads", 't', 0, G_OPTION_ARG_INT, &opt_threads,
@@ -606,8 +620,10 @@ int cli_cmd_bench(int argc, char **argv) {
   if (!cli_parse_options("bench", "FILE", entries, &argc, &argv))
     return 2;
   if (argc != 2 || opt_reps < 1 || opt_warmup < 0 || opt_threads < 0) {
-    fprintf(stderr, "usage: weir bench FILE [-D SYM=VALUE]... [--threads N] "
-                    "[--reps N>=1] [--warmup N>=0] [--cold]\n");
+    fprintf(stderr,
+            "usage: weir bench FILE [-O0|-O1|-O2|-O3] [-D SYM=VALUE]... "
+            "[--threads N] "
+            "[--reps N>=1] [--warmup N>=0] [--cold]\n");
     return 2;
   }
   const char *file = argv[1];
@@ -618,6 +634,8 @@ int cli_cmd_bench(int argc, char **argv) {
     return 2;
   }
   Prepared p = {0};
+  if (!cli_opt_level("bench", level_text, file, &p.level))
+    return 2;
   int status =
       prepare_run("bench", file, bindings, impls, &io, FALSE, TRUE, &p);
   if (status) {
@@ -685,7 +703,8 @@ int cli_cmd_bench(int argc, char **argv) {
       weir_expand_all(expanded, NULL, NULL, &local) ? expanded : p.g, bindings,
       &local);
 
-  printf("program  %s  (%s)\n", p.g->name, file);
+  printf("program  %s  (%s, -O%u: %u transformation%s applied)\n", p.g->name,
+         file, p.level, p.applied, p.applied == 1 ? "" : "s");
   g_autofree char *c1 = cli_format_seconds(ev.compile_seconds),
                   *c2 = cli_format_seconds(ev.compiler_seconds),
                   *c3 = cli_format_seconds(cached);

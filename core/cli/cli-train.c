@@ -214,7 +214,8 @@ int cli_cmd_train(int argc, char **argv) {
       "                  [--epsilon E] [--weight-decay WD] [--seed S]\n"
       "                  [--threads T] [--steps-per-call K] "
       "[--val-fraction F]\n"
-      "                  [--scale S] [--standardize] [--recipe R.json]\n"
+      "                  [--scale S] [--standardize] [--recipe R.json | "
+      "-O0|-O1|-O2|-O3]\n"
       "                  [--loss mse [--target-columns COLS | --targets N |\n"
       "                   --target-file FILE]] [--params REGEX] "
       "[--freeze REGEX]\n"
@@ -233,6 +234,7 @@ int cli_cmd_train(int argc, char **argv) {
   double fit_val_fraction = 0.2;
   gboolean fit_quiet = FALSE;
   g_autofree char *max_memory = NULL;
+  g_autofree char *level_text = NULL;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -272,7 +274,10 @@ int cli_cmd_train(int argc, char **argv) {
       {"scale", 0, 0, G_OPTION_ARG_STRING, &fit_scale,
        "Multiply every feature by S (a number or a fraction: 1/16)", "S"},
       {"recipe", 'r', 0, G_OPTION_ARG_FILENAME, &fit_recipe,
-       "Apply a recipe to the training program before compiling it", "FILE"},
+       "Apply a recipe to the training program before compiling it "
+       "(instead of the -O pipeline)",
+       "FILE"},
+      CLI_OPT_LEVEL_ENTRY(&level_text),
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &fit_output,
        "Write the trained model (ONNX) here", "FILE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &fit_quiet,
@@ -321,6 +326,12 @@ int cli_cmd_train(int argc, char **argv) {
   o.threads = fit_threads;
   o.compile = cli_compile_options(&cc);
   o.recipe_path = fit_recipe;
+  if (!cli_opt_level("train", level_text, NULL, &o.opt_level))
+    return 2;
+  if (fit_recipe && level_text) {
+    fprintf(stderr, "weir train: give --recipe or -O, not both\n");
+    return 2;
+  }
   double scale = 1;
   if (fit_scale && !parse_scale(fit_scale, &scale)) {
     fprintf(stderr, "weir train: --scale %s: expected a number or A/B\n",

@@ -303,11 +303,15 @@ static int apply_workspace(const char *path, const char *name,
 int cli_cmd_optimize(int argc, char **argv) {
   g_auto(GStrv) defines = NULL;
   g_autofree char *recipe_path = NULL, *output_path = NULL;
-  gboolean show_report = FALSE;
+  gboolean show_report = FALSE, print_pipeline = FALSE;
+  g_autofree char *level_text = NULL;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"recipe", 'r', 0, G_OPTION_ARG_FILENAME, &recipe_path,
        "The recipe to apply", "FILE"},
+      CLI_OPT_LEVEL_ENTRY(&level_text),
+      {"print-pipeline", 0, 0, G_OPTION_ARG_NONE, &print_pipeline,
+       "Print the recipe of the optimization level (-O) and exit", NULL},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
        "Write the result: a workspace (.weir, with the history) or a "
        "program (.json)",
@@ -315,21 +319,42 @@ int cli_cmd_optimize(int argc, char **argv) {
       {"report", 0, 0, G_OPTION_ARG_NONE, &show_report,
        "Print what every step did", NULL},
       {NULL}};
-  if (!cli_parse_options("optimize", "MODEL --recipe R.json", entries, &argc,
-                         &argv))
+  if (!cli_parse_options("optimize", "MODEL --recipe R.json|-ON", entries,
+                         &argc, &argv))
     return 2;
-  if (argc != 2 || !recipe_path) {
-    fprintf(stderr, "usage: weir optimize MODEL --recipe R.json "
-                    "[-o OUT.weir|OUT.json] [--report] [-D SYM=VALUE]...\n");
+  guint level;
+  if (!cli_opt_level("optimize", level_text, NULL, &level))
+    return 2;
+  g_autoptr(GError) error = NULL;
+  if (print_pipeline) {
+    if (argc != 1 || recipe_path) {
+      fprintf(stderr,
+              "usage: weir optimize --print-pipeline [-O0|-O1|-O2|-O3]\n");
+      return 2;
+    }
+    g_autofree char *text = weir_pipeline_text(level, &error);
+    if (!text) {
+      cli_print_error("optimize", error);
+      return 1;
+    }
+    fputs(text, stdout);
+    return 0;
+  }
+  if (argc != 2 || (!recipe_path) == (!level_text)) {
+    fprintf(stderr,
+            "usage: weir optimize MODEL --recipe R.json|-O0|-O1|-O2|-O3 "
+            "[-o OUT.weir|OUT.json] [--report] [-D SYM=VALUE]...\n"
+            "       weir optimize --print-pipeline [-O0|-O1|-O2|-O3]\n");
     return 2;
   }
-  g_autoptr(GError) error = NULL;
   g_autoptr(GHashTable) bindings = cli_parse_defines(defines, &error);
   if (!bindings) {
     cli_print_error("optimize", error);
     return 2;
   }
-  g_autoptr(WeirRecipe) recipe = weir_recipe_load(recipe_path, &error);
+  g_autoptr(WeirRecipe) recipe = recipe_path
+                                     ? weir_recipe_load(recipe_path, &error)
+                                     : weir_pipeline_recipe(level, &error);
   if (!recipe) {
     cli_print_error("optimize", error);
     return 1;
@@ -364,10 +389,12 @@ int cli_cmd_optimize(int argc, char **argv) {
       cli_format_change(&report->bytes_before, &report->bytes_after, TRUE);
   g_autofree char *flops =
       cli_format_change(&report->flops_before, &report->flops_after, FALSE);
+  g_autofree char *what =
+      recipe_path ? g_strdup(recipe_path) : g_strdup_printf("-O%u", level);
   printf("%s: %u recipe step%s, %u application%s\n  bytes moved %s\n  "
          "FLOPs       %s\n",
-         recipe_path, report->steps->len, report->steps->len == 1 ? "" : "s",
-         applied, applied == 1 ? "" : "s", bytes, flops);
+         what, report->steps->len, report->steps->len == 1 ? "" : "s", applied,
+         applied == 1 ? "" : "s", bytes, flops);
   if (output_path) {
     gboolean saved = s ? weir_workspace_save(s, output_path, &error)
                        : weir_graph_save(g, output_path, &error);

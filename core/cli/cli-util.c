@@ -183,11 +183,61 @@ gboolean cli_parse_options(const char *cmd, const char *usage,
   g_autofree char *param = g_strdup_printf("%s %s", cmd, usage);
   g_autoptr(GOptionContext) ctx = g_option_context_new(param);
   g_option_context_add_main_entries(ctx, entries, NULL);
+  /* -O0 .. -O9 are spelled like a compiler's: for a command that takes
+   * --opt-level, each becomes "--opt-level=N" before GOption sees it (the
+   * rewritten strings are freed once GOption has consumed them). */
+  gboolean takes_level = FALSE;
+  for (guint i = 0; entries[i].long_name; i++)
+    takes_level |= strcmp(entries[i].long_name, "opt-level") == 0;
+  g_autoptr(GPtrArray) rewritten = g_ptr_array_new_with_free_func(g_free);
+  for (int i = 1; takes_level && i < *argc; i++) {
+    const char *a = (*argv)[i];
+    if (strcmp(a, "--") == 0)
+      break;
+    if (a[0] == '-' && a[1] == 'O' && g_ascii_isdigit(a[2]) && !a[3]) {
+      char *r = g_strdup_printf("--opt-level=%s", a + 2);
+      g_ptr_array_add(rewritten, r);
+      (*argv)[i] = r;
+    }
+  }
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, argc, argv, &error)) {
     fprintf(stderr, "weir %s: %s\n", cmd, error->message);
     return FALSE;
   }
+  return TRUE;
+}
+
+gboolean cli_opt_level(const char *cmd, const char *text, const char *file,
+                       guint *level) {
+  *level = file && cli_is_workspace_path(file) ? 0 : WEIR_OPT_LEVEL_DEFAULT;
+  if (!text)
+    return TRUE;
+  g_autoptr(GError) error = NULL;
+  if (!weir_pipeline_parse_level(text, level, &error)) {
+    fprintf(stderr, "weir %s: -O%s: %s\n", cmd, text, error->message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean cli_optimize(const char *cmd, const char *file, WeirGraph *g,
+                      guint level, GHashTable *bindings, guint *applied) {
+  if (applied)
+    *applied = 0;
+  if (level == 0)
+    return TRUE;
+  cli_load_transformations(cmd);
+  g_autoptr(WeirRecipeReport) report = weir_recipe_report_new();
+  g_autoptr(GError) error = NULL;
+  if (!weir_pipeline_apply(g, level, bindings, report, &error)) {
+    fprintf(stderr, "weir %s: %s: -O%u: %s\n", cmd, file, level,
+            error->message);
+    return FALSE;
+  }
+  for (guint i = 0; applied && i < report->steps->len; i++)
+    *applied += ((WeirRecipeStepReport *)g_ptr_array_index(report->steps, i))
+                    ->applied->len;
   return TRUE;
 }
 

@@ -73,6 +73,30 @@ int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
         "OP=IMPL"                                                              \
   }
 
+/* -O N / --opt-level N: the optimization level (weir-pipeline.h);
+ * cli_parse_options also reads -O0 .. -O3 for a command that has this
+ * entry.  The text is read with cli_opt_level. */
+#define CLI_OPT_LEVEL_ENTRY(text)                                              \
+  {                                                                            \
+    "opt-level", 'O', 0, G_OPTION_ARG_STRING, (text),                          \
+        "Optimization level 0-3 (-O0: as imported; default -O2; "              \
+        "`weir optimize --print-pipeline -ON` shows its recipe)",              \
+        "N"                                                                    \
+  }
+
+/* The level given as text; when none is given, WEIR_OPT_LEVEL_DEFAULT for
+ * a program file (JSON, ONNX) and 0 for a workspace (file may be NULL),
+ * whose program is what its history made of it.  FALSE after printing when
+ * the text does not parse. */
+gboolean cli_opt_level(const char *cmd, const char *text, const char *file,
+                       guint *level);
+
+/* Applies the pipeline of level to g (loading the transformations and
+ * plugins first); *applied (may be NULL) receives the number of
+ * applications.  FALSE after printing. */
+gboolean cli_optimize(const char *cmd, const char *file, WeirGraph *g,
+                      guint level, GHashTable *bindings, guint *applied);
+
 /* Compiler, flags and compile cache (cli_compile_options). */
 typedef struct {
   char *cc, *cflags, *cache_dir;

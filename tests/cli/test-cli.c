@@ -352,7 +352,7 @@ static void test_apply(void **state) {
                "impl=fast", "-o", out, NULL);
   assert_int_equal(r.status, 2);
   assert_contains(r.err, "parameter 'impl': 'fast' is not one of the choices "
-                         "(allowed: pure, blas, im2col, direct)");
+                         "(allowed: pure, blas, im2col, direct, default)");
   run_clear(&r);
   r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
                "size=3", "-o", out, NULL);
@@ -1239,10 +1239,62 @@ static void test_run_model(void **state) {
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
   /* the summary: data movement as imported and as compiled, timing */
-  assert_contains(r.out, "summary\n  data movement   ");
+  assert_contains(r.out, "summary\n  level           -O2 (");
+  assert_contains(r.out, " transformations applied)\n  data movement   ");
   assert_contains(r.out, "between operators (library nodes), peak transient");
   assert_contains(r.out, "FLOP/B\n");
   assert_contains(r.out, "(median of 3 runs), ");
+  run_clear(&r);
+  /* -O0: as imported, nothing applied; a bad level is refused */
+  r = run_weir("run", "samples/models/lenet.onnx", "-O0", "--input",
+               "input=samples/models/lenet/input_0.pb", "--expect",
+               "output=samples/models/lenet/output_0.npy", "--cache-dir", dir,
+               "--cflags", FAST_FLAGS, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, ": ok");
+  assert_contains(r.out, "level           -O0 (0 transformations applied)");
+  run_clear(&r);
+  r = run_weir("run", "samples/models/lenet.onnx", "-O7", NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "'7' is not an optimization level");
+  run_clear(&r);
+  remove_tree(dir);
+}
+
+/* The optimization levels: the printed pipeline is a recipe that
+ * --recipe takes and that gives what -O2 gives. */
+static void test_levels(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-levels-XXXXXX", NULL);
+  g_autofree char *recipe = g_build_filename(dir, "O2.json", NULL);
+  g_autofree char *a = g_build_filename(dir, "a.json", NULL);
+  g_autofree char *b = g_build_filename(dir, "b.json", NULL);
+  Run r = run_weir("optimize", "--print-pipeline", "-O2", NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "\"transform\": \"epilogue-fusion\"");
+  assert_true(g_file_set_contents(recipe, r.out, -1, NULL));
+  run_clear(&r);
+  r = run_weir("optimize", "samples/models/resnet.onnx", "-O2", "-o", a, NULL);
+  if (r.status != 0)
+    fail_msg("%s%s", r.out, r.err);
+  assert_contains(r.out, "-O2: 15 recipe steps, ");
+  run_clear(&r);
+  r = run_weir("optimize", "samples/models/resnet.onnx", "--recipe", recipe,
+               "-o", b, NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  g_autofree char *ta = NULL, *tb = NULL;
+  assert_true(g_file_get_contents(a, &ta, NULL, NULL));
+  assert_true(g_file_get_contents(b, &tb, NULL, NULL));
+  assert_string_equal(ta, tb);
+  /* a recipe and a level at once, or neither: usage */
+  r = run_weir("optimize", "samples/models/resnet.onnx", "--recipe", recipe,
+               "-O1", NULL);
+  assert_int_equal(r.status, 2);
+  run_clear(&r);
+  r = run_weir("optimize", "samples/models/resnet.onnx", NULL);
+  assert_int_equal(r.status, 2);
   run_clear(&r);
   remove_tree(dir);
 }
@@ -1285,7 +1337,8 @@ static void test_impl(void **state) {
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
   /* the summary: data movement as imported and as compiled, timing */
-  assert_contains(r.out, "summary\n  data movement   ");
+  assert_contains(r.out, "summary\n  level           -O2 (");
+  assert_contains(r.out, " transformations applied)\n  data movement   ");
   assert_contains(r.out, "between operators (library nodes), peak transient");
   assert_contains(r.out, "FLOP/B\n");
   assert_contains(r.out, "(median of 3 runs), ");
@@ -1432,6 +1485,7 @@ int main(void) {
       cmocka_unit_test(test_impl),
       cmocka_unit_test(test_run_compiled),
       cmocka_unit_test(test_run_model),
+      cmocka_unit_test(test_levels),
       cmocka_unit_test(test_run_compile_error),
       cmocka_unit_test(test_bench),
   };

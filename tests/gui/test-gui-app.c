@@ -778,6 +778,48 @@ static WeirWindow *open_second(const char *path) {
   return o;
 }
 
+/* Optimize -O2 (win.optimize): the default pipeline on a fresh resnet in a
+ * second window, every application a step of the history panel. */
+static void test_optimize(void **state) {
+  (void)state;
+  fx.w = fx.main;
+  WeirWindow *o = open_second(WEIR_SRCDIR "/samples/models/resnet.onnx");
+  g_object_add_weak_pointer(G_OBJECT(o), (gpointer *)&o);
+  gtk_window_set_default_size(GTK_WINDOW(o), 1280, 800);
+  fx.w = o;
+  assert_true(wait_idle(60));
+  activate("win.optimize", g_variant_new_uint32(2));
+  assert_true(wait_idle(120));
+  WeirSession *s = weir_window_get_session(o);
+  /* as many steps as the pipeline applies (tests/core/test-pipeline.c) */
+  g_autoptr(WeirGraph) g = weir_graph_copy(weir_session_original(s));
+  g_autoptr(WeirRecipeReport) r = weir_recipe_report_new();
+  assert_true(weir_pipeline_apply(g, 2, NULL, r, NULL));
+  guint n = 0;
+  for (guint i = 0; i < r->steps->len; i++)
+    n += ((WeirRecipeStepReport *)g_ptr_array_index(r->steps, i))->applied->len;
+  assert_true(n > 20);
+  assert_int_equal(weir_session_n_steps(s), n);
+  assert_int_equal(weir_session_cursor(s), n);
+  g_autofree char *json = weir_graph_to_json(g);
+  assert_string_equal(weir_session_current_json(s), json);
+  GListModel *history = weir_window_get_history(o);
+  assert_int_equal(g_list_model_get_n_items(history), n + 1);
+  assert_true(model_has_text(history, "batchnorm-folding"));
+  assert_true(model_has_text(history, "epilogue-fusion"));
+  assert_non_null(strstr(weir_window_get_message(o), "Optimized at -O2"));
+  assert_true(weir_window_is_dirty(o));
+  weir_window_show_page(o, 1); /* the history panel */
+  shoot("workbench-optimize.png");
+  /* close it without saving */
+  gtk_window_close(GTK_WINDOW(o));
+  iterate();
+  weir_window_confirm_respond(o, WEIR_CONFIRM_DISCARD);
+  iterate();
+  assert_null(o);
+  fx.w = fx.main;
+}
+
 static void test_close_confirm(void **state) {
   (void)state;
   const char *resnet = WEIR_SRCDIR "/samples/models/resnet.onnx";
@@ -964,6 +1006,7 @@ int main(void) {
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_overlay_and_shots),
       cmocka_unit_test(test_perf_2000_nodes),
+      cmocka_unit_test(test_optimize),
       cmocka_unit_test(test_close_confirm),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -138,7 +138,7 @@ static void test_illegal_sites(void **state) {
     g_autoptr(WeirGraph) g = build_gemm(ids, "i, 0", "5", "j");
     guint st = ((WeirState *)g_ptr_array_index(g->states, 0))->id;
     WeirSite site = t3_site(st, ids[0], ids[1], ids[2], 0);
-    t3_assert_reason(EF, g, &site, "other than once");
+    t3_assert_reason(EF, g, &site, "other than at");
   }
   {
     /* B[M] read along rows does not broadcast by numpy rules */

@@ -10,26 +10,37 @@
  * decided by the expansion registry, so implementations added later by
  * other files become usable without touching this one.
  *
+ * `impl=default` takes the implementation the code generator would use
+ * (weir_native_chosen: the node's "impl" attribute, else
+ * weir_native_default_impl): a node whose choice is native is refused
+ * ("keeps its native implementation"), every other node gets its pure
+ * expansion.  The optimization pipelines (data/pipelines/) expand with it,
+ * so they leave the native choice to the defaults.
+ *
  * The framework snapshots the program and validates the result, so the
  * expansion runs directly on the program.
  */
 #include <string.h>
 
 #include "weir-expand.h"
+#include "weir-native.h"
 #include "weir-ops.h"
 #include "weir-plugin.h"
 
 gboolean weir_tier1_register_expand_node(GError **error);
 
 #define IMPLS "pure|blas|im2col|direct"
+#define CHOICES IMPLS "|default"
 
 static const WeirParamSpec params[] = {
     {.name = "impl",
      .type = WEIR_PARAM_CHOICE,
      .default_value = "pure",
-     .choices = IMPLS,
+     .choices = CHOICES,
      .doc = "implementation: pure maps and tasklets, a BLAS call, im2col + "
-            "GEMM, or direct convolution (when registered for the op)"},
+            "GEMM, or direct convolution (when registered for the op); "
+            "default: what the code generator would choose (nodes whose "
+            "choice is native are left alone, the others expanded pure)"},
 };
 
 static const WeirPatternNode pattern_nodes[] = {
@@ -53,13 +64,38 @@ static char *registered_impls(const char *op) {
   return g_string_free(s, FALSE);
 }
 
+/* The implementation impl stands for at n: for "default", the native
+ * choice of the code generator when it is native (*native set), else
+ * "pure". */
+static const char *resolve_impl(const WeirGraph *g, const WeirState *s,
+                                const WeirNode *n, const char *impl,
+                                gboolean *native) {
+  *native = FALSE;
+  if (strcmp(impl, "default") != 0)
+    return impl;
+  const char *chosen = weir_native_chosen(g, s, n);
+  if (chosen && weir_native_lookup(n->op, chosen)) {
+    *native = TRUE;
+    return chosen;
+  }
+  return "pure";
+}
+
 static gboolean expand_can_apply(const WeirGraph *g, const WeirSite *site,
                                  const WeirParams *p, char **reason) {
   const WeirState *s = weir_graph_state(g, site->state);
   const WeirNode *n = weir_state_node(s, site->nodes[0]);
-  const char *impl = weir_params_get_string(p, "impl");
   if (!n->op || !n->op[0]) {
     *reason = g_strdup_printf("node %u has no operator", n->id);
+    return FALSE;
+  }
+  gboolean native;
+  const char *impl =
+      resolve_impl(g, s, n, weir_params_get_string(p, "impl"), &native);
+  if (native) {
+    *reason = g_strdup_printf("%s '%s' keeps its native implementation '%s' "
+                              "(impl=default)",
+                              n->op, n->label ? n->label : "", impl);
     return FALSE;
   }
   if (!weir_op_expansion(n->op, impl)) {
@@ -76,7 +112,10 @@ static gboolean expand_apply(WeirGraph *g, const WeirSite *site,
                              const WeirParams *p, GError **error) {
   WeirState *s = weir_graph_state(g, site->state);
   WeirNode *n = weir_state_node(s, site->nodes[0]);
-  const char *impl = weir_params_get_string(p, "impl");
+  gboolean native;
+  const char *impl =
+      resolve_impl(g, s, n, weir_params_get_string(p, "impl"), &native);
+  g_return_val_if_fail(!native, FALSE);
   WeirExpandFunc f = weir_op_expansion(n->op, impl);
   g_autofree char *op = g_strdup(n->op);
   g_autoptr(GError) local = NULL;

@@ -28,12 +28,16 @@ typedef struct {
   WeirNode *lib, *tn, *eb, *xb, *tasklet, *on;
   WeirMemlet *lib_out, *acc, *res;
   WeirContainer *t, *o;
+  GPtrArray *also_t;     /* WeirMemlet*: further reads of T[p], borrowed */
+  GHashTable *points;    /* parameter -> WeirExpr*: one-point ranges */
   GPtrArray *extras;     /* WeirMemlet* entry -> tasklet, borrowed */
   GPtrArray *extra_srcs; /* WeirNode* access node outside B, borrowed */
   GPtrArray *ordering;   /* WeirMemlet* empty memlets into B's entry */
 } Plan;
 
 static void plan_clear(Plan *p) {
+  g_clear_pointer(&p->also_t, g_ptr_array_unref);
+  g_clear_pointer(&p->points, g_hash_table_unref);
   g_clear_pointer(&p->extras, g_ptr_array_unref);
   g_clear_pointer(&p->extra_srcs, g_ptr_array_unref);
   g_clear_pointer(&p->ordering, g_ptr_array_unref);
@@ -60,9 +64,20 @@ static guint access_count(const WeirGraph *g, const char *data) {
   return c;
 }
 
-static gboolean subset_is(const WeirSubset *sub, const char *text) {
+/* Whether sub is the subset text, once the parameters whose range holds
+ * one point (points: name -> WeirExpr*, may be NULL) are replaced by that
+ * point in both: a map over a batch of 1 reads T[0, c, h, w] where the
+ * index text says "i0, i1, i2, i3". */
+static gboolean subset_is(const WeirSubset *sub, const char *text,
+                          GHashTable *points) {
   g_autoptr(WeirSubset) want = weir_subset_parse(text, NULL);
-  return want && weir_subset_equal(sub, want);
+  if (!want)
+    return FALSE;
+  if (!points || !g_hash_table_size(points))
+    return weir_subset_equal(sub, want);
+  g_autoptr(WeirSubset) a = weir_subset_substitute(sub, points);
+  g_autoptr(WeirSubset) b = weir_subset_substitute(want, points);
+  return weir_subset_equal(a, b);
 }
 
 static gboolean shapes_equal(const WeirContainer *a, const WeirContainer *b) {
@@ -183,6 +198,8 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
                         p->t->name, rank);
   g_autoptr(WeirExpr) zero = weir_expr_const(0);
   g_autoptr(WeirExpr) one = weir_expr_const(1);
+  p->points = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                    (GDestroyNotify)weir_expr_unref);
   GString *idx = g_string_new(NULL);
   for (guint d = 0; d < rank; d++) {
     const WeirRange *r = &g_array_index(map->ranges, WeirRange, d);
@@ -195,6 +212,9 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
     }
     g_string_append_printf(idx, "%s%s", d ? ", " : "",
                            (char *)g_ptr_array_index(map->params, d));
+    if (weir_expr_equal(r->end, one))
+      g_hash_table_insert(p->points, g_ptr_array_index(map->params, d),
+                          weir_expr_const(0));
   }
   g_autofree char *idx_text = g_string_free(idx, FALSE);
 
@@ -209,7 +229,7 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
   p->o = p->res->data ? weir_graph_container(g, p->res->data) : NULL;
   if (!p->o || p->res->wcr != WEIR_WCR_NONE || o_out->wcr != WEIR_WCR_NONE ||
       !p->on || p->on->kind != WEIR_NODE_ACCESS ||
-      !subset_is(p->res->subset, idx_text))
+      !subset_is(p->res->subset, idx_text, p->points))
     return tier3_reason(reason,
                         "the map does not write one element per point "
                         "(%s) without write-conflict resolution",
@@ -231,6 +251,7 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
 
   /* Its inputs: T[p] once, the rest element-wise or broadcast. */
   p->extras = g_ptr_array_new();
+  p->also_t = g_ptr_array_new();
   p->extra_srcs = g_ptr_array_new();
   p->ordering = g_ptr_array_new();
   g_autoptr(GPtrArray) ein = tier3_edges_in(s, p->eb->id, NULL);
@@ -251,19 +272,23 @@ static gboolean plan(const WeirGraph *g, const WeirSite *site, Plan *p,
                           "entry",
                           m->dst_conn);
     if (strcmp(m->data, p->t->name) == 0) {
-      if (p->acc || !subset_is(m->subset, idx_text))
-        return tier3_reason(reason,
-                            "the tasklet reads '%s' other than once at "
-                            "[%s]",
+      /* T read at [p] on several connectors (x * sigmoid(x) after
+       * tasklet-fusion): the first receives L's result, the others become
+       * locals assigned from it. */
+      if (!subset_is(m->subset, idx_text, p->points))
+        return tier3_reason(reason, "the tasklet reads '%s' other than at [%s]",
                             p->t->name, idx_text);
-      p->acc = m;
+      if (p->acc)
+        g_ptr_array_add(p->also_t, m);
+      else
+        p->acc = m;
       continue;
     }
     if (strcmp(m->data, p->o->name) == 0)
       return tier3_reason(reason, "the map reads its output '%s'", p->o->name);
     const WeirContainer *x = weir_graph_container(g, m->data);
     g_autofree char *bt = broadcast_text(x, p->t, map);
-    if (!bt || !subset_is(m->subset, bt))
+    if (!bt || !subset_is(m->subset, bt, p->points))
       return tier3_reason(reason,
                           "tasklet input '%s' reads '%s' neither element-wise "
                           "nor broadcast",
@@ -358,7 +383,14 @@ static gboolean apply(WeirGraph *g, const WeirSite *site,
   }
   weir_node_set_attr_strings(p.lib, WEIR_EPILOGUE_CONNS,
                              (const char *const *)conns->pdata, conns->len);
-  weir_node_set_attr_string(p.lib, WEIR_EPILOGUE_CODE, p.tasklet->code_text);
+  GString *code = g_string_new(NULL);
+  for (guint k = 0; k < p.also_t->len; k++) {
+    WeirMemlet *m = g_ptr_array_index(p.also_t, k);
+    g_string_append_printf(code, "%s = %s\n", m->dst_conn, p.acc->dst_conn);
+  }
+  g_string_append(code, p.tasklet->code_text);
+  weir_node_set_attr_string(p.lib, WEIR_EPILOGUE_CODE, code->str);
+  g_string_free(code, TRUE);
   for (guint i = 0; i < p.ordering->len; i++)
     weir_memlet_set_dst(s, g_ptr_array_index(p.ordering, i), p.lib->id, NULL);
   g_autoptr(WeirSubset) ofull = weir_container_full_subset(p.o);
