@@ -69,7 +69,8 @@ int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
 #define CLI_IMPL_ENTRY(impls)                                                  \
   {                                                                            \
     "impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, (impls),                          \
-        "Implementation of every node of OP: pure, blas, im2col, direct "      \
+        "Implementation of every node of OP: pure, blas, weir, im2col, "       \
+        "direct "                                                              \
         "(repeatable)",                                                        \
         "OP=IMPL"                                                              \
   }

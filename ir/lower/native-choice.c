@@ -43,6 +43,10 @@ static gboolean choose_col2im(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "col2im", error);
 }
+static gboolean choose_weir(WeirGraph *g, WeirState *s, WeirNode *n,
+                            GError **error) {
+  return set_impl_attr(g, s, n, "weir", error);
+}
 static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "direct", error);
@@ -66,6 +70,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_direct;
   else if (strcmp(impl->impl, "col2im") == 0)
     f = choose_col2im;
+  else if (strcmp(impl->impl, "weir") == 0)
+    f = choose_weir;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }

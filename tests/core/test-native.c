@@ -742,7 +742,7 @@ static void test_models_every_choice(void **state) {
   static const Choice choices[] = {
       {"pure", "pure", "pure"},     {"blas", "blas", "pure"},
       {"im2col", "pure", "im2col"}, {"direct", "pure", "direct"},
-      {"default", NULL, NULL},
+      {"weir", "weir", "weir"},     {"default", NULL, NULL},
   };
   for (guint i = 0; i < G_N_ELEMENTS(models); i++) {
     g_autoptr(GError) err = NULL;
