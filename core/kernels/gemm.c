@@ -449,3 +449,18 @@ char *weir_kernel_gemm_prototype(WeirDType t) {
       "              %s beta, %s *c, int64_t ldc);\n",
       weir_kernel_gemm_name(t), ty, ty, ty, ty, ty);
 }
+
+char *weir_kernels_signature(void) {
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  GString *s = g_string_new(NULL);
+  static const WeirDType types[] = {WEIR_DTYPE_F32, WEIR_DTYPE_F64};
+  for (guint i = 0; i < G_N_ELEMENTS(types); i++) {
+    WeirGemmBlocking b;
+    weir_kernel_gemm_blocking(hw, types[i], &b);
+    g_string_append_printf(s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u",
+                           i ? "; " : "", weir_kernel_gemm_name(types[i]),
+                           weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
+                           b.nc);
+  }
+  return g_string_free(s, FALSE);
+}

@@ -46,6 +46,12 @@ char *weir_kernel_gemm_prototype(WeirDType t);
 /* The helper name ("weir_gemm_f32"). (borrowed) */
 const char *weir_kernel_gemm_name(WeirDType t);
 
+/* What the emitted kernels depend on besides the program: the ISA and
+ * the blocking of each GEMM on this machine, as one line that compile-cache
+ * keys include (core/runtime.c), so that $WEIR_ISA or other cache sizes
+ * never reuse an object built for another choice. (transfer full) */
+char *weir_kernels_signature(void);
+
 /* Registers the native implementations "weir" of Gemm, MatMul and Conv
  * (core/kernels/native-weir.c; called by weir_native_register_builtin). */
 void weir_native_register_weir(void);

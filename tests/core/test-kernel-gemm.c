@@ -439,11 +439,35 @@ static void test_blocking(void **state) {
     fail_msg("no '%s' in the GEMM text", head);
 }
 
+/* The compile-cache key covers the kernels' ISA: the same program with
+ * $WEIR_ISA lowered gets another key (and the same one again without). */
+static void test_key_covers_isa(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = program("gemms", gemms, 2, WEIR_DTYPE_F32);
+  WeirCompileOptions opts = {.flags = FLAGS};
+  g_unsetenv("WEIR_ISA");
+  g_autofree char *k1 = weir_kernel_key(g, &opts, &err);
+  assert_non_null(k1);
+  g_setenv("WEIR_ISA", "generic", TRUE);
+  g_autofree char *k2 = weir_kernel_key(g, &opts, &err);
+  g_unsetenv("WEIR_ISA");
+  g_autofree char *k3 = weir_kernel_key(g, &opts, &err);
+  assert_string_equal(k1, k3);
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  if (hw->isa != WEIR_HW_ISA_GENERIC)
+    assert_string_not_equal(k1, k2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_blocking), cmocka_unit_test(test_gemm_f32),
-      cmocka_unit_test(test_gemm_f64), cmocka_unit_test(test_matmul),
-      cmocka_unit_test(test_conv),     cmocka_unit_test(test_lenet_epilogues),
+      cmocka_unit_test(test_blocking),
+      cmocka_unit_test(test_key_covers_isa),
+      cmocka_unit_test(test_gemm_f32),
+      cmocka_unit_test(test_gemm_f64),
+      cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_lenet_epilogues),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
