@@ -176,6 +176,15 @@ WeirHwProfile *weir_hw_detect(void) {
   p->logical_cores = online > 0 ? (guint)online : g_get_num_processors();
   p->physical_cores = physical_cores(p->logical_cores);
   detect_caches(p);
+  /* $WEIR_HW_CACHES="L1D,L2,L3" (bytes) replaces the detected sizes: for
+   * tests whose generated code must not depend on the machine */
+  const char *caches = g_getenv("WEIR_HW_CACHES");
+  if (caches && *caches) {
+    g_auto(GStrv) v = g_strsplit(caches, ",", 3);
+    gint64 *dst[] = {&p->l1d_bytes, &p->l2_bytes, &p->l3_bytes};
+    for (guint i = 0; v[i] && i < 3; i++)
+      *dst[i] = g_ascii_strtoll(v[i], NULL, 10);
+  }
   g_autofree char *info = NULL;
   g_file_get_contents("/proc/cpuinfo", &info, NULL, NULL);
   g_autofree char *model = info ? cpuinfo_field(info, "model name") : NULL;

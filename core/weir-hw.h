@@ -13,6 +13,8 @@
  * $WEIR_ISA (avx512f, avx2+fma or generic) lowers the ISA that detection
  * reports (and so what kernels are emitted for); it never raises it above
  * what the CPU supports, and an unknown value is ignored.
+ * $WEIR_HW_CACHES ("L1D,L2,L3" in bytes) replaces the detected cache sizes
+ * (tests pin the generated code with it and WEIR_ISA=generic).
  */
 #ifndef WEIR_HW_H
 #define WEIR_HW_H

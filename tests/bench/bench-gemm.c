@@ -3,7 +3,9 @@
  * square sizes and the GEMM shapes of CNN layers.  Prints one table row per
  * shape, implementation and thread count: median time, GFLOP/s and the
  * percentage of the hardware profile's measured FMA peak at that thread
- * count (docs/hardware.md).  Not a test: it asserts nothing.
+ * count (docs/hardware.md), and the same for the best repetition (on a
+ * loaded machine the best is the closer estimate of the idle speed).  Not a
+ * test: it asserts nothing.
  *
  *   build/tests/bench/bench-gemm [--reps N] [--threads LIST] [--quick]
  *                                [--remeasure]
@@ -151,8 +153,9 @@ int main(int argc, char **argv) {
          opt_remeasure ? "a measurement now" : "the cached hardware profile");
   printf("# OPENBLAS_CORETYPE=%s; load average at start %s\n",
          coretype ? coretype : "(unset)", load0);
-  printf("%-22s %5s %5s %5s %3s %6s %10s %8s %6s\n", "shape", "M", "N", "K",
-         "thr", "impl", "median ms", "GFLOP/s", "%peak");
+  printf("%-22s %5s %5s %5s %3s %6s %10s %8s %6s %9s %6s\n", "shape", "M", "N",
+         "K", "thr", "impl", "median ms", "GFLOP/s", "%peak", "best GF/s",
+         "%peak");
   for (guint si = 0; si < G_N_ELEMENTS(shapes); si++) {
     const Shape *s = &shapes[si];
     if (opt_quick && (s->m > 1024 || s->n > 1024 * 4 || s->k > 1024 * 2) &&
@@ -210,11 +213,13 @@ int main(int argc, char **argv) {
       for (guint i = 0; i < 2; i++) {
         qsort(times[i], reps, sizeof(double), compare_double);
         double med = times[i][reps / 2];
-        double gf = flops / med * 1e-9;
+        double gf = flops / med * 1e-9, best = flops / times[i][0] * 1e-9;
         printf("%-22s %5" G_GINT64_FORMAT " %5" G_GINT64_FORMAT
-               " %5" G_GINT64_FORMAT " %3d %6s %10.3f %8.1f %5.0f%%\n",
+               " %5" G_GINT64_FORMAT " %3d %6s %10.3f %8.1f %5.0f%% %9.1f "
+               "%5.0f%%\n",
                s->what, s->m, s->n, s->k, threads, impls[i], med * 1e3, gf,
-               peak > 0 ? 100 * gf / peak : 0.0);
+               peak > 0 ? 100 * gf / peak : 0.0, best,
+               peak > 0 ? 100 * best / peak : 0.0);
       }
       fflush(stdout);
     }

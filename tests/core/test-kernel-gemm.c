@@ -5,7 +5,8 @@
  * Each program holds many independent library nodes (one per case, with
  * their own containers) so that one compile covers them all: Gemm at sizes
  * around the microtile of every ISA (1, 7, 33, 100, MR +- 1, NR +- 1) and
- * past the cache blocks (K > KC, N > NC, M > MC), all four transposes,
+ * past the cache blocks (K > KC, N > NC, M > MC), fewer rows than half a
+ * microtile (the unpacked path), all four transposes,
  * alpha, beta and C broadcast four ways; MatMul with batch dimensions,
  * broadcast and vector operands; Conv with padding, stride, dilation,
  * groups, 1x1, with and without bias, batch 1 and 2.  Every program is
@@ -249,6 +250,11 @@ static const Node gemms[] = {
     {"Gemm", {"690, 5", "5, 3", ""}, "690, 3", NULL},
     {"Gemm", {"13, 385", "385, 95", "13, 95"}, "13, 95", beta_zero},
     {"Gemm", {"0, 3", "0, 4", "3, 4"}, "3, 4", tn_half},
+    /* fewer rows than half a microtile: the unpacked path */
+    {"Gemm", {"3, 40", "50, 40", "50"}, "3, 50", nt_three},
+    {"Gemm", {"40, 2", "40, 300", "2, 300"}, "2, 300", tn_half},
+    {"Gemm", {"1, 700", "700, 1000", ""}, "1, 1000", NULL},
+    {"Gemm", {"70, 1", "90, 70", ""}, "1, 90", tt_quarter},
 };
 
 static void test_gemm_f32(void **state) {
@@ -418,7 +424,7 @@ static void test_blocking(void **state) {
   weir_kernel_gemm_blocking(&hw, WEIR_DTYPE_F32, &b);
   assert_int_equal(b.vl, 16);
   assert_int_equal(b.nr, b.nv * b.vl);
-  assert_int_equal(b.kc, 384);
+  assert_int_equal(b.kc, 256);
   assert_int_equal(b.nc % b.nr, 0);
   assert_int_equal(b.mc % b.mr, 0);
   assert_true((gint64)b.kc * b.nc * 4 <= hw.l2_bytes / 2);
