@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "weir-attr.h"
+#include "weir-kernels.h"
 #include "weir-native.h"
 #include "weir-ops-linalg.h"
 #include "weir-ops.h"
@@ -1020,6 +1021,7 @@ static const WeirNativeImpl builtin[] = {
 void weir_native_register_builtin(void) {
   for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
     weir_native_register(&builtin[i]);
+  weir_native_register_weir(); /* core/kernels/native-weir.c */
 }
 
 /* ------------------------------------------------------------- libraries */

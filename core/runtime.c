@@ -27,6 +27,7 @@
 #include "weir-cache.h"
 #include "weir-codegen.h"
 #include "weir-json.h"
+#include "weir-kernels.h"
 #include "weir-limits.h"
 #include "weir-runtime.h"
 #include "weir-scratch.h"
@@ -294,8 +295,9 @@ static char *program_key_text(const WeirGraph *g,
   g_autofree char *structure =
       weir_graph_structure_json(g, WEIR_CODEGEN_LITERAL_MAX);
   GString *s = g_string_new(NULL);
-  g_string_append_printf(s, "weir-program\nbuild %s\nopenmp %d\n",
-                         weir_build_id(), cg->openmp ? 1 : 0);
+  g_autofree char *kernels = weir_kernels_signature();
+  g_string_append_printf(s, "weir-program\nbuild %s\nopenmp %d\nkernels %s\n",
+                         weir_build_id(), cg->openmp ? 1 : 0, kernels);
   if (cg->unit_bytes) /* the split into compile units */
     g_string_append_printf(s, "units %" G_GSIZE_FORMAT "\n", cg->unit_bytes);
   g_string_append(s, structure);

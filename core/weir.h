@@ -13,6 +13,7 @@
 #include "weir-export.h"
 #include "weir-expr.h"
 #include "weir-graph.h"
+#include "weir-hw.h"
 #include "weir-import.h"
 #include "weir-init.h"
 #include "weir-interp.h"

@@ -46,6 +46,7 @@ int cli_cmd_bench(int argc, char **argv);       /* cli-run.c */
 int cli_cmd_codegen(int argc, char **argv);     /* cli-export.c */
 int cli_cmd_export(int argc, char **argv);      /* cli-export.c */
 int cli_cmd_cache(int argc, char **argv);       /* cli-cache.c */
+int cli_cmd_hw(int argc, char **argv);          /* cli-hw.c */
 int cli_cmd_conformance(int argc, char **argv); /* cli-conformance.c */
 int cli_cmd_train(int argc, char **argv);       /* cli-train.c */
 int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
@@ -68,7 +69,8 @@ int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
 #define CLI_IMPL_ENTRY(impls)                                                  \
   {                                                                            \
     "impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, (impls),                          \
-        "Implementation of every node of OP: pure, blas, im2col, direct "      \
+        "Implementation of every node of OP: pure, blas, weir, im2col, "       \
+        "direct "                                                              \
         "(repeatable)",                                                        \
         "OP=IMPL"                                                              \
   }

@@ -35,6 +35,9 @@
  *                                           cold and cached compile time,
  *                                           run time, GFLOP/s and GB/s
  *   weir cache stats|clear                  the compile cache
+ *   weir hw [--remeasure] [--json]          the hardware profile (ISA,
+ *                                           caches, measured peak FLOP/s
+ *                                           and bandwidth), cached
  *   weir train MODEL.onnx --data FILE [--label COL] [--epochs N] [--batch B]
  *              [--optimizer sgd|momentum|adam] [--lr LR] [--seed S]
  *              [--threads T] [--steps-per-call K] [--val-fraction F]
@@ -110,6 +113,9 @@ static const Command commands[] = {
     {"bench", "FILE [-D ...] [--threads N] [--reps N]",
      "time compiling and running a program", cli_cmd_bench},
     {"cache", "stats|clear", "show or empty the compile cache", cli_cmd_cache},
+    {"hw", "[--remeasure] [--json]",
+     "the hardware profile: ISA, cores, caches, measured peak and bandwidth",
+     cli_cmd_hw},
     {"new", "MODEL -o WS.weir [-D SYM=VALUE]...",
      "start a workspace from a model (alias: open)", cli_cmd_new},
     {"open", "MODEL -o WS.weir", "same as new", cli_cmd_new},

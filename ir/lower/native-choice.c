@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-native.h"
 #include "weir-ops.h"
 
@@ -43,6 +44,10 @@ static gboolean choose_col2im(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "col2im", error);
 }
+static gboolean choose_weir(WeirGraph *g, WeirState *s, WeirNode *n,
+                            GError **error) {
+  return set_impl_attr(g, s, n, "weir", error);
+}
 static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "direct", error);
@@ -66,6 +71,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_direct;
   else if (strcmp(impl->impl, "col2im") == 0)
     f = choose_col2im;
+  else if (strcmp(impl->impl, "weir") == 0)
+    f = choose_weir;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
@@ -126,6 +133,11 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
   g_autofree char *r1 = NULL, *r2 = NULL;
   const WeirNativeImpl *ni;
   if (strcmp(n->op, "Gemm") == 0 || strcmp(n->op, "MatMul") == 0) {
+    /* f32: Weir's own GEMM (core/kernels/); f64: BLAS */
+    const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
+    ni = weir_native_lookup(n->op, "weir");
+    if (y && y->dtype == WEIR_DTYPE_F32 && ni && ni->accepts(g, s, n, &r2))
+      return "weir";
     ni = weir_native_lookup(n->op, "blas");
     return ni && ni->accepts(g, s, n, &r1) ? "blas" : "pure";
   }
@@ -133,10 +145,17 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
     if (!y || y->dtype != WEIR_DTYPE_F32)
       return "pure";
+    /* depthwise: the direct loop nest; everything else (1x1 included) on
+     * Weir's own GEMM */
     ni = weir_native_lookup("Conv", "direct");
-    if (ni && ni->accepts(g, s, n, &r1))
+    if (weir_node_attr_int(n, "group", 1) > 1 && ni &&
+        ni->accepts(g, s, n, &r1))
       return "direct";
+    ni = weir_native_lookup("Conv", "weir");
+    if (ni && ni->accepts(g, s, n, &r2))
+      return "weir";
     ni = weir_native_lookup("Conv", "im2col");
+    g_clear_pointer(&r2, g_free);
     if (ni && ni->accepts(g, s, n, &r2))
       return "im2col";
   }

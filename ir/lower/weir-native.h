@@ -1,17 +1,18 @@
 /* weir-native.h — native (library-call) implementations of library nodes.
  *
  * An implementation choice is the STRING attribute "impl" of a library node
- * ("pure", "blas", "im2col", "col2im", "direct").  "pure" means the
+ * ("pure", "blas", "weir", "im2col", "col2im", "direct").  "pure" means the
  * maps-and-tasklets expansion of ir/lower/expand/; a *native*
  * implementation is not expanded: the code generator keeps the node and
  * asks the emitter registered here for (op, impl) to print C for it —
  * usually a call to a static helper function (printed once per generated
  * file) and a BLAS call.
  *
- * A node without the attribute gets weir_native_default_impl: "blas" for
- * Gemm and MatMul in f32/f64, for Conv in f32 "direct" when it is 1x1
- * (unit stride, no padding, one group) or depthwise (group == C == M) and
- * "im2col" otherwise (2-D only); in f32 "im2col" for ConvGradFilter,
+ * A node without the attribute gets weir_native_default_impl: "weir"
+ * (Weir's own GEMM, core/kernels/) for Gemm and MatMul in f32, "blas" in
+ * f64; for Conv in f32 "direct" when it is depthwise (group == C == M) and
+ * "weir" otherwise (2-D only; 1x1 included); in f32 "im2col" for
+ * ConvGradFilter,
  * "col2im" for ConvGradInput and "direct" for MaxPoolGrad (2-D only);
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).

@@ -734,6 +734,10 @@ static void print_model(const ModelResult *mr) {
     printf("  GEMM calls of the best: %.0f per run, %.2f GFLOP/s, %.0f%% of "
            "its time (medians over runs)\n",
            mr->gemm_calls_per_run, mr->gemm_gflops, 100 * mr->gemm_share);
+  else if (mr->best)
+    /* only cblas_sgemm calls are counted: Weir's own GEMM (impl weir, the
+     * f32 default) is inside the kernel */
+    printf("  GEMM calls of the best: none through BLAS\n");
   if (mr->torch.note)
     printf("  PyTorch: %s\n", mr->torch.note);
   else if (mr->torch.ran)

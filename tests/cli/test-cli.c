@@ -352,7 +352,7 @@ static void test_apply(void **state) {
                "impl=fast", "-o", out, NULL);
   assert_int_equal(r.status, 2);
   assert_contains(r.err, "parameter 'impl': 'fast' is not one of the choices "
-                         "(allowed: pure, blas, im2col, direct, default)");
+                         "(allowed: pure, blas, weir, im2col, direct, default)");
   run_clear(&r);
   r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
                "size=3", "-o", out, NULL);

@@ -270,8 +270,8 @@ static void test_refusals(void **state) {
   g_autoptr(GError) error = NULL;
   assert_null(weir_params_parse(t, bad, &error));
   assert_contains(error->message, "parameter 'impl': 'fast' is not one of the "
-                                  "choices (allowed: pure, blas, im2col, "
-                                  "direct, default)");
+                                  "choices (allowed: pure, blas, weir, "
+                                  "im2col, direct, default)");
 }
 
 static void test_every_site_preserves_outputs(void **state) {

@@ -19,18 +19,284 @@
  * bool uint8_t (0 or 1), u8 uint8_t; arrays are laid out row-major unless
  * strides are given.
  */
-/* weir-link: openblas */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cblas.h>
 
 int op_MatMul_abi_version(void);
 size_t op_MatMul_workspace_size(const int64_t symbols[]);
 int op_MatMul_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
+
+/* Weir's GEMM (docs/native.md, implementation "weir") for generic:
+ * microtile MR 4 x NR 16 (4 vectors of 4), blocks KC 336,
+ * MC 96, NC 96 (from the hardware profile's cache sizes). */
+typedef float weir_gemm_v_f32 __attribute__((vector_size(16)));
+#define WEIR_GEMM_INL_f32 static inline __attribute__((always_inline))
+WEIR_GEMM_INL_f32 weir_gemm_v_f32 weir_gemm_vzero_f32(void) { weir_gemm_v_f32 v = {0}; return v; }
+WEIR_GEMM_INL_f32 weir_gemm_v_f32 weir_gemm_vload_f32(const float *p) { weir_gemm_v_f32 v; memcpy(&v, p, sizeof v); return v; }
+WEIR_GEMM_INL_f32 weir_gemm_v_f32 weir_gemm_vset_f32(float x) { weir_gemm_v_f32 v = weir_gemm_vzero_f32(); return v + x; }
+WEIR_GEMM_INL_f32 weir_gemm_v_f32 weir_gemm_vfma_f32(weir_gemm_v_f32 a, weir_gemm_v_f32 b, weir_gemm_v_f32 c) { return a * b + c; }
+WEIR_GEMM_INL_f32 weir_gemm_v_f32 weir_gemm_vadd_f32(weir_gemm_v_f32 a, weir_gemm_v_f32 b) { return a + b; }
+WEIR_GEMM_INL_f32 void weir_gemm_vstore_f32(float *p, weir_gemm_v_f32 v) { memcpy(p, &v, sizeof v); }
+/* c[mr x nr] = (acc ? c : 0) + ap^T bp over kc: ap is an A panel
+ * (kc x MR, alpha folded in), bp a B panel (kc x NR); both zero-padded,
+ * so the loop is always full; the first nv vectors of each B row are
+ * used.  Edge tiles (mr < MR or nr < nv * VL) go through a buffer. */
+WEIR_GEMM_INL_f32 void weir_gemm_ukr_f32(const int nv, int64_t kc,
+                                        const float *restrict ap,
+                                        const float *restrict bp,
+                                        float *restrict c, int64_t ldc,
+                                        int64_t mr, int64_t nr, int acc) {
+  weir_gemm_v_f32 r[4][4];
+#pragma GCC unroll 32
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int v = 0; v < 4; v++)
+      r[i][v] = weir_gemm_vzero_f32();
+  for (int64_t k = 0; k < kc; k++) {
+    weir_gemm_v_f32 b[4];
+#pragma GCC unroll 8
+    for (int v = 0; v < 4; v++)
+      b[v] = v < nv ? weir_gemm_vload_f32(bp + k * 16 + v * 4)
+                    : weir_gemm_vzero_f32();
+#pragma GCC unroll 32
+    for (int i = 0; i < 4; i++) {
+      const weir_gemm_v_f32 a = weir_gemm_vset_f32(ap[k * 4 + i]);
+#pragma GCC unroll 8
+      for (int v = 0; v < 4; v++)
+        if (v < nv)
+          r[i][v] = weir_gemm_vfma_f32(a, b[v], r[i][v]);
+    }
+  }
+  if (mr == 4 && nr == nv * 4) {
+#pragma GCC unroll 32
+    for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+      for (int v = 0; v < 4; v++) {
+        if (v >= nv)
+          continue;
+        float *p = c + i * ldc + v * 4;
+        weir_gemm_vstore_f32(
+            p, acc ? weir_gemm_vadd_f32(weir_gemm_vload_f32(p), r[i][v])
+                   : r[i][v]);
+      }
+    return;
+  }
+  float t[4 * 16];
+#pragma GCC unroll 32
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int v = 0; v < 4; v++)
+      if (v < nv)
+        weir_gemm_vstore_f32(t + i * 16 + v * 4, r[i][v]);
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < nr; j++)
+      c[i * ldc + j] = acc ? c[i * ldc + j] + t[i * 16 + j]
+                           : t[i * 16 + j];
+}
+static  void weir_gemm_ukr1_f32(int64_t kc, const float *ap,
+                                      const float *bp, float *c, int64_t ldc,
+                                      int64_t mr, int64_t nr, int acc) {
+  weir_gemm_ukr_f32(1, kc, ap, bp, c, ldc, mr, nr, acc);
+}
+static  void weir_gemm_ukr2_f32(int64_t kc, const float *ap,
+                                      const float *bp, float *c, int64_t ldc,
+                                      int64_t mr, int64_t nr, int acc) {
+  weir_gemm_ukr_f32(2, kc, ap, bp, c, ldc, mr, nr, acc);
+}
+static  void weir_gemm_ukr3_f32(int64_t kc, const float *ap,
+                                      const float *bp, float *c, int64_t ldc,
+                                      int64_t mr, int64_t nr, int acc) {
+  weir_gemm_ukr_f32(3, kc, ap, bp, c, ldc, mr, nr, acc);
+}
+static  void weir_gemm_ukr4_f32(int64_t kc, const float *ap,
+                                      const float *bp, float *c, int64_t ldc,
+                                      int64_t mr, int64_t nr, int acc) {
+  weir_gemm_ukr_f32(4, kc, ap, bp, c, ldc, mr, nr, acc);
+}
+/* B rows [pc, pc + kc) x columns [jc, jc + nc) into NR-wide panels
+ * (kc x NR each, zero-padded). */
+static inline void weir_gemm_pack_b_f32(int tb, const float *b, int64_t ldb,
+                                        int64_t pc, int64_t kc, int64_t jc,
+                                        int64_t nc, int64_t q, float *bp) {
+  const int64_t j0 = q * 16, w = nc - j0 < 16 ? nc - j0 : 16;
+  float *dst = bp + q * kc * 16;
+  for (int64_t k = 0; k < kc; k++) {
+    float *d = dst + k * 16;
+    if (!tb) {
+      const float *s = b + (pc + k) * ldb + jc + j0;
+      for (int64_t j = 0; j < w; j++)
+        d[j] = s[j];
+    } else {
+      const float *s = b + (jc + j0) * ldb + pc + k;
+      for (int64_t j = 0; j < w; j++)
+        d[j] = s[j * ldb];
+    }
+    for (int64_t j = w; j < 16; j++)
+      d[j] = (float)0;
+  }
+}
+
+/* alpha * A rows [ic + p * MR, +MR) x columns [pc, pc + kc) into an
+ * MR-high panel (kc x MR, zero-padded). */
+static inline void weir_gemm_pack_a_f32(int ta, const float *a, int64_t lda,
+                                        float alpha, int64_t ic, int64_t mc,
+                                        int64_t pc, int64_t kc, int64_t p,
+                                        float *ap) {
+  const int64_t i0 = p * 4, h = mc - i0 < 4 ? mc - i0 : 4;
+  float *dst = ap + p * kc * 4;
+  if (!ta && h == 4) {
+    /* MR row streams read in step, the panel written in order */
+    const float *s = a + (ic + i0) * lda + pc;
+    for (int64_t k = 0; k < kc; k++)
+#pragma GCC unroll 16
+      for (int64_t i = 0; i < 4; i++)
+        dst[k * 4 + i] = alpha * s[i * lda + k];
+    return;
+  }
+  for (int64_t i = 0; i < h; i++) {
+    if (!ta) {
+      const float *s = a + (ic + i0 + i) * lda + pc;
+      for (int64_t k = 0; k < kc; k++)
+        dst[k * 4 + i] = alpha * s[k];
+    } else {
+      const float *s = a + pc * lda + ic + i0 + i;
+      for (int64_t k = 0; k < kc; k++)
+        dst[k * 4 + i] = alpha * s[k * lda];
+    }
+  }
+  for (int64_t i = h; i < 4; i++)
+    for (int64_t k = 0; k < kc; k++)
+      dst[k * 4 + i] = (float)0;
+}
+
+/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c, op(a) m x k,
+ * op(b) k x n (ta, tb: transposed).  Loops: NC columns of B, KC rows
+ * (B block packed, shared), MC rows of A (A block packed, shared),
+ * then the microtiles split statically over the OpenMP threads (one
+ * parallel region per call; the packing loops are split too).  Returns
+ * non-zero when the packing buffers cannot be allocated. */
+static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
+                         float alpha, const float *a, int64_t lda,
+                         const float *b, int64_t ldb, float beta, float *c,
+                         int64_t ldc) {
+  if (m <= 0 || n <= 0)
+    return 0;
+  if (beta != (float)0 && beta != (float)1)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        c[i * ldc + j] *= beta;
+  if (k <= 0 || alpha == (float)0) {
+    if (beta == (float)0)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+          c[i * ldc + j] = (float)0;
+    return 0;
+  }
+  if (m < 2) {
+    /* a few rows (a fully-connected layer at batch 1): no packing, the
+     * rows of c as multiply-adds of the rows of op(b), split by column
+     * blocks over the threads */
+#ifdef _OPENMP
+#pragma omp parallel for if (n * k > 65536)
+#endif
+    for (int64_t j0 = 0; j0 < n; j0 += 256) {
+      const int64_t j1 = n - j0 < 256 ? n : j0 + 256;
+      for (int64_t i = 0; i < m; i++) {
+        float *ci = c + i * ldc;
+        if (beta == (float)0)
+          for (int64_t j = j0; j < j1; j++)
+            ci[j] = (float)0;
+        if (!tb) {
+          for (int64_t kk = 0; kk < k; kk++) {
+            const float s = alpha * (ta ? a[kk * lda + i] : a[i * lda + kk]);
+            const float *bk = b + kk * ldb;
+            for (int64_t j = j0; j < j1; j++)
+              ci[j] += s * bk[j];
+          }
+        } else {
+          for (int64_t j = j0; j < j1; j++) {
+            const float *bj = b + j * ldb;
+            float s = (float)0;
+            if (!ta) {
+              const float *ai = a + i * lda;
+#ifdef _OPENMP
+#pragma omp simd reduction(+ : s)
+#endif
+              for (int64_t kk = 0; kk < k; kk++)
+                s += ai[kk] * bj[kk];
+            } else {
+              for (int64_t kk = 0; kk < k; kk++)
+                s += a[kk * lda + i] * bj[kk];
+            }
+            ci[j] += alpha * s;
+          }
+        }
+      }
+    }
+    return 0;
+  }
+  const int first_acc = beta != (float)0;
+  const int64_t kb = k < 336 ? k : 336;
+  const int64_t nb = n < 96 ? (n + 16 - 1) / 16 * 16 : 96;
+  const int64_t mb = m < 96 ? (m + 4 - 1) / 4 * 4 : 96;
+  const size_t bbytes = ((size_t)(kb * nb) * sizeof(float) + 63) / 64 * 64;
+  const size_t abytes = ((size_t)(kb * mb) * sizeof(float) + 63) / 64 * 64;
+  float *bp = aligned_alloc(64, bbytes), *ap = aligned_alloc(64, abytes);
+  if (!bp || !ap) {
+    free(bp);
+    free(ap);
+    return 1;
+  }
+#ifdef _OPENMP
+#pragma omp parallel if (m * n * k > 32768)
+#endif
+  for (int64_t jc = 0; jc < n; jc += 96) {
+    const int64_t nc = n - jc < 96 ? n - jc : 96;
+    const int64_t npan = (nc + 16 - 1) / 16;
+    for (int64_t pc = 0; pc < k; pc += 336) {
+      const int64_t kc = k - pc < 336 ? k - pc : 336;
+      const int acc = pc > 0 || first_acc;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t q = 0; q < npan; q++)
+        weir_gemm_pack_b_f32(tb, b, ldb, pc, kc, jc, nc, q, bp);
+      for (int64_t ic = 0; ic < m; ic += 96) {
+        const int64_t mc = m - ic < 96 ? m - ic : 96;
+        const int64_t mpan = (mc + 4 - 1) / 4;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t p = 0; p < mpan; p++)
+          weir_gemm_pack_a_f32(ta, a, lda, alpha, ic, mc, pc, kc, p, ap);
+#ifdef _OPENMP
+#pragma omp for collapse(2) schedule(static)
+#endif
+        for (int64_t p = 0; p < mpan; p++) {
+          for (int64_t q = 0; q < npan; q++) {
+            const int64_t mr = mc - p * 4 < 4 ? mc - p * 4 : 4;
+            const int64_t nr = nc - q * 16 < 16 ? nc - q * 16 : 16;
+            const float *pa = ap + p * kc * 4, *pb = bp + q * kc * 16;
+            float *pcc = c + (ic + p * 4) * ldc + jc + q * 16;
+            switch ((nr + 4 - 1) / 4) {
+            case 1: weir_gemm_ukr1_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+            case 2: weir_gemm_ukr2_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+            case 3: weir_gemm_ukr3_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+            default: weir_gemm_ukr4_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+            }
+          }
+        }
+      }
+    }
+  }
+  free(bp);
+  free(ap);
+  return 0;
+}
 
 int op_MatMul_abi_version(void) {
   return 2;
@@ -49,8 +315,9 @@ int op_MatMul_run(void *const args[], const int64_t symbols[],
   (void)symbols;
   (void)consts;
   (void)workspace;
+  int status = 0;
   /* state 1 'main' */
-  /* MatMul 'node' (node 2): blas */
+  /* MatMul 'node' (node 2): weir */
   for (int64_t bi = 0; bi < 3; bi++) {
     int64_t rest = bi, oa = 0, ob = 0;
     {
@@ -59,7 +326,7 @@ int op_MatMul_run(void *const args[], const int64_t symbols[],
     }
     rest /= (3);
     (void)rest;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(4), (int)(2), (int)(5), 1, X0 + oa, (int)(5), X1 + ob, (int)(2), 0, Y + bi * (4) * (2), (int)(2));
+    status |= weir_gemm_f32(0, 0, 4, 2, 5, 1, X0 + oa, 5, X1 + ob, 2, 0, Y + bi * (4) * (2), 2);
   }
-  return 0;
+  return status;
 }

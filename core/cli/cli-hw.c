@@ -1,0 +1,58 @@
+/* cli-hw.c — `weir hw [--remeasure] [--json]`: the hardware profile
+ * (core/weir-hw.h, docs/hardware.md). */
+#include "cli.h"
+
+static char *format_cache(gint64 bytes) {
+  if (bytes <= 0)
+    return g_strdup("unknown");
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0)
+    return g_strdup_printf("%" G_GINT64_FORMAT " MiB", bytes / (1024 * 1024));
+  return g_strdup_printf("%" G_GINT64_FORMAT " KiB", bytes / 1024);
+}
+
+int cli_cmd_hw(int argc, char **argv) {
+  g_auto(GStrv) defines = NULL;
+  gboolean remeasure = FALSE, json = FALSE;
+  const GOptionEntry entries[] = {
+      CLI_DEFINE_ENTRY(&defines),
+      {"remeasure", 0, 0, G_OPTION_ARG_NONE, &remeasure,
+       "Measure again instead of using the cached profile", NULL},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &json, "Print the profile as JSON",
+       NULL},
+      {NULL}};
+  if (!cli_parse_options("hw", "[--remeasure] [--json]", entries, &argc, &argv))
+    return 2;
+  if (argc != 1) {
+    fprintf(stderr, "usage: weir hw [--remeasure] [--json]\n");
+    return 2;
+  }
+  g_autoptr(GError) error = NULL;
+  guint before = weir_hw_measure_count();
+  g_autoptr(WeirHwProfile) p = weir_hw_profile_get(remeasure, &error);
+  if (!p) {
+    cli_print_error("hw", error);
+    return 1;
+  }
+  if (json) {
+    g_autofree char *text = weir_hw_profile_to_json(p);
+    fputs(text, stdout);
+    return 0;
+  }
+  g_autofree char *path = weir_hw_profile_path();
+  g_autofree char *l1 = format_cache(p->l1d_bytes);
+  g_autofree char *l2 = format_cache(p->l2_bytes);
+  g_autofree char *l3 = format_cache(p->l3_bytes);
+  printf("cpu            %s\n", p->cpu_model);
+  printf("isa            %s (%u floats per vector)\n", weir_hw_isa_name(p->isa),
+         p->vector_floats);
+  printf("cores          %u logical, %u physical\n", p->logical_cores,
+         p->physical_cores);
+  printf("caches         L1d %s, L2 %s per core; L3 %s\n", l1, l2, l3);
+  printf("peak f32       %.1f GFLOP/s (1 thread), %.1f GFLOP/s (%u threads)\n",
+         p->peak_gflops_1t, p->peak_gflops_all, p->logical_cores);
+  printf("bandwidth      %.1f GB/s (triad, %u threads)\n", p->bandwidth_gbs,
+         p->logical_cores);
+  printf("profile        %s (%s)\n", path,
+         weir_hw_measure_count() > before ? "measured now" : "cached");
+  return 0;
+}

@@ -1,0 +1,523 @@
+/* gemm.c — Weir's GEMM as C text (weir-kernels.h).
+ *
+ * Conventions of this file:
+ *  - The emitted text is a template: "@T@" the element type, "@S@" the
+ *    suffix (f32, f64), "@MR@", "@NR@", "@NV@", "@VL@", "@KC@", "@MC@",
+ *    "@NC@" the blocking, "@TGT@" the target attribute of the ISA's
+ *    functions ("" for generic), and "@VEC@" the block of vector
+ *    primitives of the ISA (vector type, zero, load, broadcast, fma, add,
+ *    store), written once per ISA and dtype below.
+ *  - The microkernel is one always_inline function over a constant number
+ *    of vectors (nv); it is instantiated for nv = 1..NV so a narrow edge in
+ *    N costs only its vectors.  Its loops have constant trip counts and
+ *    GCC unroll pragmas, so the accumulators live in registers.
+ *  - Row-major throughout; transposes are handled by the packing.
+ */
+#include <string.h>
+
+#include "weir-kernels.h"
+
+/* ------------------------------------------------------------ blocking */
+
+static guint round_down(guint v, guint m) {
+  return v / m * m;
+}
+
+void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
+                               WeirGemmBlocking *out) {
+  guint es = t == WEIR_DTYPE_F64 ? 8 : 4;
+  WeirGemmBlocking b = {.isa = hw ? hw->isa : WEIR_HW_ISA_GENERIC};
+  switch (b.isa) {
+  case WEIR_HW_ISA_AVX512:
+    /* 32 zmm: 8 x 3 accumulators, 3 B vectors, 1 broadcast */
+    b.vl = 64 / es;
+    b.mr = 8;
+    b.nv = 3;
+    break;
+  case WEIR_HW_ISA_AVX2:
+    /* 16 ymm: 6 x 2 accumulators, 2 B vectors, 1 broadcast */
+    b.vl = 32 / es;
+    b.mr = 6;
+    b.nv = 2;
+    break;
+  case WEIR_HW_ISA_GENERIC:
+    b.vl = 16 / es;
+    b.mr = 4;
+    b.nv = 4;
+    break;
+  }
+  b.nr = b.nv * b.vl;
+  gint64 l1 = hw && hw->l1d_bytes > 0 ? hw->l1d_bytes : 32 * 1024;
+  gint64 l2 = hw && hw->l2_bytes > 0 ? hw->l2_bytes : 256 * 1024;
+  /* an A micro-panel (MR x KC) stays in L1 while the B micro-panels stream
+   * past it: a sixth of L1 (KC 256 for f32 on AVX-512 with a 48 KiB L1;
+   * 384 measured slower there) */
+  guint kc = (guint)(l1 / 6 / (b.mr * es));
+  b.kc = CLAMP(round_down(kc, 16), 64, 512);
+  /* the packed B block (KC x NC) stays in L2: half of it */
+  guint nc = (guint)(l2 / 2 / (b.kc * es));
+  b.nc = MAX(round_down(nc, b.nr), b.nr);
+  /* the packed A block (MC x KC): as much again */
+  guint mc = (guint)(l2 / 2 / (b.kc * es));
+  b.mc = MAX(round_down(mc, b.mr), b.mr);
+  *out = b;
+}
+
+/* ------------------------------------------------------- vector blocks */
+
+static const char vec_avx512_f32[] =
+    "#include <immintrin.h>\n"
+    "typedef __m512 weir_gemm_v_f32;\n"
+    "#define WEIR_GEMM_INL_f32 static inline __attribute__((always_inline, "
+    "target(\"avx512f,fma\")))\n"
+    "WEIR_GEMM_INL_f32 __m512 weir_gemm_vzero_f32(void) { return "
+    "_mm512_setzero_ps(); }\n"
+    "WEIR_GEMM_INL_f32 __m512 weir_gemm_vload_f32(const float *p) { return "
+    "_mm512_loadu_ps(p); }\n"
+    "WEIR_GEMM_INL_f32 __m512 weir_gemm_vset_f32(float x) { return "
+    "_mm512_set1_ps(x); }\n"
+    "WEIR_GEMM_INL_f32 __m512 weir_gemm_vfma_f32(__m512 a, __m512 b, __m512 "
+    "c) { return _mm512_fmadd_ps(a, b, c); }\n"
+    "WEIR_GEMM_INL_f32 __m512 weir_gemm_vadd_f32(__m512 a, __m512 b) { "
+    "return _mm512_add_ps(a, b); }\n"
+    "WEIR_GEMM_INL_f32 void weir_gemm_vstore_f32(float *p, __m512 v) { "
+    "_mm512_storeu_ps(p, v); }\n";
+
+static const char vec_avx512_f64[] =
+    "#include <immintrin.h>\n"
+    "typedef __m512d weir_gemm_v_f64;\n"
+    "#define WEIR_GEMM_INL_f64 static inline __attribute__((always_inline, "
+    "target(\"avx512f,fma\")))\n"
+    "WEIR_GEMM_INL_f64 __m512d weir_gemm_vzero_f64(void) { return "
+    "_mm512_setzero_pd(); }\n"
+    "WEIR_GEMM_INL_f64 __m512d weir_gemm_vload_f64(const double *p) { "
+    "return _mm512_loadu_pd(p); }\n"
+    "WEIR_GEMM_INL_f64 __m512d weir_gemm_vset_f64(double x) { return "
+    "_mm512_set1_pd(x); }\n"
+    "WEIR_GEMM_INL_f64 __m512d weir_gemm_vfma_f64(__m512d a, __m512d b, "
+    "__m512d c) { return _mm512_fmadd_pd(a, b, c); }\n"
+    "WEIR_GEMM_INL_f64 __m512d weir_gemm_vadd_f64(__m512d a, __m512d b) { "
+    "return _mm512_add_pd(a, b); }\n"
+    "WEIR_GEMM_INL_f64 void weir_gemm_vstore_f64(double *p, __m512d v) { "
+    "_mm512_storeu_pd(p, v); }\n";
+
+static const char vec_avx2_f32[] =
+    "#include <immintrin.h>\n"
+    "typedef __m256 weir_gemm_v_f32;\n"
+    "#define WEIR_GEMM_INL_f32 static inline __attribute__((always_inline, "
+    "target(\"avx2,fma\")))\n"
+    "WEIR_GEMM_INL_f32 __m256 weir_gemm_vzero_f32(void) { return "
+    "_mm256_setzero_ps(); }\n"
+    "WEIR_GEMM_INL_f32 __m256 weir_gemm_vload_f32(const float *p) { return "
+    "_mm256_loadu_ps(p); }\n"
+    "WEIR_GEMM_INL_f32 __m256 weir_gemm_vset_f32(float x) { return "
+    "_mm256_set1_ps(x); }\n"
+    "WEIR_GEMM_INL_f32 __m256 weir_gemm_vfma_f32(__m256 a, __m256 b, __m256 "
+    "c) { return _mm256_fmadd_ps(a, b, c); }\n"
+    "WEIR_GEMM_INL_f32 __m256 weir_gemm_vadd_f32(__m256 a, __m256 b) { "
+    "return _mm256_add_ps(a, b); }\n"
+    "WEIR_GEMM_INL_f32 void weir_gemm_vstore_f32(float *p, __m256 v) { "
+    "_mm256_storeu_ps(p, v); }\n";
+
+static const char vec_avx2_f64[] =
+    "#include <immintrin.h>\n"
+    "typedef __m256d weir_gemm_v_f64;\n"
+    "#define WEIR_GEMM_INL_f64 static inline __attribute__((always_inline, "
+    "target(\"avx2,fma\")))\n"
+    "WEIR_GEMM_INL_f64 __m256d weir_gemm_vzero_f64(void) { return "
+    "_mm256_setzero_pd(); }\n"
+    "WEIR_GEMM_INL_f64 __m256d weir_gemm_vload_f64(const double *p) { "
+    "return _mm256_loadu_pd(p); }\n"
+    "WEIR_GEMM_INL_f64 __m256d weir_gemm_vset_f64(double x) { return "
+    "_mm256_set1_pd(x); }\n"
+    "WEIR_GEMM_INL_f64 __m256d weir_gemm_vfma_f64(__m256d a, __m256d b, "
+    "__m256d c) { return _mm256_fmadd_pd(a, b, c); }\n"
+    "WEIR_GEMM_INL_f64 __m256d weir_gemm_vadd_f64(__m256d a, __m256d b) { "
+    "return _mm256_add_pd(a, b); }\n"
+    "WEIR_GEMM_INL_f64 void weir_gemm_vstore_f64(double *p, __m256d v) { "
+    "_mm256_storeu_pd(p, v); }\n";
+
+/* Portable: GCC vector extensions of 16 bytes; loads and stores through
+ * memcpy (no alignment assumed), a * b + c (contracted where the target
+ * has FMA). */
+static const char vec_generic[] =
+    "typedef @T@ weir_gemm_v_@S@ __attribute__((vector_size(16)));\n"
+    "#define WEIR_GEMM_INL_@S@ static inline __attribute__((always_inline))\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_vzero_@S@(void) { "
+    "weir_gemm_v_@S@ v = {0}; return v; }\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_vload_@S@(const @T@ *p) { "
+    "weir_gemm_v_@S@ v; memcpy(&v, p, sizeof v); return v; }\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_vset_@S@(@T@ x) { "
+    "weir_gemm_v_@S@ v = weir_gemm_vzero_@S@(); return v + x; }\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_vfma_@S@(weir_gemm_v_@S@ a, "
+    "weir_gemm_v_@S@ b, weir_gemm_v_@S@ c) { return a * b + c; }\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_vadd_@S@(weir_gemm_v_@S@ a, "
+    "weir_gemm_v_@S@ b) { return a + b; }\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_vstore_@S@(@T@ *p, weir_gemm_v_@S@ v) "
+    "{ memcpy(p, &v, sizeof v); }\n";
+
+/* -------------------------------------------------------------- kernel */
+
+static const char gemm_head[] =
+    "/* Weir's GEMM (docs/native.md, implementation \"weir\") for @ISA@:\n"
+    " * microtile MR @MR@ x NR @NR@ (@NV@ vectors of @VL@), blocks KC @KC@,\n"
+    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes). */\n";
+
+static const char gemm_ukr[] =
+    "/* c[mr x nr] = (acc ? c : 0) + ap^T bp over kc: ap is an A panel\n"
+    " * (kc x MR, alpha folded in), bp a B panel (kc x NR); both zero-padded,\n"
+    " * so the loop is always full; the first nv vectors of each B row are\n"
+    " * used.  Edge tiles (mr < MR or nr < nv * VL) go through a buffer. */\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, int64_t kc,\n"
+    "                                        const @T@ *restrict ap,\n"
+    "                                        const @T@ *restrict bp,\n"
+    "                                        @T@ *restrict c, int64_t ldc,\n"
+    "                                        int64_t mr, int64_t nr, int acc) "
+    "{\n"
+    "  weir_gemm_v_@S@ r[@MR@][@NV@];\n"
+    "#pragma GCC unroll 32\n"
+    "  for (int i = 0; i < @MR@; i++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @NV@; v++)\n"
+    "      r[i][v] = weir_gemm_vzero_@S@();\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    weir_gemm_v_@S@ b[@NV@];\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @NV@; v++)\n"
+    "      b[v] = v < nv ? weir_gemm_vload_@S@(bp + k * @NR@ + v * @VL@)\n"
+    "                    : weir_gemm_vzero_@S@();\n"
+    "#pragma GCC unroll 32\n"
+    "    for (int i = 0; i < @MR@; i++) {\n"
+    "      const weir_gemm_v_@S@ a = weir_gemm_vset_@S@(ap[k * @MR@ + i]);\n"
+    "#pragma GCC unroll 8\n"
+    "      for (int v = 0; v < @NV@; v++)\n"
+    "        if (v < nv)\n"
+    "          r[i][v] = weir_gemm_vfma_@S@(a, b[v], r[i][v]);\n"
+    "    }\n"
+    "  }\n"
+    "  if (mr == @MR@ && nr == nv * @VL@) {\n"
+    "#pragma GCC unroll 32\n"
+    "    for (int i = 0; i < @MR@; i++)\n"
+    "#pragma GCC unroll 8\n"
+    "      for (int v = 0; v < @NV@; v++) {\n"
+    "        if (v >= nv)\n"
+    "          continue;\n"
+    "        @T@ *p = c + i * ldc + v * @VL@;\n"
+    "        weir_gemm_vstore_@S@(\n"
+    "            p, acc ? weir_gemm_vadd_@S@(weir_gemm_vload_@S@(p), r[i][v])\n"
+    "                   : r[i][v]);\n"
+    "      }\n"
+    "    return;\n"
+    "  }\n"
+    "  @T@ t[@MR@ * @NR@];\n"
+    "#pragma GCC unroll 32\n"
+    "  for (int i = 0; i < @MR@; i++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @NV@; v++)\n"
+    "      if (v < nv)\n"
+    "        weir_gemm_vstore_@S@(t + i * @NR@ + v * @VL@, r[i][v]);\n"
+    "  for (int64_t i = 0; i < mr; i++)\n"
+    "    for (int64_t j = 0; j < nr; j++)\n"
+    "      c[i * ldc + j] = acc ? c[i * ldc + j] + t[i * @NR@ + j]\n"
+    "                           : t[i * @NR@ + j];\n"
+    "}\n";
+
+/* one per nv = @N@ */
+static const char gemm_ukr_n[] =
+    "static @TGT@ void weir_gemm_ukr@N@_@S@(int64_t kc, const @T@ *ap,\n"
+    "                                      const @T@ *bp, @T@ *c, int64_t "
+    "ldc,\n"
+    "                                      int64_t mr, int64_t nr, int acc) {\n"
+    "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, c, ldc, mr, nr, acc);\n"
+    "}\n";
+
+static const char gemm_driver[] =
+    "/* B rows [pc, pc + kc) x columns [jc, jc + nc) into NR-wide panels\n"
+    " * (kc x NR each, zero-padded). */\n"
+    "static inline void weir_gemm_pack_b_@S@(int tb, const @T@ *b, int64_t "
+    "ldb,\n"
+    "                                        int64_t pc, int64_t kc, int64_t "
+    "jc,\n"
+    "                                        int64_t nc, int64_t q, @T@ *bp) "
+    "{\n"
+    "  const int64_t j0 = q * @NR@, w = nc - j0 < @NR@ ? nc - j0 : @NR@;\n"
+    "  @T@ *dst = bp + q * kc * @NR@;\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    @T@ *d = dst + k * @NR@;\n"
+    "    if (!tb) {\n"
+    "      const @T@ *s = b + (pc + k) * ldb + jc + j0;\n"
+    "      for (int64_t j = 0; j < w; j++)\n"
+    "        d[j] = s[j];\n"
+    "    } else {\n"
+    "      const @T@ *s = b + (jc + j0) * ldb + pc + k;\n"
+    "      for (int64_t j = 0; j < w; j++)\n"
+    "        d[j] = s[j * ldb];\n"
+    "    }\n"
+    "    for (int64_t j = w; j < @NR@; j++)\n"
+    "      d[j] = (@T@)0;\n"
+    "  }\n"
+    "}\n"
+    "\n"
+    "/* alpha * A rows [ic + p * MR, +MR) x columns [pc, pc + kc) into an\n"
+    " * MR-high panel (kc x MR, zero-padded). */\n"
+    "static inline void weir_gemm_pack_a_@S@(int ta, const @T@ *a, int64_t "
+    "lda,\n"
+    "                                        @T@ alpha, int64_t ic, int64_t "
+    "mc,\n"
+    "                                        int64_t pc, int64_t kc, int64_t "
+    "p,\n"
+    "                                        @T@ *ap) {\n"
+    "  const int64_t i0 = p * @MR@, h = mc - i0 < @MR@ ? mc - i0 : @MR@;\n"
+    "  @T@ *dst = ap + p * kc * @MR@;\n"
+    "  if (!ta && h == @MR@) {\n"
+    "    /* MR row streams read in step, the panel written in order */\n"
+    "    const @T@ *s = a + (ic + i0) * lda + pc;\n"
+    "    for (int64_t k = 0; k < kc; k++)\n"
+    "#pragma GCC unroll 16\n"
+    "      for (int64_t i = 0; i < @MR@; i++)\n"
+    "        dst[k * @MR@ + i] = alpha * s[i * lda + k];\n"
+    "    return;\n"
+    "  }\n"
+    "  for (int64_t i = 0; i < h; i++) {\n"
+    "    if (!ta) {\n"
+    "      const @T@ *s = a + (ic + i0 + i) * lda + pc;\n"
+    "      for (int64_t k = 0; k < kc; k++)\n"
+    "        dst[k * @MR@ + i] = alpha * s[k];\n"
+    "    } else {\n"
+    "      const @T@ *s = a + pc * lda + ic + i0 + i;\n"
+    "      for (int64_t k = 0; k < kc; k++)\n"
+    "        dst[k * @MR@ + i] = alpha * s[k * lda];\n"
+    "    }\n"
+    "  }\n"
+    "  for (int64_t i = h; i < @MR@; i++)\n"
+    "    for (int64_t k = 0; k < kc; k++)\n"
+    "      dst[k * @MR@ + i] = (@T@)0;\n"
+    "}\n"
+    "\n"
+    "/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c, op(a) m x k,\n"
+    " * op(b) k x n (ta, tb: transposed).  Loops: NC columns of B, KC rows\n"
+    " * (B block packed, shared), MC rows of A (A block packed, shared),\n"
+    " * then the microtiles split statically over the OpenMP threads (one\n"
+    " * parallel region per call; the packing loops are split too).  Returns\n"
+    " * non-zero when the packing buffers cannot be allocated. */\n"
+    "static int weir_gemm_@S@(int ta, int tb, int64_t m, int64_t n, int64_t "
+    "k,\n"
+    "                         @T@ alpha, const @T@ *a, int64_t lda,\n"
+    "                         const @T@ *b, int64_t ldb, @T@ beta, @T@ *c,\n"
+    "                         int64_t ldc) {\n"
+    "  if (m <= 0 || n <= 0)\n"
+    "    return 0;\n"
+    "  if (beta != (@T@)0 && beta != (@T@)1)\n"
+    "    for (int64_t i = 0; i < m; i++)\n"
+    "      for (int64_t j = 0; j < n; j++)\n"
+    "        c[i * ldc + j] *= beta;\n"
+    "  if (k <= 0 || alpha == (@T@)0) {\n"
+    "    if (beta == (@T@)0)\n"
+    "      for (int64_t i = 0; i < m; i++)\n"
+    "        for (int64_t j = 0; j < n; j++)\n"
+    "          c[i * ldc + j] = (@T@)0;\n"
+    "    return 0;\n"
+    "  }\n"
+    "  if (m < @SMALLM@) {\n"
+    "    /* a few rows (a fully-connected layer at batch 1): no packing, the\n"
+    "     * rows of c as multiply-adds of the rows of op(b), split by column\n"
+    "     * blocks over the threads */\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for if (n * k > 65536)\n"
+    "#endif\n"
+    "    for (int64_t j0 = 0; j0 < n; j0 += 256) {\n"
+    "      const int64_t j1 = n - j0 < 256 ? n : j0 + 256;\n"
+    "      for (int64_t i = 0; i < m; i++) {\n"
+    "        @T@ *ci = c + i * ldc;\n"
+    "        if (beta == (@T@)0)\n"
+    "          for (int64_t j = j0; j < j1; j++)\n"
+    "            ci[j] = (@T@)0;\n"
+    "        if (!tb) {\n"
+    "          for (int64_t kk = 0; kk < k; kk++) {\n"
+    "            const @T@ s = alpha * (ta ? a[kk * lda + i] : a[i * lda + "
+    "kk]);\n"
+    "            const @T@ *bk = b + kk * ldb;\n"
+    "            for (int64_t j = j0; j < j1; j++)\n"
+    "              ci[j] += s * bk[j];\n"
+    "          }\n"
+    "        } else {\n"
+    "          for (int64_t j = j0; j < j1; j++) {\n"
+    "            const @T@ *bj = b + j * ldb;\n"
+    "            @T@ s = (@T@)0;\n"
+    "            if (!ta) {\n"
+    "              const @T@ *ai = a + i * lda;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp simd reduction(+ : s)\n"
+    "#endif\n"
+    "              for (int64_t kk = 0; kk < k; kk++)\n"
+    "                s += ai[kk] * bj[kk];\n"
+    "            } else {\n"
+    "              for (int64_t kk = 0; kk < k; kk++)\n"
+    "                s += a[kk * lda + i] * bj[kk];\n"
+    "            }\n"
+    "            ci[j] += alpha * s;\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    return 0;\n"
+    "  }\n"
+    "  const int first_acc = beta != (@T@)0;\n"
+    "  const int64_t kb = k < @KC@ ? k : @KC@;\n"
+    "  const int64_t nb = n < @NC@ ? (n + @NR@ - 1) / @NR@ * @NR@ : @NC@;\n"
+    "  const int64_t mb = m < @MC@ ? (m + @MR@ - 1) / @MR@ * @MR@ : @MC@;\n"
+    "  const size_t bbytes = ((size_t)(kb * nb) * sizeof(@T@) + 63) / 64 * "
+    "64;\n"
+    "  const size_t abytes = ((size_t)(kb * mb) * sizeof(@T@) + 63) / 64 * "
+    "64;\n"
+    "  @T@ *bp = aligned_alloc(64, bbytes), *ap = aligned_alloc(64, "
+    "abytes);\n"
+    "  if (!bp || !ap) {\n"
+    "    free(bp);\n"
+    "    free(ap);\n"
+    "    return 1;\n"
+    "  }\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel if (m * n * k > 32768)\n"
+    "#endif\n"
+    "  for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
+    "    const int64_t nc = n - jc < @NC@ ? n - jc : @NC@;\n"
+    "    const int64_t npan = (nc + @NR@ - 1) / @NR@;\n"
+    "    for (int64_t pc = 0; pc < k; pc += @KC@) {\n"
+    "      const int64_t kc = k - pc < @KC@ ? k - pc : @KC@;\n"
+    "      const int acc = pc > 0 || first_acc;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp for schedule(static)\n"
+    "#endif\n"
+    "      for (int64_t q = 0; q < npan; q++)\n"
+    "        weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
+    "      for (int64_t ic = 0; ic < m; ic += @MC@) {\n"
+    "        const int64_t mc = m - ic < @MC@ ? m - ic : @MC@;\n"
+    "        const int64_t mpan = (mc + @MR@ - 1) / @MR@;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp for schedule(static)\n"
+    "#endif\n"
+    "        for (int64_t p = 0; p < mpan; p++)\n"
+    "          weir_gemm_pack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
+    "ap);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp for collapse(2) schedule(static)\n"
+    "#endif\n"
+    "        for (int64_t p = 0; p < mpan; p++) {\n"
+    "          for (int64_t q = 0; q < npan; q++) {\n"
+    "            const int64_t mr = mc - p * @MR@ < @MR@ ? mc - p * @MR@ : "
+    "@MR@;\n"
+    "            const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
+    "@NR@;\n"
+    "            const @T@ *pa = ap + p * kc * @MR@, *pb = bp + q * kc * "
+    "@NR@;\n"
+    "            @T@ *pcc = c + (ic + p * @MR@) * ldc + jc + q * @NR@;\n"
+    "            switch ((nr + @VL@ - 1) / @VL@) {\n"
+    "@CASES@"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  free(bp);\n"
+    "  free(ap);\n"
+    "  return 0;\n"
+    "}\n";
+
+static const char *vec_block(WeirHwIsa isa, WeirDType t) {
+  gboolean f32 = t != WEIR_DTYPE_F64;
+  switch (isa) {
+  case WEIR_HW_ISA_AVX512:
+    return f32 ? vec_avx512_f32 : vec_avx512_f64;
+  case WEIR_HW_ISA_AVX2:
+    return f32 ? vec_avx2_f32 : vec_avx2_f64;
+  case WEIR_HW_ISA_GENERIC:
+    break;
+  }
+  return vec_generic;
+}
+
+static const char *isa_target(WeirHwIsa isa) {
+  switch (isa) {
+  case WEIR_HW_ISA_AVX512:
+    return "__attribute__((target(\"avx512f,fma\")))";
+  case WEIR_HW_ISA_AVX2:
+    return "__attribute__((target(\"avx2,fma\")))";
+  case WEIR_HW_ISA_GENERIC:
+    break;
+  }
+  return "";
+}
+
+static void replace_uint(GString *s, const char *key, guint v) {
+  char buf[16];
+  g_snprintf(buf, sizeof buf, "%u", v);
+  g_string_replace(s, key, buf, 0);
+}
+
+const char *weir_kernel_gemm_name(WeirDType t) {
+  return t == WEIR_DTYPE_F64 ? "weir_gemm_f64" : "weir_gemm_f32";
+}
+
+char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
+  GString *s = g_string_new(gemm_head);
+  g_string_append(s, vec_block(bl->isa, t));
+  g_string_append(s, gemm_ukr);
+  GString *cases = g_string_new(NULL);
+  for (guint nv = 1; nv <= bl->nv; nv++) {
+    GString *u = g_string_new(gemm_ukr_n);
+    replace_uint(u, "@N@", nv);
+    g_string_append(s, u->str);
+    g_string_free(u, TRUE);
+    g_autofree char *label =
+        nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
+    g_string_append_printf(cases,
+                           "            %s: weir_gemm_ukr%u_@S@(kc, pa, pb, "
+                           "pcc, ldc, mr, nr, acc); break;\n",
+                           label, nv);
+  }
+  g_string_append(s, gemm_driver);
+  g_string_replace(s, "@CASES@", cases->str, 0);
+  g_string_free(cases, TRUE);
+  g_string_replace(s, "@ISA@", weir_hw_isa_name(bl->isa), 0);
+  g_string_replace(s, "@TGT@", isa_target(bl->isa), 0);
+  g_string_replace(s, "@T@", t == WEIR_DTYPE_F64 ? "double" : "float", 0);
+  g_string_replace(s, "@S@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
+  /* below half a microtile of rows the packed path wastes most of its
+   * multiply-adds on padding */
+  replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
+  replace_uint(s, "@MR@", bl->mr);
+  replace_uint(s, "@NR@", bl->nr);
+  replace_uint(s, "@NV@", bl->nv);
+  replace_uint(s, "@VL@", bl->vl);
+  replace_uint(s, "@KC@", bl->kc);
+  replace_uint(s, "@MC@", bl->mc);
+  replace_uint(s, "@NC@", bl->nc);
+  return g_string_free(s, FALSE);
+}
+
+char *weir_kernel_gemm_prototype(WeirDType t) {
+  const char *ty = t == WEIR_DTYPE_F64 ? "double" : "float";
+  return g_strdup_printf(
+      "static int %s(int ta, int tb, int64_t m, int64_t n, int64_t k, %s "
+      "alpha,\n"
+      "              const %s *a, int64_t lda, const %s *b, int64_t ldb,\n"
+      "              %s beta, %s *c, int64_t ldc);\n",
+      weir_kernel_gemm_name(t), ty, ty, ty, ty, ty);
+}
+
+char *weir_kernels_signature(void) {
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  GString *s = g_string_new(NULL);
+  static const WeirDType types[] = {WEIR_DTYPE_F32, WEIR_DTYPE_F64};
+  for (guint i = 0; i < G_N_ELEMENTS(types); i++) {
+    WeirGemmBlocking b;
+    weir_kernel_gemm_blocking(hw, types[i], &b);
+    g_string_append_printf(s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u",
+                           i ? "; " : "", weir_kernel_gemm_name(types[i]),
+                           weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
+                           b.nc);
+  }
+  return g_string_free(s, FALSE);
+}

@@ -1,0 +1,61 @@
+/* weir-kernels.h — Weir's own kernels, emitted as C text into generated
+ * units (internal to libweir; docs/native.md, implementation "weir").
+ *
+ * The GEMM is a packed, register-blocked, cache-blocked one in the manner
+ * of GotoBLAS/BLIS, written for the vector ISA of the hardware profile
+ * (core/weir-hw.h): a microkernel of MR x NR accumulators (NR = NV vectors),
+ * B packed in KC x NC blocks of NR-wide panels, A packed in MC x KC blocks
+ * of MR-high panels (alpha folded in), OpenMP over the microtiles.  The
+ * ISA and every blocking size are written into the emitted text, so the
+ * compile-cache key (a hash of the source) covers them.
+ */
+#ifndef WEIR_KERNELS_H
+#define WEIR_KERNELS_H
+
+#include "weir-hw.h"
+#include "weir-types.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  WeirHwIsa isa;
+  guint vl;         /* elements per vector */
+  guint mr, nv, nr; /* microtile: mr rows x nr = nv * vl columns */
+  guint kc, mc, nc; /* cache blocks */
+} WeirGemmBlocking;
+
+/* The blocking for dtype t (f32 or f64) on the machine described by hw
+ * (borrowed; its ISA and cache sizes; unknown sizes get defaults). */
+void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
+                               WeirGemmBlocking *out);
+
+/* The helper text defining
+ *   static int weir_gemm_<sfx>(int ta, int tb, int64_t m, int64_t n,
+ *                              int64_t k, T alpha, const T *a, int64_t lda,
+ *                              const T *b, int64_t ldb, T beta, T *c,
+ *                              int64_t ldc);
+ * (row-major C = alpha op(A) op(B) + beta C; returns non-zero when its
+ * packing buffers cannot be allocated) for dtype t with blocking bl.
+ * (transfer full) */
+char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
+
+/* The prototype of weir_gemm_<sfx> as one line, for helpers that call it
+ * (helpers are printed in name order). (transfer full) */
+char *weir_kernel_gemm_prototype(WeirDType t);
+
+/* The helper name ("weir_gemm_f32"). (borrowed) */
+const char *weir_kernel_gemm_name(WeirDType t);
+
+/* What the emitted kernels depend on besides the program: the ISA and
+ * the blocking of each GEMM on this machine, as one line that compile-cache
+ * keys include (core/runtime.c), so that $WEIR_ISA or other cache sizes
+ * never reuse an object built for another choice. (transfer full) */
+char *weir_kernels_signature(void);
+
+/* Registers the native implementations "weir" of Gemm, MatMul and Conv
+ * (core/kernels/native-weir.c; called by weir_native_register_builtin). */
+void weir_native_register_weir(void);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,479 @@
+/* test-kernel-gemm.c — the native implementation "weir" (Weir's own GEMM,
+ * core/kernels/) of Gemm, MatMul and Conv against the reference
+ * interpreter running the pure expansion of the same program.
+ *
+ * Each program holds many independent library nodes (one per case, with
+ * their own containers) so that one compile covers them all: Gemm at sizes
+ * around the microtile of every ISA (1, 7, 33, 100, MR +- 1, NR +- 1) and
+ * past the cache blocks (K > KC, N > NC, M > MC), fewer rows than half a
+ * microtile (the unpacked path), all four transposes,
+ * alpha, beta and C broadcast four ways; MatMul with batch dimensions,
+ * broadcast and vector operands; Conv with padding, stride, dilation,
+ * groups, 1x1, with and without bias, batch 1 and 2.  Every program is
+ * generated once per ISA the CPU has ($WEIR_ISA lowers it: avx512f,
+ * avx2+fma, generic), must name that ISA and call weir_gemm (no BLAS), and
+ * must match the interpreter within 1e-4 with 1 and 2 OpenMP threads.
+ * A sample model with fused epilogues (lenet and its recipe) compiled with
+ * "weir" everywhere matches too.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "runtime-fixture.h"
+#include "weir-codegen.h"
+#include "weir-expand.h"
+#include "weir-hw.h"
+#include "weir-import.h"
+#include "weir-interp.h"
+#include "weir-kernels.h"
+#include "weir-native.h"
+#include "weir-onnx.h"
+#include "weir-ops.h"
+#include "weir-recipe.h"
+#include "weir-tensor-io.h"
+#include "weir-validate.h"
+
+#define FLAGS "-O1 -fopenmp -fPIC -shared"
+
+/* One library node: op, input shapes ("" = omitted) and output shape. */
+typedef struct {
+  const char *op;
+  const char *in[3];
+  const char *out;
+  void (*attrs)(WeirNode *n);
+} Node;
+
+/* Adds node k of the program: containers A<k>, B<k>, C<k> (inputs 0..2)
+ * and Y<k>. */
+static void add_node(WeirGraph *g, WeirState *s, guint k, const Node *nd,
+                     WeirDType dt) {
+  g_autoptr(GError) err = NULL;
+  static const char *const conns[] = {"in0", "in1", "in2"};
+  static const char *const letters[] = {"A", "B", "C"};
+  const char *ins[4] = {NULL};
+  guint ni = 0;
+  for (guint i = 0; i < 3; i++)
+    if (nd->in[i] && *nd->in[i])
+      ins[ni++] = conns[i];
+  const char *outs[] = {"out0", NULL};
+  g_autofree char *label = g_strdup_printf("n%u", k);
+  WeirNode *lib = weir_state_add_library(g, s, label, nd->op, ins, outs);
+  for (guint i = 0; i < 3; i++) {
+    if (!nd->in[i] || !*nd->in[i])
+      continue;
+    g_autofree char *name = g_strdup_printf("%s%u", letters[i], k);
+    WeirContainer *x =
+        weir_graph_add_array(g, name, dt, nd->in[i], FALSE, &err);
+    if (!x)
+      fail_msg("%s: %s", label, err->message);
+    g_autoptr(WeirSubset) full = weir_container_full_subset(x);
+    g_autofree char *sub = weir_subset_to_string(full);
+    WeirNode *a = weir_state_add_access(g, s, name);
+    assert_true(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conns[i],
+                                      name, sub, &err));
+  }
+  g_autofree char *yname = g_strdup_printf("Y%u", k);
+  WeirContainer *y = weir_graph_add_array(g, yname, dt, nd->out, FALSE, &err);
+  if (!y)
+    fail_msg("%s: %s", label, err->message);
+  g_autoptr(WeirSubset) full = weir_container_full_subset(y);
+  g_autofree char *sub = weir_subset_to_string(full);
+  WeirNode *ya = weir_state_add_access(g, s, yname);
+  assert_true(weir_state_add_memlet(g, s, lib->id, "out0", ya->id, NULL, yname,
+                                    sub, &err));
+  if (nd->attrs)
+    nd->attrs(lib);
+  if (!weir_op_check_attrs(lib, &err))
+    fail_msg("%s: %s", label, err->message);
+}
+
+static WeirGraph *program(const char *name, const Node *nodes, guint n,
+                          WeirDType dt) {
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_graph_new(name);
+  WeirState *s = weir_graph_add_state(g, "main");
+  for (guint k = 0; k < n; k++)
+    add_node(g, s, k, &nodes[k], dt);
+  if (!weir_graph_validate(g, &err))
+    fail_msg("%s: %s", name, err->message);
+  return g;
+}
+
+static GHashTable *tensors_new(void) {
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                               (GDestroyNotify)weir_tensor_free);
+}
+
+static GHashTable *random_args(const WeirGraph *g) {
+  GHashTable *args = tensors_new();
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    gint64 shape[8] = {0};
+    for (guint d = 0; d < c->shape->len; d++)
+      assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,
+                                 &shape[d], NULL));
+    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+    weir_tensor_fill_random(t, 11 + c->id);
+    g_hash_table_replace(args, g_strdup(c->name), t);
+  }
+  return args;
+}
+
+static GHashTable *copy_args(GHashTable *args) {
+  GHashTable *c = tensors_new();
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, args);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(c, g_strdup(k), weir_tensor_copy(v));
+  return c;
+}
+
+/* The ISAs this CPU can run, best first. */
+static guint isas(WeirHwIsa *out) {
+  g_unsetenv("WEIR_ISA");
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  guint n = 0;
+  for (int i = hw->isa; i >= 0; i--)
+    out[n++] = (WeirHwIsa)i;
+  return n;
+}
+
+/* Compiles g with every library node set to "weir" for every ISA and
+ * compares every Y<k> with the interpreter on the pure expansion. */
+static void check_program(const WeirGraph *g0, guint nodes, WeirDType dt) {
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = weir_graph_copy(g0);
+  for (guint s = 0; s < g->states->len; s++) {
+    WeirState *st = g_ptr_array_index(g->states, s);
+    for (guint k = 0; k < st->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(st->nodes, k);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        weir_node_set_attr_string(n, "impl", "weir");
+    }
+  }
+  g_autoptr(GHashTable) args = random_args(g);
+  g_autoptr(GHashTable) ref = copy_args(args);
+  g_autoptr(WeirGraph) pure = weir_graph_copy(g0);
+  if (!weir_expand_all(pure, NULL, NULL, &err))
+    fail_msg("%s: pure expansion: %s", g->name, err->message);
+  if (!weir_interpret(pure, NULL, ref, NULL, &err))
+    fail_msg("%s: interpreter: %s", g->name, err->message);
+  Fixture *f = fixture_new();
+  f->opts.flags = FLAGS;
+  WeirHwIsa list[3];
+  guint ni = isas(list);
+  const char *sfx = dt == WEIR_DTYPE_F64 ? "f64" : "f32";
+  for (guint i = 0; i < ni; i++) {
+    g_setenv("WEIR_ISA", weir_hw_isa_name(list[i]), TRUE);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", g->name, err->message);
+    g_autofree char *isa_mark = g_strdup_printf(
+        "implementation \"weir\") for %s:", weir_hw_isa_name(list[i]));
+    g_autofree char *call = g_strdup_printf("weir_gemm_%s(", sfx);
+    if (!strstr(src, isa_mark) || !strstr(src, call))
+      fail_msg("%s: no '%s' or '%s' in the generated code", g->name, isa_mark,
+               call);
+    assert_null(strstr(src, "cblas_"));
+    g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
+    if (!k)
+      fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
+    for (int threads = 1; threads <= 2; threads++) {
+      assert_true(weir_kernel_set_threads(k, threads, &err));
+      g_autoptr(GHashTable) got = copy_args(args);
+      for (guint n = 0; n < nodes; n++) {
+        g_autofree char *yn = g_strdup_printf("Y%u", n);
+        WeirTensor *y = g_hash_table_lookup(got, yn);
+        gint64 count =
+            (gint64)(weir_tensor_nbytes(y) / (dt == WEIR_DTYPE_F32 ? 4 : 8));
+        for (gint64 e = 0; e < count; e++)
+          weir_tensor_set(y, e, 12345.0); /* every element must be written */
+      }
+      if (!weir_kernel_run(k, NULL, got, &err))
+        fail_msg("%s: %s", g->name, err->message);
+      for (guint n = 0; n < nodes; n++) {
+        g_autofree char *yn = g_strdup_printf("Y%u", n);
+        if (!weir_tensor_allclose(g_hash_table_lookup(got, yn),
+                                  g_hash_table_lookup(ref, yn), 1e-4, 1e-4,
+                                  NULL, &err))
+          fail_msg("%s node n%u (%s, %s, %d threads): %s", g->name, n,
+                   weir_hw_isa_name(list[i]), sfx, threads, err->message);
+      }
+    }
+  }
+  g_unsetenv("WEIR_ISA");
+  fixture_free(f);
+}
+
+/* ------------------------------------------------------------------ Gemm */
+
+static void tn_half(WeirNode *n) {
+  weir_node_set_attr_int(n, "transA", 1);
+  weir_node_set_attr_float(n, "alpha", 0.5);
+  weir_node_set_attr_float(n, "beta", -2.0);
+}
+static void nt_three(WeirNode *n) {
+  weir_node_set_attr_int(n, "transB", 1);
+  weir_node_set_attr_float(n, "alpha", 3.0);
+}
+static void tt_quarter(WeirNode *n) {
+  weir_node_set_attr_int(n, "transA", 1);
+  weir_node_set_attr_int(n, "transB", 1);
+  weir_node_set_attr_float(n, "beta", 0.25);
+}
+static void nt(WeirNode *n) {
+  weir_node_set_attr_int(n, "transB", 1);
+}
+static void tn(WeirNode *n) {
+  weir_node_set_attr_int(n, "transA", 1);
+}
+static void beta_zero(WeirNode *n) {
+  weir_node_set_attr_float(n, "beta", 0.0);
+}
+
+/* (m, n, k) = sizes around MR (8 avx512, 6 avx2, 4 generic) and NR (48,
+ * 16, 16), and past KC (<= 512), NC and MC (672 and 680 here). */
+static const Node gemms[] = {
+    {"Gemm", {"1, 1", "1, 1", ""}, "1, 1", NULL},
+    {"Gemm", {"7, 100", "100, 33", "7, 33"}, "7, 33", NULL},
+    {"Gemm", {"7, 33", "7, 100", "100"}, "33, 100", tn_half},
+    {"Gemm", {"100, 33", "7, 33", "100, 1"}, "100, 7", nt_three},
+    {"Gemm", {"47, 9", "49, 47", "1"}, "9, 49", tt_quarter},
+    {"Gemm", {"7, 9", "9, 47", ""}, "7, 47", NULL},
+    {"Gemm", {"5, 15", "15, 17", ""}, "5, 17", NULL},
+    {"Gemm", {"17, 520", "15, 520", ""}, "17, 15", nt},
+    {"Gemm", {"20, 9", "20, 700", ""}, "9, 700", tn},
+    {"Gemm", {"690, 5", "5, 3", ""}, "690, 3", NULL},
+    {"Gemm", {"13, 385", "385, 95", "13, 95"}, "13, 95", beta_zero},
+    {"Gemm", {"0, 3", "0, 4", "3, 4"}, "3, 4", tn_half},
+    /* fewer rows than half a microtile: the unpacked path */
+    {"Gemm", {"3, 40", "50, 40", "50"}, "3, 50", nt_three},
+    {"Gemm", {"40, 2", "40, 300", "2, 300"}, "2, 300", tn_half},
+    {"Gemm", {"1, 700", "700, 1000", ""}, "1, 1000", NULL},
+    {"Gemm", {"70, 1", "90, 70", ""}, "1, 90", tt_quarter},
+};
+
+static void test_gemm_f32(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g =
+      program("gemms", gemms, G_N_ELEMENTS(gemms), WEIR_DTYPE_F32);
+  check_program(g, G_N_ELEMENTS(gemms), WEIR_DTYPE_F32);
+}
+
+static void test_gemm_f64(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = program("gemms64", gemms, 6, WEIR_DTYPE_F64);
+  check_program(g, 6, WEIR_DTYPE_F64);
+}
+
+/* ---------------------------------------------------------------- MatMul */
+
+static const Node matmuls[] = {
+    {"MatMul", {"3, 7, 33", "33, 49", ""}, "3, 7, 49", NULL},
+    {"MatMul", {"2, 1, 5, 9", "3, 9, 17", ""}, "2, 3, 5, 17", NULL},
+    {"MatMul", {"33", "2, 33, 10", ""}, "2, 10", NULL},
+    {"MatMul", {"4, 33", "33", ""}, "4", NULL},
+    {"MatMul", {"64, 100", "100, 50", ""}, "64, 50", NULL},
+};
+
+static void test_matmul(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g =
+      program("matmuls", matmuls, G_N_ELEMENTS(matmuls), WEIR_DTYPE_F32);
+  check_program(g, G_N_ELEMENTS(matmuls), WEIR_DTYPE_F32);
+}
+
+/* ------------------------------------------------------------------ Conv */
+
+static void set2(WeirNode *n, const char *name, gint64 a, gint64 b) {
+  gint64 v[2] = {a, b};
+  weir_node_set_attr_ints(n, name, v, 2);
+}
+static void pad1(WeirNode *n) {
+  gint64 pads[4] = {1, 1, 1, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+static void g2_s2_p1(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 2);
+  set2(n, "strides", 2, 2);
+  pad1(n);
+}
+static void dil(WeirNode *n) {
+  set2(n, "dilations", 2, 1);
+  gint64 pads[4] = {2, 0, 1, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+static void s2(WeirNode *n) {
+  set2(n, "strides", 2, 2);
+}
+
+static const Node convs[] = {
+    {"Conv", {"2, 5, 9, 8", "6, 5, 3, 3", "6"}, "2, 6, 9, 8", pad1},
+    {"Conv", {"1, 4, 7, 7", "8, 4, 1, 1", "8"}, "1, 8, 7, 7", NULL},
+    {"Conv", {"2, 4, 9, 9", "6, 2, 3, 3", ""}, "2, 6, 5, 5", g2_s2_p1},
+    {"Conv", {"1, 3, 10, 11", "4, 3, 3, 2", "4"}, "1, 4, 9, 11", dil},
+    {"Conv", {"2, 8, 5, 5", "9, 8, 1, 1", ""}, "2, 9, 5, 5", NULL},
+    {"Conv", {"1, 16, 9, 9", "49, 16, 1, 1", "49"}, "1, 49, 5, 5", s2},
+};
+
+static void test_conv(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g =
+      program("convs", convs, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
+  check_program(g, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
+}
+
+/* ------------------------------------------- a sample with epilogues */
+
+static void test_lenet_epilogues(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autofree char *path =
+      g_strdup_printf("%s/samples/models/lenet.onnx", WEIR_SRCDIR);
+  g_autofree char *in =
+      g_strdup_printf("%s/samples/models/lenet/input_0.pb", WEIR_SRCDIR);
+  g_autoptr(WeirTensor) input = weir_tensor_load(in, NULL, &err);
+  assert_non_null(input);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  GArray *shape0 = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_array_append_vals(shape0, input->shape, input->rank);
+  g_hash_table_insert(shapes, (gpointer) "input", shape0);
+  WeirOnnxImportOptions opts = {.input_shapes = shapes};
+  g_autoptr(WeirGraph) g = weir_onnx_import(path, &opts, &err);
+  if (!g)
+    fail_msg("lenet: %s", err->message);
+  g_autofree char *rpath =
+      g_strdup_printf("%s/samples/recipes/lenet.json", WEIR_SRCDIR);
+  g_autoptr(WeirRecipe) r = weir_recipe_load(rpath, &err);
+  assert_non_null(r);
+  if (!weir_recipe_apply(g, r, NULL, NULL, &err))
+    fail_msg("lenet recipe: %s", err->message);
+  guint fused = 0, set = 0;
+  for (guint i = 0; i < g->states->len; i++) {
+    WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind != WEIR_NODE_LIBRARY ||
+          (g_strcmp0(n->op, "Gemm") != 0 && g_strcmp0(n->op, "Conv") != 0 &&
+           g_strcmp0(n->op, "MatMul") != 0))
+        continue;
+      fused += weir_node_attr(n, "epilogue") != NULL;
+      const WeirNativeImpl *ni = weir_native_lookup(n->op, "weir");
+      g_autofree char *why = NULL;
+      if (ni->accepts(g, s, n, &why)) {
+        weir_node_set_attr_string(n, "impl", "weir");
+        set++;
+      }
+    }
+  }
+  assert_true(fused > 0); /* the recipe fuses epilogues */
+  assert_true(set > 0);
+  g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
+  g_autoptr(GHashTable) args = tensors_new();
+  const char *out_name = NULL;
+  for (guint a = 0; a < abi->len; a++) {
+    const WeirContainer *c = g_ptr_array_index(abi, a);
+    gint64 shape[8] = {0};
+    for (guint d = 0; d < c->shape->len; d++)
+      assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,
+                                 &shape[d], NULL));
+    if (strcmp(c->name, "input") == 0) {
+      g_hash_table_replace(args, g_strdup(c->name), weir_tensor_copy(input));
+    } else {
+      g_hash_table_replace(args, g_strdup(c->name),
+                           weir_tensor_new(c->dtype, c->shape->len, shape));
+      out_name = c->name;
+    }
+  }
+  assert_non_null(out_name);
+  Fixture *f = fixture_new();
+  f->opts.flags = FLAGS;
+  g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
+  if (!k)
+    fail_msg("lenet: %s", err->message);
+  g_autofree char *exp =
+      g_strdup_printf("%s/samples/models/lenet/output_0.pb", WEIR_SRCDIR);
+  g_autoptr(WeirTensor) torch = weir_tensor_load(exp, NULL, &err);
+  assert_non_null(torch);
+  for (int threads = 1; threads <= 2; threads++) {
+    assert_true(weir_kernel_set_threads(k, threads, &err));
+    g_autoptr(GHashTable) got = copy_args(args);
+    if (!weir_kernel_run(k, NULL, got, &err))
+      fail_msg("lenet: %s", err->message);
+    if (!weir_tensor_allclose(g_hash_table_lookup(got, out_name), torch, 1e-4,
+                              1e-5, NULL, &err))
+      fail_msg("lenet, weir, %d threads, vs PyTorch: %s", threads,
+               err->message);
+  }
+  fixture_free(f);
+}
+
+/* The blocking follows the profile: the microtile from the ISA, KC from
+ * L1, NC and MC from L2, each a multiple of its tile. */
+static void test_blocking(void **state) {
+  (void)state;
+  WeirHwProfile hw = {.isa = WEIR_HW_ISA_AVX512,
+                      .l1d_bytes = 48 * 1024,
+                      .l2_bytes = 2 * 1024 * 1024};
+  WeirGemmBlocking b;
+  weir_kernel_gemm_blocking(&hw, WEIR_DTYPE_F32, &b);
+  assert_int_equal(b.vl, 16);
+  assert_int_equal(b.nr, b.nv * b.vl);
+  assert_int_equal(b.kc, 256);
+  assert_int_equal(b.nc % b.nr, 0);
+  assert_int_equal(b.mc % b.mr, 0);
+  assert_true((gint64)b.kc * b.nc * 4 <= hw.l2_bytes / 2);
+  hw.isa = WEIR_HW_ISA_AVX2;
+  hw.l1d_bytes = 32 * 1024;
+  hw.l2_bytes = 256 * 1024;
+  weir_kernel_gemm_blocking(&hw, WEIR_DTYPE_F64, &b);
+  assert_int_equal(b.vl, 4);
+  assert_true(b.kc >= 64 && b.kc <= 512 && b.kc % 16 == 0);
+  assert_true((gint64)b.kc * b.nc * 8 <= hw.l2_bytes / 2);
+  /* the text names the ISA and the sizes, so the cache key covers them */
+  g_autofree char *text = weir_kernel_gemm_text(WEIR_DTYPE_F64, &b);
+  g_autofree char *head = g_strdup_printf(
+      "for avx2+fma:\n * microtile MR %u x NR %u (%u vectors of %u), blocks "
+      "KC %u,\n * MC %u, NC %u",
+      b.mr, b.nr, b.nv, b.vl, b.kc, b.mc, b.nc);
+  if (!strstr(text, head))
+    fail_msg("no '%s' in the GEMM text", head);
+}
+
+/* The compile-cache key covers the kernels' ISA: the same program with
+ * $WEIR_ISA lowered gets another key (and the same one again without). */
+static void test_key_covers_isa(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = program("gemms", gemms, 2, WEIR_DTYPE_F32);
+  WeirCompileOptions opts = {.flags = FLAGS};
+  g_unsetenv("WEIR_ISA");
+  g_autofree char *k1 = weir_kernel_key(g, &opts, &err);
+  assert_non_null(k1);
+  g_setenv("WEIR_ISA", "generic", TRUE);
+  g_autofree char *k2 = weir_kernel_key(g, &opts, &err);
+  g_unsetenv("WEIR_ISA");
+  g_autofree char *k3 = weir_kernel_key(g, &opts, &err);
+  assert_string_equal(k1, k3);
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  if (hw->isa != WEIR_HW_ISA_GENERIC)
+    assert_string_not_equal(k1, k2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_blocking),
+      cmocka_unit_test(test_key_covers_isa),
+      cmocka_unit_test(test_gemm_f32),
+      cmocka_unit_test(test_gemm_f64),
+      cmocka_unit_test(test_matmul),
+      cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_lenet_epilogues),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
