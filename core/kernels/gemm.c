@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "weir-expr.h"
 #include "weir-kernels.h"
 
 /* ------------------------------------------------------------ blocking */
@@ -299,12 +300,13 @@ static const char gemm_driver[] =
     " * (B block packed, shared), MC rows of A (A block packed, shared),\n"
     " * then the microtiles split statically over the OpenMP threads (one\n"
     " * parallel region per call; the packing loops are split too).  Returns\n"
-    " * non-zero when the packing buffers cannot be allocated. */\n"
+    " * non-zero when the packing buffers cannot be allocated (work, when\n"
+    " * not NULL, holds them: weir_kernel_gemm_work_bytes). */\n"
     "static int weir_gemm_@S@(int ta, int tb, int64_t m, int64_t n, int64_t "
     "k,\n"
     "                         @T@ alpha, const @T@ *a, int64_t lda,\n"
     "                         const @T@ *b, int64_t ldb, @T@ beta, @T@ *c,\n"
-    "                         int64_t ldc) {\n"
+    "                         int64_t ldc, void *work) {\n"
     "  if (m <= 0 || n <= 0)\n"
     "    return 0;\n"
     "  if (beta != (@T@)0 && beta != (@T@)1)\n"
@@ -370,13 +372,15 @@ static const char gemm_driver[] =
     "64;\n"
     "  const size_t abytes = ((size_t)(kb * mb) * sizeof(@T@) + 63) / 64 * "
     "64;\n"
-    "  @T@ *bp = aligned_alloc(64, bbytes), *ap = aligned_alloc(64, "
-    "abytes);\n"
-    "  if (!bp || !ap) {\n"
-    "    free(bp);\n"
-    "    free(ap);\n"
-    "    return 1;\n"
+    "  /* the packing buffers: the caller's work space (from the kernel's\n"
+    "   * workspace) when given, else allocated for this call */\n"
+    "  void *own = NULL;\n"
+    "  if (!work) {\n"
+    "    own = work = aligned_alloc(64, bbytes + abytes);\n"
+    "    if (!own)\n"
+    "      return 1;\n"
     "  }\n"
+    "  @T@ *bp = (@T@ *)work, *ap = (@T@ *)((char *)work + bbytes);\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel if (m * n * k > 32768)\n"
     "#endif\n"
@@ -420,8 +424,7 @@ static const char gemm_driver[] =
     "      }\n"
     "    }\n"
     "  }\n"
-    "  free(bp);\n"
-    "  free(ap);\n"
+    "  free(own);\n"
     "  return 0;\n"
     "}\n";
 
@@ -503,7 +506,7 @@ char *weir_kernel_gemm_prototype(WeirDType t) {
       "static int %s(int ta, int tb, int64_t m, int64_t n, int64_t k, %s "
       "alpha,\n"
       "              const %s *a, int64_t lda, const %s *b, int64_t ldb,\n"
-      "              %s beta, %s *c, int64_t ldc);\n",
+      "              %s beta, %s *c, int64_t ldc, void *work);\n",
       weir_kernel_gemm_name(t), ty, ty, ty, ty, ty);
 }
 
@@ -520,4 +523,29 @@ char *weir_kernels_signature(void) {
                            b.nc);
   }
   return g_string_free(s, FALSE);
+}
+
+/* round64(kb * nb * size) + round64(kb * mb * size): what the driver's
+ * packing buffers take for these m, n, k (its bbytes + abytes). */
+static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
+                         gint64 n, gint64 k) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return 0;
+  gint64 kb = MIN(k, (gint64)bl->kc);
+  gint64 nb =
+      n < (gint64)bl->nc ? (n + bl->nr - 1) / bl->nr * bl->nr : (gint64)bl->nc;
+  gint64 mb =
+      m < (gint64)bl->mc ? (m + bl->mr - 1) / bl->mr * bl->mr : (gint64)bl->mc;
+  return (kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64;
+}
+
+WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
+                                      const WeirExpr *m, const WeirExpr *n,
+                                      const WeirExpr *k) {
+  gint64 size = t == WEIR_DTYPE_F64 ? 8 : 4, cm, cn, ck;
+  if (m && n && k && weir_expr_is_const(m, &cm) && weir_expr_is_const(n, &cn) &&
+      weir_expr_is_const(k, &ck))
+    return weir_expr_const(work_exact(bl, size, cm, cn, ck));
+  /* symbolic sizes: the largest blocks the driver packs */
+  return weir_expr_const(work_exact(bl, size, bl->mc, bl->nc, bl->kc));
 }

@@ -10,9 +10,12 @@
  *    (weir_hw_detect(), honouring $WEIR_ISA) at code-generation time and
  *    are written into the helper text, so the compile-cache key covers
  *    them.
- *  - Every GEMM call can fail (its packing buffers are allocated per call:
- *    the one place that asks for memory is weir_gemm_<sfx> itself), so
- *    calls are "<status> |= ...".
+ *  - The GEMM's packing buffers and the convolution's patch columns live
+ *    in the function's scratch block of the kernel's workspace
+ *    (e->scratch, sized at code-generation time: exact for constant
+ *    shapes, the largest cache blocks otherwise), so steady-state runs
+ *    allocate nothing.  The calls still return a status ("<status> |=
+ *    ..."): weir_gemm_<sfx> allocates when it is given no work space.
  *  - Helper names: weir_gemm_<sfx> (the GEMM), weir_wgemm_fill_<sfx>,
  *    weir_wconv2d_<sfx>; helpers that call the GEMM declare it first,
  *    since helpers are printed in name order.
@@ -43,14 +46,39 @@ static void use_helper(WeirNativeEmit *e, const char *name_tmpl,
   e->helper(e, name, text);
 }
 
-/* Records weir_gemm_<sfx> for dtype t, blocked for this machine. */
-static void use_gemm(WeirNativeEmit *e, WeirDType t) {
+/* Records weir_gemm_<sfx> for dtype t, blocked for this machine; *bl
+ * (optional) receives the blocking. */
+static void use_gemm(WeirNativeEmit *e, WeirDType t, WeirGemmBlocking *bl) {
   g_autoptr(WeirHwProfile) hw = weir_hw_detect();
-  WeirGemmBlocking bl;
-  weir_kernel_gemm_blocking(hw, t, &bl);
-  g_autofree char *text = weir_kernel_gemm_text(t, &bl);
+  WeirGemmBlocking own;
+  if (!bl)
+    bl = &own;
+  weir_kernel_gemm_blocking(hw, t, bl);
+  g_autofree char *text = weir_kernel_gemm_text(t, bl);
   e->helper(e, weir_kernel_gemm_name(t), text);
   e->uses_status = TRUE;
+}
+
+/* The C text of a scratch block of `bytes` (taken over) for the node's
+ * call, from the kernel's workspace; "NULL" when nothing is needed. */
+static char *scratch_ptr(WeirNativeEmit *e, WeirExpr *bytes) {
+  g_autoptr(WeirExpr) b = bytes;
+  gint64 v;
+  if (weir_expr_is_const(b, &v) && v <= 0)
+    return g_strdup("NULL");
+  g_autofree char *p = e->scratch(e, b);
+  return g_strdup_printf("(void *)%s", p);
+}
+
+/* Scratch for the packing buffers of one m x n x k GEMM (borrowed
+ * expressions, NULL = 1). */
+static char *gemm_work(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
+                       const WeirExpr *n, const WeirExpr *k) {
+  WeirGemmBlocking bl;
+  use_gemm(e, t, &bl);
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  return scratch_ptr(e, weir_kernel_gemm_work_bytes(t, &bl, m ? m : one,
+                                                    n ? n : one, k ? k : one));
 }
 
 static char *number(double v, WeirDType t) {
@@ -152,12 +180,13 @@ static gboolean gemm_emit(WeirNativeEmit *e, GError **error) {
                            "weir_wgemm_fill_%s(%s, %s, %s, %s, %s, %s, %s);\n",
                            sfx(t), y->ptr, c->ptr, m, nn, cr, cc, beta);
   }
-  use_gemm(e, t);
+  g_autofree char *work =
+      gemm_work(e, t, dim(y->c, 0), dim(y->c, 1), dim(a->c, ta ? 0 : 1));
   g_string_append_printf(e->code,
                          "%s |= weir_gemm_%s(%d, %d, %s, %s, %s, %s, %s, %s, "
-                         "%s, %s, %s, %s, %s);\n",
+                         "%s, %s, %s, %s, %s, %s);\n",
                          e->status, sfx(t), ta, tb, m, nn, k, alpha, a->ptr,
-                         lda, b->ptr, ldb, c->c ? "1" : "0", y->ptr, nn);
+                         lda, b->ptr, ldb, c->c ? "1" : "0", y->ptr, nn, work);
   return TRUE;
 }
 
@@ -197,13 +226,15 @@ static gboolean matmul_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *nn = bv ? g_strdup("1") : dim_c(e, b->c, rb - 1);
   g_autofree char *ldb = bv ? g_strdup("1") : g_strdup(nn);
   emit_header(e, "weir");
-  use_gemm(e, t);
+  g_autofree char *work =
+      gemm_work(e, t, av ? NULL : dim(a->c, ra - 2),
+                bv ? NULL : dim(b->c, rb - 1), dim(a->c, ra - 1));
   if (nb == 0) {
     g_string_append_printf(e->code,
                            "%s |= weir_gemm_%s(0, 0, %s, %s, %s, 1, %s, %s, "
-                           "%s, %s, 0, %s, %s);\n",
+                           "%s, %s, 0, %s, %s, %s);\n",
                            e->status, sfx(t), m, nn, k, a->ptr, k, b->ptr, ldb,
-                           y->ptr, nn);
+                           y->ptr, nn, work);
     return TRUE;
   }
   /* one GEMM per batch element, each split over the threads */
@@ -230,10 +261,11 @@ static gboolean matmul_emit(WeirNativeEmit *e, GError **error) {
   g_string_append_printf(e->code,
                          "  (void)rest;\n"
                          "  %s |= weir_gemm_%s(0, 0, %s, %s, %s, 1, %s + oa, "
-                         "%s, %s + ob, %s, 0, %s + bi * (%s) * (%s), %s);\n"
+                         "%s, %s + ob, %s, 0, %s + bi * (%s) * (%s), %s, "
+                         "%s);\n"
                          "}\n",
                          e->status, sfx(t), m, nn, k, a->ptr, k, b->ptr, ldb,
-                         y->ptr, m, nn, nn);
+                         y->ptr, m, nn, nn, work);
   return TRUE;
 }
 
@@ -251,15 +283,17 @@ static const char conv_text[] =
     " * image side by side, zeros in the padding), one GEMM\n"
     " * tmp[mg x n*oh*ow] = w_g * col, scattered to NCHW (with one image the\n"
     " * GEMM writes y directly).  The bias is written first and the GEMM adds\n"
-    " * to it (beta = 1).  Returns non-zero when a buffer cannot be\n"
-    " * allocated. */\n"
+    " * to it (beta = 1).  ws is the caller's scratch: col and tmp, then "
+    "(64-byte\n"
+    " * aligned) the GEMM's packing buffers; for the 1x1 case only the latter. "
+    "*/\n"
     "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *b,\n"
     "                            @T@ *y, int64_t n, int64_t c, int64_t h,\n"
     "                            int64_t wd, int64_t m, int64_t kh,\n"
     "                            int64_t kw, int64_t oh, int64_t ow,\n"
     "                            int64_t groups, int64_t sh, int64_t sw,\n"
     "                            int64_t dh, int64_t dw, int64_t ph,\n"
-    "                            int64_t pw) {\n"
+    "                            int64_t pw, void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
     "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
     "  if (n == 0 || m == 0 || ohw == 0)\n"
@@ -280,14 +314,14 @@ static const char conv_text[] =
     "    for (int64_t in = 0; in < n; in++)\n"
     "      st |= weir_gemm_@S@(0, 0, m, ohw, c, (@T@)1, w, c, x + in * c * "
     "ohw,\n"
-    "                          ohw, beta, y + in * m * ohw, ohw);\n"
+    "                          ohw, beta, y + in * m * ohw, ohw, ws);\n"
     "    return st;\n"
     "  }\n"
     "  const int64_t ntmp = n > 1 ? mg * cols : 0;\n"
-    "  @T@ *col = malloc((size_t)(kk * cols + ntmp + 1) * sizeof(@T@));\n"
-    "  if (!col)\n"
-    "    return 1;\n"
-    "  @T@ *tmp = col + kk * cols;\n"
+    "  @T@ *col = (@T@ *)ws, *tmp = col + kk * cols;\n"
+    "  void *gw = (char *)ws + ((size_t)(kk * cols + ntmp + 1) * sizeof(@T@) "
+    "+\n"
+    "                           63) / 64 * 64;\n"
     "  int st = 0;\n"
     "  for (int64_t g = 0; g < groups && !st; g++) {\n"
     "#ifdef _OPENMP\n"
@@ -330,11 +364,11 @@ static const char conv_text[] =
     "    const @T@ *wg = w + g * mg * kk;\n"
     "    if (n == 1) {\n"
     "      st |= weir_gemm_@S@(0, 0, mg, ohw, kk, (@T@)1, wg, kk, col, ohw,\n"
-    "                          beta, y + g * mg * ohw, ohw);\n"
+    "                          beta, y + g * mg * ohw, ohw, gw);\n"
     "      continue;\n"
     "    }\n"
     "    st |= weir_gemm_@S@(0, 0, mg, cols, kk, (@T@)1, wg, kk, col, cols,\n"
-    "                        (@T@)0, tmp, cols);\n"
+    "                        (@T@)0, tmp, cols, gw);\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for collapse(2) if (mg * cols > 65536)\n"
     "#endif\n"
@@ -347,9 +381,51 @@ static const char conv_text[] =
     "      }\n"
     "    }\n"
     "  }\n"
-    "  free(col);\n"
     "  return st;\n"
     "}\n";
+
+/* The scratch of weir_wconv2d: round64(bytes of col and tmp), unless the
+ * convolution is 1x1 at unit stride without padding in one group, then the
+ * GEMM's packing buffers for the largest of its GEMMs. */
+static char *conv_scratch(WeirNativeEmit *e, WeirDType t,
+                          const WeirContainer *x, const WeirContainer *w,
+                          const WeirContainer *y, const WeirConvGeometry *geo) {
+  WeirGemmBlocking bl;
+  use_gemm(e, t, &bl);
+  gint64 pb[2], pe[2];
+  gboolean one = geo->group == 1 && dim_is(w, 2, 1) && dim_is(w, 3, 1) &&
+                 geo->strides[0] == 1 && geo->strides[1] == 1;
+  for (guint d = 0; d < 2 && one; d++)
+    one = weir_expr_is_const(geo->pad_begin[d], &pb[d]) && pb[d] == 0 &&
+          weir_expr_is_const(geo->pad_end[d], &pe[d]) && pe[d] == 0;
+  gint64 size = (gint64)weir_dtype_size(t);
+  g_autoptr(WeirExpr) groups = weir_expr_const(geo->group);
+  g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(y, 2), dim(y, 3));
+  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(x, 0), ohw);
+  g_autoptr(WeirExpr) khw = weir_expr_mul(dim(w, 2), dim(w, 3));
+  g_autoptr(WeirExpr) kk = weir_expr_mul(dim(w, 1), khw); /* C/g * kh * kw */
+  g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(w, 0), groups);
+  g_autoptr(WeirExpr) w1 =
+      weir_kernel_gemm_work_bytes(t, &bl, dim(w, 0), ohw, dim(x, 1));
+  g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(t, &bl, mg, ohw, kk);
+  g_autoptr(WeirExpr) w3 = weir_kernel_gemm_work_bytes(t, &bl, mg, cols, kk);
+  g_autoptr(WeirExpr) w23 = weir_expr_max(w2, w3);
+  g_autoptr(WeirExpr) gwork = weir_expr_max(w1, w23);
+  if (one)
+    return scratch_ptr(e, weir_expr_ref(gwork));
+  /* col: kk * cols elements, tmp: mg * cols when n > 1 (counted always),
+   * one more, rounded up to 64 bytes as the helper does */
+  g_autoptr(WeirExpr) colel = weir_expr_mul(kk, cols);
+  g_autoptr(WeirExpr) tmpel = weir_expr_mul(mg, cols);
+  g_autoptr(WeirExpr) el = weir_expr_add(colel, tmpel);
+  g_autoptr(WeirExpr) el1 = weir_expr_add_const(el, 1);
+  g_autoptr(WeirExpr) by = weir_expr_mul_const(el1, size);
+  g_autoptr(WeirExpr) by63 = weir_expr_add_const(by, 63);
+  g_autoptr(WeirExpr) c64 = weir_expr_const(64);
+  g_autoptr(WeirExpr) q = weir_expr_floordiv(by63, c64);
+  g_autoptr(WeirExpr) colbytes = weir_expr_mul_const(q, 64);
+  return scratch_ptr(e, weir_expr_add(colbytes, gwork));
+}
 
 static gboolean conv_emit(WeirNativeEmit *e, GError **error) {
   const WeirContainer *x = e->in[0].c, *w = e->in[1].c, *y = e->out[0].c;
@@ -367,7 +443,7 @@ static gboolean conv_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *ph = e->expr_c(e, geo.pad_begin[0]);
   g_autofree char *pw = e->expr_c(e, geo.pad_begin[1]);
   emit_header(e, "weir");
-  use_gemm(e, t);
+  g_autofree char *ws = conv_scratch(e, t, x, w, y, &geo);
   g_autofree char *proto = weir_kernel_gemm_prototype(t);
   g_autofree char *text = g_strconcat(proto, conv_text, NULL);
   use_helper(e, "weir_wconv2d_@S@", text, t);
@@ -375,10 +451,10 @@ static gboolean conv_emit(WeirNativeEmit *e, GError **error) {
       e->code,
       "%s |= weir_wconv2d_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
       "%s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %s, %s);\n",
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %s, %s, %s);\n",
       e->status, sfx(t), e->in[0].ptr, e->in[1].ptr, bp, e->out[0].ptr, n, c, h,
       wd, m, kh, kw, oh, ow, geo.group, geo.strides[0], geo.strides[1],
-      geo.dilations[0], geo.dilations[1], ph, pw);
+      geo.dilations[0], geo.dilations[1], ph, pw, ws);
   return TRUE;
 }
 

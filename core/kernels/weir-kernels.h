@@ -33,11 +33,20 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
  *   static int weir_gemm_<sfx>(int ta, int tb, int64_t m, int64_t n,
  *                              int64_t k, T alpha, const T *a, int64_t lda,
  *                              const T *b, int64_t ldb, T beta, T *c,
- *                              int64_t ldc);
- * (row-major C = alpha op(A) op(B) + beta C; returns non-zero when its
- * packing buffers cannot be allocated) for dtype t with blocking bl.
+ *                              int64_t ldc, void *work);
+ * (row-major C = alpha op(A) op(B) + beta C) for dtype t with blocking bl.
+ * work holds the packing buffers (64-byte aligned, at least
+ * weir_kernel_gemm_work_bytes); NULL makes the call allocate them, and then
+ * it returns non-zero when they cannot be allocated.
  * (transfer full) */
 char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
+
+/* The bytes of work space weir_gemm_<sfx> needs for an m x n x k product
+ * (borrowed expressions; NULL = unknown): exact when all three are
+ * constants, else the bound for the largest cache blocks. (transfer full) */
+WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
+                                      const WeirExpr *m, const WeirExpr *n,
+                                      const WeirExpr *k);
 
 /* The prototype of weir_gemm_<sfx> as one line, for helpers that call it
  * (helpers are printed in name order). (transfer full) */

@@ -26,6 +26,7 @@
 #include "weir-evaluate.h"
 #include "weir-import.h"
 #include "weir-json.h"
+#include "weir-native.h"
 #include "weir-train.h"
 
 /* ---------------------------------------------------- counting allocator */
@@ -217,8 +218,19 @@ static void check_program(Fixture *fx, WeirGraph *g, GHashTable *symbols,
   weir_compile_info_clear(&info);
 }
 
+/* the default implementations: Weir's GEMM, whose packing buffers and
+ * patch columns come from the scratch block */
 static void test_lenet(void **state) {
   g_autoptr(WeirGraph) g = lenet();
+  check_program(*state, g, NULL, "(void *)scratch);");
+}
+
+/* im2col columns for OpenBLAS */
+static void test_lenet_blas(void **state) {
+  g_autoptr(WeirGraph) g = lenet();
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_native_set_impl(g, "Conv", "im2col", NULL, &err));
+  assert_true(weir_native_set_impl(g, "Gemm", "blas", NULL, &err));
   check_program(*state, g, NULL, "(float *)scratch);");
 }
 
@@ -248,6 +260,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_lenet, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lenet_blas, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lenet_training, setup, teardown),
       cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
   };

@@ -188,11 +188,12 @@ static inline void weir_gemm_pack_a_f32(int ta, const float *a, int64_t lda,
  * (B block packed, shared), MC rows of A (A block packed, shared),
  * then the microtiles split statically over the OpenMP threads (one
  * parallel region per call; the packing loops are split too).  Returns
- * non-zero when the packing buffers cannot be allocated. */
+ * non-zero when the packing buffers cannot be allocated (work, when
+ * not NULL, holds them: weir_kernel_gemm_work_bytes). */
 static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c,
-                         int64_t ldc) {
+                         int64_t ldc, void *work) {
   if (m <= 0 || n <= 0)
     return 0;
   if (beta != (float)0 && beta != (float)1)
@@ -255,12 +256,15 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
   const int64_t mb = m < 96 ? (m + 4 - 1) / 4 * 4 : 96;
   const size_t bbytes = ((size_t)(kb * nb) * sizeof(float) + 63) / 64 * 64;
   const size_t abytes = ((size_t)(kb * mb) * sizeof(float) + 63) / 64 * 64;
-  float *bp = aligned_alloc(64, bbytes), *ap = aligned_alloc(64, abytes);
-  if (!bp || !ap) {
-    free(bp);
-    free(ap);
-    return 1;
+  /* the packing buffers: the caller's work space (from the kernel's
+   * workspace) when given, else allocated for this call */
+  void *own = NULL;
+  if (!work) {
+    own = work = aligned_alloc(64, bbytes + abytes);
+    if (!own)
+      return 1;
   }
+  float *bp = (float *)work, *ap = (float *)((char *)work + bbytes);
 #ifdef _OPENMP
 #pragma omp parallel if (m * n * k > 32768)
 #endif
@@ -303,8 +307,7 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
       }
     }
   }
-  free(bp);
-  free(ap);
+  free(own);
   return 0;
 }
 
@@ -328,7 +331,8 @@ size_t torch_jit_workspace_size(const int64_t symbols[]) {
   const int64_t batch = symbols[0];
   const size_t v_fc1_Gemm_output_0_bytes = weir_align64((size_t)(batch * 64) * sizeof(float));
   const size_t v_Relu_output_0_bytes = weir_align64((size_t)(batch * 64) * sizeof(float));
-  const size_t arena_bytes = v_fc1_Gemm_output_0_bytes + v_Relu_output_0_bytes;
+  const size_t scratch_bytes = weir_align64((size_t)258048 * sizeof(uint8_t));
+  const size_t arena_bytes = v_fc1_Gemm_output_0_bytes + v_Relu_output_0_bytes + scratch_bytes;
   return arena_bytes > 0 ? arena_bytes : 64;
 }
 
@@ -347,7 +351,8 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   };
   const size_t v_fc1_Gemm_output_0_bytes = weir_align64((size_t)(batch * 64) * sizeof(float));
   const size_t v_Relu_output_0_bytes = weir_align64((size_t)(batch * 64) * sizeof(float));
-  const size_t arena_bytes = v_fc1_Gemm_output_0_bytes + v_Relu_output_0_bytes;
+  const size_t scratch_bytes = weir_align64((size_t)258048 * sizeof(uint8_t));
+  const size_t arena_bytes = v_fc1_Gemm_output_0_bytes + v_Relu_output_0_bytes + scratch_bytes;
   unsigned char *const arena = workspace ? (unsigned char *)workspace : aligned_alloc(64, arena_bytes > 0 ? arena_bytes : 64);
   if (!arena) {
     return 1;
@@ -356,11 +361,12 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   /* v_Relu_output_0: written whole before it is read */
   float *const v_fc1_Gemm_output_0 = (float *)arena; /* f32[batch, 64] */
   float *const v_Relu_output_0 = (float *)(arena + v_fc1_Gemm_output_0_bytes); /* f32[batch, 64] */
+  uint8_t *const scratch = (uint8_t *)(arena + v_fc1_Gemm_output_0_bytes + v_Relu_output_0_bytes); /* scratch of native calls and nested programs */
   int status = 0;
   /* state 1 'main' */
   /* Gemm '_fc1_Gemm' (node 4): weir */
   weir_wgemm_fill_f32(v_fc1_Gemm_output_0, fc1_bias, batch, 64, 1, 64, 1.0f);
-  status |= weir_gemm_f32(0, 1, batch, 64, 64, 1.0f, input, 64, fc1_weight, 64, 1, v_fc1_Gemm_output_0, 64);
+  status |= weir_gemm_f32(0, 1, batch, 64, 64, 1.0f, input, 64, fc1_weight, 64, 1, v_fc1_Gemm_output_0, 64, (void *)scratch);
   /* map 32 '_Relu': i0 in 0:batch, i1 in 0:64 (parallel) */
   for (int64_t i0 = 0; i0 < batch; i0++) {
     for (int64_t i1 = 0; i1 < 64; i1++) {
@@ -373,7 +379,7 @@ int torch_jit_run(void *const args[], const int64_t symbols[],
   }
   /* Gemm '_fc2_Gemm' (node 20): weir */
   weir_wgemm_fill_f32(output, fc2_bias, batch, 10, 1, 10, 1.0f);
-  status |= weir_gemm_f32(0, 1, batch, 10, 64, 1.0f, v_Relu_output_0, 64, fc2_weight, 64, 1, output, 10);
+  status |= weir_gemm_f32(0, 1, batch, 10, 64, 1.0f, v_Relu_output_0, 64, fc2_weight, 64, 1, output, 10, (void *)scratch);
   if (!workspace)
     free(arena);
   return status;

@@ -179,11 +179,12 @@ static inline void weir_gemm_pack_a_f32(int ta, const float *a, int64_t lda,
  * (B block packed, shared), MC rows of A (A block packed, shared),
  * then the microtiles split statically over the OpenMP threads (one
  * parallel region per call; the packing loops are split too).  Returns
- * non-zero when the packing buffers cannot be allocated. */
+ * non-zero when the packing buffers cannot be allocated (work, when
+ * not NULL, holds them: weir_kernel_gemm_work_bytes). */
 static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
                          float alpha, const float *a, int64_t lda,
                          const float *b, int64_t ldb, float beta, float *c,
-                         int64_t ldc) {
+                         int64_t ldc, void *work) {
   if (m <= 0 || n <= 0)
     return 0;
   if (beta != (float)0 && beta != (float)1)
@@ -246,12 +247,15 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
   const int64_t mb = m < 96 ? (m + 4 - 1) / 4 * 4 : 96;
   const size_t bbytes = ((size_t)(kb * nb) * sizeof(float) + 63) / 64 * 64;
   const size_t abytes = ((size_t)(kb * mb) * sizeof(float) + 63) / 64 * 64;
-  float *bp = aligned_alloc(64, bbytes), *ap = aligned_alloc(64, abytes);
-  if (!bp || !ap) {
-    free(bp);
-    free(ap);
-    return 1;
+  /* the packing buffers: the caller's work space (from the kernel's
+   * workspace) when given, else allocated for this call */
+  void *own = NULL;
+  if (!work) {
+    own = work = aligned_alloc(64, bbytes + abytes);
+    if (!own)
+      return 1;
   }
+  float *bp = (float *)work, *ap = (float *)((char *)work + bbytes);
 #ifdef _OPENMP
 #pragma omp parallel if (m * n * k > 32768)
 #endif
@@ -294,8 +298,7 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
       }
     }
   }
-  free(bp);
-  free(ap);
+  free(own);
   return 0;
 }
 
@@ -317,7 +320,7 @@ int op_Gemm_abi_version(void) {
 
 size_t op_Gemm_workspace_size(const int64_t symbols[]) {
   (void)symbols;
-  return 0;
+  return 512;
 }
 
 int op_Gemm_run(void *const args[], const int64_t symbols[],
@@ -328,11 +331,17 @@ int op_Gemm_run(void *const args[], const int64_t symbols[],
   float *const Y = (float *)args[3];
   (void)symbols;
   (void)consts;
-  (void)workspace;
+  unsigned char *const arena = workspace ? (unsigned char *)workspace : aligned_alloc(64, 512);
+  if (!arena) {
+    return 1;
+  }
+  uint8_t *const scratch = (uint8_t *)arena; /* scratch of native calls and nested programs */
   int status = 0;
   /* state 1 'main' */
   /* Gemm 'node' (node 2): weir */
   weir_wgemm_fill_f32(Y, X2, 8, 6, 1, 6, 1.0f);
-  status |= weir_gemm_f32(0, 0, 8, 6, 5, 1.0f, X0, 5, X1, 6, 1, Y, 6);
+  status |= weir_gemm_f32(0, 0, 8, 6, 5, 1.0f, X0, 5, X1, 6, 1, Y, 6, (void *)scratch);
+  if (!workspace)
+    free(arena);
   return status;
 }
