@@ -248,6 +248,21 @@ static void conv_dw(WeirNode *n) {
   gint64 pads[4] = {1, 1, 1, 1};
   weir_node_set_attr_ints(n, "pads", pads, 4);
 }
+static void conv_dw_s2(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 6);
+  set2(n, "strides", 2, 2);
+  gint64 pads[4] = {1, 1, 1, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+/* a 3x5 depthwise kernel, dilated along the width, stride 3 there, with
+ * uneven pads (more on the left than the dilated kernel's reach) */
+static void conv_dw_dil(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 3);
+  set2(n, "strides", 1, 3);
+  set2(n, "dilations", 1, 2);
+  gint64 pads[4] = {0, 4, 2, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
 
 /* Training operators: explicit window attributes (kernel, strides, begin
  * and end pads, dilations, group). */
@@ -526,6 +541,20 @@ static const Case cases[] = {
      {"2, 4, 7, 6", "4, 1, 3, 3", "4"},
      "2, 4, 4, 6",
      conv_dw,
+     {"im2col", "direct"},
+     "direct"},
+    {"conv_dw_s2",
+     "Conv",
+     {"1, 6, 9, 8", "6, 1, 3, 3", "6"},
+     "1, 6, 5, 4",
+     conv_dw_s2,
+     {"im2col", "direct"},
+     "direct"},
+    {"conv_dw_dil",
+     "Conv",
+     {"2, 3, 7, 10", "3, 1, 3, 5", ""},
+     "2, 3, 7, 3",
+     conv_dw_dil,
      {"im2col", "direct"},
      "direct"},
 };
