@@ -223,6 +223,54 @@ static gboolean valid_name(const char *name) {
   return TRUE;
 }
 
+/* ------------------------------------------------------------ libraries */
+
+/* Where distributions put the OpenMP build of OpenBLAS: Debian's
+ * libopenblas0-openmp (same soname as the default pthreads build, in its
+ * own directory), Fedora's openblas-openmp (its own soname). */
+static const char *const openblas_openmp_paths[] = {
+#if defined(__x86_64__)
+    "/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#elif defined(__aarch64__)
+    "/usr/lib/aarch64-linux-gnu/openblas-openmp/libopenblas.so.0",
+#endif
+    "/usr/lib64/libopenblaso.so.0",
+};
+
+char *weir_compiler_openblas_openmp(void) {
+  const char *env = g_getenv("WEIR_OPENBLAS_OPENMP");
+  if (env)
+    return *env ? g_strdup(env) : NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(openblas_openmp_paths); i++)
+    if (g_file_test(openblas_openmp_paths[i], G_FILE_TEST_EXISTS))
+      return g_strdup(openblas_openmp_paths[i]);
+  return NULL;
+}
+
+static gboolean flags_openmp(char **flags) {
+  for (guint i = 0; flags[i]; i++)
+    if (g_str_has_prefix(flags[i], "-fopenmp"))
+      return TRUE;
+  return FALSE;
+}
+
+/* The link words of library lib: "-l<lib>", except OpenBLAS in a unit
+ * with OpenMP, which links the OpenMP build when there is one (by path,
+ * with its directory as run path) so that its GEMMs run on the unit's
+ * OpenMP threads instead of a second thread pool (docs/native.md). */
+static void add_library(GStrvBuilder *b, const char *lib, gboolean openmp) {
+  g_autofree char *omp = NULL;
+  if (openmp && strcmp(lib, "openblas") == 0 &&
+      (omp = weir_compiler_openblas_openmp())) {
+    g_autofree char *dir = g_path_get_dirname(omp);
+    g_autofree char *rpath = g_strconcat("-Wl,-rpath,", dir, NULL);
+    g_strv_builder_add_many(b, omp, rpath, NULL);
+    return;
+  }
+  g_autofree char *l = g_strconcat("-l", lib, NULL);
+  g_strv_builder_add(b, l);
+}
+
 /* Runs argv, a compiler command writing output, in the private directory
  * of its input src. */
 static gboolean run_checked(char **argv, const char *name, const char *src,
@@ -265,10 +313,9 @@ static gboolean run_compiler(char **cc, char **flags, char **libs,
   g_strv_builder_addv(b, (const char **)flags);
   g_strv_builder_add_many(b, "-o", output, NULL);
   g_strv_builder_addv(b, (const char **)inputs);
-  for (guint i = 0; libs && libs[i]; i++) {
-    g_autofree char *l = g_strconcat("-l", libs[i], NULL);
-    g_strv_builder_add(b, l);
-  }
+  gboolean openmp = flags_openmp(flags);
+  for (guint i = 0; libs && libs[i]; i++)
+    add_library(b, libs[i], openmp);
   g_strv_builder_add(b, "-lm");
   g_auto(GStrv) argv = g_strv_builder_end(b);
   return run_checked(argv, name, inputs[0], output, seconds, error);

@@ -105,14 +105,27 @@ static void threading_defaults(void) {
   }
 }
 
-/* OpenBLAS runs with one thread inside Weir's kernels unless
+/* openblas_get_parallel() of the OpenBLAS a kernel calls: 0 serial, 1
+ * pthreads, 2 OpenMP; -1 when the kernel calls no OpenBLAS. */
+static int blas_parallel(GModule *module) {
+  gpointer sym = NULL;
+  if (!g_module_symbol(module, "openblas_get_parallel", &sym) || !sym)
+    return -1;
+  return ((int (*)(void))sym)();
+}
+
+/* The OpenMP build of OpenBLAS (what kernels with OpenMP link when it is
+ * installed, core/compiler.c) runs its GEMMs on the caller's OpenMP team:
+ * one pool, as many threads as the kernel's loops, and a GEMM called
+ * inside a parallel region runs serially.  It needs nothing here.  Any
+ * other build runs with one thread inside Weir's kernels unless
  * OPENBLAS_NUM_THREADS says otherwise or weir_kernel_set_threads() is
  * called: the kernel's own OpenMP loops use the cores, and a second,
- * separate thread pool of OpenBLAS (Debian's pthreads build) would
+ * separate thread pool of OpenBLAS (Debian's default pthreads build) would
  * oversubscribe them. */
 static void blas_defaults(GModule *module) {
   gpointer sym = NULL;
-  if (g_getenv("OPENBLAS_NUM_THREADS") ||
+  if (g_getenv("OPENBLAS_NUM_THREADS") || blas_parallel(module) == 2 ||
       !g_module_symbol(module, "openblas_set_num_threads", &sym) || !sym)
     return;
   ((SetThreadsFunc)sym)(1);
@@ -241,11 +254,16 @@ static const char *host_cpu(void) {
 }
 
 /* The flags part of the cache key: the normalized flags, plus the host CPU
- * when the code is tuned for the machine that builds it. */
+ * when the code is tuned for the machine that builds it, plus the OpenMP
+ * build of OpenBLAS that units with OpenMP link (weir-runtime.h). */
 static char *key_flags(const char *flags) {
+  g_autofree char *omp_blas =
+      strstr(flags, "-fopenmp") ? weir_compiler_openblas_openmp() : NULL;
+  g_autofree char *blas =
+      omp_blas ? g_strconcat("\nopenblas ", omp_blas, NULL) : g_strdup("");
   if (!strstr(flags, "=native"))
-    return g_strdup(flags);
-  return g_strconcat(flags, "\nhost ", host_cpu(), NULL);
+    return g_strconcat(flags, blas, NULL);
+  return g_strconcat(flags, "\nhost ", host_cpu(), blas, NULL);
 }
 
 static GBytes *read_bytes(const char *path, GError **error) {
@@ -773,8 +791,15 @@ char *weir_kernel_blas_info(WeirKernel *k) {
   g_module_symbol(k->module, "openblas_get_config", &config);
   const char *(*get_core)(void) = (const char *(*)(void))core;
   const char *(*get_config)(void) = (const char *(*)(void))config;
-  return g_strdup_printf("OpenBLAS %s, core %s",
-                         get_config ? get_config() : "?", get_core());
+  static const char *const modes[] = {"serial", "own pthreads pool",
+                                      "OpenMP, the kernel's threads"};
+  int mode = blas_parallel(k->module);
+  /* openblas_get_config() starts with "OpenBLAS <version>" */
+  const char *cfg = get_config ? get_config() : "OpenBLAS";
+  return g_strdup_printf("%s%s, core %s, threads: %s",
+                         g_str_has_prefix(cfg, "OpenBLAS") ? "" : "OpenBLAS ",
+                         cfg, get_core(),
+                         mode >= 0 && mode <= 2 ? modes[mode] : "?");
 }
 
 gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads, GError **error) {

@@ -68,6 +68,14 @@ WEIR_API char *weir_compiler_identity(const WeirCompileOptions *opts,
 WEIR_API char *weir_compiler_flags(const WeirCompileOptions *opts,
                                    GError **error);
 
+/* The OpenMP build of OpenBLAS that kernels compiled with -fopenmp link
+ * instead of -lopenblas: $WEIR_OPENBLAS_OPENMP when set (a library path;
+ * "" means none), else the first of the distributions' locations that
+ * exists (Debian: /usr/lib/<multiarch>/openblas-openmp/libopenblas.so.0,
+ * package libopenblas0-openmp), else NULL (then -lopenblas, the system's
+ * default build).  Part of the compile cache key. (transfer full) */
+WEIR_API char *weir_compiler_openblas_openmp(void);
+
 /* Compiles source into the shared object output.  name (a C identifier, or
  * NULL for "kernel") names the source file in diagnostics.  *seconds
  * (optional) receives the compiler's wall time.  On failure the error
@@ -189,20 +197,29 @@ WEIR_API gboolean weir_kernel_call(WeirKernel *k, void *const args[],
  * started from the calling thread.  FALSE with an error when the kernel
  * does not use OpenMP. */
 /* The BLAS library a kernel's code calls, as "OpenBLAS <config>, core
- * <name>" (openblas_get_config / openblas_get_corename, looked up through
- * the loaded kernel), or NULL when the kernel uses no OpenBLAS.  The core
+ * <name>, threads: <mode>" (openblas_get_config / openblas_get_corename /
+ * openblas_get_parallel, looked up through the loaded kernel; mode is
+ * "OpenMP, the kernel's threads", "own pthreads pool" or "serial"), or
+ * NULL when the kernel uses no OpenBLAS.  The core
  * follows OPENBLAS_CORETYPE when that is set; Weir never sets it.
  * (transfer full) */
 WEIR_API char *weir_kernel_blas_info(WeirKernel *k);
 
 /* Threads of the kernel's OpenMP loops and of its OpenBLAS calls.
  *
+ * Kernels with OpenMP link the OpenMP build of OpenBLAS when it is
+ * installed (weir_compiler_openblas_openmp): its GEMMs then run on the
+ * kernel's own OpenMP threads, with the same count, and there is one
+ * thread pool.  (A process that already holds another OpenBLAS under the
+ * same soname, e.g. a program linked with -lopenblas, keeps that one;
+ * weir_kernel_blas_info() says which build a kernel uses.)
+ *
  * Defaults, for a process that sets nothing: the first kernel loaded sets
  * OMP_WAIT_POLICY=PASSIVE unless the environment has it (idle OpenMP
- * threads sleep rather than spin), and OpenBLAS runs with one thread
- * unless OPENBLAS_NUM_THREADS is set, so that OpenMP loops and library
- * calls do not oversubscribe the cores. weir_kernel_set_threads() sets both
- * to n_threads. */
+ * threads sleep rather than spin), and an OpenBLAS with its own pthreads
+ * pool runs with one thread unless OPENBLAS_NUM_THREADS is set, so that
+ * OpenMP loops and library calls do not oversubscribe the cores.
+ * weir_kernel_set_threads() sets both to n_threads. */
 WEIR_API gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads,
                                           GError **error);
 

@@ -311,6 +311,57 @@ static void acc_plan(StateCtx *sc, Frame *fr, GArray *loops, guint n_par) {
   acc_scan(&a, fr->entry->id);
 }
 
+/* Does a memlet inside the map of entry (or on its entry or exit) resolve
+ * write conflicts? */
+static gboolean scope_has_wcr(StateCtx *sc, const WeirNode *entry) {
+  g_autoptr(GHashTable) scope = g_hash_table_new(g_direct_hash, g_direct_equal);
+  scope_collect(sc, entry->id, scope);
+  g_hash_table_add(scope, GUINT_TO_POINTER(entry->id));
+  for (guint i = 0; i < sc->s->edges->len; i++) {
+    const WeirMemlet *e = g_ptr_array_index(sc->s->edges, i);
+    if (e->wcr != WEIR_WCR_NONE &&
+        (g_hash_table_contains(scope, GUINT_TO_POINTER(e->src)) ||
+         g_hash_table_contains(scope, GUINT_TO_POINTER(e->dst))))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* The number of leading loops "omp parallel for" divides: the map's
+ * collapse depth over rectangular loops (at least one), extended past
+ * leading loops of one iteration (a batch of 1: "for (i0 = 0; i0 < 1;
+ * i0++)" would put the whole map on one thread) when nothing in the map
+ * resolves write conflicts (splitting more parameters could make such
+ * writes atomic). */
+static guint par_depth(StateCtx *sc, const WeirNode *entry, GArray *loops) {
+  const WeirMap *map = entry->map;
+  guint nrect = 0;
+  while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
+    nrect++;
+  guint c = MAX(1, MIN(map->collapse, nrect));
+  int wcr = -1; /* not looked up yet */
+  while (c < nrect) {
+    gboolean single = TRUE;
+    for (guint k = 0; k < c && single; k++) {
+      const Loop *l = &g_array_index(loops, Loop, k);
+      gint64 sz = 0;
+      g_autoptr(WeirExpr) size =
+          l->param >= 0 ? weir_range_size(&g_array_index(map->ranges, WeirRange,
+                                                         (guint)l->param))
+                        : NULL;
+      single = size && weir_expr_is_const(size, &sz) && sz == 1;
+    }
+    if (!single)
+      break;
+    if (wcr == -1)
+      wcr = scope_has_wcr(sc, entry);
+    if (wcr)
+      break;
+    c++;
+  }
+  return c;
+}
+
 void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   Fn *f = sc->f;
   const WeirMap *map = entry->map;
@@ -374,12 +425,8 @@ void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   guint n_par = 0;
   if (fr.par_root) {
     /* the loops "omp parallel for" divides (as printed below) */
-    guint nrect = 0;
-    while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
-      nrect++;
-    guint c = MAX(1, MIN(map->collapse, nrect));
-    fr.n_split = loops->len == np ? c : 0;
-    n_par = c;
+    n_par = par_depth(sc, entry, loops);
+    fr.n_split = loops->len == np ? n_par : 0;
   }
   acc_plan(sc, &fr, loops, n_par);
 
@@ -410,13 +457,8 @@ void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     if (i > 0)
       acc_open(f, o, fr.accs, i);
     if (i == 0 && fr.par_root) {
-      guint c = map->collapse;
-      guint nrect = 0;
-      while (nrect < loops->len && g_array_index(loops, Loop, nrect).rect)
-        nrect++;
-      c = MIN(c, nrect);
-      if (c > 1)
-        cg_out_line(o, "#pragma omp parallel for collapse(%u)", c);
+      if (n_par > 1)
+        cg_out_line(o, "#pragma omp parallel for collapse(%u)", n_par);
       else
         cg_out_line(o, "#pragma omp parallel for");
     }

@@ -583,6 +583,44 @@ static void test_wcr(void **state) {
   }
 }
 
+/* A parallel map whose first loop has one iteration (a batch of 1) also
+ * splits the next loop among the threads (collapse(2)): "omp parallel for"
+ * over one iteration would run the whole map on one thread.  A map that
+ * resolves write conflicts keeps its split (splitting the channel loop too
+ * would make its sum over channels atomic). */
+static void test_unit_leading_loop(void **state) {
+  (void)state;
+  const WeirDType dt = WEIR_DTYPE_F32;
+  g_autoptr(WeirGraph) g = weir_graph_new("unit_lead");
+  array(g, "X", dt, "1, 6, 5", FALSE);
+  array(g, "Y", dt, "1, 6, 5", FALSE);
+  array(g, "Z", dt, "1, 1, 5", FALSE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *ex, *ex2;
+  WeirNode *en = map(g, s, "twice", S("n", "c", "h"), S("0:1", "0:6", "0:5"),
+                     WEIR_SCHEDULE_PARALLEL, &ex);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, "twice", S("x"), S("y"), "y = x * 2");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en, t, "x", "0:1, 0:6, 0:5",
+         "n, c, h");
+  map_out(g, s, t, "y", ex, weir_state_add_access(g, s, "Y"), "n, c, h",
+          "0:1, 0:6, 0:5", WEIR_WCR_NONE);
+  WeirNode *en2 = map(g, s, "chan_sum", S("n", "c", "h"),
+                      S("0:1", "0:6", "0:5"), WEIR_SCHEDULE_PARALLEL, &ex2);
+  WeirNode *t2 = weir_state_add_tasklet(g, s, "sum", S("x"), S("z"), "z = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en2, t2, "x", "0:1, 0:6, 0:5",
+         "n, c, h");
+  map_out(g, s, t2, "z", ex2, weir_state_add_access(g, s, "Z"), "n, 0, h",
+          "0:1, 0:1, 0:5", WEIR_WCR_SUM);
+  check(g, NULL, NULL);
+  g_autofree char *src = generate(g, NULL);
+  static const char split2[] = "#pragma omp parallel for collapse(2)";
+  const char *first = strstr(src, split2);
+  assert_non_null(first);
+  assert_null(strstr(first + strlen(split2), "collapse("));
+  assert_lacks(src, "atomic");
+}
+
 /* ------------------------------------------------------------ accumulators */
 
 /* Reductions whose element does not depend on the inner loops, for one
@@ -1879,6 +1917,7 @@ int main(void) {
       cmocka_unit_test(test_samples),
       cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_wcr),
+      cmocka_unit_test(test_unit_leading_loop),
       cmocka_unit_test(test_accumulators),
       cmocka_unit_test(test_schedules),
       cmocka_unit_test(test_copies),

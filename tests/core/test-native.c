@@ -250,6 +250,21 @@ static void conv_dw(WeirNode *n) {
   gint64 pads[4] = {1, 1, 1, 1};
   weir_node_set_attr_ints(n, "pads", pads, 4);
 }
+static void conv_dw_s2(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 6);
+  set2(n, "strides", 2, 2);
+  gint64 pads[4] = {1, 1, 1, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+/* a 3x5 depthwise kernel, dilated along the width, stride 3 there, with
+ * uneven pads (more on the left than the dilated kernel's reach) */
+static void conv_dw_dil(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 3);
+  set2(n, "strides", 1, 3);
+  set2(n, "dilations", 1, 2);
+  gint64 pads[4] = {0, 4, 2, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
 
 /* Training operators: explicit window attributes (kernel, strides, begin
  * and end pads, dilations, group). */
@@ -547,6 +562,20 @@ static const Case cases[] = {
      "2, 4, 4, 6",
      conv_dw,
      {"im2col", "direct", "weir"},
+     "direct"},
+    {"conv_dw_s2",
+     "Conv",
+     {"1, 6, 9, 8", "6, 1, 3, 3", "6"},
+     "1, 6, 5, 4",
+     conv_dw_s2,
+     {"im2col", "direct"},
+     "direct"},
+    {"conv_dw_dil",
+     "Conv",
+     {"2, 3, 7, 10", "3, 1, 3, 5", ""},
+     "2, 3, 7, 3",
+     conv_dw_dil,
+     {"im2col", "direct"},
      "direct"},
 };
 
@@ -885,15 +914,100 @@ static void test_threading_defaults(void **state) {
   assert_string_equal(g_getenv("OMP_WAIT_POLICY"), "PASSIVE");
   GModule *blas = g_module_open("libopenblas.so.0", G_MODULE_BIND_LOCAL);
   assert_non_null(blas);
-  gpointer get = NULL;
+  gpointer get = NULL, parallel = NULL;
   assert_true(g_module_symbol(blas, "openblas_get_num_threads", &get));
+  assert_true(g_module_symbol(blas, "openblas_get_parallel", &parallel));
   int (*threads)(void) = (int (*)(void))get;
-  assert_int_equal(threads(), 1);
+  /* an OpenBLAS with its own pthreads pool starts with one thread; the
+   * OpenMP build follows the OpenMP team and is left alone */
+  if (((int (*)(void))parallel)() != 2)
+    assert_int_equal(threads(), 1);
   assert_true(weir_kernel_set_threads(k, 2, &err));
   assert_int_equal(threads(), 2);
   assert_true(weir_kernel_set_threads(k, 1, &err));
   assert_int_equal(threads(), 1);
   g_module_close(blas);
+}
+
+/* One thread pool (docs/native.md, "Threads"): a kernel with OpenMP links
+ * the OpenMP build of OpenBLAS when it is installed, so that its GEMMs run
+ * on the kernel's own OpenMP threads; the kernel says so.  A GEMM big
+ * enough for OpenBLAS to split among threads, and the residual CNN sample
+ * (im2col GEMMs between parallel loops), run with 1, 2 and 4 threads (4:
+ * more threads than cores on a small machine) and give the interpreter's
+ * result every time.  (The test has no timing: a collapse into busy waiting
+ * shows as the test's timeout.) */
+static void test_one_thread_pool(void **state) {
+  Fixture *f = *state;
+  g_autoptr(GError) err = NULL;
+  static const Case big = {"gemm_big", "Gemm", {"96, 384", "384, 200", "200"},
+                           "96, 200",  NULL,   {"blas"},
+                           "blas"};
+  g_autoptr(WeirGraph) gemm = case_graph(&big, WEIR_DTYPE_F32);
+  g_autoptr(WeirTensor) input = NULL;
+  g_autoptr(WeirGraph) resnet = import_model("resnet", &input);
+  WeirGraph *graphs[] = {gemm, resnet};
+  g_autofree char *omp = weir_compiler_openblas_openmp();
+  for (guint i = 0; i < G_N_ELEMENTS(graphs); i++) {
+    WeirGraph *g = graphs[i];
+    g_autoptr(GHashTable) args = g == gemm ? random_args(g) : tensors_new();
+    if (g == resnet) {
+      /* the arguments of the compiled code: input and output */
+      g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
+      for (guint a = 0; a < abi->len; a++) {
+        const WeirContainer *c = g_ptr_array_index(abi, a);
+        gint64 shape[8] = {0};
+        for (guint d = 0; d < c->shape->len; d++)
+          assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,
+                                     &shape[d], NULL));
+        g_hash_table_replace(
+            args, g_strdup(c->name),
+            strcmp(c->name, "input") == 0
+                ? weir_tensor_copy(input)
+                : weir_tensor_new(c->dtype, c->shape->len, shape));
+      }
+    }
+    const char *out = g == gemm ? "Y" : "output";
+    g_autoptr(GHashTable) ref = copy_args(args);
+    g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+    if (!weir_expand_all(pure, NULL, NULL, &err) ||
+        !weir_interpret(pure, NULL, ref, NULL, &err))
+      fail_msg("%s: reference: %s", g->name, err->message);
+    const WeirTensor *want = g_hash_table_lookup(ref, out);
+    assert_non_null(want);
+
+    g_unlink(f->log);
+    g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
+    if (!k)
+      fail_msg("%s: %s", g->name, err->message);
+    g_autofree char *info = weir_kernel_blas_info(k);
+    assert_non_null(info);
+    print_message("%s: %s\n", g->name, info);
+    if (omp) {
+      /* linked by path (the compiler ran: a fresh cache per fixture) */
+      g_autofree char *log = NULL;
+      assert_true(g_file_get_contents(f->log, &log, NULL, NULL));
+      assert_non_null(strstr(log, omp));
+      assert_non_null(strstr(info, "threads: OpenMP, the kernel's threads"));
+    } else {
+      print_message("no OpenMP build of OpenBLAS (Debian: libopenblas0-openmp)"
+                    ": the one-pool link is not checked\n");
+    }
+    static const int counts[] = {1, 2, 4};
+    for (guint t = 0; t < G_N_ELEMENTS(counts); t++) {
+      assert_true(weir_kernel_set_threads(k, counts[t], &err));
+      g_autoptr(GHashTable) got = copy_args(args);
+      WeirTensor *y = g_hash_table_lookup(got, out);
+      for (gint64 e = 0; e < y->count; e++)
+        weir_tensor_set(y, e, 12345.0);
+      for (int rep = 0; rep < 3; rep++)
+        if (!weir_kernel_run(k, NULL, got, &err))
+          fail_msg("%s (%d threads): %s", g->name, counts[t], err->message);
+      if (!weir_tensor_allclose(y, want, 1e-4, 1e-5, NULL, &err))
+        fail_msg("%s (%d threads): compiled and interpreted differ: %s",
+                 g->name, counts[t], err->message);
+    }
+  }
 }
 
 int main(void) {
@@ -903,6 +1017,7 @@ int main(void) {
   g_unsetenv("OPENBLAS_NUM_THREADS");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_threading_defaults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_one_thread_pool, setup, teardown),
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_reductions_without_atomics),

@@ -51,7 +51,7 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
   (void)workspace;
   /* state 1 'main' */
   /* map 11 'node_init': j0 in 0, j1 in 0:2, j2 in 0:3, j3 in 0:3 (parallel) */
-  #pragma omp parallel for
+  #pragma omp parallel for collapse(2)
   for (int64_t j0 = 0; j0 < 1; j0++) {
     for (int64_t j1 = 0; j1 < 2; j1++) {
       for (int64_t j2 = 0; j2 < 3; j2++) {

@@ -1,0 +1,131 @@
+#!/bin/sh
+# realsize.sh — Weir against ONNX Runtime and PyTorch on real-size models,
+# in one run, at 1 and 2 threads (docs/performance.md, "Real-size models").
+#
+#   tests/bench/realsize.sh [BUILD_DIR] [options]
+#     --threads "1 2"      thread counts (default "1 2")
+#     --reps N             timed runs per measurement (default 10; 2 warm-up)
+#     --models "a b"       subset of: resnet18 resnet50 mobilenet_v2
+#                          efficientnet_b0 bert_layer cifar_resnet18
+#     --weir-flags "..."   extra options of `weir run` and `weir bench`
+#                          (e.g. "-O2", "--impl Conv=direct")
+#     --peak G             FMA peak of ONE core in GFLOP/s (the peak at N
+#                          threads is N*G); default: measured here with
+#                          BUILD_DIR/tests/bench/fma-peak at each thread count
+#     --cache-dir DIR      where the exported models go (default
+#                          ${XDG_CACHE_HOME:-~/.cache}/weir-bench/realsize;
+#                          never the source tree)
+#     --ort-dir DIR        onnxruntime-node (default as tests/bench/run.sh)
+#     --no-peers           Weir only
+#
+# Models: tests/bench/realsize-models.py exports them once (torchvision,
+# random weights, fixed seeds) with PyTorch's output.  Per model and thread
+# count: `weir run --input --expect` checks Weir's output against PyTorch's
+# (rtol 1e-4, atol 1e-4; OMP_NUM_THREADS=N), `weir bench --threads N` times
+# it (median), peer-ort.cjs times ONNX Runtime (all graph optimizations,
+# intraOpNumThreads N) and realsize-models.py times PyTorch
+# (torch.set_num_threads(N), inference_mode).  FLOPs come from the
+# generator (2 per multiply-add of convolutions, linear layers and
+# attention products).  The table is printed at the end, in Markdown.
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=build
+case ${1:-} in --*|'') ;; *) build=$1; shift ;; esac
+build=$(cd "$build" && pwd)
+threads="1 2"
+reps=10
+models="resnet18 resnet50 mobilenet_v2 efficientnet_b0 bert_layer cifar_resnet18"
+weir_flags=""
+peak=""
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/weir-bench/realsize
+ort=${WEIR_BENCH_ORT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/weir-bench/ort}
+peers=1
+python=/usr/bin/python3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --threads) threads=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --weir-flags) weir_flags=$2; shift 2 ;;
+    --peak) peak=$2; shift 2 ;;
+    --cache-dir) cache=$2; shift 2 ;;
+    --ort-dir) ort=$2; shift 2 ;;
+    --no-peers) peers=0; shift ;;
+    *) echo "realsize.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+weir=$build/weir
+gen=$src/tests/bench/realsize-models.py
+[ -x "$weir" ] || { echo "realsize.sh: $weir is not built" >&2; exit 1; }
+
+echo "realsize.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -m), $(nproc) processors"
+echo "uptime:$(uptime)"
+echo "weir flags: ${weir_flags:-(none: the default level)}"
+echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}"
+
+"$python" "$gen" export "$cache" $models
+
+ort_ok=0
+if [ $peers = 1 ]; then
+  if [ -d "$ort/node_modules/onnxruntime-node" ] && command -v node >/dev/null 2>&1; then
+    ort_ok=1
+  else
+    echo "realsize.sh: onnxruntime-node not in $ort (tests/bench/install-ort.sh); ORT skipped" >&2
+  fi
+fi
+
+# "12.345 ms" / "850.1 us" / "1.234 s" -> milliseconds
+to_ms() {
+  awk -v v="$1" -v u="$2" 'BEGIN { f = u == "us" ? 1e-3 : u == "s" ? 1e3 : 1;
+                                   printf "%.3f", v * f }'
+}
+
+rows=$(mktemp)
+trap 'rm -f "$rows"' EXIT
+for n in $threads; do
+  if [ -n "$peak" ]; then
+    pk=$(awk -v g="$peak" -v n="$n" 'BEGIN { printf "%.1f", g * n }')
+    echo "peak at $n threads: $pk GFLOP/s (--peak $peak per core)"
+  else
+    ninja -C "$build" tests/bench/fma-peak >/dev/null
+    pk=$("$build/tests/bench/fma-peak" --threads "$n" --seconds 2 | awk '{ print $3 }')
+    echo "peak at $n threads: $pk GFLOP/s (fma-peak, measured now)"
+  fi
+  for m in $models; do
+    base=$cache/$m
+    flops=$(cat "$base.flops")
+    # the check (also compiles into the compile cache)
+    check=$(OMP_NUM_THREADS=$n "$weir" run "$base.onnx" $weir_flags \
+              --input "input=$base.input.npy" --expect "output=$base.output.npy" \
+              --rtol 1e-4 --atol 1e-4 2>&1) || true
+    err=$(printf '%s\n' "$check" | sed -n 's/.*output: max abs error \([^ ]*\) .*: \(ok\|MISMATCH\).*/\1 \2/p' | head -1)
+    [ -n "$err" ] || { err="failed"; printf '%s\n' "$check" | tail -5 >&2; }
+    out=$("$weir" bench "$base.onnx" $weir_flags --threads "$n" --reps "$reps" --warmup 2 2>&1) || true
+    t=$(printf '%s\n' "$out" | sed -n 's/^time *median \([0-9.]*\) \([um]*s\),.*/\1 \2/p')
+    if [ -n "$t" ]; then wms=$(to_ms $t); else wms=n/a; printf '%s\n' "$out" | tail -5 >&2; fi
+    blas=$(printf '%s\n' "$out" | sed -n 's/^blas *//p')
+    oms=n/a; pms=n/a
+    if [ $ort_ok = 1 ]; then
+      o=$(node "$src/tests/bench/peer-ort.cjs" --threads "$n" --reps "$reps" --warmup 2 \
+            "$ort/node_modules/onnxruntime-node" "$base.onnx" "$base.input.npy" \
+            "$base.output.npy" 2>&1 | tail -1)
+      case $o in ok*) oms=$(echo "$o" | awk '{ printf "%.3f", $2 }') ;; esac
+    fi
+    if [ $peers = 1 ]; then
+      p=$("$python" "$gen" torch "$cache" "$m" --threads "$n" --reps "$reps" 2>&1 | tail -1)
+      case $p in ok*) pms=$(echo "$p" | awk '{ printf "%.3f", $2 }') ;; esac
+    fi
+    echo "$m threads $n: weir $wms ms ($err; $blas), ort $oms ms, torch $pms ms, $flops FLOPs"
+    echo "$m $n $wms $oms $pms $flops $pk $err" >>"$rows"
+  done
+done
+echo "uptime:$(uptime)"
+echo
+echo "| model | threads | Weir ms | ORT ms | PyTorch ms | Weir / ORT | Weir GFLOP/s | % of peak | GFLOP | check vs PyTorch |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+awk '{
+  r = ($3 != "n/a" && $4 != "n/a") ? sprintf("%.2f", $3 / $4) : "-";
+  g = $3 != "n/a" ? sprintf("%.1f", $6 / ($3 * 1e-3) / 1e9) : "-";
+  pc = ($3 != "n/a" && $7 > 0) ? sprintf("%.1f%%", 100 * $6 / ($3 * 1e-3) / 1e9 / $7) : "-";
+  printf "| %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s %s |\n", $1, $2, $3, $4, $5, r, g, pc, $6 / 1e9, $8, $9
+}' "$rows"
