@@ -946,6 +946,11 @@ static void test_one_thread_pool(void **state) {
   g_autoptr(WeirGraph) gemm = case_graph(&big, WEIR_DTYPE_F32);
   g_autoptr(WeirTensor) input = NULL;
   g_autoptr(WeirGraph) resnet = import_model("resnet", &input);
+  /* OpenBLAS for the GEMMs (the f32 default is Weir's own GEMM, which
+   * makes no BLAS call) */
+  assert_true(weir_native_set_impl(gemm, "Gemm", "blas", NULL, &err));
+  assert_true(weir_native_set_impl(resnet, "Conv", "im2col", NULL, &err));
+  assert_true(weir_native_set_impl(resnet, "Gemm", "blas", NULL, &err));
   WeirGraph *graphs[] = {gemm, resnet};
   g_autofree char *omp = weir_compiler_openblas_openmp();
   for (guint i = 0; i < G_N_ELEMENTS(graphs); i++) {
