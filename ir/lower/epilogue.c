@@ -101,6 +101,19 @@ gboolean weir_epilogue_split(WeirGraph *g, WeirState *s, WeirNode *n,
                        (const char *const *)ranges, ins, n_extra + 1, &out, 1,
                        code->s, NULL, 0, error))
     return FALSE;
+  /* Ordering edges leaving the node (empty memlets without a connector,
+   * such as transient-reuse's) said "after this node has read its
+   * operands"; the epilogue inputs are now read by the map, so they leave
+   * from the map's exit instead, which follows the node. */
+  g_autoptr(GPtrArray) written = weir_state_in_edges(s, after->id);
+  guint exit_id =
+      written->len ? ((WeirMemlet *)g_ptr_array_index(written, 0))->src : 0;
+  g_autoptr(GPtrArray) node_outs = weir_state_out_edges(s, n->id);
+  for (guint i = 0; exit_id && i < node_outs->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(node_outs, i);
+    if (!m->src_conn && !m->data)
+      weir_memlet_set_src(s, m, exit_id, NULL);
+  }
   for (guint i = 0; i < extra_memlets->len; i++) {
     WeirMemlet *m = g_ptr_array_index(extra_memlets, i);
     g_autofree char *conn = g_strdup(m->dst_conn);
