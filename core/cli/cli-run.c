@@ -56,6 +56,8 @@ typedef struct {
   guint level;        /* optimization level applied (weir-pipeline.h) */
   guint applied;      /* transformations its pipeline applied */
   guint64 max_memory; /* --max-memory in bytes (0: the physical memory) */
+  double import_s;    /* reading/importing the file */
+  double optimize_s;  /* the pipeline of `level` */
 } Prepared;
 
 static void prepared_clear(Prepared *p) {
@@ -99,11 +101,15 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
   }
   WeirOnnxImportOptions opts = {
       .symbols = bindings, .input_shapes = shapes, .names = p->names};
+  gint64 t0 = g_get_monotonic_time();
   p->g = cli_load_program(cmd, file, &opts, impls);
   if (!p->g)
     return 1;
+  gint64 t1 = g_get_monotonic_time();
   if (!cli_optimize(cmd, file, p->g, p->level, bindings, &p->applied))
     return 1;
+  p->import_s = (double)(t1 - t0) / 1e6;
+  p->optimize_s = (double)(g_get_monotonic_time() - t1) / 1e6;
   if (expand && !weir_expand_all(p->g, NULL, &p->expanded, &error)) {
     fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
     return 1;
@@ -516,8 +522,10 @@ int cli_cmd_run(int argc, char **argv) {
   g_autofree char *keyed = cli_format_seconds(ev.key_seconds);
   g_autofree char *generated = cli_format_seconds(ev.codegen_seconds);
   g_autofree char *compiler = cli_format_seconds(ev.compiler_seconds);
-  printf("%s: read and prepared in %s (model import, -O%u, inputs)\n", file,
-         imported, p.level);
+  g_autofree char *import_text = cli_format_seconds(p.import_s);
+  g_autofree char *optimize_text = cli_format_seconds(p.optimize_s);
+  printf("%s: read and prepared in %s (model import %s, -O%u %s, inputs)\n",
+         file, imported, import_text, p.level, optimize_text);
   if (ev.cache_hit)
     printf("%s: loaded from the compile cache in %s (key %.12s computed in "
            "%s, no C generated)\n",
