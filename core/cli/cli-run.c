@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "weir-hw.h"
 
 /* ------------------------------------------------- inputs and outputs */
 
@@ -424,9 +425,31 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
          "(transients and scratch, allocated once)\n",
          cb, wb);
   printf("  time            %s (%s)", ts, how);
-  if (exp && exp->total_flops.known && t > 0)
-    printf(", %.3f GFLOP/s", (double)exp->total_flops.value / t / 1e9);
+  double gflops = 0;
+  if (exp && exp->total_flops.known && t > 0) {
+    gflops = (double)exp->total_flops.value / t / 1e9;
+    printf(", %.3f GFLOP/s", gflops);
+  }
   printf("\n");
+  /* Timed runs are set against the machine's measured peak (weir hw: the
+   * profile is measured once, a few seconds, and cached). */
+  if (reps > 0 && gflops > 0) {
+    g_autoptr(WeirHwProfile) hw = weir_hw_profile_get(FALSE, NULL);
+    if (hw && hw->measured && hw->peak_gflops_1t > 0) {
+      guint threads = hw->logical_cores;
+      const char *omp = g_getenv("OMP_NUM_THREADS");
+      guint64 v;
+      if (omp && g_ascii_string_to_unsigned(omp, 10, 1, 4096, &v, NULL))
+        threads = (guint)v;
+      double peak = threads <= 1 ? hw->peak_gflops_1t
+                    : threads >= hw->logical_cores
+                        ? hw->peak_gflops_all
+                        : hw->peak_gflops_1t * threads;
+      printf("  vs peak         %.1f%% of this machine's measured f32 FMA peak "
+             "(%.1f GFLOP/s on %u thread%s; weir hw)\n",
+             100.0 * gflops / peak, peak, threads, threads == 1 ? "" : "s");
+    }
+  }
 }
 
 /* The tensors of args that are arguments of compiled code (a constant
