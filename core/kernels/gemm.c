@@ -549,3 +549,36 @@ WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
   /* symbolic sizes: the largest blocks the driver packs */
   return weir_expr_const(work_exact(bl, size, bl->mc, bl->nc, bl->kc));
 }
+
+/* ------------------------------------------------------------ emitting */
+
+void weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
+                             WeirGemmBlocking *bl) {
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  WeirGemmBlocking own;
+  if (!bl)
+    bl = &own;
+  weir_kernel_gemm_blocking(hw, t, bl);
+  g_autofree char *text = weir_kernel_gemm_text(t, bl);
+  e->helper(e, weir_kernel_gemm_name(t), text);
+  e->uses_status = TRUE;
+}
+
+char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes) {
+  g_autoptr(WeirExpr) b = bytes;
+  gint64 v;
+  if (weir_expr_is_const(b, &v) && v <= 0)
+    return g_strdup("NULL");
+  g_autofree char *p = e->scratch(e, b);
+  return g_strdup_printf("(void *)%s", p);
+}
+
+char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
+                           const WeirExpr *n, const WeirExpr *k) {
+  WeirGemmBlocking bl;
+  weir_kernel_gemm_record(e, t, &bl);
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  return weir_kernel_scratch_arg(
+      e, weir_kernel_gemm_work_bytes(t, &bl, m ? m : one, n ? n : one,
+                                     k ? k : one));
+}

@@ -13,6 +13,7 @@
 #define WEIR_KERNELS_H
 
 #include "weir-hw.h"
+#include "weir-native.h"
 #include "weir-types.h"
 
 G_BEGIN_DECLS
@@ -60,6 +61,50 @@ const char *weir_kernel_gemm_name(WeirDType t);
  * keys include (core/runtime.c), so that $WEIR_ISA or other cache sizes
  * never reuse an object built for another choice. (transfer full) */
 char *weir_kernels_signature(void);
+
+/* Records weir_gemm_<sfx> for dtype t, blocked for this machine, as a
+ * helper of the unit being emitted (and that the node uses the status
+ * variable); *bl (optional) receives the blocking. */
+void weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
+                             WeirGemmBlocking *bl);
+
+/* weir_kernel_gemm_record, then the work-space argument of calls for
+ * products of at most m x n x k (borrowed expressions, NULL = 1): a
+ * scratch block of the kernel's workspace. (transfer full) */
+char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
+                           const WeirExpr *n, const WeirExpr *k);
+
+/* The C text of a scratch block of `bytes` (taken over) for the node's
+ * call, as "(void *)..."; "NULL" when nothing is needed. (transfer full) */
+char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes);
+
+/* ------------------------------------------ emitters of core/native.c
+ *
+ * The Gemm, MatMul and Conv (im2col) emitters are written once, for
+ * either GEMM: OpenBLAS's cblas_<p>gemm (implementations "blas" and
+ * "im2col") or Weir's weir_gemm_<sfx> (implementation "weir",
+ * core/kernels/native-weir.c). */
+typedef enum {
+  WEIR_NATIVE_GEMM_CBLAS,
+  WEIR_NATIVE_GEMM_WEIR,
+} WeirNativeGemm;
+
+gboolean weir_native_emit_gemm(WeirNativeEmit *e, WeirNativeGemm which,
+                               GError **error);
+gboolean weir_native_emit_matmul(WeirNativeEmit *e, WeirNativeGemm which,
+                                 GError **error);
+/* im2col (every 2-D convolution; Weir's helper also takes 1x1 without
+ * patches). */
+gboolean weir_native_emit_conv(WeirNativeEmit *e, WeirNativeGemm which,
+                               GError **error);
+
+/* The operand checks of those emitters (WeirNativeImpl.accepts). */
+gboolean weir_native_gemm_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason);
+gboolean weir_native_matmul_accepts(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n, char **reason);
+gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason);
 
 /* Registers the native implementations "weir" of Gemm, MatMul and Conv
  * (core/kernels/native-weir.c; called by weir_native_register_builtin). */
