@@ -89,13 +89,18 @@ static gboolean check_operands(const WeirContainer *const *c, guint n,
 
 /* ------------------------------------------------------------ templates */
 
-static char *instantiate(const char *text, WeirDType t) {
+/* sfx: the name suffix, NULL for the dtype's. */
+static char *instantiate_sfx(const char *text, WeirDType t, const char *sfx) {
   gboolean f32 = t == WEIR_DTYPE_F32;
   GString *s = g_string_new(text);
   g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
   g_string_replace(s, "@B@", f32 ? "s" : "d", 0);
-  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
+  g_string_replace(s, "@S@", sfx ? sfx : f32 ? "f32" : "f64", 0);
   return g_string_free(s, FALSE);
+}
+
+static char *instantiate(const char *text, WeirDType t) {
+  return instantiate_sfx(text, t, NULL);
 }
 
 static void use_helper(WeirNativeEmit *e, const char *name_tmpl,
@@ -181,38 +186,46 @@ typedef struct {
 
 /* Prepares the calls of GEMM `which` for a node whose products are at
  * most m x n x k (borrowed expressions, NULL = 1): records the library or
- * the helper.  Returns the work-space argument of Weir's GEMM (scratch of
- * the kernel's workspace), NULL for cblas. (transfer full) */
-static char *gemm_prepare(WeirNativeEmit *e, WeirNativeGemm which, WeirDType t,
-                          const WeirExpr *m, const WeirExpr *n,
-                          const WeirExpr *k) {
+ * the helper.  *name receives the function to call, *work the work-space
+ * argument of Weir's GEMM (scratch of the kernel's workspace; NULL for
+ * cblas), both owned.  FALSE for an invalid blocking attribute. */
+static gboolean gemm_prepare(WeirNativeEmit *e, WeirNativeGemm which,
+                             WeirDType t, const WeirExpr *m, const WeirExpr *n,
+                             const WeirExpr *k, char **name, char **work,
+                             GError **error) {
   if (which == WEIR_NATIVE_GEMM_CBLAS) {
     use_blas(e);
-    return NULL;
+    *name = g_strdup(t == WEIR_DTYPE_F32 ? "cblas_sgemm" : "cblas_dgemm");
+    *work = NULL;
+    return TRUE;
   }
-  return weir_kernel_gemm_use(e, t, m, n, k);
+  WeirGemmBlocking bl;
+  *work = weir_kernel_gemm_use(e, t, m, n, k, &bl, error);
+  if (!*work)
+    return FALSE;
+  *name = weir_kernel_gemm_name(&bl);
+  return TRUE;
 }
 
-/* Appends one call of GEMM `which` at indentation `indent`; work is
- * gemm_prepare's. */
-static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, WeirDType t,
+/* Appends one call of GEMM `which` (function `name`) at indentation
+ * `indent`; work is gemm_prepare's. */
+static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, const char *name,
                       const char *indent, const GemmCall *c, const char *work) {
-  gboolean f32 = t == WEIR_DTYPE_F32;
   if (which == WEIR_NATIVE_GEMM_CBLAS)
     g_string_append_printf(
         e->code,
-        "%scblas_%sgemm(CblasRowMajor, %s, %s, (int)(%s), (int)(%s), "
+        "%s%s(CblasRowMajor, %s, %s, (int)(%s), (int)(%s), "
         "(int)(%s), %s, %s, (int)(%s), %s, (int)(%s), %s, %s, (int)(%s));\n",
-        indent, f32 ? "s" : "d", c->ta ? "CblasTrans" : "CblasNoTrans",
+        indent, name, c->ta ? "CblasTrans" : "CblasNoTrans",
         c->tb ? "CblasTrans" : "CblasNoTrans", c->m, c->n, c->k, c->alpha, c->a,
         c->lda, c->b, c->ldb, c->beta, c->c, c->ldc);
   else
     g_string_append_printf(e->code,
-                           "%s%s |= weir_gemm_%s(%d, %d, %s, %s, %s, %s, %s, "
+                           "%s%s |= %s(%d, %d, %s, %s, %s, %s, %s, "
                            "%s, %s, %s, %s, %s, %s, %s);\n",
-                           indent, e->status, f32 ? "f32" : "f64", c->ta, c->tb,
-                           c->m, c->n, c->k, c->alpha, c->a, c->lda, c->b,
-                           c->ldb, c->beta, c->c, c->ldc, work);
+                           indent, e->status, name, c->ta, c->tb, c->m, c->n,
+                           c->k, c->alpha, c->a, c->lda, c->b, c->ldb, c->beta,
+                           c->c, c->ldc, work);
 }
 
 /* The header word of the node's comment. */
@@ -261,7 +274,8 @@ static const char *const gemm_fill_head[] = {
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for if (m * n > 65536)\n"};
 
-static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which) {
+static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which,
+                          GError **error) {
   const WeirNode *n = e->n;
   const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *c = &e->in[2],
                           *y = &e->out[0];
@@ -287,12 +301,14 @@ static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which) {
     g_string_append_printf(e->code, "%s(%s, %s, %s, %s, %s, %s, %s);\n", fill,
                            y->ptr, c->ptr, m, nn, cr, cc, beta);
   }
-  g_autofree char *work = gemm_prepare(e, which, t, dim(y->c, 0), dim(y->c, 1),
-                                       dim(a->c, ta ? 0 : 1));
+  g_autofree char *fn = NULL, *work = NULL;
+  if (!gemm_prepare(e, which, t, dim(y->c, 0), dim(y->c, 1),
+                    dim(a->c, ta ? 0 : 1), &fn, &work, error))
+    return FALSE;
   GemmCall call = {
       ta,     tb, m, nn, k, alpha, a->ptr, lda, b->ptr, ldb, c->c ? "1" : "0",
       y->ptr, nn};
-  gemm_call(e, which, t, "", &call, work);
+  gemm_call(e, which, fn, "", &call, work);
   return TRUE;
 }
 
@@ -338,7 +354,8 @@ static void batch_term(WeirNativeEmit *e, GString *code, const char *var,
 
 /* One GEMM per batch element: the batch loop is serial; OpenBLAS, resp.
  * Weir's GEMM, splits each call over the threads. */
-static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which) {
+static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
+                            GError **error) {
   const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *y = &e->out[0];
   WeirDType t = y->c->dtype;
   guint ra = a->c->shape->len, rb = b->c->shape->len, ry = y->c->shape->len;
@@ -349,13 +366,15 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which) {
   g_autofree char *nn = bv ? g_strdup("1") : dim_c(e, b->c, rb - 1);
   g_autofree char *ldb = bv ? g_strdup("1") : g_strdup(nn);
   emit_header(e, gemm_impl_word(which));
-  g_autofree char *work =
-      gemm_prepare(e, which, t, av ? NULL : dim(a->c, ra - 2),
-                   bv ? NULL : dim(b->c, rb - 1), dim(a->c, ra - 1));
+  g_autofree char *fn = NULL, *work = NULL;
+  if (!gemm_prepare(e, which, t, av ? NULL : dim(a->c, ra - 2),
+                    bv ? NULL : dim(b->c, rb - 1), dim(a->c, ra - 1), &fn,
+                    &work, error))
+    return FALSE;
   if (nb == 0) {
     GemmCall call = {FALSE, FALSE,  m,   nn,  k,      "1", a->ptr,
                      k,     b->ptr, ldb, "0", y->ptr, nn};
-    gemm_call(e, which, t, "", &call, work);
+    gemm_call(e, which, fn, "", &call, work);
     return TRUE;
   }
   g_autofree char *count = dims_product(e, y->c, 0, nb);
@@ -383,7 +402,7 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which) {
   g_autofree char *py = g_strdup_printf("%s + bi * (%s) * (%s)", y->ptr, m, nn);
   GemmCall call = {FALSE, FALSE, m, nn, k, "1", pa, k, pb, ldb, "0", py, nn};
   g_string_append(e->code, "  (void)rest;\n");
-  gemm_call(e, which, t, "  ", &call, work);
+  gemm_call(e, which, fn, "  ", &call, work);
   g_string_append(e->code, "}\n");
   return TRUE;
 }
@@ -782,13 +801,15 @@ static char *conv_im2col_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
 
 /* The scratch of weir_wconv2d: round64(bytes of col and tmp), unless the
  * convolution is 1x1 at unit stride without padding in one group, then
- * the GEMM's packing buffers for the largest of its GEMMs; records Weir's
- * GEMM.  "(void *)..." or "NULL". */
-static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
+ * the GEMM's packing buffers for the largest of its GEMMs, with blocking
+ * *bl, which is recorded.  "(void *)..." or "NULL"; NULL on error. */
+static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
+                               WeirGemmBlocking *out, GError **error) {
   WeirDType t = ci->y->dtype;
   const WeirContainer *x = ci->x, *w = ci->w, *y = ci->y;
-  WeirGemmBlocking bl;
-  weir_kernel_gemm_record(e, t, &bl);
+  if (!weir_kernel_gemm_record(e, t, out, error))
+    return NULL;
+  const WeirGemmBlocking bl = *out;
   gint64 size = (gint64)weir_dtype_size(t);
   g_autoptr(WeirExpr) groups = weir_expr_const(ci->geo.group);
   g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(y, 2), dim(y, 3));
@@ -864,6 +885,7 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   }
   const char *name;
   g_autofree char *text = NULL, *ws = NULL, *status = NULL;
+  WeirGemmBlocking bl = {0};
   if (which == WEIR_NATIVE_GEMM_CBLAS) {
     emit_header(e, "im2col");
     use_blas(e);
@@ -876,15 +898,21 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   } else {
     emit_header(e, "weir");
     name = "weir_wconv2d";
-    ws = conv_weir_scratch(e, &ci);
-    g_autofree char *proto = weir_kernel_gemm_prototype(t);
+    ws = conv_weir_scratch(e, &ci, &bl, error);
+    if (!ws)
+      return FALSE;
+    /* the helper's suffix is its GEMM's: a node's own blocking gets its
+     * own copy */
+    sfx = bl.id;
+    g_autofree char *proto = weir_kernel_gemm_prototype(t, &bl);
     g_autofree char *own =
         conv_text(conv_weir_head, "", "output ", "", conv_weir_tail);
     text = g_strconcat(proto, own, NULL);
     status = g_strdup_printf("%s |= ", e->status);
   }
-  g_autofree char *helper = g_strdup_printf("%s_@S@", name);
-  use_helper(e, helper, text, t);
+  g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);
+  g_autofree char *body = instantiate_sfx(text, t, sfx);
+  e->helper(e, helper, body);
   g_string_append_printf(e->code,
                          "%s%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
                          "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
@@ -907,14 +935,12 @@ static gboolean direct_emit(WeirNativeEmit *e, GError **error) {
 
 gboolean weir_native_emit_gemm(WeirNativeEmit *e, WeirNativeGemm which,
                                GError **error) {
-  (void)error;
-  return gemm_emit(e, which);
+  return gemm_emit(e, which, error);
 }
 
 gboolean weir_native_emit_matmul(WeirNativeEmit *e, WeirNativeGemm which,
                                  GError **error) {
-  (void)error;
-  return matmul_emit(e, which);
+  return matmul_emit(e, which, error);
 }
 
 gboolean weir_native_emit_conv(WeirNativeEmit *e, WeirNativeGemm which,
