@@ -518,7 +518,8 @@ static const char conv_patches[] =
     "      }\n"
     "    }\n";
 
-/* The OpenBLAS helper's @SAME@: a whole patch plane as one copy. */
+/* @SAME@ of both helpers: at stride 1 with rows as wide as the image, a
+ * whole patch plane as one copy. */
 static const char conv_patches_same[] =
     "        if (sw == 1 && sh * wd == ow && qlo < qhi) {\n"
     "          /* the patch plane is the image plane shifted by delta: one\n"
@@ -905,8 +906,8 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
      * own copy */
     sfx = bl.id;
     g_autofree char *proto = weir_kernel_gemm_prototype(t, &bl);
-    g_autofree char *own =
-        conv_text(conv_weir_head, "", "output ", "", conv_weir_tail);
+    g_autofree char *own = conv_text(conv_weir_head, conv_patches_same,
+                                     "output ", "", conv_weir_tail);
     text = g_strconcat(proto, own, NULL);
     status = g_strdup_printf("%s |= ", e->status);
   }
