@@ -12,6 +12,11 @@
  * pragmas guarded by _OPENMP, so a unit compiled without -fopenmp stays
  * warning-free.  BLAS calls are never made inside a parallel region:
  * OpenBLAS uses its own threads.
+ *
+ * The Gemm, MatMul and im2col Conv emitters take the GEMM they call as a
+ * parameter (WeirNativeGemm, weir-kernels.h): cblas_<p>gemm for the
+ * implementations registered here, Weir's weir_gemm_<sfx> for "weir"
+ * (core/kernels/native-weir.c registers those with this parameter).
  */
 #include <string.h>
 
@@ -84,13 +89,18 @@ static gboolean check_operands(const WeirContainer *const *c, guint n,
 
 /* ------------------------------------------------------------ templates */
 
-static char *instantiate(const char *text, WeirDType t) {
+/* sfx: the name suffix, NULL for the dtype's. */
+static char *instantiate_sfx(const char *text, WeirDType t, const char *sfx) {
   gboolean f32 = t == WEIR_DTYPE_F32;
   GString *s = g_string_new(text);
   g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
   g_string_replace(s, "@B@", f32 ? "s" : "d", 0);
-  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
+  g_string_replace(s, "@S@", sfx ? sfx : f32 ? "f32" : "f64", 0);
   return g_string_free(s, FALSE);
+}
+
+static char *instantiate(const char *text, WeirDType t) {
+  return instantiate_sfx(text, t, NULL);
 }
 
 static void use_helper(WeirNativeEmit *e, const char *name_tmpl,
@@ -165,10 +175,68 @@ static void use_blas(WeirNativeEmit *e) {
   e->library(e, "openblas");
 }
 
+/* ------------------------------------------------------------- the GEMM */
+
+/* The operands of one GEMM call, row-major c = alpha op(a) op(b) + beta c,
+ * as C text (borrowed). */
+typedef struct {
+  gboolean ta, tb;
+  const char *m, *n, *k, *alpha, *a, *lda, *b, *ldb, *beta, *c, *ldc;
+} GemmCall;
+
+/* Prepares the calls of GEMM `which` for a node whose products are at
+ * most m x n x k (borrowed expressions, NULL = 1): records the library or
+ * the helper.  *name receives the function to call, *work the work-space
+ * argument of Weir's GEMM (scratch of the kernel's workspace; NULL for
+ * cblas), both owned.  FALSE for an invalid blocking attribute. */
+static gboolean gemm_prepare(WeirNativeEmit *e, WeirNativeGemm which,
+                             WeirDType t, const WeirExpr *m, const WeirExpr *n,
+                             const WeirExpr *k, char **name, char **work,
+                             GError **error) {
+  if (which == WEIR_NATIVE_GEMM_CBLAS) {
+    use_blas(e);
+    *name = g_strdup(t == WEIR_DTYPE_F32 ? "cblas_sgemm" : "cblas_dgemm");
+    *work = NULL;
+    return TRUE;
+  }
+  WeirGemmBlocking bl;
+  *work = weir_kernel_gemm_use(e, t, m, n, k, &bl, error);
+  if (!*work)
+    return FALSE;
+  *name = weir_kernel_gemm_name(&bl);
+  return TRUE;
+}
+
+/* Appends one call of GEMM `which` (function `name`) at indentation
+ * `indent`; work is gemm_prepare's. */
+static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, const char *name,
+                      const char *indent, const GemmCall *c, const char *work) {
+  if (which == WEIR_NATIVE_GEMM_CBLAS)
+    g_string_append_printf(
+        e->code,
+        "%s%s(CblasRowMajor, %s, %s, (int)(%s), (int)(%s), "
+        "(int)(%s), %s, %s, (int)(%s), %s, (int)(%s), %s, %s, (int)(%s));\n",
+        indent, name, c->ta ? "CblasTrans" : "CblasNoTrans",
+        c->tb ? "CblasTrans" : "CblasNoTrans", c->m, c->n, c->k, c->alpha, c->a,
+        c->lda, c->b, c->ldb, c->beta, c->c, c->ldc);
+  else
+    g_string_append_printf(e->code,
+                           "%s%s |= %s(%d, %d, %s, %s, %s, %s, %s, "
+                           "%s, %s, %s, %s, %s, %s, %s);\n",
+                           indent, e->status, name, c->ta, c->tb, c->m, c->n,
+                           c->k, c->alpha, c->a, c->lda, c->b, c->ldb, c->beta,
+                           c->c, c->ldc, work);
+}
+
+/* The header word of the node's comment. */
+static const char *gemm_impl_word(WeirNativeGemm which) {
+  return which == WEIR_NATIVE_GEMM_CBLAS ? "blas" : "weir";
+}
+
 /* ------------------------------------------------------------------ Gemm */
 
-static gboolean gemm_accepts(const WeirGraph *g, const WeirState *s,
-                             const WeirNode *n, char **reason) {
+gboolean weir_native_gemm_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason) {
   const WeirContainer *c[4] = {port(g, s, n, TRUE, 0), port(g, s, n, TRUE, 1),
                                port(g, s, n, FALSE, 0), port(g, s, n, TRUE, 2)};
   if (!check_operands(c, 4, 3, reason))
@@ -181,22 +249,33 @@ static gboolean gemm_accepts(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
-static const char gemm_fill[] =
-    "/* y[m x n] = beta * c, c broadcast from cr x cc (1 or full) */\n"
-    "static void weir_gemm_fill_@S@(@T@ *y, const @T@ *c, int64_t m, "
-    "int64_t n,\n"
-    "                              int64_t cr, int64_t cc, @T@ beta) {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for\n"
-    "#endif\n"
+/* y[m x n] = beta * c (c broadcast): the helper of each GEMM, which is
+ * named after it; only the signature's wrapping and the OpenMP clause
+ * differ. */
+static const char gemm_fill_body[] =
     "  for (int64_t i = 0; i < m; i++)\n"
     "    for (int64_t j = 0; j < n; j++)\n"
     "      y[i * n + j] = beta * c[(cr == 1 ? 0 : i) * cc + (cc == 1 ? 0 : "
     "j)];\n"
     "}\n";
 
-static gboolean gemm_emit(WeirNativeEmit *e, GError **error) {
-  (void)error;
+static const char *const gemm_fill_name[] = {"weir_gemm_fill_@S@",
+                                             "weir_wgemm_fill_@S@"};
+
+static const char *const gemm_fill_head[] = {
+    "static void weir_gemm_fill_@S@(@T@ *y, const @T@ *c, int64_t m, "
+    "int64_t n,\n"
+    "                              int64_t cr, int64_t cc, @T@ beta) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n",
+    "static void weir_wgemm_fill_@S@(@T@ *y, const @T@ *c, int64_t m,\n"
+    "                                int64_t n, int64_t cr, int64_t cc,\n"
+    "                                @T@ beta) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for if (m * n > 65536)\n"};
+
+static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which,
+                          GError **error) {
   const WeirNode *n = e->n;
   const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *c = &e->in[2],
                           *y = &e->out[0];
@@ -208,32 +287,35 @@ static gboolean gemm_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *m = dim_c(e, y->c, 0), *nn = dim_c(e, y->c, 1);
   g_autofree char *k = dim_c(e, a->c, ta ? 0 : 1);
   g_autofree char *lda = dim_c(e, a->c, 1), *ldb = dim_c(e, b->c, 1);
-  emit_header(e, "blas");
+  emit_header(e, gemm_impl_word(which));
   if (c->c) {
     guint r = c->c->shape->len;
     g_autofree char *cr = r == 2 ? dim_c(e, c->c, 0) : g_strdup("1");
     g_autofree char *cc = r >= 1 ? dim_c(e, c->c, r - 1) : g_strdup("1");
-    use_helper(e, "weir_gemm_fill_@S@", gemm_fill, t);
-    g_string_append_printf(e->code,
-                           "weir_gemm_fill_%s(%s, %s, %s, %s, %s, %s, %s);\n",
-                           t == WEIR_DTYPE_F32 ? "f32" : "f64", y->ptr, c->ptr,
-                           m, nn, cr, cc, beta);
+    g_autofree char *text =
+        g_strconcat("/* y[m x n] = beta * c, c broadcast from cr x cc (1 or "
+                    "full) */\n",
+                    gemm_fill_head[which], "#endif\n", gemm_fill_body, NULL);
+    use_helper(e, gemm_fill_name[which], text, t);
+    g_autofree char *fill = instantiate(gemm_fill_name[which], t);
+    g_string_append_printf(e->code, "%s(%s, %s, %s, %s, %s, %s, %s);\n", fill,
+                           y->ptr, c->ptr, m, nn, cr, cc, beta);
   }
-  use_blas(e);
-  g_string_append_printf(
-      e->code,
-      "cblas_%sgemm(CblasRowMajor, %s, %s, (int)(%s), (int)(%s), (int)(%s), "
-      "%s, %s, (int)(%s), %s, (int)(%s), %s, %s, (int)(%s));\n",
-      t == WEIR_DTYPE_F32 ? "s" : "d", ta ? "CblasTrans" : "CblasNoTrans",
-      tb ? "CblasTrans" : "CblasNoTrans", m, nn, k, alpha, a->ptr, lda, b->ptr,
-      ldb, c->c ? "1" : "0", y->ptr, nn);
+  g_autofree char *fn = NULL, *work = NULL;
+  if (!gemm_prepare(e, which, t, dim(y->c, 0), dim(y->c, 1),
+                    dim(a->c, ta ? 0 : 1), &fn, &work, error))
+    return FALSE;
+  GemmCall call = {
+      ta,     tb, m, nn, k, alpha, a->ptr, lda, b->ptr, ldb, c->c ? "1" : "0",
+      y->ptr, nn};
+  gemm_call(e, which, fn, "", &call, work);
   return TRUE;
 }
 
 /* ---------------------------------------------------------------- MatMul */
 
-static gboolean matmul_accepts(const WeirGraph *g, const WeirState *s,
-                               const WeirNode *n, char **reason) {
+gboolean weir_native_matmul_accepts(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n, char **reason) {
   const WeirContainer *c[3] = {port(g, s, n, TRUE, 0), port(g, s, n, TRUE, 1),
                                port(g, s, n, FALSE, 0)};
   if (!check_operands(c, 3, 3, reason))
@@ -270,8 +352,10 @@ static void batch_term(WeirNativeEmit *e, GString *code, const char *var,
   g_string_append_printf(code, "    %s += i * (%s);\n", var, stride);
 }
 
-static gboolean matmul_emit(WeirNativeEmit *e, GError **error) {
-  (void)error;
+/* One GEMM per batch element: the batch loop is serial; OpenBLAS, resp.
+ * Weir's GEMM, splits each call over the threads. */
+static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
+                            GError **error) {
   const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *y = &e->out[0];
   WeirDType t = y->c->dtype;
   guint ra = a->c->shape->len, rb = b->c->shape->len, ry = y->c->shape->len;
@@ -281,20 +365,18 @@ static gboolean matmul_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *k = dim_c(e, a->c, ra - 1);
   g_autofree char *nn = bv ? g_strdup("1") : dim_c(e, b->c, rb - 1);
   g_autofree char *ldb = bv ? g_strdup("1") : g_strdup(nn);
-  const char *p = t == WEIR_DTYPE_F32 ? "s" : "d";
-  emit_header(e, "blas");
-  use_blas(e);
+  emit_header(e, gemm_impl_word(which));
+  g_autofree char *fn = NULL, *work = NULL;
+  if (!gemm_prepare(e, which, t, av ? NULL : dim(a->c, ra - 2),
+                    bv ? NULL : dim(b->c, rb - 1), dim(a->c, ra - 1), &fn,
+                    &work, error))
+    return FALSE;
   if (nb == 0) {
-    g_string_append_printf(
-        e->code,
-        "cblas_%sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(%s), "
-        "(int)(%s), (int)(%s), 1, %s, (int)(%s), %s, (int)(%s), 0, %s, "
-        "(int)(%s));\n",
-        p, m, nn, k, a->ptr, k, b->ptr, ldb, y->ptr, nn);
+    GemmCall call = {FALSE, FALSE,  m,   nn,  k,      "1", a->ptr,
+                     k,     b->ptr, ldb, "0", y->ptr, nn};
+    gemm_call(e, which, fn, "", &call, work);
     return TRUE;
   }
-  /* One GEMM per batch element; the batch loop is serial and OpenBLAS
-   * parallelises each call. */
   g_autofree char *count = dims_product(e, y->c, 0, nb);
   g_string_append_printf(e->code,
                          "for (int64_t bi = 0; bi < %s; bi++) {\n"
@@ -315,14 +397,13 @@ static gboolean matmul_emit(WeirNativeEmit *e, GError **error) {
     g_string_append_printf(e->code, "  rest /= (%s);\n", yd);
     g_string_free(terms, TRUE);
   }
-  g_string_append_printf(
-      e->code,
-      "  (void)rest;\n"
-      "  cblas_%sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(%s), "
-      "(int)(%s), (int)(%s), 1, %s + oa, (int)(%s), %s + ob, (int)(%s), 0, "
-      "%s + bi * (%s) * (%s), (int)(%s));\n"
-      "}\n",
-      p, m, nn, k, a->ptr, k, b->ptr, ldb, y->ptr, m, nn, nn);
+  g_autofree char *pa = g_strdup_printf("%s + oa", a->ptr);
+  g_autofree char *pb = g_strdup_printf("%s + ob", b->ptr);
+  g_autofree char *py = g_strdup_printf("%s + bi * (%s) * (%s)", y->ptr, m, nn);
+  GemmCall call = {FALSE, FALSE, m, nn, k, "1", pa, k, pb, ldb, "0", py, nn};
+  g_string_append(e->code, "  (void)rest;\n");
+  gemm_call(e, which, fn, "  ", &call, work);
+  g_string_append(e->code, "}\n");
   return TRUE;
 }
 
@@ -381,12 +462,6 @@ static gboolean conv_is_depthwise(const ConvInfo *ci) {
          dim_is(ci->w, 1, 1);
 }
 
-static gboolean im2col_accepts(const WeirGraph *g, const WeirState *s,
-                               const WeirNode *n, char **reason) {
-  g_auto(ConvInfo) ci = {0};
-  return conv_info(g, s, n, &ci, reason);
-}
-
 static gboolean direct_accepts(const WeirGraph *g, const WeirState *s,
                                const WeirNode *n, char **reason) {
   g_auto(ConvInfo) ci = {0};
@@ -401,48 +476,51 @@ static gboolean direct_accepts(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
-static const char conv_im2col[] =
-    "/* 2-D convolution as im2col + GEMM, per group over the whole batch:\n"
-    " * col[kk x n*oh*ow] holds the patches of every image side by side, so\n"
-    " * one GEMM per group, tmp[mg x n*oh*ow] = w[mg x kk] * col, replaces n\n"
-    " * small ones; tmp is then scattered to y (NCHW) with the bias added.\n"
-    " * With one image the GEMM writes y directly.  Each patch row is split\n"
-    " * into the columns that fall in the padding (zeros) and those inside\n"
-    " * the image (copies), so the inner loops carry no bounds tests; at\n"
-    " * stride 1 with oh*ow rows as wide as the image (same padding) a whole\n"
-    " * patch plane is one copy.  col and tmp live in the scratch block the\n"
-    " * caller passes (kk*n*oh*ow elements, plus mg*n*oh*ow when n > 1). */\n"
-    "static void weir_conv2d_im2col_@S@(const @T@ *x, const @T@ *w, const "
-    "@T@ *b,\n"
-    "                                 @T@ *y, int64_t n, int64_t c, int64_t "
-    "h,\n"
-    "                                 int64_t wd, int64_t m, int64_t kh,\n"
-    "                                 int64_t kw, int64_t oh, int64_t ow,\n"
-    "                                 int64_t groups, int64_t sh, int64_t "
-    "sw,\n"
-    "                                 int64_t dh, int64_t dw, int64_t ph,\n"
-    "                                 int64_t pw, @T@ *col) {\n"
-    "  const int64_t cg = c / groups, mg = m / groups;\n"
-    "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
-    "  if (n == 0 || m == 0 || ohw == 0)\n"
-    "    return;\n"
-    "  @T@ *tmp = col + kk * cols;\n"
-    "  for (int64_t g = 0; g < groups; g++) {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for collapse(2)\n"
-    "#endif\n"
+/* The patches of group g of every image into col[kk x n*oh*ow] (the
+ * loop of both im2col helpers): each patch row is split into the columns
+ * that fall in the padding (zeros) and those inside the image (copies).
+ * "@SAME@" is where a faster path may go; "@COLS@" and "@SW1@" complete
+ * two comments. */
+static const char conv_patches[] =
     "    for (int64_t r = 0; r < kk; r++) {\n"
     "      for (int64_t in = 0; in < n; in++) {\n"
     "        const int64_t ic = r / (kh * kw), i = r / kw % kh, j = r % kw;\n"
     "        const @T@ *xc = x + (in * c + g * cg + ic) * h * wd;\n"
     "        @T@ *dst = col + r * cols + in * ohw;\n"
-    "        /* columns q with 0 <= q * sw + off < wd: [qlo, qhi) */\n"
+    "        /* @COLS@columns q with 0 <= q * sw + off < wd: [qlo, qhi) */\n"
     "        const int64_t off = j * dw - pw;\n"
     "        int64_t qlo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
     "        int64_t qhi = wd - off > 0 ? (wd - off + sw - 1) / sw : 0;\n"
     "        qlo = qlo < ow ? qlo : ow;\n"
     "        qhi = qhi < ow ? qhi : ow;\n"
     "        qhi = qhi > qlo ? qhi : qlo;\n"
+    "@SAME@"
+    "        for (int64_t p = 0; p < oh; p++) {\n"
+    "          const int64_t ih = p * sh + i * dh - ph;\n"
+    "          @T@ *d = dst + p * ow;\n"
+    "          if (ih < 0 || ih >= h) {\n"
+    "            for (int64_t q = 0; q < ow; q++)\n"
+    "              d[q] = (@T@)0;\n"
+    "            continue;\n"
+    "          }\n"
+    "          const @T@ *src = xc + ih * wd + off;\n"
+    "          for (int64_t q = 0; q < qlo; q++)\n"
+    "            d[q] = (@T@)0;\n"
+    "          if (sw == 1)@SW1@\n"
+    "            memcpy(d + qlo, src + qlo, (size_t)(qhi - qlo) * "
+    "sizeof(@T@));\n"
+    "          else\n"
+    "            for (int64_t q = qlo; q < qhi; q++)\n"
+    "              d[q] = src[q * sw];\n"
+    "          for (int64_t q = qhi; q < ow; q++)\n"
+    "            d[q] = (@T@)0;\n"
+    "        }\n"
+    "      }\n"
+    "    }\n";
+
+/* @SAME@ of both helpers: at stride 1 with rows as wide as the image, a
+ * whole patch plane as one copy. */
+static const char conv_patches_same[] =
     "        if (sw == 1 && sh * wd == ow && qlo < qhi) {\n"
     "          /* the patch plane is the image plane shifted by delta: one\n"
     "           * copy from the first to the last element inside the image,\n"
@@ -471,29 +549,41 @@ static const char conv_im2col[] =
     "          for (int64_t k = phi * ow; k < ohw; k++)\n"
     "            dst[k] = (@T@)0;\n"
     "          continue;\n"
-    "        }\n"
-    "        for (int64_t p = 0; p < oh; p++) {\n"
-    "          const int64_t ih = p * sh + i * dh - ph;\n"
-    "          @T@ *d = dst + p * ow;\n"
-    "          if (ih < 0 || ih >= h) {\n"
-    "            for (int64_t q = 0; q < ow; q++)\n"
-    "              d[q] = (@T@)0;\n"
-    "            continue;\n"
-    "          }\n"
-    "          const @T@ *src = xc + ih * wd + off;\n"
-    "          for (int64_t q = 0; q < qlo; q++)\n"
-    "            d[q] = (@T@)0;\n"
-    "          if (sw == 1) /* the common case, as a plain copy */\n"
-    "            memcpy(d + qlo, src + qlo, (size_t)(qhi - qlo) * "
-    "sizeof(@T@));\n"
-    "          else\n"
-    "            for (int64_t q = qlo; q < qhi; q++)\n"
-    "              d[q] = src[q * sw];\n"
-    "          for (int64_t q = qhi; q < ow; q++)\n"
-    "            d[q] = (@T@)0;\n"
-    "        }\n"
-    "      }\n"
-    "    }\n"
+    "        }\n";
+
+/* conv_im2col_head, the patches, conv_im2col_tail. */
+static const char conv_im2col_head[] =
+    "/* 2-D convolution as im2col + GEMM, per group over the whole batch:\n"
+    " * col[kk x n*oh*ow] holds the patches of every image side by side, so\n"
+    " * one GEMM per group, tmp[mg x n*oh*ow] = w[mg x kk] * col, replaces n\n"
+    " * small ones; tmp is then scattered to y (NCHW) with the bias added.\n"
+    " * With one image the GEMM writes y directly.  Each patch row is split\n"
+    " * into the columns that fall in the padding (zeros) and those inside\n"
+    " * the image (copies), so the inner loops carry no bounds tests; at\n"
+    " * stride 1 with oh*ow rows as wide as the image (same padding) a whole\n"
+    " * patch plane is one copy.  col and tmp live in the scratch block the\n"
+    " * caller passes (kk*n*oh*ow elements, plus mg*n*oh*ow when n > 1). */\n"
+    "static void weir_conv2d_im2col_@S@(const @T@ *x, const @T@ *w, const "
+    "@T@ *b,\n"
+    "                                 @T@ *y, int64_t n, int64_t c, int64_t "
+    "h,\n"
+    "                                 int64_t wd, int64_t m, int64_t kh,\n"
+    "                                 int64_t kw, int64_t oh, int64_t ow,\n"
+    "                                 int64_t groups, int64_t sh, int64_t "
+    "sw,\n"
+    "                                 int64_t dh, int64_t dw, int64_t ph,\n"
+    "                                 int64_t pw, @T@ *col) {\n"
+    "  const int64_t cg = c / groups, mg = m / groups;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
+    "  if (n == 0 || m == 0 || ohw == 0)\n"
+    "    return;\n"
+    "  @T@ *tmp = col + kk * cols;\n"
+    "  for (int64_t g = 0; g < groups; g++) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2)\n"
+    "#endif\n";
+
+static const char conv_im2col_tail[] =
     "    const @T@ *wg = w + g * mg * kk;\n"
     "    if (n == 1) {\n"
     "      @T@ *yg = y + g * mg * ohw;\n"
@@ -523,6 +613,83 @@ static const char conv_im2col[] =
     "      }\n"
     "    }\n"
     "  }\n"
+    "}\n";
+
+/* Weir's helper: conv_weir_head, the patches, conv_weir_tail. */
+static const char conv_weir_head[] =
+    "/* 2-D convolution on Weir's GEMM.  1x1 kernels at unit stride without\n"
+    " * padding in one group: per image y[m x hw] = w[m x c] * x[c x hw], no\n"
+    " * copy.  Otherwise per group: col[kk x n*oh*ow] (the patches of every\n"
+    " * image side by side, zeros in the padding), one GEMM\n"
+    " * tmp[mg x n*oh*ow] = w_g * col, scattered to NCHW (with one image the\n"
+    " * GEMM writes y directly).  The bias is written first and the GEMM adds\n"
+    " * to it (beta = 1).  ws is the caller's scratch: col and tmp, then "
+    "(64-byte\n"
+    " * aligned) the GEMM's packing buffers; for the 1x1 case only the latter. "
+    "*/\n"
+    "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *b,\n"
+    "                            @T@ *y, int64_t n, int64_t c, int64_t h,\n"
+    "                            int64_t wd, int64_t m, int64_t kh,\n"
+    "                            int64_t kw, int64_t oh, int64_t ow,\n"
+    "                            int64_t groups, int64_t sh, int64_t sw,\n"
+    "                            int64_t dh, int64_t dw, int64_t ph,\n"
+    "                            int64_t pw, void *ws) {\n"
+    "  const int64_t cg = c / groups, mg = m / groups;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
+    "  if (n == 0 || m == 0 || ohw == 0)\n"
+    "    return 0;\n"
+    "  if (b) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) if (n * m * ohw > 65536)\n"
+    "#endif\n"
+    "    for (int64_t in = 0; in < n; in++)\n"
+    "      for (int64_t oc = 0; oc < m; oc++)\n"
+    "        for (int64_t p = 0; p < ohw; p++)\n"
+    "          y[(in * m + oc) * ohw + p] = b[oc];\n"
+    "  }\n"
+    "  const @T@ beta = b ? (@T@)1 : (@T@)0;\n"
+    "  if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1 &&\n"
+    "      ph == 0 && pw == 0 && oh == h && ow == wd) {\n"
+    "    int st = 0;\n"
+    "    for (int64_t in = 0; in < n; in++)\n"
+    "      st |= weir_gemm_@S@(0, 0, m, ohw, c, (@T@)1, w, c, x + in * c * "
+    "ohw,\n"
+    "                          ohw, beta, y + in * m * ohw, ohw, ws);\n"
+    "    return st;\n"
+    "  }\n"
+    "  const int64_t ntmp = n > 1 ? mg * cols : 0;\n"
+    "  @T@ *col = (@T@ *)ws, *tmp = col + kk * cols;\n"
+    "  void *gw = (char *)ws + ((size_t)(kk * cols + ntmp + 1) * sizeof(@T@) "
+    "+\n"
+    "                           63) / 64 * 64;\n"
+    "  int st = 0;\n"
+    "  for (int64_t g = 0; g < groups && !st; g++) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) if (kk * cols > 65536)\n"
+    "#endif\n";
+
+static const char conv_weir_tail[] =
+    "    const @T@ *wg = w + g * mg * kk;\n"
+    "    if (n == 1) {\n"
+    "      st |= weir_gemm_@S@(0, 0, mg, ohw, kk, (@T@)1, wg, kk, col, ohw,\n"
+    "                          beta, y + g * mg * ohw, ohw, gw);\n"
+    "      continue;\n"
+    "    }\n"
+    "    st |= weir_gemm_@S@(0, 0, mg, cols, kk, (@T@)1, wg, kk, col, cols,\n"
+    "                        (@T@)0, tmp, cols, gw);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) if (mg * cols > 65536)\n"
+    "#endif\n"
+    "    for (int64_t in = 0; in < n; in++) {\n"
+    "      for (int64_t oc = 0; oc < mg; oc++) {\n"
+    "        const @T@ *src = tmp + oc * cols + in * ohw;\n"
+    "        @T@ *dst = y + (in * m + g * mg + oc) * ohw;\n"
+    "        for (int64_t p = 0; p < ohw; p++)\n"
+    "          dst[p] = b ? dst[p] + src[p] : src[p];\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  return st;\n"
     "}\n";
 
 static const char conv_1x1[] =
@@ -603,8 +770,79 @@ static const char conv_depthwise[] =
     "  }\n"
     "}\n";
 
-/* Common size arguments of the im2col and depthwise helpers. */
-static gboolean conv_emit(WeirNativeEmit *e, gboolean direct, GError **error) {
+/* The text of an im2col helper: head, the patches loop (conv_patches
+ * with its three holes filled), tail. (transfer full) */
+static char *conv_text(const char *head, const char *same, const char *cols,
+                       const char *sw1, const char *tail) {
+  GString *p = g_string_new(conv_patches);
+  g_string_replace(p, "@SAME@", same, 0);
+  g_string_replace(p, "@COLS@", cols, 0);
+  g_string_replace(p, "@SW1@", sw1, 0);
+  g_autofree char *patches = g_string_free(p, FALSE);
+  return g_strconcat(head, patches, tail, NULL);
+}
+
+/* The scratch of weir_conv2d_im2col: col (kk x n*oh*ow) and tmp
+ * (mg x n*oh*ow, when n > 1 or may be), as a typed pointer. */
+static char *conv_im2col_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
+  g_autoptr(WeirExpr) kk = dims_expr(ci->w, 1, 4);
+  g_autoptr(WeirExpr) oh_ow = dims_expr(ci->y, 2, 4);
+  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(ci->y, 0), oh_ow);
+  WeirExpr *elements = weir_expr_mul(kk, cols);
+  if (!dim_is(ci->x, 0, 1) && !dim_is(ci->x, 0, 0)) {
+    g_autoptr(WeirExpr) gr = weir_expr_const(ci->geo.group);
+    g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(ci->w, 0), gr);
+    g_autoptr(WeirExpr) ntmp = weir_expr_mul(mg, cols);
+    WeirExpr *sum = weir_expr_add(elements, ntmp);
+    weir_expr_unref(elements);
+    elements = sum;
+  }
+  return scratch_of(e, elements, ci->y->dtype);
+}
+
+/* The scratch of weir_wconv2d: round64(bytes of col and tmp), unless the
+ * convolution is 1x1 at unit stride without padding in one group, then
+ * the GEMM's packing buffers for the largest of its GEMMs, with blocking
+ * *bl, which is recorded.  "(void *)..." or "NULL"; NULL on error. */
+static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
+                               WeirGemmBlocking *out, GError **error) {
+  WeirDType t = ci->y->dtype;
+  const WeirContainer *x = ci->x, *w = ci->w, *y = ci->y;
+  if (!weir_kernel_gemm_record(e, t, out, error))
+    return NULL;
+  const WeirGemmBlocking bl = *out;
+  gint64 size = (gint64)weir_dtype_size(t);
+  g_autoptr(WeirExpr) groups = weir_expr_const(ci->geo.group);
+  g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(y, 2), dim(y, 3));
+  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(x, 0), ohw);
+  g_autoptr(WeirExpr) khw = weir_expr_mul(dim(w, 2), dim(w, 3));
+  g_autoptr(WeirExpr) kk = weir_expr_mul(dim(w, 1), khw); /* C/g * kh * kw */
+  g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(w, 0), groups);
+  g_autoptr(WeirExpr) w1 =
+      weir_kernel_gemm_work_bytes(t, &bl, dim(w, 0), ohw, dim(x, 1));
+  g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(t, &bl, mg, ohw, kk);
+  g_autoptr(WeirExpr) w3 = weir_kernel_gemm_work_bytes(t, &bl, mg, cols, kk);
+  g_autoptr(WeirExpr) w23 = weir_expr_max(w2, w3);
+  g_autoptr(WeirExpr) gwork = weir_expr_max(w1, w23);
+  if (conv_is_1x1(ci))
+    return weir_kernel_scratch_arg(e, weir_expr_ref(gwork));
+  /* col: kk * cols elements, tmp: mg * cols when n > 1 (counted always),
+   * one more, rounded up to 64 bytes as the helper does */
+  g_autoptr(WeirExpr) colel = weir_expr_mul(kk, cols);
+  g_autoptr(WeirExpr) tmpel = weir_expr_mul(mg, cols);
+  g_autoptr(WeirExpr) el = weir_expr_add(colel, tmpel);
+  g_autoptr(WeirExpr) el1 = weir_expr_add_const(el, 1);
+  g_autoptr(WeirExpr) by = weir_expr_mul_const(el1, size);
+  g_autoptr(WeirExpr) by63 = weir_expr_add_const(by, 63);
+  g_autoptr(WeirExpr) c64 = weir_expr_const(64);
+  g_autoptr(WeirExpr) q = weir_expr_floordiv(by63, c64);
+  g_autoptr(WeirExpr) colbytes = weir_expr_mul_const(q, 64);
+  return weir_kernel_scratch_arg(e, weir_expr_add(colbytes, gwork));
+}
+
+/* direct: the 1x1 or depthwise helper; otherwise im2col on GEMM `which`. */
+static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
+                          WeirNativeGemm which, GError **error) {
   g_auto(ConvInfo) ci = {0};
   g_autofree char *reason = NULL;
   if (!conv_info(e->g, e->s, e->n, &ci, &reason)) {
@@ -646,41 +884,83 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct, GError **error) {
         geo->strides[1], geo->dilations[0], geo->dilations[1], ph, pw);
     return TRUE;
   }
-  emit_header(e, "im2col");
-  use_blas(e);
-  use_helper(e, "weir_conv2d_im2col_@S@", conv_im2col, t);
-  /* col: kk x n*oh*ow; tmp: mg x n*oh*ow when n > 1 (or may be) */
-  g_autoptr(WeirExpr) kk = dims_expr(ci.w, 1, 4);
-  g_autoptr(WeirExpr) oh_ow = dims_expr(ci.y, 2, 4);
-  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(ci.y, 0), oh_ow);
-  WeirExpr *elements = weir_expr_mul(kk, cols);
-  if (!dim_is(ci.x, 0, 1) && !dim_is(ci.x, 0, 0)) {
-    g_autoptr(WeirExpr) gr = weir_expr_const(geo->group);
-    g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(ci.w, 0), gr);
-    g_autoptr(WeirExpr) ntmp = weir_expr_mul(mg, cols);
-    WeirExpr *sum = weir_expr_add(elements, ntmp);
-    weir_expr_unref(elements);
-    elements = sum;
+  const char *name;
+  g_autofree char *text = NULL, *ws = NULL, *status = NULL;
+  WeirGemmBlocking bl = {0};
+  if (which == WEIR_NATIVE_GEMM_CBLAS) {
+    emit_header(e, "im2col");
+    use_blas(e);
+    name = "weir_conv2d_im2col";
+    text =
+        conv_text(conv_im2col_head, conv_patches_same, "",
+                  " /* the common case, as a plain copy */", conv_im2col_tail);
+    ws = conv_im2col_scratch(e, &ci);
+    status = g_strdup("");
+  } else {
+    emit_header(e, "weir");
+    name = "weir_wconv2d";
+    ws = conv_weir_scratch(e, &ci, &bl, error);
+    if (!ws)
+      return FALSE;
+    /* the helper's suffix is its GEMM's: a node's own blocking gets its
+     * own copy */
+    sfx = bl.id;
+    g_autofree char *proto = weir_kernel_gemm_prototype(t, &bl);
+    g_autofree char *own = conv_text(conv_weir_head, conv_patches_same,
+                                     "output ", "", conv_weir_tail);
+    text = g_strconcat(proto, own, NULL);
+    status = g_strdup_printf("%s |= ", e->status);
   }
-  g_autofree char *col = scratch_of(e, elements, t);
-  g_string_append_printf(
-      e->code,
-      "weir_conv2d_im2col_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-      "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %s, %s, %s);\n",
-      sfx, xp, wp, bp, yp, n, c, h, w, m, kh, kw, oh, ow, geo->group,
-      geo->strides[0], geo->strides[1], geo->dilations[0], geo->dilations[1],
-      ph, pw, col);
+  g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);
+  g_autofree char *body = instantiate_sfx(text, t, sfx);
+  e->helper(e, helper, body);
+  g_string_append_printf(e->code,
+                         "%s%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                         "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                         ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                         ", %" G_GINT64_FORMAT ", %s, %s, %s);\n",
+                         status, name, sfx, xp, wp, bp, yp, n, c, h, w, m, kh,
+                         kw, oh, ow, geo->group, geo->strides[0],
+                         geo->strides[1], geo->dilations[0], geo->dilations[1],
+                         ph, pw, ws);
   return TRUE;
 }
 
 static gboolean im2col_emit(WeirNativeEmit *e, GError **error) {
-  return conv_emit(e, FALSE, error);
+  return conv_emit(e, FALSE, WEIR_NATIVE_GEMM_CBLAS, error);
 }
 
 static gboolean direct_emit(WeirNativeEmit *e, GError **error) {
-  return conv_emit(e, TRUE, error);
+  return conv_emit(e, TRUE, WEIR_NATIVE_GEMM_CBLAS, error);
+}
+
+gboolean weir_native_emit_gemm(WeirNativeEmit *e, WeirNativeGemm which,
+                               GError **error) {
+  return gemm_emit(e, which, error);
+}
+
+gboolean weir_native_emit_matmul(WeirNativeEmit *e, WeirNativeGemm which,
+                                 GError **error) {
+  return matmul_emit(e, which, error);
+}
+
+gboolean weir_native_emit_conv(WeirNativeEmit *e, WeirNativeGemm which,
+                               GError **error) {
+  return conv_emit(e, FALSE, which, error);
+}
+
+gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason) {
+  g_auto(ConvInfo) ci = {0};
+  return conv_info(g, s, n, &ci, reason);
+}
+
+static gboolean blas_gemm_emit(WeirNativeEmit *e, GError **error) {
+  return weir_native_emit_gemm(e, WEIR_NATIVE_GEMM_CBLAS, error);
+}
+
+static gboolean blas_matmul_emit(WeirNativeEmit *e, GError **error) {
+  return weir_native_emit_matmul(e, WEIR_NATIVE_GEMM_CBLAS, error);
 }
 
 /* ------------------------------------------------------ training backward
@@ -1006,14 +1286,17 @@ static gboolean max_pool_grad_emit(WeirNativeEmit *e, GError **error) {
 }
 
 static const WeirNativeImpl builtin[] = {
-    {.op = "Gemm", .impl = "blas", .accepts = gemm_accepts, .emit = gemm_emit},
+    {.op = "Gemm",
+     .impl = "blas",
+     .accepts = weir_native_gemm_accepts,
+     .emit = blas_gemm_emit},
     {.op = "MatMul",
      .impl = "blas",
-     .accepts = matmul_accepts,
-     .emit = matmul_emit},
+     .accepts = weir_native_matmul_accepts,
+     .emit = blas_matmul_emit},
     {.op = "Conv",
      .impl = "im2col",
-     .accepts = im2col_accepts,
+     .accepts = weir_native_conv_accepts,
      .emit = im2col_emit},
     {.op = "Conv",
      .impl = "direct",

@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-expr.h"
 #include "weir-kernels.h"
 
@@ -22,6 +23,14 @@
 
 static guint round_down(guint v, guint m) {
   return v / m * m;
+}
+
+/* KC when the rows are few: a B micro-panel (KC x NR) in half of L1, at
+ * most kc. */
+static guint kc_few(const WeirHwProfile *hw, guint nr, guint es, guint kc) {
+  gint64 l1 = hw && hw->l1d_bytes > 0 ? hw->l1d_bytes : 32 * 1024;
+  guint k = (guint)(l1 / 2 / (nr * es));
+  return CLAMP(round_down(k, 16), MIN(64u, kc), kc);
 }
 
 void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
@@ -61,7 +70,53 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
   /* the packed A block (MC x KC): as much again */
   guint mc = (guint)(l2 / 2 / (b.kc * es));
   b.mc = MAX(round_down(mc, b.mr), b.mr);
+  b.kcs = kc_few(hw, b.nr, es, b.kc);
+  g_strlcpy(b.id, es == 8 ? "f64" : "f32", sizeof b.id);
   *out = b;
+}
+
+/* The node's INT attribute `name` into *v when present: in [lo, hi]. */
+static gboolean attr_uint(const WeirNode *n, const char *name, guint lo,
+                          guint hi, guint *v, gboolean *set, GError **error) {
+  if (!n || !weir_node_attr(n, name))
+    return TRUE;
+  gint64 x = weir_node_attr_int(n, name, -1);
+  if (x < lo || x > hi) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "node %u ('%s'): attribute '%s' is %" G_GINT64_FORMAT
+                "; Weir's GEMM takes %u to %u",
+                n->id, n->label ? n->label : "", name, x, lo, hi);
+    return FALSE;
+  }
+  *v = (guint)x;
+  *set = TRUE;
+  return TRUE;
+}
+
+gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
+                                        const WeirNode *n,
+                                        WeirGemmBlocking *out, GError **error) {
+  WeirGemmBlocking b;
+  weir_kernel_gemm_blocking(hw, t, &b);
+  gboolean set = FALSE;
+  if (!attr_uint(n, WEIR_GEMM_ATTR_MR, 1, 32, &b.mr, &set, error) ||
+      !attr_uint(n, WEIR_GEMM_ATTR_NV, 1, 8, &b.nv, &set, error) ||
+      !attr_uint(n, WEIR_GEMM_ATTR_KC, 1, 1 << 16, &b.kc, &set, error) ||
+      !attr_uint(n, WEIR_GEMM_ATTR_MC, 1, 1 << 20, &b.mc, &set, error) ||
+      !attr_uint(n, WEIR_GEMM_ATTR_NC, 1, 1 << 20, &b.nc, &set, error))
+    return FALSE;
+  if (set) {
+    /* the driver's blocks are whole microtiles */
+    b.nr = b.nv * b.vl;
+    b.mc = MAX(round_down(b.mc, b.mr), b.mr);
+    b.nc = MAX(round_down(b.nc, b.nr), b.nr);
+    b.kcs = kc_few(hw, b.nr, t == WEIR_DTYPE_F64 ? 8 : 4, b.kc);
+    g_snprintf(b.id, sizeof b.id, "%s_%ux%u_%u_%u_%u",
+               t == WEIR_DTYPE_F64 ? "f64" : "f32", b.mr, b.nr, b.kc, b.mc,
+               b.nc);
+  }
+  *out = b;
+  return TRUE;
 }
 
 /* ------------------------------------------------------- vector blocks */
@@ -181,6 +236,12 @@ static const char gemm_ukr[] =
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @NV@; v++)\n"
     "      r[i][v] = weir_gemm_vzero_@S@();\n"
+    "  /* the C tile is read (acc) or written after the loop: fetched now */\n"
+    "  for (int64_t i = 0; i < mr; i++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @NV@; v++)\n"
+    "      if (v < nv)\n"
+    "        __builtin_prefetch(c + i * ldc + v * @VL@, 1);\n"
     "  for (int64_t k = 0; k < kc; k++) {\n"
     "    weir_gemm_v_@S@ b[@NV@];\n"
     "#pragma GCC unroll 8\n"
@@ -233,6 +294,9 @@ static const char gemm_ukr_n[] =
     "}\n";
 
 static const char gemm_driver[] =
+    "#ifdef _OPENMP\n"
+    "#include <omp.h>\n"
+    "#endif\n"
     "/* B rows [pc, pc + kc) x columns [jc, jc + nc) into NR-wide panels\n"
     " * (kc x NR each, zero-padded). */\n"
     "static inline void weir_gemm_pack_b_@S@(int tb, const @T@ *b, int64_t "
@@ -365,12 +429,21 @@ static const char gemm_driver[] =
     "    return 0;\n"
     "  }\n"
     "  const int first_acc = beta != (@T@)0;\n"
-    "  const int64_t kb = k < @KC@ ? k : @KC@;\n"
+    "  /* Few rows (a few A panels): each B panel stays in L1 (KC halved,\n"
+    "   * @KCS@) while the A panels stream past it; otherwise each A panel\n"
+    "   * stays in L1 while the B panels stream from L2. */\n"
+    "  const int few = m <= @FEWM@;\n"
+    "  const int64_t kcap = few ? @KCS@ : @KC@;\n"
+    "  /* the k (m) blocks as even as KC (MC) allows: no thin last block */\n"
+    "  const int64_t kblocks = (k + kcap - 1) / kcap;\n"
+    "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
+    "  const int64_t mblocks = (m + @MC@ - 1) / @MC@;\n"
+    "  const int64_t mcb = ((m + mblocks - 1) / mblocks + @MR@ - 1) / @MR@ * "
+    "@MR@;\n"
     "  const int64_t nb = n < @NC@ ? (n + @NR@ - 1) / @NR@ * @NR@ : @NC@;\n"
-    "  const int64_t mb = m < @MC@ ? (m + @MR@ - 1) / @MR@ * @MR@ : @MC@;\n"
-    "  const size_t bbytes = ((size_t)(kb * nb) * sizeof(@T@) + 63) / 64 * "
+    "  const size_t bbytes = ((size_t)(kcb * nb) * sizeof(@T@) + 63) / 64 * "
     "64;\n"
-    "  const size_t abytes = ((size_t)(kb * mb) * sizeof(@T@) + 63) / 64 * "
+    "  const size_t abytes = ((size_t)(kcb * mcb) * sizeof(@T@) + 63) / 64 * "
     "64;\n"
     "  /* the packing buffers: the caller's work space (from the kernel's\n"
     "   * workspace) when given, else allocated for this call */\n"
@@ -384,42 +457,70 @@ static const char gemm_driver[] =
     "#ifdef _OPENMP\n"
     "#pragma omp parallel if (m * n * k > 32768)\n"
     "#endif\n"
-    "  for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
-    "    const int64_t nc = n - jc < @NC@ ? n - jc : @NC@;\n"
-    "    const int64_t npan = (nc + @NR@ - 1) / @NR@;\n"
-    "    for (int64_t pc = 0; pc < k; pc += @KC@) {\n"
-    "      const int64_t kc = k - pc < @KC@ ? k - pc : @KC@;\n"
-    "      const int acc = pc > 0 || first_acc;\n"
+    "  {\n"
+    "#ifdef _OPENMP\n"
+    "    const int64_t nt = omp_get_num_threads(), tid = "
+    "omp_get_thread_num();\n"
+    "#else\n"
+    "    const int64_t nt = 1, tid = 0;\n"
+    "#endif\n"
+    "    for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
+    "      const int64_t nc = n - jc < @NC@ ? n - jc : @NC@;\n"
+    "      const int64_t npan = (nc + @NR@ - 1) / @NR@;\n"
+    "      /* with a few B panels per thread, each thread packs and uses its\n"
+    "       * own contiguous range of them (they stay in its caches; no\n"
+    "       * barrier between packing and use), sweeping every A panel;\n"
+    "       * otherwise the threads split the A panels */\n"
+    "      const int byn = npan >= 2 * nt;\n"
+    "      const int64_t q0 = byn ? npan * tid / nt : 0;\n"
+    "      const int64_t q1 = byn ? npan * (tid + 1) / nt : npan;\n"
+    "      for (int64_t pc = 0; pc < k; pc += kcb) {\n"
+    "        const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
+    "        const int acc = pc > 0 || first_acc;\n"
+    "        if (byn) {\n"
+    "          for (int64_t q = q0; q < q1; q++)\n"
+    "            weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
+    "        } else {\n"
     "#ifdef _OPENMP\n"
     "#pragma omp for schedule(static)\n"
     "#endif\n"
-    "      for (int64_t q = 0; q < npan; q++)\n"
-    "        weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
-    "      for (int64_t ic = 0; ic < m; ic += @MC@) {\n"
-    "        const int64_t mc = m - ic < @MC@ ? m - ic : @MC@;\n"
-    "        const int64_t mpan = (mc + @MR@ - 1) / @MR@;\n"
+    "          for (int64_t q = 0; q < npan; q++)\n"
+    "            weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
+    "        }\n"
+    "        for (int64_t ic = 0; ic < m; ic += mcb) {\n"
+    "          const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
+    "          const int64_t mpan = (mc + @MR@ - 1) / @MR@;\n"
     "#ifdef _OPENMP\n"
     "#pragma omp for schedule(static)\n"
     "#endif\n"
-    "        for (int64_t p = 0; p < mpan; p++)\n"
-    "          weir_gemm_pack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
+    "          for (int64_t p = 0; p < mpan; p++)\n"
+    "            weir_gemm_pack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
     "ap);\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp for collapse(2) schedule(static)\n"
-    "#endif\n"
-    "        for (int64_t p = 0; p < mpan; p++) {\n"
-    "          for (int64_t q = 0; q < npan; q++) {\n"
-    "            const int64_t mr = mc - p * @MR@ < @MR@ ? mc - p * @MR@ : "
+    "          const int64_t p0 = byn ? 0 : mpan * tid / nt;\n"
+    "          const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;\n"
+    "          const int64_t np = p1 - p0, nq = q1 - q0;\n"
+    "          for (int64_t t = 0; t < np * nq; t++) {\n"
+    "            {\n"
+    "              const int64_t p = few ? p0 + t % np : p0 + t / nq;\n"
+    "              const int64_t q = few ? q0 + t / np : q0 + t % nq;\n"
+    "              const int64_t mr = mc - p * @MR@ < @MR@ ? mc - p * @MR@ : "
     "@MR@;\n"
-    "            const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
+    "              const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
     "@NR@;\n"
-    "            const @T@ *pa = ap + p * kc * @MR@, *pb = bp + q * kc * "
+    "              const @T@ *pa = ap + p * kc * @MR@, *pb = bp + q * kc * "
     "@NR@;\n"
-    "            @T@ *pcc = c + (ic + p * @MR@) * ldc + jc + q * @NR@;\n"
-    "            switch ((nr + @VL@ - 1) / @VL@) {\n"
+    "              @T@ *pcc = c + (ic + p * @MR@) * ldc + jc + q * @NR@;\n"
+    "              switch ((nr + @VL@ - 1) / @VL@) {\n"
     "@CASES@"
+    "              }\n"
     "            }\n"
     "          }\n"
+    "          /* every thread is done with the A block (and, when the\n"
+    "           * threads split A, with the B block) before it is packed again "
+    "*/\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp barrier\n"
+    "#endif\n"
     "        }\n"
     "      }\n"
     "    }\n"
@@ -459,13 +560,18 @@ static void replace_uint(GString *s, const char *key, guint v) {
   g_string_replace(s, key, buf, 0);
 }
 
-const char *weir_kernel_gemm_name(WeirDType t) {
-  return t == WEIR_DTYPE_F64 ? "weir_gemm_f64" : "weir_gemm_f32";
+char *weir_kernel_gemm_name(const WeirGemmBlocking *bl) {
+  return g_strconcat("weir_gemm_", bl->id, NULL);
 }
 
 char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   GString *s = g_string_new(gemm_head);
-  g_string_append(s, vec_block(bl->isa, t));
+  /* the ISA blocks are written for the dtype's names; a node's own
+   * blocking (bl->id) gets its own copy of them */
+  GString *vb = g_string_new(vec_block(bl->isa, t));
+  g_string_replace(vb, t == WEIR_DTYPE_F64 ? "_f64" : "_f32", "_@S@", 0);
+  g_string_append(s, vb->str);
+  g_string_free(vb, TRUE);
   g_string_append(s, gemm_ukr);
   GString *cases = g_string_new(NULL);
   for (guint nv = 1; nv <= bl->nv; nv++) {
@@ -476,7 +582,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
     g_autofree char *label =
         nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
     g_string_append_printf(cases,
-                           "            %s: weir_gemm_ukr%u_@S@(kc, pa, pb, "
+                           "              %s: weir_gemm_ukr%u_@S@(kc, pa, pb, "
                            "pcc, ldc, mr, nr, acc); break;\n",
                            label, nv);
   }
@@ -486,7 +592,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_replace(s, "@ISA@", weir_hw_isa_name(bl->isa), 0);
   g_string_replace(s, "@TGT@", isa_target(bl->isa), 0);
   g_string_replace(s, "@T@", t == WEIR_DTYPE_F64 ? "double" : "float", 0);
-  g_string_replace(s, "@S@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
+  g_string_replace(s, "@S@", bl->id, 0);
   /* below half a microtile of rows the packed path wastes most of its
    * multiply-adds on padding */
   replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
@@ -495,19 +601,22 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   replace_uint(s, "@NV@", bl->nv);
   replace_uint(s, "@VL@", bl->vl);
   replace_uint(s, "@KC@", bl->kc);
+  replace_uint(s, "@KCS@", bl->kcs);
+  replace_uint(s, "@FEWM@", 12 * bl->mr);
   replace_uint(s, "@MC@", bl->mc);
   replace_uint(s, "@NC@", bl->nc);
   return g_string_free(s, FALSE);
 }
 
-char *weir_kernel_gemm_prototype(WeirDType t) {
+char *weir_kernel_gemm_prototype(WeirDType t, const WeirGemmBlocking *bl) {
   const char *ty = t == WEIR_DTYPE_F64 ? "double" : "float";
+  g_autofree char *name = weir_kernel_gemm_name(bl);
   return g_strdup_printf(
       "static int %s(int ta, int tb, int64_t m, int64_t n, int64_t k, %s "
       "alpha,\n"
       "              const %s *a, int64_t lda, const %s *b, int64_t ldb,\n"
       "              %s beta, %s *c, int64_t ldc, void *work);\n",
-      weir_kernel_gemm_name(t), ty, ty, ty, ty, ty);
+      name, ty, ty, ty, ty, ty);
 }
 
 char *weir_kernels_signature(void) {
@@ -517,25 +626,27 @@ char *weir_kernels_signature(void) {
   for (guint i = 0; i < G_N_ELEMENTS(types); i++) {
     WeirGemmBlocking b;
     weir_kernel_gemm_blocking(hw, types[i], &b);
+    g_autofree char *name = weir_kernel_gemm_name(&b);
     g_string_append_printf(s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u",
-                           i ? "; " : "", weir_kernel_gemm_name(types[i]),
-                           weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
-                           b.nc);
+                           i ? "; " : "", name, weir_hw_isa_name(b.isa), b.mr,
+                           b.nr, b.kc, b.mc, b.nc);
   }
   return g_string_free(s, FALSE);
 }
 
-/* round64(kb * nb * size) + round64(kb * mb * size): what the driver's
+/* round64(kb * nb * size) + round64(kb * mb * size), kb and mb the
+ * balanced blocks (kcb, mcb): what the driver's
  * packing buffers take for these m, n, k (its bbytes + abytes). */
 static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
                          gint64 n, gint64 k) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
-  gint64 kb = MIN(k, (gint64)bl->kc);
+  gint64 kblocks = (k + bl->kc - 1) / bl->kc;
+  gint64 kb = (k + kblocks - 1) / kblocks;
+  gint64 mblocks = (m + bl->mc - 1) / bl->mc;
+  gint64 mb = ((m + mblocks - 1) / mblocks + bl->mr - 1) / bl->mr * bl->mr;
   gint64 nb =
       n < (gint64)bl->nc ? (n + bl->nr - 1) / bl->nr * bl->nr : (gint64)bl->nc;
-  gint64 mb =
-      m < (gint64)bl->mc ? (m + bl->mr - 1) / bl->mr * bl->mr : (gint64)bl->mc;
   return (kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64;
 }
 
@@ -548,4 +659,38 @@ WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
     return weir_expr_const(work_exact(bl, size, cm, cn, ck));
   /* symbolic sizes: the largest blocks the driver packs */
   return weir_expr_const(work_exact(bl, size, bl->mc, bl->nc, bl->kc));
+}
+
+/* ------------------------------------------------------------ emitting */
+
+gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
+                                 WeirGemmBlocking *bl, GError **error) {
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  if (!weir_kernel_gemm_blocking_node(hw, t, e->n, bl, error))
+    return FALSE;
+  g_autofree char *text = weir_kernel_gemm_text(t, bl);
+  g_autofree char *name = weir_kernel_gemm_name(bl);
+  e->helper(e, name, text);
+  e->uses_status = TRUE;
+  return TRUE;
+}
+
+char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes) {
+  g_autoptr(WeirExpr) b = bytes;
+  gint64 v;
+  if (weir_expr_is_const(b, &v) && v <= 0)
+    return g_strdup("NULL");
+  g_autofree char *p = e->scratch(e, b);
+  return g_strdup_printf("(void *)%s", p);
+}
+
+char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
+                           const WeirExpr *n, const WeirExpr *k,
+                           WeirGemmBlocking *bl, GError **error) {
+  if (!weir_kernel_gemm_record(e, t, bl, error))
+    return NULL;
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  return weir_kernel_scratch_arg(
+      e, weir_kernel_gemm_work_bytes(t, bl, m ? m : one, n ? n : one,
+                                     k ? k : one));
 }

@@ -13,6 +13,7 @@
 #define WEIR_KERNELS_H
 
 #include "weir-hw.h"
+#include "weir-native.h"
 #include "weir-types.h"
 
 G_BEGIN_DECLS
@@ -22,15 +23,39 @@ typedef struct {
   guint vl;         /* elements per vector */
   guint mr, nv, nr; /* microtile: mr rows x nr = nv * vl columns */
   guint kc, mc, nc; /* cache blocks */
+  guint kcs;        /* KC when M is at most 12 MR (B panels stay in L1) */
+  /* The suffix of the emitted names (weir_gemm_<id>): "f32" or "f64" for
+   * the hardware profile's blocking, with the blocking appended
+   * ("f32_14x32_256_1008_1024") for a node's own. */
+  char id[64];
 } WeirGemmBlocking;
+
+/* The INT attributes of a Gemm, MatMul or Conv node (implementation
+ * "weir") that choose its GEMM's blocking in place of the hardware
+ * profile's (for a tuner, docs/native.md): rows of the microtile (1..32),
+ * vectors across it (1..8), and the cache blocks KC (1..65536), MC and NC
+ * (rounded down to whole microtiles). */
+#define WEIR_GEMM_ATTR_MR "gemm_mr"
+#define WEIR_GEMM_ATTR_NV "gemm_nv"
+#define WEIR_GEMM_ATTR_KC "gemm_kc"
+#define WEIR_GEMM_ATTR_MC "gemm_mc"
+#define WEIR_GEMM_ATTR_NC "gemm_nc"
 
 /* The blocking for dtype t (f32 or f64) on the machine described by hw
  * (borrowed; its ISA and cache sizes; unknown sizes get defaults). */
 void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
                                WeirGemmBlocking *out);
 
+/* The blocking of node n (borrowed, NULL = none): the hardware profile's
+ * with the node's WEIR_GEMM_ATTR_* attributes in place of its values.
+ * FALSE, with an error naming the node and the attribute, for a value out
+ * of range. */
+gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
+                                        const WeirNode *n,
+                                        WeirGemmBlocking *out, GError **error);
+
 /* The helper text defining
- *   static int weir_gemm_<sfx>(int ta, int tb, int64_t m, int64_t n,
+ *   static int weir_gemm_<id>(int ta, int tb, int64_t m, int64_t n,
  *                              int64_t k, T alpha, const T *a, int64_t lda,
  *                              const T *b, int64_t ldb, T beta, T *c,
  *                              int64_t ldc, void *work);
@@ -48,18 +73,65 @@ WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
                                       const WeirExpr *m, const WeirExpr *n,
                                       const WeirExpr *k);
 
-/* The prototype of weir_gemm_<sfx> as one line, for helpers that call it
- * (helpers are printed in name order). (transfer full) */
-char *weir_kernel_gemm_prototype(WeirDType t);
+/* The prototype of weir_gemm_<id> for blocking bl, for helpers that call
+ * it (helpers are printed in name order). (transfer full) */
+char *weir_kernel_gemm_prototype(WeirDType t, const WeirGemmBlocking *bl);
 
-/* The helper name ("weir_gemm_f32"). (borrowed) */
-const char *weir_kernel_gemm_name(WeirDType t);
+/* The helper name ("weir_gemm_f32"). (transfer full) */
+char *weir_kernel_gemm_name(const WeirGemmBlocking *bl);
 
 /* What the emitted kernels depend on besides the program: the ISA and
  * the blocking of each GEMM on this machine, as one line that compile-cache
  * keys include (core/runtime.c), so that $WEIR_ISA or other cache sizes
  * never reuse an object built for another choice. (transfer full) */
 char *weir_kernels_signature(void);
+
+/* Records weir_gemm_<id> for dtype t, blocked for this machine and the
+ * node being emitted (weir_kernel_gemm_blocking_node), as a helper of the
+ * unit (and that the node uses the status variable); *bl receives the
+ * blocking. */
+gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
+                                 WeirGemmBlocking *bl, GError **error);
+
+/* weir_kernel_gemm_record, then the work-space argument of calls for
+ * products of at most m x n x k (borrowed expressions, NULL = 1): a
+ * scratch block of the kernel's workspace; NULL on error. (transfer
+ * full) */
+char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
+                           const WeirExpr *n, const WeirExpr *k,
+                           WeirGemmBlocking *bl, GError **error);
+
+/* The C text of a scratch block of `bytes` (taken over) for the node's
+ * call, as "(void *)..."; "NULL" when nothing is needed. (transfer full) */
+char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes);
+
+/* ------------------------------------------ emitters of core/native.c
+ *
+ * The Gemm, MatMul and Conv (im2col) emitters are written once, for
+ * either GEMM: OpenBLAS's cblas_<p>gemm (implementations "blas" and
+ * "im2col") or Weir's weir_gemm_<sfx> (implementation "weir",
+ * core/kernels/native-weir.c). */
+typedef enum {
+  WEIR_NATIVE_GEMM_CBLAS,
+  WEIR_NATIVE_GEMM_WEIR,
+} WeirNativeGemm;
+
+gboolean weir_native_emit_gemm(WeirNativeEmit *e, WeirNativeGemm which,
+                               GError **error);
+gboolean weir_native_emit_matmul(WeirNativeEmit *e, WeirNativeGemm which,
+                                 GError **error);
+/* im2col (every 2-D convolution; Weir's helper also takes 1x1 without
+ * patches). */
+gboolean weir_native_emit_conv(WeirNativeEmit *e, WeirNativeGemm which,
+                               GError **error);
+
+/* The operand checks of those emitters (WeirNativeImpl.accepts). */
+gboolean weir_native_gemm_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason);
+gboolean weir_native_matmul_accepts(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n, char **reason);
+gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason);
 
 /* Registers the native implementations "weir" of Gemm, MatMul and Conv
  * (core/kernels/native-weir.c; called by weir_native_register_builtin). */

@@ -327,6 +327,75 @@ static void test_conv(void **state) {
   check_program(g, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
 }
 
+/* ------------------------------------------- a node's own blocking */
+
+/* Small blocks, so every loop of the driver runs several times. */
+static void own_small(WeirNode *n) {
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_MR, 5);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_NV, 2);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_KC, 37);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_MC, 23);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_NC, 50);
+}
+/* Another microtile, cache blocks from the profile. */
+static void own_tile(WeirNode *n) {
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_MR, 14);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_NV, 1);
+}
+/* Default and own blockings side by side in one unit: each own blocking
+ * gets its own copy of the GEMM (and of the convolution helper).  The
+ * blocking attributes are the code generator's, not the operators' (the
+ * schema check of add_node does not know them): set after, by owns_set. */
+static const Node owns[] = {
+    {"Gemm", {"100, 90", "90, 130", "130"}, "100, 130", NULL},
+    {"Gemm", {"100, 90", "90, 130", "130"}, "100, 130", NULL},
+    {"Gemm", {"33, 70", "70, 41", ""}, "33, 41", NULL},
+    {"MatMul", {"2, 30, 40", "40, 75", ""}, "2, 30, 75", NULL},
+    {"Conv", {"2, 5, 9, 8", "26, 5, 3, 3", "26"}, "2, 26, 9, 8", pad1},
+    {"Conv", {"1, 40, 7, 7", "30, 40, 1, 1", ""}, "1, 30, 7, 7", NULL},
+};
+static void (*const owns_set[])(WeirNode *n) = {own_small, NULL,      own_tile,
+                                                own_small, own_small, own_tile};
+
+static void test_own_blocking(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g =
+      program("owns", owns, G_N_ELEMENTS(owns), WEIR_DTYPE_F32);
+  WeirState *st = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    guint k;
+    if (n->kind == WEIR_NODE_LIBRARY && sscanf(n->label, "n%u", &k) == 1 &&
+        owns_set[k])
+      owns_set[k](n);
+  }
+  check_program(g, G_N_ELEMENTS(owns), WEIR_DTYPE_F32);
+  /* the names carry the blocking, mc and nc rounded to whole microtiles */
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  WeirGemmBlocking b;
+  WeirNode *n0 = NULL;
+  for (guint i = 0; i < st->nodes->len && !n0; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->label, "n0") == 0)
+      n0 = n;
+  }
+  assert_non_null(n0);
+  assert_true(weir_kernel_gemm_blocking_node(hw, WEIR_DTYPE_F32, n0, &b, &err));
+  g_autofree char *id = g_strdup_printf("f32_5x%u_37_20_%u", 2 * b.vl,
+                                        MAX(50 / (2 * b.vl), 1) * 2 * b.vl);
+  assert_string_equal(b.id, id);
+  assert_true(
+      weir_kernel_gemm_blocking_node(hw, WEIR_DTYPE_F32, NULL, &b, &err));
+  assert_string_equal(b.id, "f32");
+  /* a value out of range is an error naming the attribute */
+  weir_node_set_attr_int(n0, WEIR_GEMM_ATTR_MR, 0);
+  weir_node_set_attr_string(n0, "impl", "weir");
+  g_autofree char *src = weir_codegen_c(g, NULL, &err);
+  assert_null(src);
+  assert_non_null(strstr(err->message, WEIR_GEMM_ATTR_MR));
+}
+
 /* ------------------------------------------- a sample with epilogues */
 
 static void test_lenet_epilogues(void **state) {
@@ -428,6 +497,9 @@ static void test_blocking(void **state) {
   assert_int_equal(b.nc % b.nr, 0);
   assert_int_equal(b.mc % b.mr, 0);
   assert_true((gint64)b.kc * b.nc * 4 <= hw.l2_bytes / 2);
+  /* with few rows a B micro-panel stays in half of L1 */
+  assert_true(b.kcs <= b.kc && b.kcs % 16 == 0);
+  assert_true((gint64)b.kcs * b.nr * 4 <= hw.l1d_bytes / 2);
   hw.isa = WEIR_HW_ISA_AVX2;
   hw.l1d_bytes = 32 * 1024;
   hw.l2_bytes = 256 * 1024;
@@ -473,6 +545,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_f64),
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_lenet_epilogues),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,12 @@ WEIR_GEMM_INL_f32 void weir_gemm_ukr_f32(const int nv, int64_t kc,
 #pragma GCC unroll 8
     for (int v = 0; v < 4; v++)
       r[i][v] = weir_gemm_vzero_f32();
+  /* the C tile is read (acc) or written after the loop: fetched now */
+  for (int64_t i = 0; i < mr; i++)
+#pragma GCC unroll 8
+    for (int v = 0; v < 4; v++)
+      if (v < nv)
+        __builtin_prefetch(c + i * ldc + v * 4, 1);
   for (int64_t k = 0; k < kc; k++) {
     weir_gemm_v_f32 b[4];
 #pragma GCC unroll 8
@@ -118,6 +124,9 @@ static  void weir_gemm_ukr4_f32(int64_t kc, const float *ap,
                                       int64_t mr, int64_t nr, int acc) {
   weir_gemm_ukr_f32(4, kc, ap, bp, c, ldc, mr, nr, acc);
 }
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 /* B rows [pc, pc + kc) x columns [jc, jc + nc) into NR-wide panels
  * (kc x NR each, zero-padded). */
 static inline void weir_gemm_pack_b_f32(int tb, const float *b, int64_t ldb,
@@ -242,11 +251,19 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
     return 0;
   }
   const int first_acc = beta != (float)0;
-  const int64_t kb = k < 336 ? k : 336;
+  /* Few rows (a few A panels): each B panel stays in L1 (KC halved,
+   * 256) while the A panels stream past it; otherwise each A panel
+   * stays in L1 while the B panels stream from L2. */
+  const int few = m <= 48;
+  const int64_t kcap = few ? 256 : 336;
+  /* the k (m) blocks as even as KC (MC) allows: no thin last block */
+  const int64_t kblocks = (k + kcap - 1) / kcap;
+  const int64_t kcb = (k + kblocks - 1) / kblocks;
+  const int64_t mblocks = (m + 96 - 1) / 96;
+  const int64_t mcb = ((m + mblocks - 1) / mblocks + 4 - 1) / 4 * 4;
   const int64_t nb = n < 96 ? (n + 16 - 1) / 16 * 16 : 96;
-  const int64_t mb = m < 96 ? (m + 4 - 1) / 4 * 4 : 96;
-  const size_t bbytes = ((size_t)(kb * nb) * sizeof(float) + 63) / 64 * 64;
-  const size_t abytes = ((size_t)(kb * mb) * sizeof(float) + 63) / 64 * 64;
+  const size_t bbytes = ((size_t)(kcb * nb) * sizeof(float) + 63) / 64 * 64;
+  const size_t abytes = ((size_t)(kcb * mcb) * sizeof(float) + 63) / 64 * 64;
   /* the packing buffers: the caller's work space (from the kernel's
    * workspace) when given, else allocated for this call */
   void *own = NULL;
@@ -259,41 +276,67 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
 #ifdef _OPENMP
 #pragma omp parallel if (m * n * k > 32768)
 #endif
-  for (int64_t jc = 0; jc < n; jc += 96) {
-    const int64_t nc = n - jc < 96 ? n - jc : 96;
-    const int64_t npan = (nc + 16 - 1) / 16;
-    for (int64_t pc = 0; pc < k; pc += 336) {
-      const int64_t kc = k - pc < 336 ? k - pc : 336;
-      const int acc = pc > 0 || first_acc;
+  {
+#ifdef _OPENMP
+    const int64_t nt = omp_get_num_threads(), tid = omp_get_thread_num();
+#else
+    const int64_t nt = 1, tid = 0;
+#endif
+    for (int64_t jc = 0; jc < n; jc += 96) {
+      const int64_t nc = n - jc < 96 ? n - jc : 96;
+      const int64_t npan = (nc + 16 - 1) / 16;
+      /* with a few B panels per thread, each thread packs and uses its
+       * own contiguous range of them (they stay in its caches; no
+       * barrier between packing and use), sweeping every A panel;
+       * otherwise the threads split the A panels */
+      const int byn = npan >= 2 * nt;
+      const int64_t q0 = byn ? npan * tid / nt : 0;
+      const int64_t q1 = byn ? npan * (tid + 1) / nt : npan;
+      for (int64_t pc = 0; pc < k; pc += kcb) {
+        const int64_t kc = k - pc < kcb ? k - pc : kcb;
+        const int acc = pc > 0 || first_acc;
+        if (byn) {
+          for (int64_t q = q0; q < q1; q++)
+            weir_gemm_pack_b_f32(tb, b, ldb, pc, kc, jc, nc, q, bp);
+        } else {
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-      for (int64_t q = 0; q < npan; q++)
-        weir_gemm_pack_b_f32(tb, b, ldb, pc, kc, jc, nc, q, bp);
-      for (int64_t ic = 0; ic < m; ic += 96) {
-        const int64_t mc = m - ic < 96 ? m - ic : 96;
-        const int64_t mpan = (mc + 4 - 1) / 4;
+          for (int64_t q = 0; q < npan; q++)
+            weir_gemm_pack_b_f32(tb, b, ldb, pc, kc, jc, nc, q, bp);
+        }
+        for (int64_t ic = 0; ic < m; ic += mcb) {
+          const int64_t mc = m - ic < mcb ? m - ic : mcb;
+          const int64_t mpan = (mc + 4 - 1) / 4;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-        for (int64_t p = 0; p < mpan; p++)
-          weir_gemm_pack_a_f32(ta, a, lda, alpha, ic, mc, pc, kc, p, ap);
-#ifdef _OPENMP
-#pragma omp for collapse(2) schedule(static)
-#endif
-        for (int64_t p = 0; p < mpan; p++) {
-          for (int64_t q = 0; q < npan; q++) {
-            const int64_t mr = mc - p * 4 < 4 ? mc - p * 4 : 4;
-            const int64_t nr = nc - q * 16 < 16 ? nc - q * 16 : 16;
-            const float *pa = ap + p * kc * 4, *pb = bp + q * kc * 16;
-            float *pcc = c + (ic + p * 4) * ldc + jc + q * 16;
-            switch ((nr + 4 - 1) / 4) {
-            case 1: weir_gemm_ukr1_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
-            case 2: weir_gemm_ukr2_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
-            case 3: weir_gemm_ukr3_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
-            default: weir_gemm_ukr4_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+          for (int64_t p = 0; p < mpan; p++)
+            weir_gemm_pack_a_f32(ta, a, lda, alpha, ic, mc, pc, kc, p, ap);
+          const int64_t p0 = byn ? 0 : mpan * tid / nt;
+          const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;
+          const int64_t np = p1 - p0, nq = q1 - q0;
+          for (int64_t t = 0; t < np * nq; t++) {
+            {
+              const int64_t p = few ? p0 + t % np : p0 + t / nq;
+              const int64_t q = few ? q0 + t / np : q0 + t % nq;
+              const int64_t mr = mc - p * 4 < 4 ? mc - p * 4 : 4;
+              const int64_t nr = nc - q * 16 < 16 ? nc - q * 16 : 16;
+              const float *pa = ap + p * kc * 4, *pb = bp + q * kc * 16;
+              float *pcc = c + (ic + p * 4) * ldc + jc + q * 16;
+              switch ((nr + 4 - 1) / 4) {
+              case 1: weir_gemm_ukr1_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+              case 2: weir_gemm_ukr2_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+              case 3: weir_gemm_ukr3_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+              default: weir_gemm_ukr4_f32(kc, pa, pb, pcc, ldc, mr, nr, acc); break;
+              }
             }
           }
+          /* every thread is done with the A block (and, when the
+           * threads split A, with the B block) before it is packed again */
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
         }
       }
     }
