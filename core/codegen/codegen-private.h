@@ -91,6 +91,9 @@ typedef enum {
   H_ATOMIC_MIN, /* f32, f64, i32, i64, u8: compare-and-swap loops */
   H_ATOMIC_MAX,
   H_ALIGN64, /* size rounded up to 64 bytes */
+  H_EXP,     /* f32: Weir's exp (range reduction + polynomial, vectorizes) */
+  H_TANH,    /* f32: on H_EXP */
+  H_ERF,     /* f32: on H_EXP */
   H_COUNT
 } HelperKind;
 
