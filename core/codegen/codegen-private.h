@@ -424,6 +424,11 @@ void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
 
 /* Does the write-conflict resolution into sub (of container ci) from
  * inside fr need an atomic update? */
+/* Whether distinct values of the first n_params parameters of map (0: all)
+ * write distinct elements of sub, the rest of sub free of the parameters
+ * in inner (names of this map's and inner maps' parameters). */
+gboolean cg_subset_injective(const WeirSubset *sub, const WeirMap *map,
+                             guint n_params, GHashTable *inner);
 gboolean cg_store_atomic(Fn *f, Frame *fr, const CInfo *ci,
                          const WeirSubset *sub);
 
