@@ -8,7 +8,8 @@
  * stride 1 and 2 with symmetric, asymmetric, large and no padding, widths
  * that are not multiples of any vector (7, 13, 21, 37, 50, 64), batch 1
  * and 2, with and without bias, both vector widths forced through the
- * node attribute, and the scalar loop nest for what is not specialized
+ * node attribute, rows too wide for the ring of padded rows (the
+ * block-by-block path), and the scalar loop nest for what is not specialized
  * (a dilated 3x5 kernel, unequal strides).  The program is generated once
  * per ISA the CPU has ($WEIR_ISA lowers it), must call the kernel (default
  * choice, no "direct" loop nest) and must match the interpreter within
@@ -73,6 +74,10 @@ static const Case cases[] = {
     {1, 3, 10, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 16},
     {1, 3, 10, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 8},
     {1, 3, 10, 37, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, TRUE, 4},
+    /* rows too wide for the kernel's ring of padded rows: the blocks one
+     * by one, borders through a buffer */
+    {1, 2, 5, 3001, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 7, 3500, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
     /* the scalar loop nest: dilated 3x5, unequal strides */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0},
     {1, 3, 12, 15, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
