@@ -70,7 +70,7 @@ int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
   {                                                                            \
     "impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, (impls),                          \
         "Implementation of every node of OP: pure, blas, weir, im2col, "       \
-        "direct "                                                              \
+        "direct, depthwise "                                                   \
         "(repeatable)",                                                        \
         "OP=IMPL"                                                              \
   }

@@ -15,6 +15,7 @@
 
 #include "expand/expand-util.h"
 #include "weir-expand.h"
+#include "weir-native.h"
 
 gboolean weir_epilogue_present(const WeirNode *n) {
   return n->kind == WEIR_NODE_LIBRARY &&
@@ -125,18 +126,37 @@ gboolean weir_epilogue_split(WeirGraph *g, WeirState *s, WeirNode *n,
   return TRUE;
 }
 
-gboolean weir_epilogue_split_all(WeirGraph *g, GError **error) {
+/* Whether n's chosen native implementation applies its epilogue itself. */
+static gboolean native_takes(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n) {
+  const WeirNativeImpl *ni = NULL;
+  if (!weir_native_choice(g, s, n, &ni, NULL) || !ni || !ni->takes_epilogue)
+    return FALSE;
+  return ni->takes_epilogue(g, s, n);
+}
+
+static gboolean split_all(WeirGraph *g, gboolean keep_native, GError **error) {
   for (guint i = 0; i < g->states->len; i++) {
     WeirState *s = g_ptr_array_index(g->states, i);
     /* Splitting adds nodes (with larger ids) after the current one. */
     for (guint k = 0; k < s->nodes->len; k++) {
       WeirNode *n = g_ptr_array_index(s->nodes, k);
       if (n->kind == WEIR_NODE_NESTED && n->nested &&
-          !weir_epilogue_split_all(n->nested, error))
+          !split_all(n->nested, keep_native, error))
         return FALSE;
-      if (weir_epilogue_present(n) && !weir_epilogue_split(g, s, n, error))
+      if (!weir_epilogue_present(n) || (keep_native && native_takes(g, s, n)))
+        continue;
+      if (!weir_epilogue_split(g, s, n, error))
         return FALSE;
     }
   }
   return TRUE;
+}
+
+gboolean weir_epilogue_split_all(WeirGraph *g, GError **error) {
+  return split_all(g, FALSE, error);
+}
+
+gboolean weir_epilogue_split_unless_native(WeirGraph *g, GError **error) {
+  return split_all(g, TRUE, error);
 }

@@ -52,6 +52,10 @@ static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "direct", error);
 }
+static gboolean choose_depthwise(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 GError **error) {
+  return set_impl_attr(g, s, n, "depthwise", error);
+}
 
 void weir_native_register(const WeirNativeImpl *impl) {
   g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
@@ -73,6 +77,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_col2im;
   else if (strcmp(impl->impl, "weir") == 0)
     f = choose_weir;
+  else if (strcmp(impl->impl, "depthwise") == 0)
+    f = choose_depthwise;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
@@ -145,8 +151,14 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
     if (!y || y->dtype != WEIR_DTYPE_F32)
       return "pure";
-    /* depthwise: the direct loop nest; everything else (1x1 included) on
-     * Weir's own GEMM */
+    /* depthwise: Weir's vectorized depthwise kernel (core/kernels/
+     * depthwise.c), else the direct loop nest; everything else (1x1
+     * included) on Weir's own GEMM */
+    ni = weir_native_lookup("Conv", "depthwise");
+    if (weir_node_attr_int(n, "group", 1) > 1 && ni &&
+        ni->accepts(g, s, n, &r1))
+      return "depthwise";
+    g_clear_pointer(&r1, g_free);
     ni = weir_native_lookup("Conv", "direct");
     if (weir_node_attr_int(n, "group", 1) > 1 && ni &&
         ni->accepts(g, s, n, &r1))

@@ -1,8 +1,8 @@
 /* weir-native.h — native (library-call) implementations of library nodes.
  *
  * An implementation choice is the STRING attribute "impl" of a library node
- * ("pure", "blas", "weir", "im2col", "col2im", "direct").  "pure" means the
- * maps-and-tasklets expansion of ir/lower/expand/; a *native*
+ * ("pure", "blas", "weir", "im2col", "col2im", "direct", "depthwise").  "pure"
+ * means the maps-and-tasklets expansion of ir/lower/expand/; a *native*
  * implementation is not expanded: the code generator keeps the node and
  * asks the emitter registered here for (op, impl) to print C for it —
  * usually a call to a static helper function (printed once per generated
@@ -10,7 +10,8 @@
  *
  * A node without the attribute gets weir_native_default_impl: "weir"
  * (Weir's own GEMM, core/kernels/) for Gemm and MatMul in f32, "blas" in
- * f64; for Conv in f32 "direct" when it is depthwise (group == C == M) and
+ * f64; for Conv in f32 "depthwise" (Weir's vectorized kernel,
+ * core/kernels/depthwise.c) when it is depthwise (group == C == M) and
  * "weir" otherwise (2-D only; 1x1 included); in f32 "im2col" for
  * ConvGradFilter,
  * "col2im" for ConvGradInput and "direct" for MaxPoolGrad (2-D only);
@@ -42,6 +43,11 @@ struct _WeirNativeEmit {
   const WeirNode *n;
   WeirNativeOperand in[WEIR_NATIVE_MAX_PORTS];
   WeirNativeOperand out[WEIR_NATIVE_MAX_PORTS];
+  /* The extra inputs of the node's epilogue (connectors epi0, epi1, ...),
+   * set only when the implementation takes the epilogue (takes_epilogue);
+   * the epilogue's code and connectors are n's attributes
+   * (ir/lower/weir-expand.h). */
+  WeirNativeOperand epi[WEIR_NATIVE_MAX_PORTS];
   /* The statements for the node (lines ending in '\n', no indentation);
    * the emitter appends, the code generator indents and pastes. */
   GString *code;
@@ -76,6 +82,13 @@ typedef struct {
                       char **reason);
   /* Prints the code for the node; errors name the node. */
   gboolean (*emit)(WeirNativeEmit *e, GError **error);
+  /* Optional: whether emit applies n's epilogue itself (in its store).
+   * When it says so, the code generator leaves the epilogue on the node
+   * (weir_epilogue_split_unless_native) and passes its extra inputs in
+   * e->epi; otherwise (or NULL) the epilogue becomes a map after the
+   * node's code. */
+  gboolean (*takes_epilogue)(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n);
 } WeirNativeImpl;
 
 /* Registers impl (static record, borrowed); replaces one of the same
