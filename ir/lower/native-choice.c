@@ -375,8 +375,7 @@ static gboolean set_in(WeirGraph *g, const char *op, const char *impl,
     for (guint k = 0; k < s->nodes->len; k++) {
       WeirNode *n = g_ptr_array_index(s->nodes, k);
       if (n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0) {
-        if (g_strcmp0(weir_node_attr_string(n, "impl", NULL), impl) != 0)
-          weir_node_remove_attr(n, "impl_params");
+        weir_node_remove_attr(n, "impl_params"); /* the defaults of impl */
         weir_node_set_attr_string(n, "impl", impl);
         (*count)++;
       }

@@ -130,7 +130,8 @@ WEIR_API gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
                                      GError **error);
 
 /* Sets "impl" = impl on every library node of op in g and in nested
- * programs (the CLI's --impl op=impl).  impl must be "pure" or registered
+ * programs (the CLI's --impl op=impl), removing their "impl_params" (the
+ * implementation's defaults apply).  impl must be "pure" or registered
  * for op; *count (optional) receives the number of nodes. */
 WEIR_API gboolean weir_native_set_impl(WeirGraph *g, const char *op,
                                        const char *impl, guint *count,
