@@ -73,8 +73,8 @@ int cli_cmd_info(int argc, char **argv) {
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"opt-level", 'O', 0, G_OPTION_ARG_STRING, &level_text,
-       "Apply the pipeline of an optimization level first (default: the "
-       "program as it is)",
+       "Apply the pipeline of an optimization level first, as weir run "
+       "does (default: the program as it is)",
        "N"},
       {"count", 0, 0, G_OPTION_ARG_STRING, &info_count,
        "Count the program as it is (as-is, the default), as the code "
@@ -99,7 +99,11 @@ int cli_cmd_info(int argc, char **argv) {
     cli_print_error("info", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = cli_load_program("info", argv[1], NULL, NULL);
+  /* with -O, the program as `weir run` prepares it: an ONNX model imported
+   * with the -D values in its shapes */
+  WeirOnnxImportOptions io = {.symbols = bindings};
+  g_autoptr(WeirGraph) g =
+      cli_load_program("info", argv[1], level_text ? &io : NULL, NULL);
   if (!g)
     return 1;
   guint level = 0;

@@ -21,6 +21,7 @@ static void print_summary(const WeirTuneReport *r) {
          r->n_nodes == 1 ? "" : "s", r->n_candidates,
          r->n_candidates == 1 ? "" : "s", r->n_rejected, r->n_failed,
          r->seconds, r->out_of_budget ? ", budget used up" : "");
+  gboolean partial = FALSE;
   CliTable *t = cli_table_new(8);
   cli_table_row(t, g_strdup("key"), g_strdup("op"), g_strdup("node"),
                 g_strdup("output"), g_strdup("nodes"), g_strdup("before ms"),
@@ -34,6 +35,7 @@ static void print_summary(const WeirTuneReport *r) {
                                                 *s->best_params ? ")" : "")
                               : g_strdup("(none)");
     char *before = g_strdup_printf("%s (%s)", first, s->first_impl);
+    partial = partial || !s->complete;
     cli_table_row(t, g_strdup_printf("%.12s", s->key), g_strdup(s->op),
                   g_strdup(s->label), g_strdup(s->shape),
                   g_strdup_printf("%u", s->n_nodes), before,
@@ -42,7 +44,8 @@ static void print_summary(const WeirTuneReport *r) {
     g_free(best);
   }
   cli_table_print(t);
-  printf("(* not every candidate was tried)\n");
+  if (partial)
+    printf("(* not every candidate was tried)\n");
   printf("database %s; -O3 uses it (weir run FILE -O3)\n", r->db_path);
 }
 
