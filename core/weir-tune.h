@@ -21,8 +21,9 @@
  * atol.  A candidate that differs is *rejected*, one that does not compile
  * or run has *failed*; both are reported and stored, never chosen.  The
  * others are timed (warm-up, then the median of up to opts->repetitions
- * runs, fewer for slow candidates; one that is more than 4x slower than the
- * best so far keeps its checked run as its time).  Nodes with the same
+ * runs, fewer for slow candidates; one whose checked run and one more run
+ * both take more than 4x the best median so far keeps that second run as
+ * its time).  Nodes with the same
  * signature (weir-tuning.h) are tuned once.  Signatures are taken in
  * decreasing order of their FLOPs (times the nodes sharing them), and the
  * budget (wall seconds, for everything) is checked before each candidate:
