@@ -29,6 +29,7 @@
 
 #include "weir-json.h"
 #include "weir-transform-private.h"
+#include "weir-tuning.h"
 #include "weir-validate.h"
 
 /* --------------------------------------------------------------- registry */
@@ -998,6 +999,25 @@ gboolean weir_transform_apply(WeirGraph *g, const WeirTransformInfo *t,
     report->flops_before = flops_before;
     measure(g, bindings, &report->bytes_after, &report->flops_after);
     report->seconds = (double)(t1 - t0) / 1e6;
+  }
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------- tuning */
+
+/* The plugin API's view of the tuning database (transformations reach
+ * core/ only through this file). */
+gboolean weir_plugin_tuned_choice(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, guint threads, char **impl,
+                                  char **params, char **key, GError **error) {
+  *impl = *params = *key = NULL;
+  g_autoptr(WeirTuningRecord) r = NULL;
+  if (!weir_tuning_lookup(g, s, n, threads, &r, error))
+    return FALSE;
+  if (r) {
+    *impl = g_steal_pointer(&r->impl);
+    *params = g_steal_pointer(&r->params);
+    *key = g_steal_pointer(&r->key);
   }
   return TRUE;
 }

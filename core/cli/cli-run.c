@@ -398,6 +398,11 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
   printf("summary\n");
   printf("  level           -O%u (%u transformation%s applied)\n", p->level,
          p->applied, p->applied == 1 ? "" : "s");
+  g_autofree char *tuned = cli_tuned_summary(p->g);
+  if (tuned)
+    printf("  tuned           %s from the tuning database (weir info -O%u "
+           "lists them)\n",
+           tuned, p->level);
   if (lib) {
     g_autofree char *b = cli_format_quantity(&lib->total_bytes, TRUE);
     g_autofree char *pk = cli_format_quantity(&lib->peak_transient_bytes, TRUE);

@@ -18,6 +18,9 @@
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).
  *
+ * A native implementation may declare tunable parameters (WeirNativeParam);
+ * a node's values are its "impl_params" attribute (below).
+ *
  * The reference interpreter stays strict (it refuses library nodes); tests
  * compare native code against the interpreter on the pure expansion.
  */
@@ -73,6 +76,18 @@ struct _WeirNativeEmit {
   char *(*scratch)(WeirNativeEmit *e, WeirExpr *bytes);
 };
 
+/* A tunable integer parameter of a native implementation (a blocking size,
+ * an unroll factor): its name, what it does, and the values `weir tune`
+ * tries (docs/tuning.md).  The emitter reads the node's value with
+ * weir_native_param(e->n, name, default) and uses its own default when the
+ * node has none, so a node that was never tuned is emitted as before. */
+typedef struct {
+  const char *name;     /* lower-case identifier: "kc" */
+  const char *doc;      /* one line */
+  const gint64 *values; /* candidates, in the order tried (static data) */
+  guint n_values;
+} WeirNativeParam;
+
 typedef struct {
   const char *op;
   const char *impl;
@@ -89,6 +104,10 @@ typedef struct {
    * node's code. */
   gboolean (*takes_epilogue)(const WeirGraph *g, const WeirState *s,
                              const WeirNode *n);
+  /* Tunable parameters (static array, may be NULL): the names a node's
+   * "impl_params" attribute may give for this implementation. */
+  const WeirNativeParam *params;
+  guint n_params;
 } WeirNativeImpl;
 
 /* Registers impl (static record, borrowed); replaces one of the same
@@ -124,11 +143,45 @@ WEIR_API gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
                                      GError **error);
 
 /* Sets "impl" = impl on every library node of op in g and in nested
- * programs (the CLI's --impl op=impl).  impl must be "pure" or registered
+ * programs (the CLI's --impl op=impl), removing their "impl_params" (the
+ * implementation's defaults apply).  impl must be "pure" or registered
  * for op; *count (optional) receives the number of nodes. */
 WEIR_API gboolean weir_native_set_impl(WeirGraph *g, const char *op,
                                        const char *impl, guint *count,
                                        GError **error);
+
+/* ------------------------------------------------ implementation params
+ *
+ * The parameters of a node's implementation are the STRINGS attribute
+ * "impl_params" of the library node: entries "name=value" (value a decimal
+ * integer), sorted by name, each name at most once.  Being an attribute,
+ * they are part of the program: saved in JSON, workspaces and history, part
+ * of the compile cache key (the program's structure), and seen by the
+ * emitter through e->n.  The text form used by the CLI, the tuning
+ * database and reports is "name=value,name=value" ("" for none). */
+
+/* The value of parameter name in n's "impl_params", or dflt when n has no
+ * such entry (or the entry is malformed: weir_native_choice reports
+ * that). */
+WEIR_API gint64 weir_native_param(const WeirNode *n, const char *name,
+                                  gint64 dflt);
+/* n's "impl_params" in text form, "" when it has none (transfer full). */
+WEIR_API char *weir_native_params_text(const WeirNode *n);
+/* Sets n's "impl_params" from text ("kc=128,mc=96"; NULL or "" removes
+ * the attribute), sorted by name.  Every name must be a parameter of ni
+ * (ni NULL, e.g. for "pure": none is allowed); errors name the entry. */
+WEIR_API gboolean weir_native_set_params(WeirNode *n, const WeirNativeImpl *ni,
+                                         const char *text, GError **error);
+/* Whether text is a valid parameter list for ni (as weir_native_set_params
+ * takes it). */
+WEIR_API gboolean weir_native_params_valid(const WeirNativeImpl *ni,
+                                           const char *text, GError **error);
+/* Checks n's "impl_params" against ni (NULL: must be absent): well-formed,
+ * sorted, and every name a parameter of ni.  Errors name the node. */
+WEIR_API gboolean weir_native_check_params(const WeirState *s,
+                                           const WeirNode *n,
+                                           const WeirNativeImpl *ni,
+                                           GError **error);
 
 /* Expands, with their chosen expansions, all library nodes of g (not of
  * nested programs) that are not implemented natively; repeats until only
