@@ -163,29 +163,30 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
     return NULL;
   }
 
-  /* the plain kernel: its run time */
-  WeirBenchOptions bo = {.warmup = o.warmup, .repetitions = reps};
-  WeirBenchResult plain_r = {0};
-  if (!weir_kernel_bench(plain, symbols, args, &bo, &plain_r, error))
-    return NULL;
-  double run_median = plain_r.median;
-  weir_bench_result_clear(&plain_r);
-
-  /* the instrumented kernel: every slot of every repetition */
+  /* Both kernels in alternation, so that both see the same load of the
+   * machine: each repetition runs the plain kernel (its run time) and then
+   * the instrumented one (every slot, and its whole run). */
   for (guint w = 0; w < o.warmup; w++)
-    if (!weir_kernel_run(timed, symbols, args, error))
+    if (!weir_kernel_run(plain, symbols, args, error) ||
+        !weir_kernel_run(timed, symbols, args, error))
       return NULL;
   g_autofree double *per = g_new0(double, (gsize)n *reps + 1);
   g_autofree double *whole = g_new0(double, reps);
+  g_autofree double *runs = g_new0(double, reps);
   for (guint r = 0; r < reps; r++) {
-    memset(slots, 0, sizeof(double) * n);
     double t0 = now_seconds();
+    if (!weir_kernel_run(plain, symbols, args, error))
+      return NULL;
+    runs[r] = now_seconds() - t0;
+    memset(slots, 0, sizeof(double) * n);
+    t0 = now_seconds();
     if (!weir_kernel_run(timed, symbols, args, error))
       return NULL;
     whole[r] = now_seconds() - t0;
     for (guint i = 0; i < n; i++)
       per[(gsize)i * reps + r] = slots[i];
   }
+  double run_median = median_of(runs, reps);
 
   WeirProfile *p = g_new0(WeirProfile, 1);
   p->nodes = g_ptr_array_new_with_free_func(profile_node_free);

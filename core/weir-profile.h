@@ -6,7 +6,9 @@
  * (WeirCompileOptions.profile: each top-level node of every state of the
  * entry point between two reads of the monotonic clock, summed into a
  * slot of the kernel).  Both run on the same arguments; the plain kernel
- * gives the run time, the instrumented one the time of each node.  The
+ * gives the run time, the instrumented one the time of each node; the two
+ * run in alternation (plain, instrumented, plain, ...) so that both see the
+ * same load of the machine, each through weir_kernel_run.  The
  * nodes are those of the program as the code generator lowers it (native
  * library nodes kept, the others expanded: weir_lower with native and
  * split_epilogues), whose analysis (weir-analysis.h) gives each node's
