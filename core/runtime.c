@@ -183,6 +183,25 @@ static WeirKernel *kernel_load(const char *path, const char *prefix,
   return k;
 }
 
+gboolean weir_kernel_profile(WeirKernel *k, guint *n, const gint64 **ids,
+                             double **times) {
+  g_return_val_if_fail(k != NULL && n != NULL, FALSE);
+  g_autofree char *cn = g_strconcat(k->prefix, "_profile_count", NULL);
+  g_autofree char *nn = g_strconcat(k->prefix, "_profile_nodes", NULL);
+  g_autofree char *tn = g_strconcat(k->prefix, "_profile_times", NULL);
+  gpointer c = NULL, nodes = NULL, t = NULL;
+  if (!k->module || !g_module_symbol(k->module, cn, &c) || !c ||
+      !g_module_symbol(k->module, nn, &nodes) || !nodes ||
+      !g_module_symbol(k->module, tn, &t) || !t)
+    return FALSE;
+  *n = (guint)((int (*)(void))c)();
+  if (ids)
+    *ids = ((const gint64 *(*)(void))nodes)();
+  if (times)
+    *times = ((double *(*)(void))t)();
+  return TRUE;
+}
+
 void weir_kernel_free(WeirKernel *k) {
   if (!k)
     return;
@@ -318,6 +337,8 @@ static char *program_key_text(const WeirGraph *g,
                          weir_build_id(), cg->openmp ? 1 : 0, kernels);
   if (cg->unit_bytes) /* the split into compile units */
     g_string_append_printf(s, "units %" G_GSIZE_FORMAT "\n", cg->unit_bytes);
+  if (cg->profile) /* instrumented (absent otherwise: keys stay the same) */
+    g_string_append(s, "profile 1\n");
   g_string_append(s, structure);
   return g_string_free(s, FALSE);
 }
@@ -343,7 +364,8 @@ char *weir_kernel_key(const WeirGraph *g, const WeirCompileOptions *opts,
     return NULL;
   g_autofree char *kflags = key_flags(flags);
   WeirCodegenOptions cg = {.openmp = uses_openmp(opts),
-                           .unit_bytes = unit_bytes()};
+                           .unit_bytes = unit_bytes(),
+                           .profile = opts && opts->profile};
   Unit u = {.g = g, .cg = &cg};
   return unit_key(&u, identity, kflags);
 }
@@ -535,7 +557,8 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
   g_return_val_if_fail(graphs != NULL || n == 0, FALSE);
   g_return_val_if_fail(kernels_out != NULL || n == 0, FALSE);
   WeirCodegenOptions cg = {.openmp = uses_openmp(opts),
-                           .unit_bytes = unit_bytes()};
+                           .unit_bytes = unit_bytes(),
+                           .profile = opts && opts->profile};
   g_autoptr(GPtrArray) prefixes = g_ptr_array_new_with_free_func(g_free);
   g_autofree Unit *units = g_new0(Unit, n ? n : 1);
   for (guint i = 0; i < n; i++) {

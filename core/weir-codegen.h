@@ -51,6 +51,20 @@ typedef struct {
    * this many bytes of C into compile units of about this size (0: one
    * unit).  weir_codegen_c ignores it. */
   gsize unit_bytes;
+  /* Instrumented build (`weir profile`): every top-level node of the entry
+   * point's states that emits code is bracketed by two reads of the
+   * monotonic clock, and the difference is added to its slot of a
+   * file-scope array of the kernel, which three more entry points expose:
+   *   int <prefix>_profile_count(void);        number of slots
+   *   const int64_t *<prefix>_profile_nodes(void);
+   *       2 per slot: the state id and node id of the lowered program
+   *       (weir_lower with native and split_epilogues, as the code
+   *       generator emits it)
+   *   double *<prefix>_profile_times(void);    seconds per slot, summed
+   *       over runs (the caller zeroes them)
+   * No allocation; the entry point is not split into units.  Default
+   * FALSE: the code is then exactly the uninstrumented one. */
+  gboolean profile;
 } WeirCodegenOptions;
 
 /* The unit size the runtime splits programs by (WeirCodegenOptions

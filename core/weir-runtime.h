@@ -31,6 +31,9 @@ typedef struct {
   gboolean no_cache;      /* compile every time */
   gint64 cache_max_bytes; /* cache size limit; 0: $WEIR_CACHE_MAX_BYTES or
                              1 GiB */
+  gboolean profile;       /* instrumented build (WeirCodegenOptions.profile;
+                             part of the cache key); read the times with
+                             weir_kernel_profile */
 } WeirCompileOptions;
 
 typedef struct _WeirKernel WeirKernel;
@@ -153,6 +156,17 @@ WEIR_API WeirKernel *
 weir_kernel_compile_source(const char *source, const char *prefix,
                            const WeirGraph *g, const WeirCompileOptions *opts,
                            WeirCompileInfo *info, GError **error);
+
+/* The slots of an instrumented kernel (WeirCompileOptions.profile): *n
+ * slots; ids[2 i] and ids[2 i + 1] are the state and node id of slot i in
+ * the program as the code generator lowers it (weir_lower with native and
+ * split_epilogues: the ids of the caller's program for every node that
+ * stays, the ids of the expansion for the others); times[i] is the
+ * seconds that node took, summed over the runs since the caller last
+ * zeroed times (borrowed from the kernel, writable).  FALSE (outputs
+ * untouched) when k is not instrumented. */
+WEIR_API gboolean weir_kernel_profile(WeirKernel *k, guint *n,
+                                      const gint64 **ids, double **times);
 
 WEIR_API void weir_kernel_free(WeirKernel *k);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirKernel, weir_kernel_free)

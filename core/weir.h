@@ -24,6 +24,7 @@
 #include "weir-onnx.h"
 #include "weir-ops.h"
 #include "weir-pipeline.h"
+#include "weir-profile.h"
 #include "weir-recipe.h"
 #include "weir-runnable.h"
 #include "weir-runtime.h"

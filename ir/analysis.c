@@ -134,11 +134,16 @@ static WeirLibraryFlopsFunc library_lookup(const char *op) {
 
 /* ---------------------------------------------------------------- scopes */
 
-/* A map parameter and the first and last values it takes, as expressions
- * over the parameters of enclosing maps and program symbols. */
+/* A map parameter, the first and last values it takes, as expressions
+ * over the parameters of enclosing maps and program symbols, and the
+ * factor it contributes to the executions of the scopes inside its map. */
 typedef struct {
   char *name;
   WeirExpr *lo, *hi;
+  const WeirRange *range; /* borrowed from the map */
+  WeirExpr *factor;       /* owned */
+  gboolean tiled;         /* a tile parameter whose points a clipped inner
+                             range counts (factor 1) */
 } ParamBound;
 
 static void param_bound_free(gpointer p) {
@@ -146,6 +151,7 @@ static void param_bound_free(gpointer p) {
   g_free(b->name);
   weir_expr_unref(b->lo);
   weir_expr_unref(b->hi);
+  weir_expr_unref(b->factor);
   g_free(b);
 }
 
@@ -154,6 +160,9 @@ static ParamBound *param_bound_copy(const ParamBound *b) {
   c->name = g_strdup(b->name);
   c->lo = weir_expr_ref(b->lo);
   c->hi = weir_expr_ref(b->hi);
+  c->range = b->range;
+  c->factor = weir_expr_ref(b->factor);
+  c->tiled = b->tiled;
   return c;
 }
 
@@ -208,13 +217,40 @@ static WeirExpr *eliminate_params(WeirExpr *e, GPtrArray *params) {
   return cur;
 }
 
+/* The tile parameter of a clipped inner range: the parameter P of params
+ * (not already tiled) when r is P:min(P + S, E):s with P's range B:E:S
+ * and s dividing S (map-tiling's shape, transforms/tier1/map-tiling.c).
+ * The inner ranges then cover B:E:s once over all values of P, so the
+ * pair takes size(B:E:s) values where bounding r's size by its largest
+ * value would count the last, clipped tile as a whole one. */
+static ParamBound *tile_of(GPtrArray *params, const WeirRange *r) {
+  gint64 s, big;
+  if (weir_expr_kind(r->begin) != WEIR_EXPR_SYMBOL ||
+      !weir_expr_is_const(r->step, &s) || s <= 0)
+    return NULL;
+  const char *name = weir_expr_symbol_name(r->begin);
+  for (guint i = params->len; i-- > 0;) {
+    ParamBound *p = g_ptr_array_index(params, i);
+    if (strcmp(p->name, name) != 0)
+      continue;
+    if (p->tiled || p->range == NULL ||
+        !weir_expr_is_const(p->range->step, &big) || big <= 0 || big % s)
+      return NULL;
+    g_autoptr(WeirExpr) stop = weir_expr_add_const(r->begin, big);
+    g_autoptr(WeirExpr) clipped = weir_expr_min(stop, p->range->end);
+    return weir_expr_equal(r->end, clipped) ? p : NULL;
+  }
+  return NULL;
+}
+
 /* Everything needed while analysing one state. */
 typedef struct {
   const WeirGraph *g;
   const WeirState *s;
   GHashTable *bindings;
   WeirScopes *sc;
-  GHashTable *scopes; /* entry id -> ScopeInfo* (owned) */
+  GHashTable *scopes;      /* entry id -> ScopeInfo* (owned) */
+  const WeirEdgeIndex *ix; /* the state's memlets by node */
 } StateCtx;
 
 static ScopeInfo *scope_info(StateCtx *ctx, guint entry) {
@@ -232,23 +268,41 @@ static ScopeInfo *scope_info(StateCtx *ctx, guint entry) {
     for (guint i = 0; i < outer->params->len; i++)
       g_ptr_array_add(si->params,
                       param_bound_copy(g_ptr_array_index(outer->params, i)));
-    WeirExpr *exec = weir_expr_ref(outer->executions);
     const WeirMap *map = n->map;
     for (guint k = 0; k < map->params->len && k < map->ranges->len; k++) {
       const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
       g_autoptr(WeirExpr) size = weir_range_size(r);
-      g_autoptr(WeirExpr) bounded = eliminate_params(size, si->params);
-      WeirExpr *e2 = weir_expr_mul(exec, bounded);
-      weir_expr_unref(exec);
-      exec = e2;
+      ParamBound *b = g_new0(ParamBound, 1);
+      ParamBound *tile = tile_of(si->params, r);
+      if (tile != NULL) {
+        /* the clipped tiles of tile's range cover it once: together the
+         * two parameters take as many values as tile's range with r's
+         * step */
+        WeirRange whole = {.begin = tile->range->begin,
+                           .end = tile->range->end,
+                           .step = r->step};
+        b->factor = weir_range_size(&whole);
+        weir_expr_unref(tile->factor);
+        tile->factor = weir_expr_const(1);
+        tile->tiled = TRUE;
+      } else {
+        b->factor = eliminate_params(size, si->params);
+      }
       /* last value: begin + (size - 1) * step */
       g_autoptr(WeirExpr) sm1 = weir_expr_add_const(size, -1);
       g_autoptr(WeirExpr) span = weir_expr_mul(sm1, r->step);
-      ParamBound *b = g_new0(ParamBound, 1);
       b->name = g_strdup(g_ptr_array_index(map->params, k));
       b->lo = weir_expr_ref(r->begin);
       b->hi = weir_expr_add(r->begin, span);
+      b->range = r;
       g_ptr_array_add(si->params, b);
+    }
+    WeirExpr *exec = weir_expr_const(1);
+    for (guint i = 0; i < si->params->len; i++) {
+      const ParamBound *b = g_ptr_array_index(si->params, i);
+      WeirExpr *e2 = weir_expr_mul(exec, b->factor);
+      weir_expr_unref(exec);
+      exec = e2;
     }
     si->executions = exec;
   }
@@ -393,6 +447,8 @@ static guint64 tasklet_body_flops(StateCtx *ctx, const WeirNode *n,
   return weir_code_flops(copy);
 }
 
+static WeirExpr *memlet_volume(StateCtx *ctx, const WeirMemlet *m);
+
 /* FLOPs of one execution of a tasklet: its body plus one per element
  * written through a WCR memlet.  (transfer full; NULL: unknown) */
 static WeirExpr *tasklet_flops(StateCtx *ctx, const WeirNode *n,
@@ -406,7 +462,8 @@ static WeirExpr *tasklet_flops(StateCtx *ctx, const WeirNode *n,
     if (m->src != n->id || m->data == NULL || m->wcr == WEIR_WCR_NONE ||
         m->volume == NULL)
       continue;
-    WeirExpr *t = weir_expr_add(total, m->volume);
+    g_autoptr(WeirExpr) vol = memlet_volume(ctx, m);
+    WeirExpr *t = weir_expr_add(total, vol);
     weir_expr_unref(total);
     total = t;
   }
@@ -476,6 +533,86 @@ static gboolean is_access(const WeirState *s, guint id) {
   return n != NULL && n->kind == WEIR_NODE_ACCESS;
 }
 
+/* The volume of one execution of m (transfer full): the stated volume,
+ * unless an end of m is a tasklet whose body indexes the connector (reads
+ * `x[...]`, assigns `y[...] = `): its element accesses are then the number
+ * of those index sites, when fewer (an expansion may name a whole block
+ * where one element per execution is read or written). */
+static WeirExpr *memlet_volume(StateCtx *ctx, const WeirMemlet *m) {
+  for (int end = 0; end < 2; end++) {
+    const WeirNode *t = weir_state_node(ctx->s, end ? m->dst : m->src);
+    const char *conn = end ? m->dst_conn : m->src_conn;
+    if (t == NULL || t->kind != WEIR_NODE_TASKLET || t->code == NULL ||
+        conn == NULL)
+      continue;
+    guint k = weir_code_indexed_accesses(t->code, conn);
+    gint64 v;
+    if (k > 0 && (m->volume == NULL || !weir_expr_is_const(m->volume, &v) ||
+                  v > (gint64)k))
+      return weir_expr_const(k);
+  }
+  return m->volume != NULL ? weir_expr_ref(m->volume) : NULL;
+}
+
+/* The elements m moves over all executions (transfer full; NULL: unknown).
+ * A memlet into a map entry (out of a map exit) moves at most what the
+ * memlets inside the map through the matching OUT_ (IN_) connector move,
+ * summed: the smaller of that and its stated volume.  Other memlets: the
+ * volume of one execution times the executions of their scope. */
+static WeirExpr *memlet_elements(StateCtx *ctx, const WeirMemlet *m) {
+  if (m->data == NULL)
+    return weir_expr_const(0);
+  const WeirNode *src = weir_state_node(ctx->s, m->src);
+  const WeirNode *dst = weir_state_node(ctx->s, m->dst);
+  guint via = 0;
+  gboolean in = FALSE;
+  g_autofree char *conn = NULL;
+  if (dst != NULL && dst->kind == WEIR_NODE_MAP_ENTRY && m->dst_conn &&
+      g_str_has_prefix(m->dst_conn, "IN_")) {
+    via = dst->id;
+    conn = g_strconcat("OUT_", m->dst_conn + 3, NULL);
+  } else if (src != NULL && src->kind == WEIR_NODE_MAP_EXIT && m->src_conn &&
+             g_str_has_prefix(m->src_conn, "OUT_")) {
+    via = src->id;
+    in = TRUE;
+    conn = g_strconcat("IN_", m->src_conn + 4, NULL);
+  }
+  if (via != 0) {
+    GPtrArray *edges = weir_edge_index_memlets(ctx->ix, via, in);
+    Acc sum;
+    acc_init(&sum);
+    guint found = 0;
+    for (guint i = 0; i < edges->len; i++) {
+      const WeirMemlet *inner = g_ptr_array_index(edges, i);
+      if (g_strcmp0(in ? inner->dst_conn : inner->src_conn, conn) != 0)
+        continue;
+      g_autoptr(WeirExpr) e = memlet_elements(ctx, inner);
+      acc_add(&sum, e);
+      found++;
+    }
+    g_autoptr(WeirExpr) inside = acc_finish(&sum);
+    ScopeInfo *si = scope_info(ctx, memlet_scope(ctx, m));
+    g_autoptr(WeirExpr) stated =
+        m->volume != NULL ? times_executions(m->volume, si) : NULL;
+    if (found == 0 || inside == NULL)
+      return g_steal_pointer(&stated);
+    if (stated == NULL)
+      return g_steal_pointer(&inside);
+    /* the smaller of both: inner accesses that reuse an element are one
+     * element of the outer memlet (a map reading x[i] twice), an outer
+     * volume computed from block memlets overstates what moves */
+    gint64 a, b;
+    if (weir_expr_equal(stated, inside))
+      return g_steal_pointer(&stated);
+    if (weir_expr_is_const(stated, &a) && weir_expr_is_const(inside, &b))
+      return weir_expr_const(MIN(a, b));
+    return weir_expr_min(stated, inside);
+  }
+  ScopeInfo *si = scope_info(ctx, memlet_scope(ctx, m));
+  g_autoptr(WeirExpr) per_exec = memlet_volume(ctx, m);
+  return times_executions(per_exec, si);
+}
+
 static WeirMemletCost *memlet_cost(StateCtx *ctx, const WeirMemlet *m) {
   WeirMemletCost *mc = g_new0(WeirMemletCost, 1);
   mc->state = ctx->s->id;
@@ -488,7 +625,7 @@ static WeirMemletCost *memlet_cost(StateCtx *ctx, const WeirMemlet *m) {
     quantity_set(&mc->bytes, weir_expr_const(0), ctx->bindings);
     return mc;
   }
-  WeirExpr *elements = times_executions(m->volume, si);
+  WeirExpr *elements = memlet_elements(ctx, m);
   quantity_set(&mc->elements, elements, ctx->bindings);
   const WeirContainer *c = weir_graph_container(ctx->g, m->data);
   WeirExpr *bytes = NULL;
@@ -606,8 +743,12 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
   g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
   g_autoptr(GHashTable) scopes = g_hash_table_new_full(
       g_direct_hash, g_direct_equal, NULL, scope_info_free);
-  StateCtx ctx = {
-      .g = g, .s = s, .bindings = bindings, .sc = sc, .scopes = scopes};
+  StateCtx ctx = {.g = g,
+                  .s = s,
+                  .bindings = bindings,
+                  .sc = sc,
+                  .scopes = scopes,
+                  .ix = ix};
 
   /* memlets */
   g_autoptr(GHashTable) by_edge =

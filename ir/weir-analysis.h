@@ -7,23 +7,33 @@
  *    inside it; an edge out of a map exit is outside the map, an edge into a
  *    map exit is inside it; any other edge is in the scope of its source.
  *    Bytes are elements x the dtype size of its container.  Empty memlets
- *    move nothing.
+ *    move nothing.  Two refinements (docs/analysis.md, "logical volume"):
+ *    a memlet between a map and a tasklet whose body indexes the
+ *    connector (`x[i, j]` read, `y[k] = ...` written: an expansion's block
+ *    memlet) moves as many elements per execution as the body has index
+ *    sites of it, when that is fewer than its volume; and a memlet into a
+ *    map entry (out of a map exit) moves at most what the memlets inside
+ *    through the matching OUT_ (IN_) connector move together, so the
+ *    smaller of that sum and its own volume x executions is taken.
  *  - When a range size (or a per-execution figure: a volume, library or
  *    nested FLOPs) depends on a parameter of an enclosing map (triangular
  *    loops), the parameter is replaced by the end of its range where the
  *    figure is largest (innermost parameter first; max() of both ends when
  *    the direction is not a constant).  The result is then an upper bound:
  *    exact for figures affine in each parameter, e.g. j in 0:i inside
- *    i in 0:N counts N*(N-1) executions (exact: N*(N-1)/2).
+ *    i in 0:N counts N*(N-1) executions (exact: N*(N-1)/2).  Map
+ *    tiling's clipped ranges are exact: p in P:min(P + S, E):s inside
+ *    P in B:E:S (s dividing S) counts the values of B:E:s over both
+ *    parameters, not one whole tile per value of P.
  *  - Data movement of a state ("bytes moved") counts the memlets that touch
  *    an access node: that is where data leaves or enters a container.  Inner
  *    memlets describe the same traffic per iteration and are reported per
  *    memlet but not added again.
  *  - FLOPs of a tasklet are weir_code_flops() of its body, plus one per
- *    element written through a WCR memlet (its volume), times its
- *    executions.  A body not yet type-checked is checked on a copy (connector
- *    dtype from the memlet's container, rank 0 when the memlet's subset has
- *    one element, else the container's rank; symbols: program symbols and
+ *    element written through a WCR memlet (its volume, refined as above),
+ *    times its executions.  A body not yet type-checked is checked on a copy
+ * (connector dtype from the memlet's container, rank 0 when the memlet's subset
+ * has one element, else the container's rank; symbols: program symbols and
  *    enclosing map parameters); when it does not parse or check, its FLOPs
  *    are unknown.  A map entry's FLOPs are the sum of the nodes inside its
  *    scope, nested scopes included.  Library nodes get FLOPs from a cost

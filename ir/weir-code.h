@@ -240,11 +240,19 @@ WEIR_API gboolean weir_code_eval_condition(const WeirCode *code,
 /* Number of floating-point operations one execution of the body (or
  * condition) performs: each arithmetic operator, unary minus and comparison
  * on floating operands counts one, as does each math function (and
- * isnan/isfinite) on floating values; min/max of k floating arguments count
+ * isnan/isfinite) on floating values (minus before a literal is part of
+ * the constant); min/max of k floating arguments count
  * k - 1; integer arithmetic, logical operators and casts count zero.  A
  * ternary counts its condition plus the more expensive branch.  Needs a
  * checked code (types known); returns 0 otherwise. */
 WEIR_API guint64 weir_code_flops(const WeirCode *code);
+/* Number of element accesses of connector conn in one execution of a
+ * parsed body (checked or not): each indexed read `conn[...]` and each
+ * indexed assignment `conn[...] = ...` counts one (both arms of a ternary
+ * count: an upper bound).  0 when conn is never indexed, i.e. it is read
+ * or written as one value. */
+WEIR_API guint weir_code_indexed_accesses(const WeirCode *code,
+                                          const char *conn);
 
 G_END_DECLS
 

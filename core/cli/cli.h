@@ -48,6 +48,7 @@ int cli_cmd_export(int argc, char **argv);      /* cli-export.c */
 int cli_cmd_cache(int argc, char **argv);       /* cli-cache.c */
 int cli_cmd_hw(int argc, char **argv);          /* cli-hw.c */
 int cli_cmd_tune(int argc, char **argv);        /* cli-tune.c */
+int cli_cmd_profile(int argc, char **argv);     /* cli-profile.c */
 int cli_cmd_conformance(int argc, char **argv); /* cli-conformance.c */
 int cli_cmd_train(int argc, char **argv);       /* cli-train.c */
 int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */

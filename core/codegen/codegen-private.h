@@ -122,6 +122,12 @@ typedef struct {
   gsize unit_bytes;
   gboolean split;
   GPtrArray *parts; /* Part*, in call order (owned) */
+  /* Instrumented build (WeirCodegenOptions.profile): the file-scope names
+   * of the times array and the clock function (borrowed from file_names),
+   * and the state and node id of each slot, in slot order (owned). */
+  gboolean profile;
+  const char *prof_times, *prof_now;
+  GArray *prof_slots; /* gint64 pairs */
 } Gen;
 
 /* A part of the entry point (split mode): a function of its own unit. */

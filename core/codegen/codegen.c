@@ -189,6 +189,44 @@ static char *part_unit(Gen *gen, const Part *p, guint k, guint n,
   return g_string_free(s, FALSE);
 }
 
+/* Instrumented build: the clock, the slots and the entry points that
+ * expose them (WeirCodegenOptions.profile). */
+static void append_profile(GString *s, const Gen *gen, const char *count,
+                           const char *nodes, const char *times) {
+  guint n = gen->prof_slots->len / 2;
+  g_string_append_printf(
+      s,
+      "/* Profile: seconds per top-level node, summed over runs. */\n"
+      "#include <time.h>\n"
+      "static double %s[%u];\n"
+      "static const int64_t %s_ids[%u] = {",
+      gen->prof_times, n ? n : 1, gen->prof_times, n ? 2 * n : 2);
+  for (guint i = 0; i < gen->prof_slots->len; i++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? ", " : "",
+                           g_array_index(gen->prof_slots, gint64, i));
+  if (n == 0)
+    g_string_append(s, "0, 0");
+  g_string_append_printf(s,
+                         "};\n"
+                         "static double %s(void) {\n"
+                         "  struct timespec ts;\n"
+                         "  clock_gettime(CLOCK_MONOTONIC, &ts);\n"
+                         "  return (double)ts.tv_sec + 1e-9 * "
+                         "(double)ts.tv_nsec;\n"
+                         "}\n"
+                         "int %s(void) {\n"
+                         "  return %u;\n"
+                         "}\n"
+                         "const int64_t *%s(void) {\n"
+                         "  return %s_ids;\n"
+                         "}\n"
+                         "double *%s(void) {\n"
+                         "  return %s;\n"
+                         "}\n\n",
+                         gen->prof_now, count, n, nodes, gen->prof_times, times,
+                         gen->prof_times);
+}
+
 static gboolean has_nested(const WeirGraph *g) {
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *st = g_ptr_array_index(g->states, i);
@@ -206,7 +244,10 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
                          GError **error) {
   g_autofree char *prefix = weir_codegen_prefix(g);
   Gen gen = {.emit = be->emitters, .openmp = opts ? opts->openmp : TRUE};
-  gen.unit_bytes = opts ? opts->unit_bytes : 0;
+  gen.profile = opts && opts->profile;
+  /* an instrumented entry point stays in one unit: its slots live in a
+   * static array of that unit */
+  gen.unit_bytes = opts && !gen.profile ? opts->unit_bytes : 0;
   gen.defs = g_string_new(NULL);
   gen.file_names = cg_namer_new(NULL);
   gen.prefix = prefix;
@@ -219,6 +260,19 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
   cg_namer_fresh_exact(gen.file_names, run);
   cg_namer_fresh_exact(gen.file_names, abi);
   cg_namer_fresh_exact(gen.file_names, wsn);
+  g_autofree char *prof_count = g_strdup_printf("%s_profile_count", prefix);
+  g_autofree char *prof_nodes = g_strdup_printf("%s_profile_nodes", prefix);
+  g_autofree char *prof_get = g_strdup_printf("%s_profile_times", prefix);
+  if (gen.profile) {
+    cg_namer_fresh_exact(gen.file_names, prof_count);
+    cg_namer_fresh_exact(gen.file_names, prof_nodes);
+    cg_namer_fresh_exact(gen.file_names, prof_get);
+    g_autofree char *t = g_strdup_printf("%s_prof_times", prefix);
+    g_autofree char *c = g_strdup_printf("%s_prof_now", prefix);
+    gen.prof_times = cg_namer_fresh_exact(gen.file_names, t);
+    gen.prof_now = cg_namer_fresh_exact(gen.file_names, c);
+    gen.prof_slots = g_array_new(FALSE, FALSE, sizeof(gint64));
+  }
   /* the constant table of g; the prepared copy shares its data */
   gen.const_index = g_hash_table_new(NULL, NULL);
   g_autoptr(GPtrArray) consts = weir_codegen_constants(g);
@@ -281,6 +335,8 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
     g_string_append_c(s, '\n');
   }
   cg_emit_helpers(&gen, s);
+  if (gen.profile)
+    append_profile(s, &gen, prof_count, prof_nodes, prof_get);
   if (!nparts) /* split: every native call is in a part */
     emit_native_helpers(&gen, s);
   g_string_append(s, gen.defs->str);
@@ -312,6 +368,7 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
   g_hash_table_unref(gen.const_index);
   g_free(gen.workspace_fn);
   g_clear_pointer(&gen.parts, g_ptr_array_unref);
+  g_clear_pointer(&gen.prof_slots, g_array_unref);
   if (gen.error) {
     g_propagate_error(error, gen.error);
     g_ptr_array_unref(units);
@@ -356,7 +413,8 @@ GPtrArray *weir_codegen_units(const WeirGraph *g,
 char *weir_codegen_c(const WeirGraph *g, const WeirCodegenOptions *opts,
                      GError **error) {
   g_return_val_if_fail(g != NULL, NULL);
-  WeirCodegenOptions one = {.openmp = opts ? opts->openmp : TRUE};
+  WeirCodegenOptions one = {.openmp = opts ? opts->openmp : TRUE,
+                            .profile = opts && opts->profile};
   g_autoptr(GPtrArray) units = weir_codegen_units(g, &one, error);
   if (!units)
     return NULL;

@@ -583,12 +583,41 @@ static void emit_state_parts(StateCtx *sc, Out *o) {
   }
 }
 
+/* Instrumented build: each top-level node that emits code, in a block
+ * that adds the time it took to its slot (Gen.prof_slots). */
+static void emit_state_timed(StateCtx *sc, Out *o) {
+  Fn *f = sc->f;
+  Gen *gen = f->gen;
+  const char *t0 = cg_namer_get(f->names, "prof", "weir_prof_t0");
+  for (guint k = 0; k < sc->top->len; k++) {
+    g_autoptr(GArray) one = g_array_new(FALSE, FALSE, sizeof(guint));
+    guint id = g_array_index(sc->top, guint, k);
+    g_array_append_val(one, id);
+    Out body = cg_out_new(1);
+    gen->emit->nodes(sc, &body, one, NULL);
+    g_autofree char *text = cg_out_free(&body);
+    if (!*text)
+      continue;
+    gint64 pair[2] = {sc->s->id, id};
+    guint slot = gen->prof_slots->len / 2;
+    g_array_append_vals(gen->prof_slots, pair, 2);
+    cg_out_line(o, "{");
+    cg_out_line(o, "  double %s = %s();", t0, gen->prof_now);
+    cg_out_paste(o, text);
+    cg_out_line(o, "  %s[%u] += %s() - %s;", gen->prof_times, slot,
+                gen->prof_now, t0);
+    cg_out_line(o, "}");
+  }
+}
+
 char *cg_state_text(Fn *f, WeirState *s) {
   StateCtx sc = {0};
   Out o = cg_out_new(0);
   if (state_ctx_init(&sc, f, s)) {
     if (f->part_used)
       emit_state_parts(&sc, &o);
+    else if (f->gen->profile && f->entry)
+      emit_state_timed(&sc, &o);
     else
       f->gen->emit->nodes(&sc, &o, sc.top, NULL);
   }

@@ -196,9 +196,14 @@ static WeirExpr *flops_window_grad(const WeirGraph *g, const WeirState *s,
   const WeirAttr *k = weir_node_attr(n, "kernel_shape");
   if (!dy || !k || k->type != WEIR_ATTR_INTS)
     return NULL;
-  gint64 taps = 2;
+  /* per element of dY: a convolution gradient does a multiply and an add
+   * per tap and channel of the other operand; MaxPoolGrad compares each
+   * tap of the window to find the maximum and adds dY there once */
+  gint64 taps = strstr(n->op, "Conv") ? 2 : 1;
   for (guint i = 0; i < k->ints->len; i++)
     taps *= g_array_index(k->ints, gint64, i);
+  if (!strstr(n->op, "Conv"))
+    taps += 1;
   if (strstr(n->op, "Conv")) {
     const WeirContainer *x = conn_container(g, s, n, TRUE, "in1");
     if (x && x->shape->len > 1) {

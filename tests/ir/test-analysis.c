@@ -581,6 +581,79 @@ static void test_triangular_upper_bound(void **state) {
   assert_value(&weir_analysis_memlet(a3, inner->id)->executions, 50);
 }
 
+/* map-tiling's shape: for ti in 0:5:2 { for i in ti:min(ti + 2, 5) {
+ * Y[i] = 2 * X[i] } }.  The tiles are 0:2, 2:4, 4:5: 2 + 2 + 1 = 5
+ * iterations, as untiled (bounding the inner size by its largest value
+ * would count 3 x 2 = 6).  Every level moves the 5 elements. */
+static void test_tiled_clipped(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("tiled");
+  array(g, "X", "5", FALSE);
+  array(g, "Y", "5", FALSE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *X = weir_state_add_access(g, s, "X");
+  WeirNode *ox, *ix;
+  WeirNode *oe =
+      map(g, s, "tiles", (const char *[]){"ti", NULL},
+          (const char *[]){"0:5:2", NULL}, (const char *[]){"X", NULL},
+          (const char *[]){"Y", NULL}, &ox);
+  WeirNode *ie =
+      map(g, s, "tile", (const char *[]){"i", NULL},
+          (const char *[]){"ti:min(ti + 2, 5)", NULL},
+          (const char *[]){"X", NULL}, (const char *[]){"Y", NULL}, &ix);
+  WeirNode *t = tasklet(g, s, "scale", "x", NULL, "y", NULL, "y = 2 * x");
+  WeirNode *Y = weir_state_add_access(g, s, "Y");
+  WeirMemlet *m0 = edge(g, s, X, NULL, oe, "IN_X", "X", "0:5", NULL);
+  WeirMemlet *m1 =
+      edge(g, s, oe, "OUT_X", ie, "IN_X", "X", "ti:min(ti + 2, 5)", NULL);
+  WeirMemlet *m2 = edge(g, s, ie, "OUT_X", t, "x", "X", "i", NULL);
+  edge(g, s, t, "y", ix, "IN_Y", "Y", "i", NULL);
+  edge(g, s, ix, "OUT_Y", ox, "IN_Y", "Y", "ti:min(ti + 2, 5)", NULL);
+  WeirMemlet *m5 = edge(g, s, ox, "OUT_Y", Y, NULL, "Y", "0:5", NULL);
+  g_autoptr(WeirAnalysis) a = analyse(g, NULL);
+  assert_value(&weir_analysis_memlet(a, m2->id)->executions, 5);
+  assert_value(&weir_analysis_node(a, t->id)->flops, 5);
+  assert_value(&a->total_flops, 5);
+  assert_value(&weir_analysis_memlet(a, m0->id)->elements, 5);
+  assert_value(&weir_analysis_memlet(a, m1->id)->elements, 5);
+  assert_value(&weir_analysis_memlet(a, m5->id)->elements, 5);
+  assert_value(&a->total_bytes, 2 * 5 * 4);
+}
+
+/* An expansion's block memlets: the tasklet names the whole X and Y but
+ * reads one element X[i] and adds one element into Y[3 - i] (WCR sum) per
+ * iteration of i in 0:4.  Logical volume: 4 elements each way, not
+ * 4 x 4; the outer memlets state 16 (what such an expansion writes) and
+ * are counted from the inside.  FLOPs: 1 multiply + 1 WCR add, x 4. */
+static void test_block_indexed(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("block");
+  array(g, "X", "4", FALSE);
+  array(g, "Y", "4", FALSE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *X = weir_state_add_access(g, s, "X");
+  WeirNode *mx;
+  WeirNode *me =
+      map(g, s, "m", (const char *[]){"i", NULL}, (const char *[]){"0:4", NULL},
+          (const char *[]){"X", NULL}, (const char *[]){"Y", NULL}, &mx);
+  WeirNode *t =
+      tasklet(g, s, "rev", "x", NULL, "y", NULL, "y[3 - i] = 2 * x[i]");
+  WeirNode *Y = weir_state_add_access(g, s, "Y");
+  WeirMemlet *m0 = edge(g, s, X, NULL, me, "IN_X", "X", "0:4", "16");
+  WeirMemlet *m1 = edge(g, s, me, "OUT_X", t, "x", "X", "0:4", NULL);
+  WeirMemlet *m2 = edge(g, s, t, "y", mx, "IN_Y", "Y", "0:4", NULL);
+  m2->wcr = WEIR_WCR_SUM;
+  WeirMemlet *m3 = edge(g, s, mx, "OUT_Y", Y, NULL, "Y", "0:4", "16");
+  m3->wcr = WEIR_WCR_SUM;
+  g_autoptr(WeirAnalysis) a = analyse(g, NULL);
+  assert_value(&weir_analysis_memlet(a, m1->id)->elements, 4);
+  assert_value(&weir_analysis_memlet(a, m2->id)->elements, 4);
+  assert_value(&weir_analysis_memlet(a, m0->id)->elements, 4);
+  assert_value(&weir_analysis_memlet(a, m3->id)->elements, 4);
+  assert_value(&a->total_bytes, 2 * 4 * 4);
+  assert_value(&weir_analysis_node(a, t->id)->flops, 8);
+}
+
 /* ------------------------------------------------------------------------
  * Library and nested nodes
  */
@@ -954,6 +1027,8 @@ int main(void) {
       cmocka_unit_test(test_loop),
       cmocka_unit_test(test_nested_maps),
       cmocka_unit_test(test_triangular_upper_bound),
+      cmocka_unit_test(test_tiled_clipped),
+      cmocka_unit_test(test_block_indexed),
       cmocka_unit_test(test_library_flops),
       cmocka_unit_test(test_nested_program),
       cmocka_unit_test(test_liveness_loop),

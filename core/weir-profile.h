@@ -1,0 +1,93 @@
+/* weir-profile.h — measured time per node beside its FLOPs and logical
+ * volume, and the roofline of the hardware profile (`weir profile`,
+ * docs/analysis.md).
+ *
+ * A program is compiled twice: as usual, and instrumented
+ * (WeirCompileOptions.profile: each top-level node of every state of the
+ * entry point between two reads of the monotonic clock, summed into a
+ * slot of the kernel).  Both run on the same arguments; the plain kernel
+ * gives the run time, the instrumented one the time of each node; the two
+ * run in alternation (plain, instrumented, plain, ...) so that both see the
+ * same load of the machine, each through weir_kernel_run.  The
+ * nodes are those of the program as the code generator lowers it (native
+ * library nodes kept, the others expanded: weir_lower with native and
+ * split_epilogues), whose analysis (weir-analysis.h) gives each node's
+ * FLOPs and bytes:
+ *  - a library, tasklet or nested node: the bytes of its memlets in and
+ *    out; a map: the memlets into its entry and out of its exit (its
+ *    FLOPs are those of its whole scope); a copy: the memlet into the
+ *    access node it writes.
+ * The roofline bound of a node is max(FLOPs / peak, bytes / bandwidth)
+ * (peak: the profile's FMA peak for the threads used; bandwidth: its
+ * triad bandwidth); "compute" or "memory" says which term is larger, and
+ * the fraction reached is the bound divided by the measured time.
+ */
+#ifndef WEIR_PROFILE_H
+#define WEIR_PROFILE_H
+
+#include "weir-graph.h"
+#include "weir-hw.h"
+#include "weir-runtime.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint state, node; /* ids in the lowered program */
+  char *state_label; /* owned */
+  char *label;       /* owned: the node's label */
+  char *op;          /* owned: the library op, or "map", "tasklet",
+                        "nested", "copy" */
+  double seconds;    /* median over the repetitions */
+  double share;      /* of the sum of all nodes' medians */
+  gboolean flops_known, bytes_known;
+  gint64 flops, bytes;
+  double gflops, gbs;   /* achieved (0 when unknown or not timed) */
+  double bound_seconds; /* roofline lower bound (0 when unknown) */
+  const char *bound;    /* "compute", "memory", or NULL when unknown
+                           (static) */
+  double fraction;      /* bound_seconds / seconds (0 when unknown) */
+} WeirProfileNode;
+
+typedef struct {
+  GPtrArray *nodes; /* WeirProfileNode*, in the order the kernel runs them
+                       (owned) */
+  guint repetitions;
+  double node_sum;            /* sum of the nodes' medians, seconds */
+  double run_median;          /* the plain kernel, median, seconds */
+  double instrumented_median; /* whole runs of the instrumented kernel */
+  double peak_gflops;         /* the roofline used */
+  double bandwidth_gbs;
+  int threads; /* as asked (0: the default) */
+} WeirProfile;
+
+typedef struct {
+  guint warmup;                      /* untimed runs of each kernel first */
+  guint repetitions;                 /* timed runs of each kernel (0: 10) */
+  int threads;                       /* OpenMP threads (0: the default) */
+  const WeirCompileOptions *compile; /* may be NULL; its profile field is
+                                        ignored */
+  const WeirHwProfile *hw;           /* measured profile (borrowed); NULL: no
+                                        roofline (bounds unknown) */
+} WeirProfileOptions;
+
+/* Compiles g plain and instrumented, runs both on args (name ->
+ * WeirTensor*, as weir_kernel_run; overwritten by the runs) with symbols,
+ * and returns the per-node figures (transfer full: weir_profile_free), or
+ * NULL with an error naming the program and the problem. */
+WEIR_API WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
+                                       GHashTable *args,
+                                       const WeirProfileOptions *options,
+                                       GError **error);
+WEIR_API void weir_profile_free(WeirProfile *p);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirProfile, weir_profile_free)
+
+/* The roofline as an SVG document: log-log axes (operational intensity in
+ * FLOP/byte, performance in GFLOP/s), the bandwidth slope and the compute
+ * roof, and one labelled point per node whose FLOPs, bytes and time are
+ * known and positive.  title is escaped.  (transfer full) */
+WEIR_API char *weir_profile_roofline_svg(const WeirProfile *p,
+                                         const char *title);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,267 @@
+/* test-profile.c — the instrumented build and `weir profile`
+ * (core/weir-profile.h, docs/analysis.md).
+ *
+ *  - The instrumented and the plain kernel of LeNet and of its training
+ *    step compute the same outputs, bit for bit, from the same arguments
+ *    (the timing brackets change nothing else).
+ *  - The profile of LeNet lists every top-level node of the lowered
+ *    program that computes (library nodes, maps, tasklets), each once;
+ *    every time is non-negative and their sum positive; the roofline
+ *    figures follow from a given hardware profile.
+ *  - The plain source has no profile code (the option is off by default);
+ *    the instrumented one has the entry points of weir-codegen.h, and its
+ *    cache key differs.
+ *  - The SVG roofline is well-formed XML with one point per node.
+ *  - `weir profile --format csv` and `--format json` parse: one CSV row
+ *    and one JSON node per slot, with the same node ids.
+ * No timed assertion: only signs and sums of the measured times. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <json-c/json.h>
+#include <math.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "weir.h"
+
+static WeirGraph *load_model(const char *name) {
+  g_autofree char *path =
+      g_strdup_printf("%s/samples/models/%s.onnx", WEIR_SRCDIR, name);
+  g_autoptr(GError) error = NULL;
+  WeirGraph *g = weir_onnx_import(path, NULL, &error);
+  assert_null(error);
+  return g;
+}
+
+static WeirGraph *training_step(const WeirGraph *fwd) {
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.steps = 1;
+  g_autoptr(GError) error = NULL;
+  WeirGraph *t = weir_train_graph(fwd, &o, &error);
+  assert_null(error);
+  return t;
+}
+
+/* Random arguments of g's compiled code (owned tensors). */
+static GHashTable *arguments(const WeirGraph *g, guint64 seed) {
+  GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                           (GDestroyNotify)weir_tensor_free);
+  g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
+  for (guint i = 0; i < list->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(list, i);
+    g_autoptr(GError) error = NULL;
+    WeirTensor *t = weir_evaluate_random_input(c, NULL, seed, &error);
+    assert_null(error);
+    g_hash_table_insert(args, c->name, t);
+  }
+  return args;
+}
+
+static void same_outputs(const char *model, gboolean train) {
+  g_autoptr(WeirGraph) fwd = load_model(model);
+  g_autoptr(WeirGraph) g = train ? training_step(fwd) : weir_graph_copy(fwd);
+  g_autoptr(GError) error = NULL;
+  WeirCompileOptions plain_o = {0}, timed_o = {.profile = TRUE};
+  g_autoptr(WeirKernel) plain = weir_kernel_compile(g, &plain_o, NULL, &error);
+  assert_null(error);
+  g_autoptr(WeirKernel) timed = weir_kernel_compile(g, &timed_o, NULL, &error);
+  assert_null(error);
+  guint n = 0;
+  assert_false(weir_kernel_profile(plain, &n, NULL, NULL));
+  assert_true(weir_kernel_profile(timed, &n, NULL, NULL));
+  assert_true(n > 0);
+  g_autoptr(GHashTable) a = arguments(g, 7);
+  g_autoptr(GHashTable) b = arguments(g, 7);
+  assert_true(weir_kernel_run(plain, NULL, a, &error));
+  assert_true(weir_kernel_run(timed, NULL, b, &error));
+  g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
+  for (guint i = 0; i < list->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(list, i);
+    const WeirTensor *x = g_hash_table_lookup(a, c->name);
+    const WeirTensor *y = g_hash_table_lookup(b, c->name);
+    assert_int_equal(x->count, y->count);
+    for (gint64 k = 0; k < x->count; k++)
+      if (weir_tensor_get(x, k) != weir_tensor_get(y, k))
+        fail_msg("%s%s: argument '%s' element %" G_GINT64_FORMAT
+                 " differs: %g vs %g",
+                 model, train ? " (training step)" : "", c->name, k,
+                 weir_tensor_get(x, k), weir_tensor_get(y, k));
+  }
+}
+
+static void test_same_outputs(void **state) {
+  (void)state;
+  same_outputs("lenet", FALSE);
+  same_outputs("lenet", TRUE);
+  same_outputs("transformer", FALSE);
+}
+
+static void test_every_node(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = load_model("lenet");
+  g_autoptr(GHashTable) args = arguments(g, 1);
+  WeirHwProfile hw = {.measured = TRUE,
+                      .peak_gflops_1t = 10,
+                      .peak_gflops_all = 20,
+                      .bandwidth_gbs = 5};
+  WeirProfileOptions o = {.warmup = 1, .repetitions = 3, .hw = &hw};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirProfile) p = weir_profile_run(g, NULL, args, &o, &error);
+  assert_null(error);
+  assert_non_null(p);
+  assert_true(p->peak_gflops == 20 && p->bandwidth_gbs == 5);
+
+  /* every computing top-level node of the lowered program, once */
+  g_autoptr(WeirGraph) lowered = weir_graph_copy(g);
+  assert_true(weir_lower(
+      lowered, &(WeirLowerOptions){.native = TRUE, .split_epilogues = TRUE},
+      &error));
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+  double sum = 0;
+  for (guint i = 0; i < p->nodes->len; i++) {
+    const WeirProfileNode *n = g_ptr_array_index(p->nodes, i);
+    assert_false(g_hash_table_contains(seen, GUINT_TO_POINTER(n->node)));
+    g_hash_table_add(seen, GUINT_TO_POINTER(n->node));
+    assert_true(n->seconds >= 0);
+    sum += n->seconds;
+    /* the roofline from the figures: bound = max(F / peak, B / bw) */
+    if (n->flops_known && n->bytes_known) {
+      double want = MAX((double)n->flops / 20e9, (double)n->bytes / 5e9);
+      assert_true(fabs(n->bound_seconds - want) <= 1e-12 + 1e-9 * want);
+      assert_non_null(n->bound);
+    }
+  }
+  assert_true(sum > 0);
+  assert_true(fabs(sum - p->node_sum) <= 1e-12);
+  assert_true(p->run_median > 0);
+  guint computing = 0;
+  for (guint i = 0; i < lowered->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(lowered->states, i);
+    g_autoptr(WeirScopes) sc = weir_state_scopes(s, &error);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (weir_scopes_parent(sc, n->id) != 0 ||
+          (n->kind != WEIR_NODE_LIBRARY && n->kind != WEIR_NODE_MAP_ENTRY &&
+           n->kind != WEIR_NODE_TASKLET && n->kind != WEIR_NODE_NESTED))
+        continue;
+      computing++;
+      if (!g_hash_table_contains(seen, GUINT_TO_POINTER(n->id)))
+        fail_msg("node %u '%s' is not in the profile", n->id, n->label);
+    }
+  }
+  assert_true(computing >= 9); /* 2 Conv, 2 Gemm, pool, epilogues */
+
+  /* the SVG: well-formed, one point per node with all figures */
+  g_autofree char *svg = weir_profile_roofline_svg(p, "lenet <test> & co");
+  g_autoptr(GMarkupParseContext) ctx = g_markup_parse_context_new(
+      &(GMarkupParser){0}, G_MARKUP_DEFAULT_FLAGS, NULL, NULL);
+  assert_true(g_markup_parse_context_parse(ctx, svg, -1, &error));
+  assert_true(g_markup_parse_context_end_parse(ctx, &error));
+  guint points = 0, circles = 0;
+  for (guint i = 0; i < p->nodes->len; i++) {
+    const WeirProfileNode *n = g_ptr_array_index(p->nodes, i);
+    points += n->flops_known && n->bytes_known && n->flops > 0 &&
+              n->bytes > 0 && n->seconds > 0;
+  }
+  for (const char *c = svg; (c = strstr(c, "<circle")); c++)
+    circles++;
+  assert_int_equal(circles, points);
+}
+
+static void test_codegen_option(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = load_model("lenet");
+  g_autoptr(GError) error = NULL;
+  g_autofree char *plain = weir_codegen_c(g, NULL, &error);
+  g_autofree char *off =
+      weir_codegen_c(g, &(WeirCodegenOptions){.openmp = TRUE}, &error);
+  g_autofree char *on = weir_codegen_c(
+      g, &(WeirCodegenOptions){.openmp = TRUE, .profile = TRUE}, &error);
+  assert_null(error);
+  assert_string_equal(plain, off);
+  assert_null(strstr(plain, "_profile_"));
+  assert_null(strstr(plain, "clock_gettime"));
+  assert_non_null(strstr(on, "torch_jit_profile_count(void)"));
+  assert_non_null(strstr(on, "torch_jit_profile_nodes(void)"));
+  assert_non_null(strstr(on, "torch_jit_profile_times(void)"));
+  assert_non_null(strstr(on, "clock_gettime(CLOCK_MONOTONIC"));
+  /* no allocation added: as many malloc calls as the plain code */
+  guint m0 = 0, m1 = 0;
+  for (const char *c = plain; (c = strstr(c, "malloc(")); c++)
+    m0++;
+  for (const char *c = on; (c = strstr(c, "malloc(")); c++)
+    m1++;
+  assert_int_equal(m0, m1);
+  g_autofree char *k0 = weir_kernel_key(g, &(WeirCompileOptions){0}, &error);
+  g_autofree char *k1 =
+      weir_kernel_key(g, &(WeirCompileOptions){.profile = TRUE}, &error);
+  assert_string_not_equal(k0, k1);
+}
+
+static char *run_cli(const char *format, int *status) {
+  const char *argv[] = {WEIR_CLI, "profile",  "samples/models/lenet.onnx",
+                        "--reps", "2",        "--warmup",
+                        "1",      "--format", format,
+                        NULL};
+  g_autofree char *err = NULL;
+  char *out = NULL;
+  int ws = 0;
+  g_autoptr(GError) error = NULL;
+  assert_true(g_spawn_sync(WEIR_SRCDIR, (char **)argv, NULL, G_SPAWN_DEFAULT,
+                           NULL, NULL, &out, &err, &ws, &error));
+  *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+  if (*status != 0)
+    fail_msg("weir profile --format %s: %s", format, err);
+  return out;
+}
+
+static void test_cli_formats(void **state) {
+  (void)state;
+  int status;
+  g_autofree char *json = run_cli("json", &status);
+  json_object *root = json_tokener_parse(json);
+  assert_non_null(root);
+  json_object *nodes = NULL;
+  assert_true(json_object_object_get_ex(root, "nodes", &nodes));
+  size_t n = json_object_array_length(nodes);
+  assert_true(n >= 9);
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_object *o = json_object_array_get_idx(nodes, i), *sec = NULL;
+    assert_true(json_object_object_get_ex(o, "seconds", &sec));
+    assert_true(json_object_get_double(sec) >= 0);
+    sum += json_object_get_double(sec);
+  }
+  assert_true(sum > 0);
+  g_autofree char *csv = run_cli("csv", &status);
+  g_auto(GStrv) lines = g_strsplit(csv, "\n", -1);
+  assert_true(g_str_has_prefix(lines[0], "state,node,label,op,seconds"));
+  guint rows = 0;
+  for (guint i = 1; lines[i] && *lines[i]; i++) {
+    rows++;
+    g_auto(GStrv) cells = g_strsplit(lines[i], ",", -1);
+    assert_true(g_strv_length(cells) >= 13);
+    /* the same node ids, in the same order, as the JSON */
+    json_object *o = json_object_array_get_idx(nodes, i - 1), *id = NULL;
+    assert_true(json_object_object_get_ex(o, "node", &id));
+    assert_int_equal(g_ascii_strtoll(cells[1], NULL, 10),
+                     json_object_get_int(id));
+  }
+  assert_int_equal(rows, n);
+  json_object_put(root);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_same_outputs),
+      cmocka_unit_test(test_every_node),
+      cmocka_unit_test(test_codegen_option),
+      cmocka_unit_test(test_cli_formats),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
