@@ -23,7 +23,6 @@ typedef struct {
   guint vl;         /* elements per vector */
   guint mr, nv, nr; /* microtile: mr rows x nr = nv * vl columns */
   guint kc, mc, nc; /* cache blocks */
-  guint kcs;        /* KC when M is at most 12 MR (B panels stay in L1) */
   /* The suffix of the emitted names (weir_gemm_<id>): "f32" or "f64" for
    * the hardware profile's blocking, with the blocking appended
    * ("f32_14x32_256_1008_1024") for a node's own. */
