@@ -133,7 +133,8 @@ gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
                                   const WeirNode *n, char **reason);
 
 /* Registers the native implementations "weir" of Gemm, MatMul and Conv
- * (core/kernels/native-weir.c; called by weir_native_register_builtin). */
+ * (core/kernels/native-weir.c; called by weir_init after
+ * weir_native_register_builtin). */
 void weir_native_register_weir(void);
 
 G_END_DECLS
