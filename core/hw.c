@@ -167,6 +167,7 @@ static guint physical_cores(guint logical) {
 
 WeirHwProfile *weir_hw_detect(void) {
   WeirHwProfile *p = g_new0(WeirHwProfile, 1);
+  p->load_average = -1;
   p->isa = cpu_isa();
   WeirHwIsa want;
   if (weir_hw_isa_from_name(g_getenv("WEIR_ISA"), &want) && want < p->isa)
@@ -406,9 +407,20 @@ static double measure_bandwidth(const WeirHwProfile *p, guint n) {
   return best;
 }
 
+/* The 1-minute load average, or -1. */
+static double load_average(void) {
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/loadavg", &text, NULL, NULL))
+    return -1;
+  char *end = NULL;
+  double v = g_ascii_strtod(text, &end);
+  return end != text ? v : -1;
+}
+
 void weir_hw_measure(WeirHwProfile *p) {
   g_return_if_fail(p);
   g_atomic_int_inc(&measure_count);
+  p->load_average = load_average();
   /* the machine's ISA, not $WEIR_ISA's: the peak is the hardware's */
   WeirHwIsa isa = cpu_isa();
   guint n = MAX(p->logical_cores, 1);
@@ -447,6 +459,8 @@ char *weir_hw_profile_to_json(const WeirHwProfile *p) {
                          json_object_new_double(p->peak_gflops_all));
   json_object_object_add(o, "bandwidth_gbs",
                          json_object_new_double(p->bandwidth_gbs));
+  json_object_object_add(o, "load_average",
+                         json_object_new_double(p->load_average));
   char *out = g_strdup_printf(
       "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
                                                     JSON_C_TO_STRING_SPACED));
@@ -540,6 +554,12 @@ WeirHwProfile *weir_hw_profile_from_json(const char *text, const char *where,
       *dv[i] = json_object_get_double(v);
     }
     ok = i == G_N_ELEMENTS(dbls);
+    /* optional (profiles written before it existed lack it) */
+    p->load_average = -1;
+    if (ok && json_object_object_get_ex(o, "load_average", &v) &&
+        (json_object_is_type(v, json_type_double) ||
+         json_object_is_type(v, json_type_int)))
+      p->load_average = json_object_get_double(v);
   } while (0);
   json_object_put(o);
   return ok ? g_steal_pointer(&p) : NULL;
@@ -567,6 +587,7 @@ WeirHwProfile *weir_hw_profile_load(const char *path, gboolean remeasure,
       p->peak_gflops_1t = cached->peak_gflops_1t;
       p->peak_gflops_all = cached->peak_gflops_all;
       p->bandwidth_gbs = cached->bandwidth_gbs;
+      p->load_average = cached->load_average;
       return g_steal_pointer(&p);
     }
   }

@@ -1320,6 +1320,7 @@ static const WeirNativeImpl builtin[] = {
 void weir_native_register_builtin(void) {
   for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
     weir_native_register(&builtin[i]);
+  weir_native_register_depthwise(); /* core/kernels/depthwise.c */
 }
 
 /* ------------------------------------------------------------- libraries */

@@ -12,6 +12,7 @@
 #include "session-private.h"
 #include "weir-json.h"
 #include "weir-recipe.h"
+#include "weir-transform-private.h"
 #include "weir-transform.h"
 #include "weir-validate.h"
 
@@ -582,6 +583,14 @@ static void step_report_free(WeirRecipeStepReport *sr) {
   g_free(sr);
 }
 
+/* Forgets what a step's run recorded (before the step runs again). */
+static void step_report_reset(WeirRecipeStepReport *sr) {
+  sr->iterations = 0;
+  sr->matched = 0;
+  g_ptr_array_set_size(sr->applied, 0);
+  g_ptr_array_set_size(sr->skipped, 0);
+}
+
 WeirRecipeReport *weir_recipe_report_new(void) {
   WeirRecipeReport *r = g_new0(WeirRecipeReport, 1);
   r->steps = g_ptr_array_new_with_free_func((GDestroyNotify)step_report_free);
@@ -657,6 +666,9 @@ typedef struct {
   WeirSession *session; /* or NULL: a bare program */
   WeirGraph *graph;     /* the working copy when session == NULL */
   GHashTable *bindings;
+  gboolean unchecked; /* graph only: applications without their own
+                         snapshot and validation (run_recipe validates
+                         the step) */
 } Target;
 
 static const WeirGraph *target_current(const Target *tg) {
@@ -669,6 +681,8 @@ static gboolean target_apply(Target *tg, const WeirTransformInfo *t,
   if (tg->session)
     return weir_session_apply(tg->session, t->name, site,
                               (const char *const *)rs->params, error) != NULL;
+  if (tg->unchecked)
+    return weir_transform_apply_unchecked(tg->graph, t, site, p, error);
   return weir_transform_apply(tg->graph, t, site, p, tg->bindings, NULL, error);
 }
 
@@ -1000,7 +1014,29 @@ static gboolean run_recipe(Target *tg, const WeirRecipe *recipe,
     gint64 t0 = g_get_monotonic_time();
     Mark mark = target_mark(tg);
     g_autoptr(GError) local = NULL;
+    /* On a bare program the step's applications run unchecked and the
+     * result is validated once (validating after each of the hundreds of
+     * applications of a real-size model's pipeline was half its time).
+     * Should the step fail after applying something, or leave an invalid
+     * program, it runs again from the mark with every application checked,
+     * which names the application that failed or broke the program. */
+    tg->unchecked = tg->session == NULL;
     sr->ok = run_step(tg, rs, sr, &local);
+    gboolean valid = FALSE;
+    if (tg->unchecked && (sr->ok || sr->applied->len > 0)) {
+      g_autoptr(WeirGraph) check = weir_graph_copy(target_current(tg));
+      valid = sr->ok && weir_graph_validate(check, NULL);
+      if (!valid) {
+        target_rollback(tg, &mark);
+        mark_clear(&mark);
+        mark = target_mark(tg);
+        step_report_reset(sr);
+        g_clear_error(&local);
+        tg->unchecked = FALSE;
+        sr->ok = run_step(tg, rs, sr, &local);
+      }
+    }
+    tg->unchecked = FALSE;
     if (!sr->ok) {
       target_rollback(tg, &mark);
       sr->error = g_strdup(local->message);
@@ -1009,8 +1045,12 @@ static gboolean run_recipe(Target *tg, const WeirRecipe *recipe,
     sr->seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
     figures_of(target_current(tg), tg->bindings, &sr->bytes_after,
                &sr->flops_after);
-    g_autoptr(WeirGraph) check = weir_graph_copy(target_current(tg));
-    sr->validated = weir_graph_validate(check, NULL);
+    if (valid && sr->ok) {
+      sr->validated = TRUE;
+    } else {
+      g_autoptr(WeirGraph) check = weir_graph_copy(target_current(tg));
+      sr->validated = weir_graph_validate(check, NULL);
+    }
     if (!sr->ok && !rs->optional) {
       report->ok = FALSE;
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,

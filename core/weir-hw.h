@@ -44,6 +44,9 @@ typedef struct {
   double peak_gflops_1t;  /* f32 FMA throughput of one thread, GFLOP/s */
   double peak_gflops_all; /* the same on logical_cores threads at once */
   double bandwidth_gbs;   /* triad over buffers far larger than the caches */
+  /* The 1-minute load average when it was measured (/proc/loadavg; -1
+   * when unknown): a busy machine gives low figures (docs/hardware.md). */
+  double load_average;
 } WeirHwProfile;
 
 /* Canonical name of an ISA ("avx512f", "avx2+fma", "generic"). (borrowed) */

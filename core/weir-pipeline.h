@@ -14,7 +14,8 @@
  *        algebraic simplification, CSE, batch-norm folding, pad fusion)
  *   -O2  -O1, then expansion of what is not native, element-wise fusion,
  *        epilogues on Conv/Gemm/MatMul, map-reduce fusion, memory pooling
- *   -O3  -O2 plus the steps listed in O3.json (no tuning database yet)
+ *   -O3  -O2, then apply-tuning (the tuning database of `weir tune`,
+ *        weir-tuning.h; a no-op without one) and vectorize
  */
 #ifndef WEIR_PIPELINE_H
 #define WEIR_PIPELINE_H

@@ -37,6 +37,17 @@ gboolean weir_transform_unregister(const char *name);
 gboolean weir_pattern_check_site(const WeirGraph *g, const WeirPattern *pattern,
                                  const WeirSite *site, char **reason);
 
+/* Applies t at site like weir_transform_apply (parameters, can_apply,
+ * apply) but without the snapshot and the validation of the result: on
+ * FALSE, or when the result is invalid, g may be left half transformed.
+ * For callers that hold their own copy to roll back to and validate once
+ * after many applications (a recipe step on a bare program, recipe.c). */
+gboolean weir_transform_apply_unchecked(WeirGraph *g,
+                                        const WeirTransformInfo *t,
+                                        const WeirSite *site,
+                                        const WeirParams *params,
+                                        GError **error);
+
 G_END_DECLS
 
 #endif

@@ -34,6 +34,8 @@
 #include "weir-train.h"
 #include "weir-trainer.h"
 #include "weir-transform.h"
+#include "weir-tune.h"
+#include "weir-tuning.h"
 #include "weir-types.h"
 #include "weir-validate.h"
 

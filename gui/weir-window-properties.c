@@ -3,6 +3,7 @@
  * with its figures from the analysis of the current program.  Rows are
  * WeirRow (WEIR_ROW_TEXT) in w->properties, shown by a list view.
  */
+#include "weir-attr.h"
 #include "weir-window-private.h"
 
 static void add_prop(WeirWindow *w, const char *name, const char *value) {
@@ -126,14 +127,29 @@ static void add_node_props(WeirWindow *w, const WeirGraph *g,
   case WEIR_NODE_MAP_EXIT:
     add_propf(w, "entry", "node %u", n->entry);
     break;
-  case WEIR_NODE_LIBRARY:
+  case WEIR_NODE_LIBRARY: {
     add_prop(w, "op", n->op);
+    /* how it runs: the tuned choice (weir tune, -O3), an explicit one, or
+     * the default */
+    const char *impl = weir_node_attr_string(n, "impl", NULL);
+    const char *tuned = weir_node_attr_string(n, "tuned", NULL);
+    g_autofree char *params = weir_native_params_text(n);
+    if (tuned)
+      add_propf(w, "implementation", "%s%s%s%s (tuned, signature %s)", impl,
+                *params ? " (" : "", params, *params ? ")" : "", tuned);
+    else if (impl)
+      add_propf(w, "implementation", "%s%s%s%s (chosen)", impl,
+                *params ? " (" : "", params, *params ? ")" : "");
+    else
+      add_propf(w, "implementation", "%s (default, not tuned)",
+                weir_native_default_impl(g, st, n));
     for (guint i = 0; n->attrs && i < n->attrs->len; i++) {
       const WeirAttr *a = g_ptr_array_index(n->attrs, i);
       g_autofree char *v = attr_text(a);
       add_prop(w, a->name, v);
     }
     break;
+  }
   case WEIR_NODE_NESTED:
     add_prop(w, "program", n->nested && n->nested->name ? n->nested->name : "");
     break;

@@ -143,6 +143,21 @@ typedef struct {
 WEIR_API gboolean weir_transform_register(const WeirTransformInfo *info,
                                           GError **error);
 
+/* ------------------------------------------------------------- tuning */
+
+/* What the tuning database (`weir tune`, docs/tuning.md) chose for library
+ * node n of state s of g at `threads` threads (0: the default count): the
+ * fastest checked candidate stored for the node's signature.  On success
+ * *impl receives the implementation ("pure" or a registered native one),
+ * *params its parameters ("" or "name=value,..."), *key the signature key
+ * (all transfer full), or all NULL when there is no database or no usable
+ * result.  FALSE with an error only for a database that cannot be read. */
+WEIR_API gboolean weir_plugin_tuned_choice(const WeirGraph *g,
+                                           const WeirState *s,
+                                           const WeirNode *n, guint threads,
+                                           char **impl, char **params,
+                                           char **key, GError **error);
+
 /* The function a plugin exports as WEIR_PLUGIN_ENTRY. */
 typedef gboolean (*WeirPluginRegisterFunc)(guint host_api_version,
                                            GError **error);

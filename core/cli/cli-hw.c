@@ -54,5 +54,14 @@ int cli_cmd_hw(int argc, char **argv) {
          p->logical_cores);
   printf("profile        %s (%s)\n", path,
          weir_hw_measure_count() > before ? "measured now" : "cached");
+  if (p->measured && p->load_average >= 0) {
+    printf("measured at    load average %.2f on %u processors\n",
+           p->load_average, p->logical_cores);
+    /* More runnable work than half the processors: the loops shared the
+     * cores with it. */
+    if (p->load_average > 0.5 * p->logical_cores)
+      printf("warning        the machine was busy: the peak and bandwidth are "
+             "too low; run `weir hw --remeasure` when it is idle\n");
+  }
   return 0;
 }

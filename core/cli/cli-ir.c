@@ -69,9 +69,13 @@ static int compare_memlet_bytes(gconstpointer a, gconstpointer b) {
 
 int cli_cmd_info(int argc, char **argv) {
   g_auto(GStrv) defines = NULL;
-  g_autofree char *info_count = NULL;
+  g_autofree char *info_count = NULL, *level_text = NULL;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
+      {"opt-level", 'O', 0, G_OPTION_ARG_STRING, &level_text,
+       "Apply the pipeline of an optimization level first, as weir run "
+       "does (default: the program as it is)",
+       "N"},
       {"count", 0, 0, G_OPTION_ARG_STRING, &info_count,
        "Count the program as it is (as-is, the default), as the code "
        "generator compiles it (compiled: library nodes with a native "
@@ -85,8 +89,8 @@ int cli_cmd_info(int argc, char **argv) {
   if (argc != 2 ||
       (strcmp(count, "as-is") != 0 && strcmp(count, "compiled") != 0 &&
        strcmp(count, "expanded") != 0)) {
-    fprintf(stderr, "usage: weir info FILE [--count as-is|compiled|expanded] "
-                    "[-D SYM=VALUE]...\n");
+    fprintf(stderr, "usage: weir info FILE [-O0|-O1|-O2|-O3] "
+                    "[--count as-is|compiled|expanded] [-D SYM=VALUE]...\n");
     return 2;
   }
   g_autoptr(GError) error = NULL;
@@ -95,8 +99,16 @@ int cli_cmd_info(int argc, char **argv) {
     cli_print_error("info", error);
     return 2;
   }
-  g_autoptr(WeirGraph) g = cli_load_program("info", argv[1], NULL, NULL);
+  /* with -O, the program as `weir run` prepares it: an ONNX model imported
+   * with the -D values in its shapes */
+  WeirOnnxImportOptions io = {.symbols = bindings};
+  g_autoptr(WeirGraph) g =
+      cli_load_program("info", argv[1], level_text ? &io : NULL, NULL);
   if (!g)
+    return 1;
+  guint level = 0;
+  if (level_text && (!cli_opt_level("info", level_text, NULL, &level) ||
+                     !cli_optimize("info", argv[1], g, level, bindings, NULL)))
     return 1;
   if (!weir_graph_check_sizes(g, bindings, &error)) {
     fprintf(stderr, "weir info: %s: %s\n", argv[1], error->message);
@@ -189,6 +201,7 @@ int cli_cmd_info(int argc, char **argv) {
                 a->intensity_known ? g_strdup_printf("%.3f", a->intensity)
                                    : g_strdup("-"));
   cli_table_print(t);
+  cli_print_tuned_nodes(g);
 
   g_autofree char *peak = cli_format_quantity(&a->peak_transient_bytes, TRUE);
   printf("\nPeak transient memory  %s", peak);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "weir-hw.h"
 
 /* ------------------------------------------------- inputs and outputs */
 
@@ -56,6 +57,8 @@ typedef struct {
   guint level;        /* optimization level applied (weir-pipeline.h) */
   guint applied;      /* transformations its pipeline applied */
   guint64 max_memory; /* --max-memory in bytes (0: the physical memory) */
+  double import_s;    /* reading/importing the file */
+  double optimize_s;  /* the pipeline of `level` */
 } Prepared;
 
 static void prepared_clear(Prepared *p) {
@@ -99,11 +102,15 @@ static int prepare_run(const char *cmd, const char *file, GHashTable *bindings,
   }
   WeirOnnxImportOptions opts = {
       .symbols = bindings, .input_shapes = shapes, .names = p->names};
+  gint64 t0 = g_get_monotonic_time();
   p->g = cli_load_program(cmd, file, &opts, impls);
   if (!p->g)
     return 1;
+  gint64 t1 = g_get_monotonic_time();
   if (!cli_optimize(cmd, file, p->g, p->level, bindings, &p->applied))
     return 1;
+  p->import_s = (double)(t1 - t0) / 1e6;
+  p->optimize_s = (double)(g_get_monotonic_time() - t1) / 1e6;
   if (expand && !weir_expand_all(p->g, NULL, &p->expanded, &error)) {
     fprintf(stderr, "weir %s: %s: %s\n", cmd, file, error->message);
     return 1;
@@ -391,6 +398,11 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
   printf("summary\n");
   printf("  level           -O%u (%u transformation%s applied)\n", p->level,
          p->applied, p->applied == 1 ? "" : "s");
+  g_autofree char *tuned = cli_tuned_summary(p->g);
+  if (tuned)
+    printf("  tuned           %s from the tuning database (weir info -O%u "
+           "lists them)\n",
+           tuned, p->level);
   if (lib) {
     g_autofree char *b = cli_format_quantity(&lib->total_bytes, TRUE);
     g_autofree char *pk = cli_format_quantity(&lib->peak_transient_bytes, TRUE);
@@ -418,9 +430,31 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
          "(transients and scratch, allocated once)\n",
          cb, wb);
   printf("  time            %s (%s)", ts, how);
-  if (exp && exp->total_flops.known && t > 0)
-    printf(", %.3f GFLOP/s", (double)exp->total_flops.value / t / 1e9);
+  double gflops = 0;
+  if (exp && exp->total_flops.known && t > 0) {
+    gflops = (double)exp->total_flops.value / t / 1e9;
+    printf(", %.3f GFLOP/s", gflops);
+  }
   printf("\n");
+  /* Timed runs are set against the machine's measured peak (weir hw: the
+   * profile is measured once, a few seconds, and cached). */
+  if (reps > 0 && gflops > 0) {
+    g_autoptr(WeirHwProfile) hw = weir_hw_profile_get(FALSE, NULL);
+    if (hw && hw->measured && hw->peak_gflops_1t > 0) {
+      guint threads = hw->logical_cores;
+      const char *omp = g_getenv("OMP_NUM_THREADS");
+      guint64 v;
+      if (omp && g_ascii_string_to_unsigned(omp, 10, 1, 4096, &v, NULL))
+        threads = (guint)v;
+      double peak = threads <= 1 ? hw->peak_gflops_1t
+                    : threads >= hw->logical_cores
+                        ? hw->peak_gflops_all
+                        : hw->peak_gflops_1t * threads;
+      printf("  vs peak         %.1f%% of this machine's measured f32 FMA peak "
+             "(%.1f GFLOP/s on %u thread%s; weir hw)\n",
+             100.0 * gflops / peak, peak, threads, threads == 1 ? "" : "s");
+    }
+  }
 }
 
 /* The tensors of args that are arguments of compiled code (a constant
@@ -516,8 +550,10 @@ int cli_cmd_run(int argc, char **argv) {
   g_autofree char *keyed = cli_format_seconds(ev.key_seconds);
   g_autofree char *generated = cli_format_seconds(ev.codegen_seconds);
   g_autofree char *compiler = cli_format_seconds(ev.compiler_seconds);
-  printf("%s: read and prepared in %s (model import, -O%u, inputs)\n", file,
-         imported, p.level);
+  g_autofree char *import_text = cli_format_seconds(p.import_s);
+  g_autofree char *optimize_text = cli_format_seconds(p.optimize_s);
+  printf("%s: read and prepared in %s (model import %s, -O%u %s, inputs)\n",
+         file, imported, import_text, p.level, optimize_text);
   if (ev.cache_hit)
     printf("%s: loaded from the compile cache in %s (key %.12s computed in "
            "%s, no C generated)\n",

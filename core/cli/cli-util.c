@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "weir-attr.h"
 
 void cli_print_error(const char *cmd, const GError *error) {
   fprintf(stderr, "weir %s: %s\n", cmd, error->message);
@@ -399,4 +400,77 @@ const WeirContainer *cli_require_argument(const char *cmd, const WeirGraph *g,
             cmd, option, name, list);
   }
   return c;
+}
+
+/* ----------------------------------------------------------------- tuning */
+
+static void collect_tuned(const WeirGraph *g, GPtrArray *out) {
+  for (guint i = 0; i < g->states->len; i++) {
+    const WeirState *s = g_ptr_array_index(g->states, i);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_LIBRARY && weir_node_attr(n, "tuned"))
+        g_ptr_array_add(out, (gpointer)n);
+      if (n->kind == WEIR_NODE_NESTED && n->nested)
+        collect_tuned(n->nested, out);
+    }
+  }
+}
+
+void cli_print_tuned_nodes(const WeirGraph *g) {
+  g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+  collect_tuned(g, nodes);
+  if (!nodes->len)
+    return;
+  printf("\nTuned nodes (weir tune; the tuning database's choice, set by "
+         "apply-tuning)\n");
+  CliTable *t = cli_table_new(5);
+  cli_table_row(t, g_strdup("node"), g_strdup("op"), g_strdup("impl"),
+                g_strdup("params"), g_strdup("signature"));
+  for (guint i = 0; i < nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(nodes, i);
+    char *params = weir_native_params_text(n);
+    if (!*params) {
+      g_free(params);
+      params = g_strdup("-");
+    }
+    cli_table_row(t, g_strdup_printf("%u %s", n->id, n->label ? n->label : ""),
+                  g_strdup(n->op),
+                  g_strdup(weir_node_attr_string(n, "impl", "?")), params,
+                  g_strdup(weir_node_attr_string(n, "tuned", "?")));
+  }
+  cli_table_print(t);
+}
+
+char *cli_tuned_summary(const WeirGraph *g) {
+  g_autoptr(GPtrArray) nodes = g_ptr_array_new();
+  collect_tuned(g, nodes);
+  if (!nodes->len)
+    return NULL;
+  /* implementations in order of first appearance */
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GArray) counts = g_array_new(FALSE, TRUE, sizeof(guint));
+  for (guint i = 0; i < nodes->len; i++) {
+    const char *impl =
+        weir_node_attr_string(g_ptr_array_index(nodes, i), "impl", "?");
+    guint k;
+    for (k = 0; k < names->len; k++)
+      if (strcmp(g_ptr_array_index(names, k), impl) == 0)
+        break;
+    if (k == names->len) {
+      g_ptr_array_add(names, (gpointer)impl);
+      guint zero = 0;
+      g_array_append_val(counts, zero);
+    }
+    g_array_index(counts, guint, k)++;
+  }
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "%u node%s (", nodes->len,
+                         nodes->len == 1 ? "" : "s");
+  for (guint k = 0; k < names->len; k++)
+    g_string_append_printf(s, "%s%s %u", k ? ", " : "",
+                           (const char *)g_ptr_array_index(names, k),
+                           g_array_index(counts, guint, k));
+  g_string_append_c(s, ')');
+  return g_string_free(s, FALSE);
 }

@@ -47,6 +47,7 @@ int cli_cmd_codegen(int argc, char **argv);     /* cli-export.c */
 int cli_cmd_export(int argc, char **argv);      /* cli-export.c */
 int cli_cmd_cache(int argc, char **argv);       /* cli-cache.c */
 int cli_cmd_hw(int argc, char **argv);          /* cli-hw.c */
+int cli_cmd_tune(int argc, char **argv);        /* cli-tune.c */
 int cli_cmd_conformance(int argc, char **argv); /* cli-conformance.c */
 int cli_cmd_train(int argc, char **argv);       /* cli-train.c */
 int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
@@ -70,7 +71,7 @@ int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
   {                                                                            \
     "impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, (impls),                          \
         "Implementation of every node of OP: pure, blas, weir, im2col, "       \
-        "direct "                                                              \
+        "direct, depthwise "                                                   \
         "(repeatable)",                                                        \
         "OP=IMPL"                                                              \
   }
@@ -256,6 +257,14 @@ WeirGraph *cli_load_program(const char *cmd, const char *path,
 void cli_load_transformations(const char *cmd);
 
 guint cli_count_library_nodes(const WeirGraph *g);
+
+/* The library nodes of g that apply-tuning gave a tuned choice (attribute
+ * "tuned"), in state and node order: a table "node, op, impl, params,
+ * signature" under a heading (nothing when there is none). */
+void cli_print_tuned_nodes(const WeirGraph *g);
+/* "3 nodes (weir 2, im2col 1)" for the tuned library nodes of g, or NULL
+ * when there is none. (transfer full) */
+char *cli_tuned_summary(const WeirGraph *g);
 
 /* The argument container called name: by container name, by the ONNX name
  * the importer recorded (names, may be NULL), or by the label of one of

@@ -38,6 +38,11 @@
  *   weir hw [--remeasure] [--json]          the hardware profile (ISA,
  *                                           caches, measured peak FLOP/s
  *                                           and bandwidth), cached
+ *   weir tune FILE [-O N] [--budget S] [--threads N] [--reps N] [--db PATH]
+ *                                           time the candidate
+ *                                           implementations of each native
+ *                                           node, store the winners in the
+ *                                           tuning database (-O3 uses it)
  *   weir train MODEL.onnx --data FILE [--label COL] [--epochs N] [--batch B]
  *              [--optimizer sgd|momentum|adam] [--lr LR] [--seed S]
  *              [--threads T] [--steps-per-call K] [--val-fraction F]
@@ -116,6 +121,10 @@ static const Command commands[] = {
     {"hw", "[--remeasure] [--json]",
      "the hardware profile: ISA, cores, caches, measured peak and bandwidth",
      cli_cmd_hw},
+    {"tune", "FILE [-O N] [--budget S] [--threads N]",
+     "time the implementations of each native node; store the winners for "
+     "-O3",
+     cli_cmd_tune},
     {"new", "MODEL -o WS.weir [-D SYM=VALUE]...",
      "start a workspace from a model (alias: open)", cli_cmd_new},
     {"open", "MODEL -o WS.weir", "same as new", cli_cmd_new},

@@ -146,6 +146,11 @@ void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
   cg_out_line(o, "%s %s= %s;", lvalue, wcr == WEIR_WCR_SUM ? "+" : "*", value);
 }
 
+gboolean cg_subset_injective(const WeirSubset *sub, const WeirMap *map,
+                             guint n_params, GHashTable *inner) {
+  return subset_injective(sub, map, n_params, inner);
+}
+
 gboolean cg_store_atomic(Fn *f, Frame *fr, const CInfo *ci,
                          const WeirSubset *sub) {
   return f->gen->openmp && fr &&

@@ -91,6 +91,9 @@ typedef enum {
   H_ATOMIC_MIN, /* f32, f64, i32, i64, u8: compare-and-swap loops */
   H_ATOMIC_MAX,
   H_ALIGN64, /* size rounded up to 64 bytes */
+  H_EXP,     /* f32: Weir's exp (range reduction + polynomial, vectorizes) */
+  H_TANH,    /* f32: on H_EXP */
+  H_ERF,     /* f32: on H_EXP */
   H_COUNT
 } HelperKind;
 
@@ -421,6 +424,11 @@ void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
 
 /* Does the write-conflict resolution into sub (of container ci) from
  * inside fr need an atomic update? */
+/* Whether distinct values of the first n_params parameters of map (0: all)
+ * write distinct elements of sub, the rest of sub free of the parameters
+ * in inner (names of this map's and inner maps' parameters). */
+gboolean cg_subset_injective(const WeirSubset *sub, const WeirMap *map,
+                             guint n_params, GHashTable *inner);
 gboolean cg_store_atomic(Fn *f, Frame *fr, const CInfo *ci,
                          const WeirSubset *sub);
 

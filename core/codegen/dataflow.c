@@ -446,6 +446,20 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
       op->c = ci->c;
       op->ptr = ci->cname; /* owned by the function's namer */
     }
+  /* the extra inputs of an epilogue the implementation applies itself */
+  for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
+    g_autofree char *conn = g_strdup_printf("epi%u", k);
+    g_autoptr(GPtrArray) ms = cg_conn_memlets(sc->s, n->id, conn, TRUE);
+    if (ms->len == 0)
+      continue;
+    const WeirMemlet *m = g_ptr_array_index(ms, 0);
+    CInfo *ci = cg_fn_container(f, m->data);
+    if (!ci)
+      continue;
+    ci->used = TRUE;
+    e.epi[k].c = ci->c;
+    e.epi[k].ptr = ci->cname;
+  }
   if (!f->gen->error && !ni->emit(&e, &local))
     cg_gen_fail(f->gen, local ? local->code : WEIR_ERROR_INVALID,
                 "%s, state %u, node %u (library '%s'): %s", f->where, sc->s->id,

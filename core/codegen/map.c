@@ -327,12 +327,47 @@ static gboolean scope_has_wcr(StateCtx *sc, const WeirNode *entry) {
   return FALSE;
 }
 
+/* Whether every write-conflict resolution of a tasklet inside the map of
+ * entry writes distinct elements for distinct values of the map's first
+ * n parameters (so splitting them over threads needs no atomic update:
+ * global average pooling at batch 1 split over its channels). */
+static gboolean wcr_split_free(StateCtx *sc, const WeirNode *entry, guint n) {
+  g_autoptr(GHashTable) scope = g_hash_table_new(g_direct_hash, g_direct_equal);
+  scope_collect(sc, entry->id, scope);
+  g_autoptr(GHashTable) inner = g_hash_table_new(g_str_hash, g_str_equal);
+  const WeirMap *map = entry->map;
+  for (guint k = 0; k < map->params->len; k++)
+    g_hash_table_add(inner, g_ptr_array_index(map->params, k));
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, scope);
+  while (g_hash_table_iter_next(&it, &key, NULL)) {
+    const WeirNode *x = weir_state_node(sc->s, GPOINTER_TO_UINT(key));
+    if (x && x->kind == WEIR_NODE_MAP_ENTRY && x->map)
+      for (guint k = 0; k < x->map->params->len; k++)
+        g_hash_table_add(inner, g_ptr_array_index(x->map->params, k));
+  }
+  for (guint i = 0; i < sc->s->edges->len; i++) {
+    const WeirMemlet *e = g_ptr_array_index(sc->s->edges, i);
+    if (e->wcr == WEIR_WCR_NONE ||
+        !g_hash_table_contains(scope, GUINT_TO_POINTER(e->src)))
+      continue;
+    const WeirNode *src = weir_state_node(sc->s, e->src);
+    if (!src || src->kind != WEIR_NODE_TASKLET)
+      continue;
+    if (!e->subset || !cg_subset_injective(e->subset, map, n, inner))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 /* The number of leading loops "omp parallel for" divides: the map's
  * collapse depth over rectangular loops (at least one), extended past
  * leading loops of one iteration (a batch of 1: "for (i0 = 0; i0 < 1;
  * i0++)" would put the whole map on one thread) when nothing in the map
- * resolves write conflicts (splitting more parameters could make such
- * writes atomic). */
+ * resolves write conflicts, or when every such write still goes to
+ * distinct elements per thread (splitting other parameters would make
+ * the writes atomic). */
 static guint par_depth(StateCtx *sc, const WeirNode *entry, GArray *loops) {
   const WeirMap *map = entry->map;
   guint nrect = 0;
@@ -355,7 +390,9 @@ static guint par_depth(StateCtx *sc, const WeirNode *entry, GArray *loops) {
       break;
     if (wcr == -1)
       wcr = scope_has_wcr(sc, entry);
-    if (wcr)
+    /* (the check names parameters: only without tile loops) */
+    if (wcr &&
+        (loops->len != map->params->len || !wcr_split_free(sc, entry, c + 1)))
       break;
     c++;
   }

@@ -256,6 +256,15 @@ static char *ast_call(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
       g_autofree char *h = cg_helper(f->gen, H_ABS, ty);
       return g_strdup_printf("%s(%s)", h, a);
     }
+    /* f32 exp, tanh, erf: Weir's vectorizable ones (text.c) */
+    HelperKind vm = n->func == WEIR_FUNC_EXP    ? H_EXP
+                    : n->func == WEIR_FUNC_TANH ? H_TANH
+                    : n->func == WEIR_FUNC_ERF  ? H_ERF
+                                                : H_COUNT;
+    if (ty == WEIR_DTYPE_F32 && vm != H_COUNT) {
+      g_autofree char *h = cg_helper(f->gen, vm, ty);
+      return g_strdup_printf("%s(%s)", h, a);
+    }
     return g_strdup_printf("%s%s(%s)", math_name(n->func),
                            ty == WEIR_DTYPE_F32 ? "f" : "", a);
   }

@@ -340,6 +340,8 @@ char *cg_helper(Gen *gen, HelperKind k, WeirDType t) {
     gen->helpers[H_MIN] |= 1u << t;
   if (k == H_ATOMIC_MAX)
     gen->helpers[H_MAX] |= 1u << t;
+  if (k == H_TANH || k == H_ERF)
+    gen->helpers[H_EXP] |= 1u << t;
   switch (k) {
   case H_FLOORDIV:
     return g_strdup("weir_floordiv");
@@ -363,6 +365,12 @@ char *cg_helper(Gen *gen, HelperKind k, WeirDType t) {
     return g_strdup_printf("weir_atomic_max_%s", helper_suffix(t));
   case H_ALIGN64:
     return g_strdup("weir_align64");
+  case H_EXP:
+    return g_strdup_printf("weir_exp_%s", helper_suffix(t));
+  case H_TANH:
+    return g_strdup_printf("weir_tanh_%s", helper_suffix(t));
+  case H_ERF:
+    return g_strdup_printf("weir_erf_%s", helper_suffix(t));
   case H_COUNT:
     break;
   }
@@ -393,6 +401,91 @@ static void int_limits(WeirDType t, const char **lo, const char **hi,
     return;
   }
 }
+
+/* Weir's f32 exp, tanh and erf (docs/codegen.md, "Math functions"):
+ * branch-free straight-line code (selects, not jumps; bits through memcpy)
+ * that GCC and clang inline and vectorize in the loops of the generated
+ * code, where a call of expf, tanhf or erff stops the vectorizer.  The
+ * error bounds are checked against libm by test-vmath over a dense sweep.
+ *
+ * exp: x = n ln2 + r with |r| <= ln2 / 2 (n rounded by adding 1.5 * 2^23,
+ * ln2 in two parts so n ln2 is exact), e^r by its Taylor polynomial of
+ * degree 6, times 2^n built in the exponent bits in two halves (so
+ * results below FLT_MIN come out as subnormals and above FLT_MAX as inf).
+ * Relative error below 3e-7 (2.5 ulp) where the result is normal; x
+ * clamped to [-104, 89] first (outside, the result is 0 or inf); NaN
+ * stays NaN. */
+static const char vmath_exp_f32[] =
+    "/* exp(x) for f32, vectorizable (Weir's; relative error < 3e-7) */\n"
+    "static inline float weir_exp_f32(float x) {\n"
+    "  float c = x < -104.0f ? -104.0f : x;\n"
+    "  c = c > 89.0f ? 89.0f : c;\n"
+    "  const float t = c * 1.44269504088896341f + 12582912.0f;\n"
+    "  const float n = t - 12582912.0f;\n"
+    "  float r = c - n * 0.693359375f;\n"
+    "  r = r - n * -2.12194440e-4f;\n"
+    "  float p = r * (1.0f / 720.0f) + (1.0f / 120.0f);\n"
+    "  p = p * r + (1.0f / 24.0f);\n"
+    "  p = p * r + (1.0f / 6.0f);\n"
+    "  p = p * r + 0.5f;\n"
+    "  p = p * r + 1.0f;\n"
+    "  p = p * r + 1.0f;\n"
+    "  int32_t k;\n"
+    "  memcpy(&k, &t, sizeof k);\n"
+    "  k -= 0x4B400000; /* n, in [-150, 128] */\n"
+    "  const int32_t k1 = k / 2, k2 = k - k1;\n"
+    "  const int32_t b1 = (k1 + 127) << 23, b2 = (k2 + 127) << 23;\n"
+    "  float s1, s2;\n"
+    "  memcpy(&s1, &b1, sizeof s1);\n"
+    "  memcpy(&s2, &b2, sizeof s2);\n"
+    "  return p * s1 * s2;\n"
+    "}\n\n";
+
+/* tanh: odd; |x| < 0.25 by its Taylor polynomial to x^9 (relative error
+ * below 1e-8 there), else 1 - 2 / (e^{2|x|} + 1).  Relative error below
+ * 1e-6; +-1 beyond |x| = 9.1, NaN stays NaN. */
+static const char vmath_tanh_f32[] =
+    "/* tanh(x) for f32, vectorizable (Weir's; relative error < 1e-6) */\n"
+    "static inline float weir_tanh_f32(float x) {\n"
+    "  const float a = x < 0.0f ? -x : x;\n"
+    "  const float a2 = a * a;\n"
+    "  float s = a2 * (62.0f / 2835.0f) - 17.0f / 315.0f;\n"
+    "  s = s * a2 + 2.0f / 15.0f;\n"
+    "  s = s * a2 - 1.0f / 3.0f;\n"
+    "  s = (s * a2) * a + a;\n"
+    "  const float e = weir_exp_f32(2.0f * (a < 10.0f ? a : 10.0f));\n"
+    "  const float l = 1.0f - 2.0f / (e + 1.0f);\n"
+    "  float y = a < 0.25f ? s : l;\n"
+    "  y = x != x ? x : y;\n"
+    "  return x < 0.0f ? -y : y;\n"
+    "}\n\n";
+
+/* erf: odd; |x| < 0.5 by its Taylor series to x^11 (relative error below
+ * 1e-7 there), else 1 - (a1 t + ... + a5 t^5) e^{-x^2} with
+ * t = 1 / (1 + p |x|) (Abramowitz and Stegun 7.1.26, absolute error below
+ * 1.5e-7, so relative below 3e-7 where erf >= 0.52).  Relative error
+ * below 1e-6 with the rounding; +-1 beyond |x| = 4; NaN stays NaN. */
+static const char vmath_erf_f32[] =
+    "/* erf(x) for f32, vectorizable (Weir's; relative error < 1e-6) */\n"
+    "static inline float weir_erf_f32(float x) {\n"
+    "  float a = x < 0.0f ? -x : x;\n"
+    "  a = a < 4.0f ? a : 4.0f;\n"
+    "  const float a2 = a * a;\n"
+    "  float s = a2 * (-1.0f / 1320.0f) + 1.0f / 216.0f;\n"
+    "  s = s * a2 - 1.0f / 42.0f;\n"
+    "  s = s * a2 + 1.0f / 10.0f;\n"
+    "  s = s * a2 - 1.0f / 3.0f;\n"
+    "  s = (s * a2 + 1.0f) * a * 1.12837916709551257f;\n"
+    "  const float t = 1.0f / (1.0f + 0.3275911f * a);\n"
+    "  float q = t * 1.061405429f - 1.453152027f;\n"
+    "  q = q * t + 1.421413741f;\n"
+    "  q = q * t - 0.284496736f;\n"
+    "  q = q * t + 0.254829592f;\n"
+    "  const float l = 1.0f - q * t * weir_exp_f32(-a2);\n"
+    "  float y = a < 0.5f ? s : l;\n"
+    "  y = x != x ? x : y;\n"
+    "  return x < 0.0f ? -y : y;\n"
+    "}\n\n";
 
 static void helper_text(GString *s, HelperKind k, WeirDType t) {
   const char *ty = cg_ctype(t);
@@ -514,6 +607,15 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
     g_string_append(s, "static inline size_t weir_align64(size_t n) {\n"
                        "  return (n + 63) / 64 * 64;\n"
                        "}\n\n");
+    return;
+  case H_EXP:
+    g_string_append(s, vmath_exp_f32);
+    return;
+  case H_TANH:
+    g_string_append(s, vmath_tanh_f32);
+    return;
+  case H_ERF:
+    g_string_append(s, vmath_erf_f32);
     return;
   case H_COUNT:
     break;

@@ -12,6 +12,7 @@
 #ifndef WEIR_KERNELS_H
 #define WEIR_KERNELS_H
 
+#include "weir-graph.h"
 #include "weir-hw.h"
 #include "weir-native.h"
 #include "weir-types.h"
@@ -136,6 +137,58 @@ gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
  * (core/kernels/native-weir.c; called by weir_init after
  * weir_native_register_builtin). */
 void weir_native_register_weir(void);
+
+/* ------------------------------------------------ depthwise convolution
+ * core/kernels/depthwise.c: the native implementation "depthwise" of Conv
+ * (f32, group == C == M), vectorized along the output width. */
+
+/* The node attribute (INT) that fixes the vector width of one depthwise
+ * node: the ISA's lanes or half of them; absent or another value: chosen
+ * per call from the output width (the tunable parameter). */
+#define WEIR_DEPTHWISE_VL_ATTR "depthwise_vl"
+
+typedef struct {
+  WeirHwIsa isa;
+  guint vl; /* f32 lanes of the wide vector; the narrow one has vl / 2 */
+} WeirDepthwiseParams;
+
+/* The parameters for the machine described by hw (borrowed; NULL:
+ * generic). */
+void weir_kernel_depthwise_params(const WeirHwProfile *hw,
+                                  WeirDepthwiseParams *out);
+
+/* The helper text defining
+ *   static void weir_dwconv2d_f32(const float *x, const float *w,
+ *       const float *b, float *y, const float *r, int64_t n, int64_t c,
+ *       int64_t h, int64_t wd, int64_t kh, int64_t kw, int64_t oh,
+ *       int64_t ow, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+ *       int64_t ph, int64_t pw, int act, float lo, float hi, int vl);
+ * y = act(depthwise_conv(x, w) + b + r) in NCHW (b, r may be NULL; act 0
+ * none, 1 clip to [lo, hi], 2 sigmoid, 3 SiLU, 4 HardSwish; vl 0 = chosen
+ * per call). (transfer full) */
+char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p);
+
+/* An epilogue (ir/lower/weir-expand.h) a kernel applies in its store:
+ * y = act(x + r), r the extra input `residual` (-1: none). */
+typedef struct {
+  int act;       /* 0 none, 1 clip to [lo, hi] (ReLU, ReLU6), 2 sigmoid,
+                    3 SiLU (x * sigmoid(x)), 4 HardSwish */
+  double lo, hi; /* clip bounds; -G_MAXDOUBLE / G_MAXDOUBLE: none */
+  int residual;
+} WeirEpilogueKind;
+
+/* Recognizes n's epilogue code (attributes "epilogue", "epilogue_conns"):
+ * an activation of the list above applied to the node's result or to its
+ * sum with one extra input, written as the pure expansions and the ONNX
+ * importer write them (max/min with literal bounds, 1 / (1 + exp(-x)),
+ * x * sigmoid(x) through a local, x * max(0, min(1, x / 6 + 0.5))).
+ * FALSE for anything else. */
+gboolean weir_kernel_epilogue_classify(const WeirNode *n,
+                                       WeirEpilogueKind *out);
+
+/* Registers the native implementation "depthwise" of Conv (called by
+ * weir_native_register_builtin). */
+void weir_native_register_depthwise(void);
 
 G_END_DECLS
 

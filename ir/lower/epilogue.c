@@ -15,6 +15,7 @@
 
 #include "expand/expand-util.h"
 #include "weir-expand.h"
+#include "weir-native.h"
 
 gboolean weir_epilogue_present(const WeirNode *n) {
   return n->kind == WEIR_NODE_LIBRARY &&
@@ -101,6 +102,19 @@ gboolean weir_epilogue_split(WeirGraph *g, WeirState *s, WeirNode *n,
                        (const char *const *)ranges, ins, n_extra + 1, &out, 1,
                        code->s, NULL, 0, error))
     return FALSE;
+  /* Ordering edges leaving the node (empty memlets without a connector,
+   * such as transient-reuse's) said "after this node has read its
+   * operands"; the epilogue inputs are now read by the map, so they leave
+   * from the map's exit instead, which follows the node. */
+  g_autoptr(GPtrArray) written = weir_state_in_edges(s, after->id);
+  guint exit_id =
+      written->len ? ((WeirMemlet *)g_ptr_array_index(written, 0))->src : 0;
+  g_autoptr(GPtrArray) node_outs = weir_state_out_edges(s, n->id);
+  for (guint i = 0; exit_id && i < node_outs->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(node_outs, i);
+    if (!m->src_conn && !m->data)
+      weir_memlet_set_src(s, m, exit_id, NULL);
+  }
   for (guint i = 0; i < extra_memlets->len; i++) {
     WeirMemlet *m = g_ptr_array_index(extra_memlets, i);
     g_autofree char *conn = g_strdup(m->dst_conn);
@@ -112,18 +126,37 @@ gboolean weir_epilogue_split(WeirGraph *g, WeirState *s, WeirNode *n,
   return TRUE;
 }
 
-gboolean weir_epilogue_split_all(WeirGraph *g, GError **error) {
+/* Whether n's chosen native implementation applies its epilogue itself. */
+static gboolean native_takes(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n) {
+  const WeirNativeImpl *ni = NULL;
+  if (!weir_native_choice(g, s, n, &ni, NULL) || !ni || !ni->takes_epilogue)
+    return FALSE;
+  return ni->takes_epilogue(g, s, n);
+}
+
+static gboolean split_all(WeirGraph *g, gboolean keep_native, GError **error) {
   for (guint i = 0; i < g->states->len; i++) {
     WeirState *s = g_ptr_array_index(g->states, i);
     /* Splitting adds nodes (with larger ids) after the current one. */
     for (guint k = 0; k < s->nodes->len; k++) {
       WeirNode *n = g_ptr_array_index(s->nodes, k);
       if (n->kind == WEIR_NODE_NESTED && n->nested &&
-          !weir_epilogue_split_all(n->nested, error))
+          !split_all(n->nested, keep_native, error))
         return FALSE;
-      if (weir_epilogue_present(n) && !weir_epilogue_split(g, s, n, error))
+      if (!weir_epilogue_present(n) || (keep_native && native_takes(g, s, n)))
+        continue;
+      if (!weir_epilogue_split(g, s, n, error))
         return FALSE;
     }
   }
   return TRUE;
+}
+
+gboolean weir_epilogue_split_all(WeirGraph *g, GError **error) {
+  return split_all(g, FALSE, error);
+}
+
+gboolean weir_epilogue_split_unless_native(WeirGraph *g, GError **error) {
+  return split_all(g, TRUE, error);
 }

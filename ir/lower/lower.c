@@ -93,7 +93,11 @@ gboolean weir_lower(WeirGraph *g, const WeirLowerOptions *options,
     return weir_expand_all(g, o->op, o->count, error);
   /* The steps change the program in place: work on a copy. */
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
-  if (o->split_epilogues && !weir_epilogue_split_all(copy, error))
+  /* with native nodes kept, those whose implementation applies the
+   * epilogue in its store keep it */
+  if (o->split_epilogues &&
+      !(o->native ? weir_epilogue_split_unless_native(copy, error)
+                  : weir_epilogue_split_all(copy, error)))
     return FALSE;
   if (o->native) {
     /* weir_native_expand_rest validates the whole program. */

@@ -26,6 +26,8 @@ static gboolean set_impl_attr(WeirGraph *g, WeirState *s, WeirNode *n,
                 reason ? reason : "not registered");
     return FALSE;
   }
+  if (g_strcmp0(weir_node_attr_string(n, "impl", NULL), impl) != 0)
+    weir_node_remove_attr(n, "impl_params"); /* they were another's */
   weir_node_set_attr_string(n, "impl", impl);
   return TRUE;
 }
@@ -52,6 +54,10 @@ static gboolean choose_direct(WeirGraph *g, WeirState *s, WeirNode *n,
                               GError **error) {
   return set_impl_attr(g, s, n, "direct", error);
 }
+static gboolean choose_depthwise(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 GError **error) {
+  return set_impl_attr(g, s, n, "depthwise", error);
+}
 
 void weir_native_register(const WeirNativeImpl *impl) {
   g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
@@ -73,6 +79,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_col2im;
   else if (strcmp(impl->impl, "weir") == 0)
     f = choose_weir;
+  else if (strcmp(impl->impl, "depthwise") == 0)
+    f = choose_depthwise;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
@@ -145,8 +153,14 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
     if (!y || y->dtype != WEIR_DTYPE_F32)
       return "pure";
-    /* depthwise: the direct loop nest; everything else (1x1 included) on
-     * Weir's own GEMM */
+    /* depthwise: Weir's vectorized depthwise kernel (core/kernels/
+     * depthwise.c), else the direct loop nest; everything else (1x1
+     * included) on Weir's own GEMM */
+    ni = weir_native_lookup("Conv", "depthwise");
+    if (weir_node_attr_int(n, "group", 1) > 1 && ni &&
+        ni->accepts(g, s, n, &r1))
+      return "depthwise";
+    g_clear_pointer(&r1, g_free);
     ni = weir_native_lookup("Conv", "direct");
     if (weir_node_attr_int(n, "group", 1) > 1 && ni &&
         ni->accepts(g, s, n, &r1))
@@ -198,7 +212,171 @@ gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
                 n->op, reason);
     return FALSE;
   }
+  if (!weir_native_check_params(s, n, ni, error))
+    return FALSE;
   *out = ni;
+  return TRUE;
+}
+
+/* ------------------------------------------------ implementation params */
+
+/* Splits "name=value" into its name (transfer full) and value. */
+static gboolean param_entry(const char *entry, char **name, gint64 *value) {
+  const char *eq = entry ? strchr(entry, '=') : NULL;
+  if (!eq || eq == entry)
+    return FALSE;
+  g_autofree char *nm = g_strndup(entry, (gsize)(eq - entry));
+  for (const char *c = nm; *c; c++)
+    if (!(g_ascii_isalnum(*c) || *c == '_'))
+      return FALSE;
+  gint64 v;
+  if (!g_ascii_string_to_signed(eq + 1, 10, G_MININT64, G_MAXINT64, &v, NULL))
+    return FALSE;
+  if (name)
+    *name = g_steal_pointer(&nm);
+  *value = v;
+  return TRUE;
+}
+
+gint64 weir_native_param(const WeirNode *n, const char *name, gint64 dflt) {
+  const WeirAttr *a = weir_node_attr(n, "impl_params");
+  if (!a || a->type != WEIR_ATTR_STRINGS || !name)
+    return dflt;
+  for (guint i = 0; i < a->strings->len; i++) {
+    g_autofree char *nm = NULL;
+    gint64 v;
+    if (param_entry(g_ptr_array_index(a->strings, i), &nm, &v) &&
+        strcmp(nm, name) == 0)
+      return v;
+  }
+  return dflt;
+}
+
+char *weir_native_params_text(const WeirNode *n) {
+  const WeirAttr *a = weir_node_attr(n, "impl_params");
+  if (!a || a->type != WEIR_ATTR_STRINGS)
+    return g_strdup("");
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < a->strings->len; i++)
+    g_string_append_printf(s, "%s%s", i ? "," : "",
+                           (const char *)g_ptr_array_index(a->strings, i));
+  return g_string_free(s, FALSE);
+}
+
+static const WeirNativeParam *param_spec(const WeirNativeImpl *ni,
+                                         const char *name) {
+  for (guint i = 0; ni && i < ni->n_params; i++)
+    if (strcmp(ni->params[i].name, name) == 0)
+      return &ni->params[i];
+  return NULL;
+}
+
+/* Orders "name=value" entries by name. */
+static int compare_entry_names(const char *a, const char *b) {
+  gsize la = strcspn(a, "="), lb = strcspn(b, "=");
+  int c = strncmp(a, b, MIN(la, lb));
+  return c ? c : (la > lb) - (la < lb);
+}
+
+static int compare_entries(gconstpointer a, gconstpointer b) {
+  return compare_entry_names(*(char *const *)a, *(char *const *)b);
+}
+
+/* The entries of text, canonical ("name=value", sorted by name), or NULL
+ * with an error.  op names the operator in messages. */
+static GPtrArray *parse_params(const WeirNativeImpl *ni, const char *op,
+                               const char *text, GError **error) {
+  g_autoptr(GPtrArray) entries = g_ptr_array_new_with_free_func(g_free);
+  if (!text || !*text)
+    return g_steal_pointer(&entries);
+  g_auto(GStrv) parts = g_strsplit(text, ",", -1);
+  for (guint i = 0; parts[i]; i++) {
+    g_autofree char *nm = NULL;
+    gint64 v;
+    g_strstrip(parts[i]);
+    if (!param_entry(parts[i], &nm, &v)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "implementation parameter '%s' is not NAME=INTEGER",
+                  parts[i]);
+      return NULL;
+    }
+    if (!param_spec(ni, nm)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "implementation '%s' of %s has no parameter '%s'",
+                  ni ? ni->impl : "pure", op ? op : "?", nm);
+      return NULL;
+    }
+    for (guint k = 0; k < entries->len; k++)
+      if (compare_entry_names(g_ptr_array_index(entries, k), nm) == 0) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "implementation parameter '%s' given twice", nm);
+        return NULL;
+      }
+    g_ptr_array_add(entries, g_strdup_printf("%s=%" G_GINT64_FORMAT, nm, v));
+  }
+  g_ptr_array_sort(entries, compare_entries);
+  return g_steal_pointer(&entries);
+}
+
+gboolean weir_native_params_valid(const WeirNativeImpl *ni, const char *text,
+                                  GError **error) {
+  g_autoptr(GPtrArray) entries =
+      parse_params(ni, ni ? ni->op : NULL, text, error);
+  return entries != NULL;
+}
+
+gboolean weir_native_set_params(WeirNode *n, const WeirNativeImpl *ni,
+                                const char *text, GError **error) {
+  g_return_val_if_fail(n != NULL, FALSE);
+  g_autoptr(GPtrArray) entries = parse_params(ni, n->op, text, error);
+  if (!entries)
+    return FALSE;
+  if (entries->len == 0)
+    weir_node_remove_attr(n, "impl_params");
+  else
+    weir_node_set_attr_strings(
+        n, "impl_params", (const char *const *)entries->pdata, entries->len);
+  return TRUE;
+}
+
+gboolean weir_native_check_params(const WeirState *s, const WeirNode *n,
+                                  const WeirNativeImpl *ni, GError **error) {
+  const WeirAttr *a = weir_node_attr(n, "impl_params");
+  if (!a)
+    return TRUE;
+  g_autofree char *where = weir_describe_node(s, n);
+  if (a->type != WEIR_ATTR_STRINGS) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%s: attribute 'impl_params' must be strings NAME=INTEGER",
+                where);
+    return FALSE;
+  }
+  const char *prev = NULL;
+  for (guint i = 0; i < a->strings->len; i++) {
+    const char *entry = g_ptr_array_index(a->strings, i);
+    g_autofree char *nm = NULL;
+    gint64 v;
+    if (!param_entry(entry, &nm, &v)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: implementation parameter '%s' is not NAME=INTEGER",
+                  where, entry ? entry : "");
+      return FALSE;
+    }
+    if (!param_spec(ni, nm)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: implementation '%s' of %s has no parameter '%s'", where,
+                  ni ? ni->impl : "pure", n->op, nm);
+      return FALSE;
+    }
+    if (prev && compare_entry_names(prev, entry) >= 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: 'impl_params' entries must be sorted by name, each "
+                  "name once ('%s' after '%s')",
+                  where, entry, prev);
+      return FALSE;
+    }
+    prev = entry;
+  }
   return TRUE;
 }
 
@@ -209,6 +387,7 @@ static gboolean set_in(WeirGraph *g, const char *op, const char *impl,
     for (guint k = 0; k < s->nodes->len; k++) {
       WeirNode *n = g_ptr_array_index(s->nodes, k);
       if (n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0) {
+        weir_node_remove_attr(n, "impl_params"); /* the defaults of impl */
         weir_node_set_attr_string(n, "impl", impl);
         (*count)++;
       }

@@ -65,6 +65,11 @@ WEIR_API gboolean weir_epilogue_split(WeirGraph *g, WeirState *s, WeirNode *n,
                                       GError **error);
 /* Splits every epilogue of g and of the programs nested in it. */
 WEIR_API gboolean weir_epilogue_split_all(WeirGraph *g, GError **error);
+/* The same, except the epilogues of nodes whose chosen native
+ * implementation applies them itself (WeirNativeImpl.takes_epilogue,
+ * weir-native.h): what the code generator emits. */
+WEIR_API gboolean weir_epilogue_split_unless_native(WeirGraph *g,
+                                                    GError **error);
 
 G_END_DECLS
 

@@ -28,7 +28,9 @@ typedef struct {
    * states is expanded with its pure expansion (as weir_expand_all). */
   gboolean native;
   /* First move every epilogue (of g and of nested programs) into an
-   * element-wise map after its node (weir_epilogue_split_all). */
+   * element-wise map after its node (weir_epilogue_split_all); with native
+   * set, except on nodes whose native implementation applies the epilogue
+   * in its store (weir_epilogue_split_unless_native). */
   gboolean split_epilogues;
   /* OUT (optional): the number of library nodes expanded (pure mode). */
   guint *count;

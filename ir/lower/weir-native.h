@@ -1,8 +1,8 @@
 /* weir-native.h — native (library-call) implementations of library nodes.
  *
  * An implementation choice is the STRING attribute "impl" of a library node
- * ("pure", "blas", "weir", "im2col", "col2im", "direct").  "pure" means the
- * maps-and-tasklets expansion of ir/lower/expand/; a *native*
+ * ("pure", "blas", "weir", "im2col", "col2im", "direct", "depthwise").  "pure"
+ * means the maps-and-tasklets expansion of ir/lower/expand/; a *native*
  * implementation is not expanded: the code generator keeps the node and
  * asks the emitter registered here for (op, impl) to print C for it —
  * usually a call to a static helper function (printed once per generated
@@ -10,12 +10,16 @@
  *
  * A node without the attribute gets weir_native_default_impl: "weir"
  * (Weir's own GEMM, core/kernels/) for Gemm and MatMul in f32, "blas" in
- * f64; for Conv in f32 "direct" when it is depthwise (group == C == M) and
+ * f64; for Conv in f32 "depthwise" (Weir's vectorized kernel,
+ * core/kernels/depthwise.c) when it is depthwise (group == C == M) and
  * "weir" otherwise (2-D only; 1x1 included); in f32 "im2col" for
  * ConvGradFilter,
  * "col2im" for ConvGradInput and "direct" for MaxPoolGrad (2-D only);
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).
+ *
+ * A native implementation may declare tunable parameters (WeirNativeParam);
+ * a node's values are its "impl_params" attribute (below).
  *
  * The reference interpreter stays strict (it refuses library nodes); tests
  * compare native code against the interpreter on the pure expansion.
@@ -42,6 +46,11 @@ struct _WeirNativeEmit {
   const WeirNode *n;
   WeirNativeOperand in[WEIR_NATIVE_MAX_PORTS];
   WeirNativeOperand out[WEIR_NATIVE_MAX_PORTS];
+  /* The extra inputs of the node's epilogue (connectors epi0, epi1, ...),
+   * set only when the implementation takes the epilogue (takes_epilogue);
+   * the epilogue's code and connectors are n's attributes
+   * (ir/lower/weir-expand.h). */
+  WeirNativeOperand epi[WEIR_NATIVE_MAX_PORTS];
   /* The statements for the node (lines ending in '\n', no indentation);
    * the emitter appends, the code generator indents and pastes. */
   GString *code;
@@ -67,6 +76,18 @@ struct _WeirNativeEmit {
   char *(*scratch)(WeirNativeEmit *e, WeirExpr *bytes);
 };
 
+/* A tunable integer parameter of a native implementation (a blocking size,
+ * an unroll factor): its name, what it does, and the values `weir tune`
+ * tries (docs/tuning.md).  The emitter reads the node's value with
+ * weir_native_param(e->n, name, default) and uses its own default when the
+ * node has none, so a node that was never tuned is emitted as before. */
+typedef struct {
+  const char *name;     /* lower-case identifier: "kc" */
+  const char *doc;      /* one line */
+  const gint64 *values; /* candidates, in the order tried (static data) */
+  guint n_values;
+} WeirNativeParam;
+
 typedef struct {
   const char *op;
   const char *impl;
@@ -76,6 +97,17 @@ typedef struct {
                       char **reason);
   /* Prints the code for the node; errors name the node. */
   gboolean (*emit)(WeirNativeEmit *e, GError **error);
+  /* Optional: whether emit applies n's epilogue itself (in its store).
+   * When it says so, the code generator leaves the epilogue on the node
+   * (weir_epilogue_split_unless_native) and passes its extra inputs in
+   * e->epi; otherwise (or NULL) the epilogue becomes a map after the
+   * node's code. */
+  gboolean (*takes_epilogue)(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n);
+  /* Tunable parameters (static array, may be NULL): the names a node's
+   * "impl_params" attribute may give for this implementation. */
+  const WeirNativeParam *params;
+  guint n_params;
 } WeirNativeImpl;
 
 /* Registers impl (static record, borrowed); replaces one of the same
@@ -111,11 +143,45 @@ WEIR_API gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
                                      GError **error);
 
 /* Sets "impl" = impl on every library node of op in g and in nested
- * programs (the CLI's --impl op=impl).  impl must be "pure" or registered
+ * programs (the CLI's --impl op=impl), removing their "impl_params" (the
+ * implementation's defaults apply).  impl must be "pure" or registered
  * for op; *count (optional) receives the number of nodes. */
 WEIR_API gboolean weir_native_set_impl(WeirGraph *g, const char *op,
                                        const char *impl, guint *count,
                                        GError **error);
+
+/* ------------------------------------------------ implementation params
+ *
+ * The parameters of a node's implementation are the STRINGS attribute
+ * "impl_params" of the library node: entries "name=value" (value a decimal
+ * integer), sorted by name, each name at most once.  Being an attribute,
+ * they are part of the program: saved in JSON, workspaces and history, part
+ * of the compile cache key (the program's structure), and seen by the
+ * emitter through e->n.  The text form used by the CLI, the tuning
+ * database and reports is "name=value,name=value" ("" for none). */
+
+/* The value of parameter name in n's "impl_params", or dflt when n has no
+ * such entry (or the entry is malformed: weir_native_choice reports
+ * that). */
+WEIR_API gint64 weir_native_param(const WeirNode *n, const char *name,
+                                  gint64 dflt);
+/* n's "impl_params" in text form, "" when it has none (transfer full). */
+WEIR_API char *weir_native_params_text(const WeirNode *n);
+/* Sets n's "impl_params" from text ("kc=128,mc=96"; NULL or "" removes
+ * the attribute), sorted by name.  Every name must be a parameter of ni
+ * (ni NULL, e.g. for "pure": none is allowed); errors name the entry. */
+WEIR_API gboolean weir_native_set_params(WeirNode *n, const WeirNativeImpl *ni,
+                                         const char *text, GError **error);
+/* Whether text is a valid parameter list for ni (as weir_native_set_params
+ * takes it). */
+WEIR_API gboolean weir_native_params_valid(const WeirNativeImpl *ni,
+                                           const char *text, GError **error);
+/* Checks n's "impl_params" against ni (NULL: must be absent): well-formed,
+ * sorted, and every name a parameter of ni.  Errors name the node. */
+WEIR_API gboolean weir_native_check_params(const WeirState *s,
+                                           const WeirNode *n,
+                                           const WeirNativeImpl *ni,
+                                           GError **error);
 
 /* Expands, with their chosen expansions, all library nodes of g (not of
  * nested programs) that are not implemented natively; repeats until only

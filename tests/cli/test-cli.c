@@ -353,7 +353,8 @@ static void test_apply(void **state) {
   assert_int_equal(r.status, 2);
   assert_contains(r.err,
                   "parameter 'impl': 'fast' is not one of the choices "
-                  "(allowed: pure, blas, weir, im2col, direct, default)");
+                  "(allowed: pure, blas, weir, im2col, direct, depthwise, "
+                  "default)");
   run_clear(&r);
   r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
                "size=3", "-o", out, NULL);

@@ -586,8 +586,9 @@ static void test_wcr(void **state) {
 /* A parallel map whose first loop has one iteration (a batch of 1) also
  * splits the next loop among the threads (collapse(2)): "omp parallel for"
  * over one iteration would run the whole map on one thread.  A map that
- * resolves write conflicts keeps its split (splitting the channel loop too
- * would make its sum over channels atomic). */
+ * resolves write conflicts keeps its split when splitting the channel loop
+ * too would make its sum over channels atomic, and splits it when every
+ * channel has its own sum (global average pooling at batch 1). */
 static void test_unit_leading_loop(void **state) {
   (void)state;
   const WeirDType dt = WEIR_DTYPE_F32;
@@ -595,6 +596,7 @@ static void test_unit_leading_loop(void **state) {
   array(g, "X", dt, "1, 6, 5", FALSE);
   array(g, "Y", dt, "1, 6, 5", FALSE);
   array(g, "Z", dt, "1, 1, 5", FALSE);
+  array(g, "P", dt, "1, 6", FALSE);
   WeirState *s = weir_graph_add_state(g, "main");
   WeirNode *ex, *ex2;
   WeirNode *en = map(g, s, "twice", S("n", "c", "h"), S("0:1", "0:6", "0:5"),
@@ -612,12 +614,32 @@ static void test_unit_leading_loop(void **state) {
          "n, c, h");
   map_out(g, s, t2, "z", ex2, weir_state_add_access(g, s, "Z"), "n, 0, h",
           "0:1, 0:1, 0:5", WEIR_WCR_SUM);
+  WeirNode *ex3;
+  WeirNode *en3 = map(g, s, "pool", S("n", "c", "h"), S("0:1", "0:6", "0:5"),
+                      WEIR_SCHEDULE_PARALLEL, &ex3);
+  WeirNode *t3 = weir_state_add_tasklet(g, s, "pool", S("x"), S("p"), "p = x");
+  map_in(g, s, weir_state_add_access(g, s, "X"), en3, t3, "x", "0:1, 0:6, 0:5",
+         "n, c, h");
+  map_out(g, s, t3, "p", ex3, weir_state_add_access(g, s, "P"), "n, c",
+          "0:1, 0:6", WEIR_WCR_SUM);
   check(g, NULL, NULL);
   g_autofree char *src = generate(g, NULL);
+  /* 'twice' and 'pool' split two loops, 'chan_sum' one */
   static const char split2[] = "#pragma omp parallel for collapse(2)";
   const char *first = strstr(src, split2);
   assert_non_null(first);
-  assert_null(strstr(first + strlen(split2), "collapse("));
+  const char *second = strstr(first + strlen(split2), split2);
+  assert_non_null(second);
+  assert_null(strstr(second + strlen(split2), "collapse("));
+  const char *pool = strstr(src, "map 'pool'");
+  const char *chan = strstr(src, "map 'chan_sum'");
+  if (!pool)
+    pool = strstr(src, "'pool'");
+  if (!chan)
+    chan = strstr(src, "'chan_sum'");
+  assert_non_null(pool);
+  assert_non_null(chan);
+  assert_true(second > pool && first < chan);
   assert_lacks(src, "atomic");
 }
 

@@ -91,6 +91,7 @@ static void test_json_round_trip(void **state) {
   p->peak_gflops_1t = 123.25;
   p->peak_gflops_all = 240.5;
   p->bandwidth_gbs = 17.125;
+  p->load_average = 1.5;
   g_autofree char *text = weir_hw_profile_to_json(p);
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirHwProfile) q = weir_hw_profile_from_json(text, "t", &err);
@@ -109,6 +110,7 @@ static void test_json_round_trip(void **state) {
   assert_true(q->peak_gflops_1t == 123.25);
   assert_true(q->peak_gflops_all == 240.5);
   assert_true(q->bandwidth_gbs == 17.125);
+  assert_true(q->load_average == 1.5);
   g_autofree char *again = weir_hw_profile_to_json(q);
   assert_string_equal(text, again);
 
@@ -163,6 +165,8 @@ static void test_cache_reused(void **state) {
   assert_true(b->peak_gflops_1t > 0.1);
   assert_true(b->peak_gflops_all > 0.1);
   assert_true(b->bandwidth_gbs > 0.01);
+  /* the load it was measured at (Linux has /proc/loadavg) */
+  assert_true(b->load_average >= 0);
 
   /* the file now holds the measurement: a second load reuses it */
   g_autoptr(WeirHwProfile) c = weir_hw_profile_load(path, FALSE, &err);
@@ -170,6 +174,7 @@ static void test_cache_reused(void **state) {
   assert_int_equal(weir_hw_measure_count(), before + 1);
   assert_true(c->peak_gflops_1t == b->peak_gflops_1t);
   assert_true(c->bandwidth_gbs == b->bandwidth_gbs);
+  assert_true(c->load_average == b->load_average);
 
   /* a missing file is measured; an unwritable place is an error naming it */
   g_autofree char *bad = g_build_filename(path, "below-a-file.json", NULL);

@@ -136,6 +136,8 @@ static const char *marker(const char *op, const char *impl,
     return "weir_conv2d_im2col_";
   if (strcmp(impl, "direct") == 0)
     return conv_direct_kind;
+  if (strcmp(impl, "depthwise") == 0)
+    return "weir_dwconv2d_f32(";
   return NULL;
 }
 
@@ -562,21 +564,21 @@ static const Case cases[] = {
      "2, 4, 4, 6",
      conv_dw,
      {"im2col", "direct", "weir"},
-     "direct"},
+     "depthwise"},
     {"conv_dw_s2",
      "Conv",
      {"1, 6, 9, 8", "6, 1, 3, 3", "6"},
      "1, 6, 5, 4",
      conv_dw_s2,
      {"im2col", "direct"},
-     "direct"},
+     "depthwise"},
     {"conv_dw_dil",
      "Conv",
      {"2, 3, 7, 10", "3, 1, 3, 5", ""},
      "2, 3, 7, 3",
      conv_dw_dil,
      {"im2col", "direct"},
-     "direct"},
+     "depthwise"},
 };
 
 static void test_cases_f32(void **state) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "weir-json.h"
+#include "weir-recipe.h"
 #include "weir-transform-private.h"
 #include "weir-transform.h"
 #include "weir-validate.h"
@@ -689,6 +690,44 @@ static void test_invalid_before(void **state) {
   assert_string_equal(before, after);
 }
 
+/* A recipe step on a bare program applies without a snapshot per
+ * application and validates once at its end (core/recipe.c); when the
+ * end is invalid, the step runs again checked: the error names the
+ * application that broke the program, and the program is as before the
+ * step (non-optional: the whole recipe fails and nothing changes;
+ * optional: the step leaves no trace and the next one runs). */
+static void test_recipe_step_validation(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = load_sample("softmax.json");
+  g_autofree char *before = weir_graph_to_json(g);
+  const char *const texts[] = {
+      "{\"format\": \"weir-recipe\", \"version\": 1, \"steps\": "
+      "[{\"transform\": \"test-breaking\"}]}",
+      "{\"format\": \"weir-recipe\", \"version\": 1, \"steps\": "
+      "[{\"transform\": \"test-breaking\", \"optional\": true}]}"};
+  for (guint i = 0; i < G_N_ELEMENTS(texts); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirRecipe) r = weir_recipe_parse(texts[i], -1, "r.json", &error);
+    assert_non_null(r);
+    g_autoptr(WeirRecipeReport) rep = weir_recipe_report_new();
+    gboolean ok = weir_recipe_apply(g, r, NULL, rep, &error);
+    assert_int_equal(rep->steps->len, 1);
+    const WeirRecipeStepReport *sr = g_ptr_array_index(rep->steps, 0);
+    assert_false(sr->ok);
+    assert_true(sr->validated);
+    assert_contains(sr->error, "transformation 'test-breaking' at state");
+    assert_contains(sr->error, "produced an invalid program");
+    if (i == 0) {
+      assert_false(ok);
+      assert_contains(error->message, "r.json: steps[0] (test-breaking");
+    } else {
+      assert_true(ok);
+    }
+    g_autofree char *after = weir_graph_to_json(g);
+    assert_string_equal(before, after);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry_rules),
@@ -703,6 +742,7 @@ int main(void) {
       cmocka_unit_test(test_apply_failure_restores),
       cmocka_unit_test(test_validation_failure_restores),
       cmocka_unit_test(test_invalid_before),
+      cmocka_unit_test(test_recipe_step_validation),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

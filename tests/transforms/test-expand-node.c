@@ -271,7 +271,7 @@ static void test_refusals(void **state) {
   assert_null(weir_params_parse(t, bad, &error));
   assert_contains(error->message, "parameter 'impl': 'fast' is not one of the "
                                   "choices (allowed: pure, blas, weir, "
-                                  "im2col, direct, default)");
+                                  "im2col, direct, depthwise, default)");
 }
 
 static void test_every_site_preserves_outputs(void **state) {

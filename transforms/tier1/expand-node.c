@@ -6,8 +6,8 @@
  * Site: one LIBRARY node.  Legal when an expansion is registered for the
  * node's op and the chosen implementation; the reason otherwise lists the
  * implementations that are registered for the op.  The choice list is
- * static ("pure|blas|weir|im2col|direct"); which of them exist for an op is
- * decided by the expansion registry, so implementations added later by
+ * static ("pure|blas|weir|im2col|direct|depthwise"); which of them exist for an
+ * op is decided by the expansion registry, so implementations added later by
  * other files become usable without touching this one.
  *
  * `impl=default` takes the implementation the code generator would use
@@ -29,7 +29,7 @@
 
 gboolean weir_tier1_register_expand_node(GError **error);
 
-#define IMPLS "pure|blas|weir|im2col|direct"
+#define IMPLS "pure|blas|weir|im2col|direct|depthwise"
 #define CHOICES IMPLS "|default"
 
 static const WeirParamSpec params[] = {
@@ -38,8 +38,9 @@ static const WeirParamSpec params[] = {
      .default_value = "pure",
      .choices = CHOICES,
      .doc = "implementation: pure maps and tasklets, a BLAS call, Weir's "
-            "own GEMM, im2col + GEMM, or direct convolution (when "
-            "registered for the op); default: what the code generator "
+            "own GEMM, im2col + GEMM, direct convolution or Weir's "
+            "depthwise kernel (when registered for the op); default: what the "
+            "code generator "
             "would choose (nodes whose choice is native are left alone, "
             "the others expanded pure)"},
 };

@@ -14,6 +14,7 @@ gboolean weir_tier1_register_unroll(GError **error);
 gboolean weir_tier1_register_vectorize(GError **error);
 gboolean weir_tier1_register_strength_reduction(GError **error);
 gboolean weir_tier1_register_gemm_extraction(GError **error);
+gboolean weir_tier1_register_apply_tuning(GError **error);
 
 gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_expand_node(error))
@@ -33,6 +34,8 @@ gboolean weir_tier1_register(GError **error) {
   if (!weir_tier1_register_strength_reduction(error))
     return FALSE;
   if (!weir_tier1_register_gemm_extraction(error))
+    return FALSE;
+  if (!weir_tier1_register_apply_tuning(error))
     return FALSE;
   return TRUE;
 }

@@ -65,7 +65,7 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
     }
   }
   /* map 17 'node_max': n in 0, c in 0:2, o0 in 0:3, o1 in 0:3, k0 in 0:2, k1 in 0:2 (parallel) */
-  #pragma omp parallel for
+  #pragma omp parallel for collapse(2)
   for (int64_t n = 0; n < 1; n++) {
     for (int64_t c = 0; c < 2; c++) {
       for (int64_t o0 = 0; o0 < 3; o0++) {

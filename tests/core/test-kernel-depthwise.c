@@ -1,0 +1,456 @@
+/* test-kernel-depthwise.c — the native implementation "depthwise" of Conv
+ * (Weir's vectorized depthwise kernel, core/kernels/depthwise.c) against
+ * the reference interpreter running the pure expansion of the same
+ * program.
+ *
+ * One program holds many independent depthwise Conv nodes (one per case,
+ * with their own containers), so one compile covers them: 3x3 and 5x5 at
+ * stride 1 and 2 with symmetric, asymmetric, large and no padding, widths
+ * that are not multiples of any vector (7, 13, 21, 37, 50, 64), batch 1
+ * and 2, with and without bias, both vector widths forced through the
+ * node attribute, rows too wide for the ring of padded rows (the
+ * block-by-block path), and the scalar loop nest for what is not specialized
+ * (a dilated 3x5 kernel, unequal strides).  The program is generated once
+ * per ISA the CPU has ($WEIR_ISA lowers it), must call the kernel (default
+ * choice, no "direct" loop nest) and must match the interpreter within
+ * 1e-4 at 1 and 2 OpenMP threads; every output element is pre-set to a
+ * sentinel, so an element the kernel skips fails.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "runtime-fixture.h"
+#include "weir-attr.h"
+#include "weir-codegen.h"
+#include "weir-expand.h"
+#include "weir-hw.h"
+#include "weir-interp.h"
+#include "weir-kernels.h"
+#include "weir-native.h"
+#include "weir-ops.h"
+#include "weir-tensor-io.h"
+#include "weir-validate.h"
+
+#define FLAGS "-O2 -fopenmp -fPIC -shared"
+
+/* One depthwise Conv: X [n, c, h, w], kernel kh x kw, strides, pads
+ * (top, left, bottom, right), dilations, bias or not, forced width (0:
+ * none). */
+typedef struct {
+  gint64 n, c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+  gboolean bias;
+  gint64 vl;
+  /* an epilogue: tasklet code over x (the node's result) and r (a
+   * residual R<k> of the output's shape, when `residual`), writing y;
+   * `mark` is what the kernel's call comment must say ("" when the
+   * epilogue must stay a separate map) */
+  const char *epi;
+  gboolean residual;
+  const char *mark;
+} Case;
+
+static const Case cases[] = {
+    /* 3x3 stride 1 same padding: interior blocks and a partial tail */
+    {1, 5, 13, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* 3x3 stride 2, batch 2, no bias */
+    {2, 3, 17, 41, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    /* 5x5 stride 1 same padding */
+    {1, 4, 11, 50, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    /* 5x5 stride 2, asymmetric padding */
+    {1, 3, 19, 35, 5, 5, 2, 2, 1, 2, 2, 1, 1, 1, TRUE, 0},
+    /* no padding, tiny plane */
+    {1, 2, 7, 7, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, TRUE, 0},
+    /* stride 2 without padding on a wide row */
+    {1, 6, 8, 64, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE, 0},
+    /* padding larger than the kernel reach: whole rows of zeros */
+    {1, 2, 9, 13, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, TRUE, 0},
+    /* the last size of MobileNetV2 (7 x 7) and 14 x 14 */
+    {1, 8, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 4, 14, 14, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    /* the widths forced through the node attribute */
+    {1, 3, 10, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 16},
+    {1, 3, 10, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 8},
+    {1, 3, 10, 37, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, TRUE, 4},
+    /* rows too wide for the kernel's ring of padded rows: the blocks one
+     * by one, borders through a buffer */
+    {1, 2, 5, 3001, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 7, 3500, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    /* the scalar loop nest: dilated 3x5, unequal strides */
+    {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0},
+    {1, 3, 12, 15, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+};
+
+/* Epilogues applied in the store (and one the kernel leaves as a map). */
+static const Case epilogues[] = {
+    {1, 5, 13, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
+    {1, 4, 12, 30, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0, "y = max(x, 0)",
+     FALSE, "depthwise + clip"},
+    {1, 4, 11, 19, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, TRUE, 0,
+     "y = 1 / (1 + exp(-x))", FALSE, "depthwise + sigmoid"},
+    {1, 6, 15, 15, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0,
+     "s = 1 / (1 + exp(-x))\ny = x * s", FALSE, "depthwise + SiLU"},
+    {2, 3, 9, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = x / (1 + exp(-x))", FALSE, "depthwise + SiLU"},
+    {1, 3, 10, 26, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = x * max(0, min(1, x / 6 + 0.5))", FALSE, "depthwise + HardSwish"},
+    {1, 4, 12, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0, "y = max(x + r, 0.0)",
+     TRUE, "depthwise + residual + clip"},
+    {1, 4, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0, "y = r + x", TRUE,
+     "depthwise + residual */"},
+    /* the scalar loop nest applies the epilogue too */
+    {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0,
+     "s = 1 / (1 + exp(-x))\ny = s * x", FALSE, "depthwise + SiLU"},
+    /* not an activation the kernel knows: a map after the call */
+    {1, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0, "y = x * x - 1.5",
+     FALSE, ""},
+};
+
+static gint64 out_size(gint64 in, gint64 k, gint64 s, gint64 p0, gint64 p1,
+                       gint64 d) {
+  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+static void add_array(WeirGraph *g, WeirState *s, WeirNode *lib,
+                      const char *name, const char *shape, const char *conn,
+                      gboolean input) {
+  g_autoptr(GError) err = NULL;
+  WeirContainer *x =
+      weir_graph_add_array(g, name, WEIR_DTYPE_F32, shape, FALSE, &err);
+  if (!x)
+    fail_msg("%s: %s", name, err->message);
+  g_autoptr(WeirSubset) full = weir_container_full_subset(x);
+  g_autofree char *sub = weir_subset_to_string(full);
+  WeirNode *a = weir_state_add_access(g, s, name);
+  if (input)
+    assert_true(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conn, name,
+                                      sub, &err));
+  else
+    assert_true(weir_state_add_memlet(g, s, lib->id, conn, a->id, NULL, name,
+                                      sub, &err));
+}
+
+static void add_case(WeirGraph *g, WeirState *s, guint k, const Case *c) {
+  g_autoptr(GError) err = NULL;
+  const char *ins[] = {"in0", "in1", NULL, NULL, NULL};
+  guint ni = 2;
+  if (c->bias)
+    ins[ni++] = "in2";
+  if (c->residual)
+    ins[ni++] = "epi0";
+  const char *outs[] = {"out0", NULL};
+  g_autofree char *label = g_strdup_printf("n%u", k);
+  WeirNode *lib = weir_state_add_library(g, s, label, "Conv", ins, outs);
+  gint64 oh = out_size(c->h, c->kh, c->sh, c->pt, c->pb, c->dh);
+  gint64 ow = out_size(c->w, c->kw, c->sw, c->pl, c->pr, c->dw);
+  g_autofree char *xs =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      c->n, c->c, c->h, c->w);
+  g_autofree char *ws = g_strdup_printf(
+      "%" G_GINT64_FORMAT ", 1, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, c->c,
+      c->kh, c->kw);
+  g_autofree char *bs = g_strdup_printf("%" G_GINT64_FORMAT, c->c);
+  g_autofree char *ys =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      c->n, c->c, oh, ow);
+  g_autofree char *xn = g_strdup_printf("X%u", k),
+                  *wn = g_strdup_printf("W%u", k),
+                  *bn = g_strdup_printf("B%u", k),
+                  *yn = g_strdup_printf("Y%u", k);
+  add_array(g, s, lib, xn, xs, "in0", TRUE);
+  add_array(g, s, lib, wn, ws, "in1", TRUE);
+  if (c->bias)
+    add_array(g, s, lib, bn, bs, "in2", TRUE);
+  add_array(g, s, lib, yn, ys, "out0", FALSE);
+  if (c->residual) {
+    g_autofree char *rn = g_strdup_printf("R%u", k);
+    add_array(g, s, lib, rn, ys, "epi0", TRUE);
+  }
+  weir_node_set_attr_int(lib, "group", c->c);
+  gint64 st[2] = {c->sh, c->sw}, di[2] = {c->dh, c->dw},
+         pads[4] = {c->pt, c->pl, c->pb, c->pr}, ks[2] = {c->kh, c->kw};
+  weir_node_set_attr_ints(lib, "strides", st, 2);
+  weir_node_set_attr_ints(lib, "dilations", di, 2);
+  weir_node_set_attr_ints(lib, "pads", pads, 4);
+  weir_node_set_attr_ints(lib, "kernel_shape", ks, 2);
+  if (!weir_op_check_attrs(lib, &err))
+    fail_msg("%s: %s", label, err->message);
+  /* an implementation parameter, not an operator attribute (set after the
+   * check, as a tuner would) */
+  if (c->vl)
+    weir_node_set_attr_int(lib, WEIR_DEPTHWISE_VL_ATTR, c->vl);
+  if (c->epi) {
+    const char *conns[] = {"y", "x", "r"};
+    weir_node_set_attr_string(lib, WEIR_EPILOGUE_CODE, c->epi);
+    weir_node_set_attr_strings(lib, WEIR_EPILOGUE_CONNS, conns,
+                               c->residual ? 3 : 2);
+  }
+}
+
+static GHashTable *tensors_new(void) {
+  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                               (GDestroyNotify)weir_tensor_free);
+}
+
+static GHashTable *random_args(const WeirGraph *g) {
+  GHashTable *args = tensors_new();
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    gint64 shape[8] = {0};
+    for (guint d = 0; d < c->shape->len; d++)
+      assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,
+                                 &shape[d], NULL));
+    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
+    weir_tensor_fill_random(t, 7 + c->id);
+    g_hash_table_replace(args, g_strdup(c->name), t);
+  }
+  return args;
+}
+
+static GHashTable *copy_args(GHashTable *args) {
+  GHashTable *c = tensors_new();
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, args);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_hash_table_insert(c, g_strdup(k), weir_tensor_copy(v));
+  return c;
+}
+
+/* The ISAs this CPU can run, best first. */
+static guint isas(WeirHwIsa *out) {
+  g_unsetenv("WEIR_ISA");
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  guint n = 0;
+  for (int i = hw->isa; i >= 0; i--)
+    out[n++] = (WeirHwIsa)i;
+  return n;
+}
+
+/* Compiles g (default implementations) for every ISA and compares every
+ * Y<k> with the interpreter on the pure expansion, at 1 and 2 threads. */
+static void check_program(const WeirGraph *g, const Case *cs, guint nodes) {
+  g_autoptr(GError) err = NULL;
+  g_autoptr(GHashTable) args = random_args(g);
+  g_autoptr(GHashTable) ref = copy_args(args);
+  g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+  if (!weir_expand_all(pure, NULL, NULL, &err))
+    fail_msg("%s: pure expansion: %s", g->name, err->message);
+  if (!weir_interpret(pure, NULL, ref, NULL, &err))
+    fail_msg("%s: interpreter: %s", g->name, err->message);
+  Fixture *f = fixture_new();
+  f->opts.flags = FLAGS;
+  WeirHwIsa list[3];
+  guint ni = isas(list);
+  for (guint i = 0; i < ni; i++) {
+    g_setenv("WEIR_ISA", weir_hw_isa_name(list[i]), TRUE);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", g->name, err->message);
+    g_autofree char *mark = g_strdup_printf(
+        "implementation\n * \"depthwise\") for %s:", weir_hw_isa_name(list[i]));
+    if (!strstr(src, mark) || !strstr(src, "weir_dwconv2d_f32(X0, "))
+      fail_msg("%s: the depthwise kernel for %s is not called", g->name,
+               weir_hw_isa_name(list[i]));
+    assert_null(strstr(src, "weir_conv2d_depthwise_f32("));
+    for (guint n = 0; n < nodes; n++) {
+      if (!cs[n].epi)
+        continue;
+      /* the comment before node n's call, up to its end */
+      g_autofree char *label = g_strdup_printf("'n%u' (node ", n);
+      const char *at = strstr(src, label);
+      assert_non_null(at);
+      const char *end = strstr(at, "*/");
+      g_autofree char *what = g_strndup(at, (gsize)(end + 2 - at));
+      if (*cs[n].mark ? !strstr(what, cs[n].mark)
+                      : strstr(what, "depthwise +") != NULL)
+        fail_msg("%s: node n%u is emitted as %s, expected '%s'", g->name, n,
+                 what, cs[n].mark);
+    }
+    g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
+    if (!k)
+      fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
+    for (int threads = 1; threads <= 2; threads++) {
+      assert_true(weir_kernel_set_threads(k, threads, &err));
+      g_autoptr(GHashTable) got = copy_args(args);
+      for (guint n = 0; n < nodes; n++) {
+        g_autofree char *yn = g_strdup_printf("Y%u", n);
+        WeirTensor *y = g_hash_table_lookup(got, yn);
+        gint64 count = (gint64)(weir_tensor_nbytes(y) / 4);
+        for (gint64 e = 0; e < count; e++)
+          weir_tensor_set(y, e, 12345.0); /* every element must be written */
+      }
+      if (!weir_kernel_run(k, NULL, got, &err))
+        fail_msg("%s: %s", g->name, err->message);
+      for (guint n = 0; n < nodes; n++) {
+        g_autofree char *yn = g_strdup_printf("Y%u", n);
+        if (!weir_tensor_allclose(g_hash_table_lookup(got, yn),
+                                  g_hash_table_lookup(ref, yn), 1e-4, 1e-4,
+                                  NULL, &err))
+          fail_msg("%s node n%u (%s, %d threads): %s", g->name, n,
+                   weir_hw_isa_name(list[i]), threads, err->message);
+      }
+    }
+  }
+  g_unsetenv("WEIR_ISA");
+  fixture_free(f);
+}
+
+static void test_depthwise(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = weir_graph_new("depthwise");
+  WeirState *s = weir_graph_add_state(g, "main");
+  for (guint k = 0; k < G_N_ELEMENTS(cases); k++)
+    add_case(g, s, k, &cases[k]);
+  if (!weir_graph_validate(g, &err))
+    fail_msg("%s", err->message);
+  /* the default choice for every node */
+  for (guint k = 0; k < s->nodes->len; k++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, k);
+    if (n->kind == WEIR_NODE_LIBRARY)
+      assert_string_equal(weir_native_default_impl(g, s, n), "depthwise");
+  }
+  check_program(g, cases, G_N_ELEMENTS(cases));
+}
+
+/* Epilogues in the store, at every ISA, 1 and 2 threads. */
+static void test_epilogues(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = weir_graph_new("epilogues");
+  WeirState *s = weir_graph_add_state(g, "main");
+  for (guint k = 0; k < G_N_ELEMENTS(epilogues); k++)
+    add_case(g, s, k, &epilogues[k]);
+  if (!weir_graph_validate(g, &err))
+    fail_msg("%s", err->message);
+  check_program(g, epilogues, G_N_ELEMENTS(epilogues));
+}
+
+/* What the classifier makes of epilogue code. */
+static void test_classify(void **state) {
+  (void)state;
+  static const struct {
+    const char *code;
+    guint nconns;
+    gboolean ok;
+    int act;
+    double lo, hi;
+    int residual;
+  } want[] = {
+      {"y = min(max(x, 0.0), 6.0)", 2, TRUE, 1, 0, 6, -1},
+      {"y = max(min(6, x), -1.5)", 2, TRUE, 1, -1.5, 6, -1},
+      {"y = max(x, 0)", 2, TRUE, 1, 0, G_MAXDOUBLE, -1},
+      {"y = 1 / (1 + exp(-x))", 2, TRUE, 2, 0, 0, -1},
+      {"t = 1 / (1 + exp(-x))\ny = x * t", 2, TRUE, 3, 0, 0, -1},
+      {"y = x * max(0, min(1, x / 6 + 0.5))", 2, TRUE, 4, 0, 0, -1},
+      {"y = x + r", 3, TRUE, 0, 0, 0, 0},
+      {"a = x + r\ny = max(a, 0.0)", 3, TRUE, 1, 0, G_MAXDOUBLE, 0},
+      {"y = x", 2, TRUE, 0, 0, 0, -1},
+      /* refused: other arithmetic, a sigmoid of something else, a
+       * reassigned name, a bound that is not a literal */
+      {"y = x * 2.0", 2, FALSE, 0, 0, 0, -1},
+      {"y = x * (1 / (1 + exp(-r)))", 3, FALSE, 0, 0, 0, -1},
+      {"y = x\ny = y + 1", 2, FALSE, 0, 0, 0, -1},
+      {"y = max(x, r)", 3, FALSE, 0, 0, 0, -1},
+      {"y = r", 3, FALSE, 0, 0, 0, -1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    g_autoptr(WeirGraph) g = weir_graph_new("c");
+    WeirState *s = weir_graph_add_state(g, "main");
+    const char *ins[] = {"in0", "in1", NULL};
+    const char *outs[] = {"out0", NULL};
+    WeirNode *n = weir_state_add_library(g, s, "c", "Conv", ins, outs);
+    const char *conns[] = {"y", "x", "r"};
+    weir_node_set_attr_string(n, WEIR_EPILOGUE_CODE, want[i].code);
+    weir_node_set_attr_strings(n, WEIR_EPILOGUE_CONNS, conns, want[i].nconns);
+    WeirEpilogueKind k;
+    gboolean ok = weir_kernel_epilogue_classify(n, &k);
+    if (ok != want[i].ok)
+      fail_msg("'%s': classified %s", want[i].code, ok ? "yes" : "no");
+    if (!ok)
+      continue;
+    assert_int_equal(k.act, want[i].act);
+    assert_int_equal(k.residual, want[i].residual);
+    if (k.act == 1) {
+      assert_true(k.lo == want[i].lo);
+      assert_true(k.hi == want[i].hi);
+    }
+  }
+}
+
+/* What the kernel does not take: f64, an ordinary grouped convolution. */
+static void test_refusals(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  static const char *const kinds[] = {"f64", "grouped"};
+  for (guint t = 0; t < G_N_ELEMENTS(kinds); t++) {
+    gboolean f64 = t == 0;
+    g_autoptr(WeirGraph) g = weir_graph_new("refuse");
+    WeirState *s = weir_graph_add_state(g, "main");
+    const char *ins[] = {"in0", "in1", NULL};
+    const char *outs[] = {"out0", NULL};
+    WeirNode *lib = weir_state_add_library(g, s, "c", "Conv", ins, outs);
+    WeirDType dt = f64 ? WEIR_DTYPE_F64 : WEIR_DTYPE_F32;
+    const char *xs = "1, 4, 6, 6", *ws = f64 ? "4, 1, 3, 3" : "4, 2, 3, 3";
+    const char *names[] = {"X", "W", "Y"};
+    const char *shapes[] = {xs, ws, "1, 4, 4, 4"};
+    const char *conns[] = {"in0", "in1", "out0"};
+    for (guint i = 0; i < 3; i++) {
+      WeirContainer *c =
+          weir_graph_add_array(g, names[i], dt, shapes[i], FALSE, &err);
+      assert_non_null(c);
+      g_autoptr(WeirSubset) full = weir_container_full_subset(c);
+      g_autofree char *sub = weir_subset_to_string(full);
+      WeirNode *a = weir_state_add_access(g, s, names[i]);
+      if (i < 2)
+        assert_true(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conns[i],
+                                          names[i], sub, &err));
+      else
+        assert_true(weir_state_add_memlet(g, s, lib->id, conns[i], a->id, NULL,
+                                          names[i], sub, &err));
+    }
+    weir_node_set_attr_int(lib, "group", f64 ? 4 : 2);
+    const WeirNativeImpl *ni = weir_native_lookup("Conv", "depthwise");
+    assert_non_null(ni);
+    g_autofree char *why = NULL;
+    assert_false(ni->accepts(g, s, lib, &why));
+    assert_non_null(why);
+    assert_non_null(strstr(why, f64 ? "f32" : "depthwise"));
+    assert_string_not_equal(weir_native_default_impl(g, s, lib), "depthwise");
+  }
+}
+
+/* The width follows the ISA. */
+static void test_params(void **state) {
+  (void)state;
+  static const struct {
+    WeirHwIsa isa;
+    guint vl;
+  } want[] = {{WEIR_HW_ISA_AVX512, 16},
+              {WEIR_HW_ISA_AVX2, 8},
+              {WEIR_HW_ISA_GENERIC, 4}};
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    WeirHwProfile hw = {.isa = want[i].isa};
+    WeirDepthwiseParams p;
+    weir_kernel_depthwise_params(&hw, &p);
+    assert_int_equal(p.vl, want[i].vl);
+    g_autofree char *text = weir_kernel_depthwise_text(&p);
+    g_autofree char *fn = g_strdup_printf("weir_dw_k3s2_%u(", want[i].vl / 2);
+    assert_non_null(strstr(text, fn));
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_params),    cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_classify),  cmocka_unit_test(test_depthwise),
+      cmocka_unit_test(test_epilogues),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
