@@ -9,6 +9,7 @@ void weir_ops_register_builtin(void);
 void weir_expansions_register_builtin(void);
 void weir_grad_register_builtin(void);
 void weir_native_register_builtin(void);
+void weir_native_register_weir(void);
 gboolean weir_transforms_register_builtin(GError **error);
 
 void weir_init(void) {
@@ -18,6 +19,7 @@ void weir_init(void) {
     weir_expansions_register_builtin();
     weir_grad_register_builtin();
     weir_native_register_builtin();
+    weir_native_register_weir(); /* core/kernels/native-weir.c */
     g_autoptr(GError) error = NULL;
     if (!weir_transforms_register_builtin(&error))
       g_critical("registering the built-in transformations: %s",

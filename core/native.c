@@ -1320,7 +1320,6 @@ static const WeirNativeImpl builtin[] = {
 void weir_native_register_builtin(void) {
   for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
     weir_native_register(&builtin[i]);
-  weir_native_register_weir();      /* core/kernels/native-weir.c */
   weir_native_register_depthwise(); /* core/kernels/depthwise.c */
 }
 

@@ -25,14 +25,6 @@ static guint round_down(guint v, guint m) {
   return v / m * m;
 }
 
-/* KC when the rows are few: a B micro-panel (KC x NR) in half of L1, at
- * most kc. */
-static guint kc_few(const WeirHwProfile *hw, guint nr, guint es, guint kc) {
-  gint64 l1 = hw && hw->l1d_bytes > 0 ? hw->l1d_bytes : 32 * 1024;
-  guint k = (guint)(l1 / 2 / (nr * es));
-  return CLAMP(round_down(k, 16), MIN(64u, kc), kc);
-}
-
 void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
                                WeirGemmBlocking *out) {
   guint es = t == WEIR_DTYPE_F64 ? 8 : 4;
@@ -70,7 +62,6 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
   /* the packed A block (MC x KC): as much again */
   guint mc = (guint)(l2 / 2 / (b.kc * es));
   b.mc = MAX(round_down(mc, b.mr), b.mr);
-  b.kcs = kc_few(hw, b.nr, es, b.kc);
   g_strlcpy(b.id, es == 8 ? "f64" : "f32", sizeof b.id);
   *out = b;
 }
@@ -110,7 +101,6 @@ gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
     b.nr = b.nv * b.vl;
     b.mc = MAX(round_down(b.mc, b.mr), b.mr);
     b.nc = MAX(round_down(b.nc, b.nr), b.nr);
-    b.kcs = kc_few(hw, b.nr, t == WEIR_DTYPE_F64 ? 8 : 4, b.kc);
     g_snprintf(b.id, sizeof b.id, "%s_%ux%u_%u_%u_%u",
                t == WEIR_DTYPE_F64 ? "f64" : "f32", b.mr, b.nr, b.kc, b.mc,
                b.nc);
@@ -236,12 +226,7 @@ static const char gemm_ukr[] =
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @NV@; v++)\n"
     "      r[i][v] = weir_gemm_vzero_@S@();\n"
-    "  /* the C tile is read (acc) or written after the loop: fetched now */\n"
-    "  for (int64_t i = 0; i < mr; i++)\n"
-    "#pragma GCC unroll 8\n"
-    "    for (int v = 0; v < @NV@; v++)\n"
-    "      if (v < nv)\n"
-    "        __builtin_prefetch(c + i * ldc + v * @VL@, 1);\n"
+
     "  for (int64_t k = 0; k < kc; k++) {\n"
     "    weir_gemm_v_@S@ b[@NV@];\n"
     "#pragma GCC unroll 8\n"
@@ -429,13 +414,8 @@ static const char gemm_driver[] =
     "    return 0;\n"
     "  }\n"
     "  const int first_acc = beta != (@T@)0;\n"
-    "  /* Few rows (a few A panels): each B panel stays in L1 (KC halved,\n"
-    "   * @KCS@) while the A panels stream past it; otherwise each A panel\n"
-    "   * stays in L1 while the B panels stream from L2. */\n"
-    "  const int few = m <= @FEWM@;\n"
-    "  const int64_t kcap = few ? @KCS@ : @KC@;\n"
     "  /* the k (m) blocks as even as KC (MC) allows: no thin last block */\n"
-    "  const int64_t kblocks = (k + kcap - 1) / kcap;\n"
+    "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
     "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
     "  const int64_t mblocks = (m + @MC@ - 1) / @MC@;\n"
     "  const int64_t mcb = ((m + mblocks - 1) / mblocks + @MR@ - 1) / @MR@ * "
@@ -498,11 +478,8 @@ static const char gemm_driver[] =
     "ap);\n"
     "          const int64_t p0 = byn ? 0 : mpan * tid / nt;\n"
     "          const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;\n"
-    "          const int64_t np = p1 - p0, nq = q1 - q0;\n"
-    "          for (int64_t t = 0; t < np * nq; t++) {\n"
-    "            {\n"
-    "              const int64_t p = few ? p0 + t % np : p0 + t / nq;\n"
-    "              const int64_t q = few ? q0 + t / np : q0 + t % nq;\n"
+    "          for (int64_t p = p0; p < p1; p++) {\n"
+    "            for (int64_t q = q0; q < q1; q++) {\n"
     "              const int64_t mr = mc - p * @MR@ < @MR@ ? mc - p * @MR@ : "
     "@MR@;\n"
     "              const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
@@ -601,8 +578,6 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   replace_uint(s, "@NV@", bl->nv);
   replace_uint(s, "@VL@", bl->vl);
   replace_uint(s, "@KC@", bl->kc);
-  replace_uint(s, "@KCS@", bl->kcs);
-  replace_uint(s, "@FEWM@", 12 * bl->mr);
   replace_uint(s, "@MC@", bl->mc);
   replace_uint(s, "@NC@", bl->nc);
   return g_string_free(s, FALSE);

@@ -24,7 +24,6 @@ typedef struct {
   guint vl;         /* elements per vector */
   guint mr, nv, nr; /* microtile: mr rows x nr = nv * vl columns */
   guint kc, mc, nc; /* cache blocks */
-  guint kcs;        /* KC when M is at most 12 MR (B panels stay in L1) */
   /* The suffix of the emitted names (weir_gemm_<id>): "f32" or "f64" for
    * the hardware profile's blocking, with the blocking appended
    * ("f32_14x32_256_1008_1024") for a node's own. */
@@ -135,7 +134,8 @@ gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
                                   const WeirNode *n, char **reason);
 
 /* Registers the native implementations "weir" of Gemm, MatMul and Conv
- * (core/kernels/native-weir.c; called by weir_native_register_builtin). */
+ * (core/kernels/native-weir.c; called by weir_init after
+ * weir_native_register_builtin). */
 void weir_native_register_weir(void);
 
 /* ------------------------------------------------ depthwise convolution

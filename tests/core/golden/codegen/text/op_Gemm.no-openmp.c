@@ -57,12 +57,6 @@ WEIR_GEMM_INL_f32 void weir_gemm_ukr_f32(const int nv, int64_t kc,
 #pragma GCC unroll 8
     for (int v = 0; v < 4; v++)
       r[i][v] = weir_gemm_vzero_f32();
-  /* the C tile is read (acc) or written after the loop: fetched now */
-  for (int64_t i = 0; i < mr; i++)
-#pragma GCC unroll 8
-    for (int v = 0; v < 4; v++)
-      if (v < nv)
-        __builtin_prefetch(c + i * ldc + v * 4, 1);
   for (int64_t k = 0; k < kc; k++) {
     weir_gemm_v_f32 b[4];
 #pragma GCC unroll 8
@@ -251,13 +245,8 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
     return 0;
   }
   const int first_acc = beta != (float)0;
-  /* Few rows (a few A panels): each B panel stays in L1 (KC halved,
-   * 256) while the A panels stream past it; otherwise each A panel
-   * stays in L1 while the B panels stream from L2. */
-  const int few = m <= 48;
-  const int64_t kcap = few ? 256 : 336;
   /* the k (m) blocks as even as KC (MC) allows: no thin last block */
-  const int64_t kblocks = (k + kcap - 1) / kcap;
+  const int64_t kblocks = (k + 336 - 1) / 336;
   const int64_t kcb = (k + kblocks - 1) / kblocks;
   const int64_t mblocks = (m + 96 - 1) / 96;
   const int64_t mcb = ((m + mblocks - 1) / mblocks + 4 - 1) / 4 * 4;
@@ -315,11 +304,8 @@ static int weir_gemm_f32(int ta, int tb, int64_t m, int64_t n, int64_t k,
             weir_gemm_pack_a_f32(ta, a, lda, alpha, ic, mc, pc, kc, p, ap);
           const int64_t p0 = byn ? 0 : mpan * tid / nt;
           const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;
-          const int64_t np = p1 - p0, nq = q1 - q0;
-          for (int64_t t = 0; t < np * nq; t++) {
-            {
-              const int64_t p = few ? p0 + t % np : p0 + t / nq;
-              const int64_t q = few ? q0 + t / np : q0 + t % nq;
+          for (int64_t p = p0; p < p1; p++) {
+            for (int64_t q = q0; q < q1; q++) {
               const int64_t mr = mc - p * 4 < 4 ? mc - p * 4 : 4;
               const int64_t nr = nc - q * 16 < 16 ? nc - q * 16 : 16;
               const float *pa = ap + p * kc * 4, *pb = bp + q * kc * 16;
