@@ -48,9 +48,9 @@ static gboolean add_known(const WeirQuantity *q, gint64 *sum) {
   return TRUE;
 }
 
-/* The figures of node id of state s in the lowered program lg. */
-static void node_figures(const WeirGraph *lg, const WeirAnalysis *a,
-                         const WeirState *s, guint id, WeirProfileNode *pn) {
+/* The figures of node id of state s of the lowered program (analysis a). */
+static void node_figures(const WeirAnalysis *a, const WeirState *s, guint id,
+                         WeirProfileNode *pn) {
   const WeirNode *n = weir_state_node(s, id);
   pn->state_label = g_strdup(s->label ? s->label : "");
   if (!n) {
@@ -97,7 +97,6 @@ static void node_figures(const WeirGraph *lg, const WeirAnalysis *a,
   pn->bytes = known ? bytes : 0;
   pn->flops_known = nc && nc->flops.known;
   pn->flops = pn->flops_known ? nc->flops.value : 0;
-  (void)lg;
 }
 
 /* The roofline figures of pn from its time (p's peak and bandwidth). */
@@ -214,7 +213,7 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
     p->node_sum += pn->seconds;
     const WeirState *s = weir_graph_state(lowered, pn->state);
     if (s)
-      node_figures(lowered, a, s, pn->node, pn);
+      node_figures(a, s, pn->node, pn);
     else {
       pn->state_label = g_strdup_printf("state %u", pn->state);
       pn->label = g_strdup_printf("node %u", pn->node);
