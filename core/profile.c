@@ -48,9 +48,9 @@ static gboolean add_known(const WeirQuantity *q, gint64 *sum) {
   return TRUE;
 }
 
-/* The figures of node id of state s in the lowered program lg. */
-static void node_figures(const WeirGraph *lg, const WeirAnalysis *a,
-                         const WeirState *s, guint id, WeirProfileNode *pn) {
+/* The figures of node id of state s of the lowered program (analysis a). */
+static void node_figures(const WeirAnalysis *a, const WeirState *s, guint id,
+                         WeirProfileNode *pn) {
   const WeirNode *n = weir_state_node(s, id);
   pn->state_label = g_strdup(s->label ? s->label : "");
   if (!n) {
@@ -76,7 +76,9 @@ static void node_figures(const WeirGraph *lg, const WeirAnalysis *a,
     pn->op = g_strdup(weir_node_kind_name(n->kind));
     break;
   }
-  if (known && n->kind == WEIR_NODE_MAP_ENTRY) {
+  if (known && n->kind == WEIR_NODE_MAP_ENTRY && nc->traffic.known) {
+    bytes = nc->traffic.value; /* modeled memory traffic */
+  } else if (known && n->kind == WEIR_NODE_MAP_ENTRY) {
     known = add_known(&nc->bytes_in, &bytes);
     for (guint i = 0; known && i < s->nodes->len; i++) {
       const WeirNode *x = g_ptr_array_index(s->nodes, i);
@@ -95,7 +97,6 @@ static void node_figures(const WeirGraph *lg, const WeirAnalysis *a,
   pn->bytes = known ? bytes : 0;
   pn->flops_known = nc && nc->flops.known;
   pn->flops = pn->flops_known ? nc->flops.value : 0;
-  (void)lg;
 }
 
 /* The roofline figures of pn from its time (p's peak and bandwidth). */
@@ -143,7 +144,10 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
                   &(WeirLowerOptions){.native = TRUE, .split_epilogues = TRUE},
                   error))
     return NULL;
-  g_autoptr(WeirAnalysis) a = weir_analysis_compute(lowered, symbols, error);
+  gint64 cache =
+      o.hw ? (o.hw->l3_bytes > 0 ? o.hw->l3_bytes : o.hw->l2_bytes) : 0;
+  g_autoptr(WeirAnalysis) a =
+      weir_analysis_compute_traffic(lowered, symbols, cache, error);
   if (!a)
     return NULL;
 
@@ -209,7 +213,7 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
     p->node_sum += pn->seconds;
     const WeirState *s = weir_graph_state(lowered, pn->state);
     if (s)
-      node_figures(lowered, a, s, pn->node, pn);
+      node_figures(a, s, pn->node, pn);
     else {
       pn->state_label = g_strdup_printf("state %u", pn->state);
       pn->label = g_strdup_printf("node %u", pn->node);
@@ -309,7 +313,7 @@ char *weir_profile_roofline_svg(const WeirProfile *p, const char *title) {
                          "height=\"%.1f\" fill=\"none\" stroke=\"black\"/>\n",
                          L, T, W - L - R, H - T - B);
   svg_text(s, (L + W - R) / 2, H - 18, "middle", 13,
-           "operational intensity (FLOP/byte, logical volume)");
+           "operational intensity (FLOP/byte of modeled traffic)");
   g_autofree char *ylab = g_strdup_printf(
       "<text x=\"18\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 18 %.1f)\">GFLOP/s</text>\n",

@@ -14,9 +14,11 @@
  * split_epilogues), whose analysis (weir-analysis.h) gives each node's
  * FLOPs and bytes:
  *  - a library, tasklet or nested node: the bytes of its memlets in and
- *    out; a map: the memlets into its entry and out of its exit (its
- *    FLOPs are those of its whole scope); a copy: the memlet into the
- *    access node it writes.
+ *    out (each operand once); a map: its modeled memory traffic
+ *    (weir_analysis_compute_traffic with the profile's last-level cache;
+ *    without a profile, the logical volume of the memlets into its entry
+ *    and out of its exit); its FLOPs are those of its whole scope; a
+ *    copy: the memlet into the access node it writes.
  * The roofline bound of a node is max(FLOPs / peak, bytes / bandwidth)
  * (peak: the profile's FMA peak for the threads used; bandwidth: its
  * triad bandwidth); "compute" or "memory" says which term is larger, and

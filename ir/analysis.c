@@ -503,6 +503,7 @@ typedef struct {
   GHashTable *memlet_index; /* edge id -> WeirMemletCost* */
   GHashTable *node_index;   /* node id -> WeirNodeCost* */
   GHashTable *state_index;  /* state id -> WeirStateCost* */
+  gint64 cache_bytes;       /* the traffic model's cache (0: no model) */
 } AnalysisImpl;
 
 static void memlet_cost_free(gpointer p) {
@@ -518,6 +519,7 @@ static void node_cost_free(gpointer p) {
   quantity_clear(&nc->bytes_in);
   quantity_clear(&nc->bytes_out);
   quantity_clear(&nc->flops);
+  quantity_clear(&nc->traffic);
   g_free(nc);
 }
 
@@ -525,6 +527,7 @@ static void state_cost_free(gpointer p) {
   WeirStateCost *sc = p;
   quantity_clear(&sc->bytes);
   quantity_clear(&sc->flops);
+  quantity_clear(&sc->traffic);
   g_free(sc);
 }
 
@@ -730,6 +733,131 @@ static void acc_free(gpointer p) {
   g_free(acc);
 }
 
+/* ------------------------------------------------------ modeled traffic */
+
+/* Bytes of the distinct elements m names in one execution of scope si:
+ * its subset's volume, map parameters bounded (transfer full; NULL:
+ * unknown). */
+static WeirExpr *footprint_bytes(StateCtx *ctx, const WeirMemlet *m,
+                                 ScopeInfo *si) {
+  if (m->data == NULL || m->subset == NULL)
+    return weir_expr_const(0);
+  const WeirContainer *c = weir_graph_container(ctx->g, m->data);
+  if (c == NULL)
+    return NULL;
+  g_autoptr(WeirExpr) vol = weir_subset_volume(m->subset);
+  g_autoptr(WeirExpr) bounded = eliminate_params(vol, si->params);
+  return weir_expr_mul_const(bounded, (gint64)weir_dtype_size(c->dtype));
+}
+
+static const WeirNode *map_exit_of(const WeirState *s, guint entry) {
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *x = g_ptr_array_index(s->nodes, i);
+    if (x->kind == WEIR_NODE_MAP_EXIT && x->entry == entry)
+      return x;
+  }
+  return NULL;
+}
+
+/* Modeled memory traffic of map scope `entry` over all its executions
+ * (transfer full; NULL: unknown).  The footprint of one execution of the
+ * scope around it is what its boundary memlets name (their subsets, each
+ * element once).  When that fits in the cache, each execution moves its
+ * footprint once: reuse inside is served by the cache.  When it does not
+ * (or is unknown), the memlets of its body move what they name (logical
+ * volume), except the inner maps, which are modeled the same way; never
+ * more than the map's boundary memlets name. */
+static WeirExpr *scope_traffic(StateCtx *ctx, const WeirNode *entry,
+                               GHashTable *by_edge, gint64 cache) {
+  ScopeInfo *outer = scope_info(ctx, weir_scopes_parent(ctx->sc, entry->id));
+  const WeirNode *exit = map_exit_of(ctx->s, entry->id);
+  Acc fp;
+  acc_init(&fp);
+  GPtrArray *ins = weir_edge_index_memlets(ctx->ix, entry->id, TRUE);
+  for (guint i = 0; i < ins->len; i++) {
+    g_autoptr(WeirExpr) b =
+        footprint_bytes(ctx, g_ptr_array_index(ins, i), outer);
+    acc_add(&fp, b);
+  }
+  if (exit != NULL) {
+    GPtrArray *outs = weir_edge_index_memlets(ctx->ix, exit->id, FALSE);
+    for (guint i = 0; i < outs->len; i++) {
+      g_autoptr(WeirExpr) b =
+          footprint_bytes(ctx, g_ptr_array_index(outs, i), outer);
+      acc_add(&fp, b);
+    }
+  }
+  g_autoptr(WeirExpr) footprint = acc_finish(&fp);
+  gint64 v;
+  if (footprint != NULL && cache > 0 &&
+      weir_expr_eval_checked(footprint, ctx->bindings, &v, NULL) && v <= cache)
+    return weir_expr_mul(footprint, outer->executions);
+  Acc body;
+  acc_init(&body);
+  GPtrArray *first = weir_edge_index_memlets(ctx->ix, entry->id, FALSE);
+  for (guint i = 0; i < first->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(first, i);
+    const WeirNode *d = weir_state_node(ctx->s, m->dst);
+    if (d != NULL && d->kind == WEIR_NODE_MAP_ENTRY)
+      continue; /* that map's own footprint */
+    WeirMemletCost *mc = g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+    acc_add(&body, mc ? mc->bytes.expr : NULL);
+  }
+  if (exit != NULL) {
+    GPtrArray *last = weir_edge_index_memlets(ctx->ix, exit->id, TRUE);
+    for (guint i = 0; i < last->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(last, i);
+      const WeirNode *src = weir_state_node(ctx->s, m->src);
+      if (src != NULL && src->kind == WEIR_NODE_MAP_EXIT)
+        continue;
+      WeirMemletCost *mc =
+          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+      acc_add(&body, mc ? mc->bytes.expr : NULL);
+    }
+  }
+  for (guint i = 0; i < ctx->s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(ctx->s->nodes, i);
+    if (n->kind != WEIR_NODE_MAP_ENTRY ||
+        weir_scopes_parent(ctx->sc, n->id) != entry->id)
+      continue;
+    g_autoptr(WeirExpr) t = scope_traffic(ctx, n, by_edge, cache);
+    acc_add(&body, t);
+  }
+  g_autoptr(WeirExpr) inside = acc_finish(&body);
+  /* never more than the map's own memlets name (logical volume) */
+  Acc named;
+  acc_init(&named);
+  for (guint i = 0; i < ins->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(ins, i);
+    WeirMemletCost *mc = g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+    acc_add(&named, mc ? mc->bytes.expr : NULL);
+  }
+  if (exit != NULL) {
+    GPtrArray *outs = weir_edge_index_memlets(ctx->ix, exit->id, FALSE);
+    for (guint i = 0; i < outs->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(outs, i);
+      WeirMemletCost *mc =
+          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+      acc_add(&named, mc ? mc->bytes.expr : NULL);
+    }
+  }
+  g_autoptr(WeirExpr) logical = acc_finish(&named);
+  gint64 x, y;
+  if (inside == NULL || logical == NULL)
+    return inside != NULL ? g_steal_pointer(&inside)
+                          : g_steal_pointer(&logical);
+  if (weir_expr_eval_checked(inside, ctx->bindings, &x, NULL) &&
+      weir_expr_eval_checked(logical, ctx->bindings, &y, NULL))
+    return x <= y ? g_steal_pointer(&inside) : g_steal_pointer(&logical);
+  return weir_expr_min(inside, logical);
+}
+
+static gboolean is_map_end(const WeirState *s, guint id) {
+  const WeirNode *n = weir_state_node(s, id);
+  return n != NULL &&
+         (n->kind == WEIR_NODE_MAP_ENTRY || n->kind == WEIR_NODE_MAP_EXIT);
+}
+
 /* Adds the costs of state s to a; FALSE on broken scopes or a broken
  * nested program. */
 static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
@@ -765,6 +893,33 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
       acc_add(&state_bytes, mc->bytes.expr);
   }
 
+  /* modeled traffic: the top-level maps by their model, the other
+   * memlets of the top level that touch a container by what they name */
+  g_autoptr(GHashTable) map_traffic = g_hash_table_new_full(
+      g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)weir_expr_unref);
+  Acc state_traffic;
+  acc_init(&state_traffic);
+  if (impl->cache_bytes > 0) {
+    for (guint i = 0; i < s->nodes->len; i++) {
+      const WeirNode *n = g_ptr_array_index(s->nodes, i);
+      if (n->kind != WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, n->id) != 0)
+        continue;
+      WeirExpr *t = scope_traffic(&ctx, n, by_edge, impl->cache_bytes);
+      acc_add(&state_traffic, t);
+      if (t != NULL)
+        g_hash_table_insert(map_traffic, GUINT_TO_POINTER(n->id), t);
+    }
+    for (guint i = 0; i < s->edges->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+      WeirMemletCost *mc =
+          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+      if (!mc->counted || memlet_scope(&ctx, m) != 0 || is_map_end(s, m->src) ||
+          is_map_end(s, m->dst))
+        continue;
+      acc_add(&state_traffic, mc->bytes.expr);
+    }
+  }
+
   /* FLOPs of the computing nodes, by node id (NULL values: unknown) */
   g_autoptr(GHashTable) flops = g_hash_table_new_full(
       g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)weir_expr_unref);
@@ -783,6 +938,7 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
       g_propagate_error(error, local);
       g_clear_pointer(&state_bytes.sum, weir_expr_unref);
       g_clear_pointer(&state_flops.sum, weir_expr_unref);
+      g_clear_pointer(&state_traffic.sum, weir_expr_unref);
       return FALSE;
     }
     if (f != NULL)
@@ -843,6 +999,10 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
       f = weir_expr_const(0);
     }
     quantity_set(&nc->flops, f, bindings);
+    {
+      WeirExpr *t = g_hash_table_lookup(map_traffic, GUINT_TO_POINTER(n->id));
+      quantity_set(&nc->traffic, ref_or_null(t), bindings);
+    }
     g_ptr_array_add(a->nodes, nc);
     g_hash_table_insert(impl->node_index, GUINT_TO_POINTER(n->id), nc);
   }
@@ -851,6 +1011,10 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
   stc->state = s->id;
   quantity_set(&stc->bytes, acc_finish(&state_bytes), bindings);
   quantity_set(&stc->flops, acc_finish(&state_flops), bindings);
+  if (impl->cache_bytes > 0)
+    quantity_set(&stc->traffic, acc_finish(&state_traffic), bindings);
+  else
+    g_clear_pointer(&state_traffic.sum, weir_expr_unref);
   g_ptr_array_add(a->states, stc);
   g_hash_table_insert(impl->state_index, GUINT_TO_POINTER(s->id), stc);
   return TRUE;
@@ -1138,6 +1302,7 @@ void weir_analysis_free(WeirAnalysis *a) {
   g_ptr_array_unref(a->states);
   quantity_clear(&a->total_bytes);
   quantity_clear(&a->total_flops);
+  quantity_clear(&a->total_traffic);
   quantity_clear(&a->peak_transient_bytes);
   g_ptr_array_unref(a->peak_live);
   g_free(impl);
@@ -1145,8 +1310,16 @@ void weir_analysis_free(WeirAnalysis *a) {
 
 WeirAnalysis *weir_analysis_compute(const WeirGraph *g, GHashTable *bindings,
                                     GError **error) {
+  return weir_analysis_compute_traffic(g, bindings, 0, error);
+}
+
+WeirAnalysis *weir_analysis_compute_traffic(const WeirGraph *g,
+                                            GHashTable *bindings,
+                                            gint64 cache_bytes,
+                                            GError **error) {
   g_return_val_if_fail(g != NULL, NULL);
   AnalysisImpl *impl = g_new0(AnalysisImpl, 1);
+  impl->cache_bytes = MAX(cache_bytes, 0);
   WeirAnalysis *a = &impl->pub;
   impl->memlet_index = g_hash_table_new(g_direct_hash, g_direct_equal);
   impl->node_index = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -1156,23 +1329,30 @@ WeirAnalysis *weir_analysis_compute(const WeirGraph *g, GHashTable *bindings,
   a->states = g_ptr_array_new_with_free_func(state_cost_free);
   a->peak_live = g_ptr_array_new_with_free_func(g_free);
 
-  Acc bytes, flops;
+  Acc bytes, flops, traffic;
   acc_init(&bytes);
   acc_init(&flops);
+  acc_init(&traffic);
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);
     if (!analyse_state(impl, g, s, bindings, error)) {
       weir_expr_unref(bytes.sum);
       weir_expr_unref(flops.sum);
+      weir_expr_unref(traffic.sum);
       weir_analysis_free(a);
       return NULL;
     }
     const WeirStateCost *sc = g_ptr_array_index(a->states, a->states->len - 1);
     acc_add(&bytes, sc->bytes.expr);
     acc_add(&flops, sc->flops.expr);
+    acc_add(&traffic, sc->traffic.expr);
   }
   quantity_set(&a->total_bytes, acc_finish(&bytes), bindings);
   quantity_set(&a->total_flops, acc_finish(&flops), bindings);
+  if (impl->cache_bytes > 0)
+    quantity_set(&a->total_traffic, acc_finish(&traffic), bindings);
+  else
+    g_clear_pointer(&traffic.sum, weir_expr_unref);
   if (a->total_bytes.known && a->total_flops.known &&
       a->total_bytes.value > 0) {
     a->intensity_known = TRUE;

@@ -98,12 +98,17 @@ typedef struct {
   guint state, node;
   WeirQuantity bytes_in, bytes_out; /* over all incoming/outgoing memlets */
   WeirQuantity flops;               /* for map entries: the whole scope */
+  WeirQuantity traffic; /* modeled traffic of a map at the top level of its
+                           state (weir_analysis_compute_traffic); unknown
+                           (expr NULL) for every other node */
 } WeirNodeCost;
 
 typedef struct {
   guint state;
   WeirQuantity bytes; /* data movement (counted memlets) */
   WeirQuantity flops;
+  WeirQuantity traffic; /* modeled memory traffic (unknown without the
+                           model) */
 } WeirStateCost;
 
 typedef struct {
@@ -116,6 +121,8 @@ typedef struct {
   double intensity; /* FLOPs per byte */
   WeirQuantity peak_transient_bytes;
   GPtrArray *peak_live; /* char* names of the transients live at the peak */
+  WeirQuantity total_traffic; /* modeled memory traffic (unknown without
+                                 the model) */
   /* nodes of each kind over all states (not inside nested programs) */
   guint node_counts[WEIR_NODE_KIND_COUNT];
 } WeirAnalysis;
@@ -127,6 +134,22 @@ typedef struct {
  * since it also holds the indexes of the lookups below. */
 WEIR_API WeirAnalysis *
 weir_analysis_compute(const WeirGraph *g, GHashTable *bindings, GError **error);
+/* weir_analysis_compute plus the modeled memory traffic
+ * (docs/analysis.md) for a cache of cache_bytes (the hardware profile's
+ * last-level cache; <= 0: no model, traffic unknown).  The traffic of a
+ * state: each map at its top level by the model below, plus what the
+ * other memlets of its top level that touch a container name (library
+ * calls, copies, tasklets: each operand once).  A map's model: the
+ * footprint of one execution of the scope around it is the bytes of the
+ * subsets of its boundary memlets (each element once, parameters of outer
+ * maps bounded as above); when it fits in the cache the map moves its
+ * footprint once per such execution, otherwise the memlets of its body
+ * move their logical volume, except inner maps, modeled the same way (a
+ * tile that fits moves its footprint once per tile). */
+WEIR_API WeirAnalysis *weir_analysis_compute_traffic(const WeirGraph *g,
+                                                     GHashTable *bindings,
+                                                     gint64 cache_bytes,
+                                                     GError **error);
 WEIR_API void weir_analysis_free(WeirAnalysis *a);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirAnalysis, weir_analysis_free)
 

@@ -101,7 +101,7 @@ static void print_json(const WeirProfile *p, const char *name,
   json_object_object_add(root, "repetitions",
                          json_object_new_int((int)p->repetitions));
   json_object_object_add(root, "bytes_measure",
-                         json_object_new_string("logical volume"));
+                         json_object_new_string("modeled traffic"));
   json_object_object_add(root, "peak_gflops",
                          json_object_new_double(p->peak_gflops));
   json_object_object_add(root, "bandwidth_gbs",
@@ -150,7 +150,7 @@ static void print_text(const WeirProfile *p, const WeirGraph *g,
          g->name, file, level, threads, p->repetitions);
   if (p->peak_gflops > 0)
     printf("roofline  peak %.1f GFLOP/s, bandwidth %.1f GB/s (weir hw); "
-           "bytes: logical volume\n",
+           "bytes: modeled traffic\n",
            p->peak_gflops, p->bandwidth_gbs);
   else
     printf("roofline  none: the hardware profile is not measured (weir hw)\n");

@@ -737,9 +737,11 @@ int cli_cmd_bench(int argc, char **argv) {
    * the others expanded into the maps the kernel runs */
   g_autoptr(WeirGraph) compiled = weir_graph_copy(p.g);
   g_autoptr(GError) local = NULL;
-  g_autoptr(WeirAnalysis) a = weir_analysis_compute(
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  gint64 cache = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+  g_autoptr(WeirAnalysis) a = weir_analysis_compute_traffic(
       weir_native_expand_rest(compiled, &local) ? compiled : p.g, bindings,
-      &local);
+      cache, &local);
 
   printf("program  %s  (%s, -O%u: %u transformation%s applied)\n", p.g->name,
          file, p.level, p.applied, p.applied == 1 ? "" : "s");
@@ -773,6 +775,12 @@ int cli_cmd_bench(int argc, char **argv) {
     g_autofree char *gflops = format_rate(&a->total_flops, r.median, "GFLOP/s");
     g_autofree char *gbs = format_rate(&a->total_bytes, r.median, "GB/s");
     printf("FLOPs    %s  ->  %s at the median time\n", flops, gflops);
+    g_autofree char *traffic = cli_format_quantity(&a->total_traffic, TRUE);
+    g_autofree char *tgbs = format_rate(&a->total_traffic, r.median, "GB/s");
+    g_autofree char *cache_text = cli_format_bytes(cache);
+    printf("traffic  %s  ->  %s at the median time (modeled memory traffic, "
+           "%s cache)\n",
+           traffic, tgbs, cache_text);
     printf("bytes    %s  ->  %s at the median time (logical volume: every "
            "memlet touching a container)\n",
            bytes, gbs);

@@ -14,6 +14,7 @@
 
 #include "weir-analysis.h"
 #include "weir-json.h"
+#include "weir-validate.h"
 
 /* ------------------------------------------------------------------------
  * Helpers
@@ -654,6 +655,76 @@ static void test_block_indexed(void **state) {
   assert_value(&weir_analysis_node(a, t->id)->flops, 8);
 }
 
+/* The modeled traffic (weir_analysis_compute_traffic) of
+ * for i in 0:4, j in 0:8 { Y[i] += X[j] } (f32): every X element is read 4
+ * times.  Logical volume: X 32 reads (128 B) + Y 4 elements (16 B) = 144 B.
+ * Footprint: X 32 B + Y 16 B = 48 B.  A 64-byte cache holds it: 48 B.  A
+ * 16-byte cache does not: the body's memlets (X 128 B, the WCR updates of
+ * Y 128 B) capped by what the map's memlets name: 144 B.  Tiled as
+ * ti in 0:8:4 { i in 0:4, j in ti:ti+4 } with a 40-byte cache, each tile
+ * (X 16 B + Y 16 B) fits: 2 tiles x 32 B = 64 B.  No cache: unknown. */
+static WeirGraph *build_reuse(gboolean tiled, WeirNode **top) {
+  WeirGraph *g = weir_graph_new("reuse");
+  array(g, "X", "8", FALSE);
+  array(g, "Y", "4", FALSE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *X = weir_state_add_access(g, s, "X");
+  WeirNode *Y = weir_state_add_access(g, s, "Y");
+  WeirNode *t = tasklet(g, s, "acc", "x", NULL, "y", NULL, "y = x");
+  WeirNode *ix, *ox = NULL;
+  WeirNode *oe = NULL;
+  if (tiled)
+    oe = map(g, s, "tiles", (const char *[]){"ti", NULL},
+             (const char *[]){"0:8:4", NULL}, (const char *[]){"X", NULL},
+             (const char *[]){"Y", NULL}, &ox);
+  WeirNode *ie =
+      map(g, s, "ij", (const char *[]){"i", "j", NULL},
+          (const char *[]){"0:4", tiled ? "ti:ti + 4" : "0:8", NULL},
+          (const char *[]){"X", NULL}, (const char *[]){"Y", NULL}, &ix);
+  if (tiled) {
+    edge(g, s, X, NULL, oe, "IN_X", "X", "0:8", "32");
+    edge(g, s, oe, "OUT_X", ie, "IN_X", "X", "ti:ti + 4", "16");
+    edge(g, s, ix, "OUT_Y", ox, "IN_Y", "Y", "0:4", "16")->wcr = WEIR_WCR_SUM;
+    edge(g, s, ox, "OUT_Y", Y, NULL, "Y", "0:4", "4")->wcr = WEIR_WCR_SUM;
+  } else {
+    edge(g, s, X, NULL, ie, "IN_X", "X", "0:8", "32");
+    edge(g, s, ix, "OUT_Y", Y, NULL, "Y", "0:4", "4")->wcr = WEIR_WCR_SUM;
+  }
+  edge(g, s, ie, "OUT_X", t, "x", "X", "j", NULL);
+  edge(g, s, t, "y", ix, "IN_Y", "Y", "i", NULL)->wcr = WEIR_WCR_SUM;
+  *top = tiled ? oe : ie;
+  return g;
+}
+
+static void test_modeled_traffic(void **state) {
+  (void)state;
+  WeirNode *top;
+  g_autoptr(WeirGraph) g = build_reuse(FALSE, &top);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirAnalysis) fits =
+      weir_analysis_compute_traffic(g, NULL, 64, &error);
+  assert_null(error);
+  assert_value(&fits->total_bytes, 144);
+  assert_value(&fits->total_traffic, 48);
+  assert_value(&weir_analysis_node(fits, top->id)->traffic, 48);
+  g_autoptr(WeirAnalysis) small =
+      weir_analysis_compute_traffic(g, NULL, 16, &error);
+  assert_value(&small->total_traffic, 144);
+  g_autoptr(WeirAnalysis) none = analyse(g, NULL);
+  assert_unknown(&none->total_traffic);
+
+  g_autoptr(WeirGraph) tg = build_reuse(TRUE, &top);
+  if (!weir_graph_validate(tg, &error))
+    fail_msg("%s", error->message);
+  g_autoptr(WeirAnalysis) tiles =
+      weir_analysis_compute_traffic(tg, NULL, 40, &error);
+  assert_null(error);
+  assert_value(&tiles->total_traffic, 64);
+  g_autoptr(WeirAnalysis) whole =
+      weir_analysis_compute_traffic(tg, NULL, 64, &error);
+  assert_value(&whole->total_traffic, 48);
+}
+
 /* ------------------------------------------------------------------------
  * Library and nested nodes
  */
@@ -1029,6 +1100,7 @@ int main(void) {
       cmocka_unit_test(test_triangular_upper_bound),
       cmocka_unit_test(test_tiled_clipped),
       cmocka_unit_test(test_block_indexed),
+      cmocka_unit_test(test_modeled_traffic),
       cmocka_unit_test(test_library_flops),
       cmocka_unit_test(test_nested_program),
       cmocka_unit_test(test_liveness_loop),
