@@ -427,6 +427,40 @@ static GHashTable *reference_outputs(Ctx *c, const Work *w, char **message) {
   return t;
 }
 
+/* Times the candidate of r again (a second round, after every other
+ * candidate ran) and keeps the better median: a burst of load during one
+ * candidate's runs then does not decide alone. */
+static void retime(Ctx *c, const Work *w, WeirTuningRecord *r) {
+  const WeirTuneOptions *o = c->o;
+  Candidate cand = {.impl = r->impl, .params = r->params};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) g = candidate_program(w, &cand, &error);
+  if (!g)
+    return;
+  WeirEvaluateOptions eo = {
+      .seed = o->seed ? o->seed : 1,
+      .compile = o->compile,
+      .threads = (int)o->threads,
+      .warmup = o->warmup ? o->warmup : 1,
+      .repetitions = r->runs,
+  };
+  WeirEvaluation ev;
+  if (!weir_evaluate(g, NULL, o->bindings, &eo, NULL, NULL, NULL, &ev, &error))
+    return;
+  double again = ev.bench.median;
+  weir_evaluation_clear(&ev);
+  g_free(r->message);
+  r->message =
+      g_strdup_printf("best of 2 rounds: %.6g s, %.6g s", r->median_s, again);
+  r->median_s = MIN(r->median_s, again);
+}
+
+static int compare_median(gconstpointer a, gconstpointer b) {
+  const WeirTuningRecord *x = *(WeirTuningRecord *const *)a;
+  const WeirTuningRecord *y = *(WeirTuningRecord *const *)b;
+  return (x->median_s > y->median_s) - (x->median_s < y->median_s);
+}
+
 static char *first_output_shape(const WeirGraph *g) {
   WeirState *s;
   const WeirNode *n = only_library_node(g, &s);
@@ -483,16 +517,8 @@ static WeirTuneSignature *tune_one(Ctx *c, WeirTuningDb *db, const char *hw,
       rep->n_rejected++;
     if (r->status == WEIR_TUNING_FAILED)
       rep->n_failed++;
-    if (r->status == WEIR_TUNING_OK && (best == 0 || r->median_s < best)) {
+    if (r->status == WEIR_TUNING_OK && (best == 0 || r->median_s < best))
       best = r->median_s;
-      g_free(t->best_impl);
-      g_free(t->best_params);
-      t->best_impl = g_strdup(r->impl);
-      t->best_params = g_strdup(r->params);
-      t->best_s = r->median_s;
-    }
-    if (i == 0 && r->status == WEIR_TUNING_OK)
-      t->first_s = r->median_s;
     if (r->status == WEIR_TUNING_OK)
       say(c, "  %-8s %-16s %10.3f ms  (max error %.2g, %u run%s)", r->impl,
           *r->params ? r->params : "-", r->median_s * 1e3, r->max_abs_error,
@@ -507,6 +533,41 @@ static WeirTuneSignature *tune_one(Ctx *c, WeirTuningDb *db, const char *hw,
     }
   }
   t->complete = i == cands->len;
+  /* a second round for the two fastest that were fully timed */
+  g_autoptr(GPtrArray) timed = g_ptr_array_new();
+  for (guint k = 0; k < t->candidates->len; k++) {
+    WeirTuningRecord *r = g_ptr_array_index(t->candidates, k);
+    if (r->status == WEIR_TUNING_OK && r->runs > 1)
+      g_ptr_array_add(timed, r);
+  }
+  g_ptr_array_sort(timed, compare_median);
+  for (guint k = 0; k < MIN(timed->len, 2) && timed->len > 1; k++) {
+    if (out_of_budget(c)) {
+      rep->out_of_budget = TRUE;
+      break;
+    }
+    WeirTuningRecord *r = g_ptr_array_index(timed, k);
+    retime(c, w, r);
+    say(c, "  %-8s %-16s %10.3f ms  (second round; %s)", r->impl,
+        *r->params ? r->params : "-", r->median_s * 1e3, r->message);
+    if (!weir_tuning_db_put(db, r, error)) {
+      signature_free(t);
+      return NULL;
+    }
+  }
+  for (guint k = 0; k < t->candidates->len; k++) {
+    const WeirTuningRecord *r = g_ptr_array_index(t->candidates, k);
+    if (k == 0 && r->status == WEIR_TUNING_OK)
+      t->first_s = r->median_s;
+    if (r->status == WEIR_TUNING_OK &&
+        (!t->best_impl || r->median_s < t->best_s)) {
+      g_free(t->best_impl);
+      g_free(t->best_params);
+      t->best_impl = g_strdup(r->impl);
+      t->best_params = g_strdup(r->params);
+      t->best_s = r->median_s;
+    }
+  }
   return t;
 }
 

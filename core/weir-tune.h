@@ -23,7 +23,10 @@
  * others are timed (warm-up, then the median of up to opts->repetitions
  * runs, fewer for slow candidates; one whose checked run and one more run
  * both take more than 4x the best median so far keeps that second run as
- * its time).  Nodes with the same
+ * its time).  The two fastest fully timed candidates are then timed a
+ * second time, after all the others, and keep the better of their two
+ * medians, so one burst of load on a shared machine does not decide
+ * alone.  Nodes with the same
  * signature (weir-tuning.h) are tuned once.  Signatures are taken in
  * decreasing order of their FLOPs (times the nodes sharing them), and the
  * budget (wall seconds, for everything) is checked before each candidate:
