@@ -1,19 +1,21 @@
 /* resize.c — the Resize operator: schema, shape and type inference, FLOP
  * count (ONNX semantics; the expansion is in ir/lower/expand/resize.c).
  *
- * Supported: mode "nearest" (every nearest_mode) and "linear" (n-linear
- * over the resized axes), with the coordinate transformation modes
- * half_pixel, pytorch_half_pixel, align_corners, asymmetric and
- * tf_half_pixel_for_nn, the output size given by `scales` or `sizes`.
- * Refused (WEIR_ERROR_UNSUPPORTED): mode "cubic", tf_crop_and_resize (the
- * region of interest), and scales, sizes or roi that are not known at
- * import (the importer turns constant inputs 1 to 3 into the attributes
- * `roi`, `scales` and `sizes`).
+ * Supported: mode "nearest" (every nearest_mode), "linear" (n-linear over
+ * the resized axes) and "cubic" (cubic_coeff_a, exclude_outside), with the
+ * coordinate transformation modes half_pixel, pytorch_half_pixel,
+ * align_corners, asymmetric and tf_half_pixel_for_nn, the output size given by
+ * `scales` or `sizes`. Refused (WEIR_ERROR_UNSUPPORTED): tf_crop_and_resize
+ * (the region of interest), antialias, axes, and scales, sizes or roi that are
+ * not known at import (the importer turns constant inputs 1 to 3 into the
+ * attributes `roi`, `scales` and `sizes`).
  *
  * FLOPs: nearest counts 0 (data movement).  Linear counts, per output
  * element, 3 for each of the 2^k - 1 interpolations between neighbours
- * (a + w * (b - a)) over the k resized axes; the coordinate arithmetic is
- * index computation and is not counted.
+ * (a + w * (b - a)) over the k resized axes; cubic 7 (4 products, 3
+ * sums) for each of the (4^k - 1) / 3 combinations of 4 neighbours.  The
+ * coordinate and weight arithmetic is index computation and is not
+ * counted.
  */
 #include <string.h>
 
@@ -70,9 +72,11 @@ static gboolean infer_resize(WeirOpInferContext *ctx, GError **error) {
       weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
   const char *nearest =
       weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
-  if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0)
-    return weir_node_fail(error, UNSUPPORTED, n,
-                          "mode '%s' (supported: nearest, linear)", mode);
+  if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0 &&
+      strcmp(mode, "cubic") != 0)
+    return weir_node_fail(error, INVALID, n,
+                          "mode '%s' (expected nearest, linear or cubic)",
+                          mode);
   if (strcmp(coord, "half_pixel") != 0 &&
       strcmp(coord, "pytorch_half_pixel") != 0 &&
       strcmp(coord, "align_corners") != 0 && strcmp(coord, "asymmetric") != 0 &&
@@ -87,10 +91,9 @@ static gboolean infer_resize(WeirOpInferContext *ctx, GError **error) {
       strcmp(nearest, "round_prefer_ceil") != 0 &&
       strcmp(nearest, "floor") != 0 && strcmp(nearest, "ceil") != 0)
     return weir_node_fail(error, INVALID, n, "nearest_mode '%s'", nearest);
-  if (strcmp(mode, "linear") == 0 && !weir_dtype_is_float(x->dtype))
-    return weir_node_fail(error, UNSUPPORTED, n,
-                          "linear interpolation of %s data",
-                          weir_dtype_name(x->dtype));
+  if (strcmp(mode, "nearest") != 0 && !weir_dtype_is_float(x->dtype))
+    return weir_node_fail(error, UNSUPPORTED, n, "%s interpolation of %s data",
+                          mode, weir_dtype_name(x->dtype));
   if (weir_node_attr_int(n, "antialias", 0) != 0)
     return weir_node_fail(error, UNSUPPORTED, n, "antialias = 1");
   if (weir_node_attr_ints(n, "axes"))
@@ -150,8 +153,9 @@ static WeirExpr *flops_resize(const WeirGraph *g, const WeirState *s,
   if (!x || !y || x->shape->len != y->shape->len)
     return NULL;
   g_autoptr(WeirExpr) vol = weir_container_volume(y);
-  if (strcmp(weir_node_attr_string(n, "mode", "nearest"), "linear") != 0 ||
-      !weir_dtype_is_float(y->dtype))
+  const char *mode = weir_node_attr_string(n, "mode", "nearest");
+  gboolean cubic = strcmp(mode, "cubic") == 0;
+  if ((strcmp(mode, "linear") != 0 && !cubic) || !weir_dtype_is_float(y->dtype))
     return weir_expr_const(0);
   guint k = 0;
   for (guint d = 0; d < x->shape->len; d++)
@@ -159,6 +163,8 @@ static WeirExpr *flops_resize(const WeirGraph *g, const WeirState *s,
                                     g_ptr_array_index(y->shape, d));
   if (k > 16)
     return NULL;
+  if (cubic) /* (4^k - 1) / 3 combinations of 4 values, 7 FLOPs each */
+    return weir_expr_mul_const(vol, 7 * ((((gint64)1 << (2 * k)) - 1) / 3));
   return weir_expr_mul_const(vol, 3 * (((gint64)1 << k) - 1));
 }
 

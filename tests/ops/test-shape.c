@@ -1475,21 +1475,44 @@ static void test_resize(void **state) {
     assert_float_equal(weir_tensor_get(o->out[0], i), ac[i % 5], 1e-12);
   op_free(o);
 
-  /* Refused: cubic, a fractional scale of a symbolic dimension, both
-   * scales and sizes. */
+  /* Cubic weights add up to 1: a constant input stays constant, also with
+   * exclude_outside. */
+  for (guint ex = 0; ex < 2; ex++) {
+    Op *c = op_new("Resize", "resize3");
+    WeirTensor *cx = op_input(c, WEIR_DTYPE_F32, "1, 1, 3, 4", 0);
+    for (gint64 i = 0; i < cx->count; i++)
+      weir_tensor_set(cx, i, 5.0);
+    double sc[] = {1, 1, 2, 1.5};
+    weir_node_set_attr_floats(c->n, "scales", sc, 4);
+    weir_node_set_attr_string(c->n, "mode", "cubic");
+    weir_node_set_attr_int(c->n, "exclude_outside", ex);
+    op_finish(c, 1);
+    g_autoptr(WeirExpr) f = weir_op_lookup("Resize")->flops(c->g, c->s, c->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, "1260"); /* 36 elements x 5 combinations x 7 */
+    op_run(c);
+    for (gint64 i = 0; i < c->out[0]->count; i++)
+      assert_float_equal(weir_tensor_get(c->out[0], i), 5.0, 1e-5);
+    op_free(c);
+  }
+
+  /* Refused: tf_crop_and_resize, a fractional scale of a symbolic
+   * dimension, both scales and sizes. */
   struct {
     const char *mode;
     double scale;
     gboolean sizes;
     WeirErrorCode code;
   } bad[] = {
-      {"cubic", 2, FALSE, WEIR_ERROR_UNSUPPORTED},
+      {"tf_crop_and_resize", 2, FALSE, WEIR_ERROR_UNSUPPORTED},
       {"nearest", 1.5, FALSE, WEIR_ERROR_UNSUPPORTED},
       {"nearest", 2, TRUE, WEIR_ERROR_INVALID},
   };
   for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
     Lib l = lib_new("Resize");
-    weir_node_set_attr_string(l.n, "mode", bad[i].mode);
+    if (strcmp(bad[i].mode, "nearest") != 0)
+      weir_node_set_attr_string(l.n, "coordinate_transformation_mode",
+                                bad[i].mode);
     double sc[] = {bad[i].scale, 1};
     weir_node_set_attr_floats(l.n, "scales", sc, 2);
     if (bad[i].sizes)

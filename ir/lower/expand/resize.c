@@ -20,8 +20,12 @@
  * round_prefer_ceil: floor(c + 0.5); floor; ceil) and clamps it to
  * [0, in - 1].  "linear" reads the two neighbours floor(c) and floor(c) + 1
  * (clamped to the edges) of every resized axis, 2^k corners, and
- * interpolates them one axis at a time: v = a + w * (b - a) with
- * w = c - floor(c).  Coordinates are computed in f64.
+ * interpolates them one axis at a time: v = a + s * (b - a) with
+ * s = c - floor(c).  "cubic" reads the four neighbours floor(c) - 1 ..
+ * floor(c) + 2 (clamped), 4^k corners, and combines them one axis at a
+ * time with Keys' weights for cubic_coeff_a (with exclude_outside, the
+ * weights of neighbours outside the input are 0 and the others are
+ * renormalized).  Coordinates and weights are computed in f64.
  */
 #include <string.h>
 
@@ -123,8 +127,10 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
                           "input rank %u, output rank %u", x.rank, r);
   const char *mode = weir_node_attr_string(n, "mode", "nearest");
   gboolean linear = strcmp(mode, "linear") == 0;
-  if (!linear && strcmp(mode, "nearest") != 0)
+  gboolean cubic = strcmp(mode, "cubic") == 0;
+  if (!linear && !cubic && strcmp(mode, "nearest") != 0)
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n, "mode '%s'", mode);
+  guint taps = cubic ? 4 : linear ? 2 : 1; /* neighbours read per axis */
   const char *nearest =
       weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
   /* rounding: function and offset applied to the coordinate */
@@ -140,6 +146,14 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
   else
     return weir_node_fail(error, WEIR_ERROR_INVALID, n, "nearest_mode '%s'",
                           nearest);
+  double a = weir_node_attr_float(n, "cubic_coeff_a", -0.75);
+  gboolean exclude = weir_node_attr_int(n, "exclude_outside", 0) != 0;
+  g_autofree char *la = weir_expand_float_literal(a);
+  g_autofree char *la2 = weir_expand_float_literal(a + 2);
+  g_autofree char *la3 = weir_expand_float_literal(a + 3);
+  g_autofree char *la5 = weir_expand_float_literal(5 * a);
+  g_autofree char *la8 = weir_expand_float_literal(8 * a);
+  g_autofree char *la4 = weir_expand_float_literal(4 * a);
 
   g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
   gint64 nv;
@@ -148,7 +162,6 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
 
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
-  g_autofree guint *axis_of = g_new0(guint, r + 1); /* resized axis -> d */
   g_autofree gboolean *resized = g_new0(gboolean, r + 1);
   guint k = 0;
   GString *subset = g_string_new(NULL);
@@ -164,7 +177,6 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
       continue;
     }
     resized[d] = TRUE;
-    axis_of[k] = d;
     g_autofree char *dim = weir_expr_to_string(x.shape[d]);
     g_autofree char *last = NULL;
     {
@@ -176,18 +188,58 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
     ok = coordinate(n, d, p[d], x.shape[d], y.shape[d], &c, error);
     if (!ok)
       break;
+    /* rz_i<k>_<j>: the input index of neighbour j; rz_w<k>[_<j>]: the
+     * weights. */
     g_string_append_printf(code, "rz_c%u = %s\n", k, c);
-    if (linear) {
+    if (taps == 1) {
       g_string_append_printf(code,
-                             "rz_f%u = floor(rz_c%u)\n"
-                             "rz_w%u = rz_c%u - rz_f%u\n"
-                             "rz_a%u = i64(min(max(rz_f%u, 0), %s))\n"
-                             "rz_b%u = i64(min(max(rz_f%u + 1, 0), %s))\n",
-                             k, k, k, k, k, k, k, last, k, k, last);
-    } else {
+                             "rz_i%u_0 = i64(min(max(%s(rz_c%u%s), 0), %s))\n",
+                             k, round_fn, k, round_off, last);
+      k++;
+      continue;
+    }
+    g_string_append_printf(code,
+                           "rz_f%u = floor(rz_c%u)\n"
+                           "rz_s%u = rz_c%u - rz_f%u\n",
+                           k, k, k, k, k);
+    for (guint j = 0; j < taps; j++)
       g_string_append_printf(code,
-                             "rz_n%u = i64(min(max(%s(rz_c%u%s), 0), %s))\n", k,
-                             round_fn, k, round_off, last);
+                             "rz_i%u_%u = i64(min(max(rz_f%u + %d, 0), %s))\n",
+                             k, j, k, (int)j - (taps == 4 ? 1 : 0), last);
+    if (taps == 4) {
+      /* Keys' cubic convolution weights at distances 1 + s, s, 1 - s and
+       * 2 - s. */
+      for (guint j = 0; j < 4; j++) {
+        static const char *const before[] = {"rz_s", "rz_s", "1 - rz_s",
+                                             "2 - rz_s"};
+        g_autofree char *dx =
+            g_strdup_printf("%s%u%s", before[j], k, j == 0 ? " + 1" : "");
+        g_string_append_printf(code, "rz_x = %s\n", dx);
+        if (j == 0 || j == 3)
+          g_string_append_printf(
+              code,
+              "rz_w%u_%u = (((%s) * rz_x - (%s)) * rz_x + (%s)) "
+              "* rz_x - (%s)\n",
+              k, j, la, la5, la8, la4);
+        else
+          g_string_append_printf(
+              code, "rz_w%u_%u = ((%s) * rz_x - (%s)) * rz_x * rz_x + 1\n", k,
+              j, la2, la3);
+        if (exclude)
+          g_string_append_printf(
+              code,
+              "rz_w%u_%u = rz_f%u + %d >= 0 && rz_f%u + %d <= %s ? rz_w%u_%u "
+              ": 0.0\n",
+              k, j, k, (int)j - 1, k, (int)j - 1, last, k, j);
+      }
+      if (exclude) {
+        g_string_append_printf(
+            code, "rz_t = rz_w%u_0 + rz_w%u_1 + rz_w%u_2 + rz_w%u_3\n", k, k, k,
+            k);
+        for (guint j = 0; j < 4; j++)
+          g_string_append_printf(code, "rz_w%u_%u = rz_w%u_%u / rz_t\n", k, j,
+                                 k, j);
+      }
     }
     k++;
   }
@@ -196,43 +248,54 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
     g_string_free(code, TRUE);
     return FALSE;
   }
-  if (k > 16) {
+  if (k > (taps == 4 ? 8u : 16u)) {
     g_string_free(code, TRUE);
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                          "more than 16 resized axes");
+                          "%u resized axes (at most %u)", k,
+                          taps == 4 ? 8u : 16u);
   }
-  /* x[...] at a corner: bit t of `corner` picks rz_b (else rz_a) on
-   * resized axis t; nearest reads rz_n. */
+  /* The corners: digit t (base `taps`) of corner m picks neighbour
+   * rz_i<t>_<digit> on resized axis t. */
+  guint corners = 1;
+  for (guint t = 0; t < k; t++)
+    corners *= taps;
   if (k == 0) {
     g_string_append(code, "y = x");
   } else {
-    guint corners = linear ? 1u << k : 1;
     for (guint m = 0; m < corners; m++) {
-      g_string_append_printf(code, linear ? "rz_v%u = x[" : "y = x[", m);
-      for (guint d = 0, t = 0; d < r; d++) {
+      g_string_append_printf(code, taps == 1 ? "y = x[" : "rz_v%u = x[", m);
+      for (guint d = 0, t = 0, rest = m; d < r; d++) {
         if (d)
           g_string_append(code, ", ");
         if (!resized[d]) {
           g_string_append(code, "0");
           continue;
         }
-        if (linear)
-          g_string_append_printf(code, "rz_%c%u", (m >> t) & 1 ? 'b' : 'a', t);
-        else
-          g_string_append_printf(code, "rz_n%u", t);
+        g_string_append_printf(code, "rz_i%u_%u", t, rest % taps);
+        rest /= taps;
         t++;
       }
       g_string_append(code, "]\n");
     }
-    /* Interpolate along the last resized axis first. */
-    for (guint t = k; linear && t-- > 0;) {
-      for (guint m = 0; m < (1u << t); m++) {
+    /* Interpolate along the last resized axis first: at step t the values
+     * m < taps^(t+1) hold the interpolation over the axes after t. */
+    guint stride = corners;
+    for (guint t = k; taps > 1 && t-- > 0;) {
+      stride /= taps;
+      for (guint m = 0; m < stride; m++) {
         if (t == 0)
           g_string_append(code, "y = ");
         else
           g_string_append_printf(code, "rz_v%u = ", m);
-        g_string_append_printf(code, "rz_v%u + rz_w%u * (rz_v%u - rz_v%u)\n", m,
-                               t, m + (1u << t), m);
+        if (taps == 2)
+          g_string_append_printf(code, "rz_v%u + rz_s%u * (rz_v%u - rz_v%u)\n",
+                                 m, t, m + stride, m);
+        else
+          g_string_append_printf(code,
+                                 "rz_w%u_0 * rz_v%u + rz_w%u_1 * rz_v%u + "
+                                 "rz_w%u_2 * rz_v%u + rz_w%u_3 * rz_v%u\n",
+                                 t, m, t, m + stride, t, m + 2 * stride, t,
+                                 m + 3 * stride);
       }
     }
   }
@@ -248,10 +311,11 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   if (k > 0 && top->kind == WEIR_NODE_MAP_ENTRY) {
     /* The resized axes are read at computed indices: each execution reads
-     * 1 (nearest) or 2^k (linear) elements of the connector's subset. */
+     * 1 (nearest), 2^k (linear) or 4^k (cubic) elements of the
+     * connector's subset. */
     g_autofree char *in_conn = g_strdup_printf("IN_%s", x.container->name);
     g_autofree char *out_conn = g_strdup_printf("OUT_%s", x.container->name);
-    g_autoptr(WeirExpr) per = weir_expr_const(linear ? (gint64)1 << k : 1);
+    g_autoptr(WeirExpr) per = weir_expr_const(corners);
     g_autoptr(WeirExpr) total = weir_expr_mul(vol, per);
     g_autoptr(GPtrArray) ins = weir_state_in_edges(s, top->id);
     for (guint i = 0; i < ins->len; i++) {
