@@ -17,6 +17,7 @@
  * coordinate and weight arithmetic is index computation and is not
  * counted.
  */
+#include <math.h>
 #include <string.h>
 
 #include "weir-attr.h"
@@ -124,8 +125,13 @@ static gboolean infer_resize(WeirOpInferContext *ctx, GError **error) {
       return weir_node_fail(error, INVALID, n, "scales[%u] is %g", d, s);
     gint64 in;
     if (weir_expr_is_const(x->shape[d], &in)) {
-      g_ptr_array_add(shape, weir_expr_const((gint64)((double)in * s)));
-    } else if (s == (double)(gint64)s) {
+      double out = floor((double)in * s);
+      if (!(out < 4611686018427387904.0)) /* 2^62 */
+        return weir_node_fail(error, INVALID, n,
+                              "scales[%u] = %g makes dimension %u too large", d,
+                              s, d);
+      g_ptr_array_add(shape, weir_expr_const((gint64)out));
+    } else if (s < 65536 && s == floor(s)) {
       g_ptr_array_add(shape, weir_expr_mul_const(x->shape[d], (gint64)s));
     } else {
       g_autofree char *t = weir_expr_to_string(x->shape[d]);

@@ -248,10 +248,13 @@ static void int_values_pick(WeirOpInferContext *ctx, guint k, GPtrArray *iv,
                             const gint64 *out_dims, const guint *src,
                             const gint64 *start, const gint64 *step) {
   gint64 count = 1;
-  for (guint d = 0; d < rank; d++)
+  for (guint d = 0; d < rank; d++) {
+    if (out_dims[d] > INT_VALUES_MAX)
+      return;
     count *= out_dims[d];
-  if (count > INT_VALUES_MAX)
-    return;
+    if (count > INT_VALUES_MAX)
+      return;
+  }
   g_autoptr(GPtrArray) vals = g_ptr_array_new();
   g_autofree gint64 *o = g_new0(gint64, rank + 1);
   for (gint64 e = 0; e < count; e++) {
