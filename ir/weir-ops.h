@@ -172,18 +172,37 @@ WEIR_API char *weir_graph_fresh_name(const WeirGraph *g, const char *base);
  * `in` unchanged (Cast between integer types, Identity, Reshape); returns
  * whether they were known.
  *
- * weir_op_int_values_binary: for elementwise Add, Sub, Mul, Div (op: the
- * ONNX name, or NULL for ctx->node->op) on integer inputs 0 and 1 whose
+ * weir_op_int_values_binary: for elementwise Add, Sub, Mul, Div, Mod and
+ * the comparisons Equal, Less, LessOrEqual, Greater, GreaterOrEqual (op:
+ * the ONNX name, or NULL for ctx->node->op) on integer inputs 0 and 1 whose
  * elements are known, sets output 0's int_values (a length-1 operand
- * broadcasts).  Div truncates toward zero like ONNX integer Div; a
- * symbolic quotient is only formed when exact (N*64 / 64 = N).  Returns
- * FALSE, setting nothing, when the result is not known.  Call it after
- * weir_op_set_output for output 0. */
+ * broadcasts; comparisons give 0 or 1).  Div truncates toward zero like
+ * ONNX integer Div; a symbolic quotient is only formed when exact (N*64 /
+ * 64 = N); Mod follows the node's `fmod`, symbolic only for a size modulo
+ * a positive constant; a symbolic comparison is known when the difference
+ * of its operands is constant (and Equal of a size with a negative
+ * constant is 0).  Returns FALSE, setting nothing, when the result is not
+ * known.  Call it after weir_op_set_output for output 0.
+ *
+ * weir_op_int_values_where: Where over known elements (condition 0/1,
+ * values in inputs 1 and 2, each of length n or 1).
+ *
+ * weir_op_int_values_not: Not over known 0/1 elements. */
 WEIR_API GPtrArray *weir_op_value_int_values(const WeirOpValue *v);
 WEIR_API gboolean weir_op_int_values_copy(WeirOpInferContext *ctx, guint in,
                                           guint out);
 WEIR_API gboolean weir_op_int_values_binary(WeirOpInferContext *ctx,
                                             const char *op);
+WEIR_API gboolean weir_op_int_values_where(WeirOpInferContext *ctx);
+WEIR_API gboolean weir_op_int_values_not(WeirOpInferContext *ctx);
+
+/* Resize (ir/ops/resize.c): TRUE when axis d of node n, of input size `in`
+ * and output size `out`, is not resized: sizes equal with scale 1 (and a
+ * coordinate mode that maps an index to itself), or an input of size 1,
+ * whose one element every output element reads.  Shared by the FLOP count
+ * and the expansion. */
+WEIR_API gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d,
+                                            WeirExpr *in, WeirExpr *out);
 
 /* ONNX Slice on one axis of size dim (symbolic): start/end as given
  * (negative counts from the end, clamped; beyond +-2^62 means "to the

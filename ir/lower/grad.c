@@ -123,6 +123,9 @@ static const struct {
     {"Div", {"y = a / c", "y = -a * b / (c * c)"}},
     /* d(a^b)/da = b a^(b-1), d(a^b)/db = ln(a) a^b */
     {"Pow", {"y = a * c * pow(b, c - 1)", "y = a * log(b) * pow(b, c)"}},
+    /* Mod on floats (fmod = 1): a - b trunc(a/b), so d/da = 1 and
+     * d/db = -trunc(a/b) (trunc is zero almost everywhere in a). */
+    {"Mod", {NULL, "y = b / c < 0 ? -a * ceil(b / c) : -a * floor(b / c)"}},
 };
 
 static gboolean grad_binary_formula(WeirGradContext *ctx, GError **error) {

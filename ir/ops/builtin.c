@@ -8,6 +8,7 @@ void weir_ops_register_optimizers(void);
 void weir_ops_register_elementwise(void);
 void weir_ops_register_linalg(void);
 void weir_ops_register_reduce(void);
+void weir_ops_register_resize(void);
 void weir_ops_register_shape(void);
 void weir_ops_register_training(void);
 
@@ -16,6 +17,7 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_elementwise();
   weir_ops_register_linalg();
   weir_ops_register_reduce();
+  weir_ops_register_resize();
   weir_ops_register_shape();
   weir_ops_register_training();
 }

@@ -19,8 +19,9 @@
  * the expanded tasklets does: an operator on integer or bool data counts 0;
  * otherwise each arithmetic operation, comparison, min/max or math function
  * (exp, tanh, erf, sqrt, ...) of the operator's formula counts 1 per output
- * element (Sigmoid 1/(1+exp(-x)) is 4, Softplus log(exp(x)+1) is 3).  Pure
- * data movement (Identity, Cast, Dropout at inference, Where) counts 0.
+ * element (Mod on floats, a C fmod, counts 1) (Sigmoid 1/(1+exp(-x)) is 4,
+ * Softplus log(exp(x)+1) is 3).  Pure data movement (Identity, Cast, Dropout at
+ * inference, Where) counts 0.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -86,6 +87,11 @@ static const WeirOpAttrSpec elu_attrs[] = {
 static const WeirOpAttrSpec clip_attrs[] = {
     {"max", WEIR_ATTR_FLOAT, FALSE, NULL, 3, 11},
     {"min", WEIR_ATTR_FLOAT, FALSE, NULL, 2, 11},
+};
+/* Mod: fmod = 1 gives the sign of the dividend (C fmod), required for
+ * floating types; fmod = 0 the sign of the divisor (Python). */
+static const WeirOpAttrSpec mod_attrs[] = {
+    {"fmod", WEIR_ATTR_INT, FALSE, "0", 0, 0},
 };
 static const WeirOpAttrSpec cast_attrs[] = {
     {"saturate", WEIR_ATTR_INT, FALSE, "1", 0, 0},
@@ -167,6 +173,8 @@ static const ElemOp ops[] = {
     BINARY("Sub", TY_NUMERIC, FALSE, 1),
     BINARY("Mul", TY_NUMERIC, FALSE, 1),
     BINARY("Div", TY_NUMERIC, FALSE, 1),
+    OP("Mod", 2, 2, 1, 1, ATTRS(mod_attrs), RULE_BROADCAST, TY_NUMERIC, FALSE,
+       FLOPS_FIXED, 1),
     OP("Pow", 2, 2, 1, 1, NO_ATTRS, RULE_POW, TY_SIGNED, FALSE, FLOPS_FIXED, 1),
     BINARY("Equal", TY_ANY, TRUE, 1),
     BINARY("Less", TY_NUMERIC, TRUE, 1),
@@ -418,12 +426,19 @@ static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
   /* Shape computations (Shape -> ... -> Reshape) on integers stay known at
    * import time, symbolically when the sizes are symbols. */
   const char *op = ctx->node->op;
+  if (g_str_equal(op, "Mod") && weir_dtype_is_float(t) &&
+      weir_node_attr_int(ctx->node, "fmod", 0) == 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "fmod = 0 on floating-point inputs (ONNX requires "
+                          "fmod = 1 for %s)",
+                          weir_dtype_name(t));
   if (t == WEIR_DTYPE_I64 || t == WEIR_DTYPE_I32) {
-    if (g_str_equal(op, "Add") || g_str_equal(op, "Sub") ||
-        g_str_equal(op, "Mul") || g_str_equal(op, "Div"))
-      weir_op_int_values_binary(ctx, op);
+    if (e->info.max_inputs == 2 && e->info.min_inputs == 2)
+      weir_op_int_values_binary(ctx, op); /* arithmetic, Mod, comparisons */
     else if (g_str_equal(op, "Identity"))
       weir_op_int_values_copy(ctx, 0, 0);
+  } else if (t == WEIR_DTYPE_BOOL && g_str_equal(op, "Not")) {
+    weir_op_int_values_not(ctx);
   }
   return TRUE;
 }
@@ -447,7 +462,11 @@ static gboolean infer_where(WeirOpInferContext *ctx, const ElemOp *e,
                           "input 2 has dtype %s, but input 1 has %s",
                           weir_dtype_name(ctx->inputs[2].dtype),
                           weir_dtype_name(t));
-  return set_broadcast(ctx, 0, 2, t, error);
+  if (!set_broadcast(ctx, 0, 2, t, error))
+    return FALSE;
+  if (t == WEIR_DTYPE_I64 || t == WEIR_DTYPE_I32)
+    weir_op_int_values_where(ctx);
+  return TRUE;
 }
 
 static gboolean infer_clip(WeirOpInferContext *ctx, const ElemOp *e,
@@ -496,7 +515,7 @@ static gboolean infer_cast(WeirOpInferContext *ctx, const ElemOp *e,
   const WeirOpValue *x = &ctx->inputs[0];
   weir_op_set_output(ctx, 0, out, x->rank, x->shape);
   if ((out == WEIR_DTYPE_I64 || out == WEIR_DTYPE_I32) &&
-      (x->dtype == WEIR_DTYPE_I64 || x->dtype == WEIR_DTYPE_I32))
+      !weir_dtype_is_float(x->dtype))
     weir_op_int_values_copy(ctx, 0, 0);
   return TRUE;
 }

@@ -2,8 +2,8 @@
  * inference, FLOP counts.
  *
  * Operators: Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Split,
- * Slice, Gather, Expand, Pad, Tile, Shape, ConstantOfShape, Range (ONNX
- * semantics; the expansions are in ir/lower/expand/shape.c).
+ * Slice, Gather, Expand, Pad, Tile, Shape, ConstantOfShape, Range,
+ * ScatterND (ONNX semantics; the expansions are in ir/lower/expand/shape.c).
  *
  * Layout of this file:
  *  1. helpers: error messages naming the node, axis normalization, reading
@@ -19,7 +19,8 @@
  * concatenated inputs agree) and it is symbolic, the comparison is done on
  * the canonical expressions.  Data movement costs no FLOPs: every operator
  * here counts 0, except Range on floating types (a multiply-add per
- * element).
+ * element) and ScatterND with a reduction (one operation per floating
+ * update element).
  */
 #include <math.h>
 #include <string.h>
@@ -229,6 +230,53 @@ static WeirExpr *flops_zero(const WeirGraph *g, const WeirState *s,
 
 /* ---------------------------------------------------------- int_values */
 
+/* The dimensions of shape as numbers; FALSE when one is symbolic. */
+static gboolean const_dims(guint rank, WeirExpr *const *shape, gint64 *dims) {
+  for (guint d = 0; d < rank; d++)
+    if (!weir_expr_is_const(shape[d], &dims[d]) || dims[d] < 0)
+      return FALSE;
+  return TRUE;
+}
+
+/* Output k's int_values picked from the known elements `iv` of an input of
+ * rank `rank` and dimensions in_dims (row-major): output element
+ * (o_0, ..., o_{r-1}) of an output of dimensions out_dims is input element
+ * (start[d] + o_{src[d]} * step[d])_d; src NULL means src[d] = d.  Nothing
+ * is set when an index falls outside the input. */
+static void int_values_pick(WeirOpInferContext *ctx, guint k, GPtrArray *iv,
+                            guint rank, const gint64 *in_dims,
+                            const gint64 *out_dims, const guint *src,
+                            const gint64 *start, const gint64 *step) {
+  gint64 count = 1;
+  for (guint d = 0; d < rank; d++) {
+    if (out_dims[d] > INT_VALUES_MAX)
+      return;
+    count *= out_dims[d];
+    if (count > INT_VALUES_MAX)
+      return;
+  }
+  g_autoptr(GPtrArray) vals = g_ptr_array_new();
+  g_autofree gint64 *o = g_new0(gint64, rank + 1);
+  for (gint64 e = 0; e < count; e++) {
+    gint64 rest = e, flat = 0;
+    for (guint d = rank; d-- > 0;) {
+      o[d] = rest % out_dims[d];
+      rest /= out_dims[d];
+    }
+    for (guint d = 0; d < rank; d++) {
+      gint64 i = start[d] + o[src ? src[d] : d] * step[d];
+      if (i < 0 || i >= in_dims[d])
+        return;
+      flat = flat * in_dims[d] + i;
+    }
+    if (flat >= (gint64)iv->len)
+      return;
+    g_ptr_array_add(vals, iv->pdata[flat]);
+  }
+  weir_op_set_output_int_values(ctx, k, (WeirExpr *const *)vals->pdata,
+                                vals->len);
+}
+
 GPtrArray *weir_op_value_int_values(const WeirOpValue *v) {
   if (!v || !v->present)
     return NULL;
@@ -290,6 +338,53 @@ static WeirExpr *int_div(WeirExpr *a, WeirExpr *b) {
   return divide_exact(a, b);
 }
 
+/* x mod y as ONNX Mod: the sign of the divisor (fmod = 0) or of the dividend
+ * (fmod = 1).  Symbolic only for a size (>= 0) by a positive constant, where
+ * both agree with the expression's floor modulo. */
+static WeirExpr *int_mod(WeirExpr *a, WeirExpr *b, gboolean c_fmod) {
+  gint64 x, y;
+  if (weir_expr_is_const(a, &x) && weir_expr_is_const(b, &y)) {
+    if (y == 0)
+      return NULL;
+    if (y == -1)
+      return weir_expr_const(0);
+    gint64 r = x % y;
+    if (!c_fmod && r != 0 && ((r < 0) != (y < 0)))
+      r += y;
+    return weir_expr_const(r);
+  }
+  if (weir_expr_is_const(b, &y) && y > 0 && nonneg(a))
+    return weir_expr_mod(a, b);
+  return NULL;
+}
+
+/* Comparison of two integer expressions: 1, 0, or -1 when not known.
+ * Symbolic operands compare when their difference is a constant, or (for
+ * Equal) when one is a size (>= 0) and the other a negative constant. */
+static gint compare_known(WeirExpr *a, WeirExpr *b, const char *op) {
+  g_autoptr(WeirExpr) d = weir_expr_sub(a, b);
+  gint64 v;
+  if (weir_expr_is_const(d, &v)) {
+    if (strcmp(op, "Equal") == 0)
+      return v == 0;
+    if (strcmp(op, "Less") == 0)
+      return v < 0;
+    if (strcmp(op, "LessOrEqual") == 0)
+      return v <= 0;
+    if (strcmp(op, "Greater") == 0)
+      return v > 0;
+    if (strcmp(op, "GreaterOrEqual") == 0)
+      return v >= 0;
+    return -1;
+  }
+  if (strcmp(op, "Equal") != 0)
+    return -1;
+  if ((nonneg(a) && weir_expr_is_const(b, &v) && v < 0) ||
+      (nonneg(b) && weir_expr_is_const(a, &v) && v < 0))
+    return 0;
+  return -1;
+}
+
 gboolean weir_op_int_values_binary(WeirOpInferContext *ctx, const char *op) {
   if (ctx->n_inputs < 2 || ctx->n_outputs < 1)
     return FALSE;
@@ -315,9 +410,56 @@ gboolean weir_op_int_values_binary(WeirOpInferContext *ctx, const char *op) {
       z = weir_expr_mul(x, y);
     else if (strcmp(op, "Div") == 0)
       z = int_div(x, y);
+    else if (strcmp(op, "Mod") == 0)
+      z = int_mod(x, y, weir_node_attr_int(ctx->node, "fmod", 0) != 0);
+    else {
+      gint c = compare_known(x, y, op);
+      z = c < 0 ? NULL : weir_expr_const(c);
+    }
     if (!z)
       return FALSE;
     g_ptr_array_add(r, z);
+  }
+  weir_op_set_output_int_values(ctx, 0, (WeirExpr *const *)r->pdata, r->len);
+  return TRUE;
+}
+
+gboolean weir_op_int_values_where(WeirOpInferContext *ctx) {
+  if (ctx->n_inputs < 3 || ctx->n_outputs < 1)
+    return FALSE;
+  g_autoptr(GPtrArray) c = weir_op_value_int_values(&ctx->inputs[0]);
+  g_autoptr(GPtrArray) a = weir_op_value_int_values(&ctx->inputs[1]);
+  g_autoptr(GPtrArray) b = weir_op_value_int_values(&ctx->inputs[2]);
+  if (!c || !a || !b || c->len == 0 || a->len == 0 || b->len == 0)
+    return FALSE;
+  guint n = MAX(c->len, MAX(a->len, b->len));
+  if ((c->len != n && c->len != 1) || (a->len != n && a->len != 1) ||
+      (b->len != n && b->len != 1))
+    return FALSE;
+  g_autoptr(GPtrArray) r = g_ptr_array_new();
+  for (guint i = 0; i < n; i++) {
+    gint64 cond;
+    if (!weir_expr_is_const(c->pdata[c->len == 1 ? 0 : i], &cond))
+      return FALSE;
+    g_ptr_array_add(r, cond ? a->pdata[a->len == 1 ? 0 : i]
+                            : b->pdata[b->len == 1 ? 0 : i]);
+  }
+  weir_op_set_output_int_values(ctx, 0, (WeirExpr *const *)r->pdata, r->len);
+  return TRUE;
+}
+
+gboolean weir_op_int_values_not(WeirOpInferContext *ctx) {
+  if (ctx->n_inputs < 1 || ctx->n_outputs < 1)
+    return FALSE;
+  g_autoptr(GPtrArray) x = weir_op_value_int_values(&ctx->inputs[0]);
+  if (!x)
+    return FALSE;
+  g_autoptr(GPtrArray) r = expr_array();
+  for (guint i = 0; i < x->len; i++) {
+    gint64 v;
+    if (!weir_expr_is_const(x->pdata[i], &v))
+      return FALSE;
+    g_ptr_array_add(r, weir_expr_const(v == 0));
   }
   weir_op_set_output_int_values(ctx, 0, (WeirExpr *const *)r->pdata, r->len);
   return TRUE;
@@ -362,6 +504,22 @@ static gboolean infer_transpose(WeirOpInferContext *ctx, GError **error) {
     shape[i] = x->shape[p];
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank, shape);
+  /* Known elements (shape computations of exporters), permuted. */
+  g_autoptr(GPtrArray) iv = weir_op_value_int_values(x);
+  g_autofree gint64 *in_dims = g_new0(gint64, x->rank + 1);
+  if (iv && const_dims(x->rank, x->shape, in_dims)) {
+    g_autofree gint64 *out_dims = g_new0(gint64, x->rank + 1);
+    g_autofree guint *src = g_new0(guint, x->rank + 1);
+    g_autofree gint64 *start = g_new0(gint64, x->rank + 1);
+    g_autofree gint64 *step = g_new0(gint64, x->rank + 1);
+    for (guint i = 0; i < x->rank; i++) {
+      guint p = perm ? (guint)ints_at(perm, i) : x->rank - 1 - i;
+      out_dims[i] = in_dims[p];
+      src[p] = i; /* input dimension p runs with output dimension i */
+      step[p] = 1;
+    }
+    int_values_pick(ctx, 0, iv, x->rank, in_dims, out_dims, src, start, step);
+  }
   return TRUE;
 }
 
@@ -784,21 +942,17 @@ static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank,
                      (WeirExpr *const *)shape->pdata);
-  /* Known elements of a 1-D input (shape vectors). */
-  g_autoptr(GPtrArray) iv = x->rank == 1 ? weir_op_value_int_values(x) : NULL;
-  gint64 b, c;
-  if (iv && weir_expr_is_const(begins->pdata[0], &b) &&
-      weir_expr_is_const(shape->pdata[0], &c)) {
-    g_autoptr(GPtrArray) vals = g_ptr_array_new();
-    for (gint64 k = 0; k < c; k++) {
-      gint64 idx = b + k * step_of[0];
-      if (idx < 0 || idx >= (gint64)iv->len)
-        return TRUE;
-      g_ptr_array_add(vals, iv->pdata[idx]);
-    }
-    weir_op_set_output_int_values(ctx, 0, (WeirExpr *const *)vals->pdata,
-                                  vals->len);
-  }
+  /* Known elements (shape vectors, and the pads arrays exporters reverse
+   * with a 2-D Slice). */
+  g_autoptr(GPtrArray) iv = weir_op_value_int_values(x);
+  g_autofree gint64 *in_dims = g_new0(gint64, x->rank + 1);
+  g_autofree gint64 *out_dims = g_new0(gint64, x->rank + 1);
+  g_autofree gint64 *start = g_new0(gint64, x->rank + 1);
+  if (iv && const_dims(x->rank, x->shape, in_dims) &&
+      const_dims(x->rank, (WeirExpr *const *)shape->pdata, out_dims) &&
+      const_dims(x->rank, (WeirExpr *const *)begins->pdata, start))
+    int_values_pick(ctx, 0, iv, x->rank, in_dims, out_dims, NULL, start,
+                    step_of);
   return TRUE;
 }
 
@@ -1184,6 +1338,83 @@ static WeirExpr *flops_range(const WeirGraph *g, const WeirState *s,
   return NULL;
 }
 
+/* ----------------------------------------------------------- ScatterND */
+
+/* The reductions ScatterND knows: "none" (opset 11), "add" and "mul" (16),
+ * "max" and "min" (18). */
+static gboolean scatter_reduction_ok(const char *r) {
+  return strcmp(r, "none") == 0 || strcmp(r, "add") == 0 ||
+         strcmp(r, "mul") == 0 || strcmp(r, "max") == 0 ||
+         strcmp(r, "min") == 0;
+}
+
+static gboolean infer_scatter_nd(WeirOpInferContext *ctx, GError **error) {
+  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *ind = x ? require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *upd = ind ? require_input(ctx, 2, error) : NULL;
+  if (!upd)
+    return FALSE;
+  const char *r = weir_node_attr_string(ctx->node, "reduction", "none");
+  if (!scatter_reduction_ok(r))
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "reduction '%s' (expected none, add, mul, max or "
+                          "min)",
+                          r);
+  if (ind->dtype != WEIR_DTYPE_I64 && ind->dtype != WEIR_DTYPE_I32)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 1 (indices) has dtype %s, expected i64",
+                          weir_dtype_name(ind->dtype));
+  if (upd->dtype != x->dtype)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 2 (updates) has dtype %s, but the data has %s",
+                          weir_dtype_name(upd->dtype),
+                          weir_dtype_name(x->dtype));
+  if (ind->rank == 0)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 1 (indices) is a scalar");
+  gint64 k;
+  if (!weir_expr_is_const(ind->shape[ind->rank - 1], &k))
+    return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                          "the last dimension of the indices is symbolic");
+  if (k < 1 || k > (gint64)x->rank)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "the indices address %" G_GINT64_FORMAT
+                          " dimensions of data of rank %u",
+                          k, x->rank);
+  /* updates: indices.shape[:-1] + data.shape[k:] */
+  guint want = ind->rank - 1 + x->rank - (guint)k;
+  gboolean ok = upd->rank == want;
+  for (guint d = 0; ok && d < want; d++) {
+    WeirExpr *e =
+        d < ind->rank - 1 ? ind->shape[d] : x->shape[k + d - (ind->rank - 1)];
+    ok = weir_expr_equal(e, upd->shape[d]);
+  }
+  if (!ok)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 2 (updates) must have the shape "
+                          "indices.shape[:-1] + data.shape[%" G_GINT64_FORMAT
+                          ":] (rank %u)",
+                          k, want);
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_scatter_nd(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n) {
+  /* One addition, product, max or min per floating update element. */
+  const char *r = weir_node_attr_string(n, "reduction", "none");
+  const WeirMemlet *m =
+      weir_state_connector_memlet(s, n->id, "in2", TRUE, TRUE);
+  if (!m)
+    return NULL;
+  const WeirContainer *c = weir_graph_container(g, m->data);
+  if (!c)
+    return NULL;
+  if (strcmp(r, "none") == 0 || !weir_dtype_is_float(c->dtype))
+    return weir_expr_const(0);
+  return weir_container_volume(c);
+}
+
 /* ------------------------------------------------------------- schemas */
 
 static const WeirOpAttrSpec transpose_attrs[] = {
@@ -1246,6 +1477,9 @@ static const WeirOpAttrSpec range_attrs[] = {
     {"limit", WEIR_ATTR_FLOAT, FALSE, NULL, 2, 11},
     {"start", WEIR_ATTR_FLOAT, FALSE, NULL, 1, 11},
 };
+static const WeirOpAttrSpec scatter_nd_attrs[] = {
+    {"reduction", WEIR_ATTR_STRING, FALSE, "none", 0, 0},
+};
 
 #define OP(name_, min_in, max_in, min_out, max_out, attrs_, infer_, flops_)    \
   {                                                                            \
@@ -1273,6 +1507,8 @@ static const WeirOpInfo shape_ops[] = {
     OP("ConstantOfShape", 0, 1, 1, 1, constant_of_shape_attrs,
        infer_constant_of_shape, flops_zero),
     OP("Range", 0, 3, 1, 1, range_attrs, infer_range, flops_range),
+    OP("ScatterND", 3, 3, 1, 1, scatter_nd_attrs, infer_scatter_nd,
+       flops_scatter_nd),
 };
 
 void weir_ops_register_shape(void) {

@@ -649,9 +649,20 @@ static void test_unsupported_listing(void **state) {
   n = add_node(m, "Foo", "foo", "i", "y");
   n->domain = g_strdup("com.example");
   g_autofree char *msg = import_error(m, NULL, WEIR_ERROR_UNSUPPORTED);
-  assert_string_equal(msg, "built.onnx: 4 unsupported operators: LSTM (2 "
-                           "nodes: lstm1, lstm2), If (1 node: cond), "
-                           "com.example.Foo (1 node: foo)");
+  assert_string_equal(msg,
+                      "built.onnx: 3 unsupported operators (4 nodes): LSTM (2 "
+                      "nodes: lstm1, lstm2), If (1 node: cond), "
+                      "com.example.Foo (1 node: foo)");
+
+  /* One operator in several nodes is one operator. */
+  m = model_new(13);
+  add_input(m, "x", F32, "2,3");
+  add_output(m, "y", F32, NULL);
+  add_node(m, "Mystery", "a", "x", "h");
+  add_node(m, "Mystery", "b", "h", "y");
+  g_autofree char *one = import_error(m, NULL, WEIR_ERROR_UNSUPPORTED);
+  assert_string_equal(one, "built.onnx: 1 unsupported operator (2 nodes): "
+                           "Mystery (2 nodes: a, b)");
 }
 
 static void test_constants(void **state) {
@@ -1089,6 +1100,96 @@ static void test_symbolic_reshape_chain(void **state) {
   assert_ints_attr(node_with_op(c, "Reshape"), "shape", (gint64[]){5, 12}, 2);
 }
 
+/* PyTorch's x.expand(batch, -1, -1): Shape -> Gather -> Unsqueeze ->
+ * Concat with -1s, then Where(Equal(shape, -1), 1, shape) -> Expand.  The
+ * shape is known at import (Equal of a size with -1 is false), so Expand
+ * needs no shape input. */
+static Model *expand_chain_model(void) {
+  Model *m = model_new(13);
+  add_input(m, "x", F32, "B,4");
+  add_output(m, "y", F32, NULL);
+  add_initializer(
+      m, tensor_f32("cls", (gint64[]){1, 1, 4}, 3, (float[]){1, 2, 3, 4}, 4));
+  add_initializer(m, tensor_i64("zero", NULL, 0, (gint64[]){0}, 1));
+  add_initializer(m, tensor_i64("axes", (gint64[]){1}, 1, (gint64[]){0}, 1));
+  add_initializer(m,
+                  tensor_i64("rest", (gint64[]){2}, 1, (gint64[]){-1, -1}, 2));
+  add_initializer(m, tensor_i64("minus1", NULL, 0, (gint64[]){-1}, 1));
+  add_initializer(m,
+                  tensor_i64("ones", (gint64[]){3}, 1, (gint64[]){1, 1, 1}, 3));
+  add_node(m, "Shape", "shape", "x", "s");
+  Onnx__NodeProto *n = add_node(m, "Gather", "gather", "s,zero", "batch");
+  attr_int(n, "axis", 0);
+  add_node(m, "Unsqueeze", "unsqueeze", "batch,axes", "b1");
+  n = add_node(m, "Concat", "concat", "b1,rest", "wanted");
+  attr_int(n, "axis", 0);
+  add_node(m, "Equal", "equal", "wanted,minus1", "is_keep");
+  add_node(m, "Where", "where", "is_keep,ones,wanted", "target");
+  add_node(m, "Expand", "expand", "cls,target", "y");
+  return m;
+}
+
+static void test_expand_shape_folding(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = import_built_ok(expand_chain_model(), NULL);
+  assert_shape(g, "y", "B, 1, 4");
+  assert_conns(node_with_op(g, "Expand")->in_conns, "in0");
+
+  g_autoptr(GHashTable) b = weir_bindings_new();
+  weir_bindings_set(b, "B", 3);
+  WeirOnnxImportOptions opts = {.symbols = b};
+  g_autoptr(WeirGraph) c = import_built_ok(expand_chain_model(), &opts);
+  assert_shape(c, "y", "3, 1, 4");
+  const WeirNode *e = node_with_op(c, "Expand");
+  assert_conns(e->in_conns, "in0");
+  assert_ints_attr(e, "shape", (gint64[]){3, 1, 1}, 3);
+}
+
+/* torchvision's Swin pads by amounts computed with Mod from the input's
+ * size, reordered by Reshape -> Slice (step -1) -> Transpose -> Reshape:
+ * the pads are known at import. */
+static void test_pad_shape_folding(void **state) {
+  (void)state;
+  Model *m = model_new(13);
+  add_input(m, "x", F32, "1,5,3");
+  add_output(m, "y", F32, NULL);
+  add_initializer(m, tensor_i64("two", NULL, 0, (gint64[]){2}, 1));
+  add_initializer(m, tensor_i64("seven", NULL, 0, (gint64[]){7}, 1));
+  add_initializer(m, tensor_i64("axes", (gint64[]){1}, 1, (gint64[]){0}, 1));
+  add_initializer(m, tensor_i64("zero1", (gint64[]){1}, 1, (gint64[]){0}, 1));
+  add_initializer(
+      m, tensor_i64("zeros4", (gint64[]){4}, 1, (gint64[]){0, 0, 0, 0}, 4));
+  add_initializer(m,
+                  tensor_i64("pairs", (gint64[]){2}, 1, (gint64[]){-1, 2}, 2));
+  add_initializer(m, tensor_i64("flat", (gint64[]){1}, 1, (gint64[]){-1}, 1));
+  add_initializer(m, tensor_i64("st", (gint64[]){1}, 1, (gint64[]){-1}, 1));
+  add_initializer(
+      m, tensor_i64("en", (gint64[]){1}, 1, (gint64[]){G_MININT64 + 1}, 1));
+  add_initializer(m, tensor_i64("ax0", (gint64[]){1}, 1, (gint64[]){0}, 1));
+  add_initializer(m, tensor_i64("step", (gint64[]){1}, 1, (gint64[]){-1}, 1));
+  add_node(m, "Shape", "shape", "x", "s");
+  Onnx__NodeProto *n = add_node(m, "Gather", "gather", "s,two", "w");
+  attr_int(n, "axis", 0);
+  add_node(m, "Mod", "mod1", "w,seven", "wm");      /* 3 */
+  add_node(m, "Sub", "sub", "seven,wm", "left");    /* 4 */
+  add_node(m, "Mod", "mod2", "left,seven", "padw"); /* 4 */
+  add_node(m, "Unsqueeze", "unsqueeze", "padw,axes", "padw1");
+  n = add_node(m, "Concat", "concat1", "zero1,padw1", "wpair"); /* [0, 4] */
+  attr_int(n, "axis", 0);
+  n = add_node(m, "Concat", "concat2", "wpair,zeros4", "torch_order");
+  attr_int(n, "axis", 0);
+  add_node(m, "Reshape", "reshape1", "torch_order,pairs", "p2");
+  add_node(m, "Slice", "slice", "p2,st,en,ax0,step", "rev");
+  add_node(m, "Transpose", "transpose", "rev", "tr");
+  add_node(m, "Reshape", "reshape2", "tr,flat", "pads");
+  add_node(m, "Pad", "pad", "x,pads", "y");
+  g_autoptr(WeirGraph) g = import_built_ok(m, NULL);
+  assert_shape(g, "y", "1, 5, 7");
+  const WeirNode *p = node_with_op(g, "Pad");
+  assert_conns(p->in_conns, "in0");
+  assert_ints_attr(p, "pads", (gint64[]){0, 0, 0, 0, 0, 4}, 6);
+}
+
 /* Softmax changed meaning in opset 13; older models get legacy_2d. */
 static void test_softmax_opsets(void **state) {
   (void)state;
@@ -1212,6 +1313,8 @@ int main(void) {
       cmocka_unit_test(test_training_domain),
       cmocka_unit_test(test_reshape_chain),
       cmocka_unit_test(test_symbolic_reshape_chain),
+      cmocka_unit_test(test_expand_shape_folding),
+      cmocka_unit_test(test_pad_shape_folding),
       cmocka_unit_test(test_softmax_opsets),
       cmocka_unit_test(test_corrupted_models),
       cmocka_unit_test(test_all_node_models),

@@ -149,6 +149,16 @@ static double r_idiv(const double *x, const double *p) {
   (void)p;
   return trunc(x[0] / x[1]);
 }
+/* Mod with fmod = 0: the sign of the divisor; fmod = 1: C's fmod. */
+static double r_pymod(const double *x, const double *p) {
+  (void)p;
+  double r = fmod(x[0], x[1]);
+  return r != 0 && (r < 0) != (x[1] < 0) ? r + x[1] : r;
+}
+static double r_fmod(const double *x, const double *p) {
+  (void)p;
+  return fmod(x[0], x[1]);
+}
 static double r_pow(const double *x, const double *p) {
   (void)p;
   return pow(x[0], x[1]);
@@ -276,6 +286,16 @@ static const Case cases[] = {
      .ref = r_idiv},
     {"Div", AB(U8, "N, 4", "4"), .lo = 1, .hi = 255, .nonzero = TRUE,
      .ref = r_idiv},
+    {"Mod", AB(I32, "N, 4", "4"), .lo = -9, .hi = 9, .nonzero = TRUE,
+     .ref = r_pymod},
+    {"Mod", AB(I64, "N, 4", "N, 4"), .i = {{"fmod", 1}}, .lo = -9, .hi = 9,
+     .nonzero = TRUE, .ref = r_fmod},
+    {"Mod", AB(U8, "N, 4", "4"), .lo = 1, .hi = 255, .nonzero = TRUE,
+     .ref = r_pymod},
+    {"Mod", AB(F32, "N, 4", "4"), .i = {{"fmod", 1}}, .lo = 0.5, .hi = 3,
+     .ref = r_fmod},
+    {"Mod", AB(F64, "N, 4", ""), .i = {{"fmod", 1}}, .lo = -3, .hi = 3,
+     .ref = r_fmod},
     {"Pow", AB(F32, "N, 4", "4"), .lo = 0.1, .hi = 3, .ref = r_pow},
     {"Pow", AB(I64, "N, 4", "N, 4"), .lo = 0, .hi = 5, .ref = r_pow},
     {"Pow", .ins = {{"A", F32, "N, 4"}, {"B", I32, "4"}}, .n_ins = 2, .lo = -3,
@@ -621,6 +641,7 @@ static void test_registered(void **state) {
                                       "Sub",
                                       "Mul",
                                       "Div",
+                                      "Mod",
                                       "Pow",
                                       "Sqrt",
                                       "Exp",

@@ -1256,6 +1256,277 @@ static void test_int_values_through_elementwise(void **state) {
   weir_graph_free(l.g);
 }
 
+/* Shape values known at import through comparisons, Where, Not and Mod
+ * (PyTorch's expand(-1) and Swin's padding), and through 2-D Slice and
+ * Transpose (the reordering of pads). */
+static void test_int_values_folding(void **state) {
+  (void)state;
+  struct {
+    const char *op, *a, *b, *want;
+    gint64 fmod;
+  } cases[] = {
+      {"Equal", "N, -1, 3", "-1", "0, 1, 0", 0},
+      {"Equal", "N, N + 1", "N", "1, 0", 0},
+      {"Less", "N, N - 2", "N + 1", "1, 1", 0},
+      {"GreaterOrEqual", "5, 2", "3", "1, 0", 0},
+      {"Mod", "7, -7, 7, -7", "3, 3, -3, -3", "1, 2, -2, -1", 0},
+      {"Mod", "7, -7, 7, -7", "3, 3, -3, -3", "1, -1, 1, -1", 1},
+      {"Mod", "N, 14", "7", "N % 7, 0", 0},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    Lib l = lib_new(cases[i].op);
+    if (strcmp(cases[i].op, "Mod") == 0)
+      weir_node_set_attr_int(l.n, "fmod", cases[i].fmod);
+    g_auto(GStrv) pa = g_strsplit(cases[i].a, ",", -1);
+    g_auto(GStrv) pb = g_strsplit(cases[i].b, ",", -1);
+    g_autofree char *sa = g_strdup_printf("%u", g_strv_length(pa));
+    g_autofree char *sb = g_strdup_printf("%u", g_strv_length(pb));
+    WeirOpValue in[2] = {val(WEIR_DTYPE_I64, sa), val(WEIR_DTYPE_I64, sb)};
+    set_int_values(&in[0], cases[i].a);
+    set_int_values(&in[1], cases[i].b);
+    WeirOpValue out[1] = {{0}};
+    GError *error = NULL;
+    if (!infer(&l, in, 2, out, 1, &error))
+      fail_msg("%s: %s", cases[i].op, error->message);
+    assert_int_values(&out[0], cases[i].want);
+    clear_values(in, 2);
+    clear_values(out, 1);
+    weir_graph_free(l.g);
+  }
+  /* A symbolic comparison that is not known gives nothing. */
+  {
+    Lib l = lib_new("Less");
+    WeirOpValue in[2] = {val(WEIR_DTYPE_I64, "1"), val(WEIR_DTYPE_I64, "1")};
+    set_int_values(&in[0], "N");
+    set_int_values(&in[1], "3");
+    WeirOpValue out[1] = {{0}};
+    assert_true(infer(&l, in, 2, out, 1, NULL));
+    assert_null(out[0].int_values);
+    clear_values(in, 2);
+    clear_values(out, 1);
+    weir_graph_free(l.g);
+  }
+  /* Where(Equal(shape, -1), 1, shape) and Not. */
+  {
+    Lib l = lib_new("Where");
+    WeirOpValue in[3] = {val(WEIR_DTYPE_BOOL, "3"), val(WEIR_DTYPE_I64, "3"),
+                         val(WEIR_DTYPE_I64, "3")};
+    set_int_values(&in[0], "0, 1, 1");
+    set_int_values(&in[1], "1, 1, 1");
+    set_int_values(&in[2], "N, -1, -1");
+    WeirOpValue out[1] = {{0}};
+    assert_true(infer(&l, in, 3, out, 1, NULL));
+    assert_int_values(&out[0], "N, 1, 1");
+    clear_values(in, 3);
+    clear_values(out, 1);
+    weir_graph_free(l.g);
+    Lib m = lib_new("Not");
+    WeirOpValue x[1] = {val(WEIR_DTYPE_BOOL, "2")};
+    set_int_values(&x[0], "0, 1");
+    WeirOpValue y[1] = {{0}};
+    assert_true(infer(&m, x, 1, y, 1, NULL));
+    assert_int_values(&y[0], "1, 0");
+    clear_values(x, 1);
+    clear_values(y, 1);
+    weir_graph_free(m.g);
+  }
+  /* [[0, 4], [1, 2], [3, 5]] reversed along axis 0 and transposed. */
+  {
+    Lib l = lib_new("Slice");
+    gint64 st[] = {-1}, en[] = {G_MININT64 + 1}, ax[] = {0}, sp[] = {-1};
+    weir_node_set_attr_ints(l.n, "starts", st, 1);
+    weir_node_set_attr_ints(l.n, "ends", en, 1);
+    weir_node_set_attr_ints(l.n, "axes", ax, 1);
+    weir_node_set_attr_ints(l.n, "steps", sp, 1);
+    WeirOpValue in[1] = {val(WEIR_DTYPE_I64, "3, 2")};
+    set_int_values(&in[0], "0, 4, 1, 2, 3, N");
+    WeirOpValue out[1] = {{0}};
+    assert_true(infer(&l, in, 1, out, 1, NULL));
+    assert_int_values(&out[0], "3, N, 1, 2, 0, 4");
+    weir_graph_free(l.g);
+    Lib t = lib_new("Transpose");
+    WeirOpValue tr[1] = {{0}};
+    assert_true(infer(&t, out, 1, tr, 1, NULL));
+    assert_shape(&tr[0], "2, 3");
+    assert_int_values(&tr[0], "3, 1, 0, N, 2, 4");
+    clear_values(in, 1);
+    clear_values(out, 1);
+    clear_values(tr, 1);
+    weir_graph_free(t.g);
+  }
+}
+
+/* ---------------------------------------------------------- ScatterND */
+
+static void test_scatter_nd(void **state) {
+  (void)state;
+  static const char *const reductions[] = {"none", "add", "mul", "max", "min"};
+  for (guint r = 0; r < G_N_ELEMENTS(reductions); r++) {
+    /* data [4, 3]; indices [3, 1] address rows (one negative, and for the
+     * reductions one repeated); updates [3, 3]. */
+    Op *o = op_new("ScatterND", "scatter1");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "4, 3", 70 + r);
+    WeirTensor *ind = op_input(o, WEIR_DTYPE_I64, "3, 1", 0);
+    WeirTensor *u = op_input(o, WEIR_DTYPE_F32, "3, 3", 80 + r);
+    gint64 rows[] = {2, -4, r == 0 ? 3 : 2}; /* -4 is row 0 */
+    for (guint i = 0; i < 3; i++)
+      weir_tensor_set(ind, i, (double)rows[i]);
+    weir_node_set_attr_string(o->n, "reduction", reductions[r]);
+    op_finish(o, 1);
+    op_run(o);
+    g_autoptr(WeirTensor) want = like(o->out[0]);
+    for (gint64 i = 0; i < want->count; i++)
+      weir_tensor_set(want, i, weir_tensor_get(x, i));
+    for (guint i = 0; i < 3; i++) {
+      gint64 row = rows[i] < 0 ? rows[i] + 4 : rows[i];
+      for (gint64 j = 0; j < 3; j++) {
+        double a = weir_tensor_get(want, row * 3 + j);
+        double b = weir_tensor_get(u, i * 3 + j);
+        double v = r == 1   ? a + b
+                   : r == 2 ? a * b
+                   : r == 3 ? MAX(a, b)
+                   : r == 4 ? MIN(a, b)
+                            : b;
+        weir_tensor_set(want, row * 3 + j, (float)v);
+      }
+    }
+    assert_tensor_equal(o->out[0], want);
+    op_free(o);
+  }
+  /* Indices addressing single elements of a [2, 2, N] tensor. */
+  Op *o = op_new("ScatterND", "scatter2");
+  WeirTensor *x = op_input(o, WEIR_DTYPE_I32, "2, 2, N", 90);
+  WeirTensor *ind = op_input(o, WEIR_DTYPE_I64, "2, 3", 0);
+  WeirTensor *u = op_input(o, WEIR_DTYPE_I32, "2", 91);
+  gint64 idx[] = {1, 0, 2, 0, 1, -1};
+  for (guint i = 0; i < 6; i++)
+    weir_tensor_set(ind, i, (double)idx[i]);
+  op_finish(o, 1);
+  op_run(o);
+  g_autoptr(WeirTensor) want = like(o->out[0]);
+  for (gint64 i = 0; i < want->count; i++)
+    weir_tensor_set(want, i, weir_tensor_get(x, i));
+  weir_tensor_set(want, (1 * 2 + 0) * N_VALUE + 2, weir_tensor_get(u, 0));
+  weir_tensor_set(want, (0 * 2 + 1) * N_VALUE + N_VALUE - 1,
+                  weir_tensor_get(u, 1));
+  assert_tensor_equal(o->out[0], want);
+  op_free(o);
+
+  /* Inference errors. */
+  Lib l = lib_new("ScatterND");
+  WeirOpValue in[3] = {val(WEIR_DTYPE_F32, "4, 3"), val(WEIR_DTYPE_I64, "2, 1"),
+                       val(WEIR_DTYPE_F32, "2, 4")};
+  WeirOpValue out[1] = {{0}};
+  g_autoptr(GError) error = NULL;
+  assert_false(infer(&l, in, 3, out, 1, &error));
+  assert_non_null(
+      strstr(error->message, "indices.shape[:-1] + data.shape[1:]"));
+  clear_values(in, 3);
+  weir_graph_free(l.g);
+}
+
+/* ------------------------------------------------------------- Resize */
+
+static void test_resize(void **state) {
+  (void)state;
+  /* The ONNX examples: [[1, 2], [3, 4]] scaled by 2 (linear, half_pixel)
+   * and by (2, 3) (nearest, round_prefer_floor). */
+  static const float linear[] = {1,   1.25, 1.75, 2,   1.5, 1.75, 2.25, 2.5,
+                                 2.5, 2.75, 3.25, 3.5, 3,   3.25, 3.75, 4};
+  static const float nearest[] = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                  3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  for (guint c = 0; c < 2; c++) {
+    Op *o = op_new("Resize", "resize1");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "N, 1, 2, 2", 0);
+    for (gint64 i = 0; i < x->count; i++)
+      weir_tensor_set(x, i, (double)(i % 4 + 1));
+    double scales[] = {1, 1, 2, c == 0 ? 2 : 3};
+    weir_node_set_attr_floats(o->n, "scales", scales, 4);
+    weir_node_set_attr_string(o->n, "mode", c == 0 ? "linear" : "nearest");
+    op_finish(o, 1);
+    g_autofree char *shape = exprs_text(
+        (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
+    assert_string_equal(shape, c == 0 ? "N, 1, 4, 4" : "N, 1, 4, 6");
+    /* FLOPs: bilinear, 3 interpolations of 3 operations per element. */
+    g_autoptr(WeirExpr) f = weir_op_lookup("Resize")->flops(o->g, o->s, o->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, c == 0 ? "144*N" : "0");
+    op_run(o);
+    const float *want = c == 0 ? linear : nearest;
+    gint64 per = c == 0 ? 16 : 24;
+    for (gint64 i = 0; i < o->out[0]->count; i++)
+      assert_float_equal(weir_tensor_get(o->out[0], i), want[i % per], 1e-6);
+    op_free(o);
+  }
+  /* align_corners with sizes, and the axis of size 1 kept. */
+  Op *o = op_new("Resize", "resize2");
+  WeirTensor *x = op_input(o, WEIR_DTYPE_F64, "1, 3", 0);
+  for (gint64 i = 0; i < 3; i++)
+    weir_tensor_set(x, i, (double)(i * i));
+  gint64 sizes[] = {2, 5};
+  weir_node_set_attr_ints(o->n, "sizes", sizes, 2);
+  weir_node_set_attr_string(o->n, "mode", "linear");
+  weir_node_set_attr_string(o->n, "coordinate_transformation_mode",
+                            "align_corners");
+  op_finish(o, 1);
+  op_run(o);
+  static const double ac[] = {0, 0.5, 1, 2.5, 4};
+  for (gint64 i = 0; i < 10; i++)
+    assert_float_equal(weir_tensor_get(o->out[0], i), ac[i % 5], 1e-12);
+  op_free(o);
+
+  /* Cubic weights add up to 1: a constant input stays constant, also with
+   * exclude_outside. */
+  for (guint ex = 0; ex < 2; ex++) {
+    Op *c = op_new("Resize", "resize3");
+    WeirTensor *cx = op_input(c, WEIR_DTYPE_F32, "1, 1, 3, 4", 0);
+    for (gint64 i = 0; i < cx->count; i++)
+      weir_tensor_set(cx, i, 5.0);
+    double sc[] = {1, 1, 2, 1.5};
+    weir_node_set_attr_floats(c->n, "scales", sc, 4);
+    weir_node_set_attr_string(c->n, "mode", "cubic");
+    weir_node_set_attr_int(c->n, "exclude_outside", ex);
+    op_finish(c, 1);
+    g_autoptr(WeirExpr) f = weir_op_lookup("Resize")->flops(c->g, c->s, c->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, "1260"); /* 36 elements x 5 combinations x 7 */
+    op_run(c);
+    for (gint64 i = 0; i < c->out[0]->count; i++)
+      assert_float_equal(weir_tensor_get(c->out[0], i), 5.0, 1e-5);
+    op_free(c);
+  }
+
+  /* Refused: tf_crop_and_resize, a fractional scale of a symbolic
+   * dimension, both scales and sizes. */
+  struct {
+    const char *mode;
+    double scale;
+    gboolean sizes;
+    WeirErrorCode code;
+  } bad[] = {
+      {"tf_crop_and_resize", 2, FALSE, WEIR_ERROR_UNSUPPORTED},
+      {"nearest", 1.5, FALSE, WEIR_ERROR_UNSUPPORTED},
+      {"nearest", 2, TRUE, WEIR_ERROR_INVALID},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    Lib l = lib_new("Resize");
+    if (strcmp(bad[i].mode, "nearest") != 0)
+      weir_node_set_attr_string(l.n, "coordinate_transformation_mode",
+                                bad[i].mode);
+    double sc[] = {bad[i].scale, 1};
+    weir_node_set_attr_floats(l.n, "scales", sc, 2);
+    if (bad[i].sizes)
+      weir_node_set_attr_ints(l.n, "sizes", (gint64[]){2, 2}, 2);
+    WeirOpValue in[1] = {val(WEIR_DTYPE_F32, "N, 2")};
+    WeirOpValue out[1] = {{0}};
+    g_autoptr(GError) error = NULL;
+    assert_false(infer(&l, in, 1, out, 1, &error));
+    assert_int_equal(error->code, bad[i].code);
+    clear_values(in, 1);
+    weir_graph_free(l.g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schemas_and_defaults),
@@ -1283,6 +1554,9 @@ int main(void) {
       cmocka_unit_test(test_constant_of_shape),
       cmocka_unit_test(test_range),
       cmocka_unit_test(test_int_values_through_elementwise),
+      cmocka_unit_test(test_int_values_folding),
+      cmocka_unit_test(test_scatter_nd),
+      cmocka_unit_test(test_resize),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

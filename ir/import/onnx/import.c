@@ -258,9 +258,14 @@ static gboolean check_operators(Importer *imp, GError **error) {
   }
   if (total == 0)
     return TRUE;
+  /* "2 unsupported operators (5 nodes): ..." counts operator types; the
+   * node count is added when it differs. */
   GString *msg = g_string_new(NULL);
-  g_string_append_printf(msg, "%u unsupported operator%s: ", total,
-                         total == 1 ? "" : "s");
+  g_string_append_printf(msg, "%u unsupported operator%s", list->len,
+                         list->len == 1 ? "" : "s");
+  if (total != list->len)
+    g_string_append_printf(msg, " (%u nodes)", total);
+  g_string_append(msg, ": ");
   for (guint k = 0; k < list->len; k++) {
     Unsupported *u = g_ptr_array_index(list, k);
     g_string_append_printf(msg, "%s%s (%u node%s: ", k ? ", " : "", u->op,

@@ -8,8 +8,8 @@
  *   - KIND_FIXED: a fixed list of connectors and a body template in which
  *     "$name" stands for the float attribute `name` (as an exact literal);
  *   - KIND_VARIADIC: x0, x1, ... with the body built from the input count;
- *   - KIND_POW, KIND_CLIP, KIND_CAST, KIND_DROPOUT, KIND_BATCHNORM: bodies
- *     or subsets that depend on dtypes or optional inputs, built by small
+ *   - KIND_POW, KIND_MOD, KIND_CLIP, KIND_CAST, KIND_DROPOUT, KIND_BATCHNORM:
+ * bodies or subsets that depend on dtypes or optional inputs, built by small
  *     functions below.  BatchNormalization in training mode is not
  *     elementwise (it reduces over the batch): it is handed to
  *     ir/lower/expand/batchnorm-training.c.
@@ -28,6 +28,7 @@ typedef enum {
   KIND_FIXED,
   KIND_VARIADIC,
   KIND_POW,
+  KIND_MOD,
   KIND_CLIP,
   KIND_CAST,
   KIND_DROPOUT,
@@ -73,6 +74,7 @@ static const ElemExpansion exps[] = {
     {"Mul", KIND_FIXED, "a,b", "y = a * b"},
     {"Div", KIND_FIXED, "a,b", "y = a / b"},
     {"Pow", KIND_POW, "a,b", NULL},
+    {"Mod", KIND_MOD, "a,b", NULL},
     {"Equal", KIND_FIXED, "a,b", "y = a == b"},
     {"Less", KIND_FIXED, "a,b", "y = a < b"},
     {"Greater", KIND_FIXED, "a,b", "y = a > b"},
@@ -286,6 +288,35 @@ static gboolean build_pow(Builder *b, const ElemExpansion *e, GError **error) {
     g_string_append(b->code, "y = pow(a, b)");
   else
     g_string_append(b->code, "y = pow(f64(a), f64(b))");
+  return TRUE;
+}
+
+/* ONNX Mod.  The language's '%' is C's: fmod for floats, the truncating
+ * remainder for integers (the sign of the dividend, fmod = 1).  fmod = 0
+ * (integers only) moves a nonzero remainder whose sign differs from the
+ * divisor's by one divisor, giving the divisor's sign as Python does. */
+static gboolean build_mod(Builder *b, const ElemExpansion *e, GError **error) {
+  (void)e;
+  WeirPort x, y;
+  if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
+      !weir_port_require_input(b->g, b->s, b->n, 1, &y, error) ||
+      !add_broadcast_input(b, 0, &x, "a", error) ||
+      !add_broadcast_input(b, 1, &y, "b", error))
+    return FALSE;
+  WeirDType t = x.container->dtype;
+  gint64 c_fmod = weir_node_attr_int(b->n, "fmod", 0);
+  if (t == WEIR_DTYPE_BOOL)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                          "bool operands are not supported");
+  if (c_fmod != 0 || t == WEIR_DTYPE_U8) {
+    g_string_append(b->code, "y = a % b");
+    return TRUE;
+  }
+  if (weir_dtype_is_float(t))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                          "fmod = 0 on floating-point inputs");
+  g_string_append(b->code, "r = a % b\n"
+                           "y = r != 0 && (r < 0) != (b < 0) ? r + b : r");
   return TRUE;
 }
 
@@ -522,6 +553,9 @@ static gboolean expand_elementwise(WeirGraph *g, WeirState *s, WeirNode *n,
     break;
   case KIND_POW:
     ok = build_pow(&b, e, error);
+    break;
+  case KIND_MOD:
+    ok = build_mod(&b, e, error);
     break;
   case KIND_CLIP:
     ok = build_clip(&b, e, error);

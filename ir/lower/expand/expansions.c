@@ -8,6 +8,7 @@ void weir_expand_register_optimizers(void);
 void weir_expand_register_elementwise(void);
 void weir_expand_register_linalg(void);
 void weir_expand_register_reduce(void);
+void weir_expand_register_resize(void);
 void weir_expand_register_shape(void);
 void weir_expand_register_training(void);
 
@@ -16,6 +17,7 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_elementwise();
   weir_expand_register_linalg();
   weir_expand_register_reduce();
+  weir_expand_register_resize();
   weir_expand_register_shape();
   weir_expand_register_training();
 }

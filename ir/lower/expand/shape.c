@@ -12,7 +12,10 @@
  *    through an indexed connector (a data-dependent or clamped index) with
  *    a dynamic memlet;
  *  - Shape, ConstantOfShape, Range: tasklets that write constants, symbols
- *    or an arithmetic sequence.
+ *    or an arithmetic sequence;
+ *  - ScatterND: a copy of the data into the output, then a map over the
+ *    updates whose tasklet writes through an indexed output connector
+ *    (a dynamic memlet), with the reduction as write-conflict resolution.
  * Sizes are read from the containers, never recomputed from attributes
  * where the containers know them (the output container's shape is
  * authoritative, e.g. for a Reshape whose target shape was symbolic).
@@ -700,6 +703,147 @@ static gboolean expand_range(WeirGraph *g, WeirState *s, WeirNode *n,
   return fill_map(g, s, n, &y, ins, 2, code, error);
 }
 
+/* ----------------------------------------------------------- ScatterND */
+
+/* Marks the write of tasklet connector `conn` of the scope built by
+ * weir_expand_map (`top`: its entry, or the tasklet) as dynamic: one
+ * element per execution, `iterations` in all. */
+static void make_dynamic_output(WeirState *s, WeirNode *top, const char *conn,
+                                WeirExpr *iterations) {
+  guint tasklet = top->id;
+  if (top->kind == WEIR_NODE_MAP_ENTRY) {
+    g_autoptr(GPtrArray) out = weir_state_out_edges(s, top->id);
+    for (guint i = 0; i < out->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(out, i);
+      WeirNode *d = weir_state_node(s, m->dst);
+      if (d && d->kind == WEIR_NODE_TASKLET)
+        tasklet = d->id;
+    }
+  }
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autoptr(GPtrArray) out = weir_state_out_edges(s, tasklet);
+  for (guint i = 0; i < out->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(out, i);
+    if (g_strcmp0(m->src_conn, conn) != 0)
+      continue;
+    weir_memlet_set_volume(m, one);
+    m->dynamic = TRUE;
+    WeirNode *exit = weir_state_node(s, m->dst);
+    if (!exit || exit->kind != WEIR_NODE_MAP_EXIT)
+      continue;
+    g_autoptr(GPtrArray) outer = weir_state_out_edges(s, exit->id);
+    for (guint j = 0; j < outer->len; j++) {
+      WeirMemlet *o = g_ptr_array_index(outer, j);
+      if (g_strcmp0(o->data, m->data) == 0) {
+        weir_memlet_set_volume(o, iterations);
+        o->dynamic = TRUE;
+      }
+    }
+  }
+}
+
+/* Copies the data into the output, then a map over the updates writes each
+ * update element at the place its index tuple names (negative indices
+ * count from the end), combined by the reduction's write-conflict
+ * resolution (none: the last write wins, ONNX leaves duplicates
+ * undefined). */
+static gboolean expand_scatter_nd(WeirGraph *g, WeirState *s, WeirNode *n,
+                                  GError **error) {
+  WeirPort x, ind, upd, y;
+  if (!ports(g, s, n, &x, &y, error) ||
+      !weir_port_require_input(g, s, n, 1, &ind, error) ||
+      !weir_port_require_input(g, s, n, 2, &upd, error))
+    return FALSE;
+  guint r = x.rank, q = ind.rank;
+  gint64 k = 0;
+  if (q == 0 || !weir_expr_is_const(ind.shape[q - 1], &k) || k < 1 ||
+      k > (gint64)r || y.rank != r || upd.rank != q - 1 + r - (guint)k)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "the shapes of data, indices and updates do not "
+                          "agree");
+  const char *red = weir_node_attr_string(n, "reduction", "none");
+  WeirWcr wcr = WEIR_WCR_NONE;
+  if (strcmp(red, "add") == 0)
+    wcr = WEIR_WCR_SUM;
+  else if (strcmp(red, "mul") == 0)
+    wcr = WEIR_WCR_PROD;
+  else if (strcmp(red, "max") == 0)
+    wcr = WEIR_WCR_MAX;
+  else if (strcmp(red, "min") == 0)
+    wcr = WEIR_WCR_MIN;
+  else if (strcmp(red, "none") != 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "reduction '%s'", red);
+  if (port_empty(&y))
+    return weir_state_remove_node(s, n->id);
+  /* 1. y = x, into a second access node of the output. */
+  WeirNode *first = weir_state_add_access(g, s, y.container->name);
+  WeirPort y1 = y;
+  y1.access = first;
+  {
+    g_auto(GStrv) p = params_for(g, r);
+    g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+    g_autofree char *sub = weir_expand_index_subset(r, (const char *const *)p);
+    g_autofree char *label = g_strdup_printf("%s_copy", n->label);
+    if (!copy_map(g, s, label, r, p, ranges, &x, sub, &y1, sub, error))
+      return FALSE;
+  }
+  if (port_empty(&upd)) {
+    /* Nothing to scatter: the copy is the result; the indices, updates
+     * and the node's output access node are left unused. */
+    return weir_state_remove_node(s, n->id);
+  }
+  /* 2. The scatter, ordered after the copy. */
+  guint ur = upd.rank;
+  g_auto(GStrv) p = params_for(g, ur);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(ur, upd.shape);
+  g_autofree char *upd_subset =
+      weir_expand_index_subset(ur, (const char *const *)p);
+  /* indices[p0 .. p(q-2), 0:k] */
+  GString *ind_subset = g_string_new(NULL);
+  for (guint d = 0; d + 1 < q; d++)
+    g_string_append_printf(ind_subset, "%s, ", p[d]);
+  g_string_append_printf(ind_subset, k == 1 ? "0" : "0:%" G_GINT64_FORMAT, k);
+  g_autofree char *ind_text = g_string_free(ind_subset, FALSE);
+  GString *code = g_string_new(NULL);
+  for (gint64 j = 0; j < k; j++) {
+    if (k == 1) {
+      g_string_append(code, "j0 = i\n");
+      break;
+    }
+    g_string_append_printf(code, "j%" G_GINT64_FORMAT " = i[", j);
+    for (guint d = 0; d + 1 < q; d++)
+      g_string_append(code, "0, ");
+    g_string_append_printf(code, "%" G_GINT64_FORMAT "]\n", j);
+  }
+  g_string_append(code, "y[");
+  for (guint d = 0; d < r; d++) {
+    if (d)
+      g_string_append(code, ", ");
+    if ((gint64)d < k) {
+      g_autofree char *dim = weir_expand_expr_code(x.shape[d]);
+      g_string_append_printf(code, "j%u < 0 ? j%u + %s : j%u", d, d, dim, d);
+    } else {
+      g_string_append(code, p[q - 1 + d - (guint)k]);
+    }
+  }
+  g_string_append(code, "] = u");
+  g_autofree char *body = g_string_free(code, FALSE);
+  WeirTaskletPort ins[2] = {
+      {upd.access, "u", ur ? upd_subset : NULL, WEIR_WCR_NONE},
+      {ind.access, "i", ind_text, WEIR_WCR_NONE},
+  };
+  WeirTaskletPort out = {y.access, "y", NULL, wcr};
+  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
+  WeirNode *top = weir_expand_map(g, s, label, ur, (const char *const *)p,
+                                  (const char *const *)ranges, ins, 2, &out, 1,
+                                  body, &first, 1, error);
+  if (!top)
+    return FALSE;
+  g_autoptr(WeirExpr) count = weir_container_volume(upd.container);
+  make_dynamic_output(s, top, "y", count);
+  return weir_state_remove_node(s, n->id);
+}
+
 /* ------------------------------------------------------------ register */
 
 void weir_expand_register_shape(void) {
@@ -719,4 +863,5 @@ void weir_expand_register_shape(void) {
   weir_op_register_expansion("ConstantOfShape", "pure",
                              expand_constant_of_shape);
   weir_op_register_expansion("Range", "pure", expand_range);
+  weir_op_register_expansion("ScatterND", "pure", expand_scatter_nd);
 }

@@ -1,0 +1,343 @@
+/* resize.c — the pure expansion of Resize (schema and inference in
+ * ir/ops/resize.c).
+ *
+ * One map over the output.  Axes that are not resized
+ * (weir_op_resize_keeps_axis) read the input at the output's index (or at 0
+ * for an input of size 1) through the memlet subset; each resized axis d
+ * is read whole through an indexed connector, and the tasklet computes the
+ * source coordinate of output index p:
+ *
+ *   half_pixel            (p + 0.5) / scale - 0.5
+ *   pytorch_half_pixel    the same, or 0 when the output length is 1
+ *   align_corners         p * (in - 1) / (len - 1), or 0 when len is 1
+ *   asymmetric            p / scale
+ *   tf_half_pixel_for_nn  (p + 0.5) / scale
+ *
+ * where scale is `scales[d]`, or out / in when `sizes` was given, and the
+ * output length len is `in * scales[d]` unrounded (as ONNX defines it), or
+ * the size.
+ * "nearest" rounds it (round_prefer_floor: ceil(c - 0.5);
+ * round_prefer_ceil: floor(c + 0.5); floor; ceil) and clamps it to
+ * [0, in - 1].  "linear" reads the two neighbours floor(c) and floor(c) + 1
+ * (clamped to the edges) of every resized axis, 2^k corners, and
+ * interpolates them one axis at a time: v = a + s * (b - a) with
+ * s = c - floor(c).  "cubic" reads the four neighbours floor(c) - 1 ..
+ * floor(c) + 2 (clamped), 4^k corners, and combines them one axis at a
+ * time with Keys' weights for cubic_coeff_a (with exclude_outside, the
+ * weights of neighbours outside the input are 0 and the others are
+ * renormalized).  Coordinates and weights are computed in f64.
+ */
+#include <string.h>
+
+#include "expand-util.h"
+#include "weir-attr.h"
+
+void weir_expand_register_resize(void);
+
+/* Map parameters p0, p1, ... unless a program symbol has such a name. */
+static char **params_for(const WeirGraph *g, guint rank) {
+  static const char *const prefixes[] = {"p", "q", "pp", "qq", "map_p"};
+  for (guint k = 0; k < G_N_ELEMENTS(prefixes); k++) {
+    char **p = weir_expand_params(prefixes[k], rank);
+    gboolean clash = FALSE;
+    for (guint i = 0; i < rank && !clash; i++)
+      clash = weir_graph_has_symbol(g, p[i]);
+    if (!clash)
+      return p;
+    g_strfreev(p);
+  }
+  return weir_expand_params("weir_p", rank);
+}
+
+/* The tasklet text of the source coordinate of axis d (resized). */
+static gboolean coordinate(const WeirNode *n, guint d, const char *p,
+                           WeirExpr *in, WeirExpr *out, char **text,
+                           GError **error) {
+  const char *mode =
+      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const WeirAttr *sa = weir_node_attr(n, "scales");
+  gboolean has_scales =
+      sa && sa->type == WEIR_ATTR_FLOATS && sa->floats->len > d;
+  gint64 ci = 0, co = 0;
+  gboolean in_const = weir_expr_is_const(in, &ci);
+  gboolean out_const = weir_expr_is_const(out, &co);
+  g_autofree char *in_code = weir_expand_expr_code(in);
+  g_autofree char *out_code = weir_expand_expr_code(out);
+  g_autofree char *scale = NULL;
+  if (has_scales)
+    scale = weir_expand_float_literal(g_array_index(sa->floats, double, d));
+  else if (in_const && out_const && ci > 0)
+    scale = weir_expand_float_literal((double)co / (double)ci);
+  else
+    scale = g_strdup_printf("(f64(%s) / f64(%s))", out_code, in_code);
+
+  /* The output length the modes divide by: with `scales`, ONNX takes
+   * in * scale unrounded (a 4-element axis scaled by 0.6 has length 2.4). */
+  gboolean len_known = out_const;
+  double len = (double)co;
+  if (has_scales && in_const) {
+    len_known = TRUE;
+    len = (double)ci * g_array_index(sa->floats, double, d);
+  }
+  if (strcmp(mode, "half_pixel") == 0 ||
+      (strcmp(mode, "pytorch_half_pixel") == 0 && len_known && len > 1)) {
+    *text = g_strdup_printf("(%s + 0.5) / %s - 0.5", p, scale);
+  } else if (strcmp(mode, "pytorch_half_pixel") == 0) {
+    *text = len_known ? g_strdup("0.0")
+                      : g_strdup_printf("%s > 1 ? (%s + 0.5) / %s - 0.5 : 0.0",
+                                        out_code, p, scale);
+  } else if (strcmp(mode, "align_corners") == 0) {
+    if (len_known && len == 1) {
+      *text = g_strdup("0.0");
+    } else if (len_known) {
+      g_autofree char *den = weir_expand_float_literal(len - 1);
+      *text = g_strdup_printf("f64(%s) * (%s - 1) / %s", p, in_code, den);
+    } else {
+      *text = g_strdup_printf("%s > 1 ? f64(%s) * (%s - 1) / (%s - 1) : 0.0",
+                              out_code, p, in_code, out_code);
+    }
+  } else if (strcmp(mode, "asymmetric") == 0) {
+    *text = g_strdup_printf("f64(%s) / %s", p, scale);
+  } else if (strcmp(mode, "tf_half_pixel_for_nn") == 0) {
+    *text = g_strdup_printf("(%s + 0.5) / %s", p, scale);
+  } else {
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "coordinate_transformation_mode '%s'", mode);
+  }
+  return TRUE;
+}
+
+static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
+                              GError **error) {
+  WeirPort x, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  if (!weir_op_check_attrs(n, error))
+    return FALSE;
+  for (guint k = 1; k <= 3; k++) {
+    g_autofree char *conn = g_strdup_printf("in%u", k);
+    if (weir_node_has_in_conn(n, conn))
+      return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                            "input %u must be known (an attribute)", k);
+  }
+  guint r = y.rank;
+  if (x.rank != r)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input rank %u, output rank %u", x.rank, r);
+  const char *mode = weir_node_attr_string(n, "mode", "nearest");
+  gboolean linear = strcmp(mode, "linear") == 0;
+  gboolean cubic = strcmp(mode, "cubic") == 0;
+  if (!linear && !cubic && strcmp(mode, "nearest") != 0)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n, "mode '%s'", mode);
+  guint taps = cubic ? 4 : linear ? 2 : 1; /* neighbours read per axis */
+  const char *nearest =
+      weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+  /* rounding: function and offset applied to the coordinate */
+  const char *round_fn = NULL, *round_off = NULL;
+  if (strcmp(nearest, "round_prefer_floor") == 0)
+    round_fn = "ceil", round_off = " - 0.5";
+  else if (strcmp(nearest, "round_prefer_ceil") == 0)
+    round_fn = "floor", round_off = " + 0.5";
+  else if (strcmp(nearest, "floor") == 0)
+    round_fn = "floor", round_off = "";
+  else if (strcmp(nearest, "ceil") == 0)
+    round_fn = "ceil", round_off = "";
+  else
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "nearest_mode '%s'",
+                          nearest);
+  double a = weir_node_attr_float(n, "cubic_coeff_a", -0.75);
+  gboolean exclude = weir_node_attr_int(n, "exclude_outside", 0) != 0;
+  g_autofree char *la = weir_expand_float_literal(a);
+  g_autofree char *la2 = weir_expand_float_literal(a + 2);
+  g_autofree char *la3 = weir_expand_float_literal(a + 3);
+  g_autofree char *la5 = weir_expand_float_literal(5 * a);
+  g_autofree char *la8 = weir_expand_float_literal(8 * a);
+  g_autofree char *la4 = weir_expand_float_literal(4 * a);
+
+  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
+  gint64 nv;
+  if (weir_expr_is_const(vol, &nv) && nv == 0)
+    return weir_state_remove_node(s, n->id);
+
+  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  g_autofree gboolean *resized = g_new0(gboolean, r + 1);
+  guint k = 0;
+  GString *subset = g_string_new(NULL);
+  GString *code = g_string_new(NULL);
+  gboolean ok = TRUE;
+  for (guint d = 0; d < r && ok; d++) {
+    if (d)
+      g_string_append(subset, ", ");
+    gint64 one;
+    if (weir_op_resize_keeps_axis(n, d, x.shape[d], y.shape[d])) {
+      gboolean single = weir_expr_is_const(x.shape[d], &one) && one == 1;
+      g_string_append(subset, single ? "0" : p[d]);
+      continue;
+    }
+    resized[d] = TRUE;
+    g_autofree char *dim = weir_expr_to_string(x.shape[d]);
+    g_autofree char *last = NULL;
+    {
+      g_autoptr(WeirExpr) m1 = weir_expr_add_const(x.shape[d], -1);
+      last = weir_expand_expr_code(m1);
+    }
+    g_string_append_printf(subset, "0:%s", dim);
+    g_autofree char *c = NULL;
+    ok = coordinate(n, d, p[d], x.shape[d], y.shape[d], &c, error);
+    if (!ok)
+      break;
+    /* rz_i<k>_<j>: the input index of neighbour j; rz_w<k>[_<j>]: the
+     * weights. */
+    g_string_append_printf(code, "rz_c%u = %s\n", k, c);
+    if (taps == 1) {
+      g_string_append_printf(code,
+                             "rz_i%u_0 = i64(min(max(%s(rz_c%u%s), 0), %s))\n",
+                             k, round_fn, k, round_off, last);
+      k++;
+      continue;
+    }
+    g_string_append_printf(code,
+                           "rz_f%u = floor(rz_c%u)\n"
+                           "rz_s%u = rz_c%u - rz_f%u\n",
+                           k, k, k, k, k);
+    for (guint j = 0; j < taps; j++)
+      g_string_append_printf(code,
+                             "rz_i%u_%u = i64(min(max(rz_f%u + %d, 0), %s))\n",
+                             k, j, k, (int)j - (taps == 4 ? 1 : 0), last);
+    if (taps == 4) {
+      /* Keys' cubic convolution weights at distances 1 + s, s, 1 - s and
+       * 2 - s. */
+      for (guint j = 0; j < 4; j++) {
+        static const char *const before[] = {"rz_s", "rz_s", "1 - rz_s",
+                                             "2 - rz_s"};
+        g_autofree char *dx =
+            g_strdup_printf("%s%u%s", before[j], k, j == 0 ? " + 1" : "");
+        g_string_append_printf(code, "rz_x = %s\n", dx);
+        if (j == 0 || j == 3)
+          g_string_append_printf(
+              code,
+              "rz_w%u_%u = (((%s) * rz_x - (%s)) * rz_x + (%s)) "
+              "* rz_x - (%s)\n",
+              k, j, la, la5, la8, la4);
+        else
+          g_string_append_printf(
+              code, "rz_w%u_%u = ((%s) * rz_x - (%s)) * rz_x * rz_x + 1\n", k,
+              j, la2, la3);
+        if (exclude)
+          g_string_append_printf(
+              code,
+              "rz_w%u_%u = rz_f%u + %d >= 0 && rz_f%u + %d <= %s ? rz_w%u_%u "
+              ": 0.0\n",
+              k, j, k, (int)j - 1, k, (int)j - 1, last, k, j);
+      }
+      if (exclude) {
+        g_string_append_printf(
+            code, "rz_t = rz_w%u_0 + rz_w%u_1 + rz_w%u_2 + rz_w%u_3\n", k, k, k,
+            k);
+        for (guint j = 0; j < 4; j++)
+          g_string_append_printf(code, "rz_w%u_%u = rz_w%u_%u / rz_t\n", k, j,
+                                 k, j);
+      }
+    }
+    k++;
+  }
+  g_autofree char *in_subset = g_string_free(subset, FALSE);
+  if (!ok) {
+    g_string_free(code, TRUE);
+    return FALSE;
+  }
+  if (k > (taps == 4 ? 8u : 16u)) {
+    g_string_free(code, TRUE);
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "%u resized axes (at most %u)", k,
+                          taps == 4 ? 8u : 16u);
+  }
+  /* The corners: digit t (base `taps`) of corner m picks neighbour
+   * rz_i<t>_<digit> on resized axis t. */
+  guint corners = 1;
+  for (guint t = 0; t < k; t++)
+    corners *= taps;
+  if (k == 0) {
+    g_string_append(code, "y = x");
+  } else {
+    for (guint m = 0; m < corners; m++) {
+      g_string_append_printf(code, taps == 1 ? "y = x[" : "rz_v%u = x[", m);
+      for (guint d = 0, t = 0, rest = m; d < r; d++) {
+        if (d)
+          g_string_append(code, ", ");
+        if (!resized[d]) {
+          g_string_append(code, "0");
+          continue;
+        }
+        g_string_append_printf(code, "rz_i%u_%u", t, rest % taps);
+        rest /= taps;
+        t++;
+      }
+      g_string_append(code, "]\n");
+    }
+    /* Interpolate along the last resized axis first: at step t the values
+     * m < taps^(t+1) hold the interpolation over the axes after t. */
+    guint stride = corners;
+    for (guint t = k; taps > 1 && t-- > 0;) {
+      stride /= taps;
+      for (guint m = 0; m < stride; m++) {
+        if (t == 0)
+          g_string_append(code, "y = ");
+        else
+          g_string_append_printf(code, "rz_v%u = ", m);
+        if (taps == 2)
+          g_string_append_printf(code, "rz_v%u + rz_s%u * (rz_v%u - rz_v%u)\n",
+                                 m, t, m + stride, m);
+        else
+          g_string_append_printf(code,
+                                 "rz_w%u_0 * rz_v%u + rz_w%u_1 * rz_v%u + "
+                                 "rz_w%u_2 * rz_v%u + rz_w%u_3 * rz_v%u\n",
+                                 t, m, t, m + stride, t, m + 2 * stride, t,
+                                 m + 3 * stride);
+      }
+    }
+  }
+  g_autofree char *body = g_string_free(code, FALSE);
+  g_autofree char *out_subset =
+      weir_expand_index_subset(r, (const char *const *)p);
+  WeirTaskletPort in = {x.access, "x", in_subset, WEIR_WCR_NONE};
+  WeirTaskletPort out = {y.access, "y", r ? out_subset : NULL, WEIR_WCR_NONE};
+  WeirNode *top = weir_expand_map(g, s, n->label, r, (const char *const *)p,
+                                  (const char *const *)ranges, &in, 1, &out, 1,
+                                  body, NULL, 0, error);
+  if (!top)
+    return FALSE;
+  if (k > 0 && top->kind == WEIR_NODE_MAP_ENTRY) {
+    /* The resized axes are read at computed indices: each execution reads
+     * 1 (nearest), 2^k (linear) or 4^k (cubic) elements of the
+     * connector's subset. */
+    g_autofree char *in_conn = g_strdup_printf("IN_%s", x.container->name);
+    g_autofree char *out_conn = g_strdup_printf("OUT_%s", x.container->name);
+    g_autoptr(WeirExpr) per = weir_expr_const(corners);
+    g_autoptr(WeirExpr) total = weir_expr_mul(vol, per);
+    g_autoptr(GPtrArray) ins = weir_state_in_edges(s, top->id);
+    for (guint i = 0; i < ins->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(ins, i);
+      if (g_strcmp0(m->dst_conn, in_conn) == 0) {
+        weir_memlet_set_volume(m, total);
+        m->dynamic = TRUE;
+      }
+    }
+    g_autoptr(GPtrArray) outs = weir_state_out_edges(s, top->id);
+    for (guint i = 0; i < outs->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(outs, i);
+      if (g_strcmp0(m->src_conn, out_conn) == 0 &&
+          g_strcmp0(m->dst_conn, "x") == 0) {
+        weir_memlet_set_volume(m, per);
+        m->dynamic = TRUE;
+      }
+    }
+  }
+  return weir_state_remove_node(s, n->id);
+}
+
+void weir_expand_register_resize(void) {
+  weir_op_register_expansion("Resize", "pure", expand_resize);
+}

@@ -1,0 +1,207 @@
+/* resize.c — the Resize operator: schema, shape and type inference, FLOP
+ * count (ONNX semantics; the expansion is in ir/lower/expand/resize.c).
+ *
+ * Supported: mode "nearest" (every nearest_mode), "linear" (n-linear over
+ * the resized axes) and "cubic" (cubic_coeff_a, exclude_outside), with the
+ * coordinate transformation modes half_pixel, pytorch_half_pixel,
+ * align_corners, asymmetric and tf_half_pixel_for_nn, the output size given by
+ * `scales` or `sizes`. Refused (WEIR_ERROR_UNSUPPORTED): tf_crop_and_resize
+ * (the region of interest), antialias, axes, and scales, sizes or roi that are
+ * not known at import (the importer turns constant inputs 1 to 3 into the
+ * attributes `roi`, `scales` and `sizes`).
+ *
+ * FLOPs: nearest counts 0 (data movement).  Linear counts, per output
+ * element, 3 for each of the 2^k - 1 interpolations between neighbours
+ * (a + w * (b - a)) over the k resized axes; cubic 7 (4 products, 3
+ * sums) for each of the (4^k - 1) / 3 combinations of 4 neighbours.  The
+ * coordinate and weight arithmetic is index computation and is not
+ * counted.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "weir-attr.h"
+#include "weir-ops.h"
+
+void weir_ops_register_resize(void);
+
+#define INVALID WEIR_ERROR_INVALID
+#define UNSUPPORTED WEIR_ERROR_UNSUPPORTED
+
+/* The FLOATS attribute `name` when present and not empty (exporters give
+ * an empty tensor for "not used"), else NULL. */
+static const GArray *floats_attr(const WeirNode *n, const char *name) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (!a || a->type != WEIR_ATTR_FLOATS || a->floats->len == 0)
+    return NULL;
+  return a->floats;
+}
+
+static const GArray *ints_attr(const WeirNode *n, const char *name) {
+  const GArray *a = weir_node_attr_ints(n, name);
+  return a && a->len > 0 ? a : NULL;
+}
+
+gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d, WeirExpr *in,
+                                   WeirExpr *out) {
+  gint64 v;
+  if (weir_expr_is_const(in, &v) && v == 1)
+    return TRUE; /* every output element reads the one input element */
+  if (!weir_expr_equal(in, out))
+    return FALSE;
+  const GArray *scales = floats_attr(n, "scales");
+  if (scales && (d >= scales->len || g_array_index(scales, double, d) != 1.0))
+    return FALSE;
+  const char *m =
+      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  return strcmp(m, "tf_half_pixel_for_nn") != 0;
+}
+
+static gboolean infer_resize(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (ctx->n_inputs < 1 || !ctx->inputs[0].present)
+    return weir_node_fail(error, INVALID, n, "input 0 is missing");
+  const WeirOpValue *x = &ctx->inputs[0];
+  static const char *const names[] = {"roi", "scales", "sizes"};
+  for (guint k = 1; k < ctx->n_inputs && k <= 3; k++)
+    if (ctx->inputs[k].present)
+      return weir_node_fail(error, UNSUPPORTED, n,
+                            "input %u '%s' must be known at import", k,
+                            names[k - 1]);
+  const char *mode = weir_node_attr_string(n, "mode", "nearest");
+  const char *coord =
+      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *nearest =
+      weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+  if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0 &&
+      strcmp(mode, "cubic") != 0)
+    return weir_node_fail(error, INVALID, n,
+                          "mode '%s' (expected nearest, linear or cubic)",
+                          mode);
+  if (strcmp(coord, "half_pixel") != 0 &&
+      strcmp(coord, "pytorch_half_pixel") != 0 &&
+      strcmp(coord, "align_corners") != 0 && strcmp(coord, "asymmetric") != 0 &&
+      strcmp(coord, "tf_half_pixel_for_nn") != 0)
+    return weir_node_fail(
+        error, UNSUPPORTED, n,
+        "coordinate_transformation_mode '%s' (supported: half_pixel, "
+        "pytorch_half_pixel, align_corners, asymmetric, "
+        "tf_half_pixel_for_nn)",
+        coord);
+  if (strcmp(nearest, "round_prefer_floor") != 0 &&
+      strcmp(nearest, "round_prefer_ceil") != 0 &&
+      strcmp(nearest, "floor") != 0 && strcmp(nearest, "ceil") != 0)
+    return weir_node_fail(error, INVALID, n, "nearest_mode '%s'", nearest);
+  if (strcmp(mode, "nearest") != 0 && !weir_dtype_is_float(x->dtype))
+    return weir_node_fail(error, UNSUPPORTED, n, "%s interpolation of %s data",
+                          mode, weir_dtype_name(x->dtype));
+  if (weir_node_attr_int(n, "antialias", 0) != 0)
+    return weir_node_fail(error, UNSUPPORTED, n, "antialias = 1");
+  if (weir_node_attr_ints(n, "axes"))
+    return weir_node_fail(error, UNSUPPORTED, n, "attribute 'axes'");
+  const GArray *scales = floats_attr(n, "scales");
+  const GArray *sizes = ints_attr(n, "sizes");
+  if (!!scales == !!sizes)
+    return weir_node_fail(error, INVALID, n,
+                          "exactly one of 'scales' and 'sizes' must be given");
+  guint len = scales ? scales->len : sizes->len;
+  if (len != x->rank)
+    return weir_node_fail(error, INVALID, n,
+                          "'%s' has %u entries, the input has rank %u",
+                          scales ? "scales" : "sizes", len, x->rank);
+  g_autoptr(GPtrArray) shape =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  for (guint d = 0; d < x->rank; d++) {
+    if (sizes) {
+      gint64 v = g_array_index(sizes, gint64, d);
+      if (v < 0)
+        return weir_node_fail(error, INVALID, n,
+                              "sizes[%u] is %" G_GINT64_FORMAT, d, v);
+      g_ptr_array_add(shape, weir_expr_const(v));
+      continue;
+    }
+    double s = g_array_index(scales, double, d);
+    if (!(s > 0))
+      return weir_node_fail(error, INVALID, n, "scales[%u] is %g", d, s);
+    gint64 in;
+    if (weir_expr_is_const(x->shape[d], &in)) {
+      double out = floor((double)in * s);
+      if (!(out < 4611686018427387904.0)) /* 2^62 */
+        return weir_node_fail(error, INVALID, n,
+                              "scales[%u] = %g makes dimension %u too large", d,
+                              s, d);
+      g_ptr_array_add(shape, weir_expr_const((gint64)out));
+    } else if (s < 65536 && s == floor(s)) {
+      g_ptr_array_add(shape, weir_expr_mul_const(x->shape[d], (gint64)s));
+    } else {
+      g_autofree char *t = weir_expr_to_string(x->shape[d]);
+      return weir_node_fail(error, UNSUPPORTED, n,
+                            "a fractional scale (%g) of the symbolic "
+                            "dimension %s",
+                            s, t);
+    }
+  }
+  weir_op_set_output(ctx, 0, x->dtype, x->rank,
+                     (WeirExpr *const *)shape->pdata);
+  return TRUE;
+}
+
+static WeirExpr *flops_resize(const WeirGraph *g, const WeirState *s,
+                              const WeirNode *n) {
+  const WeirMemlet *mi =
+      weir_state_connector_memlet(s, n->id, "in0", TRUE, TRUE);
+  const WeirMemlet *mo =
+      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
+  if (!mi || !mo)
+    return NULL;
+  const WeirContainer *x = weir_graph_container(g, mi->data);
+  const WeirContainer *y = weir_graph_container(g, mo->data);
+  if (!x || !y || x->shape->len != y->shape->len)
+    return NULL;
+  g_autoptr(WeirExpr) vol = weir_container_volume(y);
+  const char *mode = weir_node_attr_string(n, "mode", "nearest");
+  gboolean cubic = strcmp(mode, "cubic") == 0;
+  if ((strcmp(mode, "linear") != 0 && !cubic) || !weir_dtype_is_float(y->dtype))
+    return weir_expr_const(0);
+  guint k = 0;
+  for (guint d = 0; d < x->shape->len; d++)
+    k += !weir_op_resize_keeps_axis(n, d, g_ptr_array_index(x->shape, d),
+                                    g_ptr_array_index(y->shape, d));
+  if (k > 16)
+    return NULL;
+  if (cubic) /* (4^k - 1) / 3 combinations of 4 values, 7 FLOPs each */
+    return weir_expr_mul_const(vol, 7 * ((((gint64)1 << (2 * k)) - 1) / 3));
+  return weir_expr_mul_const(vol, 3 * (((gint64)1 << k) - 1));
+}
+
+static const WeirOpAttrSpec resize_attrs[] = {
+    {"antialias", WEIR_ATTR_INT, FALSE, NULL, 0, 0},
+    {"axes", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"coordinate_transformation_mode", WEIR_ATTR_STRING, FALSE, "half_pixel", 0,
+     0},
+    {"cubic_coeff_a", WEIR_ATTR_FLOAT, FALSE, "-0.75", 0, 0},
+    {"exclude_outside", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"extrapolation_value", WEIR_ATTR_FLOAT, FALSE, "0", 0, 0},
+    {"keep_aspect_ratio_policy", WEIR_ATTR_STRING, FALSE, NULL, 0, 0},
+    {"mode", WEIR_ATTR_STRING, FALSE, "nearest", 0, 0},
+    {"nearest_mode", WEIR_ATTR_STRING, FALSE, "round_prefer_floor", 0, 0},
+    {"roi", WEIR_ATTR_FLOATS, FALSE, NULL, 2, 11},
+    {"scales", WEIR_ATTR_FLOATS, FALSE, NULL, 3, 11},
+    {"sizes", WEIR_ATTR_INTS, FALSE, NULL, 4, 11},
+};
+
+static const WeirOpInfo resize_op = {
+    .name = "Resize",
+    .min_inputs = 1,
+    .max_inputs = 4,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = resize_attrs,
+    .n_attrs = G_N_ELEMENTS(resize_attrs),
+    .infer = infer_resize,
+    .flops = flops_resize,
+};
+
+void weir_ops_register_resize(void) {
+  weir_op_register(&resize_op);
+}
