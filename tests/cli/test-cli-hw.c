@@ -1,54 +1,9 @@
 /* test-cli-hw.c — `weir hw`: the hardware profile measured once into
  * $WEIR_HW_PROFILE, then printed from the cache; --json prints the file's
  * form; bad usage is exit status 2. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <string.h>
-
-#include <cmocka.h>
 #include <glib/gstdio.h>
-#include <sys/wait.h>
 
-#include <glib.h>
-
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Run;
-
-static void run_clear(Run *r) {
-  g_free(r->out);
-  g_free(r->err);
-}
-
-/* Runs weir with a NULL-terminated argument list (environment inherited). */
-static Run run_weir(const char *first, ...) {
-  GPtrArray *argv = g_ptr_array_new();
-  g_ptr_array_add(argv, (gpointer)WEIR_CLI);
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a; a = va_arg(ap, const char *))
-    g_ptr_array_add(argv, (gpointer)a);
-  va_end(ap);
-  g_ptr_array_add(argv, NULL);
-  Run r = {0};
-  int wait_status = 0;
-  g_autoptr(GError) error = NULL;
-  gboolean ok = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT,
-                             NULL, NULL, &r.out, &r.err, &wait_status, &error);
-  g_ptr_array_unref(argv);
-  assert_true(ok);
-  r.status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-  return r;
-}
-
-#define assert_contains(hay, needle)                                           \
-  do {                                                                         \
-    if (!strstr((hay), (needle)))                                              \
-      fail_msg("expected to find '%s' in:\n%s", (needle), (hay));              \
-  } while (0)
+#include "run-weir.h"
 
 static void test_hw(void **state) {
   (void)state;
