@@ -36,6 +36,8 @@
 #include "weir-tensor-io.h"
 #include "weir-validate.h"
 
+#include "kernel-check.h"
+
 #define FLAGS "-O1 -fopenmp -fPIC -shared"
 
 /* One library node: op, input shapes ("" = omitted) and output shape. */
@@ -102,46 +104,6 @@ static WeirGraph *program(const char *name, const Node *nodes, guint n,
   return g;
 }
 
-static GHashTable *tensors_new(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                               (GDestroyNotify)weir_tensor_free);
-}
-
-static GHashTable *random_args(const WeirGraph *g) {
-  GHashTable *args = tensors_new();
-  for (guint i = 0; i < g->containers->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(g->containers, i);
-    gint64 shape[8] = {0};
-    for (guint d = 0; d < c->shape->len; d++)
-      assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,
-                                 &shape[d], NULL));
-    WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
-    weir_tensor_fill_random(t, 11 + c->id);
-    g_hash_table_replace(args, g_strdup(c->name), t);
-  }
-  return args;
-}
-
-static GHashTable *copy_args(GHashTable *args) {
-  GHashTable *c = tensors_new();
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, args);
-  while (g_hash_table_iter_next(&it, &k, &v))
-    g_hash_table_insert(c, g_strdup(k), weir_tensor_copy(v));
-  return c;
-}
-
-/* The ISAs this CPU can run, best first. */
-static guint isas(WeirHwIsa *out) {
-  g_unsetenv("WEIR_ISA");
-  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
-  guint n = 0;
-  for (int i = hw->isa; i >= 0; i--)
-    out[n++] = (WeirHwIsa)i;
-  return n;
-}
-
 /* Compiles g with every library node set to "weir" for every ISA and
  * compares every Y<k> with the interpreter on the pure expansion. */
 static void check_program(const WeirGraph *g0, guint nodes, WeirDType dt) {
@@ -155,7 +117,7 @@ static void check_program(const WeirGraph *g0, guint nodes, WeirDType dt) {
         weir_node_set_attr_string(n, "impl", "weir");
     }
   }
-  g_autoptr(GHashTable) args = random_args(g);
+  g_autoptr(GHashTable) args = random_args(g, 11);
   g_autoptr(GHashTable) ref = copy_args(args);
   g_autoptr(WeirGraph) pure = weir_graph_copy(g0);
   if (!weir_expand_all(pure, NULL, NULL, &err))
