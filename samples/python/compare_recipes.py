@@ -42,11 +42,9 @@ def parse_args():
 
 
 def optimized(program, recipe):
-    """(program, number of transformation applications) for a recipe."""
+    """A copy of program optimized by recipe: "-O<level>" or a recipe file."""
     if recipe.startswith("-O"):
-        level = int(recipe[2:])
-        g = weir.optimize(program, level)
-        return g
+        return weir.optimize(program, int(recipe[2:]))
     return weir.apply_recipe(program, recipe)
 
 
@@ -98,8 +96,9 @@ def main():
     ax1.bar(names, [r["median_ms"] for r in rows], color="#4477aa")
     ax1.set_ylabel("median time per run (ms)")
     ax1.set_title("time (%d runs)" % args.repetitions)
-    ax2.bar(names, [r["bytes_moved"] / 2**20 for r in rows], color="#cc6677")
-    ax2.set_ylabel("data moved (MiB)")
+    unit, scale = ("MiB", 2**20) if max(r["bytes_moved"] for r in rows) >= 2**20 else ("KiB", 2**10)
+    ax2.bar(names, [r["bytes_moved"] / scale for r in rows], color="#cc6677")
+    ax2.set_ylabel("data moved (%s)" % unit)
     ax2.set_title("data movement (analysis)")
     for ax in (ax1, ax2):
         ax.tick_params(axis="x", labelrotation=15)

@@ -32,6 +32,8 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1,
+                   help="OpenMP threads of the training program (0: the default)")
     p.add_argument("--output-dir", default=".")
     return p.parse_args()
 
@@ -53,7 +55,8 @@ def main():
 
     t0 = time.perf_counter()
     trainer = weir.trainer(args.model, x.shape[1], optimizer="adam", lr=args.lr,
-                           batch=args.batch, steps_per_call=4, epochs=1, seed=args.seed)
+                           batch=args.batch, steps_per_call=4, epochs=1, seed=args.seed,
+                           threads=args.threads)
     print("training program compiled in %.3f s" % (time.perf_counter() - t0))
 
     os.makedirs(args.output_dir, exist_ok=True)
