@@ -24,7 +24,30 @@ import numpy as np
 
 import gi
 
-gi.require_version("Weir", "0.1")
+
+def _require_weir():
+    """Loads the Weir typelib: installed, on GI_TYPELIB_PATH, or else from
+    $WEIR_BUILD_DIR or the build tree next to this file (<source>/build, as
+    ./bootstrap makes it), so scripts run from a fresh clone without
+    setting GI_TYPELIB_PATH and LD_LIBRARY_PATH."""
+    try:
+        gi.require_version("Weir", "0.1")
+        return
+    except ValueError:
+        pass
+    gi.require_version("GIRepository", "2.0")
+    from gi.repository import GIRepository
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for build in (os.environ.get("WEIR_BUILD_DIR"), os.path.join(here, "..", "build")):
+        if build and os.path.isfile(os.path.join(build, "Weir-0.1.typelib")):
+            GIRepository.Repository.prepend_search_path(os.path.abspath(build))
+            GIRepository.Repository.prepend_library_path(os.path.abspath(build))
+            break
+    gi.require_version("Weir", "0.1")
+
+
+_require_weir()
 from gi.repository import GLib, Weir  # noqa: E402
 
 Weir.init()

@@ -22,7 +22,11 @@ import sys
 
 import numpy as np
 
-import weir
+try:
+    import weir
+except ImportError:  # from the source tree: <source>/python/weir.py
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import weir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLES = os.path.dirname(HERE)

@@ -19,7 +19,11 @@ import time
 
 import numpy as np
 
-import weir
+try:
+    import weir
+except ImportError:  # from the source tree: <source>/python/weir.py
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import weir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(os.path.dirname(HERE), "models", "digits_mlp.onnx")
