@@ -103,12 +103,10 @@ def to_numpy(tensor, copy=False):
     nbytes = tensor.nbytes()
     if nbytes == 0:
         return np.zeros(shape, dtype)
-    if copy:
-        data = tensor.get_bytes().get_data()
-        return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
     buf = (ctypes.c_ubyte * nbytes).from_address(tensor.get_data_address())
     buf._weir_tensor = tensor  # the view owns a reference to the tensor
-    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+    view = np.frombuffer(buf, dtype=dtype).reshape(shape)
+    return view.copy() if copy else view
 
 
 def from_numpy(array):
