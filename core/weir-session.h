@@ -159,7 +159,6 @@ WEIR_API gboolean weir_session_can_redo(const WeirSession *s);
  * framework's reason for an illegal site). */
 /**
  * weir_session_apply:
- * @site: (nullable):
  * @params: (array zero-terminated=1) (nullable):
  * Returns: (transfer none):
  */
