@@ -45,6 +45,9 @@ WEIR_API char *weir_cache_default_dir(void);
  * weir_cache_default_dir().  The size limit is $WEIR_CACHE_MAX_BYTES when
  * set (an error when it is not a positive integer), else 1 GiB.
  * (transfer full, weir_cache_free) */
+/**
+ * weir_cache_open: (skip)
+ */
 WEIR_API WeirCache *weir_cache_open(const char *dir, GError **error);
 WEIR_API void weir_cache_free(WeirCache *cache);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirCache, weir_cache_free)

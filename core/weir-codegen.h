@@ -77,6 +77,9 @@ WEIR_API char *weir_codegen_prefix(const WeirGraph *g);
 
 /* Argument containers in ABI order (borrowed pointers into g; free the
  * array only). */
+/**
+ * weir_codegen_arguments: (skip)
+ */
 WEIR_API GPtrArray *weir_codegen_arguments(const WeirGraph *g);
 
 /* ------------------------------------------------------ bound constants */
@@ -94,6 +97,9 @@ WEIR_API gboolean weir_codegen_constant_is_literal(const WeirContainer *c);
  * of the kernel's constant table: g's containers in id order, then the
  * nested programs state by state, node by node, each walked the same way.
  * (borrowed pointers into g; free the array only) */
+/**
+ * weir_codegen_constants: (skip)
+ */
 WEIR_API GPtrArray *weir_codegen_constants(const WeirGraph *g);
 
 /* Total bytes of the data of weir_codegen_constants(g). */
@@ -121,6 +127,11 @@ WEIR_API char *weir_codegen_c(const WeirGraph *g,
  * per further unit, each with the helpers it calls (docs/codegen.md,
  * "Compile units").  Otherwise one unit, the text weir_codegen_c gives.
  * Deterministic. */
+/**
+ * weir_codegen_units:
+ * @opts: (nullable):
+ * Returns: (transfer full) (element-type utf8):
+ */
 WEIR_API GPtrArray *weir_codegen_units(const WeirGraph *g,
                                        const WeirCodegenOptions *opts,
                                        GError **error);

@@ -57,6 +57,9 @@ typedef struct _WeirConformanceExpectations WeirConformanceExpectations;
 
 /* Reads an expectations file (format above).  Errors name the file and the
  * line. (transfer full) */
+/**
+ * weir_conformance_expectations_load: (skip)
+ */
 WEIR_API WeirConformanceExpectations *
 weir_conformance_expectations_load(const char *path, GError **error);
 WEIR_API void
@@ -68,6 +71,9 @@ WEIR_API const char *
 weir_conformance_expected_reason(const WeirConformanceExpectations *e,
                                  const char *test);
 /* The names listed as expected not to pass, sorted (transfer container). */
+/**
+ * weir_conformance_expected_tests: (skip)
+ */
 WEIR_API GPtrArray *
 weir_conformance_expected_tests(const WeirConformanceExpectations *e);
 
@@ -127,11 +133,17 @@ weir_conformance_result_is_failure(const WeirConformanceResult *r);
  * otherwise its subdirectories that have one are (sorted by name).
  * Returns paths (char*, owned by the array) in order, or NULL with an
  * error when a directory does not exist or holds no test. */
+/**
+ * weir_conformance_find_tests: (skip)
+ */
 WEIR_API GPtrArray *weir_conformance_find_tests(const char *const *dirs,
                                                 GError **error);
 
 /* Runs one test directory.  Never fails: problems are in the result.
  * opts may be NULL. (transfer full) */
+/**
+ * weir_conformance_run_test: (skip)
+ */
 WEIR_API WeirConformanceResult *
 weir_conformance_run_test(const char *dir, const WeirConformanceOptions *opts);
 
@@ -145,6 +157,9 @@ typedef void (*WeirConformanceFunc)(const WeirConformanceResult *r,
  * and compiles their programs together, the cache misses in parallel
  * (weir_kernel_compile_many); a test's seconds then include its share of
  * that compile.  each (optional) sees every result in order. */
+/**
+ * weir_conformance_run_tests: (skip)
+ */
 WEIR_API GPtrArray *
 weir_conformance_run_tests(GPtrArray *dirs, const WeirConformanceOptions *opts,
                            WeirConformanceFunc each, gpointer user_data);
@@ -161,8 +176,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceTotals,
                               weir_conformance_totals_free)
 /* One entry per operator, sorted by name (results: WeirConformanceResult*;
  * returns WeirConformanceTotals*, owned by the array). */
+/**
+ * weir_conformance_totals: (skip)
+ */
 WEIR_API GPtrArray *weir_conformance_totals(GPtrArray *results);
 /* Sums of every field over all results (op is "total"). (transfer full) */
+/**
+ * weir_conformance_overall: (skip)
+ */
 WEIR_API WeirConformanceTotals *weir_conformance_overall(GPtrArray *results);
 
 G_END_DECLS

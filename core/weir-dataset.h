@@ -53,6 +53,11 @@ typedef struct {
 /* Reads path, choosing the format by its extension (".csv", ".csv.gz",
  * ".npy", case-insensitive).  label: column name or index as text, NULL for
  * the last column.  (transfer full: weir_dataset_free) */
+/**
+ * weir_dataset_load:
+ * @label: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirDataset *weir_dataset_load(const char *path, const char *label,
                                         GError **error);
 /* A regression data set: the columns named by `columns` (comma-separated
@@ -80,6 +85,9 @@ WEIR_API void weir_dataset_scale(WeirDataset *d, double factor);
 /* A permutation of 0..n-1 (Fisher-Yates with GLib's Mersenne Twister seeded
  * with seed): the same seed gives the same order on every platform.
  * (transfer full, g_free) */
+/**
+ * weir_dataset_permutation: (skip)
+ */
 WEIR_API gint64 *weir_dataset_permutation(gint64 n, guint64 seed);
 
 /* Shuffles the samples with weir_dataset_permutation(n, seed). */
@@ -92,6 +100,10 @@ WEIR_API void weir_dataset_shuffle(WeirDataset *d, guint64 seed);
  * statistics are kept in target_mean / target_std of both data sets, so
  * that predictions can be mapped back to the original units; targets are
  * standardized once (a second call leaves them). */
+/**
+ * weir_dataset_standardize:
+ * @val: (nullable):
+ */
 WEIR_API void weir_dataset_standardize(WeirDataset *train, WeirDataset *val,
                                        gboolean features, gboolean targets);
 
@@ -101,6 +113,11 @@ WEIR_API void weir_dataset_standardize(WeirDataset *train, WeirDataset *val,
  * when either part would be empty (a zero val_fraction gives an empty
  * validation set, which is allowed).  Both results are new data sets;
  * n_classes, targets and target statistics of both are d's. */
+/**
+ * weir_dataset_split:
+ * @train_out: (out) (transfer full):
+ * @val_out: (out) (transfer full):
+ */
 WEIR_API gboolean weir_dataset_split(const WeirDataset *d, double val_fraction,
                                      WeirDataset **train_out,
                                      WeirDataset **val_out, GError **error);
@@ -108,11 +125,17 @@ WEIR_API gboolean weir_dataset_split(const WeirDataset *d, double val_fraction,
 /* Copies the samples order[start..start+n) (indices into d; order NULL
  * means 0, 1, ...) into features (n x n_features floats) and labels (n
  * entries; may be NULL). */
+/**
+ * weir_dataset_gather: (skip)
+ */
 WEIR_API void weir_dataset_gather(const WeirDataset *d, const gint64 *order,
                                   gint64 start, gint64 n, float *features,
                                   gint64 *labels);
 /* weir_dataset_gather with the targets too (n x n_targets floats); each
  * of features, labels and targets may be NULL. */
+/**
+ * weir_dataset_gather_targets: (skip)
+ */
 WEIR_API void weir_dataset_gather_targets(const WeirDataset *d,
                                           const gint64 *order, gint64 start,
                                           gint64 n, float *features,

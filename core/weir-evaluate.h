@@ -119,6 +119,9 @@ typedef void (*WeirProgressFunc)(double fraction, const char *phase,
  * (clear it with weir_evaluation_clear); a mismatch is a success with
  * matches = FALSE.  On failure *out is left cleared.  Errors name the
  * program and the phase. */
+/**
+ * weir_evaluate: (skip)
+ */
 WEIR_API gboolean weir_evaluate(const WeirGraph *program,
                                 const WeirGraph *reference,
                                 GHashTable *bindings,

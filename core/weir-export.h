@@ -83,6 +83,11 @@ typedef struct {
  * WEIR_ERROR_INVALID for unbound symbols, inputs that do not fit or a
  * program without outputs; WEIR_ERROR_UNSUPPORTED for programs the code
  * generator cannot handle; WEIR_ERROR_RUNTIME when the interpreter fails. */
+/**
+ * weir_export:
+ * @opts: (nullable):
+ * @info: (nullable):
+ */
 WEIR_API gboolean weir_export(const WeirGraph *g, const char *dir,
                               const WeirExportOptions *opts,
                               WeirExportInfo *info, GError **error);

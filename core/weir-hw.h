@@ -56,6 +56,9 @@ WEIR_API gboolean weir_hw_isa_from_name(const char *name, WeirHwIsa *out);
 
 /* The detected part of the profile (measured = FALSE); never fails: what
  * cannot be read is 0 / "unknown".  Honours $WEIR_ISA. (transfer full) */
+/**
+ * weir_hw_detect: (skip)
+ */
 WEIR_API WeirHwProfile *weir_hw_detect(void);
 
 /* The full profile: detection plus the measurements cached at path (NULL:
@@ -64,9 +67,15 @@ WEIR_API WeirHwProfile *weir_hw_detect(void);
  * unreadable, or when its key is not this machine's.  A file that cannot
  * be written is an error naming it (the measurement is lost). (transfer
  * full) */
+/**
+ * weir_hw_profile_load: (skip)
+ */
 WEIR_API WeirHwProfile *
 weir_hw_profile_load(const char *path, gboolean remeasure, GError **error);
 /* weir_hw_profile_load(NULL, remeasure, error). */
+/**
+ * weir_hw_profile_get: (skip)
+ */
 WEIR_API WeirHwProfile *weir_hw_profile_get(gboolean remeasure, GError **error);
 /* $WEIR_HW_PROFILE when set, else g_get_user_cache_dir()/weir/hw.json.
  * (transfer full) */
@@ -81,9 +90,15 @@ WEIR_API guint weir_hw_measure_count(void);
 WEIR_API char *weir_hw_profile_to_json(const WeirHwProfile *p);
 /* The profile in JSON text; errors name what is missing or wrong, with
  * where (a file name, or "JSON") in front. (transfer full) */
+/**
+ * weir_hw_profile_from_json: (skip)
+ */
 WEIR_API WeirHwProfile *
 weir_hw_profile_from_json(const char *text, const char *where, GError **error);
 
+/**
+ * weir_hw_profile_copy: (skip)
+ */
 WEIR_API WeirHwProfile *weir_hw_profile_copy(const WeirHwProfile *p);
 WEIR_API void weir_hw_profile_free(WeirHwProfile *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirHwProfile, weir_hw_profile_free)

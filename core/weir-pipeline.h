@@ -29,6 +29,11 @@ G_BEGIN_DECLS
 #define WEIR_OPT_LEVEL_DEFAULT 2
 
 /* Reads a level: "0".."3", "O2" or "-O2".  Errors name the text. */
+/**
+ * weir_pipeline_parse_level:
+ * @level: (out):
+ * Returns: (skip):
+ */
 WEIR_API gboolean weir_pipeline_parse_level(const char *text, guint *level,
                                             GError **error);
 
@@ -43,6 +48,11 @@ WEIR_API WeirRecipe *weir_pipeline_recipe(guint level, GError **error);
 /* Applies the pipeline of level to program (weir_recipe_apply: all or
  * nothing).  bindings and report as for weir_recipe_apply (both may be
  * NULL). */
+/**
+ * weir_pipeline_apply:
+ * @bindings: (nullable):
+ * @report: (nullable):
+ */
 WEIR_API gboolean weir_pipeline_apply(WeirGraph *program, guint level,
                                       GHashTable *bindings,
                                       WeirRecipeReport *report, GError **error);
@@ -53,6 +63,10 @@ WEIR_API gboolean weir_pipeline_apply(WeirGraph *program, guint level,
  * full; weir_recipe_report_free), also on error.  Since every step of a
  * pipeline is optional, an error means a step's application failed in a
  * way that is not a refusal (or the level is out of range). */
+/**
+ * weir_session_optimize:
+ * @report: (out) (optional) (transfer full):
+ */
 WEIR_API gboolean weir_session_optimize(WeirSession *session, guint level,
                                         WeirRecipeReport **report,
                                         GError **error);

@@ -96,6 +96,11 @@ typedef struct {
 /* Parses a recipe.  Errors name the source and the JSON path of the
  * offending value ("r.json: steps[1].site.index: expected an integer
  * >= 0"); a newer format version is WEIR_ERROR_VERSION.  len may be -1. */
+/**
+ * weir_recipe_parse:
+ * @source: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirRecipe *weir_recipe_parse(const char *text, gssize len,
                                        const char *source, GError **error);
 WEIR_API WeirRecipe *weir_recipe_load(const char *path, GError **error);
@@ -112,6 +117,11 @@ WEIR_API gboolean weir_recipe_save(const WeirRecipe *r, const char *path,
 
 /* A recipe of no steps (transfer full); source names it in messages
  * (NULL: "<input>"). */
+/**
+ * weir_recipe_new:
+ * @source: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirRecipe *weir_recipe_new(const char *source);
 /* Appends a step that applies the registered transformation `transform`
  * at every candidate site (no selector: "all"), with parameters given as
@@ -122,6 +132,10 @@ WEIR_API WeirRecipe *weir_recipe_new(const char *source);
  * prints (weir_recipe_to_json) with all of them explicit.  On error r is
  * unchanged and the message names the recipe's source, the step's path
  * ("steps[N]") and the problem (unknown transformation, bad parameter). */
+/**
+ * weir_recipe_add_step:
+ * @params: (array zero-terminated=1) (nullable):
+ */
 WEIR_API gboolean weir_recipe_add_step(WeirRecipe *r, const char *transform,
                                        const char *const *params,
                                        GError **error);
@@ -164,6 +178,11 @@ WEIR_API char *weir_recipe_report_to_text(const WeirRecipeReport *r);
  * unchanged.  bindings (name -> gint64*, may be NULL) give symbol values
  * for the figures.  report (may be NULL) receives one entry per step
  * attempted, also on error. */
+/**
+ * weir_recipe_apply:
+ * @bindings: (nullable):
+ * @report: (nullable):
+ */
 WEIR_API gboolean weir_recipe_apply(WeirGraph *program,
                                     const WeirRecipe *recipe,
                                     GHashTable *bindings,
@@ -173,6 +192,10 @@ WEIR_API gboolean weir_recipe_apply(WeirGraph *program,
  * history.  On error the steps of the recipe steps that succeeded remain;
  * the failed step is rolled back (its applications, if any, are left in
  * the redo tail). */
+/**
+ * weir_recipe_apply_session:
+ * @report: (nullable):
+ */
 WEIR_API gboolean weir_recipe_apply_session(WeirSession *session,
                                             const WeirRecipe *recipe,
                                             WeirRecipeReport *report,

@@ -28,6 +28,10 @@ G_BEGIN_DECLS
  * per line ("state 4 'main', node 7 (library 'x'): ...").  warnings (may be
  * NULL) receives owned strings for containers larger than the physical
  * memory of this machine: valid, but they cannot run here. */
+/**
+ * weir_graph_check_runnable:
+ * @warnings: (nullable) (element-type utf8):
+ */
 WEIR_API gboolean weir_graph_check_runnable(const WeirGraph *g,
                                             GPtrArray *warnings,
                                             GError **error);

@@ -118,6 +118,9 @@ WEIR_API gboolean weir_compile_units(const char *const *sources, guint n,
 /* Compiles independent units in parallel, at most g_get_num_processors() at
  * a time.  Every job is attempted; returns FALSE when one failed, with
  * error set to a copy of the first failure in job order. */
+/**
+ * weir_compile_many: (skip)
+ */
 WEIR_API gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,
                                     const WeirCompileOptions *opts,
                                     GError **error);
@@ -129,6 +132,10 @@ WEIR_API gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,
  * the ABI version and g's structure (weir_graph_structure_json: shapes,
  * dtypes, symbols, implementation choices, literal constants; not the data
  * of bound constants).  docs/runtime.md lists the fields. (transfer full) */
+/**
+ * weir_kernel_key:
+ * @opts: (nullable):
+ */
 WEIR_API char *weir_kernel_key(const WeirGraph *g,
                                const WeirCompileOptions *opts, GError **error);
 
@@ -136,6 +143,12 @@ WEIR_API char *weir_kernel_key(const WeirGraph *g,
  * a miss is C generated and compiled; then loads the kernel.  The compiler's
  * diagnostics are included in the error on failure.  info may be NULL;
  * clear it with weir_compile_info_clear. */
+/**
+ * weir_kernel_compile:
+ * @opts: (nullable):
+ * @info: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirKernel *weir_kernel_compile(const WeirGraph *g,
                                          const WeirCompileOptions *opts,
                                          WeirCompileInfo *info, GError **error);
@@ -144,6 +157,9 @@ WEIR_API WeirKernel *weir_kernel_compile(const WeirGraph *g,
  * (weir_compile_many).  kernels_out[i] and infos[i] (optional) receive the
  * results for graphs[i].  On failure no kernel is returned and the error
  * names the program that failed first. */
+/**
+ * weir_kernel_compile_many: (skip)
+ */
 WEIR_API gboolean weir_kernel_compile_many(
     const WeirGraph *const *graphs, guint n, const WeirCompileOptions *opts,
     WeirKernel **kernels_out, WeirCompileInfo *infos, GError **error);
@@ -152,6 +168,13 @@ WEIR_API gboolean weir_kernel_compile_many(
  * weir-codegen.h with entry points <prefix>_run and <prefix>_abi_version.
  * g (optional, copied) is the program whose argument order and shapes the
  * source follows; without it only weir_kernel_call works. */
+/**
+ * weir_kernel_compile_source:
+ * @g: (nullable):
+ * @opts: (nullable):
+ * @info: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirKernel *
 weir_kernel_compile_source(const char *source, const char *prefix,
                            const WeirGraph *g, const WeirCompileOptions *opts,
@@ -165,6 +188,9 @@ weir_kernel_compile_source(const char *source, const char *prefix,
  * seconds that node took, summed over the runs since the caller last
  * zeroed times (borrowed from the kernel, writable).  FALSE (outputs
  * untouched) when k is not instrumented. */
+/**
+ * weir_kernel_profile: (skip)
+ */
 WEIR_API gboolean weir_kernel_profile(WeirKernel *k, guint *n,
                                       const gint64 **ids, double **times);
 
@@ -191,6 +217,11 @@ WEIR_API gsize weir_kernel_constants_bytes(const WeirKernel *k);
  * starts while another run of the same kernel is in progress (another
  * thread) lets the generated code allocate a workspace of its own.  A
  * workspace that cannot be allocated fails the run (WEIR_ERROR_RUNTIME). */
+/**
+ * weir_kernel_workspace:
+ * @bytes: (out) (optional):
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
 
 /* Runs the kernel.  symbols: name -> gint64* (weir_bindings_new); args:
@@ -199,11 +230,19 @@ WEIR_API const void *weir_kernel_workspace(WeirKernel *k, gsize *bytes);
  * Constant containers are bound from the program and cannot be passed.  A
  * symbol that no transition assigns must be bound.  Steady-state runs
  * allocate nothing in the kernel: its transients live in the workspace. */
+/**
+ * weir_kernel_run: (skip)
+ * @symbols: (element-type utf8 gpointer):
+ * @args: (element-type utf8 WeirTensor):
+ */
 WEIR_API gboolean weir_kernel_run(WeirKernel *k, GHashTable *symbols,
                                   GHashTable *args, GError **error);
 
 /* Calls the entry point with raw ABI arguments; a non-zero return is an
  * error (WEIR_ERROR_RUNTIME). */
+/**
+ * weir_kernel_call: (skip)
+ */
 WEIR_API gboolean weir_kernel_call(WeirKernel *k, void *const args[],
                                    const gint64 symbols[], GError **error);
 
@@ -255,6 +294,9 @@ typedef struct {
 /* Binds the arguments once (as weir_kernel_run), runs warmup untimed runs,
  * then times each of the repetitions with the monotonic clock.  The
  * arguments are overwritten by every run. opts may be NULL. */
+/**
+ * weir_kernel_bench: (skip)
+ */
 WEIR_API gboolean weir_kernel_bench(WeirKernel *k, GHashTable *symbols,
                                     GHashTable *args,
                                     const WeirBenchOptions *opts,
@@ -262,6 +304,9 @@ WEIR_API gboolean weir_kernel_bench(WeirKernel *k, GHashTable *symbols,
 WEIR_API void weir_bench_result_clear(WeirBenchResult *r);
 
 /* Median, min, max and mean of n times (n > 0) into out (times is copied). */
+/**
+ * weir_bench_summarize: (skip)
+ */
 WEIR_API void weir_bench_summarize(const double *times, guint n,
                                    WeirBenchResult *out);
 
@@ -270,6 +315,10 @@ WEIR_API void weir_bench_summarize(const double *times, guint n,
  * lines
  * "/" "* weir-link: <name> ... *" "/" (names of [A-Za-z0-9_+.-]), in order,
  * without duplicates. (transfer full; NULL-terminated, possibly empty) */
+/**
+ * weir_codegen_libraries:
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_codegen_libraries(const char *source);
 
 G_END_DECLS

@@ -99,6 +99,12 @@ typedef struct {
  * the recorded figures; they are checked (weir_graph_check_sizes): a
  * negative or overflowing size is an error naming the container and the
  * symbol. */
+/**
+ * weir_session_new:
+ * @source: (nullable):
+ * @bindings: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirSession *weir_session_new(const WeirGraph *program,
                                        const char *source, GHashTable *bindings,
                                        GError **error);
@@ -107,6 +113,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirSession, weir_session_free)
 
 /* callbacks (borrowed; must outlive the session or be replaced) and user
  * data; NULL callbacks removes them. */
+/**
+ * weir_session_set_callbacks: (skip)
+ */
 WEIR_API void weir_session_set_callbacks(WeirSession *s,
                                          const WeirSessionCallbacks *callbacks,
                                          gpointer user);
@@ -120,12 +129,23 @@ WEIR_API const WeirGraph *weir_session_current(const WeirSession *s);
 /* JSON of the current program (borrowed; same lifetime rule). */
 WEIR_API const char *weir_session_current_json(const WeirSession *s);
 /* Where the program came from, or NULL (borrowed). */
+/**
+ * weir_session_source:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const char *weir_session_source(const WeirSession *s);
 /* Symbol values (name -> gint64*; borrowed, never NULL). */
+/**
+ * weir_session_bindings: (skip)
+ */
 WEIR_API GHashTable *weir_session_bindings(const WeirSession *s);
 
 WEIR_API guint weir_session_n_steps(const WeirSession *s);
 /* Step index 1..n (borrowed), or NULL when out of range. */
+/**
+ * weir_session_step:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const WeirStep *weir_session_step(const WeirSession *s, guint index);
 WEIR_API guint weir_session_cursor(const WeirSession *s);
 WEIR_API gboolean weir_session_can_undo(const WeirSession *s);
@@ -137,6 +157,11 @@ WEIR_API gboolean weir_session_can_redo(const WeirSession *s);
  * dropping the redo tail) and becomes the cursor; the new step is returned
  * (borrowed).  On failure nothing changes and the error says why (the
  * framework's reason for an illegal site). */
+/**
+ * weir_session_apply:
+ * @params: (array zero-terminated=1) (nullable):
+ * Returns: (transfer none):
+ */
 WEIR_API const WeirStep *weir_session_apply(WeirSession *s, const char *name,
                                             const WeirSite *site,
                                             const char *const *params,
@@ -163,15 +188,31 @@ WEIR_API gboolean weir_session_bookmark(WeirSession *s, guint step,
 WEIR_API gboolean weir_session_remove_bookmark(WeirSession *s,
                                                const char *name);
 /* Step of a bookmark; FALSE when there is no such bookmark. */
+/**
+ * weir_session_find_bookmark:
+ * @step: (out):
+ */
 WEIR_API gboolean weir_session_find_bookmark(const WeirSession *s,
                                              const char *name, guint *step);
 /* Bookmark of the original program, or NULL (borrowed). */
+/**
+ * weir_session_original_bookmark:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const char *weir_session_original_bookmark(const WeirSession *s);
 
 /* Benchmark results of step k (1..n): a JSON text (checked to parse) or
  * NULL to clear.  The getter's result is borrowed (NULL when none). */
+/**
+ * weir_session_set_results:
+ * @json: (nullable):
+ */
 WEIR_API gboolean weir_session_set_results(WeirSession *s, guint step,
                                            const char *json, GError **error);
+/**
+ * weir_session_get_results:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const char *weir_session_get_results(const WeirSession *s, guint step);
 
 /* Approximate memory held by the history (snapshot texts and step

@@ -92,10 +92,19 @@ WEIR_API WeirGraph *weir_train_graph(const WeirGraph *forward,
 /* Names of the trainable parameters of `forward` under options (NULL: the
  * default rule), in container order (a NULL-terminated array to free with
  * g_strfreev); NULL with an error for a bad params/freeze pattern. */
+/**
+ * weir_train_select_parameters:
+ * @options: (nullable):
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_train_select_parameters(const WeirGraph *forward,
                                              const WeirTrainOptions *options,
                                              GError **error);
 /* weir_train_select_parameters with the default rule. */
+/**
+ * weir_train_parameters:
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_train_parameters(const WeirGraph *forward);
 
 /* The forward program with its parameters (chosen as by

@@ -91,6 +91,9 @@ typedef struct _WeirTrainer WeirTrainer;
  * n_features values per sample), builds and compiles the training and
  * evaluation programs and initializes the state.  Errors name the model
  * and the problem.  (transfer full: weir_trainer_free) */
+/**
+ * weir_trainer_new: (skip)
+ */
 WEIR_API WeirTrainer *weir_trainer_new(const char *model_path,
                                        gint64 n_features,
                                        const WeirTrainerOptions *options,
@@ -100,18 +103,30 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirTrainer, weir_trainer_free)
 
 /* Trains for options->epochs epochs on train, evaluating val (may be NULL
  * or empty) after each. */
+/**
+ * weir_trainer_fit:
+ * @val: (nullable):
+ */
 WEIR_API gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
                                    const WeirDataset *val, GError **error);
 
 /* Runs the evaluation program over d: *accuracy (fraction of samples whose
  * largest logit is at their label) and *loss (mean softmax cross-entropy),
  * both optional.  Fails for a trainer of an mse model. */
+/**
+ * weir_trainer_evaluate:
+ * @accuracy: (out) (optional):
+ * @loss: (out) (optional):
+ */
 WEIR_API gboolean weir_trainer_evaluate(WeirTrainer *t, const WeirDataset *d,
                                         double *accuracy, double *loss,
                                         GError **error);
 
 /* The logits of the evaluation program for every sample of d, into logits
  * (d->n_samples x weir_trainer_n_classes(t) floats). */
+/**
+ * weir_trainer_predict: (skip)
+ */
 WEIR_API gboolean weir_trainer_predict(WeirTrainer *t, const WeirDataset *d,
                                        float *logits, GError **error);
 /* The number of classes (the output's values per sample; for mse the
@@ -127,6 +142,11 @@ WEIR_API gboolean weir_trainer_is_regression(const WeirTrainer *t);
  * in original units when d carries target_mean / target_std (predictions
  * are mapped back the same way); both optional.  d must have as many
  * targets as the output has values per sample. */
+/**
+ * weir_trainer_evaluate_regression:
+ * @mse: (out) (optional):
+ * @r2: (out) (optional):
+ */
 WEIR_API gboolean weir_trainer_evaluate_regression(WeirTrainer *t,
                                                    const WeirDataset *d,
                                                    double *mse, double *r2,
@@ -142,6 +162,10 @@ WEIR_API gboolean weir_trainer_save_onnx(WeirTrainer *t, const char *path,
 /* The current value of a persistent argument of the training program by
  * container name ("fc1_weight", "fc1_weight.m", "step"), or NULL.
  * (borrowed, valid until the next call that trains) */
+/**
+ * weir_trainer_state:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const WeirTensor *weir_trainer_state(const WeirTrainer *t,
                                               const char *name);
 

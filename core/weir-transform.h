@@ -26,17 +26,32 @@ G_BEGIN_DECLS
  * adds one message to *problems (owned strings; may be NULL) and the rest
  * still load.  Returns the number of plugins loaded.  Idempotent per
  * directory. */
+/**
+ * weir_plugins_load:
+ * @problems: (nullable) (element-type utf8):
+ */
 WEIR_API guint weir_plugins_load(GPtrArray *problems);
 /* Loads one plugin file. */
 WEIR_API gboolean weir_plugin_load_file(const char *path, GError **error);
 
 /* All registered transformations, sorted by tier then name (borrowed
  * records; free the array only). */
+/**
+ * weir_transforms_list:
+ * Returns: (transfer container) (element-type WeirTransformInfo):
+ */
 WEIR_API GPtrArray *weir_transforms_list(void);
+/**
+ * weir_transform_lookup:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API const WeirTransformInfo *weir_transform_lookup(const char *name);
 
 /* Parameters from "name=value" strings (NULL-terminated, may be NULL), with
  * defaults for the rest; errors name the parameter and the allowed range. */
+/**
+ * weir_params_parse: (skip)
+ */
 WEIR_API WeirParams *weir_params_parse(const WeirTransformInfo *t,
                                        const char *const *assignments,
                                        GError **error);
@@ -47,9 +62,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirParams, weir_params_free)
 WEIR_API char *weir_params_to_string(const WeirParams *p);
 
 /* Candidate sites of t in g (GArray of WeirSite), deterministic order. */
+/**
+ * weir_transform_sites:
+ * Returns: (transfer full) (element-type WeirSite):
+ */
 WEIR_API GArray *weir_transform_sites(const WeirTransformInfo *t,
                                       const WeirGraph *g);
 /* Legality of a site; *reason (transfer full) when not legal. */
+/**
+ * weir_transform_can_apply:
+ * @params: (nullable):
+ * @reason: (out) (optional) (transfer full):
+ */
 WEIR_API gboolean weir_transform_can_apply(const WeirTransformInfo *t,
                                            const WeirGraph *g,
                                            const WeirSite *site,
@@ -77,6 +101,12 @@ WEIR_API char *weir_site_describe(const WeirGraph *g, const WeirSite *site);
  * WEIR_ERROR_INVALID error naming the text ("--site TEXT: ..." for ids and
  * @K; "NAME: N sites match TEXT; ..." for a pattern, with the candidates
  * listed, at most 12, as "@K  <weir_site_describe>"). */
+/**
+ * weir_site_parse:
+ * @t: (nullable):
+ * @text: (nullable):
+ * @site: (out caller-allocates):
+ */
 WEIR_API gboolean weir_site_parse(const WeirGraph *g,
                                   const WeirTransformInfo *t, const char *text,
                                   WeirSite *site, GError **error);
@@ -92,6 +122,12 @@ WEIR_API void weir_apply_report_clear(WeirApplyReport *r);
 
 /* Applies t at site with params (NULL: defaults).  bindings (may be NULL)
  * give symbol values for the report's figures.  report may be NULL. */
+/**
+ * weir_transform_apply:
+ * @params: (nullable):
+ * @bindings: (nullable):
+ * @report: (nullable):
+ */
 WEIR_API gboolean weir_transform_apply(WeirGraph *g, const WeirTransformInfo *t,
                                        const WeirSite *site,
                                        const WeirParams *params,

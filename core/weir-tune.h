@@ -96,6 +96,9 @@ typedef void (*WeirTuneProgressFunc)(const char *line, gpointer user);
  * *report receives what was done (transfer full).  Errors: the database
  * cannot be opened or written, or a one-node program cannot be built;
  * candidates that fail are reported, not errors. */
+/**
+ * weir_tune: (skip)
+ */
 WEIR_API gboolean weir_tune(const WeirGraph *program,
                             const WeirTuneOptions *opts,
                             WeirTuneProgressFunc progress, gpointer user,

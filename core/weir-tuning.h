@@ -83,6 +83,9 @@ typedef struct _WeirTuningDb WeirTuningDb;
  * G_FILE_ERROR / G_FILE_ERROR_NOENT.  A file that is not a tuning
  * database of schema WEIR_TUNING_SCHEMA_VERSION is refused (WEIR_ERROR_VERSION
  * for another version), the message naming the file. (transfer full) */
+/**
+ * weir_tuning_db_open: (skip)
+ */
 WEIR_API WeirTuningDb *weir_tuning_db_open(const char *path, gboolean create,
                                            GError **error);
 WEIR_API void weir_tuning_db_close(WeirTuningDb *db);
@@ -97,11 +100,17 @@ WEIR_API gboolean weir_tuning_db_put(WeirTuningDb *db,
                                      const WeirTuningRecord *r, GError **error);
 /* The fastest "ok" row of key (ties: by impl, then params), or NULL
  * (without an error) when there is none. (transfer full) */
+/**
+ * weir_tuning_db_best: (skip)
+ */
 WEIR_API WeirTuningRecord *weir_tuning_db_best(WeirTuningDb *db,
                                                const char *key, GError **error);
 /* Every row of key (NULL: of all keys), ordered by key, status, median
  * time, impl and params: a GPtrArray of WeirTuningRecord* that frees them
  * (transfer full), NULL on error. */
+/**
+ * weir_tuning_db_list: (skip)
+ */
 WEIR_API GPtrArray *weir_tuning_db_list(WeirTuningDb *db, const char *key,
                                         GError **error);
 

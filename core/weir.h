@@ -12,6 +12,7 @@
 #include "weir-expand.h"
 #include "weir-export.h"
 #include "weir-expr.h"
+#include "weir-gi.h"
 #include "weir-graph.h"
 #include "weir-hw.h"
 #include "weir-import.h"

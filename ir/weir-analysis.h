@@ -132,6 +132,11 @@ typedef struct {
  * inside a nested program (the validator reports those).  The result is
  * owned (free with weir_analysis_free); only this function creates one,
  * since it also holds the indexes of the lookups below. */
+/**
+ * weir_analysis_compute:
+ * @bindings: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirAnalysis *
 weir_analysis_compute(const WeirGraph *g, GHashTable *bindings, GError **error);
 /* weir_analysis_compute plus the modeled memory traffic
@@ -146,6 +151,11 @@ weir_analysis_compute(const WeirGraph *g, GHashTable *bindings, GError **error);
  * footprint once per such execution, otherwise the memlets of its body
  * move their logical volume, except inner maps, modeled the same way (a
  * tile that fits moves its footprint once per tile). */
+/**
+ * weir_analysis_compute_traffic:
+ * @bindings: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirAnalysis *weir_analysis_compute_traffic(const WeirGraph *g,
                                                      GHashTable *bindings,
                                                      gint64 cache_bytes,
@@ -167,6 +177,9 @@ WEIR_API const WeirStateCost *weir_analysis_state(const WeirAnalysis *a,
 typedef WeirExpr *(*WeirLibraryFlopsFunc)(const WeirGraph *g,
                                           const WeirState *s,
                                           const WeirNode *n);
+/**
+ * weir_analysis_register_library_flops: (skip)
+ */
 WEIR_API void weir_analysis_register_library_flops(const char *op,
                                                    WeirLibraryFlopsFunc f);
 
@@ -188,6 +201,9 @@ typedef struct {
 } WeirStateOrder;
 
 /* The order of g's states (transfer full: weir_state_order_free). */
+/**
+ * weir_state_order_new: (skip)
+ */
 WEIR_API WeirStateOrder *weir_state_order_new(const WeirGraph *g);
 WEIR_API void weir_state_order_free(WeirStateOrder *o);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirStateOrder, weir_state_order_free)
@@ -219,6 +235,9 @@ WEIR_API gboolean weir_tasklet_connector_info(const WeirGraph *g,
  * (owned: weir_code_free), or NULL with an error "tasklet 'LABEL' (node
  * ID): ..." when the body does not parse, a connector has no memlet or the
  * body does not check. */
+/**
+ * weir_tasklet_checked_code: (skip)
+ */
 WEIR_API WeirCode *weir_tasklet_checked_code(const WeirGraph *g,
                                              const WeirState *s,
                                              const WeirNode *n, GError **error);

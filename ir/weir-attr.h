@@ -28,6 +28,10 @@ WEIR_API const char *weir_node_attr_string(const WeirNode *n, const char *name,
 /* The values (gint64) of the INTS attribute `name` of n, or NULL when absent
  * or of another type.  An empty list is returned as is.
  * (transfer none: owned by the node) */
+/**
+ * weir_node_attr_ints:
+ * Returns: (transfer none) (nullable) (element-type gint64):
+ */
 WEIR_API const GArray *weir_node_attr_ints(const WeirNode *n, const char *name);
 
 /* Sets error (domain WEIR_ERROR, code) to "node 'LABEL' (OP): MESSAGE" with

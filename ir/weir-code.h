@@ -167,11 +167,20 @@ typedef struct {
   guint rank; /* 0: scalar; >0: indexed as name[i0, ..., i(rank-1)] */
 } WeirConnectorInfo;
 
+/**
+ * weir_code_parse: (skip)
+ */
 WEIR_API WeirCode *weir_code_parse(const char *text, GError **error);
 /* Parses a single boolean expression (inter-state edge conditions). */
+/**
+ * weir_code_parse_condition: (skip)
+ */
 WEIR_API WeirCode *weir_code_parse_condition(const char *text, GError **error);
 WEIR_API void weir_code_free(WeirCode *code);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirCode, weir_code_free)
+/**
+ * weir_code_copy: (skip)
+ */
 WEIR_API WeirCode *weir_code_copy(const WeirCode *code);
 
 /* Canonical text of the body (one statement per line, minimal
@@ -211,6 +220,9 @@ typedef struct {
  * evaluator, the FLOP count and the code generator all use it. */
 WEIR_API WeirDType weir_ast_operand_type(const WeirAst *n);
 
+/**
+ * weir_value_convert: (skip)
+ */
 WEIR_API WeirValue weir_value_convert(WeirValue v, WeirDType to);
 WEIR_API double weir_value_as_double(WeirValue v);
 

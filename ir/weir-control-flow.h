@@ -119,6 +119,9 @@ typedef struct {
  * id).  Returns NULL with an error (WEIR_ERROR_INVALID) when g has no start
  * state or a transition leads to a state that does not exist; any valid
  * program has a result.  Free with weir_control_flow_free(). */
+/**
+ * weir_control_structure: (skip)
+ */
 WEIR_API WeirControlFlow *weir_control_structure(const WeirGraph *g,
                                                  GError **error);
 WEIR_API void weir_control_flow_free(WeirControlFlow *cf);
@@ -127,6 +130,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirControlFlow, weir_control_flow_free)
 /* The transitions leaving state s that can be taken: in id order, up to
  * the first unconditional one.  The array is owned by the caller (free with
  * g_ptr_array_unref); the transitions are borrowed from g. */
+/**
+ * weir_control_out_transitions: (skip)
+ */
 WEIR_API GPtrArray *weir_control_out_transitions(const WeirGraph *g, guint s);
 
 /* TRUE when the assignments of t give the simultaneous result when they

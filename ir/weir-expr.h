@@ -83,6 +83,10 @@ WEIR_API int weir_expr_compare(const WeirExpr *a, const WeirExpr *b);
  */
 WEIR_API void weir_expr_collect_symbols(const WeirExpr *e, GHashTable *set);
 /* Sorted, owned array of the symbol names in e. */
+/**
+ * weir_expr_symbols:
+ * Returns: (transfer full) (element-type utf8):
+ */
 WEIR_API GPtrArray *weir_expr_symbols(const WeirExpr *e);
 
 /* Evaluates e.  bindings maps symbol name (char*) to a gint64* value (both
@@ -111,6 +115,9 @@ WEIR_API WeirExpr *weir_expr_simplify(WeirExpr *e);
 
 /* Bindings helper: a hash table name -> gint64 for weir_expr_eval.  Keys and
  * values are owned by the table. */
+/**
+ * weir_bindings_new: (skip)
+ */
 WEIR_API GHashTable *weir_bindings_new(void);
 WEIR_API void weir_bindings_set(GHashTable *bindings, const char *name,
                                 gint64 value);

@@ -45,8 +45,14 @@ typedef struct {
 
 /* Parses "b:e[:s], ..." (one item per dimension; "x" means "x:x+1"); the
  * empty string is the subset of a scalar (rank 0). */
+/**
+ * weir_subset_parse: (skip)
+ */
 WEIR_API WeirSubset *weir_subset_parse(const char *text, GError **error);
 WEIR_API char *weir_subset_to_string(const WeirSubset *s);
+/**
+ * weir_subset_copy: (skip)
+ */
 WEIR_API WeirSubset *weir_subset_copy(const WeirSubset *s);
 WEIR_API void weir_subset_free(WeirSubset *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirSubset, weir_subset_free)
@@ -56,6 +62,9 @@ WEIR_API WeirExpr *weir_subset_volume(const WeirSubset *s);
 /* Whether every range covers exactly one element (a constant size of 1). */
 WEIR_API gboolean weir_subset_is_point(const WeirSubset *s);
 /* Substitutes symbols in every range (map: name -> WeirExpr*). */
+/**
+ * weir_subset_substitute: (skip)
+ */
 WEIR_API WeirSubset *weir_subset_substitute(const WeirSubset *s,
                                             GHashTable *map);
 
@@ -95,6 +104,9 @@ typedef struct {
 WEIR_API WeirExpr *weir_container_volume(const WeirContainer *c);
 WEIR_API WeirExpr *weir_container_bytes(const WeirContainer *c);
 /* Full subset 0:shape[d] in every dimension. */
+/**
+ * weir_container_full_subset: (skip)
+ */
 WEIR_API WeirSubset *weir_container_full_subset(const WeirContainer *c);
 
 /* ----------------------------------------------------------------- nodes */
@@ -283,16 +295,27 @@ WEIR_API gboolean weir_graph_has_symbol(const WeirGraph *g, const char *name);
 /* Adds a container with the given shape (borrowed WeirExpr*s, n = rank) and
  * row-major strides.  Returns NULL with an error when the name is taken or
  * not an identifier.  Returned pointer is borrowed (owned by g). */
+/**
+ * weir_graph_add_container: (skip)
+ */
 WEIR_API WeirContainer *weir_graph_add_container(WeirGraph *g, const char *name,
                                                  WeirDType dtype, guint rank,
                                                  WeirExpr *const *shape,
                                                  gboolean transient,
                                                  GError **error);
 /* Same with the shape as text, e.g. "N, 4*M" ("" for a scalar). */
+/**
+ * weir_graph_add_array:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirContainer *weir_graph_add_array(WeirGraph *g, const char *name,
                                              WeirDType dtype, const char *shape,
                                              gboolean transient,
                                              GError **error);
+/**
+ * weir_graph_container:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirContainer *weir_graph_container(const WeirGraph *g,
                                              const char *name);
 /* Removes a container (memlets naming it are left to the caller). */
@@ -308,13 +331,29 @@ WEIR_API void weir_container_set_initializer(WeirContainer *c,
                                              const char *name);
 
 /* States and transitions.  The first state added becomes the start state. */
+/**
+ * weir_graph_add_state:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirState *weir_graph_add_state(WeirGraph *g, const char *label);
+/**
+ * weir_graph_state:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirState *weir_graph_state(const WeirGraph *g, guint id);
 /* The transition with that id (borrowed), or NULL. */
+/**
+ * weir_graph_transition:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirTransition *weir_graph_transition(const WeirGraph *g, guint id);
 WEIR_API void weir_graph_set_start(WeirGraph *g, guint state_id);
 /* condition: text in the tasklet language or NULL (always).  Returns NULL
  * with an error when the condition does not parse. */
+/**
+ * weir_graph_add_transition:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirTransition *weir_graph_add_transition(WeirGraph *g, guint src,
                                                    guint dst,
                                                    const char *condition,
@@ -326,10 +365,20 @@ WEIR_API gboolean weir_transition_add_assignment(WeirTransition *t,
 
 /* Nodes.  Connector lists are NULL-terminated arrays of names (borrowed) or
  * NULL for none.  Returned nodes are borrowed. */
+/**
+ * weir_state_add_access:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_state_add_access(WeirGraph *g, WeirState *s,
                                          const char *data);
 /* The code is parsed now; a parse error is kept for the validator to report
  * (the node is still added, with code == NULL). */
+/**
+ * weir_state_add_tasklet:
+ * @ins: (array zero-terminated=1) (nullable):
+ * @outs: (array zero-terminated=1) (nullable):
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_state_add_tasklet(WeirGraph *g, WeirState *s,
                                           const char *label,
                                           const char *const *ins,
@@ -340,15 +389,34 @@ WEIR_API WeirNode *weir_state_add_tasklet(WeirGraph *g, WeirState *s,
  * the scope (IN_x/OUT_x on the entry, IN_x/OUT_x on the exit, by the
  * convention that data x passes through IN_x and leaves by OUT_x) are added
  * with weir_node_add_in_conn / weir_node_add_out_conn. */
+/**
+ * weir_state_add_map:
+ * @params: (array zero-terminated=1):
+ * @ranges: (array zero-terminated=1):
+ * @exit_out: (out) (transfer none):
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *
 weir_state_add_map(WeirGraph *g, WeirState *s, const char *label,
                    const char *const *params, const char *const *ranges,
                    WeirSchedule schedule, WeirNode **exit_out, GError **error);
+/**
+ * weir_state_add_library:
+ * @ins: (array zero-terminated=1) (nullable):
+ * @outs: (array zero-terminated=1) (nullable):
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_state_add_library(WeirGraph *g, WeirState *s,
                                           const char *label, const char *op,
                                           const char *const *ins,
                                           const char *const *outs);
 /* nested: (transfer full). */
+/**
+ * weir_state_add_nested:
+ * @ins: (array zero-terminated=1) (nullable):
+ * @outs: (array zero-terminated=1) (nullable):
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_state_add_nested(WeirGraph *g, WeirState *s,
                                          const char *label, WeirGraph *nested,
                                          const char *const *ins,
@@ -357,11 +425,24 @@ WEIR_API WeirNode *weir_state_add_nested(WeirGraph *g, WeirState *s,
 WEIR_API gboolean weir_node_bind_symbol(WeirNode *n, const char *name,
                                         const char *value, GError **error);
 
+/**
+ * weir_state_node:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_state_node(const WeirState *s, guint id);
 /* Finds a node anywhere in g; *state_out (optional) receives its state. */
+/**
+ * weir_graph_node:
+ * @state_out: (out) (optional) (transfer none):
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_graph_node(const WeirGraph *g, guint id,
                                    WeirState **state_out);
 /* The exit of a map entry (borrowed), or NULL. */
+/**
+ * weir_state_map_exit:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirNode *weir_state_map_exit(const WeirState *s,
                                        const WeirNode *entry);
 /* Removes a node and every memlet touching it.  For a map entry, the exit is
@@ -395,6 +476,10 @@ WEIR_API gboolean weir_node_remove_attr(WeirNode *n, const char *name);
  * ignored).  The volume defaults to the subset's element count.  Returns a
  * borrowed memlet, or NULL with an error when a node id is not in s or the
  * subset does not parse. */
+/**
+ * weir_state_add_memlet:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirMemlet *weir_state_add_memlet(WeirGraph *g, WeirState *s,
                                            guint src, const char *src_conn,
                                            guint dst, const char *dst_conn,
@@ -403,11 +488,23 @@ WEIR_API WeirMemlet *weir_state_add_memlet(WeirGraph *g, WeirState *s,
 WEIR_API void weir_memlet_set_volume(WeirMemlet *m, WeirExpr *volume);
 WEIR_API gboolean weir_memlet_set_other(WeirMemlet *m, const char *subset,
                                         GError **error);
+/**
+ * weir_state_memlet:
+ * Returns: (transfer none) (nullable):
+ */
 WEIR_API WeirMemlet *weir_state_memlet(const WeirState *s, guint id);
 WEIR_API gboolean weir_state_remove_memlet(WeirState *s, guint id);
 /* New arrays of the memlets entering / leaving a node, by id (borrowed
  * pointers; free the array with g_ptr_array_unref). */
+/**
+ * weir_state_in_edges:
+ * Returns: (transfer container) (element-type WeirMemlet):
+ */
 WEIR_API GPtrArray *weir_state_in_edges(const WeirState *s, guint node);
+/**
+ * weir_state_out_edges:
+ * Returns: (transfer container) (element-type WeirMemlet):
+ */
 WEIR_API GPtrArray *weir_state_out_edges(const WeirState *s, guint node);
 /* The first memlet (by id) on connector conn of node: entering it when
  * input, else leaving it; with_data: only a non-empty memlet.  NULL when
@@ -425,11 +522,17 @@ weir_state_connector_memlet(const WeirState *s, guint node, const char *conn,
  * them once per node).  s must not change meanwhile.  Indexes nest (the
  * innermost one of a state is used).  (transfer full: weir_edge_index_end) */
 typedef struct _WeirEdgeIndex WeirEdgeIndex;
+/**
+ * weir_edge_index_begin: (skip)
+ */
 WEIR_API WeirEdgeIndex *weir_edge_index_begin(const WeirState *s);
 WEIR_API void weir_edge_index_end(WeirEdgeIndex *ix);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirEdgeIndex, weir_edge_index_end)
 /* The memlets entering (input) or leaving node, in id order (borrowed,
  * valid until weir_edge_index_end; never NULL). */
+/**
+ * weir_edge_index_memlets: (skip)
+ */
 WEIR_API GPtrArray *weir_edge_index_memlets(const WeirEdgeIndex *ix, guint node,
                                             gboolean input);
 
@@ -449,6 +552,9 @@ typedef struct {
  * full) are remembered, so asking again for an unchanged state only copies
  * the order.  The parent table may be shared between results: read it,
  * never change it.  (transfer full: weir_scopes_free) */
+/**
+ * weir_state_scopes: (skip)
+ */
 WEIR_API WeirScopes *weir_state_scopes(const WeirState *s, GError **error);
 WEIR_API void weir_scopes_free(WeirScopes *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirScopes, weir_scopes_free)

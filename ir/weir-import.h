@@ -74,6 +74,11 @@ typedef struct {
 } WeirOnnxImportOptions;
 
 /* Loads and imports path.  opts may be NULL.  (transfer full) */
+/**
+ * weir_onnx_import:
+ * @opts: (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirGraph *weir_onnx_import(const char *path,
                                      const WeirOnnxImportOptions *opts,
                                      GError **error);

@@ -19,6 +19,10 @@ G_BEGIN_DECLS
 
 /* Serializes g as pretty-printed JSON text ending in a newline. (transfer
  * full) */
+/**
+ * weir_graph_to_json:
+ * Returns: (transfer full):
+ */
 WEIR_API char *weir_graph_to_json(const WeirGraph *g);
 
 /* The structure of g as JSON text, for hashing (compile-cache keys): the

@@ -84,6 +84,11 @@ WEIR_API gboolean weir_size_parse(const char *text, guint64 *out,
  * containers whose constant shape overflows (errors, appended to errors as
  * char*) and those larger than the physical memory of this machine
  * (warnings).  Both arrays take owned strings. */
+/**
+ * weir_graph_check_size_limits:
+ * @errors: (element-type utf8):
+ * @warnings: (element-type utf8):
+ */
 WEIR_API void weir_graph_check_size_limits(const WeirGraph *g,
                                            GPtrArray *errors,
                                            GPtrArray *warnings);

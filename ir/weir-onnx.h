@@ -35,6 +35,10 @@ G_BEGIN_DECLS
 /* The protobuf-c message of a tensor, generated at build time from
  * onnx.proto.  Only code that includes the generated onnx.pb-c.h can look
  * inside; the importer normally passes it back to weir_onnx_tensor_decode. */
+#ifdef __GI_SCANNER__
+/* For g-ir-scanner: an opaque record in Weir's namespace. */
+#define Onnx__TensorProto WeirOnnxTensorProto
+#endif
 typedef struct Onnx__TensorProto Onnx__TensorProto;
 
 typedef struct _WeirOnnxModel WeirOnnxModel;
@@ -200,9 +204,15 @@ typedef struct {
 /* Loads a .onnx file.  The file is memory-mapped only while it is
  * decoded.  Returns NULL with a WEIR_ERROR_PARSE / _INVALID / _IO error
  * naming the file. (transfer full: free with weir_onnx_model_free) */
+/**
+ * weir_onnx_model_load: (skip)
+ */
 WEIR_API WeirOnnxModel *weir_onnx_model_load(const char *path, GError **error);
 /* Same from bytes in memory (copied as needed; data may be freed after the
  * call).  source names the data in messages ("model.onnx"). */
+/**
+ * weir_onnx_model_load_from_data: (skip)
+ */
 WEIR_API WeirOnnxModel *weir_onnx_model_load_from_data(const guint8 *data,
                                                        gsize len,
                                                        const char *source,
@@ -290,6 +300,9 @@ WEIR_API const char *weir_onnx_node_input(const WeirOnnxNode *node, guint k);
  * int64_data) with count checks.  Refuses element types without a
  * WeirDType ("unsupported element type FLOAT16"), external data and
  * segments with WEIR_ERROR_UNSUPPORTED.  (transfer full) */
+/**
+ * weir_onnx_tensor_decode: (skip)
+ */
 WEIR_API WeirTensor *weir_onnx_tensor_decode(const Onnx__TensorProto *proto,
                                              const char *context,
                                              GError **error);

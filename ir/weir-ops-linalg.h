@@ -58,6 +58,9 @@ typedef struct {
  * letter repeated within one term (diagonals) are WEIR_ERROR_UNSUPPORTED;
  * malformed equations are WEIR_ERROR_INVALID.  The message does not name
  * the node (callers prefix it). */
+/**
+ * weir_einsum_parse: (skip)
+ */
 WEIR_API WeirEinsum *weir_einsum_parse(const char *equation, guint n_inputs,
                                        GError **error);
 WEIR_API void weir_einsum_free(WeirEinsum *e);

@@ -132,6 +132,10 @@ WEIR_API const WeirOpInfo *weir_op_lookup_onnx(const char *domain,
                                                const char *op_type);
 /* Names of all registered operators, sorted (transfer container: free the
  * array, not the strings). */
+/**
+ * weir_op_names:
+ * Returns: (transfer container) (element-type utf8):
+ */
 WEIR_API GPtrArray *weir_op_names(void);
 
 /* Checks a library node's attributes against its schema: required ones
@@ -150,11 +154,21 @@ WEIR_API gboolean weir_op_check_attrs(WeirNode *n, GError **error);
 typedef gboolean (*WeirExpandFunc)(WeirGraph *g, WeirState *s, WeirNode *n,
                                    GError **error);
 
+/**
+ * weir_op_register_expansion: (skip)
+ */
 WEIR_API void weir_op_register_expansion(const char *op, const char *impl,
                                          WeirExpandFunc func);
 /* The expansion registered for (op, impl), or NULL. */
+/**
+ * weir_op_expansion: (skip)
+ */
 WEIR_API WeirExpandFunc weir_op_expansion(const char *op, const char *impl);
 /* Every registered expansion as "op/impl", sorted (transfer full). */
+/**
+ * weir_op_expansions:
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_op_expansions(void);
 
 /* A fresh container name based on base ("tmp", "tmp_1", ...). (transfer
@@ -188,6 +202,9 @@ WEIR_API char *weir_graph_fresh_name(const WeirGraph *g, const char *base);
  * values in inputs 1 and 2, each of length n or 1).
  *
  * weir_op_int_values_not: Not over known 0/1 elements. */
+/**
+ * weir_op_value_int_values: (skip)
+ */
 WEIR_API GPtrArray *weir_op_value_int_values(const WeirOpValue *v);
 WEIR_API gboolean weir_op_int_values_copy(WeirOpInferContext *ctx, guint in,
                                           guint out);

@@ -24,9 +24,17 @@ G_BEGIN_DECLS
 /* Reads an ONNX TensorProto file.  *name_out (optional) receives the
  * tensor's name, "" when it has none (transfer full, g_free).
  * (transfer full) */
+/**
+ * weir_tensor_read_pb:
+ * @name_out: (out) (optional) (transfer full):
+ */
 WEIR_API WeirTensor *weir_tensor_read_pb(const char *path, char **name_out,
                                          GError **error);
 /* Writes t as a TensorProto; name may be NULL (no name). */
+/**
+ * weir_tensor_write_pb:
+ * @name: (nullable):
+ */
 WEIR_API gboolean weir_tensor_write_pb(const WeirTensor *t, const char *name,
                                        const char *path, GError **error);
 
@@ -39,10 +47,18 @@ WEIR_API gboolean weir_tensor_write_npy(const WeirTensor *t, const char *path,
 /* Reads a tensor file, choosing the format from the extension (".pb" or
  * ".npy", case-insensitive).  *name_out (optional) receives the name
  * stored in a .pb file, NULL for .npy (transfer full). (transfer full) */
+/**
+ * weir_tensor_load:
+ * @name_out: (out) (optional) (transfer full) (nullable):
+ */
 WEIR_API WeirTensor *weir_tensor_load(const char *path, char **name_out,
                                       GError **error);
 /* Writes a tensor file, choosing the format from the extension; name is
  * stored in .pb files and ignored for .npy. */
+/**
+ * weir_tensor_save:
+ * @name: (nullable):
+ */
 WEIR_API gboolean weir_tensor_save(const WeirTensor *t, const char *name,
                                    const char *path, GError **error);
 

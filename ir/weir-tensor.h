@@ -32,6 +32,11 @@ WEIR_API gboolean weir_shape_size(WeirDType dtype, guint rank,
  * (weir_shape_size) or the memory cannot be allocated (WEIR_ERROR_RUNTIME,
  * "cannot allocate N bytes"); never aborts.  Use it for every size that
  * comes from input.  (transfer full) */
+/**
+ * weir_tensor_try_new:
+ * @shape: (array length=rank) (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirTensor *weir_tensor_try_new(WeirDType dtype, guint rank,
                                          const gint64 *shape, GError **error);
 
@@ -39,6 +44,11 @@ WEIR_API WeirTensor *weir_tensor_try_new(WeirDType dtype, guint rank,
  * existing tensor).  shape may be NULL when rank is 0.  Returns NULL with a
  * critical warning when weir_tensor_try_new would fail: callers handling
  * sizes from input use weir_tensor_try_new. */
+/**
+ * weir_tensor_new:
+ * @shape: (array length=rank) (nullable):
+ * Returns: (transfer full):
+ */
 WEIR_API WeirTensor *weir_tensor_new(WeirDType dtype, guint rank,
                                      const gint64 *shape);
 WEIR_API void weir_tensor_free(WeirTensor *t);
@@ -58,6 +68,10 @@ WEIR_API void weir_tensor_fill_random(WeirTensor *t, guint64 seed);
  * On mismatch returns FALSE with a message naming the first bad index and
  * the maximum error.  Shapes and dtypes must match.  *max_abs_err (optional)
  * receives the largest absolute difference. */
+/**
+ * weir_tensor_allclose:
+ * @max_abs_err: (out) (optional):
+ */
 WEIR_API gboolean weir_tensor_allclose(const WeirTensor *a, const WeirTensor *b,
                                        double rtol, double atol,
                                        double *max_abs_err, GError **error);

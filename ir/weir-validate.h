@@ -34,6 +34,10 @@ WEIR_API void weir_problem_free(WeirProblem *p);
 /* Every problem of g, in a deterministic order (program, then states by id,
  * nodes by id, memlets by id).  Empty when g is valid.  Free with
  * g_ptr_array_unref. */
+/**
+ * weir_graph_check:
+ * Returns: (transfer full) (element-type WeirProblem):
+ */
 WEIR_API GPtrArray *weir_graph_check(WeirGraph *g);
 
 /* TRUE when g is valid; otherwise FALSE with a WEIR_ERROR_INVALID error

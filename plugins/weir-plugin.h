@@ -62,6 +62,10 @@ WEIR_API gboolean weir_params_get_bool(const WeirParams *p, const char *name);
 WEIR_API const char *weir_params_get_string(const WeirParams *p,
                                             const char *name);
 /* INTS values (borrowed array of gint64). */
+/**
+ * weir_params_get_ints:
+ * Returns: (transfer none) (element-type gint64):
+ */
 WEIR_API const GArray *weir_params_get_ints(const WeirParams *p,
                                             const char *name);
 
@@ -106,6 +110,9 @@ typedef struct {
 /* All matches of pattern in g, in deterministic order (states by id, then
  * node ids lexicographically in pattern order).  Returns a GArray of
  * WeirSite. */
+/**
+ * weir_pattern_match: (skip)
+ */
 WEIR_API GArray *weir_pattern_match(const WeirGraph *g,
                                     const WeirPattern *pattern);
 

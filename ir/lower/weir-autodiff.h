@@ -42,10 +42,20 @@ typedef struct _WeirGradContext WeirGradContext;
 typedef gboolean (*WeirGradRule)(WeirGradContext *ctx, GError **error);
 
 /* Registers a rule (replacing one for the same op). */
+/**
+ * weir_grad_register: (skip)
+ */
 WEIR_API void weir_grad_register(const char *op, WeirGradRule rule);
 /* The rule for op, or NULL. */
+/**
+ * weir_grad_lookup: (skip)
+ */
 WEIR_API WeirGradRule weir_grad_lookup(const char *op);
 /* The operators that have a backward rule, sorted (transfer full). */
+/**
+ * weir_grad_ops:
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_grad_ops(void);
 /* FALSE for inputs that never carry a gradient (indices, shapes, running
  * statistics): Gather's indices, BatchNormalization's mean and var, ... */
@@ -80,6 +90,9 @@ WEIR_API const char *weir_grad_new(WeirGradContext *ctx, const char *base,
  * omitted inputs) and writing outs, each through an access node with the
  * full subset.  Set attributes on the returned (borrowed) node; defaults
  * are filled when the sweep ends. */
+/**
+ * weir_grad_op: (skip)
+ */
 WEIR_API WeirNode *weir_grad_op(WeirGradContext *ctx, const char *op,
                                 const char *label, const char *const *ins,
                                 guint n_ins, const char *const *outs,
@@ -109,6 +122,9 @@ WEIR_API gboolean weir_grad_fail(const WeirGradContext *ctx, GError **error,
  * from wrt to a seed without a rule are expanded first (their pure
  * expansions, weir_expand_nodes); fails naming the node when one cannot be
  * differentiated. */
+/**
+ * weir_autodiff_state: (skip)
+ */
 WEIR_API GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s,
                                          GHashTable *seeds,
                                          const char *const *wrt,
@@ -117,6 +133,10 @@ WEIR_API GHashTable *weir_autodiff_state(WeirGraph *g, WeirState *s,
 /* Names (owned) of the containers in `candidates` (NULL-terminated) on
  * which some value of `targets` depends through differentiable inputs, in
  * the order of candidates. */
+/**
+ * weir_autodiff_dependencies:
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_autodiff_dependencies(const WeirGraph *g,
                                            const WeirState *s,
                                            const char *const *candidates,

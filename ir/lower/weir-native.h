@@ -117,6 +117,10 @@ typedef struct {
 WEIR_API void weir_native_register(const WeirNativeImpl *impl);
 /* Every registered native implementation as "op/impl", sorted (transfer
  * full). */
+/**
+ * weir_native_impls:
+ * Returns: (transfer full) (array zero-terminated=1):
+ */
 WEIR_API char **weir_native_impls(void);
 /* The container on connector in<k> (input) or out<k> of library node n of
  * state s, or NULL.  (Internal to libweir.) */
