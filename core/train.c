@@ -696,12 +696,14 @@ static const char *build_class_loss(Builder *b, const WeirTrainOptions *o,
                       (WeirExpr *const *)tc->shape->pdata)
           : transient(b, ce ? "ce_loss" : "nll_loss", dtype, 0, NULL);
   gboolean smooth = o->label_smoothing != 0;
-  const char *lp = smooth ? transient_like(b, "log_probs", x) : NULL;
+  /* cross-entropy keeps its log-probabilities for the backward pass (the
+   * rule would recompute them otherwise) */
+  const char *lp = ce ? transient_like(b, "log_probs", x) : NULL;
   const char *ins[] = {x, t, w};
   const char *outs[] = {main, lp};
   WeirNode *n =
       lib(b, ce ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss",
-          "loss", ins, w ? 3 : 2, outs, smooth ? 2 : 1);
+          "loss", ins, w ? 3 : 2, outs, ce ? 2 : 1);
   weir_node_set_attr_string(n, "reduction", reduction);
   if (o->has_ignore_index)
     weir_node_set_attr_int(n, "ignore_index", o->ignore_index);
@@ -1472,6 +1474,7 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     WeirNode *n = lib(&b, "Pointwise", ones, &loss, 1, &ones, 1);
     weir_node_set_attr_string(n, "code", "y = 1");
     weir_node_set_attr_int(n, "differentiable", 0);
+    weir_node_set_attr_int(n, "flops", 0);
   }
 
   /* Backward. */

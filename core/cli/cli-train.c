@@ -14,12 +14,16 @@
 typedef struct {
   char *loss, *optimizer, *params, *freeze;
   double lr, momentum, weight_decay, beta1, beta2, epsilon; /* < 0: default */
+  /* loss options (NULL / < 0: default) */
+  char *reduction, *class_axis, *ignore_index, *class_weights, *label_dtype;
+  double label_smoothing, huber_delta;
+  GArray *weights; /* parsed class_weights (double), owned */
 } TrainProgram;
 
 #define TRAIN_PROGRAM_INIT                                                     \
   {                                                                            \
     .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1,    \
-    .epsilon = -1                                                              \
+    .epsilon = -1, .label_smoothing = -1, .huber_delta = -1                    \
   }
 
 static void train_program_clear(TrainProgram *tp) {
@@ -27,6 +31,12 @@ static void train_program_clear(TrainProgram *tp) {
   g_clear_pointer(&tp->optimizer, g_free);
   g_clear_pointer(&tp->params, g_free);
   g_clear_pointer(&tp->freeze, g_free);
+  g_clear_pointer(&tp->reduction, g_free);
+  g_clear_pointer(&tp->class_axis, g_free);
+  g_clear_pointer(&tp->ignore_index, g_free);
+  g_clear_pointer(&tp->class_weights, g_free);
+  g_clear_pointer(&tp->label_dtype, g_free);
+  g_clear_pointer(&tp->weights, g_array_unref);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
@@ -38,9 +48,59 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
    0,                                                                          \
    G_OPTION_ARG_STRING,                                                        \
    &(tp)->loss,                                                                \
-   "softmax-cross-entropy (class labels) or mse (float targets: "              \
-   "regression)",                                                              \
+   "cross-entropy (alias softmax-cross-entropy) or nll (class labels); "       \
+   "mse, l1, huber or bce-with-logits (float targets)",                        \
    "LOSS"},                                                                    \
+      {"reduction",                                                            \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->reduction,                                                       \
+       "mean (default), sum or none",                                          \
+       "R"},                                                                   \
+      {"class-axis",                                                           \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->class_axis,                                                      \
+       "Axis of the classes in the output (negative: from the end; "           \
+       "default 1)",                                                           \
+       "A"},                                                                   \
+      {"ignore-index",                                                         \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->ignore_index,                                                    \
+       "Labels equal to N count for nothing",                                  \
+       "N"},                                                                   \
+      {"label-smoothing",                                                      \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->label_smoothing,                                                 \
+       "Label smoothing of cross-entropy (default 0)",                         \
+       "X"},                                                                   \
+      {"class-weights",                                                        \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->class_weights,                                                   \
+       "Weight of each class, comma-separated",                                \
+       "W,W,..."},                                                             \
+      {"label-dtype",                                                          \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->label_dtype,                                                     \
+       "Dtype of the class labels: i64 (default) or i32",                      \
+       "T"},                                                                   \
+      {"huber-delta",                                                          \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->huber_delta,                                                     \
+       "Delta of the huber loss (default 1)",                                  \
+       "X"},                                                                   \
       {"optimizer",                                                            \
        0,                                                                      \
        0,                                                                      \
@@ -102,12 +162,66 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
 
 /* Applies the options above to o (set by weir_train_options_init); FALSE
  * after printing on an unknown loss or optimizer. */
-static gboolean train_program_options(const char *cmd, const TrainProgram *tp,
+static gboolean train_program_options(const char *cmd, TrainProgram *tp,
                                       WeirTrainOptions *o) {
   if (tp->loss && !weir_loss_from_name(tp->loss, &o->loss)) {
-    fprintf(stderr, "weir %s: unknown loss '%s' (softmax-cross-entropy, mse)\n",
+    fprintf(stderr,
+            "weir %s: unknown loss '%s' (cross-entropy, nll, mse, l1, huber, "
+            "bce-with-logits)\n",
             cmd, tp->loss);
     return FALSE;
+  }
+  if (tp->reduction &&
+      !weir_reduction_from_name(tp->reduction, &o->reduction)) {
+    fprintf(stderr, "weir %s: unknown reduction '%s' (mean, sum, none)\n", cmd,
+            tp->reduction);
+    return FALSE;
+  }
+  if (tp->class_axis) {
+    gint64 a;
+    if (!g_ascii_string_to_signed(tp->class_axis, 10, -64, 64, &a, NULL)) {
+      fprintf(stderr, "weir %s: --class-axis '%s' is not an axis\n", cmd,
+              tp->class_axis);
+      return FALSE;
+    }
+    o->class_axis = (int)a;
+  }
+  if (tp->ignore_index) {
+    if (!g_ascii_string_to_signed(tp->ignore_index, 10, G_MININT64, G_MAXINT64,
+                                  &o->ignore_index, NULL)) {
+      fprintf(stderr, "weir %s: --ignore-index '%s' is not an integer\n", cmd,
+              tp->ignore_index);
+      return FALSE;
+    }
+    o->has_ignore_index = TRUE;
+  }
+  if (tp->label_smoothing >= 0)
+    o->label_smoothing = tp->label_smoothing;
+  if (tp->huber_delta >= 0)
+    o->huber_delta = tp->huber_delta;
+  if (tp->label_dtype &&
+      (!weir_dtype_from_name(tp->label_dtype, &o->label_dtype) ||
+       (o->label_dtype != WEIR_DTYPE_I64 &&
+        o->label_dtype != WEIR_DTYPE_I32))) {
+    fprintf(stderr, "weir %s: --label-dtype '%s' is not i64 or i32\n", cmd,
+            tp->label_dtype);
+    return FALSE;
+  }
+  if (tp->class_weights) {
+    g_auto(GStrv) parts = g_strsplit(tp->class_weights, ",", -1);
+    tp->weights = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; parts[i]; i++) {
+      char *end = NULL;
+      double w = g_ascii_strtod(parts[i], &end);
+      if (end == parts[i] || *end) {
+        fprintf(stderr, "weir %s: --class-weights: '%s' is not a number\n", cmd,
+                parts[i]);
+        return FALSE;
+      }
+      g_array_append_val(tp->weights, w);
+    }
+    o->class_weights = (const double *)tp->weights->data;
+    o->n_class_weights = tp->weights->len;
   }
   if (tp->optimizer &&
       !weir_optimizer_from_name(tp->optimizer, &o->optimizer)) {
