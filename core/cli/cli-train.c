@@ -319,6 +319,60 @@ static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
   fflush(stdout);
 }
 
+/* ---- next-token mode (--tokens) ------------------------------------------ */
+
+typedef struct {
+  const char *tokens, *checkpoint, *resume, *output;
+  gint64 context, steps, every, batch, k;
+  int threads;
+  gboolean quiet;
+} TokenRun;
+
+static void token_progress(const WeirTokenProgress *p, gpointer user_data) {
+  const TokenRun *r = user_data;
+  if (r->quiet)
+    return;
+  printf("step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         "  loss %.4f  perplexity %.3f  %.0f tokens/s%s\n",
+         p->steps, r->steps, p->loss, p->perplexity, p->tokens_per_second,
+         p->skipped ? "  (steps skipped)" : "");
+  fflush(stdout);
+}
+
+static int train_tokens(const char *model, TokenRun *r,
+                        const WeirTokenTrainerOptions *base) {
+  WeirTokenTrainerOptions o = *base;
+  o.batch = r->batch;
+  o.context = r->context;
+  o.steps_per_call = r->k;
+  o.threads = r->threads;
+  o.progress = token_progress;
+  o.user_data = r;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirTokenTrainer) t =
+      weir_token_trainer_new(model, r->tokens, &o, &error);
+  if (!t || (r->resume &&
+             !weir_token_trainer_load_checkpoint(t, r->resume, &error))) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  if (r->resume && !r->quiet)
+    printf("resumed from %s at step %" G_GINT64_FORMAT
+           " (data position %" G_GINT64_FORMAT ")\n",
+           r->resume, weir_token_trainer_steps(t),
+           weir_token_trainer_position(t));
+  if (!weir_token_trainer_run(t, r->steps, r->checkpoint, r->every, &error) ||
+      !weir_token_trainer_save_onnx(t, r->output, &error)) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  printf("%s -> %s: %" G_GINT64_FORMAT " steps of next-token training "
+         "(vocabulary %" G_GINT64_FORMAT ")\n",
+         model, r->output, weir_token_trainer_steps(t),
+         weir_token_trainer_vocab(t));
+  return 0;
+}
+
 int cli_cmd_train(int argc, char **argv) {
   static const char *const usage_text =
       "usage: weir train MODEL.onnx --data FILE -o OUT.onnx [--label COL]\n"
@@ -333,7 +387,11 @@ int cli_cmd_train(int argc, char **argv) {
       "                  [--loss mse [--target-columns COLS | --targets N |\n"
       "                   --target-file FILE]] [--params REGEX] "
       "[--freeze REGEX]\n"
-      "                  [--cc CC] [--cflags FLAGS]\n";
+      "                  [--cc CC] [--cflags FLAGS]\n"
+      "       weir train MODEL.onnx --tokens FILE.npy --context T --steps N\n"
+      "                  -o OUT.onnx [--batch B] [--checkpoint FILE --every "
+      "N]\n"
+      "                  [--resume FILE] [optimizer and loss options]\n";
   g_auto(GStrv) defines = NULL, impls = NULL;
   g_auto(TrainProgram) tp = TRAIN_PROGRAM_INIT;
   g_auto(CliCompile) cc = {0};
@@ -349,6 +407,8 @@ int cli_cmd_train(int argc, char **argv) {
   gboolean fit_quiet = FALSE;
   g_autofree char *max_memory = NULL;
   g_autofree char *level_text = NULL;
+  g_autofree char *tok_file = NULL, *tok_checkpoint = NULL, *tok_resume = NULL;
+  gint64 tok_context = 32, tok_steps = -1, tok_every = 0, tok_report = 10;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -361,6 +421,20 @@ int cli_cmd_train(int argc, char **argv) {
        "COL"},
       {"epochs", 0, 0, G_OPTION_ARG_INT64, &fit_epochs, "Epochs (default 10)",
        "N"},
+      {"tokens", 0, 0, G_OPTION_ARG_FILENAME, &tok_file,
+       "Next-token training on a token file (.npy of i32/i64)", "FILE"},
+      {"context", 0, 0, G_OPTION_ARG_INT64, &tok_context,
+       "--tokens: tokens per window (default 32)", "T"},
+      {"steps", 0, 0, G_OPTION_ARG_INT64, &tok_steps,
+       "--tokens: train until N steps are done", "N"},
+      {"checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &tok_checkpoint,
+       "--tokens: write a checkpoint to FILE every --every steps", "FILE"},
+      {"every", 0, 0, G_OPTION_ARG_INT64, &tok_every,
+       "--tokens: steps between checkpoints", "N"},
+      {"resume", 0, 0, G_OPTION_ARG_FILENAME, &tok_resume,
+       "--tokens: continue from a checkpoint", "FILE"},
+      {"report-every", 0, 0, G_OPTION_ARG_INT64, &tok_report,
+       "--tokens: print the loss every N steps (default 10)", "N"},
       {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
        "Samples per step (default 32)", "B"},
       {"target-columns", 0, 0, G_OPTION_ARG_STRING, &fit_target_columns,
@@ -402,6 +476,36 @@ int cli_cmd_train(int argc, char **argv) {
       {NULL}};
   if (!cli_parse_options("train", "MODEL.onnx", entries, &argc, &argv))
     return 2;
+  if (argc == 2 && tok_file) {
+    if (fit_data || !fit_output || tok_steps < 0 ||
+        (tok_checkpoint && tok_every <= 0) || tok_context <= 0 ||
+        fit_batch <= 0 || fit_k <= 0 || tok_report <= 0) {
+      fprintf(stderr, "weir train: --tokens needs --steps N and -o, no "
+                      "--data, and --every N > 0 with --checkpoint\n");
+      return 2;
+    }
+    WeirTokenTrainerOptions to;
+    weir_token_trainer_options_init(&to);
+    to.train.class_axis = -1;
+    if (!train_program_options("train", &tp, &to.train))
+      return 2;
+    to.compile = cli_compile_options(&cc);
+    to.report_every = tok_report;
+    if (!cli_opt_level("train", level_text, NULL, &to.opt_level))
+      return 2;
+    TokenRun r = {.tokens = tok_file,
+                  .checkpoint = tok_checkpoint,
+                  .resume = tok_resume,
+                  .output = fit_output,
+                  .context = tok_context,
+                  .steps = tok_steps,
+                  .every = tok_every,
+                  .batch = fit_batch,
+                  .k = fit_k,
+                  .threads = fit_threads,
+                  .quiet = fit_quiet};
+    return train_tokens(argv[1], &r, &to);
+  }
   if (argc != 2 || !fit_data || !fit_output) {
     fputs(usage_text, stderr);
     return 2;
