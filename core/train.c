@@ -32,13 +32,40 @@ void weir_train_options_init(WeirTrainOptions *o) {
   o->beta1 = 0.9;
   o->beta2 = 0.999;
   o->epsilon = 1e-8;
+  o->reduction = WEIR_REDUCTION_MEAN;
+  o->class_axis = 1;
+  o->label_dtype = WEIR_DTYPE_I64;
+  o->huber_delta = 1.0;
 }
 
 gboolean weir_loss_from_name(const char *name, WeirLoss *out) {
-  if (g_strcmp0(name, "softmax-cross-entropy") == 0)
-    *out = WEIR_LOSS_SOFTMAX_CROSS_ENTROPY;
-  else if (g_strcmp0(name, "mse") == 0)
-    *out = WEIR_LOSS_MSE;
+  static const struct {
+    const char *name;
+    WeirLoss loss;
+  } names[] = {
+      {"softmax-cross-entropy", WEIR_LOSS_SOFTMAX_CROSS_ENTROPY},
+      {"cross-entropy", WEIR_LOSS_SOFTMAX_CROSS_ENTROPY},
+      {"mse", WEIR_LOSS_MSE},
+      {"nll", WEIR_LOSS_NLL},
+      {"bce-with-logits", WEIR_LOSS_BCE_WITH_LOGITS},
+      {"l1", WEIR_LOSS_L1},
+      {"huber", WEIR_LOSS_HUBER},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    if (g_strcmp0(name, names[i].name) == 0) {
+      *out = names[i].loss;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean weir_reduction_from_name(const char *name, WeirReduction *out) {
+  if (g_strcmp0(name, "mean") == 0)
+    *out = WEIR_REDUCTION_MEAN;
+  else if (g_strcmp0(name, "sum") == 0)
+    *out = WEIR_REDUCTION_SUM;
+  else if (g_strcmp0(name, "none") == 0)
+    *out = WEIR_REDUCTION_NONE;
   else
     return FALSE;
   return TRUE;
@@ -335,10 +362,11 @@ static const char *pointwise(Builder *b, const char *base, const char *like,
   return out;
 }
 
-/* A map copying src[k, ...] (a batch buffer) into dst. */
-static gboolean slice_copy(Builder *b, const char *src, const char *dst,
-                           const char *k, GError **error) {
-  const WeirContainer *d = weir_graph_container(b->g, dst);
+/* A map copying buf[k, ...] (a batch buffer) into step, or with store
+ * step into buf[k, ...]. */
+static gboolean slice_map(Builder *b, const char *buf, const char *step,
+                          const char *k, gboolean store, GError **error) {
+  const WeirContainer *d = weir_graph_container(b->g, step);
   guint r = d->shape->len;
   g_autoptr(GPtrArray) params = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GPtrArray) ranges = g_ptr_array_new_with_free_func(g_free);
@@ -354,10 +382,17 @@ static gboolean slice_copy(Builder *b, const char *src, const char *dst,
   }
   g_ptr_array_add(params, NULL);
   g_ptr_array_add(ranges, NULL);
-  g_autofree char *inner_s = g_string_free(inner, FALSE);
-  g_autofree char *outer_s = g_string_free(outer, FALSE);
-  g_autofree char *out_s = g_string_free(out_inner, FALSE);
-  g_autofree char *label = g_strdup_printf("batch_%s", dst);
+  g_autofree char *buf_inner = g_string_free(inner, FALSE);
+  g_autofree char *buf_outer = g_string_free(outer, FALSE);
+  g_autofree char *step_inner = g_string_free(out_inner, FALSE);
+  g_autofree char *step_full = full_subset(b->g, step);
+  const char *src = store ? step : buf, *dst = store ? buf : step;
+  const char *src_inner = store ? step_inner : buf_inner;
+  const char *src_outer = store ? step_full : buf_outer;
+  const char *dst_inner = store ? buf_inner : step_inner;
+  const char *dst_outer = store ? buf_outer : step_full;
+  g_autofree char *label =
+      g_strdup_printf("%s_%s", store ? "record" : "batch", dst);
   WeirNode *exit = NULL;
   WeirNode *entry = weir_state_add_map(
       b->g, b->s, label, (const char *const *)params->pdata,
@@ -377,15 +412,25 @@ static gboolean slice_copy(Builder *b, const char *src, const char *dst,
   WeirNode *a_src = reader(b, src);
   WeirNode *a_dst = weir_state_add_access(b->g, b->s, dst);
   g_hash_table_replace(b->access, g_strdup(dst), a_dst);
-  g_autofree char *full_dst = full_subset(b->g, dst);
+  /* a store writes part of the buffer: the memlet covers batch k only */
   return weir_state_add_memlet(b->g, b->s, a_src->id, NULL, entry->id, in_c,
-                               src, outer_s, error) &&
+                               src, src_outer, error) &&
          weir_state_add_memlet(b->g, b->s, entry->id, out_c, t->id, "x", src,
-                               inner_s, error) &&
+                               src_inner, error) &&
          weir_state_add_memlet(b->g, b->s, t->id, "y", exit->id, din_c, dst,
-                               out_s, error) &&
+                               dst_inner, error) &&
          weir_state_add_memlet(b->g, b->s, exit->id, dout_c, a_dst->id, NULL,
-                               dst, full_dst, error);
+                               dst, dst_outer, error);
+}
+
+static gboolean slice_copy(Builder *b, const char *src, const char *dst,
+                           const char *k, GError **error) {
+  return slice_map(b, src, dst, k, FALSE, error);
+}
+
+static gboolean slice_store(Builder *b, const char *src, const char *dst,
+                            const char *k, GError **error) {
+  return slice_map(b, dst, src, k, TRUE, error);
 }
 
 /* A tasklet (no map) with the given connectors and subsets. */
@@ -463,61 +508,315 @@ static char *expr_code(const WeirExpr *e) {
   return g_strdup_printf("(%s)", t);
 }
 
-/* The loss of output `out` against target `t` into scalar `loss`; returns
- * the gradient of `out` (a new transient). */
-static const char *build_loss(Builder *b, const WeirTrainOptions *o,
-                              const char *out, const char *t, const char *loss,
-                              GError **error) {
-  const WeirContainer *c = weir_graph_container(b->g, out);
-  if (o->loss == WEIR_LOSS_SOFTMAX_CROSS_ENTROPY) {
-    if (c->shape->len != 2) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                  "softmax-cross-entropy needs a [batch, classes] output; "
-                  "'%s' has rank %u",
-                  out, c->shape->len);
-      return NULL;
-    }
-    WeirExpr *bsz = c->shape->pdata[0];
-    const char *lp = transient_like(b, "log_probs", out);
-    WeirNode *n = lib(b, "LogSoftmax", "loss_log_softmax", &out, 1, &lp, 1);
-    weir_node_set_attr_int(n, "axis", 1);
-    g_autoptr(WeirExpr) one = weir_expr_const(1);
-    WeirExpr *lab_shape[] = {bsz, one};
-    const char *lab = transient(b, "labels", WEIR_DTYPE_I64, 2, lab_shape);
-    gint64 axis1 = 1, axis0 = 0;
-    n = lib(b, "Unsqueeze", "loss_labels", &t, 1, &lab, 1);
-    weir_node_set_attr_ints(n, "axes", &axis1, 1);
-    const char *ins[] = {lp, lab};
-    const char *nll =
-        pointwise(b, "nll", lp, NULL, "y = b == p1 ? -a : 0", ins, 2);
-    const char *per = transient(b, "nll_sample", c->dtype, 1, &bsz);
-    n = lib(b, "ReduceSum", "loss_sum", &nll, 1, &per, 1);
-    weir_node_set_attr_ints(n, "axes", &axis1, 1);
-    weir_node_set_attr_int(n, "keepdims", 0);
-    n = lib(b, "ReduceMean", "loss_mean", &per, 1, &loss, 1);
-    weir_node_set_attr_ints(n, "axes", &axis0, 1);
-    weir_node_set_attr_int(n, "keepdims", 0);
-    /* d loss / d out = (softmax(out) - onehot(label)) / batch */
-    g_autofree char *bt = expr_code(bsz);
-    g_autofree char *code =
-        g_strdup_printf("y = (exp(a) - (b == p1 ? 1 : 0)) / %s", bt);
-    return pointwise(b, "output_grad", out, NULL, code, ins, 2);
+/* ----------------------------------------------------------------- losses
+ *
+ * Every loss is built from library nodes between the output and the loss
+ * value, and differentiated by the same reverse sweep as the model (the
+ * seed is a tensor of ones shaped like the loss value):
+ *   cross-entropy  SoftmaxCrossEntropyLoss (its rule fuses softmax and
+ *                  one-hot into one map), after a Transpose that moves the
+ *                  class axis to position 1 when it is elsewhere; label
+ *                  smoothing adds eps / C times the sum over the classes of
+ *                  -w_c log p_c (PyTorch's formula, its mean included);
+ *   nll            NegativeLogLikelihoodLoss, the same way;
+ *   mse, l1, huber, bce-with-logits
+ *                  one Pointwise node per element (differentiated from its
+ *                  code), then ReduceMean or ReduceSum over every axis. */
+
+static gboolean is_class_loss(WeirLoss l) {
+  return l == WEIR_LOSS_SOFTMAX_CROSS_ENTROPY || l == WEIR_LOSS_NLL;
+}
+
+static const char *loss_name(WeirLoss l) {
+  switch (l) {
+  case WEIR_LOSS_SOFTMAX_CROSS_ENTROPY:
+    return "cross-entropy";
+  case WEIR_LOSS_NLL:
+    return "nll";
+  case WEIR_LOSS_MSE:
+    return "mse";
+  case WEIR_LOSS_BCE_WITH_LOGITS:
+    return "bce-with-logits";
+  case WEIR_LOSS_L1:
+    return "l1";
+  case WEIR_LOSS_HUBER:
+    return "huber";
   }
-  /* mse: mean over every element of (out - t)^2 */
+  return "?";
+}
+
+/* The class axis of an output of rank r (class losses). */
+static gboolean class_axis(const WeirTrainOptions *o, const char *out, guint r,
+                           guint *axis, GError **error) {
+  if (r < 2) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s needs an output with a batch and a class axis (rank >= "
+                "2); '%s' has rank %u",
+                loss_name(o->loss), out, r);
+    return FALSE;
+  }
+  gint64 a = o->class_axis < 0 ? (gint64)r + o->class_axis : o->class_axis;
+  if (a < 0 || a >= r) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "class axis %d is outside output '%s' of rank %u",
+                o->class_axis, out, r);
+    return FALSE;
+  }
+  *axis = (guint)a;
+  return TRUE;
+}
+
+/* The target's shape for output oc (borrowed expressions; free the array
+ * with g_free): the output's without the class axis for class losses, the
+ * output's otherwise.  NULL with an error for a bad class axis. */
+static WeirExpr **target_shape(const WeirTrainOptions *o,
+                               const WeirContainer *oc, guint *rank,
+                               GError **error) {
+  guint r = oc->shape->len;
+  WeirExpr **shape = g_new0(WeirExpr *, r + 1);
+  if (!is_class_loss(o->loss)) {
+    for (guint d = 0; d < r; d++)
+      shape[d] = oc->shape->pdata[d];
+    *rank = r;
+    return shape;
+  }
+  guint axis;
+  if (!class_axis(o, oc->name, r, &axis, error)) {
+    g_free(shape);
+    return NULL;
+  }
+  guint k = 0;
+  for (guint d = 0; d < r; d++)
+    if (d != axis)
+      shape[k++] = oc->shape->pdata[d];
+  *rank = k;
+  return shape;
+}
+
+/* x reduced over every axis with op (ReduceSum, ReduceMean) into a new
+ * scalar. */
+static const char *reduce_all(Builder *b, const char *x, const char *op,
+                              const char *base) {
+  const WeirContainer *c = weir_graph_container(b->g, x);
   guint r = c->shape->len;
+  const char *y = transient(b, base, c->dtype, 0, NULL);
   g_autofree gint64 *axes = g_new0(gint64, r ? r : 1);
   for (guint d = 0; d < r; d++)
     axes[d] = d;
-  const char *ins[] = {out, t};
-  const char *sq =
-      pointwise(b, "sq_err", out, NULL, "y = (a - b) * (a - b)", ins, 2);
-  WeirNode *n = lib(b, "ReduceMean", "loss_mean", &sq, 1, &loss, 1);
+  WeirNode *n = lib(b, op, y, &x, 1, &y, 1);
   weir_node_set_attr_ints(n, "axes", axes, r);
   weir_node_set_attr_int(n, "keepdims", 0);
-  g_autoptr(WeirExpr) vol = weir_container_volume(c);
-  g_autofree char *vt = expr_code(vol);
-  g_autofree char *code = g_strdup_printf("y = 2 * (a - b) / %s", vt);
-  return pointwise(b, "output_grad", out, NULL, code, ins, 2);
+  return y;
+}
+
+/* A constant holding the class weights with shape [C, 1 x ones]. */
+static const char *weights_constant(Builder *b, const WeirTrainOptions *o,
+                                    WeirDType dtype, WeirExpr *classes,
+                                    guint ones, GError **error) {
+  gint64 n;
+  if (!weir_expr_is_const(classes, &n) || n != (gint64)o->n_class_weights) {
+    g_autofree char *c = weir_expr_to_string(classes);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "%u class weights given for %s classes", o->n_class_weights, c);
+    return NULL;
+  }
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autofree WeirExpr **shape = g_new0(WeirExpr *, ones + 1);
+  shape[0] = classes;
+  for (guint d = 1; d <= ones; d++)
+    shape[d] = one;
+  const char *name = transient(b, "class_weights", dtype, ones + 1, shape);
+  gsize es = dtype == WEIR_DTYPE_F64 ? 8 : 4;
+  guint8 *data = g_malloc(es * (gsize)n);
+  for (gint64 i = 0; i < n; i++) {
+    if (es == 8) {
+      double v = o->class_weights[i];
+      memcpy(data + 8 * i, &v, 8);
+    } else {
+      float v = (float)o->class_weights[i];
+      memcpy(data + 4 * i, &v, 4);
+    }
+  }
+  g_autoptr(GBytes) bytes = g_bytes_new_take(data, es * (gsize)n);
+  weir_container_set_initial(weir_graph_container(b->g, name), bytes);
+  return name;
+}
+
+/* Cross-entropy or NLL of output `out` (class axis moved to 1) against
+ * labels t; returns the loss value (scalar, or t's shape for none). */
+static const char *build_class_loss(Builder *b, const WeirTrainOptions *o,
+                                    const char *out, const char *t,
+                                    GError **error) {
+  const WeirContainer *c = weir_graph_container(b->g, out);
+  guint r = c->shape->len, axis;
+  if (!class_axis(o, out, r, &axis, error))
+    return NULL;
+  gboolean ce = o->loss == WEIR_LOSS_SOFTMAX_CROSS_ENTROPY;
+  if (o->label_smoothing != 0 && !ce) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "label smoothing is an option of cross-entropy, not of %s",
+                loss_name(o->loss));
+    return NULL;
+  }
+  if (o->label_smoothing < 0 || o->label_smoothing > 1) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "label smoothing %g is outside [0, 1]", o->label_smoothing);
+    return NULL;
+  }
+  WeirDType dtype = c->dtype;
+  WeirExpr *classes = c->shape->pdata[axis];
+  const char *x = out;
+  if (axis != 1) {
+    /* [N, C, D...]: the first other axis, the classes, the rest */
+    g_autofree gint64 *perm = g_new0(gint64, r);
+    g_autofree WeirExpr **shape = g_new0(WeirExpr *, r);
+    guint first = axis == 0 ? 1 : 0, k = 2;
+    perm[0] = first;
+    perm[1] = axis;
+    for (guint d = 0; d < r; d++)
+      if (d != axis && d != first)
+        perm[k++] = d;
+    for (guint d = 0; d < r; d++)
+      shape[d] = c->shape->pdata[perm[d]];
+    x = transient(b, "class_scores", dtype, r, shape);
+    WeirNode *n = lib(b, "Transpose", "loss_class_axis", &out, 1, &x, 1);
+    weir_node_set_attr_ints(n, "perm", perm, r);
+  }
+  const char *w = NULL;
+  if (o->class_weights &&
+      !(w = weights_constant(b, o, dtype, classes, 0, error)))
+    return NULL;
+  const char *reduction = o->reduction == WEIR_REDUCTION_NONE  ? "none"
+                          : o->reduction == WEIR_REDUCTION_SUM ? "sum"
+                                                               : "mean";
+  const WeirContainer *tc = weir_graph_container(b->g, t);
+  const char *main =
+      o->reduction == WEIR_REDUCTION_NONE
+          ? transient(b, ce ? "ce_loss" : "nll_loss", dtype, tc->shape->len,
+                      (WeirExpr *const *)tc->shape->pdata)
+          : transient(b, ce ? "ce_loss" : "nll_loss", dtype, 0, NULL);
+  gboolean smooth = o->label_smoothing != 0;
+  /* cross-entropy keeps its log-probabilities for the backward pass (the
+   * rule would recompute them otherwise) */
+  const char *lp = ce ? transient_like(b, "log_probs", x) : NULL;
+  const char *ins[] = {x, t, w};
+  const char *outs[] = {main, lp};
+  WeirNode *n =
+      lib(b, ce ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss",
+          "loss", ins, w ? 3 : 2, outs, ce ? 2 : 1);
+  weir_node_set_attr_string(n, "reduction", reduction);
+  if (o->has_ignore_index)
+    weir_node_set_attr_int(n, "ignore_index", o->ignore_index);
+  if (!smooth)
+    return main;
+
+  /* PyTorch: (1 - eps) ce + eps / C * smooth, smooth_e = -sum_c w_c lp_c
+   * (0 for an ignored label), reduced: none; sum; mean = sum / sum of the
+   * labels' weights with weights, else the mean over every element. */
+  const char *neg;
+  if (o->class_weights) {
+    const char *wb = weights_constant(b, o, dtype, classes, r - 2, error);
+    if (!wb)
+      return NULL;
+    const char *pins[] = {lp, wb};
+    neg = pointwise(b, "smooth_terms", lp, NULL, "y = -a * b", pins, 2);
+  } else {
+    neg = pointwise(b, "smooth_terms", lp, NULL, "y = -a", &lp, 1);
+  }
+  const char *per = transient(b, "smooth_loss", dtype, tc->shape->len,
+                              (WeirExpr *const *)tc->shape->pdata);
+  gint64 one_axis = 1;
+  n = lib(b, "ReduceSum", "smooth_sum", &neg, 1, &per, 1);
+  weir_node_set_attr_ints(n, "axes", &one_axis, 1);
+  weir_node_set_attr_int(n, "keepdims", 0);
+  g_autofree char *mask = NULL;
+  if (o->has_ignore_index) {
+    mask = g_strdup_printf("y = b == %" G_GINT64_FORMAT " ? 0 : a",
+                           o->ignore_index);
+    const char *mins[] = {per, t};
+    per = pointwise(b, "smooth_loss", per, NULL, mask, mins, 2);
+  }
+  const char *sm = per;
+  if (o->reduction == WEIR_REDUCTION_SUM) {
+    sm = reduce_all(b, per, "ReduceSum", "smooth_total");
+  } else if (o->reduction == WEIR_REDUCTION_MEAN && !o->class_weights) {
+    sm = reduce_all(b, per, "ReduceMean", "smooth_total");
+  } else if (o->reduction == WEIR_REDUCTION_MEAN) {
+    const char *idx = t;
+    if (o->has_ignore_index) {
+      g_autofree char *clamp = g_strdup_printf(
+          "y = a == %" G_GINT64_FORMAT " ? 0 : a", o->ignore_index);
+      idx = pointwise(b, "label_index", t, NULL, clamp, &t, 1);
+    }
+    const char *gw = transient(b, "label_weights", dtype, tc->shape->len,
+                               (WeirExpr *const *)tc->shape->pdata);
+    const char *gins[] = {w, idx};
+    n = lib(b, "Gather", "label_weights", gins, 2, &gw, 1);
+    weir_node_set_attr_int(n, "axis", 0);
+    if (o->has_ignore_index) {
+      const char *mins[] = {gw, t};
+      gw = pointwise(b, "label_weights", gw, NULL, mask, mins, 2);
+    }
+    const char *wsum = reduce_all(b, gw, "ReduceSum", "label_weight_sum");
+    const char *ssum = reduce_all(b, per, "ReduceSum", "smooth_sum");
+    const char *dins[] = {ssum, wsum};
+    sm = pointwise(b, "smooth_total", ssum, NULL, "y = a / b", dins, 2);
+  }
+  g_autofree char *cl = expr_code(classes);
+  g_autofree char *code =
+      g_strdup_printf("y = %.17g * a + %.17g / %s * b", 1 - o->label_smoothing,
+                      o->label_smoothing, cl);
+  const char *fins[] = {main, sm};
+  return pointwise(b, "loss_value", main, NULL, code, fins, 2);
+}
+
+/* The loss of output `out` against target `t` (the step's slice): returns
+ * the loss value (a new transient: a scalar, or per element for reduction
+ * none). */
+static const char *build_loss(Builder *b, const WeirTrainOptions *o,
+                              const char *out, const char *t, GError **error) {
+  if (is_class_loss(o->loss))
+    return build_class_loss(b, o, out, t, error);
+  const char *code = NULL;
+  g_autofree char *huber = NULL;
+  switch (o->loss) {
+  case WEIR_LOSS_MSE:
+    code = "y = (a - b) * (a - b)";
+    break;
+  case WEIR_LOSS_L1:
+    /* derivative sign(a - b), 0 where a == b (as PyTorch) */
+    code = "d = a - b\ny = d > 0 ? d : (d < 0 ? -d : 0)";
+    break;
+  case WEIR_LOSS_HUBER:
+    if (!(o->huber_delta > 0)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "the huber delta must be positive (%g)", o->huber_delta);
+      return NULL;
+    }
+    huber =
+        g_strdup_printf("d = a - b\n"
+                        "ad = abs(d)\n"
+                        "y = ad < %.17g ? 0.5 * d * d : %.17g * (ad - "
+                        "%.17g)",
+                        o->huber_delta, o->huber_delta, 0.5 * o->huber_delta);
+    code = huber;
+    break;
+  case WEIR_LOSS_BCE_WITH_LOGITS:
+    /* max(a, 0) - a b + log(1 + exp(-|a|)), per sign so that no exp
+     * overflows; derivative sigmoid(a) - b on both branches */
+    code = "y = a >= 0 ? a * (1 - b) + log(1 + exp(-a)) : "
+           "log(1 + exp(a)) - a * b";
+    break;
+  default:
+    g_assert_not_reached();
+  }
+  const char *ins[] = {out, t};
+  const char *per = pointwise(b, "loss_elements", out, NULL, code, ins, 2);
+  if (o->reduction == WEIR_REDUCTION_NONE)
+    return per;
+  return reduce_all(
+      b, per, o->reduction == WEIR_REDUCTION_SUM ? "ReduceSum" : "ReduceMean",
+      "loss_value");
 }
 
 /* ------------------------------------------------ training-mode lowering
@@ -1137,22 +1436,23 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   /* Target. */
   {
     guint r;
-    WeirDType dtype;
-    g_autofree WeirExpr **shape = NULL;
-    if (options->loss == WEIR_LOSS_SOFTMAX_CROSS_ENTROPY) {
-      r = 1;
-      dtype = WEIR_DTYPE_I64;
-      shape = g_new0(WeirExpr *, 2);
-      shape[0] = K;
-      shape[1] = oc->shape->len ? oc->shape->pdata[0] : K;
-    } else {
-      r = oc->shape->len;
-      dtype = oc->dtype;
-      shape = g_new0(WeirExpr *, r + 1);
-      shape[0] = K;
-      for (guint d = 0; d < r; d++)
-        shape[d + 1] = oc->shape->pdata[d];
+    g_autofree WeirExpr **tshape = target_shape(options, oc, &r, error);
+    if (!tshape)
+      return NULL;
+    WeirDType dtype = oc->dtype;
+    if (is_class_loss(options->loss)) {
+      dtype = options->label_dtype;
+      if (dtype != WEIR_DTYPE_I64 && dtype != WEIR_DTYPE_I32) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                    "class labels are i64 or i32, not %s",
+                    weir_dtype_name(dtype));
+        return NULL;
+      }
     }
+    g_autofree WeirExpr **shape = g_new0(WeirExpr *, r + 1);
+    shape[0] = K;
+    for (guint d = 0; d < r; d++)
+      shape[d + 1] = tshape[d];
     if (!weir_graph_add_container(g, target_name, dtype, r + 1, shape, FALSE,
                                   error))
       return NULL;
@@ -1165,14 +1465,21 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     if (!slice_copy(&b, target_name, t_step, k, error))
       return NULL;
   }
-  const char *loss = transient(&b, "loss", oc->dtype, 0, NULL);
-  const char *dout = build_loss(&b, options, out_name, t_step, loss, error);
-  if (!dout)
+  const char *loss = build_loss(&b, options, out_name, t_step, error);
+  if (!loss)
     return NULL;
+  /* the seed: d loss / d loss = 1 (ones for per-element losses) */
+  const char *ones = transient_like(&b, "loss_seed", loss);
+  {
+    WeirNode *n = lib(&b, "Pointwise", ones, &loss, 1, &ones, 1);
+    weir_node_set_attr_string(n, "code", "y = 1");
+    weir_node_set_attr_int(n, "differentiable", 0);
+    weir_node_set_attr_int(n, "flops", 0);
+  }
 
   /* Backward. */
   g_autoptr(GHashTable) seeds = g_hash_table_new(g_str_hash, g_str_equal);
-  g_hash_table_insert(seeds, (gpointer)out_name, (gpointer)dout);
+  g_hash_table_insert(seeds, (gpointer)loss, (gpointer)ones);
   g_autoptr(GHashTable) grads =
       weir_autodiff_state(g, s, seeds, (const char *const *)params, error);
   if (!grads)
@@ -1181,7 +1488,12 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
 
   /* Finiteness check: loss + sum of every gradient. */
   g_autoptr(GPtrArray) parts = g_ptr_array_new();
-  g_ptr_array_add(parts, (gpointer)loss);
+  const WeirContainer *lc = weir_graph_container(g, loss);
+  guint loss_rank = lc->shape->len;
+  g_ptr_array_add(
+      parts,
+      (gpointer)(loss_rank ? reduce_all(&b, loss, "ReduceSum", "loss_total")
+                           : loss));
   for (guint i = 0; params[i]; i++) {
     const char *gr = g_hash_table_lookup(grads, params[i]);
     if (!gr) {
@@ -1209,7 +1521,12 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
 
   /* ABI containers. */
   g_autoptr(WeirExpr) one = weir_expr_const(1);
-  if (!weir_graph_add_container(g, "losses", oc->dtype, 1, &K, FALSE, error) ||
+  g_autofree WeirExpr **lshape = g_new0(WeirExpr *, loss_rank + 1);
+  lshape[0] = K;
+  for (guint d = 0; d < loss_rank; d++)
+    lshape[d + 1] = lc->shape->pdata[d];
+  if (!weir_graph_add_container(g, "losses", oc->dtype, loss_rank + 1, lshape,
+                                FALSE, error) ||
       !weir_graph_add_container(g, "step", WEIR_DTYPE_I64, 1, &one, FALSE,
                                 error) ||
       !weir_graph_add_container(g, "skipped", WEIR_DTYPE_I64, 1, &one, FALSE,
@@ -1278,11 +1595,16 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   /* losses[k], step, skipped. */
   builder_enter(&b, count);
   {
-    const char *ic[] = {"a"}, *id[] = {loss}, *is[] = {""};
-    const char *oc2[] = {"y"}, *od[] = {"losses"}, *os[] = {k};
-    if (!tasklet(&b, "record_loss", 1, ic, id, is, 1, oc2, od, os, "y = a",
-                 error))
-      return NULL;
+    if (loss_rank > 0) {
+      if (!slice_store(&b, loss, "losses", k, error))
+        return NULL;
+    } else {
+      const char *ic[] = {"a"}, *id[] = {loss}, *is[] = {""};
+      const char *oc2[] = {"y"}, *od[] = {"losses"}, *os[] = {k};
+      if (!tasklet(&b, "record_loss", 1, ic, id, is, 1, oc2, od, os, "y = a",
+                   error))
+        return NULL;
+    }
     const char *ic3[] = {"s", "q", "c"}, *id3[] = {"step", "skipped", check},
                *is3[] = {"0", "0", ""};
     const char *oc3[] = {"s_out", "q_out"}, *od3[] = {"step", "skipped"},

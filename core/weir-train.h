@@ -29,10 +29,12 @@
  *     loss was not finite (parameters and optimizer state unchanged).
  *   - each forward input X becomes "X" with shape [K, ...forward shape]
  *     (a batch buffer of K batches); the target is `target` with shape
- *     [K, B] int64 class labels (softmax-cross-entropy) or [K, ...output
- *     shape] float (mse).
- *   - "losses" [K], the output's float dtype: the loss of each step (mean
- *     over the batch; NaN/inf for a skipped step).
+ *     [K, ...output shape without the class axis] class labels
+ *     (options->label_dtype, i64 by default; cross-entropy and nll) or
+ *     [K, ...output shape] float (the other losses).
+ *   - "losses" [K], the output's float dtype: the loss of each step (as
+ *     reduced; NaN/inf for a skipped step); with reduction "none",
+ *     [K, ...per-element loss shape].
  *   - symbol "K" (number of steps per call) unless options->steps > 0
  *     fixes it.
  * Other forward parameters (e.g. BatchNormalization running statistics)
@@ -46,10 +48,25 @@
 
 G_BEGIN_DECLS
 
+/* Losses (docs/training.md, "Losses").  Cross-entropy and NLL read class
+ * labels (the output's shape without the class axis); the others a float
+ * target shaped like the output. */
 typedef enum {
-  WEIR_LOSS_SOFTMAX_CROSS_ENTROPY,
-  WEIR_LOSS_MSE,
+  WEIR_LOSS_SOFTMAX_CROSS_ENTROPY, /* "cross-entropy", "softmax-cross-entropy"
+                                    */
+  WEIR_LOSS_MSE,                   /* "mse" */
+  WEIR_LOSS_NLL,             /* "nll": the output holds log-probabilities */
+  WEIR_LOSS_BCE_WITH_LOGITS, /* "bce-with-logits" */
+  WEIR_LOSS_L1,              /* "l1" */
+  WEIR_LOSS_HUBER,           /* "huber" */
 } WeirLoss;
+
+typedef enum {
+  WEIR_REDUCTION_MEAN, /* "mean" (default) */
+  WEIR_REDUCTION_SUM,  /* "sum" */
+  WEIR_REDUCTION_NONE, /* "none": per-element losses; the gradient is that of
+                          their sum (PyTorch's loss.backward(ones)) */
+} WeirReduction;
 
 typedef enum {
   WEIR_OPTIMIZER_SGD,
@@ -75,11 +92,26 @@ typedef struct {
    * candidates; freeze removes the matching ones from the candidates. */
   const char *params;
   const char *freeze;
+  /* Loss options (cross-entropy and nll unless said otherwise). */
+  WeirReduction reduction;
+  int class_axis;            /* axis of the classes in the output; negative
+                                counts from the end; default 1 */
+  gboolean has_ignore_index; /* labels equal to ignore_index count for
+                                nothing (neither loss nor mean) */
+  gint64 ignore_index;
+  double label_smoothing;      /* cross-entropy only, default 0 */
+  const double *class_weights; /* borrowed, n_class_weights entries (the
+                                  class count), or NULL */
+  guint n_class_weights;
+  WeirDType label_dtype; /* i64 (default) or i32 */
+  double huber_delta;    /* huber, default 1 */
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);
 
 WEIR_API gboolean weir_loss_from_name(const char *name, WeirLoss *out);
+WEIR_API gboolean weir_reduction_from_name(const char *name,
+                                           WeirReduction *out);
 WEIR_API gboolean weir_optimizer_from_name(const char *name,
                                            WeirOptimizer *out);
 

@@ -35,6 +35,7 @@
 #include "weir-tensor.h"
 #include "weir-train.h"
 #include "weir-trainer.h"
+#include "weir-token-trainer.h"
 #include "weir-transform.h"
 #include "weir-tune.h"
 #include "weir-tuning.h"

@@ -14,12 +14,16 @@
 typedef struct {
   char *loss, *optimizer, *params, *freeze;
   double lr, momentum, weight_decay, beta1, beta2, epsilon; /* < 0: default */
+  /* loss options (NULL / < 0: default) */
+  char *reduction, *class_axis, *ignore_index, *class_weights, *label_dtype;
+  double label_smoothing, huber_delta;
+  GArray *weights; /* parsed class_weights (double), owned */
 } TrainProgram;
 
 #define TRAIN_PROGRAM_INIT                                                     \
   {                                                                            \
     .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1,    \
-    .epsilon = -1                                                              \
+    .epsilon = -1, .label_smoothing = -1, .huber_delta = -1                    \
   }
 
 static void train_program_clear(TrainProgram *tp) {
@@ -27,6 +31,12 @@ static void train_program_clear(TrainProgram *tp) {
   g_clear_pointer(&tp->optimizer, g_free);
   g_clear_pointer(&tp->params, g_free);
   g_clear_pointer(&tp->freeze, g_free);
+  g_clear_pointer(&tp->reduction, g_free);
+  g_clear_pointer(&tp->class_axis, g_free);
+  g_clear_pointer(&tp->ignore_index, g_free);
+  g_clear_pointer(&tp->class_weights, g_free);
+  g_clear_pointer(&tp->label_dtype, g_free);
+  g_clear_pointer(&tp->weights, g_array_unref);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
@@ -38,9 +48,59 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
    0,                                                                          \
    G_OPTION_ARG_STRING,                                                        \
    &(tp)->loss,                                                                \
-   "softmax-cross-entropy (class labels) or mse (float targets: "              \
-   "regression)",                                                              \
+   "cross-entropy (alias softmax-cross-entropy) or nll (class labels); "       \
+   "mse, l1, huber or bce-with-logits (float targets)",                        \
    "LOSS"},                                                                    \
+      {"reduction",                                                            \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->reduction,                                                       \
+       "mean (default), sum or none",                                          \
+       "R"},                                                                   \
+      {"class-axis",                                                           \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->class_axis,                                                      \
+       "Axis of the classes in the output (negative: from the end; "           \
+       "default 1)",                                                           \
+       "A"},                                                                   \
+      {"ignore-index",                                                         \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->ignore_index,                                                    \
+       "Labels equal to N count for nothing",                                  \
+       "N"},                                                                   \
+      {"label-smoothing",                                                      \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->label_smoothing,                                                 \
+       "Label smoothing of cross-entropy (default 0)",                         \
+       "X"},                                                                   \
+      {"class-weights",                                                        \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->class_weights,                                                   \
+       "Weight of each class, comma-separated",                                \
+       "W,W,..."},                                                             \
+      {"label-dtype",                                                          \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->label_dtype,                                                     \
+       "Dtype of the class labels: i64 (default) or i32",                      \
+       "T"},                                                                   \
+      {"huber-delta",                                                          \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->huber_delta,                                                     \
+       "Delta of the huber loss (default 1)",                                  \
+       "X"},                                                                   \
       {"optimizer",                                                            \
        0,                                                                      \
        0,                                                                      \
@@ -102,12 +162,66 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
 
 /* Applies the options above to o (set by weir_train_options_init); FALSE
  * after printing on an unknown loss or optimizer. */
-static gboolean train_program_options(const char *cmd, const TrainProgram *tp,
+static gboolean train_program_options(const char *cmd, TrainProgram *tp,
                                       WeirTrainOptions *o) {
   if (tp->loss && !weir_loss_from_name(tp->loss, &o->loss)) {
-    fprintf(stderr, "weir %s: unknown loss '%s' (softmax-cross-entropy, mse)\n",
+    fprintf(stderr,
+            "weir %s: unknown loss '%s' (cross-entropy, nll, mse, l1, huber, "
+            "bce-with-logits)\n",
             cmd, tp->loss);
     return FALSE;
+  }
+  if (tp->reduction &&
+      !weir_reduction_from_name(tp->reduction, &o->reduction)) {
+    fprintf(stderr, "weir %s: unknown reduction '%s' (mean, sum, none)\n", cmd,
+            tp->reduction);
+    return FALSE;
+  }
+  if (tp->class_axis) {
+    gint64 a;
+    if (!g_ascii_string_to_signed(tp->class_axis, 10, -64, 64, &a, NULL)) {
+      fprintf(stderr, "weir %s: --class-axis '%s' is not an axis\n", cmd,
+              tp->class_axis);
+      return FALSE;
+    }
+    o->class_axis = (int)a;
+  }
+  if (tp->ignore_index) {
+    if (!g_ascii_string_to_signed(tp->ignore_index, 10, G_MININT64, G_MAXINT64,
+                                  &o->ignore_index, NULL)) {
+      fprintf(stderr, "weir %s: --ignore-index '%s' is not an integer\n", cmd,
+              tp->ignore_index);
+      return FALSE;
+    }
+    o->has_ignore_index = TRUE;
+  }
+  if (tp->label_smoothing >= 0)
+    o->label_smoothing = tp->label_smoothing;
+  if (tp->huber_delta >= 0)
+    o->huber_delta = tp->huber_delta;
+  if (tp->label_dtype &&
+      (!weir_dtype_from_name(tp->label_dtype, &o->label_dtype) ||
+       (o->label_dtype != WEIR_DTYPE_I64 &&
+        o->label_dtype != WEIR_DTYPE_I32))) {
+    fprintf(stderr, "weir %s: --label-dtype '%s' is not i64 or i32\n", cmd,
+            tp->label_dtype);
+    return FALSE;
+  }
+  if (tp->class_weights) {
+    g_auto(GStrv) parts = g_strsplit(tp->class_weights, ",", -1);
+    tp->weights = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; parts[i]; i++) {
+      char *end = NULL;
+      double w = g_ascii_strtod(parts[i], &end);
+      if (end == parts[i] || *end) {
+        fprintf(stderr, "weir %s: --class-weights: '%s' is not a number\n", cmd,
+                parts[i]);
+        return FALSE;
+      }
+      g_array_append_val(tp->weights, w);
+    }
+    o->class_weights = (const double *)tp->weights->data;
+    o->n_class_weights = tp->weights->len;
   }
   if (tp->optimizer &&
       !weir_optimizer_from_name(tp->optimizer, &o->optimizer)) {
@@ -205,6 +319,60 @@ static void print_progress(const WeirTrainProgress *p, gpointer user_data) {
   fflush(stdout);
 }
 
+/* ---- next-token mode (--tokens) ------------------------------------------ */
+
+typedef struct {
+  const char *tokens, *checkpoint, *resume, *output;
+  gint64 context, steps, every, batch, k;
+  int threads;
+  gboolean quiet;
+} TokenRun;
+
+static void token_progress(const WeirTokenProgress *p, gpointer user_data) {
+  const TokenRun *r = user_data;
+  if (r->quiet)
+    return;
+  printf("step %" G_GINT64_FORMAT "/%" G_GINT64_FORMAT
+         "  loss %.4f  perplexity %.3f  %.0f tokens/s%s\n",
+         p->steps, r->steps, p->loss, p->perplexity, p->tokens_per_second,
+         p->skipped ? "  (steps skipped)" : "");
+  fflush(stdout);
+}
+
+static int train_tokens(const char *model, TokenRun *r,
+                        const WeirTokenTrainerOptions *base) {
+  WeirTokenTrainerOptions o = *base;
+  o.batch = r->batch;
+  o.context = r->context;
+  o.steps_per_call = r->k;
+  o.threads = r->threads;
+  o.progress = token_progress;
+  o.user_data = r;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirTokenTrainer) t =
+      weir_token_trainer_new(model, r->tokens, &o, &error);
+  if (!t || (r->resume &&
+             !weir_token_trainer_load_checkpoint(t, r->resume, &error))) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  if (r->resume && !r->quiet)
+    printf("resumed from %s at step %" G_GINT64_FORMAT
+           " (data position %" G_GINT64_FORMAT ")\n",
+           r->resume, weir_token_trainer_steps(t),
+           weir_token_trainer_position(t));
+  if (!weir_token_trainer_run(t, r->steps, r->checkpoint, r->every, &error) ||
+      !weir_token_trainer_save_onnx(t, r->output, &error)) {
+    cli_print_error("train", error);
+    return 1;
+  }
+  printf("%s -> %s: %" G_GINT64_FORMAT " steps of next-token training "
+         "(vocabulary %" G_GINT64_FORMAT ")\n",
+         model, r->output, weir_token_trainer_steps(t),
+         weir_token_trainer_vocab(t));
+  return 0;
+}
+
 int cli_cmd_train(int argc, char **argv) {
   static const char *const usage_text =
       "usage: weir train MODEL.onnx --data FILE -o OUT.onnx [--label COL]\n"
@@ -219,7 +387,11 @@ int cli_cmd_train(int argc, char **argv) {
       "                  [--loss mse [--target-columns COLS | --targets N |\n"
       "                   --target-file FILE]] [--params REGEX] "
       "[--freeze REGEX]\n"
-      "                  [--cc CC] [--cflags FLAGS]\n";
+      "                  [--cc CC] [--cflags FLAGS]\n"
+      "       weir train MODEL.onnx --tokens FILE.npy --context T --steps N\n"
+      "                  -o OUT.onnx [--batch B] [--checkpoint FILE --every "
+      "N]\n"
+      "                  [--resume FILE] [optimizer and loss options]\n";
   g_auto(GStrv) defines = NULL, impls = NULL;
   g_auto(TrainProgram) tp = TRAIN_PROGRAM_INIT;
   g_auto(CliCompile) cc = {0};
@@ -235,6 +407,8 @@ int cli_cmd_train(int argc, char **argv) {
   gboolean fit_quiet = FALSE;
   g_autofree char *max_memory = NULL;
   g_autofree char *level_text = NULL;
+  g_autofree char *tok_file = NULL, *tok_checkpoint = NULL, *tok_resume = NULL;
+  gint64 tok_context = 32, tok_steps = -1, tok_every = 0, tok_report = 10;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -247,6 +421,20 @@ int cli_cmd_train(int argc, char **argv) {
        "COL"},
       {"epochs", 0, 0, G_OPTION_ARG_INT64, &fit_epochs, "Epochs (default 10)",
        "N"},
+      {"tokens", 0, 0, G_OPTION_ARG_FILENAME, &tok_file,
+       "Next-token training on a token file (.npy of i32/i64)", "FILE"},
+      {"context", 0, 0, G_OPTION_ARG_INT64, &tok_context,
+       "--tokens: tokens per window (default 32)", "T"},
+      {"steps", 0, 0, G_OPTION_ARG_INT64, &tok_steps,
+       "--tokens: train until N steps are done", "N"},
+      {"checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &tok_checkpoint,
+       "--tokens: write a checkpoint to FILE every --every steps", "FILE"},
+      {"every", 0, 0, G_OPTION_ARG_INT64, &tok_every,
+       "--tokens: steps between checkpoints", "N"},
+      {"resume", 0, 0, G_OPTION_ARG_FILENAME, &tok_resume,
+       "--tokens: continue from a checkpoint", "FILE"},
+      {"report-every", 0, 0, G_OPTION_ARG_INT64, &tok_report,
+       "--tokens: print the loss every N steps (default 10)", "N"},
       {"batch", 0, 0, G_OPTION_ARG_INT64, &fit_batch,
        "Samples per step (default 32)", "B"},
       {"target-columns", 0, 0, G_OPTION_ARG_STRING, &fit_target_columns,
@@ -288,6 +476,36 @@ int cli_cmd_train(int argc, char **argv) {
       {NULL}};
   if (!cli_parse_options("train", "MODEL.onnx", entries, &argc, &argv))
     return 2;
+  if (argc == 2 && tok_file) {
+    if (fit_data || !fit_output || tok_steps < 0 ||
+        (tok_checkpoint && tok_every <= 0) || tok_context <= 0 ||
+        fit_batch <= 0 || fit_k <= 0 || tok_report <= 0) {
+      fprintf(stderr, "weir train: --tokens needs --steps N and -o, no "
+                      "--data, and --every N > 0 with --checkpoint\n");
+      return 2;
+    }
+    WeirTokenTrainerOptions to;
+    weir_token_trainer_options_init(&to);
+    to.train.class_axis = -1;
+    if (!train_program_options("train", &tp, &to.train))
+      return 2;
+    to.compile = cli_compile_options(&cc);
+    to.report_every = tok_report;
+    if (!cli_opt_level("train", level_text, NULL, &to.opt_level))
+      return 2;
+    TokenRun r = {.tokens = tok_file,
+                  .checkpoint = tok_checkpoint,
+                  .resume = tok_resume,
+                  .output = fit_output,
+                  .context = tok_context,
+                  .steps = tok_steps,
+                  .every = tok_every,
+                  .batch = fit_batch,
+                  .k = fit_k,
+                  .threads = fit_threads,
+                  .quiet = fit_quiet};
+    return train_tokens(argv[1], &r, &to);
+  }
   if (argc != 2 || !fit_data || !fit_output) {
     fputs(usage_text, stderr);
     return 2;

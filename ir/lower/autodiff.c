@@ -79,6 +79,9 @@ gboolean weir_grad_input_differentiable(const char *op, guint k) {
       {"SumTo", 1},
       {"Squeeze", 1},
       {"Unsqueeze", 1},
+      {"NegativeLogLikelihoodLoss", 1},
+      {"SoftmaxCrossEntropyLoss", 1},
+      {"NegativeLogLikelihoodLossGrad", 0},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cut); i++)
     if (g_strcmp0(op, cut[i].op) == 0)

@@ -13,6 +13,7 @@
 #include "weir-ops.h"
 
 void weir_grad_register_builtin(void);
+void weir_grad_register_losses(void);
 gboolean weir_grad_pointwise_rule(WeirGradContext *ctx, GError **error);
 
 static double attr_float(const WeirNode *n, const char *name, double def) {
@@ -792,4 +793,5 @@ void weir_grad_register_builtin(void) {
     weir_grad_register(unary_rules[i].op, grad_unary_formula);
   for (guint i = 0; i < G_N_ELEMENTS(binary_rules); i++)
     weir_grad_register(binary_rules[i].op, grad_binary_formula);
+  weir_grad_register_losses();
 }

@@ -122,9 +122,12 @@ static gint64 gemm(gint64 b, gint64 k, gint64 n) {
 }
 
 /* The step's additions for a softmax cross-entropy loss over b x c and SGD
- * over p parameter values in t tensors. */
+ * over p parameter values in t tensors: SoftmaxCrossEntropyLoss (mean, no
+ * weights) 7 bc (its LogSoftmax) + 4 b + 1 (ir/ops/losses.c), its gradient
+ * NegativeLogLikelihoodLossGrad with softmax 5 bc + b (the weight sum of
+ * the mean), the check p + t, the update 3 p, the counter 1. */
 static gint64 ce_sgd(gint64 b, gint64 c, gint64 p, gint64 t) {
-  return (9 * b * c + b + 1) + 3 * b * c + p + t + 3 * p + 1;
+  return (7 * b * c + 4 * b + 1) + (5 * b * c + b) + p + t + 3 * p + 1;
 }
 
 /* mlp, batch 4: Gemm 64->128, Relu, Gemm 128->64, Relu, Gemm 64->10.
@@ -160,7 +163,8 @@ static void test_digits_mlp(void **state) {
 
 /* diabetes_mlp, batch 4, mse: Gemm 10->16, Relu, Gemm 16->1.
  *   forward: gemm(4,10,16) 1344 + 64 + gemm(4,16,1) 132 = 1540
- *   loss 3*4 + 4 + 1 = 17, its gradient 12
+ *   loss 3*4 + 4 + 1 = 17, its gradient 20 (differentiated: ReduceMean's
+ *   division 4, the Pointwise derivative dY * 2 (a - b) 4 per element)
  *   backward: fc2 dX 128 dW 128 db 4, Relu 64, fc1 dW 1280 db 64
  *   parameters 10*16+16 + 16+1 = 193 in 4 tensors: check 193 + 4,
  *   update 579, counter 1 */
@@ -171,7 +175,7 @@ static void test_diabetes_mlp(void **state) {
   assert_int_equal(f, 1540);
   assert_int_equal(c.forward, f);
   gint64 back = 128 + 128 + 4 + 64 + 1280 + 64;
-  assert_int_equal(c.compiled, f + 17 + 12 + back + 193 + 4 + 579 + 1);
+  assert_int_equal(c.compiled, f + 17 + 20 + back + 193 + 4 + 579 + 1);
 }
 
 /* LeNet at batch b: Conv 1->6 3x3 pad 1 ([b,6,8,8]), Relu, MaxPool 2x2

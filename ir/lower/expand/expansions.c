@@ -11,6 +11,7 @@ void weir_expand_register_reduce(void);
 void weir_expand_register_resize(void);
 void weir_expand_register_shape(void);
 void weir_expand_register_training(void);
+void weir_expand_register_losses(void);
 
 void weir_expansions_register_builtin(void) {
   weir_expand_register_optimizers();
@@ -20,4 +21,5 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_resize();
   weir_expand_register_shape();
   weir_expand_register_training();
+  weir_expand_register_losses();
 }

@@ -22,7 +22,7 @@
  *   args[10]  norm2_weight  f32[32]
  *   args[11]  norm2_bias  f32[32]
  *   args[12]  input  f32[K, 2, 8, 32]
- *   args[13]  target  f32[K, 2, 8, 32]
+ *   args[13]  target  i64[K, 2, 32]
  *   args[14]  losses  f32[K]
  *   args[15]  step  i64[1]
  *   args[16]  skipped  i64[1]
