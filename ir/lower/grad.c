@@ -75,7 +75,10 @@ static const struct {
     {"Cosh", "y = a * sinh(b)", 2},
     {"Asinh", "y = a / sqrt(b * b + 1)", 2}, /* 1 / sqrt(x^2 + 1) */
     {"Acosh", "y = a / sqrt(b * b - 1)", 2}, /* 1 / sqrt(x^2 - 1) */
-    {"Atanh", "y = a / (1 - b * b)", 2},     /* 1 / (1 - x^2) */
+    {"Atanh", "y = a / (1 - b * b)", 2},
+    /* Softsign x / (1 + |x|): 1 / (1 + |x|)^2 */
+    {"Softsign", "y = a / ((1 + abs(b)) * (1 + abs(b)))",
+     2}, /* 1 / (1 - x^2) */
 };
 
 static gboolean grad_unary_formula(WeirGradContext *ctx, GError **error) {

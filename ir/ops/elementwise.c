@@ -46,6 +46,9 @@ typedef enum {
   RULE_CLIP,       /* data, optional scalar min and max of the same type */
   RULE_CAST,       /* output dtype from attribute "to" */
   RULE_CAST_LIKE,  /* output dtype from input 1 (whose data is not read) */
+  RULE_QUANT,      /* x, a scale (scalar or per `axis`), an optional u8
+                      zero point of its shape: QuantizeLinear gives u8,
+                      DequantizeLinear the scale's dtype */
   RULE_FLOAT_TEST, /* float data, bool result of its shape (IsNaN, IsInf) */
   RULE_DROPOUT,    /* inference: identity, optional all-true mask */
   RULE_BATCHNORM,  /* X (N, C, ...), four per-channel vectors of size C;
@@ -91,6 +94,13 @@ static const WeirOpAttrSpec one_alpha_attrs[] = {
 static const WeirOpAttrSpec selu_attrs[] = {
     {"alpha", WEIR_ATTR_FLOAT, FALSE, "1.67326319217681884765625", 0, 0},
     {"gamma", WEIR_ATTR_FLOAT, FALSE, "1.05070102214813232421875", 0, 0},
+};
+static const WeirOpAttrSpec shrink_attrs[] = {
+    {"bias", WEIR_ATTR_FLOAT, FALSE, "0.0", 0, 0},
+    {"lambd", WEIR_ATTR_FLOAT, FALSE, "0.5", 0, 0},
+};
+static const WeirOpAttrSpec quant_attrs[] = {
+    {"axis", WEIR_ATTR_INT, FALSE, "1", 0, 0},
 };
 static const WeirOpAttrSpec is_inf_attrs[] = {
     {"detect_negative", WEIR_ATTR_INT, FALSE, "1", 0, 0},
@@ -181,6 +191,10 @@ static const ElemOp ops[] = {
     /* x > 0 ? gamma x : gamma (alpha exp(x) - alpha) */
     UNARY("Selu", TY_FLOAT, 5, ATTRS(selu_attrs)),
     UNARY("ThresholdedRelu", TY_FLOAT, 1, ATTRS(one_alpha_attrs)),
+    /* x / (1 + |x|) */
+    UNARY("Softsign", TY_FLOAT, 3, NO_ATTRS),
+    /* x < -lambd ? x + bias : x > lambd ? x - bias : 0 */
+    UNARY("Shrink", TY_SIGNED, 3, ATTRS(shrink_attrs)),
     /* x < 0 ? slope x : x, slope broadcast to x */
     BINARY("PRelu", TY_SIGNED, FALSE, 2),
     /* Unary math. */
@@ -244,6 +258,13 @@ static const ElemOp ops[] = {
        0),
     OP("Cast", 1, 1, 1, 1, ATTRS(cast_attrs), RULE_CAST, TY_ANY, FALSE,
        FLOPS_FIXED, 0),
+    /* Dequantize (x - zero point) * scale: the product (the subtraction is
+     * on integers); Quantize saturate(rint(x / scale) + zero point): the
+     * division, rint, the addition and the two bounds. */
+    OP("DequantizeLinear", 2, 3, 1, 1, ATTRS(quant_attrs), RULE_QUANT,
+       DT(U8) | DT(I32), FALSE, FLOPS_FIXED, 1),
+    OP("QuantizeLinear", 2, 3, 1, 1, ATTRS(quant_attrs), RULE_QUANT,
+       TY_FLOAT | DT(I32), FALSE, FLOPS_FIXED, 5),
     OP("CastLike", 2, 2, 1, 1, ATTRS(cast_like_attrs), RULE_CAST_LIKE, TY_ANY,
        FALSE, FLOPS_FIXED, 0),
     OP("Dropout", 1, 3, 1, 2, ATTRS(dropout_attrs), RULE_DROPOUT, TY_FLOAT,
@@ -606,6 +627,45 @@ static gboolean infer_cast_like(WeirOpInferContext *ctx, const ElemOp *e,
   return TRUE;
 }
 
+/* The scale (input 1) and zero point (input 2): scalars, or vectors over
+ * dimension `axis` of x. */
+static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
+                            GError **error) {
+  const WeirOpValue *x = &ctx->inputs[0];
+  const WeirOpValue *scale = &ctx->inputs[1];
+  const WeirOpValue *zp = input(ctx, 2);
+  gboolean quantize = g_str_equal(ctx->node->op, "QuantizeLinear");
+  if (!check_dtype(ctx, 0, x->dtype, e->types, error) ||
+      !check_dtype(ctx, 1, scale->dtype, TY_FLOAT, error) ||
+      (zp && !check_dtype(ctx, 2, zp->dtype, DT(U8), error)))
+    return FALSE;
+  if (quantize && x->dtype != WEIR_DTYPE_I32 && x->dtype != scale->dtype)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 1 (scale) has dtype %s, but x has %s",
+                          weir_dtype_name(scale->dtype),
+                          weir_dtype_name(x->dtype));
+  gint64 axis = weir_node_attr_int(ctx->node, "axis", 1);
+  if (axis < 0)
+    axis += x->rank;
+  for (guint k = 1; k < 3; k++) {
+    const WeirOpValue *v = input(ctx, k);
+    if (!v || is_single(v))
+      continue;
+    if (v->rank != 1 || axis < 0 || axis >= (gint64)x->rank ||
+        !weir_expr_equal(v->shape[0], x->shape[axis]))
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u must be a scalar or a vector over "
+                            "dimension %" G_GINT64_FORMAT " of x",
+                            k, axis);
+    if (zp && k == 1 && !weir_expr_equal(v->shape[0], zp->shape[0]))
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "the scale and the zero point differ in shape");
+  }
+  weir_op_set_output(ctx, 0, quantize ? WEIR_DTYPE_U8 : scale->dtype, x->rank,
+                     x->shape);
+  return TRUE;
+}
+
 static gboolean infer_float_test(WeirOpInferContext *ctx, const ElemOp *e,
                                  GError **error) {
   const WeirOpValue *x = &ctx->inputs[0];
@@ -725,6 +785,8 @@ static gboolean elem_infer(WeirOpInferContext *ctx, GError **error) {
     return infer_cast(ctx, e, error);
   case RULE_CAST_LIKE:
     return infer_cast_like(ctx, e, error);
+  case RULE_QUANT:
+    return infer_quant(ctx, e, error);
   case RULE_FLOAT_TEST:
     return infer_float_test(ctx, e, error);
   case RULE_DROPOUT:
@@ -774,7 +836,9 @@ static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
           (weir_node_attr(n, "max") || weir_node_has_in_conn(n, "in2"));
     break;
   }
-  if (!weir_dtype_is_float(data->dtype))
+  if (e->rule == RULE_QUANT)
+    data = conn_container(g, s, n, TRUE, "in1"); /* the scale: floating */
+  if (!data || !weir_dtype_is_float(data->dtype))
     per = 0;
   g_autoptr(WeirExpr) volume = weir_container_volume(out);
   const WeirAttr *training = weir_node_attr(n, "training_mode");

@@ -209,6 +209,10 @@ R1(r_round, nearbyint(x[0]))
 R1(r_sign, x[0] > 0 ? 1.0 : x[0] < 0 ? -1.0 : 0.0)
 R1(r_prelu, x[0] < 0 ? x[0] * x[1] : x[0])
 R1(r_xor, (x[0] != 0) != (x[1] != 0))
+R1(r_softsign, x[0] / (1 + fabs(x[0])))
+static double r_shrink(const double *x, const double *p) {
+  return x[0] < -p[0] ? x[0] + p[1] : x[0] > p[0] ? x[0] - p[1] : 0;
+}
 static double r_celu(const double *x, const double *p) {
   return fmax(0, x[0]) + fmin(0, p[0] * (exp(x[0] / p[0]) - 1));
 }
@@ -353,6 +357,9 @@ static const Case cases[] = {
     {"Acosh", X1(F64, "N, 4"), .lo = 1, .hi = 5, .ref = r_acosh},
     {"Atanh", X1(F32, "N, 4"), .lo = -0.9, .hi = 0.9, .ref = r_atanh},
     {"Round", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_round},
+    {"Softsign", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_softsign},
+    {"Shrink", X1(F64, "N, 4"), .f = {{"lambd", 1.0}, {"bias", 0.5}}, .lo = -3,
+     .hi = 3, .ref = r_shrink, .p = {1.0, 0.5}},
     {"Sign", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_sign},
     {"Sign", X1(I64, "N, 4"), .lo = -5, .hi = 5, .ref = r_sign},
     {"Celu", X1(F32, "N, 4"), .f = {{"alpha", 2.0}}, .lo = -3, .hi = 3,
@@ -1016,6 +1023,17 @@ static void test_flops(void **state) {
       {{"Clip", .ins = {{"A", F32, "N"}}, .n_ins = 1, .f = {{"min", 0.0}}},
        "N"},
       {{"Cast", .ins = {{"A", F32, "N"}}, .n_ins = 1, .i = {{"to", 7}}}, "0"},
+      {{"Tan", .ins = {{"A", F32, "N"}}, .n_ins = 1}, "N"},
+      {{"Celu", .ins = {{"A", F32, "N"}}, .n_ins = 1}, "6*N"},
+      {{"Selu", .ins = {{"A", F64, "N"}}, .n_ins = 1}, "5*N"},
+      {{"IsInf", .ins = {{"A", F32, "N"}}, .n_ins = 1}, "2*N"},
+      {{"Sign", .ins = {{"A", I64, "N"}}, .n_ins = 1}, "0"},
+      {{"Xor", .ins = {{"A", BOOL, "N"}, {"B", BOOL, "N"}}, .n_ins = 2}, "0"},
+      {{"DequantizeLinear", .ins = {{"X", U8, "N, 3"}, {"S", F32, ""}},
+        .n_ins = 2},
+       "3*N"},
+      {{"QuantizeLinear", .ins = {{"X", F32, "N"}, {"S", F32, ""}}, .n_ins = 2},
+       "5*N"},
       {{"BatchNormalization",
         .ins = {{"X", F32, "N, 2"},
                 {"S", F32, "2"},

@@ -9,7 +9,7 @@
  *     "$name" stands for the float attribute `name` (as an exact literal);
  *   - KIND_VARIADIC: x0, x1, ... with the body built from the input count;
  *   - KIND_POW, KIND_MOD, KIND_CLIP, KIND_CAST (also CastLike), KIND_IS_INF,
- *     KIND_BIT_SHIFT, KIND_DROPOUT, KIND_BATCHNORM:
+ *     KIND_BIT_SHIFT, KIND_QUANT, KIND_DROPOUT, KIND_BATCHNORM:
  * bodies or subsets that depend on dtypes or optional inputs, built by small
  *     functions below.  BatchNormalization in training mode is not
  *     elementwise (it reduces over the batch): it is handed to
@@ -34,6 +34,7 @@ typedef enum {
   KIND_CAST,
   KIND_IS_INF,
   KIND_BIT_SHIFT,
+  KIND_QUANT,
   KIND_DROPOUT,
   KIND_BATCHNORM,
 } Kind;
@@ -63,6 +64,9 @@ static const ElemExpansion exps[] = {
     {"Selu", KIND_FIXED, "x",
      "y = x > 0 ? $gamma * x : $gamma * ($alpha * exp(x) - $alpha)"},
     {"ThresholdedRelu", KIND_FIXED, "x", "y = x > $alpha ? x : 0"},
+    {"Softsign", KIND_FIXED, "x", "y = x / (1 + abs(x))"},
+    {"Shrink", KIND_FIXED, "x",
+     "y = x < -$lambd ? x + $bias : x > $lambd ? x - $bias : 0"},
     {"PRelu", KIND_FIXED, "x,slope", "y = x < 0 ? slope * x : x"},
     /* Unary math and logic. */
     {"Sqrt", KIND_FIXED, "x", "y = sqrt(x)"},
@@ -118,6 +122,8 @@ static const ElemExpansion exps[] = {
     {"Clip", KIND_CLIP, NULL, NULL},
     {"Cast", KIND_CAST, "x", NULL},
     {"CastLike", KIND_CAST, "x", NULL},
+    {"DequantizeLinear", KIND_QUANT, "x", NULL},
+    {"QuantizeLinear", KIND_QUANT, "x", NULL},
     {"Dropout", KIND_DROPOUT, "x", NULL},
     {"BatchNormalization", KIND_BATCHNORM, "x,scale,bias,mean,var",
      "y = (x - mean) / sqrt(var + $epsilon) * scale + bias"},
@@ -522,6 +528,49 @@ static gboolean build_bit_shift(Builder *b, const ElemExpansion *e,
   return TRUE;
 }
 
+/* QuantizeLinear and DequantizeLinear: the scale and zero point read at
+ * the index of `axis` (vectors) or at their one element (scalars). */
+static gboolean build_quant(Builder *b, const ElemExpansion *e,
+                            GError **error) {
+  WeirPort x, scale, zp;
+  if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
+      !weir_port_require_input(b->g, b->s, b->n, 1, &scale, error) ||
+      !add_broadcast_input(b, 0, &x, e->conns, error))
+    return FALSE;
+  g_autoptr(GError) local = NULL;
+  gboolean has_zp = weir_port_input(b->g, b->s, b->n, 2, &zp, &local);
+  if (local) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  gint64 axis = weir_node_attr_int(b->n, "axis", 1);
+  if (axis < 0)
+    axis += b->out.rank;
+  const WeirPort *ps[2] = {&scale, has_zp ? &zp : NULL};
+  static const char *const names[2] = {"s", "z"};
+  for (guint k = 0; k < 2; k++) {
+    if (!ps[k])
+      continue;
+    if (is_single(ps[k]))
+      add_input(b, names[k], ps[k]->access, point_subset(ps[k]));
+    else if (ps[k]->rank == 1 && axis >= 0 && axis < (gint64)b->out.rank)
+      add_input(b, names[k], ps[k]->access, g_strdup(b->params[axis]));
+    else
+      return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                            "input %u must be a scalar or a vector over "
+                            "dimension %" G_GINT64_FORMAT,
+                            k + 1, axis);
+  }
+  const char *z = has_zp ? "i32(z)" : "0";
+  if (g_str_equal(b->n->op, "DequantizeLinear"))
+    g_string_append_printf(b->code, "y = %s(i32(x) - %s) * s",
+                           weir_dtype_name(scale.container->dtype), z);
+  else
+    g_string_append_printf(b->code,
+                           "q = rint(x / s) + %s\ny = min(max(q, 0), 255)", z);
+  return TRUE;
+}
+
 static gboolean build_batchnorm(Builder *b, const ElemExpansion *e,
                                 GError **error) {
   const WeirAttr *spatial = weir_node_attr(b->n, "spatial");
@@ -653,6 +702,9 @@ static gboolean expand_elementwise(WeirGraph *g, WeirState *s, WeirNode *n,
     break;
   case KIND_BIT_SHIFT:
     ok = build_bit_shift(&b, e, error);
+    break;
+  case KIND_QUANT:
+    ok = build_quant(&b, e, error);
     break;
   case KIND_BATCHNORM:
     ok = build_batchnorm(&b, e, error);
