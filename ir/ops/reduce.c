@@ -15,6 +15,7 @@
  *   LRN                               alpha, beta, bias, size
  *   InstanceNormalization             epsilon
  *   MeanVarianceNormalization         axes
+ *   DynamicQuantizeLinear             (u8 output)
  *   GlobalAveragePool GlobalMaxPool
  *   MaxPool AveragePool               kernel_shape, strides, pads,
  *                                     dilations, auto_pad, ceil_mode,
@@ -355,6 +356,35 @@ static WeirExpr *flops_channels(const WeirGraph *g, const WeirState *s,
   g_autoptr(WeirExpr) a = weir_expr_mul_const(v, 8);
   g_autoptr(WeirExpr) b = weir_expr_mul_const(nc, 5);
   return weir_expr_add(a, b);
+}
+
+/* ------------------------------------------------- DynamicQuantizeLinear */
+
+/* x (f32) -> y (u8, the shape of x), y_scale (f32 scalar), y_zero_point
+ * (u8 scalar); all three outputs are required. */
+static gboolean infer_dynamic_quantize(WeirOpInferContext *ctx,
+                                       GError **error) {
+  if (!check_input(ctx, 0, DT(F32), error))
+    return FALSE;
+  if (ctx->n_outputs < 3)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "has %u outputs, expected 3 (y, y_scale, "
+                          "y_zero_point)",
+                          ctx->n_outputs);
+  const WeirOpValue *x = &ctx->inputs[0];
+  weir_op_set_output(ctx, 0, WEIR_DTYPE_U8, x->rank, x->shape);
+  weir_op_set_output(ctx, 1, WEIR_DTYPE_F32, 0, NULL);
+  weir_op_set_output(ctx, 2, WEIR_DTYPE_U8, 0, NULL);
+  return TRUE;
+}
+
+/* Per element the minimum and maximum (2) and the quantization (a
+ * division, rint, an addition and the two bounds: 5); once the scale and
+ * the zero point (7). */
+static WeirExpr *flops_dynamic_quantize(const WeirGraph *g, const WeirState *s,
+                                        const WeirNode *n) {
+  g_autoptr(WeirExpr) per = flops_linear(g, s, n, 7, 0);
+  return per ? weir_expr_add_const(per, 7) : NULL;
 }
 
 /* ---------------------------------------------------- LayerNormalization */
@@ -713,6 +743,9 @@ static const WeirOpInfo op_mvn = {"MeanVarianceNormalization",
                                   G_N_ELEMENTS(mvn_attrs),
                                   infer_channels,
                                   flops_channels};
+static const WeirOpInfo op_dynamic_quantize = {
+    "DynamicQuantizeLinear", 1, 1, 3, 3, NULL, 0, infer_dynamic_quantize,
+    flops_dynamic_quantize};
 static const WeirOpInfo op_layernorm = {"LayerNormalization",
                                         2,
                                         3,
@@ -760,6 +793,7 @@ void weir_ops_register_reduce(void) {
       &op_lrn,
       &op_instancenorm,
       &op_mvn,
+      &op_dynamic_quantize,
       &op_layernorm,
       &op_global_avg,
       &op_global_max,

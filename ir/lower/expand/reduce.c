@@ -20,7 +20,7 @@
  *
  * Sections: index spaces and small helpers; the generic reduction
  * (Reduce*, Global*Pool); ArgMax/ArgMin; Softmax/LogSoftmax; Hardmax; LRN,
- * InstanceNormalization, MeanVarianceNormalization;
+ * InstanceNormalization, MeanVarianceNormalization; DynamicQuantizeLinear;
  * LayerNormalization; MaxPool/AveragePool; registration.
  */
 #include <string.h>
@@ -861,6 +861,68 @@ static gboolean expand_mvn(WeirGraph *g, WeirState *s, WeirNode *n,
          weir_state_remove_node(s, n->id);
 }
 
+/* ------------------------------------------------ DynamicQuantizeLinear */
+
+/* lo = min(0, min(x)), hi = max(0, max(x)) (accumulators initialized to 0,
+ * WCR min and max); then one tasklet: scale = (hi - lo) / 255, zero point
+ * = rint(saturate(-lo / scale)); then y = saturate(rint(x / scale) +
+ * zero point) over x, saturation to [0, 255]. */
+static gboolean expand_dynamic_quantize(WeirGraph *g, WeirState *s, WeirNode *n,
+                                        GError **error) {
+  WeirPort x, y, ys, yz;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      !weir_port_require_output(g, s, n, 1, &ys, error) ||
+      !weir_port_require_output(g, s, n, 2, &yz, error) ||
+      !check_shape(n, 0, &y, x.rank, x.shape, error))
+    return FALSE;
+  if (ys.rank != 0 || yz.rank != 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "outputs 1 and 2 must be scalars");
+  g_autoptr(GPtrArray) none =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  WeirContainer *loc = add_transient(g, n, "lo", x.container->dtype, none);
+  WeirContainer *hic = add_transient(g, n, "hi", x.container->dtype, none);
+  WeirNode *lo1 = weir_state_add_access(g, s, loc->name);
+  WeirNode *lo2 = weir_state_add_access(g, s, loc->name);
+  WeirNode *hi1 = weir_state_add_access(g, s, hic->name);
+  WeirNode *hi2 = weir_state_add_access(g, s, hic->name);
+  g_auto(Space) xs;
+  space_init(&xs, "i", x.rank, x.shape);
+  g_autofree char *l_init = g_strdup_printf("%s_init", n->label);
+  g_autofree char *l_range = g_strdup_printf("%s_range", n->label);
+  g_autofree char *l_params = g_strdup_printf("%s_params", n->label);
+  g_autofree char *l_quant = g_strdup_printf("%s_quantize", n->label);
+  WeirTaskletPort init_out[] = {{lo1, "lo", NULL, WEIR_WCR_NONE},
+                                {hi1, "hi", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort in_x = {x.access, "x", xs.index, WEIR_WCR_NONE};
+  WeirTaskletPort range_out[] = {{lo2, "lo", NULL, WEIR_WCR_MIN},
+                                 {hi2, "hi", NULL, WEIR_WCR_MAX}};
+  WeirTaskletPort par_in[] = {{lo2, "lo", NULL, WEIR_WCR_NONE},
+                              {hi2, "hi", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort par_out[] = {{ys.access, "s", NULL, WEIR_WCR_NONE},
+                               {yz.access, "z", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort q_in[] = {in_x,
+                            {ys.access, "s", NULL, WEIR_WCR_NONE},
+                            {yz.access, "z", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort q_out = {y.access, "y", xs.index, WEIR_WCR_NONE};
+  WeirNode *after[] = {lo1, hi1};
+  return weir_expand_map(g, s, l_init, 0, NULL, NULL, NULL, 0, init_out, 2,
+                         "lo = 0\nhi = 0", NULL, 0, error) &&
+         weir_expand_map(g, s, l_range, xs.rank, (const char *const *)xs.params,
+                         (const char *const *)xs.ranges, &in_x, 1, range_out, 2,
+                         "lo = x\nhi = x", after, 2, error) &&
+         weir_expand_map(g, s, l_params, 0, NULL, NULL, par_in, 2, par_out, 2,
+                         "sc = (hi - lo) / 255\ns = sc\n"
+                         "z = rint(min(max(-lo / sc, 0), 255))",
+                         NULL, 0, error) &&
+         weir_expand_map(g, s, l_quant, xs.rank, (const char *const *)xs.params,
+                         (const char *const *)xs.ranges, q_in, 3, &q_out, 1,
+                         "y = min(max(rint(x / s) + z, 0), 255)", NULL, 0,
+                         error) &&
+         weir_state_remove_node(s, n->id);
+}
+
 /* --------------------------------------------------- LayerNormalization */
 
 /* Over the axes from `axis` on: a = sum(x); b = sum((x - a/n)^2);
@@ -1352,6 +1414,8 @@ void weir_expand_register_reduce(void) {
   weir_op_register_expansion("InstanceNormalization", "pure",
                              expand_instancenorm);
   weir_op_register_expansion("MeanVarianceNormalization", "pure", expand_mvn);
+  weir_op_register_expansion("DynamicQuantizeLinear", "pure",
+                             expand_dynamic_quantize);
   weir_op_register_expansion("LayerNormalization", "pure", expand_layernorm);
   weir_op_register_expansion("MaxPool", "pure", expand_pool);
   weir_op_register_expansion("AveragePool", "pure", expand_pool);
