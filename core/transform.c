@@ -670,6 +670,14 @@ const GArray *weir_params_get_ints(const WeirParams *p, const char *name) {
 GArray *weir_transform_sites(const WeirTransformInfo *t, const WeirGraph *g) {
   g_return_val_if_fail(t != NULL && g != NULL, NULL);
   GArray *sites;
+  /* Matching only reads g: an edge index per state makes the memlets of a
+   * node (weir_state_in_edges, ...) cost its degree, not the state's size,
+   * so that enumerating candidates is linear in the program's size. */
+  g_autoptr(GPtrArray) indexes =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_edge_index_end);
+  for (guint i = 0; i < g->states->len; i++)
+    g_ptr_array_add(indexes,
+                    weir_edge_index_begin(g_ptr_array_index(g->states, i)));
   if (t->pattern)
     sites = weir_pattern_match(g, t->pattern);
   else

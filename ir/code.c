@@ -30,7 +30,8 @@
  *    literals (and negated literals) are retyped when they adapt; a compound
  *    untyped expression such as (1 / 3) is computed in its default type and
  *    converted, so 1 / 3 is 0 as in C.
- *  - exp log sqrt tanh erf sin cos floor ceil on integers give f64; abs and
+ *  - exp log sqrt tanh erf, the trigonometric and hyperbolic functions,
+ *    floor ceil rint on integers give f64; abs and
  *    pow on integers give the (promoted) integer type, pow computed through
  *    double and converted back.
  *  - min/max propagate NaN: if any argument is NaN the result is NaN.
@@ -1184,6 +1185,16 @@ static gboolean check_call(Checker *c, WeirAst *n, GError **error) {
   case WEIR_FUNC_ERF:
   case WEIR_FUNC_SIN:
   case WEIR_FUNC_COS:
+  case WEIR_FUNC_TAN:
+  case WEIR_FUNC_ASIN:
+  case WEIR_FUNC_ACOS:
+  case WEIR_FUNC_ATAN:
+  case WEIR_FUNC_SINH:
+  case WEIR_FUNC_COSH:
+  case WEIR_FUNC_ASINH:
+  case WEIR_FUNC_ACOSH:
+  case WEIR_FUNC_ATANH:
+  case WEIR_FUNC_RINT:
   case WEIR_FUNC_FLOOR:
   case WEIR_FUNC_CEIL:
     n->type = dtype_float(x->type) ? x->type : WEIR_DTYPE_F64;
@@ -1750,6 +1761,26 @@ static double math1(WeirFunc f, double x, WeirDType t) {
       return sinf(a);
     case WEIR_FUNC_COS:
       return cosf(a);
+    case WEIR_FUNC_TAN:
+      return tanf(a);
+    case WEIR_FUNC_ASIN:
+      return asinf(a);
+    case WEIR_FUNC_ACOS:
+      return acosf(a);
+    case WEIR_FUNC_ATAN:
+      return atanf(a);
+    case WEIR_FUNC_SINH:
+      return sinhf(a);
+    case WEIR_FUNC_COSH:
+      return coshf(a);
+    case WEIR_FUNC_ASINH:
+      return asinhf(a);
+    case WEIR_FUNC_ACOSH:
+      return acoshf(a);
+    case WEIR_FUNC_ATANH:
+      return atanhf(a);
+    case WEIR_FUNC_RINT:
+      return rintf(a);
     case WEIR_FUNC_ABS:
       return fabsf(a);
     case WEIR_FUNC_FLOOR:
@@ -1773,6 +1804,26 @@ static double math1(WeirFunc f, double x, WeirDType t) {
     return sin(x);
   case WEIR_FUNC_COS:
     return cos(x);
+  case WEIR_FUNC_TAN:
+    return tan(x);
+  case WEIR_FUNC_ASIN:
+    return asin(x);
+  case WEIR_FUNC_ACOS:
+    return acos(x);
+  case WEIR_FUNC_ATAN:
+    return atan(x);
+  case WEIR_FUNC_SINH:
+    return sinh(x);
+  case WEIR_FUNC_COSH:
+    return cosh(x);
+  case WEIR_FUNC_ASINH:
+    return asinh(x);
+  case WEIR_FUNC_ACOSH:
+    return acosh(x);
+  case WEIR_FUNC_ATANH:
+    return atanh(x);
+  case WEIR_FUNC_RINT:
+    return rint(x);
   case WEIR_FUNC_ABS:
     return fabs(x);
   case WEIR_FUNC_FLOOR:
@@ -1806,6 +1857,16 @@ static gboolean eval_call(Eval *e, const WeirAst *n, WeirValue *out,
   case WEIR_FUNC_ERF:
   case WEIR_FUNC_SIN:
   case WEIR_FUNC_COS:
+  case WEIR_FUNC_TAN:
+  case WEIR_FUNC_ASIN:
+  case WEIR_FUNC_ACOS:
+  case WEIR_FUNC_ATAN:
+  case WEIR_FUNC_SINH:
+  case WEIR_FUNC_COSH:
+  case WEIR_FUNC_ASINH:
+  case WEIR_FUNC_ACOSH:
+  case WEIR_FUNC_ATANH:
+  case WEIR_FUNC_RINT:
   case WEIR_FUNC_ABS:
   case WEIR_FUNC_FLOOR:
   case WEIR_FUNC_CEIL:

@@ -23,7 +23,9 @@
  * Names resolve, in order, to: a local assigned earlier in the body, an input
  * connector, an output connector (as an assignment target), an integer
  * symbol (program symbol or map parameter, type i64).
- * Functions: exp log sqrt tanh erf sin cos abs floor ceil (1 argument),
+ * Functions: exp log sqrt tanh erf sin cos tan asin acos atan sinh cosh
+ * asinh acosh atanh abs floor ceil rint (1 argument; rint rounds to the
+ * nearest integer, halves to even),
  * pow (2), min max (2 or more), isnan isfinite (1, giving bool), and casts
  * f32() f64() i32() i64() bool() u8().
  *
@@ -60,6 +62,16 @@ G_BEGIN_DECLS
   X(ERF, "erf", 1)                                                             \
   X(SIN, "sin", 1)                                                             \
   X(COS, "cos", 1)                                                             \
+  X(TAN, "tan", 1)                                                             \
+  X(ASIN, "asin", 1)                                                           \
+  X(ACOS, "acos", 1)                                                           \
+  X(ATAN, "atan", 1)                                                           \
+  X(SINH, "sinh", 1)                                                           \
+  X(COSH, "cosh", 1)                                                           \
+  X(ASINH, "asinh", 1)                                                         \
+  X(ACOSH, "acosh", 1)                                                         \
+  X(ATANH, "atanh", 1)                                                         \
+  X(RINT, "rint", 1)                                                           \
   X(ABS, "abs", 1)                                                             \
   X(FLOOR, "floor", 1)                                                         \
   X(CEIL, "ceil", 1)                                                           \

@@ -137,6 +137,26 @@ static const char *math_name(WeirFunc fn) {
     return "sin";
   case WEIR_FUNC_COS:
     return "cos";
+  case WEIR_FUNC_TAN:
+    return "tan";
+  case WEIR_FUNC_ASIN:
+    return "asin";
+  case WEIR_FUNC_ACOS:
+    return "acos";
+  case WEIR_FUNC_ATAN:
+    return "atan";
+  case WEIR_FUNC_SINH:
+    return "sinh";
+  case WEIR_FUNC_COSH:
+    return "cosh";
+  case WEIR_FUNC_ASINH:
+    return "asinh";
+  case WEIR_FUNC_ACOSH:
+    return "acosh";
+  case WEIR_FUNC_ATANH:
+    return "atanh";
+  case WEIR_FUNC_RINT:
+    return "rint";
   case WEIR_FUNC_ABS:
     return "fabs";
   case WEIR_FUNC_FLOOR:
@@ -248,6 +268,16 @@ static char *ast_call(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
   case WEIR_FUNC_ERF:
   case WEIR_FUNC_SIN:
   case WEIR_FUNC_COS:
+  case WEIR_FUNC_TAN:
+  case WEIR_FUNC_ASIN:
+  case WEIR_FUNC_ACOS:
+  case WEIR_FUNC_ATAN:
+  case WEIR_FUNC_SINH:
+  case WEIR_FUNC_COSH:
+  case WEIR_FUNC_ASINH:
+  case WEIR_FUNC_ACOSH:
+  case WEIR_FUNC_ATANH:
+  case WEIR_FUNC_RINT:
   case WEIR_FUNC_ABS:
   case WEIR_FUNC_FLOOR:
   case WEIR_FUNC_CEIL: {

@@ -9,7 +9,8 @@
  *     y = <dY> * (de/dx)
  * whose result is summed to x's shape (SumTo).  Derivatives are built as
  * text from the AST with the usual rules (sum, product, quotient, chain
- * rule for exp, log, sqrt, tanh, erf, sin, cos, abs, pow, min/max by the
+ * rule for exp, log, sqrt, tanh, erf, the trigonometric and hyperbolic
+ * functions, abs, pow, min/max by the
  * selected argument, ternaries by branch); comparisons, logic, integer
  * casts, floor and ceil have derivative 0.  Trivial terms (0, 1) are folded
  * so the code stays short.  Indexed connectors, '%' on floats and outputs
@@ -255,6 +256,40 @@ static char *derive(Diff *d, const WeirAst *e) {
   case WEIR_FUNC_COS:
     r = d_mul(g_strdup_printf("(-sin%s)", a), derive_arg(d, e, 0));
     break;
+  case WEIR_FUNC_TAN: /* 1 + tan^2 */
+    r = d_mul(g_strdup_printf("(1 + tan%s * tan%s)", a, a),
+              derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_ASIN: /* 1 / sqrt(1 - x^2) */
+    r = d_mul(g_strdup_printf("(1 / sqrt(1 - %s * %s))", a, a),
+              derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_ACOS: /* -1 / sqrt(1 - x^2) */
+    r = d_mul(g_strdup_printf("(-1 / sqrt(1 - %s * %s))", a, a),
+              derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_ATAN: /* 1 / (1 + x^2) */
+    r = d_mul(g_strdup_printf("(1 / (1 + %s * %s))", a, a),
+              derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_SINH:
+    r = d_mul(g_strdup_printf("cosh%s", a), derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_COSH:
+    r = d_mul(g_strdup_printf("sinh%s", a), derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_ASINH: /* 1 / sqrt(x^2 + 1) */
+    r = d_mul(g_strdup_printf("(1 / sqrt(%s * %s + 1))", a, a),
+              derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_ACOSH: /* 1 / sqrt(x^2 - 1) */
+    r = d_mul(g_strdup_printf("(1 / sqrt(%s * %s - 1))", a, a),
+              derive_arg(d, e, 0));
+    break;
+  case WEIR_FUNC_ATANH: /* 1 / (1 - x^2) */
+    r = d_mul(g_strdup_printf("(1 / (1 - %s * %s))", a, a),
+              derive_arg(d, e, 0));
+    break;
   case WEIR_FUNC_ABS:
     r = d_mul(g_strdup_printf("(%s < 0 ? -1 : 1)", a), derive_arg(d, e, 0));
     break;
@@ -304,7 +339,7 @@ static char *derive(Diff *d, const WeirAst *e) {
       g_free(da);
     break;
   }
-  default: /* floor, ceil, isnan, isfinite, integer and bool casts */
+  default: /* floor, ceil, rint, isnan, isfinite, integer and bool casts */
     r = g_strdup("0");
     break;
   }

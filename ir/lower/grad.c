@@ -66,6 +66,20 @@ static const struct {
     {"Log", "y = a / b", 2},
     {"Sqrt", "y = a * 0.5 / c", 3},
     {"Neg", "y = -a", 1},
+    {"Sin", "y = a * cos(b)", 2},
+    {"Cos", "y = -a * sin(b)", 2},
+    {"Tan", "y = a * (1 + c * c)", 3},       /* 1 + tan^2 */
+    {"Asin", "y = a / sqrt(1 - b * b)", 2},  /* 1 / sqrt(1 - x^2) */
+    {"Acos", "y = -a / sqrt(1 - b * b)", 2}, /* -1 / sqrt(1 - x^2) */
+    {"Atan", "y = a / (1 + b * b)", 2},      /* 1 / (1 + x^2) */
+    {"Sinh", "y = a * cosh(b)", 2},
+    {"Cosh", "y = a * sinh(b)", 2},
+    {"Asinh", "y = a / sqrt(b * b + 1)", 2}, /* 1 / sqrt(x^2 + 1) */
+    {"Acosh", "y = a / sqrt(b * b - 1)", 2}, /* 1 / sqrt(x^2 - 1) */
+    {"Atanh", "y = a / (1 - b * b)", 2},
+    /* Softsign x / (1 + |x|): 1 / (1 + |x|)^2 */
+    {"Softsign", "y = a / ((1 + abs(b)) * (1 + abs(b)))",
+     2}, /* 1 / (1 - x^2) */
 };
 
 static gboolean grad_unary_formula(WeirGradContext *ctx, GError **error) {
@@ -83,6 +97,34 @@ static gboolean grad_leaky_relu(WeirGradContext *ctx, GError **error) {
   (void)error;
   double alpha = attr_float(weir_grad_node(ctx), "alpha", 0.01);
   g_autofree char *code = g_strdup_printf("y = b < 0 ? %.17g * a : a", alpha);
+  return unary(ctx, code, 2);
+}
+
+/* ThresholdedRelu: dY where x > alpha. */
+static gboolean grad_thresholded_relu(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  double alpha = attr_float(weir_grad_node(ctx), "alpha", 1.0);
+  g_autofree char *code = g_strdup_printf("y = b > %.17g ? a : 0", alpha);
+  return unary(ctx, code, 2);
+}
+
+/* Selu: gamma for x > 0, gamma alpha exp(x) below. */
+static gboolean grad_selu(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  const WeirNode *n = weir_grad_node(ctx);
+  double alpha = attr_float(n, "alpha", 1.67326319217681884765625);
+  double gamma = attr_float(n, "gamma", 1.05070102214813232421875);
+  g_autofree char *code = g_strdup_printf(
+      "y = b > 0 ? %.17g * a : %.17g * a * exp(b)", gamma, gamma * alpha);
+  return unary(ctx, code, 2);
+}
+
+/* Celu: 1 for x > 0, exp(x / alpha) below. */
+static gboolean grad_celu(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  double alpha = attr_float(weir_grad_node(ctx), "alpha", 1.0);
+  g_autofree char *code =
+      g_strdup_printf("y = b > 0 ? a : a * exp(b / %.17g)", alpha);
   return unary(ctx, code, 2);
 }
 
@@ -127,6 +169,8 @@ static const struct {
     /* Mod on floats (fmod = 1): a - b trunc(a/b), so d/da = 1 and
      * d/db = -trunc(a/b) (trunc is zero almost everywhere in a). */
     {"Mod", {NULL, "y = b / c < 0 ? -a * ceil(b / c) : -a * floor(b / c)"}},
+    /* PRelu x < 0 ? s x : x: d/dx = x < 0 ? s : 1, d/ds = x < 0 ? x : 0 */
+    {"PRelu", {"y = b < 0 ? a * c : a", "y = b < 0 ? a * b : 0"}},
 };
 
 static gboolean grad_binary_formula(WeirGradContext *ctx, GError **error) {
@@ -763,6 +807,9 @@ void weir_grad_register_builtin(void) {
     WeirGradRule rule;
   } table[] = {
       {"LeakyRelu", grad_leaky_relu},
+      {"ThresholdedRelu", grad_thresholded_relu},
+      {"Selu", grad_selu},
+      {"Celu", grad_celu},
       {"Identity", grad_identity},
       {"Sum", grad_sum},
       {"Gemm", grad_gemm},

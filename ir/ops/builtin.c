@@ -10,6 +10,7 @@ void weir_ops_register_linalg(void);
 void weir_ops_register_reduce(void);
 void weir_ops_register_resize(void);
 void weir_ops_register_shape(void);
+void weir_ops_register_indexing(void);
 void weir_ops_register_training(void);
 void weir_ops_register_losses(void);
 
@@ -20,6 +21,7 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_reduce();
   weir_ops_register_resize();
   weir_ops_register_shape();
+  weir_ops_register_indexing();
   weir_ops_register_training();
   weir_ops_register_losses();
 }

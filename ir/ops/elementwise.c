@@ -40,14 +40,19 @@ void weir_ops_register_elementwise(void);
 #define TY_ANY (TY_NUMERIC | TY_BOOL)
 
 typedef enum {
-  RULE_BROADCAST, /* every input is data of type T, broadcast together */
-  RULE_POW,       /* base T, exponent of any numeric type, broadcast */
-  RULE_WHERE,     /* bool condition, two values of type T, broadcast */
-  RULE_CLIP,      /* data, optional scalar min and max of the same type */
-  RULE_CAST,      /* output dtype from attribute "to" */
-  RULE_DROPOUT,   /* inference: identity, optional all-true mask */
-  RULE_BATCHNORM, /* X (N, C, ...), four per-channel vectors of size C;
-                     in training mode also running mean and variance */
+  RULE_BROADCAST,  /* every input is data of type T, broadcast together */
+  RULE_POW,        /* base T, exponent of any numeric type, broadcast */
+  RULE_WHERE,      /* bool condition, two values of type T, broadcast */
+  RULE_CLIP,       /* data, optional scalar min and max of the same type */
+  RULE_CAST,       /* output dtype from attribute "to" */
+  RULE_CAST_LIKE,  /* output dtype from input 1 (whose data is not read) */
+  RULE_QUANT,      /* x, a scale (scalar or per `axis`), an optional u8
+                      zero point of its shape: QuantizeLinear gives u8,
+                      DequantizeLinear the scale's dtype */
+  RULE_FLOAT_TEST, /* float data, bool result of its shape (IsNaN, IsInf) */
+  RULE_DROPOUT,    /* inference: identity, optional all-true mask */
+  RULE_BATCHNORM,  /* X (N, C, ...), four per-channel vectors of size C;
+                      in training mode also running mean and variance */
 } Rule;
 
 typedef enum {
@@ -81,6 +86,31 @@ static const WeirOpAttrSpec hard_sigmoid_attrs[] = {
 };
 static const WeirOpAttrSpec elu_attrs[] = {
     {"alpha", WEIR_ATTR_FLOAT, FALSE, "1.0", 0, 0},
+};
+static const WeirOpAttrSpec one_alpha_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "1.0", 0, 0},
+};
+/* Selu's defaults are ONNX's float constants, written exactly. */
+static const WeirOpAttrSpec selu_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "1.67326319217681884765625", 0, 0},
+    {"gamma", WEIR_ATTR_FLOAT, FALSE, "1.05070102214813232421875", 0, 0},
+};
+static const WeirOpAttrSpec shrink_attrs[] = {
+    {"bias", WEIR_ATTR_FLOAT, FALSE, "0.0", 0, 0},
+    {"lambd", WEIR_ATTR_FLOAT, FALSE, "0.5", 0, 0},
+};
+static const WeirOpAttrSpec quant_attrs[] = {
+    {"axis", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+};
+static const WeirOpAttrSpec is_inf_attrs[] = {
+    {"detect_negative", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"detect_positive", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+};
+static const WeirOpAttrSpec bit_shift_attrs[] = {
+    {"direction", WEIR_ATTR_STRING, TRUE, NULL, 0, 0},
+};
+static const WeirOpAttrSpec cast_like_attrs[] = {
+    {"saturate", WEIR_ATTR_INT, FALSE, "1", 0, 0},
 };
 /* Clip: attributes up to opset 10, inputs 2 and 3 since 11.  No default:
  * an absent bound means unbounded. */
@@ -156,6 +186,17 @@ static const ElemOp ops[] = {
     UNARY("HardSigmoid", TY_FLOAT, 4, ATTRS(hard_sigmoid_attrs)),
     UNARY("HardSwish", TY_FLOAT, 5, NO_ATTRS),
     UNARY("Elu", TY_FLOAT, 4, ATTRS(elu_attrs)),
+    /* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
+    UNARY("Celu", TY_FLOAT, 6, ATTRS(one_alpha_attrs)),
+    /* x > 0 ? gamma x : gamma (alpha exp(x) - alpha) */
+    UNARY("Selu", TY_FLOAT, 5, ATTRS(selu_attrs)),
+    UNARY("ThresholdedRelu", TY_FLOAT, 1, ATTRS(one_alpha_attrs)),
+    /* x / (1 + |x|) */
+    UNARY("Softsign", TY_FLOAT, 3, NO_ATTRS),
+    /* x < -lambd ? x + bias : x > lambd ? x - bias : 0 */
+    UNARY("Shrink", TY_SIGNED, 3, ATTRS(shrink_attrs)),
+    /* x < 0 ? slope x : x, slope broadcast to x */
+    BINARY("PRelu", TY_SIGNED, FALSE, 2),
     /* Unary math. */
     UNARY("Sqrt", TY_FLOAT, 1, NO_ATTRS),
     UNARY("Exp", TY_FLOAT, 1, NO_ATTRS),
@@ -166,6 +207,25 @@ static const ElemOp ops[] = {
     UNARY("Erf", TY_NUMERIC, 1, NO_ATTRS),
     UNARY("Floor", TY_FLOAT, 1, NO_ATTRS),
     UNARY("Ceil", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Round", TY_FLOAT, 1, NO_ATTRS), /* halves to even */
+    UNARY("Sign", TY_NUMERIC, 2, NO_ATTRS),
+    /* Trigonometric and hyperbolic functions. */
+    UNARY("Sin", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Cos", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Tan", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Asin", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Acos", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Atan", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Sinh", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Cosh", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Asinh", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Acosh", TY_FLOAT, 1, NO_ATTRS),
+    UNARY("Atanh", TY_FLOAT, 1, NO_ATTRS),
+    /* Tests of floats: isnan (1), or one comparison per infinity sought. */
+    OP("IsNaN", 1, 1, 1, 1, NO_ATTRS, RULE_FLOAT_TEST, TY_FLOAT, TRUE,
+       FLOPS_FIXED, 1),
+    OP("IsInf", 1, 1, 1, 1, ATTRS(is_inf_attrs), RULE_FLOAT_TEST, TY_FLOAT,
+       TRUE, FLOPS_FIXED, 2),
     UNARY("Not", TY_BOOL, 0, NO_ATTRS),
     UNARY("Identity", TY_ANY, 0, NO_ATTRS),
     /* Binary arithmetic, comparisons and logic. */
@@ -183,6 +243,9 @@ static const ElemOp ops[] = {
     BINARY("GreaterOrEqual", TY_NUMERIC, TRUE, 1),
     BINARY("And", TY_BOOL, TRUE, 0),
     BINARY("Or", TY_BOOL, TRUE, 0),
+    BINARY("Xor", TY_BOOL, TRUE, 0),
+    OP("BitShift", 2, 2, 1, 1, ATTRS(bit_shift_attrs), RULE_BROADCAST, DT(U8),
+       FALSE, FLOPS_FIXED, 0),
     /* Variadic. */
     VARIADIC("Min", TY_NUMERIC, FLOPS_INPUTS_MINUS),
     VARIADIC("Max", TY_NUMERIC, FLOPS_INPUTS_MINUS),
@@ -195,6 +258,15 @@ static const ElemOp ops[] = {
        0),
     OP("Cast", 1, 1, 1, 1, ATTRS(cast_attrs), RULE_CAST, TY_ANY, FALSE,
        FLOPS_FIXED, 0),
+    /* Dequantize (x - zero point) * scale: the product (the subtraction is
+     * on integers); Quantize saturate(rint(x / scale) + zero point): the
+     * division, rint, the addition and the two bounds. */
+    OP("DequantizeLinear", 2, 3, 1, 1, ATTRS(quant_attrs), RULE_QUANT,
+       DT(U8) | DT(I32), FALSE, FLOPS_FIXED, 1),
+    OP("QuantizeLinear", 2, 3, 1, 1, ATTRS(quant_attrs), RULE_QUANT,
+       TY_FLOAT | DT(I32), FALSE, FLOPS_FIXED, 5),
+    OP("CastLike", 2, 2, 1, 1, ATTRS(cast_like_attrs), RULE_CAST_LIKE, TY_ANY,
+       FALSE, FLOPS_FIXED, 0),
     OP("Dropout", 1, 3, 1, 2, ATTRS(dropout_attrs), RULE_DROPOUT, TY_FLOAT,
        FALSE, FLOPS_FIXED, 0),
     OP("BatchNormalization", 5, 5, 1, 5, ATTRS(batchnorm_attrs), RULE_BATCHNORM,
@@ -405,6 +477,19 @@ static gboolean check_counts(const WeirOpInferContext *ctx, const ElemOp *e,
   return TRUE;
 }
 
+/* Neg of known integer elements (a negated axis count in ONNX function
+ * bodies: LayerNormalization's expansion). */
+static void int_values_neg(WeirOpInferContext *ctx) {
+  g_autoptr(GPtrArray) a = weir_op_value_int_values(&ctx->inputs[0]);
+  if (!a)
+    return;
+  g_autoptr(GPtrArray) r =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  for (guint i = 0; i < a->len; i++)
+    g_ptr_array_add(r, weir_expr_neg(g_ptr_array_index(a, i)));
+  weir_op_set_output_int_values(ctx, 0, (WeirExpr *const *)r->pdata, r->len);
+}
+
 static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
                                 GError **error) {
   WeirDType t = ctx->inputs[0].dtype;
@@ -432,11 +517,20 @@ static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
                           "fmod = 0 on floating-point inputs (ONNX requires "
                           "fmod = 1 for %s)",
                           weir_dtype_name(t));
+  if (g_str_equal(op, "BitShift")) {
+    const char *dir = weir_node_attr_string(ctx->node, "direction", "");
+    if (g_strcmp0(dir, "LEFT") != 0 && g_strcmp0(dir, "RIGHT") != 0)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "direction '%s', expected LEFT or RIGHT", dir);
+  }
   if (t == WEIR_DTYPE_I64 || t == WEIR_DTYPE_I32) {
-    if (e->info.max_inputs == 2 && e->info.min_inputs == 2)
+    if (e->info.max_inputs == 2 && e->info.min_inputs == 2 &&
+        !g_str_equal(op, "PRelu"))
       weir_op_int_values_binary(ctx, op); /* arithmetic, Mod, comparisons */
     else if (g_str_equal(op, "Identity"))
       weir_op_int_values_copy(ctx, 0, 0);
+    else if (g_str_equal(op, "Neg"))
+      int_values_neg(ctx);
   } else if (t == WEIR_DTYPE_BOOL && g_str_equal(op, "Not")) {
     weir_op_int_values_not(ctx);
   }
@@ -517,6 +611,67 @@ static gboolean infer_cast(WeirOpInferContext *ctx, const ElemOp *e,
   if ((out == WEIR_DTYPE_I64 || out == WEIR_DTYPE_I32) &&
       !weir_dtype_is_float(x->dtype))
     weir_op_int_values_copy(ctx, 0, 0);
+  return TRUE;
+}
+
+static gboolean infer_cast_like(WeirOpInferContext *ctx, const ElemOp *e,
+                                GError **error) {
+  (void)e;
+  (void)error;
+  const WeirOpValue *x = &ctx->inputs[0];
+  WeirDType out = ctx->inputs[1].dtype;
+  weir_op_set_output(ctx, 0, out, x->rank, x->shape);
+  if ((out == WEIR_DTYPE_I64 || out == WEIR_DTYPE_I32) &&
+      !weir_dtype_is_float(x->dtype))
+    weir_op_int_values_copy(ctx, 0, 0);
+  return TRUE;
+}
+
+/* The scale (input 1) and zero point (input 2): scalars, or vectors over
+ * dimension `axis` of x. */
+static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
+                            GError **error) {
+  const WeirOpValue *x = &ctx->inputs[0];
+  const WeirOpValue *scale = &ctx->inputs[1];
+  const WeirOpValue *zp = input(ctx, 2);
+  gboolean quantize = g_str_equal(ctx->node->op, "QuantizeLinear");
+  if (!check_dtype(ctx, 0, x->dtype, e->types, error) ||
+      !check_dtype(ctx, 1, scale->dtype, TY_FLOAT, error) ||
+      (zp && !check_dtype(ctx, 2, zp->dtype, DT(U8), error)))
+    return FALSE;
+  if (quantize && x->dtype != WEIR_DTYPE_I32 && x->dtype != scale->dtype)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 1 (scale) has dtype %s, but x has %s",
+                          weir_dtype_name(scale->dtype),
+                          weir_dtype_name(x->dtype));
+  gint64 axis = weir_node_attr_int(ctx->node, "axis", 1);
+  if (axis < 0)
+    axis += x->rank;
+  for (guint k = 1; k < 3; k++) {
+    const WeirOpValue *v = input(ctx, k);
+    if (!v || is_single(v))
+      continue;
+    if (v->rank != 1 || axis < 0 || axis >= (gint64)x->rank ||
+        !weir_expr_equal(v->shape[0], x->shape[axis]))
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u must be a scalar or a vector over "
+                            "dimension %" G_GINT64_FORMAT " of x",
+                            k, axis);
+    if (zp && k == 1 && !weir_expr_equal(v->shape[0], zp->shape[0]))
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "the scale and the zero point differ in shape");
+  }
+  weir_op_set_output(ctx, 0, quantize ? WEIR_DTYPE_U8 : scale->dtype, x->rank,
+                     x->shape);
+  return TRUE;
+}
+
+static gboolean infer_float_test(WeirOpInferContext *ctx, const ElemOp *e,
+                                 GError **error) {
+  const WeirOpValue *x = &ctx->inputs[0];
+  if (!check_dtype(ctx, 0, x->dtype, e->types, error))
+    return FALSE;
+  weir_op_set_output(ctx, 0, WEIR_DTYPE_BOOL, x->rank, x->shape);
   return TRUE;
 }
 
@@ -628,6 +783,12 @@ static gboolean elem_infer(WeirOpInferContext *ctx, GError **error) {
     return infer_clip(ctx, e, error);
   case RULE_CAST:
     return infer_cast(ctx, e, error);
+  case RULE_CAST_LIKE:
+    return infer_cast_like(ctx, e, error);
+  case RULE_QUANT:
+    return infer_quant(ctx, e, error);
+  case RULE_FLOAT_TEST:
+    return infer_float_test(ctx, e, error);
   case RULE_DROPOUT:
     return infer_dropout(ctx, e, error);
   case RULE_BATCHNORM:
@@ -675,7 +836,9 @@ static WeirExpr *elem_flops(const WeirGraph *g, const WeirState *s,
           (weir_node_attr(n, "max") || weir_node_has_in_conn(n, "in2"));
     break;
   }
-  if (!weir_dtype_is_float(data->dtype))
+  if (e->rule == RULE_QUANT)
+    data = conn_container(g, s, n, TRUE, "in1"); /* the scale: floating */
+  if (!data || !weir_dtype_is_float(data->dtype))
     per = 0;
   g_autoptr(WeirExpr) volume = weir_container_volume(out);
   const WeirAttr *training = weir_node_attr(n, "training_mode");

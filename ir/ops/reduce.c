@@ -4,13 +4,18 @@
  * Operators (ONNX semantics, attributes in the latest opset's form):
  *   ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2
  *   ReduceSumSquare ReduceLogSumExp   axes (INTS, from input 2 since opset
+ *   ReduceLogSum
  *                                     13 for ReduceSum, 18 for the others),
  *                                     keepdims, noop_with_empty_axes
  *   ArgMax ArgMin                     axis, keepdims, select_last_index
- *   Softmax LogSoftmax                axis, legacy_2d (set by the importer
+ *   Softmax LogSoftmax Hardmax        axis, legacy_2d (set by the importer
  *                                     for opset < 13: reduce over every
  *                                     axis from `axis` on)
  *   LayerNormalization                axis, epsilon, stash_type
+ *   LRN                               alpha, beta, bias, size
+ *   InstanceNormalization             epsilon
+ *   MeanVarianceNormalization         axes
+ *   DynamicQuantizeLinear             (u8 output)
  *   GlobalAveragePool GlobalMaxPool
  *   MaxPool AveragePool               kernel_shape, strides, pads,
  *                                     dilations, auto_pad, ceil_mode,
@@ -128,6 +133,7 @@ static const ReduceDesc reduce_descs[] = {
     {"ReduceL2", DT_NUMERIC, 2, 1},
     {"ReduceSumSquare", DT_NUMERIC, 2, 0},
     {"ReduceLogSumExp", DT_NUMERIC, 4, 2},
+    {"ReduceLogSum", DT_NUMERIC, 1, 1},
 };
 
 static const ReduceDesc *reduce_desc(const char *op) {
@@ -267,6 +273,118 @@ static WeirExpr *flops_softmax(const WeirGraph *g, const WeirState *s,
                                const WeirNode *n) {
   /* max, subtract, exp, sum, divide (LogSoftmax: two subtractions). */
   return flops_linear(g, s, n, strcmp(n->op, "LogSoftmax") == 0 ? 6 : 5, 0);
+}
+
+/* Hardmax: the maximum (1 comparison per element) and the first position
+ * holding it (1 comparison per element). */
+static WeirExpr *flops_hardmax(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n) {
+  return flops_linear(g, s, n, 2, 0);
+}
+
+/* ------------------------------------- LRN, InstanceNormalization, MVN */
+
+static const WeirOpAttrSpec lrn_attrs[] = {
+    {"alpha", WEIR_ATTR_FLOAT, FALSE, "0.0001", 0, 0},
+    {"beta", WEIR_ATTR_FLOAT, FALSE, "0.75", 0, 0},
+    {"bias", WEIR_ATTR_FLOAT, FALSE, "1.0", 0, 0},
+    {"size", WEIR_ATTR_INT, TRUE, NULL, 0, 0},
+};
+static const WeirOpAttrSpec instancenorm_attrs[] = {
+    {"epsilon", WEIR_ATTR_FLOAT, FALSE, "1e-05", 0, 0},
+};
+static const WeirOpAttrSpec mvn_attrs[] = {
+    {"axes", WEIR_ATTR_INTS, FALSE, "0,2,3", 0, 0},
+};
+
+/* X of float type and rank >= 2 (N, C, ...); output 0 of its shape. */
+static gboolean infer_channels(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (!check_input(ctx, 0, DT_FLOAT, error))
+    return FALSE;
+  const WeirOpValue *x = &ctx->inputs[0];
+  if (x->rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 has rank %u, expected at least 2 (N, C, "
+                          "...)",
+                          x->rank);
+  if (strcmp(n->op, "LRN") == 0 && weir_node_attr_int(n, "size", 0) < 1)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "size must be positive");
+  if (strcmp(n->op, "InstanceNormalization") == 0) {
+    for (guint k = 1; k < 3; k++) {
+      if (!check_input(ctx, k, DT_FLOAT, error))
+        return FALSE;
+      const WeirOpValue *v = &ctx->inputs[k];
+      if (v->rank != 1 || !weir_expr_equal(v->shape[0], x->shape[1]))
+        return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                              "input %u must be a vector over the channels", k);
+    }
+  }
+  if (strcmp(n->op, "MeanVarianceNormalization") == 0) {
+    const GArray *axes = weir_node_attr_ints(n, "axes");
+    for (guint i = 0; axes && i < axes->len; i++) {
+      guint a = 0;
+      if (!normalize_axis(n, "axis", g_array_index(axes, gint64, i), x->rank,
+                          &a, error))
+        return FALSE;
+    }
+  }
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  return TRUE;
+}
+
+/* LRN: per element, a square and an addition for each of the `size`
+ * channels of the window, then the scale, the bias, the power and the
+ * division (4).  InstanceNormalization: per element the sum (1), the
+ * squared deviation (3) and the normalization (4); per (n, c) the mean (1)
+ * and 1 / sqrt(var / count + epsilon) (4).  MeanVarianceNormalization:
+ * per element the two sums (3) and (x - m) / (sqrt(E[x^2] - m^2) + 1e-9)
+ * computed in place (8). */
+static WeirExpr *flops_channels(const WeirGraph *g, const WeirState *s,
+                                const WeirNode *n) {
+  if (strcmp(n->op, "LRN") == 0)
+    return flops_linear(g, s, n, 2 * weir_node_attr_int(n, "size", 1) + 4, 0);
+  if (strcmp(n->op, "MeanVarianceNormalization") == 0)
+    return flops_linear(g, s, n, 11, 0);
+  const WeirContainer *x = port_container(g, s, n, TRUE, 0);
+  if (!x || x->shape->len < 2)
+    return NULL;
+  g_autoptr(WeirExpr) v = weir_container_volume(x);
+  g_autoptr(WeirExpr) nc = weir_expr_mul(g_ptr_array_index(x->shape, 0),
+                                         g_ptr_array_index(x->shape, 1));
+  g_autoptr(WeirExpr) a = weir_expr_mul_const(v, 8);
+  g_autoptr(WeirExpr) b = weir_expr_mul_const(nc, 5);
+  return weir_expr_add(a, b);
+}
+
+/* ------------------------------------------------- DynamicQuantizeLinear */
+
+/* x (f32) -> y (u8, the shape of x), y_scale (f32 scalar), y_zero_point
+ * (u8 scalar); all three outputs are required. */
+static gboolean infer_dynamic_quantize(WeirOpInferContext *ctx,
+                                       GError **error) {
+  if (!check_input(ctx, 0, DT(F32), error))
+    return FALSE;
+  if (ctx->n_outputs < 3)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "has %u outputs, expected 3 (y, y_scale, "
+                          "y_zero_point)",
+                          ctx->n_outputs);
+  const WeirOpValue *x = &ctx->inputs[0];
+  weir_op_set_output(ctx, 0, WEIR_DTYPE_U8, x->rank, x->shape);
+  weir_op_set_output(ctx, 1, WEIR_DTYPE_F32, 0, NULL);
+  weir_op_set_output(ctx, 2, WEIR_DTYPE_U8, 0, NULL);
+  return TRUE;
+}
+
+/* Per element the minimum and maximum (2) and the quantization (a
+ * division, rint, an addition and the two bounds: 5); once the scale and
+ * the zero point (7). */
+static WeirExpr *flops_dynamic_quantize(const WeirGraph *g, const WeirState *s,
+                                        const WeirNode *n) {
+  g_autoptr(WeirExpr) per = flops_linear(g, s, n, 7, 0);
+  return per ? weir_expr_add_const(per, 7) : NULL;
 }
 
 /* ---------------------------------------------------- LayerNormalization */
@@ -563,6 +681,7 @@ REDUCE_OP(op_reduce_l1, "ReduceL1", reduce18_attrs);
 REDUCE_OP(op_reduce_l2, "ReduceL2", reduce18_attrs);
 REDUCE_OP(op_reduce_sum_square, "ReduceSumSquare", reduce18_attrs);
 REDUCE_OP(op_reduce_log_sum_exp, "ReduceLogSumExp", reduce18_attrs);
+REDUCE_OP(op_reduce_log_sum, "ReduceLogSum", reduce18_attrs);
 
 static const WeirOpInfo op_argmax = {
     "ArgMax",  1,        1, 1, 1, arg_attrs, G_N_ELEMENTS(arg_attrs),
@@ -588,6 +707,45 @@ static const WeirOpInfo op_log_softmax = {"LogSoftmax",
                                           G_N_ELEMENTS(softmax_attrs),
                                           infer_softmax,
                                           flops_softmax};
+static const WeirOpInfo op_hardmax = {"Hardmax",
+                                      1,
+                                      1,
+                                      1,
+                                      1,
+                                      softmax_attrs,
+                                      G_N_ELEMENTS(softmax_attrs),
+                                      infer_softmax,
+                                      flops_hardmax};
+static const WeirOpInfo op_lrn = {"LRN",
+                                  1,
+                                  1,
+                                  1,
+                                  1,
+                                  lrn_attrs,
+                                  G_N_ELEMENTS(lrn_attrs),
+                                  infer_channels,
+                                  flops_channels};
+static const WeirOpInfo op_instancenorm = {"InstanceNormalization",
+                                           3,
+                                           3,
+                                           1,
+                                           1,
+                                           instancenorm_attrs,
+                                           G_N_ELEMENTS(instancenorm_attrs),
+                                           infer_channels,
+                                           flops_channels};
+static const WeirOpInfo op_mvn = {"MeanVarianceNormalization",
+                                  1,
+                                  1,
+                                  1,
+                                  1,
+                                  mvn_attrs,
+                                  G_N_ELEMENTS(mvn_attrs),
+                                  infer_channels,
+                                  flops_channels};
+static const WeirOpInfo op_dynamic_quantize = {
+    "DynamicQuantizeLinear", 1, 1, 3, 3, NULL, 0, infer_dynamic_quantize,
+    flops_dynamic_quantize};
 static const WeirOpInfo op_layernorm = {"LayerNormalization",
                                         2,
                                         3,
@@ -626,10 +784,16 @@ void weir_ops_register_reduce(void) {
       &op_reduce_l2,
       &op_reduce_sum_square,
       &op_reduce_log_sum_exp,
+      &op_reduce_log_sum,
       &op_argmax,
       &op_argmin,
       &op_softmax,
       &op_log_softmax,
+      &op_hardmax,
+      &op_lrn,
+      &op_instancenorm,
+      &op_mvn,
+      &op_dynamic_quantize,
       &op_layernorm,
       &op_global_avg,
       &op_global_max,

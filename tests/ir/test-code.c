@@ -245,6 +245,12 @@ static WeirValue eval_expr(const char *expr, WeirDType ydt) {
   return y;
 }
 
+/* Equal up to an ulp or two: libm and the compiler's constant folding of
+ * the same function may round differently. */
+static gboolean near(double a, double b) {
+  return fabs(a - b) <= 4e-16 * fabs(b);
+}
+
 static double eval_f64(const char *expr) {
   return eval_expr(expr, WEIR_DTYPE_F64).f;
 }
@@ -1013,6 +1019,21 @@ static void test_eval_float(void **state) {
   assert_true(eval_f64("erf(a)") == (double)erff(1.5f));
   assert_true(eval_f64("sin(b)") == sin(2.25));
   assert_true(eval_f64("cos(0.0)") == 1.0);
+  assert_true(near(eval_f64("tan(b)"), tan(2.25)));
+  assert_true(near(eval_f64("asin(1.0)"), asin(1.0)));
+  assert_true(near(eval_f64("acos(0.5)"), acos(0.5)));
+  assert_true(eval_f64("atan(a)") == (double)atanf(1.5f));
+  assert_true(near(eval_f64("sinh(b)"), sinh(2.25)));
+  assert_true(near(eval_f64("cosh(b)"), cosh(2.25)));
+  assert_true(near(eval_f64("asinh(b)"), asinh(2.25)));
+  assert_true(near(eval_f64("acosh(b)"), acosh(2.25)));
+  assert_true(near(eval_f64("atanh(0.5)"), atanh(0.5)));
+  /* rint: to the nearest integer, halves to even */
+  assert_true(eval_f64("rint(2.5)") == 2.0);
+  assert_true(eval_f64("rint(3.5)") == 4.0);
+  assert_true(eval_f64("rint(-2.5)") == -2.0);
+  assert_true(eval_f64("rint(a)") == 2.0);
+  assert_true(eval_f64("rint(i)") == 7.0);
   assert_true(eval_f64("abs(-2.5)") == 2.5);
   assert_true(eval_f64("abs(-a)") == 1.5);
   assert_true(eval_f64("floor(-1.5)") == -2.0);

@@ -187,6 +187,41 @@ static double r_and(const double *x, const double *p) {
   (void)p;
   return x[0] != 0 && x[1] != 0;
 }
+/* The operators added for ONNX coverage (trigonometric, hyperbolic,
+ * rounding, sign, the parametric activations, PRelu, Xor). */
+#define R1(name, expr)                                                         \
+  static double name(const double *x, const double *p) {                       \
+    (void)p;                                                                   \
+    return expr;                                                               \
+  }
+R1(r_sin, sin(x[0]))
+R1(r_cos, cos(x[0]))
+R1(r_tan, tan(x[0]))
+R1(r_asin, asin(x[0]))
+R1(r_acos, acos(x[0]))
+R1(r_atan, atan(x[0]))
+R1(r_sinh, sinh(x[0]))
+R1(r_cosh, cosh(x[0]))
+R1(r_asinh, asinh(x[0]))
+R1(r_acosh, acosh(x[0]))
+R1(r_atanh, atanh(x[0]))
+R1(r_round, nearbyint(x[0]))
+R1(r_sign, x[0] > 0 ? 1.0 : x[0] < 0 ? -1.0 : 0.0)
+R1(r_prelu, x[0] < 0 ? x[0] * x[1] : x[0])
+R1(r_xor, (x[0] != 0) != (x[1] != 0))
+R1(r_softsign, x[0] / (1 + fabs(x[0])))
+static double r_shrink(const double *x, const double *p) {
+  return x[0] < -p[0] ? x[0] + p[1] : x[0] > p[0] ? x[0] - p[1] : 0;
+}
+static double r_celu(const double *x, const double *p) {
+  return fmax(0, x[0]) + fmin(0, p[0] * (exp(x[0] / p[0]) - 1));
+}
+static double r_selu(const double *x, const double *p) {
+  return x[0] > 0 ? p[1] * x[0] : p[1] * (p[0] * exp(x[0]) - p[0]);
+}
+static double r_thresholded(const double *x, const double *p) {
+  return x[0] > p[0] ? x[0] : 0;
+}
 static double r_or(const double *x, const double *p) {
   (void)p;
   return x[0] != 0 || x[1] != 0;
@@ -308,6 +343,31 @@ static const Case cases[] = {
     {"Greater", AB(I64, "N, 4", "4"), .lo = 0, .hi = 3, .ref = r_gt},
     {"LessOrEqual", AB(I32, "N, 4", ""), .lo = 0, .hi = 3, .ref = r_le},
     {"GreaterOrEqual", AB(F64, "N, 4", "N, 4"), .lo = 0, .hi = 3, .ref = r_ge},
+    {"Xor", AB(BOOL, "N, 4", "4"), .ref = r_xor},
+    {"PRelu", AB(F32, "N, 4", "4"), .lo = -2, .hi = 2, .ref = r_prelu},
+    {"Sin", X1(F32, "N, 4"), .lo = -3, .hi = 3, .ref = r_sin},
+    {"Cos", X1(F64, "N, 4"), .lo = -3, .hi = 3, .ref = r_cos},
+    {"Tan", X1(F32, "N, 4"), .lo = -1.2, .hi = 1.2, .ref = r_tan},
+    {"Asin", X1(F32, "N, 4"), .lo = -1, .hi = 1, .ref = r_asin},
+    {"Acos", X1(F64, "N, 4"), .lo = -1, .hi = 1, .ref = r_acos},
+    {"Atan", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_atan},
+    {"Sinh", X1(F32, "N, 4"), .lo = -3, .hi = 3, .ref = r_sinh},
+    {"Cosh", X1(F32, "N, 4"), .lo = -3, .hi = 3, .ref = r_cosh},
+    {"Asinh", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_asinh},
+    {"Acosh", X1(F64, "N, 4"), .lo = 1, .hi = 5, .ref = r_acosh},
+    {"Atanh", X1(F32, "N, 4"), .lo = -0.9, .hi = 0.9, .ref = r_atanh},
+    {"Round", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_round},
+    {"Softsign", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_softsign},
+    {"Shrink", X1(F64, "N, 4"), .f = {{"lambd", 1.0}, {"bias", 0.5}}, .lo = -3,
+     .hi = 3, .ref = r_shrink, .p = {1.0, 0.5}},
+    {"Sign", X1(F32, "N, 4"), .lo = -5, .hi = 5, .ref = r_sign},
+    {"Sign", X1(I64, "N, 4"), .lo = -5, .hi = 5, .ref = r_sign},
+    {"Celu", X1(F32, "N, 4"), .f = {{"alpha", 2.0}}, .lo = -3, .hi = 3,
+     .ref = r_celu, .p = {2.0}},
+    {"Selu", X1(F64, "N, 4"), .lo = -3, .hi = 3, .ref = r_selu,
+     .p = {1.67326319217681884765625, 1.05070102214813232421875}},
+    {"ThresholdedRelu", X1(F32, "N, 4"), .f = {{"alpha", 0.5}}, .lo = -2,
+     .hi = 2, .ref = r_thresholded, .p = {0.5}},
     {"And", AB(BOOL, "N, 4", "4"), .ref = r_and},
     {"Or", AB(BOOL, "2, N, 4", "N, 1"), .ref = r_or},
     {"Where", .ins = {{"C", BOOL, "N, 1"}, {"A", F32, "N, 4"}, {"B", F32, "4"}},
@@ -963,6 +1023,17 @@ static void test_flops(void **state) {
       {{"Clip", .ins = {{"A", F32, "N"}}, .n_ins = 1, .f = {{"min", 0.0}}},
        "N"},
       {{"Cast", .ins = {{"A", F32, "N"}}, .n_ins = 1, .i = {{"to", 7}}}, "0"},
+      {{"Tan", .ins = {{"A", F32, "N"}}, .n_ins = 1}, "N"},
+      {{"Celu", .ins = {{"A", F32, "N"}}, .n_ins = 1}, "6*N"},
+      {{"Selu", .ins = {{"A", F64, "N"}}, .n_ins = 1}, "5*N"},
+      {{"IsInf", .ins = {{"A", F32, "N"}}, .n_ins = 1}, "2*N"},
+      {{"Sign", .ins = {{"A", I64, "N"}}, .n_ins = 1}, "0"},
+      {{"Xor", .ins = {{"A", BOOL, "N"}, {"B", BOOL, "N"}}, .n_ins = 2}, "0"},
+      {{"DequantizeLinear", .ins = {{"X", U8, "N, 3"}, {"S", F32, ""}},
+        .n_ins = 2},
+       "3*N"},
+      {{"QuantizeLinear", .ins = {{"X", F32, "N"}, {"S", F32, ""}}, .n_ins = 2},
+       "5*N"},
       {{"BatchNormalization",
         .ins = {{"X", F32, "N, 2"},
                 {"S", F32, "2"},

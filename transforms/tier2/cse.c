@@ -109,23 +109,83 @@ static gboolean tasklet_equal(const WeirState *s, const WeirScopes *sc,
 
 /* ------------------------------------------------------------- match */
 
+/* A key that equal nodes share (equal nodes have equal keys; nodes with
+ * equal keys are then compared in full): library nodes by op, connectors
+ * and input containers, tasklets by body, connectors, scope and the
+ * sources of their inputs.  NULL for nodes that cannot be equal to any
+ * (library nodes not wired by the conventions, tasklets without code).
+ * (transfer full) */
+static char *node_key(const WeirGraph *g, const WeirState *s,
+                      const WeirScopes *sc, const WeirNode *n) {
+  GString *k = g_string_new(NULL);
+  for (guint i = 0; i < n->in_conns->len; i++)
+    g_string_append_printf(k, "%s,", (char *)g_ptr_array_index(n->in_conns, i));
+  g_string_append_c(k, '|');
+  for (guint i = 0; i < n->out_conns->len; i++)
+    g_string_append_printf(k, "%s,",
+                           (char *)g_ptr_array_index(n->out_conns, i));
+  g_string_append_c(k, '|');
+  if (n->kind == WEIR_NODE_LIBRARY) {
+    if (!weir_tier2_wired(g, s, n)) {
+      g_string_free(k, TRUE);
+      return NULL;
+    }
+    g_string_append_printf(k, "L%s|", n->op ? n->op : "");
+    for (guint i = 0; i < n->in_conns->len; i++) {
+      WeirTier2Port p;
+      weir_tier2_nth_port(g, s, n, TRUE, i, &p);
+      g_string_append_printf(k, "%s,", p.container->name);
+    }
+    return g_string_free(k, FALSE);
+  }
+  if (!n->code || !sc) {
+    g_string_free(k, TRUE);
+    return NULL;
+  }
+  g_autofree char *code = weir_code_to_string(n->code);
+  g_string_append_printf(k, "T%u|%s|", weir_scopes_parent(sc, n->id), code);
+  g_autoptr(GPtrArray) in = weir_state_in_edges(s, n->id);
+  g_ptr_array_sort(in, cmp_memlet);
+  for (guint i = 0; i < in->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(in, i);
+    g_string_append_printf(k, "%s<%u.%s,", m->dst_conn ? m->dst_conn : "",
+                           m->src, m->src_conn ? m->src_conn : "");
+  }
+  return g_string_free(k, FALSE);
+}
+
+/* For each node, the earliest node before it (in the state's node order)
+ * that computes the same thing.  Nodes are grouped by node_key, so each is
+ * compared only with the earlier nodes of its group: linear in the state's
+ * size when the groups are small (as they are: equal keys mean the same
+ * operator on the same inputs). */
 static void cse_match(const WeirGraph *g, GArray *sites) {
   for (guint si = 0; si < g->states->len; si++) {
     WeirState *s = g_ptr_array_index(g->states, si);
     g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    /* key -> GPtrArray of the earlier nodes with that key, in order */
+    g_autoptr(GHashTable) groups = g_hash_table_new_full(
+        g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
     for (guint j = 0; j < s->nodes->len; j++) {
       WeirNode *b = g_ptr_array_index(s->nodes, j);
       if (b->kind != WEIR_NODE_LIBRARY && b->kind != WEIR_NODE_TASKLET)
         continue;
-      for (guint i = 0; i < j; i++) {
-        WeirNode *a = g_ptr_array_index(s->nodes, i);
-        gboolean eq = FALSE;
-        if (a->kind != b->kind)
-          continue;
-        if (a->kind == WEIR_NODE_LIBRARY)
-          eq = library_equal(g, s, a, b);
-        else
-          eq = sc && tasklet_equal(s, sc, a, b);
+      char *key = node_key(g, s, sc, b);
+      if (!key)
+        continue;
+      GPtrArray *group = g_hash_table_lookup(groups, key);
+      if (!group) {
+        group = g_ptr_array_new();
+        g_hash_table_insert(groups, key, group);
+      } else {
+        g_free(key);
+      }
+      for (guint i = 0; i < group->len; i++) {
+        WeirNode *a = g_ptr_array_index(group, i);
+        gboolean eq = a->kind == WEIR_NODE_LIBRARY
+                          ? library_equal(g, s, a, b)
+                          : sc && tasklet_equal(s, sc, a, b);
         if (eq) {
           WeirSite site = {
               .state = s->id, .n_nodes = 2, .nodes = {a->id, b->id}};
@@ -133,6 +193,7 @@ static void cse_match(const WeirGraph *g, GArray *sites) {
           break; /* only the earliest equal node */
         }
       }
+      g_ptr_array_add(group, b);
     }
   }
 }

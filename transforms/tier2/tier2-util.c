@@ -46,8 +46,11 @@ gboolean weir_tier2_port(const WeirGraph *g, const WeirState *s,
             : !weir_node_has_out_conn(n, conn))
     return FALSE;
   WeirMemlet *found = NULL;
-  for (guint i = 0; i < s->edges->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+  /* The node's memlets: in time of its degree under an edge index. */
+  g_autoptr(GPtrArray) edges =
+      input ? weir_state_in_edges(s, n->id) : weir_state_out_edges(s, n->id);
+  for (guint i = 0; i < edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(edges, i);
     gboolean at = input ? m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0
                         : m->src == n->id && g_strcmp0(m->src_conn, conn) == 0;
     if (!at)

@@ -8,7 +8,8 @@
  *   - KIND_FIXED: a fixed list of connectors and a body template in which
  *     "$name" stands for the float attribute `name` (as an exact literal);
  *   - KIND_VARIADIC: x0, x1, ... with the body built from the input count;
- *   - KIND_POW, KIND_MOD, KIND_CLIP, KIND_CAST, KIND_DROPOUT, KIND_BATCHNORM:
+ *   - KIND_POW, KIND_MOD, KIND_CLIP, KIND_CAST (also CastLike), KIND_IS_INF,
+ *     KIND_BIT_SHIFT, KIND_QUANT, KIND_DROPOUT, KIND_BATCHNORM:
  * bodies or subsets that depend on dtypes or optional inputs, built by small
  *     functions below.  BatchNormalization in training mode is not
  *     elementwise (it reduces over the batch): it is handed to
@@ -31,6 +32,9 @@ typedef enum {
   KIND_MOD,
   KIND_CLIP,
   KIND_CAST,
+  KIND_IS_INF,
+  KIND_BIT_SHIFT,
+  KIND_QUANT,
   KIND_DROPOUT,
   KIND_BATCHNORM,
 } Kind;
@@ -55,6 +59,15 @@ static const ElemExpansion exps[] = {
     {"HardSigmoid", KIND_FIXED, "x", "y = max(0, min(1, $alpha * x + $beta))"},
     {"HardSwish", KIND_FIXED, "x", "y = x * max(0, min(1, x / 6 + 0.5))"},
     {"Elu", KIND_FIXED, "x", "y = x < 0 ? $alpha * (exp(x) - 1) : x"},
+    {"Celu", KIND_FIXED, "x",
+     "y = max(0, x) + min(0, $alpha * (exp(x / $alpha) - 1))"},
+    {"Selu", KIND_FIXED, "x",
+     "y = x > 0 ? $gamma * x : $gamma * ($alpha * exp(x) - $alpha)"},
+    {"ThresholdedRelu", KIND_FIXED, "x", "y = x > $alpha ? x : 0"},
+    {"Softsign", KIND_FIXED, "x", "y = x / (1 + abs(x))"},
+    {"Shrink", KIND_FIXED, "x",
+     "y = x < -$lambd ? x + $bias : x > $lambd ? x - $bias : 0"},
+    {"PRelu", KIND_FIXED, "x,slope", "y = x < 0 ? slope * x : x"},
     /* Unary math and logic. */
     {"Sqrt", KIND_FIXED, "x", "y = sqrt(x)"},
     {"Exp", KIND_FIXED, "x", "y = exp(x)"},
@@ -65,6 +78,21 @@ static const ElemExpansion exps[] = {
     {"Erf", KIND_FIXED, "x", "y = erf(x)"},
     {"Floor", KIND_FIXED, "x", "y = floor(x)"},
     {"Ceil", KIND_FIXED, "x", "y = ceil(x)"},
+    {"Round", KIND_FIXED, "x", "y = rint(x)"},
+    {"Sign", KIND_FIXED, "x", "y = x > 0 ? 1 : x < 0 ? -1 : 0"},
+    {"Sin", KIND_FIXED, "x", "y = sin(x)"},
+    {"Cos", KIND_FIXED, "x", "y = cos(x)"},
+    {"Tan", KIND_FIXED, "x", "y = tan(x)"},
+    {"Asin", KIND_FIXED, "x", "y = asin(x)"},
+    {"Acos", KIND_FIXED, "x", "y = acos(x)"},
+    {"Atan", KIND_FIXED, "x", "y = atan(x)"},
+    {"Sinh", KIND_FIXED, "x", "y = sinh(x)"},
+    {"Cosh", KIND_FIXED, "x", "y = cosh(x)"},
+    {"Asinh", KIND_FIXED, "x", "y = asinh(x)"},
+    {"Acosh", KIND_FIXED, "x", "y = acosh(x)"},
+    {"Atanh", KIND_FIXED, "x", "y = atanh(x)"},
+    {"IsNaN", KIND_FIXED, "x", "y = isnan(x)"},
+    {"IsInf", KIND_IS_INF, "x", NULL},
     {"Not", KIND_FIXED, "x", "y = !x"},
     {"Identity", KIND_FIXED, "x", "y = x"},
     /* Binary.  Integer division truncates toward zero (as C and ONNX
@@ -82,6 +110,8 @@ static const ElemExpansion exps[] = {
     {"GreaterOrEqual", KIND_FIXED, "a,b", "y = a >= b"},
     {"And", KIND_FIXED, "a,b", "y = a && b"},
     {"Or", KIND_FIXED, "a,b", "y = a || b"},
+    {"Xor", KIND_FIXED, "a,b", "y = a != b"},
+    {"BitShift", KIND_BIT_SHIFT, "a,b", NULL},
     {"Where", KIND_FIXED, "c,a,b", "y = c ? a : b"},
     /* Variadic. */
     {"Min", KIND_VARIADIC, "min", NULL},
@@ -91,6 +121,9 @@ static const ElemExpansion exps[] = {
     /* Special inputs. */
     {"Clip", KIND_CLIP, NULL, NULL},
     {"Cast", KIND_CAST, "x", NULL},
+    {"CastLike", KIND_CAST, "x", NULL},
+    {"DequantizeLinear", KIND_QUANT, "x", NULL},
+    {"QuantizeLinear", KIND_QUANT, "x", NULL},
     {"Dropout", KIND_DROPOUT, "x", NULL},
     {"BatchNormalization", KIND_BATCHNORM, "x,scale,bias,mean,var",
      "y = (x - mean) / sqrt(var + $epsilon) * scale + bias"},
@@ -411,6 +444,22 @@ static gboolean build_cast(Builder *b, const ElemExpansion *e, GError **error) {
   if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
       !add_broadcast_input(b, 0, &x, e->conns, error))
     return FALSE;
+  if (g_str_equal(b->n->op, "CastLike")) {
+    /* Input 1 only gives the type: its data is not read. */
+    WeirPort like;
+    if (!weir_port_require_input(b->g, b->s, b->n, 1, &like, error))
+      return FALSE;
+    g_ptr_array_add(b->dropped, like.access);
+    WeirDType t = like.container->dtype;
+    if (t != b->out.container->dtype)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                            "output '%s' has dtype %s, but input 1 has %s",
+                            b->out.container->name,
+                            weir_dtype_name(b->out.container->dtype),
+                            weir_dtype_name(t));
+    g_string_append_printf(b->code, "y = %s(x)", weir_dtype_name(t));
+    return TRUE;
+  }
   const WeirAttr *to = weir_node_attr(b->n, "to");
   static const struct {
     gint64 onnx;
@@ -434,6 +483,91 @@ static gboolean build_cast(Builder *b, const ElemExpansion *e, GError **error) {
                           weir_dtype_name(b->out.container->dtype),
                           weir_dtype_name(types[i].dtype));
   g_string_append_printf(b->code, "y = %s(x)", weir_dtype_name(types[i].dtype));
+  return TRUE;
+}
+
+/* IsInf: one comparison per infinity sought (none: always false). */
+static gboolean build_is_inf(Builder *b, const ElemExpansion *e,
+                             GError **error) {
+  WeirPort x;
+  if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
+      !add_broadcast_input(b, 0, &x, e->conns, error))
+    return FALSE;
+  gboolean pos = weir_node_attr_int(b->n, "detect_positive", 1) != 0;
+  gboolean neg = weir_node_attr_int(b->n, "detect_negative", 1) != 0;
+  g_string_append_printf(b->code, "y = %s%s%s", pos ? "x == 1e999" : "",
+                         pos && neg ? " || " : "", neg ? "x == -1e999" : "");
+  if (!pos && !neg)
+    g_string_append(b->code, "false");
+  return TRUE;
+}
+
+/* BitShift on u8 (Weir's only unsigned type): a shift by b is a product or
+ * a quotient by 2^b in int arithmetic, truncated to 8 bits on the store;
+ * shifts of 8 bits or more give 0. */
+static gboolean build_bit_shift(Builder *b, const ElemExpansion *e,
+                                GError **error) {
+  (void)e;
+  WeirPort x, y;
+  if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
+      !weir_port_require_input(b->g, b->s, b->n, 1, &y, error) ||
+      !add_broadcast_input(b, 0, &x, "a", error) ||
+      !add_broadcast_input(b, 1, &y, "b", error))
+    return FALSE;
+  if (x.container->dtype != WEIR_DTYPE_U8)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
+                          "dtype %s (only u8 is supported)",
+                          weir_dtype_name(x.container->dtype));
+  const char *dir = weir_node_attr_string(b->n, "direction", "");
+  gboolean left = g_strcmp0(dir, "LEFT") == 0;
+  if (!left && g_strcmp0(dir, "RIGHT") != 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                          "direction '%s', expected LEFT or RIGHT", dir);
+  g_string_append_printf(b->code, "y = b >= 8 ? 0 : i32(a) %s pow(2, i32(b))",
+                         left ? "*" : "/");
+  return TRUE;
+}
+
+/* QuantizeLinear and DequantizeLinear: the scale and zero point read at
+ * the index of `axis` (vectors) or at their one element (scalars). */
+static gboolean build_quant(Builder *b, const ElemExpansion *e,
+                            GError **error) {
+  WeirPort x, scale, zp;
+  if (!weir_port_require_input(b->g, b->s, b->n, 0, &x, error) ||
+      !weir_port_require_input(b->g, b->s, b->n, 1, &scale, error) ||
+      !add_broadcast_input(b, 0, &x, e->conns, error))
+    return FALSE;
+  g_autoptr(GError) local = NULL;
+  gboolean has_zp = weir_port_input(b->g, b->s, b->n, 2, &zp, &local);
+  if (local) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  gint64 axis = weir_node_attr_int(b->n, "axis", 1);
+  if (axis < 0)
+    axis += b->out.rank;
+  const WeirPort *ps[2] = {&scale, has_zp ? &zp : NULL};
+  static const char *const names[2] = {"s", "z"};
+  for (guint k = 0; k < 2; k++) {
+    if (!ps[k])
+      continue;
+    if (is_single(ps[k]))
+      add_input(b, names[k], ps[k]->access, point_subset(ps[k]));
+    else if (ps[k]->rank == 1 && axis >= 0 && axis < (gint64)b->out.rank)
+      add_input(b, names[k], ps[k]->access, g_strdup(b->params[axis]));
+    else
+      return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
+                            "input %u must be a scalar or a vector over "
+                            "dimension %" G_GINT64_FORMAT,
+                            k + 1, axis);
+  }
+  const char *z = has_zp ? "i32(z)" : "0";
+  if (g_str_equal(b->n->op, "DequantizeLinear"))
+    g_string_append_printf(b->code, "y = %s(i32(x) - %s) * s",
+                           weir_dtype_name(scale.container->dtype), z);
+  else
+    g_string_append_printf(b->code,
+                           "q = rint(x / s) + %s\ny = min(max(q, 0), 255)", z);
   return TRUE;
 }
 
@@ -562,6 +696,15 @@ static gboolean expand_elementwise(WeirGraph *g, WeirState *s, WeirNode *n,
     break;
   case KIND_CAST:
     ok = build_cast(&b, e, error);
+    break;
+  case KIND_IS_INF:
+    ok = build_is_inf(&b, e, error);
+    break;
+  case KIND_BIT_SHIFT:
+    ok = build_bit_shift(&b, e, error);
+    break;
+  case KIND_QUANT:
+    ok = build_quant(&b, e, error);
     break;
   case KIND_BATCHNORM:
     ok = build_batchnorm(&b, e, error);

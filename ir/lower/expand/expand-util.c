@@ -418,3 +418,91 @@ char *weir_expand_name(const WeirNode *n, const char *suffix) {
     g_string_append(s, "tmp");
   return g_string_free(s, FALSE);
 }
+
+/* Map parameter names p0, p1, ... unless the program has symbols of those
+ * names (a parameter may not shadow a symbol); then q0, ..., pp0, .... */
+char **weir_expand_fresh_params(const WeirGraph *g, guint rank) {
+  static const char *const prefixes[] = {"p", "q", "pp", "qq", "map_p"};
+  for (guint k = 0; k < G_N_ELEMENTS(prefixes); k++) {
+    char **p = weir_expand_params(prefixes[k], rank);
+    gboolean clash = FALSE;
+    for (guint i = 0; i < rank && !clash; i++)
+      clash = weir_graph_has_symbol(g, p[i]);
+    if (!clash)
+      return p;
+    g_strfreev(p);
+  }
+  return weir_expand_params("weir_p", rank);
+}
+
+/* Makes the memlets that carry input connector `conn` of the tasklet of a
+ * map built by weir_expand_map (`node`: the entry, or the tasklet when
+ * there is no map) dynamic: one element per execution at most. */
+void weir_expand_dynamic_input(WeirState *s, WeirNode *node,
+                               const char *container, const char *conn) {
+  g_autofree char *in_conn = g_strdup_printf("IN_%s", container);
+  g_autofree char *out_conn = g_strdup_printf("OUT_%s", container);
+  g_autoptr(WeirExpr) iterations = weir_expr_const(1);
+  if (node->kind == WEIR_NODE_MAP_ENTRY) {
+    for (guint i = 0; i < node->map->ranges->len; i++) {
+      g_autoptr(WeirExpr) size =
+          weir_range_size(&g_array_index(node->map->ranges, WeirRange, i));
+      WeirExpr *next = weir_expr_mul(iterations, size);
+      weir_expr_unref(iterations);
+      iterations = next;
+    }
+  }
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  for (guint i = 0; i < s->edges->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    if (node->kind == WEIR_NODE_MAP_ENTRY && m->dst == node->id &&
+        g_strcmp0(m->dst_conn, in_conn) == 0) {
+      weir_memlet_set_volume(m, iterations);
+      m->dynamic = TRUE;
+    } else if ((node->kind == WEIR_NODE_MAP_ENTRY && m->src == node->id &&
+                g_strcmp0(m->src_conn, out_conn) == 0 &&
+                g_strcmp0(m->dst_conn, conn) == 0) ||
+               (node->kind == WEIR_NODE_TASKLET && m->dst == node->id &&
+                g_strcmp0(m->dst_conn, conn) == 0)) {
+      weir_memlet_set_volume(m, one);
+      m->dynamic = TRUE;
+    }
+  }
+}
+
+/* Marks the write of tasklet connector `conn` of the scope built by
+ * weir_expand_map (`top`: its entry, or the tasklet) as dynamic: one
+ * element per execution, `iterations` in all. */
+void weir_expand_dynamic_output(WeirState *s, WeirNode *top, const char *conn,
+                                WeirExpr *iterations) {
+  guint tasklet = top->id;
+  if (top->kind == WEIR_NODE_MAP_ENTRY) {
+    g_autoptr(GPtrArray) out = weir_state_out_edges(s, top->id);
+    for (guint i = 0; i < out->len; i++) {
+      WeirMemlet *m = g_ptr_array_index(out, i);
+      WeirNode *d = weir_state_node(s, m->dst);
+      if (d && d->kind == WEIR_NODE_TASKLET)
+        tasklet = d->id;
+    }
+  }
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autoptr(GPtrArray) out = weir_state_out_edges(s, tasklet);
+  for (guint i = 0; i < out->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(out, i);
+    if (g_strcmp0(m->src_conn, conn) != 0)
+      continue;
+    weir_memlet_set_volume(m, one);
+    m->dynamic = TRUE;
+    WeirNode *exit = weir_state_node(s, m->dst);
+    if (!exit || exit->kind != WEIR_NODE_MAP_EXIT)
+      continue;
+    g_autoptr(GPtrArray) outer = weir_state_out_edges(s, exit->id);
+    for (guint j = 0; j < outer->len; j++) {
+      WeirMemlet *o = g_ptr_array_index(outer, j);
+      if (g_strcmp0(o->data, m->data) == 0) {
+        weir_memlet_set_volume(o, iterations);
+        o->dynamic = TRUE;
+      }
+    }
+  }
+}

@@ -116,6 +116,25 @@ const char *weir_expand_highest_literal(WeirDType dtype);
  * become '_', and a leading digit gets a '_' prefix.  (transfer full) */
 char *weir_expand_name(const WeirNode *n, const char *suffix);
 
+/* Map parameter names p0, p1, ... for a map of `rank` dimensions, unless
+ * the program has symbols of those names (a parameter may not shadow a
+ * symbol); then q0, ..., pp0, ....  (transfer full: g_strfreev) */
+char **weir_expand_fresh_params(const WeirGraph *g, guint rank);
+
+/* Marks the memlets that carry input connector `conn` of the tasklet of a
+ * map built by weir_expand_map (`node`: the entry, or the tasklet when
+ * there is no map), reading `container`, as dynamic: one element per
+ * execution at most (an indexed read x[...] of a data-dependent index). */
+void weir_expand_dynamic_input(WeirState *s, WeirNode *node,
+                               const char *container, const char *conn);
+
+/* Marks the write of tasklet connector `conn` of the scope built by
+ * weir_expand_map (`top`: its entry, or the tasklet) as dynamic: one
+ * element per execution, `iterations` in all (an indexed write y[...] =
+ * at a data-dependent place). */
+void weir_expand_dynamic_output(WeirState *s, WeirNode *top, const char *conn,
+                                WeirExpr *iterations);
+
 /* BatchNormalization with training_mode = 1
  * (ir/lower/expand/batchnorm-training.c): batch statistics, and outputs 1
  * and 2 (running mean and variance, ONNX semantics: the biased batch

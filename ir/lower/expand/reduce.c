@@ -19,7 +19,8 @@
  * values live in transients named after the node ("<label>_sum").
  *
  * Sections: index spaces and small helpers; the generic reduction
- * (Reduce*, Global*Pool); ArgMax/ArgMin; Softmax/LogSoftmax;
+ * (Reduce*, Global*Pool); ArgMax/ArgMin; Softmax/LogSoftmax; Hardmax; LRN,
+ * InstanceNormalization, MeanVarianceNormalization; DynamicQuantizeLinear;
  * LayerNormalization; MaxPool/AveragePool; registration.
  */
 #include <string.h>
@@ -30,6 +31,11 @@
 void weir_expand_register_reduce(void);
 
 /* -------------------------------------------------------------- helpers */
+
+static gboolean is_const_value(const WeirExpr *e, gint64 v) {
+  gint64 x;
+  return weir_expr_is_const(e, &x) && x == v;
+}
 
 static gboolean normalize_axis(const WeirNode *n, gint64 axis, guint rank,
                                guint *out, GError **error) {
@@ -188,6 +194,7 @@ typedef enum {
   RK_L2,
   RK_SUM_SQUARE,
   RK_LOG_SUM_EXP,
+  RK_LOG_SUM,
 } ReduceKind;
 
 static const struct {
@@ -203,6 +210,7 @@ static const struct {
     {"ReduceL2", RK_L2},
     {"ReduceSumSquare", RK_SUM_SQUARE},
     {"ReduceLogSumExp", RK_LOG_SUM_EXP},
+    {"ReduceLogSum", RK_LOG_SUM},
 };
 
 /* Reductions written straight into the output: identity, WCR, the value
@@ -274,8 +282,8 @@ static gboolean build_reduction(WeirGraph *g, WeirState *s, WeirNode *n,
                     error);
   }
 
-  if (kind == RK_MEAN || kind == RK_L2) {
-    /* Sum (of squares) into a transient, then scale (or sqrt). */
+  if (kind == RK_MEAN || kind == RK_L2 || kind == RK_LOG_SUM) {
+    /* Sum (of squares) into a transient, then scale (or sqrt, or log). */
     WeirContainer *t = add_transient(g, n, "sum", dtype, yshape);
     WeirNode *t1 = weir_state_add_access(g, s, t->name);
     WeirNode *t2 = weir_state_add_access(g, s, t->name);
@@ -283,15 +291,19 @@ static gboolean build_reduction(WeirGraph *g, WeirState *s, WeirNode *n,
     WeirTaskletPort acc_out = {t2, "t", acc_index, WEIR_WCR_SUM};
     WeirTaskletPort fin_in = {t2, "t", ys.index, WEIR_WCR_NONE};
     WeirTaskletPort fin_out = {y.access, "y", ys.index, WEIR_WCR_NONE};
-    g_autofree char *fin = kind == RK_MEAN
-                               ? g_strdup_printf("y = t / %s", count)
-                               : g_strdup("y = sqrt(t)");
+    g_autofree char *fin =
+        kind == RK_MEAN
+            ? g_strdup_printf("y = t / %s", count)
+            : g_strdup(kind == RK_L2 ? "y = sqrt(t)" : "y = log(t)");
     return map_over(g, s, n, "init", &ys, NULL, 0, &init_out, 1, "t = 0", NULL,
                     error) &&
            map_over(g, s, n, "sum", &xs, &in_x, 1, &acc_out, 1,
-                    kind == RK_MEAN ? "t = x" : "t = x * x", t1, error) &&
-           map_over(g, s, n, kind == RK_MEAN ? "mean" : "sqrt", &ys, &fin_in, 1,
-                    &fin_out, 1, fin, NULL, error);
+                    kind == RK_L2 ? "t = x * x" : "t = x", t1, error) &&
+           map_over(g, s, n,
+                    kind == RK_MEAN ? "mean"
+                    : kind == RK_L2 ? "sqrt"
+                                    : "log",
+                    &ys, &fin_in, 1, &fin_out, 1, fin, NULL, error);
   }
 
   g_assert(kind == RK_LOG_SUM_EXP);
@@ -550,6 +562,365 @@ static gboolean expand_softmax(WeirGraph *g, WeirState *s, WeirNode *n,
       return FALSE;
   }
   return weir_state_remove_node(s, n->id);
+}
+
+/* -------------------------------------------------------------- Hardmax */
+
+/* 1 at the first maximum over the reduced axes (`axis`, or every axis from
+ * `axis` on with legacy_2d, in row-major order), 0 elsewhere: m = max(x);
+ * f = the smallest row-major position k among the reduced axes where
+ * x == m (WCR min); y = k == f. */
+static gboolean expand_hardmax(WeirGraph *g, WeirState *s, WeirNode *n,
+                               GError **error) {
+  WeirPort x, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      !check_shape(n, 0, &y, x.rank, x.shape, error))
+    return FALSE;
+  if (x.rank == 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
+  guint axis = 0;
+  if (!normalize_axis(n, weir_node_attr_int(n, "axis", -1), x.rank, &axis,
+                      error))
+    return FALSE;
+  gboolean legacy = weir_node_attr_int(n, "legacy_2d", 0) != 0;
+  g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
+  for (guint d = axis; d < (legacy ? x.rank : axis + 1); d++)
+    reduced[d] = TRUE;
+  WeirDType dtype = x.container->dtype;
+  g_autoptr(GPtrArray) kshape = reduced_shape(&x, reduced, TRUE);
+  g_auto(Space) xs, ks;
+  space_init(&xs, "i", x.rank, x.shape);
+  space_init(&ks, "j", kshape->len, (WeirExpr *const *)kshape->pdata);
+  g_autofree char *k_index = reduced_index(&xs, reduced, TRUE);
+  /* The row-major position among the reduced axes, as tasklet text. */
+  g_autoptr(WeirExpr) pos = weir_expr_const(0);
+  for (guint d = 0; d < x.rank; d++) {
+    if (!reduced[d])
+      continue;
+    g_autoptr(WeirExpr) scaled = weir_expr_mul(pos, x.shape[d]);
+    g_autoptr(WeirExpr) p = weir_expr_symbol(xs.params[d]);
+    weir_expr_unref(pos);
+    pos = weir_expr_add(scaled, p);
+  }
+  g_autofree char *pos_code = weir_expand_expr_code(pos);
+
+  WeirContainer *mc = add_transient(g, n, "max", dtype, kshape);
+  WeirContainer *fc = add_transient(g, n, "first", WEIR_DTYPE_I64, kshape);
+  WeirNode *m1 = weir_state_add_access(g, s, mc->name);
+  WeirNode *m2 = weir_state_add_access(g, s, mc->name);
+  WeirNode *f1 = weir_state_add_access(g, s, fc->name);
+  WeirNode *f2 = weir_state_add_access(g, s, fc->name);
+  WeirTaskletPort in_x = {x.access, "x", xs.index, WEIR_WCR_NONE};
+  WeirTaskletPort init_out[] = {{m1, "m", ks.index, WEIR_WCR_NONE},
+                                {f1, "f", ks.index, WEIR_WCR_NONE}};
+  WeirTaskletPort max_out = {m2, "m", k_index, WEIR_WCR_MAX};
+  WeirTaskletPort pick_in[] = {in_x, {m2, "m", k_index, WEIR_WCR_NONE}};
+  WeirTaskletPort pick_out = {f2, "f", k_index, WEIR_WCR_MIN};
+  WeirTaskletPort out_in = {f2, "f", k_index, WEIR_WCR_NONE};
+  WeirTaskletPort out_y = {y.access, "y", xs.index, WEIR_WCR_NONE};
+  g_autofree char *init = g_strdup_printf("m = %s\nf = 9223372036854775807",
+                                          weir_expand_lowest_literal(dtype));
+  g_autofree char *pick =
+      g_strdup_printf("f = x == m ? %s : 9223372036854775807", pos_code);
+  g_autofree char *out = g_strdup_printf("y = %s == f ? 1 : 0", pos_code);
+  return map_over(g, s, n, "init", &ks, NULL, 0, init_out, 2, init, NULL,
+                  error) &&
+         map_over(g, s, n, "max", &xs, &in_x, 1, &max_out, 1, "m = x", m1,
+                  error) &&
+         map_over(g, s, n, "first", &xs, pick_in, 2, &pick_out, 1, pick, f1,
+                  error) &&
+         map_over(g, s, n, "onehot", &xs, &out_in, 1, &out_y, 1, out, NULL,
+                  error) &&
+         weir_state_remove_node(s, n->id);
+}
+
+/* ------------------------------------------------------------------ LRN */
+
+/* s[n, c, ...] = the sum of x^2 over the channels c - floor((size-1)/2) ..
+ * c + ceil((size-1)/2) that exist (a map over (x, j) with j over the
+ * window, reading the channel clamped and contributing 0 outside); then
+ * y = x / (bias + alpha / size * s)^beta. */
+static gboolean expand_lrn(WeirGraph *g, WeirState *s, WeirNode *n,
+                           GError **error) {
+  WeirPort x, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      !check_shape(n, 0, &y, x.rank, x.shape, error))
+    return FALSE;
+  gint64 size = weir_node_attr_int(n, "size", 0);
+  if (x.rank < 2 || size < 1)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input of rank >= 2 and a positive size needed");
+  guint r = x.rank;
+  WeirDType dtype = x.container->dtype;
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r + 1);
+  g_autofree char *at = weir_expand_index_subset(r, (const char *const *)p);
+  g_autoptr(GPtrArray) wshape =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  for (guint d = 0; d < r; d++)
+    g_ptr_array_add(wshape, weir_expr_ref(x.shape[d]));
+  g_ptr_array_add(wshape, weir_expr_const(size));
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, x.shape);
+  g_auto(GStrv) wranges =
+      weir_expand_full_ranges(r + 1, (WeirExpr *const *)wshape->pdata);
+  g_autoptr(GPtrArray) sshape =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  for (guint d = 0; d < r; d++)
+    g_ptr_array_add(sshape, weir_expr_ref(x.shape[d]));
+  WeirContainer *sc = add_transient(g, n, "sqsum", dtype, sshape);
+  WeirNode *s1 = weir_state_add_access(g, s, sc->name);
+  WeirNode *s2 = weir_state_add_access(g, s, sc->name);
+  g_autofree char *label_init = g_strdup_printf("%s_init", n->label);
+  g_autofree char *label_win = g_strdup_printf("%s_window", n->label);
+  g_autofree char *label_out = g_strdup_printf("%s_normalize", n->label);
+  WeirTaskletPort init_out = {s1, "s", at, WEIR_WCR_NONE};
+  if (!weir_expand_map(g, s, label_init, r, (const char *const *)p,
+                       (const char *const *)ranges, NULL, 0, &init_out, 1,
+                       "s = 0", NULL, 0, error))
+    return FALSE;
+  /* x[i0, 0:C, i2, ...] read at the clamped channel */
+  g_autofree char *cdim = weir_expr_to_string(x.shape[1]);
+  g_autofree char *ccode = weir_expand_expr_code(x.shape[1]);
+  g_autoptr(GString) xsub = g_string_new(NULL);
+  g_autoptr(GString) read = g_string_new("x[");
+  for (guint d = 0; d < r; d++) {
+    const char *sep = d ? ", " : "";
+    if (d == 1) {
+      g_string_append_printf(xsub, "%s0:%s", sep, cdim);
+      g_string_append_printf(read, "%smin(max(c, 0), %s - 1)", sep, ccode);
+    } else {
+      g_string_append_printf(xsub, "%s%s", sep, p[d]);
+      g_string_append_printf(read, "%s0", sep);
+    }
+  }
+  g_string_append(read, "]");
+  gint64 lo = (size - 1) / 2;
+  g_autofree char *wcode = g_strdup_printf(
+      "c = %s - %" G_GINT64_FORMAT " + %s\nv = %s\n"
+      "s = c >= 0 && c < %s ? v * v : 0",
+      p[1], lo, p[r], is_const_value(x.shape[1], 1) ? "x" : read->str, ccode);
+  WeirTaskletPort win_in = {x.access, "x", xsub->str, WEIR_WCR_NONE};
+  WeirTaskletPort win_out = {s2, "s", at, WEIR_WCR_SUM};
+  if (!weir_expand_map(g, s, label_win, r + 1, (const char *const *)p,
+                       (const char *const *)wranges, &win_in, 1, &win_out, 1,
+                       wcode, &s1, 1, error))
+    return FALSE;
+  g_autofree char *bias =
+      weir_expand_float_literal(weir_node_attr_float(n, "bias", 1.0));
+  g_autofree char *scale = weir_expand_float_literal(
+      weir_node_attr_float(n, "alpha", 1e-4) / (double)size);
+  g_autofree char *beta =
+      weir_expand_float_literal(weir_node_attr_float(n, "beta", 0.75));
+  g_autofree char *ocode =
+      g_strdup_printf("y = x / pow(%s + %s * s, %s)", bias, scale, beta);
+  WeirTaskletPort out_in[2] = {{x.access, "x", at, WEIR_WCR_NONE},
+                               {s2, "s", at, WEIR_WCR_NONE}};
+  WeirTaskletPort out = {y.access, "y", at, WEIR_WCR_NONE};
+  if (!weir_expand_map(g, s, label_out, r, (const char *const *)p,
+                       (const char *const *)ranges, out_in, 2, &out, 1, ocode,
+                       NULL, 0, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
+/* ------------------------------------------------ InstanceNormalization */
+
+/* Per (n, c) over the spatial dimensions: m = sum(x) / count;
+ * v = sum((x - m)^2); inv = 1 / sqrt(v / count + epsilon);
+ * y = (x - m) * inv * scale[c] + B[c]. */
+static gboolean expand_instancenorm(WeirGraph *g, WeirState *s, WeirNode *n,
+                                    GError **error) {
+  WeirPort x, sc, b, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_input(g, s, n, 1, &sc, error) ||
+      !weir_port_require_input(g, s, n, 2, &b, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      !check_shape(n, 0, &y, x.rank, x.shape, error))
+    return FALSE;
+  if (x.rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 has rank %u, expected at least 2", x.rank);
+  WeirDType dtype = x.container->dtype;
+  g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
+  for (guint d = 2; d < x.rank; d++)
+    reduced[d] = TRUE;
+  g_autoptr(GPtrArray) kshape = reduced_shape(&x, reduced, FALSE);
+  g_auto(Space) xs, ks;
+  space_init(&xs, "i", x.rank, x.shape);
+  space_init(&ks, "j", kshape->len, (WeirExpr *const *)kshape->pdata);
+  g_autofree char *k_index = reduced_index(&xs, reduced, FALSE);
+  g_autofree char *count = reduced_count(&x, reduced);
+  g_autofree char *eps =
+      weir_expand_float_literal(weir_node_attr_float(n, "epsilon", 1e-5));
+  space_kept_first(&xs, reduced);
+  WeirContainer *sumc = add_transient(g, n, "sum", dtype, kshape);
+  WeirContainer *meanc = add_transient(g, n, "mean", dtype, kshape);
+  WeirContainer *varc = add_transient(g, n, "var", dtype, kshape);
+  WeirContainer *invc = add_transient(g, n, "inv", dtype, kshape);
+  WeirNode *s1 = weir_state_add_access(g, s, sumc->name);
+  WeirNode *s2 = weir_state_add_access(g, s, sumc->name);
+  WeirNode *m = weir_state_add_access(g, s, meanc->name);
+  WeirNode *v1 = weir_state_add_access(g, s, varc->name);
+  WeirNode *v2 = weir_state_add_access(g, s, varc->name);
+  WeirNode *iv = weir_state_add_access(g, s, invc->name);
+  WeirTaskletPort in_x = {x.access, "x", xs.index, WEIR_WCR_NONE};
+  WeirTaskletPort init_out[] = {{s1, "s", ks.index, WEIR_WCR_NONE},
+                                {v1, "v", ks.index, WEIR_WCR_NONE}};
+  WeirTaskletPort sum_out = {s2, "s", k_index, WEIR_WCR_SUM};
+  WeirTaskletPort mean_in = {s2, "s", ks.index, WEIR_WCR_NONE};
+  WeirTaskletPort mean_out = {m, "m", ks.index, WEIR_WCR_NONE};
+  WeirTaskletPort dev_in[] = {in_x, {m, "m", k_index, WEIR_WCR_NONE}};
+  WeirTaskletPort dev_out = {v2, "v", k_index, WEIR_WCR_SUM};
+  WeirTaskletPort inv_in = {v2, "v", ks.index, WEIR_WCR_NONE};
+  WeirTaskletPort inv_out = {iv, "inv", ks.index, WEIR_WCR_NONE};
+  WeirTaskletPort norm_in[] = {
+      in_x,
+      {m, "m", k_index, WEIR_WCR_NONE},
+      {iv, "inv", k_index, WEIR_WCR_NONE},
+      {sc.access, "scale", xs.params[1], WEIR_WCR_NONE},
+      {b.access, "b", xs.params[1], WEIR_WCR_NONE}};
+  WeirTaskletPort norm_out = {y.access, "y", xs.index, WEIR_WCR_NONE};
+  /* the map over x indexes the channel by its own parameter name */
+  for (guint d = 0; d < x.rank; d++)
+    if (strcmp(xs.params[d], "i1") == 0)
+      norm_in[3].subset = norm_in[4].subset = xs.params[d];
+  g_autofree char *mean_code = g_strdup_printf("m = s / %s", count);
+  g_autofree char *inv_code =
+      g_strdup_printf("inv = 1 / sqrt(v / %s + %s)", count, eps);
+  WeirNode *after[] = {v1};
+  return map_over(g, s, n, "init", &ks, NULL, 0, init_out, 2, "s = 0\nv = 0",
+                  NULL, error) &&
+         map_over(g, s, n, "sum", &xs, &in_x, 1, &sum_out, 1, "s = x", s1,
+                  error) &&
+         map_over(g, s, n, "mean", &ks, &mean_in, 1, &mean_out, 1, mean_code,
+                  NULL, error) &&
+         map_over(g, s, n, "dev", &xs, dev_in, 2, &dev_out, 1,
+                  "d = x - m\nv = d * d", after[0], error) &&
+         map_over(g, s, n, "inv", &ks, &inv_in, 1, &inv_out, 1, inv_code, NULL,
+                  error) &&
+         map_over(g, s, n, "normalize", &xs, norm_in, 5, &norm_out, 1,
+                  "y = (x - m) * inv * scale + b", NULL, error) &&
+         weir_state_remove_node(s, n->id);
+}
+
+/* -------------------------------------------- MeanVarianceNormalization */
+
+/* Over `axes`: m = mean(x), e = mean(x^2); y = (x - m) / (sqrt(e - m^2) +
+ * 1e-9), as ONNX's function body computes it. */
+static gboolean expand_mvn(WeirGraph *g, WeirState *s, WeirNode *n,
+                           GError **error) {
+  WeirPort x, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      !check_shape(n, 0, &y, x.rank, x.shape, error))
+    return FALSE;
+  g_autofree gboolean *reduced = g_new0(gboolean, x.rank + 1);
+  const GArray *axes = weir_node_attr_ints(n, "axes");
+  for (guint i = 0; axes && i < axes->len; i++) {
+    guint a = 0;
+    if (!normalize_axis(n, g_array_index(axes, gint64, i), x.rank, &a, error))
+      return FALSE;
+    reduced[a] = TRUE;
+  }
+  WeirDType dtype = x.container->dtype;
+  g_autoptr(GPtrArray) kshape = reduced_shape(&x, reduced, TRUE);
+  g_auto(Space) xs, ks;
+  space_init(&xs, "i", x.rank, x.shape);
+  space_init(&ks, "j", kshape->len, (WeirExpr *const *)kshape->pdata);
+  g_autofree char *k_index = reduced_index(&xs, reduced, TRUE);
+  g_autofree char *count = reduced_count(&x, reduced);
+  space_kept_first(&xs, reduced);
+  WeirContainer *sumc = add_transient(g, n, "sum", dtype, kshape);
+  WeirContainer *sqc = add_transient(g, n, "sumsq", dtype, kshape);
+  WeirNode *s1 = weir_state_add_access(g, s, sumc->name);
+  WeirNode *s2 = weir_state_add_access(g, s, sumc->name);
+  WeirNode *q1 = weir_state_add_access(g, s, sqc->name);
+  WeirNode *q2 = weir_state_add_access(g, s, sqc->name);
+  WeirTaskletPort in_x = {x.access, "x", xs.index, WEIR_WCR_NONE};
+  WeirTaskletPort init_out[] = {{s1, "s", ks.index, WEIR_WCR_NONE},
+                                {q1, "q", ks.index, WEIR_WCR_NONE}};
+  WeirTaskletPort sum_out[] = {{s2, "s", k_index, WEIR_WCR_SUM},
+                               {q2, "q", k_index, WEIR_WCR_SUM}};
+  WeirTaskletPort norm_in[] = {in_x,
+                               {s2, "s", k_index, WEIR_WCR_NONE},
+                               {q2, "q", k_index, WEIR_WCR_NONE}};
+  WeirTaskletPort norm_out = {y.access, "y", xs.index, WEIR_WCR_NONE};
+  g_autofree char *norm = g_strdup_printf(
+      "m = s / %s\nvar = q / %s - m * m\ny = (x - m) / (sqrt(var) + 1e-09)",
+      count, count);
+  g_autofree char *label = g_strdup_printf("%s_sums", n->label);
+  WeirNode *after[] = {s1, q1};
+  return map_over(g, s, n, "init", &ks, NULL, 0, init_out, 2, "s = 0\nq = 0",
+                  NULL, error) &&
+         weir_expand_map(g, s, label, xs.rank, (const char *const *)xs.params,
+                         (const char *const *)xs.ranges, &in_x, 1, sum_out, 2,
+                         "s = x\nq = x * x", after, 2, error) &&
+         map_over(g, s, n, "normalize", &xs, norm_in, 3, &norm_out, 1, norm,
+                  NULL, error) &&
+         weir_state_remove_node(s, n->id);
+}
+
+/* ------------------------------------------------ DynamicQuantizeLinear */
+
+/* lo = min(0, min(x)), hi = max(0, max(x)) (accumulators initialized to 0,
+ * WCR min and max); then one tasklet: scale = (hi - lo) / 255, zero point
+ * = rint(saturate(-lo / scale)); then y = saturate(rint(x / scale) +
+ * zero point) over x, saturation to [0, 255]. */
+static gboolean expand_dynamic_quantize(WeirGraph *g, WeirState *s, WeirNode *n,
+                                        GError **error) {
+  WeirPort x, y, ys, yz;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      !weir_port_require_output(g, s, n, 1, &ys, error) ||
+      !weir_port_require_output(g, s, n, 2, &yz, error) ||
+      !check_shape(n, 0, &y, x.rank, x.shape, error))
+    return FALSE;
+  if (ys.rank != 0 || yz.rank != 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "outputs 1 and 2 must be scalars");
+  g_autoptr(GPtrArray) none =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  WeirContainer *loc = add_transient(g, n, "lo", x.container->dtype, none);
+  WeirContainer *hic = add_transient(g, n, "hi", x.container->dtype, none);
+  WeirNode *lo1 = weir_state_add_access(g, s, loc->name);
+  WeirNode *lo2 = weir_state_add_access(g, s, loc->name);
+  WeirNode *hi1 = weir_state_add_access(g, s, hic->name);
+  WeirNode *hi2 = weir_state_add_access(g, s, hic->name);
+  g_auto(Space) xs;
+  space_init(&xs, "i", x.rank, x.shape);
+  g_autofree char *l_init = g_strdup_printf("%s_init", n->label);
+  g_autofree char *l_range = g_strdup_printf("%s_range", n->label);
+  g_autofree char *l_params = g_strdup_printf("%s_params", n->label);
+  g_autofree char *l_quant = g_strdup_printf("%s_quantize", n->label);
+  WeirTaskletPort init_out[] = {{lo1, "lo", NULL, WEIR_WCR_NONE},
+                                {hi1, "hi", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort in_x = {x.access, "x", xs.index, WEIR_WCR_NONE};
+  WeirTaskletPort range_out[] = {{lo2, "lo", NULL, WEIR_WCR_MIN},
+                                 {hi2, "hi", NULL, WEIR_WCR_MAX}};
+  WeirTaskletPort par_in[] = {{lo2, "lo", NULL, WEIR_WCR_NONE},
+                              {hi2, "hi", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort par_out[] = {{ys.access, "s", NULL, WEIR_WCR_NONE},
+                               {yz.access, "z", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort q_in[] = {in_x,
+                            {ys.access, "s", NULL, WEIR_WCR_NONE},
+                            {yz.access, "z", NULL, WEIR_WCR_NONE}};
+  WeirTaskletPort q_out = {y.access, "y", xs.index, WEIR_WCR_NONE};
+  WeirNode *after[] = {lo1, hi1};
+  return weir_expand_map(g, s, l_init, 0, NULL, NULL, NULL, 0, init_out, 2,
+                         "lo = 0\nhi = 0", NULL, 0, error) &&
+         weir_expand_map(g, s, l_range, xs.rank, (const char *const *)xs.params,
+                         (const char *const *)xs.ranges, &in_x, 1, range_out, 2,
+                         "lo = x\nhi = x", after, 2, error) &&
+         weir_expand_map(g, s, l_params, 0, NULL, NULL, par_in, 2, par_out, 2,
+                         "sc = (hi - lo) / 255\ns = sc\n"
+                         "z = rint(min(max(-lo / sc, 0), 255))",
+                         NULL, 0, error) &&
+         weir_expand_map(g, s, l_quant, xs.rank, (const char *const *)xs.params,
+                         (const char *const *)xs.ranges, q_in, 3, &q_out, 1,
+                         "y = min(max(rint(x / s) + z, 0), 255)", NULL, 0,
+                         error) &&
+         weir_state_remove_node(s, n->id);
 }
 
 /* --------------------------------------------------- LayerNormalization */
@@ -1038,6 +1409,13 @@ void weir_expand_register_reduce(void) {
   weir_op_register_expansion("ArgMin", "pure", expand_arg);
   weir_op_register_expansion("Softmax", "pure", expand_softmax);
   weir_op_register_expansion("LogSoftmax", "pure", expand_softmax);
+  weir_op_register_expansion("Hardmax", "pure", expand_hardmax);
+  weir_op_register_expansion("LRN", "pure", expand_lrn);
+  weir_op_register_expansion("InstanceNormalization", "pure",
+                             expand_instancenorm);
+  weir_op_register_expansion("MeanVarianceNormalization", "pure", expand_mvn);
+  weir_op_register_expansion("DynamicQuantizeLinear", "pure",
+                             expand_dynamic_quantize);
   weir_op_register_expansion("LayerNormalization", "pure", expand_layernorm);
   weir_op_register_expansion("MaxPool", "pure", expand_pool);
   weir_op_register_expansion("AveragePool", "pure", expand_pool);

@@ -61,22 +61,6 @@ static gboolean normalize(const WeirNode *n, gint64 axis, guint rank,
   return TRUE;
 }
 
-/* Map parameter names p0, p1, ... unless the program has symbols of those
- * names (a parameter may not shadow a symbol); then q0, ..., pp0, .... */
-static char **params_for(const WeirGraph *g, guint rank) {
-  static const char *const prefixes[] = {"p", "q", "pp", "qq", "map_p"};
-  for (guint k = 0; k < G_N_ELEMENTS(prefixes); k++) {
-    char **p = weir_expand_params(prefixes[k], rank);
-    gboolean clash = FALSE;
-    for (guint i = 0; i < rank && !clash; i++)
-      clash = weir_graph_has_symbol(g, p[i]);
-    if (!clash)
-      return p;
-    g_strfreev(p);
-  }
-  return weir_expand_params("weir_p", rank);
-}
-
 /* "a + b" for expressions, as subset text. (transfer full) */
 static char *offset_text(WeirExpr *offset, const char *param) {
   g_autoptr(WeirExpr) p = weir_expr_symbol(param);
@@ -96,41 +80,6 @@ static gboolean copy_map(WeirGraph *g, WeirState *s, const char *label,
   return weir_expand_map(g, s, label, rank, (const char *const *)params,
                          (const char *const *)ranges, &in, 1, &out, 1, "y = x",
                          NULL, 0, error) != NULL;
-}
-
-/* Makes the memlets that carry input connector `conn` of the tasklet of a
- * map built by weir_expand_map (`node`: the entry, or the tasklet when
- * there is no map) dynamic: one element per execution at most. */
-static void make_dynamic(WeirState *s, WeirNode *node, const char *container,
-                         const char *conn) {
-  g_autofree char *in_conn = g_strdup_printf("IN_%s", container);
-  g_autofree char *out_conn = g_strdup_printf("OUT_%s", container);
-  g_autoptr(WeirExpr) iterations = weir_expr_const(1);
-  if (node->kind == WEIR_NODE_MAP_ENTRY) {
-    for (guint i = 0; i < node->map->ranges->len; i++) {
-      g_autoptr(WeirExpr) size =
-          weir_range_size(&g_array_index(node->map->ranges, WeirRange, i));
-      WeirExpr *next = weir_expr_mul(iterations, size);
-      weir_expr_unref(iterations);
-      iterations = next;
-    }
-  }
-  g_autoptr(WeirExpr) one = weir_expr_const(1);
-  for (guint i = 0; i < s->edges->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (node->kind == WEIR_NODE_MAP_ENTRY && m->dst == node->id &&
-        g_strcmp0(m->dst_conn, in_conn) == 0) {
-      weir_memlet_set_volume(m, iterations);
-      m->dynamic = TRUE;
-    } else if ((node->kind == WEIR_NODE_MAP_ENTRY && m->src == node->id &&
-                g_strcmp0(m->src_conn, out_conn) == 0 &&
-                g_strcmp0(m->dst_conn, conn) == 0) ||
-               (node->kind == WEIR_NODE_TASKLET && m->dst == node->id &&
-                g_strcmp0(m->dst_conn, conn) == 0)) {
-      weir_memlet_set_volume(m, one);
-      m->dynamic = TRUE;
-    }
-  }
 }
 
 /* A constant of dtype as a tasklet literal. (transfer full) */
@@ -199,7 +148,7 @@ static gboolean expand_transpose(WeirGraph *g, WeirState *s, WeirNode *n,
   if (x.rank != r || (perm && perm->len != r))
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "ranks of input, output and perm differ");
-  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   g_autofree const char **idx = g_new0(const char *, r + 1);
   for (guint i = 0; i < r; i++) {
@@ -246,7 +195,7 @@ static gboolean expand_slabs(WeirGraph *g, WeirState *s, WeirNode *n,
                             "%s %u has rank %u, the %s %u", side, k, part.rank,
                             split ? "input" : "output", r);
     if (!port_empty(&part)) {
-      g_auto(GStrv) p = params_for(g, r);
+      g_auto(GStrv) p = weir_expand_fresh_params(g, r);
       g_auto(GStrv) ranges = weir_expand_full_ranges(r, part.shape);
       g_autofree char *part_subset =
           weir_expand_index_subset(r, (const char *const *)p);
@@ -299,7 +248,7 @@ static gboolean expand_slice(WeirGraph *g, WeirState *s, WeirNode *n,
       (steps && steps->len != starts->len))
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "inconsistent ranks or slice attributes");
-  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   /* Input index of dimension d: begin + step * p_d. */
   g_autoptr(GPtrArray) idx = g_ptr_array_new_with_free_func(g_free);
@@ -349,7 +298,7 @@ static gboolean expand_gather(WeirGraph *g, WeirState *s, WeirNode *n,
     return FALSE;
   if (port_empty(&y)) /* nothing to gather */
     return weir_state_remove_node(s, n->id);
-  g_auto(GStrv) p = params_for(g, y.rank);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, y.rank);
   g_auto(GStrv) ranges = weir_expand_full_ranges(y.rank, y.shape);
   /* The indices element at the output's indices dimensions. */
   g_autofree char *ind_subset =
@@ -389,7 +338,7 @@ static gboolean expand_gather(WeirGraph *g, WeirState *s, WeirNode *n,
       (const char *const *)ranges, ins, 2, &out, 1, code, NULL, 0, error);
   if (!top)
     return FALSE;
-  make_dynamic(s, top, x.container->name, "x");
+  weir_expand_dynamic_input(s, top, x.container->name, "x");
   return weir_state_remove_node(s, n->id);
 }
 
@@ -405,7 +354,7 @@ static gboolean expand_expand(WeirGraph *g, WeirState *s, WeirNode *n,
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "input rank %u is above the output rank %u", x.rank,
                           r);
-  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   g_autofree char *in_subset =
       weir_expand_broadcast_subset(x.rank, x.shape, r, (const char *const *)p);
@@ -427,7 +376,7 @@ static gboolean expand_tile(WeirGraph *g, WeirState *s, WeirNode *n,
   if (x.rank != r || !rep || rep->len != r)
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "ranks of input, output and repeats differ");
-  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   /* Input index of output index p_d: p_d mod size_d. */
   g_autoptr(GPtrArray) idx = g_ptr_array_new_with_free_func(g_free);
@@ -511,7 +460,7 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "mode '%s' cannot pad an empty input", mode);
 
-  g_auto(GStrv) p = params_for(g, r);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
   /* Tasklet: the input index of each dimension (pad_i<d>), folded back
    * into the input for reflect/edge, or tested for constant. */
@@ -572,7 +521,7 @@ static gboolean expand_pad(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!top)
     return FALSE;
   if (have_input)
-    make_dynamic(s, top, x.container->name, "x");
+    weir_expand_dynamic_input(s, top, x.container->name, "x");
   return weir_state_remove_node(s, n->id);
 }
 
@@ -623,7 +572,7 @@ static gboolean fill_map(WeirGraph *g, WeirState *s, WeirNode *n,
                          guint n_ins, const char *code, GError **error) {
   guint r = y->rank;
   if (!port_empty(y)) {
-    g_auto(GStrv) p = params_for(g, r);
+    g_auto(GStrv) p = weir_expand_fresh_params(g, r);
     g_auto(GStrv) ranges = weir_expand_full_ranges(r, y->shape);
     g_autofree char *out_subset =
         weir_expand_index_subset(r, (const char *const *)p);
@@ -705,43 +654,6 @@ static gboolean expand_range(WeirGraph *g, WeirState *s, WeirNode *n,
 
 /* ----------------------------------------------------------- ScatterND */
 
-/* Marks the write of tasklet connector `conn` of the scope built by
- * weir_expand_map (`top`: its entry, or the tasklet) as dynamic: one
- * element per execution, `iterations` in all. */
-static void make_dynamic_output(WeirState *s, WeirNode *top, const char *conn,
-                                WeirExpr *iterations) {
-  guint tasklet = top->id;
-  if (top->kind == WEIR_NODE_MAP_ENTRY) {
-    g_autoptr(GPtrArray) out = weir_state_out_edges(s, top->id);
-    for (guint i = 0; i < out->len; i++) {
-      WeirMemlet *m = g_ptr_array_index(out, i);
-      WeirNode *d = weir_state_node(s, m->dst);
-      if (d && d->kind == WEIR_NODE_TASKLET)
-        tasklet = d->id;
-    }
-  }
-  g_autoptr(WeirExpr) one = weir_expr_const(1);
-  g_autoptr(GPtrArray) out = weir_state_out_edges(s, tasklet);
-  for (guint i = 0; i < out->len; i++) {
-    WeirMemlet *m = g_ptr_array_index(out, i);
-    if (g_strcmp0(m->src_conn, conn) != 0)
-      continue;
-    weir_memlet_set_volume(m, one);
-    m->dynamic = TRUE;
-    WeirNode *exit = weir_state_node(s, m->dst);
-    if (!exit || exit->kind != WEIR_NODE_MAP_EXIT)
-      continue;
-    g_autoptr(GPtrArray) outer = weir_state_out_edges(s, exit->id);
-    for (guint j = 0; j < outer->len; j++) {
-      WeirMemlet *o = g_ptr_array_index(outer, j);
-      if (g_strcmp0(o->data, m->data) == 0) {
-        weir_memlet_set_volume(o, iterations);
-        o->dynamic = TRUE;
-      }
-    }
-  }
-}
-
 /* Copies the data into the output, then a map over the updates writes each
  * update element at the place its index tuple names (negative indices
  * count from the end), combined by the reduction's write-conflict
@@ -780,7 +692,7 @@ static gboolean expand_scatter_nd(WeirGraph *g, WeirState *s, WeirNode *n,
   WeirPort y1 = y;
   y1.access = first;
   {
-    g_auto(GStrv) p = params_for(g, r);
+    g_auto(GStrv) p = weir_expand_fresh_params(g, r);
     g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
     g_autofree char *sub = weir_expand_index_subset(r, (const char *const *)p);
     g_autofree char *label = g_strdup_printf("%s_copy", n->label);
@@ -794,7 +706,7 @@ static gboolean expand_scatter_nd(WeirGraph *g, WeirState *s, WeirNode *n,
   }
   /* 2. The scatter, ordered after the copy. */
   guint ur = upd.rank;
-  g_auto(GStrv) p = params_for(g, ur);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, ur);
   g_auto(GStrv) ranges = weir_expand_full_ranges(ur, upd.shape);
   g_autofree char *upd_subset =
       weir_expand_index_subset(ur, (const char *const *)p);
@@ -840,7 +752,7 @@ static gboolean expand_scatter_nd(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!top)
     return FALSE;
   g_autoptr(WeirExpr) count = weir_container_volume(upd.container);
-  make_dynamic_output(s, top, "y", count);
+  weir_expand_dynamic_output(s, top, "y", count);
   return weir_state_remove_node(s, n->id);
 }
 
