@@ -61,7 +61,7 @@ static void test_info_matmul(void **state) {
   /* 3 x 98304 f32 accesses in 'multiply' + 3072 f32 zeros in 'init'. */
   assert_contains(r.out, "1.1 MiB");
   assert_contains(r.out, "196608");
-  assert_contains(r.out, "Top memlets by bytes moved");
+  assert_contains(r.out, "Top memlets by logical volume");
   assert_contains(r.out, "98304 x 1");
   run_clear(&r);
 }
@@ -1240,11 +1240,13 @@ static void test_run_model(void **state) {
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
-  /* the summary: data movement as imported and as compiled, timing */
+  /* the summary: modeled traffic and logical volume as compiled, timing */
   assert_contains(r.out, "summary\n  level           -O2 (");
-  assert_contains(r.out, " transformations applied)\n  data movement   ");
-  assert_contains(r.out, "between operators (library nodes), peak transient");
-  assert_contains(r.out, "FLOP/B\n");
+  assert_contains(r.out, " transformations applied)\n  traffic         ");
+  assert_contains(r.out, "(modeled memory traffic as compiled, ");
+  assert_contains(r.out, "cache), peak transient memory ");
+  assert_contains(r.out, "FLOP/B of traffic\n");
+  assert_contains(r.out, "  logical volume  ");
   assert_contains(r.out, "(median of 3 runs), ");
   run_clear(&r);
   /* -O0: as imported, nothing applied; a bad level is refused */
@@ -1338,11 +1340,13 @@ static void test_impl(void **state) {
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
-  /* the summary: data movement as imported and as compiled, timing */
+  /* the summary: modeled traffic and logical volume as compiled, timing */
   assert_contains(r.out, "summary\n  level           -O2 (");
-  assert_contains(r.out, " transformations applied)\n  data movement   ");
-  assert_contains(r.out, "between operators (library nodes), peak transient");
-  assert_contains(r.out, "FLOP/B\n");
+  assert_contains(r.out, " transformations applied)\n  traffic         ");
+  assert_contains(r.out, "(modeled memory traffic as compiled, ");
+  assert_contains(r.out, "cache), peak transient memory ");
+  assert_contains(r.out, "FLOP/B of traffic\n");
+  assert_contains(r.out, "  logical volume  ");
   assert_contains(r.out, "(median of 3 runs), ");
   run_clear(&r);
   r = run_weir("codegen", "samples/models/resnet.onnx", "--impl", "Conv=direct",
