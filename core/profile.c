@@ -241,12 +241,17 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
       per[(gsize)i * reps + r] = slots[i];
   }
   double run_median = median_of(runs, reps);
+  g_autofree double *sums = g_new0(double, reps);
+  for (guint r = 0; r < reps; r++)
+    for (guint i = 0; i < n; i++)
+      sums[r] += per[(gsize)i * reps + r];
 
   WeirProfile *p = g_new0(WeirProfile, 1);
   p->nodes = g_ptr_array_new_with_free_func(profile_node_free);
   p->repetitions = reps;
   p->run_median = run_median;
   p->instrumented_median = median_of(whole, reps);
+  p->sum_median = median_of(sums, reps);
   p->threads = o.threads;
   if (o.hw && o.hw->measured) {
     p->bandwidth_gbs = o.hw->bandwidth_gbs;

@@ -67,6 +67,11 @@ typedef struct {
                        (owned) */
   guint repetitions;
   double node_sum;            /* sum of the nodes' medians, seconds */
+  double sum_median;          /* median over the repetitions of the sum of all
+                                 slots of that run: the instrumented time of a run
+                                 spent inside the nodes (less sensitive to a busy
+                                 machine than node_sum, whose medians drop the
+                                 interruptions a whole run keeps) */
   double run_median;          /* the plain kernel, median, seconds */
   double instrumented_median; /* whole runs of the instrumented kernel */
   double peak_gflops;         /* the roofline used */

@@ -111,6 +111,8 @@ static void print_json(const WeirProfile *p, const char *name,
                          json_object_new_double(p->bandwidth_gbs));
   json_object_object_add(root, "node_sum_seconds",
                          json_object_new_double(p->node_sum));
+  json_object_object_add(root, "sum_median_seconds",
+                         json_object_new_double(p->sum_median));
   json_object_object_add(root, "run_median_seconds",
                          json_object_new_double(p->run_median));
   json_object_object_add(root, "instrumented_median_seconds",
@@ -186,6 +188,10 @@ static void print_text(const WeirProfile *p, const WeirGraph *g,
          "%.1f%%; instrumented run %s\n",
          sum, run, p->run_median > 0 ? 100 * p->node_sum / p->run_median : 0,
          ins);
+  g_autofree char *per = cli_format_seconds(p->sum_median);
+  printf("per run   the nodes took %s of an instrumented run (median of the "
+         "runs' sums), %.1f%% of the uninstrumented run\n",
+         per, p->run_median > 0 ? 100 * p->sum_median / p->run_median : 0);
 }
 
 int cli_cmd_profile(int argc, char **argv) {
