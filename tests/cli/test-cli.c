@@ -322,7 +322,7 @@ static void test_apply(void **state) {
     fail_msg("%s", r.err);
   assert_contains(r.out, "applied expand-library-node at state 3: node 5 "
                          "(library 'relu_0') (impl=pure)");
-  assert_contains(r.out, "data movement  512 B -> 512 B  (unchanged)");
+  assert_contains(r.out, "logical volume 512 B -> 512 B  (unchanged)");
   assert_contains(r.out, "wrote ");
   run_clear(&r);
   /* the library node 'mystery' is left, and no run could expand it:
@@ -407,7 +407,7 @@ static void test_plugin_path(void **state) {
     fail_msg("%s", r.err);
   assert_contains(r.out, "(scale=0.5)");
   /* 12000 bytes, plus a read and a write of C. */
-  assert_contains(r.out, "data movement  11.7 KiB -> 19.5 KiB  (+7.8 KiB, "
+  assert_contains(r.out, "logical volume 11.7 KiB -> 19.5 KiB  (+7.8 KiB, "
                          "+66.7%)");
   run_clear(&r);
   r = run_weir("run-ref", out, "-D", "N=16", NULL);
@@ -842,7 +842,8 @@ static void test_workspace_session(void **state) {
   Run r = run_weir("new", "samples/softmax.json", "-o", ws, NULL);
   run_ok(r);
   assert_contains(r.out, "step      0 of 0: the original program");
-  assert_contains(r.out, "bytes moved            72.4 KiB");
+  assert_contains(r.out, "modeled traffic        ");
+  assert_contains(r.out, "logical volume         72.4 KiB");
   run_clear(&r);
   r = run_weir("new", "samples/softmax.json", "-o", ws, NULL);
   assert_int_equal(r.status, 1);
