@@ -783,9 +783,9 @@ static void values_set(GHashTable *t, const char *name, gint64 v) {
 }
 
 /* The bytes of the distinct elements memlet m (a memlet of the body of a
- * map) touches while the parameters named in `varying` (name -> gint64*
- * pairs of their lowest and highest values) take all their values, the
- * other symbols at the values of `fixed`: per dimension, from the lowest
+ * map) touches while the parameters in `varying` (ParamBound*) take all
+ * their values, from lo to hi, the other symbols at the values of `fixed`
+ * (name -> gint64*): per dimension, from the lowest
  * begin to the highest end over the corners of the varying box (exact for
  * affine indices), clipped to the container; the last dimension's bytes
  * rounded up to whole lines.  FALSE when a figure has no value. */
