@@ -407,6 +407,49 @@ static double measure_bandwidth(const WeirHwProfile *p, guint n) {
   return best;
 }
 
+/* The cache knee (weir-hw.h: cache_knee_bytes): a one-thread triad over
+ * working sets (three arrays together) doubling from 256 KiB to twice the
+ * last-level cache (at most 512 MiB), best of REPEATS runs of at least
+ * 32 MiB moved each; the largest working set reaching half the best
+ * bandwidth of all sizes.  0 when the arrays cannot be allocated. */
+static gint64 measure_cache_knee(const WeirHwProfile *p) {
+  gint64 llc = MAX(p->l3_bytes, p->l2_bytes);
+  gint64 top = CLAMP(2 * llc, (gint64)8 << 20, (gint64)512 << 20);
+  gsize len = (gsize)top / (3 * sizeof(double));
+  g_autofree double *a = g_try_new(double, len);
+  g_autofree double *b = g_try_new(double, len);
+  g_autofree double *c = g_try_new(double, len);
+  if (!a || !b || !c)
+    return 0;
+  Work w = {.a = a, .b = b, .c = c, .lo = 0, .hi = len};
+  triad_init(&w);
+  g_autoptr(GArray) sizes = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autoptr(GArray) rates = g_array_new(FALSE, FALSE, sizeof(double));
+  double best_all = 0;
+  for (gint64 ws = (gint64)256 << 10; ws <= top; ws *= 2) {
+    gsize n = (gsize)ws / (3 * sizeof(double));
+    gint64 passes = MAX(((gint64)32 << 20) / ws, 1);
+    Work one = {.a = a, .b = b, .c = c, .lo = 0, .hi = n};
+    double best = 0;
+    for (int r = 0; r < REPEATS; r++) {
+      gint64 t0 = g_get_monotonic_time();
+      for (gint64 k = 0; k < passes; k++)
+        triad_work(&one);
+      gint64 us = g_get_monotonic_time() - t0;
+      best = MAX(best, 24.0 * (double)n * (double)passes /
+                           ((double)MAX(us, 1) * 1e3));
+    }
+    g_array_append_val(sizes, ws);
+    g_array_append_val(rates, best);
+    best_all = MAX(best_all, best);
+  }
+  gint64 knee = 0;
+  for (guint i = 0; i < sizes->len; i++)
+    if (g_array_index(rates, double, i) >= best_all / 2)
+      knee = g_array_index(sizes, gint64, i);
+  return knee;
+}
+
 /* The 1-minute load average, or -1. */
 static double load_average(void) {
   g_autofree char *text = NULL;
@@ -427,6 +470,7 @@ void weir_hw_measure(WeirHwProfile *p) {
   p->peak_gflops_1t = measure_peak(isa, 1);
   p->peak_gflops_all = n > 1 ? measure_peak(isa, n) : p->peak_gflops_1t;
   p->bandwidth_gbs = measure_bandwidth(p, n);
+  p->cache_knee_bytes = measure_cache_knee(p);
   p->measured = TRUE;
 }
 
@@ -461,6 +505,8 @@ char *weir_hw_profile_to_json(const WeirHwProfile *p) {
                          json_object_new_double(p->bandwidth_gbs));
   json_object_object_add(o, "load_average",
                          json_object_new_double(p->load_average));
+  json_object_object_add(o, "cache_knee_bytes",
+                         json_object_new_int64(p->cache_knee_bytes));
   char *out = g_strdup_printf(
       "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
                                                     JSON_C_TO_STRING_SPACED));
@@ -560,6 +606,9 @@ WeirHwProfile *weir_hw_profile_from_json(const char *text, const char *where,
         (json_object_is_type(v, json_type_double) ||
          json_object_is_type(v, json_type_int)))
       p->load_average = json_object_get_double(v);
+    if (ok && json_object_object_get_ex(o, "cache_knee_bytes", &v) &&
+        json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
+      p->cache_knee_bytes = json_object_get_int64(v);
   } while (0);
   json_object_put(o);
   return ok ? g_steal_pointer(&p) : NULL;
@@ -588,6 +637,7 @@ WeirHwProfile *weir_hw_profile_load(const char *path, gboolean remeasure,
       p->peak_gflops_all = cached->peak_gflops_all;
       p->bandwidth_gbs = cached->bandwidth_gbs;
       p->load_average = cached->load_average;
+      p->cache_knee_bytes = cached->cache_knee_bytes;
       return g_steal_pointer(&p);
     }
   }
@@ -611,6 +661,37 @@ WeirHwProfile *weir_hw_profile_load(const char *path, gboolean remeasure,
     return NULL;
   }
   return g_steal_pointer(&p);
+}
+
+WeirHwProfile *weir_hw_profile_cached(void) {
+  g_autofree char *file = weir_hw_profile_path();
+  WeirHwProfile *p = weir_hw_detect();
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(file, &text, NULL, NULL))
+    return p;
+  g_autoptr(WeirHwProfile) cached = weir_hw_profile_from_json(text, file, NULL);
+  if (cached && cached->measured && g_strcmp0(cached->key, p->key) == 0) {
+    p->measured = TRUE;
+    p->peak_gflops_1t = cached->peak_gflops_1t;
+    p->peak_gflops_all = cached->peak_gflops_all;
+    p->bandwidth_gbs = cached->bandwidth_gbs;
+    p->load_average = cached->load_average;
+    p->cache_knee_bytes = cached->cache_knee_bytes;
+  }
+  return p;
+}
+
+gint64 weir_hw_model_cache_bytes(const WeirHwProfile *p) {
+  g_return_val_if_fail(p, 0);
+  gint64 llc = p->l3_bytes > 0 ? p->l3_bytes : p->l2_bytes;
+  if (llc <= 0)
+    return 0;
+  if (p->cache_knee_bytes > 0)
+    return MIN(p->cache_knee_bytes, llc);
+  if (p->l3_bytes <= 0)
+    return llc;
+  gint64 cores = MAX(p->physical_cores, 1);
+  return MIN(llc, (p->l2_bytes + ((gint64)2 << 20)) * cores);
 }
 
 WeirHwProfile *weir_hw_profile_get(gboolean remeasure, GError **error) {

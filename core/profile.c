@@ -99,12 +99,63 @@ static void node_figures(const WeirAnalysis *a, const WeirState *s, guint id,
   pn->flops = pn->flops_known ? nc->flops.value : 0;
 }
 
+/* The container that top-level node id of s writes first (through its
+ * outgoing memlets, or its map exit's), or NULL. (borrowed) */
+static const char *written_container(const WeirState *s, guint id) {
+  const WeirNode *n = weir_state_node(s, id);
+  if (!n)
+    return NULL;
+  guint from = id;
+  if (n->kind == WEIR_NODE_MAP_ENTRY)
+    for (guint i = 0; i < s->nodes->len; i++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, i);
+      if (x->kind == WEIR_NODE_MAP_EXIT && x->entry == id)
+        from = x->id;
+    }
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    const WeirNode *dst = weir_state_node(s, m->dst);
+    if (m->src == from && m->data && dst && dst->kind == WEIR_NODE_ACCESS)
+      return m->data;
+  }
+  return NULL;
+}
+
+/* WeirProfileNode.source of lowered node id of state sid. */
+static guint source_node(const WeirGraph *g, const WeirGraph *lowered,
+                         guint sid, guint id) {
+  const WeirState *s = weir_graph_state(g, sid);
+  const WeirState *ls = weir_graph_state(lowered, sid);
+  if (!s || !ls)
+    return 0;
+  if (weir_state_node(s, id))
+    return id;
+  const char *data = written_container(ls, id);
+  if (!data)
+    return 0;
+  g_autoptr(GError) ignored = NULL;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, &ignored);
+  if (!sc)
+    return 0;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    if (n->kind == WEIR_NODE_ACCESS || n->kind == WEIR_NODE_MAP_EXIT ||
+        weir_scopes_parent(sc, n->id) != 0)
+      continue;
+    if (g_strcmp0(written_container(s, n->id), data) == 0)
+      return n->id;
+  }
+  return 0;
+}
+
 /* The roofline figures of pn from its time (p's peak and bandwidth). */
 static void node_roofline(const WeirProfile *p, WeirProfileNode *pn) {
   double t = pn->seconds;
-  if (pn->flops_known && t > 0)
+  /* no rate from a time the clock cannot resolve (two clock_gettime reads
+   * cost tens of nanoseconds) */
+  if (pn->flops_known && t >= WEIR_PROFILE_RATE_MIN_SECONDS)
     pn->gflops = (double)pn->flops / t * 1e-9;
-  if (pn->bytes_known && t > 0)
+  if (pn->bytes_known && t >= WEIR_PROFILE_RATE_MIN_SECONDS)
     pn->gbs = (double)pn->bytes / t * 1e-9;
   if (!pn->flops_known || !pn->bytes_known || p->peak_gflops <= 0 ||
       p->bandwidth_gbs <= 0)
@@ -144,8 +195,7 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
                   &(WeirLowerOptions){.native = TRUE, .split_epilogues = TRUE},
                   error))
     return NULL;
-  gint64 cache =
-      o.hw ? (o.hw->l3_bytes > 0 ? o.hw->l3_bytes : o.hw->l2_bytes) : 0;
+  gint64 cache = o.hw ? weir_hw_model_cache_bytes(o.hw) : 0;
   g_autoptr(WeirAnalysis) a =
       weir_analysis_compute_traffic(lowered, symbols, cache, error);
   if (!a)
@@ -191,12 +241,17 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
       per[(gsize)i * reps + r] = slots[i];
   }
   double run_median = median_of(runs, reps);
+  g_autofree double *sums = g_new0(double, reps);
+  for (guint r = 0; r < reps; r++)
+    for (guint i = 0; i < n; i++)
+      sums[r] += per[(gsize)i * reps + r];
 
   WeirProfile *p = g_new0(WeirProfile, 1);
   p->nodes = g_ptr_array_new_with_free_func(profile_node_free);
   p->repetitions = reps;
   p->run_median = run_median;
   p->instrumented_median = median_of(whole, reps);
+  p->sum_median = median_of(sums, reps);
   p->threads = o.threads;
   if (o.hw && o.hw->measured) {
     p->bandwidth_gbs = o.hw->bandwidth_gbs;
@@ -212,6 +267,7 @@ WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
     pn->seconds = median_of(per + (gsize)i * reps, reps);
     p->node_sum += pn->seconds;
     const WeirState *s = weir_graph_state(lowered, pn->state);
+    pn->source = source_node(g, lowered, pn->state, pn->node);
     if (s)
       node_figures(a, s, pn->node, pn);
     else {
@@ -240,6 +296,48 @@ static void svg_text(GString *s, double x, double y, const char *anchor,
                          x, y, size, anchor, esc);
 }
 
+gboolean weir_profile_roofline_point(const WeirProfileNode *n,
+                                     double *intensity, double *gflops) {
+  g_return_val_if_fail(n != NULL, FALSE);
+  if (!n->flops_known || !n->bytes_known || n->flops <= 0 || n->bytes <= 0 ||
+      n->seconds <= 0)
+    return FALSE;
+  if (intensity)
+    *intensity = (double)n->flops / (double)n->bytes;
+  if (gflops)
+    *gflops = n->gflops;
+  return TRUE;
+}
+
+void weir_profile_roofline_axes(const WeirProfile *p, WeirRooflineAxes *out) {
+  g_return_if_fail(p != NULL && out != NULL);
+  double xlo = 1e-2, xhi = 1e2, ylo = 1e-2, yhi = 1e2;
+  double ridge = p->bandwidth_gbs > 0 ? p->peak_gflops / p->bandwidth_gbs : 1;
+  for (guint i = 0; i < p->nodes->len; i++) {
+    double x, y;
+    if (!weir_profile_roofline_point(g_ptr_array_index(p->nodes, i), &x, &y))
+      continue;
+    xlo = MIN(xlo, x);
+    xhi = MAX(xhi, x);
+    ylo = MIN(ylo, y);
+    yhi = MAX(yhi, y);
+  }
+  if (p->peak_gflops > 0) {
+    yhi = MAX(yhi, p->peak_gflops);
+    xhi = MAX(xhi, ridge * 10);
+    xlo = MIN(xlo, ridge / 100);
+  }
+  out->lx0 = floor(log10(xlo));
+  out->lx1 = ceil(log10(xhi));
+  out->ly0 = floor(log10(ylo));
+  out->ly1 = ceil(log10(yhi) + 0.3);
+  if (out->lx1 <= out->lx0)
+    out->lx1 = out->lx0 + 1;
+  if (out->ly1 <= out->ly0)
+    out->ly1 = out->ly0 + 1;
+  out->ridge = ridge;
+}
+
 char *weir_profile_roofline_svg(const WeirProfile *p, const char *title) {
   g_return_val_if_fail(p != NULL, NULL);
   const double W = 900, H = 600, L = 80, R = 30, T = 50, B = 60;
@@ -249,34 +347,17 @@ char *weir_profile_roofline_svg(const WeirProfile *p, const char *title) {
   g_autoptr(GPtrArray) names = g_ptr_array_new();
   for (guint i = 0; i < p->nodes->len; i++) {
     const WeirProfileNode *n = g_ptr_array_index(p->nodes, i);
-    if (!n->flops_known || !n->bytes_known || n->flops <= 0 || n->bytes <= 0 ||
-        n->seconds <= 0)
+    double x, y;
+    if (!weir_profile_roofline_point(n, &x, &y))
       continue;
-    double x = (double)n->flops / (double)n->bytes, y = n->gflops;
     g_array_append_val(xs, x);
     g_array_append_val(ys, y);
     g_ptr_array_add(names, n->label);
   }
-  /* axis ranges in decades covering the points and the ridge */
-  double xlo = 1e-2, xhi = 1e2, ylo = 1e-2, yhi = 1e2;
-  double ridge = p->bandwidth_gbs > 0 ? p->peak_gflops / p->bandwidth_gbs : 1;
-  for (guint i = 0; i < xs->len; i++) {
-    xlo = MIN(xlo, g_array_index(xs, double, i));
-    xhi = MAX(xhi, g_array_index(xs, double, i));
-    ylo = MIN(ylo, g_array_index(ys, double, i));
-    yhi = MAX(yhi, g_array_index(ys, double, i));
-  }
-  if (p->peak_gflops > 0) {
-    yhi = MAX(yhi, p->peak_gflops);
-    xhi = MAX(xhi, ridge * 10);
-    xlo = MIN(xlo, ridge / 100);
-  }
-  double lx0 = floor(log10(xlo)), lx1 = ceil(log10(xhi));
-  double ly0 = floor(log10(ylo)), ly1 = ceil(log10(yhi) + 0.3);
-  if (lx1 <= lx0)
-    lx1 = lx0 + 1;
-  if (ly1 <= ly0)
-    ly1 = ly0 + 1;
+  WeirRooflineAxes ax;
+  weir_profile_roofline_axes(p, &ax);
+  double lx0 = ax.lx0, lx1 = ax.lx1, ly0 = ax.ly0, ly1 = ax.ly1;
+  double ridge = ax.ridge;
 #define PX(v) (L + (log10(v) - lx0) / (lx1 - lx0) * (W - L - R))
 #define PY(v) (H - B - (log10(v) - ly0) / (ly1 - ly0) * (H - T - B))
   GString *s = g_string_new(NULL);

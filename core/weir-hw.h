@@ -47,6 +47,12 @@ typedef struct {
   /* The 1-minute load average when it was measured (/proc/loadavg; -1
    * when unknown): a busy machine gives low figures (docs/hardware.md). */
   double load_average;
+  /* Measured: the largest working set (bytes, of a one-thread triad over
+   * sizes doubling from 256 KiB) still served at half or more of the
+   * best bandwidth seen: the cache a program effectively has, which is
+   * far below l3_bytes on a virtual machine reporting the host's whole L3
+   * (0 when unknown, e.g. a profile cached before it was measured). */
+  gint64 cache_knee_bytes;
 } WeirHwProfile;
 
 /* Canonical name of an ISA ("avx512f", "avx2+fma", "generic"). (borrowed) */
@@ -80,6 +86,19 @@ WEIR_API WeirHwProfile *weir_hw_profile_get(gboolean remeasure, GError **error);
 /* $WEIR_HW_PROFILE when set, else g_get_user_cache_dir()/weir/hw.json.
  * (transfer full) */
 WEIR_API char *weir_hw_profile_path(void);
+
+/* The detected part plus the cached measurement when the cache file
+ * (weir_hw_profile_path()) holds one for this machine; never measures
+ * (measured is FALSE without it).  For figures that are cheap to print
+ * and need no measurement of their own. (transfer full) */
+WEIR_API WeirHwProfile *weir_hw_profile_cached(void);
+
+/* The cache size the modeled memory traffic assumes
+ * (weir_analysis_compute_traffic, docs/analysis.md): the measured knee
+ * (cache_knee_bytes) when known, else the private L2s plus a 2 MiB share
+ * of the L3 per physical core; never more than the last-level cache
+ * detected (or set by $WEIR_HW_CACHES).  0 when no cache is known. */
+WEIR_API gint64 weir_hw_model_cache_bytes(const WeirHwProfile *p);
 
 /* Takes the measurements now, filling the measured fields of p. */
 WEIR_API void weir_hw_measure(WeirHwProfile *p);

@@ -15,7 +15,7 @@
  * FLOPs and bytes:
  *  - a library, tasklet or nested node: the bytes of its memlets in and
  *    out (each operand once); a map: its modeled memory traffic
- *    (weir_analysis_compute_traffic with the profile's last-level cache;
+ *    (weir_analysis_compute_traffic with weir_hw_model_cache_bytes;
  *    without a profile, the logical volume of the memlets into its entry
  *    and out of its exit); its FLOPs are those of its whole scope; a
  *    copy: the memlet into the access node it writes.
@@ -33,6 +33,11 @@
 
 G_BEGIN_DECLS
 
+/* Nodes timed below this (seconds) get no GFLOP/s or GB/s: the clock and
+ * its reads resolve tens of nanoseconds, and a rate from such a time means
+ * nothing (a 2 KiB copy "at 28 GB/s"). */
+#define WEIR_PROFILE_RATE_MIN_SECONDS 1e-6
+
 typedef struct {
   guint state, node; /* ids in the lowered program */
   char *state_label; /* owned */
@@ -43,11 +48,18 @@ typedef struct {
   double share;      /* of the sum of all nodes' medians */
   gboolean flops_known, bytes_known;
   gint64 flops, bytes;
-  double gflops, gbs;   /* achieved (0 when unknown or not timed) */
+  double gflops, gbs;   /* achieved (0 when unknown, not timed or timed
+                           below WEIR_PROFILE_RATE_MIN_SECONDS) */
   double bound_seconds; /* roofline lower bound (0 when unknown) */
   const char *bound;    /* "compute", "memory", or NULL when unknown
                            (static) */
   double fraction;      /* bound_seconds / seconds (0 when unknown) */
+  guint source;         /* the node of the program given to
+                           weir_profile_run this one comes from: the same
+                           id when it is there, else the top-level node of
+                           the same state writing the container it writes
+                           first (a library node the lowering expanded or
+                           whose epilogue it split); 0 when none */
 } WeirProfileNode;
 
 typedef struct {
@@ -55,6 +67,11 @@ typedef struct {
                        (owned) */
   guint repetitions;
   double node_sum;            /* sum of the nodes' medians, seconds */
+  double sum_median;          /* median over the repetitions of the sum of all
+                                 slots of that run: the instrumented time of a run
+                                 spent inside the nodes (less sensitive to a busy
+                                 machine than node_sum, whose medians drop the
+                                 interruptions a whole run keeps) */
   double run_median;          /* the plain kernel, median, seconds */
   double instrumented_median; /* whole runs of the instrumented kernel */
   double peak_gflops;         /* the roofline used */
@@ -82,6 +99,22 @@ WEIR_API WeirProfile *weir_profile_run(const WeirGraph *g, GHashTable *symbols,
                                        GError **error);
 WEIR_API void weir_profile_free(WeirProfile *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirProfile, weir_profile_free)
+
+/* The axes of the roofline of p: decades lx0..lx1 of operational
+ * intensity (FLOP per byte) and ly0..ly1 of GFLOP/s covering the points
+ * (nodes whose FLOPs, bytes and time are known and positive), the ridge
+ * (peak / bandwidth) and the peak; the SVG and the cairo drawing
+ * (weir-roofline.h) share them. */
+typedef struct {
+  double lx0, lx1, ly0, ly1; /* log10 of the axis ends */
+  double ridge;              /* FLOP/byte where the roofs meet (1 unknown) */
+} WeirRooflineAxes;
+WEIR_API void weir_profile_roofline_axes(const WeirProfile *p,
+                                         WeirRooflineAxes *out);
+/* Whether node n is a point of the roofline; its intensity and GFLOP/s. */
+WEIR_API gboolean weir_profile_roofline_point(const WeirProfileNode *n,
+                                              double *intensity,
+                                              double *gflops);
 
 /* The roofline as an SVG document: log-log axes (operational intensity in
  * FLOP/byte, performance in GFLOP/s), the bandwidth slope and the compute

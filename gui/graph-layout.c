@@ -14,6 +14,7 @@
 
 #include "graph-view-private.h"
 #include "weir-analysis.h"
+#include "weir-hw.h"
 
 /* ------------------------------------------------------ records, jobs */
 
@@ -319,14 +320,54 @@ static guint add_gv_cluster(GvBuild *b, gint parent, ViewLayout *l, guint state,
   return index;
 }
 
-static void node_figures(const WeirAnalysis *an, guint id, VNode *vn) {
-  const WeirNodeCost *c = an ? weir_analysis_node(an, id) : NULL;
+/* The figures of node n of state s (scopes sc, NULL when broken): FLOPs,
+ * logical volume in + out, and the modeled traffic (VNode.traffic). */
+static void node_figures(const WeirAnalysis *an, const WeirState *s,
+                         const WeirScopes *sc, const WeirNode *n, VNode *vn) {
+  const WeirNodeCost *c = an ? weir_analysis_node(an, n->id) : NULL;
   if (!c)
     return;
   vn->bytes_known = c->bytes_in.known && c->bytes_out.known;
   vn->bytes = (double)c->bytes_in.value + (double)c->bytes_out.value;
   vn->flops_known = c->flops.known;
   vn->flops = (double)c->flops.value;
+  if (!sc || !an->total_traffic.expr)
+    return; /* no model */
+  if (weir_scopes_parent(sc, n->id) != 0 && n->kind != WEIR_NODE_MAP_ENTRY) {
+    vn->traffic_known = TRUE; /* inside a scope: the scope's traffic */
+    return;
+  }
+  switch (n->kind) {
+  case WEIR_NODE_MAP_ENTRY:
+    vn->traffic_known = c->traffic.known || weir_scopes_parent(sc, n->id) != 0;
+    vn->traffic = c->traffic.known ? (double)c->traffic.value : 0;
+    break;
+  case WEIR_NODE_MAP_EXIT:
+    vn->traffic_known = TRUE; /* its entry shows the map's */
+    break;
+  case WEIR_NODE_ACCESS: {
+    /* what the memlets touching the container move */
+    gboolean known = TRUE;
+    double sum = 0;
+    for (guint i = 0; i < s->edges->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+      if (m->src != n->id && m->dst != n->id)
+        continue;
+      const WeirMemletCost *mc = weir_analysis_memlet(an, m->id);
+      if (mc && mc->traffic.known)
+        sum += (double)mc->traffic.value;
+      else if (m->data)
+        known = FALSE;
+    }
+    vn->traffic_known = known;
+    vn->traffic = sum;
+    break;
+  }
+  default: /* library, tasklet, nested: each operand once */
+    vn->traffic_known = vn->bytes_known;
+    vn->traffic = vn->bytes;
+    break;
+  }
 }
 
 /* The scope a node is drawn in: a map entry and its exit in their own
@@ -453,7 +494,7 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     vn.folded = g_utf8_casefold(vn.label, -1);
     SearchItem item = {s->id, n->id, g_strdup(vn.folded)};
     g_array_append_val(l->search, item);
-    node_figures(an, n->id, &vn);
+    node_figures(an, s, sc, n, &vn);
     guint gn = add_gv_node(b, parent, l, &vn);
     l->n_nodes++;
     g_hash_table_insert(sb->drawn, GUINT_TO_POINTER(n->id),
@@ -506,6 +547,8 @@ static void build_state(GvBuild *b, ViewLayout *l, const WeirGraph *g,
     if (mc) {
       ve.bytes_known = mc->bytes.known;
       ve.bytes = (double)mc->bytes.value;
+      ve.traffic_known = mc->traffic.known;
+      ve.traffic = (double)mc->traffic.value;
     }
     g_array_append_val(l->edges, ve);
     l->n_edges++;
@@ -559,23 +602,43 @@ static void read_edge(VEdge *ve, Agedge_t *e, double ox, double top) {
 
 /* The analysis figures of g and the totals line of the legend (NULL when
  * the program's scopes are broken). */
+/* The cache the traffic model assumes: this machine's (the cached hardware
+ * profile, never measured here; $WEIR_HW_CACHES applies), read once. */
+gint64 weir_view_model_cache(void) {
+  static gsize once = 0;
+  static gint64 cache = 0;
+  if (g_once_init_enter(&once)) {
+    g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+    cache = weir_hw_model_cache_bytes(hw);
+    g_once_init_leave(&once, 1);
+  }
+  return cache;
+}
+
 static WeirAnalysis *layout_analysis(ViewLayout *l, const WeirGraph *g,
                                      GHashTable *bindings) {
-  WeirAnalysis *an = weir_analysis_compute(g, bindings, NULL);
+  l->cache_bytes = weir_view_model_cache();
+  WeirAnalysis *an =
+      weir_analysis_compute_traffic(g, bindings, l->cache_bytes, NULL);
   if (an) {
-    char b[32], f[32];
+    char b[32], f[32], tr[32];
     if (an->total_bytes.known)
       weir_view_format_quantity(b, sizeof b, (double)an->total_bytes.value,
                                 "B");
     else
       g_strlcpy(b, "?", sizeof b);
+    if (an->total_traffic.known)
+      weir_view_format_quantity(tr, sizeof tr, (double)an->total_traffic.value,
+                                "B");
+    else
+      g_strlcpy(tr, "?", sizeof tr);
     if (an->total_flops.known)
       weir_view_format_quantity(f, sizeof f, (double)an->total_flops.value,
                                 "FLOP");
     else
       g_strlcpy(f, "?", sizeof f);
     GString *t = g_string_new(NULL);
-    g_string_printf(t, "total: %s moved, %s", b, f);
+    g_string_printf(t, "total: %s traffic (logical %s), %s", tr, b, f);
     /* unknown figures mostly come from symbols without a value */
     GString *unbound = g_string_new(NULL);
     for (guint i = 0; i < g->symbols->len; i++) {

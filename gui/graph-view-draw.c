@@ -101,19 +101,28 @@ static double luminance(const GdkRGBA *c) {
 /* ---------------------------------------------------------- overlay */
 
 /* The overlay figure of a node: FALSE when unknown. */
-static gboolean node_value(WeirOverlay o, const VNode *n, double *out) {
-  switch (o) {
+static gboolean node_value(const WeirGraphView *v, const VNode *n,
+                           double *out) {
+  switch (v->overlay) {
   case WEIR_OVERLAY_BYTES:
-    *out = n->bytes;
-    return n->bytes_known;
+    *out = n->traffic;
+    return n->traffic_known;
   case WEIR_OVERLAY_FLOPS:
     *out = n->flops;
     return n->flops_known;
   case WEIR_OVERLAY_INTENSITY:
-    if (!n->flops_known || !n->bytes_known || n->bytes <= 0)
+    if (!n->flops_known || !n->traffic_known || n->traffic <= 0)
       return FALSE;
-    *out = n->flops / n->bytes;
+    *out = n->flops / n->traffic;
     return TRUE;
+  case WEIR_OVERLAY_TIME: {
+    if (g_hash_table_size(v->times) == 0)
+      return FALSE; /* not profiled yet */
+    guint64 k = weir_view_scope_key(n->state, n->id);
+    const double *t = g_hash_table_lookup(v->times, &k);
+    *out = t ? *t : 0; /* not timed: faded */
+    return TRUE;
+  }
   default:
     return FALSE;
   }
@@ -135,18 +144,19 @@ static void scale_add(Scale *s, double v) {
   s->any = TRUE;
 }
 
-static void overlay_scale(const ViewLayout *l, WeirOverlay o, Scale *s) {
+static void overlay_scale(const WeirGraphView *v, const ViewLayout *l,
+                          Scale *s) {
   memset(s, 0, sizeof *s);
   for (guint i = 0; i < l->nodes->len; i++) {
-    double v;
-    if (node_value(o, &g_array_index(l->nodes, VNode, i), &v))
-      scale_add(s, v);
+    double x;
+    if (node_value(v, &g_array_index(l->nodes, VNode, i), &x))
+      scale_add(s, x);
   }
-  if (o == WEIR_OVERLAY_BYTES)
+  if (v->overlay == WEIR_OVERLAY_BYTES)
     for (guint i = 0; i < l->edges->len; i++) {
       const VEdge *e = &g_array_index(l->edges, VEdge, i);
-      if (e->bytes_known)
-        scale_add(s, e->bytes);
+      if (e->traffic_known)
+        scale_add(s, e->traffic);
     }
   if (s->any) {
     s->lo = log10(s->min);
@@ -307,7 +317,7 @@ static void draw_node(Draw *d, const VNode *n) {
   gboolean unknown = FALSE;
   if (v->overlay != WEIR_OVERLAY_NONE) {
     double val;
-    if (node_value(v->overlay, n, &val)) {
+    if (node_value(v, n, &val)) {
       if (val > 0 && d->scale.any)
         fill = heat_colour(scale_t(&d->scale, val));
       else
@@ -391,9 +401,9 @@ static void draw_edge(Draw *d, const VEdge *e) {
     return;
   GdkRGBA colour = e->transition ? d->pal.transition : d->pal.edge;
   double width = e->transition ? 2.0 : 1.0;
-  if (!e->transition && v->overlay == WEIR_OVERLAY_BYTES && e->bytes_known &&
-      e->bytes > 0 && d->scale.any) {
-    double t = scale_t(&d->scale, e->bytes);
+  if (!e->transition && v->overlay == WEIR_OVERLAY_BYTES && e->traffic_known &&
+      e->traffic > 0 && d->scale.any) {
+    double t = scale_t(&d->scale, e->traffic);
     /* the pale end of the scale would vanish on a light background:
      * edges start further up it and are darkened there */
     colour = heat_colour(0.3 + 0.7 * t);
@@ -535,7 +545,7 @@ static void draw_minimap(Draw *d) {
     GdkRGBA c = d->pal.dim;
     double val;
     if (v->overlay != WEIR_OVERLAY_NONE && d->scale.any &&
-        node_value(v->overlay, n, &val) && val > 0)
+        node_value(v, n, &val) && val > 0)
       c = heat_colour(scale_t(&d->scale, val));
     if (is_selected(v, WEIR_ELEMENT_NODE, n->state, n->id))
       c = d->pal.accent;
@@ -572,19 +582,30 @@ static void screen_text(Draw *d, const char *text, double size, double x,
   d->v->zoom = z;
 }
 
+static void format_seconds(char *buf, gsize size, double s) {
+  if (s < 1e-3)
+    g_snprintf(buf, size, "%.3g us", s * 1e6);
+  else if (s < 1.0)
+    g_snprintf(buf, size, "%.3g ms", s * 1e3);
+  else
+    g_snprintf(buf, size, "%.3g s", s);
+}
+
 static void draw_legend(Draw *d) {
   WeirGraphView *v = d->v;
   if (v->overlay == WEIR_OVERLAY_NONE || !v->layout)
     return;
   static const char *const titles[] = {
-      [WEIR_OVERLAY_BYTES] = "bytes moved",
+      [WEIR_OVERLAY_BYTES] = "modeled memory traffic",
       [WEIR_OVERLAY_FLOPS] = "FLOPs",
-      [WEIR_OVERLAY_INTENSITY] = "intensity (FLOP/byte)",
+      [WEIR_OVERLAY_INTENSITY] = "FLOP per byte of traffic",
+      [WEIR_OVERLAY_TIME] = "measured time (last run)",
   };
   static const char *const units[] = {
       [WEIR_OVERLAY_BYTES] = "B",
       [WEIR_OVERLAY_FLOPS] = "FLOP",
       [WEIR_OVERLAY_INTENSITY] = "FLOP/B",
+      [WEIR_OVERLAY_TIME] = "s",
   };
   cairo_t *cr = d->cr;
   double h = gtk_widget_get_height(GTK_WIDGET(v));
@@ -598,8 +619,18 @@ static void draw_legend(Draw *d) {
   set_source(cr, &d->pal.dim);
   cairo_set_line_width(cr, 1);
   cairo_stroke(cr);
-  char title[96];
-  g_snprintf(title, sizeof title, "%s (log scale)", titles[v->overlay]);
+  char title[128];
+  if (v->overlay == WEIR_OVERLAY_BYTES && v->layout->cache_bytes > 0) {
+    char c[32];
+    weir_view_format_quantity(c, sizeof c, (double)v->layout->cache_bytes, "B");
+    g_snprintf(title, sizeof title, "%s, %s cache (log)", titles[v->overlay],
+               c);
+  } else if (v->overlay == WEIR_OVERLAY_TIME &&
+             g_hash_table_size(v->times) == 0)
+    g_snprintf(title, sizeof title, "%s: Run or Benchmark first",
+               titles[v->overlay]);
+  else
+    g_snprintf(title, sizeof title, "%s (log scale)", titles[v->overlay]);
   screen_text(d, title, 12, x + 10, y + 6, &d->pal.fg, TRUE);
   double gx = x + 10, gy = y + 26, gw = bw - 20, gh = 12;
   cairo_pattern_t *pat = cairo_pattern_create_linear(gx, 0, gx + gw, 0);
@@ -614,7 +645,10 @@ static void draw_legend(Draw *d) {
   set_source(cr, &d->pal.dim);
   cairo_stroke(cr);
   char lo[32] = "-", hi[32] = "-";
-  if (d->scale.any) {
+  if (d->scale.any && v->overlay == WEIR_OVERLAY_TIME) {
+    format_seconds(lo, sizeof lo, d->scale.min);
+    format_seconds(hi, sizeof hi, d->scale.max);
+  } else if (d->scale.any) {
     weir_view_format_quantity(lo, sizeof lo, d->scale.min, units[v->overlay]);
     weir_view_format_quantity(hi, sizeof hi, d->scale.max, units[v->overlay]);
   }
@@ -676,7 +710,7 @@ void weir_graph_view_snapshot(GtkWidget *widget, GtkSnapshot *snap) {
       g_hash_table_add(d.hl, GUINT_TO_POINTER(weir_view_layout_drawn_id(
                                  l, GPOINTER_TO_UINT(k))));
     if (v->overlay != WEIR_OVERLAY_NONE)
-      overlay_scale(l, v->overlay, &d.scale);
+      overlay_scale(v, l, &d.scale);
     d.vx0 = v->ox;
     d.vy0 = v->oy;
     d.vx1 = v->ox + w / v->zoom;

@@ -139,16 +139,25 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y,
       return FALSE;
     }
     g_string_append(s, n->label);
+    char tr[32];
+    if (n->traffic_known)
+      weir_view_format_quantity(tr, sizeof tr, n->traffic, "B");
     if (n->bytes_known)
       weir_view_format_quantity(b, sizeof b, n->bytes, "B");
     if (n->flops_known)
       weir_view_format_quantity(f, sizeof f, n->flops, "FLOP");
-    g_string_append_printf(s, "\nbytes in+out: %s\nFLOPs: %s",
+    g_string_append_printf(s,
+                           "\nmodeled traffic: %s\nlogical volume in+out: "
+                           "%s\nFLOPs: %s",
+                           n->traffic_known ? tr : "unknown",
                            n->bytes_known ? b : "unknown",
                            n->flops_known ? f : "unknown");
-    if (n->bytes_known && n->flops_known && n->bytes > 0)
-      g_string_append_printf(s, "\nintensity: %.3g FLOP/B",
-                             n->flops / n->bytes);
+    if (n->traffic_known && n->flops_known && n->traffic > 0)
+      g_string_append_printf(s, "\nintensity: %.3g FLOP per byte of traffic",
+                             n->flops / n->traffic);
+    double secs;
+    if (weir_graph_view_get_time(v, n->state, n->id, &secs))
+      g_string_append_printf(s, "\nmeasured time: %.3g ms", secs * 1e3);
   } else if (e.kind == WEIR_ELEMENT_EDGE) {
     for (guint i = 0; i < v->layout->edges->len; i++) {
       const VEdge *ed = &g_array_index(v->layout->edges, VEdge, i);
@@ -156,9 +165,13 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y,
         continue;
       g_string_append_printf(s, "memlet %u: %s", ed->id,
                              ed->label ? ed->label : "");
+      if (ed->traffic_known) {
+        weir_view_format_quantity(b, sizeof b, ed->traffic, "B");
+        g_string_append_printf(s, "\nmodeled traffic: %s", b);
+      }
       if (ed->bytes_known) {
         weir_view_format_quantity(b, sizeof b, ed->bytes, "B");
-        g_string_append_printf(s, "\nbytes moved: %s", b);
+        g_string_append_printf(s, "\nlogical volume: %s", b);
       }
     }
   } else {

@@ -51,7 +51,11 @@ typedef struct {
   double x, y, w, h; /* centre and size */
   guint cluster;     /* index of the innermost cluster around it */
   gboolean bytes_known, flops_known;
-  double bytes, flops;
+  double bytes, flops; /* bytes: logical volume in + out */
+  gboolean traffic_known;
+  double traffic; /* modeled memory traffic: a top-level map's, a top-level
+                     library, tasklet or nested node's operands, an access
+                     node's memlets; 0 inside a map scope */
 } VNode;
 
 typedef struct {
@@ -67,7 +71,9 @@ typedef struct {
   double lx, ly; /* label centre */
   double x0, y0, x1, y1;
   gboolean bytes_known;
-  double bytes;
+  double bytes; /* logical volume */
+  gboolean traffic_known;
+  double traffic; /* modeled memory traffic (top-level memlets) */
 } VEdge;
 
 typedef struct {
@@ -94,6 +100,7 @@ typedef struct {
   GArray *search;         /* SearchItem: every node, drawn or hidden, in
                              drawing order (a hidden node after its box) */
   char *totals;           /* program totals, for the legend */
+  gint64 cache_bytes;     /* the traffic model's cache (0: none) */
   gboolean provisional;   /* placed from the previous picture, not by dot */
   char *name;             /* name of the program drawn */
 } ViewLayout;
@@ -122,6 +129,8 @@ struct _WeirGraphView {
   GCancellable *cancel;
 
   WeirOverlay overlay;
+  GHashTable *times; /* guint64* (state << 32 | node) -> double* seconds
+                        of the last profile (weir_graph_view_set_times) */
   WeirElement selection;
   guint hl_state;
   GHashTable *hl_nodes; /* node ids (GUINT_TO_POINTER) */
@@ -148,6 +157,9 @@ GHashTable *weir_view_key_set_copy(GHashTable *set);
 /* A copy of a bindings table (char* -> gint64*), or NULL for NULL. */
 GHashTable *weir_view_bindings_copy(GHashTable *bindings);
 /* "1.5 MB"-style text of v in unit, in buf. */
+/* The cache size of the traffic model (weir_hw_model_cache_bytes of the
+ * cached hardware profile), read once per process. */
+gint64 weir_view_model_cache(void);
 void weir_view_format_quantity(char *buf, gsize size, double v,
                                const char *unit);
 /* GTask thread function: lays out the LayoutJob of its task data with dot

@@ -330,12 +330,40 @@ double weir_graph_view_last_provisional_ms(WeirGraphView *v) {
 
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay) {
   g_return_if_fail(WEIR_IS_GRAPH_VIEW(v));
-  g_return_if_fail(overlay <= WEIR_OVERLAY_INTENSITY);
+  g_return_if_fail(overlay <= WEIR_OVERLAY_TIME);
   if (v->overlay == overlay)
     return;
   v->overlay = overlay;
   g_object_notify_by_pspec(G_OBJECT(v), props[PROP_OVERLAY]);
   gtk_widget_queue_draw(GTK_WIDGET(v));
+}
+
+void weir_graph_view_set_times(WeirGraphView *v, const guint *states,
+                               const guint *nodes, const double *seconds,
+                               guint n) {
+  g_return_if_fail(WEIR_IS_GRAPH_VIEW(v));
+  g_return_if_fail(n == 0 || (states && nodes && seconds));
+  g_hash_table_remove_all(v->times);
+  for (guint i = 0; i < n; i++) {
+    guint64 k = weir_view_scope_key(states[i], nodes[i]);
+    double *t = g_hash_table_lookup(v->times, &k);
+    if (!t) {
+      t = g_new0(double, 1);
+      g_hash_table_insert(v->times, g_memdup2(&k, sizeof k), t);
+    }
+    *t += seconds[i];
+  }
+  gtk_widget_queue_draw(GTK_WIDGET(v));
+}
+
+gboolean weir_graph_view_get_time(WeirGraphView *v, guint state, guint node,
+                                  double *seconds) {
+  g_return_val_if_fail(WEIR_IS_GRAPH_VIEW(v), FALSE);
+  guint64 k = weir_view_scope_key(state, node);
+  const double *t = g_hash_table_lookup(v->times, &k);
+  if (t && seconds)
+    *seconds = *t;
+  return t != NULL;
 }
 
 WeirOverlay weir_graph_view_get_overlay(WeirGraphView *v) {
@@ -434,6 +462,7 @@ static void weir_graph_view_finalize(GObject *object) {
   g_clear_pointer(&v->bindings, g_hash_table_unref);
   g_clear_pointer(&v->collapsed, g_hash_table_unref);
   g_clear_pointer(&v->hl_nodes, g_hash_table_unref);
+  g_clear_pointer(&v->times, g_hash_table_unref);
   g_clear_pointer(&v->layout, weir_view_layout_free);
   g_free(v->layout_error);
   g_free(v->shown_name);
@@ -485,7 +514,7 @@ static void weir_graph_view_class_init(WeirGraphViewClass *klass) {
       "zoom", NULL, NULL, ZOOM_MIN, ZOOM_MAX, 1.0,
       G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   props[PROP_OVERLAY] = g_param_spec_uint(
-      "overlay", NULL, NULL, WEIR_OVERLAY_NONE, WEIR_OVERLAY_INTENSITY,
+      "overlay", NULL, NULL, WEIR_OVERLAY_NONE, WEIR_OVERLAY_TIME,
       WEIR_OVERLAY_NONE,
       G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   props[PROP_BUSY] = g_param_spec_boolean(
@@ -514,6 +543,7 @@ static void weir_graph_view_init(WeirGraphView *v) {
   v->cancel = g_cancellable_new();
   v->collapsed = weir_view_key_set_new();
   v->hl_nodes = g_hash_table_new(g_direct_hash, g_direct_equal);
+  v->times = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
   gtk_widget_set_focusable(w, TRUE);
   gtk_widget_set_overflow(w, GTK_OVERFLOW_HIDDEN);
   weir_graph_view_input_init(v);

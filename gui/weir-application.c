@@ -160,6 +160,7 @@ static const struct {
     {"win.overlay::bytes", {"<Alt>1", NULL}},
     {"win.overlay::flops", {"<Alt>2", NULL}},
     {"win.overlay::intensity", {"<Alt>3", NULL}},
+    {"win.overlay::time", {"<Alt>4", NULL}},
 };
 
 static void weir_application_startup(GApplication *a) {

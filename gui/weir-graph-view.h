@@ -32,9 +32,15 @@ G_DECLARE_FINAL_TYPE(WeirGraphView, weir_graph_view, WEIR, GRAPH_VIEW,
  * in a corner of the view). */
 typedef enum {
   WEIR_OVERLAY_NONE,
-  WEIR_OVERLAY_BYTES,     /* bytes moved per memlet / per node */
+  WEIR_OVERLAY_BYTES,     /* modeled memory traffic per memlet / per node
+                             (weir_analysis_compute_traffic with the cache
+                             of weir_hw_model_cache_bytes; docs/analysis.md)
+                             of the top level of each state */
   WEIR_OVERLAY_FLOPS,     /* floating-point operations per node */
-  WEIR_OVERLAY_INTENSITY, /* FLOPs per byte per node */
+  WEIR_OVERLAY_INTENSITY, /* FLOPs per byte of modeled traffic per node */
+  WEIR_OVERLAY_TIME,      /* measured time per node: the profile of the
+                             last Run or Benchmark (weir_graph_view_set_
+                             times) */
 } WeirOverlay;
 
 /* A selected or highlighted element. kind NODE: state + node id;
@@ -77,6 +83,16 @@ gboolean weir_graph_view_is_provisional(WeirGraphView *v);
 double weir_graph_view_last_provisional_ms(WeirGraphView *v);
 
 void weir_graph_view_set_overlay(WeirGraphView *v, WeirOverlay overlay);
+/* The measured time of nodes (the "measured time" overlay): n entries of
+ * state id, node id (of the program shown) and seconds; times of one node
+ * are added.  n == 0 clears them.  Kept across set_program (the nodes are
+ * matched by id). */
+void weir_graph_view_set_times(WeirGraphView *v, const guint *states,
+                               const guint *nodes, const double *seconds,
+                               guint n);
+/* The seconds set for a node; FALSE when none. */
+gboolean weir_graph_view_get_time(WeirGraphView *v, guint state, guint node,
+                                  double *seconds);
 WeirOverlay weir_graph_view_get_overlay(WeirGraphView *v);
 
 /* Selection (one element; NULL or kind NONE clears it). Emits

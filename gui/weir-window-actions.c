@@ -136,7 +136,8 @@ static void action_find(GSimpleAction *a, GVariant *v, gpointer user) {
 }
 
 static const char *const overlay_names[] = {"none", "bytes", "flops",
-                                            "intensity"};
+                                            "intensity", "time"};
+G_STATIC_ASSERT(G_N_ELEMENTS(overlay_names) == WEIR_OVERLAY_TIME + 1);
 
 static void action_overlay(GSimpleAction *a, GVariant *v, gpointer user) {
   WeirWindow *w = user;
@@ -151,7 +152,7 @@ static void action_overlay(GSimpleAction *a, GVariant *v, gpointer user) {
     return;
   }
   g_autofree char *m = g_strdup_printf(
-      "Unknown overlay '%s' (none, bytes, flops or intensity).", name);
+      "Unknown overlay '%s' (none, bytes, flops, intensity or time).", name);
   weir_window_show_message(w, TRUE, m);
 }
 

@@ -65,6 +65,7 @@ static gboolean open_path_now(WeirWindow *w, const char *path) {
     weir_session_free(w->session);
   }
   w->session = s;
+  g_hash_table_remove_all(w->profiles);
   g_free(w->path);
   w->path = g_strdup(path);
   g_free(w->workspace_path);
@@ -221,7 +222,7 @@ static void apply_recipe_path(WeirWindow *w, const char *path) {
   g_autofree char *b1 = weir_figure_format(&rep->bytes_after, TRUE);
   g_autofree char *base = g_path_get_basename(path);
   g_autofree char *m = g_strdup_printf(
-      "Recipe %s applied (%u step%s): bytes moved %s \u2192 %s", base,
+      "Recipe %s applied (%u step%s): logical volume %s \u2192 %s", base,
       rep->steps->len, rep->steps->len == 1 ? "" : "s", b0, b1);
   weir_window_show_message(w, FALSE, m);
 }
@@ -250,10 +251,11 @@ void weir_window_optimize(WeirWindow *w, guint level) {
                    ->applied->len;
   g_autofree char *b0 = weir_figure_format(&rep->bytes_before, TRUE);
   g_autofree char *b1 = weir_figure_format(&rep->bytes_after, TRUE);
-  g_autofree char *m = g_strdup_printf(
-      "Optimized at -O%u: %u transformation%s applied, bytes moved %s \u2192 "
-      "%s",
-      level, applied, applied == 1 ? "" : "s", b0, b1);
+  g_autofree char *m =
+      g_strdup_printf("Optimized at -O%u: %u transformation%s applied, logical "
+                      "volume %s \u2192 "
+                      "%s",
+                      level, applied, applied == 1 ? "" : "s", b0, b1);
   weir_window_show_message(w, FALSE, m);
 }
 

@@ -72,6 +72,8 @@ struct _WeirWindow {
   GMenu *recent_section;
   GtkGrid *inputs_grid;
   GtkLabel *inputs_summary;
+  GtkDrawingArea *roofline_area;
+  GtkLabel *roofline_label;
 
   /* document (weir-window.c; opened and saved by weir-window-files.c) */
   WeirSession *session;
@@ -121,6 +123,9 @@ struct _WeirWindow {
   /* run inputs: container name -> WeirTensor* and -> file path */
   GHashTable *inputs, *input_files;
   GHashTable *expected, *expected_files;
+  /* profiles of the last Run/Benchmark of each step (step index ->
+   * WeirProfile*), cleared when steps are removed or a file is opened */
+  GHashTable *profiles;
 
   /* "save changes?" confirmation (weir-window-files.c) */
   GtkWindow *confirm;     /* the dialog while it is up */
@@ -153,6 +158,9 @@ void weir_window_show_error(WeirWindow *w, const char *what,
 void weir_window_set_dirty(WeirWindow *w, gboolean dirty);
 /* A figure as text: "1.2 MB", "?" when unknown (transfer full). */
 char *weir_window_quantity_text(const WeirQuantity *q, gboolean bytes);
+/* The cache of the traffic model (weir_hw_model_cache_bytes of the cached
+ * hardware profile; never measured by the GUI), read once. */
+gint64 weir_window_model_cache(void);
 /* Refreshes everything that depends on the current program: analysis,
  * graph, status bar, properties, transformations, code. */
 void weir_window_refresh_program(WeirWindow *w);
@@ -163,6 +171,14 @@ void weir_window_refresh_program(WeirWindow *w);
 void weir_window_actions_init(WeirWindow *w);
 /* Enables the actions that the session's state allows. */
 void weir_window_update_actions(WeirWindow *w);
+
+/* Shows the profile of the current step (if any): the graph view's
+ * measured-time overlay and the roofline page. */
+void weir_window_refresh_profile(WeirWindow *w);
+/* Sets up the profiles table and the roofline drawing (from init). */
+void weir_window_run_init(WeirWindow *w);
+/* The profile of the current step, or NULL (borrowed). */
+const WeirProfile *weir_window_current_profile(WeirWindow *w);
 
 /* -------------------------------------- weir-window-properties.c */
 

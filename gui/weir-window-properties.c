@@ -180,9 +180,16 @@ static void add_node_props(WeirWindow *w, const WeirGraph *g,
       g_autofree char *bi = weir_window_quantity_text(&c->bytes_in, TRUE);
       g_autofree char *bo = weir_window_quantity_text(&c->bytes_out, TRUE);
       g_autofree char *fl = weir_window_quantity_text(&c->flops, FALSE);
-      add_prop(w, "bytes in", bi);
-      add_prop(w, "bytes out", bo);
+      if (c->traffic.known) {
+        g_autofree char *tr = weir_window_quantity_text(&c->traffic, TRUE);
+        add_prop(w, "modeled traffic", tr);
+      }
+      add_prop(w, "logical volume in", bi);
+      add_prop(w, "logical volume out", bo);
       add_prop(w, "FLOPs", fl);
+      double secs;
+      if (weir_graph_view_get_time(w->graph_view, st->id, n->id, &secs))
+        add_propf(w, "measured time", "%.3f ms (last run)", secs * 1e3);
     }
   }
 }
@@ -214,7 +221,11 @@ static void add_memlet_props(WeirWindow *w, const WeirGraph *g,
       g_autofree char *ex = weir_window_quantity_text(&c->executions, FALSE);
       g_autofree char *b = weir_window_quantity_text(&c->bytes, TRUE);
       add_prop(w, "executions", ex);
-      add_propf(w, "bytes", "%s%s", b,
+      if (c->traffic.known) {
+        g_autofree char *tr = weir_window_quantity_text(&c->traffic, TRUE);
+        add_prop(w, "modeled traffic", tr);
+      }
+      add_propf(w, "logical volume", "%s%s", b,
                 c->counted ? "" : " (inner: not added to the total)");
     }
   }
@@ -259,9 +270,11 @@ void weir_window_refresh_properties(WeirWindow *w) {
     const WeirStateCost *c =
         w->analysis ? weir_analysis_state(w->analysis, st->id) : NULL;
     if (c) {
+      g_autofree char *tr = weir_window_quantity_text(&c->traffic, TRUE);
       g_autofree char *b = weir_window_quantity_text(&c->bytes, TRUE);
       g_autofree char *f = weir_window_quantity_text(&c->flops, FALSE);
-      add_prop(w, "bytes moved", b);
+      add_prop(w, "modeled traffic", tr);
+      add_prop(w, "logical volume", b);
       add_prop(w, "FLOPs", f);
     }
     return;
@@ -281,13 +294,16 @@ void weir_window_refresh_properties(WeirWindow *w) {
     g_string_free(syms, TRUE);
   }
   if (w->analysis) {
+    g_autofree char *tr =
+        weir_window_quantity_text(&w->analysis->total_traffic, TRUE);
     g_autofree char *b =
         weir_window_quantity_text(&w->analysis->total_bytes, TRUE);
     g_autofree char *f =
         weir_window_quantity_text(&w->analysis->total_flops, FALSE);
     g_autofree char *p =
         weir_window_quantity_text(&w->analysis->peak_transient_bytes, TRUE);
-    add_prop(w, "bytes moved", b);
+    add_prop(w, "modeled traffic", tr);
+    add_prop(w, "logical volume", b);
     add_prop(w, "FLOPs", f);
     add_prop(w, "peak transient", p);
   }

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "weir-roofline.h"
 #include "weir-window-private.h"
 
 typedef struct {
@@ -23,7 +24,10 @@ typedef struct {
   char *label;
   GHashTable *inputs, *expected; /* copies of the window's tensors */
   guint n_input_files;
+  gboolean bench;
   WeirEvaluation result;
+  WeirProfile *profile; /* the instrumented runs after the evaluation */
+  char *profile_error;
 } RunData;
 
 static void run_data_free(gpointer p) {
@@ -36,6 +40,8 @@ static void run_data_free(gpointer p) {
   g_clear_pointer(&d->inputs, g_hash_table_unref);
   g_clear_pointer(&d->expected, g_hash_table_unref);
   weir_evaluation_clear(&d->result);
+  g_clear_pointer(&d->profile, weir_profile_free);
+  g_free(d->profile_error);
   g_free(d);
 }
 
@@ -71,16 +77,53 @@ static void run_progress(double fraction, const char *phase, gpointer user) {
                              progress_msg_free);
 }
 
+/* Profiles the program after its evaluation (weir_profile_run): the
+ * window's input tensors where chosen, random arguments (seed 1) for the
+ * others; one instrumented run for Run, ten after a warm-up for
+ * Benchmark.  A failure is kept as text: the evaluation stands. */
+static void profile_program(RunData *d) {
+  g_autoptr(GHashTable) args = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  g_autoptr(GPtrArray) list = weir_codegen_arguments(d->program);
+  g_autoptr(GError) error = NULL;
+  for (guint i = 0; i < list->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(list, i);
+    const WeirTensor *given =
+        d->inputs ? g_hash_table_lookup(d->inputs, c->name) : NULL;
+    WeirTensor *t = given
+                        ? weir_tensor_copy(given)
+                        : weir_evaluate_random_input(c, d->bindings, 1, &error);
+    if (!t) {
+      d->profile_error =
+          g_strdup_printf("argument '%s': %s", c->name, error->message);
+      return;
+    }
+    g_hash_table_insert(args, c->name, t);
+  }
+  g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+  WeirProfileOptions po = {.warmup = d->bench ? 1 : 0,
+                           .repetitions = d->bench ? 10 : 1,
+                           .hw = hw->measured ? hw : NULL};
+  d->profile = weir_profile_run(d->program, d->bindings, args, &po, &error);
+  if (!d->profile)
+    d->profile_error = g_strdup(error->message);
+}
+
 static void run_thread(GTask *task, gpointer source, gpointer data,
                        GCancellable *cancellable) {
   (void)source;
   RunData *d = data;
   GError *error = NULL;
-  if (weir_evaluate(d->program, d->reference, d->bindings, &d->opts,
-                    cancellable, run_progress, d, &d->result, &error))
-    g_task_return_boolean(task, TRUE);
-  else
+  if (!weir_evaluate(d->program, d->reference, d->bindings, &d->opts,
+                     cancellable, run_progress, d, &d->result, &error)) {
     g_task_return_error(task, error);
+    return;
+  }
+  if (!g_cancellable_is_cancelled(cancellable)) {
+    run_progress(1.0, "profiling each node", d);
+    profile_program(d);
+  }
+  g_task_return_boolean(task, TRUE);
 }
 
 static void show_running(WeirWindow *w, gboolean running) {
@@ -111,6 +154,12 @@ static void run_done(GObject *source, GAsyncResult *res, gpointer user) {
       weir_window_show_error(w, d->label, error);
     return;
   }
+  if (w->session && d->generation == w->history_generation && d->profile) {
+    g_hash_table_replace(w->profiles, GUINT_TO_POINTER(d->step),
+                         g_steal_pointer(&d->profile));
+    weir_window_refresh_profile(w);
+  } else if (d->profile_error)
+    gtk_label_set_text(w->roofline_label, d->profile_error);
   g_autofree char *json = weir_evaluation_to_json(&d->result, d->label);
   if (w->session && d->generation == w->history_generation &&
       d->step <= weir_session_n_steps(w->session)) {
@@ -188,6 +237,7 @@ void weir_window_start_run(WeirWindow *w, gboolean bench) {
   d->step = weir_session_cursor(w->session);
   d->generation = w->history_generation;
   d->label = g_strdup(bench ? "bench" : "run");
+  d->bench = bench;
   w->run_cancellable = g_cancellable_new();
   show_running(w, TRUE);
   weir_window_update_actions(w);
@@ -195,6 +245,70 @@ void weir_window_start_run(WeirWindow *w, gboolean bench) {
   g_task_set_task_data(task, d, run_data_free);
   g_task_run_in_thread(task, run_thread);
   g_object_unref(task);
+}
+
+/* ------------------------------------------------------------ profile */
+
+const WeirProfile *weir_window_current_profile(WeirWindow *w) {
+  if (!w->session)
+    return NULL;
+  return g_hash_table_lookup(w->profiles,
+                             GUINT_TO_POINTER(weir_session_cursor(w->session)));
+}
+
+void weir_window_refresh_profile(WeirWindow *w) {
+  const WeirProfile *p = weir_window_current_profile(w);
+  if (!p) {
+    weir_graph_view_set_times(w->graph_view, NULL, NULL, NULL, 0);
+    gtk_label_set_text(w->roofline_label,
+                       "Run or Benchmark the current step to profile it: one "
+                       "point per node (FLOP per byte of modeled traffic, "
+                       "GFLOP/s) under the roofline of this machine (weir "
+                       "hw).");
+    gtk_widget_queue_draw(GTK_WIDGET(w->roofline_area));
+    return;
+  }
+  g_autofree guint *states = g_new0(guint, p->nodes->len + 1);
+  g_autofree guint *nodes = g_new0(guint, p->nodes->len + 1);
+  g_autofree double *secs = g_new0(double, p->nodes->len + 1);
+  guint n = 0, points = 0;
+  for (guint i = 0; i < p->nodes->len; i++) {
+    const WeirProfileNode *pn = g_ptr_array_index(p->nodes, i);
+    if (weir_profile_roofline_point(pn, NULL, NULL))
+      points++;
+    if (!pn->source)
+      continue;
+    states[n] = pn->state;
+    nodes[n] = pn->source;
+    secs[n] = pn->seconds;
+    n++;
+  }
+  weir_graph_view_set_times(w->graph_view, states, nodes, secs, n);
+  g_autofree char *t = g_strdup_printf(
+      "Step %u: %u nodes timed (%u on the plot), sum of node times %.3f ms, "
+      "uninstrumented run %.3f ms (median of %u); %s",
+      weir_session_cursor(w->session), p->nodes->len, points, p->node_sum * 1e3,
+      p->run_median * 1e3, p->repetitions,
+      p->peak_gflops > 0 ? "roof from weir hw"
+                         : "no roof: run `weir hw` once to measure it");
+  gtk_label_set_text(w->roofline_label, t);
+  gtk_widget_queue_draw(GTK_WIDGET(w->roofline_area));
+}
+
+static void draw_roofline(GtkDrawingArea *area, cairo_t *cr, int width,
+                          int height, gpointer user) {
+  (void)area;
+  WeirWindow *w = user;
+  const WeirProfile *p = weir_window_current_profile(w);
+  if (!p)
+    return;
+  weir_roofline_draw(cr, width, height, p, "roofline of the current step");
+}
+
+void weir_window_run_init(WeirWindow *w) {
+  w->profiles = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                      (GDestroyNotify)weir_profile_free);
+  gtk_drawing_area_set_draw_func(w->roofline_area, draw_roofline, w, NULL);
 }
 
 /* ---------------------------------------------------------- run inputs */

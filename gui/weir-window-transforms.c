@@ -557,7 +557,7 @@ void weir_window_preview(WeirWindow *w) {
   g_autofree char *flops =
       delta_text(&rep.flops_before, &rep.flops_after, FALSE);
   w->preview_text = g_strdup_printf(
-      "Preview of %s at %s \u2014 bytes moved %s \u00b7 FLOPs %s",
+      "Preview of %s at %s \u2014 logical volume %s \u00b7 FLOPs %s",
       w->transform->name, site->title, bytes, flops);
   weir_apply_report_clear(&rep);
   w->previewing = TRUE;
@@ -640,8 +640,8 @@ void weir_window_apply_all(WeirWindow *w) {
   g_autofree char *b0 = weir_figure_format(&rep->bytes_before, TRUE);
   g_autofree char *b1 = weir_figure_format(&rep->bytes_after, TRUE);
   g_autofree char *m =
-      g_strdup_printf("%s applied at %u site%s: bytes moved %s \u2192 %s", name,
-                      applied, applied == 1 ? "" : "s", b0, b1);
+      g_strdup_printf("%s applied at %u site%s: logical volume %s \u2192 %s",
+                      name, applied, applied == 1 ? "" : "s", b0, b1);
   weir_window_show_message(w, FALSE, m);
 }
 

@@ -85,8 +85,10 @@ static void session_changed(gpointer user) {
 static void session_steps_changed(guint position, guint removed, guint added,
                                   gpointer user) {
   WeirWindow *w = user;
-  if (removed)
+  if (removed) {
     w->history_generation++;
+    g_hash_table_remove_all(w->profiles);
+  }
   weir_step_model_steps_changed(w->steps, position, removed, added);
   weir_window_set_dirty(w, TRUE);
 }
@@ -112,6 +114,17 @@ static void session_cursor_changed(guint cursor, gpointer user) {
 
 /* ------------------------------------------------------------- figures */
 
+gint64 weir_window_model_cache(void) {
+  static gsize once = 0;
+  static gint64 cache = 0;
+  if (g_once_init_enter(&once)) {
+    g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+    cache = weir_hw_model_cache_bytes(hw);
+    g_once_init_leave(&once, 1);
+  }
+  return cache;
+}
+
 char *weir_window_quantity_text(const WeirQuantity *q, gboolean bytes) {
   WeirFigure f = {0};
   weir_figure_set(&f, q);
@@ -126,21 +139,27 @@ static void update_status(WeirWindow *w) {
     w->status_text = g_strdup("No program");
   } else {
     const WeirAnalysis *a = w->analysis;
+    g_autofree char *traffic =
+        weir_window_quantity_text(&a->total_traffic, TRUE);
     g_autofree char *bytes = weir_window_quantity_text(&a->total_bytes, TRUE);
     g_autofree char *flops = weir_window_quantity_text(&a->total_flops, FALSE);
     g_autofree char *peak =
         weir_window_quantity_text(&a->peak_transient_bytes, TRUE);
     g_autofree char *intensity =
-        a->intensity_known ? g_strdup_printf("%.3g FLOP/B", a->intensity)
-                           : g_strdup("?");
+        a->total_flops.known && a->total_traffic.known &&
+                a->total_traffic.value > 0
+            ? g_strdup_printf("%.3g FLOP/B", (double)a->total_flops.value /
+                                                 (double)a->total_traffic.value)
+            : g_strdup("?");
     guint nodes = 0;
     for (guint k = 0; k < WEIR_NODE_KIND_COUNT; k++)
       nodes += a->node_counts[k];
     w->status_text = g_strdup_printf(
-        "Bytes moved %s \u00b7 FLOPs %s \u00b7 intensity %s \u00b7 peak "
-        "transient %s \u00b7 %u nodes \u00b7 step %u of %u",
-        bytes, flops, intensity, peak, nodes, weir_session_cursor(w->session),
-        weir_session_n_steps(w->session));
+        "Modeled traffic %s (logical volume %s) \u00b7 FLOPs %s \u00b7 "
+        "intensity %s \u00b7 peak transient %s \u00b7 %u nodes \u00b7 step "
+        "%u of %u",
+        traffic, bytes, flops, intensity, peak, nodes,
+        weir_session_cursor(w->session), weir_session_n_steps(w->session));
   }
   gtk_label_set_text(w->status_label, w->status_text);
 }
@@ -152,7 +171,8 @@ void weir_window_refresh_program(WeirWindow *w) {
     g_autoptr(GError) error = NULL;
     const WeirGraph *g = weir_session_current(w->session);
     w->analysis =
-        weir_analysis_compute(g, weir_session_bindings(w->session), &error);
+        weir_analysis_compute_traffic(g, weir_session_bindings(w->session),
+                                      weir_window_model_cache(), &error);
     if (!w->analysis)
       weir_window_show_error(w, "analysis", error);
     weir_graph_view_set_program(w->graph_view, g,
@@ -163,6 +183,7 @@ void weir_window_refresh_program(WeirWindow *w) {
     gtk_stack_set_visible_child_name(w->graph_stack, "empty");
   }
   update_status(w);
+  weir_window_refresh_profile(w);
   weir_window_refresh_properties(w);
   weir_window_refresh_transforms(w);
   w->code_stale = TRUE;
@@ -393,6 +414,7 @@ static void weir_window_finalize(GObject *o) {
   g_clear_pointer(&w->input_files, g_hash_table_unref);
   g_clear_pointer(&w->expected, g_hash_table_unref);
   g_clear_pointer(&w->expected_files, g_hash_table_unref);
+  g_clear_pointer(&w->profiles, g_hash_table_unref);
   g_free(w->message);
   g_free(w->status_text);
   G_OBJECT_CLASS(weir_window_parent_class)->finalize(o);
@@ -481,11 +503,14 @@ static void weir_window_class_init(WeirWindowClass *klass) {
   BIND(recent_section);
   BIND(inputs_grid);
   BIND(inputs_summary);
+  BIND(roofline_area);
+  BIND(roofline_label);
 #undef BIND
 }
 
 static void weir_window_init(WeirWindow *w) {
   gtk_widget_init_template(GTK_WIDGET(w));
+  weir_window_run_init(w);
   w->callbacks = (WeirSessionCallbacks){
       .changed = session_changed,
       .steps_changed = session_steps_changed,

@@ -511,6 +511,7 @@ static void memlet_cost_free(gpointer p) {
   quantity_clear(&mc->executions);
   quantity_clear(&mc->elements);
   quantity_clear(&mc->bytes);
+  quantity_clear(&mc->traffic);
   g_free(mc);
 }
 
@@ -759,6 +760,176 @@ static const WeirNode *map_exit_of(const WeirState *s, guint entry) {
   return NULL;
 }
 
+/* The cache line the level model counts partial rows in (bytes). */
+#define TRAFFIC_LINE 64
+
+/* A table name -> gint64* with the values of bindings (may be NULL) and
+ * room for more. (transfer full) */
+static GHashTable *values_new(GHashTable *bindings) {
+  GHashTable *t =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  if (bindings) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, bindings);
+    while (g_hash_table_iter_next(&it, &k, &v))
+      g_hash_table_insert(t, g_strdup(k), g_memdup2(v, sizeof(gint64)));
+  }
+  return t;
+}
+
+static void values_set(GHashTable *t, const char *name, gint64 v) {
+  g_hash_table_insert(t, g_strdup(name), g_memdup2(&v, sizeof v));
+}
+
+/* The bytes of the distinct elements memlet m (a memlet of the body of a
+ * map) touches while the parameters in `varying` (ParamBound*) take all
+ * their values, from lo to hi, the other symbols at the values of `fixed`
+ * (name -> gint64*): per dimension, from the lowest
+ * begin to the highest end over the corners of the varying box (exact for
+ * affine indices), clipped to the container; the last dimension's bytes
+ * rounded up to whole lines.  FALSE when a figure has no value. */
+static gboolean level_bytes(StateCtx *ctx, const WeirMemlet *m,
+                            GPtrArray *varying, GHashTable *fixed,
+                            gint64 *out) {
+  const WeirContainer *c = weir_graph_container(ctx->g, m->data);
+  if (!c || !m->subset)
+    return FALSE;
+  gint64 esize = (gint64)weir_dtype_size(c->dtype);
+  gint64 elements = 1, last = 1;
+  for (guint d = 0; d < m->subset->rank; d++) {
+    const WeirRange *r = &m->subset->dims[d];
+    /* the varying parameters this dimension mentions */
+    g_autoptr(GPtrArray) used = g_ptr_array_new();
+    for (guint k = 0; k < varying->len; k++) {
+      const ParamBound *p = g_ptr_array_index(varying, k);
+      if (expr_mentions(r->begin, p->name) || expr_mentions(r->end, p->name))
+        g_ptr_array_add(used, (gpointer)p);
+    }
+    if (used->len > 8)
+      return FALSE;
+    gint64 lo = G_MAXINT64, hi = G_MININT64;
+    for (guint corner = 0; corner < (1u << used->len); corner++) {
+      g_autoptr(GHashTable) at = values_new(fixed);
+      for (guint k = 0; k < used->len; k++) {
+        const ParamBound *p = g_ptr_array_index(used, k);
+        gint64 v;
+        if (!weir_expr_eval_checked((corner >> k) & 1 ? p->hi : p->lo, fixed,
+                                    &v, NULL))
+          return FALSE;
+        values_set(at, p->name, v);
+      }
+      gint64 b, e;
+      if (!weir_expr_eval_checked(r->begin, at, &b, NULL) ||
+          !weir_expr_eval_checked(r->end, at, &e, NULL))
+        return FALSE;
+      lo = MIN(lo, b);
+      hi = MAX(hi, e);
+    }
+    gint64 extent = MAX(hi - lo, 0), dim;
+    if (d < c->shape->len &&
+        weir_expr_eval_checked(g_ptr_array_index(c->shape, d), fixed, &dim,
+                               NULL))
+      extent = MIN(extent, dim);
+    if (d + 1 == m->subset->rank)
+      last = extent;
+    else
+      elements *= extent;
+  }
+  gint64 row = last * esize;
+  row = (row + TRAFFIC_LINE - 1) / TRAFFIC_LINE * TRAFFIC_LINE;
+  *out = m->subset->rank ? elements * row : TRAFFIC_LINE;
+  return TRUE;
+}
+
+/* The level model of a map whose footprint does not fit (docs/analysis.md):
+ * with its parameters p1..pn (outermost first, the order of the generated
+ * loops), F(L) is the footprint of the body's memlets (out of the entry,
+ * into the exit) over the iterations of p(L+1)..pn, p1..pL fixed (by
+ * level_bytes, each container once: its largest memlet).  For the smallest
+ * L >= 1 with F(L) within the cache, the loop over pL keeps what its
+ * iterations share in the cache, so each iteration of p1..p(L-1) moves
+ * F(L-1).  *out: that times those iterations and the executions of the
+ * scope around the map.  FALSE when no level fits or a figure has no
+ * value (the caller falls back to the body). */
+static gboolean level_traffic(StateCtx *ctx, const WeirNode *entry,
+                              const WeirNode *exit, gint64 cache, gint64 *out) {
+  ScopeInfo *outer = scope_info(ctx, weir_scopes_parent(ctx->sc, entry->id));
+  ScopeInfo *inner = scope_info(ctx, entry->id);
+  guint first = outer->params->len, n = inner->params->len;
+  if (n <= first || !exit)
+    return FALSE;
+  gint64 outer_exec;
+  if (!weir_expr_eval_checked(outer->executions, ctx->bindings, &outer_exec,
+                              NULL))
+    return FALSE;
+  g_autoptr(GPtrArray) body = g_ptr_array_new();
+  GPtrArray *a = weir_edge_index_memlets(ctx->ix, entry->id, FALSE);
+  GPtrArray *b = weir_edge_index_memlets(ctx->ix, exit->id, TRUE);
+  for (guint i = 0; i < a->len + b->len; i++) {
+    const WeirMemlet *m =
+        g_ptr_array_index(i < a->len ? a : b, i < a->len ? i : i - a->len);
+    if (m->data)
+      g_ptr_array_add(body, (gpointer)m);
+  }
+  if (body->len == 0)
+    return FALSE;
+  /* the values of the fixed parameters: their lowest (outer ones too;
+   * the footprint of an affine index does not depend on them) */
+  g_autoptr(GHashTable) fixed = values_new(ctx->bindings);
+  for (guint k = 0; k < first; k++) {
+    const ParamBound *p = g_ptr_array_index(inner->params, k);
+    gint64 v;
+    if (!weir_expr_eval_checked(p->lo, fixed, &v, NULL))
+      return FALSE;
+    values_set(fixed, p->name, v);
+  }
+  gint64 prev = -1, iters = 1, prev_iters = 1;
+  for (guint L = 0; L + first <= n; L++) {
+    /* F(L): parameters first..first+L-1 fixed at their lowest values */
+    if (L > 0) {
+      const ParamBound *p = g_ptr_array_index(inner->params, first + L - 1);
+      gint64 v, count;
+      if (!weir_expr_eval_checked(p->lo, fixed, &v, NULL) ||
+          !weir_expr_eval_checked(p->factor, fixed, &count, NULL))
+        return FALSE;
+      values_set(fixed, p->name, v);
+      prev_iters = iters;
+      iters *= MAX(count, 1);
+    }
+    g_autoptr(GPtrArray) varying = g_ptr_array_new();
+    for (guint k = first + L; k < n; k++)
+      g_ptr_array_add(varying, g_ptr_array_index(inner->params, k));
+    g_autoptr(GHashTable) per = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GArray) sizes = g_array_new(FALSE, TRUE, sizeof(gint64));
+    gint64 fp = 0;
+    for (guint i = 0; i < body->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(body, i);
+      gint64 bytes;
+      if (!level_bytes(ctx, m, varying, fixed, &bytes))
+        return FALSE;
+      gpointer slot = g_hash_table_lookup(per, m->data);
+      if (!slot) {
+        g_array_append_val(sizes, bytes);
+        g_hash_table_insert(per, m->data, GUINT_TO_POINTER(sizes->len));
+      } else {
+        gint64 *s = &g_array_index(sizes, gint64, GPOINTER_TO_UINT(slot) - 1);
+        *s = MAX(*s, bytes);
+      }
+    }
+    for (guint i = 0; i < sizes->len; i++)
+      fp += g_array_index(sizes, gint64, i);
+    if (fp <= cache) {
+      if (L == 0)
+        return FALSE; /* fits whole: the footprint rule applies */
+      *out = prev * prev_iters * outer_exec;
+      return TRUE;
+    }
+    prev = fp;
+  }
+  return FALSE;
+}
+
 /* Modeled memory traffic of map scope `entry` over all its executions
  * (transfer full; NULL: unknown).  The footprint of one execution of the
  * scope around it is what its boundary memlets name (their subsets, each
@@ -792,6 +963,9 @@ static WeirExpr *scope_traffic(StateCtx *ctx, const WeirNode *entry,
   if (footprint != NULL && cache > 0 &&
       weir_expr_eval_checked(footprint, ctx->bindings, &v, NULL) && v <= cache)
     return weir_expr_mul(footprint, outer->executions);
+  gint64 level;
+  if (cache > 0 && level_traffic(ctx, entry, exit, cache, &level))
+    return weir_expr_const(level);
   Acc body;
   acc_init(&body);
   GPtrArray *first = weir_edge_index_memlets(ctx->ix, entry->id, FALSE);
@@ -852,6 +1026,203 @@ static WeirExpr *scope_traffic(StateCtx *ctx, const WeirNode *entry,
   return weir_expr_min(inside, logical);
 }
 
+/* Splits the traffic t of top-level map `entry` over its boundary memlets
+ * (WeirMemletCost.traffic): each its footprint when t is the sum of the
+ * footprints (the map fits), else t in proportion to their bytes.  Left
+ * unknown when a figure has no value. */
+static void split_map_traffic(StateCtx *ctx, const WeirNode *entry,
+                              GHashTable *by_edge, WeirExpr *t) {
+  gint64 total;
+  if (t == NULL || !weir_expr_eval_checked(t, ctx->bindings, &total, NULL))
+    return;
+  ScopeInfo *outer = scope_info(ctx, weir_scopes_parent(ctx->sc, entry->id));
+  const WeirNode *exit = map_exit_of(ctx->s, entry->id);
+  g_autoptr(GPtrArray) ms = g_ptr_array_new();
+  GPtrArray *ins = weir_edge_index_memlets(ctx->ix, entry->id, TRUE);
+  for (guint i = 0; i < ins->len; i++)
+    g_ptr_array_add(ms, g_ptr_array_index(ins, i));
+  if (exit != NULL) {
+    GPtrArray *outs = weir_edge_index_memlets(ctx->ix, exit->id, FALSE);
+    for (guint i = 0; i < outs->len; i++)
+      g_ptr_array_add(ms, g_ptr_array_index(outs, i));
+  }
+  g_autofree gint64 *fp = g_new0(gint64, ms->len + 1);
+  g_autofree gint64 *lv = g_new0(gint64, ms->len + 1);
+  gint64 fp_sum = 0, lv_sum = 0;
+  for (guint i = 0; i < ms->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(ms, i);
+    WeirMemletCost *mc = g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+    g_autoptr(WeirExpr) f = footprint_bytes(ctx, m, outer);
+    if (mc == NULL || !mc->bytes.known || f == NULL ||
+        !weir_expr_eval_checked(f, ctx->bindings, &fp[i], NULL))
+      return;
+    lv[i] = mc->bytes.value;
+    fp_sum += fp[i];
+    lv_sum += lv[i];
+  }
+  gboolean fits = fp_sum == total;
+  gint64 *w = fits ? fp : lv, wsum = fits ? fp_sum : lv_sum, given = 0;
+  for (guint i = 0; i < ms->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(ms, i);
+    WeirMemletCost *mc = g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+    gint64 share = fits        ? w[i]
+                   : wsum <= 0 ? 0
+                   : i + 1 == ms->len
+                       ? total - given
+                       : (gint64)((double)total * (double)w[i] / (double)wsum);
+    given += share;
+    quantity_set(&mc->traffic, weir_expr_const(share), ctx->bindings);
+  }
+}
+
+/* ------------------------------------------- reuse between operators */
+
+/* Containers touched by the top-level operations of a state, the most
+ * recent first, with their sizes. */
+typedef struct {
+  GArray *names; /* const char* (borrowed from the graph) */
+  GArray *sizes; /* gint64 */
+} Recency;
+
+/* Whether container `data` is still in a cache of `cache` bytes: it was
+ * touched before, and it and the distinct containers touched since fit in
+ * the cache together (its LRU stack distance, by whole containers). */
+static gboolean recency_hit(const Recency *r, const char *data, gint64 cache) {
+  gint64 sum = 0;
+  for (guint i = 0; i < r->names->len; i++) {
+    sum += g_array_index(r->sizes, gint64, i);
+    if (sum > cache)
+      return FALSE;
+    if (g_str_equal(g_array_index(r->names, const char *, i), data))
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Moves container `data` to the front (adds it when new). */
+static void recency_touch(Recency *r, const WeirGraph *g, const char *data,
+                          GHashTable *bindings) {
+  for (guint i = 0; i < r->names->len; i++)
+    if (g_str_equal(g_array_index(r->names, const char *, i), data)) {
+      gint64 size = g_array_index(r->sizes, gint64, i);
+      g_array_remove_index(r->names, i);
+      g_array_remove_index(r->sizes, i);
+      g_array_prepend_val(r->names, data);
+      g_array_prepend_val(r->sizes, size);
+      return;
+    }
+  const WeirContainer *c = weir_graph_container(g, data);
+  g_autoptr(WeirExpr) bytes = c ? weir_container_bytes(c) : NULL;
+  gint64 size = G_MAXINT64 / 4; /* unknown: larger than any cache */
+  if (bytes && !weir_expr_eval_checked(bytes, bindings, &size, NULL))
+    size = G_MAXINT64 / 4;
+  g_array_prepend_val(r->names, data);
+  g_array_prepend_val(r->sizes, size);
+}
+
+/* The memlets of top-level operation `id` of the state that touch a
+ * container: into and out of a library, tasklet or nested node, into a
+ * map entry and out of its exit, into an access node from another (a
+ * copy).  reads receives the reading ones, writes the writing ones. */
+static void operation_memlets(StateCtx *ctx, const WeirNode *n,
+                              GPtrArray *reads, GPtrArray *writes) {
+  if (n->kind == WEIR_NODE_ACCESS) {
+    GPtrArray *ins = weir_edge_index_memlets(ctx->ix, n->id, TRUE);
+    for (guint i = 0; i < ins->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(ins, i);
+      if (m->data && is_access(ctx->s, m->src))
+        g_ptr_array_add(writes, (gpointer)m); /* the copy's memlet */
+    }
+    return;
+  }
+  GPtrArray *ins = weir_edge_index_memlets(ctx->ix, n->id, TRUE);
+  for (guint i = 0; i < ins->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(ins, i);
+    if (m->data && is_access(ctx->s, m->src))
+      g_ptr_array_add(reads, (gpointer)m);
+  }
+  const WeirNode *from =
+      n->kind == WEIR_NODE_MAP_ENTRY ? map_exit_of(ctx->s, n->id) : n;
+  if (!from)
+    return;
+  GPtrArray *outs = weir_edge_index_memlets(ctx->ix, from->id, FALSE);
+  for (guint i = 0; i < outs->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(outs, i);
+    if (m->data && is_access(ctx->s, m->dst))
+      g_ptr_array_add(writes, (gpointer)m);
+  }
+}
+
+/* Reuse between the operations at the top level of a state, in the
+ * topological order of its scopes: a read of a container that an earlier
+ * operation touched, with no more than the cache's bytes of distinct
+ * containers touched in between, comes from the cache and moves nothing
+ * (its memlet's traffic becomes 0).  Writes always move their traffic.
+ * Needs every memlet traffic of the top level known; returns FALSE (and
+ * changes nothing) otherwise.  op_traffic receives each operation's
+ * traffic afterwards (node id -> gint64*), *total the state's. */
+static gboolean apply_reuse(StateCtx *ctx, GHashTable *by_edge, gint64 cache,
+                            GHashTable *op_traffic, gint64 *total) {
+  const WeirState *s = ctx->s;
+  /* every counted top-level memlet must have a known traffic */
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    WeirMemletCost *mc = g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+    if (mc->counted && memlet_scope(ctx, m) == 0 && m->data &&
+        !mc->traffic.known)
+      return FALSE;
+  }
+  Recency r = {g_array_new(FALSE, FALSE, sizeof(const char *)),
+               g_array_new(FALSE, FALSE, sizeof(gint64))};
+  *total = 0;
+  for (guint k = 0; k < ctx->sc->order->len; k++) {
+    guint id = g_array_index(ctx->sc->order, guint, k);
+    const WeirNode *n = weir_state_node(s, id);
+    if (!n || weir_scopes_parent(ctx->sc, id) != 0 ||
+        n->kind == WEIR_NODE_MAP_EXIT)
+      continue;
+    g_autoptr(GPtrArray) reads = g_ptr_array_new();
+    g_autoptr(GPtrArray) writes = g_ptr_array_new();
+    operation_memlets(ctx, n, reads, writes);
+    if (n->kind == WEIR_NODE_ACCESS && writes->len == 0)
+      continue;
+    gint64 op = 0;
+    for (guint i = 0; i < reads->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(reads, i);
+      WeirMemletCost *mc =
+          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+      if (recency_hit(&r, m->data, cache)) {
+        quantity_clear(&mc->traffic);
+        quantity_set(&mc->traffic, weir_expr_const(0), ctx->bindings);
+      }
+      op += mc->traffic.value;
+    }
+    for (guint i = 0; i < writes->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(writes, i);
+      WeirMemletCost *mc =
+          g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
+      op += mc->traffic.value;
+    }
+    for (guint i = 0; i < reads->len; i++)
+      recency_touch(&r, ctx->g,
+                    ((const WeirMemlet *)g_ptr_array_index(reads, i))->data,
+                    ctx->bindings);
+    for (guint i = 0; i < writes->len; i++)
+      recency_touch(&r, ctx->g,
+                    ((const WeirMemlet *)g_ptr_array_index(writes, i))->data,
+                    ctx->bindings);
+    if (n->kind != WEIR_NODE_ACCESS) {
+      gint64 *v = g_new(gint64, 1);
+      *v = op;
+      g_hash_table_insert(op_traffic, GUINT_TO_POINTER(id), v);
+    }
+    *total += op;
+  }
+  g_array_unref(r.names);
+  g_array_unref(r.sizes);
+  return TRUE;
+}
+
 static gboolean is_map_end(const WeirState *s, guint id) {
   const WeirNode *n = weir_state_node(s, id);
   return n != NULL &&
@@ -905,6 +1276,7 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
       if (n->kind != WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, n->id) != 0)
         continue;
       WeirExpr *t = scope_traffic(&ctx, n, by_edge, impl->cache_bytes);
+      split_map_traffic(&ctx, n, by_edge, t);
       acc_add(&state_traffic, t);
       if (t != NULL)
         g_hash_table_insert(map_traffic, GUINT_TO_POINTER(n->id), t);
@@ -917,7 +1289,21 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
           is_map_end(s, m->dst))
         continue;
       acc_add(&state_traffic, mc->bytes.expr);
+      quantity_set(&mc->traffic, ref_or_null(mc->bytes.expr), bindings);
     }
+  }
+  /* reuse between the operations (when every figure has a value) */
+  g_autoptr(GHashTable) op_traffic =
+      g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  gint64 reused_total = 0;
+  gboolean reused =
+      impl->cache_bytes > 0 &&
+      apply_reuse(&ctx, by_edge, impl->cache_bytes, op_traffic, &reused_total);
+  if (reused) {
+    g_clear_pointer(&state_traffic.sum, weir_expr_unref);
+    acc_init(&state_traffic);
+    g_autoptr(WeirExpr) t = weir_expr_const(reused_total);
+    acc_add(&state_traffic, t);
   }
 
   /* FLOPs of the computing nodes, by node id (NULL values: unknown) */
@@ -1000,8 +1386,11 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
     }
     quantity_set(&nc->flops, f, bindings);
     {
+      const gint64 *op =
+          g_hash_table_lookup(op_traffic, GUINT_TO_POINTER(n->id));
       WeirExpr *t = g_hash_table_lookup(map_traffic, GUINT_TO_POINTER(n->id));
-      quantity_set(&nc->traffic, ref_or_null(t), bindings);
+      quantity_set(&nc->traffic, op ? weir_expr_const(*op) : ref_or_null(t),
+                   bindings);
     }
     g_ptr_array_add(a->nodes, nc);
     g_hash_table_insert(impl->node_index, GUINT_TO_POINTER(n->id), nc);

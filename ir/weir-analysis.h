@@ -91,7 +91,17 @@ typedef struct {
   WeirQuantity executions; /* product of enclosing map sizes */
   WeirQuantity elements;   /* volume x executions */
   WeirQuantity bytes;
-  gboolean counted; /* touches an access node */
+  gboolean counted;     /* touches an access node */
+  WeirQuantity traffic; /* modeled memory traffic (weir_analysis_compute_
+                           traffic) of a memlet of the top level of its
+                           state touching a container: its bytes next to a
+                           library node, tasklet or copy; its share of the
+                           traffic of the map it enters or leaves (its
+                           footprint when the map fits in the cache, else
+                           the map's traffic split in proportion to the
+                           memlets' bytes).  The memlets of a state add up
+                           to its traffic.  Unknown (expr NULL) for every
+                           other memlet and without the model. */
 } WeirMemletCost;
 
 typedef struct {

@@ -52,6 +52,17 @@ int cli_cmd_hw(int argc, char **argv) {
          p->peak_gflops_1t, p->peak_gflops_all, p->logical_cores);
   printf("bandwidth      %.1f GB/s (triad, %u threads)\n", p->bandwidth_gbs,
          p->logical_cores);
+  g_autofree char *model = format_cache(weir_hw_model_cache_bytes(p));
+  if (p->cache_knee_bytes > 0) {
+    g_autofree char *knee = format_cache(p->cache_knee_bytes);
+    printf("cache knee     %s (largest triad working set at half the best "
+           "bandwidth or more, 1 thread)\n",
+           knee);
+    printf("traffic model  %s cache (the knee; docs/analysis.md)\n", model);
+  } else
+    printf("traffic model  %s cache (L2 + 2 MiB of L3 per core; the knee is "
+           "not measured: weir hw --remeasure)\n",
+           model);
   printf("profile        %s (%s)\n", path,
          weir_hw_measure_count() > before ? "measured now" : "cached");
   if (p->measured && p->load_average >= 0) {

@@ -57,6 +57,14 @@ int cli_cmd_import(int argc, char **argv) {
 
 /* ------------------------------------------------------------------- info */
 
+/* FLOPs per byte of modeled traffic, or "-". (transfer full) */
+static char *format_intensity(const WeirQuantity *flops,
+                              const WeirQuantity *traffic) {
+  if (!flops->known || !traffic->known || traffic->value <= 0)
+    return g_strdup("-");
+  return g_strdup_printf("%.3f", (double)flops->value / (double)traffic->value);
+}
+
 static int compare_memlet_bytes(gconstpointer a, gconstpointer b) {
   const WeirMemletCost *x = *(const WeirMemletCost *const *)a;
   const WeirMemletCost *y = *(const WeirMemletCost *const *)b;
@@ -126,10 +134,10 @@ int cli_cmd_info(int argc, char **argv) {
             error->message);
     return 1;
   }
-  /* the modeled traffic uses the last-level cache of this machine
-   * (detected, not measured: cheap) */
-  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
-  gint64 cache = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+  /* the modeled traffic uses the cache of this machine's profile (the
+   * cached measurement when there is one; never measured here) */
+  g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+  gint64 cache = weir_hw_model_cache_bytes(hw);
   g_autoptr(WeirAnalysis) a =
       weir_analysis_compute_traffic(g, bindings, cache, &error);
   if (!a) {
@@ -188,30 +196,26 @@ int cli_cmd_info(int argc, char **argv) {
   g_autofree char *cache_text = cli_format_bytes(cache);
   printf("\nData movement and FLOPs per state (each state counted once; "
          "modeled traffic: what must come from memory with a %s cache, "
-         "bytes moved: logical volume, docs/analysis.md)\n",
+         "logical volume: what the memlets name, docs/analysis.md)\n",
          cache_text);
   t = cli_table_new(5);
   cli_table_row(t, g_strdup("state"), g_strdup("modeled traffic"),
-                g_strdup("bytes moved"), g_strdup("FLOPs"),
-                g_strdup("FLOP/byte"));
+                g_strdup("logical volume"), g_strdup("FLOPs"),
+                g_strdup("FLOP/byte of traffic"));
   for (guint i = 0; i < a->states->len; i++) {
     const WeirStateCost *sc = g_ptr_array_index(a->states, i);
     const WeirState *s = weir_graph_state(g, sc->state);
-    char *oi = (sc->bytes.known && sc->flops.known && sc->bytes.value > 0)
-                   ? g_strdup_printf("%.3f", (double)sc->flops.value /
-                                                 (double)sc->bytes.value)
-                   : g_strdup("-");
     cli_table_row(t, g_strdup_printf("%u %s", s->id, s->label),
                   cli_format_quantity(&sc->traffic, TRUE),
                   cli_format_quantity(&sc->bytes, TRUE),
-                  cli_format_quantity(&sc->flops, FALSE), oi);
+                  cli_format_quantity(&sc->flops, FALSE),
+                  format_intensity(&sc->flops, &sc->traffic));
   }
   cli_table_row(t, g_strdup("total"),
                 cli_format_quantity(&a->total_traffic, TRUE),
                 cli_format_quantity(&a->total_bytes, TRUE),
                 cli_format_quantity(&a->total_flops, FALSE),
-                a->intensity_known ? g_strdup_printf("%.3f", a->intensity)
-                                   : g_strdup("-"));
+                format_intensity(&a->total_flops, &a->total_traffic));
   cli_table_print(t);
   cli_print_tuned_nodes(g);
 
@@ -223,7 +227,7 @@ int cli_cmd_info(int argc, char **argv) {
       printf("%s%s", i ? ", " : "", (char *)g_ptr_array_index(a->peak_live, i));
     printf(")");
   }
-  printf("\n\nTop memlets by bytes moved\n");
+  printf("\n\nTop memlets by logical volume\n");
   g_autoptr(GPtrArray) sorted = g_ptr_array_new();
   for (guint i = 0; i < a->memlets->len; i++) {
     WeirMemletCost *mc = g_ptr_array_index(a->memlets, i);

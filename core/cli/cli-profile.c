@@ -7,6 +7,9 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#ifdef WEIR_HAVE_ROOFLINE_PNG
+#include "weir-roofline.h"
+#endif
 
 /* The arguments of compiled code, random (seed), in a table name ->
  * WeirTensor* (owned).  NULL after printing. */
@@ -108,6 +111,8 @@ static void print_json(const WeirProfile *p, const char *name,
                          json_object_new_double(p->bandwidth_gbs));
   json_object_object_add(root, "node_sum_seconds",
                          json_object_new_double(p->node_sum));
+  json_object_object_add(root, "sum_median_seconds",
+                         json_object_new_double(p->sum_median));
   json_object_object_add(root, "run_median_seconds",
                          json_object_new_double(p->run_median));
   json_object_object_add(root, "instrumented_median_seconds",
@@ -161,17 +166,19 @@ static void print_text(const WeirProfile *p, const WeirGraph *g,
                 g_strdup("of bound"), g_strdup("state"));
   for (guint i = 0; i < p->nodes->len; i++) {
     const WeirProfileNode *n = g_ptr_array_index(p->nodes, i);
-    cli_table_row(t, g_strdup_printf("%u %s", n->node, n->label),
-                  g_strdup(n->op), cli_format_seconds(n->seconds),
-                  g_strdup_printf("%.1f%%", 100 * n->share),
-                  fmt_count(n->flops_known, n->flops),
-                  n->bytes_known ? cli_format_bytes(n->bytes) : g_strdup("-"),
-                  fmt_rate(n->flops_known && n->seconds > 0, n->gflops),
-                  fmt_rate(n->bytes_known && n->seconds > 0, n->gbs),
-                  g_strdup(n->bound ? n->bound : "-"),
-                  n->bound ? g_strdup_printf("%.1f%%", 100 * n->fraction)
-                           : g_strdup("-"),
-                  g_strdup(n->state_label));
+    cli_table_row(
+        t, g_strdup_printf("%u %s", n->node, n->label), g_strdup(n->op),
+        cli_format_seconds(n->seconds),
+        g_strdup_printf("%.1f%%", 100 * n->share),
+        fmt_count(n->flops_known, n->flops),
+        n->bytes_known ? cli_format_bytes(n->bytes) : g_strdup("-"),
+        fmt_rate(n->flops_known && n->seconds >= WEIR_PROFILE_RATE_MIN_SECONDS,
+                 n->gflops),
+        fmt_rate(n->bytes_known && n->seconds >= WEIR_PROFILE_RATE_MIN_SECONDS,
+                 n->gbs),
+        g_strdup(n->bound ? n->bound : "-"),
+        n->bound ? g_strdup_printf("%.1f%%", 100 * n->fraction) : g_strdup("-"),
+        g_strdup(n->state_label));
   }
   cli_table_print(t);
   g_autofree char *sum = cli_format_seconds(p->node_sum);
@@ -181,6 +188,10 @@ static void print_text(const WeirProfile *p, const WeirGraph *g,
          "%.1f%%; instrumented run %s\n",
          sum, run, p->run_median > 0 ? 100 * p->node_sum / p->run_median : 0,
          ins);
+  g_autofree char *per = cli_format_seconds(p->sum_median);
+  printf("per run   the nodes took %s of an instrumented run (median of the "
+         "runs' sums), %.1f%% of the uninstrumented run\n",
+         per, p->run_median > 0 ? 100 * p->sum_median / p->run_median : 0);
 }
 
 int cli_cmd_profile(int argc, char **argv) {
@@ -203,13 +214,13 @@ int cli_cmd_profile(int argc, char **argv) {
       {"format", 0, 0, G_OPTION_ARG_STRING, &format,
        "Output: text (default), csv or json", "FORMAT"},
       {"plot", 0, 0, G_OPTION_ARG_FILENAME, &plot,
-       "Write the roofline with one point per node (.svg)", "FILE"},
+       "Write the roofline with one point per node (.svg or .png)", "FILE"},
       CLI_COMPILE_ENTRIES(&impls, &cc),
       {NULL}};
   const char *usage =
       "usage: weir profile MODEL [-O0|-O1|-O2|-O3] [-D SYM=VALUE]... "
       "[--threads N] [--reps N>=1] [--warmup N>=0] [--format "
-      "text|csv|json] [--plot ROOFLINE.svg]\n";
+      "text|csv|json] [--plot ROOFLINE.svg|.png]\n";
   if (!cli_parse_options("profile", "MODEL", entries, &argc, &argv))
     return 2;
   if (argc != 2 || opt_reps < 1 || opt_warmup < 0 || opt_threads < 0 ||
@@ -218,12 +229,20 @@ int cli_cmd_profile(int argc, char **argv) {
     fputs(usage, stderr);
     return 2;
   }
-  if (plot && !g_str_has_suffix(plot, ".svg")) {
+#ifdef WEIR_HAVE_ROOFLINE_PNG
+  gboolean png = plot && g_str_has_suffix(plot, ".png");
+#else
+  gboolean png = FALSE;
+#endif
+  if (plot && !png && !g_str_has_suffix(plot, ".svg")) {
+#ifdef WEIR_HAVE_ROOFLINE_PNG
+    fprintf(stderr, "weir profile: --plot %s: write .svg or .png\n", plot);
+#else
     fprintf(stderr,
-            "weir profile: --plot %s: only SVG is written (.svg); PNG would "
-            "need cairo, which only the GUI links (convert the SVG, e.g. "
-            "rsvg-convert)\n",
+            "weir profile: --plot %s: this weir was built without cairo: "
+            "only SVG is written (.svg; convert it, e.g. rsvg-convert)\n",
             plot);
+#endif
     return 2;
   }
   const char *file = argv[1];
@@ -278,8 +297,17 @@ int cli_cmd_profile(int argc, char **argv) {
   if (plot) {
     g_autofree char *title =
         g_strdup_printf("%s: roofline, one point per node", g->name);
-    g_autofree char *svg = weir_profile_roofline_svg(p, title);
-    if (!g_file_set_contents(plot, svg, -1, &error)) {
+    gboolean ok;
+#ifdef WEIR_HAVE_ROOFLINE_PNG
+    if (png)
+      ok = weir_roofline_write_png(p, title, 900, 600, plot, &error);
+    else
+#endif
+    {
+      g_autofree char *svg = weir_profile_roofline_svg(p, title);
+      ok = g_file_set_contents(plot, svg, -1, &error);
+    }
+    if (!ok) {
       cli_print_error("profile", error);
       return 1;
     }

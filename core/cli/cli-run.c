@@ -388,13 +388,15 @@ static int print_reference_check(const WeirEvaluation *ev) {
 static void print_run_summary(const Prepared *p, GHashTable *bindings,
                               const WeirEvaluation *ev, gint reps) {
   g_autoptr(GError) local = NULL;
-  g_autoptr(WeirAnalysis) lib = weir_analysis_compute(p->g, bindings, &local);
-  g_clear_error(&local);
-  g_autoptr(WeirGraph) expanded = weir_graph_copy(p->g);
-  g_autoptr(WeirAnalysis) exp =
-      weir_expand_all(expanded, NULL, NULL, &local)
-          ? weir_analysis_compute(expanded, bindings, &local)
-          : NULL;
+  /* the program as compiled: native library nodes kept (each operand
+   * once, FLOPs by the operator's hand count), the rest expanded into the
+   * maps the kernel runs */
+  g_autoptr(WeirGraph) compiled = weir_graph_copy(p->g);
+  g_autoptr(WeirHwProfile) cached_hw = weir_hw_profile_cached();
+  gint64 cache = weir_hw_model_cache_bytes(cached_hw);
+  g_autoptr(WeirAnalysis) exp = weir_analysis_compute_traffic(
+      weir_native_expand_rest(compiled, &local) ? compiled : p->g, bindings,
+      cache, &local);
   printf("summary\n");
   printf("  level           -O%u (%u transformation%s applied)\n", p->level,
          p->applied, p->applied == 1 ? "" : "s");
@@ -403,20 +405,24 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
     printf("  tuned           %s from the tuning database (weir info -O%u "
            "lists them)\n",
            tuned, p->level);
-  if (lib) {
-    g_autofree char *b = cli_format_quantity(&lib->total_bytes, TRUE);
-    g_autofree char *pk = cli_format_quantity(&lib->peak_transient_bytes, TRUE);
-    printf("  data movement   %s between operators (library nodes), peak "
-           "transient memory %s\n",
-           b, pk);
-  }
   if (exp) {
+    g_autofree char *tr = cli_format_quantity(&exp->total_traffic, TRUE);
+    g_autofree char *cache_text = cli_format_bytes(cache);
+    g_autofree char *pk = cli_format_quantity(&exp->peak_transient_bytes, TRUE);
     g_autofree char *b = cli_format_quantity(&exp->total_bytes, TRUE);
     g_autofree char *f = cli_format_quantity(&exp->total_flops, FALSE);
-    printf("  expanded        %s moved, %s FLOPs", b, f);
-    if (exp->intensity_known)
-      printf(", %.3f FLOP/B", exp->intensity);
+    printf("  traffic         %s (modeled memory traffic as compiled, %s "
+           "cache), peak transient memory %s\n",
+           tr, cache_text, pk);
+    printf("  FLOPs           %s as compiled", f);
+    if (exp->total_flops.known && exp->total_traffic.known &&
+        exp->total_traffic.value > 0)
+      printf(", %.3f FLOP/B of traffic",
+             (double)exp->total_flops.value / (double)exp->total_traffic.value);
     printf("\n");
+    printf("  logical volume  %s (what the memlets name, not memory traffic; "
+           "docs/analysis.md)\n",
+           b);
   }
   double t = reps > 0 ? ev->bench.median : ev->first_run_seconds;
   g_autofree char *how = reps > 0 ? g_strdup_printf("median of %d runs", reps)
@@ -737,8 +743,8 @@ int cli_cmd_bench(int argc, char **argv) {
    * the others expanded into the maps the kernel runs */
   g_autoptr(WeirGraph) compiled = weir_graph_copy(p.g);
   g_autoptr(GError) local = NULL;
-  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
-  gint64 cache = hw->l3_bytes > 0 ? hw->l3_bytes : hw->l2_bytes;
+  g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+  gint64 cache = weir_hw_model_cache_bytes(hw);
   g_autoptr(WeirAnalysis) a = weir_analysis_compute_traffic(
       weir_native_expand_rest(compiled, &local) ? compiled : p.g, bindings,
       cache, &local);
@@ -773,7 +779,6 @@ int cli_cmd_bench(int argc, char **argv) {
     g_autofree char *flops = cli_format_quantity(&a->total_flops, FALSE);
     g_autofree char *bytes = cli_format_quantity(&a->total_bytes, TRUE);
     g_autofree char *gflops = format_rate(&a->total_flops, r.median, "GFLOP/s");
-    g_autofree char *gbs = format_rate(&a->total_bytes, r.median, "GB/s");
     printf("FLOPs    %s  ->  %s at the median time\n", flops, gflops);
     g_autofree char *traffic = cli_format_quantity(&a->total_traffic, TRUE);
     g_autofree char *tgbs = format_rate(&a->total_traffic, r.median, "GB/s");
@@ -781,9 +786,9 @@ int cli_cmd_bench(int argc, char **argv) {
     printf("traffic  %s  ->  %s at the median time (modeled memory traffic, "
            "%s cache)\n",
            traffic, tgbs, cache_text);
-    printf("bytes    %s  ->  %s at the median time (logical volume: every "
-           "memlet touching a container)\n",
-           bytes, gbs);
+    printf("logical  %s (logical volume: every memlet touching a container; "
+           "not memory traffic, so no rate)\n",
+           bytes);
   } else
     printf("FLOPs    - (analysis: %s)\n", local->message);
   weir_evaluation_clear(&ev);

@@ -8,21 +8,26 @@
 
 /* ---------------------------------------------------------------- summary */
 
-/* Figures of a program: total bytes, FLOPs, peak transient memory. */
+/* Figures of a program: modeled traffic, logical volume, FLOPs, peak
+ * transient memory. */
 typedef struct {
-  WeirFigure bytes, flops, peak;
+  WeirFigure traffic, bytes, flops, peak;
 } Figures;
 
 static void figures_clear(Figures *f) {
+  weir_figure_clear(&f->traffic);
   weir_figure_clear(&f->bytes);
   weir_figure_clear(&f->flops);
   weir_figure_clear(&f->peak);
 }
 
-static void figures_of(const WeirGraph *g, GHashTable *bindings, Figures *f) {
-  g_autoptr(WeirAnalysis) a = weir_analysis_compute(g, bindings, NULL);
+static void figures_of(const WeirGraph *g, GHashTable *bindings, gint64 cache,
+                       Figures *f) {
+  g_autoptr(WeirAnalysis) a =
+      weir_analysis_compute_traffic(g, bindings, cache, NULL);
   if (!a)
     return;
+  weir_figure_set(&f->traffic, &a->total_traffic);
   weir_figure_set(&f->bytes, &a->total_bytes);
   weir_figure_set(&f->flops, &a->total_flops);
   weir_figure_set(&f->peak, &a->peak_transient_bytes);
@@ -48,12 +53,19 @@ void cli_print_workspace_summary(const char *path, const WeirSession *s) {
     printf("\n");
   }
   Figures now = {0}, orig = {0};
-  figures_of(g, weir_session_bindings(s), &now);
-  figures_of(weir_session_original(s), weir_session_bindings(s), &orig);
+  g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+  gint64 cache = weir_hw_model_cache_bytes(hw);
+  figures_of(g, weir_session_bindings(s), cache, &now);
+  figures_of(weir_session_original(s), weir_session_bindings(s), cache, &orig);
+  g_autofree char *traffic =
+      cli_format_change(&orig.traffic, &now.traffic, TRUE);
+  g_autofree char *cache_text = cli_format_bytes(cache);
   g_autofree char *bytes = cli_format_change(&orig.bytes, &now.bytes, TRUE);
   g_autofree char *flops = cli_format_change(&orig.flops, &now.flops, FALSE);
   g_autofree char *peak = cli_format_change(&orig.peak, &now.peak, TRUE);
-  printf("bytes moved            %s  (original -> now)\n", bytes);
+  printf("modeled traffic        %s  (original -> now; %s cache)\n", traffic,
+         cache_text);
+  printf("logical volume         %s\n", bytes);
   printf("FLOPs                  %s\n", flops);
   printf("peak transient memory  %s\n", peak);
   figures_clear(&now);
@@ -204,7 +216,7 @@ int cli_cmd_history(int argc, char **argv) {
   CliTable *t = cli_table_new(7);
   cli_table_row(t, g_strdup(""), g_strdup("step"), g_strdup("transformation"),
                 g_strdup("site"), g_strdup("parameters"),
-                g_strdup("bytes moved"), g_strdup("bookmark"));
+                g_strdup("logical volume"), g_strdup("bookmark"));
   cli_table_row(t, g_strdup(cursor == 0 ? ">" : ""), g_strdup("0"),
                 g_strdup("(original)"),
                 g_strdup(weir_session_source(s) ? weir_session_source(s) : ""),

@@ -237,7 +237,7 @@ int cli_cmd_apply(int argc, char **argv) {
   g_autofree char *fa = cli_format_quantity(&report.flops_after, FALSE);
   g_autofree char *fd =
       format_delta(&report.flops_before, &report.flops_after, FALSE);
-  printf("  data movement  %s -> %s%s\n", bb, ba, bd);
+  printf("  logical volume %s -> %s%s\n", bb, ba, bd);
   printf("  FLOPs          %s -> %s%s\n", fb, fa, fd);
   weir_apply_report_clear(&report);
   if (!weir_graph_save(g, output_path, &error)) {
@@ -289,7 +289,7 @@ static int apply_workspace(const char *path, const char *name,
       cli_format_change(&st->bytes_before, &st->bytes_after, TRUE);
   g_autofree char *flops =
       cli_format_change(&st->flops_before, &st->flops_after, FALSE);
-  printf("step %u: %s at %s (%s) in %.3f s\n  bytes moved %s, FLOPs %s\n",
+  printf("step %u: %s at %s (%s) in %.3f s\n  logical volume %s, FLOPs %s\n",
          st->index, st->transform, st->site_text, st->params, st->seconds,
          bytes, flops);
   if (!cli_save_workspace("apply", s, path))
@@ -391,8 +391,8 @@ int cli_cmd_optimize(int argc, char **argv) {
       cli_format_change(&report->flops_before, &report->flops_after, FALSE);
   g_autofree char *what =
       recipe_path ? g_strdup(recipe_path) : g_strdup_printf("-O%u", level);
-  printf("%s: %u recipe step%s, %u application%s\n  bytes moved %s\n  "
-         "FLOPs       %s\n",
+  printf("%s: %u recipe step%s, %u application%s\n  logical volume %s\n  "
+         "FLOPs          %s\n",
          what, report->steps->len, report->steps->len == 1 ? "" : "s", applied,
          applied == 1 ? "" : "s", bytes, flops);
   if (output_path) {

@@ -61,7 +61,7 @@ static void test_info_matmul(void **state) {
   /* 3 x 98304 f32 accesses in 'multiply' + 3072 f32 zeros in 'init'. */
   assert_contains(r.out, "1.1 MiB");
   assert_contains(r.out, "196608");
-  assert_contains(r.out, "Top memlets by bytes moved");
+  assert_contains(r.out, "Top memlets by logical volume");
   assert_contains(r.out, "98304 x 1");
   run_clear(&r);
 }
@@ -322,7 +322,7 @@ static void test_apply(void **state) {
     fail_msg("%s", r.err);
   assert_contains(r.out, "applied expand-library-node at state 3: node 5 "
                          "(library 'relu_0') (impl=pure)");
-  assert_contains(r.out, "data movement  512 B -> 512 B  (unchanged)");
+  assert_contains(r.out, "logical volume 512 B -> 512 B  (unchanged)");
   assert_contains(r.out, "wrote ");
   run_clear(&r);
   /* the library node 'mystery' is left, and no run could expand it:
@@ -407,7 +407,7 @@ static void test_plugin_path(void **state) {
     fail_msg("%s", r.err);
   assert_contains(r.out, "(scale=0.5)");
   /* 12000 bytes, plus a read and a write of C. */
-  assert_contains(r.out, "data movement  11.7 KiB -> 19.5 KiB  (+7.8 KiB, "
+  assert_contains(r.out, "logical volume 11.7 KiB -> 19.5 KiB  (+7.8 KiB, "
                          "+66.7%)");
   run_clear(&r);
   r = run_weir("run-ref", out, "-D", "N=16", NULL);
@@ -842,7 +842,8 @@ static void test_workspace_session(void **state) {
   Run r = run_weir("new", "samples/softmax.json", "-o", ws, NULL);
   run_ok(r);
   assert_contains(r.out, "step      0 of 0: the original program");
-  assert_contains(r.out, "bytes moved            72.4 KiB");
+  assert_contains(r.out, "modeled traffic        ");
+  assert_contains(r.out, "logical volume         72.4 KiB");
   run_clear(&r);
   r = run_weir("new", "samples/softmax.json", "-o", ws, NULL);
   assert_int_equal(r.status, 1);
@@ -1240,11 +1241,13 @@ static void test_run_model(void **state) {
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
-  /* the summary: data movement as imported and as compiled, timing */
+  /* the summary: modeled traffic and logical volume as compiled, timing */
   assert_contains(r.out, "summary\n  level           -O2 (");
-  assert_contains(r.out, " transformations applied)\n  data movement   ");
-  assert_contains(r.out, "between operators (library nodes), peak transient");
-  assert_contains(r.out, "FLOP/B\n");
+  assert_contains(r.out, " transformations applied)\n  traffic         ");
+  assert_contains(r.out, "(modeled memory traffic as compiled, ");
+  assert_contains(r.out, "cache), peak transient memory ");
+  assert_contains(r.out, "FLOP/B of traffic\n");
+  assert_contains(r.out, "  logical volume  ");
   assert_contains(r.out, "(median of 3 runs), ");
   run_clear(&r);
   /* -O0: as imported, nothing applied; a bad level is refused */
@@ -1338,11 +1341,13 @@ static void test_impl(void **state) {
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
   assert_contains(r.out, ": ok");
-  /* the summary: data movement as imported and as compiled, timing */
+  /* the summary: modeled traffic and logical volume as compiled, timing */
   assert_contains(r.out, "summary\n  level           -O2 (");
-  assert_contains(r.out, " transformations applied)\n  data movement   ");
-  assert_contains(r.out, "between operators (library nodes), peak transient");
-  assert_contains(r.out, "FLOP/B\n");
+  assert_contains(r.out, " transformations applied)\n  traffic         ");
+  assert_contains(r.out, "(modeled memory traffic as compiled, ");
+  assert_contains(r.out, "cache), peak transient memory ");
+  assert_contains(r.out, "FLOP/B of traffic\n");
+  assert_contains(r.out, "  logical volume  ");
   assert_contains(r.out, "(median of 3 runs), ");
   run_clear(&r);
   r = run_weir("codegen", "samples/models/resnet.onnx", "--impl", "Conv=direct",

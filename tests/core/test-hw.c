@@ -92,6 +92,7 @@ static void test_json_round_trip(void **state) {
   p->peak_gflops_all = 240.5;
   p->bandwidth_gbs = 17.125;
   p->load_average = 1.5;
+  p->cache_knee_bytes = 6 << 20;
   g_autofree char *text = weir_hw_profile_to_json(p);
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirHwProfile) q = weir_hw_profile_from_json(text, "t", &err);
@@ -111,6 +112,7 @@ static void test_json_round_trip(void **state) {
   assert_true(q->peak_gflops_all == 240.5);
   assert_true(q->bandwidth_gbs == 17.125);
   assert_true(q->load_average == 1.5);
+  assert_int_equal(q->cache_knee_bytes, 6 << 20);
   g_autofree char *again = weir_hw_profile_to_json(q);
   assert_string_equal(text, again);
 
@@ -126,6 +128,35 @@ static void test_json_round_trip(void **state) {
   g_clear_error(&err);
   assert_null(weir_hw_profile_from_json("[1]", "x.json", &err));
   assert_non_null(strstr(err->message, "x.json"));
+}
+
+/* The cache of the traffic model: the knee when measured (never above
+ * the last-level cache), else the L2s plus 2 MiB of L3 per core; a
+ * profile written before the knee existed reads as 0. */
+static void test_model_cache(void **state) {
+  (void)state;
+  WeirHwProfile p = {
+      .physical_cores = 2, .l2_bytes = 2 << 20, .l3_bytes = (gint64)300 << 20};
+  assert_int_equal(weir_hw_model_cache_bytes(&p), 8 << 20);
+  p.cache_knee_bytes = 4 << 20;
+  assert_int_equal(weir_hw_model_cache_bytes(&p), 4 << 20);
+  p.l3_bytes = 1 << 20; /* $WEIR_HW_CACHES made it small */
+  assert_int_equal(weir_hw_model_cache_bytes(&p), 1 << 20);
+  p.cache_knee_bytes = 0;
+  p.l3_bytes = 0; /* no L3: the L2 */
+  assert_int_equal(weir_hw_model_cache_bytes(&p), 2 << 20);
+  p.l2_bytes = 0;
+  assert_int_equal(weir_hw_model_cache_bytes(&p), 0);
+
+  g_autoptr(WeirHwProfile) d = weir_hw_detect();
+  d->measured = TRUE;
+  g_autofree char *text = weir_hw_profile_to_json(d);
+  g_autoptr(GString) old = g_string_new(text);
+  g_string_replace(old, "\"cache_knee_bytes\"", "\"unused\"", 1);
+  g_autoptr(WeirHwProfile) q =
+      weir_hw_profile_from_json(old->str, "old.json", NULL);
+  assert_non_null(q);
+  assert_int_equal(q->cache_knee_bytes, 0);
 }
 
 static void write_profile(const char *path, const WeirHwProfile *p) {
@@ -192,6 +223,7 @@ int main(void) {
       cmocka_unit_test(test_detect_sane),
       cmocka_unit_test(test_isa_override),
       cmocka_unit_test(test_json_round_trip),
+      cmocka_unit_test(test_model_cache),
       cmocka_unit_test(test_cache_reused),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);

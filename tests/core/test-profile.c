@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include <glib/gstdio.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <string.h>
@@ -256,12 +257,49 @@ static void test_cli_formats(void **state) {
   json_object_put(root);
 }
 
+/* --plot x.png: a 900 x 600 PNG drawn with cairo (the command line links
+ * the weir_roofline library); another suffix is bad usage. */
+static void test_cli_png(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-profile-png-XXXXXX", NULL);
+  g_autofree char *png = g_build_filename(dir, "roofline.png", NULL);
+  g_autofree char *gif = g_build_filename(dir, "roofline.gif", NULL);
+  const char *argv[] = {WEIR_CLI, "profile", "samples/models/lenet.onnx",
+                        "--reps", "1",       "--warmup",
+                        "0",      "--plot",  png,
+                        NULL};
+  int ws = 0;
+  g_autofree char *out = NULL, *err = NULL;
+  assert_true(g_spawn_sync(WEIR_SRCDIR, (char **)argv, NULL, G_SPAWN_DEFAULT,
+                           NULL, NULL, &out, &err, &ws, NULL));
+  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    fail_msg("weir profile --plot png: %s", err);
+  assert_non_null(strstr(out, "roofline  written to "));
+  g_autofree char *data = NULL;
+  gsize len = 0;
+  assert_true(g_file_get_contents(png, &data, &len, NULL));
+  assert_true(len > 1000);
+  assert_memory_equal(data, "\x89PNG\r\n\x1a\n", 8);
+  /* IHDR: width and height, big-endian */
+  const guchar *u = (const guchar *)data;
+  assert_int_equal((u[16] << 24) | (u[17] << 16) | (u[18] << 8) | u[19], 900);
+  assert_int_equal((u[20] << 24) | (u[21] << 16) | (u[22] << 8) | u[23], 600);
+  argv[8] = gif;
+  g_clear_pointer(&out, g_free);
+  g_clear_pointer(&err, g_free);
+  assert_true(g_spawn_sync(WEIR_SRCDIR, (char **)argv, NULL, G_SPAWN_DEFAULT,
+                           NULL, NULL, &out, &err, &ws, NULL));
+  assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 2);
+  assert_non_null(strstr(err, ".svg or .png"));
+  g_unlink(png);
+  g_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_same_outputs),
-      cmocka_unit_test(test_every_node),
-      cmocka_unit_test(test_codegen_option),
-      cmocka_unit_test(test_cli_formats),
+      cmocka_unit_test(test_same_outputs),   cmocka_unit_test(test_every_node),
+      cmocka_unit_test(test_codegen_option), cmocka_unit_test(test_cli_formats),
+      cmocka_unit_test(test_cli_png),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,6 +175,8 @@ static void test_selection_across_programs(void **state) {
   assert_int_equal(weir_graph_view_n_drawn_nodes(f->v), count_nodes(other));
 }
 
+static guint first_map_entry(const WeirGraph *g, guint *state);
+
 static void test_overlay_changes_picture(void **state) {
   Fixture *f = *state;
   assert_true(gui_testing_set_and_wait(f->v, f->matmul, 60));
@@ -194,6 +196,25 @@ static void test_overlay_changes_picture(void **state) {
   weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_BYTES);
   g_autofree char *png = shot_path("graph-view-matmul-bytes.png");
   assert_true(weir_graph_view_save_png(f->v, png, NULL));
+
+  /* measured time: nothing until times are set; set, they colour the
+   * nodes, and the times of one node add up */
+  guint sid = 0, entry = first_map_entry(f->matmul, &sid);
+  assert_true(entry != 0);
+  weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_TIME);
+  g_autoptr(GBytes) untimed = render(f->v);
+  assert_false(weir_graph_view_get_time(f->v, sid, entry, NULL));
+  const guint states[] = {sid, sid};
+  const guint nodes[] = {entry, entry};
+  const double secs[] = {0.001, 0.002};
+  weir_graph_view_set_times(f->v, states, nodes, secs, 2);
+  double t = 0;
+  assert_true(weir_graph_view_get_time(f->v, sid, entry, &t));
+  assert_true(t > 0.0029 && t < 0.0031);
+  g_autoptr(GBytes) timed = render(f->v);
+  assert_false(g_bytes_equal(untimed, timed));
+  weir_graph_view_set_times(f->v, NULL, NULL, NULL, 0);
+  assert_false(weir_graph_view_get_time(f->v, sid, entry, NULL));
   weir_graph_view_set_overlay(f->v, WEIR_OVERLAY_NONE);
 }
 

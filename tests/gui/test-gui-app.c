@@ -228,7 +228,7 @@ static void test_open_resnet(void **state) {
   assert_non_null(strstr(title(), "resnet.onnx"));
   assert_null(strstr(title(), "*"));
   assert_true(
-      g_str_has_prefix(weir_window_get_status_text(fx.w), "Bytes moved "));
+      g_str_has_prefix(weir_window_get_status_text(fx.w), "Modeled traffic "));
   assert_int_equal(g_list_model_get_n_items(weir_window_get_history(fx.w)), 1);
   assert_true(weir_graph_view_n_drawn_nodes(weir_window_get_graph_view(fx.w)) >
               20);
@@ -281,7 +281,7 @@ static void test_select_node(void **state) {
   select_node(st, exit->id);
   GListModel *props = weir_window_get_properties(fx.w);
   assert_true(model_has_text(props, "map_exit"));
-  assert_true(model_has_text(props, "bytes in"));
+  assert_true(model_has_text(props, "logical volume in"));
   /* only transformations with a site at the node (or whole-program) */
   assert_true(transform_listed("map-fusion", NULL));
   assert_false(transform_listed("horizontal-map-fusion", NULL));
@@ -438,9 +438,36 @@ static void test_run_and_bench(void **state) {
   assert_non_null(res);
   assert_non_null(strstr(res, "\"matches\":true"));
   assert_non_null(strstr(weir_window_get_message(fx.w), "outputs match"));
+  /* the run was profiled: per-node times on the graph view (the measured
+   * time overlay) and the roofline page of this step */
+  const WeirProfile *prof = weir_window_current_profile(fx.w);
+  assert_non_null(prof);
+  assert_true(prof->nodes->len > 0);
+  WeirGraphView *view = weir_window_get_graph_view(fx.w);
+  guint timed = 0;
+  for (guint i = 0; i < prof->nodes->len; i++) {
+    const WeirProfileNode *pn = g_ptr_array_index(prof->nodes, i);
+    double t = -1;
+    if (pn->source &&
+        weir_graph_view_get_time(view, pn->state, pn->source, &t)) {
+      assert_true(t >= 0);
+      timed++;
+    }
+  }
+  assert_true(timed > 0);
+  activate("win.overlay", g_variant_new_string("time"));
+  assert_int_equal(weir_graph_view_get_overlay(view), WEIR_OVERLAY_TIME);
+  activate("win.zoom-fit", NULL);
+  shoot("workbench-time.png");
+  weir_window_show_page(fx.w, 4);
+  iterate();
+  shoot("workbench-roofline.png");
+  activate("win.overlay", g_variant_new_string("none"));
 
   activate("win.bench", NULL);
   assert_true(wait_idle(600));
+  assert_non_null(weir_window_current_profile(fx.w));
+  assert_int_equal(weir_window_current_profile(fx.w)->repetitions, 10);
   res = weir_session_get_results(s, n);
   assert_non_null(strstr(res, "\"label\":\"bench\""));
   assert_non_null(strstr(res, "\"repetitions\":10"));

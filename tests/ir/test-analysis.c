@@ -696,6 +696,24 @@ static WeirGraph *build_reuse(gboolean tiled, WeirNode **top) {
   return g;
 }
 
+/* The cost of the memlet of g's first state that touches the access node
+ * of `data` (there is one in build_reuse). */
+static const WeirMemletCost *access_memlet_cost(const WeirGraph *g,
+                                                const WeirAnalysis *a,
+                                                const char *data) {
+  const WeirState *s = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < s->edges->len; i++) {
+    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
+    for (int end = 0; end < 2; end++) {
+      const WeirNode *n = weir_state_node(s, end ? m->dst : m->src);
+      if (n->kind == WEIR_NODE_ACCESS && g_str_equal(n->data, data))
+        return weir_analysis_memlet(a, m->id);
+    }
+  }
+  fail_msg("no memlet touches the access node of %s", data);
+  return NULL;
+}
+
 static void test_modeled_traffic(void **state) {
   (void)state;
   WeirNode *top;
@@ -707,11 +725,18 @@ static void test_modeled_traffic(void **state) {
   assert_value(&fits->total_bytes, 144);
   assert_value(&fits->total_traffic, 48);
   assert_value(&weir_analysis_node(fits, top->id)->traffic, 48);
+  /* per memlet: the footprints of X (32 B) and Y (16 B) */
+  assert_value(&access_memlet_cost(g, fits, "X")->traffic, 32);
+  assert_value(&access_memlet_cost(g, fits, "Y")->traffic, 16);
   g_autoptr(WeirAnalysis) small =
       weir_analysis_compute_traffic(g, NULL, 16, &error);
   assert_value(&small->total_traffic, 144);
+  /* split in proportion to the bytes: X read 32 times (128 B), Y 16 B */
+  assert_value(&access_memlet_cost(g, small, "X")->traffic, 128);
+  assert_value(&access_memlet_cost(g, small, "Y")->traffic, 16);
   g_autoptr(WeirAnalysis) none = analyse(g, NULL);
   assert_unknown(&none->total_traffic);
+  assert_unknown(&access_memlet_cost(g, none, "X")->traffic);
 
   g_autoptr(WeirGraph) tg = build_reuse(TRUE, &top);
   if (!weir_graph_validate(tg, &error))
@@ -720,6 +745,9 @@ static void test_modeled_traffic(void **state) {
       weir_analysis_compute_traffic(tg, NULL, 40, &error);
   assert_null(error);
   assert_value(&tiles->total_traffic, 64);
+  /* the tile loop's traffic is split over its boundary memlets */
+  assert_value(&access_memlet_cost(tg, tiles, "X")->traffic,
+               64 - access_memlet_cost(tg, tiles, "Y")->traffic.value);
   g_autoptr(WeirAnalysis) whole =
       weir_analysis_compute_traffic(tg, NULL, 64, &error);
   assert_value(&whole->total_traffic, 48);
