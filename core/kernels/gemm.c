@@ -278,6 +278,52 @@ static const char gemm_ukr_n[] =
     "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, c, ldc, mr, nr, acc);\n"
     "}\n";
 
+/* The epilogue (f32 gets the vector loop, @VECEPI@). */
+static const char gemm_epi[] =
+    "/* The epilogue of a product: c = act(c + bias[row] + r[row, col]),\n"
+    " * applied to each microtile right after its last store (while it is in\n"
+    " * L1), so the output is written once. */\n"
+    "typedef struct {\n"
+    "  const @T@ *bias; /* one per row of c, or NULL */\n"
+    "  const @T@ *r;    /* r[i * ldr + j] added, or NULL */\n"
+    "  int64_t ldr;\n"
+    "  int act; /* as weir_act1_@DT@: 0 none, 1 clip, 2 sigmoid, 3 SiLU,\n"
+    "              4 HardSwish */\n"
+    "  @T@ lo, hi;\n"
+    "} weir_gemm_epilogue_@S@;\n"
+    "\n"
+    "/* rows [row0, row0 + mr) x columns [col0, col0 + nr) of c, cp at the\n"
+    " * first of them */\n"
+    "static @TGT@ void weir_gemm_epi_@S@(const weir_gemm_epilogue_@S@ *ep,\n"
+    "                                   @T@ *cp, int64_t ldc, int64_t row0,\n"
+    "                                   int64_t col0, int64_t mr, int64_t nr) "
+    "{\n"
+    "  for (int64_t i = 0; i < mr; i++) {\n"
+    "    @T@ *ci = cp + i * ldc;\n"
+    "    const @T@ bb = ep->bias ? ep->bias[row0 + i] : (@T@)0;\n"
+    "    const @T@ *ri = ep->r ? ep->r + (row0 + i) * ep->ldr + col0 : NULL;\n"
+    "    int64_t j = 0;\n"
+    "@VECEPI@"
+    "    for (; j < nr; j++) {\n"
+    "      @T@ v = ci[j] + bb;\n"
+    "      if (ri)\n"
+    "        v += ri[j];\n"
+    "      ci[j] = weir_act1_@DT@(v, ep->act, ep->lo, ep->hi);\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* @VECEPI@ for f32: whole vectors of the ISA's width (weir_act_v@VL@). */
+static const char gemm_epi_vec[] =
+    "    const weir_act_v@VL@ vb = weir_act_set@VL@(bb);\n"
+    "    for (; j + @VL@ <= nr; j += @VL@) {\n"
+    "      weir_act_v@VL@ v = weir_act_load@VL@(ci + j) + vb;\n"
+    "      if (ri)\n"
+    "        v += weir_act_load@VL@(ri + j);\n"
+    "      v = weir_act_apply@VL@(v, ep->act, ep->lo, ep->hi);\n"
+    "      memcpy(ci + j, &v, sizeof v);\n"
+    "    }\n";
+
 static const char gemm_driver[] =
     "#ifdef _OPENMP\n"
     "#include <omp.h>\n"
@@ -350,12 +396,14 @@ static const char gemm_driver[] =
     " * then the microtiles split statically over the OpenMP threads (one\n"
     " * parallel region per call; the packing loops are split too).  Returns\n"
     " * non-zero when the packing buffers cannot be allocated (work, when\n"
-    " * not NULL, holds them: weir_kernel_gemm_work_bytes). */\n"
-    "static int weir_gemm_@S@(int ta, int tb, int64_t m, int64_t n, int64_t "
-    "k,\n"
-    "                         @T@ alpha, const @T@ *a, int64_t lda,\n"
-    "                         const @T@ *b, int64_t ldb, @T@ beta, @T@ *c,\n"
-    "                         int64_t ldc, void *work) {\n"
+    " * not NULL, holds them: weir_kernel_gemm_work_bytes).  ep (NULL: none)\n"
+    " * is applied to every element after its last update. */\n"
+    "static int weir_gemm_run_@S@(int ta, int tb, int64_t m, int64_t n,\n"
+    "                             int64_t k, @T@ alpha, const @T@ *a,\n"
+    "                             int64_t lda, const @T@ *b, int64_t ldb,\n"
+    "                             @T@ beta, @T@ *c, int64_t ldc,\n"
+    "                             const weir_gemm_epilogue_@S@ *ep, void "
+    "*work) {\n"
     "  if (m <= 0 || n <= 0)\n"
     "    return 0;\n"
     "  if (beta != (@T@)0 && beta != (@T@)1)\n"
@@ -367,6 +415,8 @@ static const char gemm_driver[] =
     "      for (int64_t i = 0; i < m; i++)\n"
     "        for (int64_t j = 0; j < n; j++)\n"
     "          c[i * ldc + j] = (@T@)0;\n"
+    "    if (ep)\n"
+    "      weir_gemm_epi_@S@(ep, c, ldc, 0, 0, m, n);\n"
     "    return 0;\n"
     "  }\n"
     "  if (m < @SMALLM@) {\n"
@@ -409,6 +459,8 @@ static const char gemm_driver[] =
     "            ci[j] += alpha * s;\n"
     "          }\n"
     "        }\n"
+    "        if (ep)\n"
+    "          weir_gemm_epi_@S@(ep, ci + j0, ldc, i, j0, 1, j1 - j0);\n"
     "      }\n"
     "    }\n"
     "    return 0;\n"
@@ -490,6 +542,9 @@ static const char gemm_driver[] =
     "              switch ((nr + @VL@ - 1) / @VL@) {\n"
     "@CASES@"
     "              }\n"
+    "              if (ep && pc + kc >= k)\n"
+    "                weir_gemm_epi_@S@(ep, pcc, ldc, ic + p * @MR@,\n"
+    "                                  jc + q * @NR@, mr, nr);\n"
     "            }\n"
     "          }\n"
     "          /* every thread is done with the A block (and, when the\n"
@@ -504,6 +559,31 @@ static const char gemm_driver[] =
     "  }\n"
     "  free(own);\n"
     "  return 0;\n"
+    "}\n"
+    "\n"
+    "/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c. */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_@S@(int ta, int tb, int64_t m, int64_t n, int64_t k, @T@ "
+    "alpha,\n"
+    "              const @T@ *a, int64_t lda, const @T@ *b, int64_t ldb,\n"
+    "              @T@ beta, @T@ *c, int64_t ldc, void *work) {\n"
+    "  return weir_gemm_run_@S@(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, "
+    "c,\n"
+    "                           ldc, NULL, work);\n"
+    "}\n"
+    "\n"
+    "/* The same, then c = act(c + bias[i] + r[i * ldr + j]) (bias, r: NULL\n"
+    " * for none; act as weir_act1_@DT@) on each element once it is final. */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_@S@_ep(int ta, int tb, int64_t m, int64_t n, int64_t k,\n"
+    "                 @T@ alpha, const @T@ *a, int64_t lda, const @T@ *b,\n"
+    "                 int64_t ldb, @T@ beta, @T@ *c, int64_t ldc,\n"
+    "                 const @T@ *bias, const @T@ *r, int64_t ldr, int act,\n"
+    "                 @T@ lo, @T@ hi, void *work) {\n"
+    "  const weir_gemm_epilogue_@S@ ep = {bias, r, ldr, act, lo, hi};\n"
+    "  return weir_gemm_run_@S@(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, "
+    "c,\n"
+    "                           ldc, bias || r || act ? &ep : NULL, work);\n"
     "}\n";
 
 static const char *vec_block(WeirHwIsa isa, WeirDType t) {
@@ -517,18 +597,6 @@ static const char *vec_block(WeirHwIsa isa, WeirDType t) {
     break;
   }
   return vec_generic;
-}
-
-static const char *isa_target(WeirHwIsa isa) {
-  switch (isa) {
-  case WEIR_HW_ISA_AVX512:
-    return "__attribute__((target(\"avx512f,fma\")))";
-  case WEIR_HW_ISA_AVX2:
-    return "__attribute__((target(\"avx2,fma\")))";
-  case WEIR_HW_ISA_GENERIC:
-    break;
-  }
-  return "";
 }
 
 static void replace_uint(GString *s, const char *key, guint v) {
@@ -563,11 +631,14 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
                            "pcc, ldc, mr, nr, acc); break;\n",
                            label, nv);
   }
+  g_string_append(s, gemm_epi);
+  g_string_replace(s, "@VECEPI@", t == WEIR_DTYPE_F64 ? "" : gemm_epi_vec, 0);
   g_string_append(s, gemm_driver);
   g_string_replace(s, "@CASES@", cases->str, 0);
+  g_string_replace(s, "@DT@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
   g_string_free(cases, TRUE);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(bl->isa), 0);
-  g_string_replace(s, "@TGT@", isa_target(bl->isa), 0);
+  g_string_replace(s, "@TGT@", weir_kernel_isa_target(bl->isa), 0);
   g_string_replace(s, "@T@", t == WEIR_DTYPE_F64 ? "double" : "float", 0);
   g_string_replace(s, "@S@", bl->id, 0);
   /* below half a microtile of rows the packed path wastes most of its
@@ -590,8 +661,13 @@ char *weir_kernel_gemm_prototype(WeirDType t, const WeirGemmBlocking *bl) {
       "static int %s(int ta, int tb, int64_t m, int64_t n, int64_t k, %s "
       "alpha,\n"
       "              const %s *a, int64_t lda, const %s *b, int64_t ldb,\n"
-      "              %s beta, %s *c, int64_t ldc, void *work);\n",
-      name, ty, ty, ty, ty, ty);
+      "              %s beta, %s *c, int64_t ldc, void *work);\n"
+      "static int %s_ep(int ta, int tb, int64_t m, int64_t n, int64_t k,\n"
+      "                 %s alpha, const %s *a, int64_t lda, const %s *b,\n"
+      "                 int64_t ldb, %s beta, %s *c, int64_t ldc,\n"
+      "                 const %s *bias, const %s *r, int64_t ldr, int act,\n"
+      "                 %s lo, %s hi, void *work);\n",
+      name, ty, ty, ty, ty, ty, name, ty, ty, ty, ty, ty, ty, ty, ty, ty);
 }
 
 char *weir_kernels_signature(void) {
@@ -645,6 +721,8 @@ gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
     return FALSE;
   g_autofree char *text = weir_kernel_gemm_text(t, bl);
   g_autofree char *name = weir_kernel_gemm_name(bl);
+  /* the activations of the epilogue, before the GEMM by name */
+  weir_kernel_act_record(e, bl->isa, t == WEIR_DTYPE_F64 ? 0 : bl->vl, t);
   e->helper(e, name, text);
   e->uses_status = TRUE;
   return TRUE;
