@@ -11,6 +11,7 @@
  *    before the kernels that use it (helpers are printed in name order).
  *  - Vectors are GCC vector extensions; loads go through memcpy.
  */
+#include <math.h>
 #include <string.h>
 
 #include "weir-attr.h"
@@ -267,11 +268,14 @@ static gboolean sigmoid_of(const Names *nm, const WeirAst *e,
  * min(inner, hi), literal bounds on either side of each call. */
 static gboolean clip_of(const Names *nm, const WeirAst *e, double *lo,
                         double *hi, const WeirAst **inner) {
+  /* c: the call, its names resolved */
   const WeirAst *c = e;
   gboolean mx = call2(nm, &c, WEIR_FUNC_MAX);
-  c = e;
-  if (!mx && !call2(nm, &c, WEIR_FUNC_MIN))
-    return FALSE;
+  if (!mx) {
+    c = e;
+    if (!call2(nm, &c, WEIR_FUNC_MIN))
+      return FALSE;
+  }
   double v;
   const WeirAst *rest;
   if (literal(nm, g_ptr_array_index(c->args, 1), &v))
@@ -307,6 +311,24 @@ static gboolean clip_of(const Names *nm, const WeirAst *e, double *lo,
   return TRUE;
 }
 
+/* e = p / 6, or p times 1/6 (as the f32 literal 0.1666666716 of ONNX's
+ * HardSigmoid) on either side. */
+static gboolean sixth_of(const Names *nm, const WeirAst *e, const WeirAst *p) {
+  const WeirAst *d = e;
+  if (binary(nm, &d, WEIR_OP_DIV))
+    return literal_is(nm, d->b, 6.0) && same(nm, d->a, p);
+  d = e;
+  if (!binary(nm, &d, WEIR_OP_MUL))
+    return FALSE;
+  for (int side = 0; side < 2; side++) {
+    double v;
+    if (literal(nm, side ? d->a : d->b, &v) && fabs(v - 1.0 / 6.0) < 1e-7 &&
+        same(nm, side ? d->b : d->a, p))
+      return TRUE;
+  }
+  return FALSE;
+}
+
 /* e = p * max(0, min(1, q / 6 + 0.5)) with p and q the same value (the
  * HardSwish of ir/lower/expand/elementwise.c), either order. */
 static gboolean hardswish_of(const Names *nm, const WeirAst *e,
@@ -319,11 +341,9 @@ static gboolean hardswish_of(const Names *nm, const WeirAst *e,
     const WeirAst *t;
     if (!clip_of(nm, g, &lo, &hi, &t) || lo != 0.0 || hi != 1.0)
       continue;
-    if (!binary(nm, &t, WEIR_OP_ADD))
+    if (!binary(nm, &t, WEIR_OP_ADD) || !literal_is(nm, t->b, 0.5))
       continue;
-    const WeirAst *dv = t->a;
-    if (!literal_is(nm, t->b, 0.5) || !binary(nm, &dv, WEIR_OP_DIV) ||
-        !literal_is(nm, dv->b, 6.0) || !same(nm, dv->a, p))
+    if (!sixth_of(nm, t->a, p))
       continue;
     *inner = p;
     return TRUE;
@@ -381,6 +401,11 @@ gboolean weir_kernel_epilogue_classify(const WeirNode *n,
     k.act = 3; /* x / (1 + exp(-x)) */
     inner = a;
   } else if (clip_of(&nm, y, &lo, &hi, &a)) {
+    /* a clip of a clip (ReLU then ReLU6) is one clip */
+    while (clip_of(&nm, a, &lo, &hi, &a))
+      ;
+    if (lo > hi)
+      return FALSE; /* disjoint bounds: not one clip */
     k.act = 1;
     k.lo = lo;
     k.hi = hi;

@@ -284,6 +284,12 @@ static void test_classify(void **state) {
       {"y = x + r", 3, TRUE, 0, 0, 0, 0},
       {"a = x + r\ny = max(a, 0.0)", 3, TRUE, 1, 0, G_MAXDOUBLE, 0},
       {"y = x", 2, TRUE, 0, 0, 0, -1},
+      /* as the -O2 pipeline leaves them on ONNX models: HardSigmoid's
+       * 1/6 as an f32 literal through a local, ReLU then ReLU6 */
+      {"h = max(0, min(1, 0.1666666716337204 * x + 0.5))\ny = x * h", 2, TRUE,
+       4, 0, 0, -1},
+      {"t = max(x, 0)\ny = min(max(t, 0.0), 6.0)", 2, TRUE, 1, 0, 6, -1},
+      {"t = max(x, 1.0)\ny = min(t, 0.5)", 2, FALSE, 0, 0, 0, -1},
       /* refused: other arithmetic, a sigmoid of something else, a
        * reassigned name, a bound that is not a literal */
       {"y = x * 2.0", 2, FALSE, 0, 0, 0, -1},
