@@ -658,18 +658,15 @@ static const char conv_im2col_tail[] =
     "  }\n"
     "}\n";
 
-/* Weir's helper: conv_weir_head, the patches, conv_weir_tail. */
-static const char conv_weir_head[] =
-    "/* 2-D convolution on Weir's GEMM.  1x1 kernels at unit stride without\n"
-    " * padding in one group: per image y[m x hw] = w[m x c] * x[c x hw], no\n"
-    " * copy.  Otherwise per group: col[kk x n*oh*ow] (the patches of every\n"
-    " * image side by side, zeros in the padding), one GEMM\n"
-    " * tmp[mg x n*oh*ow] = w_g * col, scattered to NCHW (with one image the\n"
-    " * GEMM writes y directly).  The epilogue y = act(conv + b + r) (b, r\n"
-    " * NULL: none; act as weir_act1) is applied by the GEMM to each\n"
-    " * microtile as it is stored, or to each row as it is scattered.  ws is\n"
-    " * the caller's scratch: col and tmp, then (64-byte aligned) the GEMM's\n"
-    " * packing buffers; for the 1x1 case only the latter. */\n"
+/* Weir's helper. */
+static const char conv_weir[] =
+    "/* 2-D convolution on Weir's GEMM, per image and group:\n"
+    " * y_g[mg x oh*ow] = w_g[mg x kk] * patches(x_g)[kk x oh*ow], the\n"
+    " * patches gathered by the GEMM's packing straight from x (implicit\n"
+    " * im2col; a 1x1 kernel at unit stride without padding reads x as it\n"
+    " * is).  The epilogue y = act(conv + b + r) (b, r NULL: none; act as\n"
+    " * weir_act1) is applied by the GEMM to each microtile as it is stored.\n"
+    " * ws is the caller's scratch: the GEMM's packing buffers. */\n"
     "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *b,\n"
     "                            @T@ *y, const @T@ *r, int64_t n, int64_t c,\n"
     "                            int64_t h, int64_t wd, int64_t m, int64_t "
@@ -680,57 +677,24 @@ static const char conv_weir_head[] =
     "                            int64_t pw, int act, @T@ lo, @T@ hi,\n"
     "                            void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
-    "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
-    "  if (n == 0 || m == 0 || ohw == 0)\n"
-    "    return 0;\n"
-    "  if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1 &&\n"
-    "      ph == 0 && pw == 0 && oh == h && ow == wd) {\n"
-    "    int st = 0;\n"
-    "    for (int64_t in = 0; in < n; in++)\n"
-    "      st |= weir_gemm_@S@_ep(0, 0, m, ohw, c, (@T@)1, w, c,\n"
-    "                             x + in * c * ohw, ohw, (@T@)0,\n"
-    "                             y + in * m * ohw, ohw, b,\n"
-    "                             r ? r + in * m * ohw : NULL, ohw, act, lo,\n"
-    "                             hi, ws);\n"
-    "    return st;\n"
-    "  }\n"
-    "  const int64_t ntmp = n > 1 ? mg * cols : 0;\n"
-    "  @T@ *col = (@T@ *)ws, *tmp = col + kk * cols;\n"
-    "  void *gw = (char *)ws + ((size_t)(kk * cols + ntmp + 1) * sizeof(@T@) "
-    "+\n"
-    "                           63) / 64 * 64;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
+    "  const int plain = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 "
+    "&&\n"
+    "                    pw == 0 && oh == h && ow == wd;\n"
     "  int st = 0;\n"
-    "  for (int64_t g = 0; g < groups && !st; g++) {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for collapse(2) if (kk * cols > 65536)\n"
-    "#endif\n";
-
-static const char conv_weir_tail[] =
-    "    const @T@ *wg = w + g * mg * kk, *bg = b ? b + g * mg : NULL;\n"
-    "    if (n == 1) {\n"
-    "      st |= weir_gemm_@S@_ep(0, 0, mg, ohw, kk, (@T@)1, wg, kk, col, "
-    "ohw,\n"
-    "                             (@T@)0, y + g * mg * ohw, ohw, bg,\n"
-    "                             r ? r + g * mg * ohw : NULL, ohw, act, lo,\n"
-    "                             hi, gw);\n"
-    "      continue;\n"
-    "    }\n"
-    "    st |= weir_gemm_@S@(0, 0, mg, cols, kk, (@T@)1, wg, kk, col, cols,\n"
-    "                        (@T@)0, tmp, cols, gw);\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for collapse(2) if (mg * cols > 65536)\n"
-    "#endif\n"
-    "    for (int64_t in = 0; in < n; in++) {\n"
-    "      for (int64_t oc = 0; oc < mg; oc++) {\n"
-    "        const @T@ *src = tmp + oc * cols + in * ohw;\n"
-    "        @T@ *dst = y + (in * m + g * mg + oc) * ohw;\n"
-    "        memcpy(dst, src, (size_t)ohw * sizeof(@T@));\n"
-    "        const weir_gemm_epilogue_@S@ ep = {\n"
-    "            bg, r ? r + (in * m + g * mg) * ohw : NULL, ohw, act, lo, "
-    "hi};\n"
-    "        if (bg || r || act)\n"
-    "          weir_gemm_epi_@S@(&ep, dst, ohw, oc, 0, 1, ohw);\n"
-    "      }\n"
+    "  for (int64_t in = 0; in < n; in++) {\n"
+    "    for (int64_t g = 0; g < groups; g++) {\n"
+    "      const @T@ *xg = x + (in * c + g * cg) * h * wd;\n"
+    "      const int64_t yo = (in * m + g * mg) * ohw;\n"
+    "      const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow,\n"
+    "                                        sh, sw, dh, dw, ph, pw};\n"
+    "      const weir_gemm_epilogue_@S@ ep = {\n"
+    "          b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, hi};\n"
+    "      st |= weir_gemm_run_@S@(0, 0, mg, ohw, kk, (@T@)1, w + g * mg * "
+    "kk,\n"
+    "                              kk, xg, ohw, plain ? NULL : &im, (@T@)0,\n"
+    "                              y + yo, ohw, b || r || act ? &ep : NULL,\n"
+    "                              ws);\n"
     "    }\n"
     "  }\n"
     "  return st;\n"
@@ -844,44 +808,22 @@ static char *conv_im2col_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
   return scratch_of(e, elements, ci->y->dtype);
 }
 
-/* The scratch of weir_wconv2d: round64(bytes of col and tmp), unless the
- * convolution is 1x1 at unit stride without padding in one group, then
- * the GEMM's packing buffers for the largest of its GEMMs, with blocking
- * *bl, which is recorded.  "(void *)..." or "NULL"; NULL on error. */
+/* The scratch of weir_wconv2d: the GEMM's packing buffers for its
+ * products (M/g x oh*ow x C/g*kh*kw), with blocking *out, which is
+ * recorded.  "(void *)..." or "NULL"; NULL on error. */
 static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
                                WeirGemmBlocking *out, GError **error) {
   WeirDType t = ci->y->dtype;
-  const WeirContainer *x = ci->x, *w = ci->w, *y = ci->y;
+  const WeirContainer *w = ci->w, *y = ci->y;
   if (!weir_kernel_gemm_record(e, t, out, error))
     return NULL;
-  const WeirGemmBlocking bl = *out;
-  gint64 size = (gint64)weir_dtype_size(t);
   g_autoptr(WeirExpr) groups = weir_expr_const(ci->geo.group);
   g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(y, 2), dim(y, 3));
-  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(x, 0), ohw);
   g_autoptr(WeirExpr) khw = weir_expr_mul(dim(w, 2), dim(w, 3));
   g_autoptr(WeirExpr) kk = weir_expr_mul(dim(w, 1), khw); /* C/g * kh * kw */
   g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(w, 0), groups);
-  g_autoptr(WeirExpr) w1 =
-      weir_kernel_gemm_work_bytes(t, &bl, dim(w, 0), ohw, dim(x, 1));
-  g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(t, &bl, mg, ohw, kk);
-  g_autoptr(WeirExpr) w3 = weir_kernel_gemm_work_bytes(t, &bl, mg, cols, kk);
-  g_autoptr(WeirExpr) w23 = weir_expr_max(w2, w3);
-  g_autoptr(WeirExpr) gwork = weir_expr_max(w1, w23);
-  if (conv_is_1x1(ci))
-    return weir_kernel_scratch_arg(e, weir_expr_ref(gwork));
-  /* col: kk * cols elements, tmp: mg * cols when n > 1 (counted always),
-   * one more, rounded up to 64 bytes as the helper does */
-  g_autoptr(WeirExpr) colel = weir_expr_mul(kk, cols);
-  g_autoptr(WeirExpr) tmpel = weir_expr_mul(mg, cols);
-  g_autoptr(WeirExpr) el = weir_expr_add(colel, tmpel);
-  g_autoptr(WeirExpr) el1 = weir_expr_add_const(el, 1);
-  g_autoptr(WeirExpr) by = weir_expr_mul_const(el1, size);
-  g_autoptr(WeirExpr) by63 = weir_expr_add_const(by, 63);
-  g_autoptr(WeirExpr) c64 = weir_expr_const(64);
-  g_autoptr(WeirExpr) q = weir_expr_floordiv(by63, c64);
-  g_autoptr(WeirExpr) colbytes = weir_expr_mul_const(q, 64);
-  return weir_kernel_scratch_arg(e, weir_expr_add(colbytes, gwork));
+  return weir_kernel_scratch_arg(
+      e, weir_kernel_gemm_work_bytes(t, out, mg, ohw, kk));
 }
 
 /* direct: the 1x1 or depthwise helper; otherwise im2col on GEMM `which`. */
@@ -959,10 +901,7 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     /* the helper's suffix is its GEMM's: a node's own blocking gets its
      * own copy */
     sfx = bl.id;
-    g_autofree char *proto = weir_kernel_gemm_prototype(t, &bl);
-    g_autofree char *own = conv_text(conv_weir_head, conv_patches_same,
-                                     "output ", "", conv_weir_tail);
-    text = g_strconcat(proto, own, NULL);
+    text = g_strdup(conv_weir);
     status = g_strdup_printf("%s |= ", e->status);
   }
   g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);

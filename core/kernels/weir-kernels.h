@@ -62,7 +62,15 @@ gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
  * (row-major C = alpha op(A) op(B) + beta C) for dtype t with blocking bl.
  * work holds the packing buffers (64-byte aligned, at least
  * weir_kernel_gemm_work_bytes); NULL makes the call allocate them, and then
- * it returns non-zero when they cannot be allocated.
+ * it returns non-zero when they cannot be allocated.  Also
+ *   weir_gemm_<id>_ep(... the same up to ldc, const T *bias, const T *r,
+ *                     int64_t ldr, int act, T lo, T hi, void *work)
+ * which then applies c = act(c + bias[i] + r[i * ldr + j]) to each
+ * microtile after its last update (bias, r NULL: none; act as
+ * WeirEpilogueKind), and weir_gemm_run_<id>, the driver both call, which
+ * also takes a weir_gemm_patches_<id> (a convolution's input, gathered as
+ * B by the packing: implicit im2col).  The f32 text uses the helpers of
+ * weir_kernel_act_record.
  * (transfer full) */
 char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
 
@@ -72,10 +80,6 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
 WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
                                       const WeirExpr *m, const WeirExpr *n,
                                       const WeirExpr *k);
-
-/* The prototype of weir_gemm_<id> for blocking bl, for helpers that call
- * it (helpers are printed in name order). (transfer full) */
-char *weir_kernel_gemm_prototype(WeirDType t, const WeirGemmBlocking *bl);
 
 /* The helper name ("weir_gemm_f32"). (transfer full) */
 char *weir_kernel_gemm_name(const WeirGemmBlocking *bl);
@@ -189,7 +193,9 @@ typedef struct {
  * an activation of the list above applied to the node's result or to its
  * sum with one extra input, written as the pure expansions and the ONNX
  * importer write them (max/min with literal bounds, 1 / (1 + exp(-x)),
- * x * sigmoid(x) through a local, x * max(0, min(1, x / 6 + 0.5))).
+ * x * sigmoid(x) through a local, x * max(0, min(1, x / 6 + 0.5)) or
+ * with x times 1/6 as ONNX's HardSigmoid writes it; a clip of a clip is
+ * one clip).
  * FALSE for anything else. */
 gboolean weir_kernel_epilogue_classify(const WeirNode *n,
                                        WeirEpilogueKind *out);

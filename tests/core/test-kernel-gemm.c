@@ -284,6 +284,28 @@ static void s2(WeirNode *n) {
   set2(n, "strides", 2, 2);
 }
 
+/* group, equal strides and dilations, pads (top, left, bottom, right) */
+static void set_geo(WeirNode *n, gint64 group, gint64 stride, gint64 dil,
+                    gint64 t, gint64 l, gint64 b, gint64 r) {
+  gint64 pads[4] = {t, l, b, r};
+  weir_node_set_attr_int(n, "group", group);
+  set2(n, "strides", stride, stride);
+  set2(n, "dilations", dil, dil);
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+static void stem(WeirNode *n) {
+  set_geo(n, 1, 2, 1, 3, 3, 3, 3);
+}
+static void asym(WeirNode *n) {
+  set_geo(n, 1, 1, 1, 0, 2, 1, 0);
+}
+static void dil_s2(WeirNode *n) {
+  set_geo(n, 1, 2, 2, 1, 0, 2, 1);
+}
+static void g2_1x1_s2(WeirNode *n) {
+  set_geo(n, 2, 2, 1, 0, 0, 0, 0);
+}
+
 static const Node convs[] = {
     {"Conv", {"2, 5, 9, 8", "6, 5, 3, 3", "6"}, "2, 6, 9, 8", pad1},
     {"Conv", {"1, 4, 7, 7", "8, 4, 1, 1", "8"}, "1, 8, 7, 7", NULL},
@@ -291,6 +313,15 @@ static const Node convs[] = {
     {"Conv", {"1, 3, 10, 11", "4, 3, 3, 2", "4"}, "1, 4, 9, 11", dil},
     {"Conv", {"2, 8, 5, 5", "9, 8, 1, 1", ""}, "2, 9, 5, 5", NULL},
     {"Conv", {"1, 16, 9, 9", "49, 16, 1, 1", "49"}, "1, 49, 5, 5", s2},
+    /* the patches gathered by the packing (implicit im2col): a 7x7 stem
+     * at stride 2, K past KC (64 * 9), N past NC (45 * 45), asymmetric
+     * padding, dilation with stride, groups with a strided 1x1, batch 3 */
+    {"Conv", {"1, 3, 23, 21", "8, 3, 7, 7", "8"}, "1, 8, 12, 11", stem},
+    {"Conv", {"1, 64, 6, 7", "10, 64, 3, 3", "10"}, "1, 10, 6, 7", pad1},
+    {"Conv", {"1, 2, 45, 45", "5, 2, 3, 3", ""}, "1, 5, 45, 45", pad1},
+    {"Conv", {"1, 3, 13, 10", "4, 3, 3, 3", "4"}, "1, 4, 12, 10", asym},
+    {"Conv", {"1, 4, 17, 15", "6, 4, 3, 3", "6"}, "1, 6, 8, 6", dil_s2},
+    {"Conv", {"3, 6, 9, 9", "8, 3, 1, 1", "8"}, "3, 8, 5, 5", g2_1x1_s2},
 };
 
 static void test_conv(void **state) {
