@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "weir-attr.h"
+#include "weir-expand.h"
 #include "weir-kernels.h"
 #include "weir-native.h"
 #include "weir-ops-linalg.h"
@@ -182,6 +183,9 @@ static void use_blas(WeirNativeEmit *e) {
 typedef struct {
   gboolean ta, tb;
   const char *m, *n, *k, *alpha, *a, *lda, *b, *ldb, *beta, *c, *ldc;
+  /* Weir's GEMM only: ", bias, r, ldr, act, lo, hi" of the epilogue in
+   * its store (weir_gemm_<id>_ep), or NULL */
+  const char *ep;
 } GemmCall;
 
 /* Prepares the calls of GEMM `which` for a node whose products are at
@@ -221,11 +225,36 @@ static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, const char *name,
         c->lda, c->b, c->ldb, c->beta, c->c, c->ldc);
   else
     g_string_append_printf(e->code,
-                           "%s%s |= %s(%d, %d, %s, %s, %s, %s, %s, "
-                           "%s, %s, %s, %s, %s, %s, %s);\n",
-                           indent, e->status, name, c->ta, c->tb, c->m, c->n,
-                           c->k, c->alpha, c->a, c->lda, c->b, c->ldb, c->beta,
-                           c->c, c->ldc, work);
+                           "%s%s |= %s%s(%d, %d, %s, %s, %s, %s, %s, "
+                           "%s, %s, %s, %s, %s, %s%s, %s);\n",
+                           indent, e->status, name, c->ep ? "_ep" : "", c->ta,
+                           c->tb, c->m, c->n, c->k, c->alpha, c->a, c->lda,
+                           c->b, c->ldb, c->beta, c->c, c->ldc,
+                           c->ep ? c->ep : "", work);
+}
+
+/* The node's epilogue for GEMM `which` (Weir's applies it in its store):
+ * *args (owned) the arguments ", NULL, r + roff, ldr, act, lo, hi" of
+ * weir_gemm_<id>_ep, NULL when the node has none (or for cblas, which
+ * never gets one: the code generator splits it off); *what the words for
+ * the node's comment.  roff and ldr are C text. */
+static gboolean gemm_epilogue(WeirNativeEmit *e, WeirNativeGemm which,
+                              const char *roff, const char *ldr, char **args,
+                              const char **what, GError **error) {
+  *args = NULL;
+  *what = "";
+  if (which == WEIR_NATIVE_GEMM_CBLAS || !weir_epilogue_present(e->n))
+    return TRUE;
+  WeirEpilogueKind k;
+  const char *r;
+  g_autofree char *lo = NULL, *hi = NULL;
+  if (!weir_kernel_epilogue_use(e, "Weir's GEMM", &k, &r, &lo, &hi, error))
+    return FALSE;
+  g_autofree char *rp =
+      k.residual >= 0 ? g_strdup_printf("%s + %s", r, roff) : g_strdup("NULL");
+  *args = g_strdup_printf(", NULL, %s, %s, %d, %s, %s", rp, ldr, k.act, lo, hi);
+  *what = weir_kernel_epilogue_what(&k);
+  return TRUE;
 }
 
 /* The header word of the node's comment. */
@@ -287,7 +316,12 @@ static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which,
   g_autofree char *m = dim_c(e, y->c, 0), *nn = dim_c(e, y->c, 1);
   g_autofree char *k = dim_c(e, a->c, ta ? 0 : 1);
   g_autofree char *lda = dim_c(e, a->c, 1), *ldb = dim_c(e, b->c, 1);
-  emit_header(e, gemm_impl_word(which));
+  g_autofree char *ep = NULL;
+  const char *what;
+  if (!gemm_epilogue(e, which, "0", nn, &ep, &what, error))
+    return FALSE;
+  g_autofree char *head = g_strconcat(gemm_impl_word(which), what, NULL);
+  emit_header(e, head);
   if (c->c) {
     guint r = c->c->shape->len;
     g_autofree char *cr = r == 2 ? dim_c(e, c->c, 0) : g_strdup("1");
@@ -307,7 +341,7 @@ static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which,
     return FALSE;
   GemmCall call = {
       ta,     tb, m, nn, k, alpha, a->ptr, lda, b->ptr, ldb, c->c ? "1" : "0",
-      y->ptr, nn};
+      y->ptr, nn, ep};
   gemm_call(e, which, fn, "", &call, work);
   return TRUE;
 }
@@ -365,7 +399,15 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
   g_autofree char *k = dim_c(e, a->c, ra - 1);
   g_autofree char *nn = bv ? g_strdup("1") : dim_c(e, b->c, rb - 1);
   g_autofree char *ldb = bv ? g_strdup("1") : g_strdup(nn);
-  emit_header(e, gemm_impl_word(which));
+  g_autofree char *ep = NULL;
+  const char *what;
+  /* the residual of batch element bi */
+  g_autofree char *roff =
+      nb == 0 ? g_strdup("0") : g_strdup_printf("bi * (%s) * (%s)", m, nn);
+  if (!gemm_epilogue(e, which, roff, nn, &ep, &what, error))
+    return FALSE;
+  g_autofree char *head = g_strconcat(gemm_impl_word(which), what, NULL);
+  emit_header(e, head);
   g_autofree char *fn = NULL, *work = NULL;
   if (!gemm_prepare(e, which, t, av ? NULL : dim(a->c, ra - 2),
                     bv ? NULL : dim(b->c, rb - 1), dim(a->c, ra - 1), &fn,
@@ -373,7 +415,7 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
     return FALSE;
   if (nb == 0) {
     GemmCall call = {FALSE, FALSE,  m,   nn,  k,      "1", a->ptr,
-                     k,     b->ptr, ldb, "0", y->ptr, nn};
+                     k,     b->ptr, ldb, "0", y->ptr, nn,  ep};
     gemm_call(e, which, fn, "", &call, work);
     return TRUE;
   }
@@ -400,7 +442,8 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
   g_autofree char *pa = g_strdup_printf("%s + oa", a->ptr);
   g_autofree char *pb = g_strdup_printf("%s + ob", b->ptr);
   g_autofree char *py = g_strdup_printf("%s + bi * (%s) * (%s)", y->ptr, m, nn);
-  GemmCall call = {FALSE, FALSE, m, nn, k, "1", pa, k, pb, ldb, "0", py, nn};
+  GemmCall call = {FALSE, FALSE, m,   nn,  k,  "1", pa,
+                   k,     pb,    ldb, "0", py, nn,  ep};
   g_string_append(e->code, "  (void)rest;\n");
   gemm_call(e, which, fn, "  ", &call, work);
   g_string_append(e->code, "}\n");
@@ -615,78 +658,43 @@ static const char conv_im2col_tail[] =
     "  }\n"
     "}\n";
 
-/* Weir's helper: conv_weir_head, the patches, conv_weir_tail. */
-static const char conv_weir_head[] =
-    "/* 2-D convolution on Weir's GEMM.  1x1 kernels at unit stride without\n"
-    " * padding in one group: per image y[m x hw] = w[m x c] * x[c x hw], no\n"
-    " * copy.  Otherwise per group: col[kk x n*oh*ow] (the patches of every\n"
-    " * image side by side, zeros in the padding), one GEMM\n"
-    " * tmp[mg x n*oh*ow] = w_g * col, scattered to NCHW (with one image the\n"
-    " * GEMM writes y directly).  The bias is written first and the GEMM adds\n"
-    " * to it (beta = 1).  ws is the caller's scratch: col and tmp, then "
-    "(64-byte\n"
-    " * aligned) the GEMM's packing buffers; for the 1x1 case only the latter. "
-    "*/\n"
+/* Weir's helper. */
+static const char conv_weir[] =
+    "/* 2-D convolution on Weir's GEMM, per image and group:\n"
+    " * y_g[mg x oh*ow] = w_g[mg x kk] * patches(x_g)[kk x oh*ow], the\n"
+    " * patches gathered by the GEMM's packing straight from x (implicit\n"
+    " * im2col; a 1x1 kernel at unit stride without padding reads x as it\n"
+    " * is).  The epilogue y = act(conv + b + r) (b, r NULL: none; act as\n"
+    " * weir_act1) is applied by the GEMM to each microtile as it is stored.\n"
+    " * ws is the caller's scratch: the GEMM's packing buffers. */\n"
     "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *b,\n"
-    "                            @T@ *y, int64_t n, int64_t c, int64_t h,\n"
-    "                            int64_t wd, int64_t m, int64_t kh,\n"
+    "                            @T@ *y, const @T@ *r, int64_t n, int64_t c,\n"
+    "                            int64_t h, int64_t wd, int64_t m, int64_t "
+    "kh,\n"
     "                            int64_t kw, int64_t oh, int64_t ow,\n"
     "                            int64_t groups, int64_t sh, int64_t sw,\n"
     "                            int64_t dh, int64_t dw, int64_t ph,\n"
-    "                            int64_t pw, void *ws) {\n"
+    "                            int64_t pw, int act, @T@ lo, @T@ hi,\n"
+    "                            void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
-    "  const int64_t kk = cg * kh * kw, ohw = oh * ow, cols = n * ohw;\n"
-    "  if (n == 0 || m == 0 || ohw == 0)\n"
-    "    return 0;\n"
-    "  if (b) {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for collapse(2) if (n * m * ohw > 65536)\n"
-    "#endif\n"
-    "    for (int64_t in = 0; in < n; in++)\n"
-    "      for (int64_t oc = 0; oc < m; oc++)\n"
-    "        for (int64_t p = 0; p < ohw; p++)\n"
-    "          y[(in * m + oc) * ohw + p] = b[oc];\n"
-    "  }\n"
-    "  const @T@ beta = b ? (@T@)1 : (@T@)0;\n"
-    "  if (groups == 1 && kh == 1 && kw == 1 && sh == 1 && sw == 1 &&\n"
-    "      ph == 0 && pw == 0 && oh == h && ow == wd) {\n"
-    "    int st = 0;\n"
-    "    for (int64_t in = 0; in < n; in++)\n"
-    "      st |= weir_gemm_@S@(0, 0, m, ohw, c, (@T@)1, w, c, x + in * c * "
-    "ohw,\n"
-    "                          ohw, beta, y + in * m * ohw, ohw, ws);\n"
-    "    return st;\n"
-    "  }\n"
-    "  const int64_t ntmp = n > 1 ? mg * cols : 0;\n"
-    "  @T@ *col = (@T@ *)ws, *tmp = col + kk * cols;\n"
-    "  void *gw = (char *)ws + ((size_t)(kk * cols + ntmp + 1) * sizeof(@T@) "
-    "+\n"
-    "                           63) / 64 * 64;\n"
+    "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
+    "  const int plain = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 "
+    "&&\n"
+    "                    pw == 0 && oh == h && ow == wd;\n"
     "  int st = 0;\n"
-    "  for (int64_t g = 0; g < groups && !st; g++) {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for collapse(2) if (kk * cols > 65536)\n"
-    "#endif\n";
-
-static const char conv_weir_tail[] =
-    "    const @T@ *wg = w + g * mg * kk;\n"
-    "    if (n == 1) {\n"
-    "      st |= weir_gemm_@S@(0, 0, mg, ohw, kk, (@T@)1, wg, kk, col, ohw,\n"
-    "                          beta, y + g * mg * ohw, ohw, gw);\n"
-    "      continue;\n"
-    "    }\n"
-    "    st |= weir_gemm_@S@(0, 0, mg, cols, kk, (@T@)1, wg, kk, col, cols,\n"
-    "                        (@T@)0, tmp, cols, gw);\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for collapse(2) if (mg * cols > 65536)\n"
-    "#endif\n"
-    "    for (int64_t in = 0; in < n; in++) {\n"
-    "      for (int64_t oc = 0; oc < mg; oc++) {\n"
-    "        const @T@ *src = tmp + oc * cols + in * ohw;\n"
-    "        @T@ *dst = y + (in * m + g * mg + oc) * ohw;\n"
-    "        for (int64_t p = 0; p < ohw; p++)\n"
-    "          dst[p] = b ? dst[p] + src[p] : src[p];\n"
-    "      }\n"
+    "  for (int64_t in = 0; in < n; in++) {\n"
+    "    for (int64_t g = 0; g < groups; g++) {\n"
+    "      const @T@ *xg = x + (in * c + g * cg) * h * wd;\n"
+    "      const int64_t yo = (in * m + g * mg) * ohw;\n"
+    "      const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow,\n"
+    "                                        sh, sw, dh, dw, ph, pw};\n"
+    "      const weir_gemm_epilogue_@S@ ep = {\n"
+    "          b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, hi};\n"
+    "      st |= weir_gemm_run_@S@(0, 0, mg, ohw, kk, (@T@)1, w + g * mg * "
+    "kk,\n"
+    "                              kk, xg, ohw, plain ? NULL : &im, (@T@)0,\n"
+    "                              y + yo, ohw, b || r || act ? &ep : NULL,\n"
+    "                              ws);\n"
     "    }\n"
     "  }\n"
     "  return st;\n"
@@ -800,44 +808,22 @@ static char *conv_im2col_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
   return scratch_of(e, elements, ci->y->dtype);
 }
 
-/* The scratch of weir_wconv2d: round64(bytes of col and tmp), unless the
- * convolution is 1x1 at unit stride without padding in one group, then
- * the GEMM's packing buffers for the largest of its GEMMs, with blocking
- * *bl, which is recorded.  "(void *)..." or "NULL"; NULL on error. */
+/* The scratch of weir_wconv2d: the GEMM's packing buffers for its
+ * products (M/g x oh*ow x C/g*kh*kw), with blocking *out, which is
+ * recorded.  "(void *)..." or "NULL"; NULL on error. */
 static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
                                WeirGemmBlocking *out, GError **error) {
   WeirDType t = ci->y->dtype;
-  const WeirContainer *x = ci->x, *w = ci->w, *y = ci->y;
+  const WeirContainer *w = ci->w, *y = ci->y;
   if (!weir_kernel_gemm_record(e, t, out, error))
     return NULL;
-  const WeirGemmBlocking bl = *out;
-  gint64 size = (gint64)weir_dtype_size(t);
   g_autoptr(WeirExpr) groups = weir_expr_const(ci->geo.group);
   g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(y, 2), dim(y, 3));
-  g_autoptr(WeirExpr) cols = weir_expr_mul(dim(x, 0), ohw);
   g_autoptr(WeirExpr) khw = weir_expr_mul(dim(w, 2), dim(w, 3));
   g_autoptr(WeirExpr) kk = weir_expr_mul(dim(w, 1), khw); /* C/g * kh * kw */
   g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(w, 0), groups);
-  g_autoptr(WeirExpr) w1 =
-      weir_kernel_gemm_work_bytes(t, &bl, dim(w, 0), ohw, dim(x, 1));
-  g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(t, &bl, mg, ohw, kk);
-  g_autoptr(WeirExpr) w3 = weir_kernel_gemm_work_bytes(t, &bl, mg, cols, kk);
-  g_autoptr(WeirExpr) w23 = weir_expr_max(w2, w3);
-  g_autoptr(WeirExpr) gwork = weir_expr_max(w1, w23);
-  if (conv_is_1x1(ci))
-    return weir_kernel_scratch_arg(e, weir_expr_ref(gwork));
-  /* col: kk * cols elements, tmp: mg * cols when n > 1 (counted always),
-   * one more, rounded up to 64 bytes as the helper does */
-  g_autoptr(WeirExpr) colel = weir_expr_mul(kk, cols);
-  g_autoptr(WeirExpr) tmpel = weir_expr_mul(mg, cols);
-  g_autoptr(WeirExpr) el = weir_expr_add(colel, tmpel);
-  g_autoptr(WeirExpr) el1 = weir_expr_add_const(el, 1);
-  g_autoptr(WeirExpr) by = weir_expr_mul_const(el1, size);
-  g_autoptr(WeirExpr) by63 = weir_expr_add_const(by, 63);
-  g_autoptr(WeirExpr) c64 = weir_expr_const(64);
-  g_autoptr(WeirExpr) q = weir_expr_floordiv(by63, c64);
-  g_autoptr(WeirExpr) colbytes = weir_expr_mul_const(q, 64);
-  return weir_kernel_scratch_arg(e, weir_expr_add(colbytes, gwork));
+  return weir_kernel_scratch_arg(
+      e, weir_kernel_gemm_work_bytes(t, out, mg, ohw, kk));
 }
 
 /* direct: the 1x1 or depthwise helper; otherwise im2col on GEMM `which`. */
@@ -884,9 +870,12 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
         geo->strides[1], geo->dilations[0], geo->dilations[1], ph, pw);
     return TRUE;
   }
-  const char *name;
+  const char *name, *rp = "NULL";
   g_autofree char *text = NULL, *ws = NULL, *status = NULL;
+  g_autofree char *lo = NULL, *hi = NULL;
   WeirGemmBlocking bl = {0};
+  WeirEpilogueKind ek = {.act = 0, .residual = -1};
+  gboolean ep = FALSE; /* Weir's helper: the epilogue's arguments */
   if (which == WEIR_NATIVE_GEMM_CBLAS) {
     emit_header(e, "im2col");
     use_blas(e);
@@ -897,7 +886,14 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     ws = conv_im2col_scratch(e, &ci);
     status = g_strdup("");
   } else {
-    emit_header(e, "weir");
+    ep = TRUE;
+    const char *r;
+    if (!weir_kernel_epilogue_use(e, "Weir's GEMM", &ek, &r, &lo, &hi, error))
+      return FALSE;
+    rp = r;
+    g_autofree char *head =
+        g_strconcat("weir", weir_kernel_epilogue_what(&ek), NULL);
+    emit_header(e, head);
     name = "weir_wconv2d";
     ws = conv_weir_scratch(e, &ci, &bl, error);
     if (!ws)
@@ -905,24 +901,26 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     /* the helper's suffix is its GEMM's: a node's own blocking gets its
      * own copy */
     sfx = bl.id;
-    g_autofree char *proto = weir_kernel_gemm_prototype(t, &bl);
-    g_autofree char *own = conv_text(conv_weir_head, conv_patches_same,
-                                     "output ", "", conv_weir_tail);
-    text = g_strconcat(proto, own, NULL);
+    text = g_strdup(conv_weir);
     status = g_strdup_printf("%s |= ", e->status);
   }
   g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);
   g_autofree char *body = instantiate_sfx(text, t, sfx);
   e->helper(e, helper, body);
+  /* Weir's helper takes the residual after y and the activation before
+   * its scratch */
+  g_autofree char *rarg = ep ? g_strdup_printf(", %s", rp) : g_strdup("");
+  g_autofree char *aarg =
+      ep ? g_strdup_printf(", %d, %s, %s", ek.act, lo, hi) : g_strdup("");
   g_string_append_printf(e->code,
-                         "%s%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                         "%s%s_%s(%s, %s, %s, %s%s, %s, %s, %s, %s, %s, %s, "
                          "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
                          ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                         ", %" G_GINT64_FORMAT ", %s, %s, %s);\n",
-                         status, name, sfx, xp, wp, bp, yp, n, c, h, w, m, kh,
-                         kw, oh, ow, geo->group, geo->strides[0],
+                         ", %" G_GINT64_FORMAT ", %s, %s%s, %s);\n",
+                         status, name, sfx, xp, wp, bp, yp, rarg, n, c, h, w, m,
+                         kh, kw, oh, ow, geo->group, geo->strides[0],
                          geo->strides[1], geo->dilations[0], geo->dilations[1],
-                         ph, pw, ws);
+                         ph, pw, aarg, ws);
   return TRUE;
 }
 

@@ -44,93 +44,22 @@ static const char dw_head[] =
 
 /* Per width (@VL@ replaced by the lanes of that width). */
 static const char dw_width[] =
-    "typedef float weir_dw_v@VL@ __attribute__((vector_size(@VB@)));\n"
-    "typedef int32_t weir_dw_i@VL@ __attribute__((vector_size(@VB@)));\n"
-    "static inline __attribute__((always_inline)) @TGT@ weir_dw_v@VL@\n"
-    "weir_dw_load@VL@(const float *p) {\n"
-    "  weir_dw_v@VL@ v;\n"
-    "  memcpy(&v, p, sizeof v);\n"
-    "  return v;\n"
-    "}\n"
-    "static inline __attribute__((always_inline)) @TGT@ weir_dw_v@VL@\n"
-    "weir_dw_set@VL@(float x) {\n"
-    "  weir_dw_v@VL@ v = {0};\n"
-    "  return v + x;\n"
-    "}\n"
-    "/* m ? a : b, lane by lane (m: all ones or zeros) */\n"
-    "static inline __attribute__((always_inline)) @TGT@ weir_dw_v@VL@\n"
-    "weir_dw_sel@VL@(weir_dw_i@VL@ m, weir_dw_v@VL@ a, weir_dw_v@VL@ b) {\n"
-    "  return (weir_dw_v@VL@)(((weir_dw_i@VL@)a & m) | ((weir_dw_i@VL@)b & "
-    "~m));\n"
-    "}\n"
-    "/* exp(x): x clamped to [-87, 88], x = n ln2 + r (|r| <= ln2 / 2, n\n"
-    " * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of\n"
-    " * degree 6 (relative error < 2e-7 on r), times 2^n built in the\n"
-    " * exponent bits. */\n"
-    "static inline __attribute__((always_inline)) @TGT@ weir_dw_v@VL@\n"
-    "weir_dw_exp@VL@(weir_dw_v@VL@ x) {\n"
-    "  const weir_dw_v@VL@ lo = weir_dw_set@VL@(-87.0f),\n"
-    "                      hi = weir_dw_set@VL@(88.0f);\n"
-    "  x = weir_dw_sel@VL@(x < lo, lo, x);\n"
-    "  x = weir_dw_sel@VL@(x > hi, hi, x);\n"
-    "  const weir_dw_v@VL@ t = x * 1.44269504088896341f + 12582912.0f;\n"
-    "  const weir_dw_v@VL@ n = t - 12582912.0f;\n"
-    "  weir_dw_v@VL@ r = x - n * 0.693359375f;\n"
-    "  r = r - n * -2.12194440e-4f;\n"
-    "  weir_dw_v@VL@ p = r * (1.0f / 720.0f) + (1.0f / 120.0f);\n"
-    "  p = p * r + (1.0f / 24.0f);\n"
-    "  p = p * r + (1.0f / 6.0f);\n"
-    "  p = p * r + 0.5f;\n"
-    "  p = p * r + 1.0f;\n"
-    "  p = p * r + 1.0f;\n"
-    "  const weir_dw_i@VL@ e =\n"
-    "      ((weir_dw_i@VL@)t - 0x4B400000 + 127) << 23;\n"
-    "  return p * (weir_dw_v@VL@)e;\n"
-    "}\n"
-    "/* the activation of the epilogue: 1 clip to [lo, hi] (ReLU: [0, inf]),\n"
-    " * 2 sigmoid, 3 SiLU x * sigmoid(x), 4 HardSwish x * clip(x + 3, 0, 6) /\n"
-    " * 6; 0 none */\n"
-    "static inline __attribute__((always_inline)) @TGT@ weir_dw_v@VL@\n"
-    "weir_dw_act@VL@(weir_dw_v@VL@ v, int act, float lo, float hi) {\n"
-    "  switch (act) {\n"
-    "  case 1: {\n"
-    "    const weir_dw_v@VL@ l = weir_dw_set@VL@(lo), u = "
-    "weir_dw_set@VL@(hi);\n"
-    "    v = weir_dw_sel@VL@(v < l, l, v);\n"
-    "    return weir_dw_sel@VL@(v > u, u, v);\n"
-    "  }\n"
-    "  case 2:\n"
-    "    return 1.0f / (1.0f + weir_dw_exp@VL@(-v));\n"
-    "  case 3:\n"
-    "    return v / (1.0f + weir_dw_exp@VL@(-v));\n"
-    "  case 4: {\n"
-    "    const weir_dw_v@VL@ z = weir_dw_set@VL@(0.0f), s = "
-    "weir_dw_set@VL@(6.0f);\n"
-    "    weir_dw_v@VL@ g = v + 3.0f;\n"
-    "    g = weir_dw_sel@VL@(g < z, z, g);\n"
-    "    g = weir_dw_sel@VL@(g > s, s, g);\n"
-    "    return v * g * (1.0f / 6.0f);\n"
-    "  }\n"
-    "  default:\n"
-    "    return v;\n"
-    "  }\n"
-    "}\n"
     "/* acc + the K taps of one kernel row, xr the input row at the block's\n"
     " * first input column (stride 2: two loads split into even and odd lanes) "
     "*/\n"
-    "static inline __attribute__((always_inline)) @TGT@ weir_dw_v@VL@\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
     "weir_dw_taps@VL@(const int K, const int S, const float *xr,\n"
-    "                 const weir_dw_v@VL@ *wr, weir_dw_v@VL@ acc) {\n"
+    "                 const weir_act_v@VL@ *wr, weir_act_v@VL@ acc) {\n"
     "  if (S == 1) {\n"
     "#pragma GCC unroll 5\n"
     "    for (int j = 0; j < K; j++)\n"
-    "      acc += wr[j] * weir_dw_load@VL@(xr + j);\n"
+    "      acc += wr[j] * weir_act_load@VL@(xr + j);\n"
     "    return acc;\n"
     "  }\n"
     "#pragma GCC unroll 3\n"
     "  for (int j = 0; j < K; j += 2) {\n"
-    "    const weir_dw_v@VL@ u = weir_dw_load@VL@(xr + j),\n"
-    "                       v = weir_dw_load@VL@(xr + j + @VL@);\n"
+    "    const weir_act_v@VL@ u = weir_act_load@VL@(xr + j),\n"
+    "                       v = weir_act_load@VL@(xr + j + @VL@);\n"
     "    acc += wr[j] * __builtin_shufflevector(u, v, @EVEN@);\n"
     "    if (j + 1 < K)\n"
     "      acc += wr[j + 1] * __builtin_shufflevector(u, v, @ODD@);\n"
@@ -140,13 +69,13 @@ static const char dw_width[] =
     "/* the epilogue and the store of nq (<= @VL@) outputs at yr; rr: the\n"
     " * residual at the same place or NULL */\n"
     "static inline __attribute__((always_inline)) @TGT@ void\n"
-    "weir_dw_store@VL@(float *yr, const float *rr, weir_dw_v@VL@ acc, int64_t "
+    "weir_dw_store@VL@(float *yr, const float *rr, weir_act_v@VL@ acc, int64_t "
     "nq,\n"
     "                  int act, float lo, float hi) {\n"
     "  if (nq == @VL@) {\n"
     "    if (rr)\n"
-    "      acc += weir_dw_load@VL@(rr);\n"
-    "    acc = weir_dw_act@VL@(acc, act, lo, hi);\n"
+    "      acc += weir_act_load@VL@(rr);\n"
+    "    acc = weir_act_apply@VL@(acc, act, lo, hi);\n"
     "    memcpy(yr, &acc, sizeof acc);\n"
     "    return;\n"
     "  }\n"
@@ -154,9 +83,9 @@ static const char dw_width[] =
     "  if (rr) {\n"
     "    float t[@VL@] = {0};\n"
     "    memcpy(t, rr, (size_t)nq * sizeof(float));\n"
-    "    acc += weir_dw_load@VL@(t);\n"
+    "    acc += weir_act_load@VL@(t);\n"
     "  }\n"
-    "  acc = weir_dw_act@VL@(acc, act, lo, hi);\n"
+    "  acc = weir_act_apply@VL@(acc, act, lo, hi);\n"
     "  memcpy(o, &acc, sizeof acc);\n"
     "  memcpy(yr, o, (size_t)nq * sizeof(float));\n"
     "}\n"
@@ -179,10 +108,10 @@ static const char dw_width[] =
     "  /* input columns one block reads: [base, base + span) */\n"
     "  const int64_t span = S == 1 ? @VL@ + K - 1 : 2 * @VL@ + 2 * ((K - 1) / "
     "2);\n"
-    "  weir_dw_v@VL@ wv[25];\n"
+    "  weir_act_v@VL@ wv[25];\n"
     "#pragma GCC unroll 25\n"
     "  for (int i = 0; i < K * K; i++)\n"
-    "    wv[i] = weir_dw_set@VL@(wc[i]);\n"
+    "    wv[i] = weir_act_set@VL@(wc[i]);\n"
     "  /* padded row length: what the last block reads */\n"
     "  const int64_t nb = (ow + @VL@ - 1) / @VL@;\n"
     "  const int64_t len = (nb - 1) * @VL@ * S + span;\n"
@@ -210,7 +139,7 @@ static const char dw_width[] =
     "        loaded = ih;\n"
     "      }\n"
     "      for (int64_t q0 = 0; q0 < ow; q0 += @VL@) {\n"
-    "        weir_dw_v@VL@ acc = weir_dw_set@VL@(bias);\n"
+    "        weir_act_v@VL@ acc = weir_act_set@VL@(bias);\n"
     "#pragma GCC unroll 5\n"
     "        for (int i = 0; i < K; i++) {\n"
     "          const int64_t ih = ih0 + i;\n"
@@ -237,7 +166,7 @@ static const char dw_width[] =
     "      const int64_t nq = ow - q0 < @VL@ ? ow - q0 : @VL@;\n"
     "      const int64_t base = q0 * S - pw;\n"
     "      const int inner = nq == @VL@ && q0 >= qa && q0 <= qz;\n"
-    "      weir_dw_v@VL@ acc = weir_dw_set@VL@(bias);\n"
+    "      weir_act_v@VL@ acc = weir_act_set@VL@(bias);\n"
     "#pragma GCC unroll 5\n"
     "      for (int i = 0; i < K; i++) {\n"
     "        const int64_t ih = ih0 + i;\n"
@@ -315,26 +244,6 @@ static const char dw_width[] =
     "}\n";
 
 static const char dw_driver[] =
-    "/* the epilogue on one element (the scalar loop nest's store) */\n"
-    "static inline float weir_dw_act1(float v, int act, float lo, float hi) "
-    "{\n"
-    "  switch (act) {\n"
-    "  case 1:\n"
-    "    v = v < lo ? lo : v;\n"
-    "    return v > hi ? hi : v;\n"
-    "  case 2:\n"
-    "    return 1.0f / (1.0f + expf(-v));\n"
-    "  case 3:\n"
-    "    return v / (1.0f + expf(-v));\n"
-    "  case 4: {\n"
-    "    float g = v + 3.0f;\n"
-    "    g = g < 0.0f ? 0.0f : g > 6.0f ? 6.0f : g;\n"
-    "    return v * g * (1.0f / 6.0f);\n"
-    "  }\n"
-    "  default:\n"
-    "    return v;\n"
-    "  }\n"
-    "}\n"
     "/* Any kernel, stride and dilation: per output row, each tap adds\n"
     " * w * (a shifted input row) over the columns whose input lies in the\n"
     " * image; then the epilogue over the row. */\n"
@@ -369,7 +278,7 @@ static const char dw_driver[] =
     "      }\n"
     "    }\n"
     "    for (int64_t q = 0; q < ow; q++)\n"
-    "      yr[q] = weir_dw_act1(rc ? yr[q] + rc[p * ow + q] : yr[q], act, lo, "
+    "      yr[q] = weir_act1_f32(rc ? yr[q] + rc[p * ow + q] : yr[q], act, lo, "
     "hi);\n"
     "  }\n"
     "}\n"
@@ -420,18 +329,6 @@ static const char dw_driver[] =
     "  }\n"
     "}\n";
 
-static const char *isa_target(WeirHwIsa isa) {
-  switch (isa) {
-  case WEIR_HW_ISA_AVX512:
-    return "__attribute__((target(\"avx512f,fma\")))";
-  case WEIR_HW_ISA_AVX2:
-    return "__attribute__((target(\"avx2,fma\")))";
-  case WEIR_HW_ISA_GENERIC:
-    break;
-  }
-  return "";
-}
-
 void weir_kernel_depthwise_params(const WeirHwProfile *hw,
                                   WeirDepthwiseParams *out) {
   WeirHwIsa isa = hw ? hw->isa : WEIR_HW_ISA_GENERIC;
@@ -455,7 +352,7 @@ static void append_width(GString *out, const WeirDepthwiseParams *p, guint vl) {
   }
   g_string_replace(s, "@EVEN@", even->str, 0);
   g_string_replace(s, "@ODD@", odd->str, 0);
-  g_string_replace(s, "@TGT@", isa_target(p->isa), 0);
+  g_string_replace(s, "@TGT@", weir_kernel_isa_target(p->isa), 0);
   replace_uint(s, "@VB@", vl * 4);
   replace_uint(s, "@VL@", vl);
   g_string_append(out, s->str);
@@ -473,250 +370,6 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p) {
   replace_uint(s, "@VLH@", p->vl / 2);
   replace_uint(s, "@VL@", p->vl);
   return g_string_free(s, FALSE);
-}
-
-/* ------------------------------------------------------------ epilogue */
-
-/* The epilogue's code with its names resolved: locals to the expression
- * assigned to them, the connector of the node's result to X, extra
- * connector k to R_k. */
-typedef struct {
-  GHashTable *locals; /* name -> WeirAst* (borrowed from code) */
-  const char *x;      /* connector of the node's result */
-  GPtrArray *extras;  /* char*: connectors of the extra inputs */
-} Names;
-
-/* Follows names of locals to their value. */
-static const WeirAst *resolve(const Names *nm, const WeirAst *e) {
-  for (guint guard = 0; e && e->kind == WEIR_AST_NAME && guard < 64; guard++) {
-    const WeirAst *v = g_hash_table_lookup(nm->locals, e->name);
-    if (!v)
-      break;
-    e = v;
-  }
-  return e;
-}
-
-/* -1: X; k >= 0: extra input k; -2: not a connector. */
-static int leaf(const Names *nm, const WeirAst *e) {
-  e = resolve(nm, e);
-  if (!e || e->kind != WEIR_AST_NAME)
-    return -2;
-  if (strcmp(e->name, nm->x) == 0)
-    return -1;
-  for (guint k = 0; k < nm->extras->len; k++)
-    if (strcmp(e->name, g_ptr_array_index(nm->extras, k)) == 0)
-      return (int)k;
-  return -2;
-}
-
-static gboolean same(const Names *nm, const WeirAst *a, const WeirAst *b) {
-  int la = leaf(nm, a), lb = leaf(nm, b);
-  if (la != -2 || lb != -2)
-    return la == lb;
-  return resolve(nm, a) == resolve(nm, b);
-}
-
-static gboolean literal(const Names *nm, const WeirAst *e, double *v) {
-  e = resolve(nm, e);
-  if (!e)
-    return FALSE;
-  if (e->kind == WEIR_AST_FLOAT || e->kind == WEIR_AST_INT) {
-    *v = e->kind == WEIR_AST_FLOAT ? e->fval : (double)e->ival;
-    return TRUE;
-  }
-  if (e->kind == WEIR_AST_UNARY && e->op == WEIR_OP_NEG &&
-      literal(nm, e->a, v)) {
-    *v = -*v;
-    return TRUE;
-  }
-  return FALSE;
-}
-
-static gboolean literal_is(const Names *nm, const WeirAst *e, double want) {
-  double v;
-  return literal(nm, e, &v) && v == want;
-}
-
-static gboolean binary(const Names *nm, const WeirAst **e, WeirOp op) {
-  *e = resolve(nm, *e);
-  return *e && (*e)->kind == WEIR_AST_BINARY && (*e)->op == op;
-}
-
-static gboolean call2(const Names *nm, const WeirAst **e, WeirFunc f) {
-  *e = resolve(nm, *e);
-  return *e && (*e)->kind == WEIR_AST_CALL && (*e)->func == f &&
-         (*e)->args->len == 2;
-}
-
-/* e = 1 + exp(-arg) (either order of the sum): *arg. */
-static gboolean one_plus_exp_neg(const Names *nm, const WeirAst *e,
-                                 const WeirAst **arg) {
-  if (!binary(nm, &e, WEIR_OP_ADD))
-    return FALSE;
-  for (int side = 0; side < 2; side++) {
-    const WeirAst *one = side ? e->b : e->a, *ex = side ? e->a : e->b;
-    ex = resolve(nm, ex);
-    if (!literal_is(nm, one, 1.0) || !ex || ex->kind != WEIR_AST_CALL ||
-        ex->func != WEIR_FUNC_EXP || ex->args->len != 1)
-      continue;
-    const WeirAst *neg = resolve(nm, g_ptr_array_index(ex->args, 0));
-    if (neg && neg->kind == WEIR_AST_UNARY && neg->op == WEIR_OP_NEG) {
-      *arg = neg->a;
-      return TRUE;
-    }
-  }
-  return FALSE;
-}
-
-/* e = 1 / (1 + exp(-arg)): *arg. */
-static gboolean sigmoid_of(const Names *nm, const WeirAst *e,
-                           const WeirAst **arg) {
-  return binary(nm, &e, WEIR_OP_DIV) && literal_is(nm, e->a, 1.0) &&
-         one_plus_exp_neg(nm, e->b, arg);
-}
-
-/* e = min(max(inner, lo), hi), max(min(inner, hi), lo), max(inner, lo) or
- * min(inner, hi), literal bounds on either side of each call. */
-static gboolean clip_of(const Names *nm, const WeirAst *e, double *lo,
-                        double *hi, const WeirAst **inner) {
-  const WeirAst *c = e;
-  gboolean mx = call2(nm, &c, WEIR_FUNC_MAX);
-  c = e;
-  if (!mx && !call2(nm, &c, WEIR_FUNC_MIN))
-    return FALSE;
-  double v;
-  const WeirAst *rest;
-  if (literal(nm, g_ptr_array_index(c->args, 1), &v))
-    rest = g_ptr_array_index(c->args, 0);
-  else if (literal(nm, g_ptr_array_index(c->args, 0), &v))
-    rest = g_ptr_array_index(c->args, 1);
-  else
-    return FALSE;
-  if (mx)
-    *lo = MAX(*lo, v);
-  else
-    *hi = MIN(*hi, v);
-  /* one more bound of the other kind inside */
-  const WeirAst *d = rest;
-  if (call2(nm, &d, mx ? WEIR_FUNC_MIN : WEIR_FUNC_MAX)) {
-    double u;
-    const WeirAst *in2;
-    if (literal(nm, g_ptr_array_index(d->args, 1), &u))
-      in2 = g_ptr_array_index(d->args, 0);
-    else if (literal(nm, g_ptr_array_index(d->args, 0), &u))
-      in2 = g_ptr_array_index(d->args, 1);
-    else
-      in2 = NULL;
-    if (in2) {
-      if (mx)
-        *hi = MIN(*hi, u);
-      else
-        *lo = MAX(*lo, u);
-      rest = in2;
-    }
-  }
-  *inner = rest;
-  return TRUE;
-}
-
-/* e = p * max(0, min(1, q / 6 + 0.5)) with p and q the same value (the
- * HardSwish of ir/lower/expand/elementwise.c), either order. */
-static gboolean hardswish_of(const Names *nm, const WeirAst *e,
-                             const WeirAst **inner) {
-  if (!binary(nm, &e, WEIR_OP_MUL))
-    return FALSE;
-  for (int side = 0; side < 2; side++) {
-    const WeirAst *p = side ? e->b : e->a, *g = side ? e->a : e->b;
-    double lo = -G_MAXDOUBLE, hi = G_MAXDOUBLE;
-    const WeirAst *t;
-    if (!clip_of(nm, g, &lo, &hi, &t) || lo != 0.0 || hi != 1.0)
-      continue;
-    if (!binary(nm, &t, WEIR_OP_ADD))
-      continue;
-    const WeirAst *dv = t->a;
-    if (!literal_is(nm, t->b, 0.5) || !binary(nm, &dv, WEIR_OP_DIV) ||
-        !literal_is(nm, dv->b, 6.0) || !same(nm, dv->a, p))
-      continue;
-    *inner = p;
-    return TRUE;
-  }
-  return FALSE;
-}
-
-gboolean weir_kernel_epilogue_classify(const WeirNode *n,
-                                       WeirEpilogueKind *out) {
-  const WeirAttr *code = weir_node_attr(n, WEIR_EPILOGUE_CODE);
-  const WeirAttr *conns = weir_node_attr(n, WEIR_EPILOGUE_CONNS);
-  if (!code || code->type != WEIR_ATTR_STRING || !code->s || !conns ||
-      conns->type != WEIR_ATTR_STRINGS || conns->strings->len < 2)
-    return FALSE;
-  g_autoptr(WeirCode) wc = weir_code_parse(code->s, NULL);
-  if (!wc)
-    return FALSE;
-  g_autoptr(GHashTable) locals = g_hash_table_new(g_str_hash, g_str_equal);
-  g_autoptr(GPtrArray) extras = g_ptr_array_new();
-  for (guint k = 2; k < conns->strings->len; k++)
-    g_ptr_array_add(extras, g_ptr_array_index(conns->strings, k));
-  Names nm = {.locals = locals,
-              .x = g_ptr_array_index(conns->strings, 1),
-              .extras = extras};
-  for (guint i = 0; i < wc->stmts->len; i++) {
-    const WeirStmt *st = g_ptr_array_index(wc->stmts, i);
-    /* plain assignments, each name once, never to an input */
-    if (st->target->kind != WEIR_AST_NAME ||
-        g_hash_table_contains(locals, st->target->name) ||
-        leaf(&nm, st->target) != -2)
-      return FALSE;
-    g_hash_table_insert(locals, st->target->name, st->value);
-  }
-  const WeirAst *y =
-      g_hash_table_lookup(locals, g_ptr_array_index(conns->strings, 0));
-  if (!y)
-    return FALSE;
-  WeirEpilogueKind k = {.act = 0, .lo = 0, .hi = 0, .residual = -1};
-  const WeirAst *inner = y, *a;
-  double lo = -G_MAXDOUBLE, hi = G_MAXDOUBLE;
-  const WeirAst *m = y;
-  if (sigmoid_of(&nm, y, &a)) {
-    k.act = 2;
-    inner = a;
-  } else if (hardswish_of(&nm, y, &a)) {
-    k.act = 4;
-    inner = a;
-  } else if (binary(&nm, &m, WEIR_OP_MUL) &&
-             ((sigmoid_of(&nm, m->b, &a) && same(&nm, a, m->a)) ||
-              (sigmoid_of(&nm, m->a, &a) && same(&nm, a, m->b)))) {
-    k.act = 3; /* x * sigmoid(x) */
-    inner = a;
-  } else if ((m = y, binary(&nm, &m, WEIR_OP_DIV)) &&
-             one_plus_exp_neg(&nm, m->b, &a) && same(&nm, a, m->a)) {
-    k.act = 3; /* x / (1 + exp(-x)) */
-    inner = a;
-  } else if (clip_of(&nm, y, &lo, &hi, &a)) {
-    k.act = 1;
-    k.lo = lo;
-    k.hi = hi;
-    inner = a;
-  }
-  /* what the activation applies to: X, or X + R (a residual) */
-  int l = leaf(&nm, inner);
-  if (l == -1) {
-    *out = k;
-    return TRUE;
-  }
-  const WeirAst *sum = inner;
-  if (!binary(&nm, &sum, WEIR_OP_ADD))
-    return FALSE;
-  int la = leaf(&nm, sum->a), lb = leaf(&nm, sum->b);
-  if (la == -1 && lb >= 0)
-    k.residual = lb;
-  else if (lb == -1 && la >= 0)
-    k.residual = la;
-  else
-    return FALSE;
-  *out = k;
-  return TRUE;
 }
 
 /* ------------------------------------------------------------ emitter */
@@ -758,64 +411,6 @@ static gboolean dw_accepts(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
-/* The container on connector epi<k> of n, or NULL. */
-static const WeirContainer *epi_port(const WeirGraph *g, const WeirState *s,
-                                     const WeirNode *n, int k) {
-  char conn[24];
-  g_snprintf(conn, sizeof conn, "epi%d", k);
-  for (guint i = 0; i < s->edges->len; i++) {
-    const WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    if (m->data && m->dst == n->id && g_strcmp0(m->dst_conn, conn) == 0)
-      return weir_graph_container(g, m->data);
-  }
-  return NULL;
-}
-
-/* Whether c has y's shape, f32, stored row-major. */
-static gboolean like_output(const WeirContainer *c, const WeirContainer *y) {
-  if (!c || c->dtype != WEIR_DTYPE_F32 || c->shape->len != y->shape->len)
-    return FALSE;
-  g_autoptr(WeirExpr) acc = weir_expr_const(1);
-  for (guint d = c->shape->len; d-- > 0;) {
-    if (!weir_expr_equal(dim(c, d), dim(y, d)) ||
-        !weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
-      return FALSE;
-    WeirExpr *next = weir_expr_mul(acc, dim(c, d));
-    weir_expr_unref(acc);
-    acc = next;
-  }
-  return TRUE;
-}
-
-/* n's epilogue as the kernel applies it: an activation it knows, on X or
- * on X + R with R of the output's shape. */
-static gboolean dw_epilogue(const WeirGraph *g, const WeirState *s,
-                            const WeirNode *n, WeirEpilogueKind *k) {
-  if (!weir_epilogue_present(n) || !weir_kernel_epilogue_classify(n, k))
-    return FALSE;
-  if (k->residual < 0)
-    return TRUE;
-  const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
-  return y && like_output(epi_port(g, s, n, k->residual), y);
-}
-
-static gboolean dw_takes_epilogue(const WeirGraph *g, const WeirState *s,
-                                  const WeirNode *n) {
-  WeirEpilogueKind k;
-  return dw_epilogue(g, s, n, &k);
-}
-
-/* A bound of the clip as C text (infinite when the code has none). */
-static char *bound_c(double v) {
-  if (v <= -G_MAXDOUBLE)
-    return g_strdup("-__builtin_inff()");
-  if (v >= G_MAXDOUBLE)
-    return g_strdup("__builtin_inff()");
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  g_ascii_formatd(buf, sizeof buf, "%.9g", v);
-  return g_strdup_printf("%s%sf", buf, strpbrk(buf, ".eEn") ? "" : ".0");
-}
-
 static void emit_header(WeirNativeEmit *e, const char *what) {
   g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
   for (char *p = l; *p; p++)
@@ -836,6 +431,8 @@ static gboolean dw_emit(WeirNativeEmit *e, GError **error) {
   WeirDepthwiseParams p;
   weir_kernel_depthwise_params(hw, &p);
   g_autofree char *text = weir_kernel_depthwise_text(&p);
+  weir_kernel_act_record(e, p.isa, p.vl, WEIR_DTYPE_F32);
+  weir_kernel_act_record(e, p.isa, p.vl / 2, WEIR_DTYPE_F32);
   e->helper(e, "weir_dwconv2d_f32", text);
   /* the tunable width: the node's "depthwise_vl" (p.vl or p.vl / 2), else
    * chosen per call */
@@ -850,28 +447,14 @@ static gboolean dw_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *ph = e->expr_c(e, geo.pad_begin[0]);
   g_autofree char *pw = e->expr_c(e, geo.pad_begin[1]);
   /* the epilogue, when the code generator left it on the node */
-  WeirEpilogueKind ep = {.act = 0, .residual = -1};
-  if (weir_epilogue_present(e->n) && !dw_epilogue(e->g, e->s, e->n, &ep)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                "the depthwise kernel does not apply this epilogue (split it "
-                "off first)");
+  WeirEpilogueKind ep;
+  const char *rp;
+  g_autofree char *lo = NULL, *hi = NULL;
+  if (!weir_kernel_epilogue_use(e, "the depthwise kernel", &ep, &rp, &lo, &hi,
+                                error))
     return FALSE;
-  }
-  const char *rp = "NULL";
-  if (ep.residual >= 0) {
-    rp = e->epi[ep.residual].ptr;
-    if (!rp) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                  "epilogue input epi%d has no container", ep.residual);
-      return FALSE;
-    }
-  }
-  g_autofree char *lo = bound_c(ep.act == 1 ? ep.lo : 0.0);
-  g_autofree char *hi = bound_c(ep.act == 1 ? ep.hi : 0.0);
-  static const char *const acts[] = {"", " + clip", " + sigmoid", " + SiLU",
-                                     " + HardSwish"};
-  g_autofree char *what = g_strdup_printf(
-      "depthwise%s%s", ep.residual >= 0 ? " + residual" : "", acts[ep.act]);
+  g_autofree char *what =
+      g_strdup_printf("depthwise%s", weir_kernel_epilogue_what(&ep));
   emit_header(e, what);
   g_string_append_printf(
       e->code,
@@ -888,7 +471,8 @@ static const WeirNativeImpl dw_impl = {.op = "Conv",
                                        .impl = "depthwise",
                                        .accepts = dw_accepts,
                                        .emit = dw_emit,
-                                       .takes_epilogue = dw_takes_epilogue};
+                                       .takes_epilogue =
+                                           weir_kernel_takes_epilogue};
 
 void weir_native_register_depthwise(void) {
   weir_native_register(&dw_impl);

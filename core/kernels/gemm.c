@@ -278,10 +278,120 @@ static const char gemm_ukr_n[] =
     "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, c, ldc, mr, nr, acc);\n"
     "}\n";
 
+/* The epilogue (f32 gets the vector loop, @VECEPI@). */
+static const char gemm_epi[] =
+    "/* The epilogue of a product: c = act(c + bias[row] + r[row, col]),\n"
+    " * applied to each microtile right after its last store (while it is in\n"
+    " * L1), so the output is written once. */\n"
+    "typedef struct {\n"
+    "  const @T@ *bias; /* one per row of c, or NULL */\n"
+    "  const @T@ *r;    /* r[i * ldr + j] added, or NULL */\n"
+    "  int64_t ldr;\n"
+    "  int act; /* as weir_act1_@DT@: 0 none, 1 clip, 2 sigmoid, 3 SiLU,\n"
+    "              4 HardSwish */\n"
+    "  @T@ lo, hi;\n"
+    "} weir_gemm_epilogue_@S@;\n"
+    "\n"
+    "/* rows [row0, row0 + mr) x columns [col0, col0 + nr) of c, cp at the\n"
+    " * first of them */\n"
+    "static @TGT@ void weir_gemm_epi_@S@(const weir_gemm_epilogue_@S@ *ep,\n"
+    "                                   @T@ *cp, int64_t ldc, int64_t row0,\n"
+    "                                   int64_t col0, int64_t mr, int64_t nr) "
+    "{\n"
+    "  for (int64_t i = 0; i < mr; i++) {\n"
+    "    @T@ *ci = cp + i * ldc;\n"
+    "    const @T@ bb = ep->bias ? ep->bias[row0 + i] : (@T@)0;\n"
+    "    const @T@ *ri = ep->r ? ep->r + (row0 + i) * ep->ldr + col0 : NULL;\n"
+    "    int64_t j = 0;\n"
+    "@VECEPI@"
+    "    for (; j < nr; j++) {\n"
+    "      @T@ v = ci[j] + bb;\n"
+    "      if (ri)\n"
+    "        v += ri[j];\n"
+    "      ci[j] = weir_act1_@DT@(v, ep->act, ep->lo, ep->hi);\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* @VECEPI@ for f32: whole vectors of the ISA's width (weir_act_v@VL@). */
+static const char gemm_epi_vec[] =
+    "    const weir_act_v@VL@ vb = weir_act_set@VL@(bb);\n"
+    "    for (; j + @VL@ <= nr; j += @VL@) {\n"
+    "      weir_act_v@VL@ v = weir_act_load@VL@(ci + j) + vb;\n"
+    "      if (ri)\n"
+    "        v += weir_act_load@VL@(ri + j);\n"
+    "      v = weir_act_apply@VL@(v, ep->act, ep->lo, ep->hi);\n"
+    "      memcpy(ci + j, &v, sizeof v);\n"
+    "    }\n";
+
 static const char gemm_driver[] =
     "#ifdef _OPENMP\n"
     "#include <omp.h>\n"
     "#endif\n"
+    "/* A convolution's patches as B (implicit im2col): row r = (ic, i, j) of\n"
+    " * c * kh * kw, column = output pixel (p, q) of oh x ow; the element is\n"
+    " * x[ic][p * sh + i * dh - ph][q * sw + j * dw - pw], zero outside the\n"
+    " * image.  Gathered straight into the packed panels. */\n"
+    "typedef struct {\n"
+    "  const @T@ *x; /* c planes of h x wd */\n"
+    "  int64_t h, wd, kh, kw, ow, sh, sw, dh, dw, ph, pw;\n"
+    "} weir_gemm_patches_@S@;\n"
+    "\n"
+    "/* weir_gemm_pack_b for B = the patches im: rows [pc, pc + kc), columns\n"
+    " * [jc + q * NR, + NR) of panel q.  Per row, the columns of one output\n"
+    " * row at a time: zeros where the input column or row lies in the\n"
+    " * padding, a copy (strided by sw) between. */\n"
+    "static inline void weir_gemm_pack_im_@S@(const weir_gemm_patches_@S@ "
+    "*im,\n"
+    "                                         int64_t pc, int64_t kc,\n"
+    "                                         int64_t jc, int64_t nc, int64_t "
+    "q,\n"
+    "                                         @T@ *bp) {\n"
+    "  const int64_t j0 = q * @NR@, w = nc - j0 < @NR@ ? nc - j0 : @NR@;\n"
+    "  const int64_t p0 = (jc + j0) / im->ow, q0 = (jc + j0) % im->ow;\n"
+    "  const int64_t h = im->h, wd = im->wd, ow = im->ow, sw = im->sw;\n"
+    "  @T@ *dst = bp + q * kc * @NR@;\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    const int64_t r = pc + k, j = r % im->kw, i = r / im->kw % im->kh;\n"
+    "    const @T@ *xc = im->x + r / (im->kw * im->kh) * h * wd;\n"
+    "    const int64_t offh = i * im->dh - im->ph, off = j * im->dw - im->pw;\n"
+    "    /* output columns whose input column is inside: [qlo, qhi) */\n"
+    "    const int64_t qlo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
+    "    const int64_t qhi = wd - off > 0 ? (wd - off + sw - 1) / sw : 0;\n"
+    "    @T@ *d = dst + k * @NR@;\n"
+    "    int64_t p = p0, qq = q0, t = 0;\n"
+    "    while (t < w) {\n"
+    "      const int64_t run = ow - qq < w - t ? ow - qq : w - t;\n"
+    "      const int64_t ih = p * im->sh + offh;\n"
+    "      @T@ *dr = d + t; /* dr[x - qq]: output column x of this row */\n"
+    "      const int64_t qe = qq + run;\n"
+    "      if (ih < 0 || ih >= h) {\n"
+    "        for (int64_t x = qq; x < qe; x++)\n"
+    "          dr[x - qq] = (@T@)0;\n"
+    "      } else {\n"
+    "        const @T@ *src = xc + ih * wd + off;\n"
+    "        const int64_t a = qlo > qq ? (qlo < qe ? qlo : qe) : qq;\n"
+    "        const int64_t b = qhi < qe ? (qhi > a ? qhi : a) : qe;\n"
+    "        for (int64_t x = qq; x < a; x++)\n"
+    "          dr[x - qq] = (@T@)0;\n"
+    "        if (sw == 1)\n"
+    "          for (int64_t x = a; x < b; x++)\n"
+    "            dr[x - qq] = src[x];\n"
+    "        else\n"
+    "          for (int64_t x = a; x < b; x++)\n"
+    "            dr[x - qq] = src[x * sw];\n"
+    "        for (int64_t x = b; x < qe; x++)\n"
+    "          dr[x - qq] = (@T@)0;\n"
+    "      }\n"
+    "      t += run;\n"
+    "      qq = 0;\n"
+    "      p++;\n"
+    "    }\n"
+    "    for (; t < @NR@; t++)\n"
+    "      d[t] = (@T@)0;\n"
+    "  }\n"
+    "}\n"
+    "\n"
     "/* B rows [pc, pc + kc) x columns [jc, jc + nc) into NR-wide panels\n"
     " * (kc x NR each, zero-padded). */\n"
     "static inline void weir_gemm_pack_b_@S@(int tb, const @T@ *b, int64_t "
@@ -350,12 +460,16 @@ static const char gemm_driver[] =
     " * then the microtiles split statically over the OpenMP threads (one\n"
     " * parallel region per call; the packing loops are split too).  Returns\n"
     " * non-zero when the packing buffers cannot be allocated (work, when\n"
-    " * not NULL, holds them: weir_kernel_gemm_work_bytes). */\n"
-    "static int weir_gemm_@S@(int ta, int tb, int64_t m, int64_t n, int64_t "
-    "k,\n"
-    "                         @T@ alpha, const @T@ *a, int64_t lda,\n"
-    "                         const @T@ *b, int64_t ldb, @T@ beta, @T@ *c,\n"
-    "                         int64_t ldc, void *work) {\n"
+    " * not NULL, holds them: weir_kernel_gemm_work_bytes).  ep (NULL: none)\n"
+    " * is applied to every element after its last update.  im (NULL: none)\n"
+    " * replaces b (and tb) by a convolution's patches. */\n"
+    "static int weir_gemm_run_@S@(int ta, int tb, int64_t m, int64_t n,\n"
+    "                             int64_t k, @T@ alpha, const @T@ *a,\n"
+    "                             int64_t lda, const @T@ *b, int64_t ldb,\n"
+    "                             const weir_gemm_patches_@S@ *im, @T@ beta,\n"
+    "                             @T@ *c, int64_t ldc,\n"
+    "                             const weir_gemm_epilogue_@S@ *ep, void "
+    "*work) {\n"
     "  if (m <= 0 || n <= 0)\n"
     "    return 0;\n"
     "  if (beta != (@T@)0 && beta != (@T@)1)\n"
@@ -367,9 +481,11 @@ static const char gemm_driver[] =
     "      for (int64_t i = 0; i < m; i++)\n"
     "        for (int64_t j = 0; j < n; j++)\n"
     "          c[i * ldc + j] = (@T@)0;\n"
+    "    if (ep)\n"
+    "      weir_gemm_epi_@S@(ep, c, ldc, 0, 0, m, n);\n"
     "    return 0;\n"
     "  }\n"
-    "  if (m < @SMALLM@) {\n"
+    "  if (m < @SMALLM@ && !im) {\n"
     "    /* a few rows (a fully-connected layer at batch 1): no packing, the\n"
     "     * rows of c as multiply-adds of the rows of op(b), split by column\n"
     "     * blocks over the threads */\n"
@@ -409,6 +525,8 @@ static const char gemm_driver[] =
     "            ci[j] += alpha * s;\n"
     "          }\n"
     "        }\n"
+    "        if (ep)\n"
+    "          weir_gemm_epi_@S@(ep, ci + j0, ldc, i, j0, 1, j1 - j0);\n"
     "      }\n"
     "    }\n"
     "    return 0;\n"
@@ -459,13 +577,19 @@ static const char gemm_driver[] =
     "        const int acc = pc > 0 || first_acc;\n"
     "        if (byn) {\n"
     "          for (int64_t q = q0; q < q1; q++)\n"
-    "            weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
+    "            if (im)\n"
+    "              weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
+    "            else\n"
+    "              weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
     "        } else {\n"
     "#ifdef _OPENMP\n"
     "#pragma omp for schedule(static)\n"
     "#endif\n"
     "          for (int64_t q = 0; q < npan; q++)\n"
-    "            weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
+    "            if (im)\n"
+    "              weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
+    "            else\n"
+    "              weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
     "        }\n"
     "        for (int64_t ic = 0; ic < m; ic += mcb) {\n"
     "          const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
@@ -490,6 +614,9 @@ static const char gemm_driver[] =
     "              switch ((nr + @VL@ - 1) / @VL@) {\n"
     "@CASES@"
     "              }\n"
+    "              if (ep && pc + kc >= k)\n"
+    "                weir_gemm_epi_@S@(ep, pcc, ldc, ic + p * @MR@,\n"
+    "                                  jc + q * @NR@, mr, nr);\n"
     "            }\n"
     "          }\n"
     "          /* every thread is done with the A block (and, when the\n"
@@ -504,6 +631,31 @@ static const char gemm_driver[] =
     "  }\n"
     "  free(own);\n"
     "  return 0;\n"
+    "}\n"
+    "\n"
+    "/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c. */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_@S@(int ta, int tb, int64_t m, int64_t n, int64_t k, @T@ "
+    "alpha,\n"
+    "              const @T@ *a, int64_t lda, const @T@ *b, int64_t ldb,\n"
+    "              @T@ beta, @T@ *c, int64_t ldc, void *work) {\n"
+    "  return weir_gemm_run_@S@(ta, tb, m, n, k, alpha, a, lda, b, ldb, NULL,\n"
+    "                           beta, c,\n"
+    "                           ldc, NULL, work);\n"
+    "}\n"
+    "\n"
+    "/* The same, then c = act(c + bias[i] + r[i * ldr + j]) (bias, r: NULL\n"
+    " * for none; act as weir_act1_@DT@) on each element once it is final. */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_@S@_ep(int ta, int tb, int64_t m, int64_t n, int64_t k,\n"
+    "                 @T@ alpha, const @T@ *a, int64_t lda, const @T@ *b,\n"
+    "                 int64_t ldb, @T@ beta, @T@ *c, int64_t ldc,\n"
+    "                 const @T@ *bias, const @T@ *r, int64_t ldr, int act,\n"
+    "                 @T@ lo, @T@ hi, void *work) {\n"
+    "  const weir_gemm_epilogue_@S@ ep = {bias, r, ldr, act, lo, hi};\n"
+    "  return weir_gemm_run_@S@(ta, tb, m, n, k, alpha, a, lda, b, ldb, NULL,\n"
+    "                           beta, c,\n"
+    "                           ldc, bias || r || act ? &ep : NULL, work);\n"
     "}\n";
 
 static const char *vec_block(WeirHwIsa isa, WeirDType t) {
@@ -517,18 +669,6 @@ static const char *vec_block(WeirHwIsa isa, WeirDType t) {
     break;
   }
   return vec_generic;
-}
-
-static const char *isa_target(WeirHwIsa isa) {
-  switch (isa) {
-  case WEIR_HW_ISA_AVX512:
-    return "__attribute__((target(\"avx512f,fma\")))";
-  case WEIR_HW_ISA_AVX2:
-    return "__attribute__((target(\"avx2,fma\")))";
-  case WEIR_HW_ISA_GENERIC:
-    break;
-  }
-  return "";
 }
 
 static void replace_uint(GString *s, const char *key, guint v) {
@@ -563,11 +703,14 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
                            "pcc, ldc, mr, nr, acc); break;\n",
                            label, nv);
   }
+  g_string_append(s, gemm_epi);
+  g_string_replace(s, "@VECEPI@", t == WEIR_DTYPE_F64 ? "" : gemm_epi_vec, 0);
   g_string_append(s, gemm_driver);
   g_string_replace(s, "@CASES@", cases->str, 0);
+  g_string_replace(s, "@DT@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
   g_string_free(cases, TRUE);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(bl->isa), 0);
-  g_string_replace(s, "@TGT@", isa_target(bl->isa), 0);
+  g_string_replace(s, "@TGT@", weir_kernel_isa_target(bl->isa), 0);
   g_string_replace(s, "@T@", t == WEIR_DTYPE_F64 ? "double" : "float", 0);
   g_string_replace(s, "@S@", bl->id, 0);
   /* below half a microtile of rows the packed path wastes most of its
@@ -581,17 +724,6 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   replace_uint(s, "@MC@", bl->mc);
   replace_uint(s, "@NC@", bl->nc);
   return g_string_free(s, FALSE);
-}
-
-char *weir_kernel_gemm_prototype(WeirDType t, const WeirGemmBlocking *bl) {
-  const char *ty = t == WEIR_DTYPE_F64 ? "double" : "float";
-  g_autofree char *name = weir_kernel_gemm_name(bl);
-  return g_strdup_printf(
-      "static int %s(int ta, int tb, int64_t m, int64_t n, int64_t k, %s "
-      "alpha,\n"
-      "              const %s *a, int64_t lda, const %s *b, int64_t ldb,\n"
-      "              %s beta, %s *c, int64_t ldc, void *work);\n",
-      name, ty, ty, ty, ty, ty);
 }
 
 char *weir_kernels_signature(void) {
@@ -645,6 +777,8 @@ gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
     return FALSE;
   g_autofree char *text = weir_kernel_gemm_text(t, bl);
   g_autofree char *name = weir_kernel_gemm_name(bl);
+  /* the activations of the epilogue, before the GEMM by name */
+  weir_kernel_act_record(e, bl->isa, t == WEIR_DTYPE_F64 ? 0 : bl->vl, t);
   e->helper(e, name, text);
   e->uses_status = TRUE;
   return TRUE;

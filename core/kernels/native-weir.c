@@ -11,15 +11,21 @@
  *    (weir_hw_detect(), honouring $WEIR_ISA) at code-generation time and
  *    are written into the helper text, so the compile-cache key covers
  *    them.
- *  - The GEMM's packing buffers and the convolution's patch columns live
- *    in the function's scratch block of the kernel's workspace
+ *  - The GEMM's packing buffers live in the function's scratch block of
+ *    the kernel's workspace
  *    (e->scratch, sized at code-generation time: exact for constant
  *    shapes, the largest cache blocks otherwise), so steady-state runs
  *    allocate nothing.  The calls still return a status ("<status> |=
  *    ..."): weir_gemm_<sfx> allocates when it is given no work space.
- *  - Helper names: weir_gemm_<sfx> (the GEMM), weir_wgemm_fill_<sfx>,
- *    weir_wconv2d_<sfx>; helpers that call the GEMM declare it first,
- *    since helpers are printed in name order.
+ *  - The node's epilogue (bias, an activation, a residual: what
+ *    weir_kernel_epilogue_classify recognizes, f32) is applied in the
+ *    GEMM's store (weir_gemm_<sfx>_ep), so it is not a separate pass.
+ *  - Convolutions gather their patches in the GEMM's packing of B
+ *    (implicit im2col): no column buffer.
+ *  - Helper names: weir_act_v<VL>, weir_act1_<dtype> (the activations),
+ *    weir_gemm_<sfx> (the GEMM), weir_wgemm_fill_<sfx>, weir_wconv2d_<sfx>:
+ *    helpers are printed in name order, so each is defined before its
+ *    callers.
  */
 #include "weir-kernels.h"
 
@@ -39,15 +45,18 @@ static const WeirNativeImpl weir_impls[] = {
     {.op = "Gemm",
      .impl = "weir",
      .accepts = weir_native_gemm_accepts,
-     .emit = gemm_emit},
+     .emit = gemm_emit,
+     .takes_epilogue = weir_kernel_takes_epilogue},
     {.op = "MatMul",
      .impl = "weir",
      .accepts = weir_native_matmul_accepts,
-     .emit = matmul_emit},
+     .emit = matmul_emit,
+     .takes_epilogue = weir_kernel_takes_epilogue},
     {.op = "Conv",
      .impl = "weir",
      .accepts = weir_native_conv_accepts,
-     .emit = conv_emit},
+     .emit = conv_emit,
+     .takes_epilogue = weir_kernel_takes_epilogue},
 };
 
 void weir_native_register_weir(void) {

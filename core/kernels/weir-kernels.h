@@ -62,7 +62,15 @@ gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
  * (row-major C = alpha op(A) op(B) + beta C) for dtype t with blocking bl.
  * work holds the packing buffers (64-byte aligned, at least
  * weir_kernel_gemm_work_bytes); NULL makes the call allocate them, and then
- * it returns non-zero when they cannot be allocated.
+ * it returns non-zero when they cannot be allocated.  Also
+ *   weir_gemm_<id>_ep(... the same up to ldc, const T *bias, const T *r,
+ *                     int64_t ldr, int act, T lo, T hi, void *work)
+ * which then applies c = act(c + bias[i] + r[i * ldr + j]) to each
+ * microtile after its last update (bias, r NULL: none; act as
+ * WeirEpilogueKind), and weir_gemm_run_<id>, the driver both call, which
+ * also takes a weir_gemm_patches_<id> (a convolution's input, gathered as
+ * B by the packing: implicit im2col).  The f32 text uses the helpers of
+ * weir_kernel_act_record.
  * (transfer full) */
 char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
 
@@ -72,10 +80,6 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
 WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
                                       const WeirExpr *m, const WeirExpr *n,
                                       const WeirExpr *k);
-
-/* The prototype of weir_gemm_<id> for blocking bl, for helpers that call
- * it (helpers are printed in name order). (transfer full) */
-char *weir_kernel_gemm_prototype(WeirDType t, const WeirGemmBlocking *bl);
 
 /* The helper name ("weir_gemm_f32"). (transfer full) */
 char *weir_kernel_gemm_name(const WeirGemmBlocking *bl);
@@ -168,6 +172,14 @@ void weir_kernel_depthwise_params(const WeirHwProfile *hw,
  * per call). (transfer full) */
 char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p);
 
+/* Registers the native implementation "depthwise" of Conv (called by
+ * weir_native_register_builtin). */
+void weir_native_register_depthwise(void);
+
+/* ------------------------------------------------------------ epilogue
+ * core/kernels/epilogue.c: what Weir's kernels (depthwise, the GEMM of
+ * "weir") apply in their store, shared by their emitters. */
+
 /* An epilogue (ir/lower/weir-expand.h) a kernel applies in its store:
  * y = act(x + r), r the extra input `residual` (-1: none). */
 typedef struct {
@@ -181,14 +193,57 @@ typedef struct {
  * an activation of the list above applied to the node's result or to its
  * sum with one extra input, written as the pure expansions and the ONNX
  * importer write them (max/min with literal bounds, 1 / (1 + exp(-x)),
- * x * sigmoid(x) through a local, x * max(0, min(1, x / 6 + 0.5))).
+ * x * sigmoid(x) through a local, x * max(0, min(1, x / 6 + 0.5)) or
+ * with x times 1/6 as ONNX's HardSigmoid writes it; a clip of a clip is
+ * one clip).
  * FALSE for anything else. */
 gboolean weir_kernel_epilogue_classify(const WeirNode *n,
                                        WeirEpilogueKind *out);
 
-/* Registers the native implementation "depthwise" of Conv (called by
- * weir_native_register_builtin). */
-void weir_native_register_depthwise(void);
+/* n's epilogue as a kernel applies it: recognized by
+ * weir_kernel_epilogue_classify, its residual (if any) an f32 container of
+ * the output's shape stored row-major. */
+gboolean weir_kernel_epilogue_of(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n, WeirEpilogueKind *k);
+
+/* WeirNativeImpl.takes_epilogue of the kernels: the output is f32 and
+ * weir_kernel_epilogue_of holds. */
+gboolean weir_kernel_takes_epilogue(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n);
+
+/* The node's epilogue for the emitter of `kernel` (its name in the error):
+ * *k (act 0 and residual -1 without one), *r the C pointer of the residual
+ * ("NULL" without one; borrowed from e), *lo and *hi the clip bounds as
+ * float literals (owned).  FALSE, naming the node, for an epilogue the
+ * kernels do not apply. */
+gboolean weir_kernel_epilogue_use(WeirNativeEmit *e, const char *kernel,
+                                  WeirEpilogueKind *k, const char **r,
+                                  char **lo, char **hi, GError **error);
+
+/* " + residual + clip", " + SiLU", "" ...: for the call's comment. */
+const char *weir_kernel_epilogue_what(const WeirEpilogueKind *k);
+
+/* The target attribute of the functions written for isa
+ * ("__attribute__((target(\"avx512f,fma\")))"; "" for generic), so they
+ * compile to that ISA whatever the flags say. */
+const char *weir_kernel_isa_target(WeirHwIsa isa);
+
+/* The helper text of the activations on vectors of vl f32 lanes for isa:
+ *   typedef float weir_act_v<vl> (GCC vector), weir_act_load<vl>(p),
+ *   weir_act_set<vl>(x), weir_act_apply<vl>(v, act, lo, hi)
+ * (act as in WeirEpilogueKind; sigmoid and SiLU through a polynomial exp).
+ * (transfer full) */
+char *weir_kernel_act_text(WeirHwIsa isa, guint vl);
+
+/* The helper text of weir_act1_<f32|f64>(v, act, lo, hi), the same on one
+ * element of dtype t (libm's exp). (transfer full) */
+char *weir_kernel_act_scalar_text(WeirDType t);
+
+/* Records the helpers "weir_act1_<dtype>" and, when vl > 0,
+ * "weir_act_v<vl>" (printed before "weir_dwconv2d" and "weir_gemm" by
+ * name). */
+void weir_kernel_act_record(WeirNativeEmit *e, WeirHwIsa isa, guint vl,
+                            WeirDType t);
 
 G_END_DECLS
 

@@ -1,6 +1,7 @@
 /* kernel-check.h — arguments and ISAs for the tests of Weir's own kernels
- * (test-kernel-gemm, test-kernel-depthwise): random tensors for every
- * container of a program, copies of them, and the ISAs this CPU runs.
+ * (test-kernel-gemm, test-kernel-depthwise): containers on a library
+ * node, random tensors for every container of a program, copies of them,
+ * the ISAs this CPU runs, and the check of a call's comment.
  * Header-only (static functions); include after cmocka.h and weir-hw.h. */
 #ifndef WEIR_TEST_KERNEL_CHECK_H
 #define WEIR_TEST_KERNEL_CHECK_H
@@ -45,6 +46,41 @@ static inline guint isas(WeirHwIsa *out) {
   for (int i = hw->isa; i >= 0; i--)
     out[n++] = (WeirHwIsa)i;
   return n;
+}
+
+/* Adds container `name` of shape `shape` on connector conn of lib. */
+static inline void add_port(WeirGraph *g, WeirState *s, WeirNode *lib,
+                            const char *name, WeirDType dt, const char *shape,
+                            const char *conn, gboolean input) {
+  g_autoptr(GError) err = NULL;
+  WeirContainer *x = weir_graph_add_array(g, name, dt, shape, FALSE, &err);
+  if (!x)
+    fail_msg("%s: %s", name, err->message);
+  g_autoptr(WeirSubset) full = weir_container_full_subset(x);
+  g_autofree char *sub = weir_subset_to_string(full);
+  WeirNode *a = weir_state_add_access(g, s, name);
+  if (input)
+    assert_true(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conn, name,
+                                      sub, &err));
+  else
+    assert_true(weir_state_add_memlet(g, s, lib->id, conn, a->id, NULL, name,
+                                      sub, &err));
+}
+
+/* Fails unless the comment before node n<n>'s call in src (the program
+ * `prog`'s code) says `mark`, or, when mark is "", does not say `fused`
+ * (the epilogue stayed a separate map). */
+static inline void check_mark(const char *src, const char *prog, guint n,
+                              const char *mark, const char *fused) {
+  g_autofree char *label = g_strdup_printf("'n%u' (node ", n);
+  const char *at = strstr(src, label);
+  assert_non_null(at);
+  const char *end = strstr(at, "*/");
+  assert_non_null(end);
+  g_autofree char *what = g_strndup(at, (gsize)(end + 2 - at));
+  if (*mark ? !strstr(what, mark) : strstr(what, fused) != NULL)
+    fail_msg("%s: node n%u is emitted as %s, expected '%s'", prog, n, what,
+             mark);
 }
 
 #endif

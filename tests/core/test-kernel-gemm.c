@@ -9,7 +9,9 @@
  * microtile (the unpacked path), all four transposes,
  * alpha, beta and C broadcast four ways; MatMul with batch dimensions,
  * broadcast and vector operands; Conv with padding, stride, dilation,
- * groups, 1x1, with and without bias, batch 1 and 2.  Every program is
+ * groups, 1x1, with and without bias, batch 1 and 2; epilogues (bias,
+ * every activation the kernels know, a residual) applied in the GEMM's
+ * store, each node's comment saying so.  Every program is
  * generated once per ISA the CPU has ($WEIR_ISA lowers it: avx512f,
  * avx2+fma, generic), must name that ISA and call weir_gemm (no BLAS), and
  * must match the interpreter within 1e-4 with 1 and 2 OpenMP threads.
@@ -23,6 +25,7 @@
 #include <cmocka.h>
 
 #include "runtime-fixture.h"
+#include "weir-attr.h"
 #include "weir-codegen.h"
 #include "weir-expand.h"
 #include "weir-hw.h"
@@ -40,12 +43,19 @@
 
 #define FLAGS "-O1 -fopenmp -fPIC -shared"
 
-/* One library node: op, input shapes ("" = omitted) and output shape. */
+/* One library node: op, input shapes ("" = omitted) and output shape;
+ * optionally an epilogue: tasklet code over x (the node's result) and r (a
+ * residual R<k> of the output's shape, when `residual`) writing y, and
+ * what the node's comment must then say (`mark`; "" when the epilogue
+ * must stay a separate map). */
 typedef struct {
   const char *op;
   const char *in[3];
   const char *out;
   void (*attrs)(WeirNode *n);
+  const char *epi;
+  gboolean residual;
+  const char *mark;
 } Node;
 
 /* Adds node k of the program: containers A<k>, B<k>, C<k> (inputs 0..2)
@@ -55,11 +65,13 @@ static void add_node(WeirGraph *g, WeirState *s, guint k, const Node *nd,
   g_autoptr(GError) err = NULL;
   static const char *const conns[] = {"in0", "in1", "in2"};
   static const char *const letters[] = {"A", "B", "C"};
-  const char *ins[4] = {NULL};
+  const char *ins[5] = {NULL};
   guint ni = 0;
   for (guint i = 0; i < 3; i++)
     if (nd->in[i] && *nd->in[i])
       ins[ni++] = conns[i];
+  if (nd->residual)
+    ins[ni++] = "epi0";
   const char *outs[] = {"out0", NULL};
   g_autofree char *label = g_strdup_printf("n%u", k);
   WeirNode *lib = weir_state_add_library(g, s, label, nd->op, ins, outs);
@@ -67,29 +79,24 @@ static void add_node(WeirGraph *g, WeirState *s, guint k, const Node *nd,
     if (!nd->in[i] || !*nd->in[i])
       continue;
     g_autofree char *name = g_strdup_printf("%s%u", letters[i], k);
-    WeirContainer *x =
-        weir_graph_add_array(g, name, dt, nd->in[i], FALSE, &err);
-    if (!x)
-      fail_msg("%s: %s", label, err->message);
-    g_autoptr(WeirSubset) full = weir_container_full_subset(x);
-    g_autofree char *sub = weir_subset_to_string(full);
-    WeirNode *a = weir_state_add_access(g, s, name);
-    assert_true(weir_state_add_memlet(g, s, a->id, NULL, lib->id, conns[i],
-                                      name, sub, &err));
+    add_port(g, s, lib, name, dt, nd->in[i], conns[i], TRUE);
   }
   g_autofree char *yname = g_strdup_printf("Y%u", k);
-  WeirContainer *y = weir_graph_add_array(g, yname, dt, nd->out, FALSE, &err);
-  if (!y)
-    fail_msg("%s: %s", label, err->message);
-  g_autoptr(WeirSubset) full = weir_container_full_subset(y);
-  g_autofree char *sub = weir_subset_to_string(full);
-  WeirNode *ya = weir_state_add_access(g, s, yname);
-  assert_true(weir_state_add_memlet(g, s, lib->id, "out0", ya->id, NULL, yname,
-                                    sub, &err));
+  add_port(g, s, lib, yname, dt, nd->out, "out0", FALSE);
+  if (nd->residual) {
+    g_autofree char *rname = g_strdup_printf("R%u", k);
+    add_port(g, s, lib, rname, dt, nd->out, "epi0", TRUE);
+  }
   if (nd->attrs)
     nd->attrs(lib);
   if (!weir_op_check_attrs(lib, &err))
     fail_msg("%s: %s", label, err->message);
+  if (nd->epi) {
+    const char *econns[] = {"y", "x", "r"};
+    weir_node_set_attr_string(lib, WEIR_EPILOGUE_CODE, nd->epi);
+    weir_node_set_attr_strings(lib, WEIR_EPILOGUE_CONNS, econns,
+                               nd->residual ? 3 : 2);
+  }
 }
 
 static WeirGraph *program(const char *name, const Node *nodes, guint n,
@@ -106,7 +113,8 @@ static WeirGraph *program(const char *name, const Node *nodes, guint n,
 
 /* Compiles g with every library node set to "weir" for every ISA and
  * compares every Y<k> with the interpreter on the pure expansion. */
-static void check_program(const WeirGraph *g0, guint nodes, WeirDType dt) {
+static void check_program(const WeirGraph *g0, const Node *nd, guint nodes,
+                          WeirDType dt) {
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirGraph) g = weir_graph_copy(g0);
   for (guint s = 0; s < g->states->len; s++) {
@@ -141,6 +149,9 @@ static void check_program(const WeirGraph *g0, guint nodes, WeirDType dt) {
       fail_msg("%s: no '%s' or '%s' in the generated code", g->name, isa_mark,
                call);
     assert_null(strstr(src, "cblas_"));
+    for (guint n = 0; n < nodes; n++)
+      if (nd[n].epi)
+        check_mark(src, g->name, n, nd[n].mark, "weir +");
     g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
@@ -223,13 +234,13 @@ static void test_gemm_f32(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g =
       program("gemms", gemms, G_N_ELEMENTS(gemms), WEIR_DTYPE_F32);
-  check_program(g, G_N_ELEMENTS(gemms), WEIR_DTYPE_F32);
+  check_program(g, gemms, G_N_ELEMENTS(gemms), WEIR_DTYPE_F32);
 }
 
 static void test_gemm_f64(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g = program("gemms64", gemms, 6, WEIR_DTYPE_F64);
-  check_program(g, 6, WEIR_DTYPE_F64);
+  check_program(g, gemms, 6, WEIR_DTYPE_F64);
 }
 
 /* ---------------------------------------------------------------- MatMul */
@@ -246,7 +257,7 @@ static void test_matmul(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g =
       program("matmuls", matmuls, G_N_ELEMENTS(matmuls), WEIR_DTYPE_F32);
-  check_program(g, G_N_ELEMENTS(matmuls), WEIR_DTYPE_F32);
+  check_program(g, matmuls, G_N_ELEMENTS(matmuls), WEIR_DTYPE_F32);
 }
 
 /* ------------------------------------------------------------------ Conv */
@@ -273,6 +284,28 @@ static void s2(WeirNode *n) {
   set2(n, "strides", 2, 2);
 }
 
+/* group, equal strides and dilations, pads (top, left, bottom, right) */
+static void set_geo(WeirNode *n, gint64 group, gint64 stride, gint64 dil,
+                    gint64 t, gint64 l, gint64 b, gint64 r) {
+  gint64 pads[4] = {t, l, b, r};
+  weir_node_set_attr_int(n, "group", group);
+  set2(n, "strides", stride, stride);
+  set2(n, "dilations", dil, dil);
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+static void stem(WeirNode *n) {
+  set_geo(n, 1, 2, 1, 3, 3, 3, 3);
+}
+static void asym(WeirNode *n) {
+  set_geo(n, 1, 1, 1, 0, 2, 1, 0);
+}
+static void dil_s2(WeirNode *n) {
+  set_geo(n, 1, 2, 2, 1, 0, 2, 1);
+}
+static void g2_1x1_s2(WeirNode *n) {
+  set_geo(n, 2, 2, 1, 0, 0, 0, 0);
+}
+
 static const Node convs[] = {
     {"Conv", {"2, 5, 9, 8", "6, 5, 3, 3", "6"}, "2, 6, 9, 8", pad1},
     {"Conv", {"1, 4, 7, 7", "8, 4, 1, 1", "8"}, "1, 8, 7, 7", NULL},
@@ -280,13 +313,156 @@ static const Node convs[] = {
     {"Conv", {"1, 3, 10, 11", "4, 3, 3, 2", "4"}, "1, 4, 9, 11", dil},
     {"Conv", {"2, 8, 5, 5", "9, 8, 1, 1", ""}, "2, 9, 5, 5", NULL},
     {"Conv", {"1, 16, 9, 9", "49, 16, 1, 1", "49"}, "1, 49, 5, 5", s2},
+    /* the patches gathered by the packing (implicit im2col): a 7x7 stem
+     * at stride 2, K past KC (64 * 9), N past NC (45 * 45), asymmetric
+     * padding, dilation with stride, groups with a strided 1x1, batch 3 */
+    {"Conv", {"1, 3, 23, 21", "8, 3, 7, 7", "8"}, "1, 8, 12, 11", stem},
+    {"Conv", {"1, 64, 6, 7", "10, 64, 3, 3", "10"}, "1, 10, 6, 7", pad1},
+    {"Conv", {"1, 2, 45, 45", "5, 2, 3, 3", ""}, "1, 5, 45, 45", pad1},
+    {"Conv", {"1, 3, 13, 10", "4, 3, 3, 3", "4"}, "1, 4, 12, 10", asym},
+    {"Conv", {"1, 4, 17, 15", "6, 4, 3, 3", "6"}, "1, 6, 8, 6", dil_s2},
+    {"Conv", {"3, 6, 9, 9", "8, 3, 1, 1", "8"}, "3, 8, 5, 5", g2_1x1_s2},
 };
 
 static void test_conv(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g =
       program("convs", convs, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
-  check_program(g, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
+  check_program(g, convs, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
+}
+
+/* ------------------------------------------------------------ epilogues */
+
+static void g3(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 3);
+  pad1(n);
+}
+
+/* Every activation the kernels know, with and without a residual, on the
+ * packed path (K past KC too), the unpacked one (a few rows), K = 0,
+ * MatMul batches, and Conv at batch 1 and 2 (the scatter), 1x1 (the
+ * direct GEMM), groups, stride and dilation; one epilogue the kernels do
+ * not know stays a map. */
+static const Node epilogues[] = {
+    {"Gemm",
+     {"7, 100", "100, 33", "33"},
+     "7, 33",
+     NULL,
+     "y = max(x, 0)",
+     FALSE,
+     "weir + clip"},
+    {"Gemm",
+     {"37, 520", "520, 61", ""},
+     "37, 61",
+     NULL,
+     "y = min(max(x, 0.0), 6.0)",
+     FALSE,
+     "weir + clip"},
+    {"Gemm",
+     {"19, 45", "45, 50", "19, 50"},
+     "19, 50",
+     NULL,
+     "y = 1 / (1 + exp(-x))",
+     FALSE,
+     "weir + sigmoid"},
+    {"Gemm",
+     {"3, 40", "50, 40", "50"},
+     "3, 50",
+     nt_three,
+     "s = 1 / (1 + exp(-x))\ny = x * s",
+     FALSE,
+     "weir + SiLU"},
+    {"Gemm",
+     {"1, 300", "300, 70", "70"},
+     "1, 70",
+     NULL,
+     "y = x * max(0, min(1, x / 6 + 0.5))",
+     FALSE,
+     "weir + HardSwish"},
+    {"Gemm",
+     {"0, 3", "0, 4", "3, 4"},
+     "3, 4",
+     tn_half,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Gemm",
+     {"33, 21", "21, 95", ""},
+     "33, 95",
+     NULL,
+     "y = r + x",
+     TRUE,
+     "weir + residual */"},
+    {"MatMul",
+     {"3, 7, 33", "33, 49", ""},
+     "3, 7, 49",
+     NULL,
+     "y = x / (1 + exp(-x))",
+     FALSE,
+     "weir + SiLU"},
+    {"MatMul",
+     {"2, 1, 5, 9", "3, 9, 17", ""},
+     "2, 3, 5, 17",
+     NULL,
+     "a = x + r\ny = max(a, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"2, 5, 9, 8", "6, 5, 3, 3", "6"},
+     "2, 6, 9, 8",
+     pad1,
+     "y = max(x, 0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv",
+     {"1, 6, 11, 13", "9, 2, 3, 3", "9"},
+     "1, 9, 11, 13",
+     g3,
+     "s = 1 / (1 + exp(-x))\ny = s * x",
+     FALSE,
+     "weir + SiLU"},
+    {"Conv",
+     {"2, 6, 11, 13", "9, 2, 3, 3", "9"},
+     "2, 9, 11, 13",
+     g3,
+     "y = min(max(x + r, 0.0), 6.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"2, 8, 5, 5", "9, 8, 1, 1", "9"},
+     "2, 9, 5, 5",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"1, 16, 9, 9", "49, 16, 1, 1", "49"},
+     "1, 49, 5, 5",
+     s2,
+     "y = x * max(0, min(1, x / 6 + 0.5))",
+     FALSE,
+     "weir + HardSwish"},
+    {"Conv",
+     {"1, 3, 10, 11", "4, 3, 3, 2", "4"},
+     "1, 4, 9, 11",
+     dil,
+     "y = 1 / (1 + exp(-x))",
+     FALSE,
+     "weir + sigmoid"},
+    {"Conv",
+     {"1, 4, 7, 7", "8, 4, 1, 1", "8"},
+     "1, 8, 7, 7",
+     NULL,
+     "y = x * x - 1.5",
+     FALSE,
+     ""},
+};
+
+static void test_epilogues(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g =
+      program("epilogues", epilogues, G_N_ELEMENTS(epilogues), WEIR_DTYPE_F32);
+  check_program(g, epilogues, G_N_ELEMENTS(epilogues), WEIR_DTYPE_F32);
 }
 
 /* ------------------------------------------- a node's own blocking */
@@ -314,7 +490,14 @@ static const Node owns[] = {
     {"Gemm", {"33, 70", "70, 41", ""}, "33, 41", NULL},
     {"MatMul", {"2, 30, 40", "40, 75", ""}, "2, 30, 75", NULL},
     {"Conv", {"2, 5, 9, 8", "26, 5, 3, 3", "26"}, "2, 26, 9, 8", pad1},
-    {"Conv", {"1, 40, 7, 7", "30, 40, 1, 1", ""}, "1, 30, 7, 7", NULL},
+    /* KC 37 with kk 360: the epilogue after the last of several k blocks */
+    {"Conv",
+     {"1, 40, 7, 7", "30, 40, 1, 1", ""},
+     "1, 30, 7, 7",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
 };
 static void (*const owns_set[])(WeirNode *n) = {own_small, NULL,      own_tile,
                                                 own_small, own_small, own_tile};
@@ -332,7 +515,7 @@ static void test_own_blocking(void **state) {
         owns_set[k])
       owns_set[k](n);
   }
-  check_program(g, G_N_ELEMENTS(owns), WEIR_DTYPE_F32);
+  check_program(g, owns, G_N_ELEMENTS(owns), WEIR_DTYPE_F32);
   /* the names carry the blocking, mc and nc rounded to whole microtiles */
   g_autoptr(WeirHwProfile) hw = weir_hw_detect();
   WeirGemmBlocking b;
@@ -504,6 +687,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_f64),
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_lenet_epilogues),
   };

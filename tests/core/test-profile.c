@@ -230,7 +230,7 @@ static void test_cli_formats(void **state) {
   json_object *nodes = NULL;
   assert_true(json_object_object_get_ex(root, "nodes", &nodes));
   size_t n = json_object_array_length(nodes);
-  assert_true(n >= 9);
+  assert_true(n >= 7); /* 2 Conv, 2 Gemm (their epilogues in the store), pool */
   double sum = 0;
   for (size_t i = 0; i < n; i++) {
     json_object *o = json_object_array_get_idx(nodes, i), *sec = NULL;
