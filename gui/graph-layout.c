@@ -327,6 +327,7 @@ static void node_figures(const WeirAnalysis *an, guint id, VNode *vn) {
   vn->bytes = (double)c->bytes_in.value + (double)c->bytes_out.value;
   vn->flops_known = c->flops.known;
   vn->flops = (double)c->flops.value;
+  vn->comm_bytes = c->comm_bytes.known ? (double)c->comm_bytes.value : 0;
 }
 
 /* The scope a node is drawn in: a map entry and its exit in their own

@@ -149,6 +149,10 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y,
     if (n->bytes_known && n->flops_known && n->bytes > 0)
       g_string_append_printf(s, "\nintensity: %.3g FLOP/B",
                              n->flops / n->bytes);
+    if (n->comm_bytes > 0) {
+      weir_view_format_quantity(b, sizeof b, n->comm_bytes, "B");
+      g_string_append_printf(s, "\ncommunicated between processes: %s", b);
+    }
   } else if (e.kind == WEIR_ELEMENT_EDGE) {
     for (guint i = 0; i < v->layout->edges->len; i++) {
       const VEdge *ed = &g_array_index(v->layout->edges, VEdge, i);

@@ -52,6 +52,8 @@ typedef struct {
   guint cluster;     /* index of the innermost cluster around it */
   gboolean bytes_known, flops_known;
   double bytes, flops;
+  double comm_bytes; /* communicated between processes (Allreduce,
+                        Broadcast: docs/distributed.md); 0 for the rest */
 } VNode;
 
 typedef struct {
