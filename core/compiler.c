@@ -17,6 +17,7 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 
+#include "weir-mpi.h"
 #include "weir-native.h"
 #include "weir-runtime.h"
 #include "weir-scratch.h"
@@ -260,6 +261,14 @@ static gboolean flags_openmp(char **flags) {
  * OpenMP threads instead of a second thread pool (docs/native.md). */
 static void add_library(GStrvBuilder *b, const char *lib, gboolean openmp) {
   g_autofree char *omp = NULL;
+  if (strcmp(lib, "mpi") == 0 && *weir_mpi_libs()) {
+    /* MPI's link words as found when libweir was built (core/mpi.c) */
+    g_auto(GStrv) words = NULL;
+    if (g_shell_parse_argv(weir_mpi_libs(), NULL, &words, NULL)) {
+      g_strv_builder_addv(b, (const char **)words);
+      return;
+    }
+  }
   if (openmp && strcmp(lib, "openblas") == 0 &&
       (omp = weir_compiler_openblas_openmp())) {
     g_autofree char *dir = g_path_get_dirname(omp);
@@ -269,6 +278,21 @@ static void add_library(GStrvBuilder *b, const char *lib, gboolean openmp) {
   }
   g_autofree char *l = g_strconcat("-l", lib, NULL);
   g_strv_builder_add(b, l);
+}
+
+/* flags, plus the compile flags of the libraries a unit asks for: MPI's
+ * include directories for a unit that links "mpi" (the collectives,
+ * core/native-mpi.c).  (transfer full) */
+static char **flags_for_libraries(char **flags, char **libs) {
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+  g_strv_builder_addv(b, (const char **)flags);
+  if (libs && g_strv_contains((const char *const *)libs, "mpi") &&
+      *weir_mpi_cflags()) {
+    g_auto(GStrv) words = NULL;
+    if (g_shell_parse_argv(weir_mpi_cflags(), NULL, &words, NULL))
+      g_strv_builder_addv(b, (const char **)words);
+  }
+  return g_strv_builder_end(b);
 }
 
 /* Runs argv, a compiler command writing output, in the private directory
@@ -343,6 +367,11 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
 
   /* libraries the generated unit asks for (weir-native.h) */
   g_auto(GStrv) libs = weir_codegen_libraries(source);
+  {
+    char **with = flags_for_libraries(flags, libs);
+    g_strfreev(flags);
+    flags = with;
+  }
   g_autoptr(GError) local = NULL;
   g_autofree char *dir = weir_scratch_dir_new("weir-cc", &local);
   if (!dir) {
@@ -429,6 +458,11 @@ gboolean weir_compile_units(const char *const *sources, guint n,
   if (!flags)
     return FALSE;
   g_auto(GStrv) libs = weir_codegen_libraries(sources[0]);
+  {
+    char **with = flags_for_libraries(flags, libs);
+    g_strfreev(flags);
+    flags = with;
+  }
   g_autoptr(GError) local = NULL;
   g_autofree char *dir = weir_scratch_dir_new("weir-cc", &local);
   if (!dir) {

@@ -10,6 +10,7 @@ void weir_expansions_register_builtin(void);
 void weir_grad_register_builtin(void);
 void weir_native_register_builtin(void);
 void weir_native_register_weir(void);
+void weir_native_register_mpi(void);
 gboolean weir_transforms_register_builtin(GError **error);
 
 void weir_init(void) {
@@ -20,6 +21,7 @@ void weir_init(void) {
     weir_grad_register_builtin();
     weir_native_register_builtin();
     weir_native_register_weir(); /* core/kernels/native-weir.c */
+    weir_native_register_mpi();  /* core/native-mpi.c, with MPI */
     g_autoptr(GError) error = NULL;
     if (!weir_transforms_register_builtin(&error))
       g_critical("registering the built-in transformations: %s",

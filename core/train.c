@@ -1314,6 +1314,89 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
   pointwise(b, NULL, p, p, code, ins, 5);
 }
 
+/* ---------------------------------------------------------- data parallel */
+
+#define BUCKET_DEFAULT_BYTES ((gint64)25 << 20)
+
+/* One Allreduce (mean) node over names[0..n), writing fresh transients
+ * <name>_avg; the averaged names replace the originals in *out. */
+static void allreduce_bucket(Builder *b, guint index, const char *const *names,
+                             guint n, const char **out) {
+  g_autofree const char **avg = g_new0(const char *, n + 1);
+  for (guint i = 0; i < n; i++) {
+    g_autofree char *base = g_strdup_printf("%s_avg", names[i]);
+    avg[i] = transient_like(b, base, names[i]);
+  }
+  g_autofree char *label = g_strdup_printf("allreduce_bucket%u", index);
+  WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
+  weir_node_set_attr_string(node, "reduce", "mean");
+  for (guint i = 0; i < n; i++)
+    out[i] = avg[i];
+}
+
+/* Averages the gradients of params (in grads, replaced by the averages)
+ * and *loss over the ranks: buckets of at most bucket_bytes, filled from
+ * the last parameter to the first (the order in which the backward pass
+ * completes them), one dtype each, at most WEIR_NATIVE_MAX_PORTS - 1
+ * tensors; the loss joins the last bucket when its dtype matches. */
+static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
+                              char **params, GHashTable *grads,
+                              const char **loss) {
+  gint64 cap = o->bucket_bytes > 0 ? o->bucket_bytes : BUCKET_DEFAULT_BYTES;
+  guint np = g_strv_length(params);
+  g_autoptr(GPtrArray) bucket = g_ptr_array_new(); /* gradient names */
+  g_autoptr(GPtrArray) owners = g_ptr_array_new(); /* parameter names */
+  gint64 bytes = 0;
+  guint index = 0;
+  WeirDType dtype = WEIR_DTYPE_COUNT;
+  const guint max_tensors = 63;
+  for (guint j = np; j-- > 0;) {
+    const char *gr = g_hash_table_lookup(grads, params[j]);
+    if (!gr)
+      continue; /* reported by the caller's check */
+    const WeirContainer *gc = weir_graph_container(b->g, gr);
+    g_autoptr(WeirExpr) be = weir_container_bytes(gc);
+    gint64 size;
+    if (!weir_expr_is_const(be, &size))
+      size = cap; /* symbolic: a bucket of its own */
+    if (bucket->len > 0 && (bytes + size > cap || gc->dtype != dtype ||
+                            bucket->len >= max_tensors)) {
+      g_autofree const char **avg = g_new0(const char *, bucket->len);
+      allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
+                       bucket->len, avg);
+      for (guint i = 0; i < bucket->len; i++)
+        g_hash_table_replace(grads, g_strdup(owners->pdata[i]),
+                             g_strdup(avg[i]));
+      g_ptr_array_set_size(bucket, 0);
+      g_ptr_array_set_size(owners, 0);
+      bytes = 0;
+    }
+    g_ptr_array_add(bucket, (gpointer)gr);
+    g_ptr_array_add(owners, params[j]);
+    bytes += size;
+    dtype = gc->dtype;
+  }
+  /* the loss (a scalar) with the last bucket, or alone */
+  const WeirContainer *lc = weir_graph_container(b->g, *loss);
+  gboolean with_loss = bucket->len > 0 && lc->dtype == dtype;
+  if (with_loss)
+    g_ptr_array_add(bucket, (gpointer)*loss);
+  if (bucket->len > 0) {
+    g_autofree const char **avg = g_new0(const char *, bucket->len);
+    allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
+                     bucket->len, avg);
+    for (guint i = 0; i < owners->len; i++)
+      g_hash_table_replace(grads, g_strdup(owners->pdata[i]), g_strdup(avg[i]));
+    if (with_loss)
+      *loss = avg[owners->len];
+  }
+  if (!with_loss) {
+    const char *avg;
+    allreduce_bucket(b, index++, loss, 1, &avg);
+    *loss = avg;
+  }
+}
+
 WeirGraph *weir_train_graph(const WeirGraph *forward,
                             const WeirTrainOptions *options, GError **error) {
   WeirTrainOptions defaults;
@@ -1485,6 +1568,8 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   if (!grads)
     return NULL;
   builder_enter(&b, s);
+  if (options->data_parallel)
+    add_data_parallel(&b, options, params, grads, &loss);
 
   /* Finiteness check: loss + sum of every gradient. */
   g_autoptr(GPtrArray) parts = g_ptr_array_new();

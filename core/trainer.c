@@ -19,6 +19,7 @@
 #include "weir-dataset.h"
 #include "weir-import.h"
 #include "weir-limits.h"
+#include "weir-mpi.h"
 #include "weir-pipeline.h"
 #include "weir-recipe.h"
 #include "weir-trainer.h"
@@ -31,6 +32,7 @@ void weir_trainer_options_init(WeirTrainerOptions *o) {
   o->batch = 32;
   o->steps_per_call = 1;
   o->seed = 1;
+  o->distributed = TRUE;
 }
 
 /* The per-call tensors for k steps. */
@@ -63,6 +65,7 @@ struct _WeirTrainer {
   WeirTensor *eval_input, *eval_output;
   GHashTable *eval_args;
   gint64 steps;
+  int rank, ranks; /* the MPI job (0 and 1 alone) */
 };
 
 static void buffers_clear(Buffers *b) {
@@ -382,6 +385,81 @@ static gboolean apply_level(WeirTrainer *t, guint level, GError **error) {
   return TRUE;
 }
 
+/* ---- data parallel ---------------------------------------------------- */
+
+static int compare_names(gconstpointer a, gconstpointer b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The state tensors' names, sorted: the same order on every rank. */
+static GPtrArray *state_names(WeirTrainer *t) {
+  GPtrArray *names = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, t->state);
+  while (g_hash_table_iter_next(&it, &k, NULL))
+    g_ptr_array_add(names, k);
+  g_ptr_array_sort(names, compare_names);
+  return names;
+}
+
+/* Every rank starts from rank 0's parameters and optimizer state. */
+static gboolean broadcast_state(WeirTrainer *t, GError **error) {
+  if (t->ranks <= 1)
+    return TRUE;
+  g_autoptr(GPtrArray) names = state_names(t);
+  for (guint i = 0; i < names->len; i++) {
+    WeirTensor *v = g_hash_table_lookup(t->state, names->pdata[i]);
+    if (!weir_mpi_broadcast(v->data, weir_tensor_nbytes(v), 0, error)) {
+      g_prefix_error(error, "%s: broadcasting '%s': ", t->model_path,
+                     (const char *)names->pdata[i]);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* A checksum of the trainable state (every float tensor), position
+ * weighted so that swapped values differ; identical tensors give the
+ * identical sum on every rank. */
+static double state_checksum(WeirTrainer *t) {
+  g_autoptr(GPtrArray) names = state_names(t);
+  double sum = 0;
+  for (guint i = 0; i < names->len; i++) {
+    const WeirTensor *v = g_hash_table_lookup(t->state, names->pdata[i]);
+    if (v->dtype != WEIR_DTYPE_F32 && v->dtype != WEIR_DTYPE_F64)
+      continue;
+    for (gint64 j = 0; j < v->count; j++)
+      sum += weir_tensor_get(v, j) * (double)(1 + (j + i) % 7);
+  }
+  return sum;
+}
+
+static gboolean check_ranks_agree(WeirTrainer *t, gint64 epoch,
+                                  GError **error) {
+  if (t->ranks <= 1)
+    return TRUE;
+  double lo, hi, c = state_checksum(t);
+  if (!weir_mpi_min_max_f64(c, &lo, &hi, error)) {
+    g_prefix_error(error,
+                   "%s: epoch %" G_GINT64_FORMAT " checksum: ", t->model_path,
+                   epoch);
+    return FALSE;
+  }
+  if (lo != hi) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
+                "%s: after epoch %" G_GINT64_FORMAT " the parameters of the "
+                "%d ranks differ (checksums from %.17g to %.17g)",
+                t->model_path, epoch, t->ranks, lo, hi);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+int weir_trainer_ranks(const WeirTrainer *t) {
+  return t->ranks;
+}
+
 WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
                               const WeirTrainerOptions *options,
                               GError **error) {
@@ -406,7 +484,15 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
   if (!import_forward(t, options->train.output, error))
     return NULL;
 
+  t->rank = 0;
+  t->ranks = 1;
+  if (options->distributed && weir_mpi_size() > 1) {
+    t->rank = weir_mpi_rank();
+    t->ranks = weir_mpi_size();
+  }
   WeirTrainOptions to = options->train;
+  if (t->ranks > 1)
+    to.data_parallel = TRUE;
   to.output = t->output_name;
   to.steps = 0; /* symbol K: the last call of an epoch may be shorter */
   t->target_name =
@@ -438,7 +524,8 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
     weir_kernel_set_threads(t->train_kernel, options->threads, NULL);
     weir_kernel_set_threads(t->eval_kernel, options->threads, NULL);
   }
-  if (!init_state(t, error) || !init_eval(t, error))
+  if (!init_state(t, error) || !init_eval(t, error) ||
+      !broadcast_state(t, error))
     return NULL;
   buffers_init(t, &t->full, options->steps_per_call);
   return g_steal_pointer(&t);
@@ -656,17 +743,28 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
     return FALSE;
   }
   gint64 batch = t->opts.batch, k_max = t->opts.steps_per_call;
-  gint64 steps_per_epoch = train->n_samples / batch;
+  /* with P ranks a step takes P batches: rank r the r-th of them */
+  gint64 steps_per_epoch = train->n_samples / (batch * t->ranks);
   if (steps_per_epoch == 0) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "%s: %" G_GINT64_FORMAT " training samples do not fill one "
-                "batch of %" G_GINT64_FORMAT,
-                train->source, train->n_samples, batch);
+                "batch of %" G_GINT64_FORMAT "%s",
+                train->source, train->n_samples, batch,
+                t->ranks > 1 ? " on every rank" : "");
     return FALSE;
   }
   for (gint64 epoch = 1; epoch <= t->opts.epochs; epoch++) {
     g_autofree gint64 *order = weir_dataset_permutation(
         train->n_samples, t->opts.seed * 1000003u + (guint64)epoch);
+    if (t->ranks > 1) {
+      /* this rank's samples, step after step */
+      gint64 *mine = g_new(gint64, steps_per_epoch * batch);
+      for (gint64 s = 0; s < steps_per_epoch; s++)
+        memcpy(mine + s * batch, order + (s * t->ranks + t->rank) * batch,
+               sizeof(gint64) * (gsize)batch);
+      g_free(order);
+      order = mine;
+    }
     WeirTrainProgress p = {0};
     p.epoch = epoch;
     p.epochs = t->opts.epochs;
@@ -686,7 +784,8 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
       p.step = step;
       p.total_steps = t->steps;
       p.loss = loss;
-      p.samples_per_second = secs > 0 ? (double)(step * batch) / secs : 0;
+      p.samples_per_second =
+          secs > 0 ? (double)(step * batch * t->ranks) / secs : 0;
       p.skipped = weir_trainer_skipped(t);
       if (t->opts.progress)
         t->opts.progress(&p, t->opts.user_data);
@@ -698,6 +797,8 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
                                                            &p.val_r2, error)
                         : weir_trainer_evaluate(t, val, &p.val_accuracy,
                                                 &p.val_loss, error)))
+      return FALSE;
+    if (!check_ranks_agree(t, epoch, error))
       return FALSE;
     p.epoch_done = TRUE;
     if (t->opts.progress)

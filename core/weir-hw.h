@@ -91,6 +91,9 @@ WEIR_API char *weir_hw_profile_path(void);
  * (weir_hw_profile_path()) holds one for this machine; never measures
  * (measured is FALSE without it).  For figures that are cheap to print
  * and need no measurement of their own. (transfer full) */
+/**
+ * weir_hw_profile_cached: (skip)
+ */
 WEIR_API WeirHwProfile *weir_hw_profile_cached(void);
 
 /* The cache size the modeled memory traffic assumes

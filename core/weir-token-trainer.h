@@ -69,6 +69,9 @@ typedef struct _WeirTokenTrainer WeirTokenTrainer;
  * Errors name the file and the problem (a token outside [0, vocab), a
  * file shorter than one window, an input that is not [batch, T]
  * integers).  (transfer full: weir_token_trainer_free) */
+/**
+ * weir_token_trainer_new: (skip)
+ */
 WEIR_API WeirTokenTrainer *
 weir_token_trainer_new(const char *model_path, const char *tokens_path,
                        const WeirTokenTrainerOptions *options, GError **error);

@@ -105,6 +105,15 @@ typedef struct {
   guint n_class_weights;
   WeirDType label_dtype; /* i64 (default) or i32 */
   double huber_delta;    /* huber, default 1 */
+  /* Data-parallel training over the ranks of an MPI job
+   * (docs/distributed.md): after the backward pass, the gradients (in
+   * reverse parameter order, as the backward pass completes them) and the
+   * loss are averaged over the ranks by Allreduce nodes (reduce = mean),
+   * one per bucket of at most bucket_bytes (0: 25 MiB; a tensor larger
+   * than that is a bucket of its own), before the finiteness check and the
+   * optimizer read them.  With one process the averages are the values. */
+  gboolean data_parallel;
+  gint64 bucket_bytes;
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);

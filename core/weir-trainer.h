@@ -80,6 +80,17 @@ typedef struct {
    * training and evaluation programs when no recipe_path is given; 0 (the
    * default of weir_trainer_options_init): none.  `weir train` uses 2. */
   guint opt_level;
+  /* Data parallel over the ranks of the MPI job (weir-mpi.h,
+   * docs/distributed.md) when the job has more than one process (then
+   * train.data_parallel is set): the initial state is broadcast from rank
+   * 0, every rank runs `batch` samples per step, disjoint from the other
+   * ranks' (the epoch's permutation is the same on every rank; step s of
+   * rank r takes the samples s * P + r of it in batches), the gradients
+   * are averaged inside the program, and after every epoch a checksum of
+   * the parameters is compared over the ranks (an error when they
+   * disagree).  Set by weir_trainer_options_init to TRUE; FALSE trains
+   * alone even inside an MPI job. */
+  gboolean distributed;
 } WeirTrainerOptions;
 
 WEIR_API void weir_trainer_options_init(WeirTrainerOptions *o);
@@ -99,6 +110,8 @@ WEIR_API WeirTrainer *weir_trainer_new(const char *model_path,
                                        const WeirTrainerOptions *options,
                                        GError **error);
 WEIR_API void weir_trainer_free(WeirTrainer *t);
+/* The number of ranks t trains on (1 alone; see `distributed`). */
+WEIR_API int weir_trainer_ranks(const WeirTrainer *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirTrainer, weir_trainer_free)
 
 /* Trains for options->epochs epochs on train, evaluating val (may be NULL

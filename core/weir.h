@@ -21,6 +21,7 @@
 #include "weir-json.h"
 #include "weir-limits.h"
 #include "weir-lower.h"
+#include "weir-mpi.h"
 #include "weir-native.h"
 #include "weir-onnx.h"
 #include "weir-ops.h"

@@ -331,6 +331,7 @@ static void node_figures(const WeirAnalysis *an, const WeirState *s,
   vn->bytes = (double)c->bytes_in.value + (double)c->bytes_out.value;
   vn->flops_known = c->flops.known;
   vn->flops = (double)c->flops.value;
+  vn->comm_bytes = c->comm_bytes.known ? (double)c->comm_bytes.value : 0;
   if (!sc || !an->total_traffic.expr)
     return; /* no model */
   if (weir_scopes_parent(sc, n->id) != 0 && n->kind != WEIR_NODE_MAP_ENTRY) {

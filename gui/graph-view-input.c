@@ -158,6 +158,10 @@ static gboolean on_query_tooltip(GtkWidget *w, int x, int y,
     double secs;
     if (weir_graph_view_get_time(v, n->state, n->id, &secs))
       g_string_append_printf(s, "\nmeasured time: %.3g ms", secs * 1e3);
+    if (n->comm_bytes > 0) {
+      weir_view_format_quantity(b, sizeof b, n->comm_bytes, "B");
+      g_string_append_printf(s, "\ncommunicated between processes: %s", b);
+    }
   } else if (e.kind == WEIR_ELEMENT_EDGE) {
     for (guint i = 0; i < v->layout->edges->len; i++) {
       const VEdge *ed = &g_array_index(v->layout->edges, VEdge, i);

@@ -56,6 +56,8 @@ typedef struct {
   double traffic; /* modeled memory traffic: a top-level map's, a top-level
                      library, tasklet or nested node's operands, an access
                      node's memlets; 0 inside a map scope */
+  double comm_bytes; /* communicated between processes (Allreduce,
+                        Broadcast: docs/distributed.md); 0 for the rest */
 } VNode;
 
 typedef struct {

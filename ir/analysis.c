@@ -521,6 +521,7 @@ static void node_cost_free(gpointer p) {
   quantity_clear(&nc->bytes_out);
   quantity_clear(&nc->flops);
   quantity_clear(&nc->traffic);
+  quantity_clear(&nc->comm_bytes);
   g_free(nc);
 }
 
@@ -529,6 +530,7 @@ static void state_cost_free(gpointer p) {
   quantity_clear(&sc->bytes);
   quantity_clear(&sc->flops);
   quantity_clear(&sc->traffic);
+  quantity_clear(&sc->comm_bytes);
   g_free(sc);
 }
 
@@ -1356,6 +1358,8 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
   }
 
   /* node costs */
+  Acc state_comm;
+  acc_init(&state_comm);
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *n = g_ptr_array_index(s->nodes, i);
     WeirNodeCost *nc = g_new0(WeirNodeCost, 1);
@@ -1392,6 +1396,14 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
       quantity_set(&nc->traffic, op ? weir_expr_const(*op) : ref_or_null(t),
                    bindings);
     }
+    {
+      const WeirOpInfo *info =
+          n->kind == WEIR_NODE_LIBRARY && n->op ? weir_op_lookup(n->op) : NULL;
+      WeirExpr *c = info && info->comm_bytes ? info->comm_bytes(g, s, n)
+                                             : weir_expr_const(0);
+      acc_add(&state_comm, c);
+      quantity_set(&nc->comm_bytes, c, bindings);
+    }
     g_ptr_array_add(a->nodes, nc);
     g_hash_table_insert(impl->node_index, GUINT_TO_POINTER(n->id), nc);
   }
@@ -1400,6 +1412,7 @@ static gboolean analyse_state(AnalysisImpl *impl, const WeirGraph *g,
   stc->state = s->id;
   quantity_set(&stc->bytes, acc_finish(&state_bytes), bindings);
   quantity_set(&stc->flops, acc_finish(&state_flops), bindings);
+  quantity_set(&stc->comm_bytes, acc_finish(&state_comm), bindings);
   if (impl->cache_bytes > 0)
     quantity_set(&stc->traffic, acc_finish(&state_traffic), bindings);
   else
@@ -1692,6 +1705,7 @@ void weir_analysis_free(WeirAnalysis *a) {
   quantity_clear(&a->total_bytes);
   quantity_clear(&a->total_flops);
   quantity_clear(&a->total_traffic);
+  quantity_clear(&a->total_comm_bytes);
   quantity_clear(&a->peak_transient_bytes);
   g_ptr_array_unref(a->peak_live);
   g_free(impl);
@@ -1718,16 +1732,18 @@ WeirAnalysis *weir_analysis_compute_traffic(const WeirGraph *g,
   a->states = g_ptr_array_new_with_free_func(state_cost_free);
   a->peak_live = g_ptr_array_new_with_free_func(g_free);
 
-  Acc bytes, flops, traffic;
+  Acc bytes, flops, traffic, comm;
   acc_init(&bytes);
   acc_init(&flops);
   acc_init(&traffic);
+  acc_init(&comm);
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);
     if (!analyse_state(impl, g, s, bindings, error)) {
       weir_expr_unref(bytes.sum);
       weir_expr_unref(flops.sum);
       weir_expr_unref(traffic.sum);
+      weir_expr_unref(comm.sum);
       weir_analysis_free(a);
       return NULL;
     }
@@ -1735,7 +1751,9 @@ WeirAnalysis *weir_analysis_compute_traffic(const WeirGraph *g,
     acc_add(&bytes, sc->bytes.expr);
     acc_add(&flops, sc->flops.expr);
     acc_add(&traffic, sc->traffic.expr);
+    acc_add(&comm, sc->comm_bytes.expr);
   }
+  quantity_set(&a->total_comm_bytes, acc_finish(&comm), bindings);
   quantity_set(&a->total_bytes, acc_finish(&bytes), bindings);
   quantity_set(&a->total_flops, acc_finish(&flops), bindings);
   if (impl->cache_bytes > 0)

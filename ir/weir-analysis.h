@@ -111,6 +111,9 @@ typedef struct {
   WeirQuantity traffic; /* modeled traffic of a map at the top level of its
                            state (weir_analysis_compute_traffic); unknown
                            (expr NULL) for every other node */
+  /* bytes communicated between processes: the payload of a collective
+   * (Allreduce, Broadcast: WeirOpInfo.comm_bytes), 0 for every other node */
+  WeirQuantity comm_bytes;
 } WeirNodeCost;
 
 typedef struct {
@@ -119,6 +122,8 @@ typedef struct {
   WeirQuantity flops;
   WeirQuantity traffic; /* modeled memory traffic (unknown without the
                            model) */
+  /* the sum of the nodes' comm_bytes */
+  WeirQuantity comm_bytes;
 } WeirStateCost;
 
 typedef struct {
@@ -135,6 +140,9 @@ typedef struct {
                                  the model) */
   /* nodes of each kind over all states (not inside nested programs) */
   guint node_counts[WEIR_NODE_KIND_COUNT];
+  /* bytes communicated between processes over all states (each state
+   * once), apart from the bytes moved in memory (total_bytes) */
+  WeirQuantity total_comm_bytes;
 } WeirAnalysis;
 
 /* Computes every figure.  bindings (name -> gint64*, may be NULL) give

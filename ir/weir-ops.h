@@ -118,6 +118,12 @@ struct _WeirOpInfo {
    * or "ai.onnx"); "ai.onnx.preview.training" for Adam, Momentum and
    * Adagrad.  The importer accepts a node only in its operator's domain. */
   const char *domain;
+  /* Bytes one execution communicates between processes (the payload of
+   * the collectives Allreduce and Broadcast, ir/ops/comm.c), or NULL for
+   * operators that communicate nothing.  The analyses report it as
+   * comm_bytes (weir-analysis.h). */
+  WeirExpr *(*comm_bytes)(const WeirGraph *g, const WeirState *s,
+                          const WeirNode *n);
 };
 
 /* Registers an operator (replacing one of the same name).  info is borrowed

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "weir-attr.h"
 
 /* ----------------------------------------------------------------- import */
 
@@ -73,6 +74,39 @@ static int compare_memlet_bytes(gconstpointer a, gconstpointer b) {
   if (vx != vy)
     return vx > vy ? -1 : 1;
   return x->edge < y->edge ? -1 : x->edge > y->edge;
+}
+
+/* The collectives (Allreduce, Broadcast: docs/distributed.md) with the
+ * bytes each communicates between processes; nothing when there are
+ * none. */
+static void print_communication(const WeirGraph *g, const WeirAnalysis *a) {
+  CliTable *t = NULL;
+  for (guint i = 0; i < a->nodes->len; i++) {
+    const WeirNodeCost *nc = g_ptr_array_index(a->nodes, i);
+    gint64 zero;
+    if (!nc->comm_bytes.expr ||
+        (weir_expr_is_const(nc->comm_bytes.expr, &zero) && zero == 0))
+      continue;
+    const WeirState *s = weir_graph_state(g, nc->state);
+    const WeirNode *n = weir_state_node(s, nc->node);
+    if (!t) {
+      g_autofree char *total = cli_format_quantity(&a->total_comm_bytes, TRUE);
+      printf("\nCommunication between processes  %s per run "
+             "(payload of each collective)\n",
+             total);
+      t = cli_table_new(5);
+      cli_table_row(t, g_strdup("node"), g_strdup("state"), g_strdup("op"),
+                    g_strdup("tensors"), g_strdup("bytes"));
+    }
+    const char *r = weir_node_attr_string(n, "reduce", NULL);
+    cli_table_row(t, g_strdup_printf("%u %s", n->id, n->label),
+                  g_strdup(s->label),
+                  r ? g_strdup_printf("%s (%s)", n->op, r) : g_strdup(n->op),
+                  g_strdup_printf("%u", n->in_conns->len),
+                  cli_format_quantity(&nc->comm_bytes, TRUE));
+  }
+  if (t)
+    cli_table_print(t);
 }
 
 int cli_cmd_info(int argc, char **argv) {
@@ -227,7 +261,9 @@ int cli_cmd_info(int argc, char **argv) {
       printf("%s%s", i ? ", " : "", (char *)g_ptr_array_index(a->peak_live, i));
     printf(")");
   }
-  printf("\n\nTop memlets by logical volume\n");
+  printf("\n");
+  print_communication(g, a);
+  printf("\nTop memlets by logical volume\n");
   g_autoptr(GPtrArray) sorted = g_ptr_array_new();
   for (guint i = 0; i < a->memlets->len; i++) {
     WeirMemletCost *mc = g_ptr_array_index(a->memlets, i);

@@ -409,6 +409,7 @@ int cli_cmd_train(int argc, char **argv) {
   g_autofree char *level_text = NULL;
   g_autofree char *tok_file = NULL, *tok_checkpoint = NULL, *tok_resume = NULL;
   gint64 tok_context = 32, tok_steps = -1, tok_every = 0, tok_report = 10;
+  double fit_bucket_mb = 0;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -470,6 +471,10 @@ int cli_cmd_train(int argc, char **argv) {
        "Write the trained model (ONNX) here", "FILE"},
       {"quiet", 'q', 0, G_OPTION_ARG_NONE, &fit_quiet,
        "Print only the final summary", NULL},
+      {"bucket-mb", 0, 0, G_OPTION_ARG_DOUBLE, &fit_bucket_mb,
+       "Under mpirun: gradients averaged in buckets of at most MB MiB "
+       "(default 25; docs/distributed.md)",
+       "MB"},
       CLI_MAX_MEMORY_ENTRY(&max_memory),
       TRAIN_PROGRAM_ENTRIES(&tp),
       CLI_COMPILE_ENTRIES(&impls, &cc),
@@ -513,10 +518,33 @@ int cli_cmd_train(int argc, char **argv) {
   const char *model = argv[1];
   g_autoptr(GError) error = NULL;
 
+  /* Under mpirun: one rank of a data-parallel job (docs/distributed.md);
+   * rank 0 alone prints and writes the model. */
+  if (weir_mpi_launched()) {
+    if (!weir_mpi_available())
+      fprintf(stderr, "weir train: started by an MPI launcher, but this "
+                      "Weir is built without MPI: every process trains "
+                      "alone\n");
+    else if (!weir_mpi_init(FALSE, &error)) {
+      cli_print_error("train", error);
+      return 1;
+    }
+  }
+  int rank = weir_mpi_rank(), ranks = weir_mpi_size();
+  if (rank != 0 && !freopen("/dev/null", "w", stdout)) {
+    fprintf(stderr, "weir train: rank %d: cannot silence stdout\n", rank);
+    return 1;
+  }
+
   WeirTrainerOptions o;
   weir_trainer_options_init(&o);
   if (!train_program_options("train", &tp, &o.train))
     return 2;
+  if (fit_bucket_mb < 0) {
+    fprintf(stderr, "weir train: --bucket-mb must be positive\n");
+    return 2;
+  }
+  o.train.bucket_bytes = (gint64)(fit_bucket_mb * 1048576.0);
   gboolean mse = o.train.loss == WEIR_LOSS_MSE;
   if (!mse && (fit_target_columns || fit_target_file || fit_targets >= 0)) {
     fprintf(stderr, "weir train: --target-columns, --targets and "
@@ -628,6 +656,11 @@ int cli_cmd_train(int argc, char **argv) {
          model, prog->containers->len, took, fit_batch, fit_k,
          fit_k == 1 ? "" : "s", tp.optimizer ? tp.optimizer : "sgd",
          o.train.lr);
+  if (weir_trainer_ranks(trainer) > 1)
+    printf("data parallel on %d ranks (MPI): batch %" G_GINT64_FORMAT
+           " per rank, %" G_GINT64_FORMAT " samples per step, gradients "
+           "averaged by Allreduce in the program\n",
+           ranks, fit_batch, fit_batch * ranks);
   fflush(stdout);
 
   t0 = g_get_monotonic_time();
@@ -638,12 +671,14 @@ int cli_cmd_train(int argc, char **argv) {
     return 1;
   }
   double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
-  if (!weir_trainer_save_onnx(trainer, fit_output, &error)) {
+  if (rank == 0 && !weir_trainer_save_onnx(trainer, fit_output, &error)) {
     cli_print_error("train", error);
     return 1;
   }
   printf("trained %" G_GINT64_FORMAT " steps in %.2f s",
          weir_trainer_steps(trainer), secs);
+  if (weir_trainer_ranks(trainer) > 1)
+    printf(" on %d ranks", weir_trainer_ranks(trainer));
   if (printer.last_val_accuracy >= 0)
     printf(", held-out accuracy %.2f%%", 100 * printer.last_val_accuracy);
   else if (!isnan(printer.last_val_r2))
@@ -664,6 +699,8 @@ int cli_cmd_train_graph(int argc, char **argv) {
   g_autofree char *train_target = NULL, *train_output = NULL;
   g_autofree char *output_path = NULL;
   gint64 train_steps = 0;
+  gboolean data_parallel = FALSE;
+  double bucket_mb = 0;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
@@ -674,6 +711,14 @@ int cli_cmd_train_graph(int argc, char **argv) {
        "Fix the number of steps per call (default: symbol K)", "K"},
       {"output-file", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
        "Write the training program (.json) or a workspace (.weir)", "FILE"},
+      {"data-parallel", 0, 0, G_OPTION_ARG_NONE, &data_parallel,
+       "Average the gradients and the loss over the ranks of an MPI job "
+       "(Allreduce nodes; docs/distributed.md)",
+       NULL},
+      {"bucket-mb", 0, 0, G_OPTION_ARG_DOUBLE, &bucket_mb,
+       "With --data-parallel: at most MB MiB of gradients per Allreduce "
+       "(default 25)",
+       "MB"},
       TRAIN_PROGRAM_ENTRIES(&tp),
       {NULL}};
   if (!cli_parse_options("train-graph", "MODEL -o OUT", entries, &argc, &argv))
@@ -685,7 +730,8 @@ int cli_cmd_train_graph(int argc, char **argv) {
             "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
             "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
             "K] [--params REGEX] "
-            "[--freeze REGEX] -o TRAIN.json|TRAIN.weir\n");
+            "[--freeze REGEX] [--data-parallel [--bucket-mb MB]] "
+            "-o TRAIN.json|TRAIN.weir\n");
     return 2;
   }
   WeirTrainOptions o;
@@ -699,6 +745,13 @@ int cli_cmd_train_graph(int argc, char **argv) {
   o.target = train_target;
   o.output = train_output;
   o.steps = train_steps;
+  if (bucket_mb < 0 || (bucket_mb > 0 && !data_parallel)) {
+    fprintf(stderr, "weir train-graph: --bucket-mb takes a positive size "
+                    "and needs --data-parallel\n");
+    return 2;
+  }
+  o.data_parallel = data_parallel;
+  o.bucket_bytes = (gint64)(bucket_mb * 1048576.0);
   g_autoptr(WeirGraph) fwd =
       cli_load_program("train-graph", argv[1], NULL, NULL);
   if (!fwd)

@@ -139,6 +139,8 @@ static void append_includes(GString *s, const Gen *gen) {
                      "#include <string.h>\n");
   if (g_hash_table_contains(gen->libraries, "openblas"))
     g_string_append(s, "#include <cblas.h>\n");
+  if (g_hash_table_contains(gen->libraries, "mpi"))
+    g_string_append(s, "#include <mpi.h>\n");
   g_string_append(s, "\n");
 }
 

@@ -432,7 +432,10 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .priv = f,
                       .scratch = native_scratch};
   for (guint io = 0; io < 2; io++)
-    for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
+    for (guint k = 0;
+         k < MIN(WEIR_NATIVE_MAX_PORTS,
+                 MAX(4u, io ? n->out_conns->len : n->in_conns->len));
+         k++) {
       g_autofree char *conn = g_strdup_printf(io ? "out%u" : "in%u", k);
       g_autoptr(GPtrArray) ms = cg_conn_memlets(sc->s, n->id, conn, io == 0);
       if (ms->len == 0)
@@ -447,7 +450,7 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
       op->ptr = ci->cname; /* owned by the function's namer */
     }
   /* the extra inputs of an epilogue the implementation applies itself */
-  for (guint k = 0; k < WEIR_NATIVE_MAX_PORTS; k++) {
+  for (guint k = 0; k < 4; k++) {
     g_autofree char *conn = g_strdup_printf("epi%u", k);
     g_autoptr(GPtrArray) ms = cg_conn_memlets(sc->s, n->id, conn, TRUE);
     if (ms->len == 0)

@@ -58,6 +58,10 @@ static gboolean choose_depthwise(WeirGraph *g, WeirState *s, WeirNode *n,
                                  GError **error) {
   return set_impl_attr(g, s, n, "depthwise", error);
 }
+static gboolean choose_mpi(WeirGraph *g, WeirState *s, WeirNode *n,
+                           GError **error) {
+  return set_impl_attr(g, s, n, "mpi", error);
+}
 
 void weir_native_register(const WeirNativeImpl *impl) {
   g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
@@ -81,6 +85,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_weir;
   else if (strcmp(impl->impl, "depthwise") == 0)
     f = choose_depthwise;
+  else if (strcmp(impl->impl, "mpi") == 0)
+    f = choose_mpi;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
@@ -172,6 +178,12 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     g_clear_pointer(&r2, g_free);
     if (ni && ni->accepts(g, s, n, &r2))
       return "im2col";
+  }
+  if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0) {
+    /* MPI when libweir was built with it (core/native-mpi.c registers
+     * "mpi" then); the pure expansion is the one-process meaning */
+    ni = weir_native_lookup(n->op, "mpi");
+    return ni && ni->accepts(g, s, n, &r1) ? "mpi" : "pure";
   }
   static const char *const grads[][2] = {{"ConvGradFilter", "im2col"},
                                          {"ConvGradInput", "col2im"},

@@ -31,7 +31,9 @@
 
 G_BEGIN_DECLS
 
-#define WEIR_NATIVE_MAX_PORTS 4
+/* Connectors in0.. / out0.. passed to an emitter: the collectives
+ * (Allreduce, Broadcast) take a bucket of up to this many tensors. */
+#define WEIR_NATIVE_MAX_PORTS 64
 
 /* One connector of the node being emitted. */
 typedef struct {

@@ -4,6 +4,7 @@
 #include "weir-ops.h"
 
 void weir_ops_register_builtin(void);
+void weir_ops_register_comm(void);
 void weir_ops_register_optimizers(void);
 void weir_ops_register_elementwise(void);
 void weir_ops_register_linalg(void);
@@ -15,6 +16,7 @@ void weir_ops_register_training(void);
 void weir_ops_register_losses(void);
 
 void weir_ops_register_builtin(void) {
+  weir_ops_register_comm();
   weir_ops_register_optimizers();
   weir_ops_register_elementwise();
   weir_ops_register_linalg();

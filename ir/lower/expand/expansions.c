@@ -4,6 +4,7 @@
 #include "expand-util.h"
 
 void weir_expansions_register_builtin(void);
+void weir_expand_register_comm(void);
 void weir_expand_register_optimizers(void);
 void weir_expand_register_elementwise(void);
 void weir_expand_register_linalg(void);
@@ -15,6 +16,7 @@ void weir_expand_register_training(void);
 void weir_expand_register_losses(void);
 
 void weir_expansions_register_builtin(void) {
+  weir_expand_register_comm();
   weir_expand_register_optimizers();
   weir_expand_register_elementwise();
   weir_expand_register_linalg();

@@ -1,0 +1,154 @@
+/* comm.c — communication between processes as library nodes (issue 19).
+ *
+ * Data-parallel training averages gradients over the processes (ranks) of
+ * an MPI job.  The communication is part of the program, as library nodes,
+ * so that the graph, the analyses and the GUI show it like any other data
+ * movement:
+ *
+ *   Allreduce(x0, x1, ...) -> (y0, y1, ...)
+ *       y_k = the element-wise sum (reduce = "sum", the default) or mean
+ *       (reduce = "mean") of x_k over every rank.  One node reduces a
+ *       bucket of tensors in one collective call.  In place when y_k is
+ *       the container of x_k.
+ *   Broadcast(x0, x1, ...) -> (y0, y1, ...)
+ *       y_k = x_k of rank `root` (default 0) on every rank.
+ *
+ * Each output has the dtype and shape of its input (f32, f64, i32, i64).
+ * With one process (no MPI, or the interpreter) both are the identity: the
+ * sum and the mean over one rank are the value itself.  The pure
+ * expansions (ir/lower/expand/comm.c) are those copies; the native
+ * implementation "mpi" (core/native-mpi.c) calls MPI.
+ *
+ * FLOPs: an Allreduce adds (and for the mean divides) once per element on
+ * each rank (a ring or tree reduction adds (P - 1) / P of the elements per
+ * rank and step; counted as one per element, the large-P limit); a
+ * Broadcast computes nothing.  Communicated bytes (the analyses'
+ * comm_bytes): the payload, the bytes of every input, which each rank
+ * contributes (Allreduce) or the root sends (Broadcast).  A ring allreduce
+ * sends and receives 2 (P - 1) / P times that per rank (docs/distributed.md).
+ */
+#include <string.h>
+
+#include "weir-attr.h"
+#include "weir-ops.h"
+
+void weir_ops_register_comm(void);
+
+static const WeirOpAttrSpec allreduce_attrs[] = {
+    {"reduce", WEIR_ATTR_STRING, FALSE, "sum", 0, 0},
+};
+
+static const WeirOpAttrSpec broadcast_attrs[] = {
+    {"root", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+};
+
+static gboolean comm_dtype(WeirDType t) {
+  return t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64 || t == WEIR_DTYPE_I32 ||
+         t == WEIR_DTYPE_I64;
+}
+
+static gboolean infer_comm(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (ctx->n_outputs != ctx->n_inputs)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "has %u inputs and %u outputs: one output per input",
+                          ctx->n_inputs, ctx->n_outputs);
+  if (g_strcmp0(n->op, "Allreduce") == 0) {
+    const char *r = weir_node_attr_string(n, "reduce", "sum");
+    if (strcmp(r, "sum") != 0 && strcmp(r, "mean") != 0)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "reduce is '%s': 'sum' or 'mean'", r);
+  } else if (weir_node_attr_int(n, "root", 0) < 0) {
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "root is negative (%" G_GINT64_FORMAT ")",
+                          weir_node_attr_int(n, "root", 0));
+  }
+  for (guint k = 0; k < ctx->n_inputs; k++) {
+    const WeirOpValue *x = &ctx->inputs[k];
+    if (!x->present)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input %u is missing",
+                            k);
+    if (!comm_dtype(x->dtype))
+      return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                            "input %u is %s: f32, f64, i32 or i64 is supported",
+                            k, weir_dtype_name(x->dtype));
+    weir_op_set_output(ctx, k, x->dtype, x->rank, x->shape);
+  }
+  return TRUE;
+}
+
+/* Elements over every input of n. */
+static WeirExpr *input_sum(const WeirGraph *g, const WeirState *s,
+                           const WeirNode *n, gboolean bytes) {
+  WeirExpr *total = weir_expr_const(0);
+  for (guint k = 0; k < n->in_conns->len; k++) {
+    const WeirMemlet *m = weir_state_connector_memlet(
+        s, n->id, g_ptr_array_index(n->in_conns, k), TRUE, FALSE);
+    const WeirContainer *c =
+        m && m->data ? weir_graph_container(g, m->data) : NULL;
+    if (!c) {
+      weir_expr_unref(total);
+      return NULL;
+    }
+    g_autoptr(WeirExpr) v =
+        bytes ? weir_container_bytes(c) : weir_container_volume(c);
+    WeirExpr *sum = weir_expr_add(total, v);
+    weir_expr_unref(total);
+    total = sum;
+  }
+  return total;
+}
+
+static WeirExpr *flops_allreduce(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n) {
+  g_autoptr(WeirExpr) v = input_sum(g, s, n, FALSE);
+  if (!v)
+    return NULL;
+  gboolean mean =
+      g_strcmp0(weir_node_attr_string(n, "reduce", "sum"), "mean") == 0;
+  return weir_expr_mul_const(v, mean ? 2 : 1);
+}
+
+static WeirExpr *flops_broadcast(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n) {
+  (void)g;
+  (void)s;
+  (void)n;
+  return weir_expr_const(0);
+}
+
+static WeirExpr *comm_bytes(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n) {
+  return input_sum(g, s, n, TRUE);
+}
+
+static const WeirOpInfo op_allreduce = {
+    .name = "Allreduce",
+    .min_inputs = 1,
+    .max_inputs = WEIR_OP_VARIADIC,
+    .min_outputs = 1,
+    .max_outputs = WEIR_OP_VARIADIC,
+    .attrs = allreduce_attrs,
+    .n_attrs = G_N_ELEMENTS(allreduce_attrs),
+    .infer = infer_comm,
+    .flops = flops_allreduce,
+    .comm_bytes = comm_bytes,
+};
+
+static const WeirOpInfo op_broadcast = {
+    .name = "Broadcast",
+    .min_inputs = 1,
+    .max_inputs = WEIR_OP_VARIADIC,
+    .min_outputs = 1,
+    .max_outputs = WEIR_OP_VARIADIC,
+    .attrs = broadcast_attrs,
+    .n_attrs = G_N_ELEMENTS(broadcast_attrs),
+    .infer = infer_comm,
+    .flops = flops_broadcast,
+    .comm_bytes = comm_bytes,
+};
+
+void weir_ops_register_comm(void) {
+  weir_op_register(&op_allreduce);
+  weir_op_register(&op_broadcast);
+}
