@@ -1,7 +1,14 @@
 /* types.c — dtype tables and the error domain. */
 #include "weir-types.h"
 
-G_DEFINE_QUARK(weir - error - quark, weir_error)
+/* Written out rather than with G_DEFINE_QUARK, whose first argument
+ * clang-format spaced into "weir - error - quark". */
+GQuark weir_error_quark(void) {
+  static GQuark q;
+  if (G_UNLIKELY(q == 0))
+    q = g_quark_from_static_string("weir-error-quark");
+  return q;
+}
 
 static const struct {
   const char *name;

@@ -42,6 +42,7 @@ class TestErrors(unittest.TestCase):
         e = cm.exception
         self.assertTrue(e.matches(Weir.error_quark(), Weir.ErrorCode.IO))
         self.assertEqual(weir.error_code(e), Weir.ErrorCode.IO)
+        self.assertEqual(e.domain, "weir-error-quark")
         self.assertIn("no-such-model.onnx", e.message)
         self.assertIs(weir.Error, GLib.Error)
 
