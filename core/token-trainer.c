@@ -229,6 +229,12 @@ WeirTokenTrainer *weir_token_trainer_new(const char *model_path,
                 model_path);
     return NULL;
   }
+  if (options->train.reduction == WEIR_REDUCTION_NONE) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s: next-token training needs reduction mean or sum",
+                model_path);
+    return NULL;
+  }
   g_autoptr(WeirTokenTrainer) t = g_new0(WeirTokenTrainer, 1);
   t->model_path = g_strdup(model_path);
   t->tokens_path = g_strdup(tokens_path);

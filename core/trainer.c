@@ -480,6 +480,16 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
                 model_path, options->batch, options->steps_per_call);
     return NULL;
   }
+  if ((options->train.loss != WEIR_LOSS_SOFTMAX_CROSS_ENTROPY &&
+       options->train.loss != WEIR_LOSS_MSE) ||
+      options->train.reduction == WEIR_REDUCTION_NONE) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                "%s: training on a data set takes cross-entropy or mse with "
+                "reduction mean or sum (the other losses are for training "
+                "programs and --tokens)",
+                model_path);
+    return NULL;
+  }
   t->regression = options->train.loss == WEIR_LOSS_MSE;
   if (!import_forward(t, options->train.output, error))
     return NULL;
