@@ -15,6 +15,8 @@
  *   CumSum                       axis (from input 2), exclusive, reverse
  *   ReverseSequence              batch_axis, time_axis
  *   TopK                         axis, k (from input 2), largest, sorted
+ *   MaxUnpool                    kernel_shape, pads, strides, output_shape
+ *                                (from input 3)
  *   HannWindow, HammingWindow,   size (from input 1), output_datatype,
  *   BlackmanWindow               periodic
  *
@@ -485,6 +487,67 @@ static WeirExpr *flops_top_k(const WeirGraph *g, const WeirState *s,
   return weir_expr_mul(v, per);
 }
 
+/* ------------------------------------------------------------- MaxUnpool */
+
+/* X (N, C, D1, ...), indices of its shape into the flattened output; the
+ * output's spatial sizes from output_shape when given, else
+ * (in - 1) * stride - pad_begin - pad_end + kernel. */
+static gboolean infer_max_unpool(WeirOpInferContext *ctx, GError **error) {
+  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *ind = x ? require_input(ctx, 1, error) : NULL;
+  if (!ind || !check_index_dtype(ctx, 1, ind, error))
+    return FALSE;
+  if (input(ctx, 2))
+    return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                          "input 2 (output_shape) must be a constant");
+  if (!is_float_dtype(x->dtype) || x->rank < 3)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 0 must be a float tensor of rank >= 3");
+  gboolean same = ind->rank == x->rank;
+  for (guint d = 0; same && d < x->rank; d++)
+    same = weir_expr_equal(ind->shape[d], x->shape[d]);
+  if (!same)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "input 1 (indices) must have the shape of input 0");
+  guint sp = x->rank - 2;
+  const GArray *k = weir_node_attr_ints(ctx->node, "kernel_shape");
+  const GArray *st = weir_node_attr_ints(ctx->node, "strides");
+  const GArray *pads = weir_node_attr_ints(ctx->node, "pads");
+  const GArray *os = weir_node_attr_ints(ctx->node, "output_shape");
+  if (!k || k->len != sp || (st && st->len != sp) ||
+      (pads && pads->len != 2 * sp) || (os && os->len != x->rank))
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "kernel_shape, strides, pads or output_shape do not "
+                          "match %u spatial dimensions",
+                          sp);
+  g_autoptr(GPtrArray) shape =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  for (guint d = 0; d < x->rank; d++) {
+    if (os) {
+      gint64 v = g_array_index(os, gint64, d);
+      if (v < 0)
+        return weir_node_fail(error, INVALID, ctx->node,
+                              "output_shape has a negative size");
+      g_ptr_array_add(shape, weir_expr_const(v));
+    } else if (d < 2) {
+      g_ptr_array_add(shape, weir_expr_ref(x->shape[d]));
+    } else {
+      guint i = d - 2;
+      gint64 stride = st ? g_array_index(st, gint64, i) : 1;
+      gint64 pad = pads ? g_array_index(pads, gint64, i) +
+                              g_array_index(pads, gint64, i + sp)
+                        : 0;
+      g_autoptr(WeirExpr) m = weir_expr_add_const(x->shape[d], -1);
+      g_autoptr(WeirExpr) ms = weir_expr_mul_const(m, stride);
+      g_ptr_array_add(
+          shape, weir_expr_add_const(ms, g_array_index(k, gint64, i) - pad));
+    }
+  }
+  weir_op_set_output(ctx, 0, x->dtype, x->rank,
+                     (WeirExpr *const *)shape->pdata);
+  return TRUE;
+}
+
 /* --------------------------------------------------------------- windows */
 
 static gboolean infer_window(WeirOpInferContext *ctx, GError **error) {
@@ -565,6 +628,12 @@ static const WeirOpAttrSpec top_k_attrs[] = {
     {"largest", WEIR_ATTR_INT, FALSE, "1", 0, 0},
     {"sorted", WEIR_ATTR_INT, FALSE, "1", 0, 0},
 };
+static const WeirOpAttrSpec max_unpool_attrs[] = {
+    {"kernel_shape", WEIR_ATTR_INTS, TRUE, NULL, 0, 0},
+    {"output_shape", WEIR_ATTR_INTS, FALSE, NULL, 3, 11},
+    {"pads", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+    {"strides", WEIR_ATTR_INTS, FALSE, NULL, 0, 0},
+};
 static const WeirOpAttrSpec window_attrs[] = {
     {"output_datatype", WEIR_ATTR_INT, FALSE, "1", 0, 0},
     {"periodic", WEIR_ATTR_INT, FALSE, "1", 0, 0},
@@ -603,6 +672,7 @@ static const WeirOpInfo indexing_ops[] = {
     OP("ReverseSequence", 2, 2, 1, 1, reverse_sequence_attrs,
        infer_reverse_sequence, flops_zero),
     OP("TopK", 1, 2, 1, 2, top_k_attrs, infer_top_k, flops_top_k),
+    OP("MaxUnpool", 2, 3, 1, 1, max_unpool_attrs, infer_max_unpool, flops_zero),
     OP("HannWindow", 0, 1, 1, 1, window_attrs, infer_window, flops_window),
     OP("HammingWindow", 0, 1, 1, 1, window_attrs, infer_window, flops_window),
     OP("BlackmanWindow", 0, 1, 1, 1, window_attrs, infer_window, flops_window),

@@ -18,6 +18,8 @@
  *  - TopK: the rank of every element along the axis (a WCR sum of pairwise
  *    comparisons, ties to the lower index), then each output position sums
  *    the one element of its rank (and its position) over the axis;
+ *  - MaxUnpool: zeros, then a map over the input writing each value at the
+ *    coordinates of its flat index (a dynamic write);
  *  - windows: a map over the output evaluating the cosine sum in f64.
  * Access nodes of inputs whose data is not read (EyeLike's input, Size's)
  * are removed when nothing else uses them.
@@ -683,6 +685,100 @@ static gboolean expand_top_k(WeirGraph *g, WeirState *s, WeirNode *n,
   return weir_state_remove_node(s, n->id);
 }
 
+/* ------------------------------------------------------------- MaxUnpool */
+
+/* y = 0, then over X: y[the coordinates of the flat index i] = x (a
+ * dynamic write; repeated indices leave one of the values, ONNX leaves
+ * them undefined; an index outside the output is a run-time error). */
+static gboolean expand_max_unpool(WeirGraph *g, WeirState *s, WeirNode *n,
+                                  GError **error) {
+  WeirPort x, ind, y;
+  if (!ports(g, s, n, &x, &y, error) ||
+      !weir_port_require_input(g, s, n, 1, &ind, error))
+    return FALSE;
+  guint r = y.rank;
+  if (x.rank != r || ind.rank != r)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input, indices and output must have one rank");
+  if (port_empty(&y))
+    return weir_state_remove_node(s, n->id);
+  WeirNode *first = weir_state_add_access(g, s, y.container->name);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
+  g_autofree char *at = weir_expand_index_subset(r, (const char *const *)p);
+  {
+    g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+    WeirTaskletPort out = {first, "y", at, WEIR_WCR_NONE};
+    g_autofree char *label = g_strdup_printf("%s_zero", n->label);
+    if (!weir_expand_map(g, s, label, r, (const char *const *)p,
+                         (const char *const *)ranges, NULL, 0, &out, 1, "y = 0",
+                         NULL, 0, error))
+      return FALSE;
+  }
+  if (port_empty(&x))
+    return weir_state_remove_node(s, n->id);
+  /* The indices address the output of the default shape ((in - 1) *
+   * stride - pads + kernel, what MaxPool's input was); a larger
+   * output_shape only pads it (ONNX's reference does the same).
+   * Coordinate d of flat index i: (i // (product of the default sizes
+   * after d)) % default size d. */
+  const GArray *k = weir_node_attr_ints(n, "kernel_shape");
+  const GArray *st = weir_node_attr_ints(n, "strides");
+  const GArray *pads = weir_node_attr_ints(n, "pads");
+  guint sp = r >= 2 ? r - 2 : 0;
+  if (r < 3 || !k || k->len != sp || (st && st->len != sp) ||
+      (pads && pads->len != 2 * sp))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "kernel_shape, strides or pads do not match the "
+                          "input's rank");
+  g_autoptr(GPtrArray) dims =
+      g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+  for (guint d = 0; d < r; d++) {
+    if (d < 2) {
+      g_ptr_array_add(dims, weir_expr_ref(x.shape[d]));
+      continue;
+    }
+    guint i = d - 2;
+    gint64 stride = st ? g_array_index(st, gint64, i) : 1;
+    gint64 pad = pads ? g_array_index(pads, gint64, i) +
+                            g_array_index(pads, gint64, i + sp)
+                      : 0;
+    g_autoptr(WeirExpr) m = weir_expr_add_const(x.shape[d], -1);
+    g_autoptr(WeirExpr) ms = weir_expr_mul_const(m, stride);
+    g_ptr_array_add(dims,
+                    weir_expr_add_const(ms, g_array_index(k, gint64, i) - pad));
+  }
+  g_autoptr(GString) code = g_string_new("y[");
+  g_autoptr(WeirExpr) after = weir_expr_const(1);
+  g_autoptr(GPtrArray) coords = g_ptr_array_new_with_free_func(g_free);
+  for (guint d = r; d-- > 0;) {
+    WeirExpr *size = g_ptr_array_index(dims, d);
+    g_autofree char *stride = weir_expand_expr_code(after);
+    g_autofree char *dim = weir_expand_expr_code(size);
+    g_ptr_array_insert(coords, 0,
+                       g_strdup_printf("(i / %s) %% %s", stride, dim));
+    WeirExpr *next = weir_expr_mul(after, size);
+    weir_expr_unref(after);
+    after = next;
+  }
+  for (guint d = 0; d < r; d++)
+    g_string_append_printf(code, "%s%s", d ? ", " : "",
+                           (char *)g_ptr_array_index(coords, d));
+  g_string_append(code, "] = x");
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, x.shape);
+  WeirTaskletPort ins[2] = {{x.access, "x", at, WEIR_WCR_NONE},
+                            {ind.access, "i", at, WEIR_WCR_NONE}};
+  WeirTaskletPort out = {y.access, "y", NULL, WEIR_WCR_NONE};
+  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
+  WeirNode *top = weir_expand_map(g, s, label, r, (const char *const *)p,
+                                  (const char *const *)ranges, ins, 2, &out, 1,
+                                  code->str, &first, 1, error);
+  if (!top)
+    return FALSE;
+  g_autoptr(WeirExpr) count = weir_container_volume(x.container);
+  weir_expand_dynamic_output(s, top, "y", count);
+  return weir_state_remove_node(s, n->id);
+}
+
 /* --------------------------------------------------------------- windows */
 
 /* w[i] = a0 - a1 cos(2 pi i / N) (+ a2 cos(4 pi i / N)), N = size when
@@ -735,6 +831,7 @@ void weir_expand_register_indexing(void) {
       {"CumSum", expand_cum_sum},
       {"ReverseSequence", expand_reverse_sequence},
       {"TopK", expand_top_k},
+      {"MaxUnpool", expand_max_unpool},
       {"HannWindow", expand_window},
       {"HammingWindow", expand_window},
       {"BlackmanWindow", expand_window},
