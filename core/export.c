@@ -716,6 +716,9 @@ static char *make_readme(const Export *e) {
     for (guint i = 0; e->libs[i]; i++)
       if (strcmp(e->libs[i], "openblas") == 0)
         g_string_append(s, "; Debian: `libopenblas-dev`");
+      else if (strcmp(e->libs[i], "mpi") == 0)
+        g_string_append(s, "; MPI's headers are not on the default path: "
+                           "`make CC=mpicc`, Debian: `libopenmpi-dev`");
     g_string_append(s, ")");
   }
   g_string_append(
