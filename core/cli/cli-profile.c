@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #ifdef WEIR_HAVE_ROOFLINE_PNG
+#include <fontconfig/fontconfig.h>
+
 #include "weir-roofline.h"
 #endif
 
@@ -299,9 +301,13 @@ int cli_cmd_profile(int argc, char **argv) {
         g_strdup_printf("%s: roofline, one point per node", g->name);
     gboolean ok;
 #ifdef WEIR_HAVE_ROOFLINE_PNG
-    if (png)
+    if (png) {
       ok = weir_roofline_write_png(p, title, 900, 600, plot, &error);
-    else
+      /* cairo's toy text API keeps fonts and fontconfig its caches for
+       * the process: release both (the sanitizers' leak check) */
+      cairo_debug_reset_static_data();
+      FcFini();
+    } else
 #endif
     {
       g_autofree char *svg = weir_profile_roofline_svg(p, title);

@@ -2,7 +2,7 @@
 """cachegrind-traffic.py - Weir's modeled memory traffic against a cache
 simulator (issue 15, docs/analysis.md "Validation against cachegrind").
 
-For each small generated kernel this script
+For each small kernel (generated, or a sample program scaled up) this script
   1. writes the program (Weir JSON; the tiled matmul through `weir apply
      map-tiling`),
   2. asks `weir info --count compiled` for its modeled traffic with the
@@ -66,6 +66,30 @@ def matmul(m, n, k):
     return g
 
 
+def scaled_sample(name, sizes):
+    """samples/NAME.json with the constant sizes of its shapes, map ranges
+    and memlet subsets replaced (sizes: "32" -> "1000", ...)."""
+    src = os.path.join(os.environ.get("WEIR_SRCDIR", "."), "samples",
+                       name + ".json")
+    g = json.load(open(src))
+
+    def sub(text):
+        return re.sub(r"\b(\d+)\b",
+                      lambda x: sizes.get(x.group(1), x.group(1)), text)
+
+    for c in g["containers"]:
+        c["shape"] = [sizes.get(d, d) for d in c["shape"]]
+    for st in g["states"]:
+        for nd in st["nodes"]:
+            if "ranges" in nd:
+                nd["ranges"] = [sub(r) for r in nd["ranges"]]
+        for e in st["edges"]:
+            if "subset" in e:
+                e["subset"] = sub(e["subset"])
+            e.pop("volume", None)
+    return g
+
+
 def elementwise(name, n, code, ins):
     """out[i] = code(ins...) over i in 0:n."""
     cont = [{"id": i + 1, "name": x, "dtype": "f32", "shape": [str(n)]}
@@ -111,8 +135,9 @@ def elementwise(name, n, code, ins):
             "transitions": []}
 
 
-def modeled_traffic(build, prog, env):
-    out = weir(build, "info", prog, "--count", "compiled", env=env)
+def modeled_traffic(build, prog, env, defines):
+    out = weir(build, "info", prog, "--count", "compiled", *defines,
+               env=env)
     for line in out.splitlines():
         f = line.split()
         if f and f[0] == "total":
@@ -126,10 +151,10 @@ def parse_size(v, unit):
                     "GiB": 1 << 30}[unit])
 
 
-def simulate(build, prog, ll, work, env):
+def simulate(build, prog, ll, work, env, defines):
     d = os.path.join(work, "export")
     shutil.rmtree(d, ignore_errors=True)
-    weir(build, "export", prog, "-O0", "-o", d, env=env)
+    weir(build, "export", prog, "-O0", "-o", d, *defines, env=env)
     # no OpenMP: one thread, so every access is simulated in order
     subprocess.run(["make", "-s", "-C", d, "CFLAGS=-O2 -g"], check=True,
                    capture_output=True)
@@ -174,8 +199,6 @@ def main():
     work = tempfile.mkdtemp(prefix="weir-cachegrind-")
     kernels = []
     n = 1 << 20
-    kernels.append(("vector add, 1M floats",
-                    elementwise("vadd", n, "y = a + b", ["A", "B"])))
     kernels.append(("scale, 1M floats",
                     elementwise("scale", n, "y = 2.0 * a", ["A"])))
     # (M, N, K): fits the cache; B (K x N) does not, rows of 2000 bytes;
@@ -183,11 +206,19 @@ def main():
     for m, nn, k in [(128, 128, 128), (240, 500, 260), (256, 512, 256)]:
         kernels.append(("matmul %dx%dx%d (i, j, k)" % (m, nn, k),
                         matmul(m, nn, k)))
+    # the softmax sample (max, exp and sum, divide: three maps over rows)
+    # on 1000 x 500 floats
+    kernels.append(("samples/softmax.json, 1000 x 500",
+                    scaled_sample("softmax", {"32": "1000", "64": "500"})))
     rows = []
+    src = os.environ.get("WEIR_SRCDIR", os.getcwd())
+    rows.append(("samples/vector_add.json, N = 1M",
+                 os.path.join(src, "samples", "vector_add.json"),
+                 ["-D", "N=%d" % n]))
     for i, (label, g) in enumerate(kernels):
         prog = os.path.join(work, "%d-%s.json" % (i, g["name"]))
         json.dump(g, open(prog, "w"))
-        rows.append((label, prog))
+        rows.append((label, prog, []))
     # the tiled matmul: map-tiling of the (i, j, k) map, 32x32x32 tiles
     # (a tile's footprint, 3 x 4 KiB, fits the simulated cache; the last
     # tiles are clipped)
@@ -197,16 +228,16 @@ def main():
     tiled = os.path.join(work, "mm-tiled.json")
     weir(build, "apply", src, "map-tiling", "--site", "15", "--param",
          "tile=32,32,32", "-o", tiled, env=env)
-    rows.append(("matmul 240x500x260, tiled 32x32x32", tiled))
+    rows.append(("matmul 240x500x260, tiled 32x32x32", tiled, []))
     print("LL %d KiB, 8-way, %d-byte lines (valgrind --tool=cachegrind "
           "--cache-sim=yes --LL=%d,8,%d); one kernel run, one thread\n"
           % (ll >> 10, LINE, ll, LINE))
     print("| kernel | modeled traffic | cachegrind LL misses x 64 B | "
           "modeled / simulated |")
     print("|---|---|---|---|")
-    for label, prog in rows:
-        model = modeled_traffic(build, prog, env)
-        sim = simulate(build, prog, ll, work, env)
+    for label, prog, defines in rows:
+        model = modeled_traffic(build, prog, env, defines)
+        sim = simulate(build, prog, ll, work, env, defines)
         ratio = model / sim if sim else float("inf")
         print("| %s | %.2f MiB | %.2f MiB | %.2f |" % (
             label, model / 2**20, sim / 2**20, ratio))
