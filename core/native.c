@@ -520,8 +520,10 @@ static gboolean direct_accepts(const WeirGraph *g, const WeirState *s,
 }
 
 /* The patches of group g of every image into col[kk x n*oh*ow] (the
- * loop of both im2col helpers): each patch row is split into the columns
- * that fall in the padding (zeros) and those inside the image (copies).
+ * loop of the im2col helper; Weir's GEMM gathers its patches in its
+ * packing instead, core/kernels/gemm.c): each patch row is split into
+ * the columns that fall in the padding (zeros) and those inside the
+ * image (copies).
  * "@SAME@" is where a faster path may go; "@COLS@" and "@SW1@" complete
  * two comments. */
 static const char conv_patches[] =
@@ -561,8 +563,8 @@ static const char conv_patches[] =
     "      }\n"
     "    }\n";
 
-/* @SAME@ of both helpers: at stride 1 with rows as wide as the image, a
- * whole patch plane as one copy. */
+/* @SAME@ of the im2col helper: at stride 1 with rows as wide as the
+ * image, a whole patch plane as one copy. */
 static const char conv_patches_same[] =
     "        if (sw == 1 && sh * wd == ow && qlo < qhi) {\n"
     "          /* the patch plane is the image plane shifted by delta: one\n"
