@@ -53,9 +53,9 @@ typedef struct {
   gboolean bytes_known, flops_known;
   double bytes, flops; /* bytes: logical volume in + out */
   gboolean traffic_known;
-  double traffic; /* modeled memory traffic: a top-level map's, a top-level
-                     library, tasklet or nested node's operands, an access
-                     node's memlets; 0 inside a map scope */
+  double traffic;    /* modeled memory traffic: a top-level map's, a top-level
+                        library, tasklet or nested node's operands, an access
+                        node's memlets; 0 inside a map scope */
   double comm_bytes; /* communicated between processes (Allreduce,
                         Broadcast: docs/distributed.md); 0 for the rest */
 } VNode;

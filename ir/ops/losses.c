@@ -180,8 +180,8 @@ static WeirExpr *flops_loss(const WeirGraph *g, const WeirState *s,
   /* per label: the weight test and the product (with a float weight: 3,
    * else 2), the accumulation of the loss and of the weight; then the
    * division of mean */
-  gint64 per = (has_w ? 3 : 2) + (strcmp(r, "none") != 0) +
-               (strcmp(r, "mean") == 0);
+  gint64 per =
+      (has_w ? 3 : 2) + (strcmp(r, "none") != 0) + (strcmp(r, "mean") == 0);
   g_autoptr(WeirExpr) tv = weir_container_volume(t);
   g_autoptr(WeirExpr) perv = weir_expr_mul_const(tv, per);
   g_autoptr(WeirExpr) nll =

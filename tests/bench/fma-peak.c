@@ -15,11 +15,11 @@
  * (two FLOPs per lane per FMA). It is a measurement of the cores, not of
  * memory: nothing is loaded in the loop.  meson builds it with
  * -ffp-contract=fast: under the project's -std=c11 GCC would otherwise keep
- * `acc * a + b` as a multiply and an add and measure half the peak.  Each thread's rate is its FLOPs
- * over its own CPU time (CLOCK_THREAD_CPUTIME_ID) and GFLOPS is the sum
- * over the threads: the peak of N cores that run nothing else, also on a
- * machine shared with other jobs (whose time slices would divide a
- * wall-clock rate).  The wall-clock rate of the same trial is printed
+ * `acc * a + b` as a multiply and an add and measure half the peak.  Each
+ * thread's rate is its FLOPs over its own CPU time (CLOCK_THREAD_CPUTIME_ID)
+ * and GFLOPS is the sum over the threads: the peak of N cores that run nothing
+ * else, also on a machine shared with other jobs (whose time slices would
+ * divide a wall-clock rate).  The wall-clock rate of the same trial is printed
  * after it as wall=G.
  */
 #include <stdint.h>
