@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "train-common.h"
 #include "weir-codegen.h"
 #include "weir-import.h"
 #include "weir-onnx.h"
@@ -80,20 +81,11 @@ static gboolean import_model(WeirTokenTrainer *t, GError **error) {
   if (!model)
     return FALSE;
   const WeirOnnxGraph *g = weir_onnx_model_graph(model);
-  const WeirOnnxValueInfo *input = NULL;
-  for (guint i = 0; i < g->n_inputs; i++) {
-    if (!weir_onnx_graph_is_real_input(g, g->inputs[i].name))
-      continue;
-    if (input) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                  "%s: the model has several inputs ('%s', '%s'); next-token "
-                  "training needs one",
-                  path, input->name, g->inputs[i].name);
-      return FALSE;
-    }
-    input = &g->inputs[i];
-  }
-  if (!input || !input->has_shape || input->rank != 2 || !input->dtype_ok ||
+  const WeirOnnxValueInfo *input =
+      weir_train_model_input(g, path, "next-token training", error);
+  if (!input)
+    return FALSE;
+  if (!input->has_shape || input->rank != 2 || !input->dtype_ok ||
       (input->dtype != WEIR_DTYPE_I64 && input->dtype != WEIR_DTYPE_I32)) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
                 "%s: next-token training needs one input of integer tokens "
@@ -120,17 +112,10 @@ static gboolean import_model(WeirTokenTrainer *t, GError **error) {
                 path, g->n_outputs);
     return FALSE;
   }
-  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
-  GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_array_append_vals(shape, want, 2);
-  g_hash_table_insert(shapes, (gpointer)input->name, shape);
   g_autoptr(GHashTable) names =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  WeirOnnxImportOptions io = {0};
-  io.input_shapes = shapes;
-  io.names = names;
-  t->forward = weir_onnx_import_model(model, &io, error);
+  t->forward =
+      weir_train_import_shaped(model, input->name, want, 2, names, error);
   if (!t->forward)
     return FALSE;
   t->input_name = g_strdup(g_hash_table_lookup(names, input->name));
@@ -187,34 +172,10 @@ static gboolean load_tokens(WeirTokenTrainer *t, GError **error) {
 }
 
 static gboolean init_state(WeirTokenTrainer *t, GError **error) {
-  t->state = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                   (GDestroyNotify)weir_tensor_free);
-  g_autoptr(GPtrArray) args = weir_codegen_arguments(t->program);
-  for (guint i = 0; i < args->len; i++) {
-    const WeirContainer *c = args->pdata[i];
-    if (!strcmp(c->name, t->input_name) || !strcmp(c->name, t->target_name) ||
-        !strcmp(c->name, "losses"))
-      continue;
-    g_autofree gint64 *shape = g_new0(gint64, MAX(c->shape->len, 1));
-    for (guint d = 0; d < c->shape->len; d++)
-      if (!weir_expr_eval(c->shape->pdata[d], NULL, &shape[d], error)) {
-        g_prefix_error(error, "%s: container '%s': ", t->model_path, c->name);
-        return FALSE;
-      }
-    WeirTensor *v = weir_tensor_try_new(c->dtype, c->shape->len, shape, error);
-    if (!v)
-      return FALSE;
-    memset(v->data, 0, weir_tensor_nbytes(v));
-    const WeirContainer *f = weir_graph_container(t->forward, c->name);
-    if (f && f->initial) {
-      gsize n = 0;
-      const void *data = g_bytes_get_data(f->initial, &n);
-      if (n == weir_tensor_nbytes(v))
-        memcpy(v->data, data, n);
-    }
-    g_hash_table_insert(t->state, g_strdup(c->name), v);
-  }
-  return TRUE;
+  const char *const skip[] = {t->input_name, t->target_name, "losses", NULL};
+  t->state = weir_train_state_new(t->program, t->forward, NULL, skip,
+                                  t->model_path, error);
+  return t->state != NULL;
 }
 
 WeirTokenTrainer *weir_token_trainer_new(const char *model_path,

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "train-common.h"
 #include "weir-codegen.h"
 #include "weir-dataset.h"
 #include "weir-import.h"
@@ -115,24 +116,10 @@ static gboolean import_forward(WeirTrainer *t, const char *output,
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < g->n_initializers; i++)
     g_hash_table_add(t->initializers, g_strdup(g->initializers[i].name));
-  const WeirOnnxValueInfo *input = NULL;
-  for (guint i = 0; i < g->n_inputs; i++) {
-    if (!weir_onnx_graph_is_real_input(g, g->inputs[i].name))
-      continue;
-    if (input) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                  "%s: the model has several inputs ('%s', '%s'); training "
-                  "needs one",
-                  path, input->name, g->inputs[i].name);
-      return FALSE;
-    }
-    input = &g->inputs[i];
-  }
-  if (!input) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "%s: the model has no input", path);
+  const WeirOnnxValueInfo *input =
+      weir_train_model_input(g, path, "training", error);
+  if (!input)
     return FALSE;
-  }
   if (!input->has_shape || input->rank < 2 || !input->dtype_ok ||
       input->dtype != WEIR_DTYPE_F32) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
@@ -172,18 +159,14 @@ static gboolean import_forward(WeirTrainer *t, const char *output,
     return FALSE;
   }
 
-  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
-  GArray *shape = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autoptr(GArray) shape = g_array_new(FALSE, FALSE, sizeof(gint64));
   g_array_append_val(shape, t->opts.batch);
   g_array_append_vals(shape, t->sample_shape->data, t->sample_shape->len);
-  g_hash_table_insert(shapes, (gpointer)input->name, shape);
   g_autoptr(GHashTable) names =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  WeirOnnxImportOptions io = {0};
-  io.input_shapes = shapes;
-  io.names = names;
-  t->forward = weir_onnx_import_model(model, &io, error);
+  t->forward =
+      weir_train_import_shaped(model, input->name, (const gint64 *)shape->data,
+                               shape->len, names, error);
   if (!t->forward)
     return FALSE;
   t->input_name = g_strdup(g_hash_table_lookup(names, input->name));
@@ -225,8 +208,6 @@ static WeirTensor *tensor_for(const WeirContainer *c, GHashTable *bindings,
 }
 
 static gboolean init_state(WeirTrainer *t, GError **error) {
-  t->state = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                   (GDestroyNotify)weir_tensor_free);
   g_autoptr(GHashTable) bindings = weir_bindings_new();
   weir_bindings_set(bindings, "K", 1);
   if (!weir_graph_check_memory(t->program, bindings, t->opts.max_memory,
@@ -234,34 +215,10 @@ static gboolean init_state(WeirTrainer *t, GError **error) {
     g_prefix_error(error, "%s: ", t->model_path);
     return FALSE;
   }
-  g_autoptr(GPtrArray) args = weir_codegen_arguments(t->program);
-  for (guint i = 0; i < args->len; i++) {
-    const WeirContainer *c = args->pdata[i];
-    if (!strcmp(c->name, t->input_name) || !strcmp(c->name, t->target_name) ||
-        !strcmp(c->name, "losses"))
-      continue;
-    WeirTensor *v = tensor_for(c, bindings, t->model_path, error);
-    if (!v)
-      return FALSE;
-    const WeirContainer *f = weir_graph_container(t->forward, c->name);
-    if (f && f->initial) {
-      gsize n = 0;
-      const void *data = g_bytes_get_data(f->initial, &n);
-      if (f->dtype != c->dtype || n != weir_tensor_nbytes(v)) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "%s: parameter '%s' of the training program does not "
-                    "match the model's initializer",
-                    t->model_path, c->name);
-        weir_tensor_free(v);
-        return FALSE;
-      }
-      memcpy(v->data, data, n);
-    } else {
-      memset(v->data, 0, weir_tensor_nbytes(v));
-    }
-    g_hash_table_insert(t->state, g_strdup(c->name), v);
-  }
-  return TRUE;
+  const char *const skip[] = {t->input_name, t->target_name, "losses", NULL};
+  t->state = weir_train_state_new(t->program, t->forward, bindings, skip,
+                                  t->model_path, error);
+  return t->state != NULL;
 }
 
 static GHashTable *state_args(WeirTrainer *t) {
