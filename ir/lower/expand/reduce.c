@@ -491,6 +491,30 @@ static gboolean expand_arg(WeirGraph *g, WeirState *s, WeirNode *n,
 
 /* --------------------------------------------------- Softmax/LogSoftmax */
 
+/* The operand x and result y of a Softmax-family node (Softmax,
+ * LogSoftmax, Hardmax), and the axes it reduces: `axis`, or every axis from
+ * `axis` on with legacy_2d (the forms before opset 13).  *reduced: x->rank
+ * flags (transfer full). */
+static gboolean softmax_axes(WeirGraph *g, WeirState *s, WeirNode *n,
+                             WeirPort *x, WeirPort *y, gboolean **reduced,
+                             GError **error) {
+  if (!weir_port_require_input(g, s, n, 0, x, error) ||
+      !weir_port_require_output(g, s, n, 0, y, error) ||
+      !check_shape(n, 0, y, x->rank, x->shape, error))
+    return FALSE;
+  if (x->rank == 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
+  guint axis = 0;
+  if (!normalize_axis(n, weir_node_attr_int(n, "axis", -1), x->rank, &axis,
+                      error))
+    return FALSE;
+  gboolean legacy = weir_node_attr_int(n, "legacy_2d", 0) != 0;
+  *reduced = g_new0(gboolean, x->rank);
+  for (guint d = axis; d < (legacy ? x->rank : axis + 1); d++)
+    (*reduced)[d] = TRUE;
+  return TRUE;
+}
+
 /* Over the reduced axes (`axis`, or every axis from `axis` on with
  * legacy_2d): m = max(x); z = sum(exp(x - m)); Softmax y = exp(x - m) / z
  * (the exponentials kept in a transient), LogSoftmax y = x - m - log(z). */
@@ -498,20 +522,9 @@ static gboolean expand_softmax(WeirGraph *g, WeirState *s, WeirNode *n,
                                GError **error) {
   gboolean is_log = strcmp(n->op, "LogSoftmax") == 0;
   WeirPort x, y;
-  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
-      !weir_port_require_output(g, s, n, 0, &y, error) ||
-      !check_shape(n, 0, &y, x.rank, x.shape, error))
+  g_autofree gboolean *reduced = NULL;
+  if (!softmax_axes(g, s, n, &x, &y, &reduced, error))
     return FALSE;
-  if (x.rank == 0)
-    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
-  guint axis = 0;
-  if (!normalize_axis(n, weir_node_attr_int(n, "axis", -1), x.rank, &axis,
-                      error))
-    return FALSE;
-  gboolean legacy = weir_node_attr_int(n, "legacy_2d", 0) != 0;
-  g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
-  for (guint d = axis; d < (legacy ? x.rank : axis + 1); d++)
-    reduced[d] = TRUE;
 
   WeirDType dtype = x.container->dtype;
   g_autoptr(GPtrArray) kshape = reduced_shape(&x, reduced, TRUE);
@@ -573,20 +586,9 @@ static gboolean expand_softmax(WeirGraph *g, WeirState *s, WeirNode *n,
 static gboolean expand_hardmax(WeirGraph *g, WeirState *s, WeirNode *n,
                                GError **error) {
   WeirPort x, y;
-  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
-      !weir_port_require_output(g, s, n, 0, &y, error) ||
-      !check_shape(n, 0, &y, x.rank, x.shape, error))
+  g_autofree gboolean *reduced = NULL;
+  if (!softmax_axes(g, s, n, &x, &y, &reduced, error))
     return FALSE;
-  if (x.rank == 0)
-    return weir_node_fail(error, WEIR_ERROR_INVALID, n, "input 0 is a scalar");
-  guint axis = 0;
-  if (!normalize_axis(n, weir_node_attr_int(n, "axis", -1), x.rank, &axis,
-                      error))
-    return FALSE;
-  gboolean legacy = weir_node_attr_int(n, "legacy_2d", 0) != 0;
-  g_autofree gboolean *reduced = g_new0(gboolean, x.rank);
-  for (guint d = axis; d < (legacy ? x.rank : axis + 1); d++)
-    reduced[d] = TRUE;
   WeirDType dtype = x.container->dtype;
   g_autoptr(GPtrArray) kshape = reduced_shape(&x, reduced, TRUE);
   g_auto(Space) xs, ks;
