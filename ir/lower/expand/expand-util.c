@@ -506,3 +506,20 @@ void weir_expand_dynamic_output(WeirState *s, WeirNode *top, const char *conn,
     }
   }
 }
+
+gboolean weir_expand_scatter(WeirGraph *g, WeirState *s, WeirNode *n,
+                             guint n_params, const char *const *params,
+                             const char *const *ranges,
+                             const WeirTaskletPort ins[2], WeirNode *y,
+                             WeirWcr wcr, const char *code, WeirNode *first,
+                             const WeirContainer *source, GError **error) {
+  WeirTaskletPort out = {y, "y", NULL, wcr};
+  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
+  WeirNode *top = weir_expand_map(g, s, label, n_params, params, ranges, ins, 2,
+                                  &out, 1, code, &first, 1, error);
+  if (!top)
+    return FALSE;
+  g_autoptr(WeirExpr) count = weir_container_volume(source);
+  weir_expand_dynamic_output(s, top, "y", count);
+  return weir_state_remove_node(s, n->id);
+}

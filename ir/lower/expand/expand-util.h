@@ -135,6 +135,20 @@ void weir_expand_dynamic_input(WeirState *s, WeirNode *node,
 void weir_expand_dynamic_output(WeirState *s, WeirNode *top, const char *conn,
                                 WeirExpr *iterations);
 
+/* The map that ends a scatter (ScatterND, ScatterElements, and the
+ * dynamic writes of other indexing operators): `<label>_scatter` over
+ * params with ranges, after `first` (the access node that holds the copy
+ * of the data the scatter overwrites), reading ins[0..2) and writing
+ * tasklet connector "y" of `y` at the place its code computes (wcr: how
+ * colliding writes combine), one write per element of `source`; then
+ * removes n.  Returns FALSE with error set when the map cannot be built. */
+gboolean weir_expand_scatter(WeirGraph *g, WeirState *s, WeirNode *n,
+                             guint n_params, const char *const *params,
+                             const char *const *ranges,
+                             const WeirTaskletPort ins[2], WeirNode *y,
+                             WeirWcr wcr, const char *code, WeirNode *first,
+                             const WeirContainer *source, GError **error);
+
 /* BatchNormalization with training_mode = 1
  * (ir/lower/expand/batchnorm-training.c): batch statistics, and outputs 1
  * and 2 (running mean and variance, ONNX semantics: the biased batch

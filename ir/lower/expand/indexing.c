@@ -239,16 +239,9 @@ static gboolean expand_scatter_elements(WeirGraph *g, WeirState *s, WeirNode *n,
   g_string_append(code, "] = u");
   WeirTaskletPort ins[2] = {{upd.access, "u", at, WEIR_WCR_NONE},
                             {ind.access, "i", at, WEIR_WCR_NONE}};
-  WeirTaskletPort out = {y.access, "y", NULL, wcr};
-  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
-  WeirNode *top = weir_expand_map(g, s, label, r, (const char *const *)p,
-                                  (const char *const *)ranges, ins, 2, &out, 1,
-                                  code->str, &first, 1, error);
-  if (!top)
-    return FALSE;
-  g_autoptr(WeirExpr) count = weir_container_volume(upd.container);
-  weir_expand_dynamic_output(s, top, "y", count);
-  return weir_state_remove_node(s, n->id);
+  return weir_expand_scatter(g, s, n, r, (const char *const *)p,
+                             (const char *const *)ranges, ins, y.access, wcr,
+                             code->str, first, upd.container, error);
 }
 
 /* -------------------------------------------------------------- GatherND */
@@ -767,16 +760,9 @@ static gboolean expand_max_unpool(WeirGraph *g, WeirState *s, WeirNode *n,
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, x.shape);
   WeirTaskletPort ins[2] = {{x.access, "x", at, WEIR_WCR_NONE},
                             {ind.access, "i", at, WEIR_WCR_NONE}};
-  WeirTaskletPort out = {y.access, "y", NULL, WEIR_WCR_NONE};
-  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
-  WeirNode *top = weir_expand_map(g, s, label, r, (const char *const *)p,
-                                  (const char *const *)ranges, ins, 2, &out, 1,
-                                  code->str, &first, 1, error);
-  if (!top)
-    return FALSE;
-  g_autoptr(WeirExpr) count = weir_container_volume(x.container);
-  weir_expand_dynamic_output(s, top, "y", count);
-  return weir_state_remove_node(s, n->id);
+  return weir_expand_scatter(
+      g, s, n, r, (const char *const *)p, (const char *const *)ranges, ins,
+      y.access, WEIR_WCR_NONE, code->str, first, x.container, error);
 }
 
 /* --------------------------------------------------------------- windows */

@@ -744,16 +744,9 @@ static gboolean expand_scatter_nd(WeirGraph *g, WeirState *s, WeirNode *n,
       {upd.access, "u", ur ? upd_subset : NULL, WEIR_WCR_NONE},
       {ind.access, "i", ind_text, WEIR_WCR_NONE},
   };
-  WeirTaskletPort out = {y.access, "y", NULL, wcr};
-  g_autofree char *label = g_strdup_printf("%s_scatter", n->label);
-  WeirNode *top = weir_expand_map(g, s, label, ur, (const char *const *)p,
-                                  (const char *const *)ranges, ins, 2, &out, 1,
-                                  body, &first, 1, error);
-  if (!top)
-    return FALSE;
-  g_autoptr(WeirExpr) count = weir_container_volume(upd.container);
-  weir_expand_dynamic_output(s, top, "y", count);
-  return weir_state_remove_node(s, n->id);
+  return weir_expand_scatter(g, s, n, ur, (const char *const *)p,
+                             (const char *const *)ranges, ins, y.access, wcr,
+                             body, first, upd.container, error);
 }
 
 /* ------------------------------------------------------------ register */
