@@ -6,6 +6,7 @@
  * and their _free functions stay as they are: a pointer absent from the
  * table has exactly one reference. */
 #include "weir-gi.h"
+#include "weir-hw.h"
 
 #include <string.h>
 
@@ -338,7 +339,12 @@ WeirAnalysis *weir_analysis_compute_symbols(const WeirGraph *g,
                                             GVariant *symbols, GError **error) {
   g_return_val_if_fail(g != NULL, NULL);
   g_autoptr(GHashTable) b = bindings_from_variant(symbols, error);
-  return b ? weir_analysis_compute(g, b, error) : NULL;
+  if (!b)
+    return NULL;
+  /* the modeled traffic with this machine's cache, as `weir info` */
+  g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+  return weir_analysis_compute_traffic(g, b, weir_hw_model_cache_bytes(hw),
+                                       error);
 }
 
 GVariant *weir_analysis_to_variant(const WeirAnalysis *a, const WeirGraph *g) {
@@ -368,6 +374,8 @@ GVariant *weir_analysis_to_variant(const WeirAnalysis *a, const WeirGraph *g) {
   g_variant_builder_init(&b, G_VARIANT_TYPE_VARDICT);
   g_variant_builder_add(&b, "{sv}", "total_bytes",
                         g_variant_new_int64(quantity_value(&a->total_bytes)));
+  g_variant_builder_add(&b, "{sv}", "total_traffic",
+                        g_variant_new_int64(quantity_value(&a->total_traffic)));
   g_variant_builder_add(&b, "{sv}", "total_flops",
                         g_variant_new_int64(quantity_value(&a->total_flops)));
   g_variant_builder_add(

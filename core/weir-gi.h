@@ -230,7 +230,9 @@ WEIR_API const double *weir_bench_result_get_times(const WeirBenchResult *r,
  * @symbols: (nullable): symbol values, a{sx}
  * @error: return location for a #GError
  *
- * weir_analysis_compute() with symbol values as a GVariant.
+ * weir_analysis_compute_traffic() with symbol values as a GVariant and the
+ * cache of this machine's cached hardware profile (as `weir info`): the
+ * logical volume and the modeled memory traffic.
  *
  * Returns: (transfer full): the analysis
  */

@@ -184,9 +184,12 @@ def sites(program, transform):
 def analyses(program, symbols=None):
     """Data movement and FLOPs of the program and of every node.
 
-    A dict: total_bytes, total_flops, peak_transient_bytes (-1: unknown),
-    intensity, and nodes: a list of dicts (state, node, label, kind, op,
-    bytes_in, bytes_out, flops)."""
+    A dict: total_traffic (modeled memory traffic with this machine's
+    cache, as `weir info` prints it), total_bytes (logical volume: what the
+    memlets name, not memory traffic; docs/analysis.md), total_flops,
+    peak_transient_bytes (-1: unknown), intensity (FLOPs per byte of
+    logical volume), and nodes: a list of dicts (state, node, label, kind,
+    op, bytes_in, bytes_out as logical volume, flops)."""
     a = Weir.analysis_compute_symbols(program, symbols_variant(symbols))
     return a.to_variant(program).unpack()
 

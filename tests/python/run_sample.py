@@ -43,7 +43,8 @@ def main():
             for x in r:
                 assert float(x["median_ms"]) > 0, x
                 assert float(x["max_abs_error"]) < 1e-4, x
-                assert int(x["bytes_moved"]) > 0, x
+                assert int(x["traffic_bytes"]) > 0, x
+                assert int(x["logical_bytes"]) > 0, x
             with open(os.path.join(d, "recipes.png"), "rb") as f:
                 assert f.read(8) == b"\x89PNG\r\n\x1a\n"
         else:

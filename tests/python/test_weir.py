@@ -205,6 +205,7 @@ class TestPrograms(unittest.TestCase):
         # Gemm 64->128 on 4 rows: 2*4*64*128 multiply-adds plus the bias
         self.assertGreaterEqual(gemms[0]["flops"], 2 * 4 * 64 * 128)
         self.assertGreater(a["total_bytes"], 0)
+        self.assertGreater(a["total_traffic"], 0)
         self.assertGreater(a["total_flops"], 0)
         unbound = weir.analyses(g)
         self.assertEqual(unbound["total_flops"], -1)
