@@ -89,6 +89,32 @@ WEIR_API void weir_op_set_output(WeirOpInferContext *ctx, guint k,
 WEIR_API void weir_op_set_output_int_values(WeirOpInferContext *ctx, guint k,
                                             WeirExpr *const *values, guint n);
 
+/**
+ * weir_op_input: (skip)
+ *
+ * Input k of the node being inferred when it is present, else NULL.
+ */
+WEIR_API const WeirOpValue *weir_op_input(const WeirOpInferContext *ctx,
+                                          guint k);
+/**
+ * weir_op_require_input: (skip)
+ *
+ * Input k, or NULL with an error naming the node ("input k is missing").
+ */
+WEIR_API const WeirOpValue *weir_op_require_input(const WeirOpInferContext *ctx,
+                                                  guint k, GError **error);
+/**
+ * weir_op_normalize_axis: (skip)
+ *
+ * Maps axis in [-rank, rank) (or [-rank, rank] when inclusive) to
+ * [0, rank) (or [0, rank]); out of range is an error naming node n and
+ * `what` ("axis", "start", ...).
+ */
+WEIR_API gboolean weir_op_normalize_axis(const WeirNode *n, const char *what,
+                                         gint64 axis, guint rank,
+                                         gboolean inclusive, guint *out,
+                                         GError **error);
+
 /* Numpy-style broadcasting of n shapes (right-aligned; a dimension of
  * constant size 1 stretches; otherwise sizes must be equal, symbolically).
  * *out_shape receives out_rank owned expressions (free each with

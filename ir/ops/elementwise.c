@@ -341,19 +341,10 @@ static char *types_text(guint mask) {
   return g_string_free(s, FALSE);
 }
 
-static const WeirOpValue *input(const WeirOpInferContext *ctx, guint k) {
-  if (k < ctx->n_inputs && ctx->inputs[k].present)
-    return &ctx->inputs[k];
-  return NULL;
-}
-
 static gboolean require_input(const WeirOpInferContext *ctx, guint k,
                               const WeirOpValue **out, GError **error) {
-  *out = input(ctx, k);
-  if (!*out)
-    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
-                          "input %u is missing", k);
-  return TRUE;
+  *out = weir_op_require_input(ctx, k, error);
+  return *out != NULL;
 }
 
 static gboolean check_dtype(const WeirOpInferContext *ctx, guint k,
@@ -393,7 +384,7 @@ static gboolean set_broadcast(WeirOpInferContext *ctx, guint first, guint last,
   }
   guint n = 0;
   for (guint k = first; k <= last; k++) {
-    const WeirOpValue *v = input(ctx, k);
+    const WeirOpValue *v = weir_op_input(ctx, k);
     if (!v)
       continue;
     r[n] = v->rank;
@@ -468,7 +459,7 @@ static gboolean check_counts(const WeirOpInferContext *ctx, const ElemOp *e,
                           "has %u inputs, expected %u to %u", present,
                           e->info.min_inputs, e->info.max_inputs);
   for (guint k = 0; k < e->info.min_inputs; k++)
-    if (!input(ctx, k))
+    if (!weir_op_input(ctx, k))
       return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
                             "input %u is missing", k);
   if (ctx->n_outputs < 1)
@@ -496,7 +487,7 @@ static gboolean infer_broadcast(WeirOpInferContext *ctx, const ElemOp *e,
   if (!check_dtype(ctx, 0, t, e->types, error))
     return FALSE;
   for (guint k = 1; k < ctx->n_inputs; k++) {
-    const WeirOpValue *v = input(ctx, k);
+    const WeirOpValue *v = weir_op_input(ctx, k);
     if (!v)
       return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
                             "input %u is missing", k);
@@ -570,7 +561,7 @@ static gboolean infer_clip(WeirOpInferContext *ctx, const ElemOp *e,
     return FALSE;
   static const char *const bound[] = {"min", "max"};
   for (guint k = 1; k <= 2; k++) {
-    const WeirOpValue *v = input(ctx, k);
+    const WeirOpValue *v = weir_op_input(ctx, k);
     if (!v)
       continue;
     if (weir_node_attr(ctx->node, bound[k - 1]))
@@ -633,7 +624,7 @@ static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
                             GError **error) {
   const WeirOpValue *x = &ctx->inputs[0];
   const WeirOpValue *scale = &ctx->inputs[1];
-  const WeirOpValue *zp = input(ctx, 2);
+  const WeirOpValue *zp = weir_op_input(ctx, 2);
   gboolean quantize = g_str_equal(ctx->node->op, "QuantizeLinear");
   if (!check_dtype(ctx, 0, x->dtype, e->types, error) ||
       !check_dtype(ctx, 1, scale->dtype, TY_FLOAT, error) ||
@@ -648,7 +639,7 @@ static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
   if (axis < 0)
     axis += x->rank;
   for (guint k = 1; k < 3; k++) {
-    const WeirOpValue *v = input(ctx, k);
+    const WeirOpValue *v = weir_op_input(ctx, k);
     if (!v || is_single(v))
       continue;
     if (v->rank != 1 || axis < 0 || axis >= (gint64)x->rank ||
@@ -680,10 +671,10 @@ static gboolean infer_dropout(WeirOpInferContext *ctx, const ElemOp *e,
   const WeirOpValue *x = &ctx->inputs[0];
   if (!check_dtype(ctx, 0, x->dtype, e->types, error))
     return FALSE;
-  const WeirOpValue *ratio = input(ctx, 1);
+  const WeirOpValue *ratio = weir_op_input(ctx, 1);
   if (ratio && (!check_dtype(ctx, 1, ratio->dtype, TY_FLOAT, error)))
     return FALSE;
-  if (input(ctx, 2))
+  if (weir_op_input(ctx, 2))
     return weir_node_fail(
         error, WEIR_ERROR_UNSUPPORTED, ctx->node,
         "training_mode given as a runtime input (input 2) is not "

@@ -38,32 +38,6 @@ void weir_ops_register_indexing(void);
 
 /* ------------------------------------------------------------- helpers */
 
-static const WeirOpValue *input(const WeirOpInferContext *ctx, guint k) {
-  if (k >= ctx->n_inputs || !ctx->inputs[k].present)
-    return NULL;
-  return &ctx->inputs[k];
-}
-
-static const WeirOpValue *require_input(const WeirOpInferContext *ctx, guint k,
-                                        GError **error) {
-  const WeirOpValue *v = input(ctx, k);
-  if (!v)
-    weir_node_fail(error, INVALID, ctx->node, "input %u is missing", k);
-  return v;
-}
-
-static gboolean normalize_axis(const WeirOpInferContext *ctx, gint64 axis,
-                               guint rank, guint *out, GError **error) {
-  gint64 r = rank, a = axis < 0 ? axis + r : axis;
-  if (a < 0 || a >= r)
-    return weir_node_fail(error, INVALID, ctx->node,
-                          "axis %" G_GINT64_FORMAT " is out of range for rank "
-                          "%u",
-                          axis, rank);
-  *out = (guint)a;
-  return TRUE;
-}
-
 static gboolean check_index_dtype(const WeirOpInferContext *ctx, guint k,
                                   const WeirOpValue *v, GError **error) {
   if (v->dtype == WEIR_DTYPE_I32 || v->dtype == WEIR_DTYPE_I64)
@@ -112,7 +86,7 @@ static gboolean onnx_dtype(gint64 t, WeirDType *out) {
 /* ------------------------------------------------------------------ Size */
 
 static gboolean infer_size(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   weir_op_set_output(ctx, 0, WEIR_DTYPE_I64, 0, NULL);
@@ -132,8 +106,8 @@ static gboolean infer_size(WeirOpInferContext *ctx, GError **error) {
 static gboolean elements_common(WeirOpInferContext *ctx, const WeirOpValue **x,
                                 const WeirOpValue **ind, guint *axis,
                                 GError **error) {
-  *x = require_input(ctx, 0, error);
-  *ind = *x ? require_input(ctx, 1, error) : NULL;
+  *x = weir_op_require_input(ctx, 0, error);
+  *ind = *x ? weir_op_require_input(ctx, 1, error) : NULL;
   if (!*ind || !check_index_dtype(ctx, 1, *ind, error))
     return FALSE;
   if ((*x)->rank == 0 || (*ind)->rank != (*x)->rank)
@@ -141,8 +115,9 @@ static gboolean elements_common(WeirOpInferContext *ctx, const WeirOpValue **x,
                           "input 1 (indices) has rank %u, expected the rank "
                           "of the data (%u, at least 1)",
                           (*ind)->rank, (*x)->rank);
-  return normalize_axis(ctx, weir_node_attr_int(ctx->node, "axis", 0),
-                        (*x)->rank, axis, error);
+  return weir_op_normalize_axis(ctx->node, "axis",
+                                weir_node_attr_int(ctx->node, "axis", 0),
+                                (*x)->rank, FALSE, axis, error);
 }
 
 static gboolean infer_gather_elements(WeirOpInferContext *ctx, GError **error) {
@@ -166,7 +141,7 @@ static gboolean infer_scatter_elements(WeirOpInferContext *ctx,
   guint axis = 0;
   if (!elements_common(ctx, &x, &ind, &axis, error))
     return FALSE;
-  const WeirOpValue *upd = require_input(ctx, 2, error);
+  const WeirOpValue *upd = weir_op_require_input(ctx, 2, error);
   if (!upd)
     return FALSE;
   const char *r = weir_node_attr_string(ctx->node, "reduction", "none");
@@ -206,8 +181,8 @@ static WeirExpr *flops_scatter_elements(const WeirGraph *g, const WeirState *s,
 /* -------------------------------------------------------------- GatherND */
 
 static gboolean infer_gather_nd(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
-  const WeirOpValue *ind = x ? require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *ind = x ? weir_op_require_input(ctx, 1, error) : NULL;
   if (!ind || !check_index_dtype(ctx, 1, ind, error))
     return FALSE;
   gint64 b = weir_node_attr_int(ctx->node, "batch_dims", 0), k;
@@ -244,10 +219,10 @@ static gboolean infer_gather_nd(WeirOpInferContext *ctx, GError **error) {
 /* ------------------------------------------------------ Trilu, EyeLike */
 
 static gboolean infer_trilu(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  if (input(ctx, 1))
+  if (weir_op_input(ctx, 1))
     return weir_node_fail(error, UNSUPPORTED, ctx->node,
                           "input 1 (k) must be a constant");
   if (x->rank < 2)
@@ -258,7 +233,7 @@ static gboolean infer_trilu(WeirOpInferContext *ctx, GError **error) {
 }
 
 static gboolean infer_eye_like(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   if (x->rank != 2)
@@ -278,21 +253,21 @@ static gboolean infer_eye_like(WeirOpInferContext *ctx, GError **error) {
 /* ---------------------------------------------------------------- OneHot */
 
 static gboolean infer_one_hot(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *ind = require_input(ctx, 0, error);
+  const WeirOpValue *ind = weir_op_require_input(ctx, 0, error);
   if (!ind)
     return FALSE;
   if (ind->dtype == WEIR_DTYPE_BOOL)
     return weir_node_fail(error, INVALID, ctx->node,
                           "input 0 (indices) has dtype bool");
   const WeirAttr *depth = weir_node_attr(ctx->node, "depth");
-  if (!depth || input(ctx, 1))
+  if (!depth || weir_op_input(ctx, 1))
     return weir_node_fail(error, UNSUPPORTED, ctx->node,
                           "input 1 (depth) must be a constant");
   double dv = depth->type == WEIR_ATTR_FLOAT ? depth->f : (double)depth->i;
   if (!(dv >= 1) || dv > 1e15)
     return weir_node_fail(error, INVALID, ctx->node,
                           "depth %g, expected a positive count", dv);
-  const WeirOpValue *values = require_input(ctx, 2, error);
+  const WeirOpValue *values = weir_op_require_input(ctx, 2, error);
   if (!values)
     return FALSE;
   g_autoptr(WeirExpr) two = weir_expr_const(2);
@@ -306,8 +281,9 @@ static gboolean infer_one_hot(WeirOpInferContext *ctx, GError **error) {
     return weir_node_fail(error, INVALID, ctx->node,
                           "input 2 (values) must have 2 elements (off, on)");
   guint rank = ind->rank + 1, axis = 0;
-  if (!normalize_axis(ctx, weir_node_attr_int(ctx->node, "axis", -1), rank,
-                      &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", -1), rank,
+                              FALSE, &axis, error))
     return FALSE;
   g_autoptr(WeirExpr) d = weir_expr_const((gint64)trunc(dv));
   g_autofree WeirExpr **shape = g_new0(WeirExpr *, rank + 1);
@@ -320,7 +296,7 @@ static gboolean infer_one_hot(WeirOpInferContext *ctx, GError **error) {
 /* ------------------------------------------ DepthToSpace, SpaceToDepth */
 
 static gboolean infer_depth_space(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   gboolean to_space = strcmp(ctx->node->op, "DepthToSpace") == 0;
@@ -373,17 +349,18 @@ static gboolean infer_depth_space(WeirOpInferContext *ctx, GError **error) {
 /* ---------------------------------------------------------------- CumSum */
 
 static gboolean infer_cum_sum(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
-  if (input(ctx, 1) || !weir_node_attr(ctx->node, "axis"))
+  if (weir_op_input(ctx, 1) || !weir_node_attr(ctx->node, "axis"))
     return weir_node_fail(error, UNSUPPORTED, ctx->node,
                           "input 1 (axis) must be a constant");
   if (x->dtype == WEIR_DTYPE_BOOL)
     return weir_node_fail(error, INVALID, ctx->node, "input 0 is bool");
   guint axis = 0;
-  if (!normalize_axis(ctx, weir_node_attr_int(ctx->node, "axis", 0), x->rank,
-                      &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", 0), x->rank,
+                              FALSE, &axis, error))
     return FALSE;
   weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
   return TRUE;
@@ -413,8 +390,8 @@ static WeirExpr *flops_cum_sum(const WeirGraph *g, const WeirState *s,
 
 static gboolean infer_reverse_sequence(WeirOpInferContext *ctx,
                                        GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
-  const WeirOpValue *len = x ? require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *len = x ? weir_op_require_input(ctx, 1, error) : NULL;
   if (!len)
     return FALSE;
   gint64 b = weir_node_attr_int(ctx->node, "batch_axis", 1);
@@ -435,19 +412,20 @@ static gboolean infer_reverse_sequence(WeirOpInferContext *ctx,
 /* ------------------------------------------------------------------ TopK */
 
 static gboolean infer_top_k(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const WeirAttr *k = weir_node_attr(ctx->node, "k");
-  if (input(ctx, 1) || !k || k->type != WEIR_ATTR_INT)
+  if (weir_op_input(ctx, 1) || !k || k->type != WEIR_ATTR_INT)
     return weir_node_fail(error, UNSUPPORTED, ctx->node,
                           "input 1 (k) must be a constant");
   if (x->rank == 0 || x->dtype == WEIR_DTYPE_BOOL)
     return weir_node_fail(error, INVALID, ctx->node,
                           "input 0 must be a numeric tensor of rank >= 1");
   guint axis = 0;
-  if (!normalize_axis(ctx, weir_node_attr_int(ctx->node, "axis", -1), x->rank,
-                      &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", -1),
+                              x->rank, FALSE, &axis, error))
     return FALSE;
   gint64 len;
   if (k->i < 0 || (weir_expr_is_const(x->shape[axis], &len) && k->i > len))
@@ -493,11 +471,11 @@ static WeirExpr *flops_top_k(const WeirGraph *g, const WeirState *s,
  * output's spatial sizes from output_shape when given, else
  * (in - 1) * stride - pad_begin - pad_end + kernel. */
 static gboolean infer_max_unpool(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
-  const WeirOpValue *ind = x ? require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *ind = x ? weir_op_require_input(ctx, 1, error) : NULL;
   if (!ind || !check_index_dtype(ctx, 1, ind, error))
     return FALSE;
-  if (input(ctx, 2))
+  if (weir_op_input(ctx, 2))
     return weir_node_fail(error, UNSUPPORTED, ctx->node,
                           "input 2 (output_shape) must be a constant");
   if (!is_float_dtype(x->dtype) || x->rank < 3)
@@ -552,7 +530,7 @@ static gboolean infer_max_unpool(WeirOpInferContext *ctx, GError **error) {
 
 static gboolean infer_window(WeirOpInferContext *ctx, GError **error) {
   const WeirAttr *size = weir_node_attr(ctx->node, "size");
-  if (input(ctx, 0) || !size || size->type != WEIR_ATTR_INT)
+  if (weir_op_input(ctx, 0) || !size || size->type != WEIR_ATTR_INT)
     return weir_node_fail(error, UNSUPPORTED, ctx->node,
                           "input 0 (size) must be a constant");
   if (size->i < 0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weir-attr.h"
 #include "weir-ops.h"
 
 static GMutex registry_lock;
@@ -205,6 +206,33 @@ gboolean weir_op_check_attrs(WeirNode *n, GError **error) {
 }
 
 /* ------------------------------------------------------------- inference */
+
+const WeirOpValue *weir_op_input(const WeirOpInferContext *ctx, guint k) {
+  if (k >= ctx->n_inputs || !ctx->inputs[k].present)
+    return NULL;
+  return &ctx->inputs[k];
+}
+
+const WeirOpValue *weir_op_require_input(const WeirOpInferContext *ctx, guint k,
+                                         GError **error) {
+  const WeirOpValue *v = weir_op_input(ctx, k);
+  if (!v)
+    weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node, "input %u is missing",
+                   k);
+  return v;
+}
+
+gboolean weir_op_normalize_axis(const WeirNode *n, const char *what,
+                                gint64 axis, guint rank, gboolean inclusive,
+                                guint *out, GError **error) {
+  gint64 r = rank, a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a > r || (a == r && !inclusive))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "%s %" G_GINT64_FORMAT " is out of range for rank %u",
+                          what, axis, rank);
+  *out = (guint)a;
+  return TRUE;
+}
 
 void weir_op_set_output(WeirOpInferContext *ctx, guint k, WeirDType dtype,
                         guint rank, WeirExpr *const *shape) {

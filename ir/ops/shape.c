@@ -38,35 +38,6 @@ void weir_ops_register_shape(void);
 #define INVALID WEIR_ERROR_INVALID
 #define UNSUPPORTED WEIR_ERROR_UNSUPPORTED
 
-/* Input k when present, else NULL. */
-static const WeirOpValue *input(const WeirOpInferContext *ctx, guint k) {
-  if (k >= ctx->n_inputs || !ctx->inputs[k].present)
-    return NULL;
-  return &ctx->inputs[k];
-}
-
-static const WeirOpValue *require_input(const WeirOpInferContext *ctx, guint k,
-                                        GError **error) {
-  const WeirOpValue *v = input(ctx, k);
-  if (!v)
-    weir_node_fail(error, INVALID, ctx->node, "input %u is missing", k);
-  return v;
-}
-
-/* Maps axis in [-rank, rank) (or [-rank, rank] when `inclusive`) to
- * [0, rank). */
-static gboolean normalize_axis(const WeirOpInferContext *ctx, const char *what,
-                               gint64 axis, guint rank, gboolean inclusive,
-                               guint *out, GError **error) {
-  gint64 r = rank, a = axis < 0 ? axis + r : axis;
-  if (a < 0 || a > r || (a == r && !inclusive))
-    return weir_node_fail(error, INVALID, ctx->node,
-                          "%s %" G_GINT64_FORMAT " is out of range for rank %u",
-                          what, axis, rank);
-  *out = (guint)a;
-  return TRUE;
-}
-
 static gint64 ints_at(const GArray *a, guint i) {
   return g_array_index(a, gint64, i);
 }
@@ -476,13 +447,13 @@ static GPtrArray *ints_or_input(const WeirOpInferContext *ctx, const char *name,
       g_ptr_array_add(out, weir_expr_const(ints_at(a, i)));
     return out;
   }
-  return weir_op_value_int_values(input(ctx, k));
+  return weir_op_value_int_values(weir_op_input(ctx, k));
 }
 
 /* ----------------------------------------------------------- Transpose */
 
 static gboolean infer_transpose(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const GArray *perm = weir_node_attr_ints(ctx->node, "perm");
@@ -526,7 +497,7 @@ static gboolean infer_transpose(WeirOpInferContext *ctx, GError **error) {
 /* ------------------------------------------------------------- Reshape */
 
 static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   g_autoptr(GPtrArray) target = ints_or_input(ctx, "shape", 1);
@@ -604,12 +575,13 @@ static gboolean infer_reshape(WeirOpInferContext *ctx, GError **error) {
 /* ------------------------------------------------------------- Flatten */
 
 static gboolean infer_flatten(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 1),
-                      x->rank, TRUE, &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", 1), x->rank,
+                              TRUE, &axis, error))
     return FALSE;
   WeirExpr *shape[2] = {shape_product(x->shape, 0, axis),
                         shape_product(x->shape, axis, x->rank)};
@@ -623,7 +595,7 @@ static gboolean infer_flatten(WeirOpInferContext *ctx, GError **error) {
 /* ----------------------------------------------------- Squeeze/Unsqueeze */
 
 static gboolean infer_squeeze(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
@@ -631,8 +603,8 @@ static gboolean infer_squeeze(WeirOpInferContext *ctx, GError **error) {
   if (axes) {
     for (guint i = 0; i < axes->len; i++) {
       guint a = 0;
-      if (!normalize_axis(ctx, "axis", ints_at(axes, i), x->rank, FALSE, &a,
-                          error))
+      if (!weir_op_normalize_axis(ctx->node, "axis", ints_at(axes, i), x->rank,
+                                  FALSE, &a, error))
         return FALSE;
       if (!is_const(x->shape[a], 1)) {
         g_autofree char *d = expr_text(x->shape[a]);
@@ -658,7 +630,7 @@ static gboolean infer_squeeze(WeirOpInferContext *ctx, GError **error) {
 }
 
 static gboolean infer_unsqueeze(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const GArray *axes = weir_node_attr_ints(ctx->node, "axes");
@@ -669,7 +641,8 @@ static gboolean infer_unsqueeze(WeirOpInferContext *ctx, GError **error) {
   g_autofree gboolean *added = g_new0(gboolean, rank + 1);
   for (guint i = 0; i < axes->len; i++) {
     guint a = 0;
-    if (!normalize_axis(ctx, "axis", ints_at(axes, i), rank, FALSE, &a, error))
+    if (!weir_op_normalize_axis(ctx->node, "axis", ints_at(axes, i), rank,
+                                FALSE, &a, error))
       return FALSE;
     if (added[a])
       return weir_node_fail(error, INVALID, ctx->node, "axis %u is repeated",
@@ -688,21 +661,22 @@ static gboolean infer_unsqueeze(WeirOpInferContext *ctx, GError **error) {
 /* -------------------------------------------------------------- Concat */
 
 static gboolean infer_concat(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *first = require_input(ctx, 0, error);
+  const WeirOpValue *first = weir_op_require_input(ctx, 0, error);
   if (!first)
     return FALSE;
   if (first->rank == 0)
     return weir_node_fail(error, INVALID, ctx->node,
                           "cannot concatenate scalars");
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
-                      first->rank, FALSE, &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", 0),
+                              first->rank, FALSE, &axis, error))
     return FALSE;
   g_autoptr(WeirExpr) total = weir_expr_const(0);
   g_autoptr(GPtrArray) values = expr_array();
   gboolean known = first->rank == 1;
   for (guint k = 0; k < ctx->n_inputs; k++) {
-    const WeirOpValue *v = require_input(ctx, k, error);
+    const WeirOpValue *v = weir_op_require_input(ctx, k, error);
     if (!v)
       return FALSE;
     if (v->rank != first->rank)
@@ -814,14 +788,15 @@ static GPtrArray *split_sizes(const WeirOpInferContext *ctx, WeirExpr *dim,
 }
 
 static gboolean infer_split(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   if (ctx->n_outputs == 0)
     return weir_node_fail(error, INVALID, ctx->node, "no outputs");
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
-                      x->rank, FALSE, &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", 0), x->rank,
+                              FALSE, &axis, error))
     return FALSE;
   g_autoptr(GPtrArray) sizes =
       split_sizes(ctx, x->shape[axis], ctx->n_outputs, error);
@@ -894,7 +869,7 @@ void weir_op_slice_range(WeirExpr *dim, gint64 start, gint64 end, gint64 step,
 }
 
 static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const GArray *starts = weir_node_attr_ints(ctx->node, "starts");
@@ -920,8 +895,9 @@ static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
   g_autofree gboolean *seen = g_new0(gboolean, x->rank + 1);
   for (guint i = 0; i < n; i++) {
     guint a = 0;
-    if (!normalize_axis(ctx, "axis", axes ? ints_at(axes, i) : (gint64)i,
-                        x->rank, FALSE, &a, error))
+    if (!weir_op_normalize_axis(ctx->node, "axis",
+                                axes ? ints_at(axes, i) : (gint64)i, x->rank,
+                                FALSE, &a, error))
       return FALSE;
     if (seen[a])
       return weir_node_fail(error, INVALID, ctx->node, "axis %u is repeated",
@@ -959,8 +935,8 @@ static gboolean infer_slice(WeirOpInferContext *ctx, GError **error) {
 /* -------------------------------------------------------------- Gather */
 
 static gboolean infer_gather(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
-  const WeirOpValue *ind = x ? require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *ind = x ? weir_op_require_input(ctx, 1, error) : NULL;
   if (!ind)
     return FALSE;
   if (x->rank == 0)
@@ -971,8 +947,9 @@ static gboolean infer_gather(WeirOpInferContext *ctx, GError **error) {
                           "expected i32 or i64",
                           weir_dtype_name(ind->dtype));
   guint axis = 0;
-  if (!normalize_axis(ctx, "axis", weir_node_attr_int(ctx->node, "axis", 0),
-                      x->rank, FALSE, &axis, error))
+  if (!weir_op_normalize_axis(ctx->node, "axis",
+                              weir_node_attr_int(ctx->node, "axis", 0), x->rank,
+                              FALSE, &axis, error))
     return FALSE;
   guint rank = x->rank + ind->rank - 1;
   g_autofree WeirExpr **shape = g_new0(WeirExpr *, rank + 1);
@@ -1013,7 +990,7 @@ static gboolean infer_gather(WeirOpInferContext *ctx, GError **error) {
 /* -------------------------------------------------------------- Expand */
 
 static gboolean infer_expand(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   g_autoptr(GPtrArray) target = ints_or_input(ctx, "shape", 1);
@@ -1055,8 +1032,8 @@ static gboolean pad_amounts(const WeirOpInferContext *ctx, guint rank,
     begin[d] = end[d] = 0;
   for (guint i = 0; i < n; i++) {
     guint a = i;
-    if (axes &&
-        !normalize_axis(ctx, "axis", ints_at(axes, i), rank, FALSE, &a, error))
+    if (axes && !weir_op_normalize_axis(ctx->node, "axis", ints_at(axes, i),
+                                        rank, FALSE, &a, error))
       return FALSE;
     begin[a] = ints_at(pads, i);
     end[a] = ints_at(pads, n + i);
@@ -1065,7 +1042,7 @@ static gboolean pad_amounts(const WeirOpInferContext *ctx, guint rank,
 }
 
 static gboolean infer_pad(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const WeirAttr *mode = weir_node_attr(ctx->node, "mode");
@@ -1101,7 +1078,7 @@ static gboolean infer_pad(WeirOpInferContext *ctx, GError **error) {
 /* ---------------------------------------------------------------- Tile */
 
 static gboolean infer_tile(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   const GArray *rep = weir_node_attr_ints(ctx->node, "repeats");
@@ -1142,7 +1119,7 @@ static void shape_bounds(const WeirNode *n, guint r, guint *start, guint *end) {
 }
 
 static gboolean infer_shape(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
   if (!x)
     return FALSE;
   guint s, e;
@@ -1245,7 +1222,7 @@ static gboolean range_operand(const WeirOpInferContext *ctx, guint k,
     *num = a->f;
     return TRUE;
   }
-  const WeirOpValue *v = input(ctx, k);
+  const WeirOpValue *v = weir_op_input(ctx, k);
   if (!v)
     return FALSE;
   if (v->value && v->value->count == 1) {
@@ -1266,7 +1243,7 @@ static gboolean range_operand(const WeirOpInferContext *ctx, guint k,
 
 static gboolean infer_range(WeirOpInferContext *ctx, GError **error) {
   WeirDType dtype;
-  const WeirOpValue *in0 = input(ctx, 0);
+  const WeirOpValue *in0 = weir_op_input(ctx, 0);
   if (in0)
     dtype = in0->dtype;
   else if (!onnx_dtype(ctx, &dtype, error))
@@ -1349,9 +1326,9 @@ static gboolean scatter_reduction_ok(const char *r) {
 }
 
 static gboolean infer_scatter_nd(WeirOpInferContext *ctx, GError **error) {
-  const WeirOpValue *x = require_input(ctx, 0, error);
-  const WeirOpValue *ind = x ? require_input(ctx, 1, error) : NULL;
-  const WeirOpValue *upd = ind ? require_input(ctx, 2, error) : NULL;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *ind = x ? weir_op_require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *upd = ind ? weir_op_require_input(ctx, 2, error) : NULL;
   if (!upd)
     return FALSE;
   const char *r = weir_node_attr_string(ctx->node, "reduction", "none");
