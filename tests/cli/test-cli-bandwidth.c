@@ -7,9 +7,11 @@
  * traffic model is given a 4 MiB last-level cache ($WEIR_HW_CACHES).  The
  * hardware profile is measured by this test into its own file
  * ($WEIR_HW_PROFILE, `weir hw`), under the load the runs below see.  Then
- * every GB/s that `weir bench` and `weir profile` print (per program and
- * per node) must not exceed the measured triad bandwidth, and `weir run`
- * and `weir info` print byte counts that say which measure they are.
+ * every GB/s that `weir bench`, the exported harness and `weir profile`
+ * print (per program, and per node for the nodes whose traffic exceeds the
+ * cache the machine has: the measured knee, at least 4 MiB) must not
+ * exceed the measured triad bandwidth, and `weir run` and `weir info`
+ * print byte counts that say which measure they are.
  *
  * The figures are timings, so this is a benchmark (`meson test -C build
  * --benchmark test-cli-bandwidth`), not a unit test.  On a busy machine
@@ -34,17 +36,22 @@
  * SKIP. */
 static gboolean skipped;
 
-/* The "bandwidth_gbs" of `weir hw --json`. */
-static double profile_bandwidth(void) {
+/* A number field of `weir hw --json` ("bandwidth_gbs", ...). */
+static double profile_field(const char *name) {
   Run r = run_weir("hw", "--json", NULL);
   if (r.status != 0)
     fail_msg("weir hw --json: %s", r.err);
-  const char *p = strstr(r.out, "\"bandwidth_gbs\"");
+  g_autofree char *key = g_strdup_printf("\"%s\"", name);
+  const char *p = strstr(r.out, key);
   assert_non_null(p);
   p = strchr(p, ':');
-  double bw = g_ascii_strtod(p + 1, NULL);
+  double v = g_ascii_strtod(p + 1, NULL);
   run_clear(&r);
-  return bw;
+  return v;
+}
+
+static double profile_bandwidth(void) {
+  return profile_field("bandwidth_gbs");
 }
 
 /* The 1-minute load average and the runnable processes now (the 4th
@@ -239,23 +246,39 @@ static void test_no_rate_above_bandwidth(void **state) {
   run_clear(&bench);
   assert_int_equal(check_rates("the exported harness", harness_out, bw), 1);
 
+  /* Per node, only the nodes whose traffic does not fit the cache the
+   * machine really has: the model is given 4 MiB, but the measured knee
+   * (cache_knee_bytes, the largest working set the triad still runs at
+   * half its best rate on) may be larger, and a node reading 4 MiB just
+   * written by the node before it is then served by the cache. */
+  double knee = profile_field("cache_knee_bytes");
+  double fits = MAX(knee, 4194304.0);
+  print_message("per node: checked when its traffic exceeds %.0f B (the "
+                "measured knee %.0f B, at least the model's 4 MiB)\n",
+                fits, knee);
   g_auto(GStrv) lines = g_strsplit(csv.out, "\n", -1);
-  guint rows = 0;
+  guint rows = 0, checked = 0;
   double max_gbs = 0;
   for (guint i = 1; lines[i] && *lines[i]; i++) {
     g_auto(GStrv) f = g_strsplit(lines[i], ",", -1);
     assert_true(g_strv_length(f) >= 10);
     double gbs = g_ascii_strtod(f[9], NULL);
+    rows++;
+    if (g_ascii_strtod(f[7], NULL) <= fits)
+      continue;
+    checked++;
     if (gbs > bw)
       fail_msg("weir profile: node %s (%s) at %.3f GB/s, above the measured "
                "%.3f GB/s:\n%s",
                f[2], f[3], gbs, bw, csv.out);
     max_gbs = MAX(max_gbs, gbs);
-    rows++;
   }
   assert_true(rows >= 8);
+  assert_true(checked >= 1);
   run_clear(&csv);
-  print_message("highest rate: weir profile %.2f GB/s (a node)\n", max_gbs);
+  print_message("weir profile: %u of %u nodes checked, the highest at %.2f "
+                "GB/s\n",
+                checked, rows, max_gbs);
 
   assert_int_equal(check_rates("weir run", run.out, bw), 0);
   run_clear(&run);
