@@ -1318,20 +1318,161 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 
 #define BUCKET_DEFAULT_BYTES ((gint64)25 << 20)
 
-/* One Allreduce (mean) node over names[0..n), writing fresh transients
- * <name>_avg; the averaged names replace the originals in *out. */
-static void allreduce_bucket(Builder *b, guint index, const char *const *names,
-                             guint n, const char **out) {
+/* The Allreduce nodes of the buckets, for ordering them afterwards. */
+typedef struct {
+  GArray *starts; /* guint: AllreduceStart ids (or the blocking nodes) */
+  GArray *waits;  /* guint: AllreduceWait ids */
+} Buckets;
+
+/* One bucket over names[0..n), averaged into fresh transients <name>_avg,
+ * which replace the originals in *out: blocking, one Allreduce (mean)
+ * node; overlapped, an AllreduceStart into the transient buffer
+ * <label>_buf and request <label>_req, and the AllreduceWait that unpacks
+ * them. */
+static void allreduce_bucket(Builder *b, gboolean overlap, Buckets *bk,
+                             guint index, const char *const *names, guint n,
+                             const char **out) {
   g_autofree const char **avg = g_new0(const char *, n + 1);
   for (guint i = 0; i < n; i++) {
     g_autofree char *base = g_strdup_printf("%s_avg", names[i]);
     avg[i] = transient_like(b, base, names[i]);
   }
   g_autofree char *label = g_strdup_printf("allreduce_bucket%u", index);
-  WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
-  weir_node_set_attr_string(node, "reduce", "mean");
+  if (!overlap) {
+    WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
+    weir_node_set_attr_string(node, "reduce", "mean");
+    g_array_append_val(bk->starts, node->id);
+  } else {
+    g_autoptr(WeirExpr) total = weir_expr_const(0);
+    for (guint i = 0; i < n; i++) {
+      g_autoptr(WeirExpr) v =
+          weir_container_volume(weir_graph_container(b->g, names[i]));
+      WeirExpr *sum = weir_expr_add(total, v);
+      weir_expr_unref(total);
+      total = sum;
+    }
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    g_autofree char *bbase = g_strdup_printf("%s_buf", label);
+    g_autofree char *rbase = g_strdup_printf("%s_req", label);
+    const WeirContainer *c0 = weir_graph_container(b->g, names[0]);
+    const char *pair[2] = {transient(b, bbase, c0->dtype, 1, &total),
+                           transient(b, rbase, WEIR_DTYPE_I64, 1, &one)};
+    g_autofree char *slabel = g_strdup_printf("%s_start", label);
+    g_autofree char *wlabel = g_strdup_printf("%s_wait", label);
+    WeirNode *st = lib(b, "AllreduceStart", slabel, names, n, pair, 2);
+    WeirNode *wt = lib(b, "AllreduceWait", wlabel, pair, 2, avg, n);
+    weir_node_set_attr_string(wt, "reduce", "mean");
+    g_array_append_val(bk->starts, st->id);
+    g_array_append_val(bk->waits, wt->id);
+  }
   for (guint i = 0; i < n; i++)
     out[i] = avg[i];
+}
+
+/* The nodes reached from id (forward: successors, else predecessors)
+ * through any memlet, id excluded unless on a cycle: seen[] by node id. */
+static void reach(const WeirState *s, guint id, gboolean forward,
+                  gboolean *seen) {
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(todo, id);
+  while (todo->len) {
+    guint x = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    g_autoptr(GPtrArray) es =
+        forward ? weir_state_out_edges(s, x) : weir_state_in_edges(s, x);
+    for (guint i = 0; i < es->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(es, i);
+      guint y = forward ? m->dst : m->src;
+      if (!seen[y]) {
+        seen[y] = TRUE;
+        g_array_append_val(todo, y);
+      }
+    }
+  }
+}
+
+/* The computing nodes next to x (forward: after it, else before it),
+ * looking through access nodes (and copies between them). */
+static void neighbours(const WeirState *s, guint x, gboolean forward,
+                       GArray *out) {
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_array_append_val(todo, x);
+  while (todo->len) {
+    guint y = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    g_autoptr(GPtrArray) es =
+        forward ? weir_state_out_edges(s, y) : weir_state_in_edges(s, y);
+    for (guint i = 0; i < es->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(es, i);
+      guint z = forward ? m->dst : m->src;
+      if (!g_hash_table_add(seen, GUINT_TO_POINTER(z)))
+        continue;
+      if (weir_state_node(s, z)->kind == WEIR_NODE_ACCESS)
+        g_array_append_val(todo, z);
+      else
+        g_array_append_val(out, z);
+    }
+  }
+}
+
+/* Orders the overlapped buckets with ordering edges (empty memlets), so
+ * that any schedule of the state, before or after lowering, starts each
+ * bucket as soon as its gradients are done and waits only after the whole
+ * backward pass: each AllreduceStart precedes the nodes of the forward and
+ * backward passes (ids up to `last`) that it does not depend on (an edge to
+ * each first one of them: their predecessors are all the start's
+ * ancestors); the last of those nodes (the ones no other such node
+ * follows) and every start precede the first AllreduceWait, and each wait
+ * the next. */
+static void order_overlap(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  guint top = b->g->next_id;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autofree gboolean *anc = g_new(gboolean, top);
+  for (guint k = 0; k < bk->starts->len; k++) {
+    guint st = g_array_index(bk->starts, guint, k);
+    memset(anc, 0, top * sizeof *anc);
+    reach(s, st, FALSE, anc); /* edges added for earlier buckets included */
+    for (guint i = 0; i < s->nodes->len; i++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, i);
+      if (x->id > last || anc[x->id] || x->kind == WEIR_NODE_ACCESS ||
+          x->kind == WEIR_NODE_MAP_EXIT || weir_scopes_parent(sc, x->id))
+        continue;
+      g_autoptr(GArray) before = g_array_new(FALSE, FALSE, sizeof(guint));
+      neighbours(s, x->id, FALSE, before);
+      gboolean first = TRUE;
+      for (guint j = 0; j < before->len && first; j++)
+        first = anc[g_array_index(before, guint, j)];
+      if (first)
+        weir_state_add_memlet(b->g, s, st, NULL, x->id, NULL, NULL, NULL, NULL);
+    }
+  }
+  if (!bk->waits->len)
+    return;
+  guint w0 = g_array_index(bk->waits, guint, 0);
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *x = g_ptr_array_index(s->nodes, i);
+    if (x->id > last || x->kind == WEIR_NODE_ACCESS ||
+        x->kind == WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, x->id))
+      continue;
+    g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+    neighbours(s, x->id, TRUE, after);
+    gboolean sink = TRUE;
+    for (guint j = 0; j < after->len && sink; j++)
+      sink = g_array_index(after, guint, j) > last;
+    if (sink)
+      weir_state_add_memlet(b->g, s, x->id, NULL, w0, NULL, NULL, NULL, NULL);
+  }
+  /* every bucket is in flight before the first wait */
+  for (guint k = 0; k < bk->starts->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(bk->starts, guint, k), NULL,
+                          w0, NULL, NULL, NULL, NULL);
+  for (guint k = 1; k < bk->waits->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(bk->waits, guint, k - 1), NULL,
+                          g_array_index(bk->waits, guint, k), NULL, NULL, NULL,
+                          NULL);
 }
 
 /* Averages the gradients of params (in grads, replaced by the averages)
@@ -1343,6 +1484,10 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
                               char **params, GHashTable *grads,
                               const char **loss) {
   gint64 cap = o->bucket_bytes > 0 ? o->bucket_bytes : BUCKET_DEFAULT_BYTES;
+  gboolean overlap = !o->no_overlap;
+  guint last = b->g->next_id - 1; /* the forward and backward passes */
+  Buckets bk = {g_array_new(FALSE, FALSE, sizeof(guint)),
+                g_array_new(FALSE, FALSE, sizeof(guint))};
   guint np = g_strv_length(params);
   g_autoptr(GPtrArray) bucket = g_ptr_array_new(); /* gradient names */
   g_autoptr(GPtrArray) owners = g_ptr_array_new(); /* parameter names */
@@ -1362,8 +1507,8 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     if (bucket->len > 0 && (bytes + size > cap || gc->dtype != dtype ||
                             bucket->len >= max_tensors)) {
       g_autofree const char **avg = g_new0(const char *, bucket->len);
-      allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
-                       bucket->len, avg);
+      allreduce_bucket(b, overlap, &bk, index++,
+                       (const char *const *)bucket->pdata, bucket->len, avg);
       for (guint i = 0; i < bucket->len; i++)
         g_hash_table_replace(grads, g_strdup(owners->pdata[i]),
                              g_strdup(avg[i]));
@@ -1383,8 +1528,8 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     g_ptr_array_add(bucket, (gpointer)*loss);
   if (bucket->len > 0) {
     g_autofree const char **avg = g_new0(const char *, bucket->len);
-    allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
-                     bucket->len, avg);
+    allreduce_bucket(b, overlap, &bk, index++,
+                     (const char *const *)bucket->pdata, bucket->len, avg);
     for (guint i = 0; i < owners->len; i++)
       g_hash_table_replace(grads, g_strdup(owners->pdata[i]), g_strdup(avg[i]));
     if (with_loss)
@@ -1392,9 +1537,13 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
   }
   if (!with_loss) {
     const char *avg;
-    allreduce_bucket(b, index++, loss, 1, &avg);
+    allreduce_bucket(b, overlap, &bk, index++, loss, 1, &avg);
     *loss = avg;
   }
+  if (overlap)
+    order_overlap(b, &bk, last);
+  g_array_unref(bk.starts);
+  g_array_unref(bk.waits);
 }
 
 WeirGraph *weir_train_graph(const WeirGraph *forward,
