@@ -24,7 +24,10 @@
  * the i64 request container.  The wait calls MPI_Wait on it and unpacks
  * the buffer into the outputs, dividing by the number of ranks for the
  * mean.  A bucket of more than 2^30 elements reduces its leading chunks
- * blocking and only the last one non-blocking.
+ * blocking and only the last one non-blocking.  AllreduceTest calls
+ * MPI_Test on each of its requests that is not null, so that Open MPI
+ * progresses the collectives in flight (it does so only inside MPI calls),
+ * and stores the request back (null once complete).
  */
 #include <string.h>
 
@@ -190,6 +193,18 @@ static const char unpack_helper[] =
     "  }\n"
     "  for (int64_t i = 0; i < n; i++)\n"
     "    y[i] = (@T@)(x[i] / div);\n"
+    "}\n";
+
+static const char test_helper[] =
+    "static void weir_mpi_test(const int64_t *in, int64_t *out) {\n" RANKS
+    "  MPI_Request r;\n"
+    "  memcpy(&r, in, sizeof r);\n"
+    "  if (ranks > 1 && r != MPI_REQUEST_NULL) {\n"
+    "    int done = 0;\n"
+    "    MPI_Test(&r, &done, MPI_STATUS_IGNORE);\n"
+    "  }\n"
+    "  *out = 0;\n"
+    "  memcpy(out, &r, sizeof r);\n"
     "}\n";
 
 static char *instantiate(const char *text, WeirDType t) {
@@ -388,7 +403,53 @@ static gboolean pair_emit(WeirNativeEmit *e, GError **error) {
   return TRUE;
 }
 
+static gboolean test_accepts(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n, char **reason) {
+  guint np = n->in_conns->len;
+  if (np == 0 || np != n->out_conns->len || np > WEIR_NATIVE_MAX_PORTS) {
+    *reason = g_strdup_printf("needs 1 to %u requests, one output each",
+                              (guint)WEIR_NATIVE_MAX_PORTS);
+    return FALSE;
+  }
+  for (guint k = 0; k < np; k++)
+    for (guint io = 0; io < 2; io++) {
+      const WeirContainer *c = weir_native_port(g, s, n, io == 0, k);
+      if (!c || c->dtype != WEIR_DTYPE_I64) {
+        *reason = g_strdup_printf("%s%u is not a request (i64)",
+                                  io ? "out" : "in", k);
+        return FALSE;
+      }
+    }
+  return TRUE;
+}
+
+static gboolean test_emit(WeirNativeEmit *e, GError **error) {
+  const WeirNode *n = e->n;
+  guint np = n->in_conns->len;
+  e->library(e, "mpi");
+  e->helper(e, "weir_mpi_test", test_helper);
+  g_autofree char *lbl = g_strescape(n->label ? n->label : "", NULL);
+  for (char *p = lbl; *p; p++)
+    if (*p == '*' || *p == '/')
+      *p = '_';
+  g_string_append_printf(e->code, "/* %s '%s' (mpi): %u request%s */\n", n->op,
+                         lbl, np, np == 1 ? "" : "s");
+  for (guint k = 0; k < np; k++) {
+    if (!e->in[k].c || !e->out[k].c)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "connector %u is not connected", k);
+    g_string_append_printf(
+        e->code, "weir_mpi_test((const int64_t *)%s, (int64_t *)%s);\n",
+        e->in[k].ptr, e->out[k].ptr);
+  }
+  return TRUE;
+}
+
 static const WeirNativeImpl mpi_impls[] = {
+    {.op = "AllreduceTest",
+     .impl = "mpi",
+     .accepts = test_accepts,
+     .emit = test_emit},
     {.op = "AllreduceStart",
      .impl = "mpi",
      .accepts = pair_accepts,

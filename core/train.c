@@ -1318,17 +1318,32 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 
 #define BUCKET_DEFAULT_BYTES ((gint64)25 << 20)
 
-/* The Allreduce nodes of the buckets, for ordering them afterwards. */
+/* The buckets built so far: the ids of their Allreduce (blocking) or
+ * AllreduceStart nodes, and, overlapped, what their waits will read and
+ * write. */
 typedef struct {
-  GArray *starts; /* guint: AllreduceStart ids (or the blocking nodes) */
-  GArray *waits;  /* guint: AllreduceWait ids */
+  GArray *starts;   /* guint node ids */
+  GPtrArray *waits; /* Pending*, overlapped only */
 } Buckets;
+
+typedef struct {
+  char *label;         /* allreduce_bucket<i> */
+  const char *pair[2]; /* buffer, request (the graph's names) */
+  GPtrArray *avg;      /* the outputs' names (borrowed from the graph) */
+} Pending;
+
+static void pending_free(gpointer p) {
+  Pending *w = p;
+  g_free(w->label);
+  g_ptr_array_unref(w->avg);
+  g_free(w);
+}
 
 /* One bucket over names[0..n), averaged into fresh transients <name>_avg,
  * which replace the originals in *out: blocking, one Allreduce (mean)
  * node; overlapped, an AllreduceStart into the transient buffer
- * <label>_buf and request <label>_req, and the AllreduceWait that unpacks
- * them. */
+ * <label>_buf and request <label>_req, whose AllreduceWait (unpacking them
+ * into the averages) add_waits adds later. */
 static void allreduce_bucket(Builder *b, gboolean overlap, Buckets *bk,
                              guint index, const char *const *names, guint n,
                              const char **out) {
@@ -1355,15 +1370,17 @@ static void allreduce_bucket(Builder *b, gboolean overlap, Buckets *bk,
     g_autofree char *bbase = g_strdup_printf("%s_buf", label);
     g_autofree char *rbase = g_strdup_printf("%s_req", label);
     const WeirContainer *c0 = weir_graph_container(b->g, names[0]);
-    const char *pair[2] = {transient(b, bbase, c0->dtype, 1, &total),
-                           transient(b, rbase, WEIR_DTYPE_I64, 1, &one)};
+    Pending *w = g_new0(Pending, 1);
+    w->label = g_strdup(label);
+    w->pair[0] = transient(b, bbase, c0->dtype, 1, &total);
+    w->pair[1] = transient(b, rbase, WEIR_DTYPE_I64, 1, &one);
+    w->avg = g_ptr_array_new();
+    for (guint i = 0; i < n; i++)
+      g_ptr_array_add(w->avg, (gpointer)avg[i]);
     g_autofree char *slabel = g_strdup_printf("%s_start", label);
-    g_autofree char *wlabel = g_strdup_printf("%s_wait", label);
-    WeirNode *st = lib(b, "AllreduceStart", slabel, names, n, pair, 2);
-    WeirNode *wt = lib(b, "AllreduceWait", wlabel, pair, 2, avg, n);
-    weir_node_set_attr_string(wt, "reduce", "mean");
+    WeirNode *st = lib(b, "AllreduceStart", slabel, names, n, w->pair, 2);
     g_array_append_val(bk->starts, st->id);
-    g_array_append_val(bk->waits, wt->id);
+    g_ptr_array_add(bk->waits, w);
   }
   for (guint i = 0; i < n; i++)
     out[i] = avg[i];
@@ -1416,16 +1433,13 @@ static void neighbours(const WeirState *s, guint x, gboolean forward,
   }
 }
 
-/* Orders the overlapped buckets with ordering edges (empty memlets), so
- * that any schedule of the state, before or after lowering, starts each
- * bucket as soon as its gradients are done and waits only after the whole
- * backward pass: each AllreduceStart precedes the nodes of the forward and
- * backward passes (ids up to `last`) that it does not depend on (an edge to
- * each first one of them: their predecessors are all the start's
- * ancestors); the last of those nodes (the ones no other such node
- * follows) and every start precede the first AllreduceWait, and each wait
- * the next. */
-static void order_overlap(Builder *b, const Buckets *bk, guint last) {
+/* Orders the starts of the overlapped buckets with ordering edges (empty
+ * memlets), so that any schedule of the state, before or after lowering,
+ * starts each bucket as soon as its gradients are done: each
+ * AllreduceStart precedes the nodes of the forward and backward passes
+ * (ids up to `last`) that it does not depend on (an edge to each first one
+ * of them: their predecessors are all the start's ancestors). */
+static void order_starts(Builder *b, const Buckets *bk, guint last) {
   WeirState *s = b->s;
   guint top = b->g->next_id;
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
@@ -1449,9 +1463,73 @@ static void order_overlap(Builder *b, const Buckets *bk, guint last) {
         weir_state_add_memlet(b->g, s, st, NULL, x->id, NULL, NULL, NULL, NULL);
     }
   }
-  if (!bk->waits->len)
+}
+
+/* Progress of the buckets in flight: after each library node of the
+ * forward and backward passes (ids up to `last`) that runs after some
+ * starts, an AllreduceTest on those starts' requests (in place), before
+ * the node's successors.  Open MPI progresses a non-blocking collective
+ * only inside MPI calls: without these, the whole reduction would happen
+ * in the wait (docs/distributed.md, "Progress").  Built in the schedule's
+ * order, so that the tests of one request, chained by its container,
+ * follow that order. */
+static void add_progress(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  guint top = b->g->next_id, ns = bk->starts->len;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autofree gboolean *desc = g_new0(gboolean, (gsize)top * ns);
+  for (guint k = 0; k < ns; k++)
+    reach(s, g_array_index(bk->starts, guint, k), TRUE, desc + (gsize)k * top);
+  g_autoptr(GArray) order = g_array_copy(sc->order);
+  guint count = 0;
+  for (guint i = 0; i < order->len; i++) {
+    guint id = g_array_index(order, guint, i);
+    const WeirNode *x = weir_state_node(s, id);
+    if (id > last || x->kind != WEIR_NODE_LIBRARY || weir_scopes_parent(sc, id))
+      continue;
+    g_autoptr(GPtrArray) reqs = g_ptr_array_new();
+    for (guint k = 0; k < ns; k++)
+      if (desc[(gsize)k * top + id])
+        g_ptr_array_add(reqs,
+                        (gpointer)((Pending *)bk->waits->pdata[k])->pair[1]);
+    if (!reqs->len)
+      continue;
+    g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+    neighbours(s, id, TRUE, after);
+    g_autofree char *label = g_strdup_printf("allreduce_progress%u", count++);
+    WeirNode *t =
+        lib(b, "AllreduceTest", label, (const char *const *)reqs->pdata,
+            reqs->len, (const char *const *)reqs->pdata, reqs->len);
+    weir_state_add_memlet(b->g, s, id, NULL, t->id, NULL, NULL, NULL, NULL);
+    for (guint j = 0; j < after->len; j++)
+      if (g_array_index(after, guint, j) <= last)
+        weir_state_add_memlet(b->g, s, t->id, NULL,
+                              g_array_index(after, guint, j), NULL, NULL, NULL,
+                              NULL);
+  }
+}
+
+/* The AllreduceWait of each overlapped bucket, unpacking it into its
+ * averages, ordered after the backward pass: the last nodes of the forward
+ * and backward passes (the ones no other such node follows) and every
+ * start precede the first wait, and each wait the next. */
+static void add_waits(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autoptr(GArray) waits = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < bk->waits->len; k++) {
+    const Pending *w = bk->waits->pdata[k];
+    g_autofree char *label = g_strdup_printf("%s_wait", w->label);
+    WeirNode *wt = lib(b, "AllreduceWait", label, w->pair, 2,
+                       (const char *const *)w->avg->pdata, w->avg->len);
+    weir_node_set_attr_string(wt, "reduce", "mean");
+    g_array_append_val(waits, wt->id);
+  }
+  if (!waits->len)
     return;
-  guint w0 = g_array_index(bk->waits, guint, 0);
+  guint w0 = g_array_index(waits, guint, 0);
   for (guint i = 0; i < s->nodes->len; i++) {
     const WeirNode *x = g_ptr_array_index(s->nodes, i);
     if (x->id > last || x->kind == WEIR_NODE_ACCESS ||
@@ -1469,9 +1547,9 @@ static void order_overlap(Builder *b, const Buckets *bk, guint last) {
   for (guint k = 0; k < bk->starts->len; k++)
     weir_state_add_memlet(b->g, s, g_array_index(bk->starts, guint, k), NULL,
                           w0, NULL, NULL, NULL, NULL);
-  for (guint k = 1; k < bk->waits->len; k++)
-    weir_state_add_memlet(b->g, s, g_array_index(bk->waits, guint, k - 1), NULL,
-                          g_array_index(bk->waits, guint, k), NULL, NULL, NULL,
+  for (guint k = 1; k < waits->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(waits, guint, k - 1), NULL,
+                          g_array_index(waits, guint, k), NULL, NULL, NULL,
                           NULL);
 }
 
@@ -1487,7 +1565,7 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
   gboolean overlap = !o->no_overlap;
   guint last = b->g->next_id - 1; /* the forward and backward passes */
   Buckets bk = {g_array_new(FALSE, FALSE, sizeof(guint)),
-                g_array_new(FALSE, FALSE, sizeof(guint))};
+                g_ptr_array_new_with_free_func(pending_free)};
   guint np = g_strv_length(params);
   g_autoptr(GPtrArray) bucket = g_ptr_array_new(); /* gradient names */
   g_autoptr(GPtrArray) owners = g_ptr_array_new(); /* parameter names */
@@ -1540,10 +1618,13 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     allreduce_bucket(b, overlap, &bk, index++, loss, 1, &avg);
     *loss = avg;
   }
-  if (overlap)
-    order_overlap(b, &bk, last);
+  if (overlap) {
+    order_starts(b, &bk, last);
+    add_progress(b, &bk, last);
+    add_waits(b, &bk, last);
+  }
   g_array_unref(bk.starts);
-  g_array_unref(bk.waits);
+  g_ptr_array_unref(bk.waits);
 }
 
 WeirGraph *weir_train_graph(const WeirGraph *forward,

@@ -28,6 +28,12 @@
  *       mean with reduce = "mean"), in the order of the start's inputs.
  *       The outputs' shapes are their containers' (their volumes must add
  *       up to buf's length).
+ *   AllreduceTest(req0, req1, ...) -> (req0, req1, ...)
+ *       lets the collectives of the requests progress (MPI_Test), in place:
+ *       a completed request becomes the null request, whose wait returns at
+ *       once.  Placed between the nodes of the backward pass that run while
+ *       buckets are in flight (Open MPI progresses a non-blocking
+ *       collective only inside MPI calls).  In one process: nothing.
  *
  * Each output has the dtype and shape of its input (f32, f64, i32, i64).
  * With one process (no MPI, or the interpreter) both are the identity: the
@@ -163,6 +169,26 @@ static gboolean infer_wait(WeirOpInferContext *ctx, GError **error) {
   return TRUE;
 }
 
+/* AllreduceTest: requests (i64 [1]) in place. */
+static gboolean infer_test(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (ctx->n_outputs != ctx->n_inputs)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "has %u inputs and %u outputs: one output per input",
+                          ctx->n_inputs, ctx->n_outputs);
+  for (guint k = 0; k < ctx->n_inputs; k++) {
+    const WeirOpValue *x = weir_op_require_input(ctx, k, error);
+    if (!x)
+      return FALSE;
+    if (x->dtype != WEIR_DTYPE_I64)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "input %u is %s: a request (i64)", k,
+                            weir_dtype_name(x->dtype));
+    weir_op_set_output(ctx, k, x->dtype, x->rank, x->shape);
+  }
+  return TRUE;
+}
+
 /* Elements over every input of n. */
 static WeirExpr *input_sum(const WeirGraph *g, const WeirState *s,
                            const WeirNode *n, gboolean bytes) {
@@ -262,6 +288,16 @@ static const WeirOpInfo op_allreduce_wait = {
     .flops = flops_wait,
 };
 
+static const WeirOpInfo op_allreduce_test = {
+    .name = "AllreduceTest",
+    .min_inputs = 1,
+    .max_inputs = WEIR_OP_VARIADIC,
+    .min_outputs = 1,
+    .max_outputs = WEIR_OP_VARIADIC,
+    .infer = infer_test,
+    .flops = flops_broadcast,
+};
+
 static const WeirOpInfo op_broadcast = {
     .name = "Broadcast",
     .min_inputs = 1,
@@ -280,4 +316,5 @@ void weir_ops_register_comm(void) {
   weir_op_register(&op_broadcast);
   weir_op_register(&op_allreduce_start);
   weir_op_register(&op_allreduce_wait);
+  weir_op_register(&op_allreduce_test);
 }

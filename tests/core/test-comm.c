@@ -500,9 +500,11 @@ static gboolean reaches(const WeirState *s, guint from, guint to) {
 /* Checks the schedule of the step state of t: every start before each
  * computing node of the forward and backward passes (ids below the first
  * collective) that does not lead to it, every wait after all of them and
- * after every start.  Returns how many backward nodes run while a bucket
- * is in flight (after its start). */
-static guint check_overlap_order(const WeirGraph *t, guint *n_starts) {
+ * after every start, every AllreduceTest between the first start and the
+ * first wait.  Returns how many backward nodes run while a bucket is in
+ * flight (after its start); *n_tests counts the AllreduceTest nodes. */
+static guint check_overlap_order(const WeirGraph *t, guint *n_starts,
+                                 guint *n_tests) {
   const WeirState *s = NULL;
   for (guint i = 0; i < t->states->len; i++)
     if (!strcmp(((WeirState *)t->states->pdata[i])->label, "step"))
@@ -548,6 +550,22 @@ static guint check_overlap_order(const WeirGraph *t, guint *n_starts) {
     for (guint j = 0; j < starts->len; j++)
       assert_true(pos_of(pos, g_array_index(waits, guint, k)) >
                   pos_of(pos, g_array_index(starts, guint, j)));
+  /* the progress tests run while buckets are in flight: after a start,
+   * before the waits */
+  guint first_start = G_MAXUINT, first_wait = G_MAXUINT;
+  for (guint k = 0; k < starts->len; k++) {
+    first_start =
+        MIN(first_start, pos_of(pos, g_array_index(starts, guint, k)));
+    first_wait = MIN(first_wait, pos_of(pos, g_array_index(waits, guint, k)));
+  }
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = s->nodes->pdata[i];
+    if (g_strcmp0(n->op, "AllreduceTest") != 0)
+      continue;
+    guint p = pos_of(pos, n->id);
+    assert_true(p > first_start && p < first_wait);
+    (*n_tests)++;
+  }
   *n_starts = starts->len;
   return overlapped;
 }
@@ -560,14 +578,17 @@ static void test_overlap_order(void **state) {
   g_auto(GStrv) params = weir_train_parameters(fwd);
   guint np = g_strv_length(params);
   g_autoptr(WeirGraph) many = train(fwd, TRUE, 1, TRUE);
-  guint n_starts = 0;
-  guint overlapped = check_overlap_order(many, &n_starts);
+  guint n_starts = 0, n_tests = 0;
+  guint overlapped = check_overlap_order(many, &n_starts, &n_tests);
   assert_int_equal(n_starts, np);
+  /* progress points after the backward nodes that run meanwhile */
+  assert_true(n_tests > 0);
   /* the last layer's buckets start while earlier layers' backward runs */
   assert_true(overlapped > 0);
-  print_message("%u (start, backward node) pairs overlap\n", overlapped);
+  print_message("%u (start, backward node) pairs overlap, %u tests\n",
+                overlapped, n_tests);
   g_autoptr(WeirGraph) one = train(fwd, TRUE, 0, TRUE);
-  check_overlap_order(one, &n_starts);
+  check_overlap_order(one, &n_starts, &n_tests);
   assert_int_equal(n_starts, 1);
 }
 

@@ -13,6 +13,7 @@
  * into its slice of the buffer (copy memlets x_k -> buf[off:off + |x_k|])
  * and writes 0 to the request; AllreduceWait copies the slices back out
  * (buf[off:off + |y_k|] -> y_k): the sum and the mean over one rank.
+ * AllreduceTest leaves its requests as they are (copies in place).
  */
 #include "expand-util.h"
 #include "weir-attr.h"
@@ -134,4 +135,5 @@ void weir_expand_register_comm(void) {
   weir_op_register_expansion("Broadcast", "pure", expand_copies);
   weir_op_register_expansion("AllreduceStart", "pure", expand_start);
   weir_op_register_expansion("AllreduceWait", "pure", expand_wait);
+  weir_op_register_expansion("AllreduceTest", "pure", expand_copies);
 }
