@@ -1447,21 +1447,28 @@ static void order_starts(Builder *b, const Buckets *bk, guint last) {
   g_autofree gboolean *anc = g_new(gboolean, top);
   for (guint k = 0; k < bk->starts->len; k++) {
     guint st = g_array_index(bk->starts, guint, k);
-    memset(anc, 0, top * sizeof *anc);
-    reach(s, st, FALSE, anc); /* edges added for earlier buckets included */
-    for (guint i = 0; i < s->nodes->len; i++) {
-      const WeirNode *x = g_ptr_array_index(s->nodes, i);
-      if (x->id > last || anc[x->id] || x->kind == WEIR_NODE_ACCESS ||
-          x->kind == WEIR_NODE_MAP_EXIT || weir_scopes_parent(sc, x->id))
-        continue;
-      g_autoptr(GArray) before = g_array_new(FALSE, FALSE, sizeof(guint));
-      neighbours(s, x->id, FALSE, before);
-      gboolean first = TRUE;
-      for (guint j = 0; j < before->len && first; j++)
-        first = anc[g_array_index(before, guint, j)];
-      if (first)
-        weir_state_add_memlet(b->g, s, st, NULL, x->id, NULL, NULL, NULL, NULL);
+    g_autoptr(GArray) firsts = g_array_new(FALSE, FALSE, sizeof(guint));
+    {
+      g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+      memset(anc, 0, top * sizeof *anc);
+      reach(s, st, FALSE, anc); /* edges added for earlier buckets included */
+      for (guint i = 0; i < s->nodes->len; i++) {
+        const WeirNode *x = g_ptr_array_index(s->nodes, i);
+        if (x->id > last || anc[x->id] || x->kind == WEIR_NODE_ACCESS ||
+            x->kind == WEIR_NODE_MAP_EXIT || weir_scopes_parent(sc, x->id))
+          continue;
+        g_autoptr(GArray) before = g_array_new(FALSE, FALSE, sizeof(guint));
+        neighbours(s, x->id, FALSE, before);
+        gboolean first = TRUE;
+        for (guint j = 0; j < before->len && first; j++)
+          first = anc[g_array_index(before, guint, j)];
+        if (first)
+          g_array_append_val(firsts, x->id);
+      }
     }
+    for (guint i = 0; i < firsts->len; i++)
+      weir_state_add_memlet(b->g, s, st, NULL, g_array_index(firsts, guint, i),
+                            NULL, NULL, NULL, NULL);
   }
 }
 
@@ -1479,8 +1486,12 @@ static void add_progress(Builder *b, const Buckets *bk, guint last) {
   g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
   g_assert(sc);
   g_autofree gboolean *desc = g_new0(gboolean, (gsize)top * ns);
-  for (guint k = 0; k < ns; k++)
-    reach(s, g_array_index(bk->starts, guint, k), TRUE, desc + (gsize)k * top);
+  {
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    for (guint k = 0; k < ns; k++)
+      reach(s, g_array_index(bk->starts, guint, k), TRUE,
+            desc + (gsize)k * top);
+  }
   g_autoptr(GArray) order = g_array_copy(sc->order);
   guint count = 0;
   for (guint i = 0; i < order->len; i++) {
@@ -1530,19 +1541,26 @@ static void add_waits(Builder *b, const Buckets *bk, guint last) {
   if (!waits->len)
     return;
   guint w0 = g_array_index(waits, guint, 0);
-  for (guint i = 0; i < s->nodes->len; i++) {
-    const WeirNode *x = g_ptr_array_index(s->nodes, i);
-    if (x->id > last || x->kind == WEIR_NODE_ACCESS ||
-        x->kind == WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, x->id))
-      continue;
-    g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
-    neighbours(s, x->id, TRUE, after);
-    gboolean sink = TRUE;
-    for (guint j = 0; j < after->len && sink; j++)
-      sink = g_array_index(after, guint, j) > last;
-    if (sink)
-      weir_state_add_memlet(b->g, s, x->id, NULL, w0, NULL, NULL, NULL, NULL);
+  g_autoptr(GArray) sinks = g_array_new(FALSE, FALSE, sizeof(guint));
+  {
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    for (guint i = 0; i < s->nodes->len; i++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, i);
+      if (x->id > last || x->kind == WEIR_NODE_ACCESS ||
+          x->kind == WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, x->id))
+        continue;
+      g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+      neighbours(s, x->id, TRUE, after);
+      gboolean sink = TRUE;
+      for (guint j = 0; j < after->len && sink; j++)
+        sink = g_array_index(after, guint, j) > last;
+      if (sink)
+        g_array_append_val(sinks, x->id);
+    }
   }
+  for (guint i = 0; i < sinks->len; i++)
+    weir_state_add_memlet(b->g, s, g_array_index(sinks, guint, i), NULL, w0,
+                          NULL, NULL, NULL, NULL);
   /* every bucket is in flight before the first wait */
   for (guint k = 0; k < bk->starts->len; k++)
     weir_state_add_memlet(b->g, s, g_array_index(bk->starts, guint, k), NULL,
