@@ -1318,20 +1318,257 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 
 #define BUCKET_DEFAULT_BYTES ((gint64)25 << 20)
 
-/* One Allreduce (mean) node over names[0..n), writing fresh transients
- * <name>_avg; the averaged names replace the originals in *out. */
-static void allreduce_bucket(Builder *b, guint index, const char *const *names,
-                             guint n, const char **out) {
+/* The buckets built so far: the ids of their Allreduce (blocking) or
+ * AllreduceStart nodes, and, overlapped, what their waits will read and
+ * write. */
+typedef struct {
+  GArray *starts;   /* guint node ids */
+  GPtrArray *waits; /* Pending*, overlapped only */
+} Buckets;
+
+typedef struct {
+  char *label;         /* allreduce_bucket<i> */
+  const char *pair[2]; /* buffer, request (the graph's names) */
+  GPtrArray *avg;      /* the outputs' names (borrowed from the graph) */
+} Pending;
+
+static void pending_free(gpointer p) {
+  Pending *w = p;
+  g_free(w->label);
+  g_ptr_array_unref(w->avg);
+  g_free(w);
+}
+
+/* One bucket over names[0..n), averaged into fresh transients <name>_avg,
+ * which replace the originals in *out: blocking, one Allreduce (mean)
+ * node; overlapped, an AllreduceStart into the transient buffer
+ * <label>_buf and request <label>_req, whose AllreduceWait (unpacking them
+ * into the averages) add_waits adds later. */
+static void allreduce_bucket(Builder *b, gboolean overlap, Buckets *bk,
+                             guint index, const char *const *names, guint n,
+                             const char **out) {
   g_autofree const char **avg = g_new0(const char *, n + 1);
   for (guint i = 0; i < n; i++) {
     g_autofree char *base = g_strdup_printf("%s_avg", names[i]);
     avg[i] = transient_like(b, base, names[i]);
   }
   g_autofree char *label = g_strdup_printf("allreduce_bucket%u", index);
-  WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
-  weir_node_set_attr_string(node, "reduce", "mean");
+  if (!overlap) {
+    WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
+    weir_node_set_attr_string(node, "reduce", "mean");
+    g_array_append_val(bk->starts, node->id);
+  } else {
+    g_autoptr(WeirExpr) total = weir_expr_const(0);
+    for (guint i = 0; i < n; i++) {
+      g_autoptr(WeirExpr) v =
+          weir_container_volume(weir_graph_container(b->g, names[i]));
+      WeirExpr *sum = weir_expr_add(total, v);
+      weir_expr_unref(total);
+      total = sum;
+    }
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    g_autofree char *bbase = g_strdup_printf("%s_buf", label);
+    g_autofree char *rbase = g_strdup_printf("%s_req", label);
+    const WeirContainer *c0 = weir_graph_container(b->g, names[0]);
+    Pending *w = g_new0(Pending, 1);
+    w->label = g_strdup(label);
+    w->pair[0] = transient(b, bbase, c0->dtype, 1, &total);
+    w->pair[1] = transient(b, rbase, WEIR_DTYPE_I64, 1, &one);
+    w->avg = g_ptr_array_new();
+    for (guint i = 0; i < n; i++)
+      g_ptr_array_add(w->avg, (gpointer)avg[i]);
+    g_autofree char *slabel = g_strdup_printf("%s_start", label);
+    WeirNode *st = lib(b, "AllreduceStart", slabel, names, n, w->pair, 2);
+    g_array_append_val(bk->starts, st->id);
+    g_ptr_array_add(bk->waits, w);
+  }
   for (guint i = 0; i < n; i++)
     out[i] = avg[i];
+}
+
+/* The nodes reached from id (forward: successors, else predecessors)
+ * through any memlet, id excluded unless on a cycle: seen[] by node id. */
+static void reach(const WeirState *s, guint id, gboolean forward,
+                  gboolean *seen) {
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(todo, id);
+  while (todo->len) {
+    guint x = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    g_autoptr(GPtrArray) es =
+        forward ? weir_state_out_edges(s, x) : weir_state_in_edges(s, x);
+    for (guint i = 0; i < es->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(es, i);
+      guint y = forward ? m->dst : m->src;
+      if (!seen[y]) {
+        seen[y] = TRUE;
+        g_array_append_val(todo, y);
+      }
+    }
+  }
+}
+
+/* The computing nodes next to x (forward: after it, else before it),
+ * looking through access nodes (and copies between them). */
+static void neighbours(const WeirState *s, guint x, gboolean forward,
+                       GArray *out) {
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_array_append_val(todo, x);
+  while (todo->len) {
+    guint y = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    g_autoptr(GPtrArray) es =
+        forward ? weir_state_out_edges(s, y) : weir_state_in_edges(s, y);
+    for (guint i = 0; i < es->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(es, i);
+      guint z = forward ? m->dst : m->src;
+      if (!g_hash_table_add(seen, GUINT_TO_POINTER(z)))
+        continue;
+      if (weir_state_node(s, z)->kind == WEIR_NODE_ACCESS)
+        g_array_append_val(todo, z);
+      else
+        g_array_append_val(out, z);
+    }
+  }
+}
+
+/* Orders the starts of the overlapped buckets with ordering edges (empty
+ * memlets), so that any schedule of the state, before or after lowering,
+ * starts each bucket as soon as its gradients are done: each
+ * AllreduceStart precedes the nodes of the forward and backward passes
+ * (ids up to `last`) that it does not depend on (an edge to each first one
+ * of them: their predecessors are all the start's ancestors). */
+static void order_starts(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  guint top = b->g->next_id;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autofree gboolean *anc = g_new(gboolean, top);
+  for (guint k = 0; k < bk->starts->len; k++) {
+    guint st = g_array_index(bk->starts, guint, k);
+    g_autoptr(GArray) firsts = g_array_new(FALSE, FALSE, sizeof(guint));
+    {
+      g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+      memset(anc, 0, top * sizeof *anc);
+      reach(s, st, FALSE, anc); /* edges added for earlier buckets included */
+      for (guint i = 0; i < s->nodes->len; i++) {
+        const WeirNode *x = g_ptr_array_index(s->nodes, i);
+        if (x->id > last || anc[x->id] || x->kind == WEIR_NODE_ACCESS ||
+            x->kind == WEIR_NODE_MAP_EXIT || weir_scopes_parent(sc, x->id))
+          continue;
+        g_autoptr(GArray) before = g_array_new(FALSE, FALSE, sizeof(guint));
+        neighbours(s, x->id, FALSE, before);
+        gboolean first = TRUE;
+        for (guint j = 0; j < before->len && first; j++)
+          first = anc[g_array_index(before, guint, j)];
+        if (first)
+          g_array_append_val(firsts, x->id);
+      }
+    }
+    for (guint i = 0; i < firsts->len; i++)
+      weir_state_add_memlet(b->g, s, st, NULL, g_array_index(firsts, guint, i),
+                            NULL, NULL, NULL, NULL);
+  }
+}
+
+/* Progress of the buckets in flight: after each library node of the
+ * forward and backward passes (ids up to `last`) that runs after some
+ * starts, an AllreduceTest on those starts' requests (in place), before
+ * the node's successors.  Open MPI progresses a non-blocking collective
+ * only inside MPI calls: without these, the whole reduction would happen
+ * in the wait (docs/distributed.md, "Progress").  Built in the schedule's
+ * order, so that the tests of one request, chained by its container,
+ * follow that order. */
+static void add_progress(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  guint top = b->g->next_id, ns = bk->starts->len;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autofree gboolean *desc = g_new0(gboolean, (gsize)top * ns);
+  {
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    for (guint k = 0; k < ns; k++)
+      reach(s, g_array_index(bk->starts, guint, k), TRUE,
+            desc + (gsize)k * top);
+  }
+  g_autoptr(GArray) order = g_array_copy(sc->order);
+  guint count = 0;
+  for (guint i = 0; i < order->len; i++) {
+    guint id = g_array_index(order, guint, i);
+    const WeirNode *x = weir_state_node(s, id);
+    if (id > last || x->kind != WEIR_NODE_LIBRARY || weir_scopes_parent(sc, id))
+      continue;
+    g_autoptr(GPtrArray) reqs = g_ptr_array_new();
+    for (guint k = 0; k < ns; k++)
+      if (desc[(gsize)k * top + id])
+        g_ptr_array_add(reqs,
+                        (gpointer)((Pending *)bk->waits->pdata[k])->pair[1]);
+    if (!reqs->len)
+      continue;
+    g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+    neighbours(s, id, TRUE, after);
+    g_autofree char *label = g_strdup_printf("allreduce_progress%u", count++);
+    WeirNode *t =
+        lib(b, "AllreduceTest", label, (const char *const *)reqs->pdata,
+            reqs->len, (const char *const *)reqs->pdata, reqs->len);
+    weir_state_add_memlet(b->g, s, id, NULL, t->id, NULL, NULL, NULL, NULL);
+    for (guint j = 0; j < after->len; j++)
+      if (g_array_index(after, guint, j) <= last)
+        weir_state_add_memlet(b->g, s, t->id, NULL,
+                              g_array_index(after, guint, j), NULL, NULL, NULL,
+                              NULL);
+  }
+}
+
+/* The AllreduceWait of each overlapped bucket, unpacking it into its
+ * averages, ordered after the backward pass: the last nodes of the forward
+ * and backward passes (the ones no other such node follows) and every
+ * start precede the first wait, and each wait the next. */
+static void add_waits(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autoptr(GArray) waits = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < bk->waits->len; k++) {
+    const Pending *w = bk->waits->pdata[k];
+    g_autofree char *label = g_strdup_printf("%s_wait", w->label);
+    WeirNode *wt = lib(b, "AllreduceWait", label, w->pair, 2,
+                       (const char *const *)w->avg->pdata, w->avg->len);
+    weir_node_set_attr_string(wt, "reduce", "mean");
+    g_array_append_val(waits, wt->id);
+  }
+  if (!waits->len)
+    return;
+  guint w0 = g_array_index(waits, guint, 0);
+  g_autoptr(GArray) sinks = g_array_new(FALSE, FALSE, sizeof(guint));
+  {
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    for (guint i = 0; i < s->nodes->len; i++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, i);
+      if (x->id > last || x->kind == WEIR_NODE_ACCESS ||
+          x->kind == WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, x->id))
+        continue;
+      g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+      neighbours(s, x->id, TRUE, after);
+      gboolean sink = TRUE;
+      for (guint j = 0; j < after->len && sink; j++)
+        sink = g_array_index(after, guint, j) > last;
+      if (sink)
+        g_array_append_val(sinks, x->id);
+    }
+  }
+  for (guint i = 0; i < sinks->len; i++)
+    weir_state_add_memlet(b->g, s, g_array_index(sinks, guint, i), NULL, w0,
+                          NULL, NULL, NULL, NULL);
+  /* every bucket is in flight before the first wait */
+  for (guint k = 0; k < bk->starts->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(bk->starts, guint, k), NULL,
+                          w0, NULL, NULL, NULL, NULL);
+  for (guint k = 1; k < waits->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(waits, guint, k - 1), NULL,
+                          g_array_index(waits, guint, k), NULL, NULL, NULL,
+                          NULL);
 }
 
 /* Averages the gradients of params (in grads, replaced by the averages)
@@ -1343,6 +1580,10 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
                               char **params, GHashTable *grads,
                               const char **loss) {
   gint64 cap = o->bucket_bytes > 0 ? o->bucket_bytes : BUCKET_DEFAULT_BYTES;
+  gboolean overlap = !o->no_overlap;
+  guint last = b->g->next_id - 1; /* the forward and backward passes */
+  Buckets bk = {g_array_new(FALSE, FALSE, sizeof(guint)),
+                g_ptr_array_new_with_free_func(pending_free)};
   guint np = g_strv_length(params);
   g_autoptr(GPtrArray) bucket = g_ptr_array_new(); /* gradient names */
   g_autoptr(GPtrArray) owners = g_ptr_array_new(); /* parameter names */
@@ -1362,8 +1603,8 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     if (bucket->len > 0 && (bytes + size > cap || gc->dtype != dtype ||
                             bucket->len >= max_tensors)) {
       g_autofree const char **avg = g_new0(const char *, bucket->len);
-      allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
-                       bucket->len, avg);
+      allreduce_bucket(b, overlap, &bk, index++,
+                       (const char *const *)bucket->pdata, bucket->len, avg);
       for (guint i = 0; i < bucket->len; i++)
         g_hash_table_replace(grads, g_strdup(owners->pdata[i]),
                              g_strdup(avg[i]));
@@ -1383,8 +1624,8 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     g_ptr_array_add(bucket, (gpointer)*loss);
   if (bucket->len > 0) {
     g_autofree const char **avg = g_new0(const char *, bucket->len);
-    allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
-                     bucket->len, avg);
+    allreduce_bucket(b, overlap, &bk, index++,
+                     (const char *const *)bucket->pdata, bucket->len, avg);
     for (guint i = 0; i < owners->len; i++)
       g_hash_table_replace(grads, g_strdup(owners->pdata[i]), g_strdup(avg[i]));
     if (with_loss)
@@ -1392,9 +1633,16 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
   }
   if (!with_loss) {
     const char *avg;
-    allreduce_bucket(b, index++, loss, 1, &avg);
+    allreduce_bucket(b, overlap, &bk, index++, loss, 1, &avg);
     *loss = avg;
   }
+  if (overlap) {
+    order_starts(b, &bk, last);
+    add_progress(b, &bk, last);
+    add_waits(b, &bk, last);
+  }
+  g_array_unref(bk.starts);
+  g_ptr_array_unref(bk.waits);
 }
 
 WeirGraph *weir_train_graph(const WeirGraph *forward,

@@ -114,6 +114,12 @@ typedef struct {
    * optimizer read them.  With one process the averages are the values. */
   gboolean data_parallel;
   gint64 bucket_bytes;
+  /* Data parallel: each bucket is reduced by an AllreduceStart
+   * (MPI_Iallreduce) placed as soon as its gradients are done and an
+   * AllreduceWait after the backward pass, so the communication overlaps
+   * the rest of the backward pass; no_overlap: one blocking Allreduce per
+   * bucket after the backward pass instead. */
+  gboolean no_overlap;
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);

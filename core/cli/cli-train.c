@@ -410,6 +410,7 @@ int cli_cmd_train(int argc, char **argv) {
   g_autofree char *tok_file = NULL, *tok_checkpoint = NULL, *tok_resume = NULL;
   gint64 tok_context = 32, tok_steps = -1, tok_every = 0, tok_report = 10;
   double fit_bucket_mb = 0;
+  gboolean fit_no_overlap = FALSE;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -475,6 +476,11 @@ int cli_cmd_train(int argc, char **argv) {
        "Under mpirun: gradients averaged in buckets of at most MB MiB "
        "(default 25; docs/distributed.md)",
        "MB"},
+      {"no-overlap", 0, 0, G_OPTION_ARG_NONE, &fit_no_overlap,
+       "Under mpirun: reduce each bucket with a blocking Allreduce after the "
+       "backward pass instead of overlapping it (AllreduceStart / "
+       "AllreduceWait)",
+       NULL},
       CLI_MAX_MEMORY_ENTRY(&max_memory),
       TRAIN_PROGRAM_ENTRIES(&tp),
       CLI_COMPILE_ENTRIES(&impls, &cc),
@@ -545,6 +551,7 @@ int cli_cmd_train(int argc, char **argv) {
     return 2;
   }
   o.train.bucket_bytes = (gint64)(fit_bucket_mb * 1048576.0);
+  o.train.no_overlap = fit_no_overlap;
   gboolean mse = o.train.loss == WEIR_LOSS_MSE;
   if (!mse && (fit_target_columns || fit_target_file || fit_targets >= 0)) {
     fprintf(stderr, "weir train: --target-columns, --targets and "
@@ -659,8 +666,11 @@ int cli_cmd_train(int argc, char **argv) {
   if (weir_trainer_ranks(trainer) > 1)
     printf("data parallel on %d ranks (MPI): batch %" G_GINT64_FORMAT
            " per rank, %" G_GINT64_FORMAT " samples per step, gradients "
-           "averaged by Allreduce in the program\n",
-           ranks, fit_batch, fit_batch * ranks);
+           "averaged by %s in the program\n",
+           ranks, fit_batch, fit_batch * ranks,
+           fit_no_overlap ? "blocking Allreduce"
+                          : "AllreduceStart/AllreduceWait (overlapping the "
+                            "backward pass)");
   fflush(stdout);
 
   t0 = g_get_monotonic_time();
@@ -701,6 +711,7 @@ int cli_cmd_train_graph(int argc, char **argv) {
   gint64 train_steps = 0;
   gboolean data_parallel = FALSE;
   double bucket_mb = 0;
+  gboolean no_overlap = FALSE;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
@@ -719,19 +730,25 @@ int cli_cmd_train_graph(int argc, char **argv) {
        "With --data-parallel: at most MB MiB of gradients per Allreduce "
        "(default 25)",
        "MB"},
+      {"no-overlap", 0, 0, G_OPTION_ARG_NONE, &no_overlap,
+       "With --data-parallel: one blocking Allreduce per bucket after the "
+       "backward pass, instead of an AllreduceStart as soon as the bucket's "
+       "gradients are done and an AllreduceWait after the backward pass",
+       NULL},
       TRAIN_PROGRAM_ENTRIES(&tp),
       {NULL}};
   if (!cli_parse_options("train-graph", "MODEL -o OUT", entries, &argc, &argv))
     return 2;
   if (argc != 2 || !output_path || !tp.loss || !tp.optimizer) {
-    fprintf(stderr,
-            "usage: weir train-graph MODEL.onnx --loss "
-            "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
-            "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
-            "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
-            "K] [--params REGEX] "
-            "[--freeze REGEX] [--data-parallel [--bucket-mb MB]] "
-            "-o TRAIN.json|TRAIN.weir\n");
+    fprintf(
+        stderr,
+        "usage: weir train-graph MODEL.onnx --loss "
+        "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
+        "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
+        "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
+        "K] [--params REGEX] "
+        "[--freeze REGEX] [--data-parallel [--bucket-mb MB] [--no-overlap]] "
+        "-o TRAIN.json|TRAIN.weir\n");
     return 2;
   }
   WeirTrainOptions o;
@@ -750,8 +767,13 @@ int cli_cmd_train_graph(int argc, char **argv) {
                     "and needs --data-parallel\n");
     return 2;
   }
+  if (no_overlap && !data_parallel) {
+    fprintf(stderr, "weir train-graph: --no-overlap needs --data-parallel\n");
+    return 2;
+  }
   o.data_parallel = data_parallel;
   o.bucket_bytes = (gint64)(bucket_mb * 1048576.0);
+  o.no_overlap = no_overlap;
   g_autoptr(WeirGraph) fwd =
       cli_load_program("train-graph", argv[1], NULL, NULL);
   if (!fwd)

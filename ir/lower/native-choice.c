@@ -179,7 +179,10 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     if (ni && ni->accepts(g, s, n, &r2))
       return "im2col";
   }
-  if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0) {
+  if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0 ||
+      strcmp(n->op, "AllreduceStart") == 0 ||
+      strcmp(n->op, "AllreduceWait") == 0 ||
+      strcmp(n->op, "AllreduceTest") == 0) {
     /* MPI when libweir was built with it (core/native-mpi.c registers
      * "mpi" then); the pure expansion is the one-process meaning */
     ni = weir_native_lookup(n->op, "mpi");
