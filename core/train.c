@@ -1654,7 +1654,7 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   g_autofree char *micro = NULL; /* the buffer index */
   g_autoptr(WeirExpr) KB = NULL;
   if (A > 1) {
-    jm = fresh_symbol(g, "j");
+    jm = fresh_symbol(g, "micro_batch");
     weir_graph_add_symbol(g, jm);
     micro = g_strdup_printf("%s * %" G_GINT64_FORMAT " + %s", k, A, jm);
     g_autoptr(WeirExpr) ae = weir_expr_const(A);
