@@ -1664,8 +1664,16 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     KB = weir_expr_ref(K);
   }
 
-  /* the step counters (read by Dropout and the schedules) */
-  {
+  /* the step counters, read by the Dropout masks: made before the
+   * lowering when there is a Dropout node, else with the other ABI
+   * containers (so that programs without one keep their node ids) */
+  gboolean early_counters = FALSE;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    early_counters = early_counters || (n->kind == WEIR_NODE_LIBRARY &&
+                                        strcmp(n->op, "Dropout") == 0);
+  }
+  if (early_counters) {
     g_autoptr(WeirExpr) one = weir_expr_const(1);
     if (!weir_graph_add_container(g, "step", WEIR_DTYPE_I64, 1, &one, FALSE,
                                   error) ||
@@ -1857,8 +1865,18 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   lshape[0] = K;
   for (guint d = 0; d < loss_rank; d++)
     lshape[d + 1] = lc->shape->pdata[d];
+  /* step and skipped after losses, as they always were: the positional
+   * ABI (weir_kernel_call, exported kernels) keeps its argument order */
+  if (early_counters) {
+    weir_graph_remove_container(g, "step");
+    weir_graph_remove_container(g, "skipped");
+  }
   if (!weir_graph_add_container(g, "losses", oc->dtype, loss_rank + 1, lshape,
-                                FALSE, error))
+                                FALSE, error) ||
+      !weir_graph_add_container(g, "step", WEIR_DTYPE_I64, 1, &one, FALSE,
+                                error) ||
+      !weir_graph_add_container(g, "skipped", WEIR_DTYPE_I64, 1, &one, FALSE,
+                                error))
     return NULL;
   g_autoptr(GHashTable) state_names =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
