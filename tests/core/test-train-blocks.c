@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include <glib/gstdio.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <string.h>
@@ -37,6 +38,7 @@
 #include "weir-expand.h"
 #include "weir-import.h"
 #include "weir-interp.h"
+#include "weir-onnx.h"
 #include "weir-ops.h"
 #include "weir-runtime.h"
 #include "weir-tensor-io.h"
@@ -186,6 +188,48 @@ static void run(WeirGraph *prog, gboolean compiled, GHashTable *state,
   }
 }
 
+/* The trained parameters and running statistics of state `st` written
+ * into the ONNX model (weir_onnx_save_with_initializers, as `weir train`
+ * does), imported again and run in inference mode on the first batch:
+ * PyTorch's eval-mode output of the trained model. */
+static void check_written_model(const char *name, const char *model,
+                                const WeirGraph *fwd, GHashTable *st,
+                                const WeirTensor *inputs) {
+  g_autoptr(GHashTable) values = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < fwd->containers->len; i++) {
+    const WeirContainer *c = fwd->containers->pdata[i];
+    WeirTensor *v = g_hash_table_lookup(st, c->name);
+    if (c->initializer && v)
+      g_hash_table_insert(values, c->initializer, v);
+  }
+  g_autofree char *dir = g_dir_make_tmp("weir-train-blocks-XXXXXX", NULL);
+  assert_non_null(dir);
+  g_autofree char *path = g_build_filename(dir, "trained.onnx", NULL);
+  g_autoptr(GError) error = NULL;
+  if (!weir_onnx_save_with_initializers(model, values, path, &error))
+    fail_msg("%s", error->message);
+  g_autoptr(WeirGraph) trained = weir_onnx_import(path, NULL, &error);
+  g_unlink(path);
+  g_rmdir(dir);
+  if (!trained)
+    fail_msg("%s", error->message);
+  g_autoptr(WeirTensor) want = load_npy(name, "eval_output.npy");
+  g_autoptr(GHashTable) args = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)weir_tensor_free);
+  g_autoptr(WeirTensor) x = rows(inputs, 0, 1);
+  WeirTensor *in = weir_tensor_new(x->dtype, x->rank - 1, x->shape + 1);
+  memcpy(in->data, x->data, weir_tensor_nbytes(in));
+  g_hash_table_insert(args, g_strdup("input"), in);
+  WeirTensor *out = weir_tensor_new(want->dtype, want->rank, want->shape);
+  g_hash_table_insert(args, g_strdup("output"), out);
+  if (!weir_expand_all(trained, NULL, NULL, &error) ||
+      !weir_interpret(trained, NULL, args, NULL, &error))
+    fail_msg("%s", error->message);
+  g_autofree char *what =
+      g_strdup_printf("%s: the written model's eval output", name);
+  compare(what, out, want, 1e-5, 1e-4);
+}
+
 /* Runs the case: (a) the first step alone, (b) all K steps in one call,
  * (c) the K steps over two calls; compares with PyTorch. */
 static void check_case(const char *name, gboolean compiled) {
@@ -300,6 +344,8 @@ static void check_case(const char *name, gboolean compiled) {
       compare(what, g_hash_table_lookup(st, container_of(fwd, onnx)), want,
               1e-5, 1e-4);
     }
+    if (!split && json_object_array_length(buffers) > 0)
+      check_written_model(name, model, fwd, st, inputs);
   }
   json_object_put(m);
 }

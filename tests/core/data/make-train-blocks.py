@@ -9,7 +9,9 @@ order, A micro-batches per step with accumulation), losses.npy ([K], the
 loss of each step; with accumulation the loss of the A micro-batches
 together), the parameters after the first step (first_<i>.npy) and after
 all K steps (final_<i>.npy), the running statistics after K steps
-(buffer_<i>.npy), the learning rate of each step (lrs.npy) and
+(buffer_<i>.npy), the trained model's output in eval mode on the first
+batch (eval_output.npy, models with batch normalization), the learning
+rate of each step (lrs.npy) and
 manifest.json (the options in Weir's terms, the parameters and buffers in
 ONNX initializer order).  Run with Debian's /usr/bin/python3 (torch 1.13,
 onnx):
@@ -211,6 +213,10 @@ def make(name, kind, loss, steps, opts, seed):
         np.save(os.path.join(d, f"final_{i}.npy"), p.detach().numpy())
     for i, (_, b) in enumerate(buffers):
         np.save(os.path.join(d, f"buffer_{i}.npy"), b.numpy())
+    if buffers:  # the trained model in eval mode (running statistics)
+        model.eval()
+        with torch.no_grad():
+            np.save(os.path.join(d, "eval_output.npy"), model(x[0]).numpy())
     np.save(os.path.join(d, "inputs.npy"), x.numpy())
     np.save(os.path.join(d, "targets.npy"), t.numpy())
     np.save(os.path.join(d, "losses.npy"), np.array(losses, dtype=np.float32))
