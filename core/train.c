@@ -1353,13 +1353,16 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
 static char *lr_schedule_code(const WeirTrainOptions *o) {
   GString *c = g_string_new("t = f64(s)\n");
   gint64 n = o->warmup_steps;
-  if (n > 0)
-    g_string_append_printf(c, "u = max(t - %" G_GINT64_FORMAT ", 0.0)\n", n);
-  else
-    g_string_append(c, "u = t\n");
+  /* u: the schedule's own step, after the warm-up */
+  if (o->lr_schedule != WEIR_LR_CONSTANT) {
+    if (n > 0)
+      g_string_append_printf(c, "u = max(t - %" G_GINT64_FORMAT ", 0.0)\n", n);
+    else
+      g_string_append(c, "u = t\n");
+  }
   switch (o->lr_schedule) {
   case WEIR_LR_CONSTANT:
-    g_string_append_printf(c, "b = %.17g + 0 * u\n", o->lr);
+    g_string_append_printf(c, "b = %.17g\n", o->lr);
     break;
   case WEIR_LR_STEP:
     g_string_append_printf(
