@@ -843,9 +843,11 @@ static const char *build_loss(Builder *b, const WeirTrainOptions *o,
  *     ONNX: running = momentum * running + (1 - momentum) * batch; the
  *     variance is the unbiased one, as PyTorch keeps it).
  *   LayerNormalization: the same normalization over axes axis..rank-1.
- *   Dropout: y = x * mask with mask = 1 / (1 - ratio) or 0 drawn from a
- *     counter-based hash of (element, step k, seed): reproducible, and
- *     different at every step.
+ *   Dropout: y = x * mask with mask = 1 / (1 - ratio) or 0 drawn from
+ *     Philox-4x32-10 (the tasklet function philox) with key = the seed and
+ *     counter = (steps attempted * A + micro-batch, element): a function of
+ *     the program's step counters, so the same for any thread count, K or
+ *     call boundaries, and different at every step.
  */
 
 typedef struct {
