@@ -62,6 +62,11 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
   /* the packed A block (MC x KC): as much again */
   guint mc = (guint)(l2 / 2 / (b.kc * es));
   b.mc = MAX(round_down(mc, b.mr), b.mr);
+  /* each thread of a GEMM packs into its own buffers (no barrier inside a
+   * call): room for one per logical core */
+  guint cores =
+      hw && hw->logical_cores > 0 ? hw->logical_cores : g_get_num_processors();
+  b.threads = CLAMP(cores, 1, WEIR_GEMM_MAX_THREADS);
   g_strlcpy(b.id, es == 8 ? "f64" : "f32", sizeof b.id);
   *out = b;
 }
@@ -207,7 +212,8 @@ static const char vec_generic[] =
 static const char gemm_head[] =
     "/* Weir's GEMM (docs/native.md, implementation \"weir\") for @ISA@:\n"
     " * microtile MR @MR@ x NR @NR@ (@NV@ vectors of @VL@), blocks KC @KC@,\n"
-    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes). */\n";
+    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes); packing\n"
+    " * buffers for @THREADS@ threads (the profile's logical cores). */\n";
 
 static const char gemm_ukr[] =
     "/* c[mr x nr] = (acc ? c : 0) + ap^T bp over kc: ap is an A panel\n"
@@ -392,29 +398,58 @@ static const char gemm_driver[] =
     "  }\n"
     "}\n"
     "\n"
-    "/* B rows [pc, pc + kc) x columns [jc, jc + nc) into NR-wide panels\n"
-    " * (kc x NR each, zero-padded). */\n"
+    "/* B rows [pc, pc + kc) x columns [jc, jc + nc) into the NR-wide panels\n"
+    " * [q0, q1) (kc x NR each, zero-padded).  B is read in its storage "
+    "order:\n"
+    " * a row of B (or of B^T) at a time, across every panel, so the reads "
+    "are\n"
+    " * contiguous (a panel at a time would read NR columns of each of kc "
+    "rows\n"
+    " * ldb apart, a stride the prefetchers do not follow well). */\n"
     "static inline void weir_gemm_pack_b_@S@(int tb, const @T@ *b, int64_t "
     "ldb,\n"
     "                                        int64_t pc, int64_t kc, int64_t "
     "jc,\n"
-    "                                        int64_t nc, int64_t q, @T@ *bp) "
-    "{\n"
-    "  const int64_t j0 = q * @NR@, w = nc - j0 < @NR@ ? nc - j0 : @NR@;\n"
-    "  @T@ *dst = bp + q * kc * @NR@;\n"
-    "  for (int64_t k = 0; k < kc; k++) {\n"
-    "    @T@ *d = dst + k * @NR@;\n"
-    "    if (!tb) {\n"
-    "      const @T@ *s = b + (pc + k) * ldb + jc + j0;\n"
-    "      for (int64_t j = 0; j < w; j++)\n"
-    "        d[j] = s[j];\n"
-    "    } else {\n"
-    "      const @T@ *s = b + (jc + j0) * ldb + pc + k;\n"
-    "      for (int64_t j = 0; j < w; j++)\n"
-    "        d[j] = s[j * ldb];\n"
+    "                                        int64_t nc, int64_t q0, int64_t "
+    "q1,\n"
+    "                                        @T@ *bp) {\n"
+    "  if (!tb) {\n"
+    "    const int64_t c0 = q0 * @NR@, c1 = q1 * @NR@ < nc ? q1 * @NR@ : nc;\n"
+    "    for (int64_t k = 0; k < kc; k++) {\n"
+    "      const @T@ *s = b + (pc + k) * ldb + jc;\n"
+    "      /* the row 4 ahead on its way from memory (the rows are ldb\n"
+    "       * apart, each a few pages at most: the hardware prefetchers stop\n"
+    "       * at page boundaries) */\n"
+    "      if (k + 4 < kc)\n"
+    "        for (int64_t j = c0; j < c1; j += 64 / sizeof(@T@))\n"
+    "          __builtin_prefetch(s + 4 * ldb + j);\n"
+    "      for (int64_t q = q0; q < q1; q++) {\n"
+    "        const int64_t j0 = q * @NR@, w = nc - j0 < @NR@ ? nc - j0 : "
+    "@NR@;\n"
+    "        @T@ *d = bp + q * kc * @NR@ + k * @NR@;\n"
+    "        if (w == @NR@) {\n"
+    "          memcpy(d, s + j0, @NR@ * sizeof(@T@));\n"
+    "        } else {\n"
+    "          for (int64_t j = 0; j < w; j++)\n"
+    "            d[j] = s[j0 + j];\n"
+    "          for (int64_t j = w; j < @NR@; j++)\n"
+    "            d[j] = (@T@)0;\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    return;\n"
+    "  }\n"
+    "  for (int64_t q = q0; q < q1; q++) {\n"
+    "    const int64_t j0 = q * @NR@, w = nc - j0 < @NR@ ? nc - j0 : @NR@;\n"
+    "    @T@ *dst = bp + q * kc * @NR@;\n"
+    "    for (int64_t j = 0; j < w; j++) {\n"
+    "      const @T@ *s = b + (jc + j0 + j) * ldb + pc;\n"
+    "      for (int64_t k = 0; k < kc; k++)\n"
+    "        dst[k * @NR@ + j] = s[k];\n"
     "    }\n"
     "    for (int64_t j = w; j < @NR@; j++)\n"
-    "      d[j] = (@T@)0;\n"
+    "      for (int64_t k = 0; k < kc; k++)\n"
+    "        dst[k * @NR@ + j] = (@T@)0;\n"
     "  }\n"
     "}\n"
     "\n"
@@ -456,9 +491,10 @@ static const char gemm_driver[] =
     "\n"
     "/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c, op(a) m x k,\n"
     " * op(b) k x n (ta, tb: transposed).  Loops: NC columns of B, KC rows\n"
-    " * (B block packed, shared), MC rows of A (A block packed, shared),\n"
-    " * then the microtiles split statically over the OpenMP threads (one\n"
-    " * parallel region per call; the packing loops are split too).  Returns\n"
+    " * (B block packed), MC rows of A (A block packed), then the\n"
+    " * microtiles, split statically over the OpenMP threads by B panels or\n"
+    " * by A panels (one parallel region per call, no barrier in it: each\n"
+    " * thread packs what it computes with into its own buffers).  Returns\n"
     " * non-zero when the packing buffers cannot be allocated (work, when\n"
     " * not NULL, holds them: weir_kernel_gemm_work_bytes).  ep (NULL: none)\n"
     " * is applied to every element after its last update.  im (NULL: none)\n"
@@ -543,17 +579,25 @@ static const char gemm_driver[] =
     "64;\n"
     "  const size_t abytes = ((size_t)(kcb * mcb) * sizeof(@T@) + 63) / 64 * "
     "64;\n"
-    "  /* the packing buffers: the caller's work space (from the kernel's\n"
+    "  /* at most @THREADS@ threads, each with its own packing buffers (a "
+    "slot\n"
+    "   * of bbytes + abytes): the caller's work space (from the kernel's\n"
     "   * workspace) when given, else allocated for this call */\n"
+    "  int nthr = 1;\n"
+    "#ifdef _OPENMP\n"
+    "  if (m * n * k > 32768 && !omp_in_parallel())\n"
+    "    nthr = omp_get_max_threads();\n"
+    "#endif\n"
+    "  if (nthr > @THREADS@)\n"
+    "    nthr = @THREADS@;\n"
     "  void *own = NULL;\n"
     "  if (!work) {\n"
-    "    own = work = aligned_alloc(64, bbytes + abytes);\n"
+    "    own = work = aligned_alloc(64, (size_t)nthr * (bbytes + abytes));\n"
     "    if (!own)\n"
     "      return 1;\n"
     "  }\n"
-    "  @T@ *bp = (@T@ *)work, *ap = (@T@ *)((char *)work + bbytes);\n"
     "#ifdef _OPENMP\n"
-    "#pragma omp parallel if (m * n * k > 32768)\n"
+    "#pragma omp parallel num_threads(nthr) if (nthr > 1)\n"
     "#endif\n"
     "  {\n"
     "#ifdef _OPENMP\n"
@@ -562,46 +606,45 @@ static const char gemm_driver[] =
     "#else\n"
     "    const int64_t nt = 1, tid = 0;\n"
     "#endif\n"
+    "    /* every thread packs what it uses into its own slot and computes "
+    "its\n"
+    "     * own microtiles: no barrier inside the call (a thread waiting at a\n"
+    "     * barrier sleeps, and waking it, on a virtual machine above all, "
+    "can\n"
+    "     * cost more than the work between two barriers) */\n"
+    "    @T@ *bp = (@T@ *)((char *)work + (size_t)tid * (bbytes + abytes));\n"
+    "    @T@ *ap = (@T@ *)((char *)bp + bbytes);\n"
     "    for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
     "      const int64_t nc = n - jc < @NC@ ? n - jc : @NC@;\n"
     "      const int64_t npan = (nc + @NR@ - 1) / @NR@;\n"
     "      /* with a few B panels per thread, each thread packs and uses its\n"
-    "       * own contiguous range of them (they stay in its caches; no\n"
-    "       * barrier between packing and use), sweeping every A panel;\n"
-    "       * otherwise the threads split the A panels */\n"
+    "       * own contiguous range of them (they stay in its caches) and "
+    "packs\n"
+    "       * the whole A block for itself; otherwise the threads split the A\n"
+    "       * panels and each packs the whole (narrow) B block for itself.  "
+    "The\n"
+    "       * duplicated packing, K x M (or K x N) per thread, is small "
+    "against\n"
+    "       * the M x N x K / nt multiply-adds it feeds. */\n"
     "      const int byn = npan >= 2 * nt;\n"
     "      const int64_t q0 = byn ? npan * tid / nt : 0;\n"
     "      const int64_t q1 = byn ? npan * (tid + 1) / nt : npan;\n"
     "      for (int64_t pc = 0; pc < k; pc += kcb) {\n"
     "        const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
     "        const int acc = pc > 0 || first_acc;\n"
-    "        if (byn) {\n"
+    "        if (im)\n"
     "          for (int64_t q = q0; q < q1; q++)\n"
-    "            if (im)\n"
-    "              weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
-    "            else\n"
-    "              weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
-    "        } else {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp for schedule(static)\n"
-    "#endif\n"
-    "          for (int64_t q = 0; q < npan; q++)\n"
-    "            if (im)\n"
-    "              weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
-    "            else\n"
-    "              weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q, bp);\n"
-    "        }\n"
+    "            weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
+    "        else\n"
+    "          weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q0, q1, bp);\n"
     "        for (int64_t ic = 0; ic < m; ic += mcb) {\n"
     "          const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
     "          const int64_t mpan = (mc + @MR@ - 1) / @MR@;\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp for schedule(static)\n"
-    "#endif\n"
-    "          for (int64_t p = 0; p < mpan; p++)\n"
-    "            weir_gemm_pack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
-    "ap);\n"
     "          const int64_t p0 = byn ? 0 : mpan * tid / nt;\n"
     "          const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;\n"
+    "          for (int64_t p = p0; p < p1; p++)\n"
+    "            weir_gemm_pack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
+    "ap);\n"
     "          for (int64_t p = p0; p < p1; p++) {\n"
     "            for (int64_t q = q0; q < q1; q++) {\n"
     "              const int64_t mr = mc - p * @MR@ < @MR@ ? mc - p * @MR@ : "
@@ -619,12 +662,6 @@ static const char gemm_driver[] =
     "                                  jc + q * @NR@, mr, nr);\n"
     "            }\n"
     "          }\n"
-    "          /* every thread is done with the A block (and, when the\n"
-    "           * threads split A, with the B block) before it is packed again "
-    "*/\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp barrier\n"
-    "#endif\n"
     "        }\n"
     "      }\n"
     "    }\n"
@@ -723,6 +760,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   replace_uint(s, "@KC@", bl->kc);
   replace_uint(s, "@MC@", bl->mc);
   replace_uint(s, "@NC@", bl->nc);
+  replace_uint(s, "@THREADS@", MAX(bl->threads, 1));
   return g_string_free(s, FALSE);
 }
 
@@ -734,16 +772,17 @@ char *weir_kernels_signature(void) {
     WeirGemmBlocking b;
     weir_kernel_gemm_blocking(hw, types[i], &b);
     g_autofree char *name = weir_kernel_gemm_name(&b);
-    g_string_append_printf(s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u",
-                           i ? "; " : "", name, weir_hw_isa_name(b.isa), b.mr,
-                           b.nr, b.kc, b.mc, b.nc);
+    g_string_append_printf(
+        s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u threads %u",
+        i ? "; " : "", name, weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
+        b.nc, b.threads);
   }
   return g_string_free(s, FALSE);
 }
 
-/* round64(kb * nb * size) + round64(kb * mb * size), kb and mb the
- * balanced blocks (kcb, mcb): what the driver's
- * packing buffers take for these m, n, k (its bbytes + abytes). */
+/* threads x (round64(kb * nb * size) + round64(kb * mb * size)), kb and
+ * mb the balanced blocks (kcb, mcb): what the driver's packing buffers
+ * take for these m, n, k (its bbytes + abytes per thread). */
 static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
                          gint64 n, gint64 k) {
   if (m <= 0 || n <= 0 || k <= 0)
@@ -754,7 +793,8 @@ static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
   gint64 mb = ((m + mblocks - 1) / mblocks + bl->mr - 1) / bl->mr * bl->mr;
   gint64 nb =
       n < (gint64)bl->nc ? (n + bl->nr - 1) / bl->nr * bl->nr : (gint64)bl->nc;
-  return (kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64;
+  return (gint64)MAX(bl->threads, 1) *
+         ((kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64);
 }
 
 WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,

@@ -24,11 +24,18 @@ typedef struct {
   guint vl;         /* elements per vector */
   guint mr, nv, nr; /* microtile: mr rows x nr = nv * vl columns */
   guint kc, mc, nc; /* cache blocks */
+  /* The most threads one call uses: each packs into its own buffers, so
+   * the work space holds this many (1..WEIR_GEMM_MAX_THREADS; the
+   * profile's logical cores). */
+  guint threads;
   /* The suffix of the emitted names (weir_gemm_<id>): "f32" or "f64" for
    * the hardware profile's blocking, with the blocking appended
    * ("f32_14x32_256_1008_1024") for a node's own. */
   char id[64];
 } WeirGemmBlocking;
+
+/* The largest WeirGemmBlocking.threads. */
+#define WEIR_GEMM_MAX_THREADS 64
 
 /* The INT attributes of a Gemm, MatMul or Conv node (implementation
  * "weir") that choose its GEMM's blocking in place of the hardware

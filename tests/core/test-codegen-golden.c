@@ -28,9 +28,9 @@
  *
  *   WEIR_UPDATE_GOLDEN=1  rewrites the list and the texts (after a change
  *                         of the generated code that is meant);
- *   (WEIR_ISA=generic and WEIR_HW_CACHES=32768,262144,0 are set by the
- *   test itself, so that the GEMM kernels of the default implementation
- *   "weir" do not depend on the machine.)
+ *   (WEIR_ISA=generic, WEIR_HW_CACHES=32768,262144,0 and WEIR_HW_CORES=2
+ *   are set by the test itself, so that the GEMM kernels of the default
+ *   implementation "weir" do not depend on the machine.)
  *   WEIR_CODEGEN_DUMP=DIR writes every generated file into DIR, so
  *                         `cd DIR && sha256sum -c <list>` names the
  *                         differing ones and `diff` shows how.
@@ -358,6 +358,7 @@ int main(void) {
    * profile: pinned here so the goldens are the same on every machine */
   g_setenv("WEIR_ISA", "generic", TRUE);
   g_setenv("WEIR_HW_CACHES", "32768,262144,0", TRUE);
+  g_setenv("WEIR_HW_CORES", "2", TRUE);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_codegen),
   };

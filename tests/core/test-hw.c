@@ -84,6 +84,22 @@ static void test_isa_override(void **state) {
   assert_false(weir_hw_isa_from_name("avx", &isa));
 }
 
+/* $WEIR_HW_CORES replaces the core counts code generation sees, not the
+ * key; nonsense is ignored */
+static void test_cores_override(void **state) {
+  (void)state;
+  g_autoptr(WeirHwProfile) full = weir_hw_detect();
+  g_setenv("WEIR_HW_CORES", "37", TRUE);
+  g_autoptr(WeirHwProfile) pinned = weir_hw_detect();
+  assert_int_equal(pinned->logical_cores, 37);
+  assert_int_equal(pinned->physical_cores, 37);
+  assert_string_equal(pinned->key, full->key);
+  g_setenv("WEIR_HW_CORES", "zero", TRUE);
+  g_autoptr(WeirHwProfile) bad = weir_hw_detect();
+  assert_int_equal(bad->logical_cores, full->logical_cores);
+  g_unsetenv("WEIR_HW_CORES");
+}
+
 static void test_json_round_trip(void **state) {
   (void)state;
   g_autoptr(WeirHwProfile) p = weir_hw_detect();
@@ -222,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_detect_sane),
       cmocka_unit_test(test_isa_override),
+      cmocka_unit_test(test_cores_override),
       cmocka_unit_test(test_json_round_trip),
       cmocka_unit_test(test_model_cache),
       cmocka_unit_test(test_cache_reused),

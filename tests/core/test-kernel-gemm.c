@@ -14,7 +14,7 @@
  * store, each node's comment saying so.  Every program is
  * generated once per ISA the CPU has ($WEIR_ISA lowers it: avx512f,
  * avx2+fma, generic), must name that ISA and call weir_gemm (no BLAS), and
- * must match the interpreter within 1e-4 with 1 and 2 OpenMP threads.
+ * must match the interpreter within 1e-4 with 1, 2 and 3 OpenMP threads.
  * A sample model with fused epilogues (lenet and its recipe) compiled with
  * "weir" everywhere matches too.
  */
@@ -28,6 +28,7 @@
 #include "weir-attr.h"
 #include "weir-codegen.h"
 #include "weir-expand.h"
+#include "weir-expr.h"
 #include "weir-hw.h"
 #include "weir-import.h"
 #include "weir-interp.h"
@@ -155,7 +156,7 @@ static void check_program(const WeirGraph *g0, const Node *nd, guint nodes,
     g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
       assert_true(weir_kernel_set_threads(k, threads, &err));
       g_autoptr(GHashTable) got = copy_args(args);
       for (guint n = 0; n < nodes; n++) {
@@ -659,6 +660,44 @@ static void test_blocking(void **state) {
     fail_msg("no '%s' in the GEMM text", head);
 }
 
+/* Each thread of a call packs into its own buffers: room for one per
+ * logical core of the profile, and no barrier or work-shared loop (whose
+ * implicit barrier puts the waiting thread to sleep) in the driver. */
+static void test_thread_slots(void **state) {
+  (void)state;
+  WeirHwProfile hw = {.isa = WEIR_HW_ISA_AVX512,
+                      .l1d_bytes = 48 * 1024,
+                      .l2_bytes = 2 * 1024 * 1024,
+                      .logical_cores = 1};
+  WeirGemmBlocking b1, b3;
+  weir_kernel_gemm_blocking(&hw, WEIR_DTYPE_F32, &b1);
+  hw.logical_cores = 3;
+  weir_kernel_gemm_blocking(&hw, WEIR_DTYPE_F32, &b3);
+  assert_int_equal(b1.threads, 1);
+  assert_int_equal(b3.threads, 3);
+  hw.logical_cores = 1000;
+  WeirGemmBlocking bmax;
+  weir_kernel_gemm_blocking(&hw, WEIR_DTYPE_F32, &bmax);
+  assert_int_equal(bmax.threads, WEIR_GEMM_MAX_THREADS);
+  /* the work space: one slot of packing buffers per thread */
+  g_autoptr(WeirExpr) m = weir_expr_const(300);
+  g_autoptr(WeirExpr) n = weir_expr_const(200);
+  g_autoptr(WeirExpr) k = weir_expr_const(700);
+  g_autoptr(WeirExpr) w1 =
+      weir_kernel_gemm_work_bytes(WEIR_DTYPE_F32, &b1, m, n, k);
+  g_autoptr(WeirExpr) w3 =
+      weir_kernel_gemm_work_bytes(WEIR_DTYPE_F32, &b3, m, n, k);
+  gint64 v1 = 0, v3 = 0;
+  assert_true(weir_expr_is_const(w1, &v1) && weir_expr_is_const(w3, &v3));
+  assert_true(v1 > 0);
+  assert_int_equal(v3, 3 * v1);
+  g_autofree char *text = weir_kernel_gemm_text(WEIR_DTYPE_F32, &b3);
+  assert_non_null(strstr(text, "packing\n * buffers for 3 threads"));
+  assert_null(strstr(text, "omp barrier"));
+  assert_null(strstr(text, "omp for"));
+  assert_non_null(strstr(text, "num_threads(nthr)"));
+}
+
 /* The compile-cache key covers the kernels' ISA: the same program with
  * $WEIR_ISA lowered gets another key (and the same one again without). */
 static void test_key_covers_isa(void **state) {
@@ -683,6 +722,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocking),
       cmocka_unit_test(test_key_covers_isa),
+      cmocka_unit_test(test_thread_slots),
       cmocka_unit_test(test_gemm_f32),
       cmocka_unit_test(test_gemm_f64),
       cmocka_unit_test(test_matmul),
