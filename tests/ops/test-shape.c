@@ -1527,6 +1527,88 @@ static void test_resize(void **state) {
   }
 }
 
+/* --------------------------------------------------------- GridSample */
+
+static void test_gridsample(void **state) {
+  (void)state;
+  /* Bicubic with border and reflection padding, with and without
+   * align_corners (the node tests cover bicubic with zeros only): X =
+   * [[0, 1], [2, 3], [4, 5]] sampled at 1.7 x the points of ONNX's bicubic
+   * example (most fall outside the image); the values are PyTorch's
+   * grid_sample (torch 2, float32). */
+  static const float grid[] = {-1, -1, -0.5, -0.5, -0.2, -0.2, 0,   0,
+                               0,  0,  -0.2, -0.2, 0.5,  0.5,  1.0, 1.0};
+  static const struct {
+    const char *pad;
+    gint64 align;
+    float y[8];
+  } cases[] = {
+      {"border",
+       0,
+       {0.0f, -0.32772693f, 0.93097591f, 2.5f, 2.5f, 0.93097591f, 5.3277297f,
+        5.0000033f}},
+      {"border",
+       1,
+       {-0.20540623f, 0.28694549f, 1.44495296f, 2.5f, 2.5f, 1.44495296f,
+        4.71305466f, 5.20540810f}},
+      {"reflection",
+       0,
+       {1.08418751f, -0.46968666f, 0.93097591f, 2.5f, 2.5f, 0.93097591f,
+        5.46968937f, 3.91581345f}},
+      {"reflection",
+       1,
+       {1.40875161f, 0.08015625f, 1.27412832f, 2.5f, 2.5f, 1.27412832f,
+        4.91984415f, 3.59125066f}},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    Op *o = op_new("GridSample", "gs");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "1, 1, 3, 2", 0);
+    WeirTensor *gr = op_input(o, WEIR_DTYPE_F32, "1, 2, 4, 2", 0);
+    for (gint64 i = 0; i < x->count; i++)
+      weir_tensor_set(x, i, (double)i);
+    for (gint64 i = 0; i < gr->count; i++)
+      weir_tensor_set(gr, i, 1.7 * grid[i]);
+    weir_node_set_attr_string(o->n, "mode", "bicubic");
+    weir_node_set_attr_string(o->n, "padding_mode", cases[c].pad);
+    weir_node_set_attr_int(o->n, "align_corners", cases[c].align);
+    op_finish(o, 1);
+    g_autofree char *shape = exprs_text(
+        (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
+    assert_string_equal(shape, "1, 1, 2, 4");
+    g_autoptr(WeirExpr) f =
+        weir_op_lookup("GridSample")->flops(o->g, o->s, o->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, "280"); /* 8 elements x 35 */
+    op_run(o);
+    for (gint64 i = 0; i < 8; i++)
+      assert_float_equal(weir_tensor_get(o->out[0], i), cases[c].y[i], 2e-5);
+    op_free(o);
+  }
+  /* Refused: an unknown mode, a grid whose last dimension is not 2, an
+   * input of rank 5 (the 3-D form of later opsets). */
+  struct {
+    const char *mode, *x, *grid;
+    WeirErrorCode code;
+  } bad[] = {
+      {"area", "1, 1, 3, 3", "1, 2, 2, 2", WEIR_ERROR_INVALID},
+      {"bilinear", "1, 1, 3, 3", "1, 2, 2, 3", WEIR_ERROR_INVALID},
+      {"bilinear", "1, 1, 3, 3, 3", "1, 2, 2, 2, 3", WEIR_ERROR_UNSUPPORTED},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    Lib l = lib_new("GridSample");
+    weir_node_set_attr_string(l.n, "mode", bad[i].mode);
+    WeirOpValue in[2] = {val(WEIR_DTYPE_F32, bad[i].x),
+                         val(WEIR_DTYPE_F32, bad[i].grid)};
+    WeirOpValue out[1] = {{0}};
+    g_autoptr(GError) error = NULL;
+    assert_false(infer(&l, in, 2, out, 1, &error));
+    assert_int_equal(error->code, bad[i].code);
+    assert_non_null(strstr(error->message, "node 'node1' (GridSample)"));
+    clear_values(in, 2);
+    weir_graph_free(l.g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schemas_and_defaults),
@@ -1557,6 +1639,7 @@ int main(void) {
       cmocka_unit_test(test_int_values_folding),
       cmocka_unit_test(test_scatter_nd),
       cmocka_unit_test(test_resize),
+      cmocka_unit_test(test_gridsample),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
