@@ -1609,6 +1609,71 @@ static void test_gridsample(void **state) {
   }
 }
 
+/* ------------------------------------------------------------- DFT, STFT */
+
+/* The direct DFT of complex x (n samples, re/im interleaved), zero-padded
+ * or truncated to len, at frequency k. */
+static void ref_dft(const double *x, gint64 n, gint64 len, gint64 k,
+                    gboolean inverse, double *re, double *im) {
+  long double sr = 0, si = 0;
+  for (gint64 t = 0; t < MIN(n, len); t++) {
+    long double th = 2 * G_PI * (long double)((k * t) % len) / len;
+    long double c = cosl(th), sn = inverse ? sinl(th) : -sinl(th);
+    sr += x[2 * t] * c - x[2 * t + 1] * sn;
+    si += x[2 * t] * sn + x[2 * t + 1] * c;
+  }
+  *re = (double)(inverse ? sr / len : sr);
+  *im = (double)(inverse ? si / len : si);
+}
+
+static void test_dft(void **state) {
+  (void)state;
+  /* Complex input (the node tests only have real ones), along axis 1 of
+   * [2, 5, 3, 2], padded to 8, truncated to 3 (inverse), onesided. */
+  static const struct {
+    gint64 len;
+    gboolean inverse, onesided;
+    const char *shape;
+  } cases[] = {
+      {8, FALSE, FALSE, "2, 8, 3, 2"},
+      {3, TRUE, FALSE, "2, 3, 3, 2"},
+      {5, FALSE, TRUE, "2, 3, 3, 2"},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    Op *o = op_new("DFT", "dft");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F64, "2, 5, 3, 2", 7);
+    weir_node_set_attr_int(o->n, "axis", 1);
+    weir_node_set_attr_int(o->n, "dft_length", cases[c].len);
+    weir_node_set_attr_int(o->n, "inverse", cases[c].inverse);
+    weir_node_set_attr_int(o->n, "onesided", cases[c].onesided);
+    op_finish(o, 1);
+    g_autofree char *shape = exprs_text(
+        (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
+    assert_string_equal(shape, cases[c].shape);
+    g_autoptr(WeirExpr) f = weir_op_lookup("DFT")->flops(o->g, o->s, o->n);
+    g_autoptr(WeirExpr) want_f =
+        weir_expr_const(o->out[0]->count * 4 * MIN(cases[c].len, 5));
+    assert_true(weir_expr_equal(f, want_f));
+    op_run(o);
+    gint64 bins = o->out[0]->shape[1];
+    for (gint64 b = 0; b < 2; b++)
+      for (gint64 j = 0; j < 3; j++) {
+        double sig[10];
+        for (gint64 t = 0; t < 5; t++)
+          for (gint64 q = 0; q < 2; q++)
+            sig[2 * t + q] = weir_tensor_get(x, ((b * 5 + t) * 3 + j) * 2 + q);
+        for (gint64 k = 0; k < bins; k++) {
+          double re, im;
+          ref_dft(sig, 5, cases[c].len, k, cases[c].inverse, &re, &im);
+          gint64 at = ((b * bins + k) * 3 + j) * 2;
+          assert_float_equal(weir_tensor_get(o->out[0], at), re, 1e-12);
+          assert_float_equal(weir_tensor_get(o->out[0], at + 1), im, 1e-12);
+        }
+      }
+    op_free(o);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schemas_and_defaults),
@@ -1640,6 +1705,7 @@ int main(void) {
       cmocka_unit_test(test_scatter_nd),
       cmocka_unit_test(test_resize),
       cmocka_unit_test(test_gridsample),
+      cmocka_unit_test(test_dft),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
