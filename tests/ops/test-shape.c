@@ -1674,6 +1674,48 @@ static void test_dft(void **state) {
   }
 }
 
+/* ------------------------------------------------------------- RoiAlign */
+
+static void test_roialign(void **state) {
+  (void)state;
+  /* X = [[1, 2], [3, 4]], the region (0, 0)-(4, 4) at spatial_scale 0.5,
+   * output_half_pixel, one bin of 2 x 2 samples at 0.5 and 1.5: by hand,
+   * the bilinear samples are 2.5, 3, 3.5 and 4 (the last row and column
+   * clamp), so avg is 3.25; max keeps the largest weighted neighbour, 4. */
+  for (guint m = 0; m < 2; m++) {
+    Op *o = op_new("RoiAlign", "roi");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "1, 1, 2, 2", 0);
+    WeirTensor *r = op_input(o, WEIR_DTYPE_F32, "1, 4", 0);
+    WeirTensor *b = op_input(o, WEIR_DTYPE_I64, "1", 0);
+    for (gint64 i = 0; i < 4; i++) {
+      weir_tensor_set(x, i, (double)(i + 1));
+      weir_tensor_set(r, i, i < 2 ? 0.0 : 4.0);
+    }
+    weir_tensor_set(b, 0, 0);
+    weir_node_set_attr_string(o->n, "coordinate_transformation_mode",
+                              "output_half_pixel");
+    weir_node_set_attr_string(o->n, "mode", m == 0 ? "avg" : "max");
+    weir_node_set_attr_int(o->n, "sampling_ratio", 2);
+    weir_node_set_attr_float(o->n, "spatial_scale", 0.5);
+    op_finish(o, 1);
+    op_run(o);
+    assert_float_equal(weir_tensor_get(o->out[0], 0), m == 0 ? 3.25 : 4.0,
+                       1e-6);
+    op_free(o);
+  }
+  /* Refused: the adaptive sampling (sampling_ratio 0). */
+  Lib l = lib_new("RoiAlign");
+  WeirOpValue in[3] = {val(WEIR_DTYPE_F32, "1, 1, 4, 4"),
+                       val(WEIR_DTYPE_F32, "2, 4"), val(WEIR_DTYPE_I64, "2")};
+  WeirOpValue out[1] = {{0}};
+  g_autoptr(GError) error = NULL;
+  assert_false(infer(&l, in, 3, out, 1, &error));
+  assert_int_equal(error->code, WEIR_ERROR_UNSUPPORTED);
+  assert_non_null(strstr(error->message, "node 'node1' (RoiAlign)"));
+  clear_values(in, 3);
+  weir_graph_free(l.g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schemas_and_defaults),
@@ -1706,6 +1748,7 @@ int main(void) {
       cmocka_unit_test(test_resize),
       cmocka_unit_test(test_gridsample),
       cmocka_unit_test(test_dft),
+      cmocka_unit_test(test_roialign),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
