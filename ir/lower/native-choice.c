@@ -197,6 +197,11 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
     if (!y || y->dtype != WEIR_DTYPE_F32)
       return "pure";
+    /* the convolution gradients on Weir's GEMM (core/kernels/
+     * conv-grad.c), else on BLAS */
+    ni = weir_native_lookup(grads[i][0], "weir");
+    if (ni && ni->accepts(g, s, n, &r2))
+      return "weir";
     ni = weir_native_lookup(grads[i][0], grads[i][1]);
     return ni && ni->accepts(g, s, n, &r1) ? grads[i][1] : "pure";
   }
