@@ -386,8 +386,24 @@ static void batch_term(WeirNativeEmit *e, GString *code, const char *var,
   g_string_append_printf(code, "    %s += i * (%s);\n", var, stride);
 }
 
+/* Whether a batched A ([..., m, k]) times a matrix B ([k, n]) can be one
+ * GEMM of all the batch's rows: A has every batch axis of Y (no
+ * broadcast), so its rows, like Y's, are contiguous. */
+static gboolean matmul_folds(const WeirContainer *a, const WeirContainer *b,
+                             const WeirContainer *y) {
+  guint ra = a->shape->len, ry = y->shape->len;
+  if (b->shape->len != 2 || ra < 3 || ra != ry)
+    return FALSE;
+  for (guint d = 0; d + 2 < ra; d++)
+    if (!weir_expr_equal(dim(a, d), dim(y, d)))
+      return FALSE;
+  return TRUE;
+}
+
 /* One GEMM per batch element: the batch loop is serial; OpenBLAS, resp.
- * Weir's GEMM, splits each call over the threads. */
+ * Weir's GEMM, splits each call over the threads.  A batched A times a
+ * shared matrix B (a linear layer over a sequence) is one GEMM whose rows
+ * are the whole batch's (matmul_folds). */
 static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
                             GError **error) {
   const WeirNativeOperand *a = &e->in[0], *b = &e->in[1], *y = &e->out[0];
@@ -395,25 +411,44 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
   guint ra = a->c->shape->len, rb = b->c->shape->len, ry = y->c->shape->len;
   gboolean av = ra == 1, bv = rb == 1;
   guint nb = ry - (av ? 0 : 1) - (bv ? 0 : 1);
+  gboolean fold = matmul_folds(a->c, b->c, y->c);
   g_autofree char *m = av ? g_strdup("1") : dim_c(e, a->c, ra - 2);
+  if (fold) {
+    g_autofree char *rows = dims_product(e, a->c, 0, ra - 1);
+    g_free(m);
+    m = g_steal_pointer(&rows);
+  }
   g_autofree char *k = dim_c(e, a->c, ra - 1);
   g_autofree char *nn = bv ? g_strdup("1") : dim_c(e, b->c, rb - 1);
   g_autofree char *ldb = bv ? g_strdup("1") : g_strdup(nn);
   g_autofree char *ep = NULL;
   const char *what;
   /* the residual of batch element bi */
-  g_autofree char *roff =
-      nb == 0 ? g_strdup("0") : g_strdup_printf("bi * (%s) * (%s)", m, nn);
+  g_autofree char *roff = nb == 0 || fold
+                              ? g_strdup("0")
+                              : g_strdup_printf("bi * (%s) * (%s)", m, nn);
   if (!gemm_epilogue(e, which, roff, nn, &ep, &what, error))
     return FALSE;
   g_autofree char *head = g_strconcat(gemm_impl_word(which), what, NULL);
   emit_header(e, head);
   g_autofree char *fn = NULL, *work = NULL;
-  if (!gemm_prepare(e, which, t, av ? NULL : dim(a->c, ra - 2),
+  g_autoptr(WeirExpr) rows = NULL;
+  if (fold) {
+    rows = weir_expr_const(1);
+    for (guint d = 0; d + 1 < ra; d++) {
+      WeirExpr *p = weir_expr_mul(rows, dim(a->c, d));
+      weir_expr_unref(rows);
+      rows = p;
+    }
+  }
+  if (!gemm_prepare(e, which, t,
+                    fold ? rows
+                    : av ? NULL
+                         : dim(a->c, ra - 2),
                     bv ? NULL : dim(b->c, rb - 1), dim(a->c, ra - 1), &fn,
                     &work, error))
     return FALSE;
-  if (nb == 0) {
+  if (nb == 0 || fold) {
     GemmCall call = {FALSE, FALSE,  m,   nn,  k,      "1", a->ptr,
                      k,     b->ptr, ldb, "0", y->ptr, nn,  ep};
     gemm_call(e, which, fn, "", &call, work);

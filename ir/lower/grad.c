@@ -308,8 +308,95 @@ static const char *product_out(WeirGradContext *ctx, const char *base,
   return weir_grad_new(ctx, base, c->dtype, r, shape);
 }
 
+/* x viewed as a matrix [rows, cols] (a Reshape to [-1, cols]), cols the
+ * constant last axis; NULL when it is symbolic. */
+static const char *as_matrix(WeirGradContext *ctx, const char *x) {
+  const WeirContainer *c = cont(ctx, x);
+  guint r = c->shape->len;
+  gint64 cols;
+  if (!weir_expr_is_const(g_ptr_array_index(c->shape, r - 1), &cols))
+    return NULL;
+  g_autoptr(WeirExpr) rows = weir_expr_const(1);
+  for (guint d = 0; d + 1 < r; d++) {
+    WeirExpr *p = weir_expr_mul(rows, g_ptr_array_index(c->shape, d));
+    weir_expr_unref(rows);
+    rows = p;
+  }
+  WeirExpr *shape[2] = {rows, g_ptr_array_index(c->shape, r - 1)};
+  g_autofree char *base = g_strdup_printf("%s_2d", x);
+  const char *m = weir_grad_new(ctx, base, c->dtype, 2, shape);
+  WeirNode *n = weir_grad_op(ctx, "Reshape", m, &x, 1, &m, 1);
+  gint64 attr[2] = {-1, cols};
+  weir_node_set_attr_ints(n, "shape", attr, 2);
+  return m;
+}
+
+/* The Reshape attribute that gives container like's shape: its constant
+ * dimensions, -1 for at most one symbolic one; FALSE when there are more. */
+static gboolean shape_attr(WeirGradContext *ctx, const char *like,
+                           gint64 *out) {
+  const WeirContainer *c = cont(ctx, like);
+  guint symbolic = 0;
+  for (guint d = 0; d < c->shape->len; d++)
+    if (!weir_expr_is_const(g_ptr_array_index(c->shape, d), &out[d])) {
+      out[d] = -1;
+      symbolic++;
+    }
+  return symbolic <= 1;
+}
+
+/* Y = A B with A batched ([..., m, k], rank >= 3) and B a matrix [k, n]
+ * shared by the batch (a linear layer over a sequence): the batch is
+ * folded into the rows, so dB = A2^T dY2 is one Gemm over all the rows
+ * (instead of one product per batch element into a [..., k, n] transient
+ * summed afterwards) and dA2 = dY2 B^T one Gemm, reshaped back; A2, dY2
+ * the [rows, k] and [rows, n] views (Reshape).  FALSE (nothing added)
+ * when the shapes do not allow it (symbolic k or n, more than one
+ * symbolic dimension of A). */
+static gboolean grad_matmul_folded(WeirGradContext *ctx, const char *a,
+                                   const char *b, const char *dy) {
+  const WeirContainer *ca = cont(ctx, a), *cb = cont(ctx, b);
+  const WeirContainer *cy = cont(ctx, dy);
+  guint ra = ca->shape->len;
+  if (cb->shape->len != 2 || ra < 3 || cy->shape->len != ra)
+    return FALSE;
+  g_autofree gint64 *ashape = g_new0(gint64, ra);
+  gint64 n;
+  if (!shape_attr(ctx, a, ashape) ||
+      !weir_expr_is_const(g_ptr_array_index(ca->shape, ra - 1), &n) ||
+      !weir_expr_is_const(g_ptr_array_index(cy->shape, ra - 1), &n))
+    return FALSE;
+  const char *a2 = weir_grad_wants(ctx, 1) ? as_matrix(ctx, a) : NULL;
+  const char *dy2 = as_matrix(ctx, dy);
+  if (weir_grad_wants(ctx, 1)) {
+    g_autofree char *base = g_strdup_printf("%s_grad", b);
+    const char *db = weir_grad_new_like(ctx, base, b, -1);
+    const char *ins[] = {a2, dy2};
+    WeirNode *m = weir_grad_op(ctx, "Gemm", db, ins, 2, &db, 1);
+    weir_node_set_attr_int(m, "transA", 1);
+    weir_grad_add(ctx, 1, db);
+  }
+  if (weir_grad_wants(ctx, 0)) {
+    const WeirContainer *c2 = cont(ctx, dy2);
+    WeirExpr *shape[2] = {g_ptr_array_index(c2->shape, 0),
+                          g_ptr_array_index(ca->shape, ra - 1)};
+    g_autofree char *base = g_strdup_printf("%s_grad_2d", a);
+    const char *da2 = weir_grad_new(ctx, base, ca->dtype, 2, shape);
+    const char *ins[] = {dy2, b};
+    WeirNode *m = weir_grad_op(ctx, "Gemm", da2, ins, 2, &da2, 1);
+    weir_node_set_attr_int(m, "transB", 1);
+    g_autofree char *base2 = g_strdup_printf("%s_grad", a);
+    const char *da = weir_grad_new_like(ctx, base2, a, -1);
+    WeirNode *r = weir_grad_op(ctx, "Reshape", da, &da2, 1, &da, 1);
+    weir_node_set_attr_ints(r, "shape", ashape, ra);
+    weir_grad_add(ctx, 0, da);
+  }
+  return TRUE;
+}
+
 /* Y = A B (batched, broadcasting over leading axes; ranks >= 2):
- * dA = dY B^T, dB = A^T dY, each summed over broadcast batch axes. */
+ * dA = dY B^T, dB = A^T dY, each summed over broadcast batch axes (a
+ * matrix B shared by a batched A: grad_matmul_folded). */
 static gboolean grad_matmul(WeirGradContext *ctx, GError **error) {
   const char *dy = dout0(ctx);
   if (!dy)
@@ -318,6 +405,8 @@ static gboolean grad_matmul(WeirGradContext *ctx, GError **error) {
   if (rank_of(ctx, a) < 2 || rank_of(ctx, b) < 2)
     return weir_grad_fail(ctx, error, WEIR_ERROR_UNSUPPORTED,
                           "backward of MatMul with a vector operand");
+  if (grad_matmul_folded(ctx, a, b, dy))
+    return TRUE;
   const WeirContainer *ca = cont(ctx, a), *cb = cont(ctx, b);
   const WeirContainer *cy = cont(ctx, dy);
   guint ra = ca->shape->len, rb = cb->shape->len, ry = cy->shape->len;

@@ -590,6 +590,21 @@ static const Case cases[] = {
      NULL,
      {"blas", "weir"},
      "weir"},
+    /* a batched A times a shared matrix: one GEMM over all the rows */
+    {"mm_fold",
+     "MatMul",
+     {"3, 6, 4", "4, 5", ""},
+     "3, 6, 5",
+     NULL,
+     {"blas", "weir"},
+     "weir"},
+    {"mm_fold4",
+     "MatMul",
+     {"2, 3, 5, 4", "4, 7", ""},
+     "2, 3, 5, 7",
+     NULL,
+     {"blas", "weir"},
+     "weir"},
     {"mm_vec_a",
      "MatMul",
      {"4", "3, 4, 5", ""},
@@ -677,6 +692,28 @@ static void test_cases_f32(void **state) {
 static void test_cases_f64(void **state) {
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
     check_case(*state, &cases[i], WEIR_DTYPE_F64);
+}
+
+/* A batched A times a shared matrix B is one GEMM of all the batch's rows
+ * (no batch loop); a broadcast A keeps the loop. */
+static void test_matmul_fold(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  static const char *const names[] = {"mm_fold", "mm_fold4", "mm_bcast"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    const Case *c = NULL;
+    for (guint j = 0; j < G_N_ELEMENTS(cases); j++)
+      if (strcmp(cases[j].name, names[i]) == 0)
+        c = &cases[j];
+    assert_non_null(c);
+    g_autoptr(WeirGraph) g = case_graph(c, WEIR_DTYPE_F32);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", c->name, err->message);
+    gboolean loop = strstr(src, "for (int64_t bi = 0;") != NULL;
+    if (loop != (i == 2))
+      fail_msg("%s: %s batch loop", c->name, loop ? "a" : "no");
+  }
 }
 
 /* An explicit choice that does not apply is an error naming the node; the
@@ -1115,6 +1152,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_one_thread_pool, setup, teardown),
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_matmul_fold),
       cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
