@@ -6,8 +6,10 @@
  *  - Files are written into a temporary directory next to the target
  *    (".<name>.tmp-XXXXXX"), which replaces the target in one rename at the
  *    end.  Every failure path removes it.
- *  - Generated text is deterministic: the same program and options give
- *    the same bytes (no dates, no host names).
+ *  - Generated text is deterministic: the same program, options and
+ *    hardware profile give the same bytes (no dates, no host names; the
+ *    profile's CPU model and cache size are named because the modeled
+ *    traffic depends on them).
  *  - Names that reach generated C or Markdown come from the program;
  *    container names are identifiers (the IR enforces it), other text goes
  *    through text_clean().
@@ -26,6 +28,7 @@
 #include "weir-evaluate.h"
 #include "weir-expand.h"
 #include "weir-export-resources.h"
+#include "weir-hw.h"
 #include "weir-interp.h"
 #include "weir-lower.h"
 #include "weir-native.h"
@@ -65,7 +68,12 @@ typedef struct {
   char *base; /* file name of the kernel source without ".c" */
   char *source, *header;
   char **libs;
-  WeirAnalysis *analysis;
+  WeirAnalysis *analysis; /* of the program as given (peak, node counts) */
+  /* of the program as the code generator lowers it, with the modeled
+   * memory traffic for the cache of hw */
+  WeirAnalysis *compiled;
+  WeirHwProfile *hw; /* the profile the traffic assumes (owned) */
+  gint64 cache;      /* its model cache, bytes (weir_hw_model_cache_bytes) */
   gboolean interpreted;
   guint n_given, n_generated, n_outputs;
 } Export;
@@ -79,6 +87,8 @@ static void export_clear(Export *e) {
   g_clear_pointer(&e->header, g_free);
   g_clear_pointer(&e->libs, g_strfreev);
   g_clear_pointer(&e->analysis, weir_analysis_free);
+  g_clear_pointer(&e->compiled, weir_analysis_free);
+  g_clear_pointer(&e->hw, weir_hw_profile_free);
 }
 
 /* Printable ASCII with the characters of bad (and control characters)
@@ -147,6 +157,44 @@ static char *quantity_text(const WeirQuantity *q, gboolean bytes) {
 }
 
 /* ------------------------------------------------------------ analysis */
+
+/* The figures the README and the harness report: the program as the code
+ * generator lowers it (native library nodes kept, the rest expanded, as
+ * `weir profile` counts it), with the modeled memory traffic for the model
+ * cache of the hardware profile (the caller's, else the cached one). */
+static gboolean analyze_compiled(Export *e, GError **error) {
+  e->hw = e->o->hw ? weir_hw_profile_copy(e->o->hw) : weir_hw_profile_cached();
+  e->cache = weir_hw_model_cache_bytes(e->hw);
+  g_autoptr(WeirGraph) lowered = weir_graph_copy(e->g);
+  if (!weir_lower(lowered,
+                  &(WeirLowerOptions){.native = TRUE, .split_epilogues = TRUE},
+                  error)) {
+    g_prefix_error(error,
+                   "program '%s': lowering for the analysis: ", e->g->name);
+    return FALSE;
+  }
+  e->compiled =
+      weir_analysis_compute_traffic(lowered, e->bindings, e->cache, error);
+  if (!e->compiled) {
+    g_prefix_error(error, "program '%s': analysis: ", e->g->name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Where the model cache of p comes from (weir_hw_model_cache_bytes). */
+static const char *cache_origin(const WeirHwProfile *p) {
+  gint64 llc = p->l3_bytes > 0 ? p->l3_bytes : p->l2_bytes;
+  if (llc <= 0)
+    return "no cache known";
+  if (p->cache_knee_bytes > 0)
+    return p->cache_knee_bytes <= llc
+               ? "the measured knee of the triad"
+               : "the last-level cache (below the measured knee)";
+  if (p->l3_bytes <= 0)
+    return "the L2";
+  return "the L2 plus a 2 MiB share of the L3 per core";
+}
 
 /* Names of the argument containers the program writes: those of access
  * nodes with an incoming memlet, in any state. */
@@ -510,11 +558,21 @@ static char *make_main(const Export *e, GError **error) {
       s, "#define DEFAULT_ATOL %s\n",
       g_ascii_formatd(num, sizeof num, "%.9g",
                       tolerance(e->o->atol, WEIR_CONFORMANCE_ATOL)));
-  const WeirAnalysis *an = e->analysis;
-  g_string_append(s, "/* Weir's figures for one run (-1: unknown) */\n");
+  const WeirAnalysis *an = e->compiled;
+  g_string_append(s, "/* Weir's figures for one run of the program as compiled "
+                     "(-1: unknown; README.md, \"Data movement\") */\n");
   g_string_append_printf(s, "#define FLOPS %" G_GINT64_FORMAT ".0\n",
                          an->total_flops.known ? an->total_flops.value : -1);
-  g_string_append_printf(s, "#define BYTES_MOVED %" G_GINT64_FORMAT ".0\n\n",
+  g_string_append(s, "/* modeled memory traffic: what must come from memory "
+                     "with a cache of TRAFFIC_CACHE bytes */\n");
+  g_string_append_printf(s, "#define TRAFFIC_BYTES %" G_GINT64_FORMAT ".0\n",
+                         an->total_traffic.known ? an->total_traffic.value
+                                                 : -1);
+  g_string_append_printf(s, "#define TRAFFIC_CACHE %" G_GINT64_FORMAT ".0\n",
+                         e->cache);
+  g_string_append(s, "/* logical volume: what the memlets name (cache hits "
+                     "included; not memory traffic, so no rate) */\n");
+  g_string_append_printf(s, "#define LOGICAL_BYTES %" G_GINT64_FORMAT ".0\n\n",
                          an->total_bytes.known ? an->total_bytes.value : -1);
   for (guint i = 0; i < e->args->len; i++) {
     const Arg *a = g_ptr_array_index(e->args, i);
@@ -639,8 +697,8 @@ static void readme_history(const Export *e, GString *s) {
       "The workspace's history, steps 1 to %u of %u, applied to the original "
       "program (from `%s`); `recipe.json` replays them with "
       "`weir optimize MODEL --recipe recipe.json`.\n\n"
-      "| step | transformation | site | parameters | bytes moved before "
-      "| after |\n"
+      "| step | transformation | site | parameters | logical volume "
+      "before | after |\n"
       "|---:|---|---|---|---:|---:|\n",
       cursor, weir_session_n_steps(ss), src);
   for (guint i = 1; i <= cursor; i++) {
@@ -684,6 +742,58 @@ static void readme_library_nodes(const Export *e, GString *s) {
                            "implementation |\n|---:|---|---|---|\n%s\n",
                            rows->str);
   g_string_free(rows, TRUE);
+}
+
+/* The figures of one run: modeled traffic first (the one the harness's
+ * GB/s uses), the hardware profile it assumed, then the logical volume
+ * as a labelled second figure, FLOPs and intensity; ends inside the
+ * table (make_readme adds the peak transient memory). */
+static void readme_data_movement(const Export *e, GString *s) {
+  const WeirAnalysis *c = e->compiled;
+  g_autofree char *traffic = quantity_text(&c->total_traffic, TRUE);
+  g_autofree char *logical = quantity_text(&c->total_bytes, TRUE);
+  g_autofree char *flops = quantity_text(&c->total_flops, FALSE);
+  g_autofree char *cache = format_bytes(e->cache);
+  g_autofree char *cpu = text_clean(e->hw->cpu_model);
+  g_string_append(
+      s, "## Data movement\n\n"
+         "Weir's analysis of the program as the code generator compiles it "
+         "(library nodes with a native implementation kept, the others "
+         "expanded into loops; each state counted once). Two measures of "
+         "bytes (docs/analysis.md of Weir):\n\n"
+         "- **modeled memory traffic**: what must come from memory given "
+         "the cache below, reuse inside the cache not counted again. The "
+         "GB/s the harness prints is this figure over the median time.\n"
+         "- **logical volume**: what the program's memlets name, every "
+         "access served by a cache included. It is not memory traffic: "
+         "no rate is derived from it.\n\n");
+  g_string_append_printf(s,
+                         "Hardware profile the traffic assumes: `%s`, %u "
+                         "logical cores; model cache %s (%s)",
+                         cpu, e->hw->logical_cores, cache, cache_origin(e->hw));
+  if (e->hw->measured && e->hw->bandwidth_gbs > 0)
+    g_string_append_printf(s,
+                           "; measured memory bandwidth %.1f GB/s (triad), "
+                           "which no rate of a program whose data does not "
+                           "fit in that cache can exceed",
+                           e->hw->bandwidth_gbs);
+  else
+    g_string_append(s, "; memory bandwidth not measured (`weir hw`)");
+  g_string_append(s, ". On another machine, `weir export` there (or `weir "
+                     "info`) gives the traffic for its cache.\n\n");
+  g_string_append_printf(s,
+                         "| figure | value |\n|---|---|\n"
+                         "| modeled memory traffic | %s |\n"
+                         "| logical volume (not memory traffic) | %s |\n"
+                         "| FLOPs | %s |\n",
+                         traffic, logical, flops);
+  if (c->total_flops.known && c->total_traffic.known &&
+      c->total_traffic.value > 0)
+    g_string_append_printf(
+        s, "| operational intensity | %.3f FLOP/byte of modeled traffic |\n",
+        (double)c->total_flops.value / (double)c->total_traffic.value);
+  else
+    g_string_append(s, "| operational intensity | unknown |\n");
 }
 
 static char *make_readme(const Export *e) {
@@ -827,30 +937,15 @@ static char *make_readme(const Export *e) {
 
   readme_history(e, s);
 
-  g_autofree char *bytes = quantity_text(&an->total_bytes, TRUE);
-  g_autofree char *flops = quantity_text(&an->total_flops, FALSE);
-  g_autofree char *peak = quantity_text(&an->peak_transient_bytes, TRUE);
-  g_string_append_printf(
-      s,
-      "## Data movement\n\n"
-      "Weir's analysis of the exported program (docs/ir-format.md of Weir, "
-      "\"Analyses\"; each state counted once, library nodes by their cost "
-      "model):\n\n"
-      "| figure | value |\n|---|---|\n"
-      "| bytes moved | %s |\n"
-      "| FLOPs | %s |\n",
-      bytes, flops);
-  if (an->intensity_known)
-    g_string_append_printf(s, "| operational intensity | %.3f FLOP/byte |\n",
-                           an->intensity);
-  else
-    g_string_append(s, "| operational intensity | unknown |\n");
+  readme_data_movement(e, s);
+  const WeirAnalysis *c = e->compiled;
+  g_autofree char *peak = quantity_text(&c->peak_transient_bytes, TRUE);
   g_string_append_printf(s, "| peak transient memory | %s", peak);
-  if (an->peak_live && an->peak_live->len) {
+  if (c->peak_live && c->peak_live->len) {
     g_string_append(s, " (");
-    for (guint i = 0; i < an->peak_live->len; i++)
+    for (guint i = 0; i < c->peak_live->len; i++)
       g_string_append_printf(s, "%s`%s`", i ? ", " : "",
-                             (const char *)g_ptr_array_index(an->peak_live, i));
+                             (const char *)g_ptr_array_index(c->peak_live, i));
     g_string_append(s, ")");
   }
   g_string_append(s, " |\n\n");
@@ -1149,6 +1244,8 @@ gboolean weir_export(const WeirGraph *g, const char *dir,
     g_prefix_error(error, "program '%s': analysis: ", g->name);
     goto out;
   }
+  if (!analyze_compiled(&e, error))
+    goto out;
 
   if (g_mkdir_with_parents(parent, 0755) != 0) {
     int err = errno;

@@ -366,6 +366,8 @@ GVariant *weir_analysis_to_variant(const WeirAnalysis *a, const WeirGraph *g) {
                           g_variant_new_int64(quantity_value(&c->bytes_in)));
     g_variant_builder_add(&n, "{sv}", "bytes_out",
                           g_variant_new_int64(quantity_value(&c->bytes_out)));
+    g_variant_builder_add(&n, "{sv}", "traffic",
+                          g_variant_new_int64(quantity_value(&c->traffic)));
     g_variant_builder_add(&n, "{sv}", "flops",
                           g_variant_new_int64(quantity_value(&c->flops)));
     g_variant_builder_add_value(&nodes, g_variant_builder_end(&n));
@@ -395,7 +397,11 @@ WeirProfile *weir_profile_run_tensors(const WeirGraph *g, GVariant *symbols,
   g_autoptr(GHashTable) b = bindings_from_variant(symbols, error);
   if (!b)
     return NULL;
-  WeirProfileOptions opts = {.warmup = warmup, .repetitions = repetitions};
+  /* the modeled traffic with this machine's cache, and its roofline when
+   * measured, as `weir profile` */
+  g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
+  WeirProfileOptions opts = {
+      .warmup = warmup, .repetitions = repetitions, .hw = hw};
   return weir_profile_run(g, b, args, &opts, error);
 }
 

@@ -76,20 +76,20 @@ static void node_figures(const WeirAnalysis *a, const WeirState *s, guint id,
     pn->op = g_strdup(weir_node_kind_name(n->kind));
     break;
   }
-  if (known && n->kind == WEIR_NODE_MAP_ENTRY && nc->traffic.known) {
-    bytes = nc->traffic.value; /* modeled memory traffic */
+  if (known && nc->traffic.known) {
+    /* the modeled memory traffic of the operation: a map's by the model,
+     * a library call's, a copy's or a tasklet's operands once, a read the
+     * cache serves after an earlier operation 0 */
+    bytes = nc->traffic.value;
   } else if (known && n->kind == WEIR_NODE_MAP_ENTRY) {
-    known = add_known(&nc->bytes_in, &bytes);
-    for (guint i = 0; known && i < s->nodes->len; i++) {
-      const WeirNode *x = g_ptr_array_index(s->nodes, i);
-      if (x->kind == WEIR_NODE_MAP_EXIT && x->entry == id) {
-        const WeirNodeCost *xc = weir_analysis_node(a, x->id);
-        known = xc && add_known(&xc->bytes_out, &bytes);
-      }
-    }
+    /* no model (no cache size, or a figure of the state unknown): the
+     * logical volume of a map is no memory traffic, so no bytes */
+    known = FALSE;
   } else if (known && n->kind == WEIR_NODE_ACCESS) {
     known = add_known(&nc->bytes_in, &bytes);
   } else if (known) {
+    /* each operand once: the model's rule for an operation, without the
+     * reuse between operations */
     known =
         add_known(&nc->bytes_in, &bytes) && add_known(&nc->bytes_out, &bytes);
   }

@@ -639,8 +639,8 @@ char *weir_recipe_report_to_text(const WeirRecipeReport *r) {
       g_string_append_printf(s, " in %u iterations", sr->iterations);
     g_string_append_printf(s, ", %.3f s, %s\n", sr->seconds,
                            sr->validated ? "validated" : "NOT validated");
-    g_string_append_printf(s, "  bytes moved %s\n  FLOPs       %s\n", bytes,
-                           flops);
+    g_string_append_printf(s, "  logical volume %s\n  FLOPs          %s\n",
+                           bytes, flops);
     for (guint k = 0; k < sr->applied->len; k++)
       g_string_append_printf(s, "    applied at %s\n",
                              (char *)g_ptr_array_index(sr->applied, k));
@@ -654,7 +654,9 @@ char *weir_recipe_report_to_text(const WeirRecipeReport *r) {
       format_change(&r->bytes_before, &r->bytes_after, TRUE);
   g_autofree char *flops =
       format_change(&r->flops_before, &r->flops_after, FALSE);
-  g_string_append_printf(s, "total: %s\n  bytes moved %s\n  FLOPs       %s\n",
+  g_string_append_printf(s,
+                         "total: %s\n  logical volume %s\n  FLOPs          "
+                         "%s\n",
                          r->ok ? "ok" : "FAILED", bytes, flops);
   return g_string_free(s, FALSE);
 }

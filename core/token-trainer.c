@@ -248,12 +248,14 @@ WeirTokenTrainer *weir_token_trainer_new(const char *model_path,
 static gboolean run_call(WeirTokenTrainer *t, gint64 k, double *sum,
                          GError **error) {
   gint64 B = t->opts.batch, T = t->opts.context;
-  gint64 shape[3] = {k, B, T};
+  /* with gradient accumulation a step reads A micro-batches */
+  gint64 A = t->opts.train.accumulate > 1 ? t->opts.train.accumulate : 1;
+  gint64 shape[3] = {k * A, B, T};
   WeirDType ldt = t->opts.train.label_dtype;
   g_autoptr(WeirTensor) input = weir_tensor_new(t->input_dtype, 3, shape);
   g_autoptr(WeirTensor) target = weir_tensor_new(ldt, 3, shape);
   g_autoptr(WeirTensor) losses = weir_tensor_new(WEIR_DTYPE_F32, 1, &k);
-  for (gint64 s = 0; s < k; s++) {
+  for (gint64 s = 0; s < k * A; s++) {
     if (t->position + B * T + 1 > t->n_tokens)
       t->position = 0; /* the next epoch */
     for (gint64 j = 0; j < B * T; j++) {
@@ -319,11 +321,12 @@ gboolean weir_token_trainer_run(WeirTokenTrainer *t, gint64 steps,
           .perplexity = exp(sum / (double)n),
           .skipped = sk ? (gint64)weir_tensor_get(sk, 0) : 0,
           .position = t->position,
-          .tokens_per_second = secs > 0
-                                   ? (double)((t->steps - first) *
-                                              t->opts.batch * t->opts.context) /
-                                         secs
-                                   : 0,
+          .tokens_per_second =
+              secs > 0 ? (double)((t->steps - first) * t->opts.batch *
+                                  t->opts.context *
+                                  MAX(t->opts.train.accumulate, 1)) /
+                             secs
+                       : 0,
       };
       t->opts.progress(&p, t->opts.user_data);
       sum = 0;

@@ -16,6 +16,7 @@
  * or "skipped". Nothing leaves the program between steps: the skip decision is
  * data (the check) consumed by the update, never a host-side branch.
  */
+#include <math.h>
 #include <string.h>
 
 #include "weir-autodiff.h"
@@ -36,6 +37,7 @@ void weir_train_options_init(WeirTrainOptions *o) {
   o->class_axis = 1;
   o->label_dtype = WEIR_DTYPE_I64;
   o->huber_delta = 1.0;
+  o->lr_gamma = 0.1;
 }
 
 gboolean weir_loss_from_name(const char *name, WeirLoss *out) {
@@ -78,6 +80,18 @@ gboolean weir_optimizer_from_name(const char *name, WeirOptimizer *out) {
     *out = WEIR_OPTIMIZER_MOMENTUM;
   else if (g_strcmp0(name, "adam") == 0)
     *out = WEIR_OPTIMIZER_ADAM;
+  else
+    return FALSE;
+  return TRUE;
+}
+
+gboolean weir_lr_schedule_from_name(const char *name, WeirLrSchedule *out) {
+  if (g_strcmp0(name, "constant") == 0)
+    *out = WEIR_LR_CONSTANT;
+  else if (g_strcmp0(name, "step") == 0)
+    *out = WEIR_LR_STEP;
+  else if (g_strcmp0(name, "cosine") == 0)
+    *out = WEIR_LR_COSINE;
   else
     return FALSE;
   return TRUE;
@@ -829,9 +843,11 @@ static const char *build_loss(Builder *b, const WeirTrainOptions *o,
  *     ONNX: running = momentum * running + (1 - momentum) * batch; the
  *     variance is the unbiased one, as PyTorch keeps it).
  *   LayerNormalization: the same normalization over axes axis..rank-1.
- *   Dropout: y = x * mask with mask = 1 / (1 - ratio) or 0 drawn from a
- *     counter-based hash of (element, step k, seed): reproducible, and
- *     different at every step.
+ *   Dropout: y = x * mask with mask = 1 / (1 - ratio) or 0 drawn from
+ *     Philox-4x32-10 (the tasklet function philox) with key = the seed and
+ *     counter = (steps attempted * A + micro-batch, element): a function of
+ *     the program's step counters, so the same for any thread count, K or
+ *     call boundaries, and different at every step.
  */
 
 typedef struct {
@@ -1008,7 +1024,8 @@ static void affine(Builder *b, const char *xn, const char *scale,
 }
 
 static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
-                           const char *k, GPtrArray *updates, GError **error) {
+                           const char *jm, gint64 A, GPtrArray *updates,
+                           GError **error) {
   WeirState *s = b->s;
   const WeirAttr *a;
   g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
@@ -1136,10 +1153,19 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
     }
     a = weir_node_attr(n, "ratio");
     double ratio = a && a->type == WEIR_ATTR_FLOAT ? a->f : 0.5;
+    if (!(ratio >= 0 && ratio < 1)) {
+      g_autofree char *what = weir_describe_node(s, n);
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "%s: dropout ratio %g is outside [0, 1)", what, ratio);
+      return FALSE;
+    }
     a = weir_node_attr(n, "seed");
-    gint64 seed = (gint64)o->dropout_seed +
-                  (a && a->type == WEIR_ATTR_INT ? a->i : 0) + n->id;
-    seed = ((seed % 1000003) + 1000003) % 1000003;
+    /* Philox key: the program's seed, the node's seed attribute and its id
+     * (each Dropout node draws its own stream) */
+    guint64 key =
+        (guint64)(gint64)o->dropout_seed * 0x9E3779B97F4A7C15u +
+        (guint64)(a && a->type == WEIR_ATTR_INT ? a->i : 0) * 1000003u + n->id;
+    gint64 seed = (gint64)(key & G_MAXINT64);
     WeirNode *w = writer_of(s, port_data_in(keep, s, n, FALSE, 1));
     if (w)
       weir_state_remove_node(s, w->id);
@@ -1147,6 +1173,11 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
     weir_state_remove_node(s, n->id);
     const WeirContainer *cx = weir_graph_container(b->g, x);
     guint r = cx->shape->len;
+    if (r == 0) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "Dropout of a rank-0 value '%s' in training mode", x);
+      return FALSE;
+    }
     /* linear element index from the Pointwise map parameters p0, p1, ... */
     GString *lin = g_string_new("0");
     for (guint d = 0; d < r; d++) {
@@ -1157,16 +1188,17 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
       }
     }
     g_autofree char *lin_s = g_string_free(lin, FALSE);
-    gint64 threshold = (gint64)(ratio * 2147483647.0);
-    g_autofree char *code = g_strdup_printf(
-        "h = (%s + 1 + %" G_GINT64_FORMAT " * 7919 + %s * 104729) %% "
-        "2147483647\n"
-        "h = (h * 48271) %% 2147483647\n"
-        "h = (h * 48271) %% 2147483647\n"
-        "h = (h * 48271) %% 2147483647\n"
-        "y = h >= %" G_GINT64_FORMAT " ? %.17g : 0",
-        lin_s, seed, k, threshold, ratio < 1 ? 1 / (1 - ratio) : 0.0);
-    const char *mask = pointwise(b, "dropout_mask", x, NULL, code, &x, 1);
+    /* keep when the first Philox-4x32-10 word of (key, counter = (steps
+     * attempted * A + micro-batch, element)) is >= ratio * 2^32: the same
+     * mask for a given step whatever the threads, K or call boundaries */
+    gint64 threshold = (gint64)llround(ratio * 4294967296.0);
+    g_autofree char *code =
+        g_strdup_printf("r = philox(%" G_GINT64_FORMAT
+                        ", (b + c) * %" G_GINT64_FORMAT " + %s, %s)\n"
+                        "y = r >= %" G_GINT64_FORMAT " ? %.17g : 0",
+                        seed, A, jm, lin_s, threshold, 1 / (1 - ratio));
+    const char *mins[] = {x, "step", "skipped"};
+    const char *mask = pointwise(b, "dropout_mask", x, NULL, code, mins, 3);
     WeirNode *mn = g_hash_table_lookup(b->access, mask);
     g_autoptr(GPtrArray) mk = weir_state_in_edges(s, mn->id);
     weir_node_set_attr_int(
@@ -1183,7 +1215,7 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
 }
 
 static gboolean lower_training(Builder *b, const WeirTrainOptions *o,
-                               const char *k, GPtrArray *updates,
+                               const char *jm, gint64 A, GPtrArray *updates,
                                GError **error) {
   g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < b->s->nodes->len; i++) {
@@ -1197,7 +1229,7 @@ static gboolean lower_training(Builder *b, const WeirTrainOptions *o,
   for (guint i = 0; i < ids->len; i++) {
     WeirNode *n = weir_state_node(b->s, g_array_index(ids, guint, i));
     builder_enter(b, b->s);
-    if (!lower_node(b, o, n, k, updates, error))
+    if (!lower_node(b, o, n, jm, A, updates, error))
       return FALSE;
   }
   builder_enter(b, b->s);
@@ -1244,15 +1276,17 @@ static char *decayed(const WeirTrainOptions *o, const char *gc,
  * Every node keeps the old value when the check is not finite. */
 static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
                          const char *gr, const char *check,
-                         GHashTable *state_names) {
-  double lr = o->lr;
+                         GHashTable *state_names, const char *lr_name) {
+  /* the learning rate: a literal, or the scheduled value, read through the
+   * connector after the others (`lr_name`, a scalar of P's dtype) */
+  g_autofree char *lr = g_strdup_printf("%.17g", o->lr);
   if (o->optimizer == WEIR_OPTIMIZER_SGD) {
-    /* P = P - lr g   (a = P, b = G, c = check) */
+    /* P = P - lr g   (a = P, b = G, c = check, d = lr) */
     g_autofree char *gx = decayed(o, "b", "a");
-    g_autofree char *code =
-        g_strdup_printf("y = isfinite(c) ? a - %.17g * %s : a", lr, gx);
-    const char *ins[] = {p, gr, check};
-    pointwise(b, NULL, p, p, code, ins, 3);
+    g_autofree char *code = g_strdup_printf("y = isfinite(c) ? a - %s * %s : a",
+                                            lr_name ? "d" : lr, gx);
+    const char *ins[] = {p, gr, check, lr_name};
+    pointwise(b, NULL, p, p, code, ins, lr_name ? 4 : 3);
     return;
   }
   g_autofree char *mkey = g_strdup_printf("%s_m", p);
@@ -1268,9 +1302,9 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
     const char *ins[] = {mm, gr, p, check};
     pointwise(b, NULL, mm, mm, code, ins, 4);
     g_autofree char *code2 =
-        g_strdup_printf("y = isfinite(c) ? a - %.17g * b : a", lr);
-    const char *ins2[] = {p, mm, check};
-    pointwise(b, NULL, p, p, code2, ins2, 3);
+        g_strdup_printf("y = isfinite(c) ? a - %s * b : a", lr_name ? "d" : lr);
+    const char *ins2[] = {p, mm, check, lr_name};
+    pointwise(b, NULL, p, p, code2, ins2, lr_name ? 4 : 3);
     return;
   }
   /* Adam: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
@@ -1304,34 +1338,407 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
                           NULL);
     g_hash_table_replace(b->access, g_strdup(step), dst);
   }
-  /* a = P, b = m, c = v, d = step, e = check */
-  g_autofree char *code = g_strdup_printf(
-      "t = f64(d + 1)\n"
-      "y = isfinite(e) ? a - %.17g * (b / (1 - pow(%.17g, t))) / "
-      "(sqrt(c / (1 - pow(%.17g, t))) + %.17g) : a",
-      lr, o->beta1, o->beta2, o->epsilon);
-  const char *ins[] = {p, mm, vv, step, check};
-  pointwise(b, NULL, p, p, code, ins, 5);
+  /* a = P, b = m, c = v, d = step, e = check, f = lr */
+  g_autofree char *code =
+      g_strdup_printf("t = f64(d + 1)\n"
+                      "y = isfinite(e) ? a - %s * (b / (1 - pow(%.17g, t))) / "
+                      "(sqrt(c / (1 - pow(%.17g, t))) + %.17g) : a",
+                      lr_name ? "f" : lr, o->beta1, o->beta2, o->epsilon);
+  const char *ins[] = {p, mm, vv, step, check, lr_name};
+  pointwise(b, NULL, p, p, code, ins, lr_name ? 6 : 5);
+}
+
+/* ------------------------------------------------ learning-rate schedule */
+
+/* The tasklet code computing the learning rate from s = the step counter
+ * (docs/training.md, "Learning-rate schedules"). (transfer full) */
+static char *lr_schedule_code(const WeirTrainOptions *o) {
+  GString *c = g_string_new("t = f64(s)\n");
+  gint64 n = o->warmup_steps;
+  /* u: the schedule's own step, after the warm-up */
+  if (o->lr_schedule != WEIR_LR_CONSTANT) {
+    if (n > 0)
+      g_string_append_printf(c, "u = max(t - %" G_GINT64_FORMAT ", 0.0)\n", n);
+    else
+      g_string_append(c, "u = t\n");
+  }
+  switch (o->lr_schedule) {
+  case WEIR_LR_CONSTANT:
+    g_string_append_printf(c, "b = %.17g\n", o->lr);
+    break;
+  case WEIR_LR_STEP:
+    g_string_append_printf(
+        c, "b = %.17g * pow(%.17g, floor(u / %" G_GINT64_FORMAT "))\n", o->lr,
+        o->lr_gamma, o->lr_step_size);
+    break;
+  case WEIR_LR_COSINE:
+    g_string_append_printf(
+        c,
+        "b = %.17g + (%.17g - %.17g) * (1 + cos(3.141592653589793 * u / "
+        "%" G_GINT64_FORMAT ")) / 2\n",
+        o->lr_min, o->lr, o->lr_min, o->total_steps - n);
+    break;
+  }
+  if (n > 0) {
+    double f = o->warmup_start_factor > 0 ? o->warmup_start_factor : 1.0 / n;
+    g_string_append_printf(c,
+                           "y = t < %" G_GINT64_FORMAT
+                           " ? %.17g * (%.17g + %.17g * t / %" G_GINT64_FORMAT
+                           ") : b",
+                           n, o->lr, f, 1 - f, n);
+  } else {
+    g_string_append(c, "y = b");
+  }
+  return g_string_free(c, FALSE);
+}
+
+static gboolean lr_schedule_valid(const WeirTrainOptions *o, GError **error) {
+  const char *bad = NULL;
+  if (o->warmup_steps < 0)
+    bad = "the warm-up steps are negative";
+  else if (o->warmup_steps > 0 &&
+           !(o->warmup_start_factor >= 0 && o->warmup_start_factor <= 1))
+    bad = "the warm-up start factor is outside [0, 1]";
+  else if (o->lr_schedule == WEIR_LR_STEP && o->lr_step_size <= 0)
+    bad = "the step schedule needs a step size > 0";
+  else if (o->lr_schedule == WEIR_LR_COSINE &&
+           o->total_steps - MAX(o->warmup_steps, 0) <= 0)
+    bad = "the cosine schedule needs total steps > the warm-up steps";
+  else if (o->clip_grad_norm < 0 || !isfinite(o->clip_grad_norm))
+    bad = "the gradient clipping norm is negative or not finite";
+  else if (o->accumulate < 0)
+    bad = "the accumulation count is negative";
+  if (bad)
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "training options: %s",
+                bad);
+  return bad == NULL;
+}
+
+/* A scalar of dtype `dtype` holding the step's learning rate, computed in
+ * the current state from the step counter (one tasklet per dtype; cached in
+ * names[dtype]).  NULL for a constant rate without warm-up (a literal). */
+static const char *lr_value(Builder *b, const WeirTrainOptions *o,
+                            WeirDType dtype, const char **names,
+                            GError **error) {
+  if (o->lr_schedule == WEIR_LR_CONSTANT && o->warmup_steps <= 0)
+    return NULL;
+  if (names[dtype])
+    return names[dtype];
+  g_autofree char *base = g_strdup_printf("lr_%s", weir_dtype_name(dtype));
+  const char *lr = transient(b, base, dtype, 0, NULL);
+  g_autofree char *code = lr_schedule_code(o);
+  const char *ic[] = {"s"}, *id[] = {"step"}, *is[] = {"0"};
+  const char *oc[] = {"y"}, *od[] = {lr}, *os[] = {""};
+  g_autofree char *label =
+      g_strdup_printf("lr_schedule_%s", weir_dtype_name(dtype));
+  if (!tasklet(b, label, 1, ic, id, is, 1, oc, od, os, code, error))
+    return NULL;
+  /* the tasklet's output access node is what the updates read */
+  WeirNode *w = NULL;
+  for (guint i = 0; i < b->s->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(b->s->nodes, i);
+    if (n->kind == WEIR_NODE_ACCESS && g_strcmp0(n->data, lr) == 0)
+      w = n;
+  }
+  g_hash_table_replace(b->access, g_strdup(lr), w);
+  names[dtype] = lr;
+  return lr;
+}
+
+/* --------------------------------------------------- gradient clipping */
+
+/* Every gradient of params (in grads, replaced by the clipped ones) times
+ * min(1, max_norm / (||g|| + 1e-6)), ||g|| the 2-norm of all of them
+ * (torch.nn.utils.clip_grad_norm_). */
+static void clip_gradients(Builder *b, double max_norm, char **params,
+                           GHashTable *grads) {
+  g_autoptr(GPtrArray) parts = g_ptr_array_new();
+  WeirDType dtype = WEIR_DTYPE_F32;
+  for (guint i = 0; params[i]; i++) {
+    const char *gr = g_hash_table_lookup(grads, params[i]);
+    const WeirContainer *gc = weir_graph_container(b->g, gr);
+    dtype = gc->dtype;
+    g_autofree char *base = g_strdup_printf("%s_sqnorm", params[i]);
+    const char *sq = transient(b, base, gc->dtype, 0, NULL);
+    guint r = gc->shape->len;
+    g_autofree gint64 *axes = g_new0(gint64, r ? r : 1);
+    for (guint d = 0; d < r; d++)
+      axes[d] = d;
+    WeirNode *n = lib(b, "ReduceSumSquare", sq, &gr, 1, &sq, 1);
+    weir_node_set_attr_ints(n, "axes", axes, r);
+    weir_node_set_attr_int(n, "keepdims", 0);
+    g_ptr_array_add(parts, (gpointer)sq);
+  }
+  const char *total = transient(b, "grad_sqnorm", dtype, 0, NULL);
+  lib(b, "Sum", total, (const char *const *)parts->pdata, parts->len, &total,
+      1);
+  g_autofree char *code =
+      g_strdup_printf("y = min(%.17g / (sqrt(a) + 1e-6), 1.0)", max_norm);
+  const char *coef = pointwise(b, "clip_coef", total, NULL, code, &total, 1);
+  for (guint i = 0; params[i]; i++) {
+    const char *gr = g_hash_table_lookup(grads, params[i]);
+    g_autofree char *base = g_strdup_printf("%s_clipped", gr);
+    const char *ins[] = {gr, coef};
+    const char *cl = pointwise(b, base, gr, NULL, "y = a * b", ins, 2);
+    g_hash_table_replace(grads, g_strdup(params[i]), g_strdup(cl));
+  }
 }
 
 /* ---------------------------------------------------------- data parallel */
 
 #define BUCKET_DEFAULT_BYTES ((gint64)25 << 20)
 
-/* One Allreduce (mean) node over names[0..n), writing fresh transients
- * <name>_avg; the averaged names replace the originals in *out. */
-static void allreduce_bucket(Builder *b, guint index, const char *const *names,
-                             guint n, const char **out) {
+/* The buckets built so far: the ids of their Allreduce (blocking) or
+ * AllreduceStart nodes, and, overlapped, what their waits will read and
+ * write. */
+typedef struct {
+  GArray *starts;   /* guint node ids */
+  GPtrArray *waits; /* Pending*, overlapped only */
+} Buckets;
+
+typedef struct {
+  char *label;         /* allreduce_bucket<i> */
+  const char *pair[2]; /* buffer, request (the graph's names) */
+  GPtrArray *avg;      /* the outputs' names (borrowed from the graph) */
+} Pending;
+
+static void pending_free(gpointer p) {
+  Pending *w = p;
+  g_free(w->label);
+  g_ptr_array_unref(w->avg);
+  g_free(w);
+}
+
+/* One bucket over names[0..n), averaged into fresh transients <name>_avg,
+ * which replace the originals in *out: blocking, one Allreduce (mean)
+ * node; overlapped, an AllreduceStart into the transient buffer
+ * <label>_buf and request <label>_req, whose AllreduceWait (unpacking them
+ * into the averages) add_waits adds later. */
+static void allreduce_bucket(Builder *b, gboolean overlap, Buckets *bk,
+                             guint index, const char *const *names, guint n,
+                             const char **out) {
   g_autofree const char **avg = g_new0(const char *, n + 1);
   for (guint i = 0; i < n; i++) {
     g_autofree char *base = g_strdup_printf("%s_avg", names[i]);
     avg[i] = transient_like(b, base, names[i]);
   }
   g_autofree char *label = g_strdup_printf("allreduce_bucket%u", index);
-  WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
-  weir_node_set_attr_string(node, "reduce", "mean");
+  if (!overlap) {
+    WeirNode *node = lib(b, "Allreduce", label, names, n, avg, n);
+    weir_node_set_attr_string(node, "reduce", "mean");
+    g_array_append_val(bk->starts, node->id);
+  } else {
+    g_autoptr(WeirExpr) total = weir_expr_const(0);
+    for (guint i = 0; i < n; i++) {
+      g_autoptr(WeirExpr) v =
+          weir_container_volume(weir_graph_container(b->g, names[i]));
+      WeirExpr *sum = weir_expr_add(total, v);
+      weir_expr_unref(total);
+      total = sum;
+    }
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    g_autofree char *bbase = g_strdup_printf("%s_buf", label);
+    g_autofree char *rbase = g_strdup_printf("%s_req", label);
+    const WeirContainer *c0 = weir_graph_container(b->g, names[0]);
+    Pending *w = g_new0(Pending, 1);
+    w->label = g_strdup(label);
+    w->pair[0] = transient(b, bbase, c0->dtype, 1, &total);
+    w->pair[1] = transient(b, rbase, WEIR_DTYPE_I64, 1, &one);
+    w->avg = g_ptr_array_new();
+    for (guint i = 0; i < n; i++)
+      g_ptr_array_add(w->avg, (gpointer)avg[i]);
+    g_autofree char *slabel = g_strdup_printf("%s_start", label);
+    WeirNode *st = lib(b, "AllreduceStart", slabel, names, n, w->pair, 2);
+    g_array_append_val(bk->starts, st->id);
+    g_ptr_array_add(bk->waits, w);
+  }
   for (guint i = 0; i < n; i++)
     out[i] = avg[i];
+}
+
+/* The nodes reached from id (forward: successors, else predecessors)
+ * through any memlet, id excluded unless on a cycle: seen[] by node id. */
+static void reach(const WeirState *s, guint id, gboolean forward,
+                  gboolean *seen) {
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(todo, id);
+  while (todo->len) {
+    guint x = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    g_autoptr(GPtrArray) es =
+        forward ? weir_state_out_edges(s, x) : weir_state_in_edges(s, x);
+    for (guint i = 0; i < es->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(es, i);
+      guint y = forward ? m->dst : m->src;
+      if (!seen[y]) {
+        seen[y] = TRUE;
+        g_array_append_val(todo, y);
+      }
+    }
+  }
+}
+
+/* The computing nodes next to x (forward: after it, else before it),
+ * looking through access nodes (and copies between them). */
+static void neighbours(const WeirState *s, guint x, gboolean forward,
+                       GArray *out) {
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_array_append_val(todo, x);
+  while (todo->len) {
+    guint y = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    g_autoptr(GPtrArray) es =
+        forward ? weir_state_out_edges(s, y) : weir_state_in_edges(s, y);
+    for (guint i = 0; i < es->len; i++) {
+      const WeirMemlet *m = g_ptr_array_index(es, i);
+      guint z = forward ? m->dst : m->src;
+      if (!g_hash_table_add(seen, GUINT_TO_POINTER(z)))
+        continue;
+      if (weir_state_node(s, z)->kind == WEIR_NODE_ACCESS)
+        g_array_append_val(todo, z);
+      else
+        g_array_append_val(out, z);
+    }
+  }
+}
+
+/* Orders the starts of the overlapped buckets with ordering edges (empty
+ * memlets), so that any schedule of the state, before or after lowering,
+ * starts each bucket as soon as its gradients are done: each
+ * AllreduceStart precedes the nodes of the forward and backward passes
+ * (ids up to `last`) that it does not depend on (an edge to each first one
+ * of them: their predecessors are all the start's ancestors). */
+static void order_starts(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  guint top = b->g->next_id;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autofree gboolean *anc = g_new(gboolean, top);
+  for (guint k = 0; k < bk->starts->len; k++) {
+    guint st = g_array_index(bk->starts, guint, k);
+    g_autoptr(GArray) firsts = g_array_new(FALSE, FALSE, sizeof(guint));
+    {
+      g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+      memset(anc, 0, top * sizeof *anc);
+      reach(s, st, FALSE, anc); /* edges added for earlier buckets included */
+      for (guint i = 0; i < s->nodes->len; i++) {
+        const WeirNode *x = g_ptr_array_index(s->nodes, i);
+        if (x->id > last || anc[x->id] || x->kind == WEIR_NODE_ACCESS ||
+            x->kind == WEIR_NODE_MAP_EXIT || weir_scopes_parent(sc, x->id))
+          continue;
+        g_autoptr(GArray) before = g_array_new(FALSE, FALSE, sizeof(guint));
+        neighbours(s, x->id, FALSE, before);
+        gboolean first = TRUE;
+        for (guint j = 0; j < before->len && first; j++)
+          first = anc[g_array_index(before, guint, j)];
+        if (first)
+          g_array_append_val(firsts, x->id);
+      }
+    }
+    for (guint i = 0; i < firsts->len; i++)
+      weir_state_add_memlet(b->g, s, st, NULL, g_array_index(firsts, guint, i),
+                            NULL, NULL, NULL, NULL);
+  }
+}
+
+/* Progress of the buckets in flight: after each library node of the
+ * forward and backward passes (ids up to `last`) that runs after some
+ * starts, an AllreduceTest on those starts' requests (in place), before
+ * the node's successors.  Open MPI progresses a non-blocking collective
+ * only inside MPI calls: without these, the whole reduction would happen
+ * in the wait (docs/distributed.md, "Progress").  Built in the schedule's
+ * order, so that the tests of one request, chained by its container,
+ * follow that order. */
+static void add_progress(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  guint top = b->g->next_id, ns = bk->starts->len;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autofree gboolean *desc = g_new0(gboolean, (gsize)top * ns);
+  {
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    for (guint k = 0; k < ns; k++)
+      reach(s, g_array_index(bk->starts, guint, k), TRUE,
+            desc + (gsize)k * top);
+  }
+  g_autoptr(GArray) order = g_array_copy(sc->order);
+  guint count = 0;
+  for (guint i = 0; i < order->len; i++) {
+    guint id = g_array_index(order, guint, i);
+    const WeirNode *x = weir_state_node(s, id);
+    if (id > last || x->kind != WEIR_NODE_LIBRARY || weir_scopes_parent(sc, id))
+      continue;
+    g_autoptr(GPtrArray) reqs = g_ptr_array_new();
+    for (guint k = 0; k < ns; k++)
+      if (desc[(gsize)k * top + id])
+        g_ptr_array_add(reqs,
+                        (gpointer)((Pending *)bk->waits->pdata[k])->pair[1]);
+    if (!reqs->len)
+      continue;
+    g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+    neighbours(s, id, TRUE, after);
+    g_autofree char *label = g_strdup_printf("allreduce_progress%u", count++);
+    WeirNode *t =
+        lib(b, "AllreduceTest", label, (const char *const *)reqs->pdata,
+            reqs->len, (const char *const *)reqs->pdata, reqs->len);
+    weir_state_add_memlet(b->g, s, id, NULL, t->id, NULL, NULL, NULL, NULL);
+    for (guint j = 0; j < after->len; j++)
+      if (g_array_index(after, guint, j) <= last)
+        weir_state_add_memlet(b->g, s, t->id, NULL,
+                              g_array_index(after, guint, j), NULL, NULL, NULL,
+                              NULL);
+  }
+}
+
+/* The AllreduceWait of each overlapped bucket, unpacking it into its
+ * averages, ordered after the backward pass: the last nodes of the forward
+ * and backward passes (the ones no other such node follows) and every
+ * start precede the first wait, and each wait the next. */
+static void add_waits(Builder *b, const Buckets *bk, guint last) {
+  WeirState *s = b->s;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, NULL);
+  g_assert(sc);
+  g_autoptr(GArray) waits = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint k = 0; k < bk->waits->len; k++) {
+    const Pending *w = bk->waits->pdata[k];
+    g_autofree char *label = g_strdup_printf("%s_wait", w->label);
+    WeirNode *wt = lib(b, "AllreduceWait", label, w->pair, 2,
+                       (const char *const *)w->avg->pdata, w->avg->len);
+    weir_node_set_attr_string(wt, "reduce", "mean");
+    g_array_append_val(waits, wt->id);
+  }
+  if (!waits->len)
+    return;
+  guint w0 = g_array_index(waits, guint, 0);
+  g_autoptr(GArray) sinks = g_array_new(FALSE, FALSE, sizeof(guint));
+  {
+    g_autoptr(WeirEdgeIndex) ix = weir_edge_index_begin(s);
+    for (guint i = 0; i < s->nodes->len; i++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, i);
+      if (x->id > last || x->kind == WEIR_NODE_ACCESS ||
+          x->kind == WEIR_NODE_MAP_ENTRY || weir_scopes_parent(sc, x->id))
+        continue;
+      g_autoptr(GArray) after = g_array_new(FALSE, FALSE, sizeof(guint));
+      neighbours(s, x->id, TRUE, after);
+      gboolean sink = TRUE;
+      for (guint j = 0; j < after->len && sink; j++)
+        sink = g_array_index(after, guint, j) > last;
+      if (sink)
+        g_array_append_val(sinks, x->id);
+    }
+  }
+  for (guint i = 0; i < sinks->len; i++)
+    weir_state_add_memlet(b->g, s, g_array_index(sinks, guint, i), NULL, w0,
+                          NULL, NULL, NULL, NULL);
+  /* every bucket is in flight before the first wait */
+  for (guint k = 0; k < bk->starts->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(bk->starts, guint, k), NULL,
+                          w0, NULL, NULL, NULL, NULL);
+  for (guint k = 1; k < waits->len; k++)
+    weir_state_add_memlet(b->g, s, g_array_index(waits, guint, k - 1), NULL,
+                          g_array_index(waits, guint, k), NULL, NULL, NULL,
+                          NULL);
 }
 
 /* Averages the gradients of params (in grads, replaced by the averages)
@@ -1343,6 +1750,10 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
                               char **params, GHashTable *grads,
                               const char **loss) {
   gint64 cap = o->bucket_bytes > 0 ? o->bucket_bytes : BUCKET_DEFAULT_BYTES;
+  gboolean overlap = !o->no_overlap;
+  guint last = b->g->next_id - 1; /* the forward and backward passes */
+  Buckets bk = {g_array_new(FALSE, FALSE, sizeof(guint)),
+                g_ptr_array_new_with_free_func(pending_free)};
   guint np = g_strv_length(params);
   g_autoptr(GPtrArray) bucket = g_ptr_array_new(); /* gradient names */
   g_autoptr(GPtrArray) owners = g_ptr_array_new(); /* parameter names */
@@ -1362,8 +1773,8 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     if (bucket->len > 0 && (bytes + size > cap || gc->dtype != dtype ||
                             bucket->len >= max_tensors)) {
       g_autofree const char **avg = g_new0(const char *, bucket->len);
-      allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
-                       bucket->len, avg);
+      allreduce_bucket(b, overlap, &bk, index++,
+                       (const char *const *)bucket->pdata, bucket->len, avg);
       for (guint i = 0; i < bucket->len; i++)
         g_hash_table_replace(grads, g_strdup(owners->pdata[i]),
                              g_strdup(avg[i]));
@@ -1383,8 +1794,8 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
     g_ptr_array_add(bucket, (gpointer)*loss);
   if (bucket->len > 0) {
     g_autofree const char **avg = g_new0(const char *, bucket->len);
-    allreduce_bucket(b, index++, (const char *const *)bucket->pdata,
-                     bucket->len, avg);
+    allreduce_bucket(b, overlap, &bk, index++,
+                     (const char *const *)bucket->pdata, bucket->len, avg);
     for (guint i = 0; i < owners->len; i++)
       g_hash_table_replace(grads, g_strdup(owners->pdata[i]), g_strdup(avg[i]));
     if (with_loss)
@@ -1392,9 +1803,16 @@ static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
   }
   if (!with_loss) {
     const char *avg;
-    allreduce_bucket(b, index++, loss, 1, &avg);
+    allreduce_bucket(b, overlap, &bk, index++, loss, 1, &avg);
     *loss = avg;
   }
+  if (overlap) {
+    order_starts(b, &bk, last);
+    add_progress(b, &bk, last);
+    add_waits(b, &bk, last);
+  }
+  g_array_unref(bk.starts);
+  g_ptr_array_unref(bk.waits);
 }
 
 WeirGraph *weir_train_graph(const WeirGraph *forward,
@@ -1404,6 +1822,10 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     weir_train_options_init(&defaults);
     options = &defaults;
   }
+  if (!lr_schedule_valid(options, error))
+    return NULL;
+  /* micro-batches per update */
+  gint64 A = options->accumulate > 1 ? options->accumulate : 1;
   g_autoptr(GPtrArray) inputs = g_ptr_array_new();
   g_autoptr(GPtrArray) outputs = g_ptr_array_new();
   WeirState *fs = forward_parts(forward, inputs, outputs, error);
@@ -1479,7 +1901,39 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   }
   g_autofree char *k = fresh_symbol(g, "k");
   weir_graph_add_symbol(g, k);
+  /* with accumulation: micro-batch j of step k is batch k * A + j of the
+   * buffers, which hold K * A batches */
+  g_autofree char *jm = NULL;
+  g_autofree char *micro = NULL; /* the buffer index */
+  g_autoptr(WeirExpr) KB = NULL;
+  if (A > 1) {
+    jm = fresh_symbol(g, "micro_batch");
+    weir_graph_add_symbol(g, jm);
+    micro = g_strdup_printf("%s * %" G_GINT64_FORMAT " + %s", k, A, jm);
+    g_autoptr(WeirExpr) ae = weir_expr_const(A);
+    KB = weir_expr_mul(K, ae);
+  } else {
+    micro = g_strdup(k);
+    KB = weir_expr_ref(K);
+  }
 
+  /* the step counters, read by the Dropout masks: made before the
+   * lowering when there is a Dropout node, else with the other ABI
+   * containers (so that programs without one keep their node ids) */
+  gboolean early_counters = FALSE;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = g_ptr_array_index(s->nodes, i);
+    early_counters = early_counters || (n->kind == WEIR_NODE_LIBRARY &&
+                                        strcmp(n->op, "Dropout") == 0);
+  }
+  if (early_counters) {
+    g_autoptr(WeirExpr) one = weir_expr_const(1);
+    if (!weir_graph_add_container(g, "step", WEIR_DTYPE_I64, 1, &one, FALSE,
+                                  error) ||
+        !weir_graph_add_container(g, "skipped", WEIR_DTYPE_I64, 1, &one, FALSE,
+                                  error))
+      return NULL;
+  }
   g_autoptr(GHashTable) access =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   Builder b = {.g = g, .access = access};
@@ -1488,13 +1942,13 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   /* Batch buffers. */
   for (guint i = 0; i < inputs->len; i++) {
     const char *x = inputs->pdata[i];
-    const char *xs = batch_input(g, s, x, K, error);
+    const char *xs = batch_input(g, s, x, KB, error);
     if (!xs)
       return NULL;
     builder_enter(&b, s);
     /* the copy map writes the access node the forward nodes read */
     WeirNode *old = g_hash_table_lookup(b.access, xs);
-    if (!slice_copy(&b, x, xs, k, error))
+    if (!slice_copy(&b, x, xs, micro, error))
       return NULL;
     if (old) {
       /* redirect readers of the old (unwritten) access node */
@@ -1509,7 +1963,7 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   oc->transient = TRUE;
   g_autoptr(GPtrArray) updates =
       g_ptr_array_new_with_free_func(running_update_free);
-  if (!lower_training(&b, options, k, updates, error))
+  if (!lower_training(&b, options, jm ? jm : "0", A, updates, error))
     return NULL;
   for (guint i = 0; i < updates->len; i++) {
     RunningUpdate *u = g_ptr_array_index(updates, i);
@@ -1533,7 +1987,7 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
       }
     }
     g_autofree WeirExpr **shape = g_new0(WeirExpr *, r + 1);
-    shape[0] = K;
+    shape[0] = KB;
     for (guint d = 0; d < r; d++)
       shape[d + 1] = tshape[d];
     if (!weir_graph_add_container(g, target_name, dtype, r + 1, shape, FALSE,
@@ -1545,7 +1999,7 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     const WeirContainer *tc = weir_graph_container(g, target_name);
     t_step = transient(&b, "target_step", tc->dtype, tc->shape->len - 1,
                        (WeirExpr *const *)tc->shape->pdata + 1);
-    if (!slice_copy(&b, target_name, t_step, k, error))
+    if (!slice_copy(&b, target_name, t_step, micro, error))
       return NULL;
   }
   const char *loss = build_loss(&b, options, out_name, t_step, error);
@@ -1568,6 +2022,58 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   if (!grads)
     return NULL;
   builder_enter(&b, s);
+  WeirState *ainit = NULL, *mguard = NULL, *accumulated = NULL;
+  if (A > 1) {
+    /* acc_P += grad P and loss_acc += loss in the step state; zeroed in
+     * accum_init; the mean in the state `accumulated`, which the check,
+     * clipping and the update read */
+    ainit = weir_graph_add_state(g, "accum_init");
+    mguard = weir_graph_add_state(g, "micro_guard");
+    accumulated = weir_graph_add_state(g, "accumulated");
+    g_autoptr(GPtrArray) accs = g_ptr_array_new();
+    for (guint i = 0; params[i]; i++) {
+      const char *gr = g_hash_table_lookup(grads, params[i]);
+      if (!gr)
+        continue; /* reported below */
+      g_autofree char *base = g_strdup_printf("%s_acc", gr);
+      g_ptr_array_add(accs, (gpointer)transient_like(&b, base, gr));
+    }
+    const char *lacc = transient_like(&b, "loss_acc", loss);
+    g_ptr_array_add(accs, (gpointer)lacc);
+    builder_enter(&b, ainit);
+    for (guint i = 0; i < accs->len; i++) {
+      const char *acc = accs->pdata[i];
+      /* reads acc (ignored): a Pointwise takes its shape from its inputs */
+      WeirNode *n = lib(&b, "Pointwise", acc, &acc, 1, &acc, 1);
+      weir_node_set_attr_string(n, "code", "y = 0");
+      weir_node_set_attr_int(n, "differentiable", 0);
+    }
+    builder_enter(&b, s);
+    for (guint i = 0, a = 0; params[i]; i++) {
+      const char *gr = g_hash_table_lookup(grads, params[i]);
+      if (!gr)
+        continue;
+      const char *acc = accs->pdata[a++];
+      const char *ins[] = {acc, gr};
+      pointwise(&b, NULL, acc, acc, "y = a + b", ins, 2);
+    }
+    {
+      const char *ins[] = {lacc, loss};
+      pointwise(&b, NULL, lacc, lacc, "y = a + b", ins, 2);
+    }
+    builder_enter(&b, accumulated);
+    g_autofree char *mean = g_strdup_printf("y = a / %" G_GINT64_FORMAT, A);
+    for (guint i = 0, a = 0; params[i]; i++) {
+      const char *gr = g_hash_table_lookup(grads, params[i]);
+      if (!gr)
+        continue;
+      const char *acc = accs->pdata[a++];
+      g_autofree char *base = g_strdup_printf("%s_mean", gr);
+      const char *m = pointwise(&b, base, acc, NULL, mean, &acc, 1);
+      g_hash_table_replace(grads, g_strdup(params[i]), g_strdup(m));
+    }
+    loss = pointwise(&b, "loss_mean", lacc, NULL, mean, &lacc, 1);
+  }
   if (options->data_parallel)
     add_data_parallel(&b, options, params, grads, &loss);
 
@@ -1603,6 +2109,8 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   const char *check = transient(&b, "check", oc->dtype, 0, NULL);
   lib(&b, "Sum", "check", (const char *const *)parts->pdata, parts->len, &check,
       1);
+  if (options->clip_grad_norm > 0)
+    clip_gradients(&b, options->clip_grad_norm, params, grads);
 
   /* ABI containers. */
   g_autoptr(WeirExpr) one = weir_expr_const(1);
@@ -1610,6 +2118,12 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   lshape[0] = K;
   for (guint d = 0; d < loss_rank; d++)
     lshape[d + 1] = lc->shape->pdata[d];
+  /* step and skipped after losses, as they always were: the positional
+   * ABI (weir_kernel_call, exported kernels) keeps its argument order */
+  if (early_counters) {
+    weir_graph_remove_container(g, "step");
+    weir_graph_remove_container(g, "skipped");
+  }
   if (!weir_graph_add_container(g, "losses", oc->dtype, loss_rank + 1, lshape,
                                 FALSE, error) ||
       !weir_graph_add_container(g, "step", WEIR_DTYPE_I64, 1, &one, FALSE,
@@ -1651,10 +2165,29 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   g_autofree char *next = g_strdup_printf("%s + 1", k);
   WeirTransition *t0 =
       weir_graph_add_transition(g, init->id, guard->id, NULL, error);
-  WeirTransition *t1 =
-      weir_graph_add_transition(g, guard->id, s->id, cond, error);
-  WeirTransition *t2 =
-      weir_graph_add_transition(g, s->id, update->id, NULL, error);
+  WeirTransition *t1, *t2;
+  if (A > 1) {
+    g_autofree char *mcond = g_strdup_printf("%s < %" G_GINT64_FORMAT, jm, A);
+    g_autofree char *mdone = g_strdup_printf("%s >= %" G_GINT64_FORMAT, jm, A);
+    g_autofree char *jnext = g_strdup_printf("%s + 1", jm);
+    t1 = weir_graph_add_transition(g, guard->id, ainit->id, cond, error);
+    WeirTransition *ta =
+        weir_graph_add_transition(g, ainit->id, mguard->id, NULL, error);
+    WeirTransition *tb =
+        weir_graph_add_transition(g, mguard->id, s->id, mcond, error);
+    WeirTransition *tc =
+        weir_graph_add_transition(g, s->id, mguard->id, NULL, error);
+    WeirTransition *td =
+        weir_graph_add_transition(g, mguard->id, accumulated->id, mdone, error);
+    t2 = weir_graph_add_transition(g, accumulated->id, update->id, NULL, error);
+    if (!t1 || !ta || !tb || !tc || !td ||
+        !weir_transition_add_assignment(ta, jm, "0", error) ||
+        !weir_transition_add_assignment(tc, jm, jnext, error))
+      return NULL;
+  } else {
+    t1 = weir_graph_add_transition(g, guard->id, s->id, cond, error);
+    t2 = weir_graph_add_transition(g, s->id, update->id, NULL, error);
+  }
   WeirTransition *t3 =
       weir_graph_add_transition(g, update->id, count->id, NULL, error);
   WeirTransition *t4 =
@@ -1666,14 +2199,26 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
 
   /* Optimizer. */
   builder_enter(&b, update);
-  for (guint i = 0; params[i]; i++)
+  const char *lr_names[WEIR_DTYPE_COUNT] = {0};
+  for (guint i = 0; params[i]; i++) {
+    const char *lr =
+        lr_value(&b, options, weir_graph_container(g, params[i])->dtype,
+                 lr_names, error);
+    if (!lr && error && *error)
+      return NULL;
     build_update(&b, options, params[i], g_hash_table_lookup(grads, params[i]),
-                 check, state_names);
+                 check, state_names, lr);
+  }
+  /* running statistics: with accumulation after every micro-batch (as
+   * PyTorch's forward passes), kept when the batch statistic is not
+   * finite; else in the update, gated by the check */
+  if (A > 1)
+    builder_enter(&b, s);
   for (guint i = 0; i < updates->len; i++) {
     RunningUpdate *u = g_ptr_array_index(updates, i);
     g_autofree char *code = g_strdup_printf(
         "y = isfinite(c) ? %.17g * a + %.17g * b : a", u->keep, 1 - u->keep);
-    const char *ins[] = {u->target, u->value, check};
+    const char *ins[] = {u->target, u->value, A > 1 ? u->value : check};
     pointwise(&b, NULL, u->target, u->target, code, ins, 3);
   }
 

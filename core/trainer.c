@@ -243,18 +243,25 @@ static WeirTensor *batch_tensor(gint64 lead, gint64 batch,
   return weir_tensor_new(WEIR_DTYPE_F32, r, shape);
 }
 
+/* Micro-batches per step (gradient accumulation). */
+static gint64 micro_batches(const WeirTrainer *t) {
+  return t->opts.train.accumulate > 1 ? t->opts.train.accumulate : 1;
+}
+
 static void buffers_init(WeirTrainer *t, Buffers *b, gint64 k) {
   buffers_clear(b);
   b->k = k;
-  b->input = batch_tensor(k, t->opts.batch, t->sample_shape);
+  /* k steps of micro_batches batches each */
+  gint64 kb = k * micro_batches(t);
+  b->input = batch_tensor(kb, t->opts.batch, t->sample_shape);
   if (t->regression) {
     const WeirTensor *o = t->eval_output;
     g_autofree gint64 *tshape = g_new(gint64, o->rank + 1);
-    tshape[0] = k;
+    tshape[0] = kb;
     memcpy(tshape + 1, o->shape, sizeof(gint64) * o->rank);
     b->target = weir_tensor_new(WEIR_DTYPE_F32, o->rank + 1, tshape);
   } else {
-    gint64 tshape[2] = {k, t->opts.batch};
+    gint64 tshape[2] = {kb, t->opts.batch};
     b->target = weir_tensor_new(WEIR_DTYPE_I64, 2, tshape);
   }
   b->losses = weir_tensor_new(WEIR_DTYPE_F32, 1, &k);
@@ -532,11 +539,12 @@ static gboolean run_call(WeirTrainer *t, const WeirDataset *d,
     b = &t->last;
   }
   if (t->regression)
-    weir_dataset_gather_targets(d, order, first, k * t->opts.batch,
+    weir_dataset_gather_targets(d, order, first,
+                                k * micro_batches(t) * t->opts.batch,
                                 b->input->data, NULL, b->target->data);
   else
-    weir_dataset_gather(d, order, first, k * t->opts.batch, b->input->data,
-                        b->target->data);
+    weir_dataset_gather(d, order, first, k * micro_batches(t) * t->opts.batch,
+                        b->input->data, b->target->data);
   g_autoptr(GHashTable) symbols = weir_bindings_new();
   weir_bindings_set(symbols, "K", k);
   if (!weir_kernel_run(t->train_kernel, symbols, b->args, error)) {
@@ -709,7 +717,9 @@ gboolean weir_trainer_fit(WeirTrainer *t, const WeirDataset *train,
                 train->source, train->n_classes - 1, classes);
     return FALSE;
   }
-  gint64 batch = t->opts.batch, k_max = t->opts.steps_per_call;
+  /* a step takes micro_batches batches (gradient accumulation) */
+  gint64 batch = t->opts.batch * micro_batches(t),
+         k_max = t->opts.steps_per_call;
   /* with P ranks a step takes P batches: rank r the r-th of them */
   gint64 steps_per_epoch = train->n_samples / (batch * t->ranks);
   if (steps_per_epoch == 0) {

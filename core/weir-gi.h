@@ -245,11 +245,14 @@ WEIR_API WeirAnalysis *weir_analysis_compute_symbols(const WeirGraph *g,
  * @a: an analysis of @g
  * @g: the program it was computed on (for labels)
  *
- * The figures of @a as a dictionary a{sv}: "total_bytes", "total_flops",
- * "peak_transient_bytes" (x, -1 when unknown), "intensity" (d, -1 when
- * unknown) and "nodes" (aa{sv}, one per node, by state then node id:
- * "state", "node" (u), "label", "kind", "op" (s; op "" except for library
- * nodes), "bytes_in", "bytes_out", "flops" (x, -1 when unknown)).
+ * The figures of @a as a dictionary a{sv}: "total_traffic" (modeled
+ * memory traffic), "total_bytes" (logical volume: not memory traffic),
+ * "total_flops", "peak_transient_bytes" (x, -1 when unknown), "intensity"
+ * (d, FLOPs per byte of logical volume, -1 when unknown) and "nodes"
+ * (aa{sv}, one per node, by state then node id: "state", "node" (u),
+ * "label", "kind", "op" (s; op "" except for library nodes), "bytes_in",
+ * "bytes_out" (logical volume), "traffic" (modeled memory traffic of a
+ * top-level operation), "flops" (x, -1 when unknown)).
  *
  * Returns: (transfer full): a floating-free GVariant of type a{sv}
  */
@@ -265,7 +268,10 @@ WEIR_API GVariant *weir_analysis_to_variant(const WeirAnalysis *a,
  * @repetitions: timed runs of each kernel (0: 10)
  * @error: return location for a #GError
  *
- * weir_profile_run() without a hardware profile (no roofline).
+ * weir_profile_run() with this machine's cached hardware profile
+ * (weir_hw_profile_cached(), never measures), as `weir profile`: the bytes
+ * of each node are the modeled memory traffic for its cache; the roofline
+ * figures need a measured profile.
  *
  * Returns: (transfer full): the per-node times, or %NULL with @error set
  */
@@ -281,7 +287,8 @@ WEIR_API WeirProfile *weir_profile_run_tensors(const WeirGraph *g,
  *
  * The profile as a dictionary a{sv}: "run_median", "node_sum" (d, seconds)
  * and "nodes" (aa{sv}, in run order: "state", "node" (u), "label", "op"
- * (s), "seconds", "share" (d), "flops", "bytes" (x, -1 when unknown)).
+ * (s), "seconds", "share" (d), "flops", "bytes" (x: modeled memory
+ * traffic, weir-profile.h; -1 when unknown)).
  *
  * Returns: (transfer full): a GVariant of type a{sv}
  */

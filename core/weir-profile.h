@@ -1,5 +1,5 @@
-/* weir-profile.h — measured time per node beside its FLOPs and logical
- * volume, and the roofline of the hardware profile (`weir profile`,
+/* weir-profile.h — measured time per node beside its FLOPs and modeled
+ * memory traffic, and the roofline of the hardware profile (`weir profile`,
  * docs/analysis.md).
  *
  * A program is compiled twice: as usual, and instrumented
@@ -12,13 +12,15 @@
  * nodes are those of the program as the code generator lowers it (native
  * library nodes kept, the others expanded: weir_lower with native and
  * split_epilogues), whose analysis (weir-analysis.h) gives each node's
- * FLOPs and bytes:
- *  - a library, tasklet or nested node: the bytes of its memlets in and
- *    out (each operand once); a map: its modeled memory traffic
- *    (weir_analysis_compute_traffic with weir_hw_model_cache_bytes;
- *    without a profile, the logical volume of the memlets into its entry
- *    and out of its exit); its FLOPs are those of its whole scope; a
- *    copy: the memlet into the access node it writes.
+ * FLOPs and bytes.  The bytes are the modeled memory traffic
+ * (weir_analysis_compute_traffic with weir_hw_model_cache_bytes of the
+ * profile, WeirNodeCost.traffic): a map's by the model, a library,
+ * tasklet or nested node its operands once, a copy the memlet into the
+ * access node it writes, a read served by the cache after an earlier
+ * operation 0.  Without a model (no profile, no cache size known, or a
+ * figure of the state unknown) a map's bytes are unknown (its logical
+ * volume is not memory traffic: no GB/s from it) and the other nodes'
+ * are their operands once.  A map's FLOPs are those of its whole scope.
  * The roofline bound of a node is max(FLOPs / peak, bytes / bandwidth)
  * (peak: the profile's FMA peak for the threads used; bandwidth: its
  * triad bandwidth); "compute" or "memory" says which term is larger, and
@@ -85,8 +87,10 @@ typedef struct {
   int threads;                       /* OpenMP threads (0: the default) */
   const WeirCompileOptions *compile; /* may be NULL; its profile field is
                                         ignored */
-  const WeirHwProfile *hw;           /* measured profile (borrowed); NULL: no
-                                        roofline (bounds unknown) */
+  /* The hardware profile (borrowed): its model cache gives the modeled
+   * traffic, its measurements (when measured) the roofline.  NULL: no
+   * traffic model and no roofline (bounds unknown). */
+  const WeirHwProfile *hw;
 } WeirProfileOptions;
 
 /* Compiles g plain and instrumented, runs both on args (name ->

@@ -150,7 +150,9 @@ typedef struct {
   guint matched;      /* candidates over all iterations */
   GPtrArray *applied; /* char*: description of each site applied */
   GPtrArray *skipped; /* char*: "site: reason" for each candidate skipped */
-  WeirFigure bytes_before, bytes_after; /* whole program, around the step */
+  WeirFigure bytes_before, bytes_after; /* logical volume (total_bytes of
+                                           weir-analysis.h), whole program,
+                                           around the step */
   WeirFigure flops_before, flops_after;
   double seconds;     /* wall time of the step */
   gboolean validated; /* the program validates after the step */
@@ -161,7 +163,7 @@ typedef struct {
 
 typedef struct {
   GPtrArray *steps; /* WeirRecipeStepReport*, one per step attempted */
-  WeirFigure bytes_before, bytes_after; /* whole run */
+  WeirFigure bytes_before, bytes_after; /* logical volume, whole run */
   WeirFigure flops_before, flops_after;
   gboolean ok;
 } WeirRecipeReport;

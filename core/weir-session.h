@@ -64,7 +64,8 @@ typedef struct {
   /* Canonical value of every parameter as a JSON object text
    * ({"tile": "32,32"}): what a recipe exported from this step holds. */
   char *params_json;
-  WeirFigure bytes_before, bytes_after; /* total data movement */
+  /* logical volume (total_bytes of weir-analysis.h; not memory traffic) */
+  WeirFigure bytes_before, bytes_after;
   WeirFigure flops_before, flops_after;
   double seconds;   /* wall time of apply + validate */
   gint64 timestamp; /* when applied: microseconds since the Unix epoch */

@@ -68,6 +68,14 @@ typedef enum {
                           their sum (PyTorch's loss.backward(ones)) */
 } WeirReduction;
 
+/* Learning-rate schedules, computed inside the program from the step
+ * counter (docs/training.md, "Learning-rate schedules"). */
+typedef enum {
+  WEIR_LR_CONSTANT, /* "constant" (default) */
+  WEIR_LR_STEP,     /* "step": lr * gamma^floor(t / step_size) */
+  WEIR_LR_COSINE,   /* "cosine": lr_min + (lr - lr_min)(1 + cos(pi t / T))/2 */
+} WeirLrSchedule;
+
 typedef enum {
   WEIR_OPTIMIZER_SGD,
   WEIR_OPTIMIZER_MOMENTUM,
@@ -114,6 +122,38 @@ typedef struct {
    * optimizer read them.  With one process the averages are the values. */
   gboolean data_parallel;
   gint64 bucket_bytes;
+  /* Data parallel: each bucket is reduced by an AllreduceStart
+   * (MPI_Iallreduce) placed as soon as its gradients are done and an
+   * AllreduceWait after the backward pass, so the communication overlaps
+   * the rest of the backward pass; no_overlap: one blocking Allreduce per
+   * bucket after the backward pass instead. */
+  gboolean no_overlap;
+  /* Learning-rate schedule, a function of t = the program's `step`
+   * counter (completed updates), so K steps per call stay one call and a
+   * resumed run continues the schedule.  With warmup_steps = N > 0 the
+   * first N steps use lr * (f + (1 - f) t / N) (f = warmup_start_factor,
+   * 0 meaning 1 / N: PyTorch's LinearLR) and the schedule then runs on
+   * t - N (PyTorch's SequentialLR).  cosine: T = total_steps - N (required
+   * > 0), minimum lr_min; step: lr_step_size (> 0) and lr_gamma. */
+  WeirLrSchedule lr_schedule;
+  gint64 warmup_steps;
+  double warmup_start_factor;
+  gint64 total_steps;
+  gint64 lr_step_size;
+  double lr_gamma; /* default 0.1 */
+  double lr_min;
+  /* Gradient clipping by global norm (torch.nn.utils.clip_grad_norm_):
+   * when > 0, every gradient is multiplied by
+   * min(1, clip_grad_norm / (||g||_2 + 1e-6)), the norm taken over all
+   * the parameters' gradients together. */
+  double clip_grad_norm;
+  /* Gradient accumulation: when > 1, each of the K steps runs `accumulate`
+   * micro-batches (forward and backward) and one update with the mean of
+   * their gradients; the batch buffers and targets then hold K *
+   * accumulate micro-batches (step k, micro-batch j reads index
+   * k * accumulate + j) and losses[k] is the mean of the micro-batches'
+   * losses. */
+  gint64 accumulate;
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);
@@ -123,6 +163,8 @@ WEIR_API gboolean weir_reduction_from_name(const char *name,
                                            WeirReduction *out);
 WEIR_API gboolean weir_optimizer_from_name(const char *name,
                                            WeirOptimizer *out);
+WEIR_API gboolean weir_lr_schedule_from_name(const char *name,
+                                             WeirLrSchedule *out);
 
 /* The training program; NULL with an error naming the node and the
  * operator when some node on a path to the loss cannot be differentiated. */

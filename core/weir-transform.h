@@ -113,7 +113,8 @@ WEIR_API gboolean weir_site_parse(const WeirGraph *g,
 
 /* What an application changed. */
 typedef struct {
-  WeirQuantity bytes_before, bytes_after; /* total data movement */
+  /* logical volume (total_bytes of weir-analysis.h; not memory traffic) */
+  WeirQuantity bytes_before, bytes_after;
   WeirQuantity flops_before, flops_after;
   double seconds; /* wall time of apply+validate */
 } WeirApplyReport;

@@ -242,9 +242,9 @@ static char *format_delta(const WeirFigure *a, const WeirFigure *b) {
   g_autofree char *y = weir_figure_format(b, TRUE);
   if (a->known && b->known && a->value > 0) {
     double pct = 100.0 * (double)(b->value - a->value) / (double)a->value;
-    return g_strdup_printf("bytes %s \u2192 %s (%+.2f%%)", x, y, pct);
+    return g_strdup_printf("logical volume %s \u2192 %s (%+.2f%%)", x, y, pct);
   }
-  return g_strdup_printf("bytes %s \u2192 %s", x, y);
+  return g_strdup_printf("logical volume %s \u2192 %s", x, y);
 }
 
 static WeirRow *build_row(WeirStepModel *m, guint index) {

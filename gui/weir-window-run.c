@@ -103,7 +103,7 @@ static void profile_program(RunData *d) {
   g_autoptr(WeirHwProfile) hw = weir_hw_profile_cached();
   WeirProfileOptions po = {.warmup = d->bench ? 1 : 0,
                            .repetitions = d->bench ? 10 : 1,
-                           .hw = hw->measured ? hw : NULL};
+                           .hw = hw}; /* the roofline when measured */
   d->profile = weir_profile_run(d->program, d->bindings, args, &po, &error);
   if (!d->profile)
     d->profile_error = g_strdup(error->message);

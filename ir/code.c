@@ -97,6 +97,25 @@ const char *weir_func_name(WeirFunc f) {
   return func_table[f].name;
 }
 
+/* The multipliers and the key increments (the golden ratio and sqrt(3) -
+ * 1 in 32 bits) of Philox-4x32; 10 rounds. */
+void weir_philox4x32_10(const guint32 ctr[4], const guint32 key[2],
+                        guint32 out[4]) {
+  guint32 c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]}, k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; round++) {
+    guint64 p0 = (guint64)0xD2511F53u * c[0], p1 = (guint64)0xCD9E8D57u * c[2];
+    guint32 hi0 = (guint32)(p0 >> 32), lo0 = (guint32)p0;
+    guint32 hi1 = (guint32)(p1 >> 32), lo1 = (guint32)p1;
+    c[0] = hi1 ^ c[1] ^ k0;
+    c[1] = lo1;
+    c[2] = hi0 ^ c[3] ^ k1;
+    c[3] = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  memcpy(out, c, sizeof c);
+}
+
 static gboolean func_lookup(const char *name, gsize len, WeirFunc *out) {
   for (guint i = 0; i < WEIR_FUNC_COUNT; i++) {
     if (strlen(func_table[i].name) == len &&
@@ -1241,6 +1260,17 @@ static gboolean check_call(Checker *c, WeirAst *n, GError **error) {
   case WEIR_FUNC_CAST_U8:
     n->type = WEIR_DTYPE_U8;
     break;
+  case WEIR_FUNC_PHILOX:
+    for (guint i = 0; i < n->args->len; i++) {
+      WeirAst *y = g_ptr_array_index(n->args, i);
+      if (dtype_float(y->type)) {
+        check_error(error, y, "philox takes integer arguments");
+        return FALSE;
+      }
+      adapt(y, WEIR_DTYPE_I64);
+    }
+    n->type = WEIR_DTYPE_I64;
+    break;
   case WEIR_FUNC_COUNT:
     g_assert_not_reached();
   }
@@ -1909,6 +1939,21 @@ static gboolean eval_call(Eval *e, const WeirAst *n, WeirValue *out,
     else
       *out = value_int(!dtype_float(a.type) || isfinite(a.f), WEIR_DTYPE_BOOL);
     return TRUE;
+  case WEIR_FUNC_PHILOX: {
+    WeirValue v[3];
+    for (guint i = 0; i < 3; i++)
+      if (!eval_as(e, g_ptr_array_index(n->args, i), WEIR_DTYPE_I64, &v[i],
+                   error))
+        return FALSE;
+    guint64 k = (guint64)v[0].i, c0 = (guint64)v[1].i, c1 = (guint64)v[2].i;
+    const guint32 key[2] = {(guint32)k, (guint32)(k >> 32)};
+    const guint32 ctr[4] = {(guint32)c0, (guint32)(c0 >> 32), (guint32)c1,
+                            (guint32)(c1 >> 32)};
+    guint32 r[4];
+    weir_philox4x32_10(ctr, key, r);
+    *out = value_int((gint64)r[0], WEIR_DTYPE_I64);
+    return TRUE;
+  }
   default: /* casts */
     return eval_as(e, x, n->type, out, error);
   }

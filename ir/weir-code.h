@@ -26,8 +26,12 @@
  * Functions: exp log sqrt tanh erf sin cos tan asin acos atan sinh cosh
  * asinh acosh atanh abs floor ceil rint (1 argument; rint rounds to the
  * nearest integer, halves to even),
- * pow (2), min max (2 or more), isnan isfinite (1, giving bool), and casts
- * f32() f64() i32() i64() bool() u8().
+ * pow (2), min max (2 or more), isnan isfinite (1, giving bool), casts
+ * f32() f64() i32() i64() bool() u8(), and philox(key, c0, c1) (i64
+ * arguments, i64 result in [0, 2^32)): the first word of the
+ * Philox-4x32-10 counter-based generator (weir_philox4x32_10) with key
+ * (low, high 32 bits of key) and counter (low, high of c0, low, high of c1),
+ * the same in the interpreter and the generated code.
  *
  * Types follow C: integer literals adapt to the other operand, floating
  * literals are f64 unless combined with f32 (then f32), mixed int/float
@@ -85,7 +89,8 @@ G_BEGIN_DECLS
   X(CAST_I32, "i32", 1)                                                        \
   X(CAST_I64, "i64", 1)                                                        \
   X(CAST_BOOL, "bool", 1)                                                      \
-  X(CAST_U8, "u8", 1)
+  X(CAST_U8, "u8", 1)                                                          \
+  X(PHILOX, "philox", 3)
 
 typedef enum {
 #define WEIR_X(id, name, arity) WEIR_FUNC_##id,
@@ -95,6 +100,11 @@ typedef enum {
 } WeirFunc;
 
 WEIR_API const char *weir_func_name(WeirFunc f);
+
+/* Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+ * 3", SC'11): the four 32-bit words of the block of counter ctr under key. */
+WEIR_API void weir_philox4x32_10(const guint32 ctr[4], const guint32 key[2],
+                                 guint32 out[4]);
 
 typedef enum {
   WEIR_AST_INT,     /* integer literal: ival */

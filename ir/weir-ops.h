@@ -253,6 +253,18 @@ WEIR_API gboolean weir_op_int_values_not(WeirOpInferContext *ctx);
 WEIR_API gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d,
                                             WeirExpr *in, WeirExpr *out);
 
+/**
+ * weir_op_dft_geometry: (skip)
+ *
+ * DFT (ir/ops/signal.c): the signal axis of node n, of input rank `rank`
+ * and shape `shape`, in [0, rank - 1), and the transform length (the
+ * attribute dft_length, or the axis's size; (transfer full) in *length).
+ * Shared by inference, the FLOP count and the expansion.
+ */
+WEIR_API gboolean weir_op_dft_geometry(const WeirNode *n, guint rank,
+                                       WeirExpr *const *shape, guint *axis,
+                                       WeirExpr **length, GError **error);
+
 /* ONNX Slice on one axis of size dim (symbolic): start/end as given
  * (negative counts from the end, clamped; beyond +-2^62 means "to the
  * end"), step nonzero.  *start_out receives the first index taken and

@@ -189,7 +189,8 @@ def analyses(program, symbols=None):
     memlets name, not memory traffic; docs/analysis.md), total_flops,
     peak_transient_bytes (-1: unknown), intensity (FLOPs per byte of
     logical volume), and nodes: a list of dicts (state, node, label, kind,
-    op, bytes_in, bytes_out as logical volume, flops)."""
+    op, bytes_in, bytes_out as logical volume, traffic: the modeled traffic
+    of a top-level operation, flops)."""
     a = Weir.analysis_compute_symbols(program, symbols_variant(symbols))
     return a.to_variant(program).unpack()
 
@@ -257,7 +258,9 @@ def profile(program, inputs, symbols=None, warmup=1, repetitions=5):
     """Measured time of every node beside its FLOPs and bytes.
 
     A dict: run_median, node_sum (seconds) and nodes: a list of dicts
-    (state, node, label, op, seconds, share, flops, bytes; -1: unknown)."""
+    (state, node, label, op, seconds, share, flops, bytes: the modeled
+    memory traffic with this machine's cache, as `weir profile`; -1:
+    unknown)."""
     k = Kernel(program)
     args = k._args(inputs, symbols)
     p = Weir.profile_run_tensors(program, symbols_variant(symbols), args, warmup, repetitions)

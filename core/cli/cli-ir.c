@@ -76,19 +76,23 @@ static int compare_memlet_bytes(gconstpointer a, gconstpointer b) {
   return x->edge < y->edge ? -1 : x->edge > y->edge;
 }
 
-/* The collectives (Allreduce, Broadcast: docs/distributed.md) with the
- * bytes each communicates between processes; nothing when there are
- * none. */
+/* The collectives (Allreduce, Broadcast, AllreduceStart:
+ * docs/distributed.md) with the bytes each communicates between
+ * processes, and the AllreduceWait where each non-blocking one ends;
+ * nothing when there are none. */
 static void print_communication(const WeirGraph *g, const WeirAnalysis *a) {
   CliTable *t = NULL;
   for (guint i = 0; i < a->nodes->len; i++) {
     const WeirNodeCost *nc = g_ptr_array_index(a->nodes, i);
-    gint64 zero;
-    if (!nc->comm_bytes.expr ||
-        (weir_expr_is_const(nc->comm_bytes.expr, &zero) && zero == 0))
-      continue;
     const WeirState *s = weir_graph_state(g, nc->state);
     const WeirNode *n = weir_state_node(s, nc->node);
+    /* a non-blocking bucket ends at its wait, which moves no more bytes */
+    gboolean wait = n && g_strcmp0(n->op, "AllreduceWait") == 0;
+    gint64 zero;
+    if (!wait &&
+        (!nc->comm_bytes.expr ||
+         (weir_expr_is_const(nc->comm_bytes.expr, &zero) && zero == 0)))
+      continue;
     if (!t) {
       g_autofree char *total = cli_format_quantity(&a->total_comm_bytes, TRUE);
       printf("\nCommunication between processes  %s per run "
@@ -99,11 +103,11 @@ static void print_communication(const WeirGraph *g, const WeirAnalysis *a) {
                     g_strdup("tensors"), g_strdup("bytes"));
     }
     const char *r = weir_node_attr_string(n, "reduce", NULL);
-    cli_table_row(t, g_strdup_printf("%u %s", n->id, n->label),
-                  g_strdup(s->label),
-                  r ? g_strdup_printf("%s (%s)", n->op, r) : g_strdup(n->op),
-                  g_strdup_printf("%u", n->in_conns->len),
-                  cli_format_quantity(&nc->comm_bytes, TRUE));
+    cli_table_row(
+        t, g_strdup_printf("%u %s", n->id, n->label), g_strdup(s->label),
+        r ? g_strdup_printf("%s (%s)", n->op, r) : g_strdup(n->op),
+        g_strdup_printf("%u", wait ? n->out_conns->len : n->in_conns->len),
+        wait ? g_strdup("(ends)") : cli_format_quantity(&nc->comm_bytes, TRUE));
   }
   if (t)
     cli_table_print(t);

@@ -18,12 +18,19 @@ typedef struct {
   char *reduction, *class_axis, *ignore_index, *class_weights, *label_dtype;
   double label_smoothing, huber_delta;
   GArray *weights; /* parsed class_weights (double), owned */
+  /* schedules, clipping, accumulation (NULL / < 0: default) */
+  char *lr_schedule;
+  gint64 warmup_steps, total_steps, lr_step_size, accumulate;
+  double warmup_start_factor, lr_gamma, lr_min, clip_grad_norm, dropout_seed;
 } TrainProgram;
 
 #define TRAIN_PROGRAM_INIT                                                     \
   {                                                                            \
     .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1,    \
-    .epsilon = -1, .label_smoothing = -1, .huber_delta = -1                    \
+    .epsilon = -1, .label_smoothing = -1, .huber_delta = -1,                   \
+    .warmup_steps = -1, .total_steps = -1, .lr_step_size = -1,                 \
+    .accumulate = -1, .warmup_start_factor = -1, .lr_gamma = -1, .lr_min = -1, \
+    .clip_grad_norm = -1, .dropout_seed = -1                                   \
   }
 
 static void train_program_clear(TrainProgram *tp) {
@@ -36,6 +43,7 @@ static void train_program_clear(TrainProgram *tp) {
   g_clear_pointer(&tp->ignore_index, g_free);
   g_clear_pointer(&tp->class_weights, g_free);
   g_clear_pointer(&tp->label_dtype, g_free);
+  g_clear_pointer(&tp->lr_schedule, g_free);
   g_clear_pointer(&tp->weights, g_array_unref);
 }
 
@@ -147,6 +155,78 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
        &(tp)->weight_decay,                                                    \
        "L2 weight decay added to the gradient (default 0)",                    \
        "X"},                                                                   \
+      {"lr-schedule",                                                          \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->lr_schedule,                                                     \
+       "Learning-rate schedule computed in the program from the step "         \
+       "counter: constant (default), step or cosine",                          \
+       "S"},                                                                   \
+      {"warmup-steps",                                                         \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_INT64,                                                     \
+       &(tp)->warmup_steps,                                                    \
+       "Linear warm-up over the first N steps (then the schedule)",            \
+       "N"},                                                                   \
+      {"warmup-start-factor",                                                  \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->warmup_start_factor,                                             \
+       "Factor of the learning rate at the first warm-up step (default "       \
+       "1/N)",                                                                 \
+       "F"},                                                                   \
+      {"total-steps",                                                          \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_INT64,                                                     \
+       &(tp)->total_steps,                                                     \
+       "Steps of the cosine schedule, warm-up included",                       \
+       "N"},                                                                   \
+      {"lr-step-size",                                                         \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_INT64,                                                     \
+       &(tp)->lr_step_size,                                                    \
+       "Step schedule: multiply the rate by --lr-gamma every N steps",         \
+       "N"},                                                                   \
+      {"lr-gamma",                                                             \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->lr_gamma,                                                        \
+       "Factor of the step schedule (default 0.1)",                            \
+       "G"},                                                                   \
+      {"lr-min",                                                               \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->lr_min,                                                          \
+       "Final rate of the cosine schedule (default 0)",                        \
+       "X"},                                                                   \
+      {"clip-grad-norm",                                                       \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->clip_grad_norm,                                                  \
+       "Scale the gradients so that their global 2-norm is at most X",         \
+       "X"},                                                                   \
+      {"accumulate",                                                           \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_INT64,                                                     \
+       &(tp)->accumulate,                                                      \
+       "Accumulate the gradients of K micro-batches per update",               \
+       "K"},                                                                   \
+      {"dropout-seed",                                                         \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_DOUBLE,                                                    \
+       &(tp)->dropout_seed,                                                    \
+       "Seed of the Dropout masks (default 0)",                                \
+       "S"},                                                                   \
       {"params",                                                               \
        0,                                                                      \
        0,                                                                      \
@@ -241,6 +321,32 @@ static gboolean train_program_options(const char *cmd, TrainProgram *tp,
     o->beta2 = tp->beta2;
   if (tp->epsilon >= 0)
     o->epsilon = tp->epsilon;
+  if (tp->lr_schedule &&
+      !weir_lr_schedule_from_name(tp->lr_schedule, &o->lr_schedule)) {
+    fprintf(stderr,
+            "weir %s: unknown learning-rate schedule '%s' (constant, step, "
+            "cosine)\n",
+            cmd, tp->lr_schedule);
+    return FALSE;
+  }
+  if (tp->warmup_steps >= 0)
+    o->warmup_steps = tp->warmup_steps;
+  if (tp->warmup_start_factor >= 0)
+    o->warmup_start_factor = tp->warmup_start_factor;
+  if (tp->total_steps >= 0)
+    o->total_steps = tp->total_steps;
+  if (tp->lr_step_size >= 0)
+    o->lr_step_size = tp->lr_step_size;
+  if (tp->lr_gamma >= 0)
+    o->lr_gamma = tp->lr_gamma;
+  if (tp->lr_min >= 0)
+    o->lr_min = tp->lr_min;
+  if (tp->clip_grad_norm >= 0)
+    o->clip_grad_norm = tp->clip_grad_norm;
+  if (tp->accumulate >= 0)
+    o->accumulate = tp->accumulate;
+  if (tp->dropout_seed >= 0)
+    o->dropout_seed = tp->dropout_seed;
   o->params = tp->params;
   o->freeze = tp->freeze;
   return TRUE;
@@ -388,6 +494,13 @@ int cli_cmd_train(int argc, char **argv) {
       "                   --target-file FILE]] [--params REGEX] "
       "[--freeze REGEX]\n"
       "                  [--cc CC] [--cflags FLAGS]\n"
+      "                  [--lr-schedule constant|step|cosine] "
+      "[--warmup-steps N]\n"
+      "                  [--warmup-start-factor F] [--total-steps N] "
+      "[--lr-min X]\n"
+      "                  [--lr-step-size N] [--lr-gamma G] "
+      "[--clip-grad-norm X]\n"
+      "                  [--accumulate K] [--dropout-seed S]\n"
       "       weir train MODEL.onnx --tokens FILE.npy --context T --steps N\n"
       "                  -o OUT.onnx [--batch B] [--checkpoint FILE --every "
       "N]\n"
@@ -410,6 +523,7 @@ int cli_cmd_train(int argc, char **argv) {
   g_autofree char *tok_file = NULL, *tok_checkpoint = NULL, *tok_resume = NULL;
   gint64 tok_context = 32, tok_steps = -1, tok_every = 0, tok_report = 10;
   double fit_bucket_mb = 0;
+  gboolean fit_no_overlap = FALSE;
   /* --impl is accepted (as before the split) but training chooses the
    * implementations itself. */
   const GOptionEntry entries[] = {
@@ -475,6 +589,11 @@ int cli_cmd_train(int argc, char **argv) {
        "Under mpirun: gradients averaged in buckets of at most MB MiB "
        "(default 25; docs/distributed.md)",
        "MB"},
+      {"no-overlap", 0, 0, G_OPTION_ARG_NONE, &fit_no_overlap,
+       "Under mpirun: reduce each bucket with a blocking Allreduce after the "
+       "backward pass instead of overlapping it (AllreduceStart / "
+       "AllreduceWait)",
+       NULL},
       CLI_MAX_MEMORY_ENTRY(&max_memory),
       TRAIN_PROGRAM_ENTRIES(&tp),
       CLI_COMPILE_ENTRIES(&impls, &cc),
@@ -545,6 +664,7 @@ int cli_cmd_train(int argc, char **argv) {
     return 2;
   }
   o.train.bucket_bytes = (gint64)(fit_bucket_mb * 1048576.0);
+  o.train.no_overlap = fit_no_overlap;
   gboolean mse = o.train.loss == WEIR_LOSS_MSE;
   if (!mse && (fit_target_columns || fit_target_file || fit_targets >= 0)) {
     fprintf(stderr, "weir train: --target-columns, --targets and "
@@ -659,8 +779,11 @@ int cli_cmd_train(int argc, char **argv) {
   if (weir_trainer_ranks(trainer) > 1)
     printf("data parallel on %d ranks (MPI): batch %" G_GINT64_FORMAT
            " per rank, %" G_GINT64_FORMAT " samples per step, gradients "
-           "averaged by Allreduce in the program\n",
-           ranks, fit_batch, fit_batch * ranks);
+           "averaged by %s in the program\n",
+           ranks, fit_batch, fit_batch * ranks,
+           fit_no_overlap ? "blocking Allreduce"
+                          : "AllreduceStart/AllreduceWait (overlapping the "
+                            "backward pass)");
   fflush(stdout);
 
   t0 = g_get_monotonic_time();
@@ -701,6 +824,7 @@ int cli_cmd_train_graph(int argc, char **argv) {
   gint64 train_steps = 0;
   gboolean data_parallel = FALSE;
   double bucket_mb = 0;
+  gboolean no_overlap = FALSE;
   const GOptionEntry entries[] = {
       CLI_DEFINE_ENTRY(&defines),
       {"target", 0, 0, G_OPTION_ARG_STRING, &train_target,
@@ -719,19 +843,29 @@ int cli_cmd_train_graph(int argc, char **argv) {
        "With --data-parallel: at most MB MiB of gradients per Allreduce "
        "(default 25)",
        "MB"},
+      {"no-overlap", 0, 0, G_OPTION_ARG_NONE, &no_overlap,
+       "With --data-parallel: one blocking Allreduce per bucket after the "
+       "backward pass, instead of an AllreduceStart as soon as the bucket's "
+       "gradients are done and an AllreduceWait after the backward pass",
+       NULL},
       TRAIN_PROGRAM_ENTRIES(&tp),
       {NULL}};
   if (!cli_parse_options("train-graph", "MODEL -o OUT", entries, &argc, &argv))
     return 2;
   if (argc != 2 || !output_path || !tp.loss || !tp.optimizer) {
-    fprintf(stderr,
-            "usage: weir train-graph MODEL.onnx --loss "
-            "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
-            "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
-            "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
-            "K] [--params REGEX] "
-            "[--freeze REGEX] [--data-parallel [--bucket-mb MB]] "
-            "-o TRAIN.json|TRAIN.weir\n");
+    fprintf(
+        stderr,
+        "usage: weir train-graph MODEL.onnx --loss "
+        "{softmax-cross-entropy,mse} [--target NAME] [--output NAME] "
+        "--optimizer {sgd,momentum,adam} [--lr X] [--momentum X] "
+        "[--beta1 X] [--beta2 X] [--epsilon X] [--weight-decay X] [--steps "
+        "K] [--params REGEX] "
+        "[--freeze REGEX] [--data-parallel [--bucket-mb MB] [--no-overlap]] "
+        "[--lr-schedule constant|step|cosine] [--warmup-steps N] "
+        "[--warmup-start-factor F] [--total-steps N] [--lr-min X] "
+        "[--lr-step-size N] [--lr-gamma G] [--clip-grad-norm X] "
+        "[--accumulate K] [--dropout-seed S] "
+        "-o TRAIN.json|TRAIN.weir\n");
     return 2;
   }
   WeirTrainOptions o;
@@ -750,8 +884,13 @@ int cli_cmd_train_graph(int argc, char **argv) {
                     "and needs --data-parallel\n");
     return 2;
   }
+  if (no_overlap && !data_parallel) {
+    fprintf(stderr, "weir train-graph: --no-overlap needs --data-parallel\n");
+    return 2;
+  }
   o.data_parallel = data_parallel;
   o.bucket_bytes = (gint64)(bucket_mb * 1048576.0);
+  o.no_overlap = no_overlap;
   g_autoptr(WeirGraph) fwd =
       cli_load_program("train-graph", argv[1], NULL, NULL);
   if (!fwd)

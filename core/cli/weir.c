@@ -56,7 +56,9 @@
  *   weir train-graph MODEL --loss L [--target NAME] [--output NAME]
  *            --optimizer O [--lr X] [--momentum X] [--weight-decay X]
  *            [--steps K] [--params REGEX] [--freeze REGEX]
- *            -o TRAIN.json|TRAIN.weir
+ *            [--lr-schedule S] [--warmup-steps N] [--total-steps N]
+ *            [--lr-step-size N] [--lr-gamma G] [--clip-grad-norm X]
+ *            [--accumulate K] -o TRAIN.json|TRAIN.weir
  *                                           derive the training program
  *
  * Workspaces (*.weir: a model and its history; docs/sessions.md):

@@ -94,6 +94,7 @@ typedef enum {
   H_EXP,     /* f32: Weir's exp (range reduction + polynomial, vectorizes) */
   H_TANH,    /* f32: on H_EXP */
   H_ERF,     /* f32: on H_EXP */
+  H_PHILOX,  /* i64: the first word of Philox-4x32-10 (philox()) */
   H_COUNT
 } HelperKind;
 

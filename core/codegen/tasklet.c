@@ -346,6 +346,16 @@ static char *ast_call(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
     g_autofree char *a = ast_c(f, t, x, &p);
     return g_strdup_printf("%s(%s)", nan ? "isnan" : "isfinite", a);
   }
+  case WEIR_FUNC_PHILOX: {
+    g_autofree char *h = cg_helper(f->gen, H_PHILOX, WEIR_DTYPE_I64);
+    char *a[3];
+    for (guint i = 0; i < 3; i++)
+      a[i] = ast_as(f, t, g_ptr_array_index(n->args, i), WEIR_DTYPE_I64, &p);
+    char *r = g_strdup_printf("%s(%s, %s, %s)", h, a[0], a[1], a[2]);
+    for (guint i = 0; i < 3; i++)
+      g_free(a[i]);
+    return r;
+  }
   default: /* casts */
     return ast_as(f, t, x, ty, prec);
   }

@@ -391,6 +391,8 @@ char *cg_helper(Gen *gen, HelperKind k, WeirDType t) {
     return g_strdup_printf("weir_tanh_%s", helper_suffix(t));
   case H_ERF:
     return g_strdup_printf("weir_erf_%s", helper_suffix(t));
+  case H_PHILOX:
+    return g_strdup("weir_philox");
   case H_COUNT:
     break;
   }
@@ -636,6 +638,31 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
     return;
   case H_ERF:
     g_string_append(s, vmath_erf_f32);
+    return;
+  case H_PHILOX:
+    /* the code of weir_philox4x32_10 (ir/code.c), first word */
+    g_string_append(
+        s, "static inline int64_t weir_philox(int64_t key, int64_t c0, "
+           "int64_t c1) {\n"
+           "  uint32_t c[4] = {(uint32_t)(uint64_t)c0, "
+           "(uint32_t)((uint64_t)c0 >> 32),\n"
+           "                   (uint32_t)(uint64_t)c1, "
+           "(uint32_t)((uint64_t)c1 >> 32)};\n"
+           "  uint32_t k0 = (uint32_t)(uint64_t)key, "
+           "k1 = (uint32_t)((uint64_t)key >> 32);\n"
+           "  for (int r = 0; r < 10; r++) {\n"
+           "    uint64_t p0 = (uint64_t)0xD2511F53u * c[0];\n"
+           "    uint64_t p1 = (uint64_t)0xCD9E8D57u * c[2];\n"
+           "    uint32_t c1_ = c[1], c3_ = c[3];\n"
+           "    c[0] = (uint32_t)(p1 >> 32) ^ c1_ ^ k0;\n"
+           "    c[1] = (uint32_t)p1;\n"
+           "    c[2] = (uint32_t)(p0 >> 32) ^ c3_ ^ k1;\n"
+           "    c[3] = (uint32_t)p0;\n"
+           "    k0 += 0x9E3779B9u;\n"
+           "    k1 += 0xBB67AE85u;\n"
+           "  }\n"
+           "  return (int64_t)c[0];\n"
+           "}\n\n");
     return;
   case H_COUNT:
     break;

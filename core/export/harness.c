@@ -620,15 +620,20 @@ int main(int argc, char **argv) {
     printf("  max ");
     print_seconds(times[reps - 1]);
     printf("  (%lld runs after %lld warm-up)\n", reps, warmup);
-    if (median > 0 && (FLOPS >= 0 || BYTES_MOVED >= 0)) {
+    if (median > 0 && (FLOPS >= 0 || TRAFFIC_BYTES >= 0)) {
       printf("     ");
       if (FLOPS >= 0)
         printf(" %.4g GFLOP/s", FLOPS / median * 1e-9);
-      if (BYTES_MOVED >= 0)
-        printf(" %.4g GB/s (bytes moved by Weir's count)",
-               BYTES_MOVED / median * 1e-9);
+      if (TRAFFIC_BYTES >= 0)
+        printf(" %.4g GB/s of modeled memory traffic (%.0f B with a %.0f B "
+               "cache)",
+               TRAFFIC_BYTES / median * 1e-9, TRAFFIC_BYTES, TRAFFIC_CACHE);
       printf("\n");
     }
+    if (LOGICAL_BYTES >= 0)
+      printf("      logical volume %.0f B (what the memlets name, cache hits "
+             "included: not memory traffic, so no rate)\n",
+             LOGICAL_BYTES);
     free(times);
   }
 

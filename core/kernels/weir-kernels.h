@@ -149,6 +149,11 @@ gboolean weir_native_conv_accepts(const WeirGraph *g, const WeirState *s,
  * weir_native_register_builtin). */
 void weir_native_register_weir(void);
 
+/* Registers "weir" for ConvGradFilter and ConvGradInput (f32): the
+ * backward convolutions on Weir's GEMM, depthwise ones direct
+ * (core/kernels/conv-grad.c). */
+void weir_native_register_conv_grad(void);
+
 /* ------------------------------------------------ depthwise convolution
  * core/kernels/depthwise.c: the native implementation "depthwise" of Conv
  * (f32, group == C == M), vectorized along the output width. */

@@ -185,7 +185,10 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup("MaxPool", "weir");
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }
-  if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0) {
+  if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0 ||
+      strcmp(n->op, "AllreduceStart") == 0 ||
+      strcmp(n->op, "AllreduceWait") == 0 ||
+      strcmp(n->op, "AllreduceTest") == 0) {
     /* MPI when libweir was built with it (core/native-mpi.c registers
      * "mpi" then); the pure expansion is the one-process meaning */
     ni = weir_native_lookup(n->op, "mpi");
@@ -200,6 +203,11 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
     if (!y || y->dtype != WEIR_DTYPE_F32)
       return "pure";
+    /* the convolution gradients on Weir's GEMM (core/kernels/
+     * conv-grad.c), else on BLAS */
+    ni = weir_native_lookup(grads[i][0], "weir");
+    if (ni && ni->accepts(g, s, n, &r2))
+      return "weir";
     ni = weir_native_lookup(grads[i][0], grads[i][1]);
     return ni && ni->accepts(g, s, n, &r1) ? grads[i][1] : "pure";
   }

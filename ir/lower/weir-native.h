@@ -12,9 +12,10 @@
  * (Weir's own GEMM, core/kernels/) for Gemm and MatMul in f32, "blas" in
  * f64; for Conv in f32 "depthwise" (Weir's vectorized kernel,
  * core/kernels/depthwise.c) when it is depthwise (group == C == M) and
- * "weir" otherwise (2-D only; 1x1 included); in f32 "im2col" for
- * ConvGradFilter,
- * "col2im" for ConvGradInput and "direct" for MaxPoolGrad (2-D only);
+ * "weir" otherwise (2-D only; 1x1 included); in f32 "weir" for
+ * ConvGradFilter and ConvGradInput (Weir's GEMM, core/kernels/
+ * conv-grad.c; else "im2col" and "col2im", on BLAS) and "direct" for
+ * MaxPoolGrad (2-D only);
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).
  *

@@ -13,6 +13,28 @@
  *   Broadcast(x0, x1, ...) -> (y0, y1, ...)
  *       y_k = x_k of rank `root` (default 0) on every rank.
  *
+ * The non-blocking form of Allreduce is two nodes with the bucket in
+ * flight between them, so the graph shows where the communication starts
+ * and where it ends:
+ *
+ *   AllreduceStart(x0, x1, ...) -> (buf, req)
+ *       buf (1-D, the inputs' dtype, as many elements as all inputs) =
+ *       the inputs flattened and packed in order; the element-wise sum of
+ *       buf over the ranks is started (MPI_Iallreduce) and req (i64 [1])
+ *       is its request handle.  Until the matching wait, buf belongs to the
+ *       collective: nothing else may read or write it.
+ *   AllreduceWait(buf, req) -> (y0, y1, ...)
+ *       waits for req; y_k = its slice of buf (the sum over the ranks; the
+ *       mean with reduce = "mean"), in the order of the start's inputs.
+ *       The outputs' shapes are their containers' (their volumes must add
+ *       up to buf's length).
+ *   AllreduceTest(req0, req1, ...) -> (req0, req1, ...)
+ *       lets the collectives of the requests progress (MPI_Test), in place:
+ *       a completed request becomes the null request, whose wait returns at
+ *       once.  Placed between the nodes of the backward pass that run while
+ *       buckets are in flight (Open MPI progresses a non-blocking
+ *       collective only inside MPI calls).  In one process: nothing.
+ *
  * Each output has the dtype and shape of its input (f32, f64, i32, i64).
  * With one process (no MPI, or the interpreter) both are the identity: the
  * sum and the mean over one rank are the value itself.  The pure
@@ -42,9 +64,21 @@ static const WeirOpAttrSpec broadcast_attrs[] = {
     {"root", WEIR_ATTR_INT, FALSE, "0", 0, 0},
 };
 
+static const WeirOpAttrSpec wait_attrs[] = {
+    {"reduce", WEIR_ATTR_STRING, FALSE, "sum", 0, 0},
+};
+
 static gboolean comm_dtype(WeirDType t) {
   return t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64 || t == WEIR_DTYPE_I32 ||
          t == WEIR_DTYPE_I64;
+}
+
+static gboolean check_reduce(const WeirNode *n, GError **error) {
+  const char *r = weir_node_attr_string(n, "reduce", "sum");
+  if (strcmp(r, "sum") != 0 && strcmp(r, "mean") != 0)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "reduce is '%s': 'sum' or 'mean'", r);
+  return TRUE;
 }
 
 static gboolean infer_comm(WeirOpInferContext *ctx, GError **error) {
@@ -54,10 +88,8 @@ static gboolean infer_comm(WeirOpInferContext *ctx, GError **error) {
                           "has %u inputs and %u outputs: one output per input",
                           ctx->n_inputs, ctx->n_outputs);
   if (g_strcmp0(n->op, "Allreduce") == 0) {
-    const char *r = weir_node_attr_string(n, "reduce", "sum");
-    if (strcmp(r, "sum") != 0 && strcmp(r, "mean") != 0)
-      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
-                            "reduce is '%s': 'sum' or 'mean'", r);
+    if (!check_reduce(n, error))
+      return FALSE;
   } else if (weir_node_attr_int(n, "root", 0) < 0) {
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "root is negative (%" G_GINT64_FORMAT ")",
@@ -72,6 +104,86 @@ static gboolean infer_comm(WeirOpInferContext *ctx, GError **error) {
       return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
                             "input %u is %s: f32, f64, i32 or i64 is supported",
                             k, weir_dtype_name(x->dtype));
+    weir_op_set_output(ctx, k, x->dtype, x->rank, x->shape);
+  }
+  return TRUE;
+}
+
+/* AllreduceStart: buf = the inputs packed (1-D), req = i64 [1]. */
+static gboolean infer_start(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (ctx->n_outputs != 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "has %u outputs: the buffer and the request",
+                          ctx->n_outputs);
+  g_autoptr(WeirExpr) total = weir_expr_const(0);
+  WeirDType t = WEIR_DTYPE_COUNT;
+  for (guint k = 0; k < ctx->n_inputs; k++) {
+    const WeirOpValue *x = weir_op_require_input(ctx, k, error);
+    if (!x)
+      return FALSE;
+    if (!comm_dtype(x->dtype))
+      return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                            "input %u is %s: f32, f64, i32 or i64 is supported",
+                            k, weir_dtype_name(x->dtype));
+    if (t != WEIR_DTYPE_COUNT && x->dtype != t)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "input %u is %s, input 0 %s: one dtype per bucket",
+                            k, weir_dtype_name(x->dtype), weir_dtype_name(t));
+    t = x->dtype;
+    g_autoptr(WeirExpr) v = weir_expr_const(1);
+    for (guint d = 0; d < x->rank; d++) {
+      WeirExpr *m = weir_expr_mul(v, x->shape[d]);
+      weir_expr_unref(v);
+      v = m;
+    }
+    WeirExpr *sum = weir_expr_add(total, v);
+    weir_expr_unref(total);
+    total = sum;
+  }
+  WeirExpr *one = weir_expr_const(1);
+  weir_op_set_output(ctx, 0, t, 1, &total);
+  weir_op_set_output(ctx, 1, WEIR_DTYPE_I64, 1, &one);
+  weir_expr_unref(one);
+  return TRUE;
+}
+
+/* AllreduceWait: buf 1-D, req i64; the outputs are their containers'. */
+static gboolean infer_wait(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (!check_reduce(n, error))
+    return FALSE;
+  const WeirOpValue *buf = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *req = buf ? weir_op_require_input(ctx, 1, error) : NULL;
+  if (!req)
+    return FALSE;
+  if (buf->rank != 1 || !comm_dtype(buf->dtype))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 (the buffer) is %s of rank %u: a 1-D f32, "
+                          "f64, i32 or i64 buffer",
+                          weir_dtype_name(buf->dtype), buf->rank);
+  if (req->dtype != WEIR_DTYPE_I64)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 1 (the request) is %s: i64",
+                          weir_dtype_name(req->dtype));
+  return TRUE;
+}
+
+/* AllreduceTest: requests (i64 [1]) in place. */
+static gboolean infer_test(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (ctx->n_outputs != ctx->n_inputs)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "has %u inputs and %u outputs: one output per input",
+                          ctx->n_inputs, ctx->n_outputs);
+  for (guint k = 0; k < ctx->n_inputs; k++) {
+    const WeirOpValue *x = weir_op_require_input(ctx, k, error);
+    if (!x)
+      return FALSE;
+    if (x->dtype != WEIR_DTYPE_I64)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "input %u is %s: a request (i64)", k,
+                            weir_dtype_name(x->dtype));
     weir_op_set_output(ctx, k, x->dtype, x->rank, x->shape);
   }
   return TRUE;
@@ -135,6 +247,57 @@ static const WeirOpInfo op_allreduce = {
     .comm_bytes = comm_bytes,
 };
 
+/* The reduction is counted at the start (one add per element), the
+ * division of the mean at the wait; the payload at the start. */
+static WeirExpr *flops_start(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n) {
+  return input_sum(g, s, n, FALSE);
+}
+
+static WeirExpr *flops_wait(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n) {
+  if (g_strcmp0(weir_node_attr_string(n, "reduce", "sum"), "mean") != 0)
+    return weir_expr_const(0);
+  const WeirMemlet *m =
+      weir_state_connector_memlet(s, n->id, "in0", TRUE, FALSE);
+  const WeirContainer *c =
+      m && m->data ? weir_graph_container(g, m->data) : NULL;
+  return c ? weir_container_volume(c) : NULL;
+}
+
+static const WeirOpInfo op_allreduce_start = {
+    .name = "AllreduceStart",
+    .min_inputs = 1,
+    .max_inputs = WEIR_OP_VARIADIC,
+    .min_outputs = 2,
+    .max_outputs = 2,
+    .infer = infer_start,
+    .flops = flops_start,
+    .comm_bytes = comm_bytes,
+};
+
+static const WeirOpInfo op_allreduce_wait = {
+    .name = "AllreduceWait",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = WEIR_OP_VARIADIC,
+    .attrs = wait_attrs,
+    .n_attrs = G_N_ELEMENTS(wait_attrs),
+    .infer = infer_wait,
+    .flops = flops_wait,
+};
+
+static const WeirOpInfo op_allreduce_test = {
+    .name = "AllreduceTest",
+    .min_inputs = 1,
+    .max_inputs = WEIR_OP_VARIADIC,
+    .min_outputs = 1,
+    .max_outputs = WEIR_OP_VARIADIC,
+    .infer = infer_test,
+    .flops = flops_broadcast,
+};
+
 static const WeirOpInfo op_broadcast = {
     .name = "Broadcast",
     .min_inputs = 1,
@@ -151,4 +314,7 @@ static const WeirOpInfo op_broadcast = {
 void weir_ops_register_comm(void) {
   weir_op_register(&op_allreduce);
   weir_op_register(&op_broadcast);
+  weir_op_register(&op_allreduce_start);
+  weir_op_register(&op_allreduce_wait);
+  weir_op_register(&op_allreduce_test);
 }

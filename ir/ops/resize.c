@@ -1,5 +1,7 @@
-/* resize.c — the Resize operator: schema, shape and type inference, FLOP
- * count (ONNX semantics; the expansion is in ir/lower/expand/resize.c).
+/* resize.c — the resampling operators Resize, GridSample and RoiAlign:
+ * schemas,
+ * shape and type inference, FLOP counts (ONNX semantics; the expansions are
+ * in ir/lower/expand/resize.c).
  *
  * Supported: mode "nearest" (every nearest_mode), "linear" (n-linear over
  * the resized axes) and "cubic" (cubic_coeff_a, exclude_outside), with the
@@ -202,6 +204,214 @@ static const WeirOpInfo resize_op = {
     .flops = flops_resize,
 };
 
+/* ------------------------------------------------------------ GridSample
+ *
+ * GridSample (opset 16): X [N, C, H, W] sampled at the normalized
+ * coordinates of Grid [N, Ho, Wo, 2] (x, the width coordinate, first) gives
+ * Y [N, C, Ho, Wo]; modes bilinear, nearest, bicubic, padding_mode zeros,
+ * border, reflection, align_corners.  Only the 2-D form (rank 4) exists
+ * at opsets 16 and 17.  FLOPs per output element: bilinear 9 (3 for each of
+ * the 3 interpolations, as Resize counts n-linear), bicubic 35 (7 per
+ * combination of 4 values, 5 combinations), nearest 0; the coordinate and
+ * weight arithmetic is index computation and is not counted. */
+
+static gboolean gridsample_mode(const WeirNode *n, guint *taps,
+                                GError **error) {
+  const char *mode = weir_node_attr_string(n, "mode", "bilinear");
+  const char *pad = weir_node_attr_string(n, "padding_mode", "zeros");
+  if (strcmp(mode, "bilinear") == 0)
+    *taps = 2;
+  else if (strcmp(mode, "nearest") == 0)
+    *taps = 1;
+  else if (strcmp(mode, "bicubic") == 0)
+    *taps = 4;
+  else
+    return weir_node_fail(error, INVALID, n,
+                          "mode '%s' (expected bilinear, nearest or bicubic)",
+                          mode);
+  if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 &&
+      strcmp(pad, "reflection") != 0)
+    return weir_node_fail(
+        error, INVALID, n,
+        "padding_mode '%s' (expected zeros, border or reflection)", pad);
+  return TRUE;
+}
+
+static gboolean infer_gridsample(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *grid = x ? weir_op_require_input(ctx, 1, error) : NULL;
+  guint taps;
+  if (!grid || !gridsample_mode(n, &taps, error))
+    return FALSE;
+  if (!weir_dtype_is_float(x->dtype) || !weir_dtype_is_float(grid->dtype))
+    return weir_node_fail(
+        error, INVALID, n, "X (%s) and Grid (%s) must be floating point",
+        weir_dtype_name(x->dtype), weir_dtype_name(grid->dtype));
+  if (x->rank != 4)
+    return weir_node_fail(error, UNSUPPORTED, n,
+                          "X has rank %u (only the 2-D form, rank 4, is "
+                          "supported)",
+                          x->rank);
+  gint64 two;
+  if (grid->rank != 4 || !weir_expr_is_const(grid->shape[3], &two) || two != 2)
+    return weir_node_fail(error, INVALID, n,
+                          "Grid must have shape [N, H_out, W_out, 2]");
+  if (!weir_expr_equal(x->shape[0], grid->shape[0])) {
+    g_autofree char *a = weir_expr_to_string(x->shape[0]);
+    g_autofree char *b = weir_expr_to_string(grid->shape[0]);
+    return weir_node_fail(error, INVALID, n,
+                          "X has batch %s but Grid has batch %s", a, b);
+  }
+  WeirExpr *shape[4] = {x->shape[0], x->shape[1], grid->shape[1],
+                        grid->shape[2]};
+  weir_op_set_output(ctx, 0, x->dtype, 4, shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_gridsample(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n) {
+  const WeirMemlet *mo =
+      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
+  const WeirContainer *y = mo ? weir_graph_container(g, mo->data) : NULL;
+  guint taps;
+  if (!y || !gridsample_mode(n, &taps, NULL))
+    return NULL;
+  g_autoptr(WeirExpr) vol = weir_container_volume(y);
+  return weir_expr_mul_const(vol, taps == 4 ? 35 : taps == 2 ? 9 : 0);
+}
+
+static const WeirOpAttrSpec gridsample_attrs[] = {
+    {"align_corners", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"mode", WEIR_ATTR_STRING, FALSE, "bilinear", 0, 0},
+    {"padding_mode", WEIR_ATTR_STRING, FALSE, "zeros", 0, 0},
+};
+
+static const WeirOpInfo gridsample_op = {
+    .name = "GridSample",
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = gridsample_attrs,
+    .n_attrs = G_N_ELEMENTS(gridsample_attrs),
+    .infer = infer_gridsample,
+    .flops = flops_gridsample,
+};
+
+/* -------------------------------------------------------------- RoiAlign
+ *
+ * RoiAlign (opsets 10 and 16): X [N, C, H, W], rois [R, 4] (x1, y1, x2,
+ * y2), batch_indices [R] give Y [R, C, output_height, output_width], each
+ * bin the average (mode avg) or maximum (mode max) of
+ * sampling_ratio x sampling_ratio bilinear samples.  The adaptive sampling
+ * (sampling_ratio 0: ceil(roi size / bins) samples, which depends on the
+ * data) is refused.  FLOPs per output element: per sample the bilinear
+ * combination of 4 values (4 products, 3 sums) and the accumulation, 8,
+ * and 1 for the average's division. */
+
+static gboolean roialign_check(const WeirNode *n, gint64 *grid,
+                               GError **error) {
+  const char *mode = weir_node_attr_string(n, "mode", "avg");
+  const char *coord =
+      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  if (strcmp(mode, "avg") != 0 && strcmp(mode, "max") != 0)
+    return weir_node_fail(error, INVALID, n, "mode '%s' (expected avg or max)",
+                          mode);
+  if (strcmp(coord, "half_pixel") != 0 &&
+      strcmp(coord, "output_half_pixel") != 0)
+    return weir_node_fail(error, INVALID, n,
+                          "coordinate_transformation_mode '%s' (expected "
+                          "half_pixel or output_half_pixel)",
+                          coord);
+  gint64 oh = weir_node_attr_int(n, "output_height", 1);
+  gint64 ow = weir_node_attr_int(n, "output_width", 1);
+  if (oh < 1 || ow < 1)
+    return weir_node_fail(error, INVALID, n,
+                          "output_height and output_width must be positive");
+  gint64 sr = weir_node_attr_int(n, "sampling_ratio", 0);
+  if (sr < 0)
+    return weir_node_fail(error, INVALID, n,
+                          "sampling_ratio %" G_GINT64_FORMAT " is negative",
+                          sr);
+  if (sr == 0)
+    return weir_node_fail(error, UNSUPPORTED, n,
+                          "sampling_ratio 0 (adaptive: the number of samples "
+                          "depends on the regions' sizes)");
+  if (sr > 8)
+    return weir_node_fail(error, UNSUPPORTED, n,
+                          "sampling_ratio %" G_GINT64_FORMAT " (at most 8)",
+                          sr);
+  *grid = sr;
+  return TRUE;
+}
+
+static gboolean infer_roialign(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *rois = x ? weir_op_require_input(ctx, 1, error) : NULL;
+  const WeirOpValue *bi = rois ? weir_op_require_input(ctx, 2, error) : NULL;
+  gint64 grid, four;
+  if (!bi || !roialign_check(n, &grid, error))
+    return FALSE;
+  if (x->rank != 4 || !weir_dtype_is_float(x->dtype))
+    return weir_node_fail(error, INVALID, n,
+                          "X must be a floating [N, C, H, W] tensor");
+  if (rois->rank != 2 || rois->dtype != x->dtype ||
+      !weir_expr_is_const(rois->shape[1], &four) || four != 4)
+    return weir_node_fail(error, INVALID, n,
+                          "rois must be [num_rois, 4] of X's dtype");
+  if (bi->rank != 1 ||
+      (bi->dtype != WEIR_DTYPE_I64 && bi->dtype != WEIR_DTYPE_I32) ||
+      !weir_expr_equal(bi->shape[0], rois->shape[0]))
+    return weir_node_fail(error, INVALID, n,
+                          "batch_indices must be an integer vector of "
+                          "num_rois elements");
+  g_autoptr(WeirExpr) oh =
+      weir_expr_const(weir_node_attr_int(n, "output_height", 1));
+  g_autoptr(WeirExpr) ow =
+      weir_expr_const(weir_node_attr_int(n, "output_width", 1));
+  WeirExpr *shape[4] = {rois->shape[0], x->shape[1], oh, ow};
+  weir_op_set_output(ctx, 0, x->dtype, 4, shape);
+  return TRUE;
+}
+
+static WeirExpr *flops_roialign(const WeirGraph *g, const WeirState *s,
+                                const WeirNode *n) {
+  const WeirMemlet *mo =
+      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
+  const WeirContainer *y = mo ? weir_graph_container(g, mo->data) : NULL;
+  gint64 grid;
+  if (!y || !roialign_check(n, &grid, NULL))
+    return NULL;
+  g_autoptr(WeirExpr) vol = weir_container_volume(y);
+  return weir_expr_mul_const(vol, 8 * grid * grid + 1);
+}
+
+static const WeirOpAttrSpec roialign_attrs[] = {
+    {"coordinate_transformation_mode", WEIR_ATTR_STRING, FALSE, "half_pixel", 0,
+     0},
+    {"mode", WEIR_ATTR_STRING, FALSE, "avg", 0, 0},
+    {"output_height", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"output_width", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"sampling_ratio", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"spatial_scale", WEIR_ATTR_FLOAT, FALSE, "1", 0, 0},
+};
+
+static const WeirOpInfo roialign_op = {
+    .name = "RoiAlign",
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = roialign_attrs,
+    .n_attrs = G_N_ELEMENTS(roialign_attrs),
+    .infer = infer_roialign,
+    .flops = flops_roialign,
+};
+
 void weir_ops_register_resize(void) {
+  weir_op_register(&roialign_op);
   weir_op_register(&resize_op);
+  weir_op_register(&gridsample_op);
 }

@@ -1,7 +1,8 @@
 /* bench-train.c — training-step time of the sample models in Weir.
  *
  *   build/tests/bench/bench-train [--threads T] [--reps N] [--warmup N]
- *       [--batch B] [--recipe R.json]... [--impl OP=IMPL]... MODEL.onnx...
+ *       [--batch B] [-O LEVEL] [--recipe R.json]... [--impl OP=IMPL]...
+ *       MODEL.onnx...
  *
  * For each model: the training program of weir_train_graph (softmax
  * cross-entropy on a [batch, classes] output, else mse; SGD, lr 0.01; one
@@ -18,6 +19,9 @@
  * malloc, e.g. im2col, are not in it); and the
  * mean, min and max of each timing on stderr.  A recipe that fails on a
  * model gets "-" and its error after the line.
+ * -O LEVEL applies that optimization level (weir-pipeline.h, as weir train
+ * -O does) to the training program before anything else (default 0: the
+ * program as weir_train_graph builds it); the recipes apply after it.
  * --impl OP=IMPL (repeatable, like weir run) sets the implementation of
  * every OP node of the training program (--impl ConvGradInput=pure times
  * the pure expansion instead of the default native one).
@@ -31,7 +35,7 @@
 
 #include "weir.h"
 
-static gint threads = 1, reps = 50, warmup = 5;
+static gint threads = 1, reps = 50, warmup = 5, opt_level = 0;
 static gint64 batch = 32, steps_per_call = 0;
 static char **recipe_paths;
 static char **impls;
@@ -46,6 +50,8 @@ static const GOptionEntry entries[] = {
      "Time the program as weir train compiles it: K symbolic, K steps per "
      "call on K copies of the batch (default: K fixed to 1)",
      "K"},
+    {"opt-level", 'O', 0, G_OPTION_ARG_INT, &opt_level,
+     "Optimization level applied to the training program first (0)", "N"},
     {"recipe", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &recipe_paths,
      "Also time the program transformed by this recipe (repeatable)", "FILE"},
     {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impls,
@@ -223,6 +229,11 @@ static int bench_model(const char *model) {
       return 1;
     }
   }
+  if (opt_level > 0 &&
+      !weir_pipeline_apply(prog, (guint)opt_level, NULL, NULL, &error)) {
+    fprintf(stderr, "%s: -O%d: %s\n", model, opt_level, error->message);
+    return 1;
+  }
   double plain = 0;
   if (!time_program(prog, forward, x, y, &plain, &error)) {
     fprintf(stderr, "%s: %s\n", model, error->message);
@@ -264,8 +275,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   weir_transforms_init();
-  printf("# Weir training step, SGD, %d thread%s, median of %d (ms/step)",
-         threads, threads == 1 ? "" : "s", reps);
+  printf("# Weir training step, SGD, -O%d, %d thread%s, median of %d "
+         "(ms/step)",
+         opt_level, threads, threads == 1 ? "" : "s", reps);
   if (steps_per_call > 0)
     printf(", K symbolic, %" G_GINT64_FORMAT " steps per call", steps_per_call);
   printf("\n");

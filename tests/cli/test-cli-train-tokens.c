@@ -177,6 +177,57 @@ static void test_kill_and_resume(void **state) {
   assert_false(la == lb && memcmp(da, db, la) == 0);
 }
 
+/* The schedule reads the program's step counter, which the checkpoint
+ * keeps: 20 steps, then resumed to 40, with warm-up + cosine, clipping and
+ * 2 micro-batches per step, give the bytes of 40 steps straight (and not
+ * those of the same run without the schedule). */
+static void test_resume_schedule(void **state) {
+  (void)state;
+  g_autofree char *ck = tmp("sched.ckpt");
+  g_autofree char *half = tmp("sched-half.onnx");
+  g_autofree char *resumed = tmp("sched-resumed.onnx");
+  g_autofree char *straight = tmp("sched-straight.onnx");
+  g_autofree char *constant = tmp("sched-constant.onnx");
+#define SCHED_COMMON                                                           \
+  "--tokens", TOKENS, "--context", "16", "--batch", "4", "--optimizer",        \
+      "adam", "--lr", "0.01", "--threads", "1", "--clip-grad-norm", "1",       \
+      "--accumulate", "2", "--quiet"
+  Run r = run_weir("train", MODEL, SCHED_COMMON, "--lr-schedule", "cosine",
+                   "--warmup-steps", "5", "--total-steps", "40", "--steps",
+                   "20", "--checkpoint", ck, "--every", "20", "-o", half, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  run_clear(&r);
+  r = run_weir("train", MODEL, SCHED_COMMON, "--lr-schedule", "cosine",
+               "--warmup-steps", "5", "--total-steps", "40", "--steps", "40",
+               "--resume", ck, "-o", resumed, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  run_clear(&r);
+  r = run_weir("train", MODEL, SCHED_COMMON, "--lr-schedule", "cosine",
+               "--warmup-steps", "5", "--total-steps", "40", "--steps", "40",
+               "-o", straight, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  run_clear(&r);
+  assert_same_file(resumed, straight);
+  r = run_weir("train", MODEL, SCHED_COMMON, "--steps", "40", "-o", constant,
+               NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  gsize la = 0, lb = 0;
+  g_autofree char *da = read_all(constant, &la);
+  g_autofree char *db = read_all(straight, &lb);
+  assert_false(la == lb && memcmp(da, db, la) == 0);
+  /* a bad schedule is refused */
+  r = run_weir("train", MODEL, SCHED_COMMON, "--lr-schedule", "cosine",
+               "--steps", "4", "-o", constant, NULL);
+  assert_int_not_equal(r.status, 0);
+  assert_non_null(strstr(r.err, "total steps"));
+  run_clear(&r);
+#undef SCHED_COMMON
+}
+
 static void test_errors(void **state) {
   (void)state;
   g_autofree char *bad = tmp("bad.npy");
@@ -216,6 +267,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_loss_falls),
       cmocka_unit_test(test_kill_and_resume),
+      cmocka_unit_test(test_resume_schedule),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,8 +1,10 @@
 /* test-mpi-train.c — data-parallel `weir train` over MPI (suite mpi,
  * docs/distributed.md): with SGD, 2 ranks at batch B per rank give the
  * parameters of one process at batch 2B (within 1e-5 relative, per
- * tensor: max |a - b| / max |b|), rank 0 alone prints and writes the model,
- * and the run says it ran on 2 ranks.
+ * tensor: max |a - b| / max |b|), with the buckets reduced both ways:
+ * overlapped (AllreduceStart / AllreduceWait, the default) and blocking
+ * (--no-overlap); rank 0 alone prints and writes the model, and the run
+ * says it ran on 2 ranks.
  *
  * Runs `mpirun --oversubscribe --allow-run-as-root -np 2 weir train ...`;
  * skipped (exit 77) when mpirun is missing or libweir is built without
@@ -79,8 +81,10 @@ static Run run(const char *const *argv) {
   return r;
 }
 
-/* weir train on the digits, SGD, one epoch, batch `batch` per process. */
-static Run train(gboolean mpi, const char *batch, const char *out) {
+/* weir train on the digits, SGD, two epochs, batch `batch` per process;
+ * `extra` (or NULL) one more option. */
+static Run train(gboolean mpi, const char *batch, const char *out,
+                 const char *extra) {
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
   if (mpi) {
     static const char *const launch[] = {"mpirun", "--oversubscribe",
@@ -95,6 +99,8 @@ static Run train(gboolean mpi, const char *batch, const char *out) {
       "1",      "-o",       out};
   for (guint i = 0; i < G_N_ELEMENTS(args); i++)
     g_ptr_array_add(argv, (gpointer)args[i]);
+  if (extra)
+    g_ptr_array_add(argv, (gpointer)extra);
   g_ptr_array_add(argv, NULL);
   return run((const char *const *)argv->pdata);
 }
@@ -130,25 +136,39 @@ static void compare_models(const char *a_path, const char *b_path) {
   weir_onnx_model_free(b);
 }
 
-static void test_two_ranks_equal_one_process(void **state) {
-  (void)state;
+/* 2 ranks x batch 16 (reduced as `extra` says: NULL overlapped,
+ * "--no-overlap" blocking) against one process at batch 32. */
+static void two_ranks_equal_one_process(const char *extra,
+                                        const char *reduced_by) {
   g_autofree char *one = g_build_filename(tmp_dir, "one.onnx", NULL);
   g_autofree char *two = g_build_filename(tmp_dir, "two.onnx", NULL);
-  g_auto(Run) r1 = train(FALSE, "32", one);
+  g_auto(Run) r1 = train(FALSE, "32", one, NULL);
   if (r1.status != 0)
     fail_msg("1 process: %s%s", r1.out, r1.err);
   assert_null(strstr(r1.out, "ranks"));
-  g_auto(Run) r2 = train(TRUE, "16", two);
+  g_auto(Run) r2 = train(TRUE, "16", two, extra);
   if (r2.status != 0)
     fail_msg("mpirun -np 2: %s%s", r2.out, r2.err);
   if (!strstr(r2.out, "data parallel on 2 ranks") ||
       !strstr(r2.out, " on 2 ranks, held-out accuracy"))
     fail_msg("expected the rank count in:\n%s", r2.out);
+  if (!strstr(r2.out, reduced_by))
+    fail_msg("expected '%s' in:\n%s", reduced_by, r2.out);
   /* rank 0 alone prints: one summary line */
   const char *first = strstr(r2.out, "trained ");
   assert_non_null(first);
   assert_null(strstr(first + 1, "trained "));
   compare_models(one, two);
+}
+
+static void test_overlapped(void **state) {
+  (void)state;
+  two_ranks_equal_one_process(NULL, "averaged by AllreduceStart/AllreduceWait");
+}
+
+static void test_blocking(void **state) {
+  (void)state;
+  two_ranks_equal_one_process("--no-overlap", "averaged by blocking Allreduce");
 }
 
 int main(void) {
@@ -159,7 +179,8 @@ int main(void) {
     return 77;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_two_ranks_equal_one_process),
+      cmocka_unit_test(test_overlapped),
+      cmocka_unit_test(test_blocking),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

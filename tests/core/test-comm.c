@@ -7,9 +7,12 @@
  * on the pure expansion and the compiled code (the native "mpi"
  * implementation when libweir has MPI) must both give them.  The analyses
  * report the bytes communicated apart from the bytes moved.  A
- * data-parallel training program holds one Allreduce per bucket and, in one
- * process, takes exactly the step of the plain program.  The equivalence
- * over two ranks is test-mpi-train (suite mpi).
+ * data-parallel training program holds one Allreduce per bucket (blocking)
+ * or one AllreduceStart / AllreduceWait pair per bucket (overlapped, each
+ * start before the backward nodes that do not lead to it, each wait after
+ * every backward node) and, in one process, takes exactly the step of the
+ * plain program.  The equivalence over two ranks is test-mpi-train (suite
+ * mpi).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -223,6 +226,133 @@ static void test_compiled(void **state) {
     }
 }
 
+/* x0 [3, 4] and x1 [5] (f32) -> AllreduceStart -> buf [17], req [1]
+ * (transients; buf_len elements) -> AllreduceWait (reduce) -> y0, y1. */
+static WeirGraph *build_pair(const char *reduce, const char *buf_len) {
+  g_autoptr(GError) error = NULL;
+  WeirGraph *g = weir_graph_new("pair");
+  WeirState *s = weir_graph_add_state(g, "main");
+  static const char *const names[][2] = {
+      {"x0", "3, 4"}, {"x1", "5"}, {"y0", "3, 4"}, {"y1", "5"}};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++)
+    assert_non_null(weir_graph_add_array(g, names[i][0], WEIR_DTYPE_F32,
+                                         names[i][1], FALSE, &error));
+  assert_non_null(
+      weir_graph_add_array(g, "buf", WEIR_DTYPE_F32, buf_len, TRUE, &error));
+  assert_non_null(
+      weir_graph_add_array(g, "req", WEIR_DTYPE_I64, "1", TRUE, &error));
+  static const char *const two_in[] = {"in0", "in1", NULL};
+  static const char *const two_out[] = {"out0", "out1", NULL};
+  WeirNode *st = weir_state_add_library(g, s, "bucket_start", "AllreduceStart",
+                                        two_in, two_out);
+  WeirNode *wt = weir_state_add_library(g, s, "bucket_wait", "AllreduceWait",
+                                        two_in, two_out);
+  if (reduce)
+    weir_node_set_attr_string(wt, "reduce", reduce);
+  assert_true(weir_op_check_attrs(st, &error));
+  assert_true(weir_op_check_attrs(wt, &error));
+  for (guint k = 0; k < 2; k++) {
+    WeirNode *a = weir_state_add_access(g, s, names[k][0]);
+    wire(g, s, a->id, NULL, st->id, two_in[k], names[k][0]);
+    const char *mid = k == 0 ? "buf" : "req";
+    WeirNode *m = weir_state_add_access(g, s, mid);
+    wire(g, s, st->id, two_out[k], m->id, NULL, mid);
+    wire(g, s, m->id, NULL, wt->id, two_in[k], mid);
+    WeirNode *b = weir_state_add_access(g, s, names[k + 2][0]);
+    wire(g, s, wt->id, two_out[k], b->id, NULL, names[k + 2][0]);
+  }
+  if (!weir_graph_validate(g, &error))
+    fail_msg("pair: %s", error->message);
+  return g;
+}
+
+/* The pair in one process: the outputs are the inputs, interpreted (pure
+ * expansion: copies into and out of the buffer) and compiled (the "mpi"
+ * implementation without MPI initialized: one rank); the payload is
+ * counted at the start, the division of the mean at the wait. */
+static void test_pair(void **state) {
+  (void)state;
+  static const char *const reduces[] = {"sum", "mean"};
+  for (guint i = 0; i < G_N_ELEMENTS(reduces); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(WeirGraph) g = build_pair(reduces[i], "17");
+    g_autoptr(WeirAnalysis) a = weir_analysis_compute(g, NULL, &error);
+    assert_non_null(a);
+    assert_int_equal(a->total_comm_bytes.value, 68);
+    assert_int_equal(a->total_flops.value, i == 0 ? 17 : 34);
+    const WeirState *s = g_ptr_array_index(g->states, 0);
+    for (guint j = 0; j < s->nodes->len; j++) {
+      const WeirNode *n = s->nodes->pdata[j];
+      if (n->kind != WEIR_NODE_LIBRARY)
+        continue;
+      assert_string_equal(weir_native_default_impl(g, s, n),
+                          weir_mpi_available() ? "mpi" : "pure");
+      const WeirNodeCost *nc = weir_analysis_node(a, n->id);
+      assert_int_equal(nc->comm_bytes.known ? nc->comm_bytes.value : 0,
+                       strcmp(n->op, "AllreduceStart") == 0 ? 68 : 0);
+    }
+    WeirCompileOptions opts = {.flags = "-O1 -fPIC -shared", .no_cache = TRUE};
+    g_autoptr(WeirKernel) k = weir_kernel_compile(g, &opts, NULL, &error);
+    if (!k)
+      fail_msg("compiled pair: %s", error->message);
+    g_autoptr(GHashTable) cargs = args_of(g);
+    if (!weir_kernel_run(k, NULL, cargs, &error))
+      fail_msg("compiled pair: %s", error->message);
+    check_identity(cargs, FALSE, "compiled AllreduceStart/Wait");
+    guint count = 0;
+    if (!weir_expand_all(g, NULL, &count, &error))
+      fail_msg("pair: %s", error->message);
+    assert_int_equal(count, 2);
+    g_autoptr(GHashTable) args = args_of(g);
+    if (!weir_interpret(g, NULL, args, NULL, &error))
+      fail_msg("pair: %s", error->message);
+    check_identity(args, FALSE, "interpreted AllreduceStart/Wait");
+  }
+}
+
+static void test_pair_errors(void **state) {
+  (void)state;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) g = build_pair("max", "17");
+  WeirState *s = g_ptr_array_index(g->states, 0);
+  WeirNode *wt = NULL;
+  for (guint i = 0; i < s->nodes->len; i++)
+    if (!g_strcmp0(((WeirNode *)s->nodes->pdata[i])->op, "AllreduceWait"))
+      wt = s->nodes->pdata[i];
+  assert_non_null(wt);
+  WeirExpr *n17 = weir_expr_const(17), *n1 = weir_expr_const(1);
+  WeirOpValue in[2] = {
+      {.present = TRUE, .dtype = WEIR_DTYPE_F32, .rank = 1, .shape = &n17},
+      {.present = TRUE, .dtype = WEIR_DTYPE_I64, .rank = 1, .shape = &n1}};
+  WeirOpValue out[2] = {0};
+  WeirOpInferContext ctx = {
+      .node = wt, .n_inputs = 2, .inputs = in, .n_outputs = 2, .outputs = out};
+  const WeirOpInfo *wait = weir_op_lookup("AllreduceWait");
+  assert_false(wait->infer(&ctx, &error));
+  assert_non_null(strstr(error->message, "reduce is 'max'"));
+  assert_non_null(strstr(error->message, "bucket_wait"));
+  g_clear_error(&error);
+  weir_node_set_attr_string(wt, "reduce", "mean");
+  in[1].dtype = WEIR_DTYPE_F32;
+  assert_false(wait->infer(&ctx, &error));
+  assert_non_null(strstr(error->message, "the request"));
+  g_clear_error(&error);
+  /* a start over two dtypes */
+  const WeirOpInfo *start = weir_op_lookup("AllreduceStart");
+  in[1].dtype = WEIR_DTYPE_F64;
+  in[1].shape = &n17;
+  ctx.node = wt;
+  assert_false(start->infer(&ctx, &error));
+  assert_non_null(strstr(error->message, "one dtype per bucket"));
+  g_clear_error(&error);
+  /* a wait whose outputs do not fill the buffer: refused on expansion */
+  weir_expr_unref(n17);
+  weir_expr_unref(n1);
+  g_autoptr(WeirGraph) bad = build_pair("sum", "18");
+  assert_false(weir_expand_all(bad, NULL, NULL, &error));
+  assert_non_null(strstr(error->message, "17 elements, buffer 'buf' 18"));
+}
+
 /* ------------------------------------------------------ data parallel */
 
 static WeirGraph *load_mlp(void) {
@@ -235,13 +365,15 @@ static WeirGraph *load_mlp(void) {
   return g;
 }
 
-static WeirGraph *train(const WeirGraph *fwd, gboolean dp, gint64 bucket) {
+static WeirGraph *train(const WeirGraph *fwd, gboolean dp, gint64 bucket,
+                        gboolean overlap) {
   WeirTrainOptions o;
   weir_train_options_init(&o);
   o.lr = 0.1;
   o.steps = 1;
   o.data_parallel = dp;
   o.bucket_bytes = bucket;
+  o.no_overlap = !overlap;
   g_autoptr(GError) err = NULL;
   WeirGraph *t = weir_train_graph(fwd, &o, &err);
   if (!t || !weir_graph_validate(t, &err))
@@ -249,15 +381,16 @@ static WeirGraph *train(const WeirGraph *fwd, gboolean dp, gint64 bucket) {
   return t;
 }
 
-/* The Allreduce nodes of t (borrowed). */
-static GPtrArray *allreduces(const WeirGraph *t) {
+/* The nodes of operator op in t (borrowed). */
+static GPtrArray *nodes_of(const WeirGraph *t, const char *op) {
   GPtrArray *out = g_ptr_array_new();
   for (guint i = 0; i < t->states->len; i++) {
     const WeirState *s = t->states->pdata[i];
     for (guint j = 0; j < s->nodes->len; j++) {
       WeirNode *n = s->nodes->pdata[j];
-      if (n->kind == WEIR_NODE_LIBRARY && !g_strcmp0(n->op, "Allreduce")) {
-        assert_string_equal(weir_node_attr_string(n, "reduce", ""), "mean");
+      if (n->kind == WEIR_NODE_LIBRARY && !g_strcmp0(n->op, op)) {
+        if (strcmp(op, "AllreduceStart") != 0)
+          assert_string_equal(weir_node_attr_string(n, "reduce", ""), "mean");
         assert_string_equal(s->label, "step");
         g_ptr_array_add(out, n);
       }
@@ -272,26 +405,13 @@ static void test_buckets(void **state) {
   g_auto(GStrv) params = weir_train_parameters(fwd);
   guint np = g_strv_length(params);
   assert_true(np >= 2);
-  g_autoptr(WeirGraph) plain = train(fwd, FALSE, 0);
-  g_autoptr(GPtrArray) none = allreduces(plain);
-  assert_int_equal(none->len, 0);
-  /* default 25 MiB: one bucket with every gradient and the loss */
-  g_autoptr(WeirGraph) one = train(fwd, TRUE, 0);
-  g_autoptr(GPtrArray) a1 = allreduces(one);
-  assert_int_equal(a1->len, 1);
-  const WeirNode *n = a1->pdata[0];
-  assert_int_equal(n->in_conns->len, np + 1);
-  /* 1-byte buckets: one gradient each, the loss with the last */
-  g_autoptr(WeirGraph) many = train(fwd, TRUE, 1);
-  g_autoptr(GPtrArray) an = allreduces(many);
-  assert_int_equal(an->len, np);
-  /* the analysis counts every gradient byte and the loss */
-  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) plain = train(fwd, FALSE, 0, TRUE);
+  g_autoptr(GPtrArray) none = nodes_of(plain, "Allreduce");
+  g_autoptr(GPtrArray) none_s = nodes_of(plain, "AllreduceStart");
+  assert_int_equal(none->len + none_s->len, 0);
   g_autoptr(GHashTable) bind = weir_bindings_new();
   for (guint i = 0; i < fwd->symbols->len; i++)
     weir_bindings_set(bind, g_ptr_array_index(fwd->symbols, i), 4);
-  g_autoptr(WeirAnalysis) a = weir_analysis_compute(one, bind, &err);
-  assert_non_null(a);
   gint64 expect = 4; /* the f32 loss */
   for (guint i = 0; params[i]; i++) {
     g_autoptr(WeirExpr) b =
@@ -300,16 +420,191 @@ static void test_buckets(void **state) {
     assert_true(weir_expr_is_const(b, &v));
     expect += v;
   }
-  assert_true(a->total_comm_bytes.known);
-  assert_int_equal(a->total_comm_bytes.value, expect);
+  for (int overlap = 0; overlap < 2; overlap++) {
+    /* blocking: Allreduce nodes; overlapped: as many start / wait pairs
+     * and no Allreduce */
+    const char *op = overlap ? "AllreduceStart" : "Allreduce";
+    /* default 25 MiB: one bucket with every gradient and the loss */
+    g_autoptr(WeirGraph) one = train(fwd, TRUE, 0, overlap);
+    g_autoptr(GPtrArray) a1 = nodes_of(one, op);
+    assert_int_equal(a1->len, 1);
+    const WeirNode *n = a1->pdata[0];
+    assert_int_equal(n->in_conns->len, np + 1);
+    g_autoptr(GPtrArray) w1 = nodes_of(one, "AllreduceWait");
+    assert_int_equal(w1->len, overlap ? 1 : 0);
+    if (overlap) {
+      g_autoptr(GPtrArray) blocking = nodes_of(one, "Allreduce");
+      assert_int_equal(blocking->len, 0);
+      n = w1->pdata[0];
+      assert_int_equal(n->out_conns->len, np + 1);
+    }
+    /* 1-byte buckets: one gradient each, the loss with the last */
+    g_autoptr(WeirGraph) many = train(fwd, TRUE, 1, overlap);
+    g_autoptr(GPtrArray) an = nodes_of(many, op);
+    assert_int_equal(an->len, np);
+    g_autoptr(GPtrArray) wn = nodes_of(many, "AllreduceWait");
+    assert_int_equal(wn->len, overlap ? np : 0);
+    /* the analysis counts every gradient byte and the loss, once */
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirAnalysis) a = weir_analysis_compute(one, bind, &err);
+    assert_non_null(a);
+    assert_true(a->total_comm_bytes.known);
+    assert_int_equal(a->total_comm_bytes.value, expect);
+    g_autoptr(WeirAnalysis) am = weir_analysis_compute(many, bind, &err);
+    assert_non_null(am);
+    assert_int_equal(am->total_comm_bytes.value, expect);
+  }
+}
+
+/* Position of every node of s in its schedule (the deterministic
+ * topological order the code generator follows), by node id. */
+static GHashTable *positions(const WeirState *s) {
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirScopes) sc = weir_state_scopes(s, &err);
+  if (!sc)
+    fail_msg("%s", err->message);
+  GHashTable *pos = g_hash_table_new(NULL, NULL);
+  for (guint i = 0; i < sc->order->len; i++)
+    g_hash_table_insert(pos,
+                        GUINT_TO_POINTER(g_array_index(sc->order, guint, i)),
+                        GUINT_TO_POINTER(i + 1));
+  return pos;
+}
+
+static guint pos_of(GHashTable *pos, guint id) {
+  guint p = GPOINTER_TO_UINT(g_hash_table_lookup(pos, GUINT_TO_POINTER(id)));
+  assert_true(p > 0);
+  return p;
+}
+
+/* Whether `to` is reached from `from` along memlets. */
+static gboolean reaches(const WeirState *s, guint from, guint to) {
+  g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_array_append_val(todo, from);
+  while (todo->len) {
+    guint x = g_array_index(todo, guint, todo->len - 1);
+    g_array_set_size(todo, todo->len - 1);
+    if (x == to)
+      return TRUE;
+    g_autoptr(GPtrArray) es = weir_state_out_edges(s, x);
+    for (guint i = 0; i < es->len; i++) {
+      guint y = ((const WeirMemlet *)es->pdata[i])->dst;
+      if (g_hash_table_add(seen, GUINT_TO_POINTER(y)))
+        g_array_append_val(todo, y);
+    }
+  }
+  return FALSE;
+}
+
+/* Checks the schedule of the step state of t: every start before each
+ * computing node of the forward and backward passes (ids below the first
+ * collective) that does not lead to it, every wait after all of them and
+ * after every start, every AllreduceTest between the first start and the
+ * first wait.  Returns how many backward nodes run while a bucket is in
+ * flight (after its start); *n_tests counts the AllreduceTest nodes. */
+static guint check_overlap_order(const WeirGraph *t, guint *n_starts,
+                                 guint *n_tests) {
+  const WeirState *s = NULL;
+  for (guint i = 0; i < t->states->len; i++)
+    if (!strcmp(((WeirState *)t->states->pdata[i])->label, "step"))
+      s = t->states->pdata[i];
+  assert_non_null(s);
+  g_autoptr(GArray) starts = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GArray) waits = g_array_new(FALSE, FALSE, sizeof(guint));
+  guint first = G_MAXUINT;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = s->nodes->pdata[i];
+    if (!g_strcmp0(n->op, "AllreduceStart"))
+      g_array_append_val(starts, n->id);
+    else if (!g_strcmp0(n->op, "AllreduceWait"))
+      g_array_append_val(waits, n->id);
+    else
+      continue;
+    first = MIN(first, n->id);
+  }
+  assert_true(starts->len > 0);
+  assert_int_equal(starts->len, waits->len);
+  g_autoptr(GHashTable) pos = positions(s);
+  guint overlapped = 0;
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = s->nodes->pdata[i];
+    if (n->id >= first || n->kind == WEIR_NODE_ACCESS)
+      continue;
+    guint p = pos_of(pos, n->id);
+    for (guint k = 0; k < starts->len; k++) {
+      guint st = g_array_index(starts, guint, k);
+      if (reaches(s, n->id, st))
+        continue; /* the start depends on it */
+      if (pos_of(pos, st) > p)
+        fail_msg("node %u '%s' runs before start %u, which it does not feed",
+                 n->id, n->label, st);
+      overlapped++;
+    }
+    for (guint k = 0; k < waits->len; k++)
+      if (pos_of(pos, g_array_index(waits, guint, k)) < p)
+        fail_msg("wait %u runs before node %u '%s'",
+                 g_array_index(waits, guint, k), n->id, n->label);
+  }
+  for (guint k = 0; k < waits->len; k++)
+    for (guint j = 0; j < starts->len; j++)
+      assert_true(pos_of(pos, g_array_index(waits, guint, k)) >
+                  pos_of(pos, g_array_index(starts, guint, j)));
+  /* the progress tests run while buckets are in flight: after a start,
+   * before the waits */
+  guint first_start = G_MAXUINT, first_wait = G_MAXUINT;
+  for (guint k = 0; k < starts->len; k++) {
+    first_start =
+        MIN(first_start, pos_of(pos, g_array_index(starts, guint, k)));
+    first_wait = MIN(first_wait, pos_of(pos, g_array_index(waits, guint, k)));
+  }
+  for (guint i = 0; i < s->nodes->len; i++) {
+    const WeirNode *n = s->nodes->pdata[i];
+    if (g_strcmp0(n->op, "AllreduceTest") != 0)
+      continue;
+    guint p = pos_of(pos, n->id);
+    assert_true(p > first_start && p < first_wait);
+    (*n_tests)++;
+  }
+  *n_starts = starts->len;
+  return overlapped;
+}
+
+/* The overlapped program: starts as early as the dataflow allows, waits
+ * after the backward pass; the blocking form has no pair. */
+static void test_overlap_order(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) fwd = load_mlp();
+  g_auto(GStrv) params = weir_train_parameters(fwd);
+  guint np = g_strv_length(params);
+  g_autoptr(WeirGraph) many = train(fwd, TRUE, 1, TRUE);
+  guint n_starts = 0, n_tests = 0;
+  guint overlapped = check_overlap_order(many, &n_starts, &n_tests);
+  assert_int_equal(n_starts, np);
+  /* progress points after the backward nodes that run meanwhile */
+  assert_true(n_tests > 0);
+  /* the last layer's buckets start while earlier layers' backward runs */
+  assert_true(overlapped > 0);
+  print_message("%u (start, backward node) pairs overlap, %u tests\n",
+                overlapped, n_tests);
+  g_autoptr(WeirGraph) one = train(fwd, TRUE, 0, TRUE);
+  check_overlap_order(one, &n_starts, &n_tests);
+  assert_int_equal(n_starts, 1);
 }
 
 /* In one process the data-parallel step is the plain step, compiled. */
+static void one_process_step(const WeirGraph *fwd, gboolean overlap);
+
 static void test_one_process_step(void **state) {
   (void)state;
   g_autoptr(WeirGraph) fwd = load_mlp();
-  g_autoptr(WeirGraph) t0 = train(fwd, FALSE, 0);
-  g_autoptr(WeirGraph) t1 = train(fwd, TRUE, 1);
+  for (int overlap = 0; overlap < 2; overlap++)
+    one_process_step(fwd, overlap);
+}
+
+static void one_process_step(const WeirGraph *fwd, gboolean overlap) {
+  g_autoptr(WeirGraph) t0 = train(fwd, FALSE, 0, TRUE);
+  g_autoptr(WeirGraph) t1 = train(fwd, TRUE, 1, overlap);
   g_autoptr(GHashTable) symbols = weir_bindings_new();
   for (guint i = 0; i < fwd->symbols->len; i++)
     weir_bindings_set(symbols, g_ptr_array_index(fwd->symbols, i), 4);
@@ -356,8 +651,10 @@ static void test_one_process_step(void **state) {
     assert_int_equal(a->count, b->count);
     for (gint64 j = 0; j < a->count; j++)
       if (weir_tensor_get(a, j) != weir_tensor_get(b, j))
-        fail_msg("'%s'[%" G_GINT64_FORMAT "]: %.9g plain, %.9g data parallel",
-                 (char *)key, j, weir_tensor_get(a, j), weir_tensor_get(b, j));
+        fail_msg("'%s'[%" G_GINT64_FORMAT "]: %.9g plain, %.9g data parallel "
+                 "(%s)",
+                 (char *)key, j, weir_tensor_get(a, j), weir_tensor_get(b, j),
+                 overlap ? "overlapped" : "blocking");
     compared++;
   }
   assert_true(compared >= 5);
@@ -374,7 +671,10 @@ int main(void) {
       cmocka_unit_test(test_bad_nodes),
       cmocka_unit_test(test_interpreter),
       cmocka_unit_test(test_compiled),
+      cmocka_unit_test(test_pair),
+      cmocka_unit_test(test_pair_errors),
       cmocka_unit_test(test_buckets),
+      cmocka_unit_test(test_overlap_order),
       cmocka_unit_test(test_one_process_step),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

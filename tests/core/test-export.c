@@ -92,6 +92,13 @@ static void assert_passes(const char *dir) {
   assert_contains(r.out, "result: PASS");
   assert_contains(r.out, "max abs error");
   assert_contains(r.out, "time: median");
+  /* the rate is of the modeled traffic; the logical volume has none */
+  assert_contains(r.out, "GB/s of modeled memory traffic (");
+  const char *lv = strstr(r.out, "logical volume ");
+  assert_non_null(lv);
+  const char *eol = strchr(lv, '\n');
+  g_autofree char *line = g_strndup(lv, eol ? (gsize)(eol - lv) : strlen(lv));
+  assert_null(strstr(line, "GB/s"));
   run_clear(&r);
 }
 
@@ -101,6 +108,25 @@ static char *read_text(const char *dir, const char *name) {
   if (!g_file_get_contents(p, &text, NULL, NULL))
     fail_msg("%s is missing", p);
   return text;
+}
+
+/* A hardware profile of fixed figures: a 256 KiB L2 and no L3 (model
+ * cache 256 KiB), 12.5 GB/s measured. */
+static WeirHwProfile *test_profile(void) {
+  WeirHwProfile *p = weir_hw_detect();
+  g_free(p->cpu_model);
+  p->cpu_model = g_strdup("Test CPU");
+  p->logical_cores = p->physical_cores = 2;
+  p->l1d_bytes = 32 << 10;
+  p->l2_bytes = 256 << 10;
+  p->l3_bytes = 0;
+  p->measured = TRUE;
+  p->peak_gflops_1t = 50;
+  p->peak_gflops_all = 100;
+  p->bandwidth_gbs = 12.5;
+  p->load_average = 0.5;
+  p->cache_knee_bytes = 0;
+  return p;
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -114,8 +140,12 @@ static void test_matmul(void **state) {
   g_autoptr(WeirGraph) g = weir_graph_load(path, &error);
   assert_non_null(g);
   WeirExportInfo info;
-  WeirExportOptions opts = {
-      .seed = 1, .rtol = -1, .atol = -1, .source = "samples/matmul.json"};
+  g_autoptr(WeirHwProfile) hw = test_profile();
+  WeirExportOptions opts = {.seed = 1,
+                            .rtol = -1,
+                            .atol = -1,
+                            .source = "samples/matmul.json",
+                            .hw = hw};
   if (!weir_export(g, dir, &opts, &info, &error))
     fail_msg("%s", error->message);
   assert_string_equal(info.prefix, "matmul");
@@ -145,9 +175,27 @@ static void test_matmul(void **state) {
   weir_tensor_free(a);
   weir_tensor_free(b);
 
+  /* Modeled traffic with the profile's 256 KiB cache: each state's map
+   * fits, so it moves its footprint once: C (64 x 48 f32, 12288 B) in the
+   * zeroing state; A (8192 B), B (6144 B) and C in the product: 38912 B.
+   * The logical volume names every operand once per multiply-add: A and
+   * B 98304 B each, C 98304 B (WCR) and 12288 B zeroed, over the tasklet
+   * memlets and the boundary ones. */
   g_autofree char *readme = read_text(dir, "README.md");
-  assert_contains(readme, "bytes moved | 1191936 B (1.1 MiB)");
+  assert_contains(readme, "| modeled memory traffic | 38912 B (38.0 KiB) |");
+  assert_contains(readme, "| logical volume (not memory traffic) | 1191936 B "
+                          "(1.1 MiB) |");
+  assert_contains(readme, "`Test CPU`, 2 logical cores; model cache 256.0 KiB "
+                          "(the L2)");
+  assert_contains(readme, "measured memory bandwidth 12.5 GB/s");
   assert_contains(readme, "FLOPs | 196608");
+  assert_contains(readme, "| operational intensity | 5.053 FLOP/byte of "
+                          "modeled traffic |");
+  assert_true(strstr(readme, "bytes moved") == NULL);
+  g_autofree char *main_c = read_text(dir, "main.c");
+  assert_contains(main_c, "#define TRAFFIC_BYTES 38912.0");
+  assert_contains(main_c, "#define TRAFFIC_CACHE 262144.0");
+  assert_contains(main_c, "#define LOGICAL_BYTES 1191936.0");
   assert_contains(readme, "peak transient memory");
   assert_contains(readme, "| `C` | f32 | [64, 48] | argument |");
   assert_contains(readme, "None: the program was exported as loaded");

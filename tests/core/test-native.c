@@ -124,6 +124,10 @@ static const char *marker(const char *op, const char *impl,
                           const char *conv_direct_kind) {
   if (strcmp(impl, "blas") == 0)
     return "cblas_";
+  if (strcmp(impl, "weir") == 0 && strncmp(op, "ConvGrad", 8) == 0)
+    return strcmp(conv_direct_kind, "weir_conv2d_depthwise_") == 0
+               ? "weir_dwconv2d_grad_"
+               : "weir_wconv2d_grad_";
   if (strcmp(impl, "weir") == 0)
     return strcmp(op, "Conv") == 0 ? "weir_wconv2d_" : "weir_gemm_";
   if (strcmp(op, "ConvGradFilter") == 0 && strcmp(impl, "im2col") == 0)
@@ -293,6 +297,22 @@ static void win_3x2_g2_dil(WeirNode *n) {
 static void win_dw_s2(WeirNode *n) {
   window(n, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 4);
 }
+static void win_3x3_p1(WeirNode *n) {
+  window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+}
+/* 5x3 at unit stride, pads 3/1 (rows) and 0/1 (columns) */
+static void win_5x3_uneven(WeirNode *n) {
+  window(n, 5, 3, 1, 1, 3, 0, 1, 1, 1, 1, 1);
+}
+static void win_1x1_p1(WeirNode *n) {
+  window(n, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+}
+static void win_1x1_s2(WeirNode *n) {
+  window(n, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);
+}
+static void win_dw5_p1(WeirNode *n) {
+  window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5);
+}
 static void win_2x2_s2(WeirNode *n) {
   window(n, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 1);
 }
@@ -364,57 +384,125 @@ static const Case cases[] = {
      {"2, 4, 7, 6", "4, 3, 3, 3", "2, 3, 9, 8"},
      "2, 3, 9, 8",
      win_3x3,
-     {"col2im"},
-     "col2im"},
+     {"col2im", "weir"},
+     "weir"},
     {"cgi_s2p1",
      "ConvGradInput",
      {"2, 4, 5, 4", "4, 3, 3, 3", "2, 3, 9, 8"},
      "2, 3, 9, 8",
      win_3x3_s2p1,
-     {"col2im"},
-     "col2im"},
+     {"col2im", "weir"},
+     "weir"},
     {"cgi_g2_dil",
      "ConvGradInput",
      {"2, 6, 7, 7", "6, 2, 3, 2", "2, 4, 8, 7"},
      "2, 4, 8, 7",
      win_3x2_g2_dil,
-     {"col2im"},
-     "col2im"},
+     {"col2im", "weir"},
+     "weir"},
     {"cgi_dw",
      "ConvGradInput",
      {"2, 4, 4, 6", "4, 1, 3, 3", "2, 4, 7, 6"},
      "2, 4, 7, 6",
      win_dw_s2,
-     {"col2im"},
-     "col2im"},
+     {"col2im", "weir"},
+     "weir"},
     {"cgf_3x3",
      "ConvGradFilter",
      {"2, 4, 7, 6", "2, 3, 9, 8", "4, 3, 3, 3"},
      "4, 3, 3, 3",
      win_3x3,
-     {"im2col"},
-     "im2col"},
+     {"im2col", "weir"},
+     "weir"},
     {"cgf_s2p1",
      "ConvGradFilter",
      {"2, 4, 5, 4", "2, 3, 9, 8", "4, 3, 3, 3"},
      "4, 3, 3, 3",
      win_3x3_s2p1,
-     {"im2col"},
-     "im2col"},
+     {"im2col", "weir"},
+     "weir"},
     {"cgf_g2_dil",
      "ConvGradFilter",
      {"2, 6, 7, 7", "2, 4, 8, 7", "6, 2, 3, 2"},
      "6, 2, 3, 2",
      win_3x2_g2_dil,
-     {"im2col"},
-     "im2col"},
+     {"im2col", "weir"},
+     "weir"},
     {"cgf_dw",
      "ConvGradFilter",
      {"2, 4, 4, 6", "2, 4, 7, 6", "4, 1, 3, 3"},
      "4, 1, 3, 3",
      win_dw_s2,
-     {"im2col"},
-     "im2col"},
+     {"im2col", "weir"},
+     "weir"},
+    /* Weir's kernels (core/kernels/conv-grad.c): unit stride with
+     * padding (the implicit col2im), uneven pads, a pad beyond the
+     * kernel's reach (the col2im path), 1x1 at stride 2, depthwise at
+     * stride 1 and 2, and filter gradients over chunks of images (17x16
+     * outputs: two images per GEMM, then one) */
+    {"cgi_3x3_p1",
+     "ConvGradInput",
+     {"3, 5, 9, 7", "5, 3, 3, 3", "3, 3, 9, 7"},
+     "3, 3, 9, 7",
+     win_3x3_p1,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_5x3_uneven",
+     "ConvGradInput",
+     {"2, 4, 9, 7", "4, 3, 5, 3", "2, 3, 9, 8"},
+     "2, 3, 9, 8",
+     win_5x3_uneven,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_1x1_p1",
+     "ConvGradInput",
+     {"2, 4, 7, 6", "4, 3, 1, 1", "2, 3, 5, 4"},
+     "2, 3, 5, 4",
+     win_1x1_p1,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_1x1_s2",
+     "ConvGradInput",
+     {"2, 6, 5, 4", "6, 3, 1, 1", "2, 3, 9, 8"},
+     "2, 3, 9, 8",
+     win_1x1_s2,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_dw_s1",
+     "ConvGradInput",
+     {"3, 5, 7, 9", "5, 1, 3, 3", "3, 5, 7, 9"},
+     "3, 5, 7, 9",
+     win_dw5_p1,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgf_3x3_chunks",
+     "ConvGradFilter",
+     {"3, 5, 17, 16", "3, 3, 17, 16", "5, 3, 3, 3"},
+     "5, 3, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir"},
+    {"cgf_5x3_uneven",
+     "ConvGradFilter",
+     {"2, 4, 9, 7", "2, 3, 9, 8", "4, 3, 5, 3"},
+     "4, 3, 5, 3",
+     win_5x3_uneven,
+     {"im2col", "weir"},
+     "weir"},
+    {"cgf_1x1_s2",
+     "ConvGradFilter",
+     {"2, 6, 5, 4", "2, 3, 9, 8", "6, 3, 1, 1"},
+     "6, 3, 1, 1",
+     win_1x1_s2,
+     {"im2col", "weir"},
+     "weir"},
+    {"cgf_dw_s1",
+     "ConvGradFilter",
+     {"3, 5, 7, 9", "3, 5, 7, 9", "5, 1, 3, 3"},
+     "5, 1, 3, 3",
+     win_dw5_p1,
+     {"im2col", "weir"},
+     "weir"},
     {"mpg_2x2_s2",
      "MaxPoolGrad",
      {"2, 3, 3, 3", "2, 3, 6, 7", "2, 3, 3, 3"},

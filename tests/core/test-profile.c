@@ -12,6 +12,8 @@
  *    the instrumented one has the entry points of weir-codegen.h, and its
  *    cache key differs.
  *  - The SVG roofline is well-formed XML with one point per node.
+ *  - The bytes of each node are its modeled memory traffic (none for a
+ *    map without a traffic model: no GB/s from a logical volume).
  *  - `weir profile --format csv` and `--format json` parse: one CSV row
  *    and one JSON node per slot, with the same node ids.
  * No timed assertion: only signs and sums of the measured times. */
@@ -174,6 +176,74 @@ static void test_every_node(void **state) {
   assert_int_equal(circles, points);
 }
 
+/* The bytes of every node are its modeled memory traffic: with a
+ * profile whose model cache is 256 KiB, each equals the traffic of that
+ * operation in the analysis of the lowered program; without a cache (no
+ * model) no map has bytes (its logical volume is not memory traffic) and
+ * so no GB/s. */
+static void test_bytes_are_traffic(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = load_model("lenet");
+  g_autoptr(GHashTable) args = arguments(g, 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirGraph) lowered = weir_graph_copy(g);
+  assert_true(weir_lower(
+      lowered, &(WeirLowerOptions){.native = TRUE, .split_epilogues = TRUE},
+      &error));
+  WeirHwProfile hw = {.l2_bytes = 256 << 10,
+                      .measured = TRUE,
+                      .peak_gflops_1t = 10,
+                      .peak_gflops_all = 20,
+                      .bandwidth_gbs = 5};
+  assert_int_equal(weir_hw_model_cache_bytes(&hw), 256 << 10);
+  g_autoptr(WeirAnalysis) a =
+      weir_analysis_compute_traffic(lowered, NULL, 256 << 10, &error);
+  assert_non_null(a);
+  WeirProfileOptions o = {.warmup = 0, .repetitions = 1, .hw = &hw};
+  g_autoptr(WeirProfile) p = weir_profile_run(g, NULL, args, &o, &error);
+  assert_non_null(p);
+  guint maps = 0;
+  gint64 sum = 0;
+  for (guint i = 0; i < p->nodes->len; i++) {
+    const WeirProfileNode *n = g_ptr_array_index(p->nodes, i);
+    const WeirNodeCost *c = weir_analysis_node(a, n->node);
+    assert_non_null(c);
+    assert_true(n->bytes_known);
+    /* a copy's traffic is its memlet's (writes always count), which the
+     * analysis keeps on the memlet, not on the access node */
+    const WeirQuantity *want =
+        strcmp(n->op, "copy") == 0 ? &c->bytes_in : &c->traffic;
+    if (!want->known)
+      fail_msg("node %u '%s' (%s): no traffic", n->node, n->label, n->op);
+    assert_int_equal(n->bytes, want->value);
+    sum += n->bytes;
+    maps += strcmp(n->op, "map") == 0;
+  }
+  assert_true(maps >= 3);
+  /* the nodes together are the program's traffic (LeNet has one state) */
+  assert_true(a->total_traffic.known);
+  assert_int_equal(sum, a->total_traffic.value);
+  assert_true(a->total_traffic.value < a->total_bytes.value);
+
+  /* no cache: no model; maps have no bytes and no rate */
+  WeirHwProfile none = hw;
+  none.l2_bytes = 0;
+  o.hw = &none;
+  g_autoptr(WeirProfile) q = weir_profile_run(g, NULL, args, &o, &error);
+  assert_non_null(q);
+  guint unknown = 0;
+  for (guint i = 0; i < q->nodes->len; i++) {
+    const WeirProfileNode *n = g_ptr_array_index(q->nodes, i);
+    if (strcmp(n->op, "map") != 0)
+      continue;
+    assert_false(n->bytes_known);
+    assert_true(n->gbs == 0);
+    assert_null(n->bound);
+    unknown++;
+  }
+  assert_int_equal(unknown, maps);
+}
+
 static void test_codegen_option(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g = load_model("lenet");
@@ -297,9 +367,12 @@ static void test_cli_png(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_same_outputs),   cmocka_unit_test(test_every_node),
-      cmocka_unit_test(test_codegen_option), cmocka_unit_test(test_cli_formats),
+      cmocka_unit_test(test_same_outputs),
+      cmocka_unit_test(test_every_node),
+      cmocka_unit_test(test_codegen_option),
+      cmocka_unit_test(test_cli_formats),
       cmocka_unit_test(test_cli_png),
+      cmocka_unit_test(test_bytes_are_traffic),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

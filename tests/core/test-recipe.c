@@ -375,6 +375,9 @@ static void test_optional_and_partial(void **state) {
   assert_contains(text, "test-fail: deliberate failure");
   assert_contains(text, "4 matched, 3 applied");
   assert_contains(text, "total: ok");
+  /* the bytes are the logical volume, and say so (issue 15) */
+  assert_contains(text, "\n  logical volume ");
+  assert_null(strstr(text, "bytes moved"));
 }
 
 static void test_repeat(void **state) {

@@ -328,7 +328,7 @@ static void test_fusion(void **state) {
   g_autoptr(WeirRow) row =
       g_list_model_get_item(weir_window_get_history(fx.w), steps + 1);
   assert_non_null(strstr(row->title, "map-fusion"));
-  assert_non_null(strstr(row->subtitle, "bytes"));
+  assert_non_null(strstr(row->subtitle, "logical volume"));
   assert_non_null(strstr(row->subtitle, "-"));
   assert_true(row->current);
 }

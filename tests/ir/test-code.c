@@ -364,8 +364,11 @@ static void test_parse_every_function(void **state) {
     const char *name = weir_func_name((WeirFunc)f);
     gboolean two =
         f == WEIR_FUNC_POW || f == WEIR_FUNC_MIN || f == WEIR_FUNC_MAX;
-    g_autofree char *body =
-        g_strdup_printf("y = %s(a%s)", name, two ? ", b" : "");
+    gboolean three = f == WEIR_FUNC_PHILOX;
+    g_autofree char *body = g_strdup_printf("y = %s(a%s)", name,
+                                            three ? ", b, c"
+                                            : two ? ", b"
+                                                  : "");
     g_autoptr(WeirCode) code = parse_ok(body);
     const WeirStmt *s = g_ptr_array_index(code->stmts, 0);
     assert_int_equal(s->value->kind, WEIR_AST_CALL);
@@ -1121,6 +1124,43 @@ static void test_eval_bool(void **state) {
   assert_int_equal(eval_expr("p ? 1 : i / 0", B).i, 1);
 }
 
+/* philox(): the known-answer vectors of Philox-4x32-10 (Random123's
+ * kat_vectors), the i64 packing of key and counter, integer arguments. */
+static void test_philox(void **state) {
+  (void)state;
+  static const struct {
+    guint32 ctr[4], key[2], out[4];
+  } kat[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(kat); i++) {
+    guint32 out[4];
+    weir_philox4x32_10(kat[i].ctr, kat[i].key, out);
+    for (int w = 0; w < 4; w++)
+      assert_int_equal(out[w], kat[i].out[w]);
+  }
+  /* key = 0x299f31d0a4093822, c0 = 0x85a308d3243f6a88, c1 =
+   * 0x0370734413198a2e: the third vector's first word */
+  assert_int_equal(eval_i64("philox(2999170649027065890, "
+                            "-8817193942522041720, 247824715720788526)"),
+                   0xd16cfe09);
+  assert_int_equal(eval_i64("philox(0, 0, 0)"), 0x6627e8d5);
+  assert_int_equal(eval_i64("philox(-1, -1, -1)"), 0x408f276d);
+  assert_int_equal(eval_i64("philox(l, i, N) >= 0"), 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(WeirCode) code = weir_code_parse("y = philox(1.5, 0, 0)", &error);
+  assert_non_null(code);
+  WeirConnectorInfo outs[] = {{"y", WEIR_DTYPE_I64, 0}};
+  assert_false(weir_code_check(code, NULL, 0, outs, 1, NULL, &error));
+  assert_non_null(strstr(error->message, "philox takes integer arguments"));
+}
+
 static void test_eval_program(void **state) {
   (void)state;
   WeirConnectorInfo outs[] = {{"y", WEIR_DTYPE_F64, 0},
@@ -1298,6 +1338,7 @@ int main(void) {
       cmocka_unit_test(test_eval_float),
       cmocka_unit_test(test_eval_integer),
       cmocka_unit_test(test_eval_bool),
+      cmocka_unit_test(test_philox),
       cmocka_unit_test(test_eval_program),
       cmocka_unit_test(test_eval_errors),
       cmocka_unit_test(test_eval_condition),

@@ -1527,6 +1527,195 @@ static void test_resize(void **state) {
   }
 }
 
+/* --------------------------------------------------------- GridSample */
+
+static void test_gridsample(void **state) {
+  (void)state;
+  /* Bicubic with border and reflection padding, with and without
+   * align_corners (the node tests cover bicubic with zeros only): X =
+   * [[0, 1], [2, 3], [4, 5]] sampled at 1.7 x the points of ONNX's bicubic
+   * example (most fall outside the image); the values are PyTorch's
+   * grid_sample (torch 2, float32). */
+  static const float grid[] = {-1, -1, -0.5, -0.5, -0.2, -0.2, 0,   0,
+                               0,  0,  -0.2, -0.2, 0.5,  0.5,  1.0, 1.0};
+  static const struct {
+    const char *pad;
+    gint64 align;
+    float y[8];
+  } cases[] = {
+      {"border",
+       0,
+       {0.0f, -0.32772693f, 0.93097591f, 2.5f, 2.5f, 0.93097591f, 5.3277297f,
+        5.0000033f}},
+      {"border",
+       1,
+       {-0.20540623f, 0.28694549f, 1.44495296f, 2.5f, 2.5f, 1.44495296f,
+        4.71305466f, 5.20540810f}},
+      {"reflection",
+       0,
+       {1.08418751f, -0.46968666f, 0.93097591f, 2.5f, 2.5f, 0.93097591f,
+        5.46968937f, 3.91581345f}},
+      {"reflection",
+       1,
+       {1.40875161f, 0.08015625f, 1.27412832f, 2.5f, 2.5f, 1.27412832f,
+        4.91984415f, 3.59125066f}},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    Op *o = op_new("GridSample", "gs");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "1, 1, 3, 2", 0);
+    WeirTensor *gr = op_input(o, WEIR_DTYPE_F32, "1, 2, 4, 2", 0);
+    for (gint64 i = 0; i < x->count; i++)
+      weir_tensor_set(x, i, (double)i);
+    for (gint64 i = 0; i < gr->count; i++)
+      weir_tensor_set(gr, i, 1.7 * grid[i]);
+    weir_node_set_attr_string(o->n, "mode", "bicubic");
+    weir_node_set_attr_string(o->n, "padding_mode", cases[c].pad);
+    weir_node_set_attr_int(o->n, "align_corners", cases[c].align);
+    op_finish(o, 1);
+    g_autofree char *shape = exprs_text(
+        (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
+    assert_string_equal(shape, "1, 1, 2, 4");
+    g_autoptr(WeirExpr) f =
+        weir_op_lookup("GridSample")->flops(o->g, o->s, o->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, "280"); /* 8 elements x 35 */
+    op_run(o);
+    for (gint64 i = 0; i < 8; i++)
+      assert_float_equal(weir_tensor_get(o->out[0], i), cases[c].y[i], 2e-5);
+    op_free(o);
+  }
+  /* Refused: an unknown mode, a grid whose last dimension is not 2, an
+   * input of rank 5 (the 3-D form of later opsets). */
+  struct {
+    const char *mode, *x, *grid;
+    WeirErrorCode code;
+  } bad[] = {
+      {"area", "1, 1, 3, 3", "1, 2, 2, 2", WEIR_ERROR_INVALID},
+      {"bilinear", "1, 1, 3, 3", "1, 2, 2, 3", WEIR_ERROR_INVALID},
+      {"bilinear", "1, 1, 3, 3, 3", "1, 2, 2, 2, 3", WEIR_ERROR_UNSUPPORTED},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    Lib l = lib_new("GridSample");
+    weir_node_set_attr_string(l.n, "mode", bad[i].mode);
+    WeirOpValue in[2] = {val(WEIR_DTYPE_F32, bad[i].x),
+                         val(WEIR_DTYPE_F32, bad[i].grid)};
+    WeirOpValue out[1] = {{0}};
+    g_autoptr(GError) error = NULL;
+    assert_false(infer(&l, in, 2, out, 1, &error));
+    assert_int_equal(error->code, bad[i].code);
+    assert_non_null(strstr(error->message, "node 'node1' (GridSample)"));
+    clear_values(in, 2);
+    weir_graph_free(l.g);
+  }
+}
+
+/* ------------------------------------------------------------- DFT, STFT */
+
+/* The direct DFT of complex x (n samples, re/im interleaved), zero-padded
+ * or truncated to len, at frequency k. */
+static void ref_dft(const double *x, gint64 n, gint64 len, gint64 k,
+                    gboolean inverse, double *re, double *im) {
+  long double sr = 0, si = 0;
+  for (gint64 t = 0; t < MIN(n, len); t++) {
+    long double th = 2 * G_PI * (long double)((k * t) % len) / len;
+    long double c = cosl(th), sn = inverse ? sinl(th) : -sinl(th);
+    sr += x[2 * t] * c - x[2 * t + 1] * sn;
+    si += x[2 * t] * sn + x[2 * t + 1] * c;
+  }
+  *re = (double)(inverse ? sr / len : sr);
+  *im = (double)(inverse ? si / len : si);
+}
+
+static void test_dft(void **state) {
+  (void)state;
+  /* Complex input (the node tests only have real ones), along axis 1 of
+   * [2, 5, 3, 2], padded to 8, truncated to 3 (inverse), onesided. */
+  static const struct {
+    gint64 len;
+    gboolean inverse, onesided;
+    const char *shape;
+  } cases[] = {
+      {8, FALSE, FALSE, "2, 8, 3, 2"},
+      {3, TRUE, FALSE, "2, 3, 3, 2"},
+      {5, FALSE, TRUE, "2, 3, 3, 2"},
+  };
+  for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+    Op *o = op_new("DFT", "dft");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F64, "2, 5, 3, 2", 7);
+    weir_node_set_attr_int(o->n, "axis", 1);
+    weir_node_set_attr_int(o->n, "dft_length", cases[c].len);
+    weir_node_set_attr_int(o->n, "inverse", cases[c].inverse);
+    weir_node_set_attr_int(o->n, "onesided", cases[c].onesided);
+    op_finish(o, 1);
+    g_autofree char *shape = exprs_text(
+        (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
+    assert_string_equal(shape, cases[c].shape);
+    g_autoptr(WeirExpr) f = weir_op_lookup("DFT")->flops(o->g, o->s, o->n);
+    g_autoptr(WeirExpr) want_f =
+        weir_expr_const(o->out[0]->count * 4 * MIN(cases[c].len, 5));
+    assert_true(weir_expr_equal(f, want_f));
+    op_run(o);
+    gint64 bins = o->out[0]->shape[1];
+    for (gint64 b = 0; b < 2; b++)
+      for (gint64 j = 0; j < 3; j++) {
+        double sig[10];
+        for (gint64 t = 0; t < 5; t++)
+          for (gint64 q = 0; q < 2; q++)
+            sig[2 * t + q] = weir_tensor_get(x, ((b * 5 + t) * 3 + j) * 2 + q);
+        for (gint64 k = 0; k < bins; k++) {
+          double re, im;
+          ref_dft(sig, 5, cases[c].len, k, cases[c].inverse, &re, &im);
+          gint64 at = ((b * bins + k) * 3 + j) * 2;
+          assert_float_equal(weir_tensor_get(o->out[0], at), re, 1e-12);
+          assert_float_equal(weir_tensor_get(o->out[0], at + 1), im, 1e-12);
+        }
+      }
+    op_free(o);
+  }
+}
+
+/* ------------------------------------------------------------- RoiAlign */
+
+static void test_roialign(void **state) {
+  (void)state;
+  /* X = [[1, 2], [3, 4]], the region (0, 0)-(4, 4) at spatial_scale 0.5,
+   * output_half_pixel, one bin of 2 x 2 samples at 0.5 and 1.5: by hand,
+   * the bilinear samples are 2.5, 3, 3.5 and 4 (the last row and column
+   * clamp), so avg is 3.25; max keeps the largest weighted neighbour, 4. */
+  for (guint m = 0; m < 2; m++) {
+    Op *o = op_new("RoiAlign", "roi");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "1, 1, 2, 2", 0);
+    WeirTensor *r = op_input(o, WEIR_DTYPE_F32, "1, 4", 0);
+    WeirTensor *b = op_input(o, WEIR_DTYPE_I64, "1", 0);
+    for (gint64 i = 0; i < 4; i++) {
+      weir_tensor_set(x, i, (double)(i + 1));
+      weir_tensor_set(r, i, i < 2 ? 0.0 : 4.0);
+    }
+    weir_tensor_set(b, 0, 0);
+    weir_node_set_attr_string(o->n, "coordinate_transformation_mode",
+                              "output_half_pixel");
+    weir_node_set_attr_string(o->n, "mode", m == 0 ? "avg" : "max");
+    weir_node_set_attr_int(o->n, "sampling_ratio", 2);
+    weir_node_set_attr_float(o->n, "spatial_scale", 0.5);
+    op_finish(o, 1);
+    op_run(o);
+    assert_float_equal(weir_tensor_get(o->out[0], 0), m == 0 ? 3.25 : 4.0,
+                       1e-6);
+    op_free(o);
+  }
+  /* Refused: the adaptive sampling (sampling_ratio 0). */
+  Lib l = lib_new("RoiAlign");
+  WeirOpValue in[3] = {val(WEIR_DTYPE_F32, "1, 1, 4, 4"),
+                       val(WEIR_DTYPE_F32, "2, 4"), val(WEIR_DTYPE_I64, "2")};
+  WeirOpValue out[1] = {{0}};
+  g_autoptr(GError) error = NULL;
+  assert_false(infer(&l, in, 3, out, 1, &error));
+  assert_int_equal(error->code, WEIR_ERROR_UNSUPPORTED);
+  assert_non_null(strstr(error->message, "node 'node1' (RoiAlign)"));
+  clear_values(in, 3);
+  weir_graph_free(l.g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schemas_and_defaults),
@@ -1557,6 +1746,9 @@ int main(void) {
       cmocka_unit_test(test_int_values_folding),
       cmocka_unit_test(test_scatter_nd),
       cmocka_unit_test(test_resize),
+      cmocka_unit_test(test_gridsample),
+      cmocka_unit_test(test_dft),
+      cmocka_unit_test(test_roialign),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

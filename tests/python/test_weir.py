@@ -206,18 +206,36 @@ class TestPrograms(unittest.TestCase):
         self.assertGreaterEqual(gemms[0]["flops"], 2 * 4 * 64 * 128)
         self.assertGreater(a["total_bytes"], 0)
         self.assertGreater(a["total_traffic"], 0)
+        # the nodes' modeled traffic adds up to the program's (one state)
+        self.assertTrue(all(n["traffic"] >= 0 for n in gemms))
+        self.assertEqual(sum(n["traffic"] for n in a["nodes"] if n["traffic"] > 0),
+                         a["total_traffic"])
         self.assertGreater(a["total_flops"], 0)
         unbound = weir.analyses(g)
         self.assertEqual(unbound["total_flops"], -1)
 
     def test_profile_per_node(self):
         x, _ = mlp_data()
-        p = weir.profile(weir.optimize(weir.load(MLP), 2), {"input": x}, {"batch": 4},
-                         warmup=1, repetitions=3)
+        prog = weir.optimize(weir.load(MLP), 2)
+        p = weir.profile(prog, {"input": x}, {"batch": 4}, warmup=1, repetitions=3)
         self.assertGreater(p["run_median"], 0)
         self.assertTrue(p["nodes"])
         self.assertTrue(all(n["seconds"] >= 0 for n in p["nodes"]))
         self.assertAlmostEqual(sum(n["share"] for n in p["nodes"]), 1.0, places=6)
+        # bytes: the modeled traffic with this machine's cache, known for
+        # every node (maps included: the cached hardware profile is used)
+        self.assertTrue(all(n["bytes"] >= 0 for n in p["nodes"]))
+        # a Gemm's bytes are its traffic in the analysis: the activations it
+        # reads come from the cache after the node that wrote them
+        a = {(n["state"], n["node"]): n for n in weir.analyses(prog, {"batch": 4})["nodes"]}
+        gemms = [n for n in p["nodes"] if n["op"] == "Gemm"]
+        self.assertEqual(len(gemms), 3)
+        for n in gemms:
+            c = a[(n["state"], n["node"])]
+            self.assertEqual(n["bytes"], c["traffic"])
+        self.assertTrue(any(a[(n["state"], n["node"])]["traffic"]
+                            < a[(n["state"], n["node"])]["bytes_in"]
+                            + a[(n["state"], n["node"])]["bytes_out"] for n in gemms))
 
     def test_evaluate_against_reference(self):
         x, y = mlp_data()

@@ -888,6 +888,12 @@ static void record_legacy(Importer *imp, const WeirOnnxNode *on, WeirNode *n) {
     if (!weir_node_attr(n, "axis"))
       weir_node_set_attr_int(n, "axis", 1);
   }
+  /* RoiAlign before opset 16 had no coordinate_transformation_mode and
+   * behaved as output_half_pixel (16's default is half_pixel). */
+  if (strcmp(on->op_type, "RoiAlign") == 0 && imp->opset < 16 &&
+      !weir_node_attr(n, "coordinate_transformation_mode"))
+    weir_node_set_attr_string(n, "coordinate_transformation_mode",
+                              "output_half_pixel");
 }
 
 /* When a value input becomes a float attribute, its element type would be

@@ -10,6 +10,7 @@ void weir_expand_register_elementwise(void);
 void weir_expand_register_linalg(void);
 void weir_expand_register_reduce(void);
 void weir_expand_register_resize(void);
+void weir_expand_register_signal(void);
 void weir_expand_register_shape(void);
 void weir_expand_register_indexing(void);
 void weir_expand_register_training(void);
@@ -22,6 +23,7 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_linalg();
   weir_expand_register_reduce();
   weir_expand_register_resize();
+  weir_expand_register_signal();
   weir_expand_register_shape();
   weir_expand_register_indexing();
   weir_expand_register_training();

@@ -1,5 +1,6 @@
-/* resize.c — the pure expansion of Resize (schema and inference in
- * ir/ops/resize.c).
+/* resize.c — the pure expansions of Resize, GridSample and RoiAlign
+ * (schemas and inference in ir/ops/resize.c).  GridSample and RoiAlign are
+ * described above their expansions.
  *
  * One map over the output.  Axes that are not resized
  * (weir_op_resize_keeps_axis) read the input at the output's index (or at 0
@@ -105,6 +106,38 @@ static gboolean coordinate(const WeirNode *n, guint d, const char *p,
                           "coordinate_transformation_mode '%s'", mode);
   }
   return TRUE;
+}
+
+/* The map `top` built by weir_expand_map reads container `data` whole
+ * through an indexed connector: each execution reads `per` elements at
+ * data-dependent places (dynamic memlets, volume per x the map's
+ * iterations `vol` outside). */
+static void mark_indexed_read(WeirState *s, WeirNode *top,
+                              const WeirContainer *data, gint64 per,
+                              WeirExpr *vol, const char *conn) {
+  if (top->kind != WEIR_NODE_MAP_ENTRY)
+    return;
+  g_autofree char *in_conn = g_strdup_printf("IN_%s", data->name);
+  g_autofree char *out_conn = g_strdup_printf("OUT_%s", data->name);
+  g_autoptr(WeirExpr) each = weir_expr_const(per);
+  g_autoptr(WeirExpr) total = weir_expr_mul(vol, each);
+  g_autoptr(GPtrArray) ins = weir_state_in_edges(s, top->id);
+  for (guint i = 0; i < ins->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(ins, i);
+    if (g_strcmp0(m->dst_conn, in_conn) == 0) {
+      weir_memlet_set_volume(m, total);
+      m->dynamic = TRUE;
+    }
+  }
+  g_autoptr(GPtrArray) outs = weir_state_out_edges(s, top->id);
+  for (guint i = 0; i < outs->len; i++) {
+    WeirMemlet *m = g_ptr_array_index(outs, i);
+    if (g_strcmp0(m->src_conn, out_conn) == 0 &&
+        g_strcmp0(m->dst_conn, conn) == 0) {
+      weir_memlet_set_volume(m, each);
+      m->dynamic = TRUE;
+    }
+  }
 }
 
 static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
@@ -309,35 +342,354 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
                                   body, NULL, 0, error);
   if (!top)
     return FALSE;
-  if (k > 0 && top->kind == WEIR_NODE_MAP_ENTRY) {
-    /* The resized axes are read at computed indices: each execution reads
-     * 1 (nearest), 2^k (linear) or 4^k (cubic) elements of the
-     * connector's subset. */
-    g_autofree char *in_conn = g_strdup_printf("IN_%s", x.container->name);
-    g_autofree char *out_conn = g_strdup_printf("OUT_%s", x.container->name);
-    g_autoptr(WeirExpr) per = weir_expr_const(corners);
-    g_autoptr(WeirExpr) total = weir_expr_mul(vol, per);
-    g_autoptr(GPtrArray) ins = weir_state_in_edges(s, top->id);
-    for (guint i = 0; i < ins->len; i++) {
-      WeirMemlet *m = g_ptr_array_index(ins, i);
-      if (g_strcmp0(m->dst_conn, in_conn) == 0) {
-        weir_memlet_set_volume(m, total);
-        m->dynamic = TRUE;
-      }
+  /* The resized axes are read at computed indices: each execution reads
+   * 1 (nearest), 2^k (linear) or 4^k (cubic) elements of the connector's
+   * subset. */
+  if (k > 0)
+    mark_indexed_read(s, top, x.container, corners, vol, "x");
+  return weir_state_remove_node(s, n->id);
+}
+
+/* ------------------------------------------------------------ GridSample
+ *
+ * One map over Y [N, C, Ho, Wo].  The tasklet reads the grid's two values
+ * at (n, ho, wo) through the subset and the image plane X[n, c] whole,
+ * indexed.  Per axis (width from grid x, height from grid y, size L):
+ *
+ *   unnormalize  align_corners: (g + 1) / 2 * (L - 1)
+ *                otherwise:     ((g + 1) * L - 1) / 2
+ *   padding      border: clamp to [0, L - 1]; reflection: reflect about
+ *                the borders (0 and L - 1 with align_corners, -0.5 and
+ *                L - 0.5 without), then clamp; zeros: unchanged
+ *
+ * nearest rounds the coordinate (halves to even) and bilinear reads the
+ * two neighbours floor(c), floor(c) + 1 with weights 1 - t, t; a neighbour
+ * outside the image reads 0 (after border or reflection padding only the
+ * weight-0 neighbour at L can be outside).  bicubic unnormalizes without
+ * padding, reads the four neighbours floor(c) - 1 .. floor(c) + 2, each
+ * index padded (clamped, or reflected then clamped; zeros: 0 outside) and
+ * weighs them with the cubic convolution coefficients of A = -0.75.  This
+ * is PyTorch's grid_sample, from which ONNX takes its definition.  All
+ * coordinate arithmetic is in f64; coordinates are clamped to +-2^40
+ * before the conversion to an integer index. */
+
+/* Appends the code giving gs_c<ax> (the source coordinate, f64) of axis
+ * ax from grid value `gv`, length code `len`. */
+static void gridsample_coordinate(GString *code, guint ax, const char *gv,
+                                  const char *len, gboolean align,
+                                  const char *pad, gboolean apply_pad) {
+  if (align)
+    g_string_append_printf(code, "gs_c%u = (f64(%s) + 1) / 2 * (%s - 1)\n", ax,
+                           gv, len);
+  else
+    g_string_append_printf(code, "gs_c%u = ((f64(%s) + 1) * %s - 1) / 2\n", ax,
+                           gv, len);
+  if (!apply_pad)
+    return;
+  if (strcmp(pad, "reflection") == 0) {
+    /* reflect about lo and lo + span: |c - lo| folded by span */
+    const char *lo = align ? "0.0" : "(-0.5)";
+    g_autofree char *span = align ? g_strdup_printf("f64(%s - 1)", len)
+                                  : g_strdup_printf("f64(%s)", len);
+    g_string_append_printf(
+        code,
+        "gs_a%u = abs(gs_c%u - %s)\n"
+        "gs_s%u = %s\n"
+        "gs_k%u = gs_s%u > 0 ? floor(gs_a%u / gs_s%u) : 0.0\n"
+        "gs_e%u = gs_a%u - gs_k%u * gs_s%u\n"
+        "gs_c%u = gs_s%u <= 0 ? 0.0 : gs_k%u - 2 * floor(gs_k%u / 2) == 0 ? "
+        "gs_e%u + %s : gs_s%u - gs_e%u + %s\n",
+        ax, ax, lo, ax, span, ax, ax, ax, ax, ax, ax, ax, ax, ax, ax, ax, ax,
+        ax, lo, ax, ax, lo);
+  }
+  if (strcmp(pad, "zeros") != 0)
+    g_string_append_printf(
+        code, "gs_c%u = min(max(gs_c%u, 0.0), f64(%s - 1))\n", ax, ax, len);
+}
+
+/* Appends code setting gs_i<ax>_<j> (i64 index to read, in range) and
+ * gs_v<ax>_<j> (bool: the neighbour is inside, or padding gives it) for
+ * integer position `pos` (f64 code) of axis ax. */
+static void gridsample_index(GString *code, guint ax, guint j, const char *pos,
+                             const char *len, gboolean align, const char *pad,
+                             gboolean pad_index) {
+  g_string_append_printf(
+      code,
+      "gs_i%u_%u = i64(min(max(%s, -1099511627776.0), 1099511627776.0))\n", ax,
+      j, pos);
+  if (pad_index && strcmp(pad, "reflection") == 0) {
+    /* integer reflection: the period is 2 (L - 1) with align_corners
+     * (about 0 and L - 1), 2 L without (about -0.5 and L - 0.5) */
+    if (align)
+      g_string_append_printf(
+          code,
+          "gs_m = %s > 1 ? 2 * (%s - 1) : 1\n"
+          "gs_i%u_%u = ((gs_i%u_%u %% gs_m) + gs_m) %% gs_m\n"
+          "gs_i%u_%u = gs_i%u_%u > %s - 1 ? gs_m - gs_i%u_%u : gs_i%u_%u\n",
+          len, len, ax, j, ax, j, ax, j, ax, j, len, ax, j, ax, j);
+    else
+      g_string_append_printf(
+          code,
+          "gs_m = 2 * %s\n"
+          "gs_i%u_%u = ((gs_i%u_%u %% gs_m) + gs_m) %% gs_m\n"
+          "gs_i%u_%u = gs_i%u_%u > %s - 1 ? gs_m - 1 - gs_i%u_%u : gs_i%u_%u\n",
+          len, ax, j, ax, j, ax, j, ax, j, len, ax, j, ax, j);
+  }
+  /* after border or reflection padding of the index every neighbour is
+   * read (clamped below); zeros padding, and the coordinate padding of
+   * bilinear and nearest, leave neighbours outside, which read 0 */
+  if (pad_index && strcmp(pad, "zeros") != 0)
+    g_string_append_printf(code, "gs_v%u_%u = true\n", ax, j);
+  else
+    g_string_append_printf(code,
+                           "gs_v%u_%u = gs_i%u_%u >= 0 && gs_i%u_%u < %s\n", ax,
+                           j, ax, j, ax, j, len);
+  g_string_append_printf(code, "gs_i%u_%u = min(max(gs_i%u_%u, 0), %s - 1)\n",
+                         ax, j, ax, j, len);
+}
+
+static gboolean expand_gridsample(WeirGraph *g, WeirState *s, WeirNode *n,
+                                  GError **error) {
+  WeirPort x, grid, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_input(g, s, n, 1, &grid, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  if (!weir_op_check_attrs(n, error))
+    return FALSE;
+  if (x.rank != 4 || grid.rank != 4 || y.rank != 4)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "only the 2-D form (X, Grid and Y of rank 4)");
+  const char *mode = weir_node_attr_string(n, "mode", "bilinear");
+  const char *pad = weir_node_attr_string(n, "padding_mode", "zeros");
+  gboolean align = weir_node_attr_int(n, "align_corners", 0) != 0;
+  guint taps = strcmp(mode, "bicubic") == 0    ? 4
+               : strcmp(mode, "bilinear") == 0 ? 2
+               : strcmp(mode, "nearest") == 0  ? 1
+                                               : 0;
+  if (taps == 0 || (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 &&
+                    strcmp(pad, "reflection") != 0))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "mode '%s', padding_mode '%s'", mode, pad);
+  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
+  gint64 nv;
+  if (weir_expr_is_const(vol, &nv) && nv == 0)
+    return weir_state_remove_node(s, n->id);
+
+  /* axis 0: width (grid x, X dimension 3); axis 1: height (grid y, 2) */
+  g_autofree char *len_w = weir_expand_expr_code(x.shape[3]);
+  g_autofree char *len_h = weir_expand_expr_code(x.shape[2]);
+  const char *lens[2] = {len_w, len_h};
+  const char *gv[2] = {"gx", "gy"};
+  GString *code = g_string_new(NULL);
+  for (guint ax = 0; ax < 2; ax++) {
+    gridsample_coordinate(code, ax, gv[ax], lens[ax], align, pad, taps != 4);
+    if (taps == 1) {
+      g_autofree char *pos = g_strdup_printf("rint(gs_c%u)", ax);
+      gridsample_index(code, ax, 0, pos, lens[ax], align, pad, FALSE);
+      continue;
     }
-    g_autoptr(GPtrArray) outs = weir_state_out_edges(s, top->id);
-    for (guint i = 0; i < outs->len; i++) {
-      WeirMemlet *m = g_ptr_array_index(outs, i);
-      if (g_strcmp0(m->src_conn, out_conn) == 0 &&
-          g_strcmp0(m->dst_conn, "x") == 0) {
-        weir_memlet_set_volume(m, per);
-        m->dynamic = TRUE;
-      }
+    g_string_append_printf(code,
+                           "gs_f%u = floor(gs_c%u)\ngs_t%u = gs_c%u - gs_f%u\n",
+                           ax, ax, ax, ax, ax);
+    for (guint j = 0; j < taps; j++) {
+      g_autofree char *pos =
+          g_strdup_printf("gs_f%u + %d", ax, (int)j - (taps == 4 ? 1 : 0));
+      gridsample_index(code, ax, j, pos, lens[ax], align, pad, taps == 4);
+    }
+    if (taps == 2) {
+      g_string_append_printf(code, "gs_w%u_0 = 1 - gs_t%u\ngs_w%u_1 = gs_t%u\n",
+                             ax, ax, ax, ax);
+      continue;
+    }
+    /* cubic convolution weights, A = -0.75, at distances t + 1, t, 1 - t,
+     * 2 - t */
+    static const char *const before[] = {"gs_t", "gs_t", "1 - gs_t",
+                                         "2 - gs_t"};
+    for (guint j = 0; j < 4; j++) {
+      g_string_append_printf(code, "gs_d = %s%u%s\n", before[j], ax,
+                             j == 0 ? " + 1" : "");
+      if (j == 0 || j == 3)
+        g_string_append_printf(code,
+                               "gs_w%u_%u = ((-0.75 * gs_d + 3.75) * gs_d - "
+                               "6.0) * gs_d + 3.0\n",
+                               ax, j);
+      else
+        g_string_append_printf(
+            code, "gs_w%u_%u = (1.25 * gs_d - 2.25) * gs_d * gs_d + 1\n", ax,
+            j);
     }
   }
+  /* the taps x taps neighbours, summed with their weights, rows (height)
+   * outer */
+  if (taps == 1) {
+    g_string_append(code,
+                    "y = gs_v0_0 && gs_v1_0 ? x[0, 0, gs_i1_0, gs_i0_0] : 0\n");
+  } else {
+    g_string_append(code, "gs_r = 0.0\n");
+    for (guint a = 0; a < taps; a++) {
+      g_string_append(code, "gs_q = 0.0\n");
+      for (guint b = 0; b < taps; b++)
+        g_string_append_printf(code,
+                               "gs_q = gs_q + gs_w0_%u * (gs_v0_%u && gs_v1_%u "
+                               "? f64(x[0, 0, gs_i1_%u, gs_i0_%u]) : 0.0)\n",
+                               b, b, a, a, b);
+      g_string_append_printf(code, "gs_r = gs_r + gs_w1_%u * gs_q\n", a);
+    }
+    g_string_append(code, "y = gs_r\n");
+  }
+  g_autofree char *body = g_string_free(code, FALSE);
+  g_autofree char *hx = weir_expr_to_string(x.shape[2]);
+  g_autofree char *wx = weir_expr_to_string(x.shape[3]);
+  g_auto(GStrv) p = params_for(g, 4);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(4, y.shape);
+  g_autofree char *x_subset =
+      g_strdup_printf("%s, %s, 0:%s, 0:%s", p[0], p[1], hx, wx);
+  g_autofree char *gx_subset =
+      g_strdup_printf("%s, %s, %s, 0", p[0], p[2], p[3]);
+  g_autofree char *gy_subset =
+      g_strdup_printf("%s, %s, %s, 1", p[0], p[2], p[3]);
+  g_autofree char *out_subset =
+      weir_expand_index_subset(4, (const char *const *)p);
+  WeirTaskletPort ins[3] = {
+      {x.access, "x", x_subset, WEIR_WCR_NONE},
+      {grid.access, "gx", gx_subset, WEIR_WCR_NONE},
+      {grid.access, "gy", gy_subset, WEIR_WCR_NONE},
+  };
+  WeirTaskletPort out = {y.access, "y", out_subset, WEIR_WCR_NONE};
+  WeirNode *top = weir_expand_map(g, s, n->label, 4, (const char *const *)p,
+                                  (const char *const *)ranges, ins, 3, &out, 1,
+                                  body, NULL, 0, error);
+  if (!top)
+    return FALSE;
+  /* each execution reads taps^2 elements of the plane */
+  mark_indexed_read(s, top, x.container, taps * taps, vol, "x");
+  return weir_state_remove_node(s, n->id);
+}
+
+/* -------------------------------------------------------------- RoiAlign
+ *
+ * One map over Y [R, C, oh, ow]; the tasklet reads region r's four
+ * coordinates and batch index through subsets and the channel c of X
+ * whole, indexed at (batch, 0, y, x).  As ONNX (after Caffe2's
+ * RoIAlign): with offset 0.5 (half_pixel) or 0 (output_half_pixel), the
+ * region starts at x1 * spatial_scale - offset and spans
+ * (x2 - x1) * spatial_scale (at least 1 with output_half_pixel); bin
+ * (ph, pw) takes the sampling_ratio^2 samples at
+ * start + (ph + (iy + 0.5) / sampling_ratio) * bin_height (likewise x).
+ * A sample outside [-1, H] x [-1, W] is 0; otherwise it is clamped to
+ * >= 0, and the bilinear neighbours floor(y), floor(y) + 1 are both H - 1
+ * from the last row on.  avg divides the sum of the samples by their
+ * number; max keeps the largest of the four weighted neighbours over the
+ * samples (ONNX's definition).  Coordinates are f64, samples are
+ * unrolled in the tasklet. */
+static gboolean expand_roialign(WeirGraph *g, WeirState *s, WeirNode *n,
+                                GError **error) {
+  WeirPort x, rois, bi, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_input(g, s, n, 1, &rois, error) ||
+      !weir_port_require_input(g, s, n, 2, &bi, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  if (!weir_op_check_attrs(n, error))
+    return FALSE;
+  gint64 sr = weir_node_attr_int(n, "sampling_ratio", 0);
+  if (x.rank != 4 || y.rank != 4 || sr < 1 || sr > 8)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "X and Y of rank 4 and sampling_ratio in 1..8");
+  gboolean avg = strcmp(weir_node_attr_string(n, "mode", "avg"), "avg") == 0;
+  gboolean half = strcmp(weir_node_attr_string(
+                             n, "coordinate_transformation_mode", "half_pixel"),
+                         "half_pixel") == 0;
+  double scale = weir_node_attr_float(n, "spatial_scale", 1);
+  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
+  gint64 nv;
+  if (weir_expr_is_const(vol, &nv) && nv == 0)
+    return weir_state_remove_node(s, n->id);
+  g_autofree char *sc = weir_expand_float_literal(scale);
+  g_autofree char *h = weir_expand_expr_code(x.shape[2]);
+  g_autofree char *w = weir_expand_expr_code(x.shape[3]);
+  g_autofree char *oh = weir_expand_expr_code(y.shape[2]);
+  g_autofree char *ow = weir_expand_expr_code(y.shape[3]);
+  g_auto(GStrv) p = params_for(g, 4);
+  const char *off = half ? "0.5" : "0.0";
+  GString *c = g_string_new(NULL);
+  g_string_append_printf(
+      c,
+      "ra_x0 = f64(x1) * %s - %s\nra_y0 = f64(y1) * %s - %s\n"
+      "ra_w = f64(x2) * %s - %s - ra_x0\nra_h = f64(y2) * %s - %s - ra_y0\n",
+      sc, off, sc, off, sc, off, sc, off);
+  if (!half)
+    g_string_append(c, "ra_w = max(ra_w, 1.0)\nra_h = max(ra_h, 1.0)\n");
+  g_string_append_printf(c,
+                         "ra_bh = ra_h / %s\nra_bw = ra_w / %s\n"
+                         "ra_b = i64(b)\nra_acc = %s\n",
+                         oh, ow, avg ? "0.0" : "-1e999");
+  for (gint64 iy = 0; iy < sr; iy++)
+    for (gint64 ix = 0; ix < sr; ix++) {
+      g_string_append_printf(
+          c,
+          "ra_y = ra_y0 + (%s + %.17g) * ra_bh\n"
+          "ra_x = ra_x0 + (%s + %.17g) * ra_bw\n"
+          "ra_in = ra_y >= -1.0 && ra_y <= %s && ra_x >= -1.0 && ra_x <= %s\n"
+          "ra_y = min(max(ra_y, 0.0), f64(%s))\n"
+          "ra_x = min(max(ra_x, 0.0), f64(%s))\n"
+          "ra_yl = min(i64(ra_y), %s - 1)\nra_xl = min(i64(ra_x), %s - 1)\n"
+          "ra_y = ra_yl >= %s - 1 ? f64(ra_yl) : ra_y\n"
+          "ra_x = ra_xl >= %s - 1 ? f64(ra_xl) : ra_x\n"
+          "ra_yh = min(ra_yl + 1, %s - 1)\nra_xh = min(ra_xl + 1, %s - 1)\n"
+          "ra_ly = ra_y - f64(ra_yl)\nra_lx = ra_x - f64(ra_xl)\n"
+          "ra_1 = (1 - ra_ly) * (1 - ra_lx) * f64(x[ra_b, 0, ra_yl, ra_xl])\n"
+          "ra_2 = (1 - ra_ly) * ra_lx * f64(x[ra_b, 0, ra_yl, ra_xh])\n"
+          "ra_3 = ra_ly * (1 - ra_lx) * f64(x[ra_b, 0, ra_yh, ra_xl])\n"
+          "ra_4 = ra_ly * ra_lx * f64(x[ra_b, 0, ra_yh, ra_xh])\n",
+          p[2], ((double)iy + 0.5) / (double)sr, p[3],
+          ((double)ix + 0.5) / (double)sr, h, w, h, w, h, w, h, w, h, w);
+      if (avg)
+        g_string_append(
+            c, "ra_acc = ra_acc + (ra_in ? ra_1 + ra_2 + ra_3 + ra_4 : 0.0)\n");
+      else
+        g_string_append(c, "ra_acc = max(ra_acc, ra_in ? max(ra_1, ra_2, "
+                           "ra_3, ra_4) : 0.0)\n");
+    }
+  if (avg)
+    g_string_append_printf(c, "y = ra_acc / %" G_GINT64_FORMAT "\n", sr * sr);
+  else
+    g_string_append(c, "y = ra_acc\n");
+  g_autofree char *code = g_string_free(c, FALSE);
+  g_autofree char *nx = weir_expr_to_string(x.shape[0]);
+  g_autofree char *hx = weir_expr_to_string(x.shape[2]);
+  g_autofree char *wx = weir_expr_to_string(x.shape[3]);
+  g_autofree char *x_sub =
+      g_strdup_printf("0:%s, %s, 0:%s, 0:%s", nx, p[1], hx, wx);
+  g_autofree char *r0 = g_strdup_printf("%s, 0", p[0]);
+  g_autofree char *r1 = g_strdup_printf("%s, 1", p[0]);
+  g_autofree char *r2 = g_strdup_printf("%s, 2", p[0]);
+  g_autofree char *r3 = g_strdup_printf("%s, 3", p[0]);
+  g_autofree char *out_sub =
+      weir_expand_index_subset(4, (const char *const *)p);
+  WeirTaskletPort ins[6] = {
+      {x.access, "x", x_sub, WEIR_WCR_NONE},
+      {rois.access, "x1", r0, WEIR_WCR_NONE},
+      {rois.access, "y1", r1, WEIR_WCR_NONE},
+      {rois.access, "x2", r2, WEIR_WCR_NONE},
+      {rois.access, "y2", r3, WEIR_WCR_NONE},
+      {bi.access, "b", p[0], WEIR_WCR_NONE},
+  };
+  WeirTaskletPort out = {y.access, "y", out_sub, WEIR_WCR_NONE};
+  g_auto(GStrv) ranges = weir_expand_full_ranges(4, y.shape);
+  WeirNode *top = weir_expand_map(g, s, n->label, 4, (const char *const *)p,
+                                  (const char *const *)ranges, ins, 6, &out, 1,
+                                  code, NULL, 0, error);
+  if (!top)
+    return FALSE;
+  /* 4 elements of the batch's plane per sample */
+  mark_indexed_read(s, top, x.container, 4 * sr * sr, vol, "x");
   return weir_state_remove_node(s, n->id);
 }
 
 void weir_expand_register_resize(void) {
+  weir_op_register_expansion("RoiAlign", "pure", expand_roialign);
   weir_op_register_expansion("Resize", "pure", expand_resize);
+  weir_op_register_expansion("GridSample", "pure", expand_gridsample);
 }
