@@ -188,6 +188,10 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p);
  * weir_native_register_builtin). */
 void weir_native_register_depthwise(void);
 
+/* Registers Weir's MaxPool kernel (implementation "weir" of MaxPool,
+ * core/kernels/pool.c). */
+void weir_native_register_pool(void);
+
 /* ------------------------------------------------------------ epilogue
  * core/kernels/epilogue.c: what Weir's kernels (depthwise, the GEMM of
  * "weir") apply in their store, shared by their emitters. */

@@ -179,6 +179,12 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     if (ni && ni->accepts(g, s, n, &r2))
       return "im2col";
   }
+  if (strcmp(n->op, "MaxPool") == 0) {
+    /* f32, two spatial dimensions: Weir's MaxPool kernel
+     * (core/kernels/pool.c) */
+    ni = weir_native_lookup("MaxPool", "weir");
+    return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
+  }
   if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0 ||
       strcmp(n->op, "AllreduceStart") == 0 ||
       strcmp(n->op, "AllreduceWait") == 0 ||

@@ -29,8 +29,82 @@ size_t op_MaxPool_workspace_size(const int64_t symbols[]);
 int op_MaxPool_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
 
-static inline float weir_max_f32(float a, float b) {
-  return isnan(a) ? a : isnan(b) ? b : b > a ? b : a;
+/* Weir's MaxPool (docs/native.md, implementation "weir"): y[pl][p][q] =
+ * the largest x[pl][p * sh + i * dh - ph][q * sw + j * dw - pw] over the
+ * kh x kw window, taps outside the image ignored (-inf), a NaN anywhere
+ * in the window giving NaN (as the pure expansion's max).  Per (image,
+ * channel) plane, split over the threads; per output row, each input row
+ * of the window is copied once into a row padded with -inf, then every
+ * kernel column is a plain (vectorizable) loop over the output columns,
+ * stride 1 and 2 with the stride constant.  Rows wider than the buffer
+ * take a scalar loop nest with bounds tests. */
+#define WEIR_MAXPOOL_ROW 4096
+static inline float weir_maxpool_take_f32(float acc, float v) {
+  return v > acc || v != v ? v : acc;
+}
+static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
+                               int64_t h, int64_t wd, int64_t oh, int64_t ow,
+                               int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                               int64_t dh, int64_t dw, int64_t ph,
+                               int64_t pw) {
+  /* the padded row: input columns -pw .. (ow - 1) * sw + (kw - 1) * dw - pw */
+  const int64_t rw = (ow - 1) * sw + (kw - 1) * dw + 1;
+  if (rw > WEIR_MAXPOOL_ROW) {
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+    for (int64_t pl = 0; pl < planes; pl++)
+      for (int64_t p = 0; p < oh; p++)
+        for (int64_t q = 0; q < ow; q++) {
+          float acc = -INFINITY;
+          for (int64_t i = 0; i < kh; i++) {
+            const int64_t ih = p * sh + i * dh - ph;
+            if (ih < 0 || ih >= h)
+              continue;
+            for (int64_t j = 0; j < kw; j++) {
+              const int64_t iw = q * sw + j * dw - pw;
+              if (iw >= 0 && iw < wd)
+                acc = weir_maxpool_take_f32(acc, x[(pl * h + ih) * wd + iw]);
+            }
+          }
+          y[(pl * oh + p) * ow + q] = acc;
+        }
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel for
+#endif
+  for (int64_t pl = 0; pl < planes; pl++) {
+    float row[WEIR_MAXPOOL_ROW];
+    const float *xp = x + pl * h * wd;
+    for (int64_t p = 0; p < oh; p++) {
+      float *acc = y + (pl * oh + p) * ow;
+      for (int64_t q = 0; q < ow; q++)
+        acc[q] = -INFINITY;
+      for (int64_t i = 0; i < kh; i++) {
+        const int64_t ih = p * sh + i * dh - ph;
+        if (ih < 0 || ih >= h)
+          continue;
+        const float *xr = xp + ih * wd;
+        for (int64_t t = 0; t < rw; t++) {
+          const int64_t iw = t - pw;
+          row[t] = iw >= 0 && iw < wd ? xr[iw] : -INFINITY;
+        }
+        for (int64_t j = 0; j < kw; j++) {
+          const float *r = row + j * dw;
+          if (sw == 1)
+            for (int64_t q = 0; q < ow; q++)
+              acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
+          else if (sw == 2)
+            for (int64_t q = 0; q < ow; q++)
+              acc[q] = weir_maxpool_take_f32(acc[q], r[2 * q]);
+          else
+            for (int64_t q = 0; q < ow; q++)
+              acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);
+        }
+      }
+    }
+  }
 }
 
 int op_MaxPool_abi_version(void) {
@@ -50,38 +124,7 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
   (void)consts;
   (void)workspace;
   /* state 1 'main' */
-  /* map 11 'node_init': j0 in 0, j1 in 0:2, j2 in 0:3, j3 in 0:3 (parallel) */
-  for (int64_t j0 = 0; j0 < 1; j0++) {
-    for (int64_t j1 = 0; j1 < 2; j1++) {
-      for (int64_t j2 = 0; j2 < 3; j2++) {
-        for (int64_t j3 = 0; j3 < 3; j3++) {
-          /* tasklet 10 'node_init' */
-          {
-            Y[j0 * 18 + j1 * 9 + j2 * 3 + j3] = -INFINITY;
-          }
-        }
-      }
-    }
-  }
-  /* map 17 'node_max': n in 0, c in 0:2, o0 in 0:3, o1 in 0:3, k0 in 0:2, k1 in 0:2 (parallel) */
-  for (int64_t n = 0; n < 1; n++) {
-    for (int64_t c = 0; c < 2; c++) {
-      for (int64_t o0 = 0; o0 < 3; o0++) {
-        for (int64_t o1 = 0; o1 < 3; o1++) {
-          float Y_acc = Y[n * 18 + c * 9 + o0 * 3 + o1]; /* max into Y */
-          for (int64_t k0 = 0; k0 < 2; k0++) {
-            for (int64_t k1 = 0; k1 < 2; k1++) {
-              /* tasklet 16 'node_max' */
-              {
-                const float x = X0[n * 72 + c * 36 + k0 * 6 + o0 * 12 + k1 + o1 * 2];
-                Y_acc = weir_max_f32(Y_acc, x);
-              }
-            }
-          }
-          Y[n * 18 + c * 9 + o0 * 3 + o1] = Y_acc;
-        }
-      }
-    }
-  }
+  /* MaxPool 'node' (node 2): weir */
+  weir_maxpool2d_f32(X0, Y, 2, 6, 6, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0);
   return 0;
 }

@@ -1,0 +1,206 @@
+/* test-kernel-pool.c — the native implementation "weir" of MaxPool (Weir's
+ * MaxPool kernel, core/kernels/pool.c) against the reference interpreter
+ * running the pure expansion of the same program.
+ *
+ * One program holds a MaxPool node per case (their own containers): ResNet's
+ * stem (3x3, stride 2, pad 1), stride 1 and 3, asymmetric padding, dilation,
+ * ceil_mode (windows past the end), batch 2, a kernel larger than the
+ * padding's reach, rows too wide for the kernel's padded row (its scalar
+ * loop nest), and NaN in the input (a window holding one gives NaN, as the
+ * pure expansion's max).  The default implementation of every node must be
+ * "weir" and the generated code must call the kernel; outputs must match
+ * the interpreter at 1 and 2 threads.  SAME padding and the Indices output
+ * are left to the pure expansion.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "runtime-fixture.h"
+#include "weir-attr.h"
+#include "weir-codegen.h"
+#include "weir-expand.h"
+#include "weir-hw.h"
+#include "weir-interp.h"
+#include "weir-native.h"
+#include "weir-ops.h"
+#include "weir-tensor-io.h"
+#include "weir-validate.h"
+
+#include "kernel-check.h"
+
+#define FLAGS "-O2 -fopenmp -fPIC -shared"
+
+/* One MaxPool: X [n, c, h, w], kernel kh x kw, strides, pads (top, left,
+ * bottom, right), dilations, ceil_mode. */
+typedef struct {
+  gint64 n, c, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+  gboolean ceil;
+} Case;
+
+static const Case cases[] = {
+    /* ResNet's stem pooling, smaller */
+    {1, 3, 22, 22, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE},
+    /* stride 1, odd width */
+    {1, 2, 9, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE},
+    /* stride 3, no padding, 2x2 kernel, batch 2 */
+    {2, 3, 14, 17, 2, 2, 3, 3, 0, 0, 0, 0, 1, 1, FALSE},
+    /* asymmetric padding, unequal strides */
+    {1, 2, 11, 15, 3, 2, 2, 1, 0, 1, 2, 0, 1, 1, FALSE},
+    /* dilation */
+    {1, 2, 13, 16, 3, 3, 1, 2, 2, 1, 2, 1, 2, 2, FALSE},
+    /* ceil_mode: the last windows run past the end */
+    {1, 2, 10, 12, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE},
+    /* a plane smaller than the kernel's padded reach */
+    {1, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE},
+    /* rows too wide for the padded row: the scalar loop nest */
+    {1, 2, 3, 5001, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, FALSE},
+};
+
+static gint64 out_size(gint64 in, gint64 k, gint64 s, gint64 p0, gint64 p1,
+                       gint64 d, gboolean ceil) {
+  gint64 span = in + p0 + p1 - d * (k - 1) - 1;
+  return (ceil ? (span + s - 1) / s : span / s) + 1;
+}
+
+static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
+                          gboolean indices) {
+  g_autoptr(GError) err = NULL;
+  const char *ins[] = {"in0", NULL};
+  const char *outs[] = {"out0", indices ? "out1" : NULL, NULL};
+  g_autofree char *label = g_strdup_printf("n%u", k);
+  WeirNode *lib = weir_state_add_library(g, s, label, "MaxPool", ins, outs);
+  gint64 oh = out_size(c->h, c->kh, c->sh, c->pt, c->pb, c->dh, c->ceil);
+  gint64 ow = out_size(c->w, c->kw, c->sw, c->pl, c->pr, c->dw, c->ceil);
+  g_autofree char *xs =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      c->n, c->c, c->h, c->w);
+  g_autofree char *ys =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      c->n, c->c, oh, ow);
+  g_autofree char *xn = g_strdup_printf("X%u", k),
+                  *yn = g_strdup_printf("Y%u", k);
+  add_port(g, s, lib, xn, WEIR_DTYPE_F32, xs, "in0", TRUE);
+  add_port(g, s, lib, yn, WEIR_DTYPE_F32, ys, "out0", FALSE);
+  if (indices) {
+    g_autofree char *in = g_strdup_printf("I%u", k);
+    WeirContainer *ic =
+        weir_graph_add_array(g, in, WEIR_DTYPE_I64, ys, FALSE, &err);
+    assert_non_null(ic);
+    g_autoptr(WeirSubset) full = weir_container_full_subset(ic);
+    g_autofree char *sub = weir_subset_to_string(full);
+    WeirNode *a = weir_state_add_access(g, s, in);
+    assert_true(weir_state_add_memlet(g, s, lib->id, "out1", a->id, NULL, in,
+                                      sub, &err));
+  }
+  gint64 st[2] = {c->sh, c->sw}, di[2] = {c->dh, c->dw},
+         pads[4] = {c->pt, c->pl, c->pb, c->pr}, ks[2] = {c->kh, c->kw};
+  weir_node_set_attr_ints(lib, "strides", st, 2);
+  weir_node_set_attr_ints(lib, "dilations", di, 2);
+  weir_node_set_attr_ints(lib, "pads", pads, 4);
+  weir_node_set_attr_ints(lib, "kernel_shape", ks, 2);
+  if (c->ceil)
+    weir_node_set_attr_int(lib, "ceil_mode", 1);
+  if (!weir_op_check_attrs(lib, &err))
+    fail_msg("%s: %s", label, err->message);
+  return lib;
+}
+
+static void test_maxpool(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = weir_graph_new("maxpool");
+  WeirState *s = weir_graph_add_state(g, "main");
+  guint nodes = G_N_ELEMENTS(cases);
+  for (guint k = 0; k < nodes; k++)
+    add_case(g, s, k, &cases[k], FALSE);
+  if (!weir_graph_validate(g, &err))
+    fail_msg("%s", err->message);
+  for (guint k = 0; k < s->nodes->len; k++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, k);
+    if (n->kind == WEIR_NODE_LIBRARY)
+      assert_string_equal(weir_native_default_impl(g, s, n), "weir");
+  }
+  g_autoptr(GHashTable) args = random_args(g, 11);
+  /* NaN in the first case's input: its windows give NaN */
+  WeirTensor *x0 = g_hash_table_lookup(args, "X0");
+  weir_tensor_set(x0, 5, NAN);
+  weir_tensor_set(x0, 300, NAN);
+  g_autoptr(GHashTable) ref = copy_args(args);
+  g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+  if (!weir_expand_all(pure, NULL, NULL, &err))
+    fail_msg("pure expansion: %s", err->message);
+  if (!weir_interpret(pure, NULL, ref, NULL, &err))
+    fail_msg("interpreter: %s", err->message);
+  g_autofree char *src = weir_codegen_c(g, NULL, &err);
+  if (!src)
+    fail_msg("%s", err->message);
+  for (guint k = 0; k < nodes; k++) {
+    g_autofree char *call =
+        g_strdup_printf("weir_maxpool2d_f32(X%u, Y%u, ", k, k);
+    if (!strstr(src, call))
+      fail_msg("node n%u does not call the kernel", k);
+  }
+  Fixture *f = fixture_new();
+  f->opts.flags = FLAGS;
+  g_autoptr(WeirKernel) kern = weir_kernel_compile(g, &f->opts, NULL, &err);
+  if (!kern)
+    fail_msg("%s", err->message);
+  for (int threads = 1; threads <= 2; threads++) {
+    assert_true(weir_kernel_set_threads(kern, threads, &err));
+    g_autoptr(GHashTable) got = copy_args(args);
+    for (guint n = 0; n < nodes; n++) {
+      g_autofree char *yn = g_strdup_printf("Y%u", n);
+      WeirTensor *y = g_hash_table_lookup(got, yn);
+      gint64 count = (gint64)(weir_tensor_nbytes(y) / 4);
+      for (gint64 e = 0; e < count; e++)
+        weir_tensor_set(y, e, 12345.0); /* every element must be written */
+    }
+    if (!weir_kernel_run(kern, NULL, got, &err))
+      fail_msg("%s", err->message);
+    for (guint n = 0; n < nodes; n++) {
+      g_autofree char *yn = g_strdup_printf("Y%u", n);
+      if (!weir_tensor_allclose(g_hash_table_lookup(got, yn),
+                                g_hash_table_lookup(ref, yn), 0, 0, NULL, &err))
+        fail_msg("node n%u (%d threads): %s", n, threads, err->message);
+    }
+    /* the NaN reached the output */
+    const WeirTensor *y0 = g_hash_table_lookup(got, "Y0");
+    gboolean nan = FALSE;
+    for (gint64 e = 0; e < (gint64)(weir_tensor_nbytes(y0) / 4); e++)
+      nan |= isnan(weir_tensor_get(y0, e));
+    assert_true(nan);
+  }
+  fixture_free(f);
+}
+
+/* SAME padding and the Indices output stay with the pure expansion. */
+static void test_refusals(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("refused");
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *same = add_case(g, s, 0, &cases[1], FALSE);
+  weir_node_set_attr_string(same, "auto_pad", "SAME_UPPER");
+  weir_node_remove_attr(same, "pads");
+  WeirNode *ind = add_case(g, s, 1, &cases[0], TRUE);
+  assert_string_equal(weir_native_default_impl(g, s, same), "pure");
+  assert_string_equal(weir_native_default_impl(g, s, ind), "pure");
+  const WeirNativeImpl *ni = weir_native_lookup("MaxPool", "weir");
+  assert_non_null(ni);
+  g_autofree char *reason = NULL;
+  assert_false(ni->accepts(g, s, ind, &reason));
+  assert_non_null(strstr(reason, "Indices"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_maxpool),
+      cmocka_unit_test(test_refusals),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
