@@ -656,11 +656,11 @@ static const BadDoc bad_docs[] = {
      .code = WEIR_ERROR_INVALID,
      .path = "containers[1].id: ",
      .problem = "id 1 is not greater than the previous id 2"},
-    {.containers = "{\"id\": 1, \"name\": \"A\", \"dtype\": \"f16\", "
+    {.containers = "{\"id\": 1, \"name\": \"A\", \"dtype\": \"f8\", "
                    "\"shape\": []}",
      .code = WEIR_ERROR_PARSE,
      .path = "containers[0]: ",
-     .problem = "unknown dtype 'f16'"},
+     .problem = "unknown dtype 'f8'"},
     {.containers = "{\"id\": 1, \"name\": \"A\", \"dtype\": \"f32\", "
                    "\"shape\": [\"N +\"]}",
      .code = WEIR_ERROR_PARSE,
