@@ -749,9 +749,6 @@ static gboolean infer_on_i32(WeirOpInferContext *ctx, const guint *map, guint n,
   return base(&sub, error);
 }
 
-static gboolean matmul_infer(WeirOpInferContext *ctx, GError **error);
-static gboolean conv_infer(WeirOpInferContext *ctx, GError **error);
-
 static gboolean matmul_integer_infer(WeirOpInferContext *ctx, GError **error) {
   if (!check_input(ctx, 0, "A", QUANT_TYPES, error) ||
       !check_input(ctx, 1, "B", QUANT_TYPES, error))
@@ -833,9 +830,6 @@ static gboolean qlinear_conv_infer(WeirOpInferContext *ctx, GError **error) {
   ctx->outputs[0].dtype = ctx->inputs[7].dtype;
   return TRUE;
 }
-
-static WeirExpr *matmul_flops(const WeirGraph *g, const WeirState *s,
-                              const WeirNode *n);
 
 /* The products' FLOPs (the zero points' subtractions and the
  * requantization are element-wise and left out). */
