@@ -133,10 +133,10 @@ void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
   }
   if (weir_dtype_is_half(dtype)) {
     /* loaded, combined in double (exact for two f16 values), rounded */
-    if (atomic) {
-      cg_gen_fail(f->gen, WEIR_ERROR_UNSUPPORTED,
-                  "%s: an atomic %s update of %s data is not supported",
-                  f->where, weir_wcr_name(wcr), weir_dtype_name(dtype));
+    if (atomic) { /* a compare-and-swap loop on the 16 bits */
+      g_free(cg_helper(f->gen, H_ATOMIC_HALF, dtype));
+      cg_out_line(o, "weir_atomic_%s_%s(&%s, %s);", weir_wcr_name(wcr),
+                  weir_dtype_name(dtype), lvalue, value);
       return;
     }
     g_autofree char *old = cg_half_load(f->gen, dtype, lvalue);

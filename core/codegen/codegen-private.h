@@ -96,6 +96,8 @@ typedef enum {
   H_ERF,     /* f32: on H_EXP */
   H_HALF,    /* f16, bf16: weir_<t>_load (bits to float) and weir_<t>_bits
               * (double to bits, nearest even) */
+  H_ATOMIC_HALF, /* f16, bf16: weir_atomic_<wcr>_<t>, compare-and-swap loops
+                  * on the 16 bits (on H_HALF, H_MIN, H_MAX) */
   H_COUNT
 } HelperKind;
 

@@ -309,10 +309,14 @@ static void acc_close(Fn *f, Out *o, GPtrArray *accs, guint level) {
       continue;
     g_autoptr(GPtrArray) off = cg_subset_offset(a->ci, a->m->subset);
     g_autofree char *lv = cg_elem_ref(f, a->ci, off);
-    if (a->atomic)
+    if (a->atomic && weir_dtype_is_half(a->ci->c->dtype)) {
+      g_autofree char *v = cg_half_load(f->gen, a->ci->c->dtype, a->name);
+      cg_emit_update(f, o, a->ci->c->dtype, lv, a->m->wcr, v, TRUE);
+    } else if (a->atomic) {
       cg_emit_update(f, o, a->ci->c->dtype, lv, a->m->wcr, a->name, TRUE);
-    else
+    } else {
       cg_out_line(o, "%s = %s;", lv, a->name);
+    }
   }
 }
 

@@ -418,6 +418,11 @@ char *cg_helper(Gen *gen, HelperKind k, WeirDType t) {
     return g_strdup_printf("weir_erf_%s", helper_suffix(t));
   case H_HALF:
     return g_strdup_printf("weir_%s_bits", helper_suffix(t));
+  case H_ATOMIC_HALF:
+    gen->helpers[H_HALF] |= 1u << t;
+    gen->helpers[H_MIN] |= 1u << t;
+    gen->helpers[H_MAX] |= 1u << t;
+    return g_strdup_printf("weir_atomic_update_%s", helper_suffix(t));
   case H_COUNT:
     break;
   }
@@ -800,6 +805,29 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
   case H_HALF:
     g_string_append(s, t == WEIR_DTYPE_F16 ? half_f16 : half_bf16);
     return;
+  case H_ATOMIC_HALF: {
+    static const char *const ops[4] = {"sum", "prod", "min", "max"};
+    for (guint i = 0; i < 4; i++) {
+      g_autofree char *comb =
+          i == 0   ? g_strdup("(double)a + v")
+          : i == 1 ? g_strdup("(double)a * v")
+                   : g_strdup_printf("weir_%s_%s(a, (float)v)", ops[i], sx);
+      g_string_append_printf(
+          s,
+          "static inline void weir_atomic_%s_%s(uint16_t *p, double v) {\n"
+          "  uint16_t old, want;\n"
+          "  __atomic_load(p, &old, __ATOMIC_RELAXED);\n"
+          "  do {\n"
+          "    const float a = weir_%s_load(old);\n"
+          "    want = weir_%s_bits(%s);\n"
+          "  } while (!__atomic_compare_exchange(p, &old, &want, false,\n"
+          "                                      __ATOMIC_RELAXED, "
+          "__ATOMIC_RELAXED));\n"
+          "}\n\n",
+          ops[i], sx, sx, sx, comb);
+    }
+    return;
+  }
   case H_COUNT:
     break;
   }
