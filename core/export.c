@@ -356,6 +356,14 @@ static gboolean collect_arguments(Export *e, GError **error) {
   e->args = g_ptr_array_new_with_free_func(arg_free);
   g_autoptr(GPtrArray) abi = weir_codegen_arguments(g);
   for (guint i = 0; i < abi->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(abi, i);
+    if ((guint)c->dtype > WEIR_DTYPE_U8) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "argument '%s': the kernel harness does not handle dtype "
+                  "%s (f32, f64, i32, i64, bool and u8 only)",
+                  c->name, weir_dtype_name(c->dtype));
+      return FALSE;
+    }
     Arg *a = g_new0(Arg, 1);
     a->c = g_ptr_array_index(abi, i);
     a->rank = a->c->shape->len;
@@ -500,8 +508,7 @@ static const char *harness_dtype(WeirDType t) {
     return "DT_I64";
   case WEIR_DTYPE_BOOL:
     return "DT_BOOL";
-  case WEIR_DTYPE_U8:
-  case WEIR_DTYPE_COUNT:
+  default: /* refused by collect_arguments */
     break;
   }
   return "DT_U8";

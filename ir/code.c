@@ -144,11 +144,11 @@ static const char *func_arity_text(WeirFunc f) {
 }
 
 static gboolean dtype_float(WeirDType t) {
-  return t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64;
+  return weir_dtype_is_float(t);
 }
 
 static gboolean dtype_integer(WeirDType t) {
-  return t == WEIR_DTYPE_I32 || t == WEIR_DTYPE_I64 || t == WEIR_DTYPE_U8;
+  return t != WEIR_DTYPE_BOOL && !weir_dtype_is_float(t);
 }
 
 /* ------------------------------------------------------------------------
@@ -1011,9 +1011,27 @@ static void check_error(GError **error, const WeirAst *n, const char *fmt,
               n->line, n->column, msg);
 }
 
-/* C integer promotion: bool and u8 take part in arithmetic as i32. */
+/* Promotion before arithmetic: bool and the integers narrower than 32 bits
+ * take part as i32 (C's integer promotion), u32 as i64 (so that u32
+ * arithmetic stored back to u32 wraps as in C, and comparisons with signed
+ * values are exact), f16 and bf16 as f32 (computed in f32, rounded on
+ * store).  u64 stays u64 (unsigned 64-bit arithmetic). */
 static WeirDType promote(WeirDType t) {
-  return t == WEIR_DTYPE_BOOL || t == WEIR_DTYPE_U8 ? WEIR_DTYPE_I32 : t;
+  switch (t) {
+  case WEIR_DTYPE_BOOL:
+  case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_I8:
+  case WEIR_DTYPE_I16:
+  case WEIR_DTYPE_U16:
+    return WEIR_DTYPE_I32;
+  case WEIR_DTYPE_U32:
+    return WEIR_DTYPE_I64;
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
+    return WEIR_DTYPE_F32;
+  default:
+    return t;
+  }
 }
 
 /* Type of an untyped operand (lit) combined with a typed one. */
@@ -1041,6 +1059,8 @@ static WeirDType arith_type(WeirDType ta, gboolean ua, WeirDType tb,
   if (dtype_float(ta) || dtype_float(tb))
     return ta == WEIR_DTYPE_F64 || tb == WEIR_DTYPE_F64 ? WEIR_DTYPE_F64
                                                         : WEIR_DTYPE_F32;
+  if (ta == WEIR_DTYPE_U64 || tb == WEIR_DTYPE_U64)
+    return WEIR_DTYPE_U64;
   return ta == WEIR_DTYPE_I64 || tb == WEIR_DTYPE_I64 ? WEIR_DTYPE_I64
                                                       : WEIR_DTYPE_I32;
 }
@@ -1075,7 +1095,7 @@ static void adapt(WeirAst *n, WeirDType t) {
   if (n->kind == WEIR_AST_INT || n->kind == WEIR_AST_FLOAT) {
     n->type = t;
   } else if (n->kind == WEIR_AST_UNARY && n->op == WEIR_OP_NEG &&
-             t != WEIR_DTYPE_BOOL && t != WEIR_DTYPE_U8 &&
+             t != WEIR_DTYPE_BOOL && !weir_dtype_is_unsigned(t) &&
              dtype_float(t) == dtype_float(n->type)) {
     n->type = t;
     adapt(n->a, t);
@@ -1216,7 +1236,7 @@ static gboolean check_call(Checker *c, WeirAst *n, GError **error) {
   case WEIR_FUNC_RINT:
   case WEIR_FUNC_FLOOR:
   case WEIR_FUNC_CEIL:
-    n->type = dtype_float(x->type) ? x->type : WEIR_DTYPE_F64;
+    n->type = dtype_float(x->type) ? promote(x->type) : WEIR_DTYPE_F64;
     n->untyped = x->untyped;
     break;
   case WEIR_FUNC_ABS:
@@ -1270,6 +1290,27 @@ static gboolean check_call(Checker *c, WeirAst *n, GError **error) {
       adapt(y, WEIR_DTYPE_I64);
     }
     n->type = WEIR_DTYPE_I64;
+    break;
+  case WEIR_FUNC_CAST_F16:
+    n->type = WEIR_DTYPE_F16;
+    break;
+  case WEIR_FUNC_CAST_BF16:
+    n->type = WEIR_DTYPE_BF16;
+    break;
+  case WEIR_FUNC_CAST_I8:
+    n->type = WEIR_DTYPE_I8;
+    break;
+  case WEIR_FUNC_CAST_I16:
+    n->type = WEIR_DTYPE_I16;
+    break;
+  case WEIR_FUNC_CAST_U16:
+    n->type = WEIR_DTYPE_U16;
+    break;
+  case WEIR_FUNC_CAST_U32:
+    n->type = WEIR_DTYPE_U32;
+    break;
+  case WEIR_FUNC_CAST_U64:
+    n->type = WEIR_DTYPE_U64;
     break;
   case WEIR_FUNC_COUNT:
     g_assert_not_reached();
@@ -1463,63 +1504,99 @@ static gint64 float_to_int(double d, gint64 lo, gint64 hi) {
   return (gint64)d;
 }
 
+/* Float to u64: truncation; NaN gives 0, out of range saturates. */
+static gint64 float_to_u64(double d) {
+  if (isnan(d) || d <= 0)
+    return 0;
+  d = trunc(d);
+  if (d >= 18446744073709551616.0)
+    return (gint64)G_MAXUINT64;
+  return (gint64)(guint64)d;
+}
+
+/* Rounds a double to a floating dtype's precision. */
+static double round_float(double d, WeirDType to) {
+  switch (to) {
+  case WEIR_DTYPE_F32:
+    return (float)d;
+  case WEIR_DTYPE_F16:
+    return weir_f16_to_float(weir_f16_from_double(d));
+  case WEIR_DTYPE_BF16:
+    return weir_bf16_to_float(weir_bf16_from_double(d));
+  default:
+    return d;
+  }
+}
+
+/* Wraps an integer to a narrower integer dtype (bits kept, as in C). */
+static gint64 wrap_int(guint64 u, WeirDType to) {
+  switch (to) {
+  case WEIR_DTYPE_I32:
+    return (gint32)(guint32)u;
+  case WEIR_DTYPE_U8:
+    return (guint8)u;
+  case WEIR_DTYPE_I8:
+    return (gint8)(guint8)u;
+  case WEIR_DTYPE_I16:
+    return (gint16)(guint16)u;
+  case WEIR_DTYPE_U16:
+    return (guint16)u;
+  case WEIR_DTYPE_U32:
+    return (guint32)u;
+  default: /* I64, U64 (bit pattern) */
+    return (gint64)u;
+  }
+}
+
+static gint64 float_to_intdt(double d, WeirDType to) {
+  switch (to) {
+  case WEIR_DTYPE_I32:
+    return float_to_int(d, G_MININT32, G_MAXINT32);
+  case WEIR_DTYPE_U8:
+    return float_to_int(d, 0, G_MAXUINT8);
+  case WEIR_DTYPE_I8:
+    return float_to_int(d, G_MININT8, G_MAXINT8);
+  case WEIR_DTYPE_I16:
+    return float_to_int(d, G_MININT16, G_MAXINT16);
+  case WEIR_DTYPE_U16:
+    return float_to_int(d, 0, G_MAXUINT16);
+  case WEIR_DTYPE_U32:
+    return float_to_int(d, 0, G_MAXUINT32);
+  case WEIR_DTYPE_U64:
+    return float_to_u64(d);
+  default:
+    return float_to_int(d, G_MININT64, G_MAXINT64);
+  }
+}
+
 WeirValue weir_value_convert(WeirValue v, WeirDType to) {
   WeirValue r = {.type = to};
   g_return_val_if_fail((guint)v.type < WEIR_DTYPE_COUNT, r);
   g_return_val_if_fail((guint)to < WEIR_DTYPE_COUNT, r);
   if (dtype_float(v.type)) {
     double d = v.f;
-    switch (to) {
-    case WEIR_DTYPE_F32:
-      r.f = (float)d;
-      break;
-    case WEIR_DTYPE_F64:
-      r.f = d;
-      break;
-    case WEIR_DTYPE_I32:
-      r.i = float_to_int(d, G_MININT32, G_MAXINT32);
-      break;
-    case WEIR_DTYPE_I64:
-      r.i = float_to_int(d, G_MININT64, G_MAXINT64);
-      break;
-    case WEIR_DTYPE_U8:
-      r.i = float_to_int(d, 0, G_MAXUINT8);
-      break;
-    case WEIR_DTYPE_BOOL:
+    if (to == WEIR_DTYPE_BOOL)
       r.i = d != 0; /* NaN is true, as in C */
-      break;
-    case WEIR_DTYPE_COUNT:
-      break;
-    }
+    else if (dtype_float(to))
+      r.f = round_float(d, to);
+    else
+      r.i = float_to_intdt(d, to);
   } else {
     gint64 i = v.i;
-    switch (to) {
-    case WEIR_DTYPE_F32:
-      r.f = (float)i;
-      break;
-    case WEIR_DTYPE_F64:
-      r.f = (double)i;
-      break;
-    case WEIR_DTYPE_I32:
-      r.i = (gint32)(guint32)(guint64)i;
-      break;
-    case WEIR_DTYPE_I64:
-      r.i = i;
-      break;
-    case WEIR_DTYPE_U8:
-      r.i = (guint8)(guint64)i;
-      break;
-    case WEIR_DTYPE_BOOL:
+    if (to == WEIR_DTYPE_BOOL)
       r.i = i != 0;
-      break;
-    case WEIR_DTYPE_COUNT:
-      break;
-    }
+    else if (dtype_float(to))
+      r.f = round_float(
+          v.type == WEIR_DTYPE_U64 ? (double)(guint64)i : (double)i, to);
+    else
+      r.i = wrap_int((guint64)i, to);
   }
   return r;
 }
 
 double weir_value_as_double(WeirValue v) {
+  if (v.type == WEIR_DTYPE_U64)
+    return (double)(guint64)v.i;
   return dtype_float(v.type) ? v.f : (double)v.i;
 }
 
@@ -1668,7 +1745,9 @@ static gboolean eval_int_binary(const WeirAst *n, WeirOp op, gint64 x, gint64 y,
       runtime_error(error, n, "division by zero");
       return FALSE;
     }
-    if (y == -1) /* avoids the overflow trap of G_MININT64 / -1 */
+    if (t == WEIR_DTYPE_U64)
+      r = (gint64)(op == WEIR_OP_DIV ? ux / uy : ux % uy);
+    else if (y == -1) /* avoids the overflow trap of G_MININT64 / -1 */
       r = op == WEIR_OP_DIV ? (gint64)(0 - ux) : 0;
     else
       r = op == WEIR_OP_DIV ? x / y : x % y;
@@ -1725,6 +1804,23 @@ static gboolean compare(WeirOp op, WeirValue a, WeirValue b) {
       return a.f == b.f;
     default:
       return a.f != b.f;
+    }
+  }
+  if (a.type == WEIR_DTYPE_U64) {
+    guint64 x = (guint64)a.i, y = (guint64)b.i;
+    switch (op) {
+    case WEIR_OP_LT:
+      return x < y;
+    case WEIR_OP_LE:
+      return x <= y;
+    case WEIR_OP_GT:
+      return x > y;
+    case WEIR_OP_GE:
+      return x >= y;
+    case WEIR_OP_EQ:
+      return x == y;
+    default:
+      return x != y;
     }
   }
   switch (op) {
@@ -1872,6 +1968,10 @@ static WeirValue minmax_step(gboolean is_max, WeirValue acc, WeirValue v) {
       return v;
     return (is_max ? v.f > acc.f : v.f < acc.f) ? v : acc;
   }
+  if (acc.type == WEIR_DTYPE_U64) {
+    guint64 x = (guint64)v.i, y = (guint64)acc.i;
+    return (is_max ? x > y : x < y) ? v : acc;
+  }
   return (is_max ? v.i > acc.i : v.i < acc.i) ? v : acc;
 }
 
@@ -1903,7 +2003,10 @@ static gboolean eval_call(Eval *e, const WeirAst *n, WeirValue *out,
     if (!eval_as(e, x, n->type, &a, error))
       return FALSE;
     if (!dtype_float(n->type)) { /* abs on integers */
-      *out = value_int(a.i < 0 ? (gint64)(0 - (guint64)a.i) : a.i, n->type);
+      *out = value_int(a.i < 0 && n->type != WEIR_DTYPE_U64
+                           ? (gint64)(0 - (guint64)a.i)
+                           : a.i,
+                       n->type);
       return TRUE;
     }
     out->type = n->type;

@@ -344,6 +344,27 @@ static WeirValue buffer_load(const Buffer *b, gint64 addr) {
   case WEIR_DTYPE_U8:
     v.i = *p;
     break;
+  case WEIR_DTYPE_F16:
+    v.f = weir_f16_to_float(*(const guint16 *)p);
+    break;
+  case WEIR_DTYPE_BF16:
+    v.f = weir_bf16_to_float(*(const guint16 *)p);
+    break;
+  case WEIR_DTYPE_I8:
+    v.i = *(const gint8 *)p;
+    break;
+  case WEIR_DTYPE_I16:
+    v.i = *(const gint16 *)p;
+    break;
+  case WEIR_DTYPE_U16:
+    v.i = *(const guint16 *)p;
+    break;
+  case WEIR_DTYPE_U32:
+    v.i = *(const guint32 *)p;
+    break;
+  case WEIR_DTYPE_U64:
+    v.i = (gint64) * (const guint64 *)p;
+    break;
   case WEIR_DTYPE_COUNT:
     g_assert_not_reached();
   }
@@ -372,6 +393,25 @@ static void buffer_store(Buffer *b, gint64 addr, WeirValue v) {
   case WEIR_DTYPE_U8:
     *p = (guint8)v.i;
     break;
+  case WEIR_DTYPE_F16:
+    *(guint16 *)p = weir_f16_from_double(v.f);
+    break;
+  case WEIR_DTYPE_BF16:
+    *(guint16 *)p = weir_bf16_from_double(v.f);
+    break;
+  case WEIR_DTYPE_I8:
+    *(gint8 *)p = (gint8)v.i;
+    break;
+  case WEIR_DTYPE_I16:
+  case WEIR_DTYPE_U16:
+    *(guint16 *)p = (guint16)v.i;
+    break;
+  case WEIR_DTYPE_U32:
+    *(guint32 *)p = (guint32)v.i;
+    break;
+  case WEIR_DTYPE_U64:
+    *(guint64 *)p = (guint64)v.i;
+    break;
   case WEIR_DTYPE_COUNT:
     g_assert_not_reached();
   }
@@ -387,6 +427,14 @@ static gint64 narrow_int(WeirDType dtype, guint64 v) {
     return v != 0;
   case WEIR_DTYPE_U8:
     return (guint8)v;
+  case WEIR_DTYPE_I8:
+    return (gint8)(guint8)v;
+  case WEIR_DTYPE_I16:
+    return (gint16)(guint16)v;
+  case WEIR_DTYPE_U16:
+    return (guint16)v;
+  case WEIR_DTYPE_U32:
+    return (guint32)v;
   default:
     return (gint64)v;
   }
@@ -415,12 +463,18 @@ static WeirValue wcr_combine(WeirWcr wcr, WeirValue old, WeirValue v) {
       r.f = x;
       break;
     }
-    if (old.type == WEIR_DTYPE_F32)
-      r.f = (float)r.f;
+    if (old.type != WEIR_DTYPE_F64)
+      r = weir_value_convert(r, old.type); /* rounds f32, f16, bf16 */
     return r;
   }
   guint64 a = (guint64)old.i, x = (guint64)v.i;
   guint64 res;
+  if (old.type == WEIR_DTYPE_U64 &&
+      (wcr == WEIR_WCR_MIN || wcr == WEIR_WCR_MAX)) {
+    res = wcr == WEIR_WCR_MIN ? MIN(a, x) : MAX(a, x);
+    r.i = (gint64)res;
+    return r;
+  }
   switch (wcr) {
   case WEIR_WCR_SUM:
     res = a + x;

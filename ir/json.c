@@ -773,7 +773,12 @@ static gboolean convert_value(Loader *L, json_object *v, WeirDType dtype,
   }
   if (weir_dtype_is_float(dtype)) {
     double x = is_int ? (double)i : d;
-    if (dtype == WEIR_DTYPE_F32) {
+    if (weir_dtype_is_half(dtype)) {
+      guint16 h = dtype == WEIR_DTYPE_F16 ? weir_f16_from_double(x)
+                                          : weir_bf16_from_double(x);
+      h = GUINT16_TO_LE(h);
+      memcpy(dst, &h, 2);
+    } else if (dtype == WEIR_DTYPE_F32) {
       float f = (float)x;
       guint32 bits;
       memcpy(&bits, &f, 4);
@@ -809,20 +814,50 @@ static gboolean convert_value(Loader *L, json_object *v, WeirDType dtype,
     lo = 0;
     hi = 255;
     break;
+  case WEIR_DTYPE_I8:
+    lo = G_MININT8;
+    hi = G_MAXINT8;
+    break;
+  case WEIR_DTYPE_I16:
+    lo = G_MININT16;
+    hi = G_MAXINT16;
+    break;
+  case WEIR_DTYPE_U16:
+    lo = 0;
+    hi = G_MAXUINT16;
+    break;
+  case WEIR_DTYPE_U32:
+    lo = 0;
+    hi = G_MAXUINT32;
+    break;
+  case WEIR_DTYPE_U64: /* JSON integers reach 2^63 - 1 */
+    lo = 0;
+    break;
   default:
     break;
   }
   if (i < lo || i > hi)
     return fail(L, WEIR_ERROR_INVALID, "%s is not a value of type %s",
                 json_object_get_string(v), weir_dtype_name(dtype));
-  if (dtype == WEIR_DTYPE_I32) {
-    guint32 bits = GUINT32_TO_LE((guint32)(gint32)i);
-    memcpy(dst, &bits, 4);
-  } else if (dtype == WEIR_DTYPE_I64) {
+  switch (weir_dtype_size(dtype)) {
+  case 8: {
     guint64 bits = GUINT64_TO_LE((guint64)i);
     memcpy(dst, &bits, 8);
-  } else {
+    break;
+  }
+  case 4: {
+    guint32 bits = GUINT32_TO_LE((guint32)i);
+    memcpy(dst, &bits, 4);
+    break;
+  }
+  case 2: {
+    guint16 bits = GUINT16_TO_LE((guint16)i);
+    memcpy(dst, &bits, 2);
+    break;
+  }
+  default:
     dst[0] = (guint8)i;
+    break;
   }
   return TRUE;
 }

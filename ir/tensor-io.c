@@ -271,6 +271,10 @@ static const struct {
     {'f', 4, WEIR_DTYPE_F32, "<f4"},  {'f', 8, WEIR_DTYPE_F64, "<f8"},
     {'i', 4, WEIR_DTYPE_I32, "<i4"},  {'i', 8, WEIR_DTYPE_I64, "<i8"},
     {'b', 1, WEIR_DTYPE_BOOL, "|b1"}, {'u', 1, WEIR_DTYPE_U8, "|u1"},
+    {'f', 2, WEIR_DTYPE_F16, "<f2"},  {'V', 2, WEIR_DTYPE_BF16, "<V2"},
+    {'i', 1, WEIR_DTYPE_I8, "|i1"},   {'i', 2, WEIR_DTYPE_I16, "<i2"},
+    {'u', 2, WEIR_DTYPE_U16, "<u2"},  {'u', 4, WEIR_DTYPE_U32, "<u4"},
+    {'u', 8, WEIR_DTYPE_U64, "<u8"},
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(npy_types) == WEIR_DTYPE_COUNT);
 

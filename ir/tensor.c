@@ -130,6 +130,20 @@ double weir_tensor_get(const WeirTensor *t, gint64 i) {
   case WEIR_DTYPE_BOOL:
   case WEIR_DTYPE_U8:
     return ((const guint8 *)t->data)[i];
+  case WEIR_DTYPE_F16:
+    return weir_f16_to_float(((const guint16 *)t->data)[i]);
+  case WEIR_DTYPE_BF16:
+    return weir_bf16_to_float(((const guint16 *)t->data)[i]);
+  case WEIR_DTYPE_I8:
+    return ((const gint8 *)t->data)[i];
+  case WEIR_DTYPE_I16:
+    return ((const gint16 *)t->data)[i];
+  case WEIR_DTYPE_U16:
+    return ((const guint16 *)t->data)[i];
+  case WEIR_DTYPE_U32:
+    return ((const guint32 *)t->data)[i];
+  case WEIR_DTYPE_U64:
+    return (double)((const guint64 *)t->data)[i];
   case WEIR_DTYPE_COUNT:
     break;
   }
@@ -157,6 +171,27 @@ void weir_tensor_set(WeirTensor *t, gint64 i, double v) {
   case WEIR_DTYPE_U8:
     ((guint8 *)t->data)[i] = (guint8)v;
     return;
+  case WEIR_DTYPE_F16:
+    ((guint16 *)t->data)[i] = weir_f16_from_double(v);
+    return;
+  case WEIR_DTYPE_BF16:
+    ((guint16 *)t->data)[i] = weir_bf16_from_double(v);
+    return;
+  case WEIR_DTYPE_I8:
+    ((gint8 *)t->data)[i] = (gint8)v;
+    return;
+  case WEIR_DTYPE_I16:
+    ((gint16 *)t->data)[i] = (gint16)v;
+    return;
+  case WEIR_DTYPE_U16:
+    ((guint16 *)t->data)[i] = (guint16)v;
+    return;
+  case WEIR_DTYPE_U32:
+    ((guint32 *)t->data)[i] = (guint32)v;
+    return;
+  case WEIR_DTYPE_U64:
+    ((guint64 *)t->data)[i] = (guint64)v;
+    return;
   case WEIR_DTYPE_COUNT:
     break;
   }
@@ -180,6 +215,8 @@ void weir_tensor_fill_random(WeirTensor *t, guint64 seed) {
     switch (t->dtype) {
     case WEIR_DTYPE_F32:
     case WEIR_DTYPE_F64:
+    case WEIR_DTYPE_F16:
+    case WEIR_DTYPE_BF16:
       weir_tensor_set(t, i, 2.0 * u - 1.0);
       break;
     case WEIR_DTYPE_BOOL:

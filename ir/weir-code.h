@@ -90,6 +90,13 @@ G_BEGIN_DECLS
   X(CAST_I64, "i64", 1)                                                        \
   X(CAST_BOOL, "bool", 1)                                                      \
   X(CAST_U8, "u8", 1)                                                          \
+  X(CAST_F16, "f16", 1)                                                        \
+  X(CAST_BF16, "bf16", 1)                                                      \
+  X(CAST_I8, "i8", 1)                                                          \
+  X(CAST_I16, "i16", 1)                                                        \
+  X(CAST_U16, "u16", 1)                                                        \
+  X(CAST_U32, "u32", 1)                                                        \
+  X(CAST_U64, "u64", 1)                                                        \
   X(PHILOX, "philox", 3)
 
 typedef enum {
@@ -225,8 +232,8 @@ WEIR_API gboolean weir_code_check(WeirCode *code,
 typedef struct {
   WeirDType type;
   union {
-    double f; /* F32 (rounded to float), F64 */
-    gint64 i; /* I32, I64, BOOL (0/1), U8 */
+    double f; /* F32, F16, BF16 (rounded to the type), F64 */
+    gint64 i; /* integers and BOOL (0/1); U64 as its bit pattern */
   };
 } WeirValue;
 

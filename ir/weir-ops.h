@@ -103,6 +103,11 @@ WEIR_API const WeirOpValue *weir_op_input(const WeirOpInferContext *ctx,
  */
 WEIR_API const WeirOpValue *weir_op_require_input(const WeirOpInferContext *ctx,
                                                   guint k, GError **error);
+/* The Weir dtype of an ONNX TensorProto element type number (1 FLOAT, 2
+ * UINT8, 3 INT8, ... 16 BFLOAT16); FALSE for types without one (STRING,
+ * complex, float8, 4-bit). */
+WEIR_API gboolean weir_op_dtype_from_onnx(gint64 onnx_type, WeirDType *out);
+
 /**
  * weir_op_normalize_axis: (skip)
  *

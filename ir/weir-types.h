@@ -42,7 +42,14 @@ typedef enum {
   X(I32, "i32", 4, FALSE)                                                      \
   X(I64, "i64", 8, FALSE)                                                      \
   X(BOOL, "bool", 1, FALSE)                                                    \
-  X(U8, "u8", 1, FALSE)
+  X(U8, "u8", 1, FALSE)                                                        \
+  X(F16, "f16", 2, TRUE)                                                       \
+  X(BF16, "bf16", 2, TRUE)                                                     \
+  X(I8, "i8", 1, FALSE)                                                        \
+  X(I16, "i16", 2, FALSE)                                                      \
+  X(U16, "u16", 2, FALSE)                                                      \
+  X(U32, "u32", 4, FALSE)                                                      \
+  X(U64, "u64", 8, FALSE)
 
 typedef enum {
 #define WEIR_X(id, name, size, is_float) WEIR_DTYPE_##id,
@@ -58,6 +65,19 @@ WEIR_API gboolean weir_dtype_from_name(const char *name, WeirDType *out);
 /* Size of one element in bytes. */
 WEIR_API gsize weir_dtype_size(WeirDType dtype);
 WEIR_API gboolean weir_dtype_is_float(WeirDType dtype);
+/* TRUE for the integer dtypes without a sign (bool, u8, u16, u32, u64). */
+WEIR_API gboolean weir_dtype_is_unsigned(WeirDType dtype);
+/* TRUE for f16 and bf16, stored in 16 bits and computed in f32. */
+WEIR_API gboolean weir_dtype_is_half(WeirDType dtype);
+
+/* IEEE binary16 and bfloat16 bit patterns.  The conversions from double
+ * round to nearest, ties to even, in one step (no double rounding through
+ * f32); out-of-range values become infinities, NaN stays a quiet NaN with
+ * its sign.  The conversions to float are exact. */
+WEIR_API guint16 weir_f16_from_double(double value);
+WEIR_API float weir_f16_to_float(guint16 bits);
+WEIR_API guint16 weir_bf16_from_double(double value);
+WEIR_API float weir_bf16_to_float(guint16 bits);
 
 G_END_DECLS
 

@@ -131,6 +131,28 @@ void cg_emit_update(Fn *f, Out *o, WeirDType dtype, const char *lvalue,
     cg_out_line(o, "%s %s= %s;", lvalue, any ? "|" : "&", value);
     return;
   }
+  if (weir_dtype_is_half(dtype)) {
+    /* loaded, combined in double (exact for two f16 values), rounded */
+    if (atomic) { /* a compare-and-swap loop on the 16 bits */
+      g_free(cg_helper(f->gen, H_ATOMIC_HALF, dtype));
+      cg_out_line(o, "weir_atomic_%s_%s(&%s, %s);", weir_wcr_name(wcr),
+                  weir_dtype_name(dtype), lvalue, value);
+      return;
+    }
+    g_autofree char *old = cg_half_load(f->gen, dtype, lvalue);
+    g_autofree char *comb = NULL;
+    if (minmax) {
+      g_autofree char *h =
+          cg_helper(f->gen, wcr == WEIR_WCR_MIN ? H_MIN : H_MAX, dtype);
+      comb = g_strdup_printf("%s(%s, %s)", h, old, value);
+    } else {
+      comb = g_strdup_printf("(double)%s %s (double)(%s)", old,
+                             wcr == WEIR_WCR_SUM ? "+" : "*", value);
+    }
+    g_autofree char *bits = cg_half_bits(f->gen, dtype, comb);
+    cg_out_line(o, "%s = %s;", lvalue, bits);
+    return;
+  }
   if (minmax) {
     HelperKind k = wcr == WEIR_WCR_MIN ? (atomic ? H_ATOMIC_MIN : H_MIN)
                                        : (atomic ? H_ATOMIC_MAX : H_MAX);
@@ -161,7 +183,12 @@ void cg_emit_store(Fn *f, Out *o, Frame *fr, const CInfo *ci,
                    const char *lvalue, const WeirSubset *sub, WeirWcr wcr,
                    const char *value) {
   if (wcr == WEIR_WCR_NONE) {
-    cg_out_line(o, "%s = %s;", lvalue, value);
+    if (weir_dtype_is_half(ci->c->dtype)) {
+      g_autofree char *bits = cg_half_bits(f->gen, ci->c->dtype, value);
+      cg_out_line(o, "%s = %s;", lvalue, bits);
+    } else {
+      cg_out_line(o, "%s = %s;", lvalue, value);
+    }
     return;
   }
   gboolean atomic = cg_store_atomic(f, fr, ci, sub);

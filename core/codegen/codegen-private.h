@@ -95,6 +95,10 @@ typedef enum {
   H_TANH,    /* f32: on H_EXP */
   H_ERF,     /* f32: on H_EXP */
   H_PHILOX,  /* i64: the first word of Philox-4x32-10 (philox()) */
+  H_HALF,    /* f16, bf16: weir_<t>_load (bits to float) and weir_<t>_bits
+              * (double to bits, nearest even) */
+  H_ATOMIC_HALF, /* f16, bf16: weir_atomic_<wcr>_<t>, compare-and-swap loops
+                  * on the 16 bits (on H_HALF, H_MIN, H_MAX) */
   H_COUNT
 } HelperKind;
 
@@ -339,6 +343,12 @@ const char *cg_storage_type(WeirDType t);
 /* Name of a helper; marks it (and what it needs) as used.  (borrowed
  * static storage is not possible for typed names, so the caller frees) */
 char *cg_helper(Gen *gen, HelperKind k, WeirDType t);
+
+/* f16 and bf16 live in memory as uint16_t bit patterns and in C
+ * expressions as float: the load of element text x (transfer full of the
+ * result) and the bits of a value (double or float text) for a store. */
+char *cg_half_load(Gen *gen, WeirDType t, const char *x);
+char *cg_half_bits(Gen *gen, WeirDType t, const char *value);
 
 /* Appends the text of every helper gen used, in HelperKind order. */
 void cg_emit_helpers(Gen *gen, GString *s);

@@ -267,6 +267,11 @@ char *cg_elem_load(Fn *f, CInfo *ci, GPtrArray *off, int *prec) {
     *prec = P_EQ;
     return b;
   }
+  if (weir_dtype_is_half(ci->c->dtype)) {
+    char *h = cg_half_load(f->gen, ci->c->dtype, r);
+    g_free(r);
+    return h;
+  }
   return r;
 }
 

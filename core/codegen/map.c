@@ -24,7 +24,7 @@
  * accumulator whose combine is atomic.  A sum starts at -0.0, which leaves
  * every value (also -0.0) unchanged. */
 static const char *wcr_identity(WeirWcr wcr, WeirDType t) {
-  gboolean flt = t == WEIR_DTYPE_F32 || t == WEIR_DTYPE_F64;
+  gboolean flt = weir_dtype_is_float(t);
   switch (wcr) {
   case WEIR_WCR_SUM:
     if (flt)
@@ -38,8 +38,15 @@ static const char *wcr_identity(WeirWcr wcr, WeirDType t) {
       return "INT32_MIN";
     case WEIR_DTYPE_I64:
       return "INT64_MIN";
+    case WEIR_DTYPE_I8:
+      return "INT8_MIN";
+    case WEIR_DTYPE_I16:
+      return "INT16_MIN";
     case WEIR_DTYPE_BOOL:
     case WEIR_DTYPE_U8:
+    case WEIR_DTYPE_U16:
+    case WEIR_DTYPE_U32:
+    case WEIR_DTYPE_U64:
       return "0";
     default:
       return "-INFINITY";
@@ -54,6 +61,16 @@ static const char *wcr_identity(WeirWcr wcr, WeirDType t) {
       return "1";
     case WEIR_DTYPE_U8:
       return "UINT8_MAX";
+    case WEIR_DTYPE_I8:
+      return "INT8_MAX";
+    case WEIR_DTYPE_I16:
+      return "INT16_MAX";
+    case WEIR_DTYPE_U16:
+      return "UINT16_MAX";
+    case WEIR_DTYPE_U32:
+      return "UINT32_MAX";
+    case WEIR_DTYPE_U64:
+      return "UINT64_MAX";
     default:
       return "INFINITY";
     }
@@ -271,7 +288,9 @@ static void acc_open(Fn *f, Out *o, GPtrArray *accs, guint level) {
       continue;
     WeirDType dt = a->ci->c->dtype;
     g_autofree char *init = NULL;
-    if (a->atomic) {
+    if (a->atomic && weir_dtype_is_half(dt)) {
+      init = cg_half_bits(f->gen, dt, wcr_identity(a->m->wcr, dt));
+    } else if (a->atomic) {
       init = g_strdup(wcr_identity(a->m->wcr, dt));
     } else {
       g_autoptr(GPtrArray) off = cg_subset_offset(a->ci, a->m->subset);
@@ -290,10 +309,14 @@ static void acc_close(Fn *f, Out *o, GPtrArray *accs, guint level) {
       continue;
     g_autoptr(GPtrArray) off = cg_subset_offset(a->ci, a->m->subset);
     g_autofree char *lv = cg_elem_ref(f, a->ci, off);
-    if (a->atomic)
+    if (a->atomic && weir_dtype_is_half(a->ci->c->dtype)) {
+      g_autofree char *v = cg_half_load(f->gen, a->ci->c->dtype, a->name);
+      cg_emit_update(f, o, a->ci->c->dtype, lv, a->m->wcr, v, TRUE);
+    } else if (a->atomic) {
       cg_emit_update(f, o, a->ci->c->dtype, lv, a->m->wcr, a->name, TRUE);
-    else
+    } else {
       cg_out_line(o, "%s = %s;", lv, a->name);
+    }
   }
 }
 

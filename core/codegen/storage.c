@@ -268,6 +268,33 @@ static void emit_data(Out *o, const WeirContainer *c) {
     case WEIR_DTYPE_U8:
       v.i = *p;
       break;
+    case WEIR_DTYPE_I8:
+      v.i = (gint8)*p;
+      break;
+    case WEIR_DTYPE_F16: /* the stored bits (uint16_t storage) */
+    case WEIR_DTYPE_BF16:
+    case WEIR_DTYPE_U16:
+    case WEIR_DTYPE_I16: {
+      guint16 bits;
+      memcpy(&bits, p, 2);
+      bits = GUINT16_FROM_LE(bits);
+      v.i = c->dtype == WEIR_DTYPE_I16 ? (gint16)bits : bits;
+      if (weir_dtype_is_half(c->dtype))
+        v.type = WEIR_DTYPE_U16;
+      break;
+    }
+    case WEIR_DTYPE_U32: {
+      guint32 bits;
+      memcpy(&bits, p, 4);
+      v.i = GUINT32_FROM_LE(bits);
+      break;
+    }
+    case WEIR_DTYPE_U64: {
+      guint64 bits;
+      memcpy(&bits, p, 8);
+      v.i = (gint64)GUINT64_FROM_LE(bits);
+      break;
+    }
     case WEIR_DTYPE_COUNT:
       break;
     }

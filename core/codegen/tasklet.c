@@ -186,6 +186,10 @@ static char *ast_name(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
       g_autofree char *idx = port_index(f, t, port, n);
       if (port->ci->c->dtype == WEIR_DTYPE_BOOL)
         return g_strdup_printf("(%s[%s] != 0)", port->name, idx);
+      if (weir_dtype_is_half(port->ci->c->dtype)) {
+        g_autofree char *el = g_strdup_printf("%s[%s]", port->name, idx);
+        return cg_half_load(f->gen, port->ci->c->dtype, el);
+      }
       return g_strdup_printf("%s[%s]", port->name, idx);
     }
     break;
@@ -405,7 +409,12 @@ char *cg_convert_text(Gen *gen, char *text, WeirDType from, WeirDType to,
   if (from == to)
     return text;
   char *r;
-  if (weir_dtype_is_float(to)) {
+  if (weir_dtype_is_half(to)) { /* rounded to the type, held as float */
+    g_autofree char *bits = cg_half_bits(gen, to, text);
+    g_free(text);
+    r = cg_half_load(gen, to, bits);
+    *prec = P_ATOM;
+  } else if (weir_dtype_is_float(to)) {
     g_autofree char *x = cg_wrap(text, prec, P_UNARY);
     r = g_strdup_printf("(%s)%s", cg_ctype(to), x);
     *prec = P_UNARY;

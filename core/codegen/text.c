@@ -340,6 +340,19 @@ const char *cg_ctype(WeirDType t) {
     return "bool";
   case WEIR_DTYPE_U8:
     return "uint8_t";
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
+    return "float"; /* computed in f32; stored as uint16_t */
+  case WEIR_DTYPE_I8:
+    return "int8_t";
+  case WEIR_DTYPE_I16:
+    return "int16_t";
+  case WEIR_DTYPE_U16:
+    return "uint16_t";
+  case WEIR_DTYPE_U32:
+    return "uint32_t";
+  case WEIR_DTYPE_U64:
+    return "uint64_t";
   case WEIR_DTYPE_COUNT:
     break;
   }
@@ -347,7 +360,19 @@ const char *cg_ctype(WeirDType t) {
 }
 
 const char *cg_storage_type(WeirDType t) {
+  if (weir_dtype_is_half(t))
+    return "uint16_t";
   return t == WEIR_DTYPE_BOOL ? "uint8_t" : cg_ctype(t);
+}
+
+char *cg_half_load(Gen *gen, WeirDType t, const char *x) {
+  gen->helpers[H_HALF] |= 1u << t;
+  return g_strdup_printf("weir_%s_load(%s)", weir_dtype_name(t), x);
+}
+
+char *cg_half_bits(Gen *gen, WeirDType t, const char *value) {
+  gen->helpers[H_HALF] |= 1u << t;
+  return g_strdup_printf("weir_%s_bits(%s)", weir_dtype_name(t), value);
 }
 
 static const char *helper_suffix(WeirDType t) {
@@ -393,6 +418,13 @@ char *cg_helper(Gen *gen, HelperKind k, WeirDType t) {
     return g_strdup_printf("weir_erf_%s", helper_suffix(t));
   case H_PHILOX:
     return g_strdup("weir_philox");
+  case H_HALF:
+    return g_strdup_printf("weir_%s_bits", helper_suffix(t));
+  case H_ATOMIC_HALF:
+    gen->helpers[H_HALF] |= 1u << t;
+    gen->helpers[H_MIN] |= 1u << t;
+    gen->helpers[H_MAX] |= 1u << t;
+    return g_strdup_printf("weir_atomic_update_%s", helper_suffix(t));
   case H_COUNT:
     break;
   }
@@ -414,6 +446,36 @@ static void int_limits(WeirDType t, const char **lo, const char **hi,
     *hi = "255.0";
     *lo_c = "0";
     *hi_c = "255";
+    return;
+  case WEIR_DTYPE_I8:
+    *lo = "-128.0";
+    *hi = "127.0";
+    *lo_c = "INT8_MIN";
+    *hi_c = "INT8_MAX";
+    return;
+  case WEIR_DTYPE_I16:
+    *lo = "-32768.0";
+    *hi = "32767.0";
+    *lo_c = "INT16_MIN";
+    *hi_c = "INT16_MAX";
+    return;
+  case WEIR_DTYPE_U16:
+    *lo = "0.0";
+    *hi = "65535.0";
+    *lo_c = "0";
+    *hi_c = "UINT16_MAX";
+    return;
+  case WEIR_DTYPE_U32:
+    *lo = "0.0";
+    *hi = "4294967295.0";
+    *lo_c = "0";
+    *hi_c = "UINT32_MAX";
+    return;
+  case WEIR_DTYPE_U64:
+    *lo = "0.0";
+    *hi = "18446744073709551615.0";
+    *lo_c = "0";
+    *hi_c = "UINT64_MAX";
     return;
   default:
     *lo = "-9223372036854775808.0";
@@ -509,6 +571,90 @@ static const char vmath_erf_f32[] =
     "  return x < 0.0f ? -y : y;\n"
     "}\n\n";
 
+/* f16 and bf16 (docs/precision.md): bits to float exactly; double to
+ * bits rounding to nearest even in one step (as weir_f16_from_double and
+ * weir_bf16_from_double in ir/types.c, which the interpreter uses).  With
+ * GCC's or clang's _Float16 the f16 conversions are the compiler's (F16C
+ * or AVX512-FP16 instructions where the target has them). */
+static const char half_f16[] =
+    "#ifdef __FLT16_MAX__\n"
+    "static inline float weir_f16_load(uint16_t b) {\n"
+    "  _Float16 h;\n"
+    "  memcpy(&h, &b, sizeof h);\n"
+    "  return (float)h;\n"
+    "}\n"
+    "static inline uint16_t weir_f16_bits(double x) {\n"
+    "  const _Float16 h = (_Float16)x;\n"
+    "  uint16_t b;\n"
+    "  memcpy(&b, &h, sizeof b);\n"
+    "  return b;\n"
+    "}\n"
+    "#else\n"
+    "static inline float weir_f16_load(uint16_t b) {\n"
+    "  const uint32_t e = (b >> 10) & 0x1f, m = b & 0x3ff;\n"
+    "  float v = e == 0 ? ldexpf((float)m, -24)\n"
+    "            : e == 31 ? (m ? NAN : INFINITY)\n"
+    "            : ldexpf((float)(m | 0x400), (int)e - 25);\n"
+    "  return (b & 0x8000) ? -v : v;\n"
+    "}\n"
+    "static inline uint16_t weir_f16_bits(double x) {\n"
+    "  return weir_round_bits(x, 5, 10);\n"
+    "}\n"
+    "#endif\n\n";
+
+static const char half_round[] =
+    "/* x rounded to nearest even into a binary format with eb exponent and\n"
+    " * mb mantissa bits; its bit pattern */\n"
+    "static inline uint16_t weir_round_bits(double x, int eb, int mb) {\n"
+    "  uint64_t b;\n"
+    "  memcpy(&b, &x, sizeof b);\n"
+    "  const uint32_t sign = (uint32_t)(b >> 63) << (eb + mb);\n"
+    "  const int ex = (int)((b >> 52) & 0x7ff);\n"
+    "  const uint64_t fr = b & ((UINT64_C(1) << 52) - 1);\n"
+    "  const uint32_t emax = (1u << eb) - 1;\n"
+    "  if (ex == 0x7ff)\n"
+    "    return (uint16_t)(sign | emax << mb |\n"
+    "                      (fr ? 1u << (mb - 1) | (uint32_t)(fr >> (52 - mb)) "
+    ": 0));\n"
+    "  if (ex == 0)\n"
+    "    return (uint16_t)sign;\n"
+    "  const int bias = (1 << (eb - 1)) - 1, emin = 1 - bias;\n"
+    "  int e = ex - 1023;\n"
+    "  const uint64_t m = fr | UINT64_C(1) << 52;\n"
+    "  int sh = 52 - mb;\n"
+    "  if (e < emin) {\n"
+    "    if (emin - e > 60 || sh + (emin - e) > 53)\n"
+    "      return (uint16_t)sign;\n"
+    "    sh += emin - e;\n"
+    "  }\n"
+    "  uint64_t q = m >> sh;\n"
+    "  const uint64_t rem = m & ((UINT64_C(1) << sh) - 1);\n"
+    "  const uint64_t half = UINT64_C(1) << (sh - 1);\n"
+    "  if (rem > half || (rem == half && (q & 1)))\n"
+    "    q++;\n"
+    "  if (e < emin)\n"
+    "    return (uint16_t)(sign | (uint32_t)q);\n"
+    "  if (q == UINT64_C(1) << (mb + 1)) {\n"
+    "    q >>= 1;\n"
+    "    e++;\n"
+    "  }\n"
+    "  if (e + bias >= (int)emax)\n"
+    "    return (uint16_t)(sign | emax << mb);\n"
+    "  return (uint16_t)(sign | (uint32_t)(e + bias) << mb |\n"
+    "                    ((uint32_t)q & ((1u << mb) - 1)));\n"
+    "}\n\n";
+
+static const char half_bf16[] =
+    "static inline float weir_bf16_load(uint16_t b) {\n"
+    "  const uint32_t u = (uint32_t)b << 16;\n"
+    "  float v;\n"
+    "  memcpy(&v, &u, sizeof v);\n"
+    "  return v;\n"
+    "}\n"
+    "static inline uint16_t weir_bf16_bits(double x) {\n"
+    "  return weir_round_bits(x, 8, 7);\n"
+    "}\n\n";
+
 static void helper_text(GString *s, HelperKind k, WeirDType t) {
   const char *ty = cg_ctype(t);
   const char *sx = helper_suffix(t);
@@ -559,6 +705,17 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
   case H_DIV:
   case H_REM: {
     const char *ut = t == WEIR_DTYPE_I32 ? "uint32_t" : "uint64_t";
+    if (weir_dtype_is_unsigned(t)) {
+      g_string_append_printf(s,
+                             "/* a %s b; a zero divisor gives 0 */\n"
+                             "static inline %s weir_%s_%s(%s a, %s b) {\n"
+                             "  return b == 0 ? 0 : a %s b;\n"
+                             "}\n\n",
+                             k == H_DIV ? "/" : "%%", ty,
+                             k == H_DIV ? "div" : "rem", sx, ty, ty,
+                             k == H_DIV ? "/" : "%");
+      return;
+    }
     if (k == H_DIV)
       g_string_append_printf(s,
                              "/* a / b as in C; a zero divisor gives 0 */\n"
@@ -583,6 +740,14 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
   }
   case H_ABS: {
     const char *ut = t == WEIR_DTYPE_I32 ? "uint32_t" : "uint64_t";
+    if (weir_dtype_is_unsigned(t)) {
+      g_string_append_printf(s,
+                             "static inline %s weir_abs_%s(%s a) {\n"
+                             "  return a;\n"
+                             "}\n\n",
+                             ty, sx, ty);
+      return;
+    }
     g_string_append_printf(s,
                            "static inline %s weir_abs_%s(%s a) {\n"
                            "  return a < 0 ? (%s)(0 - (%s)a) : a;\n"
@@ -664,12 +829,40 @@ static void helper_text(GString *s, HelperKind k, WeirDType t) {
            "  return (int64_t)c[0];\n"
            "}\n\n");
     return;
+  case H_HALF:
+    g_string_append(s, t == WEIR_DTYPE_F16 ? half_f16 : half_bf16);
+    return;
+  case H_ATOMIC_HALF: {
+    static const char *const ops[4] = {"sum", "prod", "min", "max"};
+    for (guint i = 0; i < 4; i++) {
+      g_autofree char *comb =
+          i == 0   ? g_strdup("(double)a + v")
+          : i == 1 ? g_strdup("(double)a * v")
+                   : g_strdup_printf("weir_%s_%s(a, (float)v)", ops[i], sx);
+      g_string_append_printf(
+          s,
+          "static inline void weir_atomic_%s_%s(uint16_t *p, double v) {\n"
+          "  uint16_t old, want;\n"
+          "  __atomic_load(p, &old, __ATOMIC_RELAXED);\n"
+          "  do {\n"
+          "    const float a = weir_%s_load(old);\n"
+          "    want = weir_%s_bits(%s);\n"
+          "  } while (!__atomic_compare_exchange(p, &old, &want, false,\n"
+          "                                      __ATOMIC_RELAXED, "
+          "__ATOMIC_RELAXED));\n"
+          "}\n\n",
+          ops[i], sx, sx, sx, comb);
+    }
+    return;
+  }
   case H_COUNT:
     break;
   }
 }
 
 void cg_emit_helpers(Gen *gen, GString *s) {
+  if (gen->helpers[H_HALF])
+    g_string_append(s, half_round);
   for (guint k = 0; k < H_COUNT; k++)
     for (guint t = 0; t < WEIR_DTYPE_COUNT; t++)
       if (gen->helpers[k] & (1u << t))
@@ -764,6 +957,19 @@ char *cg_format_value(WeirValue v, int *prec) {
       *prec = P_UNARY;
     return s;
   }
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16: {
+    char *s = format_float((float)v.f);
+    if (s[0] == '-')
+      *prec = P_UNARY;
+    return s;
+  }
+  case WEIR_DTYPE_U64:
+    if (v.i < 0) {
+      *prec = P_ATOM;
+      return g_strdup_printf("UINT64_C(%" G_GUINT64_FORMAT ")", (guint64)v.i);
+    }
+    return cg_format_int(v.i, prec);
   case WEIR_DTYPE_BOOL:
     return g_strdup(v.i ? "true" : "false");
   default:

@@ -33,9 +33,10 @@
 void weir_ops_register_elementwise(void);
 
 #define DT(x) (1u << WEIR_DTYPE_##x)
-#define TY_FLOAT (DT(F32) | DT(F64))
-#define TY_SIGNED (TY_FLOAT | DT(I32) | DT(I64))
-#define TY_NUMERIC (TY_SIGNED | DT(U8))
+#define TY_FLOAT (DT(F32) | DT(F64) | DT(F16) | DT(BF16))
+#define TY_SIGNED (TY_FLOAT | DT(I32) | DT(I64) | DT(I8) | DT(I16))
+#define TY_UNSIGNED (DT(U8) | DT(U16) | DT(U32) | DT(U64))
+#define TY_NUMERIC (TY_SIGNED | TY_UNSIGNED)
 #define TY_BOOL DT(BOOL)
 #define TY_ANY (TY_NUMERIC | TY_BOOL)
 
@@ -244,8 +245,8 @@ static const ElemOp ops[] = {
     BINARY("And", TY_BOOL, TRUE, 0),
     BINARY("Or", TY_BOOL, TRUE, 0),
     BINARY("Xor", TY_BOOL, TRUE, 0),
-    OP("BitShift", 2, 2, 1, 1, ATTRS(bit_shift_attrs), RULE_BROADCAST, DT(U8),
-       FALSE, FLOPS_FIXED, 0),
+    OP("BitShift", 2, 2, 1, 1, ATTRS(bit_shift_attrs), RULE_BROADCAST,
+       TY_UNSIGNED, FALSE, FLOPS_FIXED, 0),
     /* Variadic. */
     VARIADIC("Min", TY_NUMERIC, FLOPS_INPUTS_MINUS),
     VARIADIC("Max", TY_NUMERIC, FLOPS_INPUTS_MINUS),
@@ -262,7 +263,7 @@ static const ElemOp ops[] = {
      * on integers); Quantize saturate(rint(x / scale) + zero point): the
      * division, rint, the addition and the two bounds. */
     OP("DequantizeLinear", 2, 3, 1, 1, ATTRS(quant_attrs), RULE_QUANT,
-       DT(U8) | DT(I32), FALSE, FLOPS_FIXED, 1),
+       DT(U8) | DT(I8) | DT(I32), FALSE, FLOPS_FIXED, 1),
     OP("QuantizeLinear", 2, 3, 1, 1, ATTRS(quant_attrs), RULE_QUANT,
        TY_FLOAT | DT(I32), FALSE, FLOPS_FIXED, 5),
     OP("CastLike", 2, 2, 1, 1, ATTRS(cast_like_attrs), RULE_CAST_LIKE, TY_ANY,
@@ -407,28 +408,7 @@ static gboolean set_broadcast(WeirOpInferContext *ctx, guint first, guint last,
 /* ONNX TensorProto data type numbers Weir supports, and names of the others
  * for messages. */
 static gboolean onnx_dtype(gint64 to, WeirDType *out) {
-  switch (to) {
-  case 1:
-    *out = WEIR_DTYPE_F32;
-    return TRUE;
-  case 2:
-    *out = WEIR_DTYPE_U8;
-    return TRUE;
-  case 6:
-    *out = WEIR_DTYPE_I32;
-    return TRUE;
-  case 7:
-    *out = WEIR_DTYPE_I64;
-    return TRUE;
-  case 9:
-    *out = WEIR_DTYPE_BOOL;
-    return TRUE;
-  case 11:
-    *out = WEIR_DTYPE_F64;
-    return TRUE;
-  default:
-    return FALSE;
-  }
+  return weir_op_dtype_from_onnx(to, out);
 }
 
 static const char *onnx_dtype_name(gint64 to) {
@@ -628,8 +608,16 @@ static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
   gboolean quantize = g_str_equal(ctx->node->op, "QuantizeLinear");
   if (!check_dtype(ctx, 0, x->dtype, e->types, error) ||
       !check_dtype(ctx, 1, scale->dtype, TY_FLOAT, error) ||
-      (zp && !check_dtype(ctx, 2, zp->dtype, DT(U8), error)))
+      (zp && !check_dtype(ctx, 2, zp->dtype,
+                          quantize || x->dtype == WEIR_DTYPE_I32
+                              ? DT(U8) | DT(I8) | DT(I32)
+                              : 1u << x->dtype,
+                          error)))
     return FALSE;
+  if (quantize && zp && zp->dtype == WEIR_DTYPE_I32)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                          "input 2 (zero point) has dtype i32, expected u8 or "
+                          "i8");
   if (quantize && x->dtype != WEIR_DTYPE_I32 && x->dtype != scale->dtype)
     return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
                           "input 1 (scale) has dtype %s, but x has %s",
@@ -652,8 +640,9 @@ static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
       return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
                             "the scale and the zero point differ in shape");
   }
-  weir_op_set_output(ctx, 0, quantize ? WEIR_DTYPE_U8 : scale->dtype, x->rank,
-                     x->shape);
+  weir_op_set_output(ctx, 0,
+                     quantize ? (zp ? zp->dtype : WEIR_DTYPE_U8) : scale->dtype,
+                     x->rank, x->shape);
   return TRUE;
 }
 

@@ -70,17 +70,7 @@ static const WeirContainer *conn_container(const WeirGraph *g,
 
 /* ONNX TensorProto type numbers with a Weir dtype. */
 static gboolean onnx_dtype(gint64 t, WeirDType *out) {
-  static const struct {
-    gint64 onnx;
-    WeirDType dtype;
-  } types[] = {{1, WEIR_DTYPE_F32}, {2, WEIR_DTYPE_U8},   {6, WEIR_DTYPE_I32},
-               {7, WEIR_DTYPE_I64}, {9, WEIR_DTYPE_BOOL}, {11, WEIR_DTYPE_F64}};
-  for (guint i = 0; i < G_N_ELEMENTS(types); i++)
-    if (types[i].onnx == t) {
-      *out = types[i].dtype;
-      return TRUE;
-    }
-  return FALSE;
+  return weir_op_dtype_from_onnx(t, out);
 }
 
 /* ------------------------------------------------------------------ Size */

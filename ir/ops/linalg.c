@@ -48,9 +48,15 @@ static gboolean expr_const_below(const WeirExpr *e, gint64 bound) {
 }
 
 #define DT(x) (1u << WEIR_DTYPE_##x)
-#define FLOAT_TYPES (DT(F32) | DT(F64))
-#define MATMUL_TYPES (DT(F32) | DT(F64) | DT(I32) | DT(I64))
-#define NUMERIC_TYPES (DT(F32) | DT(F64) | DT(I32) | DT(I64) | DT(U8))
+#define FLOAT_TYPES (DT(F32) | DT(F64) | DT(F16) | DT(BF16))
+#define MATMUL_TYPES (FLOAT_TYPES | DT(I32) | DT(I64))
+/* Conv also takes i32: the expansions of ConvInteger and QLinearConv
+ * compute their integer products with it. */
+#define CONV_TYPES (FLOAT_TYPES | DT(I32))
+#define QUANT_TYPES (DT(U8) | DT(I8))
+#define NUMERIC_TYPES                                                          \
+  (DT(F32) | DT(F64) | DT(I32) | DT(I64) | DT(U8) | DT(F16) | DT(BF16) |       \
+   DT(I8) | DT(I16) | DT(U16) | DT(U32) | DT(U64))
 
 static gboolean input_present(const WeirOpInferContext *ctx, guint k) {
   return k < ctx->n_inputs && ctx->inputs[k].present;
@@ -586,7 +592,7 @@ static gboolean conv_infer_common(WeirOpInferContext *ctx, gboolean transposed,
   if (!input_present(ctx, 1))
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "input 1 (W) is missing");
-  if (!check_dtypes(ctx, 3, FLOAT_TYPES, error))
+  if (!check_dtypes(ctx, 3, CONV_TYPES, error))
     return FALSE;
   const WeirOpValue *x = &ctx->inputs[0], *w = &ctx->inputs[1];
   if (x->rank < 3)
@@ -665,6 +671,183 @@ static WeirExpr *conv_transpose_flops(const WeirGraph *g, const WeirState *s,
                                       const WeirNode *n) {
   return conv_flops_of(port_container(g, s, n, TRUE, 0),
                        port_container(g, s, n, TRUE, 1));
+}
+
+/* ------------------------------ integer and quantized products (ONNX) */
+
+/* MatMulInteger (A, B, a_zero_point, b_zero_point) and ConvInteger (x, w,
+ * x_zero_point, w_zero_point) give int32 (A - a_zp) x (B - b_zp); their
+ * QLinear forms (operands as (q, scale, zero point) triples, then y_scale,
+ * y_zero_point and for QLinearConv an int32 bias) requantize that product:
+ * y = saturate(rint(acc * (a_scale b_scale / y_scale)) + y_zp).  Shapes
+ * are MatMul's and Conv's, inferred on the integer operands. */
+
+static gboolean check_input(const WeirOpInferContext *ctx, guint k,
+                            const char *what, guint allowed, GError **error) {
+  if (!input_present(ctx, k))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u (%s) is missing", k, what);
+  WeirDType t = ctx->inputs[k].dtype;
+  if (!(allowed & (1u << t)))
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                          "input %u (%s) has dtype %s, which the operator does "
+                          "not accept",
+                          k, what, weir_dtype_name(t));
+  return TRUE;
+}
+
+/* An optional zero point or a scale (k) for operand `of`: its dtype (that
+ * of input `like`, or f32 when like < 0), and a scalar or, when
+ * len != NULL, a vector of that length. */
+static gboolean check_qparam(const WeirOpInferContext *ctx, guint k,
+                             const char *what, gint like, WeirExpr *len,
+                             gboolean required, GError **error) {
+  if (!input_present(ctx, k)) {
+    if (required)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u (%s) is missing", k, what);
+    return TRUE;
+  }
+  const WeirOpValue *v = &ctx->inputs[k];
+  WeirDType want = like < 0 ? WEIR_DTYPE_F32 : ctx->inputs[like].dtype;
+  if (v->dtype != want)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u (%s) has dtype %s, expected %s", k, what,
+                          weir_dtype_name(v->dtype), weir_dtype_name(want));
+  gint64 c;
+  gboolean single = TRUE;
+  for (guint d = 0; d < v->rank; d++)
+    if (!weir_expr_is_const(v->shape[d], &c) || c != 1)
+      single = FALSE;
+  if (single)
+    return TRUE;
+  if (len && v->rank == 1 && weir_expr_equal(v->shape[0], len))
+    return TRUE;
+  return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                        "input %u (%s) must be a scalar%s", k, what,
+                        len ? " or a vector over its axis" : "");
+}
+
+/* Runs `base` on inputs map[0..n) of ctx seen as i32 (absent where
+ * map[i] is absent), writing ctx's outputs. */
+static gboolean infer_on_i32(WeirOpInferContext *ctx, const guint *map, guint n,
+                             gboolean (*base)(WeirOpInferContext *, GError **),
+                             GError **error) {
+  WeirOpValue ins[3];
+  memset(ins, 0, sizeof ins);
+  for (guint i = 0; i < n; i++) {
+    if (!input_present(ctx, map[i]))
+      continue;
+    ins[i] = ctx->inputs[map[i]];
+    ins[i].dtype = WEIR_DTYPE_I32;
+    ins[i].value = NULL;
+    ins[i].int_values = NULL;
+  }
+  WeirOpInferContext sub = *ctx;
+  sub.n_inputs = n;
+  sub.inputs = ins;
+  return base(&sub, error);
+}
+
+static gboolean matmul_integer_infer(WeirOpInferContext *ctx, GError **error) {
+  if (!check_input(ctx, 0, "A", QUANT_TYPES, error) ||
+      !check_input(ctx, 1, "B", QUANT_TYPES, error))
+    return FALSE;
+  const WeirOpValue *a = &ctx->inputs[0], *b = &ctx->inputs[1];
+  if (a->rank < 2 || b->rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                          "1-D operands are not supported");
+  if (!check_qparam(ctx, 2, "a_zero_point", 0, a->shape[a->rank - 2], FALSE,
+                    error) ||
+      !check_qparam(ctx, 3, "b_zero_point", 1, b->shape[b->rank - 1], FALSE,
+                    error))
+    return FALSE;
+  static const guint map[] = {0, 1};
+  if (!infer_on_i32(ctx, map, 2, matmul_infer, error))
+    return FALSE;
+  ctx->outputs[0].dtype = WEIR_DTYPE_I32;
+  return TRUE;
+}
+
+static gboolean conv_integer_infer(WeirOpInferContext *ctx, GError **error) {
+  if (!check_input(ctx, 0, "x", QUANT_TYPES, error) ||
+      !check_input(ctx, 1, "w", QUANT_TYPES, error))
+    return FALSE;
+  const WeirOpValue *w = &ctx->inputs[1];
+  if (!check_qparam(ctx, 2, "x_zero_point", 0, NULL, FALSE, error) ||
+      !check_qparam(ctx, 3, "w_zero_point", 1, w->rank ? w->shape[0] : NULL,
+                    FALSE, error))
+    return FALSE;
+  static const guint map[] = {0, 1};
+  if (!infer_on_i32(ctx, map, 2, conv_infer, error))
+    return FALSE;
+  ctx->outputs[0].dtype = WEIR_DTYPE_I32;
+  return TRUE;
+}
+
+/* Inputs of the QLinear forms: operand A at 0 (scale 1, zero point 2),
+ * operand B at 3 (4, 5), y_scale 6, y_zero_point 7. */
+static gboolean qlinear_params(WeirOpInferContext *ctx, WeirExpr *a_len,
+                               WeirExpr *b_len, GError **error) {
+  return check_qparam(ctx, 1, "a_scale", -1, a_len, TRUE, error) &&
+         check_qparam(ctx, 2, "a_zero_point", 0, a_len, TRUE, error) &&
+         check_qparam(ctx, 4, "b_scale", -1, b_len, TRUE, error) &&
+         check_qparam(ctx, 5, "b_zero_point", 3, b_len, TRUE, error) &&
+         check_qparam(ctx, 6, "y_scale", -1, NULL, TRUE, error) &&
+         check_input(ctx, 7, "y_zero_point", QUANT_TYPES, error) &&
+         check_qparam(ctx, 7, "y_zero_point", 7, NULL, TRUE, error);
+}
+
+static gboolean qlinear_matmul_infer(WeirOpInferContext *ctx, GError **error) {
+  if (!check_input(ctx, 0, "a", QUANT_TYPES, error) ||
+      !check_input(ctx, 3, "b", QUANT_TYPES, error))
+    return FALSE;
+  const WeirOpValue *a = &ctx->inputs[0], *b = &ctx->inputs[3];
+  if (a->rank < 2 || b->rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                          "1-D operands are not supported");
+  if (!qlinear_params(ctx, a->shape[a->rank - 2], b->shape[b->rank - 1], error))
+    return FALSE;
+  static const guint map[] = {0, 3};
+  if (!infer_on_i32(ctx, map, 2, matmul_infer, error))
+    return FALSE;
+  ctx->outputs[0].dtype = ctx->inputs[7].dtype;
+  return TRUE;
+}
+
+static gboolean qlinear_conv_infer(WeirOpInferContext *ctx, GError **error) {
+  if (!check_input(ctx, 0, "x", QUANT_TYPES, error) ||
+      !check_input(ctx, 3, "w", QUANT_TYPES, error))
+    return FALSE;
+  const WeirOpValue *w = &ctx->inputs[3];
+  if (!qlinear_params(ctx, NULL, w->rank ? w->shape[0] : NULL, error))
+    return FALSE;
+  if (input_present(ctx, 8) && !check_input(ctx, 8, "B", DT(I32), error))
+    return FALSE;
+  static const guint map[] = {0, 3, 8};
+  if (!infer_on_i32(ctx, map, 3, conv_infer, error))
+    return FALSE;
+  ctx->outputs[0].dtype = ctx->inputs[7].dtype;
+  return TRUE;
+}
+
+/* The products' FLOPs (the zero points' subtractions and the
+ * requantization are element-wise and left out). */
+static WeirExpr *quant_matmul_flops(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n) {
+  return matmul_flops(g, s, n);
+}
+
+static WeirExpr *conv_integer_flops(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n) {
+  return conv_flops_of(port_container(g, s, n, FALSE, 0),
+                       port_container(g, s, n, TRUE, 1));
+}
+
+static WeirExpr *qlinear_conv_flops(const WeirGraph *g, const WeirState *s,
+                                    const WeirNode *n) {
+  return conv_flops_of(port_container(g, s, n, FALSE, 0),
+                       port_container(g, s, n, TRUE, 3));
 }
 
 /* ----------------------------------------------------------- Einsum */
@@ -787,6 +970,46 @@ static const WeirOpInfo linalg_ops[] = {
         .n_attrs = G_N_ELEMENTS(conv_transpose_attrs),
         .infer = conv_transpose_infer,
         .flops = conv_transpose_flops,
+    },
+    {
+        .name = "MatMulInteger",
+        .min_inputs = 2,
+        .max_inputs = 4,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .infer = matmul_integer_infer,
+        .flops = quant_matmul_flops,
+    },
+    {
+        .name = "ConvInteger",
+        .min_inputs = 2,
+        .max_inputs = 4,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = conv_attrs,
+        .n_attrs = G_N_ELEMENTS(conv_attrs),
+        .infer = conv_integer_infer,
+        .flops = conv_integer_flops,
+    },
+    {
+        .name = "QLinearMatMul",
+        .min_inputs = 8,
+        .max_inputs = 8,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .infer = qlinear_matmul_infer,
+        .flops = quant_matmul_flops,
+    },
+    {
+        .name = "QLinearConv",
+        .min_inputs = 8,
+        .max_inputs = 9,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .attrs = conv_attrs,
+        .n_attrs = G_N_ELEMENTS(conv_attrs),
+        .infer = qlinear_conv_infer,
+        .flops = qlinear_conv_flops,
     },
     {
         .name = "Einsum",

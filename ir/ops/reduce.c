@@ -39,8 +39,10 @@ void weir_ops_register_reduce(void);
 /* --------------------------------------------------------------- helpers */
 
 #define DT(d) (1u << WEIR_DTYPE_##d)
-#define DT_FLOAT (DT(F32) | DT(F64))
-#define DT_NUMERIC (DT_FLOAT | DT(I32) | DT(I64))
+#define DT_FLOAT (DT(F32) | DT(F64) | DT(F16) | DT(BF16))
+#define DT_NUMERIC                                                             \
+  (DT_FLOAT | DT(I32) | DT(I64) | DT(I8) | DT(I16) | DT(U16) | DT(U32) |       \
+   DT(U64))
 
 /* Checks that input k is present and of a dtype in `allowed`. */
 static gboolean check_input(const WeirOpInferContext *ctx, guint k,

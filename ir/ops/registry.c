@@ -317,3 +317,23 @@ void weir_op_value_clear(WeirOpValue *v) {
   g_clear_pointer(&v->shape, g_free);
   g_clear_pointer(&v->int_values, g_ptr_array_unref);
 }
+
+gboolean weir_op_dtype_from_onnx(gint64 onnx_type, WeirDType *out) {
+  static const struct {
+    gint64 onnx;
+    WeirDType dtype;
+  } types[] = {
+      {1, WEIR_DTYPE_F32},   {2, WEIR_DTYPE_U8},   {3, WEIR_DTYPE_I8},
+      {4, WEIR_DTYPE_U16},   {5, WEIR_DTYPE_I16},  {6, WEIR_DTYPE_I32},
+      {7, WEIR_DTYPE_I64},   {9, WEIR_DTYPE_BOOL}, {10, WEIR_DTYPE_F16},
+      {11, WEIR_DTYPE_F64},  {12, WEIR_DTYPE_U32}, {13, WEIR_DTYPE_U64},
+      {16, WEIR_DTYPE_BF16},
+  };
+  G_STATIC_ASSERT(G_N_ELEMENTS(types) == WEIR_DTYPE_COUNT);
+  for (guint i = 0; i < G_N_ELEMENTS(types); i++)
+    if (types[i].onnx == onnx_type) {
+      *out = types[i].dtype;
+      return TRUE;
+    }
+  return FALSE;
+}

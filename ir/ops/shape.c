@@ -1134,28 +1134,7 @@ static gboolean infer_shape(WeirOpInferContext *ctx, GError **error) {
 
 /* ONNX TensorProto element type numbers Weir has a dtype for. */
 static gboolean dtype_from_onnx(gint64 onnx_type, WeirDType *out) {
-  switch (onnx_type) {
-  case 1:
-    *out = WEIR_DTYPE_F32;
-    return TRUE;
-  case 2:
-    *out = WEIR_DTYPE_U8;
-    return TRUE;
-  case 6:
-    *out = WEIR_DTYPE_I32;
-    return TRUE;
-  case 7:
-    *out = WEIR_DTYPE_I64;
-    return TRUE;
-  case 9:
-    *out = WEIR_DTYPE_BOOL;
-    return TRUE;
-  case 11:
-    *out = WEIR_DTYPE_F64;
-    return TRUE;
-  default:
-    return FALSE;
-  }
+  return weir_op_dtype_from_onnx(onnx_type, out);
 }
 
 static gboolean onnx_dtype(const WeirOpInferContext *ctx, WeirDType *out,

@@ -981,6 +981,64 @@ static void test_value_convert(void **state) {
   assert_true(weir_value_as_double(vi(I64, -4)) == -4.0);
 }
 
+/* The 16-bit floats, the narrow integers and u64: conversions round to
+ * nearest even (floats), wrap (integers), saturate (float to integer);
+ * arithmetic promotes (f16, bf16 to f32; i8, i16, u16 to i32; u32 to i64)
+ * and u64 stays unsigned. */
+static void test_precision_types(void **state) {
+  (void)state;
+  const WeirDType F16 = WEIR_DTYPE_F16, BF16 = WEIR_DTYPE_BF16,
+                  I8 = WEIR_DTYPE_I8, I16 = WEIR_DTYPE_I16,
+                  U16 = WEIR_DTYPE_U16, U32 = WEIR_DTYPE_U32,
+                  U64 = WEIR_DTYPE_U64, F64 = WEIR_DTYPE_F64,
+                  I64 = WEIR_DTYPE_I64;
+  /* 1 + 2^-11 is a tie between 1 and 1 + 2^-10: even is 1 */
+  assert_true(weir_value_convert(vf(F64, 1.0 + ldexp(1, -11)), F16).f == 1.0);
+  assert_true(weir_value_convert(vf(F64, 1.0 + 3 * ldexp(1, -11)), F16).f ==
+              1.0 + ldexp(1, -9));
+  assert_true(weir_value_convert(vf(F64, 1e6), F16).f == INFINITY);
+  assert_true(weir_value_convert(vf(F64, 1.0 + ldexp(1, -8)), BF16).f == 1.0);
+  assert_true(weir_value_convert(vi(I64, 257), BF16).f == 256.0);
+  assert_int_equal(weir_value_convert(vi(I64, 200), I8).i, -56);
+  assert_int_equal(weir_value_convert(vf(F64, 200.0), I8).i, 127);
+  assert_int_equal(weir_value_convert(vf(F64, -1e9), I16).i, G_MININT16);
+  assert_int_equal(weir_value_convert(vi(I64, -1), U16).i, 65535);
+  assert_int_equal(weir_value_convert(vi(I64, -1), U32).i, G_MAXUINT32);
+  assert_true((guint64)weir_value_convert(vi(I64, -1), U64).i == G_MAXUINT64);
+  assert_true((guint64)weir_value_convert(vf(F64, 1e30), U64).i == G_MAXUINT64);
+  assert_int_equal(weir_value_convert(vf(F64, -5.0), U64).i, 0);
+  assert_true(weir_value_as_double(vi(U64, -1)) == 18446744073709551615.0);
+  assert_true(weir_value_convert(vi(U64, -1), F64).f == 18446744073709551615.0);
+  assert_true(weir_value_convert(vi(U64, -2), I64).i == -2);
+
+  /* f16 stores round; arithmetic on f16 values is f32 */
+  assert_true(eval_expr("f16(a) + f16(0.0001)", F16).f == 1.5);
+  assert_true(eval_expr("f16(1.0009765625) * 1.0", WEIR_DTYPE_F32).f ==
+              1.0009765625);
+  assert_int_equal(type_of("f16(a) + f16(a)", NULL), WEIR_DTYPE_F32);
+  assert_int_equal(type_of("bf16(a) * 2", NULL), WEIR_DTYPE_F32);
+  assert_int_equal(type_of("exp(f16(a))", NULL), WEIR_DTYPE_F32);
+  assert_int_equal(type_of("max(f16(a), f16(b))", NULL), F16);
+  assert_int_equal(type_of("i8(i) + i8(i)", NULL), WEIR_DTYPE_I32);
+  assert_int_equal(type_of("u16(i) * u16(i)", NULL), WEIR_DTYPE_I32);
+  assert_int_equal(type_of("u32(i) + 1", NULL), I64);
+  assert_int_equal(type_of("u64(i) + l", NULL), U64);
+  /* narrow integers wrap on the store */
+  assert_int_equal(eval_expr("i8(100) + i8(100)", I8).i, -56);
+  assert_int_equal(eval_expr("u16(65535) + 1", U16).i, 0);
+  assert_int_equal(eval_expr("u32(4294967295) + 1", U32).i, 0);
+  /* u32 compares as the value it is */
+  assert_int_equal(eval_expr("u32(4294967295) > 0", WEIR_DTYPE_BOOL).i, 1);
+  /* u64: unsigned division, remainder, comparison, min/max */
+  assert_true((guint64)eval_expr("u64(-1) / 2", U64).i == G_MAXUINT64 / 2);
+  assert_int_equal(eval_expr("u64(-1) % 10", U64).i, 5);
+  assert_int_equal(eval_expr("u64(-1) > 1", WEIR_DTYPE_BOOL).i, 1);
+  assert_true((guint64)eval_expr("max(u64(-1), u64(3))", U64).i == G_MAXUINT64);
+  assert_int_equal(eval_expr("min(u64(-1), u64(3))", U64).i, 3);
+  assert_true((guint64)eval_expr("u64(3) * pow(u64(2), u64(63))", U64).i ==
+              G_GUINT64_CONSTANT(1) << 63);
+}
+
 static void test_eval_float(void **state) {
   (void)state;
   /* a = 1.5f, b = 2.25, x = [1 2 3 4], m = [[1 2 3] [4 5 6]] */
@@ -1335,6 +1393,7 @@ int main(void) {
       cmocka_unit_test(test_check_errors),
       cmocka_unit_test(test_check_condition),
       cmocka_unit_test(test_value_convert),
+      cmocka_unit_test(test_precision_types),
       cmocka_unit_test(test_eval_float),
       cmocka_unit_test(test_eval_integer),
       cmocka_unit_test(test_eval_bool),

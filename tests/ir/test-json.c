@@ -531,7 +531,17 @@ static void test_initial_values(void **state) {
       "{\"id\": 6, \"name\": \"U\", \"dtype\": \"u8\", \"shape\": [\"2\"], "
       "\"initial\": {\"values\": [255, 3.0]}}, "
       "{\"id\": 7, \"name\": \"Z\", \"dtype\": \"u8\", \"shape\": [\"0\"], "
-      "\"initial\": {\"base64\": \"\"}}"
+      "\"initial\": {\"base64\": \"\"}}, "
+      "{\"id\": 9, \"name\": \"H\", \"dtype\": \"f16\", \"shape\": [\"2\"], "
+      "\"initial\": {\"values\": [1.5, 1.00048828125]}}, "
+      "{\"id\": 10, \"name\": \"R\", \"dtype\": \"bf16\", \"shape\": [\"1\"], "
+      "\"initial\": {\"values\": [-2]}}, "
+      "{\"id\": 11, \"name\": \"S\", \"dtype\": \"i8\", \"shape\": [\"2\"], "
+      "\"initial\": {\"values\": [-128, 127]}}, "
+      "{\"id\": 12, \"name\": \"W\", \"dtype\": \"u16\", \"shape\": [\"1\"], "
+      "\"initial\": {\"values\": [65535]}}, "
+      "{\"id\": 13, \"name\": \"V\", \"dtype\": \"u64\", \"shape\": [\"1\"], "
+      "\"initial\": {\"values\": [9223372036854775807]}}"
       "], \"start\": 8, \"states\": [{\"id\": 8, \"label\": \"s\", "
       "\"nodes\": [], \"edges\": []}], \"transitions\": []}",
       NULL);
@@ -562,6 +572,20 @@ static void test_initial_values(void **state) {
   data = g_bytes_get_data(weir_graph_container(g, "U")->initial, &size);
   assert_memory_equal(data, "\xff\x03", 2);
   assert_int_equal(g_bytes_get_size(weir_graph_container(g, "Z")->initial), 0);
+  /* 16-bit floats as their bits, rounded to nearest even (1 + 2^-11 is a
+   * tie: 1.0) */
+  data = g_bytes_get_data(weir_graph_container(g, "H")->initial, &size);
+  assert_int_equal(size, 4);
+  assert_memory_equal(data, "\x00\x3e\x00\x3c", 4);
+  data = g_bytes_get_data(weir_graph_container(g, "R")->initial, &size);
+  assert_memory_equal(data, "\x00\xc0", 2);
+  data = g_bytes_get_data(weir_graph_container(g, "S")->initial, &size);
+  assert_memory_equal(data, "\x80\x7f", 2);
+  data = g_bytes_get_data(weir_graph_container(g, "W")->initial, &size);
+  assert_memory_equal(data, "\xff\xff", 2);
+  data = g_bytes_get_data(weir_graph_container(g, "V")->initial, &size);
+  assert_int_equal(size, 8);
+  assert_memory_equal(data, "\xff\xff\xff\xff\xff\xff\xff\x7f", 8);
   /* Saved as base64, and that reads back to the same bytes. */
   g_autofree char *text = assert_stable(g, "values.json");
   assert_non_null(strstr(text, "\"base64\": \"AADAPwAAAMA=\""));
@@ -656,11 +680,11 @@ static const BadDoc bad_docs[] = {
      .code = WEIR_ERROR_INVALID,
      .path = "containers[1].id: ",
      .problem = "id 1 is not greater than the previous id 2"},
-    {.containers = "{\"id\": 1, \"name\": \"A\", \"dtype\": \"f16\", "
+    {.containers = "{\"id\": 1, \"name\": \"A\", \"dtype\": \"f8\", "
                    "\"shape\": []}",
      .code = WEIR_ERROR_PARSE,
      .path = "containers[0]: ",
-     .problem = "unknown dtype 'f16'"},
+     .problem = "unknown dtype 'f8'"},
     {.containers = "{\"id\": 1, \"name\": \"A\", \"dtype\": \"f32\", "
                    "\"shape\": [\"N +\"]}",
      .code = WEIR_ERROR_PARSE,

@@ -324,9 +324,9 @@ static void test_npy_errors(void **state) {
   expect_npy_error("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3)}",
                    f, sizeof f, WEIR_ERROR_UNSUPPORTED,
                    "big-endian data ('>f4') is not supported");
-  expect_npy_error("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3)}",
+  expect_npy_error("{'descr': '<c4', 'fortran_order': False, 'shape': (2, 3)}",
                    f, sizeof f, WEIR_ERROR_UNSUPPORTED,
-                   "unsupported .npy dtype '<f2'");
+                   "unsupported .npy dtype '<c4'");
   expect_npy_error("{'descr': '<c8', 'fortran_order': False, 'shape': (3,)}", f,
                    sizeof f, WEIR_ERROR_UNSUPPORTED,
                    "unsupported .npy dtype '<c8'");

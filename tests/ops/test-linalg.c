@@ -624,7 +624,7 @@ static void test_conv_schema_and_infer(void **state) {
   const char *bad_c[] = {"N, 4, 7, 7", "8, 3, 3, 3"};
   assert_infer_error(n, WEIR_DTYPE_F32, bad_c, 2, WEIR_ERROR_INVALID,
                      "input channels");
-  assert_infer_error(n, WEIR_DTYPE_I32, s1, 2, WEIR_ERROR_INVALID, "dtype i32");
+  assert_infer_error(n, WEIR_DTYPE_I64, s1, 2, WEIR_ERROR_INVALID, "dtype i64");
   gint64 bad_strides[] = {1, 1, 1};
   set_ints(n, "strides", bad_strides, 3);
   assert_infer_error(n, WEIR_DTYPE_F32, s1, 2, WEIR_ERROR_INVALID,

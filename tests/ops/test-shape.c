@@ -1135,6 +1135,10 @@ static void test_constant_of_shape(void **state) {
   assert_int_equal(out[0].dtype, WEIR_DTYPE_I64);
   weir_op_value_clear(&out[0]);
   weir_node_set_attr_int(l.n, "dtype", 10); /* FLOAT16 */
+  assert_true(infer(&l, in, 1, out, 1, &error));
+  assert_int_equal(out[0].dtype, WEIR_DTYPE_F16);
+  weir_op_value_clear(&out[0]);
+  weir_node_set_attr_int(l.n, "dtype", 8); /* STRING */
   assert_false(infer(&l, in, 1, out, 1, &error));
   assert_true(g_error_matches(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED));
   g_clear_error(&error);

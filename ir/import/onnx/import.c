@@ -106,8 +106,20 @@ static gint64 tensor_int(const WeirTensor *t, gint64 i) {
   case WEIR_DTYPE_U8:
   case WEIR_DTYPE_BOOL:
     return ((const guint8 *)t->data)[i];
+  case WEIR_DTYPE_I8:
+    return ((const gint8 *)t->data)[i];
+  case WEIR_DTYPE_I16:
+    return ((const gint16 *)t->data)[i];
+  case WEIR_DTYPE_U16:
+    return ((const guint16 *)t->data)[i];
+  case WEIR_DTYPE_U32:
+    return ((const guint32 *)t->data)[i];
+  case WEIR_DTYPE_U64:
+    return (gint64)((const guint64 *)t->data)[i];
   case WEIR_DTYPE_F32:
   case WEIR_DTYPE_F64:
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
   case WEIR_DTYPE_COUNT:
     break;
   }

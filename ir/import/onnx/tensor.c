@@ -38,20 +38,21 @@ static const OnnxTypeInfo type_table[] = {
     [WEIR_ONNX_TYPE_UNDEFINED] = {"UNDEFINED", 0, 0, FIELD_NONE, -1},
     [WEIR_ONNX_TYPE_FLOAT] = {"FLOAT", 4, 1, FIELD_FLOAT, WEIR_DTYPE_F32},
     [WEIR_ONNX_TYPE_UINT8] = {"UINT8", 1, 1, FIELD_INT32, WEIR_DTYPE_U8},
-    [WEIR_ONNX_TYPE_INT8] = {"INT8", 1, 1, FIELD_INT32, -1},
-    [WEIR_ONNX_TYPE_UINT16] = {"UINT16", 2, 1, FIELD_INT32, -1},
-    [WEIR_ONNX_TYPE_INT16] = {"INT16", 2, 1, FIELD_INT32, -1},
+    [WEIR_ONNX_TYPE_INT8] = {"INT8", 1, 1, FIELD_INT32, WEIR_DTYPE_I8},
+    [WEIR_ONNX_TYPE_UINT16] = {"UINT16", 2, 1, FIELD_INT32, WEIR_DTYPE_U16},
+    [WEIR_ONNX_TYPE_INT16] = {"INT16", 2, 1, FIELD_INT32, WEIR_DTYPE_I16},
     [WEIR_ONNX_TYPE_INT32] = {"INT32", 4, 1, FIELD_INT32, WEIR_DTYPE_I32},
     [WEIR_ONNX_TYPE_INT64] = {"INT64", 8, 1, FIELD_INT64, WEIR_DTYPE_I64},
     [WEIR_ONNX_TYPE_STRING] = {"STRING", 0, 1, FIELD_STRING, -1},
     [WEIR_ONNX_TYPE_BOOL] = {"BOOL", 1, 1, FIELD_INT32, WEIR_DTYPE_BOOL},
-    [WEIR_ONNX_TYPE_FLOAT16] = {"FLOAT16", 2, 1, FIELD_INT32, -1},
+    [WEIR_ONNX_TYPE_FLOAT16] = {"FLOAT16", 2, 1, FIELD_INT32, WEIR_DTYPE_F16},
     [WEIR_ONNX_TYPE_DOUBLE] = {"DOUBLE", 8, 1, FIELD_DOUBLE, WEIR_DTYPE_F64},
-    [WEIR_ONNX_TYPE_UINT32] = {"UINT32", 4, 1, FIELD_UINT64, -1},
-    [WEIR_ONNX_TYPE_UINT64] = {"UINT64", 8, 1, FIELD_UINT64, -1},
+    [WEIR_ONNX_TYPE_UINT32] = {"UINT32", 4, 1, FIELD_UINT64, WEIR_DTYPE_U32},
+    [WEIR_ONNX_TYPE_UINT64] = {"UINT64", 8, 1, FIELD_UINT64, WEIR_DTYPE_U64},
     [WEIR_ONNX_TYPE_COMPLEX64] = {"COMPLEX64", 8, 2, FIELD_FLOAT, -1},
     [WEIR_ONNX_TYPE_COMPLEX128] = {"COMPLEX128", 16, 2, FIELD_DOUBLE, -1},
-    [WEIR_ONNX_TYPE_BFLOAT16] = {"BFLOAT16", 2, 1, FIELD_INT32, -1},
+    [WEIR_ONNX_TYPE_BFLOAT16] = {"BFLOAT16", 2, 1, FIELD_INT32,
+                                 WEIR_DTYPE_BF16},
 };
 
 static const OnnxTypeInfo *type_info(gint32 onnx_type) {
@@ -195,30 +196,57 @@ gboolean weir_onnx_tensor_check(const Onnx__TensorProto *p, const char *context,
   return TRUE;
 }
 
+/* Range of the values int32_data may hold for a dtype (f16 and bf16 are
+ * their 16-bit patterns). */
+static void int32_field_range(WeirDType dtype, gint64 *lo, gint64 *hi) {
+  switch (dtype) {
+  case WEIR_DTYPE_U8:
+    *lo = 0, *hi = G_MAXUINT8;
+    return;
+  case WEIR_DTYPE_I8:
+    *lo = G_MININT8, *hi = G_MAXINT8;
+    return;
+  case WEIR_DTYPE_I16:
+    *lo = G_MININT16, *hi = G_MAXINT16;
+    return;
+  case WEIR_DTYPE_U16:
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
+    *lo = 0, *hi = G_MAXUINT16;
+    return;
+  default:
+    *lo = G_MININT32, *hi = G_MAXINT32;
+    return;
+  }
+}
+
 /* Copies int32_data into a tensor of a narrower type, checking ranges. */
 static gboolean decode_int32_field(const Onnx__TensorProto *p, WeirTensor *t,
                                    const char *ctx, GError **error) {
+  gint64 lo, hi;
+  int32_field_range(t->dtype, &lo, &hi);
   for (gint64 i = 0; i < t->count; i++) {
     gint32 v = p->int32_data[i];
-    switch (t->dtype) {
-    case WEIR_DTYPE_I32:
-      ((gint32 *)t->data)[i] = v;
+    if (t->dtype != WEIR_DTYPE_BOOL && (v < lo || v > hi)) {
+      g_autofree char *tname =
+          weir_onnx_type_name(weir_onnx_type_from_dtype(t->dtype));
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "%s: value %d at element %" G_GINT64_FORMAT
+                  " is out of range for %s",
+                  ctx, (int)v, i, tname);
+      return FALSE;
+    }
+    switch (weir_dtype_size(t->dtype)) {
+    case 1:
+      ((guint8 *)t->data)[i] =
+          t->dtype == WEIR_DTYPE_BOOL ? v != 0 : (guint8)(gint8)v;
       break;
-    case WEIR_DTYPE_BOOL:
-      ((guint8 *)t->data)[i] = v != 0;
-      break;
-    case WEIR_DTYPE_U8:
-      if (v < 0 || v > 255) {
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "%s: value %d at element %" G_GINT64_FORMAT
-                    " is out of range for UINT8",
-                    ctx, (int)v, i);
-        return FALSE;
-      }
-      ((guint8 *)t->data)[i] = (guint8)v;
+    case 2:
+      ((guint16 *)t->data)[i] = (guint16)v;
       break;
     default:
-      g_assert_not_reached();
+      ((gint32 *)t->data)[i] = v;
+      break;
     }
   }
   return TRUE;
@@ -291,8 +319,20 @@ WeirTensor *weir_onnx_tensor_decode(const Onnx__TensorProto *p,
   case WEIR_DTYPE_I32:
   case WEIR_DTYPE_BOOL:
   case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_I8:
+  case WEIR_DTYPE_I16:
+  case WEIR_DTYPE_U16:
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
     if (!decode_int32_field(p, t, ctx, error))
       return NULL;
+    break;
+  case WEIR_DTYPE_U32:
+    for (gint64 i = 0; i < count; i++)
+      ((guint32 *)t->data)[i] = (guint32)p->uint64_data[i];
+    break;
+  case WEIR_DTYPE_U64:
+    memcpy(t->data, p->uint64_data, (gsize)count * size);
     break;
   case WEIR_DTYPE_COUNT:
     g_assert_not_reached();

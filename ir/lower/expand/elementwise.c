@@ -22,6 +22,7 @@
 
 #include "expand-util.h"
 #include "weir-attr.h"
+#include "weir-ops.h"
 
 void weir_expand_register_elementwise(void);
 
@@ -341,7 +342,7 @@ static gboolean build_mod(Builder *b, const ElemExpansion *e, GError **error) {
   if (t == WEIR_DTYPE_BOOL)
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
                           "bool operands are not supported");
-  if (c_fmod != 0 || t == WEIR_DTYPE_U8) {
+  if (c_fmod != 0 || weir_dtype_is_unsigned(t)) {
     g_string_append(b->code, "y = a % b");
     return TRUE;
   }
@@ -361,8 +362,19 @@ static void int_range(WeirDType t, double *lo, double *hi) {
     *hi = G_MAXINT32;
     break;
   case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_I8:
+  case WEIR_DTYPE_I16:
+  case WEIR_DTYPE_U16:
+  case WEIR_DTYPE_U32: {
+    WeirValue v = {.type = WEIR_DTYPE_F64, .f = -1e300};
+    *lo = (double)weir_value_convert(v, t).i;
+    v.f = 1e300;
+    *hi = (double)weir_value_convert(v, t).i;
+    break;
+  }
+  case WEIR_DTYPE_U64:
     *lo = 0;
-    *hi = 255;
+    *hi = 18446744073709551615.0;
     break;
   default:
     *lo = (double)G_MININT64;
@@ -461,28 +473,20 @@ static gboolean build_cast(Builder *b, const ElemExpansion *e, GError **error) {
     return TRUE;
   }
   const WeirAttr *to = weir_node_attr(b->n, "to");
-  static const struct {
-    gint64 onnx;
-    WeirDType dtype;
-  } types[] = {{1, WEIR_DTYPE_F32}, {2, WEIR_DTYPE_U8},   {6, WEIR_DTYPE_I32},
-               {7, WEIR_DTYPE_I64}, {9, WEIR_DTYPE_BOOL}, {11, WEIR_DTYPE_F64}};
   if (!to || to->type != WEIR_ATTR_INT)
     return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
                           "attribute 'to' is missing");
-  guint i = 0;
-  while (i < G_N_ELEMENTS(types) && types[i].onnx != to->i)
-    i++;
-  if (i == G_N_ELEMENTS(types))
+  WeirDType target;
+  if (!weir_op_dtype_from_onnx(to->i, &target))
     return weir_node_fail(
         error, WEIR_ERROR_UNSUPPORTED, b->n,
         "cast to ONNX data type %" G_GINT64_FORMAT " is not supported", to->i);
-  if (types[i].dtype != b->out.container->dtype)
-    return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
-                          "output '%s' has dtype %s, but 'to' is %s",
-                          b->out.container->name,
-                          weir_dtype_name(b->out.container->dtype),
-                          weir_dtype_name(types[i].dtype));
-  g_string_append_printf(b->code, "y = %s(x)", weir_dtype_name(types[i].dtype));
+  if (target != b->out.container->dtype)
+    return weir_node_fail(
+        error, WEIR_ERROR_INVALID, b->n,
+        "output '%s' has dtype %s, but 'to' is %s", b->out.container->name,
+        weir_dtype_name(b->out.container->dtype), weir_dtype_name(target));
+  g_string_append_printf(b->code, "y = %s(x)", weir_dtype_name(target));
   return TRUE;
 }
 
@@ -502,9 +506,9 @@ static gboolean build_is_inf(Builder *b, const ElemExpansion *e,
   return TRUE;
 }
 
-/* BitShift on u8 (Weir's only unsigned type): a shift by b is a product or
- * a quotient by 2^b in int arithmetic, truncated to 8 bits on the store;
- * shifts of 8 bits or more give 0. */
+/* BitShift on the unsigned types: a shift by b is a product or a quotient
+ * by 2^b in u64 arithmetic (wrapping, exact), truncated to the type's
+ * width on the store; shifts by the width or more give 0. */
 static gboolean build_bit_shift(Builder *b, const ElemExpansion *e,
                                 GError **error) {
   (void)e;
@@ -514,17 +518,19 @@ static gboolean build_bit_shift(Builder *b, const ElemExpansion *e,
       !add_broadcast_input(b, 0, &x, "a", error) ||
       !add_broadcast_input(b, 1, &y, "b", error))
     return FALSE;
-  if (x.container->dtype != WEIR_DTYPE_U8)
+  WeirDType t = x.container->dtype;
+  if (!weir_dtype_is_unsigned(t) || t == WEIR_DTYPE_BOOL)
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, b->n,
-                          "dtype %s (only u8 is supported)",
-                          weir_dtype_name(x.container->dtype));
+                          "dtype %s (only unsigned integers are supported)",
+                          weir_dtype_name(t));
   const char *dir = weir_node_attr_string(b->n, "direction", "");
   gboolean left = g_strcmp0(dir, "LEFT") == 0;
   if (!left && g_strcmp0(dir, "RIGHT") != 0)
     return weir_node_fail(error, WEIR_ERROR_INVALID, b->n,
                           "direction '%s', expected LEFT or RIGHT", dir);
-  g_string_append_printf(b->code, "y = b >= 8 ? 0 : i32(a) %s pow(2, i32(b))",
-                         left ? "*" : "/");
+  g_string_append_printf(b->code,
+                         "y = b >= %u ? 0 : u64(a) %s pow(u64(2), u64(b))",
+                         (guint)weir_dtype_size(t) * 8, left ? "*" : "/");
   return TRUE;
 }
 
@@ -566,8 +572,10 @@ static gboolean build_quant(Builder *b, const ElemExpansion *e,
     g_string_append_printf(b->code, "y = %s(i32(x) - %s) * s",
                            weir_dtype_name(scale.container->dtype), z);
   else
-    g_string_append_printf(b->code,
-                           "q = rint(x / s) + %s\ny = min(max(q, 0), 255)", z);
+    g_string_append_printf(
+        b->code, "q = rint(x / s) + %s\ny = min(max(q, %s), %s)", z,
+        weir_expand_lowest_literal(b->out.container->dtype),
+        weir_expand_highest_literal(b->out.container->dtype));
   return TRUE;
 }
 

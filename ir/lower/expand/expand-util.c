@@ -370,14 +370,23 @@ const char *weir_expand_lowest_literal(WeirDType dtype) {
   switch (dtype) {
   case WEIR_DTYPE_F32:
   case WEIR_DTYPE_F64:
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
     return "-1e999";
   case WEIR_DTYPE_I32:
     return "(-2147483647 - 1)";
   case WEIR_DTYPE_I64:
     return "(-9223372036854775807 - 1)";
+  case WEIR_DTYPE_I8:
+    return "-128";
+  case WEIR_DTYPE_I16:
+    return "-32768";
   case WEIR_DTYPE_BOOL:
     return "false";
   case WEIR_DTYPE_U8:
+  case WEIR_DTYPE_U16:
+  case WEIR_DTYPE_U32:
+  case WEIR_DTYPE_U64:
   case WEIR_DTYPE_COUNT:
     break;
   }
@@ -388,6 +397,8 @@ const char *weir_expand_highest_literal(WeirDType dtype) {
   switch (dtype) {
   case WEIR_DTYPE_F32:
   case WEIR_DTYPE_F64:
+  case WEIR_DTYPE_F16:
+  case WEIR_DTYPE_BF16:
     return "1e999";
   case WEIR_DTYPE_I32:
     return "2147483647";
@@ -397,6 +408,16 @@ const char *weir_expand_highest_literal(WeirDType dtype) {
     return "true";
   case WEIR_DTYPE_U8:
     return "255";
+  case WEIR_DTYPE_I8:
+    return "127";
+  case WEIR_DTYPE_I16:
+    return "32767";
+  case WEIR_DTYPE_U16:
+    return "65535";
+  case WEIR_DTYPE_U32:
+    return "4294967295";
+  case WEIR_DTYPE_U64:
+    return "u64(-1)";
   case WEIR_DTYPE_COUNT:
     break;
   }

@@ -15,6 +15,7 @@ void weir_expand_register_shape(void);
 void weir_expand_register_indexing(void);
 void weir_expand_register_training(void);
 void weir_expand_register_losses(void);
+void weir_expand_register_quant(void);
 
 void weir_expansions_register_builtin(void) {
   weir_expand_register_comm();
@@ -28,4 +29,5 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_indexing();
   weir_expand_register_training();
   weir_expand_register_losses();
+  weir_expand_register_quant();
 }

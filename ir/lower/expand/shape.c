@@ -84,18 +84,12 @@ static gboolean copy_map(WeirGraph *g, WeirState *s, const char *label,
 
 /* A constant of dtype as a tasklet literal. (transfer full) */
 static char *value_literal(WeirDType dtype, double v) {
-  switch (dtype) {
-  case WEIR_DTYPE_F32:
-  case WEIR_DTYPE_F64:
+  if (weir_dtype_is_float(dtype))
     return weir_expand_float_literal(v);
-  case WEIR_DTYPE_BOOL:
+  if (dtype == WEIR_DTYPE_BOOL)
     return g_strdup(v != 0 ? "true" : "false");
-  case WEIR_DTYPE_I32:
-  case WEIR_DTYPE_I64:
-  case WEIR_DTYPE_U8:
-  case WEIR_DTYPE_COUNT:
-    break;
-  }
+  if (dtype == WEIR_DTYPE_U64 && v >= 9223372036854775808.0)
+    return g_strdup_printf("u64(%" G_GINT64_FORMAT ")", (gint64)(guint64)v);
   return g_strdup_printf("%" G_GINT64_FORMAT, (gint64)v);
 }
 
