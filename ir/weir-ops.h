@@ -254,6 +254,14 @@ WEIR_API gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d,
                                             WeirExpr *in, WeirExpr *out);
 
 /**
+ * weir_op_flops_zero: (skip)
+ *
+ * The FLOP rule of operators that only move data: 0. (transfer full)
+ */
+WEIR_API WeirExpr *weir_op_flops_zero(const WeirGraph *g, const WeirState *s,
+                                      const WeirNode *n);
+
+/**
  * weir_op_dft_geometry: (skip)
  *
  * DFT (ir/ops/signal.c): the signal axis of node n, of input rank `rank`

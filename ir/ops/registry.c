@@ -317,3 +317,11 @@ void weir_op_value_clear(WeirOpValue *v) {
   g_clear_pointer(&v->shape, g_free);
   g_clear_pointer(&v->int_values, g_ptr_array_unref);
 }
+
+WeirExpr *weir_op_flops_zero(const WeirGraph *g, const WeirState *s,
+                             const WeirNode *n) {
+  (void)g;
+  (void)s;
+  (void)n;
+  return weir_expr_const(0);
+}
