@@ -258,6 +258,18 @@ WEIR_API gboolean weir_op_int_values_not(WeirOpInferContext *ctx);
 WEIR_API gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d,
                                             WeirExpr *in, WeirExpr *out);
 
+/* Det: the largest matrix order Weir accepts (its expansion unrolls the
+ * LU factorization in one tasklet per matrix). */
+#define WEIR_OP_DET_MAX_ORDER 12
+
+/**
+ * weir_op_flops_zero: (skip)
+ *
+ * The FLOP rule of operators that only move data: 0. (transfer full)
+ */
+WEIR_API WeirExpr *weir_op_flops_zero(const WeirGraph *g, const WeirState *s,
+                                      const WeirNode *n);
+
 /**
  * weir_op_dft_geometry: (skip)
  *

@@ -51,14 +51,6 @@ static gboolean is_float_dtype(WeirDType t) {
   return weir_dtype_is_float(t);
 }
 
-static WeirExpr *flops_zero(const WeirGraph *g, const WeirState *s,
-                            const WeirNode *n) {
-  (void)g;
-  (void)s;
-  (void)n;
-  return weir_expr_const(0);
-}
-
 /* The container on connector conn of n, or NULL. */
 static const WeirContainer *conn_container(const WeirGraph *g,
                                            const WeirState *s,
@@ -621,26 +613,29 @@ static const WeirOpAttrSpec window_attrs[] = {
   }
 
 static const WeirOpInfo indexing_ops[] = {
-    OP0("Size", 1, 1, infer_size, flops_zero),
+    OP0("Size", 1, 1, infer_size, weir_op_flops_zero),
     OP("GatherElements", 2, 2, 1, 1, axis0_attrs, infer_gather_elements,
-       flops_zero),
+       weir_op_flops_zero),
     OP("ScatterElements", 3, 3, 1, 1, scatter_elements_attrs,
        infer_scatter_elements, flops_scatter_elements),
     OP("Scatter", 3, 3, 1, 1, axis0_attrs, infer_scatter_elements,
        flops_scatter_elements),
-    OP("GatherND", 2, 2, 1, 1, gather_nd_attrs, infer_gather_nd, flops_zero),
-    OP("Trilu", 1, 2, 1, 1, trilu_attrs, infer_trilu, flops_zero),
-    OP("EyeLike", 1, 1, 1, 1, eye_like_attrs, infer_eye_like, flops_zero),
-    OP("OneHot", 2, 3, 1, 1, one_hot_attrs, infer_one_hot, flops_zero),
+    OP("GatherND", 2, 2, 1, 1, gather_nd_attrs, infer_gather_nd,
+       weir_op_flops_zero),
+    OP("Trilu", 1, 2, 1, 1, trilu_attrs, infer_trilu, weir_op_flops_zero),
+    OP("EyeLike", 1, 1, 1, 1, eye_like_attrs, infer_eye_like,
+       weir_op_flops_zero),
+    OP("OneHot", 2, 3, 1, 1, one_hot_attrs, infer_one_hot, weir_op_flops_zero),
     OP("DepthToSpace", 1, 1, 1, 1, depth_to_space_attrs, infer_depth_space,
-       flops_zero),
+       weir_op_flops_zero),
     OP("SpaceToDepth", 1, 1, 1, 1, space_to_depth_attrs, infer_depth_space,
-       flops_zero),
+       weir_op_flops_zero),
     OP("CumSum", 1, 2, 1, 1, cum_sum_attrs, infer_cum_sum, flops_cum_sum),
     OP("ReverseSequence", 2, 2, 1, 1, reverse_sequence_attrs,
-       infer_reverse_sequence, flops_zero),
+       infer_reverse_sequence, weir_op_flops_zero),
     OP("TopK", 1, 2, 1, 2, top_k_attrs, infer_top_k, flops_top_k),
-    OP("MaxUnpool", 2, 3, 1, 1, max_unpool_attrs, infer_max_unpool, flops_zero),
+    OP("MaxUnpool", 2, 3, 1, 1, max_unpool_attrs, infer_max_unpool,
+       weir_op_flops_zero),
     OP("HannWindow", 0, 1, 1, 1, window_attrs, infer_window, flops_window),
     OP("HammingWindow", 0, 1, 1, 1, window_attrs, infer_window, flops_window),
     OP("BlackmanWindow", 0, 1, 1, 1, window_attrs, infer_window, flops_window),

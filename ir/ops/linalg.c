@@ -14,7 +14,11 @@
  * 2 * output elements * (C/group) * kernel size; ConvTranspose 2 * input
  * elements * (M/group) * kernel size; Einsum one multiply per extra operand
  * and one add (when something is summed) per point of the iteration space.
- * Bias additions of Conv / ConvTranspose are not counted.
+ * Bias additions of Conv / ConvTranspose are not counted.  Det counts its
+ * LU factorization (Gaussian elimination with partial pivoting): for
+ * column k of an n x n matrix, n - k - 1 quotients and 2 (n - k - 1)^2
+ * for the row updates, then n - 1 products of the pivots and the sign,
+ * per matrix.
  */
 #include <stdarg.h>
 #include <string.h>
@@ -924,6 +928,48 @@ static WeirExpr *einsum_flops(const WeirGraph *g, const WeirState *s,
   return mul_owned(points, weir_expr_const(n_in - 1 + (sums ? 1 : 0)));
 }
 
+/* ------------------------------------------------------------------ Det */
+
+/* Det: X [*, M, M] -> Y [*], M known at import and at most
+ * WEIR_OP_DET_MAX_ORDER (the expansion unrolls the factorization). */
+static gboolean det_infer(WeirOpInferContext *ctx, GError **error) {
+  const WeirOpValue *x = weir_op_require_input(ctx, 0, error);
+  if (!x)
+    return FALSE;
+  if (!weir_dtype_is_float(x->dtype))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 0 has dtype %s, expected a floating type",
+                          weir_dtype_name(x->dtype));
+  if (x->rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 0 has rank %u, expected at least 2", x->rank);
+  if (!check_same_dim(ctx->node, "the last two dimensions",
+                      x->shape[x->rank - 2], x->shape[x->rank - 1], error))
+    return FALSE;
+  gint64 m;
+  if (!weir_expr_is_const(x->shape[x->rank - 1], &m) ||
+      m > WEIR_OP_DET_MAX_ORDER)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, ctx->node,
+                          "matrices must be of a known order up to %d",
+                          WEIR_OP_DET_MAX_ORDER);
+  weir_op_set_output(ctx, 0, x->dtype, x->rank - 2, x->shape);
+  return TRUE;
+}
+
+static WeirExpr *det_flops(const WeirGraph *g, const WeirState *s,
+                           const WeirNode *n) {
+  const WeirContainer *x = port_container(g, s, n, TRUE, 0);
+  gint64 m;
+  if (!x || x->shape->len < 2 ||
+      !weir_expr_is_const(dim(x, x->shape->len - 1), &m))
+    return NULL;
+  gint64 per = m > 0 ? m - 1 : 0;
+  for (gint64 k = 0; k < m; k++)
+    per += (m - k - 1) * (1 + 2 * (m - k - 1));
+  WeirExpr *batch = dims_product(x, 0, x->shape->len - 2);
+  return mul_owned(batch, weir_expr_const(per));
+}
+
 /* ------------------------------------------------------- registration */
 
 static const WeirOpInfo linalg_ops[] = {
@@ -1021,6 +1067,15 @@ static const WeirOpInfo linalg_ops[] = {
         .n_attrs = G_N_ELEMENTS(einsum_attrs),
         .infer = einsum_infer,
         .flops = einsum_flops,
+    },
+    {
+        .name = "Det",
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .infer = det_infer,
+        .flops = det_flops,
     },
 };
 

@@ -192,18 +192,6 @@ static const WeirOpAttrSpec resize_attrs[] = {
     {"sizes", WEIR_ATTR_INTS, FALSE, NULL, 4, 11},
 };
 
-static const WeirOpInfo resize_op = {
-    .name = "Resize",
-    .min_inputs = 1,
-    .max_inputs = 4,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .attrs = resize_attrs,
-    .n_attrs = G_N_ELEMENTS(resize_attrs),
-    .infer = infer_resize,
-    .flops = flops_resize,
-};
-
 /* ------------------------------------------------------------ GridSample
  *
  * GridSample (opset 16): X [N, C, H, W] sampled at the normalized
@@ -214,6 +202,16 @@ static const WeirOpInfo resize_op = {
  * the 3 interpolations, as Resize counts n-linear), bicubic 35 (7 per
  * combination of 4 values, 5 combinations), nearest 0; the coordinate and
  * weight arithmetic is index computation and is not counted. */
+
+/* The element count of output 0 of n, or NULL when it is not wired.
+ * (transfer full) */
+static WeirExpr *output_volume(const WeirGraph *g, const WeirState *s,
+                               const WeirNode *n) {
+  const WeirMemlet *mo =
+      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
+  const WeirContainer *y = mo ? weir_graph_container(g, mo->data) : NULL;
+  return y ? weir_container_volume(y) : NULL;
+}
 
 static gboolean gridsample_mode(const WeirNode *n, guint *taps,
                                 GError **error) {
@@ -271,13 +269,10 @@ static gboolean infer_gridsample(WeirOpInferContext *ctx, GError **error) {
 
 static WeirExpr *flops_gridsample(const WeirGraph *g, const WeirState *s,
                                   const WeirNode *n) {
-  const WeirMemlet *mo =
-      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
-  const WeirContainer *y = mo ? weir_graph_container(g, mo->data) : NULL;
+  g_autoptr(WeirExpr) vol = output_volume(g, s, n);
   guint taps;
-  if (!y || !gridsample_mode(n, &taps, NULL))
+  if (!vol || !gridsample_mode(n, &taps, NULL))
     return NULL;
-  g_autoptr(WeirExpr) vol = weir_container_volume(y);
   return weir_expr_mul_const(vol, taps == 4 ? 35 : taps == 2 ? 9 : 0);
 }
 
@@ -285,18 +280,6 @@ static const WeirOpAttrSpec gridsample_attrs[] = {
     {"align_corners", WEIR_ATTR_INT, FALSE, "0", 0, 0},
     {"mode", WEIR_ATTR_STRING, FALSE, "bilinear", 0, 0},
     {"padding_mode", WEIR_ATTR_STRING, FALSE, "zeros", 0, 0},
-};
-
-static const WeirOpInfo gridsample_op = {
-    .name = "GridSample",
-    .min_inputs = 2,
-    .max_inputs = 2,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .attrs = gridsample_attrs,
-    .n_attrs = G_N_ELEMENTS(gridsample_attrs),
-    .infer = infer_gridsample,
-    .flops = flops_gridsample,
 };
 
 /* -------------------------------------------------------------- RoiAlign
@@ -378,13 +361,10 @@ static gboolean infer_roialign(WeirOpInferContext *ctx, GError **error) {
 
 static WeirExpr *flops_roialign(const WeirGraph *g, const WeirState *s,
                                 const WeirNode *n) {
-  const WeirMemlet *mo =
-      weir_state_connector_memlet(s, n->id, "out0", FALSE, TRUE);
-  const WeirContainer *y = mo ? weir_graph_container(g, mo->data) : NULL;
+  g_autoptr(WeirExpr) vol = output_volume(g, s, n);
   gint64 grid;
-  if (!y || !roialign_check(n, &grid, NULL))
+  if (!vol || !roialign_check(n, &grid, NULL))
     return NULL;
-  g_autoptr(WeirExpr) vol = weir_container_volume(y);
   return weir_expr_mul_const(vol, 8 * grid * grid + 1);
 }
 
@@ -398,20 +378,21 @@ static const WeirOpAttrSpec roialign_attrs[] = {
     {"spatial_scale", WEIR_ATTR_FLOAT, FALSE, "1", 0, 0},
 };
 
-static const WeirOpInfo roialign_op = {
-    .name = "RoiAlign",
-    .min_inputs = 3,
-    .max_inputs = 3,
-    .min_outputs = 1,
-    .max_outputs = 1,
-    .attrs = roialign_attrs,
-    .n_attrs = G_N_ELEMENTS(roialign_attrs),
-    .infer = infer_roialign,
-    .flops = flops_roialign,
+#define OP(name_, min_in, max_in, attrs_, infer_, flops_)                      \
+  {                                                                            \
+    .name = name_, .min_inputs = min_in, .max_inputs = max_in,                 \
+    .min_outputs = 1, .max_outputs = 1, .attrs = attrs_,                       \
+    .n_attrs = G_N_ELEMENTS(attrs_), .infer = infer_, .flops = flops_,         \
+  }
+
+static const WeirOpInfo resampling_ops[] = {
+    OP("Resize", 1, 4, resize_attrs, infer_resize, flops_resize),
+    OP("GridSample", 2, 2, gridsample_attrs, infer_gridsample,
+       flops_gridsample),
+    OP("RoiAlign", 3, 3, roialign_attrs, infer_roialign, flops_roialign),
 };
 
 void weir_ops_register_resize(void) {
-  weir_op_register(&roialign_op);
-  weir_op_register(&resize_op);
-  weir_op_register(&gridsample_op);
+  for (guint i = 0; i < G_N_ELEMENTS(resampling_ops); i++)
+    weir_op_register(&resampling_ops[i]);
 }

@@ -191,14 +191,6 @@ static WeirExpr *divide_exact(WeirExpr *a, WeirExpr *b) {
   return sum;
 }
 
-static WeirExpr *flops_zero(const WeirGraph *g, const WeirState *s,
-                            const WeirNode *n) {
-  (void)g;
-  (void)s;
-  (void)n;
-  return weir_expr_const(0);
-}
-
 /* ---------------------------------------------------------- int_values */
 
 /* The dimensions of shape as numbers; FALSE when one is symbolic. */
@@ -1445,23 +1437,25 @@ static const WeirOpAttrSpec scatter_nd_attrs[] = {
   }
 
 static const WeirOpInfo shape_ops[] = {
-    OP("Transpose", 1, 1, 1, 1, transpose_attrs, infer_transpose, flops_zero),
-    OP("Reshape", 1, 2, 1, 1, reshape_attrs, infer_reshape, flops_zero),
-    OP("Flatten", 1, 1, 1, 1, flatten_attrs, infer_flatten, flops_zero),
-    OP("Squeeze", 1, 2, 1, 1, squeeze_attrs, infer_squeeze, flops_zero),
-    OP("Unsqueeze", 1, 2, 1, 1, unsqueeze_attrs, infer_unsqueeze, flops_zero),
+    OP("Transpose", 1, 1, 1, 1, transpose_attrs, infer_transpose,
+       weir_op_flops_zero),
+    OP("Reshape", 1, 2, 1, 1, reshape_attrs, infer_reshape, weir_op_flops_zero),
+    OP("Flatten", 1, 1, 1, 1, flatten_attrs, infer_flatten, weir_op_flops_zero),
+    OP("Squeeze", 1, 2, 1, 1, squeeze_attrs, infer_squeeze, weir_op_flops_zero),
+    OP("Unsqueeze", 1, 2, 1, 1, unsqueeze_attrs, infer_unsqueeze,
+       weir_op_flops_zero),
     OP("Concat", 1, WEIR_OP_VARIADIC, 1, 1, concat_attrs, infer_concat,
-       flops_zero),
+       weir_op_flops_zero),
     OP("Split", 1, 2, 1, WEIR_OP_VARIADIC, split_attrs, infer_split,
-       flops_zero),
-    OP("Slice", 1, 5, 1, 1, slice_attrs, infer_slice, flops_zero),
-    OP("Gather", 2, 2, 1, 1, gather_attrs, infer_gather, flops_zero),
-    OP("Expand", 1, 2, 1, 1, expand_attrs, infer_expand, flops_zero),
-    OP("Pad", 1, 4, 1, 1, pad_attrs, infer_pad, flops_zero),
-    OP("Tile", 1, 2, 1, 1, tile_attrs, infer_tile, flops_zero),
-    OP("Shape", 1, 1, 1, 1, shape_attrs, infer_shape, flops_zero),
+       weir_op_flops_zero),
+    OP("Slice", 1, 5, 1, 1, slice_attrs, infer_slice, weir_op_flops_zero),
+    OP("Gather", 2, 2, 1, 1, gather_attrs, infer_gather, weir_op_flops_zero),
+    OP("Expand", 1, 2, 1, 1, expand_attrs, infer_expand, weir_op_flops_zero),
+    OP("Pad", 1, 4, 1, 1, pad_attrs, infer_pad, weir_op_flops_zero),
+    OP("Tile", 1, 2, 1, 1, tile_attrs, infer_tile, weir_op_flops_zero),
+    OP("Shape", 1, 1, 1, 1, shape_attrs, infer_shape, weir_op_flops_zero),
     OP("ConstantOfShape", 0, 1, 1, 1, constant_of_shape_attrs,
-       infer_constant_of_shape, flops_zero),
+       infer_constant_of_shape, weir_op_flops_zero),
     OP("Range", 0, 3, 1, 1, range_attrs, infer_range, flops_range),
     OP("ScatterND", 3, 3, 1, 1, scatter_nd_attrs, infer_scatter_nd,
        flops_scatter_nd),

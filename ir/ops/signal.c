@@ -283,14 +283,6 @@ static gboolean infer_mel(WeirOpInferContext *ctx, GError **error) {
   return TRUE;
 }
 
-static WeirExpr *flops_zero(const WeirGraph *g, const WeirState *s,
-                            const WeirNode *n) {
-  (void)g;
-  (void)s;
-  (void)n;
-  return weir_expr_const(0);
-}
-
 /* --------------------------------------------------------------- schemas */
 
 static const WeirOpAttrSpec dft_attrs[] = {
@@ -323,7 +315,7 @@ static const WeirOpAttrSpec mel_attrs[] = {
 static const WeirOpInfo signal_ops[] = {
     OP("DFT", 1, 2, dft_attrs, infer_dft, flops_dft),
     OP("STFT", 2, 4, stft_attrs, infer_stft, flops_stft),
-    OP("MelWeightMatrix", 0, 5, mel_attrs, infer_mel, flops_zero),
+    OP("MelWeightMatrix", 0, 5, mel_attrs, infer_mel, weir_op_flops_zero),
 };
 
 void weir_ops_register_signal(void) {

@@ -1282,6 +1282,80 @@ static void test_other_flops(void **state) {
   assert_flops("Einsum", tr, 1, "3, N", "ij->ji", "0");
 }
 
+/* ---------------------------------------------------------------- Det */
+
+/* The determinant by Laplace expansion along the first row of the m x m
+ * matrix a (row-major, stride m) restricted to the columns in `cols`. */
+static double det_ref(const double *a, gint64 m, gint64 row, guint cols) {
+  if (row == m)
+    return 1;
+  double sum = 0, sign = 1;
+  for (gint64 j = 0; j < m; j++) {
+    if (!(cols & (1u << j)))
+      continue;
+    sum += sign * a[row * m + j] * det_ref(a, m, row + 1, cols & ~(1u << j));
+    sign = -sign;
+  }
+  return sum;
+}
+
+static void test_det(void **state) {
+  (void)state;
+  /* Random batches against the Laplace expansion, orders 1 to 5. */
+  for (gint64 m = 1; m <= 5; m++) {
+    g_autofree char *xs =
+        g_strdup_printf("3, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, m, m);
+    const char *shapes[] = {xs};
+    WeirNode *lib;
+    g_autoptr(WeirGraph) g =
+        op_graph("Det", "det", WEIR_DTYPE_F64, shapes, 1, "3", NULL, &lib);
+    assert_infer_matches_graph(g, lib, 1);
+    expand_ok(g, "det");
+    g_autoptr(GHashTable) bind = weir_bindings_new();
+    g_autoptr(GHashTable) args = run_random(g, bind, 40 + (guint64)m);
+    const WeirTensor *x = arg(args, "X0");
+    for (gint64 b = 0; b < 3; b++) {
+      double a[25];
+      for (gint64 i = 0; i < m * m; i++)
+        a[i] = at(x, b * m * m + i);
+      assert_float_equal(at(arg(args, "Y"), b), det_ref(a, m, 0, (1u << m) - 1),
+                         1e-12);
+    }
+  }
+  /* By hand: a zero first pivot (rows swapped: -6) and a singular matrix
+   * (0). */
+  static const double hand[2][9] = {{0, 2, 0, 1, 0, 0, 0, 0, 3},
+                                    {1, 2, 3, 2, 4, 6, 1, 0, 1}};
+  const char *shapes[] = {"2, 3, 3"};
+  WeirNode *lib;
+  g_autoptr(WeirGraph) g =
+      op_graph("Det", "det", WEIR_DTYPE_F64, shapes, 1, "2", NULL, &lib);
+  expand_ok(g, "det");
+  g_autoptr(GHashTable) bind = weir_bindings_new();
+  g_autoptr(GHashTable) args = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)weir_tensor_free);
+  WeirTensor *x = tensor_for(g, "X0", bind);
+  for (gint64 i = 0; i < 18; i++)
+    weir_tensor_set(x, i, hand[i / 9][i % 9]);
+  g_hash_table_insert(args, g_strdup("X0"), x);
+  g_hash_table_insert(args, g_strdup("Y"), tensor_for(g, "Y", bind));
+  g_autoptr(GError) err = NULL;
+  if (!weir_interpret(g, bind, args, NULL, &err))
+    fail_msg("interpret: %s", err->message);
+  assert_float_equal(at(arg(args, "Y"), 0), -6.0, 1e-12);
+  assert_float_equal(at(arg(args, "Y"), 1), 0.0, 1e-12);
+  /* Refused: a non-square matrix, an order above the bound. */
+  WeirGraph *eg = weir_graph_new("det");
+  WeirNode *n = lone_node(eg, "Det", "det_bad");
+  const char *rect[] = {"2, 3"};
+  assert_infer_error(n, WEIR_DTYPE_F32, rect, 1, WEIR_ERROR_INVALID,
+                     "last two dimensions");
+  const char *big[] = {"13, 13"};
+  assert_infer_error(n, WEIR_DTYPE_F32, big, 1, WEIR_ERROR_UNSUPPORTED,
+                     "order");
+  weir_graph_free(eg);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_schema_and_infer),
@@ -1296,6 +1370,7 @@ int main(void) {
       cmocka_unit_test(test_conv_transpose_run),
       cmocka_unit_test(test_einsum_infer),
       cmocka_unit_test(test_einsum_run),
+      cmocka_unit_test(test_det),
       cmocka_unit_test(test_einsum_symbol_clash),
       cmocka_unit_test(test_other_flops),
   };

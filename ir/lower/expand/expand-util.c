@@ -69,6 +69,12 @@ static gboolean require_port(WeirGraph *g, WeirState *s, WeirNode *n,
   return FALSE;
 }
 
+gboolean weir_port_is_empty(const WeirPort *p) {
+  g_autoptr(WeirExpr) v = weir_container_volume(p->container);
+  gint64 c;
+  return weir_expr_is_const(v, &c) && c == 0;
+}
+
 gboolean weir_port_require_input(WeirGraph *g, WeirState *s, WeirNode *n,
                                  guint k, WeirPort *out, GError **error) {
   return require_port(g, s, n, TRUE, k, out, error);

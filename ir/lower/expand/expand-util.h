@@ -47,6 +47,10 @@ gboolean weir_port_require_input(WeirGraph *g, WeirState *s, WeirNode *n,
 gboolean weir_port_require_output(WeirGraph *g, WeirState *s, WeirNode *n,
                                   guint k, WeirPort *out, GError **error);
 
+/* TRUE when the port's container has no elements (a constant volume of
+ * 0): the expansion then only removes the node. */
+gboolean weir_port_is_empty(const WeirPort *p);
+
 /* A tasklet connector bound to a container through a map. */
 typedef struct {
   WeirNode *access;   /* access node read from / written to */

@@ -38,11 +38,6 @@ static gboolean is_const(const WeirExpr *e, gint64 v) {
   return weir_expr_is_const(e, &x) && x == v;
 }
 
-static gboolean port_empty(const WeirPort *p) {
-  g_autoptr(WeirExpr) v = weir_container_volume(p->container);
-  return is_const(v, 0);
-}
-
 static gboolean ports(WeirGraph *g, WeirState *s, WeirNode *n, WeirPort *x,
                       WeirPort *y, GError **error) {
   return weir_port_require_input(g, s, n, 0, x, error) &&
@@ -137,7 +132,7 @@ static gboolean expand_gather_elements(WeirGraph *g, WeirState *s, WeirNode *n,
                           "data, indices and output must have one rank");
   if (!axis_of(n, weir_node_attr_int(n, "axis", 0), r, &axis, error))
     return FALSE;
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_autofree char *dim = weir_expr_to_string(x.shape[axis]);
@@ -206,7 +201,7 @@ static gboolean expand_scatter_elements(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!axis_of(n, weir_node_attr_int(n, "axis", 0), r, &axis, error) ||
       !reduction_wcr(n, &wcr, error))
     return FALSE;
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   WeirNode *first = weir_state_add_access(g, s, y.container->name);
   {
@@ -221,7 +216,7 @@ static gboolean expand_scatter_elements(WeirGraph *g, WeirState *s, WeirNode *n,
                          NULL, 0, error))
       return FALSE;
   }
-  if (port_empty(&upd))
+  if (weir_port_is_empty(&upd))
     return weir_state_remove_node(s, n->id);
   g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, upd.shape);
@@ -262,7 +257,7 @@ static gboolean expand_gather_nd(WeirGraph *g, WeirState *s, WeirNode *n,
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "the shapes of data, indices and output do not "
                           "agree");
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   g_auto(GStrv) p = weir_expand_fresh_params(g, y.rank);
   /* indices[a, 0:k] */
@@ -328,7 +323,7 @@ static gboolean expand_trilu(WeirGraph *g, WeirState *s, WeirNode *n,
   if (x.rank < 2 || y.rank != x.rank)
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "input and output must have one rank, at least 2");
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   g_auto(GStrv) p = weir_expand_fresh_params(g, y.rank);
   gint64 k = weir_node_attr_int(n, "k", 0);
@@ -352,7 +347,7 @@ static gboolean expand_eye_like(WeirGraph *g, WeirState *s, WeirNode *n,
   if (y.rank != 2)
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "output '%s' must have rank 2", y.container->name);
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return remove_node(s, n, x.access);
   g_auto(GStrv) p = weir_expand_fresh_params(g, 2);
   g_autofree char *code =
@@ -382,7 +377,7 @@ static gboolean expand_one_hot(WeirGraph *g, WeirState *s, WeirNode *n,
                           ind.rank + 1);
   if (!axis_of(n, weir_node_attr_int(n, "axis", -1), y.rank, &axis, error))
     return FALSE;
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   g_auto(GStrv) p = weir_expand_fresh_params(g, y.rank);
   g_autoptr(GPtrArray) at_ind = g_ptr_array_new();
@@ -422,7 +417,7 @@ static gboolean expand_depth_space(WeirGraph *g, WeirState *s, WeirNode *n,
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "input and output must have rank 4 and the block "
                           "size must be positive");
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   gboolean to_space = strcmp(n->op, "DepthToSpace") == 0;
   gboolean crd =
@@ -484,7 +479,7 @@ static gboolean expand_cum_sum(WeirGraph *g, WeirState *s, WeirNode *n,
                           "input and output must have one rank");
   if (!axis_of(n, weir_node_attr_int(n, "axis", 0), r, &axis, error))
     return FALSE;
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   gboolean exclusive = weir_node_attr_int(n, "exclusive", 0) != 0;
   gboolean reverse = weir_node_attr_int(n, "reverse", 0) != 0;
@@ -544,7 +539,7 @@ static gboolean expand_reverse_sequence(WeirGraph *g, WeirState *s, WeirNode *n,
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "batch_axis and time_axis must be 0 and 1 in some "
                           "order, on input of rank at least 2");
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   g_auto(GStrv) p = weir_expand_fresh_params(g, r);
   g_autofree char *tdim = weir_expr_to_string(x.shape[ta]);
@@ -596,7 +591,7 @@ static gboolean expand_top_k(WeirGraph *g, WeirState *s, WeirNode *n,
                           "input and outputs must have one rank, at least 1");
   if (!axis_of(n, weir_node_attr_int(n, "axis", -1), r, &axis, error))
     return FALSE;
-  if (port_empty(&vals))
+  if (weir_port_is_empty(&vals))
     return weir_state_remove_node(s, n->id);
   gboolean largest = weir_node_attr_int(n, "largest", 1) != 0;
   g_autofree char *base = weir_expand_name(n, "rank");
@@ -693,7 +688,7 @@ static gboolean expand_max_unpool(WeirGraph *g, WeirState *s, WeirNode *n,
   if (x.rank != r || ind.rank != r)
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "input, indices and output must have one rank");
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   WeirNode *first = weir_state_add_access(g, s, y.container->name);
   g_auto(GStrv) p = weir_expand_fresh_params(g, r);
@@ -707,7 +702,7 @@ static gboolean expand_max_unpool(WeirGraph *g, WeirState *s, WeirNode *n,
                          NULL, 0, error))
       return FALSE;
   }
-  if (port_empty(&x))
+  if (weir_port_is_empty(&x))
     return weir_state_remove_node(s, n->id);
   /* The indices address the output of the default shape ((in - 1) *
    * stride - pads + kernel, what MaxPool's input was); a larger
@@ -777,7 +772,7 @@ static gboolean expand_window(WeirGraph *g, WeirState *s, WeirNode *n,
   if (y.rank != 1)
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "output '%s' must have rank 1", y.container->name);
-  if (port_empty(&y))
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   gboolean periodic = weir_node_attr_int(n, "periodic", 1) != 0;
   g_autoptr(WeirExpr) len = periodic ? weir_expr_ref(y.shape[0])

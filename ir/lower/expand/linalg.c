@@ -32,6 +32,107 @@
 #include "weir-attr.h"
 #include "weir-ops-linalg.h"
 
+/* ------------------------------------------------------------------ Det
+ *
+ * One map over the batch dimensions; its tasklet reads the matrix whole
+ * (indexed) and factors it by Gaussian elimination with partial pivoting,
+ * unrolled (the order is known at import and bounded by
+ * WEIR_OP_DET_MAX_ORDER): for column k, row k is swapped in turn with
+ * every row below it whose entry in column k is larger in magnitude (so
+ * row k ends with the largest, each swap flipping the sign), then each
+ * row below subtracts its multiple of row k.  The determinant is the sign
+ * times the product of the pivots; a zero pivot (a singular matrix) gives
+ * multipliers 0 and a determinant 0.  All in f64. */
+static gboolean expand_det(WeirGraph *g, WeirState *s, WeirNode *n,
+                           GError **error) {
+  WeirPort x, y;
+  if (!weir_port_require_input(g, s, n, 0, &x, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  gint64 m = 0;
+  if (x.rank < 2 || y.rank != x.rank - 2 ||
+      !weir_expr_is_const(x.shape[x.rank - 1], &m) || m < 0 ||
+      m > WEIR_OP_DET_MAX_ORDER)
+    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                          "expected [*, M, M] with M known and at most %d",
+                          WEIR_OP_DET_MAX_ORDER);
+  if (weir_port_is_empty(&y))
+    return weir_state_remove_node(s, n->id);
+  guint r = y.rank;
+  GString *c = g_string_new("dt_s = 1.0\n");
+  GString *at = g_string_new(NULL);
+  for (guint d = 0; d < r; d++)
+    g_string_append(at, "0, ");
+  /* a 1 x 1 matrix is a scalar connector, read as such */
+  if (m == 1)
+    g_string_append(c, "dt_0_0 = f64(x)\n");
+  for (gint64 i = 0; i < m && m > 1; i++)
+    for (gint64 j = 0; j < m; j++)
+      g_string_append_printf(c,
+                             "dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+                             " = f64(x[%s%" G_GINT64_FORMAT
+                             ", %" G_GINT64_FORMAT "])\n",
+                             i, j, at->str, i, j);
+  for (gint64 k = 0; k < m; k++) {
+    for (gint64 i = k + 1; i < m; i++) {
+      g_string_append_printf(c,
+                             "dt_c = abs(dt_%" G_GINT64_FORMAT
+                             "_%" G_GINT64_FORMAT ") > abs(dt_%" G_GINT64_FORMAT
+                             "_%" G_GINT64_FORMAT ")\n"
+                             "dt_s = dt_c ? -dt_s : dt_s\n",
+                             i, k, k, k);
+      for (gint64 j = k; j < m; j++)
+        g_string_append_printf(
+            c,
+            "dt_t = dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT "\n"
+            "dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+            " = dt_c ? dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT " : dt_t\n"
+            "dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+            " = dt_c ? dt_t : dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT "\n",
+            k, j, k, j, i, j, i, j, i, j);
+    }
+    for (gint64 i = k + 1; i < m; i++) {
+      g_string_append_printf(c,
+                             "dt_f = dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+                             " != 0 ? dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+                             " / dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+                             " : 0.0\n",
+                             k, k, i, k, k, k);
+      for (gint64 j = k + 1; j < m; j++)
+        g_string_append_printf(c,
+                               "dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+                               " = dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT
+                               " - dt_f * dt_%" G_GINT64_FORMAT
+                               "_%" G_GINT64_FORMAT "\n",
+                               i, j, i, j, k, j);
+    }
+  }
+  g_string_append(c, "y = dt_s");
+  for (gint64 k = 0; k < m; k++)
+    g_string_append_printf(c, " * dt_%" G_GINT64_FORMAT "_%" G_GINT64_FORMAT, k,
+                           k);
+  g_string_append_c(c, '\n');
+  g_string_free(at, TRUE);
+  g_autofree char *code = g_string_free(c, FALSE);
+  g_auto(GStrv) p = weir_expand_fresh_params(g, r);
+  g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
+  GString *xs = g_string_new(NULL);
+  for (guint d = 0; d < r; d++)
+    g_string_append_printf(xs, "%s, ", p[d]);
+  g_string_append_printf(xs, "0:%" G_GINT64_FORMAT ", 0:%" G_GINT64_FORMAT, m,
+                         m);
+  g_autofree char *x_sub = g_string_free(xs, FALSE);
+  g_autofree char *y_sub = weir_expand_index_subset(r, (const char *const *)p);
+  WeirTaskletPort in = {x.access, "x", x_sub, WEIR_WCR_NONE};
+  WeirTaskletPort out = {y.access, "y", r ? y_sub : NULL, WEIR_WCR_NONE};
+  g_autofree char *label = g_strdup_printf("%s_map", n->label);
+  if (!weir_expand_map(g, s, label, r, (const char *const *)p,
+                       (const char *const *)ranges, &in, 1, &out, 1, code, NULL,
+                       0, error))
+    return FALSE;
+  return weir_state_remove_node(s, n->id);
+}
+
 void weir_expand_register_linalg(void);
 
 /* ------------------------------------------------------------- helpers */
@@ -760,4 +861,5 @@ void weir_expand_register_linalg(void) {
   weir_op_register_expansion("Conv", "pure", expand_conv);
   weir_op_register_expansion("ConvTranspose", "pure", expand_conv_transpose);
   weir_op_register_expansion("Einsum", "pure", expand_einsum);
+  weir_op_register_expansion("Det", "pure", expand_det);
 }

@@ -188,10 +188,9 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autofree char *la8 = weir_expand_float_literal(8 * a);
   g_autofree char *la4 = weir_expand_float_literal(4 * a);
 
-  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
-  gint64 nv;
-  if (weir_expr_is_const(vol, &nv) && nv == 0)
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
+  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
 
   g_auto(GStrv) p = params_for(g, r);
   g_auto(GStrv) ranges = weir_expand_full_ranges(r, y.shape);
@@ -471,10 +470,9 @@ static gboolean expand_gridsample(WeirGraph *g, WeirState *s, WeirNode *n,
                     strcmp(pad, "reflection") != 0))
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "mode '%s', padding_mode '%s'", mode, pad);
-  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
-  gint64 nv;
-  if (weir_expr_is_const(vol, &nv) && nv == 0)
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
+  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
 
   /* axis 0: width (grid x, X dimension 3); axis 1: height (grid y, 2) */
   g_autofree char *len_w = weir_expand_expr_code(x.shape[3]);
@@ -602,10 +600,9 @@ static gboolean expand_roialign(WeirGraph *g, WeirState *s, WeirNode *n,
                              n, "coordinate_transformation_mode", "half_pixel"),
                          "half_pixel") == 0;
   double scale = weir_node_attr_float(n, "spatial_scale", 1);
-  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
-  gint64 nv;
-  if (weir_expr_is_const(vol, &nv) && nv == 0)
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
+  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
   g_autofree char *sc = weir_expand_float_literal(scale);
   g_autofree char *h = weir_expand_expr_code(x.shape[2]);
   g_autofree char *w = weir_expand_expr_code(x.shape[3]);

@@ -92,9 +92,7 @@ static gboolean expand_dft(WeirGraph *g, WeirState *s, WeirNode *n,
                                 "input rank %u, output rank %u", r, y.rank);
   gint64 comps = 0;
   weir_expr_is_const(x.shape[r - 1], &comps);
-  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
-  gint64 nv;
-  if (weir_expr_is_const(vol, &nv) && nv == 0)
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   WeirNode *first = zero_init(g, s, n, &y, error);
   if (!first)
@@ -164,9 +162,7 @@ static gboolean expand_stft(WeirGraph *g, WeirState *s, WeirNode *n,
   if (fl < 1 && !(windowed && weir_expr_is_const(w.shape[0], &fl)))
     return weir_node_fail(error, WEIR_ERROR_INVALID, n,
                           "needs frame_length or a window of known length");
-  g_autoptr(WeirExpr) vol = weir_container_volume(y.container);
-  gint64 nv;
-  if (weir_expr_is_const(vol, &nv) && nv == 0)
+  if (weir_port_is_empty(&y))
     return weir_state_remove_node(s, n->id);
   WeirNode *first = zero_init(g, s, n, &y, error);
   if (!first)
