@@ -7,12 +7,12 @@
  * the kernel's own allocations from those of the OpenMP and BLAS runtimes.
  * Programs: LeNet's inference (im2col convolutions whose column buffers
  * and GEMM temporaries are scratch), its training step (the convolution
- * gradients' columns, Adam) and a nested program with an arena of its own
- * called from sequential code.  Each is run three times through the
- * runtime (no allocation in the kernel; the workspace pointer stays the
- * same), then called directly without a workspace (it allocates: the count
- * sees it, so the test can fail) and with an allocator that fails (the call
- * reports it).
+ * gradients on Weir's GEMM, and on BLAS with their columns; Adam) and a nested
+ * program with an arena of its own called from sequential code.  Each is run
+ * three times through the runtime (no allocation in the kernel; the workspace
+ * pointer stays the same), then called directly without a workspace (it
+ * allocates: the count sees it, so the test can fail) and with an allocator
+ * that fails (the call reports it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -234,8 +234,19 @@ static void test_lenet_blas(void **state) {
   check_program(*state, g, NULL, "(float *)scratch);");
 }
 
+/* the convolution gradients on Weir's GEMM (the default, implementation
+ * weir: core/kernels/conv-grad.c) */
 static void test_lenet_training(void **state) {
   g_autoptr(WeirGraph) g = lenet_training();
+  check_program(*state, g, NULL, "weir_wconv2d_grad_filter_f32(");
+}
+
+/* the same with the BLAS-based gradients (im2col, col2im columns) */
+static void test_lenet_training_blas(void **state) {
+  g_autoptr(WeirGraph) g = lenet_training();
+  g_autoptr(GError) err = NULL;
+  assert_true(weir_native_set_impl(g, "ConvGradFilter", "im2col", NULL, &err));
+  assert_true(weir_native_set_impl(g, "ConvGradInput", "col2im", NULL, &err));
   check_program(*state, g, NULL, "weir_conv2d_grad_filter_f32(");
 }
 
@@ -262,6 +273,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lenet, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lenet_blas, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lenet_training, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lenet_training_blas, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
