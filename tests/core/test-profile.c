@@ -157,7 +157,9 @@ static void test_every_node(void **state) {
         fail_msg("node %u '%s' is not in the profile", n->id, n->label);
     }
   }
-  assert_true(computing >= 9); /* 2 Conv, 2 Gemm, pool, epilogues */
+  /* 2 Conv, 2 Gemm (their epilogues in the store), the MaxPool kernel,
+   * the Flatten copy */
+  assert_true(computing >= 6);
 
   /* the SVG: well-formed, one point per node with all figures */
   g_autofree char *svg = weir_profile_roofline_svg(p, "lenet <test> & co");
@@ -300,7 +302,9 @@ static void test_cli_formats(void **state) {
   json_object *nodes = NULL;
   assert_true(json_object_object_get_ex(root, "nodes", &nodes));
   size_t n = json_object_array_length(nodes);
-  assert_true(n >= 7); /* 2 Conv, 2 Gemm (their epilogues in the store), pool */
+  /* 2 Conv, 2 Gemm (their epilogues in the store), the MaxPool kernel,
+   * the Flatten copy */
+  assert_true(n >= 6);
   double sum = 0;
   for (size_t i = 0; i < n; i++) {
     json_object *o = json_object_array_get_idx(nodes, i), *sec = NULL;

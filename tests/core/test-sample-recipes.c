@@ -39,7 +39,9 @@ typedef struct {
 
 static const Case cases[] = {
     {"mlp", 4, 1.0, TRUE},
-    {"lenet", 0, 1.35, FALSE},
+    /* 1.38x until the default MaxPool became native (Weir's pooling
+     * kernel): the baseline then fell from 55,544 to 49,400 B */
+    {"lenet", 0, 1.2, FALSE},
     {"resnet", 0, 2.0, FALSE},
     {"transformer", 0, 1.55, FALSE},
 };
