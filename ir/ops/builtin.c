@@ -11,6 +11,7 @@ void weir_ops_register_linalg(void);
 void weir_ops_register_reduce(void);
 void weir_ops_register_resize(void);
 void weir_ops_register_signal(void);
+void weir_ops_register_rnn(void);
 void weir_ops_register_shape(void);
 void weir_ops_register_indexing(void);
 void weir_ops_register_training(void);
@@ -24,6 +25,7 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_reduce();
   weir_ops_register_resize();
   weir_ops_register_signal();
+  weir_ops_register_rnn();
   weir_ops_register_shape();
   weir_ops_register_indexing();
   weir_ops_register_training();

@@ -510,12 +510,13 @@ static void test_import_and_inspect(void **state) {
   assert_int_equal(r.status, 2);
   assert_contains(r.err, "usage: weir import");
   run_clear(&r);
-  g_autofree char *lstm = node_test("test_lstm_defaults");
-  if (lstm) {
-    g_autofree char *model = g_build_filename(lstm, "model.onnx", NULL);
+  g_autofree char *unsup = node_test("test_bernoulli");
+  if (unsup) {
+    g_autofree char *model = g_build_filename(unsup, "model.onnx", NULL);
     r = run_weir("import", model, "-o", json, NULL);
     assert_int_equal(r.status, 1);
-    assert_contains(r.err, "1 unsupported operator: LSTM (1 node: LSTM_0)");
+    assert_contains(r.err,
+                    "1 unsupported operator: Bernoulli (1 node: Bernoulli_0)");
     run_clear(&r);
   }
   remove_tree(dir);
@@ -619,15 +620,15 @@ static void test_conformance(void **state) {
   g_autofree char *add = node_test("test_add");
   if (!add)
     skip();
-  g_autofree char *lstm = node_test("test_lstm_defaults");
+  g_autofree char *unsup = node_test("test_bernoulli");
   g_autofree char *crop = node_test("test_resize_tf_crop_and_resize");
-  Run r = run_weir("conformance", add, lstm, NULL);
+  Run r = run_weir("conformance", add, unsup, NULL);
   if (r.status != 0)
     fail_msg("%s\n%s", r.out, r.err);
   assert_contains(r.out, "test_add ");
   assert_contains(r.out, "pass");
   /* An operator Weir does not implement does not fail the run. */
-  assert_contains(r.out, "unsupported (1 unsupported operator: LSTM");
+  assert_contains(r.out, "unsupported (1 unsupported operator: Bernoulli");
   assert_contains(r.out, "Totals per operator");
   assert_contains(r.out, "2 tests: 1 pass, 0 FAIL, 1 unsupported, 0 error");
   run_clear(&r);
@@ -704,15 +705,15 @@ static void test_conformance_compiled(void **state) {
   g_autofree char *add = node_test("test_add");
   if (!add)
     skip();
-  g_autofree char *lstm = node_test("test_lstm_defaults");
+  g_autofree char *unsup = node_test("test_bernoulli");
   g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
   g_autofree char *cache = g_build_filename(dir, "cache", NULL);
   Run r = run_weir("conformance", "--backend", "compiled", "--cache-dir", cache,
-                   add, lstm, NULL);
+                   add, unsup, NULL);
   if (r.status != 0)
     fail_msg("%s\n%s", r.out, r.err);
   assert_contains(r.out, "test_add ");
-  assert_contains(r.out, "unsupported (1 unsupported operator: LSTM");
+  assert_contains(r.out, "unsupported (1 unsupported operator: Bernoulli");
   assert_contains(r.out, "2 tests: 1 pass, 0 FAIL, 1 unsupported, 0 error "
                          "(backend compiled");
   run_clear(&r);

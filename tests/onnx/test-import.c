@@ -555,12 +555,12 @@ static void test_constant_output(void **state) {
 
 static void test_unsupported_real_model(void **state) {
   (void)state;
-  NEED_DATA(path, "node/test_lstm_defaults/model.onnx");
+  NEED_DATA(path, "node/test_bernoulli/model.onnx");
   g_autoptr(GError) error = NULL;
   assert_null(weir_onnx_import(path, NULL, &error));
   assert_int_equal(error->code, WEIR_ERROR_UNSUPPORTED);
   g_autofree char *want = g_strdup_printf(
-      "%s: 1 unsupported operator: LSTM (1 node: LSTM_0)", path);
+      "%s: 1 unsupported operator: Bernoulli (1 node: Bernoulli_0)", path);
   assert_string_equal(error->message, want);
 }
 
@@ -640,19 +640,19 @@ static void test_unsupported_listing(void **state) {
   Model *m = model_new(13);
   add_input(m, "x", F32, "2,3");
   add_output(m, "y", F32, NULL);
-  add_node(m, "LSTM", "lstm1", "x", "h1");
+  add_node(m, "Bernoulli", "bern1", "x", "h1");
   add_node(m, "Relu", "relu", "h1", "r");
-  add_node(m, "LSTM", "lstm2", "r", "h2");
+  add_node(m, "Bernoulli", "bern2", "r", "h2");
   Onnx__NodeProto *n = add_node(m, "If", "cond", "h2", "i");
   attr_graph(n, "then_branch");
   attr_graph(n, "else_branch");
   n = add_node(m, "Foo", "foo", "i", "y");
   n->domain = g_strdup("com.example");
   g_autofree char *msg = import_error(m, NULL, WEIR_ERROR_UNSUPPORTED);
-  assert_string_equal(msg,
-                      "built.onnx: 3 unsupported operators (4 nodes): LSTM (2 "
-                      "nodes: lstm1, lstm2), If (1 node: cond), "
-                      "com.example.Foo (1 node: foo)");
+  assert_string_equal(
+      msg, "built.onnx: 3 unsupported operators (4 nodes): Bernoulli "
+           "(2 nodes: bern1, bern2), If (1 node: cond), "
+           "com.example.Foo (1 node: foo)");
 
   /* One operator in several nodes is one operator. */
   m = model_new(13);

@@ -11,6 +11,7 @@ void weir_expand_register_linalg(void);
 void weir_expand_register_reduce(void);
 void weir_expand_register_resize(void);
 void weir_expand_register_signal(void);
+void weir_expand_register_rnn(void);
 void weir_expand_register_shape(void);
 void weir_expand_register_indexing(void);
 void weir_expand_register_training(void);
@@ -25,6 +26,7 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_reduce();
   weir_expand_register_resize();
   weir_expand_register_signal();
+  weir_expand_register_rnn();
   weir_expand_register_shape();
   weir_expand_register_indexing();
   weir_expand_register_training();
