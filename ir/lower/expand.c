@@ -156,17 +156,24 @@ gboolean weir_expand_nodes(WeirGraph *g, WeirState *s, const guint *ids,
   return TRUE;
 }
 
-/* The first library node (states by id, nodes by id) matching op. */
+/* The first library node matching op (states by id, nodes by id, a nested
+ * program searched where its node stands), with its program and state. */
 static WeirNode *first_library(WeirGraph *g, const char *op,
-                               WeirState **state_out) {
+                               WeirGraph **graph_out, WeirState **state_out) {
   for (guint i = 0; i < g->states->len; i++) {
     WeirState *s = g_ptr_array_index(g->states, i);
     for (guint k = 0; k < s->nodes->len; k++) {
       WeirNode *n = g_ptr_array_index(s->nodes, k);
       if (n->kind == WEIR_NODE_LIBRARY && (!op || g_strcmp0(n->op, op) == 0)) {
+        *graph_out = g;
         *state_out = s;
         return n;
       }
+      WeirNode *inner = n->kind == WEIR_NODE_NESTED && n->nested
+                            ? first_library(n->nested, op, graph_out, state_out)
+                            : NULL;
+      if (inner)
+        return inner;
     }
   }
   return NULL;
@@ -176,9 +183,10 @@ gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                          GError **error) {
   g_autoptr(WeirGraph) copy = weir_graph_copy(g);
   guint done = 0;
+  WeirGraph *owner = NULL;
   WeirState *s = NULL;
   WeirNode *n;
-  while ((n = first_library(copy, op, &s))) {
+  while ((n = first_library(copy, op, &owner, &s))) {
     if (done >= 1000000) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_RUNTIME,
                   "program '%s': expansion does not terminate (more than "
@@ -186,7 +194,7 @@ gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                   g->name, done);
       return FALSE;
     }
-    if (!weir_expand_in_place(copy, s, n, NULL, error))
+    if (!weir_expand_in_place(owner, s, n, NULL, error))
       return FALSE;
     done++;
   }

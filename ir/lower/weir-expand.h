@@ -19,9 +19,9 @@ G_BEGIN_DECLS
 WEIR_API gboolean weir_expand_node(WeirGraph *g, guint node_id,
                                    const char *impl, GError **error);
 
-/* Expands every library node whose op is `op` (every one when NULL), again
- * and again until none is left (an expansion may produce library nodes).
- * *count (optional) receives the number of nodes expanded. */
+/* Expands every library node whose op is `op` (every one when NULL), in g
+ * and in the programs nested in it, again and again until none is left (an
+ * expansion may produce library nodes).  *count (optional) receives the number of nodes expanded. */
 WEIR_API gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                                   GError **error);
 

@@ -23,6 +23,7 @@
  */
 #include <string.h>
 
+#include "onnx-control.h"
 #include "onnx-private.h"
 #include "weir-import.h"
 #include "weir-ops.h"
@@ -247,7 +248,8 @@ static gboolean check_operators(Importer *imp, GError **error) {
     const WeirOnnxNode *n = &imp->graph->nodes[i];
     gboolean known =
         (is_default_domain(n->domain) && strcmp(n->op_type, "Constant") == 0) ||
-        weir_op_lookup_onnx(n->domain, n->op_type) != NULL;
+        weir_op_lookup_onnx(n->domain, n->op_type) != NULL ||
+        weir_onnx_control_known(n);
     if (known)
       continue;
     g_autofree char *op = is_default_domain(n->domain)
@@ -1192,6 +1194,74 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
   return TRUE;
 }
 
+/* A control-flow node (Scan, onnx-control.h): a nested program node with
+ * connectors in<k> / out<k>, bound to the symbols of its shapes. */
+static gboolean import_control(Importer *imp, const WeirOnnxNode *on,
+                               GError **error) {
+  guint n_in = on->n_inputs, n_out = on->n_outputs;
+  g_autofree Value **inputs = g_new0(Value *, n_in + 1);
+  g_autofree WeirOnnxShape *ins = g_new0(WeirOnnxShape, n_in + 1);
+  for (guint k = 0; k < n_in; k++) {
+    if (!*on->inputs[k])
+      continue;
+    inputs[k] = value_get(imp, on->inputs[k], on, k, error);
+    if (!inputs[k])
+      return FALSE;
+    ins[k] = (WeirOnnxShape){TRUE, inputs[k]->dtype, inputs[k]->rank,
+                             inputs[k]->shape};
+  }
+  g_autofree WeirOnnxShape *outs = g_new0(WeirOnnxShape, n_out + 1);
+  g_autoptr(GError) local = NULL;
+  WeirGraph *prog = weir_onnx_scan_program(
+      imp->model, on, imp->opset, imp->opts, n_in, ins, n_out, outs, &local);
+  if (!prog) {
+    for (guint k = 0; k < n_out; k++)
+      weir_onnx_shape_clear(&outs[k]);
+    return fail_prefixed(imp, error, g_steal_pointer(&local));
+  }
+  WeirNode *n =
+      weir_state_add_nested(imp->g, imp->state, on->name, prog, NULL, NULL);
+  for (guint i = 0; i < prog->symbols->len; i++) {
+    const char *sym = g_ptr_array_index(prog->symbols, i);
+    if (weir_graph_has_symbol(imp->g, sym) &&
+        !weir_node_bind_symbol(n, sym, sym, error))
+      return FALSE;
+  }
+  gboolean ok = TRUE;
+  for (guint k = 0; ok && k < n_in; k++) {
+    if (!inputs[k])
+      continue;
+    g_autofree char *conn = g_strdup_printf("in%u", k);
+    weir_node_add_in_conn(n, conn);
+    ok =
+        value_access(imp, inputs[k], error) &&
+        add_memlet(imp, inputs[k]->access, NULL, n->id, conn, inputs[k], error);
+  }
+  for (guint k = 0; k < n_out; k++) {
+    if (!ok || !*on->outputs[k]) {
+      weir_onnx_shape_clear(&outs[k]);
+      continue;
+    }
+    if (value_lookup(imp, on->outputs[k])) {
+      weir_onnx_shape_clear(&outs[k]);
+      ok = fail(imp, error, WEIR_ERROR_INVALID,
+                "node '%s' (%s): output %u '%s' is defined twice", on->name,
+                on->op_type, k, on->outputs[k]);
+      continue;
+    }
+    Value *v = value_new(imp, on->outputs[k]);
+    v->dtype = outs[k].dtype;
+    v->rank = outs[k].rank;
+    v->shape = g_steal_pointer(&outs[k].shape);
+    g_autofree char *conn = g_strdup_printf("out%u", k);
+    weir_node_add_out_conn(n, conn);
+    ok = check_declared(imp, on, k, v, error) &&
+         value_materialize(imp, v, !v->is_output, error) &&
+         add_memlet(imp, n->id, conn, v->access, NULL, v, error);
+  }
+  return ok;
+}
+
 /* ------------------------------------------------------- pass 4: outputs */
 
 static gboolean import_outputs(Importer *imp, GError **error) {
@@ -1228,13 +1298,14 @@ static gboolean import_outputs(Importer *imp, GError **error) {
 
 /* -------------------------------------------------------------- driver */
 
-WeirGraph *weir_onnx_import_model(const WeirOnnxModel *model,
-                                  const WeirOnnxImportOptions *opts,
-                                  GError **error) {
-  g_return_val_if_fail(model != NULL, NULL);
+/* Imports `graph` of model (the main graph or a subgraph). */
+static WeirGraph *import_graph(const WeirOnnxModel *model,
+                               const WeirOnnxGraph *graph,
+                               const WeirOnnxImportOptions *opts,
+                               GError **error) {
   Importer imp = {0};
   imp.model = model;
-  imp.graph = weir_onnx_model_graph(model);
+  imp.graph = graph;
   imp.source = weir_onnx_model_source(model);
   imp.opts = opts;
   if (!check_operators(&imp, error) || !check_opset(&imp, error))
@@ -1266,9 +1337,10 @@ WeirGraph *weir_onnx_import_model(const WeirOnnxModel *model,
     return NULL;
   for (guint i = 0; i < imp.graph->n_nodes; i++) {
     const WeirOnnxNode *on = &imp.graph->nodes[i];
-    gboolean ok = strcmp(on->op_type, "Constant") == 0
-                      ? import_constant(&imp, on, error)
-                      : import_library(&imp, on, error);
+    gboolean ok =
+        strcmp(on->op_type, "Constant") == 0 ? import_constant(&imp, on, error)
+        : weir_onnx_control_known(on)        ? import_control(&imp, on, error)
+                                             : import_library(&imp, on, error);
     if (!ok)
       return NULL;
   }
@@ -1283,6 +1355,24 @@ WeirGraph *weir_onnx_import_model(const WeirOnnxModel *model,
     return NULL;
   }
   return g_steal_pointer(&g);
+}
+
+WeirGraph *weir_onnx_import_model(const WeirOnnxModel *model,
+                                  const WeirOnnxImportOptions *opts,
+                                  GError **error) {
+  g_return_val_if_fail(model != NULL, NULL);
+  return import_graph(model, weir_onnx_model_graph(model), opts, error);
+}
+
+WeirGraph *weir_onnx_import_subgraph(const WeirOnnxModel *model,
+                                     const WeirOnnxGraph *graph,
+                                     const WeirOnnxImportOptions *opts,
+                                     GHashTable *names, GError **error) {
+  WeirOnnxImportOptions o = {0};
+  if (opts)
+    o = *opts;
+  o.names = names;
+  return import_graph(model, graph, &o, error);
 }
 
 WeirGraph *weir_onnx_import(const char *path, const WeirOnnxImportOptions *opts,
