@@ -18,8 +18,10 @@
  * slices.  The reverse direction reads X at T - 1 - t and its Y at time u
  * is Hs[d, T - u].  GRU with linear_before_reset = 0 computes the reset
  * gate first (map "reset": Rh = r * Hs[d, t]) and accumulates Rh Rh_w^T
- * into the third gate of Zh.  sequence_lens (forward only) holds the state
- * once t reaches a row's length and zeroes Y there.  A map over t is not
+ * into the third gate of Zh.  sequence_lens holds the state once t reaches
+ * a row's length and zeroes Y there; the reverse direction then reads row
+ * b of X at len_b - 1 - t and its Y at time u is Hs[d, len_b - u] (indexed
+ * reads, marked dynamic).  A map over t is not
  * used: iterations of a map are independent by the IR's definition.
  */
 #include <string.h>
@@ -132,16 +134,26 @@ static WeirNode *acc_node(const Rnn *r, WeirState *st, const char *name) {
 }
 
 /* A map over params p[0..np) with the given ranges (text). */
+static WeirNode *map_node(const Rnn *r, WeirState *st, const char *label,
+                          guint np, const char *r0, const char *r1,
+                          const char *r2, const WeirTaskletPort *ins,
+                          guint n_ins, const WeirTaskletPort *outs,
+                          guint n_outs, const char *code, WeirNode *after,
+                          GError **error) {
+  const char *ranges[] = {r0, r1, r2};
+  WeirNode *af[] = {after};
+  return weir_expand_map(r->ng, st, label, np, (const char *const *)r->p,
+                         ranges, ins, n_ins, outs, n_outs, code, af,
+                         after ? 1 : 0, error);
+}
+
 static gboolean map(const Rnn *r, WeirState *st, const char *label, guint np,
                     const char *r0, const char *r1, const char *r2,
                     const WeirTaskletPort *ins, guint n_ins,
                     const WeirTaskletPort *outs, guint n_outs, const char *code,
                     WeirNode *after, GError **error) {
-  const char *ranges[] = {r0, r1, r2};
-  WeirNode *af[] = {after};
-  return weir_expand_map(r->ng, st, label, np, (const char *const *)r->p,
-                         ranges, ins, n_ins, outs, n_outs, code, af,
-                         after ? 1 : 0, error) != NULL;
+  return map_node(r, st, label, np, r0, r1, r2, ins, n_ins, outs, n_outs, code,
+                  after, error) != NULL;
 }
 
 /* init: Hs[:, 0] (and Cs[:, 0]) from the initial state, or 0. */
@@ -246,19 +258,33 @@ static gboolean build_step_dir(Rnn *r, WeirState *st, guint d, gboolean rev,
            bias ? "zx = wb\nzh = rb" : "zx = 0\nzh = 0", NULL, error))
     return FALSE;
 
-  /* Zx += X[tx] W[d]^T */
-  g_autofree char *x_at = r->layout1 ? g_strdup_printf("%s, %s, %s", b, tx, k)
-                                     : g_strdup_printf("%s, %s, %s", tx, b, k);
+  /* Zx += X[tx] W[d]^T; reversed with sequence lengths, row b reads
+   * X[len_b - 1 - t] (an indexed read: the place depends on the data) */
+  gboolean indexed = rev && r->has_len;
+  g_autofree char *tl = g_strdup_printf("max(len - 1 - %s, 0)", r->t);
+  g_autofree char *x_at = indexed ? NULL
+                          : r->layout1
+                              ? g_strdup_printf("%s, %s, %s", b, tx, k)
+                              : g_strdup_printf("%s, %s, %s", tx, b, k);
+  g_autofree char *x_code =
+      !indexed     ? g_strdup("zx = x * w")
+      : r->layout1 ? g_strdup_printf("zx = x[%s, %s, %s] * w", b, tl, k)
+                   : g_strdup_printf("zx = x[%s, %s, %s] * w", tl, b, k);
   g_autofree char *w_at = g_strdup_printf("%u, %s, %s", d, j, k);
   WeirNode *zx1 = acc_node(r, st, "Zx");
   WeirNode *wacc = acc_node(r, st, "W"), *racc = acc_node(r, st, "R");
-  WeirTaskletPort xin[] = {{acc_node(r, st, "X"), "x", x_at, WEIR_WCR_NONE},
-                           {wacc, "w", w_at, WEIR_WCR_NONE}};
+  WeirTaskletPort xin[] = {
+      {acc_node(r, st, "X"), "x", x_at, WEIR_WCR_NONE},
+      {wacc, "w", w_at, WEIR_WCR_NONE},
+      {indexed ? acc_node(r, st, "L") : NULL, "len", b, WEIR_WCR_NONE}};
   WeirTaskletPort xout = {zx1, "zx", z_at, WEIR_WCR_SUM};
   g_autofree char *l_x = g_strdup_printf("input_%u", d);
-  if (!map(r, st, l_x, 3, rb, rgh, ri, xin, 2, &xout, 1, "zx = x * w", zx0,
-           error))
+  WeirNode *xmap = map_node(r, st, l_x, 3, rb, rgh, ri, xin, indexed ? 3 : 2,
+                            &xout, 1, x_code, zx0, error);
+  if (!xmap)
     return FALSE;
+  if (indexed)
+    weir_expand_dynamic_input(st, xmap, "X", "x");
 
   /* Zh += Hs[d, t] R[d]^T (GRU without linear_before_reset: gates z, r) */
   WeirNode *hs_in = acc_node(r, st, "Hs");
@@ -375,9 +401,12 @@ static gboolean build_fin(Rnn *r, WeirState *st, const gboolean *rev,
     WeirNode *len = r->has_len ? acc_node(r, st, "L") : NULL;
     for (guint d = 0; d < r->dirs; d++) {
       /* params (u, b, k) */
+      gboolean indexed = rev[d] && len;
       g_autofree char *src =
-          rev[d] ? g_strdup_printf("%u, (%s) - %s, %s, %s", d, r->T, p0, p1, p2)
-                 : g_strdup_printf("%u, %s + 1, %s, %s", d, p0, p1, p2);
+          indexed ? NULL
+          : rev[d]
+              ? g_strdup_printf("%u, (%s) - %s, %s, %s", d, r->T, p0, p1, p2)
+              : g_strdup_printf("%u, %s + 1, %s, %s", d, p0, p1, p2);
       g_autofree char *dst =
           r->layout1 ? g_strdup_printf("%s, %s, %u, %s", p1, p0, d, p2)
                      : g_strdup_printf("%s, %u, %s, %s", p0, d, p1, p2);
@@ -385,11 +414,18 @@ static gboolean build_fin(Rnn *r, WeirState *st, const gboolean *rev,
                               {len, "len", p1, WEIR_WCR_NONE}};
       WeirTaskletPort out = {y, "y", dst, WEIR_WCR_NONE};
       g_autofree char *code =
-          len ? g_strdup_printf("y = %s < len ? v : 0", p0) : g_strdup("y = v");
+          indexed ? g_strdup_printf(
+                        "y = %s < len ? v[%u, max(len - %s, 0), %s, %s] : 0",
+                        p0, d, p0, p1, p2)
+          : len ? g_strdup_printf("y = %s < len ? v : 0", p0)
+                : g_strdup("y = v");
       g_autofree char *label = g_strdup_printf("y_%u", d);
-      if (!map(r, st, label, 3, rt, rb, rk, in, len ? 2 : 1, &out, 1, code,
-               NULL, error))
+      WeirNode *ymap = map_node(r, st, label, 3, rt, rb, rk, in, len ? 2 : 1,
+                                &out, 1, code, NULL, error);
+      if (!ymap)
         return FALSE;
+      if (indexed)
+        weir_expand_dynamic_input(st, ymap, "Hs", "v");
     }
   }
   /* params (d, b, k) */
@@ -460,11 +496,6 @@ static gboolean expand_rnn(WeirGraph *g, WeirState *s, WeirNode *n,
   r.lbr = weir_node_attr_int(n, "linear_before_reset", 0) != 0;
   r.input_forget = weir_node_attr_int(n, "input_forget", 0) != 0;
   r.has_len = r.in[4];
-  if (r.has_len && (rev[0] || r.dirs == 2))
-    return weir_node_fail(error, UNSUPPORTED, n,
-                          "sequence_lens with the %s direction is not "
-                          "supported (only forward)",
-                          dir);
   const WeirContainer *xc = ports[0].container;
   if (xc->shape->len != 3 || ports[1].rank != 3)
     return weir_node_fail(error, INVALID, n, "X and W must have rank 3");
