@@ -11,6 +11,12 @@
  *              Y along its axis, indices and counts bounded by the number
  *              of elements (slices) of x
  *
+ *   NonMaxSuppression  boxes [B, N, 4], scores [B, C, N] -> selected
+ *              indices [B x C x min(N, max_output_boxes_per_class), 3]
+ *              (batch, class, box), bounded along dimension 0; the
+ *              limit and the two thresholds are attributes (constant
+ *              inputs 3 to 5 at import)
+ *
  * Each output's extent along the bounded dimension is the largest length
  * the operator can produce; the valid length is the node's extra output
  * "count" (an i64 scalar), and the importer records it as the container's
@@ -128,6 +134,43 @@ static gboolean infer_unique(WeirOpInferContext *ctx, GError **error) {
   return TRUE;
 }
 
+/* ----------------------------------------------------- NonMaxSuppression */
+
+static gboolean infer_nms(WeirOpInferContext *ctx, GError **error) {
+  const WeirOpValue *b = weir_op_require_input(ctx, 0, error);
+  const WeirOpValue *s = b ? weir_op_require_input(ctx, 1, error) : NULL;
+  if (!s)
+    return FALSE;
+  for (guint k = 2; k < 5; k++)
+    if (weir_op_input(ctx, k))
+      return weir_node_fail(error, UNSUPPORTED, ctx->node,
+                            "input %u must be a constant", k + 1);
+  if (b->rank != 3 || s->rank != 3 || !weir_dtype_is_float(b->dtype) ||
+      s->dtype != b->dtype || !weir_expr_equal(b->shape[0], s->shape[0]) ||
+      !weir_expr_equal(b->shape[1], s->shape[2]))
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "boxes [B, N, 4] and scores [B, C, N] of one float "
+                          "dtype expected");
+  gint64 four;
+  if (!weir_expr_is_const(b->shape[2], &four) || four != 4)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "boxes must have 4 coordinates");
+  gint64 m = weir_node_attr_int(ctx->node, "max_output_boxes_per_class", 0);
+  gint64 cpb = weir_node_attr_int(ctx->node, "center_point_box", 0);
+  if (cpb != 0 && cpb != 1)
+    return weir_node_fail(error, INVALID, ctx->node,
+                          "center_point_box must be 0 or 1");
+  g_autoptr(WeirExpr) me = weir_expr_const(MAX(m, 0));
+  g_autoptr(WeirExpr) per = weir_expr_min(b->shape[1], me);
+  g_autoptr(WeirExpr) bc = weir_expr_mul(b->shape[0], s->shape[1]);
+  g_autoptr(WeirExpr) rows = weir_expr_mul(bc, per);
+  g_autoptr(WeirExpr) three = weir_expr_const(3);
+  WeirExpr *shape[2] = {rows, three};
+  weir_op_set_output(ctx, 0, WEIR_DTYPE_I64, 2, shape);
+  weir_op_set_output_bounded(ctx, 0, 0);
+  return TRUE;
+}
+
 /* ------------------------------------------------------------- registry */
 
 static const WeirOpAttrSpec compress_attrs[] = {
@@ -138,7 +181,23 @@ static const WeirOpAttrSpec unique_attrs[] = {
     {"sorted", WEIR_ATTR_INT, FALSE, "1", 0, 0},
 };
 
+static const WeirOpAttrSpec nms_attrs[] = {
+    {"center_point_box", WEIR_ATTR_INT, FALSE, "0", 0, 0},
+    {"iou_threshold", WEIR_ATTR_FLOAT, FALSE, "0", 4, 10},
+    {"max_output_boxes_per_class", WEIR_ATTR_INT, FALSE, "0", 3, 10},
+    {"score_threshold", WEIR_ATTR_FLOAT, FALSE, NULL, 5, 10},
+};
+
 static const WeirOpInfo bounded_ops[] = {
+    {.name = "NonMaxSuppression",
+     .min_inputs = 2,
+     .max_inputs = 5,
+     .min_outputs = 1,
+     .max_outputs = 1,
+     .attrs = nms_attrs,
+     .n_attrs = G_N_ELEMENTS(nms_attrs),
+     .infer = infer_nms,
+     .flops = weir_op_flops_zero},
     {.name = "NonZero",
      .min_inputs = 1,
      .max_inputs = 1,

@@ -20,6 +20,19 @@
  *    sorted).  Y, indices and counts are scattered at that place,
  *    inverse_indices is it.
  *
+ *  - NonMaxSuppression: a nested program (the greedy selection carries
+ *    state from box to box, which the independent iterations of a map
+ *    cannot): a state `prepare` computes every box's overlap with every
+ *    other of its batch (IoU above the threshold), every box's place in its
+ *    class's descending score order (ties by index) and whether its score
+ *    passes the threshold; a state `select` runs once per box (a loop over
+ *    the symbol t, N iterations): a box is kept when it passes and no kept
+ *    box before it overlaps it, computed for all boxes from the previous
+ *    iteration's decisions (after k iterations the first k boxes of each
+ *    class are final); a state `write` keeps the first max_output kept
+ *    boxes of each class and writes them, class after class, as (batch,
+ *    class, box) rows.
+ *
  * The pairwise maps make these O(n^2) in the number of elements (slices):
  * meant for the sizes these operators see in models' pre- and
  * post-processing, not for large tensors.
@@ -154,7 +167,7 @@ static gboolean places(WeirGraph *g, WeirState *s, WeirNode *n, WeirNode *m,
 
 /* Ends a scatter map over x: the write into y (its port's access node) at
  * a data-dependent place, `iterations` writes in all. */
-static gboolean scatter(WeirGraph *g, WeirState *s, WeirNode *n,
+static gboolean scatter(WeirGraph *g, WeirState *s, const WeirNode *n,
                         const char *what, guint rank, char **p, char **ranges,
                         const WeirTaskletPort *ins, guint n_ins, WeirNode *y,
                         WeirNode *y_init, const char *code, GError **error) {
@@ -546,10 +559,313 @@ static gboolean expand_unique(WeirGraph *g, WeirState *s, WeirNode *n,
   return weir_state_remove_node(s, n->id);
 }
 
+/* ---------------------------------------------------- NonMaxSuppression */
+
+/* The tasklet text of box corners y1 x1 y2 x2 (prefix p: "a" or "b") from
+ * connector p indexed [0, 0, k]. */
+static void corners(GString *code, const char *p, gboolean center) {
+  if (center) {
+    g_string_append_printf(code,
+                           "%sx1 = %s[0, 0, 0] - %s[0, 0, 2] / 2\n"
+                           "%sx2 = %s[0, 0, 0] + %s[0, 0, 2] / 2\n"
+                           "%sy1 = %s[0, 0, 1] - %s[0, 0, 3] / 2\n"
+                           "%sy2 = %s[0, 0, 1] + %s[0, 0, 3] / 2\n",
+                           p, p, p, p, p, p, p, p, p, p, p, p);
+    return;
+  }
+  g_string_append_printf(code,
+                         "%sy1 = min(%s[0, 0, 0], %s[0, 0, 2])\n"
+                         "%sy2 = max(%s[0, 0, 0], %s[0, 0, 2])\n"
+                         "%sx1 = min(%s[0, 0, 1], %s[0, 0, 3])\n"
+                         "%sx2 = max(%s[0, 0, 1], %s[0, 0, 3])\n",
+                         p, p, p, p, p, p, p, p, p, p, p, p);
+}
+
+/* The nested program of one NonMaxSuppression node: arguments boxes,
+ * scores, y (the rows) and cnt (their number). */
+static WeirGraph *nms_program(const WeirNode *n, const WeirPort *bx,
+                              const WeirPort *sc, const WeirPort *y,
+                              GError **error) {
+  g_autoptr(WeirGraph) g = weir_graph_new("nms");
+  WeirExpr *B = bx->shape[0], *N = bx->shape[1], *C = sc->shape[1];
+  WeirExpr *rows = y->shape[0];
+  WeirDType ft = bx->container->dtype;
+  if (!weir_graph_add_container(g, "boxes", ft, 3, bx->shape, FALSE, error) ||
+      !weir_graph_add_container(g, "scores", ft, 3, sc->shape, FALSE, error) ||
+      !weir_graph_add_container(g, "y", WEIR_DTYPE_I64, 2, y->shape, FALSE,
+                                error) ||
+      !weir_graph_add_array(g, "cnt", WEIR_DTYPE_I64, "", FALSE, error))
+    return NULL;
+  weir_graph_add_symbol(g, "t");
+  gint64 m = weir_node_attr_int(n, "max_output_boxes_per_class", 0);
+  gboolean center = weir_node_attr_int(n, "center_point_box", 0) != 0;
+  g_autofree char *iou =
+      weir_expand_float_literal(weir_node_attr_float(n, "iou_threshold", 0));
+  const WeirAttr *st = weir_node_attr(n, "score_threshold");
+  WeirExpr *bnn[3] = {B, N, N}, *bcn[3] = {B, C, N}, *bc[2] = {B, C};
+  WeirExpr *bcnn[4] = {B, C, N, N}, *bcbc[4] = {B, C, B, C};
+  g_auto(GStrv) p = params_of(g, 4);
+  g_auto(GStrv) r_bnn = ranges_of(3, bnn);
+  g_auto(GStrv) r_bcn = ranges_of(3, bcn);
+  g_auto(GStrv) r_bcnn = ranges_of(4, bcnn);
+  g_auto(GStrv) r_bc = ranges_of(2, bc);
+  g_auto(GStrv) r_bcbc = ranges_of(4, bcbc);
+  /* subsets: bci = b, c, i; bcj = b, c, j; bji = b, j, i */
+  g_autofree char *bci = g_strdup_printf("%s, %s, %s", p[0], p[1], p[2]);
+  g_autofree char *bcj = g_strdup_printf("%s, %s, %s", p[0], p[1], p[3]);
+  g_autofree char *bji = g_strdup_printf("%s, %s, %s", p[0], p[3], p[2]);
+  g_autofree char *bcs = g_strdup_printf("%s, %s", p[0], p[1]);
+
+  /* ---- prepare */
+  WeirState *s = weir_graph_add_state(g, "prepare");
+  WeirNode *boxes = weir_state_add_access(g, s, "boxes");
+  WeirNode *scores = weir_state_add_access(g, s, "scores");
+  WeirNode *ov = scratch(g, s, n, "overlap", WEIR_DTYPE_I64, 3, bnn);
+  {
+    g_autofree char *ai = g_strdup_printf("%s, %s, 0:4", p[0], p[1]);
+    g_autofree char *bj = g_strdup_printf("%s, %s, 0:4", p[0], p[2]);
+    g_autofree char *at = g_strdup_printf("%s, %s, %s", p[0], p[1], p[2]);
+    GString *code = g_string_new(NULL);
+    corners(code, "a", center);
+    corners(code, "b", center);
+    g_string_append_printf(
+        code,
+        "iw = max(min(ax2, bx2) - max(ax1, bx1), 0)\n"
+        "ih = max(min(ay2, by2) - max(ay1, by1), 0)\n"
+        "inter = iw * ih\n"
+        "un = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1) - inter\n"
+        "y = inter > 0 && un > 0 && inter / un > %s ? 1 : 0",
+        iou);
+    g_autofree char *text = g_string_free(code, FALSE);
+    WeirTaskletPort ins[2] = {{boxes, "a", ai, WEIR_WCR_NONE},
+                              {boxes, "b", bj, WEIR_WCR_NONE}};
+    WeirTaskletPort out = {ov, "y", at, WEIR_WCR_NONE};
+    if (!map(g, s, n, "overlap", 3, p, r_bnn, ins, 2, out, text, NULL, error))
+      return NULL;
+  }
+  WeirNode *pos = scratch(g, s, n, "order", WEIR_DTYPE_I64, 3, bcn);
+  WeirNode *pos_init = fill(g, s, n, pos, "0", error);
+  if (!pos_init)
+    return NULL;
+  {
+    g_autofree char *code = g_strdup_printf(
+        "y = sj > si || (sj == si && %s < %s) ? 1 : 0", p[3], p[2]);
+    WeirTaskletPort ins[2] = {{scores, "si", bci, WEIR_WCR_NONE},
+                              {scores, "sj", bcj, WEIR_WCR_NONE}};
+    WeirTaskletPort out = {pos, "y", bci, WEIR_WCR_SUM};
+    if (!map(g, s, n, "order", 4, p, r_bcnn, ins, 2, out, code, pos_init,
+             error))
+      return NULL;
+  }
+  WeirNode *ok = scratch(g, s, n, "passes", WEIR_DTYPE_I64, 3, bcn);
+  g_autofree char *keep_name = NULL;
+  {
+    g_autofree char *lit = st ? weir_expand_float_literal(st->f) : NULL;
+    g_autofree char *code =
+        st ? g_strdup_printf("y = x > %s ? 1 : 0", lit) : g_strdup("y = 1");
+    WeirTaskletPort in = {scores, "x", bci, WEIR_WCR_NONE};
+    WeirTaskletPort out = {ok, "y", bci, WEIR_WCR_NONE};
+    if (!map(g, s, n, "passes", 3, p, r_bcn, &in, 1, out, code, NULL, error))
+      return NULL;
+    WeirNode *keep = scratch(g, s, n, "keep", WEIR_DTYPE_I64, 3, bcn);
+    keep_name = g_strdup(keep->data);
+    WeirTaskletPort in2 = {ok, "x", bci, WEIR_WCR_NONE};
+    WeirTaskletPort out2 = {keep, "y", bci, WEIR_WCR_NONE};
+    if (!map(g, s, n, "keep", 3, p, r_bcn, &in2, 1, out2, "y = x", NULL, error))
+      return NULL;
+  }
+  const char *ov_name = ov->data, *pos_name = pos->data, *ok_name = ok->data;
+
+  /* ---- select: keep = passes && no kept box before it overlaps it */
+  WeirState *sel = weir_graph_add_state(g, "select");
+  {
+    WeirNode *keep = weir_state_add_access(g, sel, keep_name);
+    WeirNode *ov2 = weir_state_add_access(g, sel, ov_name);
+    WeirNode *pos2 = weir_state_add_access(g, sel, pos_name);
+    WeirNode *ok2 = weir_state_add_access(g, sel, ok_name);
+    WeirNode *sup = scratch(g, sel, n, "suppressed", WEIR_DTYPE_I64, 3, bcn);
+    WeirNode *sup_init = fill(g, sel, n, sup, "0", error);
+    if (!sup_init)
+      return NULL;
+    WeirTaskletPort ins[4] = {{pos2, "pi", bci, WEIR_WCR_NONE},
+                              {pos2, "pj", bcj, WEIR_WCR_NONE},
+                              {keep, "kj", bcj, WEIR_WCR_NONE},
+                              {ov2, "o", bji, WEIR_WCR_NONE}};
+    WeirTaskletPort out = {sup, "y", bci, WEIR_WCR_MAX};
+    if (!map(g, sel, n, "suppress", 4, p, r_bcnn, ins, 4, out,
+             "y = pj < pi && kj != 0 && o != 0 ? 1 : 0", sup_init, error))
+      return NULL;
+    WeirNode *next = scratch(g, sel, n, "next", WEIR_DTYPE_I64, 3, bcn);
+    WeirTaskletPort ins2[2] = {{ok2, "a", bci, WEIR_WCR_NONE},
+                               {sup, "u", bci, WEIR_WCR_NONE}};
+    WeirTaskletPort out2 = {next, "y", bci, WEIR_WCR_NONE};
+    if (!map(g, sel, n, "decide", 3, p, r_bcn, ins2, 2, out2,
+             "y = a != 0 && u == 0 ? 1 : 0", NULL, error))
+      return NULL;
+    WeirNode *keep_w = weir_state_add_access(g, sel, keep_name);
+    WeirTaskletPort in3 = {next, "x", bci, WEIR_WCR_NONE};
+    WeirTaskletPort out3 = {keep_w, "y", bci, WEIR_WCR_NONE};
+    if (!map(g, sel, n, "update", 3, p, r_bcn, &in3, 1, out3, "y = x", NULL,
+             error))
+      return NULL;
+  }
+
+  /* ---- write: the first m kept boxes of each class, class after class */
+  WeirState *w = weir_graph_add_state(g, "write");
+  WeirNode *keep = weir_state_add_access(g, w, keep_name);
+  WeirNode *pos3 = weir_state_add_access(g, w, pos_name);
+  WeirNode *rank = scratch(g, w, n, "rank", WEIR_DTYPE_I64, 3, bcn);
+  WeirNode *rank_init = fill(g, w, n, rank, "0", error);
+  if (!rank_init)
+    return NULL;
+  {
+    WeirTaskletPort ins[3] = {{keep, "kj", bcj, WEIR_WCR_NONE},
+                              {pos3, "pj", bcj, WEIR_WCR_NONE},
+                              {pos3, "pi", bci, WEIR_WCR_NONE}};
+    WeirTaskletPort out = {rank, "y", bci, WEIR_WCR_SUM};
+    if (!map(g, w, n, "rank", 4, p, r_bcnn, ins, 3, out,
+             "y = kj != 0 && pj < pi ? 1 : 0", rank_init, error))
+      return NULL;
+  }
+  WeirNode *fin = scratch(g, w, n, "selected", WEIR_DTYPE_I64, 3, bcn);
+  {
+    g_autofree char *code =
+        g_strdup_printf("y = k != 0 && r < %" G_GINT64_FORMAT " ? 1 : 0", m);
+    WeirTaskletPort ins[2] = {{keep, "k", bci, WEIR_WCR_NONE},
+                              {rank, "r", bci, WEIR_WCR_NONE}};
+    WeirTaskletPort out = {fin, "y", bci, WEIR_WCR_NONE};
+    if (!map(g, w, n, "selected", 3, p, r_bcn, ins, 2, out, code, NULL, error))
+      return NULL;
+  }
+  WeirNode *per = scratch(g, w, n, "per_class", WEIR_DTYPE_I64, 2, bc);
+  WeirNode *per_init = fill(g, w, n, per, "0", error);
+  if (!per_init)
+    return NULL;
+  {
+    WeirTaskletPort in = {fin, "f", bci, WEIR_WCR_NONE};
+    WeirTaskletPort out = {per, "y", bcs, WEIR_WCR_SUM};
+    if (!map(g, w, n, "per_class", 3, p, r_bcn, &in, 1, out, "y = f", per_init,
+             error))
+      return NULL;
+  }
+  WeirNode *off = scratch(g, w, n, "offset", WEIR_DTYPE_I64, 2, bc);
+  WeirNode *off_init = fill(g, w, n, off, "0", error);
+  if (!off_init)
+    return NULL;
+  {
+    g_autofree char *cc = weir_expand_expr_code(C);
+    g_autofree char *other = g_strdup_printf("%s, %s", p[2], p[3]);
+    g_autofree char *code =
+        g_strdup_printf("y = %s * %s + %s < %s * %s + %s ? k : 0", p[2], cc,
+                        p[3], p[0], cc, p[1]);
+    WeirTaskletPort in = {per, "k", other, WEIR_WCR_NONE};
+    WeirTaskletPort out = {off, "y", bcs, WEIR_WCR_SUM};
+    if (!map(g, w, n, "offset", 4, p, r_bcbc, &in, 1, out, code, off_init,
+             error))
+      return NULL;
+  }
+  WeirNode *cnt = weir_state_add_access(g, w, "cnt");
+  WeirNode *cnt_init = fill(g, w, n, cnt, "0", error);
+  if (!cnt_init)
+    return NULL;
+  {
+    WeirTaskletPort in = {per, "k", bcs, WEIR_WCR_NONE};
+    WeirTaskletPort out = {cnt, "y", NULL, WEIR_WCR_SUM};
+    if (!map(g, w, n, "count", 2, p, r_bc, &in, 1, out, "y = k", cnt_init,
+             error))
+      return NULL;
+  }
+  WeirNode *yw = weir_state_add_access(g, w, "y");
+  WeirNode *y_init = fill(g, w, n, yw, "0", error);
+  if (!y_init)
+    return NULL;
+  {
+    WeirExpr *four[4] = {B, C, N, NULL};
+    g_autoptr(WeirExpr) three = weir_expr_const(3);
+    four[3] = three;
+    g_auto(GStrv) rg = ranges_of(4, four);
+    g_autofree char *rc = weir_expand_expr_code(rows);
+    g_autofree char *code = g_strdup_printf(
+        "y[min(o + r, %s - 1), %s] = f != 0 ? (%s == 0 ? %s : %s == 1 ? %s "
+        ": %s) : 0",
+        rc, p[3], p[3], p[0], p[3], p[1], p[2]);
+    WeirTaskletPort ins[3] = {{fin, "f", bci, WEIR_WCR_NONE},
+                              {rank, "r", bci, WEIR_WCR_NONE},
+                              {off, "o", bcs, WEIR_WCR_NONE}};
+    if (!scatter(g, w, n, "rows", 4, p, rg, ins, 3, yw, y_init, code, error))
+      return NULL;
+  }
+
+  /* prepare -> select (t = 0); select -> select while t + 1 < N; -> write */
+  WeirTransition *t0 =
+      weir_graph_add_transition(g, s->id, sel->id, NULL, error);
+  if (!t0 || !weir_transition_add_assignment(t0, "t", "0", error))
+    return NULL;
+  g_autofree char *nc = weir_expand_expr_code(N);
+  g_autofree char *cond = g_strdup_printf("t + 1 < %s", nc);
+  WeirTransition *loop =
+      weir_graph_add_transition(g, sel->id, sel->id, cond, error);
+  if (!loop || !weir_transition_add_assignment(loop, "t", "t + 1", error) ||
+      !weir_graph_add_transition(g, sel->id, w->id, NULL, error))
+    return NULL;
+  return g_steal_pointer(&g);
+}
+
+static gboolean expand_nms(WeirGraph *g, WeirState *s, WeirNode *n,
+                           GError **error) {
+  WeirPort bx, sc, y;
+  if (!weir_port_require_input(g, s, n, 0, &bx, error) ||
+      !weir_port_require_input(g, s, n, 1, &sc, error) ||
+      !weir_port_require_output(g, s, n, 0, &y, error))
+    return FALSE;
+  for (guint k = 2; k < 5; k++) {
+    g_autofree char *conn = g_strdup_printf("in%u", k);
+    if (weir_node_has_in_conn(n, conn))
+      return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
+                            "input %u must be a constant", k + 1);
+  }
+  if (bx.rank != 3 || sc.rank != 3 || y.rank != 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "boxes [B, N, 4], scores [B, C, N] and rows "
+                          "[R, 3] expected");
+  WeirNode *count = output_access(s, n, "count", error);
+  if (!count)
+    return FALSE;
+  WeirGraph *inner = nms_program(n, &bx, &sc, &y, error);
+  if (!inner)
+    return FALSE;
+  const char *ins[] = {"boxes", "scores", NULL};
+  const char *outs[] = {"y", "cnt", NULL};
+  g_autofree char *label = g_strdup(n->label);
+  WeirNode *nest = weir_state_add_nested(g, s, label, inner, ins, outs);
+  struct {
+    WeirNode *access;
+    const WeirContainer *c;
+    const char *conn;
+    gboolean in;
+  } wires[4] = {{bx.access, bx.container, "boxes", TRUE},
+                {sc.access, sc.container, "scores", TRUE},
+                {y.access, y.container, "y", FALSE},
+                {count, weir_graph_container(g, count->data), "cnt", FALSE}};
+  for (guint i = 0; i < 4; i++) {
+    g_autoptr(WeirSubset) full = weir_container_full_subset(wires[i].c);
+    g_autofree char *sub = weir_subset_to_string(full);
+    if (!(wires[i].in ? weir_state_add_memlet(g, s, wires[i].access->id, NULL,
+                                              nest->id, wires[i].conn,
+                                              wires[i].c->name, sub, error)
+                      : weir_state_add_memlet(g, s, nest->id, wires[i].conn,
+                                              wires[i].access->id, NULL,
+                                              wires[i].c->name, sub, error)))
+      return FALSE;
+  }
+  return weir_state_remove_node(s, n->id);
+}
+
 /* ------------------------------------------------------------ register */
 
 void weir_expand_register_bounded(void) {
   weir_op_register_expansion("NonZero", "pure", expand_non_zero);
   weir_op_register_expansion("Compress", "pure", expand_compress);
   weir_op_register_expansion("Unique", "pure", expand_unique);
+  weir_op_register_expansion("NonMaxSuppression", "pure", expand_nms);
 }
