@@ -1,7 +1,7 @@
 /* test-bounded.c — outputs of a data-dependent length (a container's
  * count, docs/ir-format.md): the validator's rules, JSON, trimming, and
- * NonZero, Compress and Unique interpreted and compiled against references
- * written here with plain loops.
+ * NonZero, Compress, Unique and NonMaxSuppression interpreted and compiled
+ * against references written here with plain loops.
  *
  * The programs are built by hand: input access nodes -> library node ->
  * output access nodes, plus the node's "count" output, the outputs naming
@@ -455,6 +455,81 @@ static void test_unique(void **state) {
     }
 }
 
+/* Greedy NMS reference on corner boxes [y1, x1, y2, x2]: per batch and
+ * class, boxes by descending score (ties by index), kept when the score
+ * passes and no kept box has IoU above iou; at most m per class. */
+static WeirTensor *nms_ref(const float *bx, const float *sc, gint64 B, gint64 C,
+                           gint64 N, gint64 m, float iou, float thr) {
+  g_autofree gint64 *rows = g_new0(gint64, 3 * B * C * N + 3);
+  gint64 n_rows = 0;
+  for (gint64 b = 0; b < B; b++)
+    for (gint64 c = 0; c < C; c++) {
+      const float *s = sc + (b * C + c) * N;
+      g_autofree gint64 *order = g_new0(gint64, N);
+      for (gint64 i = 0; i < N; i++)
+        order[i] = i;
+      for (gint64 i = 1; i < N; i++) /* stable insertion sort */
+        for (gint64 j = i; j > 0 && s[order[j]] > s[order[j - 1]]; j--) {
+          gint64 tmp = order[j];
+          order[j] = order[j - 1];
+          order[j - 1] = tmp;
+        }
+      g_autofree gint64 *kept = g_new0(gint64, N);
+      gint64 k = 0;
+      for (gint64 q = 0; q < N && k < m; q++) {
+        gint64 i = order[q];
+        if (!(s[i] > thr))
+          continue;
+        gboolean ok = TRUE;
+        for (gint64 e = 0; e < k && ok; e++) {
+          const float *a = bx + (b * N + kept[e]) * 4,
+                      *d = bx + (b * N + i) * 4;
+          float iw = MAX(MIN(a[3], d[3]) - MAX(a[1], d[1]), 0.0f);
+          float ih = MAX(MIN(a[2], d[2]) - MAX(a[0], d[0]), 0.0f);
+          float in = iw * ih;
+          float un = (a[3] - a[1]) * (a[2] - a[0]) +
+                     (d[3] - d[1]) * (d[2] - d[0]) - in;
+          ok = !(in > 0 && un > 0 && in / un > iou);
+        }
+        if (ok) {
+          kept[k++] = i;
+          rows[3 * n_rows] = b;
+          rows[3 * n_rows + 1] = c;
+          rows[3 * n_rows + 2] = i;
+          n_rows++;
+        }
+      }
+    }
+  const gint64 ws[2] = {n_rows, 3};
+  return vec_i64(3 * n_rows, rows, 2, ws);
+}
+
+static void test_nms(void **state) {
+  Fixture *f = *state;
+  const gint64 B = 2, C = 2, N = 5, M = 3;
+  const gint64 bs[3] = {B, N, 4}, ss[3] = {B, C, N};
+  const float bx[40] = {0, 0, 1, 1,    0, 0.1f, 1, 1.1f, 0, 5,
+                        1, 6, 0, 5.2f, 1, 6.2f, 3, 3,    4, 4, /* batch 0 */
+                        0, 0, 2, 2,    1, 1,    3, 3,    0, 0,
+                        2, 2, 5, 5,    6, 6,    5, 5.5f, 6, 6.5f}; /* batch 1 */
+  const float sc[20] = {0.9f, 0.8f, 0.7f, 0.95f, 0.1f, 0.3f, 0.6f,
+                        0.6f, 0.2f, 0.9f, 0.5f,  0.5f, 0.5f, 0.4f,
+                        0.3f, 0.1f, 0.2f, 0.3f,  0.4f, 0.5f};
+  Op *o = op_new("NonMaxSuppression");
+  op_input(o, 0, floats(3, bs, bx));
+  op_input(o, 1, floats(3, ss, sc));
+  weir_node_set_attr_int(o->n, "max_output_boxes_per_class", M);
+  weir_node_set_attr_float(o->n, "iou_threshold", 0.3);
+  weir_node_set_attr_float(o->n, "score_threshold", 0.45);
+  weir_node_set_attr_int(o->n, "center_point_box", 0);
+  op_output(o, 0, WEIR_DTYPE_I64, "12, 3", 0);
+  op_output(o, G_MAXUINT, WEIR_DTYPE_I64, "", -1);
+  g_autoptr(WeirTensor) want = nms_ref(bx, sc, B, C, N, M, 0.3f, 0.45f);
+  assert_true(want->shape[0] > 2 && want->shape[0] < 12); /* trims */
+  op_check(f, o, &want, 1);
+  op_free(o);
+}
+
 static int setup(void **state) {
   Fixture *f = fixture_new();
   f->opts.flags = TEST_FLAGS;
@@ -476,6 +551,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_non_zero, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compress, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unique, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_nms, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
