@@ -580,9 +580,11 @@ static WeirTensor *output_value(const DataSet *ds, const char *oname,
                                 GError **error) {
   const char *cname = g_hash_table_lookup(ds->names, oname);
   const WeirTensor *got = cname ? g_hash_table_lookup(ds->args, cname) : NULL;
+  const WeirContainer *c = cname ? weir_graph_container(ds->g, cname) : NULL;
+  if (got && c) /* trimmed to its count when its length is data-dependent */
+    return weir_container_trim(ds->g, c, got, ds->args, error);
   if (got)
     return weir_tensor_copy(got);
-  const WeirContainer *c = cname ? weir_graph_container(ds->g, cname) : NULL;
   if (c && c->initial) {
     g_autoptr(GHashTable) bindings = weir_bindings_new();
     g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);

@@ -344,6 +344,7 @@ static void container_free(gpointer p) {
   g_ptr_array_unref(c->strides);
   g_clear_pointer(&c->initial, g_bytes_unref);
   g_free(c->initializer);
+  g_free(c->count);
   g_free(c);
 }
 
@@ -544,6 +545,13 @@ void weir_container_set_initializer(WeirContainer *c, const char *name) {
   char *copy = g_strdup(name);
   g_free(c->initializer);
   c->initializer = copy;
+}
+
+void weir_container_set_count(WeirContainer *c, const char *count, guint dim) {
+  char *copy = g_strdup(count);
+  g_free(c->count);
+  c->count = copy;
+  c->count_dim = count ? dim : 0;
 }
 
 /* Binary search in an array of elements whose first field is a guint id. */
@@ -1296,6 +1304,8 @@ WeirGraph *weir_graph_copy(const WeirGraph *g) {
     if (src->initial)
       dst->initial = g_bytes_ref(src->initial);
     dst->initializer = g_strdup(src->initializer);
+    dst->count = g_strdup(src->count);
+    dst->count_dim = src->count_dim;
     g_ptr_array_add(c->containers, dst);
     g_hash_table_insert(c->by_name, dst->name, dst);
   }

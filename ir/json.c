@@ -138,6 +138,10 @@ static json_object *container_json(const WeirContainer *c, gint64 literal_max) {
   }
   if (c->initializer)
     json_object_object_add(o, "initializer", json_str(c->initializer));
+  if (c->count) {
+    json_object_object_add(o, "count", json_str(c->count));
+    json_object_object_add(o, "count_dim", json_object_new_int64(c->count_dim));
+  }
   return o;
 }
 
@@ -942,11 +946,13 @@ static gboolean load_initial(Loader *L, WeirContainer *c, json_object *init) {
 
 static gboolean load_container(Loader *L, Program *P, json_object *obj,
                                guint *prev) {
-  static const char *const keys[] = {"id",      "name",        "dtype",
-                                     "shape",   "strides",     "transient",
-                                     "initial", "initializer", NULL};
+  static const char *const keys[] = {
+      "id",      "name",        "dtype", "shape",     "strides", "transient",
+      "initial", "initializer", "count", "count_dim", NULL};
   guint id;
-  const char *name, *dtype_name, *initializer = NULL;
+  const char *name, *dtype_name, *initializer = NULL, *count = NULL;
+  gint64 count_dim = 0;
+  gboolean has_count_dim = FALSE;
   WeirDType dtype;
   g_autoptr(GPtrArray) shape = NULL;
   g_autoptr(GPtrArray) strides = NULL;
@@ -963,8 +969,18 @@ static gboolean load_container(Loader *L, Program *P, json_object *obj,
       !get_exprs(L, obj, "strides", FALSE, &strides) ||
       !get_bool(L, obj, "transient", &transient) ||
       !member(L, obj, "initial", json_type_object, FALSE, &initial) ||
-      !get_string(L, obj, "initializer", FALSE, &initializer))
+      !get_string(L, obj, "initializer", FALSE, &initializer) ||
+      !get_string(L, obj, "count", FALSE, &count) ||
+      !get_int(L, obj, "count_dim", FALSE, 0, G_MAXUINT, &count_dim,
+               &has_count_dim))
     return FALSE;
+  if (has_count_dim && !count)
+    return fail_at(L, "count_dim", WEIR_ERROR_INVALID,
+                   "count_dim without count");
+  if (count && count_dim >= (gint64)shape->len)
+    return fail_at(L, "count_dim", WEIR_ERROR_INVALID,
+                   "count_dim %" G_GINT64_FORMAT " for a shape of rank %u",
+                   count_dim, shape->len);
   if (strides && strides->len != shape->len)
     return fail_at(L, "strides", WEIR_ERROR_INVALID,
                    "%u strides for a shape of rank %u", strides->len,
@@ -979,6 +995,8 @@ static gboolean load_container(Loader *L, Program *P, json_object *obj,
   if (strides)
     weir_container_set_strides(c, (WeirExpr *const *)strides->pdata);
   weir_container_set_initializer(c, initializer);
+  if (count)
+    weir_container_set_count(c, count, (guint)count_dim);
   if (initial) {
     gsize old = path_key(L, "initial");
     gboolean ok = load_initial(L, c, initial);

@@ -13,7 +13,9 @@
  *         problems are checked recursively and prefixed with the nested
  *         node's description);
  *      c. memlets by id: ends and connectors, container, access-node
- *         consistency and copies, subset rank, symbols, bounds, wcr.
+ *         consistency and copies, subset rank, symbols, bounds, wcr, and
+ *         no read of a container whose length is data-dependent (a
+ *         container with a count: docs/ir-format.md).
  *
  * A check never stops the walk: when one fact is missing (an unknown
  * container, a state whose scopes cannot be computed), the checks that need
@@ -924,6 +926,12 @@ static void check_memlet(StateCheck *st, WeirMemlet *m) {
     add_problem(st->out, &w, "memlet on '%s' has no subset", m->data);
   else
     check_subset_on(st->out, &w, m->subset, c, sc, "subset");
+  if (c && c->count && src_access)
+    add_problem(st->out, &w,
+                "reads '%s', whose dimension %u has a data-dependent length "
+                "(count '%s'): nothing in a program may read it; only the "
+                "runtime does, trimming the program's outputs to the count",
+                c->name, c->count_dim, c->count);
   if (c && m->subset && src_access && dst_access)
     check_copy(st, &w, m, src, dst, sc);
   else if (m->other)
@@ -1089,6 +1097,24 @@ static void check_container(const WeirGraph *g, const WeirContainer *c,
   for (guint d = 0; d < c->strides->len; d++) {
     g_autofree char *what = g_strdup_printf("stride %u", d);
     check_expr_symbols(out, &w, g_ptr_array_index(c->strides, d), sc, what);
+  }
+  if (c->count) {
+    const WeirContainer *k = g_hash_table_lookup(first, c->count);
+    if (c->count_dim >= c->shape->len)
+      add_problem(out, &w, "count bounds dimension %u of a shape of rank %u",
+                  c->count_dim, c->shape->len);
+    if (!k)
+      add_problem(out, &w, "count container '%s' does not exist", c->count);
+    else if (k == c || k->dtype != WEIR_DTYPE_I64 || k->shape->len != 0 ||
+             k->count)
+      add_problem(out, &w,
+                  "count container '%s' must be another i64 scalar, itself "
+                  "without a count",
+                  c->count);
+    if (c->initial)
+      add_problem(out, &w,
+                  "a container with a count cannot have initial "
+                  "data");
   }
   if (!c->initial)
     return;

@@ -98,6 +98,15 @@ typedef struct {
    * arguments that still name their initializer); weir_train_parameters
    * trains these by default (docs/training.md). */
   char *initializer;
+  /* A data-dependent length: the name (owned) of an i64 scalar container
+   * holding, after a run, how many entries of dimension count_dim are
+   * valid; the extent of that dimension is only an upper bound.  NULL
+   * when every extent is exact.  The validator refuses any read of such a
+   * container inside the program; the runtime trims the program's outputs
+   * to their counts (weir_container_trim).  Set by the importer for
+   * NonZero, Compress and Unique (docs/ir-format.md). */
+  char *count;
+  guint count_dim;
 } WeirContainer;
 
 /* Number of elements (product of the shape) and total size in bytes. */
@@ -329,6 +338,11 @@ WEIR_API void weir_container_set_initial(WeirContainer *c, GBytes *data);
  * clears it. */
 WEIR_API void weir_container_set_initializer(WeirContainer *c,
                                              const char *name);
+/* Makes dimension dim of c's extent an upper bound, the valid length
+ * being the value of the i64 scalar container named count (a copy is
+ * kept); count NULL clears it.  Checked by the validator. */
+WEIR_API void weir_container_set_count(WeirContainer *c, const char *count,
+                                       guint dim);
 
 /* States and transitions.  The first state added becomes the start state. */
 /**

@@ -52,6 +52,22 @@ WEIR_API gboolean weir_interp_check_argument_names(const WeirGraph *g,
                                                    gboolean constants_compiled,
                                                    GError **error);
 
+/* Outputs of a data-dependent length (a container with a count,
+ * weir-graph.h): a new tensor holding the valid part of t, c's value after
+ * a run, along c->count_dim: the first `count` entries, count being the
+ * value of the container c->count in args (container name -> WeirTensor*,
+ * the run's arguments).  When c has no count, a copy of t.  Fails when the
+ * count is not in args or lies outside [0, the dimension's extent].  Used
+ * by the conformance runner, `weir run` and the bindings to read outputs
+ * of NonZero, Compress and Unique (docs/ir-format.md).  (transfer full) */
+/**
+ * weir_container_trim: (skip)
+ */
+WEIR_API WeirTensor *weir_container_trim(const WeirGraph *g,
+                                         const WeirContainer *c,
+                                         const WeirTensor *t, GHashTable *args,
+                                         GError **error);
+
 G_END_DECLS
 
 #endif

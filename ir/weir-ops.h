@@ -70,6 +70,13 @@ typedef struct {
    * Concat -> Reshape chains): one symbolic expression per element, or
    * NULL.  Lets a symbolic batch size flow through shape computations. */
   GPtrArray *int_values; /* WeirExpr* */
+  /* Outputs only: the extent of dimension bounded_dim is an upper bound,
+   * the valid length known only at run time (NonZero, Compress, Unique).
+   * The node then has an output connector "count" that receives the
+   * length as an i64 scalar; the importer gives the output's container
+   * that count (WeirContainer.count, docs/ir-format.md). */
+  gboolean bounded;
+  guint bounded_dim;
 } WeirOpValue;
 
 typedef struct {
@@ -86,6 +93,11 @@ typedef struct {
 WEIR_API void weir_op_set_output(WeirOpInferContext *ctx, guint k,
                                  WeirDType dtype, guint rank,
                                  WeirExpr *const *shape);
+/* Marks dimension dim of output k (set before with weir_op_set_output) as
+ * bounded: its extent is an upper bound and the valid length is the
+ * node's "count" output. */
+WEIR_API void weir_op_set_output_bounded(WeirOpInferContext *ctx, guint k,
+                                         guint dim);
 WEIR_API void weir_op_set_output_int_values(WeirOpInferContext *ctx, guint k,
                                             WeirExpr *const *values, guint n);
 

@@ -249,6 +249,14 @@ void weir_op_set_output(WeirOpInferContext *ctx, guint k, WeirDType dtype,
     v->shape[d] = weir_expr_ref(shape[d]);
 }
 
+void weir_op_set_output_bounded(WeirOpInferContext *ctx, guint k, guint dim) {
+  g_return_if_fail(k < ctx->n_outputs);
+  WeirOpValue *v = &ctx->outputs[k];
+  g_return_if_fail(v->present && dim < v->rank);
+  v->bounded = TRUE;
+  v->bounded_dim = dim;
+}
+
 void weir_op_set_output_int_values(WeirOpInferContext *ctx, guint k,
                                    WeirExpr *const *values, guint n) {
   g_return_if_fail(k < ctx->n_outputs);

@@ -45,6 +45,8 @@ typedef struct {
   gboolean initializer;  /* decoded from an initializer of the same name */
   char *container;       /* container name once created, or NULL */
   guint access;          /* its access node, or 0 */
+  gboolean bounded;      /* a data-dependent length (WeirContainer.count) */
+  guint bounded_dim;
 } Value;
 
 typedef struct {
@@ -1012,8 +1014,11 @@ static gboolean check_declared(Importer *imp, const WeirOnnxNode *on, guint k,
   guint bad = 0;
   for (guint d = 0; ok && d < vi->rank; d++) {
     gint64 c;
+    /* A data-dependent length: the model declares the length of its
+     * example, at most the bound. */
+    gboolean bound = v->bounded && d == v->bounded_dim;
     if (vi->dims[d].value >= 0 && weir_expr_is_const(v->shape[d], &c) &&
-        c != vi->dims[d].value) {
+        (bound ? c < vi->dims[d].value : c != vi->dims[d].value)) {
       ok = FALSE;
       bad = d;
     }
@@ -1068,6 +1073,36 @@ static gboolean add_memlet(Importer *imp, guint src, const char *src_conn,
   return TRUE;
 }
 
+/* Outputs of a data-dependent length (WeirOpValue.bounded): the node's
+ * output connector "count" writes an i64 scalar argument container,
+ * "<node>_count", which each such output's container names as its count
+ * (docs/ir-format.md); the runtime trims the outputs to it. */
+static gboolean bind_count(Importer *imp, const WeirOnnxNode *on, WeirNode *n,
+                           Value *const *results, guint n_out, GError **error) {
+  gboolean any = FALSE;
+  for (guint k = 0; k < n_out; k++)
+    any |= results[k] && results[k]->bounded;
+  if (!any)
+    return TRUE;
+  g_autofree char *base =
+      g_strdup_printf("%s_count", *on->name ? on->name : on->op_type);
+  Value count = {.name = base, .dtype = WEIR_DTYPE_I64, .rank = 0};
+  count.shape = g_new0(WeirExpr *, 1);
+  gboolean ok = value_materialize(imp, &count, FALSE, error);
+  if (ok) {
+    weir_node_add_out_conn(n, "count");
+    ok = add_memlet(imp, n->id, "count", count.access, NULL, &count, error);
+  }
+  for (guint k = 0; ok && k < n_out; k++)
+    if (results[k] && results[k]->bounded)
+      weir_container_set_count(
+          weir_graph_container(imp->g, results[k]->container), count.container,
+          results[k]->bounded_dim);
+  g_free(count.shape);
+  g_free(count.container);
+  return ok;
+}
+
 static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
                                GError **error) {
   const WeirOpInfo *info = weir_op_lookup(on->op_type);
@@ -1088,6 +1123,13 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
     inputs[k] = value_get(imp, on->inputs[k], on, k, error);
     if (!inputs[k])
       return FALSE;
+    if (inputs[k]->bounded)
+      return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                  "node '%s' (%s): input %u '%s' has a data-dependent length "
+                  "(dimension %u), which only a graph output may have in "
+                  "Weir (docs/onnx.md)",
+                  on->name, on->op_type, k + 1, on->inputs[k],
+                  inputs[k]->bounded_dim);
     uses[k] = INPUT_WIRED;
   }
   WeirNode *n = weir_state_add_library(imp->g, imp->state, on->name,
@@ -1159,6 +1201,8 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
     if (!v->shape)
       v->shape = g_new0(WeirExpr *, 1);
     v->int_values = g_steal_pointer(&outs[k].int_values);
+    v->bounded = outs[k].bounded;
+    v->bounded_dim = outs[k].bounded_dim;
     results[k] = v;
   }
   for (guint k = 0; k < n_out; k++)
@@ -1191,7 +1235,7 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
                     error))
       return FALSE;
   }
-  return TRUE;
+  return bind_count(imp, on, n, results, n_out, error);
 }
 
 /* A control-flow node (Scan, onnx-control.h): a nested program node with
