@@ -8,8 +8,9 @@
  * decoded, so the file differs from the original only in those tensors
  * (and in field order, which protobuf does not fix).
  *
- * The unpacked message owns its buffers: new data is swapped in for the
- * pack and the original pointers are put back before the message is freed.
+ * The unpacked message owns its buffers: new data (and new metadata
+ * entries) are swapped in for the pack and the original pointers are put
+ * back before the message is freed.
  */
 #include <string.h>
 
@@ -90,6 +91,81 @@ static gint compare_names(gconstpointer a, gconstpointer b) {
 gboolean weir_onnx_save_with_initializers(const char *source_path,
                                           GHashTable *values, const char *path,
                                           GError **error) {
+  return weir_onnx_save_with_metadata(source_path, values, NULL, path, error);
+}
+
+/* Metadata entries set for the pack: existing keys get the new value,
+ * others are appended (sorted by key). */
+typedef struct {
+  Onnx__StringStringEntryProto **old_props;
+  size_t old_n;
+  GPtrArray *entries; /* Onnx__StringStringEntryProto*, owned */
+  Onnx__StringStringEntryProto **props;
+  char **old_values; /* per old entry: the value replaced, or NULL */
+} MetaSwap;
+
+static void meta_entry_free(gpointer p) {
+  Onnx__StringStringEntryProto *e = p;
+  g_free(e->key);
+  g_free(e->value);
+  g_free(e);
+}
+
+static void meta_swap_in(MetaSwap *ms, Onnx__ModelProto *m,
+                         GHashTable *metadata) {
+  ms->old_props = m->metadata_props;
+  ms->old_n = m->n_metadata_props;
+  ms->entries = g_ptr_array_new_with_free_func(meta_entry_free);
+  ms->old_values = g_new0(char *, ms->old_n + 1);
+  g_autoptr(GPtrArray) keys = g_ptr_array_new();
+  GHashTableIter it;
+  gpointer key;
+  g_hash_table_iter_init(&it, metadata);
+  while (g_hash_table_iter_next(&it, &key, NULL))
+    g_ptr_array_add(keys, key);
+  g_ptr_array_sort(keys, compare_names);
+  ms->props = g_new0(Onnx__StringStringEntryProto *, ms->old_n + keys->len + 1);
+  size_t n = 0;
+  for (size_t i = 0; i < ms->old_n; i++)
+    ms->props[n++] = m->metadata_props[i];
+  for (guint k = 0; k < keys->len; k++) {
+    const char *value = g_hash_table_lookup(metadata, keys->pdata[k]);
+    gboolean found = FALSE;
+    for (size_t i = 0; i < ms->old_n && !found; i++) {
+      if (g_strcmp0(m->metadata_props[i]->key, keys->pdata[k]) == 0) {
+        ms->old_values[i] = m->metadata_props[i]->value;
+        m->metadata_props[i]->value = (char *)value;
+        found = TRUE;
+      }
+    }
+    if (found)
+      continue;
+    Onnx__StringStringEntryProto *e = g_new0(Onnx__StringStringEntryProto, 1);
+    onnx__string_string_entry_proto__init(e);
+    e->key = g_strdup(keys->pdata[k]);
+    e->value = g_strdup(value);
+    g_ptr_array_add(ms->entries, e);
+    ms->props[n++] = e;
+  }
+  m->metadata_props = ms->props;
+  m->n_metadata_props = n;
+}
+
+static void meta_swap_restore(MetaSwap *ms, Onnx__ModelProto *m) {
+  for (size_t i = 0; i < ms->old_n; i++) {
+    if (ms->old_values[i])
+      ms->old_props[i]->value = ms->old_values[i];
+  }
+  m->metadata_props = ms->old_props;
+  m->n_metadata_props = ms->old_n;
+  g_free(ms->props);
+  g_free(ms->old_values);
+  g_ptr_array_unref(ms->entries);
+}
+
+gboolean weir_onnx_save_with_metadata(const char *source_path,
+                                      GHashTable *values, GHashTable *metadata,
+                                      const char *path, GError **error) {
   g_return_val_if_fail(source_path && values && path, FALSE);
   GError *local = NULL;
   g_autoptr(GMappedFile) file = g_mapped_file_new(source_path, FALSE, &local);
@@ -139,6 +215,10 @@ gboolean weir_onnx_save_with_initializers(const char *source_path,
     if (ok)
       g_array_append_val(swaps, s);
   }
+  MetaSwap ms = {0};
+  gboolean meta_in = ok && metadata;
+  if (meta_in)
+    meta_swap_in(&ms, m, metadata);
   if (ok) {
     gsize len = onnx__model_proto__get_packed_size(m);
     g_autofree guint8 *out = g_malloc(MAX(len, 1));
@@ -149,6 +229,8 @@ gboolean weir_onnx_save_with_initializers(const char *source_path,
       ok = FALSE;
     }
   }
+  if (meta_in)
+    meta_swap_restore(&ms, m);
   for (guint i = 0; i < swaps->len; i++)
     swap_restore(&g_array_index(swaps, Swap, i));
   onnx__model_proto__free_unpacked(m, NULL);
