@@ -328,7 +328,11 @@ WEIR_API gboolean weir_onnx_save_with_initializers(const char *source_path,
 
 /* The same, also setting entries of the model's metadata_props: metadata
  * (may be NULL) maps a key (char*) -> value (char*); an existing key gets
- * the new value, new keys are appended in key order. */
+ * the new value, new keys are appended in key order.  A value may also
+ * change its initializer's shape (structured pruning): the graph's
+ * value_info entries (optional shapes of intermediate values, which may
+ * then be stale) are left out of the file, and an initializer that is also
+ * declared as a graph input is refused. */
 /**
  * weir_onnx_save_with_metadata: (skip)
  */

@@ -7,9 +7,10 @@
  *
  * OUT is a workspace (.weir: the model and the step in its history), a
  * program (.json) or, for an ONNX MODEL, an ONNX model (.onnx): the
- * original file with the new initializer values and the metadata entry
- * "weir.pruned" listing the pruned initializers (comma separated), which
- * `weir train` reads to keep their zeros while fine-tuning.  It prints the
+ * original file with the new initializer values (and shapes, for
+ * structured pruning) and the metadata entry "weir.pruned" listing the
+ * pruned initializers that hold zeros (comma separated), which `weir
+ * train` reads to keep their zeros while fine-tuning.  It prints the
  * step's data-movement report (logical volume and FLOPs before and after)
  * and, per pruned weight, its zeros and the bytes a sparse format would
  * not move.
@@ -92,7 +93,8 @@ static void print_weights(const WeirGraph *before, GPtrArray *changed) {
 }
 
 /* The comma-separated initializer names recorded in "weir.pruned": the old
- * entry's names and those of changed, without repeats. (transfer full) */
+ * entry's names and those of changed that hold zeros, without repeats.
+ * (transfer full) */
 static char *pruned_list(const char *old, GPtrArray *changed) {
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
   if (old && *old) {
@@ -102,6 +104,9 @@ static char *pruned_list(const char *old, GPtrArray *changed) {
   }
   for (guint i = 0; i < changed->len; i++) {
     const WeirContainer *c = changed->pdata[i];
+    gint64 n = 0, z = 0;
+    if (!count_zeros(c, &n, &z) || z == 0)
+      continue; /* nothing to keep (structured pruning, biases) */
     gboolean seen = FALSE;
     for (guint k = 0; k < names->len && !seen; k++)
       seen = g_strcmp0(names->pdata[k], c->initializer) == 0;
@@ -143,7 +148,8 @@ static gboolean write_onnx(const char *model_path, const WeirGraph *g,
   g_autofree char *list =
       pruned_list(weir_onnx_model_metadata(model, "weir.pruned"), changed);
   g_autoptr(GHashTable) meta = g_hash_table_new(g_str_hash, g_str_equal);
-  g_hash_table_insert(meta, "weir.pruned", list);
+  if (*list)
+    g_hash_table_insert(meta, "weir.pruned", list);
   return weir_onnx_save_with_metadata(model_path, values, meta, out, error);
 }
 

@@ -16,6 +16,7 @@
  *    ranked here by their L1 norms); on ResNet the residual Add is refused
  *    with a reason naming it.
  */
+#include <glib/gstdio.h>
 #include <math.h>
 
 #include "tier2-check.h"
@@ -312,6 +313,45 @@ static void test_channels_cnn(void **state) {
   t2_assert_same(expect, g, bind, 1e-5);
 }
 
+/* The structured CNN written back to ONNX with new initializer shapes
+ * (weir_onnx_save_with_metadata) imports and computes what the pruned
+ * program computes; the metadata entry reads back. */
+static void test_channels_onnx(void **state) {
+  (void)state;
+  const char *params[] = {"sparsity=0.5", "structure=channels", NULL};
+  g_autoptr(WeirGraph) g = pruned_model("digits_cnn", params);
+  g_autoptr(GHashTable) values = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+  static const char *const names[] = {"conv.weight", "conv.bias", "fc1.weight",
+                                      "fc1.bias", "fc2.weight"};
+  for (guint k = 0; k < G_N_ELEMENTS(names); k++)
+    g_hash_table_insert(values, (gpointer)names[k], data_of(g, names[k]));
+  g_autoptr(GHashTable) meta = g_hash_table_new(g_str_hash, g_str_equal);
+  g_hash_table_insert(meta, "weir.pruned", "conv.weight");
+  g_autofree char *src = g_build_filename(WEIR_SRCDIR, "samples", "models",
+                                          "digits_cnn.onnx", NULL);
+  g_autofree char *dir = g_dir_make_tmp("weir-prune-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "cnn50.onnx", NULL);
+  g_autoptr(GError) err = NULL;
+  if (!weir_onnx_save_with_metadata(src, values, meta, out, &err))
+    fail_msg("%s", err->message);
+  /* the plain write-back still refuses a new shape */
+  g_autofree char *out2 = g_build_filename(dir, "refused.onnx", NULL);
+  assert_false(weir_onnx_save_with_initializers(src, values, out2, NULL));
+  g_autoptr(WeirOnnxModel) m = weir_onnx_model_load(out, &err);
+  assert_non_null(m);
+  assert_string_equal(weir_onnx_model_metadata(m, "weir.pruned"),
+                      "conv.weight");
+  assert_null(weir_onnx_model_metadata(m, "other"));
+  g_autoptr(WeirGraph) back = weir_onnx_import(out, NULL, &err);
+  if (!back)
+    fail_msg("%s", err->message);
+  g_autoptr(GHashTable) bind = t2_bindings("batch=2");
+  t2_assert_same(g, back, bind, 1e-6);
+  g_unlink(out);
+  g_rmdir(dir);
+}
+
 static void test_channels_refused(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g = t2_import_model("resnet");
@@ -337,6 +377,7 @@ int main(void) {
       cmocka_unit_test(test_mask_kept_by_training),
       cmocka_unit_test(test_channels_mlp),
       cmocka_unit_test(test_channels_cnn),
+      cmocka_unit_test(test_channels_onnx),
       cmocka_unit_test(test_channels_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,8 @@ typedef struct {
   ProtobufCBinaryData raw_data;
   size_t n_float, n_double, n_int32, n_int64, n_uint64;
   guint8 *bytes; /* the new raw data (owned) */
+  size_t n_dims; /* the old shape, when a new one (owned) is swapped in */
+  int64_t *dims, *new_dims;
 } Swap;
 
 static void swap_restore(Swap *s) {
@@ -34,10 +36,15 @@ static void swap_restore(Swap *s) {
   p->n_int64_data = s->n_int64;
   p->n_uint64_data = s->n_uint64;
   g_free(s->bytes);
+  if (s->new_dims) {
+    p->n_dims = s->n_dims;
+    p->dims = s->dims;
+    g_free(s->new_dims);
+  }
 }
 
 static gboolean swap_in(Swap *s, Onnx__TensorProto *p, const WeirTensor *t,
-                        const char *source, GError **error) {
+                        gboolean reshape, const char *source, GError **error) {
   const char *name = p->name ? p->name : "";
   WeirDType dtype;
   if (!weir_onnx_type_to_dtype(p->data_type, &dtype) || dtype != t->dtype) {
@@ -50,7 +57,7 @@ static gboolean swap_in(Swap *s, Onnx__TensorProto *p, const WeirTensor *t,
   gboolean same = p->n_dims == t->rank;
   for (guint i = 0; same && i < t->rank; i++)
     same = p->dims[i] == t->shape[i];
-  if (!same) {
+  if (!same && !reshape) {
     g_autofree char *got = weir_tensor_describe(t);
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "%s: initializer '%s' has %zu dimensions of another shape than "
@@ -81,6 +88,15 @@ static gboolean swap_in(Swap *s, Onnx__TensorProto *p, const WeirTensor *t,
   p->raw_data.data = s->bytes;
   p->n_float_data = p->n_double_data = p->n_int32_data = 0;
   p->n_int64_data = p->n_uint64_data = 0;
+  if (!same) {
+    s->n_dims = p->n_dims;
+    s->dims = p->dims;
+    s->new_dims = g_new(int64_t, MAX(t->rank, 1));
+    for (guint i = 0; i < t->rank; i++)
+      s->new_dims[i] = t->shape[i];
+    p->n_dims = t->rank;
+    p->dims = s->new_dims;
+  }
   return TRUE;
 }
 
@@ -88,10 +104,20 @@ static gint compare_names(gconstpointer a, gconstpointer b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static gboolean save(const char *source_path, GHashTable *values,
+                     GHashTable *metadata, gboolean reshape, const char *path,
+                     GError **error);
+
 gboolean weir_onnx_save_with_initializers(const char *source_path,
                                           GHashTable *values, const char *path,
                                           GError **error) {
-  return weir_onnx_save_with_metadata(source_path, values, NULL, path, error);
+  return save(source_path, values, NULL, FALSE, path, error);
+}
+
+gboolean weir_onnx_save_with_metadata(const char *source_path,
+                                      GHashTable *values, GHashTable *metadata,
+                                      const char *path, GError **error) {
+  return save(source_path, values, metadata, TRUE, path, error);
 }
 
 /* Metadata entries set for the pack: existing keys get the new value,
@@ -163,9 +189,9 @@ static void meta_swap_restore(MetaSwap *ms, Onnx__ModelProto *m) {
   g_ptr_array_unref(ms->entries);
 }
 
-gboolean weir_onnx_save_with_metadata(const char *source_path,
-                                      GHashTable *values, GHashTable *metadata,
-                                      const char *path, GError **error) {
+static gboolean save(const char *source_path, GHashTable *values,
+                     GHashTable *metadata, gboolean reshape, const char *path,
+                     GError **error) {
   g_return_val_if_fail(source_path && values && path, FALSE);
   GError *local = NULL;
   g_autoptr(GMappedFile) file = g_mapped_file_new(source_path, FALSE, &local);
@@ -211,10 +237,27 @@ gboolean weir_onnx_save_with_metadata(const char *source_path,
       break;
     }
     Swap s = {0};
-    ok = swap_in(&s, p, g_hash_table_lookup(values, name), source_path, error);
+    ok = swap_in(&s, p, g_hash_table_lookup(values, name), reshape, source_path,
+                 error);
     if (ok)
       g_array_append_val(swaps, s);
+    for (size_t i = 0; ok && s.new_dims && i < g->n_input; i++)
+      if (g_strcmp0(g->input[i]->name, name) == 0) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                    "%s: initializer '%s' changes shape and is also declared "
+                    "as a graph input",
+                    source_path, name);
+        ok = FALSE;
+      }
   }
+  /* a new shape makes the recorded shapes of values computed from it
+   * stale: the (optional) value_info entries are left out */
+  gboolean reshaped = FALSE;
+  for (guint i = 0; i < swaps->len; i++)
+    reshaped = reshaped || g_array_index(swaps, Swap, i).new_dims;
+  size_t n_value_info = g->n_value_info;
+  if (reshaped)
+    g->n_value_info = 0;
   MetaSwap ms = {0};
   gboolean meta_in = ok && metadata;
   if (meta_in)
@@ -231,6 +274,7 @@ gboolean weir_onnx_save_with_metadata(const char *source_path,
   }
   if (meta_in)
     meta_swap_restore(&ms, m);
+  g->n_value_info = n_value_info;
   for (guint i = 0; i < swaps->len; i++)
     swap_restore(&g_array_index(swaps, Swap, i));
   onnx__model_proto__free_unpacked(m, NULL);
