@@ -117,9 +117,8 @@ static char *pruned_list(const char *old, GPtrArray *changed) {
   return g_strjoinv(",", (char **)names->pdata);
 }
 
-static gboolean write_onnx(const char *model_path, const WeirGraph *g,
-                           GPtrArray *changed, const char *out,
-                           GError **error) {
+static gboolean write_onnx(const char *model_path, GPtrArray *changed,
+                           const char *out, GError **error) {
   g_autoptr(WeirOnnxModel) model = weir_onnx_model_load(model_path, error);
   if (!model)
     return FALSE;
@@ -144,7 +143,6 @@ static gboolean write_onnx(const char *model_path, const WeirGraph *g,
     memcpy(t->data, data, size);
     g_hash_table_insert(values, c->initializer, t);
   }
-  (void)g;
   g_autofree char *list =
       pruned_list(weir_onnx_model_metadata(model, "weir.pruned"), changed);
   g_autoptr(GHashTable) meta = g_hash_table_new(g_str_hash, g_str_equal);
@@ -260,7 +258,7 @@ int cli_cmd_prune(int argc, char **argv) {
     cli_print_workspace_summary(output_path, s);
     return 0;
   }
-  gboolean ok = to_onnx ? write_onnx(argv[1], cur, changed, output_path, &error)
+  gboolean ok = to_onnx ? write_onnx(argv[1], changed, output_path, &error)
                         : weir_graph_save(cur, output_path, &error);
   if (!ok) {
     cli_print_error("prune", error);

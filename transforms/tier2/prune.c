@@ -149,7 +149,7 @@ static void zero_smallest(Entry *entries, gint64 n, double fraction,
                     entries[i].index, 0.0);
 }
 
-static gboolean prune_unstructured(WeirGraph *g, GPtrArray *ws, double sparsity,
+static gboolean prune_unstructured(GPtrArray *ws, double sparsity,
                                    gboolean global) {
   g_autoptr(GPtrArray) tensors =
       g_ptr_array_new_with_free_func((GDestroyNotify)weir_tensor_free);
@@ -173,7 +173,6 @@ static gboolean prune_unstructured(WeirGraph *g, GPtrArray *ws, double sparsity,
   }
   if (global)
     zero_smallest(entries, n, sparsity, tensors);
-  (void)g;
   for (guint i = 0; i < ws->len; i++) {
     WeirTensor *t = g_ptr_array_index(tensors, i);
     g_autoptr(GBytes) bytes = g_bytes_new(t->data, weir_tensor_nbytes(t));
@@ -221,7 +220,7 @@ static gboolean prune_apply(WeirGraph *g, const WeirSite *site,
   if (g_strcmp0(weir_params_get_string(params, "structure"), "channels") == 0)
     return weir_prune_channels_apply(g, ws, params, error);
   return prune_unstructured(
-      g, ws, sparsity,
+      ws, sparsity,
       g_strcmp0(weir_params_get_string(params, "scope"), "global") == 0);
 }
 
