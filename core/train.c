@@ -1348,6 +1348,70 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
   pointwise(b, NULL, p, p, code, ins, lr_name ? 6 : 5);
 }
 
+/* ------------------------------------------------------ pruning masks */
+
+/* The masks of the parameters that keep their zeros (options->keep_zeros):
+ * parameter name -> WeirTensor* (u8, 1 where forward's constant data is
+ * nonzero), only for parameters with at least one zero.  NULL with an
+ * error for a bad pattern. */
+static GHashTable *pruning_masks(const WeirGraph *forward, char **params,
+                                 const WeirTrainOptions *o, GError **error) {
+  GHashTable *masks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                            (GDestroyNotify)weir_tensor_free);
+  if (!o->keep_zeros)
+    return masks;
+  g_autoptr(GRegex) re =
+      compile_regex(forward, "--keep-zeros", o->keep_zeros, error);
+  if (!re) {
+    g_hash_table_unref(masks);
+    return NULL;
+  }
+  for (guint i = 0; params[i]; i++) {
+    const WeirContainer *c = weir_graph_container(forward, params[i]);
+    if (!name_matches(re, c) || !c->initial)
+      continue;
+    guint rank = c->shape->len;
+    g_autofree gint64 *shape = g_new0(gint64, rank + 1);
+    gboolean concrete = TRUE;
+    for (guint d = 0; d < rank && concrete; d++)
+      concrete = weir_expr_is_const(g_ptr_array_index(c->shape, d), &shape[d]);
+    if (!concrete)
+      continue;
+    g_autoptr(WeirTensor) w = weir_tensor_new(c->dtype, rank, shape);
+    gsize size = 0;
+    const void *data = g_bytes_get_data(c->initial, &size);
+    if (size != weir_tensor_nbytes(w))
+      continue;
+    memcpy(w->data, data, size);
+    g_autoptr(WeirTensor) m = weir_tensor_new(WEIR_DTYPE_U8, rank, shape);
+    gint64 zeros = 0;
+    for (gint64 k = 0; k < w->count; k++) {
+      gboolean nz = weir_tensor_get(w, k) != 0;
+      ((guint8 *)m->data)[k] = nz;
+      zeros += !nz;
+    }
+    if (zeros > 0)
+      g_hash_table_insert(masks, g_strdup(params[i]), g_steal_pointer(&m));
+  }
+  return masks;
+}
+
+/* P = mask ? P : 0 after the update of P: a constant mask container and
+ * one Pointwise node in state b->s. */
+static void build_mask_step(Builder *b, const char *p, const WeirTensor *mask) {
+  g_autofree char *base = g_strdup_printf("%s_mask", p);
+  g_autofree char *name = weir_graph_fresh_name(b->g, base);
+  const WeirContainer *pc = weir_graph_container(b->g, p);
+  WeirContainer *c =
+      weir_graph_add_container(b->g, name, WEIR_DTYPE_U8, pc->shape->len,
+                               (WeirExpr *const *)pc->shape->pdata, TRUE, NULL);
+  g_assert(c);
+  g_autoptr(GBytes) bytes = g_bytes_new(mask->data, weir_tensor_nbytes(mask));
+  weir_container_set_initial(c, bytes);
+  const char *ins[] = {p, c->name};
+  pointwise(b, NULL, p, p, "y = b != 0 ? a : 0", ins, 2);
+}
+
 /* ------------------------------------------------ learning-rate schedule */
 
 /* The tasklet code computing the learning rate from s = the step counter
@@ -1861,6 +1925,10 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     return NULL;
   }
 
+  g_autoptr(GHashTable) masks = pruning_masks(forward, params, options, error);
+  if (!masks)
+    return NULL;
+
   g_autoptr(WeirGraph) g = weir_graph_copy(forward);
   g_free(g->name);
   g->name = g_strdup_printf("%s_train", forward->name);
@@ -2208,6 +2276,12 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
       return NULL;
     build_update(&b, options, params[i], g_hash_table_lookup(grads, params[i]),
                  check, state_names, lr);
+  }
+  /* pruned parameters keep their zeros */
+  for (guint i = 0; params[i]; i++) {
+    const WeirTensor *mask = g_hash_table_lookup(masks, params[i]);
+    if (mask)
+      build_mask_step(&b, params[i], mask);
   }
   /* running statistics: with accumulation after every micro-batch (as
    * PyTorch's forward passes), kept when the batch statistic is not

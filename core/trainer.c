@@ -62,6 +62,7 @@ struct _WeirTrainer {
   WeirKernel *train_kernel, *eval_kernel;
   GHashTable *state;        /* name -> WeirTensor* (owned) */
   GHashTable *initializers; /* ONNX names of the model's initializers */
+  char *pruned; /* keep_zeros pattern from the model's "weir.pruned" */
   Buffers full, last;
   WeirTensor *eval_input, *eval_output;
   GHashTable *eval_args;
@@ -87,6 +88,7 @@ void weir_trainer_free(WeirTrainer *t) {
   g_clear_pointer(&t->eval_output, weir_tensor_free);
   g_clear_pointer(&t->state, g_hash_table_unref);
   g_clear_pointer(&t->initializers, g_hash_table_unref);
+  g_clear_pointer(&t->pruned, g_free);
   g_clear_pointer(&t->train_kernel, weir_kernel_free);
   g_clear_pointer(&t->eval_kernel, weir_kernel_free);
   g_clear_pointer(&t->forward, weir_graph_free);
@@ -116,6 +118,19 @@ static gboolean import_forward(WeirTrainer *t, const char *output,
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < g->n_initializers; i++)
     g_hash_table_add(t->initializers, g_strdup(g->initializers[i].name));
+  /* `weir prune` lists the pruned initializers (comma separated): they
+   * keep their zeros while training */
+  const char *pruned = weir_onnx_model_metadata(model, "weir.pruned");
+  if (pruned && *pruned) {
+    g_auto(GStrv) names = g_strsplit(pruned, ",", -1);
+    GString *re = g_string_new("^(?:");
+    for (guint i = 0; names[i]; i++) {
+      g_autofree char *q = g_regex_escape_string(names[i], -1);
+      g_string_append_printf(re, "%s%s", i ? "|" : "", q);
+    }
+    g_string_append(re, ")$");
+    t->pruned = g_string_free(re, FALSE);
+  }
   const WeirOnnxValueInfo *input =
       weir_train_model_input(g, path, "training", error);
   if (!input)
@@ -472,6 +487,8 @@ WeirTrainer *weir_trainer_new(const char *model_path, gint64 n_features,
   t->target_name =
       g_strdup(options->train.target ? options->train.target : "target");
   to.target = t->target_name;
+  if (!to.keep_zeros)
+    to.keep_zeros = t->pruned;
   t->program = weir_train_graph(t->forward, &to, error);
   if (!t->program)
     return NULL;

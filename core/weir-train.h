@@ -154,6 +154,14 @@ typedef struct {
    * k * accumulate + j) and losses[k] is the mean of the micro-batches'
    * losses. */
   gint64 accumulate;
+  /* Pruned parameters (GRegex pattern, searched in the container name and
+   * the ONNX initializer name; borrowed, may be NULL): every trained
+   * parameter that matches and has zeros in its constant data keeps them.
+   * Its mask (u8, 1 where the initial value is nonzero) is a constant of
+   * the program, and a Pointwise node after the optimizer's update in the
+   * update state sets the masked elements back to 0 (docs/training.md,
+   * "Fine-tuning a pruned model"). */
+  const char *keep_zeros;
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);

@@ -227,6 +227,14 @@ WEIR_API gint64 weir_onnx_model_ir_version(const WeirOnnxModel *model);
 WEIR_API const char *weir_onnx_model_producer(const WeirOnnxModel *model);
 WEIR_API const char *
 weir_onnx_model_producer_version(const WeirOnnxModel *model);
+/* The value of the model's metadata_props entry key (borrowed), or NULL
+ * when there is none. */
+/**
+ * weir_onnx_model_metadata:
+ * Returns: (transfer none) (nullable):
+ */
+WEIR_API const char *weir_onnx_model_metadata(const WeirOnnxModel *model,
+                                              const char *key);
 /* The opset imports in file order (borrowed array of *n_out entries). */
 WEIR_API const WeirOnnxOpset *weir_onnx_model_opsets(const WeirOnnxModel *model,
                                                      guint *n_out);
@@ -317,6 +325,22 @@ WEIR_API gboolean weir_onnx_save_with_initializers(const char *source_path,
                                                    GHashTable *values,
                                                    const char *path,
                                                    GError **error);
+
+/* The same, also setting entries of the model's metadata_props: metadata
+ * (may be NULL) maps a key (char*) -> value (char*); an existing key gets
+ * the new value, new keys are appended in key order.  A value may also
+ * change its initializer's shape (structured pruning): the graph's
+ * value_info entries (optional shapes of intermediate values, which may
+ * then be stale) are left out of the file, and an initializer that is also
+ * declared as a graph input is refused. */
+/**
+ * weir_onnx_save_with_metadata: (skip)
+ */
+WEIR_API gboolean weir_onnx_save_with_metadata(const char *source_path,
+                                               GHashTable *values,
+                                               GHashTable *metadata,
+                                               const char *path,
+                                               GError **error);
 
 G_END_DECLS
 

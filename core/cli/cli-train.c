@@ -12,7 +12,7 @@
  * and its hyper-parameters, and which constants are trained. */
 
 typedef struct {
-  char *loss, *optimizer, *params, *freeze;
+  char *loss, *optimizer, *params, *freeze, *keep_zeros;
   double lr, momentum, weight_decay, beta1, beta2, epsilon; /* < 0: default */
   /* loss options (NULL / < 0: default) */
   char *reduction, *class_axis, *ignore_index, *class_weights, *label_dtype;
@@ -38,6 +38,7 @@ static void train_program_clear(TrainProgram *tp) {
   g_clear_pointer(&tp->optimizer, g_free);
   g_clear_pointer(&tp->params, g_free);
   g_clear_pointer(&tp->freeze, g_free);
+  g_clear_pointer(&tp->keep_zeros, g_free);
   g_clear_pointer(&tp->reduction, g_free);
   g_clear_pointer(&tp->class_axis, g_free);
   g_clear_pointer(&tp->ignore_index, g_free);
@@ -235,9 +236,18 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
        "Train the float constants whose container or ONNX initializer name "   \
        "matches REGEX (default: the ONNX initializers, docs/training.md)",     \
        "REGEX"},                                                               \
+      {"freeze",                                                               \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_STRING,                                                    \
+       &(tp)->freeze,                                                          \
+       "Do not train the parameters whose name matches REGEX",                 \
+       "REGEX"},                                                               \
   {                                                                            \
-    "freeze", 0, 0, G_OPTION_ARG_STRING, &(tp)->freeze,                        \
-        "Do not train the parameters whose name matches REGEX", "REGEX"        \
+    "keep-zeros", 0, 0, G_OPTION_ARG_STRING, &(tp)->keep_zeros,                \
+        "Pruned parameters: those whose name matches REGEX keep their zeros "  \
+        "(default for `weir train`: the ones `weir prune` recorded)",          \
+        "REGEX"                                                                \
   }
 
 /* Applies the options above to o (set by weir_train_options_init); FALSE
@@ -349,6 +359,7 @@ static gboolean train_program_options(const char *cmd, TrainProgram *tp,
     o->dropout_seed = tp->dropout_seed;
   o->params = tp->params;
   o->freeze = tp->freeze;
+  o->keep_zeros = tp->keep_zeros;
   return TRUE;
 }
 
@@ -794,6 +805,17 @@ int cli_cmd_train(int argc, char **argv) {
     return 1;
   }
   double secs = (double)(g_get_monotonic_time() - t0) / 1e6;
+  /* --epochs 0: the model as given, evaluated (a pruned model before
+   * fine-tuning, docs/precision.md) */
+  if (fit_epochs == 0 && val->n_samples > 0 &&
+      !weir_trainer_is_regression(trainer)) {
+    double acc = -1;
+    if (!weir_trainer_evaluate(trainer, val, &acc, NULL, &error)) {
+      cli_print_error("train", error);
+      return 1;
+    }
+    printer.last_val_accuracy = acc;
+  }
   if (rank == 0 && !weir_trainer_save_onnx(trainer, fit_output, &error)) {
     cli_print_error("train", error);
     return 1;

@@ -153,6 +153,8 @@ static const Command commands[] = {
     {"train-graph", "MODEL --loss L --optimizer O [...] -o OUT",
      "derive the training program (forward, loss, backward, update)",
      cli_cmd_train_graph},
+    {"prune", "MODEL --sparsity S [--structured channels] -o OUT",
+     "magnitude pruning of the weights (transformation prune)", cli_cmd_prune},
 };
 
 static void usage(FILE *out) {

@@ -312,6 +312,55 @@ static void test_transforms(void **state) {
   g_rmdir(dir);
 }
 
+/* weir prune: an ONNX result with the metadata `weir train` reads, a
+ * workspace with the step in its history, and a clean refusal (nothing
+ * written, the node named) for structured pruning across a residual Add. */
+static void test_prune(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "mlp80.onnx", NULL);
+  Run r = run_weir("prune", WEIR_SRCDIR "/samples/models/digits_mlp.onnx",
+                   "--sparsity", "0.8", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "fc1.weight  [64, 64]  0 -> 3277  80.0%");
+  assert_contains(r.out, "a sparse format would not move the 14.8 KiB");
+  run_clear(&r);
+  r = run_weir("info", out, NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  /* the metadata entry (protobuf keeps strings as they are) */
+  g_autofree char *bytes = NULL;
+  gsize len = 0;
+  assert_true(g_file_get_contents(out, &bytes, &len, NULL));
+  static const char key[] = "weir.pruned", value[] = "fc1.weight,fc2.weight";
+  assert_non_null(memmem(bytes, len, key, sizeof key - 1));
+  assert_non_null(memmem(bytes, len, value, sizeof value - 1));
+
+  g_autofree char *ws = g_build_filename(dir, "cnn.weir", NULL);
+  r = run_weir("prune", WEIR_SRCDIR "/samples/models/digits_cnn.onnx",
+               "--sparsity", "0.5", "--structured", "channels", "-o", ws, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "FLOPs 19146*batch -> 7530*batch");
+  assert_contains(r.out, "[8, 1, 3, 3] -> [4, 1, 3, 3]");
+  run_clear(&r);
+  r = run_weir("history", ws, NULL);
+  assert_contains(r.out, "structure=channels");
+  run_clear(&r);
+
+  g_autofree char *res = g_build_filename(dir, "resnet.json", NULL);
+  r = run_weir("prune", WEIR_SRCDIR "/samples/models/resnet.onnx", "--sparsity",
+               "0.5", "--structured", "channels", "-o", res, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "Add '/block1/Add' combines the channels");
+  assert_false(g_file_test(res, G_FILE_TEST_EXISTS));
+  run_clear(&r);
+  g_unlink(out);
+  g_unlink(ws);
+  g_rmdir(dir);
+}
+
 static void test_apply(void **state) {
   (void)state;
   g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
@@ -1497,6 +1546,7 @@ int main(void) {
       cmocka_unit_test(test_levels),
       cmocka_unit_test(test_run_compile_error),
       cmocka_unit_test(test_bench),
+      cmocka_unit_test(test_prune),
   };
   /* No plugins from the user's own directory. */
   g_setenv("XDG_DATA_HOME", "/nonexistent-weir-test-data", TRUE);

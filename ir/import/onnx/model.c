@@ -543,6 +543,16 @@ const char *weir_onnx_model_producer_version(const WeirOnnxModel *model) {
   return str_or_empty(model->proto->producer_version);
 }
 
+const char *weir_onnx_model_metadata(const WeirOnnxModel *model,
+                                     const char *key) {
+  for (size_t i = 0; i < model->proto->n_metadata_props; i++) {
+    const Onnx__StringStringEntryProto *e = model->proto->metadata_props[i];
+    if (e->key && g_strcmp0(e->key, key) == 0)
+      return str_or_empty(e->value);
+  }
+  return NULL;
+}
+
 const WeirOnnxOpset *weir_onnx_model_opsets(const WeirOnnxModel *model,
                                             guint *n_out) {
   if (n_out)
