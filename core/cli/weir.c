@@ -153,6 +153,9 @@ static const Command commands[] = {
     {"train-graph", "MODEL --loss L --optimizer O [...] -o OUT",
      "derive the training program (forward, loss, backward, update)",
      cli_cmd_train_graph},
+    {"quantize", "MODEL --calibrate DATA [--per-channel] -o OUT",
+     "calibrate on samples and rewrite Conv/Gemm/MatMul into int8",
+     cli_cmd_quantize},
 };
 
 static void usage(FILE *out) {
