@@ -68,6 +68,31 @@ WEIR_API char *weir_quantize_calibrate(const WeirGraph *program,
                                        WeirCalibrateMethod method,
                                        double percentile, GError **error);
 
+/**
+ * weir_quantize_export_qdq:
+ * @model_path: the float ONNX model the ranges were calibrated on
+ * @ranges: the calibrated ranges (weir_quantize_calibrate)
+ * @per_channel: weights with one scale per output channel
+ * @exclude: (nullable): regular expression of node names kept in f32
+ * @s8_activations: s8 activations instead of u8
+ * @path: the file to write
+ * @error: return location for an error naming the file, node and problem
+ *
+ * Writes the quantization the quantize transformation makes with these
+ * parameters as an ONNX model in QDQ form: the original graph with
+ * QuantizeLinear/DequantizeLinear pairs on every tensor that is int8 in
+ * Weir's rewrite, and the weights and biases as int8/int32 initializers
+ * read through DequantizeLinear, with the same scales and zero points.
+ *
+ * Returns: TRUE when the file was written
+ */
+WEIR_API gboolean weir_quantize_export_qdq(const char *model_path,
+                                           const char *ranges,
+                                           gboolean per_channel,
+                                           const char *exclude,
+                                           gboolean s8_activations,
+                                           const char *path, GError **error);
+
 G_END_DECLS
 
 #endif

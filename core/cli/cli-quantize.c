@@ -10,7 +10,7 @@
 int cli_cmd_quantize(int argc, char **argv) {
   g_autofree char *calibrate = NULL, *output_path = NULL, *exclude = NULL;
   g_autofree char *method = NULL, *input = NULL, *activations = NULL;
-  g_autofree char *ranges_out = NULL;
+  g_autofree char *ranges_out = NULL, *onnx_out = NULL;
   gboolean per_channel = FALSE;
   double percentile = 99.99;
   const GOptionEntry entries[] = {
@@ -31,6 +31,10 @@ int cli_cmd_quantize(int argc, char **argv) {
        "The input the samples feed (default: the only one)", "NAME"},
       {"ranges", 0, 0, G_OPTION_ARG_FILENAME, &ranges_out,
        "Also write the calibrated ranges (the step's parameter) here", "FILE"},
+      {"onnx", 0, 0, G_OPTION_ARG_FILENAME, &onnx_out,
+       "Also write the quantized model in ONNX's QDQ form (MODEL must be "
+       "an ONNX model)",
+       "OUT.onnx"},
       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output_path,
        "The quantized program (.json) or a workspace (.weir) whose history "
        "holds the quantize step",
@@ -39,9 +43,10 @@ int cli_cmd_quantize(int argc, char **argv) {
   if (!cli_parse_options("quantize", "MODEL", entries, &argc, &argv))
     return 2;
   if (argc != 2 || !calibrate || !output_path) {
-    fprintf(stderr, "usage: weir quantize MODEL --calibrate DATA "
-                    "[--per-channel] [--exclude REGEX] [--method "
-                    "minmax|percentile] -o OUT.json|OUT.weir\n");
+    fprintf(stderr,
+            "usage: weir quantize MODEL --calibrate DATA "
+            "[--per-channel] [--exclude REGEX] [--method "
+            "minmax|percentile] [--onnx OUT.onnx] -o OUT.json|OUT.weir\n");
     return 2;
   }
   WeirCalibrateMethod m = WEIR_CALIBRATE_MINMAX;
@@ -84,6 +89,15 @@ int cli_cmd_quantize(int argc, char **argv) {
   if (ranges_out && !g_file_set_contents(ranges_out, ranges, -1, &error)) {
     cli_print_error("quantize", error);
     return 1;
+  }
+  if (onnx_out) {
+    if (!weir_quantize_export_qdq(argv[1], ranges, per_channel, exclude,
+                                  activations && strcmp(activations, "s8") == 0,
+                                  onnx_out, &error)) {
+      cli_print_error("quantize", error);
+      return 1;
+    }
+    printf("wrote %s (QDQ)\n", onnx_out);
   }
   g_autoptr(GPtrArray) params = g_ptr_array_new_with_free_func(g_free);
   g_ptr_array_add(params, g_strdup_printf("ranges=%s", ranges));
