@@ -9,6 +9,7 @@
 #include "weir-conformance.h"
 #include "weir-dataset.h"
 #include "weir-evaluate.h"
+#include "weir-quantize.h"
 #include "weir-expand.h"
 #include "weir-export.h"
 #include "weir-expr.h"

@@ -53,6 +53,7 @@ int cli_cmd_conformance(int argc, char **argv); /* cli-conformance.c */
 int cli_cmd_train(int argc, char **argv);       /* cli-train.c */
 int cli_cmd_train_graph(int argc, char **argv); /* cli-train.c */
 int cli_cmd_prune(int argc, char **argv);       /* cli-prune.c */
+int cli_cmd_quantize(int argc, char **argv);    /* cli-quantize.c */
 
 /* -------------------------------------------------------------- options
  *

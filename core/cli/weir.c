@@ -155,6 +155,9 @@ static const Command commands[] = {
      cli_cmd_train_graph},
     {"prune", "MODEL --sparsity S [--structured channels] -o OUT",
      "magnitude pruning of the weights (transformation prune)", cli_cmd_prune},
+    {"quantize", "MODEL --calibrate DATA [--per-channel] -o OUT",
+     "calibrate on samples and rewrite Conv/Gemm/MatMul into int8",
+     cli_cmd_quantize},
 };
 
 static void usage(FILE *out) {

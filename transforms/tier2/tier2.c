@@ -11,6 +11,7 @@ gboolean weir_tier2_register_batchnorm_folding(GError **error);
 gboolean weir_tier2_register_pad_conv_fusion(GError **error);
 gboolean weir_tier2_register_algebraic_simplification(GError **error);
 gboolean weir_tier2_register_prune(GError **error);
+gboolean weir_tier2_register_quantize(GError **error);
 
 gboolean weir_tier2_register(GError **error) {
   return weir_tier2_register_constant_folding(error) &&
@@ -19,5 +20,6 @@ gboolean weir_tier2_register(GError **error) {
          weir_tier2_register_batchnorm_folding(error) &&
          weir_tier2_register_pad_conv_fusion(error) &&
          weir_tier2_register_algebraic_simplification(error) &&
-         weir_tier2_register_prune(error);
+         weir_tier2_register_prune(error) &&
+         weir_tier2_register_quantize(error);
 }
