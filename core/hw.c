@@ -173,6 +173,14 @@ WeirHwProfile *weir_hw_detect(void) {
   if (weir_hw_isa_from_name(g_getenv("WEIR_ISA"), &want) && want < p->isa)
     p->isa = want;
   p->vector_floats = isa_lanes(p->isa);
+#ifdef WEIR_HW_X86
+  if (p->isa == WEIR_HW_ISA_AVX512) {
+    p->int8_dot = __builtin_cpu_supports("avx512vnni") &&
+                  __builtin_cpu_supports("avx512bw") &&
+                  g_strcmp0(g_getenv("WEIR_HW_VNNI"), "0") != 0;
+    p->bf16_dot = __builtin_cpu_supports("avx512bf16");
+  }
+#endif
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   p->logical_cores = online > 0 ? (guint)online : g_get_num_processors();
   p->physical_cores = physical_cores(p->logical_cores);

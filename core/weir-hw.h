@@ -15,6 +15,7 @@
  * what the CPU supports, and an unknown value is ignored.
  * $WEIR_HW_CACHES ("L1D,L2,L3" in bytes) replaces the detected cache sizes
  * (tests pin the generated code with it and WEIR_ISA=generic).
+ * $WEIR_HW_VNNI=0 hides AVX512_VNNI (int8_dot) from the kernels.
  */
 #ifndef WEIR_HW_H
 #define WEIR_HW_H
@@ -53,6 +54,14 @@ typedef struct {
    * far below l3_bytes on a virtual machine reporting the host's whole L3
    * (0 when unknown, e.g. a profile cached before it was measured). */
   gint64 cache_knee_bytes;
+  /* Detected (not stored in the JSON): the dot-product instructions of
+   * AVX-512 that Weir's int8 and bf16 kernels use, only when isa is
+   * avx512f.  int8_dot: AVX512_VNNI with AVX512BW (vpdpbusd, four u8 x s8
+   * products into an int32 lane); bf16_dot: AVX512_BF16 (vdpbf16ps).
+   * $WEIR_HW_VNNI=0 turns int8_dot off (the int8 kernel then takes its
+   * AVX2 path; docs/native.md). */
+  gboolean int8_dot;
+  gboolean bf16_dot;
 } WeirHwProfile;
 
 /* Canonical name of an ISA ("avx512f", "avx2+fma", "generic"). (borrowed) */

@@ -45,6 +45,10 @@ int cli_cmd_hw(int argc, char **argv) {
   printf("cpu            %s\n", p->cpu_model);
   printf("isa            %s (%u floats per vector)\n", weir_hw_isa_name(p->isa),
          p->vector_floats);
+  if (p->int8_dot || p->bf16_dot)
+    printf("dot products   %s%s%s\n", p->int8_dot ? "int8 (AVX512_VNNI)" : "",
+           p->int8_dot && p->bf16_dot ? ", " : "",
+           p->bf16_dot ? "bf16 (AVX512_BF16)" : "");
   printf("cores          %u logical, %u physical\n", p->logical_cores,
          p->physical_cores);
   printf("caches         L1d %s, L2 %s per core; L3 %s\n", l1, l2, l3);

@@ -192,6 +192,46 @@ void weir_native_register_depthwise(void);
  * core/kernels/pool.c). */
 void weir_native_register_pool(void);
 
+/* ------------------------------------------------------------ int8 GEMM
+ * core/kernels/gemm-int8.c (the helper's text: gemm-int8-helper.c): the
+ * native implementation "weir" of MatMulInteger, QLinearMatMul,
+ * ConvInteger and QLinearConv (docs/native.md, "Weir's int8 GEMM"). */
+
+typedef enum {
+  WEIR_QGEMM_PORTABLE = 0, /* int32 multiply-adds in C */
+  WEIR_QGEMM_AVX2 = 1,     /* operands widened to int16, vpmaddwd */
+  WEIR_QGEMM_VNNI = 2,     /* AVX-512 VNNI vpdpbusd (u8 x s8) */
+} WeirQGemmPath;
+
+typedef struct {
+  WeirQGemmPath path;
+  guint mr, nv;  /* microtile: mr rows x nv vectors of int32 */
+  gint64 l2;     /* bytes of L2 the blocks are sized for */
+  guint threads; /* the most threads of one call */
+} WeirQGemmParams;
+
+/* The path and blocking for the machine described by hw (borrowed; NULL:
+ * portable): VNNI when hw->int8_dot, AVX2 from AVX2 up, else portable. */
+void weir_kernel_qgemm_params(const WeirHwProfile *hw, WeirQGemmParams *out);
+
+/* "avx512-vnni", "avx2", "portable". (borrowed) */
+const char *weir_kernel_qgemm_path_name(WeirQGemmPath path);
+
+/* The helper text defining weir_qgemm_args, weir_qgemm_patches and
+ *   static int weir_qgemm(const weir_qgemm_args *p, void *work);
+ * for q (docs in gemm-int8-helper.c). (transfer full) */
+char *weir_kernel_qgemm_text(const WeirQGemmParams *q);
+
+/* A bound of the work space of weir_qgemm for an m x n x k product
+ * (borrowed expressions). (transfer full) */
+WeirExpr *weir_kernel_qgemm_work_bytes(const WeirQGemmParams *q,
+                                       const WeirExpr *m, const WeirExpr *n,
+                                       const WeirExpr *k);
+
+/* Registers "weir" of the four integer products (called by
+ * weir_native_register_builtin). */
+void weir_native_register_qgemm(void);
+
 /* ------------------------------------------------------------ epilogue
  * core/kernels/epilogue.c: what Weir's kernels (depthwise, the GEMM of
  * "weir") apply in their store, shared by their emitters. */

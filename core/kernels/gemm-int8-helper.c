@@ -1,0 +1,507 @@
+/* gemm-int8-helper.c — Weir's int8 GEMM, the helper text itself
+ * (docs/native.md, "Weir's int8 GEMM").  Not compiled into libweir: it is
+ * a GResource (core/kernels/kernels.gresource.xml) that
+ * core/kernels/gemm-int8.c pastes into generated units after the lines
+ *   #define WEIR_QG_PATH  2   (0 portable C, 1 AVX2, 2 AVX-512 VNNI)
+ *   #define WEIR_QG_MR    8   (rows of a microtile)
+ *   #define WEIR_QG_NV    3   (vectors of 16 (VNNI), 8 (AVX2) int32 across)
+ *   #define WEIR_QG_L2    ... (bytes of L2 per core)
+ *   #define WEIR_QG_THREADS 2 (the most threads of one call)
+ * so the compile-cache key covers the choice.
+ *
+ * C[i][j] = sum_k (A[i][k] - za[i]) (B[k][j] - zb[j]), A and B u8 or s8,
+ * in int32, then either stored as int32 or requantized:
+ *   y = clamp(rint(f32(acc + bias) * (s1 * s2 / sy)) + yz, lo, hi)
+ * exactly as the pure expansions compute it (ir/lower/expand/quant.c).
+ *
+ * Every product is computed as u8 x s8: A is made unsigned (an s8 value
+ * a becomes a ^ 0x80 = a + 128, its zero point + 128) and B signed (a u8
+ * value b becomes b ^ 0x80 = b - 128, its zero point - 128), which leaves
+ * each difference a - za and b - zb unchanged.  The zero points are then
+ * taken out afterwards with the row sums of A and the column sums of B:
+ *   sum (a - za)(b - zb) = sum ab - zb sum_k a - za (sum_k b - K zb)
+ * (in wrapping 32-bit arithmetic: the result is exact whenever it fits in
+ * int32, as the expansion's).  The sums are taken while packing.
+ *
+ * Paths: VNNI (vpdpbusd: four u8 x s8 products added into each int32
+ * lane, no intermediate saturation), AVX2 (both operands widened to int16
+ * when packed, then vpmaddwd: two int16 products added into an int32;
+ * 255 * 128 * 2 fits easily, and vpmaddwd saturates only for two
+ * (-32768)^2 products, which an operand in [0, 255] never gives, so there
+ * is no saturation at all, unlike vpmaddubsw whose int16 sum of two
+ * u8 x s8 products saturates), portable C (int32 multiply-adds, which
+ * -O3 vectorizes).
+ *
+ * Blocking: K is not blocked (each microtile runs the whole depth, so
+ * its accumulators go straight to the epilogue: no partial sums stored);
+ * the B block (K x NC) takes about L2, the A block (MC x K) half of it.
+ * Threads split the B panels when there are at least two per thread, else
+ * the A panels; each packs what it computes with into its own buffers, no
+ * barrier.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if WEIR_QG_PATH > 0
+#include <immintrin.h>
+#endif
+
+#if WEIR_QG_PATH == 2
+#define WEIR_QG_VL 16
+#define WEIR_QG_G 4 /* k values per int32 lane */
+typedef uint8_t weir_qg_ta;
+typedef int8_t weir_qg_tb;
+#define WEIR_QG_TGT __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#elif WEIR_QG_PATH == 1
+#define WEIR_QG_VL 8
+#define WEIR_QG_G 2
+typedef int16_t weir_qg_ta;
+typedef int16_t weir_qg_tb;
+#define WEIR_QG_TGT __attribute__((target("avx2")))
+#else
+#define WEIR_QG_VL 4
+#define WEIR_QG_G 4
+typedef uint8_t weir_qg_ta;
+typedef int8_t weir_qg_tb;
+#define WEIR_QG_TGT
+#endif
+#define WEIR_QG_NR (WEIR_QG_NV * WEIR_QG_VL)
+
+/* A convolution's input as B (implicit im2col): row r = (ic, i, j) of
+ * c * kh * kw, column = output pixel (p, q) of the output rows; the element
+ * is x[ic][p * sh + i * dh - ph][q * sw + j * dw - pw], B's zero point
+ * outside the image (so the padding is zero after its subtraction). */
+typedef struct {
+  const void *x; /* c planes of h x wd */
+  int64_t h, wd, kh, kw, ow, sh, sw, dh, dw, ph, pw;
+} weir_qgemm_patches;
+
+typedef struct {
+  int64_t m, n, k;
+  const void *a; /* m x k, row stride lda */
+  int64_t lda;
+  int a_s8;      /* A's elements are int8_t (else uint8_t) */
+  const void *b; /* k x n, row stride ldb; or pt */
+  int64_t ldb;
+  int b_s8;
+  const weir_qgemm_patches *pt;
+  /* zero points in A's and B's type: NULL none, else za_len 1 (scalar) or
+   * m (per row); zb_len 1 or n (per column) */
+  const void *za, *zb;
+  int64_t za_len, zb_len;
+  /* added to the int32 result: bias_len 1, else one per row (bias_rows)
+   * or per column */
+  const int32_t *bias;
+  int64_t bias_len;
+  int bias_rows;
+  /* out 0: int32 into c; 1: uint8_t; 2: int8_t, requantized with the
+   * multiplier s1[0] * s2[.] / sy[0] (s2 per row when s2_rows and s2_len
+   * > 1, per column otherwise), the zero point yz (output type) and the
+   * clamp [lo, hi] */
+  int out;
+  void *c;
+  int64_t ldc;
+  const float *s1, *s2, *sy;
+  int64_t s2_len;
+  int s2_rows;
+  const void *yz;
+  int32_t lo, hi;
+} weir_qgemm_args;
+
+/* ------------------------------------------------------------- packing */
+
+static inline uint8_t weir_qg_abyte(const weir_qgemm_args *p, const void *v,
+                                    int64_t i) {
+  uint8_t b = ((const uint8_t *)v)[i];
+  return p->a_s8 ? (uint8_t)(b ^ 0x80) : b; /* a + 128 for s8 */
+}
+
+static inline int8_t weir_qg_bbyte(const weir_qgemm_args *p, uint8_t b) {
+  return (int8_t)(p->b_s8 ? b : (uint8_t)(b ^ 0x80)); /* b - 128 for u8 */
+}
+
+/* A rows m0 .. m0 + mc into MR-high panels of kg groups of G: element
+ * (r, k) of panel pi at ((pi * kg + k / G) * MR + r) * G + k % G; zero
+ * beyond the matrix.  rs[r] = the row's sum (unsigned domain). */
+WEIR_QG_TGT static void weir_qg_pack_a(const weir_qgemm_args *p, int64_t m0,
+                                       int64_t mc, int64_t kg, weir_qg_ta *dst,
+                                       int32_t *rs) {
+  const int64_t mr = WEIR_QG_MR, g = WEIR_QG_G, k = p->k;
+  for (int64_t pi = 0; pi * mr < mc; pi++) {
+    weir_qg_ta *d = dst + pi * kg * mr * g;
+    memset(d, 0, (size_t)(kg * mr * g) * sizeof *d);
+    for (int64_t r = 0; r < mr && pi * mr + r < mc; r++) {
+      const int64_t i = m0 + pi * mr + r;
+      const uint8_t *a = (const uint8_t *)p->a + i * p->lda;
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < k; kk++) {
+        uint8_t v = p->a_s8 ? (uint8_t)(a[kk] ^ 0x80) : a[kk];
+        sum += v;
+        d[((kk / g) * mr + r) * g + kk % g] = (weir_qg_ta)v;
+      }
+      rs[pi * mr + r] = sum;
+    }
+    for (int64_t r = mc - pi * mr; r < mr; r++)
+      if (r >= 0)
+        rs[pi * mr + r] = 0;
+  }
+}
+
+/* B columns n0 .. n0 + nc into NR-wide panels: element (k, c) of panel
+ * pj at ((pj * kg + k / G) * NR + c) * G + k % G; zero beyond the matrix.
+ * cs[c] = the column's sum (signed domain). */
+WEIR_QG_TGT static void weir_qg_pack_b(const weir_qgemm_args *p, int64_t n0,
+                                       int64_t nc, int64_t kg, weir_qg_tb *dst,
+                                       int32_t *cs) {
+  const int64_t nr = WEIR_QG_NR, g = WEIR_QG_G, k = p->k;
+  const int64_t np = (nc + nr - 1) / nr;
+  memset(dst, 0, (size_t)(np * kg * nr * g) * sizeof *dst);
+  for (int64_t c = 0; c < np * nr; c++)
+    cs[c] = 0;
+  const weir_qgemm_patches *pt = p->pt;
+  uint8_t pad = 0;
+  if (pt && p->zb)
+    pad = ((const uint8_t *)p->zb)[0];
+  for (int64_t kk = 0; kk < k; kk++) {
+    const int64_t kq = kk / g, kr = kk % g;
+    if (!pt) {
+      const uint8_t *b = (const uint8_t *)p->b + kk * p->ldb + n0;
+      for (int64_t c = 0; c < nc; c++) {
+        weir_qg_tb v = weir_qg_bbyte(p, b[c]);
+        cs[c] += v;
+        dst[(((c / nr) * kg + kq) * nr + c % nr) * g + kr] = v;
+      }
+      continue;
+    }
+    /* row kk of the patches: input channel ic, kernel tap (ki, kj) */
+    const int64_t ic = kk / (pt->kh * pt->kw), t = kk % (pt->kh * pt->kw);
+    const int64_t ki = t / pt->kw, kj = t % pt->kw;
+    const uint8_t *x = (const uint8_t *)pt->x + ic * pt->h * pt->wd;
+    int64_t op = n0 / pt->ow, oq = n0 % pt->ow;
+    for (int64_t c = 0; c < nc; c++) {
+      const int64_t ih = op * pt->sh + ki * pt->dh - pt->ph;
+      const int64_t iw = oq * pt->sw + kj * pt->dw - pt->pw;
+      uint8_t raw = ih >= 0 && ih < pt->h && iw >= 0 && iw < pt->wd
+                        ? x[ih * pt->wd + iw]
+                        : pad;
+      weir_qg_tb v = weir_qg_bbyte(p, raw);
+      cs[c] += v;
+      dst[(((c / nr) * kg + kq) * nr + c % nr) * g + kr] = v;
+      if (++oq == pt->ow) {
+        oq = 0;
+        op++;
+      }
+    }
+  }
+}
+
+/* --------------------------------------------------------- microkernel */
+
+/* t[MR][NR] = the products of one A panel and one B panel over kg
+ * groups. */
+#if WEIR_QG_PATH == 2
+static inline __attribute__((always_inline)) WEIR_QG_TGT void
+weir_qg_kernel(const weir_qg_ta *pa, const weir_qg_tb *pb, int64_t kg,
+               int32_t *t) {
+  __m512i acc[WEIR_QG_MR][WEIR_QG_NV];
+#pragma GCC unroll 32
+  for (int r = 0; r < WEIR_QG_MR; r++)
+#pragma GCC unroll 8
+    for (int v = 0; v < WEIR_QG_NV; v++)
+      acc[r][v] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < kg; q++) {
+    __m512i b[WEIR_QG_NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < WEIR_QG_NV; v++)
+      b[v] = _mm512_loadu_si512((const void *)(pb + v * 64));
+#pragma GCC unroll 32
+    for (int r = 0; r < WEIR_QG_MR; r++) {
+      int32_t a4;
+      memcpy(&a4, pa + r * 4, 4);
+      const __m512i a = _mm512_set1_epi32(a4);
+#pragma GCC unroll 8
+      for (int v = 0; v < WEIR_QG_NV; v++)
+        acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], a, b[v]);
+    }
+    pa += WEIR_QG_MR * 4;
+    pb += WEIR_QG_NR * 4;
+  }
+#pragma GCC unroll 32
+  for (int r = 0; r < WEIR_QG_MR; r++)
+#pragma GCC unroll 8
+    for (int v = 0; v < WEIR_QG_NV; v++)
+      _mm512_storeu_si512((void *)(t + r * WEIR_QG_NR + v * 16), acc[r][v]);
+}
+#elif WEIR_QG_PATH == 1
+static inline __attribute__((always_inline)) WEIR_QG_TGT void
+weir_qg_kernel(const weir_qg_ta *pa, const weir_qg_tb *pb, int64_t kg,
+               int32_t *t) {
+  __m256i acc[WEIR_QG_MR][WEIR_QG_NV];
+#pragma GCC unroll 32
+  for (int r = 0; r < WEIR_QG_MR; r++)
+#pragma GCC unroll 8
+    for (int v = 0; v < WEIR_QG_NV; v++)
+      acc[r][v] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < kg; q++) {
+    __m256i b[WEIR_QG_NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < WEIR_QG_NV; v++)
+      b[v] = _mm256_loadu_si256((const __m256i *)(pb + v * 16));
+#pragma GCC unroll 32
+    for (int r = 0; r < WEIR_QG_MR; r++) {
+      int32_t a2;
+      memcpy(&a2, pa + r * 2, 4);
+      const __m256i a = _mm256_set1_epi32(a2);
+#pragma GCC unroll 8
+      for (int v = 0; v < WEIR_QG_NV; v++)
+        acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(a, b[v]));
+    }
+    pa += WEIR_QG_MR * 2;
+    pb += WEIR_QG_NR * 2;
+  }
+#pragma GCC unroll 32
+  for (int r = 0; r < WEIR_QG_MR; r++)
+#pragma GCC unroll 8
+    for (int v = 0; v < WEIR_QG_NV; v++)
+      _mm256_storeu_si256((__m256i *)(t + r * WEIR_QG_NR + v * 8), acc[r][v]);
+}
+#else
+static inline void weir_qg_kernel(const weir_qg_ta *pa, const weir_qg_tb *pb,
+                                  int64_t kg, int32_t *t) {
+  int32_t acc[WEIR_QG_MR][WEIR_QG_NR];
+  memset(acc, 0, sizeof acc);
+  for (int64_t q = 0; q < kg; q++) {
+    for (int r = 0; r < WEIR_QG_MR; r++)
+      for (int c = 0; c < WEIR_QG_NR; c++) {
+        int32_t s = 0;
+        for (int u = 0; u < WEIR_QG_G; u++)
+          s += (int32_t)pa[r * WEIR_QG_G + u] * (int32_t)pb[c * WEIR_QG_G + u];
+        acc[r][c] += s;
+      }
+    pa += WEIR_QG_MR * WEIR_QG_G;
+    pb += WEIR_QG_NR * WEIR_QG_G;
+  }
+  memcpy(t, acc, sizeof acc);
+}
+#endif
+
+/* ------------------------------------------------------------ epilogue */
+
+/* Per-call tables (in the work space): the zero points in the packed
+ * domain per row and per column, the multipliers. */
+typedef struct {
+  int32_t *za, *zb; /* m, n */
+  float *mult;      /* per row (m) or per column (n), or 1 */
+  int mult_rows, mult_vec;
+} weir_qg_tables;
+
+/* The tile t (mr x nr valid of MR x NR) of rows i0.., columns j0.. into
+ * C; rs the rows' sums of A, cs the columns' sums of B. */
+WEIR_QG_TGT static void weir_qg_store(const weir_qgemm_args *p,
+                                      const weir_qg_tables *tb,
+                                      const int32_t *t, int64_t i0, int64_t j0,
+                                      int64_t mr, int64_t nr, const int32_t *rs,
+                                      const int32_t *cs) {
+  const uint32_t k = (uint32_t)p->k;
+  for (int64_t r = 0; r < mr; r++) {
+    const int64_t i = i0 + r;
+    const uint32_t zai = (uint32_t)tb->za[i], rsi = (uint32_t)rs[r];
+    const int32_t *tr = t + r * WEIR_QG_NR;
+    const int bvec = p->bias && p->bias_len > 1;
+    const int32_t brow =
+        p->bias && !(bvec && !p->bias_rows) ? p->bias[bvec ? i : 0] : 0;
+    const int32_t *bcol = bvec && !p->bias_rows ? p->bias + j0 : NULL;
+    const float mrow = tb->mult_rows ? tb->mult[tb->mult_vec ? i : 0] : 0.0f;
+    const int32_t *zb = tb->zb + j0;
+    if (p->out == 0) {
+      int32_t *c = (int32_t *)p->c + i * p->ldc + j0;
+      for (int64_t j = 0; j < nr; j++) {
+        uint32_t zbj = (uint32_t)zb[j];
+        uint32_t v = (uint32_t)tr[j] - zbj * rsi -
+                     zai * ((uint32_t)cs[j] - k * zbj) + (uint32_t)brow;
+        if (bcol)
+          v += (uint32_t)bcol[j];
+        c[j] = (int32_t)v;
+      }
+      continue;
+    }
+    const float *mc = tb->mult_rows ? NULL : tb->mult + (tb->mult_vec ? j0 : 0);
+    const float yz = p->yz ? (p->out == 1 ? (float)((const uint8_t *)p->yz)[0]
+                                          : (float)((const int8_t *)p->yz)[0])
+                           : 0.0f;
+    const float lo = (float)p->lo, hi = (float)p->hi;
+    const int mvec = tb->mult_vec;
+    for (int64_t j = 0; j < nr; j++) {
+      uint32_t zbj = (uint32_t)zb[j];
+      uint32_t v = (uint32_t)tr[j] - zbj * rsi -
+                   zai * ((uint32_t)cs[j] - k * zbj) + (uint32_t)brow;
+      if (bcol)
+        v += (uint32_t)bcol[j];
+      const float m = mc ? mc[mvec ? j : 0] : mrow;
+      float f = __builtin_rintf((float)(int32_t)v * m) + yz;
+      f = f < lo ? lo : f > hi ? hi : f;
+      if (p->out == 1)
+        ((uint8_t *)p->c)[i * p->ldc + j0 + j] = (uint8_t)(int32_t)f;
+      else
+        ((int8_t *)p->c)[i * p->ldc + j0 + j] = (int8_t)(int32_t)f;
+    }
+  }
+}
+
+/* -------------------------------------------------------------- driver */
+
+static inline int64_t weir_qg_round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+/* The blocks for depth k: the B block (k x nc) about L2, the A block
+ * (mc x k) half of it, whole microtiles, at most 4096 each. */
+static void weir_qg_blocks(int64_t k, int64_t *mc, int64_t *nc) {
+  const int64_t kb =
+      weir_qg_round_up(k > 0 ? k : 1, WEIR_QG_G) * (int64_t)sizeof(weir_qg_ta);
+  int64_t n = WEIR_QG_L2 / kb / WEIR_QG_NR * WEIR_QG_NR;
+  int64_t m = WEIR_QG_L2 / 2 / kb / WEIR_QG_MR * WEIR_QG_MR;
+  *nc = n < WEIR_QG_NR ? WEIR_QG_NR
+        : n > 4096     ? 4096 / WEIR_QG_NR * WEIR_QG_NR
+                       : n;
+  *mc = m < WEIR_QG_MR ? WEIR_QG_MR
+        : m > 4096     ? 4096 / WEIR_QG_MR * WEIR_QG_MR
+                       : m;
+}
+
+/* Bytes of one thread's buffers for depth k. */
+static int64_t weir_qg_thread_bytes(int64_t k) {
+  int64_t mc, nc;
+  weir_qg_blocks(k, &mc, &nc);
+  const int64_t kg = weir_qg_round_up(k > 0 ? k : 1, WEIR_QG_G) / WEIR_QG_G;
+  const int64_t g = WEIR_QG_G * (int64_t)sizeof(weir_qg_ta);
+  return weir_qg_round_up(kg * g * nc, 64) + weir_qg_round_up(kg * g * mc, 64) +
+         weir_qg_round_up(4 * (nc + mc), 64);
+}
+
+/* Work space of a call (what weir_kernel_qgemm_work_bytes bounds). */
+static int64_t weir_qgemm_work_size(int64_t m, int64_t n, int64_t k) {
+  return WEIR_QG_THREADS * weir_qg_thread_bytes(k) +
+         weir_qg_round_up(4 * (m + n), 64) +
+         weir_qg_round_up(4 * (m > n ? m : n), 64) + 64;
+}
+
+/* One thread's rectangle [m0, m1) x [n0, n1). */
+WEIR_QG_TGT static void weir_qg_run_part(const weir_qgemm_args *p,
+                                         const weir_qg_tables *tb, uint8_t *buf,
+                                         int64_t m0, int64_t m1, int64_t n0,
+                                         int64_t n1) {
+  int64_t mcb, ncb;
+  weir_qg_blocks(p->k, &mcb, &ncb);
+  const int64_t kg =
+      weir_qg_round_up(p->k > 0 ? p->k : 1, WEIR_QG_G) / WEIR_QG_G;
+  const int64_t g = WEIR_QG_G * (int64_t)sizeof(weir_qg_ta);
+  weir_qg_tb *pb = (weir_qg_tb *)buf;
+  weir_qg_ta *pa = (weir_qg_ta *)(buf + weir_qg_round_up(kg * g * ncb, 64));
+  int32_t *cs = (int32_t *)(buf + weir_qg_round_up(kg * g * ncb, 64) +
+                            weir_qg_round_up(kg * g * mcb, 64));
+  int32_t *rs = cs + ncb;
+  int32_t t[WEIR_QG_MR * WEIR_QG_NR] __attribute__((aligned(64)));
+  for (int64_t nb = n0; nb < n1; nb += ncb) {
+    const int64_t nc = n1 - nb < ncb ? n1 - nb : ncb;
+    weir_qg_pack_b(p, nb, nc, kg, pb, cs);
+    for (int64_t mb = m0; mb < m1; mb += mcb) {
+      const int64_t mc = m1 - mb < mcb ? m1 - mb : mcb;
+      weir_qg_pack_a(p, mb, mc, kg, pa, rs);
+      for (int64_t jr = 0; jr < nc; jr += WEIR_QG_NR)
+        for (int64_t ir = 0; ir < mc; ir += WEIR_QG_MR) {
+          weir_qg_kernel(pa + ir * kg * WEIR_QG_G, pb + jr * kg * WEIR_QG_G, kg,
+                         t);
+          weir_qg_store(p, tb, t, mb + ir, nb + jr,
+                        mc - ir < WEIR_QG_MR ? mc - ir : WEIR_QG_MR,
+                        nc - jr < WEIR_QG_NR ? nc - jr : WEIR_QG_NR, rs + ir,
+                        cs + jr);
+        }
+    }
+  }
+}
+
+static inline int32_t weir_qg_zp(const void *z, int s8, int64_t i) {
+  if (!z)
+    return 0;
+  return s8 ? (int32_t)((const int8_t *)z)[i]
+            : (int32_t)((const uint8_t *)z)[i];
+}
+
+/* Runs the product (docs above); work: weir_qgemm_work_size bytes, 64-byte
+ * aligned, or NULL to allocate (then non-zero when that fails). */
+static int weir_qgemm(const weir_qgemm_args *p, void *work) {
+  if (p->m <= 0 || p->n <= 0)
+    return 0;
+  void *own = NULL;
+  if (!work) {
+    own = aligned_alloc(64, (size_t)weir_qg_round_up(
+                                weir_qgemm_work_size(p->m, p->n, p->k), 64));
+    if (!own)
+      return 1;
+    work = own;
+  }
+  uint8_t *w = (uint8_t *)work;
+  weir_qg_tables tb;
+  tb.za = (int32_t *)w;
+  tb.zb = tb.za + p->m;
+  tb.mult = (float *)(w + weir_qg_round_up(4 * (p->m + p->n), 64));
+  uint8_t *bufs = (uint8_t *)tb.mult +
+                  weir_qg_round_up(4 * (p->m > p->n ? p->m : p->n), 64) + 64;
+  bufs = (uint8_t *)(((uintptr_t)bufs + 63) & ~(uintptr_t)63);
+  /* zero points in the packed domain: A unsigned, B signed */
+  for (int64_t i = 0; i < p->m; i++)
+    tb.za[i] =
+        weir_qg_zp(p->za, p->a_s8, p->za_len > 1 ? i : 0) + (p->a_s8 ? 128 : 0);
+  for (int64_t j = 0; j < p->n; j++)
+    tb.zb[j] =
+        weir_qg_zp(p->zb, p->b_s8, p->zb_len > 1 ? j : 0) - (p->b_s8 ? 0 : 128);
+  tb.mult_rows = p->s2_rows;
+  tb.mult_vec = p->s2_len > 1;
+  if (p->out) {
+    const int64_t len = p->s2_len > 1 ? p->s2_len : 1;
+    for (int64_t i = 0; i < len; i++)
+      tb.mult[i] = p->s1[0] * p->s2[i] / p->sy[0];
+  }
+  const int64_t pn = (p->n + WEIR_QG_NR - 1) / WEIR_QG_NR;
+  const int64_t pm = (p->m + WEIR_QG_MR - 1) / WEIR_QG_MR;
+  int nt = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel() && p->m * p->n * p->k > 65536) {
+    nt = omp_get_max_threads();
+    if (nt > WEIR_QG_THREADS)
+      nt = WEIR_QG_THREADS;
+  }
+#endif
+  if (nt < 1)
+    nt = 1;
+  const int by_cols = pn >= 2 * nt || pm < nt;
+  const int64_t tb_bytes = weir_qg_thread_bytes(p->k);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+  {
+    int id = 0, cnt = 1;
+#ifdef _OPENMP
+    id = omp_get_thread_num();
+    cnt = omp_get_num_threads();
+#endif
+    uint8_t *buf = bufs + id * tb_bytes;
+    const int64_t units = by_cols ? pn : pm;
+    const int64_t u0 = units * id / cnt, u1 = units * (id + 1) / cnt;
+    if (u1 > u0) {
+      if (by_cols) {
+        const int64_t j1 = u1 * WEIR_QG_NR < p->n ? u1 * WEIR_QG_NR : p->n;
+        weir_qg_run_part(p, &tb, buf, 0, p->m, u0 * WEIR_QG_NR, j1);
+      } else {
+        const int64_t i1 = u1 * WEIR_QG_MR < p->m ? u1 * WEIR_QG_MR : p->m;
+        weir_qg_run_part(p, &tb, buf, u0 * WEIR_QG_MR, i1, 0, p->n);
+      }
+    }
+  }
+  free(own);
+  return 0;
+}
