@@ -1,6 +1,21 @@
 /* depthwise.c — Weir's depthwise convolution as C text (weir-kernels.h),
  * the native implementation "depthwise" of Conv (docs/native.md).
  *
+ * Two kernels, in one helper:
+ *  - Channel-blocked (the default, weir_dwc_*): VL channels per vector.
+ *    Per (image, block of VL channels, band of output rows) the input rows
+ *    are transposed once each into a ring of KH padded rows laid out
+ *    [column][channel] (VL x VL tiles transposed in registers by shuffles;
+ *    partial tiles through masked loads and stores), every output column is
+ *    one vector of VL channels (4 columns at a time sharing each weight
+ *    vector), and the output row is transposed back after the epilogue.
+ *    Any kernel size, strides and horizontal dilation; 3x3 and 5x5 at
+ *    stride 1 and 2 specialized.  Small planes (7x7, 14x14) fill whole
+ *    vectors, which the row kernel cannot.
+ *  - Row-vectorized (weir_dw_plane*; the node attribute depthwise_vl
+ *    selects it, and it takes vertical dilation): vectors along the
+ *    output width, described below.
+ *
  * Conventions of this file:
  *  - The emitted text is a template: "@VL@" the lanes of one vector (f32,
  *    from the hardware profile's ISA), "@VB@" its bytes, "@TGT@" the target
@@ -38,9 +53,10 @@
 
 static const char dw_head[] =
     "/* Weir's depthwise convolution (docs/native.md, implementation\n"
-    " * \"depthwise\") for @ISA@: vectors of @VL@ floats (or @VLH@) along the\n"
-    " * output width; 3x3 and 5x5 kernels at stride 1 and 2 (dilation 1)\n"
-    " * specialized, others through a scalar loop nest. */\n";
+    " * \"depthwise\") for @ISA@: vectors of @VL@ channels (the default), or\n"
+    " * of @VL@ floats (or @VLH@) along the output width; 3x3 and 5x5 kernels\n"
+    " * at stride 1 and 2 specialized, others through a generic instance or\n"
+    " * a scalar loop nest. */\n";
 
 /* Per width (@VL@ replaced by the lanes of that width). */
 static const char dw_width[] =
@@ -243,6 +259,309 @@ static const char dw_width[] =
     "  return 1;\n"
     "}\n";
 
+/* The partial rows of the channel-blocked kernel, per ISA: masked loads
+ * and stores (nothing past s + m read, nothing past d + m written), so
+ * tails cost no library call. */
+static const char dw_partial_avx512[] =
+    "#include <immintrin.h>\n"
+    "/* d[u] = s[u] for u < m, 0 for m <= u < @VL@; d[u] = s[u] for u < m */\n"
+    "static inline __attribute__((always_inline)) @TGT@ void\n"
+    "weir_dwc_ldn(float *restrict d, const float *restrict s, int64_t m) {\n"
+    "  _mm512_storeu_ps(d, _mm512_maskz_loadu_ps((__mmask16)((1u << m) - 1u), "
+    "s));\n"
+    "}\n"
+    "static inline __attribute__((always_inline)) @TGT@ void\n"
+    "weir_dwc_stn(float *restrict d, const float *restrict s, int64_t m) {\n"
+    "  _mm512_mask_storeu_ps(d, (__mmask16)((1u << m) - 1u), "
+    "_mm512_loadu_ps(s));\n"
+    "}\n";
+
+static const char dw_partial_avx2[] =
+    "#include <immintrin.h>\n"
+    "/* d[u] = s[u] for u < m, 0 for m <= u < @VL@; d[u] = s[u] for u < m */\n"
+    "static inline __attribute__((always_inline)) @TGT@ __m256i\n"
+    "weir_dwc_mask(int64_t m) {\n"
+    "  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)m),\n"
+    "                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));\n"
+    "}\n"
+    "static inline __attribute__((always_inline)) @TGT@ void\n"
+    "weir_dwc_ldn(float *restrict d, const float *restrict s, int64_t m) {\n"
+    "  _mm256_storeu_ps(d, _mm256_maskload_ps(s, weir_dwc_mask(m)));\n"
+    "}\n"
+    "static inline __attribute__((always_inline)) @TGT@ void\n"
+    "weir_dwc_stn(float *restrict d, const float *restrict s, int64_t m) {\n"
+    "  _mm256_maskstore_ps(d, weir_dwc_mask(m), _mm256_loadu_ps(s));\n"
+    "}\n";
+
+static const char dw_partial_generic[] =
+    "/* d[u] = s[u] for u < m, 0 for m <= u < @VL@; d[u] = s[u] for u < m */\n"
+    "static inline void weir_dwc_ldn(float *restrict d, const float *restrict "
+    "s,\n"
+    "                                int64_t m) {\n"
+    "  for (int u = 0; u < @VL@; u++)\n"
+    "    d[u] = u < m ? s[u] : 0.0f;\n"
+    "}\n"
+    "static inline void weir_dwc_stn(float *restrict d, const float *restrict "
+    "s,\n"
+    "                                int64_t m) {\n"
+    "  for (int u = 0; u < @VL@; u++)\n"
+    "    if (u < m)\n"
+    "      d[u] = s[u];\n"
+    "}\n";
+
+static const char dw_chan[] =
+    "#ifdef _OPENMP\n"
+    "#include <omp.h>\n"
+    "#endif\n"
+    "/* Channel-blocked depthwise kernel: @VL@ channels per vector (the ISA's\n"
+    " * width), for any kernel size and strides with no vertical dilation.\n"
+    " * Per (image, block of @VL@ channels, band of output rows): each input\n"
+    " * row the band needs is transposed once into a ring of KH rows laid out\n"
+    " * [padded column][channel] (zeros in the padding and in the lanes past\n"
+    " * the last channel); each output row accumulates, per output column,\n"
+    " * bias then the taps in row-major order as vectors over the channels (4\n"
+    " * columns at a time, each weight vector used four times), applies the\n"
+    " * epilogue to the vectors and is transposed back to the NCHW planes. */\n"
+    "typedef struct {\n"
+    "  int64_t h, wd, oh, ow, ph, pw;\n"
+    "  int64_t wp; /* the padded row: image columns [-pw, wp - pw) */\n"
+    "  int act;\n"
+    "  float lo, hi;\n"
+    "} weir_dwc_geo;\n"
+    "/* dst[t][l] = x[l][ih][t - pw] for the nc planes at xc (plane stride\n"
+    " * hw), zero outside the image and for l >= nc; dst holds wp + @VL@\n"
+    " * columns (the last tile may write past wp) */\n"
+    "static inline __attribute__((always_inline)) @TGT@ void\n"
+    "weir_dwc_pack(const float *restrict xc, int64_t hw, int nc, int64_t ih,\n"
+    "              const weir_dwc_geo *g, float *restrict dst) {\n"
+    "  const int64_t a = g->pw < g->wp ? g->pw : g->wp;\n"
+    "  int64_t cw = g->wp - a < g->wd ? g->wp - a : g->wd;\n"
+    "  cw = cw > 0 ? cw : 0;\n"
+    "  memset(dst, 0, (size_t)a * @VL@ * sizeof(float));\n"
+    "  float *restrict d = dst + a * @VL@;\n"
+    "  const float *restrict s = xc + ih * g->wd;\n"
+    "  for (int64_t t = 0; t < cw; t += @VL@) {\n"
+    "    const int64_t m = cw - t < @VL@ ? cw - t : @VL@;\n"
+    "    if (m == @VL@ && nc == @VL@) {\n"
+    "      weir_dwc_tr(s + t, hw, d + t * @VL@, @VL@);\n"
+    "      continue;\n"
+    "    }\n"
+    "    float tile[@VL@ * @VL@];\n"
+    "    for (int l = 0; l < @VL@; l++)\n"
+    "      weir_dwc_ldn(tile + l * @VL@, s + l * hw + t, l < nc ? m : 0);\n"
+    "    weir_dwc_tr(tile, @VL@, d + t * @VL@, @VL@);\n"
+    "  }\n"
+    "  memset(dst + (a + cw) * @VL@, 0,\n"
+    "         (size_t)(g->wp - a - cw) * @VL@ * sizeof(float));\n"
+    "}\n"
+    "/* one task: output rows [p0, p1) of image `in`, channels [c0, c0 + nc);\n"
+    " * KH x KW kernel, strides SH, SW, horizontal dilation DW (constants "
+    "when\n"
+    " * inlined into a specialized function); ring: KH * (wp + @VL@) * @VL@\n"
+    " * floats, ob: (ow + @VL@) * @VL@ */\n"
+    "static inline __attribute__((always_inline)) @TGT@ void\n"
+    "weir_dwc_task(const int64_t KH, const int64_t KW, const int64_t SH,\n"
+    "              const int64_t SW, const int64_t DW, const weir_dwc_geo *g,\n"
+    "              const float *restrict xc, const float *restrict w,\n"
+    "              const float *restrict b, float *restrict yc,\n"
+    "              const float *restrict rc, int64_t c0, int nc, int64_t p0,\n"
+    "              int64_t p1, float *restrict ring, float *restrict ob) {\n"
+    "  const int64_t hw = g->h * g->wd, ohw = g->oh * g->ow, ow = g->ow;\n"
+    "  const int64_t ld = (g->wp + @VL@) * @VL@;\n"
+    "  weir_act_v@VL@ wt[64];\n"
+    "  for (int64_t i = 0; i < KH * KW; i++) {\n"
+    "    float t[@VL@] = {0};\n"
+    "    for (int l = 0; l < nc; l++)\n"
+    "      t[l] = w[(c0 + l) * KH * KW + i];\n"
+    "    wt[i] = weir_act_load@VL@(t);\n"
+    "  }\n"
+    "  weir_act_v@VL@ bias;\n"
+    "  {\n"
+    "    float t[@VL@] = {0};\n"
+    "    for (int l = 0; l < nc && b; l++)\n"
+    "      t[l] = b[c0 + l];\n"
+    "    bias = weir_act_load@VL@(t);\n"
+    "  }\n"
+    "  int64_t loaded = -1; /* the last input row packed (rows ascend) */\n"
+    "  for (int64_t p = p0; p < p1; p++) {\n"
+    "    const int64_t ih0 = p * SH - g->ph;\n"
+    "    const float *rows[64];\n"
+    "    for (int64_t i = 0; i < KH; i++) {\n"
+    "      const int64_t ih = ih0 + i;\n"
+    "      rows[i] = NULL;\n"
+    "      if (ih < 0 || ih >= g->h)\n"
+    "        continue;\n"
+    "      float *slot = ring + (ih % KH) * ld;\n"
+    "      if (ih > loaded) {\n"
+    "        weir_dwc_pack(xc, hw, nc, ih, g, slot);\n"
+    "        loaded = ih;\n"
+    "      }\n"
+    "      rows[i] = slot;\n"
+    "    }\n"
+    "    int64_t q = 0;\n"
+    "    for (; q + 4 <= ow; q += 4) {\n"
+    "      weir_act_v@VL@ a0 = bias, a1 = bias, a2 = bias, a3 = bias;\n"
+    "#pragma GCC unroll 5\n"
+    "      for (int64_t i = 0; i < KH; i++) {\n"
+    "        const float *r = rows[i];\n"
+    "        if (!r)\n"
+    "          continue;\n"
+    "        r += q * SW * @VL@;\n"
+    "#pragma GCC unroll 5\n"
+    "        for (int64_t j = 0; j < KW; j++) {\n"
+    "          const weir_act_v@VL@ wv = wt[i * KW + j];\n"
+    "          const float *rj = r + j * DW * @VL@;\n"
+    "          a0 += wv * weir_act_load@VL@(rj);\n"
+    "          a1 += wv * weir_act_load@VL@(rj + SW * @VL@);\n"
+    "          a2 += wv * weir_act_load@VL@(rj + 2 * SW * @VL@);\n"
+    "          a3 += wv * weir_act_load@VL@(rj + 3 * SW * @VL@);\n"
+    "        }\n"
+    "      }\n"
+    "      memcpy(ob + q * @VL@, &a0, sizeof a0);\n"
+    "      memcpy(ob + (q + 1) * @VL@, &a1, sizeof a1);\n"
+    "      memcpy(ob + (q + 2) * @VL@, &a2, sizeof a2);\n"
+    "      memcpy(ob + (q + 3) * @VL@, &a3, sizeof a3);\n"
+    "    }\n"
+    "    for (; q < ow; q++) {\n"
+    "      weir_act_v@VL@ a0 = bias;\n"
+    "#pragma GCC unroll 5\n"
+    "      for (int64_t i = 0; i < KH; i++) {\n"
+    "        const float *r = rows[i];\n"
+    "        if (!r)\n"
+    "          continue;\n"
+    "        r += q * SW * @VL@;\n"
+    "#pragma GCC unroll 5\n"
+    "        for (int64_t j = 0; j < KW; j++)\n"
+    "          a0 += wt[i * KW + j] * weir_act_load@VL@(r + j * DW * @VL@);\n"
+    "      }\n"
+    "      memcpy(ob + q * @VL@, &a0, sizeof a0);\n"
+    "    }\n"
+    "    /* the epilogue, then the transposition into the planes */\n"
+    "    if (rc)\n"
+    "      for (int l = 0; l < nc; l++)\n"
+    "        for (int64_t q2 = 0; q2 < ow; q2++)\n"
+    "          ob[q2 * @VL@ + l] += rc[l * ohw + p * ow + q2];\n"
+    "    if (g->act)\n"
+    "      for (int64_t q2 = 0; q2 < ow; q2++) {\n"
+    "        weir_act_v@VL@ v = weir_act_load@VL@(ob + q2 * @VL@);\n"
+    "        v = weir_act_apply@VL@(v, g->act, g->lo, g->hi);\n"
+    "        memcpy(ob + q2 * @VL@, &v, sizeof v);\n"
+    "      }\n"
+    "    for (int64_t q2 = 0; q2 < ow; q2 += @VL@) {\n"
+    "      const int64_t m = ow - q2 < @VL@ ? ow - q2 : @VL@;\n"
+    "      float *yr = yc + p * ow + q2;\n"
+    "      if (m == @VL@ && nc == @VL@) {\n"
+    "        weir_dwc_tr(ob + q2 * @VL@, @VL@, yr, ohw);\n"
+    "        continue;\n"
+    "      }\n"
+    "      float tile[@VL@ * @VL@];\n"
+    "      weir_dwc_tr(ob + q2 * @VL@, @VL@, tile, @VL@);\n"
+    "      for (int l = 0; l < nc; l++)\n"
+    "        weir_dwc_stn(yr + l * ohw, tile + l * @VL@, m);\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "#define WEIR_DWC_TASK_ARGS                                                "
+    "   \\\n"
+    "  const weir_dwc_geo *g, const float *restrict xc, const float *restrict "
+    "w, \\\n"
+    "      const float *restrict b, float *restrict yc, const float *restrict "
+    "rc, \\\n"
+    "      int64_t c0, int nc, int64_t p0, int64_t p1, float *restrict ring,   "
+    "   \\\n"
+    "      float *restrict ob\n"
+    "#define WEIR_DWC_TASK_PASS g, xc, w, b, yc, rc, c0, nc, p0, p1, ring, ob\n"
+    "static __attribute__((noinline)) @TGT@ void\n"
+    "weir_dwc_k3s1(WEIR_DWC_TASK_ARGS) {\n"
+    "  weir_dwc_task(3, 3, 1, 1, 1, WEIR_DWC_TASK_PASS);\n"
+    "}\n"
+    "static __attribute__((noinline)) @TGT@ void\n"
+    "weir_dwc_k3s2(WEIR_DWC_TASK_ARGS) {\n"
+    "  weir_dwc_task(3, 3, 2, 2, 1, WEIR_DWC_TASK_PASS);\n"
+    "}\n"
+    "static __attribute__((noinline)) @TGT@ void\n"
+    "weir_dwc_k5s1(WEIR_DWC_TASK_ARGS) {\n"
+    "  weir_dwc_task(5, 5, 1, 1, 1, WEIR_DWC_TASK_PASS);\n"
+    "}\n"
+    "static __attribute__((noinline)) @TGT@ void\n"
+    "weir_dwc_k5s2(WEIR_DWC_TASK_ARGS) {\n"
+    "  weir_dwc_task(5, 5, 2, 2, 1, WEIR_DWC_TASK_PASS);\n"
+    "}\n"
+    "static __attribute__((noinline)) @TGT@ void\n"
+    "weir_dwc_any(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t dw,\n"
+    "             WEIR_DWC_TASK_ARGS) {\n"
+    "  weir_dwc_task(kh, kw, sh, sw, dw, WEIR_DWC_TASK_PASS);\n"
+    "}\n"
+    "/* The channel-blocked convolution of the whole tensor (arguments as\n"
+    " * weir_dwconv2d_f32's); 0 when it does not apply (vertical dilation,\n"
+    " * more than 64 taps or KH > 64) or its buffers cannot be allocated. */\n"
+    "static int weir_dwc_f32(const float *x, const float *w, const float *b,\n"
+    "                        float *y, const float *r, int64_t n, int64_t c,\n"
+    "                        int64_t h, int64_t wd, int64_t kh, int64_t kw,\n"
+    "                        int64_t oh, int64_t ow, int64_t sh, int64_t sw,\n"
+    "                        int64_t dh, int64_t dw, int64_t ph, int64_t pw,\n"
+    "                        int act, float lo, float hi) {\n"
+    "  if (dh != 1 || kh * kw > 64 || oh <= 0 || ow <= 0 || c <= 0 || n <= 0)\n"
+    "    return 0;\n"
+    "  weir_dwc_geo g = {h, wd, oh, ow, ph, pw, 0, act, lo, hi};\n"
+    "  g.wp = (ow - 1) * sw + (kw - 1) * dw + 1;\n"
+    "  const int64_t ncb = (c + @VL@ - 1) / @VL@;\n"
+    "  int nt = 1;\n"
+    "#ifdef _OPENMP\n"
+    "  nt = omp_get_max_threads();\n"
+    "#endif\n"
+    "  /* bands of output rows: enough tasks for the threads */\n"
+    "  int64_t band = oh;\n"
+    "  while (band > 4 && n * ncb * ((oh + band - 1) / band) < 4 * nt)\n"
+    "    band = (band + 1) / 2;\n"
+    "  const int64_t nbands = (oh + band - 1) / band;\n"
+    "  const int64_t tasks = n * ncb * nbands;\n"
+    "  if (nt > tasks)\n"
+    "    nt = (int)tasks;\n"
+    "  /* per thread: the ring and the output row, whole cache lines */\n"
+    "  const size_t per = ((size_t)(kh * (g.wp + @VL@) + ow + @VL@) * @VL@ * "
+    "sizeof(float) + 63) /\n"
+    "                     64 * 64;\n"
+    "  float *buf = aligned_alloc(64, per * (size_t)nt);\n"
+    "  if (!buf)\n"
+    "    return 0;\n"
+    "  const int spec = sw == sh && dw == 1 && kh == kw && (kh == 3 || kh == "
+    "5) &&\n"
+    "                   (sh == 1 || sh == 2);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)\n"
+    "#endif\n"
+    "  for (int64_t t = 0; t < tasks; t++) {\n"
+    "    int tid = 0;\n"
+    "#ifdef _OPENMP\n"
+    "    tid = omp_get_thread_num();\n"
+    "#endif\n"
+    "    float *ring = (float *)((char *)buf + per * (size_t)tid);\n"
+    "    float *ob = ring + kh * (g.wp + @VL@) * @VL@;\n"
+    "    const int64_t in = t / (ncb * nbands), cb = t / nbands % ncb;\n"
+    "    const int64_t c0 = cb * @VL@, p0 = t % nbands * band;\n"
+    "    const int64_t p1 = p0 + band < oh ? p0 + band : oh;\n"
+    "    const int nc = (int)(c - c0 < @VL@ ? c - c0 : @VL@);\n"
+    "    const float *xc = x + (in * c + c0) * h * wd;\n"
+    "    float *yc = y + (in * c + c0) * oh * ow;\n"
+    "    const float *rc = r ? r + (in * c + c0) * oh * ow : NULL;\n"
+    "    if (!spec)\n"
+    "      weir_dwc_any(kh, kw, sh, sw, dw, &g, xc, w, b, yc, rc, c0, nc, p0, "
+    "p1,\n"
+    "                   ring, ob);\n"
+    "    else if (kh == 3 && sh == 1)\n"
+    "      weir_dwc_k3s1(&g, xc, w, b, yc, rc, c0, nc, p0, p1, ring, ob);\n"
+    "    else if (kh == 3)\n"
+    "      weir_dwc_k3s2(&g, xc, w, b, yc, rc, c0, nc, p0, p1, ring, ob);\n"
+    "    else if (sh == 1)\n"
+    "      weir_dwc_k5s1(&g, xc, w, b, yc, rc, c0, nc, p0, p1, ring, ob);\n"
+    "    else\n"
+    "      weir_dwc_k5s2(&g, xc, w, b, yc, rc, c0, nc, p0, p1, ring, ob);\n"
+    "  }\n"
+    "  free(buf);\n"
+    "  return 1;\n"
+    "}\n";
+
 static const char dw_driver[] =
     "/* Any kernel, stride and dilation: per output row, each tap adds\n"
     " * w * (a shifted input row) over the columns whose input lies in the\n"
@@ -283,10 +602,13 @@ static const char dw_driver[] =
     "  }\n"
     "}\n"
     "/* Depthwise 2-D convolution (group == C == M), f32, NCHW:\n"
-    " * y = act(conv(x, w) + b + r), r (NULL: none) of y's shape.  The\n"
-    " * (image, channel) planes are split over the OpenMP threads.  vl: the\n"
-    " * vector width, @VL@ or @VLH@ (0: the one computing fewer lanes for\n"
-    " * this output width, the wider on a tie). */\n"
+    " * y = act(conv(x, w) + b + r), r (NULL: none) of y's shape.  vl 0:\n"
+    " * the channel-blocked kernel (weir_dwc_f32) wherever it applies; else\n"
+    " * the kernel vectorized along the output width, @VL@ or @VLH@ lanes "
+    "(vl,\n"
+    " * or for 0 the one computing fewer lanes for this output width, the\n"
+    " * wider on a tie), the (image, channel) planes split over the OpenMP\n"
+    " * threads. */\n"
     "static void weir_dwconv2d_f32(const float *x, const float *w,\n"
     "                              const float *b, float *y, const float *r,\n"
     "                              int64_t n, int64_t c, int64_t h, int64_t "
@@ -296,6 +618,10 @@ static const char dw_driver[] =
     "                              int64_t dh, int64_t dw, int64_t ph,\n"
     "                              int64_t pw, int act, float lo, float hi,\n"
     "                              int vl) {\n"
+    "  if (vl == 0 && weir_dwc_f32(x, w, b, y, r, n, c, h, wd, kh, kw, oh, ow, "
+    "sh,\n"
+    "                              sw, dh, dw, ph, pw, act, lo, hi))\n"
+    "    return;\n"
     "  if (vl != @VL@ && vl != @VLH@)\n"
     "    vl = (ow + @VLH@ - 1) / @VLH@ * @VLH@ < (ow + @VL@ - 1) / @VL@ * "
     "@VL@\n"
@@ -361,10 +687,63 @@ static void append_width(GString *out, const WeirDepthwiseParams *p, guint vl) {
   g_string_free(odd, TRUE);
 }
 
+/* weir_dwc_tr: a vl x vl tile transposed in registers, log2(vl) rounds
+ * each swapping the off-diagonal b x b blocks of every 2b x 2b block
+ * (b = vl / 2 .. 1) with two-vector shuffles of constant lanes. */
+static void append_transpose(GString *s, guint vl) {
+  g_string_append_printf(
+      s,
+      "/* d[j * ds + i] = s[i * ss + j] for i, j < %u: one tile transposed\n"
+      " * in registers (rounds of two-vector shuffles, each swapping the\n"
+      " * off-diagonal blocks of a size) */\n"
+      "static inline __attribute__((always_inline)) @TGT@ void\n"
+      "weir_dwc_tr(const float *restrict s, int64_t ss, float *restrict d,\n"
+      "            int64_t ds) {\n"
+      "  weir_act_v%u r[%u];\n"
+      "  for (int i = 0; i < %u; i++)\n"
+      "    r[i] = weir_act_load%u(s + i * ss);\n",
+      vl, vl, vl, vl, vl);
+  for (guint b = vl / 2; b >= 1; b /= 2) {
+    GString *lo = g_string_new(NULL), *hi = g_string_new(NULL);
+    for (guint j = 0; j < vl; j++) {
+      gboolean up = (j & b) != 0;
+      g_string_append_printf(lo, "%s%u", j ? ", " : "", up ? vl + j - b : j);
+      g_string_append_printf(hi, "%s%u", j ? ", " : "", up ? vl + j : j + b);
+    }
+    g_string_append_printf(
+        s,
+        "  for (int i = 0; i < %u; i++) {\n"
+        "    if (i & %u)\n"
+        "      continue;\n"
+        "    const weir_act_v%u u = r[i], v = r[i + %u];\n"
+        "    r[i] = __builtin_shufflevector(u, v, %s);\n"
+        "    r[i + %u] = __builtin_shufflevector(u, v, %s);\n"
+        "  }\n",
+        vl, b, vl, b, lo->str, b, hi->str);
+    g_string_free(lo, TRUE);
+    g_string_free(hi, TRUE);
+  }
+  g_string_append_printf(s,
+                         "  for (int j = 0; j < %u; j++)\n"
+                         "    memcpy(d + j * ds, &r[j], sizeof r[j]);\n"
+                         "}\n",
+                         vl);
+}
+
 char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p) {
   GString *s = g_string_new(dw_head);
   append_width(s, p, p->vl);
   append_width(s, p, p->vl / 2);
+  /* the channel-blocked kernel, at the full width */
+  GString *ch = g_string_new(NULL);
+  g_string_append(ch, p->isa == WEIR_HW_ISA_AVX512 ? dw_partial_avx512
+                      : p->isa == WEIR_HW_ISA_AVX2 ? dw_partial_avx2
+                                                   : dw_partial_generic);
+  append_transpose(ch, p->vl);
+  g_string_append(ch, dw_chan);
+  g_string_replace(ch, "@TGT@", weir_kernel_isa_target(p->isa), 0);
+  g_string_append(s, ch->str);
+  g_string_free(ch, TRUE);
   g_string_append(s, dw_driver);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(p->isa), 0);
   replace_uint(s, "@VLH@", p->vl / 2);

@@ -7,10 +7,12 @@
  * with their own containers), so one compile covers them: 3x3 and 5x5 at
  * stride 1 and 2 with symmetric, asymmetric, large and no padding, widths
  * that are not multiples of any vector (7, 13, 21, 37, 50, 64), batch 1
- * and 2, with and without bias, both vector widths forced through the
- * node attribute, rows too wide for the ring of padded rows (the
- * block-by-block path), and the scalar loop nest for what is not specialized
- * (a dilated 3x5 kernel, unequal strides).  The program is generated once
+ * and 2, with and without bias; the default channel-blocked kernel with
+ * whole and partial blocks of channels, horizontal dilation, a 1x1 and
+ * unequal strides (its generic instance); the row kernel with both
+ * vector widths forced through the node attribute, rows too wide for its
+ * ring of padded rows (the block-by-block path), and its scalar loop nest
+ * (a vertically dilated 3x5 kernel, a 9x9 one).  The program is generated once
  * per ISA the CPU has ($WEIR_ISA lowers it), must call the kernel (default
  * choice, no "direct" loop nest) and must match the interpreter within
  * 1e-4 at 1 and 2 OpenMP threads; every output element is pre-set to a
@@ -76,13 +78,27 @@ static const Case cases[] = {
     {1, 3, 10, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 16},
     {1, 3, 10, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 8},
     {1, 3, 10, 37, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, TRUE, 4},
-    /* rows too wide for the kernel's ring of padded rows: the blocks one
-     * by one, borders through a buffer */
-    {1, 2, 5, 3001, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
-    {1, 2, 7, 3500, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
-    /* the scalar loop nest: dilated 3x5, unequal strides */
+    /* rows too wide for the row kernel's ring of padded rows (the row
+     * kernel forced): the blocks one by one, borders through a buffer */
+    {1, 2, 5, 3001, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 8},
+    {1, 2, 7, 3500, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 8},
+    /* and in the channel-blocked kernel (a large ring) */
+    {1, 3, 5, 3001, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* the scalar loop nest (vertical dilation); unequal strides (the
+     * channel-blocked kernel's generic instance) */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0},
     {1, 3, 12, 15, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    /* channel-blocked: whole blocks of channels and a partial one (35 =
+     * 2 x 16 + 3, 4 x 8 + 3), partial column tiles, batch 2 */
+    {2, 35, 9, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 19, 14, 14, 5, 5, 2, 2, 1, 2, 2, 1, 1, 1, TRUE, 0},
+    {1, 32, 7, 7, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, FALSE, 0},
+    /* horizontal dilation and a 1x1 kernel: the generic instance */
+    {1, 17, 8, 19, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, TRUE, 0},
+    {1, 16, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, TRUE, 0},
+    /* 81 taps: beyond the channel-blocked kernel, the row kernel's loop
+     * nest */
+    {1, 4, 12, 12, 9, 9, 1, 1, 4, 4, 4, 4, 1, 1, TRUE, 0},
 };
 
 /* Epilogues applied in the store (and one the kernel leaves as a map). */
@@ -103,6 +119,9 @@ static const Case epilogues[] = {
      TRUE, "depthwise + residual + clip"},
     {1, 4, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0, "y = r + x", TRUE,
      "depthwise + residual */"},
+    /* a partial block of channels with a residual (20 = 16 + 4) */
+    {1, 20, 9, 18, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
     /* the scalar loop nest applies the epilogue too */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0,
      "s = 1 / (1 + exp(-x))\ny = s * x", FALSE, "depthwise + SiLU"},
