@@ -426,6 +426,7 @@ static gboolean evaluate(const WeirGraph *program, const WeirGraph *reference,
 
   out->outputs = g_steal_pointer(&first);
   out->constants_bytes = weir_kernel_constants_bytes(k);
+  out->prepacked_bytes = weir_kernel_prepacked_bytes(k);
   weir_kernel_workspace(k, &out->workspace_bytes);
   if (o.no_timing) {
     report(progress, user, 1.0, "done");

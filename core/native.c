@@ -186,6 +186,9 @@ typedef struct {
   /* Weir's GEMM only: ", bias, r, ldr, act, lo, hi" of the epilogue in
    * its store (weir_gemm_<id>_ep), or NULL */
   const char *ep;
+  /* Weir's GEMM only: a "const float *" to op(b) pre-packed at load
+   * (weir_kernel_gemm_prepack_b; weir_gemm_<id>_pb), or NULL */
+  const char *bpk;
 } GemmCall;
 
 /* Prepares the calls of GEMM `which` for a node whose products are at
@@ -223,6 +226,14 @@ static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, const char *name,
         indent, name, c->ta ? "CblasTrans" : "CblasNoTrans",
         c->tb ? "CblasTrans" : "CblasNoTrans", c->m, c->n, c->k, c->alpha, c->a,
         c->lda, c->b, c->ldb, c->beta, c->c, c->ldc);
+  else if (c->bpk)
+    g_string_append_printf(e->code,
+                           "%s%s |= %s_pb(%d, %d, %s, %s, %s, %s, %s, "
+                           "%s, %s, %s, %s, %s, %s, %s%s, %s);\n",
+                           indent, e->status, name, c->ta, c->tb, c->m, c->n,
+                           c->k, c->alpha, c->a, c->lda, c->b, c->bpk, c->ldb,
+                           c->beta, c->c, c->ldc,
+                           c->ep ? c->ep : ", NULL, NULL, 0, 0, 0, 0", work);
   else
     g_string_append_printf(e->code,
                            "%s%s |= %s%s(%d, %d, %s, %s, %s, %s, %s, "
@@ -255,6 +266,28 @@ static gboolean gemm_epilogue(WeirNativeEmit *e, WeirNativeGemm which,
   *args = g_strdup_printf(", NULL, %s, %s, %d, %s, %s", rp, ldr, k.act, lo, hi);
   *what = weir_kernel_epilogue_what(&k);
   return TRUE;
+}
+
+/* op(b) (k x n, b given as n x k when tb) pre-packed at load for Weir's
+ * GEMM (weir_kernel_gemm_prepack_b): when b is a bound constant, the
+ * sizes are constant and the call has enough rows m to take the packed
+ * path (below half a microtile it reads b unpacked).  NULL otherwise.
+ * (transfer full) */
+static char *gemm_prepack_b(WeirNativeEmit *e, WeirNativeGemm which,
+                            WeirDType t, const WeirContainer *b, gboolean tb,
+                            const WeirExpr *m, const WeirExpr *k,
+                            const WeirExpr *n) {
+  gint64 cm, ck, cn;
+  if (which == WEIR_NATIVE_GEMM_CBLAS || !b || !m || !k || !n ||
+      !weir_expr_is_const(m, &cm) || !weir_expr_is_const(k, &ck) ||
+      !weir_expr_is_const(n, &cn))
+    return NULL;
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  WeirGemmBlocking bl;
+  if (!weir_kernel_gemm_blocking_node(hw, t, e->n, &bl, NULL) ||
+      cm < MAX(bl.mr / 2, 2))
+    return NULL;
+  return weir_kernel_gemm_prepack_b(e, t, &bl, b, tb, ck, cn);
 }
 
 /* The header word of the node's comment. */
@@ -339,9 +372,13 @@ static gboolean gemm_emit(WeirNativeEmit *e, WeirNativeGemm which,
   if (!gemm_prepare(e, which, t, dim(y->c, 0), dim(y->c, 1),
                     dim(a->c, ta ? 0 : 1), &fn, &work, error))
     return FALSE;
+  g_autofree char *bpk = gemm_prepack_b(e, which, t, b->c, tb, dim(y->c, 0),
+                                        dim(a->c, ta ? 0 : 1), dim(y->c, 1));
+  if (bpk)
+    g_string_append(e->code, "/* B pre-packed at load */\n");
   GemmCall call = {
-      ta,     tb, m, nn, k, alpha, a->ptr, lda, b->ptr, ldb, c->c ? "1" : "0",
-      y->ptr, nn, ep};
+      ta,     tb, m,  nn, k, alpha, a->ptr, lda, b->ptr, ldb, c->c ? "1" : "0",
+      y->ptr, nn, ep, bpk};
   gemm_call(e, which, fn, "", &call, work);
   return TRUE;
 }
@@ -449,8 +486,15 @@ static gboolean matmul_emit(WeirNativeEmit *e, WeirNativeGemm which,
                     &work, error))
     return FALSE;
   if (nb == 0 || fold) {
-    GemmCall call = {FALSE, FALSE,  m,   nn,  k,      "1", a->ptr,
-                     k,     b->ptr, ldb, "0", y->ptr, nn,  ep};
+    g_autofree char *bpk =
+        av || bv ? NULL
+                 : gemm_prepack_b(e, which, t, b->c, FALSE,
+                                  fold ? rows : dim(a->c, ra - 2),
+                                  dim(a->c, ra - 1), dim(b->c, rb - 1));
+    if (bpk)
+      g_string_append(e->code, "/* B pre-packed at load */\n");
+    GemmCall call = {FALSE,  FALSE, m,   nn,     k,  "1", a->ptr, k,
+                     b->ptr, ldb,   "0", y->ptr, nn, ep,  bpk};
     gemm_call(e, which, fn, "", &call, work);
     return TRUE;
   }
@@ -703,8 +747,11 @@ static const char conv_weir[] =
     " * im2col; a 1x1 kernel at unit stride without padding reads x as it\n"
     " * is).  The epilogue y = act(conv + b + r) (b, r NULL: none; act as\n"
     " * weir_act1) is applied by the GEMM to each microtile as it is stored.\n"
-    " * ws is the caller's scratch: the GEMM's packing buffers. */\n"
-    "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *b,\n"
+    " * ws is the caller's scratch: the GEMM's packing buffers.  wpk (NULL:\n"
+    " * none) is w packed once for the GEMM (weir_prepack_a), group g at\n"
+    " * wpk + g * wps. */\n"
+    "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *wpk,\n"
+    "                            int64_t wps, const @T@ *b,\n"
     "                            @T@ *y, const @T@ *r, int64_t n, int64_t c,\n"
     "                            int64_t h, int64_t wd, int64_t m, int64_t "
     "kh,\n"
@@ -727,11 +774,12 @@ static const char conv_weir[] =
     "                                        sh, sw, dh, dw, ph, pw};\n"
     "      const weir_gemm_epilogue_@S@ ep = {\n"
     "          b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, hi};\n"
-    "      st |= weir_gemm_run_@S@(0, 0, mg, ohw, kk, (@T@)1, w + g * mg * "
+    "      st |= weir_gemm_runp_@S@(0, 0, mg, ohw, kk, (@T@)1, w + g * mg * "
     "kk,\n"
-    "                              kk, xg, ohw, plain ? NULL : &im, (@T@)0,\n"
-    "                              y + yo, ohw, b || r || act ? &ep : NULL,\n"
-    "                              ws);\n"
+    "                               kk, wpk ? wpk + g * wps : NULL, xg, NULL,\n"
+    "                               ohw,\n"
+    "                               plain ? NULL : &im, (@T@)0, y + yo, ohw,\n"
+    "                               b || r || act ? &ep : NULL, ws);\n"
     "    }\n"
     "  }\n"
     "  return st;\n"
@@ -912,7 +960,9 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   g_autofree char *lo = NULL, *hi = NULL;
   WeirGemmBlocking bl = {0};
   WeirEpilogueKind ek = {.act = 0, .residual = -1};
-  gboolean ep = FALSE; /* Weir's helper: the epilogue's arguments */
+  gboolean ep = FALSE;         /* Weir's helper: the epilogue's arguments */
+  g_autofree char *wpk = NULL; /* Weir's helper: the pre-packed weight */
+  gint64 wps = 0;
   if (which == WEIR_NATIVE_GEMM_CBLAS) {
     emit_header(e, "im2col");
     use_blas(e);
@@ -928,18 +978,32 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     if (!weir_kernel_epilogue_use(e, "Weir's GEMM", &ek, &r, &lo, &hi, error))
       return FALSE;
     rp = r;
-    g_autofree char *head =
-        g_strconcat("weir", weir_kernel_epilogue_what(&ek), NULL);
-    emit_header(e, head);
     name = "weir_wconv2d";
     ws = conv_weir_scratch(e, &ci, &bl, error);
     if (!ws)
       return FALSE;
+    /* the weight packed once, when the kernel is loaded (a bound
+     * constant of constant shape, f32) */
+    gint64 mw, cw, khw, kww;
+    if (weir_expr_is_const(dim(ci.w, 0), &mw) &&
+        weir_expr_is_const(dim(ci.w, 1), &cw) &&
+        weir_expr_is_const(dim(ci.w, 2), &khw) &&
+        weir_expr_is_const(dim(ci.w, 3), &kww) && geo->group > 0 &&
+        mw % geo->group == 0) {
+      gint64 mg = mw / geo->group, kk = cw * khw * kww;
+      wpk =
+          weir_kernel_gemm_prepack_a(e, t, &bl, e->in[1].c, geo->group, mg, kk);
+      if (wpk)
+        wps = weir_kernel_gemm_prepacked_a_elements(&bl, 1, mg, kk);
+    }
     /* the helper's suffix is its GEMM's: a node's own blocking gets its
      * own copy */
     sfx = bl.id;
     text = g_strdup(conv_weir);
     status = g_strdup_printf("%s |= ", e->status);
+    g_autofree char *head = g_strconcat("weir", weir_kernel_epilogue_what(&ek),
+                                        wpk ? ", weight pre-packed" : "", NULL);
+    emit_header(e, head);
   }
   g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);
   g_autofree char *body = instantiate_sfx(text, t, sfx);
@@ -947,15 +1011,18 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   /* Weir's helper takes the residual after y and the activation before
    * its scratch */
   g_autofree char *rarg = ep ? g_strdup_printf(", %s", rp) : g_strdup("");
+  g_autofree char *warg =
+      ep ? g_strdup_printf(", %s, %" G_GINT64_FORMAT, wpk ? wpk : "NULL", wps)
+         : g_strdup("");
   g_autofree char *aarg =
       ep ? g_strdup_printf(", %d, %s, %s", ek.act, lo, hi) : g_strdup("");
   g_string_append_printf(e->code,
-                         "%s%s_%s(%s, %s, %s, %s%s, %s, %s, %s, %s, %s, %s, "
+                         "%s%s_%s(%s, %s%s, %s, %s%s, %s, %s, %s, %s, %s, %s, "
                          "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
                          ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
                          ", %" G_GINT64_FORMAT ", %s, %s%s, %s);\n",
-                         status, name, sfx, xp, wp, bp, yp, rarg, n, c, h, w, m,
-                         kh, kw, oh, ow, geo->group, geo->strides[0],
+                         status, name, sfx, xp, wp, warg, bp, yp, rarg, n, c, h,
+                         w, m, kh, kw, oh, ow, geo->group, geo->strides[0],
                          geo->strides[1], geo->dilations[0], geo->dilations[1],
                          ph, pw, aarg, ws);
   return TRUE;

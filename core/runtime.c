@@ -52,6 +52,11 @@ struct _WeirKernel {
    * (g's copy shares the GBytes of the program it was made from). */
   const void **consts;
   gsize consts_bytes;
+  /* The pre-packed constants (docs/codegen.md): filled once by the
+   * kernel's <prefix>_prepack when the constants are bound, passed as
+   * consts[n] (NULL when the kernel has none). */
+  void *prepacked;
+  gsize prepacked_bytes;
   /* The workspace: grown to the largest size a call needed, reused by every
    * call that gets the lock (a concurrent call runs with its own). */
   GMutex lock;
@@ -208,6 +213,7 @@ void weir_kernel_free(WeirKernel *k) {
   if (k->module)
     g_module_close(k->module);
   g_free(k->consts);
+  free(k->prepacked);
   free(k->workspace);
   g_mutex_clear(&k->lock);
   if (k->arguments)
@@ -509,6 +515,36 @@ static void units_clear(Unit *units, guint n) {
   }
 }
 
+/* The kernel's pre-packed constants (its weights in the layout its
+ * GEMMs read, docs/native.md): computed once, now that the constants are
+ * bound (they never change while k lives: k->g is k's own copy), and
+ * passed as consts[n].  A kernel without <prefix>_prepack, or whose block
+ * cannot be allocated, or with WEIR_PREPACK=0 in the environment (to
+ * measure the difference), gets NULL there and packs in every call. */
+static void prepack(WeirKernel *k, guint n) {
+  g_autofree char *size_name = g_strdup_printf("%s_prepacked_size", k->prefix);
+  g_autofree char *name = g_strdup_printf("%s_prepack", k->prefix);
+  gpointer size_fn = NULL, fn = NULL;
+  const char *env = g_getenv("WEIR_PREPACK");
+  if ((env && strcmp(env, "0") == 0) || !k->module || !g_module_symbol(k->module, size_name, &size_fn) ||
+      !size_fn || !g_module_symbol(k->module, name, &fn) || !fn)
+    return;
+  gsize bytes = ((size_t(*)(void))size_fn)();
+  gsize rounded = (bytes + 63) / 64 * 64;
+  void *block = rounded >= bytes && rounded ? aligned_alloc(64, rounded) : NULL;
+  if (!block)
+    return;
+  ((void (*)(const void *const *, void *))fn)(k->consts, block);
+  k->prepacked = block;
+  k->prepacked_bytes = bytes;
+  k->consts[n] = block;
+}
+
+gsize weir_kernel_prepacked_bytes(const WeirKernel *k) {
+  g_return_val_if_fail(k != NULL, 0);
+  return k->prepacked_bytes;
+}
+
 /* Gives the kernel its program (copied) and argument order. */
 static void kernel_attach(WeirKernel *k, const WeirGraph *g) {
   k->g = weir_graph_copy(g);
@@ -521,6 +557,7 @@ static void kernel_attach(WeirKernel *k, const WeirGraph *g) {
     k->consts[i] = g_bytes_get_data(c->initial, &n);
     k->consts_bytes += n;
   }
+  prepack(k, consts->len);
 }
 
 static void take_info(WeirCompileInfo *info, Unit *u) {

@@ -107,6 +107,7 @@ typedef struct {
   guint units;            /* its compile units (0 on a hit) */
   gsize constants_bytes;  /* parameters bound to the kernel (not copied) */
   gsize workspace_bytes;  /* the kernel's workspace after the runs */
+  gsize prepacked_bytes;  /* weights packed once at load (owned by it) */
 } WeirEvaluation;
 
 /* Called with the fraction done (0..1) and what happens now (borrowed). */

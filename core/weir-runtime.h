@@ -206,6 +206,19 @@ WEIR_API const char *weir_kernel_prefix(const WeirKernel *k);
  * program, which shares the data of the program it was compiled from. */
 WEIR_API gsize weir_kernel_constants_bytes(const WeirKernel *k);
 
+/**
+ * weir_kernel_prepacked_bytes:
+ * @k: a kernel
+ *
+ * Bytes of the kernel's pre-packed constants: the weights its GEMMs read,
+ * packed once into the GEMM's panel layout when the constants were bound
+ * (docs/native.md, "pre-packed weights"), owned by the kernel.  0 when it
+ * has none.
+ *
+ * Returns: the size in bytes
+ */
+WEIR_API gsize weir_kernel_prepacked_bytes(const WeirKernel *k);
+
 /* The kernel's workspace (borrowed; NULL before the first run or when the
  * program needs none) and its size in *bytes (optional).  The workspace
  * holds the transients of the entry point and the scratch block of its

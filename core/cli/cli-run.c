@@ -441,9 +441,13 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
       g_format_size_full(ev->constants_bytes, G_FORMAT_SIZE_IEC_UNITS);
   g_autofree char *wb =
       g_format_size_full(ev->workspace_bytes, G_FORMAT_SIZE_IEC_UNITS);
-  printf("  kernel memory   parameters %s (bound, not copied), workspace %s "
-         "(transients and scratch, allocated once)\n",
-         cb, wb);
+  printf("  kernel memory   parameters %s (bound, not copied), ", cb);
+  if (ev->prepacked_bytes) {
+    g_autofree char *pb =
+        g_format_size_full(ev->prepacked_bytes, G_FORMAT_SIZE_IEC_UNITS);
+    printf("weights pre-packed %s (packed once at load), ", pb);
+  }
+  printf("workspace %s (transients and scratch, allocated once)\n", wb);
   printf("  time            %s (%s)", ts, how);
   double gflops = 0;
   if (exp && exp->total_flops.known && t > 0) {

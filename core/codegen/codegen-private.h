@@ -120,6 +120,16 @@ typedef struct {
   /* Bound constants: GBytes* of their data (shared by the prepared copy)
    * -> 1 + index in the constant table (weir_codegen_constants). */
   GHashTable *const_index;
+  /* Pre-packed constants (WeirNativeEmit.prepacked; docs/codegen.md):
+   * the size of the constant table (the block is consts[n_consts]), the
+   * block's bytes so far, its fill statements in order (the body of
+   * <prefix>_prepack), pack statement -> offset (C text, owned), and the
+   * helpers they call (name -> text, owned). */
+  guint n_consts;
+  gint64 prepack_bytes;
+  GString *prepack_body;
+  GHashTable *prepack_at;
+  GHashTable *prepack_helpers;
   /* The entry point's workspace size function (emit_c prints it). */
   char *workspace_fn;
   /* Compile units (weir_codegen_units): the entry point's states are cut

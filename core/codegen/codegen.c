@@ -240,6 +240,36 @@ static gboolean has_nested(const WeirGraph *g) {
   return FALSE;
 }
 
+/* The pre-packed constants (docs/codegen.md): <prefix>_prepacked_size
+ * and <prefix>_prepack, which fills the block that the entry point then
+ * finds at consts[n_consts], with the helpers it calls (in name order). */
+static void emit_prepack(Gen *gen, GString *s, const char *size_name,
+                         const char *name) {
+  guint n = g_hash_table_size(gen->prepack_helpers);
+  g_autofree char **names =
+      (char **)g_hash_table_get_keys_as_array(gen->prepack_helpers, NULL);
+  g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf(
+        s, "%s\n", (char *)g_hash_table_lookup(gen->prepack_helpers, names[i]));
+  g_string_append_printf(
+      s,
+      "/* Bytes of the pre-packed constants: a caller that\n"
+      " * fills them once (%s) passes them as\n"
+      " * consts[%u]; NULL there, the calls pack per run. */\n"
+      "size_t %s(void) {\n"
+      "  return %" G_GINT64_FORMAT ";\n"
+      "}\n\n"
+      "/* Fills packed (64-byte aligned, %s() bytes)\n"
+      " * from the bound constants. */\n"
+      "void %s(const void *const consts[], void *packed) {\n"
+      "  unsigned char *const p = packed;\n"
+      "%s"
+      "}\n\n",
+      name, gen->n_consts, size_name, gen->prepack_bytes, size_name, name,
+      gen->prepack_body->str);
+}
+
 /* The C/OpenMP backend's units of prepared (cg_prepare_c of g). */
 static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
                          WeirGraph *prepared, const WeirCodegenOptions *opts,
@@ -282,6 +312,16 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
     const WeirContainer *c = g_ptr_array_index(consts, i);
     g_hash_table_insert(gen.const_index, c->initial, GUINT_TO_POINTER(i + 1));
   }
+  gen.n_consts = consts->len;
+  gen.prepack_body = g_string_new(NULL);
+  gen.prepack_at =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  gen.prepack_helpers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autofree char *ppn = g_strdup_printf("%s_prepack", prefix);
+  g_autofree char *ppsn = g_strdup_printf("%s_prepacked_size", prefix);
+  cg_namer_fresh_exact(gen.file_names, ppn);
+  cg_namer_fresh_exact(gen.file_names, ppsn);
   g_autofree char *pname = cg_sanitize_comment(g->name);
   g_autofree char *where = g_strdup_printf("program '%s'", pname);
   gboolean can_fail = FALSE, uses_consts = FALSE;
@@ -328,8 +368,15 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
                          "int %s(void *const args[], const int64_t "
                          "symbols[],\n"
                          "        const void *const consts[], void "
-                         "*workspace);\n\n",
+                         "*workspace);\n",
                          abi, wsn, run);
+  if (gen.prepack_bytes)
+    g_string_append_printf(s,
+                           "size_t %s(void);\n"
+                           "void %s(const void *const consts[], void "
+                           "*packed);\n",
+                           ppsn, ppn);
+  g_string_append_c(s, '\n');
   if (nparts) {
     g_string_append(s, hidden_macro);
     for (guint i = 0; i < nparts; i++)
@@ -353,6 +400,8 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
                            "  return 0;\n"
                            "}\n\n",
                            wsn);
+  if (gen.prepack_bytes)
+    emit_prepack(&gen, s, ppsn, ppn);
   if (entry)
     g_string_append(s, entry);
   /* one final newline */
@@ -368,6 +417,9 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
   g_hash_table_unref(gen.native_helpers);
   g_hash_table_unref(gen.libraries);
   g_hash_table_unref(gen.const_index);
+  g_string_free(gen.prepack_body, TRUE);
+  g_hash_table_unref(gen.prepack_at);
+  g_hash_table_unref(gen.prepack_helpers);
   g_free(gen.workspace_fn);
   g_clear_pointer(&gen.parts, g_ptr_array_unref);
   g_clear_pointer(&gen.prof_slots, g_array_unref);

@@ -403,6 +403,48 @@ static char *native_scratch(WeirNativeEmit *e, WeirExpr *bytes) {
   return g_strdup(cg_fn_scratch(e->priv, bytes));
 }
 
+static char *native_prepacked(WeirNativeEmit *e, const WeirContainer *src,
+                              gint64 bytes, const char *helper,
+                              const char *helper_text, const char *pack) {
+  Fn *f = e->priv;
+  Gen *gen = f->gen;
+  CInfo *ci = src ? cg_fn_container(f, src->name) : NULL;
+  if (!ci || ci->c != src || ci->st != ST_CONST || !ci->bound || ci->written ||
+      bytes <= 0 || !gen->prepack_at)
+    return NULL;
+  g_autofree char *from = g_strdup_printf("consts[%u]", ci->bound - 1);
+  GString *st = g_string_new(pack);
+  g_string_replace(st, "@SRC@", from, 0);
+  const char *at = g_hash_table_lookup(gen->prepack_at, st->str);
+  if (!at) {
+    gint64 off = gen->prepack_bytes;
+    gen->prepack_bytes += (bytes + 63) / 64 * 64;
+    g_autofree char *dst =
+        g_strdup_printf("(void *)(p + %" G_GINT64_FORMAT ")", off);
+    g_autofree char *cname = cg_comment_text(src->name);
+    g_autofree char *label = cg_comment_text(e->n->label);
+    g_string_append_printf(gen->prepack_body,
+                           "  /* '%s' for node %u ('%s'), %" G_GINT64_FORMAT
+                           " bytes */\n",
+                           cname, e->n->id, label, bytes);
+    GString *line = g_string_new(st->str);
+    g_string_replace(line, "@DST@", dst, 0);
+    g_string_append_printf(gen->prepack_body, "  %s\n", line->str);
+    g_string_free(line, TRUE);
+    at = g_strdup_printf("%" G_GINT64_FORMAT, off);
+    g_hash_table_insert(gen->prepack_at, g_strdup(st->str), (gpointer)at);
+    if (helper && helper_text &&
+        !g_hash_table_contains(gen->prepack_helpers, helper))
+      g_hash_table_insert(gen->prepack_helpers, g_strdup(helper),
+                          g_strdup(helper_text));
+  }
+  g_string_free(st, TRUE);
+  f->uses_consts = TRUE;
+  return g_strdup_printf("(consts[%u] ? (const void *)((const char "
+                         "*)consts[%u] + %s) : NULL)",
+                         gen->n_consts, gen->n_consts, at);
+}
+
 /* A library node left for a native implementation (weir-native.h): the
  * registered emitter prints its code with the operands' C pointers. */
 static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
@@ -430,7 +472,8 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                       .library = native_library,
                       .status = "status",
                       .priv = f,
-                      .scratch = native_scratch};
+                      .scratch = native_scratch,
+                      .prepacked = native_prepacked};
   for (guint io = 0; io < 2; io++)
     for (guint k = 0;
          k < MIN(WEIR_NATIVE_MAX_PORTS,

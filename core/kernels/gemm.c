@@ -498,13 +498,18 @@ static const char gemm_driver[] =
     " * non-zero when the packing buffers cannot be allocated (work, when\n"
     " * not NULL, holds them: weir_kernel_gemm_work_bytes).  ep (NULL: none)\n"
     " * is applied to every element after its last update.  im (NULL: none)\n"
-    " * replaces b (and tb) by a convolution's patches. */\n"
-    "static int weir_gemm_run_@S@(int ta, int tb, int64_t m, int64_t n,\n"
-    "                             int64_t k, @T@ alpha, const @T@ *a,\n"
-    "                             int64_t lda, const @T@ *b, int64_t ldb,\n"
-    "                             const weir_gemm_patches_@S@ *im, @T@ beta,\n"
-    "                             @T@ *c, int64_t ldc,\n"
-    "                             const weir_gemm_epilogue_@S@ *ep, void "
+    " * replaces b (and tb) by a convolution's patches.  apk (NULL: none) is\n"
+    " * alpha op(a) already packed (weir_prepack_a: the A blocks this call\n"
+    " * would pack, in (k block, m block) order), read in place of a; bpk\n"
+    " * (NULL: none) op(b) packed (weir_prepack_b: the B blocks, in (n\n"
+    " * block, k block) order), read in place of b. */\n"
+    "static int weir_gemm_runp_@S@(int ta, int tb, int64_t m, int64_t n,\n"
+    "                              int64_t k, @T@ alpha, const @T@ *a,\n"
+    "                              int64_t lda, const @T@ *apk, const @T@ *b,\n"
+    "                              const @T@ *bpk, int64_t ldb,\n"
+    "                              const weir_gemm_patches_@S@ *im, @T@ beta,\n"
+    "                              @T@ *c, int64_t ldc,\n"
+    "                              const weir_gemm_epilogue_@S@ *ep, void "
     "*work) {\n"
     "  if (m <= 0 || n <= 0)\n"
     "    return 0;\n"
@@ -568,6 +573,7 @@ static const char gemm_driver[] =
     "    return 0;\n"
     "  }\n"
     "  const int first_acc = beta != (@T@)0;\n"
+    "  const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;\n"
     "  /* the k (m) blocks as even as KC (MC) allows: no thin last block */\n"
     "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
     "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
@@ -632,7 +638,11 @@ static const char gemm_driver[] =
     "      for (int64_t pc = 0; pc < k; pc += kcb) {\n"
     "        const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
     "        const int acc = pc > 0 || first_acc;\n"
-    "        if (im)\n"
+    "        /* a pre-packed B: block (jc, pc) at jc * k + pc * npan * NR */\n"
+    "        const @T@ *bb = bpk ? bpk + jc * k + pc * npan * @NR@ : bp;\n"
+    "        if (bpk)\n"
+    "          ;\n"
+    "        else if (im)\n"
     "          for (int64_t q = q0; q < q1; q++)\n"
     "            weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
     "        else\n"
@@ -642,7 +652,9 @@ static const char gemm_driver[] =
     "          const int64_t mpan = (mc + @MR@ - 1) / @MR@;\n"
     "          const int64_t p0 = byn ? 0 : mpan * tid / nt;\n"
     "          const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;\n"
-    "          for (int64_t p = p0; p < p1; p++)\n"
+    "          /* a pre-packed A: block (pc, ic) at pc * mpad + ic * kc */\n"
+    "          const @T@ *ab = apk ? apk + pc * mpad + ic * kc : ap;\n"
+    "          for (int64_t p = p0; p < p1 && !apk; p++)\n"
     "            weir_gemm_pack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
     "ap);\n"
     "          for (int64_t p = p0; p < p1; p++) {\n"
@@ -651,7 +663,7 @@ static const char gemm_driver[] =
     "@MR@;\n"
     "              const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
     "@NR@;\n"
-    "              const @T@ *pa = ap + p * kc * @MR@, *pb = bp + q * kc * "
+    "              const @T@ *pa = ab + p * kc * @MR@, *pb = bb + q * kc * "
     "@NR@;\n"
     "              @T@ *pcc = c + (ic + p * @MR@) * ldc + jc + q * @NR@;\n"
     "              switch ((nr + @VL@ - 1) / @VL@) {\n"
@@ -668,6 +680,34 @@ static const char gemm_driver[] =
     "  }\n"
     "  free(own);\n"
     "  return 0;\n"
+    "}\n"
+    "\n"
+    "/* The same without a pre-packed A. */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_run_@S@(int ta, int tb, int64_t m, int64_t n, int64_t k,\n"
+    "                  @T@ alpha, const @T@ *a, int64_t lda, const @T@ *b,\n"
+    "                  int64_t ldb, const weir_gemm_patches_@S@ *im, @T@ "
+    "beta,\n"
+    "                  @T@ *c, int64_t ldc, const weir_gemm_epilogue_@S@ *ep,\n"
+    "                  void *work) {\n"
+    "  return weir_gemm_runp_@S@(ta, tb, m, n, k, alpha, a, lda, NULL, b, "
+    "NULL,\n"
+    "                            ldb, im, beta, c, ldc, ep, work);\n"
+    "}\n"
+    "\n"
+    "/* weir_gemm_@S@_ep with op(b) pre-packed (bpk, weir_prepack_b; NULL:\n"
+    " * packed in the call from b). */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_@S@_pb(int ta, int tb, int64_t m, int64_t n, int64_t k,\n"
+    "                 @T@ alpha, const @T@ *a, int64_t lda, const @T@ *b,\n"
+    "                 const @T@ *bpk, int64_t ldb, @T@ beta, @T@ *c,\n"
+    "                 int64_t ldc, const @T@ *bias, const @T@ *r,\n"
+    "                 int64_t ldr, int act, @T@ lo, @T@ hi, void *work) {\n"
+    "  const weir_gemm_epilogue_@S@ ep = {bias, r, ldr, act, lo, hi};\n"
+    "  return weir_gemm_runp_@S@(ta, tb, m, n, k, alpha, a, lda, NULL, b, "
+    "bpk,\n"
+    "                            ldb, NULL, beta, c, ldc,\n"
+    "                            bias || r || act ? &ep : NULL, work);\n"
     "}\n"
     "\n"
     "/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c. */\n"
@@ -842,4 +882,132 @@ char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
   return weir_kernel_scratch_arg(
       e, weir_kernel_gemm_work_bytes(t, bl, m ? m : one, n ? n : one,
                                      k ? k : one));
+}
+
+/* ------------------------------------------------------ pre-packed A */
+
+/* Run once, when the kernel is loaded (not per call), so a plain loop
+ * with the blocking as arguments: the same blocks, panels and zero
+ * padding as weir_gemm_pack_a with alpha 1 and no transpose. */
+static const char prepack_a_text[] =
+    "/* The GEMM's A operand packed once (docs/native.md, \"pre-packed\n"
+    " * weights\"): groups of m x k row-major matrices (g at a + g * m * k),\n"
+    " * each into (m + mr - 1) / mr * mr * k elements of dst: per k block\n"
+    " * (kc at most, balanced) and m block (mc at most, balanced, whole\n"
+    " * mr-high panels) its panels of kc x mr, zero-padded, as\n"
+    " * weir_gemm_runp reads them. */\n"
+    "static void weir_prepack_a_@S@(const @T@ *a, int64_t groups, int64_t m,\n"
+    "                               int64_t k, int64_t mr, int64_t kcmax,\n"
+    "                               int64_t mcmax, @T@ *dst) {\n"
+    "  const int64_t kblocks = (k + kcmax - 1) / kcmax;\n"
+    "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
+    "  const int64_t mblocks = (m + mcmax - 1) / mcmax;\n"
+    "  const int64_t mcb = ((m + mblocks - 1) / mblocks + mr - 1) / mr * mr;\n"
+    "  const int64_t mpad = (m + mr - 1) / mr * mr;\n"
+    "  for (int64_t g = 0; g < groups; g++) {\n"
+    "    const @T@ *ag = a + g * m * k;\n"
+    "    @T@ *dg = dst + g * mpad * k;\n"
+    "    for (int64_t pc = 0; pc < k; pc += kcb) {\n"
+    "      const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
+    "      for (int64_t ic = 0; ic < m; ic += mcb) {\n"
+    "        const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
+    "        @T@ *blk = dg + pc * mpad + ic * kc;\n"
+    "        for (int64_t p = 0; p * mr < mc; p++)\n"
+    "          for (int64_t kk = 0; kk < kc; kk++)\n"
+    "            for (int64_t i = 0; i < mr; i++) {\n"
+    "              const int64_t row = p * mr + i;\n"
+    "              blk[(p * kc + kk) * mr + i] =\n"
+    "                  row < mc ? ag[(ic + row) * k + pc + kk] : (@T@)0;\n"
+    "            }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* The same for B: per n block (NC at most) and k block (balanced), its
+ * NR-wide panels of kc rows, zero-padded; tb: b is n x k. */
+static const char prepack_b_text[] =
+    "/* The GEMM's B operand packed once (docs/native.md, \"pre-packed\n"
+    " * weights\"): op(b) (k x n; b row-major, n x k when tb) into\n"
+    " * (n + nr - 1) / nr * nr * k elements of dst: per n block (ncmax at\n"
+    " * most, whole nr-wide panels) and k block (kcmax at most, balanced)\n"
+    " * its panels of kc x nr, zero-padded, as weir_gemm_runp reads them. */\n"
+    "static void weir_prepack_b_@S@(const @T@ *b, int tb, int64_t k,\n"
+    "                               int64_t n, int64_t nr, int64_t kcmax,\n"
+    "                               int64_t ncmax, @T@ *dst) {\n"
+    "  const int64_t kblocks = (k + kcmax - 1) / kcmax;\n"
+    "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
+    "  for (int64_t jc = 0; jc < n; jc += ncmax) {\n"
+    "    const int64_t nc = n - jc < ncmax ? n - jc : ncmax;\n"
+    "    const int64_t npan = (nc + nr - 1) / nr;\n"
+    "    for (int64_t pc = 0; pc < k; pc += kcb) {\n"
+    "      const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
+    "      @T@ *blk = dst + jc * k + pc * npan * nr;\n"
+    "      for (int64_t q = 0; q < npan; q++)\n"
+    "        for (int64_t kk = 0; kk < kc; kk++)\n"
+    "          for (int64_t j = 0; j < nr; j++) {\n"
+    "            const int64_t col = jc + q * nr + j, row = pc + kk;\n"
+    "            blk[(q * kc + kk) * nr + j] =\n"
+    "                q * nr + j >= nc ? (@T@)0\n"
+    "                : tb             ? b[col * k + row]\n"
+    "                                 : b[row * n + col];\n"
+    "          }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+gint64 weir_kernel_gemm_prepacked_b_elements(const WeirGemmBlocking *bl,
+                                             gint64 k, gint64 n) {
+  return (n + bl->nr - 1) / bl->nr * bl->nr * k;
+}
+
+char *weir_kernel_gemm_prepack_b(WeirNativeEmit *e, WeirDType t,
+                                 const WeirGemmBlocking *bl,
+                                 const WeirContainer *b, gboolean tb, gint64 k,
+                                 gint64 n) {
+  if (!e->prepacked || t != WEIR_DTYPE_F32 || k <= 0 || n <= 0)
+    return NULL;
+  GString *helper = g_string_new(prepack_b_text);
+  g_string_replace(helper, "@T@", "float", 0);
+  g_string_replace(helper, "@S@", "f32", 0);
+  g_autofree char *text = g_string_free(helper, FALSE);
+  g_autofree char *pack = g_strdup_printf(
+      "weir_prepack_b_f32((const float *)@SRC@, %d, %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %u, %u, %u, (float *)@DST@);",
+      tb ? 1 : 0, k, n, bl->nr, bl->kc, bl->nc);
+  g_autofree char *p =
+      e->prepacked(e, b, weir_kernel_gemm_prepacked_b_elements(bl, k, n) * 4,
+                   "weir_prepack_b_f32", text, pack);
+  if (!p)
+    return NULL;
+  return g_strdup_printf("(const float *)%s", p);
+}
+
+gint64 weir_kernel_gemm_prepacked_a_elements(const WeirGemmBlocking *bl,
+                                             gint64 groups, gint64 m,
+                                             gint64 k) {
+  return groups * ((m + bl->mr - 1) / bl->mr * bl->mr) * k;
+}
+
+char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
+                                 const WeirGemmBlocking *bl,
+                                 const WeirContainer *w, gint64 groups,
+                                 gint64 m, gint64 k) {
+  if (!e->prepacked || t != WEIR_DTYPE_F32 || groups <= 0 || m <= 0 || k <= 0)
+    return NULL;
+  gint64 elements = weir_kernel_gemm_prepacked_a_elements(bl, groups, m, k);
+  GString *helper = g_string_new(prepack_a_text);
+  g_string_replace(helper, "@T@", "float", 0);
+  g_string_replace(helper, "@S@", "f32", 0);
+  g_autofree char *text = g_string_free(helper, FALSE);
+  g_autofree char *pack = g_strdup_printf(
+      "weir_prepack_a_f32((const float *)@SRC@, %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u, %u, %u, (float "
+      "*)@DST@);",
+      groups, m, k, bl->mr, bl->kc, bl->mc);
+  g_autofree char *p =
+      e->prepacked(e, w, elements * 4, "weir_prepack_a_f32", text, pack);
+  if (!p)
+    return NULL;
+  return g_strdup_printf("(const float *)%s", p);
 }

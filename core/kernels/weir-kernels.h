@@ -112,6 +112,37 @@ char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
                            const WeirExpr *n, const WeirExpr *k,
                            WeirGemmBlocking *bl, GError **error);
 
+/* Elements of groups m x k A operands packed for blocking bl
+ * (weir_kernel_gemm_prepack_a): each m rounded up to whole MR panels. */
+gint64 weir_kernel_gemm_prepacked_a_elements(const WeirGemmBlocking *bl,
+                                             gint64 groups, gint64 m, gint64 k);
+
+/* The A operand of a GEMM packed once, when the kernel is loaded, instead
+ * of in every call: w (borrowed) is groups row-major m x k matrices of
+ * f32, A of groups GEMMs blocked as bl with alpha 1 and no transpose.
+ * Returns the C text of a "const float *" to the packed block (NULL at
+ * run time when the caller gives none: weir_gemm_runp then packs as
+ * before), group g at g * (m rounded up to MR) * k; or NULL when w cannot
+ * be pre-packed (not a bound constant, another dtype: e->prepacked).
+ * (transfer full) */
+char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
+                                 const WeirGemmBlocking *bl,
+                                 const WeirContainer *w, gint64 groups,
+                                 gint64 m, gint64 k);
+
+/* Elements of a k x n B operand packed for blocking bl
+ * (weir_kernel_gemm_prepack_b): n rounded up to whole NR panels. */
+gint64 weir_kernel_gemm_prepacked_b_elements(const WeirGemmBlocking *bl,
+                                             gint64 k, gint64 n);
+
+/* The B operand of a GEMM (op(b), k x n; b is n x k when tb) packed once,
+ * when the kernel is loaded: as weir_kernel_gemm_prepack_a, for the
+ * bpk argument of weir_gemm_<id>_pb. (transfer full) */
+char *weir_kernel_gemm_prepack_b(WeirNativeEmit *e, WeirDType t,
+                                 const WeirGemmBlocking *bl,
+                                 const WeirContainer *b, gboolean tb, gint64 k,
+                                 gint64 n);
+
 /* The C text of a scratch block of `bytes` (taken over) for the node's
  * call, as "(void *)..."; "NULL" when nothing is needed. (transfer full) */
 char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes);

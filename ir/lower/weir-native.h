@@ -77,6 +77,20 @@ struct _WeirNativeEmit {
    * run one after another), its contents undefined on entry.  Helpers that
    * need temporaries take it instead of calling malloc. */
   char *(*scratch)(WeirNativeEmit *e, WeirExpr *bytes);
+  /* Data derived once from a bound constant, when the kernel is loaded
+   * (docs/codegen.md, "Pre-packed constants"): a block of `bytes` bytes
+   * (64-byte aligned) that the C statement `pack` fills ("@SRC@" in it
+   * stands for a "const void *" to src's data, "@DST@" for a "void *" to
+   * the block), calling the file-scope helper `helper` (its text
+   * `helper_text`; NULL for none).  Returns the C expression (owned) of a
+   * "const void *" to the block, which is NULL at run time when the
+   * caller did not pre-pack (the call must then work from src); or NULL
+   * when src (borrowed) is not a bound, never written constant of the
+   * function.  The same pack statement of the same constant gets one
+   * block.  NULL when the code generator offers none. */
+  char *(*prepacked)(WeirNativeEmit *e, const WeirContainer *src, gint64 bytes,
+                     const char *helper, const char *helper_text,
+                     const char *pack);
 };
 
 /* A tunable integer parameter of a native implementation (a blocking size,

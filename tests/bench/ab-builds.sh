@@ -14,9 +14,12 @@
 #                       bert_layer"), exported there first
 #     --weir-flags "…"  extra options of `weir bench`
 #     --cache-dir DIR   as realsize.sh
+#     --env-a "V=X …"   environment of build A's runs only (the same build
+#                       twice with --env-a WEIR_PREPACK=0: weights packed
+#                       per call against packed once at load)
 set -eu
 a=$(cd "$1" && pwd); b=$(cd "$2" && pwd); shift 2
-threads="1 2"; reps=10; rounds=3; flags=""
+threads="1 2"; reps=10; rounds=3; flags=""; enva=""
 models="resnet18 resnet50 mobilenet_v2 efficientnet_b0 bert_layer"
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/weir-bench/realsize
 while [ $# -gt 0 ]; do
@@ -27,13 +30,14 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift 2 ;;
     --weir-flags) flags=$2; shift 2 ;;
     --cache-dir) cache=$2; shift 2 ;;
+    --env-a) enva=$2; shift 2 ;;
     *) echo "ab-builds.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 for m in $models; do
   [ -f "$cache/$m.onnx" ] || { echo "ab-builds.sh: no $cache/$m.onnx (run tests/bench/realsize.sh once)" >&2; exit 1; }
 done
-echo "ab-builds.sh: $(date -u '+%Y-%m-%d %H:%M UTC'); A = $a; B = $b"
+echo "ab-builds.sh: $(date -u '+%Y-%m-%d %H:%M UTC'); A = $a${enva:+ with $enva}; B = $b"
 echo "uptime:$(uptime)"
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
@@ -46,8 +50,9 @@ while [ $r -le $rounds ]; do
   for m in $models; do
     for n in $threads; do
       for side in A B; do
-        if [ $side = A ]; then w=$a/weir; else w=$b/weir; fi
-        t=$("$w" bench "$cache/$m.onnx" $flags --threads "$n" --reps "$reps" --warmup 2 2>&1 | ms)
+        if [ $side = A ]; then w=$a/weir; e=$enva; else w=$b/weir; e=""; fi
+        # shellcheck disable=SC2086 # e: words "V=X"
+        t=$(env $e "$w" bench "$cache/$m.onnx" $flags --threads "$n" --reps "$reps" --warmup 2 2>&1 | ms)
         [ -n "$t" ] || t=n/a
         echo "round $r $m threads $n $side: $t ms (load $(cut -d' ' -f1 /proc/loadavg))"
         echo "$m $n $side $t" >>"$rows"
