@@ -27,6 +27,7 @@
 #include "weir-import.h"
 #include "weir-json.h"
 #include "weir-native.h"
+#include "weir-pipeline.h"
 #include "weir-train.h"
 
 /* ---------------------------------------------------- counting allocator */
@@ -106,6 +107,30 @@ static WeirGraph *lenet_training(void) {
   WeirGraph *t = weir_train_graph(g, &o, &err);
   if (!t)
     fail_msg("training program: %s", err->message);
+  return t;
+}
+
+/* The training program of a sample model (its reference input shape, K =
+ * 2 steps), optimized at -O2 as weir train does by default. */
+static WeirGraph *sample_training(const char *name, WeirLoss loss,
+                                  WeirOptimizer optimizer) {
+  g_autofree char *file = g_strconcat(name, ".onnx", NULL);
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g = weir_onnx_import(path, NULL, &err);
+  if (!g)
+    fail_msg("import %s: %s", name, err->message);
+  WeirTrainOptions o;
+  weir_train_options_init(&o);
+  o.optimizer = optimizer;
+  o.loss = loss;
+  o.steps = 2;
+  WeirGraph *t = weir_train_graph(g, &o, &err);
+  if (!t)
+    fail_msg("training program of %s: %s", name, err->message);
+  if (!weir_pipeline_apply(t, 2, NULL, NULL, &err))
+    fail_msg("-O2 on the training program of %s: %s", name, err->message);
   return t;
 }
 
@@ -250,6 +275,22 @@ static void test_lenet_training_blas(void **state) {
   check_program(*state, g, NULL, "weir_conv2d_grad_filter_f32(");
 }
 
+/* training-mode batch norm (running statistics updated in place),
+ * momentum, the convolution gradients on Weir's GEMM, after -O2 */
+static void test_resnet_training(void **state) {
+  g_autoptr(WeirGraph) g = sample_training(
+      "resnet", WEIR_LOSS_SOFTMAX_CROSS_ENTROPY, WEIR_OPTIMIZER_MOMENTUM);
+  check_program(*state, g, NULL, "weir_wconv2d_grad_input_f32(");
+}
+
+/* a transformer layer (MatMul gradients folded into Gemm calls, layer
+ * norm and softmax backward), Adam, after -O2 */
+static void test_transformer_training(void **state) {
+  g_autoptr(WeirGraph) g =
+      sample_training("transformer", WEIR_LOSS_MSE, WEIR_OPTIMIZER_ADAM);
+  check_program(*state, g, NULL, "weir_gemm_f32(");
+}
+
 static void test_nested(void **state) {
   g_autoptr(WeirGraph) g = nested_rows();
   g_autoptr(GHashTable) b = weir_bindings_new();
@@ -274,6 +315,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lenet_blas, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lenet_training, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lenet_training_blas, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_resnet_training, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_transformer_training, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
   };
