@@ -17,6 +17,7 @@ void weir_ops_register_indexing(void);
 void weir_ops_register_training(void);
 void weir_ops_register_losses(void);
 void weir_ops_register_bounded(void);
+void weir_ops_register_text(void);
 
 void weir_ops_register_builtin(void) {
   weir_ops_register_comm();
@@ -32,4 +33,5 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_training();
   weir_ops_register_losses();
   weir_ops_register_bounded();
+  weir_ops_register_text();
 }
