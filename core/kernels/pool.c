@@ -1,10 +1,11 @@
-/* pool.c — Weir's MaxPool kernel (implementation "weir" of MaxPool,
- * docs/native.md): the helper weir_maxpool2d_f32 as C text and its
- * registration.  The pure expansion is an init map and a max map with a
- * bounds test per tap (a scalar loop: 2.6 ms for ResNet's stem pooling,
- * 64 x 112 x 112 -> 56 x 56, at one thread); the kernel copies each input
- * row of a window once into a row padded with -inf so that the taps are
- * plain loops over the output columns, which the compiler vectorizes.
+/* pool.c — Weir's MaxPool and GlobalAveragePool kernels (implementation
+ * "weir" of both, docs/native.md): the helpers weir_maxpool2d_f32 and
+ * weir_gap_f32 as C text and their registration.  The pure expansion is an init
+ * map and a max map with a bounds test per tap (a scalar loop: 2.6 ms for
+ * ResNet's stem pooling, 64 x 112 x 112 -> 56 x 56, at one thread); the kernel
+ * copies each input row of a window once into a row padded with -inf so that
+ * the taps are plain loops over the output columns, which the compiler
+ * vectorizes.
  */
 #include <string.h>
 
@@ -95,6 +96,34 @@ static const char maxpool_text[] =
     "        }\n"
     "      }\n"
     "    }\n"
+    "  }\n"
+    "}\n";
+
+static const char gap_text[] =
+    "/* Weir's GlobalAveragePool (docs/native.md, implementation \"weir\"):\n"
+    " * y[pl] = the sum of the hw elements of plane pl / hw.  The planes are\n"
+    " * split over the threads (batch 1 included: one plane per channel);\n"
+    " * each plane is summed into 32 partial sums (vectorizable, where the\n"
+    " * pure expansion's single accumulator waits on every add), then added\n"
+    " * pairwise. */\n"
+    "static void weir_gap_f32(const float *x, float *y, int64_t planes,\n"
+    "                         int64_t hw) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (planes * hw > 16384)\n"
+    "#endif\n"
+    "  for (int64_t pl = 0; pl < planes; pl++) {\n"
+    "    const float *p = x + pl * hw;\n"
+    "    float acc[32] = {0};\n"
+    "    int64_t i = 0;\n"
+    "    for (; i + 32 <= hw; i += 32)\n"
+    "      for (int l = 0; l < 32; l++)\n"
+    "        acc[l] += p[i + l];\n"
+    "    for (int l = 0; i < hw; i++, l++)\n"
+    "      acc[l] += p[i];\n"
+    "    for (int w = 16; w >= 1; w /= 2)\n"
+    "      for (int l = 0; l < w; l++)\n"
+    "        acc[l] += acc[l + w];\n"
+    "    y[pl] = acc[0] / (float)hw;\n"
     "  }\n"
     "}\n";
 
@@ -215,6 +244,65 @@ static gboolean pool_emit(WeirNativeEmit *e, GError **error) {
   return TRUE;
 }
 
+/* GlobalAveragePool: f32, rank >= 3, both tensors row-major. */
+static gboolean gap_accepts(const WeirGraph *g, const WeirState *s,
+                            const WeirNode *n, char **reason) {
+  const WeirContainer *x = weir_native_port(g, s, n, TRUE, 0);
+  const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
+  if (!x || !y) {
+    *reason = g_strdup("an operand is missing");
+    return FALSE;
+  }
+  const WeirContainer *c[2] = {x, y};
+  for (guint i = 0; i < 2; i++) {
+    if (c[i]->dtype != WEIR_DTYPE_F32 || c[i]->shape->len < 3 ||
+        c[i]->shape->len != x->shape->len) {
+      *reason = g_strdup_printf("'%s' is not an f32 tensor of rank 3 or more "
+                                "(N, C, spatial dimensions)",
+                                c[i]->name);
+      return FALSE;
+    }
+    if (!row_major(c[i])) {
+      *reason = g_strdup_printf("'%s' is not stored row-major", c[i]->name);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean gap_emit(WeirNativeEmit *e, GError **error) {
+  g_autofree char *reason = NULL;
+  if (!gap_accepts(e->g, e->s, e->n, &reason)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED, "node %u ('%s'): %s",
+                e->n->id, e->n->label ? e->n->label : "", reason);
+    return FALSE;
+  }
+  const WeirContainer *x = e->in[0].c;
+  e->helper(e, "weir_gap_f32", gap_text);
+  g_autoptr(WeirExpr) planes = weir_expr_mul(dim(x, 0), dim(x, 1));
+  g_autoptr(WeirExpr) hw = weir_expr_const(1);
+  for (guint d = 2; d < x->shape->len; d++) {
+    WeirExpr *next = weir_expr_mul(hw, dim(x, d));
+    weir_expr_unref(hw);
+    hw = next;
+  }
+  g_autofree char *pl = e->expr_c(e, planes), *hws = e->expr_c(e, hw);
+  g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
+  for (char *p = l; *p; p++)
+    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
+      *p = '_';
+  g_string_append_printf(e->code, "/* %s '%s' (node %u): weir */\n", e->n->op,
+                         l, e->n->id);
+  g_string_append_printf(e->code, "weir_gap_f32(%s, %s, %s, %s);\n",
+                         e->in[0].ptr, e->out[0].ptr, pl, hws);
+  return TRUE;
+}
+
+static const WeirNativeImpl gap_impl = {.op = "GlobalAveragePool",
+                                        .impl = "weir",
+                                        .accepts = gap_accepts,
+                                        .emit = gap_emit};
+
 static const WeirNativeImpl pool_impl = {.op = "MaxPool",
                                          .impl = "weir",
                                          .accepts = pool_accepts,
@@ -222,4 +310,5 @@ static const WeirNativeImpl pool_impl = {.op = "MaxPool",
 
 void weir_native_register_pool(void) {
   weir_native_register(&pool_impl);
+  weir_native_register(&gap_impl);
 }

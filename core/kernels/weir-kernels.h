@@ -219,8 +219,8 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p);
  * weir_native_register_builtin). */
 void weir_native_register_depthwise(void);
 
-/* Registers Weir's MaxPool kernel (implementation "weir" of MaxPool,
- * core/kernels/pool.c). */
+/* Registers Weir's MaxPool and GlobalAveragePool kernels (implementation
+ * "weir" of both, core/kernels/pool.c). */
 void weir_native_register_pool(void);
 
 /* ------------------------------------------------------------ int8 GEMM

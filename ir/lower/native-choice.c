@@ -193,6 +193,12 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup("MaxPool", "weir");
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }
+  if (strcmp(n->op, "GlobalAveragePool") == 0) {
+    /* f32, row-major: Weir's kernel (core/kernels/pool.c), partial sums
+     * where the pure expansion adds into one accumulator */
+    ni = weir_native_lookup("GlobalAveragePool", "weir");
+    return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
+  }
   if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0 ||
       strcmp(n->op, "AllreduceStart") == 0 ||
       strcmp(n->op, "AllreduceWait") == 0 ||

@@ -10,7 +10,7 @@
  * pure expansion's max).  The default implementation of every node must be
  * "weir" and the generated code must call the kernel; outputs must match
  * the interpreter at 1 and 2 threads.  SAME padding and the Indices output
- * are left to the pure expansion.
+ * are left to the pure expansion.  GlobalAveragePool's kernel: test_gap.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -197,10 +197,87 @@ static void test_refusals(void **state) {
   assert_non_null(strstr(reason, "Indices"));
 }
 
+/* GlobalAveragePool: Weir's kernel (partial sums) against the pure
+ * expansion, ranks 3 to 5, planes shorter than, equal to and longer than
+ * the 32 partial sums, batch 2, at 1 and 2 threads; the default of every
+ * node is "weir" and the code calls the kernel. */
+static void test_gap(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  static const char *const shapes[][2] = {
+      {"1, 5, 7, 7", "1, 5, 1, 1"}, {"2, 3, 5, 9", "2, 3, 1, 1"},
+      {"1, 4, 4, 8", "1, 4, 1, 1"}, {"1, 16, 56, 56", "1, 16, 1, 1"},
+      {"2, 3, 40", "2, 3, 1"},      {"1, 2, 3, 4, 5", "1, 2, 1, 1, 1"},
+  };
+  const guint nodes = G_N_ELEMENTS(shapes);
+  g_autoptr(WeirGraph) g = weir_graph_new("gap");
+  WeirState *s = weir_graph_add_state(g, "main");
+  for (guint k = 0; k < nodes; k++) {
+    const char *ins[] = {"in0", NULL};
+    const char *outs[] = {"out0", NULL};
+    g_autofree char *label = g_strdup_printf("n%u", k);
+    WeirNode *lib =
+        weir_state_add_library(g, s, label, "GlobalAveragePool", ins, outs);
+    g_autofree char *xn = g_strdup_printf("X%u", k),
+                    *yn = g_strdup_printf("Y%u", k);
+    add_port(g, s, lib, xn, WEIR_DTYPE_F32, shapes[k][0], "in0", TRUE);
+    add_port(g, s, lib, yn, WEIR_DTYPE_F32, shapes[k][1], "out0", FALSE);
+  }
+  if (!weir_graph_validate(g, &err))
+    fail_msg("%s", err->message);
+  for (guint k = 0; k < s->nodes->len; k++) {
+    WeirNode *n = g_ptr_array_index(s->nodes, k);
+    if (n->kind == WEIR_NODE_LIBRARY)
+      assert_string_equal(weir_native_default_impl(g, s, n), "weir");
+  }
+  g_autoptr(GHashTable) args = random_args(g, 13);
+  g_autoptr(GHashTable) ref = copy_args(args);
+  g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+  if (!weir_expand_all(pure, NULL, NULL, &err))
+    fail_msg("pure expansion: %s", err->message);
+  if (!weir_interpret(pure, NULL, ref, NULL, &err))
+    fail_msg("interpreter: %s", err->message);
+  g_autofree char *src = weir_codegen_c(g, NULL, &err);
+  if (!src)
+    fail_msg("%s", err->message);
+  for (guint k = 0; k < nodes; k++) {
+    g_autofree char *call = g_strdup_printf("weir_gap_f32(X%u, Y%u, ", k, k);
+    if (!strstr(src, call))
+      fail_msg("node n%u does not call the kernel", k);
+  }
+  Fixture *f = fixture_new();
+  f->opts.flags = FLAGS;
+  g_autoptr(WeirKernel) kern = weir_kernel_compile(g, &f->opts, NULL, &err);
+  if (!kern)
+    fail_msg("%s", err->message);
+  for (int threads = 1; threads <= 2; threads++) {
+    assert_true(weir_kernel_set_threads(kern, threads, &err));
+    g_autoptr(GHashTable) got = copy_args(args);
+    for (guint n = 0; n < nodes; n++) {
+      g_autofree char *yn = g_strdup_printf("Y%u", n);
+      WeirTensor *y = g_hash_table_lookup(got, yn);
+      for (gint64 e = 0; e < (gint64)(weir_tensor_nbytes(y) / 4); e++)
+        weir_tensor_set(y, e, 12345.0); /* every element must be written */
+    }
+    if (!weir_kernel_run(kern, NULL, got, &err))
+      fail_msg("%s", err->message);
+    for (guint n = 0; n < nodes; n++) {
+      g_autofree char *yn = g_strdup_printf("Y%u", n);
+      /* the sums are added in another order than the expansion's */
+      if (!weir_tensor_allclose(g_hash_table_lookup(got, yn),
+                                g_hash_table_lookup(ref, yn), 1e-5, 1e-6, NULL,
+                                &err))
+        fail_msg("node n%u (%d threads): %s", n, threads, err->message);
+    }
+  }
+  fixture_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_maxpool),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_gap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
