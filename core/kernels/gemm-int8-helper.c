@@ -34,7 +34,8 @@
  *
  * Blocking: K is not blocked (each microtile runs the whole depth, so
  * its accumulators go straight to the epilogue: no partial sums stored);
- * the B block (K x NC) takes about L2, the A block (MC x K) half of it.
+ * the B block (K x NC) takes half of L2 and each A micro-panel (MR x K)
+ * stays in L1 while the B micro-panels stream past it.
  * Threads split the B panels when there are at least two per thread, else
  * the A panels; each packs what it computes with into its own buffers, no
  * barrier.
@@ -113,16 +114,6 @@ typedef struct {
 
 /* ------------------------------------------------------------- packing */
 
-static inline uint8_t weir_qg_abyte(const weir_qgemm_args *p, const void *v,
-                                    int64_t i) {
-  uint8_t b = ((const uint8_t *)v)[i];
-  return p->a_s8 ? (uint8_t)(b ^ 0x80) : b; /* a + 128 for s8 */
-}
-
-static inline int8_t weir_qg_bbyte(const weir_qgemm_args *p, uint8_t b) {
-  return (int8_t)(p->b_s8 ? b : (uint8_t)(b ^ 0x80)); /* b - 128 for u8 */
-}
-
 /* A rows m0 .. m0 + mc into MR-high panels of kg groups of G: element
  * (r, k) of panel pi at ((pi * kg + k / G) * MR + r) * G + k % G; zero
  * beyond the matrix.  rs[r] = the row's sum (unsigned domain). */
@@ -130,70 +121,152 @@ WEIR_QG_TGT static void weir_qg_pack_a(const weir_qgemm_args *p, int64_t m0,
                                        int64_t mc, int64_t kg, weir_qg_ta *dst,
                                        int32_t *rs) {
   const int64_t mr = WEIR_QG_MR, g = WEIR_QG_G, k = p->k;
+  const int64_t kfull = k / g; /* groups without padding */
+  const uint8_t flip = p->a_s8 ? 0x80 : 0;
   for (int64_t pi = 0; pi * mr < mc; pi++) {
     weir_qg_ta *d = dst + pi * kg * mr * g;
-    memset(d, 0, (size_t)(kg * mr * g) * sizeof *d);
-    for (int64_t r = 0; r < mr && pi * mr + r < mc; r++) {
-      const int64_t i = m0 + pi * mr + r;
-      const uint8_t *a = (const uint8_t *)p->a + i * p->lda;
-      int32_t sum = 0;
-      for (int64_t kk = 0; kk < k; kk++) {
-        uint8_t v = p->a_s8 ? (uint8_t)(a[kk] ^ 0x80) : a[kk];
-        sum += v;
-        d[((kk / g) * mr + r) * g + kk % g] = (weir_qg_ta)v;
-      }
-      rs[pi * mr + r] = sum;
-    }
-    for (int64_t r = mc - pi * mr; r < mr; r++)
-      if (r >= 0)
+    for (int64_t r = 0; r < mr; r++) {
+      weir_qg_ta *dr = d + r * g;
+      if (pi * mr + r >= mc) {
+        for (int64_t q = 0; q < kg; q++)
+          for (int64_t u = 0; u < g; u++)
+            dr[q * mr * g + u] = 0;
         rs[pi * mr + r] = 0;
+        continue;
+      }
+      const uint8_t *a = (const uint8_t *)p->a + (m0 + pi * mr + r) * p->lda;
+      int32_t sum = 0;
+      for (int64_t kk = 0; kk < k; kk++)
+        sum += (uint8_t)(a[kk] ^ flip);
+      rs[pi * mr + r] = sum;
+#if WEIR_QG_G == 4
+      const uint32_t f4 = flip ? 0x80808080u : 0;
+      for (int64_t q = 0; q < kfull; q++) {
+        uint32_t v;
+        memcpy(&v, a + q * 4, 4);
+        v ^= f4;
+        memcpy(dr + q * mr * 4, &v, 4);
+      }
+#else
+      for (int64_t q = 0; q < kfull; q++) {
+        dr[q * mr * 2] = (weir_qg_ta)(uint8_t)(a[2 * q] ^ flip);
+        dr[q * mr * 2 + 1] = (weir_qg_ta)(uint8_t)(a[2 * q + 1] ^ flip);
+      }
+#endif
+      for (int64_t q = kfull; q < kg; q++)
+        for (int64_t u = 0; u < g; u++)
+          dr[q * mr * g + u] =
+              q * g + u < k ? (weir_qg_ta)(uint8_t)(a[q * g + u] ^ flip) : 0;
+    }
+  }
+}
+
+/* Row kk of the patches, columns n0 .. n0 + nc, into row (raw bytes, the
+ * zero point in the padding). */
+WEIR_QG_TGT static void weir_qg_patch_row(const weir_qgemm_patches *pt,
+                                          int64_t kk, int64_t n0, int64_t nc,
+                                          uint8_t pad, uint8_t *row) {
+  const int64_t ic = kk / (pt->kh * pt->kw), t = kk % (pt->kh * pt->kw);
+  const int64_t ki = t / pt->kw, kj = t % pt->kw;
+  const uint8_t *x = (const uint8_t *)pt->x + ic * pt->h * pt->wd;
+  const int64_t off = kj * pt->dw - pt->pw;
+  /* output columns q with 0 <= q * sw + off < wd: [qlo, qhi) */
+  int64_t qlo = off >= 0 ? 0 : (-off + pt->sw - 1) / pt->sw;
+  int64_t qhi = pt->wd - off > 0 ? (pt->wd - off + pt->sw - 1) / pt->sw : 0;
+  qlo = qlo < pt->ow ? qlo : pt->ow;
+  qhi = qhi < pt->ow ? qhi : pt->ow;
+  qhi = qhi > qlo ? qhi : qlo;
+  int64_t j = n0;
+  const int64_t end = n0 + nc;
+  while (j < end) {
+    const int64_t op = j / pt->ow, q0 = j % pt->ow;
+    const int64_t q1 = pt->ow < q0 + (end - j) ? pt->ow : q0 + (end - j);
+    uint8_t *d = row + (j - n0) - q0;
+    const int64_t ih = op * pt->sh + ki * pt->dh - pt->ph;
+    if (ih < 0 || ih >= pt->h) {
+      for (int64_t q = q0; q < q1; q++)
+        d[q] = pad;
+    } else {
+      const uint8_t *src = x + ih * pt->wd + off;
+      const int64_t a = qlo > q0 ? qlo : q0, b = qhi < q1 ? qhi : q1;
+      for (int64_t q = q0; q < a && q < q1; q++)
+        d[q] = pad;
+      if (pt->sw == 1) {
+        if (b > a)
+          memcpy(d + a, src + a, (size_t)(b - a));
+      } else {
+        for (int64_t q = a; q < b; q++)
+          d[q] = src[q * pt->sw];
+      }
+      for (int64_t q = b > q0 ? b : q0; q < q1; q++)
+        d[q] = pad;
+    }
+    j += q1 - q0;
   }
 }
 
 /* B columns n0 .. n0 + nc into NR-wide panels: element (k, c) of panel
  * pj at ((pj * kg + k / G) * NR + c) * G + k % G; zero beyond the matrix.
- * cs[c] = the column's sum (signed domain). */
+ * cs[c] = the column's sum (signed domain).  rows: G * ncb bytes of room
+ * for gathered rows. */
 WEIR_QG_TGT static void weir_qg_pack_b(const weir_qgemm_args *p, int64_t n0,
                                        int64_t nc, int64_t kg, weir_qg_tb *dst,
-                                       int32_t *cs) {
+                                       int32_t *cs, uint8_t *rows) {
   const int64_t nr = WEIR_QG_NR, g = WEIR_QG_G, k = p->k;
   const int64_t np = (nc + nr - 1) / nr;
-  memset(dst, 0, (size_t)(np * kg * nr * g) * sizeof *dst);
-  for (int64_t c = 0; c < np * nr; c++)
+  const uint8_t flip = p->b_s8 ? 0 : 0x80;
+  const uint8_t zero_raw = flip; /* flips to 0 */
+  const int64_t ncr = np * nr;   /* whole panels */
+  for (int64_t c = 0; c < ncr; c++)
     cs[c] = 0;
-  const weir_qgemm_patches *pt = p->pt;
   uint8_t pad = 0;
-  if (pt && p->zb)
+  if (p->pt && p->zb)
     pad = ((const uint8_t *)p->zb)[0];
-  for (int64_t kk = 0; kk < k; kk++) {
-    const int64_t kq = kk / g, kr = kk % g;
-    if (!pt) {
-      const uint8_t *b = (const uint8_t *)p->b + kk * p->ldb + n0;
-      for (int64_t c = 0; c < nc; c++) {
-        weir_qg_tb v = weir_qg_bbyte(p, b[c]);
-        cs[c] += v;
-        dst[(((c / nr) * kg + kq) * nr + c % nr) * g + kr] = v;
+  for (int64_t q = 0; q < kg; q++) {
+    /* the G rows of group q, as raw bytes over ncr columns */
+    const uint8_t *src[WEIR_QG_G];
+    for (int64_t u = 0; u < g; u++) {
+      const int64_t kk = q * g + u;
+      uint8_t *row = rows + u * ncr;
+      if (kk >= k) {
+        memset(row, zero_raw, (size_t)ncr);
+      } else if (p->pt) {
+        weir_qg_patch_row(p->pt, kk, n0, nc, pad, row);
+        memset(row + nc, zero_raw, (size_t)(ncr - nc));
+      } else if (nc < ncr) {
+        memcpy(row, (const uint8_t *)p->b + kk * p->ldb + n0, (size_t)nc);
+        memset(row + nc, zero_raw, (size_t)(ncr - nc));
+      } else {
+        src[u] = (const uint8_t *)p->b + kk * p->ldb + n0;
+        continue;
       }
-      continue;
+      src[u] = row;
     }
-    /* row kk of the patches: input channel ic, kernel tap (ki, kj) */
-    const int64_t ic = kk / (pt->kh * pt->kw), t = kk % (pt->kh * pt->kw);
-    const int64_t ki = t / pt->kw, kj = t % pt->kw;
-    const uint8_t *x = (const uint8_t *)pt->x + ic * pt->h * pt->wd;
-    int64_t op = n0 / pt->ow, oq = n0 % pt->ow;
-    for (int64_t c = 0; c < nc; c++) {
-      const int64_t ih = op * pt->sh + ki * pt->dh - pt->ph;
-      const int64_t iw = oq * pt->sw + kj * pt->dw - pt->pw;
-      uint8_t raw = ih >= 0 && ih < pt->h && iw >= 0 && iw < pt->wd
-                        ? x[ih * pt->wd + iw]
-                        : pad;
-      weir_qg_tb v = weir_qg_bbyte(p, raw);
-      cs[c] += v;
-      dst[(((c / nr) * kg + kq) * nr + c % nr) * g + kr] = v;
-      if (++oq == pt->ow) {
-        oq = 0;
-        op++;
+    for (int64_t pj = 0; pj < np; pj++) {
+      weir_qg_tb *d = dst + (pj * kg + q) * nr * g;
+      int32_t *csp = cs + pj * nr;
+      const int64_t c0 = pj * nr;
+#if WEIR_QG_G == 4
+      const uint8_t *r0 = src[0] + c0, *r1 = src[1] + c0, *r2 = src[2] + c0,
+                    *r3 = src[3] + c0;
+      uint32_t w[WEIR_QG_NR];
+      for (int64_t c = 0; c < WEIR_QG_NR; c++) {
+        const uint8_t b0 = r0[c] ^ flip, b1 = r1[c] ^ flip, b2 = r2[c] ^ flip,
+                      b3 = r3[c] ^ flip;
+        csp[c] += (int32_t)(int8_t)b0 + (int8_t)b1 + (int8_t)b2 + (int8_t)b3;
+        w[c] = (uint32_t)b0 | (uint32_t)b1 << 8 | (uint32_t)b2 << 16 |
+               (uint32_t)b3 << 24;
       }
+      memcpy(d, w, sizeof w);
+#else
+      const uint8_t *r0 = src[0] + c0, *r1 = src[1] + c0;
+      for (int64_t c = 0; c < WEIR_QG_NR; c++) {
+        const int8_t b0 = (int8_t)(r0[c] ^ flip), b1 = (int8_t)(r1[c] ^ flip);
+        csp[c] += (int32_t)b0 + b1;
+        d[2 * c] = b0;
+        d[2 * c + 1] = b1;
+      }
+#endif
     }
   }
 }
@@ -298,56 +371,89 @@ typedef struct {
   int mult_rows, mult_vec;
 } weir_qg_tables;
 
-/* The tile t (mr x nr valid of MR x NR) of rows i0.., columns j0.. into
- * C; rs the rows' sums of A, cs the columns' sums of B. */
-WEIR_QG_TGT static void weir_qg_store(const weir_qgemm_args *p,
-                                      const weir_qg_tables *tb,
-                                      const int32_t *t, int64_t i0, int64_t j0,
-                                      int64_t mr, int64_t nr, const int32_t *rs,
-                                      const int32_t *cs) {
+/* What the store of one NC block needs per column (in the thread's
+ * buffer): B's zero point, its column sum less K times the zero point,
+ * the bias and the multiplier (when they go by column). */
+typedef struct {
+  int32_t *zb, *cs2, *bias;
+  float *mult;
+} weir_qg_cols;
+
+WEIR_QG_TGT static void weir_qg_prepare_cols(const weir_qgemm_args *p,
+                                             const weir_qg_tables *tb,
+                                             const int32_t *cs, int64_t n0,
+                                             int64_t nc, weir_qg_cols *cl) {
   const uint32_t k = (uint32_t)p->k;
+  const int bvec = p->bias && p->bias_len > 1 && !p->bias_rows;
+  const int32_t b0 = p->bias && !bvec && !p->bias_rows ? p->bias[0] : 0;
+  for (int64_t c = 0; c < nc; c++) {
+    const int32_t z = tb->zb[n0 + c];
+    cl->zb[c] = z;
+    cl->cs2[c] = (int32_t)((uint32_t)cs[c] - k * (uint32_t)z);
+    cl->bias[c] = bvec ? p->bias[n0 + c] : b0;
+    cl->mult[c] = tb->mult_rows ? 0.0f : tb->mult[tb->mult_vec ? n0 + c : 0];
+  }
+}
+
+/* One row of a tile: v = t - zb rs - za cs2 + bias, then stored as int32 or
+ * requantized with the multiplier m (per row) or mcol (per column). */
+static inline __attribute__((always_inline)) WEIR_QG_TGT void
+weir_qg_store_row(const weir_qgemm_args *p, const int32_t *tr,
+                  const weir_qg_cols *cl, int64_t jc, int64_t nr, uint32_t zai,
+                  uint32_t rsi, uint32_t brow, int rowm, float m, float yz,
+                  float lo, float hi, void *dst) {
+  const int32_t *zb = cl->zb + jc, *cs2 = cl->cs2 + jc, *bc = cl->bias + jc;
+  const float *mc = cl->mult + jc;
+  if (p->out == 0) {
+    int32_t *c = (int32_t *)dst;
+    for (int64_t j = 0; j < nr; j++)
+      c[j] = (int32_t)((uint32_t)tr[j] - (uint32_t)zb[j] * rsi -
+                       zai * (uint32_t)cs2[j] + (uint32_t)bc[j] + brow);
+    return;
+  }
+  float f[WEIR_QG_NR];
+  for (int64_t j = 0; j < nr; j++) {
+    const int32_t v =
+        (int32_t)((uint32_t)tr[j] - (uint32_t)zb[j] * rsi -
+                  zai * (uint32_t)cs2[j] + (uint32_t)bc[j] + brow);
+    float x = __builtin_rintf((float)v * (rowm ? m : mc[j])) + yz;
+    f[j] = x < lo ? lo : x > hi ? hi : x;
+  }
+  if (p->out == 1) {
+    uint8_t *c = (uint8_t *)dst;
+    for (int64_t j = 0; j < nr; j++)
+      c[j] = (uint8_t)(int32_t)f[j];
+  } else {
+    int8_t *c = (int8_t *)dst;
+    for (int64_t j = 0; j < nr; j++)
+      c[j] = (int8_t)(int32_t)f[j];
+  }
+}
+
+/* The tile t (mr x nr valid of MR x NR) of rows i0.., columns j0.. (jc
+ * within the block of cl) into C; rs the rows' sums of A. */
+WEIR_QG_TGT static void
+weir_qg_store(const weir_qgemm_args *p, const weir_qg_tables *tb,
+              const weir_qg_cols *cl, const int32_t *t, int64_t i0, int64_t j0,
+              int64_t jc, int64_t mr, int64_t nr, const int32_t *rs) {
+  const int64_t es = p->out == 0 ? 4 : 1;
+  const float yz = p->yz ? (p->out == 1 ? (float)((const uint8_t *)p->yz)[0]
+                                        : (float)((const int8_t *)p->yz)[0])
+                         : 0.0f;
+  const float lo = (float)p->lo, hi = (float)p->hi;
+  const int bvec = p->bias && p->bias_len > 1;
   for (int64_t r = 0; r < mr; r++) {
     const int64_t i = i0 + r;
-    const uint32_t zai = (uint32_t)tb->za[i], rsi = (uint32_t)rs[r];
-    const int32_t *tr = t + r * WEIR_QG_NR;
-    const int bvec = p->bias && p->bias_len > 1;
-    const int32_t brow =
-        p->bias && !(bvec && !p->bias_rows) ? p->bias[bvec ? i : 0] : 0;
-    const int32_t *bcol = bvec && !p->bias_rows ? p->bias + j0 : NULL;
-    const float mrow = tb->mult_rows ? tb->mult[tb->mult_vec ? i : 0] : 0.0f;
-    const int32_t *zb = tb->zb + j0;
-    if (p->out == 0) {
-      int32_t *c = (int32_t *)p->c + i * p->ldc + j0;
-      for (int64_t j = 0; j < nr; j++) {
-        uint32_t zbj = (uint32_t)zb[j];
-        uint32_t v = (uint32_t)tr[j] - zbj * rsi -
-                     zai * ((uint32_t)cs[j] - k * zbj) + (uint32_t)brow;
-        if (bcol)
-          v += (uint32_t)bcol[j];
-        c[j] = (int32_t)v;
-      }
-      continue;
-    }
-    const float *mc = tb->mult_rows ? NULL : tb->mult + (tb->mult_vec ? j0 : 0);
-    const float yz = p->yz ? (p->out == 1 ? (float)((const uint8_t *)p->yz)[0]
-                                          : (float)((const int8_t *)p->yz)[0])
-                           : 0.0f;
-    const float lo = (float)p->lo, hi = (float)p->hi;
-    const int mvec = tb->mult_vec;
-    for (int64_t j = 0; j < nr; j++) {
-      uint32_t zbj = (uint32_t)zb[j];
-      uint32_t v = (uint32_t)tr[j] - zbj * rsi -
-                   zai * ((uint32_t)cs[j] - k * zbj) + (uint32_t)brow;
-      if (bcol)
-        v += (uint32_t)bcol[j];
-      const float m = mc ? mc[mvec ? j : 0] : mrow;
-      float f = __builtin_rintf((float)(int32_t)v * m) + yz;
-      f = f < lo ? lo : f > hi ? hi : f;
-      if (p->out == 1)
-        ((uint8_t *)p->c)[i * p->ldc + j0 + j] = (uint8_t)(int32_t)f;
-      else
-        ((int8_t *)p->c)[i * p->ldc + j0 + j] = (int8_t)(int32_t)f;
-    }
+    const uint32_t brow =
+        p->bias && p->bias_rows ? (uint32_t)p->bias[bvec ? i : 0] : 0;
+    const float m = tb->mult_rows ? tb->mult[tb->mult_vec ? i : 0] : 0.0f;
+    void *dst = (uint8_t *)p->c + (i * p->ldc + j0) * es;
+    if (tb->mult_rows)
+      weir_qg_store_row(p, t + r * WEIR_QG_NR, cl, jc, nr, (uint32_t)tb->za[i],
+                        (uint32_t)rs[r], brow, 1, m, yz, lo, hi, dst);
+    else
+      weir_qg_store_row(p, t + r * WEIR_QG_NR, cl, jc, nr, (uint32_t)tb->za[i],
+                        (uint32_t)rs[r], brow, 0, m, yz, lo, hi, dst);
   }
 }
 
@@ -357,12 +463,12 @@ static inline int64_t weir_qg_round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
 }
 
-/* The blocks for depth k: the B block (k x nc) about L2, the A block
- * (mc x k) half of it, whole microtiles, at most 4096 each. */
+/* The blocks for depth k: the B block (k x nc) and the A block (mc x k)
+ * half of L2 each, whole microtiles, at most 4096 each. */
 static void weir_qg_blocks(int64_t k, int64_t *mc, int64_t *nc) {
   const int64_t kb =
       weir_qg_round_up(k > 0 ? k : 1, WEIR_QG_G) * (int64_t)sizeof(weir_qg_ta);
-  int64_t n = WEIR_QG_L2 / kb / WEIR_QG_NR * WEIR_QG_NR;
+  int64_t n = WEIR_QG_L2 / 2 / kb / WEIR_QG_NR * WEIR_QG_NR;
   int64_t m = WEIR_QG_L2 / 2 / kb / WEIR_QG_MR * WEIR_QG_MR;
   *nc = n < WEIR_QG_NR ? WEIR_QG_NR
         : n > 4096     ? 4096 / WEIR_QG_NR * WEIR_QG_NR
@@ -372,14 +478,16 @@ static void weir_qg_blocks(int64_t k, int64_t *mc, int64_t *nc) {
                        : m;
 }
 
-/* Bytes of one thread's buffers for depth k. */
+/* Bytes of one thread's buffers for depth k: the packed B and A blocks,
+ * the gathered rows of B, the columns' sums and tables, the rows' sums. */
 static int64_t weir_qg_thread_bytes(int64_t k) {
   int64_t mc, nc;
   weir_qg_blocks(k, &mc, &nc);
   const int64_t kg = weir_qg_round_up(k > 0 ? k : 1, WEIR_QG_G) / WEIR_QG_G;
   const int64_t g = WEIR_QG_G * (int64_t)sizeof(weir_qg_ta);
   return weir_qg_round_up(kg * g * nc, 64) + weir_qg_round_up(kg * g * mc, 64) +
-         weir_qg_round_up(4 * (nc + mc), 64);
+         weir_qg_round_up(WEIR_QG_G * nc, 64) +
+         weir_qg_round_up(4 * 5 * nc, 64) + weir_qg_round_up(4 * mc, 64);
 }
 
 /* Work space of a call (what weir_kernel_qgemm_work_bytes bounds). */
@@ -399,26 +507,35 @@ WEIR_QG_TGT static void weir_qg_run_part(const weir_qgemm_args *p,
   const int64_t kg =
       weir_qg_round_up(p->k > 0 ? p->k : 1, WEIR_QG_G) / WEIR_QG_G;
   const int64_t g = WEIR_QG_G * (int64_t)sizeof(weir_qg_ta);
-  weir_qg_tb *pb = (weir_qg_tb *)buf;
-  weir_qg_ta *pa = (weir_qg_ta *)(buf + weir_qg_round_up(kg * g * ncb, 64));
-  int32_t *cs = (int32_t *)(buf + weir_qg_round_up(kg * g * ncb, 64) +
-                            weir_qg_round_up(kg * g * mcb, 64));
-  int32_t *rs = cs + ncb;
+  uint8_t *at = buf;
+  weir_qg_tb *pb = (weir_qg_tb *)at;
+  at += weir_qg_round_up(kg * g * ncb, 64);
+  weir_qg_ta *pa = (weir_qg_ta *)at;
+  at += weir_qg_round_up(kg * g * mcb, 64);
+  uint8_t *rows = at;
+  at += weir_qg_round_up(WEIR_QG_G * ncb, 64);
+  int32_t *cs = (int32_t *)at;
+  weir_qg_cols cl = {cs + ncb, cs + 2 * ncb, cs + 3 * ncb,
+                     (float *)(cs + 4 * ncb)};
+  at += weir_qg_round_up(4 * 5 * ncb, 64);
+  int32_t *rs = (int32_t *)at;
   int32_t t[WEIR_QG_MR * WEIR_QG_NR] __attribute__((aligned(64)));
   for (int64_t nb = n0; nb < n1; nb += ncb) {
     const int64_t nc = n1 - nb < ncb ? n1 - nb : ncb;
-    weir_qg_pack_b(p, nb, nc, kg, pb, cs);
+    weir_qg_pack_b(p, nb, nc, kg, pb, cs, rows);
+    weir_qg_prepare_cols(p, tb, cs, nb, nc, &cl);
     for (int64_t mb = m0; mb < m1; mb += mcb) {
       const int64_t mc = m1 - mb < mcb ? m1 - mb : mcb;
       weir_qg_pack_a(p, mb, mc, kg, pa, rs);
-      for (int64_t jr = 0; jr < nc; jr += WEIR_QG_NR)
-        for (int64_t ir = 0; ir < mc; ir += WEIR_QG_MR) {
+      /* an A micro-panel (MR x K) stays in L1 while the B micro-panels
+       * stream from L2 */
+      for (int64_t ir = 0; ir < mc; ir += WEIR_QG_MR)
+        for (int64_t jr = 0; jr < nc; jr += WEIR_QG_NR) {
           weir_qg_kernel(pa + ir * kg * WEIR_QG_G, pb + jr * kg * WEIR_QG_G, kg,
                          t);
-          weir_qg_store(p, tb, t, mb + ir, nb + jr,
+          weir_qg_store(p, tb, &cl, t, mb + ir, nb + jr, jr,
                         mc - ir < WEIR_QG_MR ? mc - ir : WEIR_QG_MR,
-                        nc - jr < WEIR_QG_NR ? nc - jr : WEIR_QG_NR, rs + ir,
-                        cs + jr);
+                        nc - jr < WEIR_QG_NR ? nc - jr : WEIR_QG_NR, rs + ir);
         }
     }
   }

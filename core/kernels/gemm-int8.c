@@ -35,7 +35,10 @@ GResource *weir_kernels_get_resource(void);
 void weir_kernel_qgemm_params(const WeirHwProfile *hw, WeirQGemmParams *out) {
   WeirQGemmParams q = {.path = WEIR_QGEMM_PORTABLE, .mr = 4, .nv = 4};
   if (hw && hw->isa == WEIR_HW_ISA_AVX512 && hw->int8_dot)
-    q = (WeirQGemmParams){.path = WEIR_QGEMM_VNNI, .mr = 8, .nv = 3};
+    /* 4 x 4: 16 zmm accumulators.  8 x 3 (24, as the f32 GEMM) was
+     * slower: GCC 12 shuffles the vpdpbusd accumulators between registers
+     * and spills some (252 against 441 GOP/s at 512^3, one thread) */
+    q = (WeirQGemmParams){.path = WEIR_QGEMM_VNNI, .mr = 4, .nv = 4};
   else if (hw && hw->isa >= WEIR_HW_ISA_AVX2)
     q = (WeirQGemmParams){.path = WEIR_QGEMM_AVX2, .mr = 6, .nv = 2};
   q.l2 = hw && hw->l2_bytes > 0 ? hw->l2_bytes : 256 * 1024;
@@ -83,17 +86,18 @@ WeirExpr *weir_kernel_qgemm_work_bytes(const WeirQGemmParams *q,
                                        const WeirExpr *m, const WeirExpr *n,
                                        const WeirExpr *k) {
   /* per thread: the B block (<= L2, or one panel) and the A block (<= L2
-   * / 2, or one panel) at 2 bytes an element at most (AVX2), their column
-   * and row sums (<= 4096 each), alignment; per call: 4 (m + n) + 4
-   * max(m, n) bytes of tables */
+   * / 2, or one panel) at 2 bytes an element at most (AVX2), the gathered
+   * rows of B (4 x 4096 bytes), five int32 tables per column and one per
+   * row (<= 4096 each), alignment; per call: 4 (m + n) + 4 max(m, n)
+   * bytes of tables */
   guint vl = q->path == WEIR_QGEMM_VNNI   ? 16
              : q->path == WEIR_QGEMM_AVX2 ? 8
                                           : 4;
   gint64 nr = (gint64)q->nv * vl;
   g_autoptr(WeirExpr) kp = weir_expr_add_const((WeirExpr *)k, 4);
   g_autoptr(WeirExpr) panels = weir_expr_mul_const(kp, 2 * (nr + q->mr));
-  g_autoptr(WeirExpr) per = weir_expr_add_const(
-      panels, q->l2 + q->l2 / 2 + 8 * 4096 + 3 * 64 + 2 * 64);
+  g_autoptr(WeirExpr) per =
+      weir_expr_add_const(panels, q->l2 + q->l2 / 2 + 28 * 4096 + 8 * 64);
   g_autoptr(WeirExpr) threads = weir_expr_mul_const(per, q->threads);
   g_autoptr(WeirExpr) mn = weir_expr_add((WeirExpr *)m, (WeirExpr *)n);
   g_autoptr(WeirExpr) tables = weir_expr_mul_const(mn, 8);

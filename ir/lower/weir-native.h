@@ -15,7 +15,9 @@
  * "weir" otherwise (2-D only; 1x1 included); in f32 "weir" for
  * ConvGradFilter and ConvGradInput (Weir's GEMM, core/kernels/
  * conv-grad.c; else "im2col" and "col2im", on BLAS) and "direct" for
- * MaxPoolGrad (2-D only);
+ * MaxPoolGrad (2-D only); "weir" (Weir's int8 GEMM, core/kernels/
+ * gemm-int8.c) for MatMulInteger, QLinearMatMul, ConvInteger and
+ * QLinearConv when it accepts the node;
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).
  *
