@@ -67,7 +67,8 @@ static char *calibrate(const WeirGraph *g, WeirCalibrateMethod m, double p) {
 static GHashTable *split_ranges(const char *text) {
   GHashTable *t =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  g_auto(GStrv) items = g_strsplit(g_strstrip(g_strdup(text)), ",", -1);
+  g_autofree char *copy = g_strstrip(g_strdup(text));
+  g_auto(GStrv) items = g_strsplit(copy, ",", -1);
   for (guint i = 0; items[i]; i++) {
     char *eq = strrchr(items[i], '=');
     assert_non_null(eq);

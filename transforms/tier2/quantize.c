@@ -256,7 +256,8 @@ static gboolean check_product(const WeirGraph *g, const WeirState *s,
       w.container->dtype != WEIR_DTYPE_F32 || elements(w.container) < 0)
     return weir_tier2_reject(reason,
                              "%s '%s': weights '%s' are not a constant f32 "
-                             "tensor of a known shape",
+                             "tensor of a known shape (exclude the node to "
+                             "keep it in f32)",
                              n->op, n->label, w.container->name);
   gboolean has_b = weir_tier2_port(g, s, n, TRUE, 2, &b);
   guint wr = w.container->shape->len;
@@ -819,7 +820,8 @@ static gboolean finish(WeirGraph *g, WeirState *s, GHashTable *qmap,
     if (!fa || !fc)
       continue;
     g_autoptr(GPtrArray) out = weir_state_out_edges(s, fa->id);
-    if (out->len == 0 && fc->transient) {
+    /* still read here, read in another state, or an argument: given back */
+    if (out->len == 0 && fc->transient && weir_tier2_local(g, s, fname)) {
       weir_state_remove_node(s, fa->id);
       weir_tier2_drop_if_unused(g, fname);
       continue;
