@@ -261,9 +261,12 @@ static gboolean gemm_epilogue(WeirNativeEmit *e, WeirNativeGemm which,
   g_autofree char *lo = NULL, *hi = NULL;
   if (!weir_kernel_epilogue_use(e, "Weir's GEMM", &k, &r, &lo, &hi, error))
     return FALSE;
-  g_autofree char *rp =
-      k.residual >= 0 ? g_strdup_printf("%s + %s", r, roff) : g_strdup("NULL");
-  *args = g_strdup_printf(", NULL, %s, %s, %d, %s, %s", rp, ldr, k.act, lo, hi);
+  /* a bias per column (one row broadcast): row stride 0, no offset */
+  g_autofree char *rp = k.residual < 0 ? g_strdup("NULL")
+                        : k.per_column ? g_strdup(r)
+                                       : g_strdup_printf("%s + %s", r, roff);
+  *args = g_strdup_printf(", NULL, %s, %s, %d, %s, %s", rp,
+                          k.per_column ? "0" : ldr, k.act, lo, hi);
   *what = weir_kernel_epilogue_what(&k);
   return TRUE;
 }

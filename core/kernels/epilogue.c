@@ -466,14 +466,40 @@ static gboolean like_output(const WeirContainer *c, const WeirContainer *y) {
   return TRUE;
 }
 
+/* Whether c is one row of y broadcast over y's other dimensions: f32,
+ * rank <= y's, every dimension 1 but the last, which is y's last (a linear
+ * layer's bias), stored contiguously. */
+static gboolean row_of_output(const WeirContainer *c, const WeirContainer *y) {
+  guint r = c ? c->shape->len : 0;
+  if (!c || c->dtype != WEIR_DTYPE_F32 || r == 0 || r > y->shape->len ||
+      !weir_expr_equal(dim(c, r - 1), dim(y, y->shape->len - 1)))
+    return FALSE;
+  gint64 v;
+  for (guint d = 0; d + 1 < r; d++)
+    if (!weir_expr_is_const(dim(c, d), &v) || v != 1)
+      return FALSE;
+  return weir_expr_is_const(g_ptr_array_index(c->strides, r - 1), &v) && v == 1;
+}
+
 gboolean weir_kernel_epilogue_of(const WeirGraph *g, const WeirState *s,
                                  const WeirNode *n, WeirEpilogueKind *k) {
   if (!weir_epilogue_present(n) || !weir_kernel_epilogue_classify(n, k))
     return FALSE;
+  k->per_column = FALSE;
   if (k->residual < 0)
     return TRUE;
   const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
-  return y && like_output(epi_port(g, s, n, k->residual), y);
+  const WeirContainer *r = epi_port(g, s, n, k->residual);
+  if (y && like_output(r, y))
+    return TRUE;
+  /* Gemm's and MatMul's GEMM store takes a residual row stride of 0 (not
+   * for a MatMul by a vector, whose GEMM has one column) */
+  const WeirContainer *b = weir_native_port(g, s, n, TRUE, 1);
+  k->per_column = y && n->op &&
+                  (strcmp(n->op, "Gemm") == 0 ||
+                   (strcmp(n->op, "MatMul") == 0 && b && b->shape->len >= 2)) &&
+                  row_of_output(r, y);
+  return k->per_column;
 }
 
 gboolean weir_kernel_takes_epilogue(const WeirGraph *g, const WeirState *s,
@@ -500,7 +526,7 @@ static char *bound_c(double v) {
 gboolean weir_kernel_epilogue_use(WeirNativeEmit *e, const char *kernel,
                                   WeirEpilogueKind *k, const char **r,
                                   char **lo, char **hi, GError **error) {
-  *k = (WeirEpilogueKind){.act = 0, .residual = -1};
+  *k = (WeirEpilogueKind){.act = 0, .residual = -1, .per_column = FALSE};
   *r = "NULL";
   if (weir_epilogue_present(e->n) &&
       !weir_kernel_epilogue_of(e->g, e->s, e->n, k)) {
@@ -525,9 +551,11 @@ gboolean weir_kernel_epilogue_use(WeirNativeEmit *e, const char *kernel,
 }
 
 const char *weir_kernel_epilogue_what(const WeirEpilogueKind *k) {
-  static const char *const what[2][5] = {
+  static const char *const what[3][5] = {
       {"", " + clip", " + sigmoid", " + SiLU", " + HardSwish"},
       {" + residual", " + residual + clip", " + residual + sigmoid",
-       " + residual + SiLU", " + residual + HardSwish"}};
-  return what[k->residual >= 0][CLAMP(k->act, 0, 4)];
+       " + residual + SiLU", " + residual + HardSwish"},
+      {" + column bias", " + column bias + clip", " + column bias + sigmoid",
+       " + column bias + SiLU", " + column bias + HardSwish"}};
+  return what[k->residual < 0 ? 0 : k->per_column ? 2 : 1][CLAMP(k->act, 0, 4)];
 }

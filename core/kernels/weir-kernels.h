@@ -274,6 +274,10 @@ typedef struct {
                     3 SiLU (x * sigmoid(x)), 4 HardSwish */
   double lo, hi; /* clip bounds; -G_MAXDOUBLE / G_MAXDOUBLE: none */
   int residual;
+  /* Gemm and MatMul only: the residual is one row, the same for every row
+   * of the output (a linear layer's bias: shape [.., 1, N] or [N],
+   * broadcast), applied with a row stride of 0 */
+  gboolean per_column;
 } WeirEpilogueKind;
 
 /* Recognizes n's epilogue code (attributes "epilogue", "epilogue_conns"):
@@ -289,7 +293,8 @@ gboolean weir_kernel_epilogue_classify(const WeirNode *n,
 
 /* n's epilogue as a kernel applies it: recognized by
  * weir_kernel_epilogue_classify, its residual (if any) an f32 container of
- * the output's shape stored row-major. */
+ * the output's shape stored row-major, or, for Gemm and MatMul, one row of
+ * the output's last dimension broadcast over the others (k->per_column). */
 gboolean weir_kernel_epilogue_of(const WeirGraph *g, const WeirState *s,
                                  const WeirNode *n, WeirEpilogueKind *k);
 

@@ -46,9 +46,9 @@
 
 /* One library node: op, input shapes ("" = omitted) and output shape;
  * optionally an epilogue: tasklet code over x (the node's result) and r (a
- * residual R<k> of the output's shape, when `residual`) writing y, and
- * what the node's comment must then say (`mark`; "" when the epilogue
- * must stay a separate map). */
+ * residual R<k> of the output's shape, or of shape `rshape` (broadcast),
+ * when `residual`) writing y, and what the node's comment must then say
+ * (`mark`; "" when the epilogue must stay a separate map). */
 typedef struct {
   const char *op;
   const char *in[3];
@@ -57,6 +57,7 @@ typedef struct {
   const char *epi;
   gboolean residual;
   const char *mark;
+  const char *rshape; /* NULL: the output's */
 } Node;
 
 /* Adds node k of the program: containers A<k>, B<k>, C<k> (inputs 0..2)
@@ -86,7 +87,8 @@ static void add_node(WeirGraph *g, WeirState *s, guint k, const Node *nd,
   add_port(g, s, lib, yname, dt, nd->out, "out0", FALSE);
   if (nd->residual) {
     g_autofree char *rname = g_strdup_printf("R%u", k);
-    add_port(g, s, lib, rname, dt, nd->out, "epi0", TRUE);
+    add_port(g, s, lib, rname, dt, nd->rshape ? nd->rshape : nd->out, "epi0",
+             TRUE);
   }
   if (nd->attrs)
     nd->attrs(lib);
@@ -457,6 +459,40 @@ static const Node epilogues[] = {
      "y = x * x - 1.5",
      FALSE,
      ""},
+    /* a bias per column (a linear layer's, broadcast over the rows): Gemm
+     * and MatMul apply it with a row stride of 0; Conv splits it off */
+    {"Gemm",
+     {"33, 21", "21, 95", ""},
+     "33, 95",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + column bias + clip",
+     "95"},
+    {"MatMul",
+     {"3, 7, 33", "33, 49", ""},
+     "3, 7, 49",
+     NULL,
+     "y = x + r",
+     TRUE,
+     "weir + column bias */",
+     "1, 49"},
+    {"MatMul",
+     {"2, 1, 5, 9", "3, 9, 17", ""},
+     "2, 3, 5, 17",
+     NULL,
+     "a = r + x\ny = max(a, 0.0)",
+     TRUE,
+     "weir + column bias + clip",
+     "17"},
+    {"Conv",
+     {"1, 4, 7, 7", "8, 4, 1, 1", "8"},
+     "1, 8, 7, 7",
+     NULL,
+     "y = x + r",
+     TRUE,
+     "",
+     "7"},
 };
 
 static void test_epilogues(void **state) {
