@@ -1079,47 +1079,102 @@ static void split_map_traffic(StateCtx *ctx, const WeirNode *entry,
 
 /* ------------------------------------------- reuse between operators */
 
-/* Containers touched by the top-level operations of a state, the most
- * recent first, with their sizes. */
+/* Containers touched by the top-level operations of a state, as an LRU
+ * stack by whole containers.  Each touch gets the next time stamp; a
+ * container's stack distance is the sum of the sizes of the containers
+ * whose last touch is at or after its own.  A Fenwick tree indexed by time
+ * stamp holds each container's size at its last touch, so a lookup and a
+ * touch cost O(log touches) and a state's analysis stays n log n in its
+ * operations (a list scanned per touch made `weir info` quadratic on long
+ * chains: docs/performance.md, "Import, validation and analysis of large
+ * models").  Sizes are stored clamped to cache + 1: a container larger
+ * than the cache ends every hit behind it, clamped or not. */
 typedef struct {
-  GArray *names; /* const char* (borrowed from the graph) */
-  GArray *sizes; /* gint64 */
+  GHashTable *last; /* const char* (borrowed from the graph) -> RecencyEntry */
+  gint64 *tree;     /* Fenwick tree over time stamps 1..cap */
+  guint cap;
+  guint now;    /* time stamps used so far */
+  gint64 cache; /* the cache's bytes, at most RECENCY_MAX_CACHE */
 } Recency;
 
-/* Whether container `data` is still in a cache of `cache` bytes: it was
- * touched before, and it and the distinct containers touched since fit in
- * the cache together (its LRU stack distance, by whole containers). */
-static gboolean recency_hit(const Recency *r, const char *data, gint64 cache) {
-  gint64 sum = 0;
-  for (guint i = 0; i < r->names->len; i++) {
-    sum += g_array_index(r->sizes, gint64, i);
-    if (sum > cache)
-      return FALSE;
-    if (g_str_equal(g_array_index(r->names, const char *, i), data))
-      return TRUE;
-  }
-  return FALSE;
+typedef struct {
+  guint stamp;
+  gint64 size; /* clamped */
+} RecencyEntry;
+
+/* Caches above 1 TiB are taken as 1 TiB, so that the clamped sizes of up
+ * to 2^22 touches sum without overflow. */
+#define RECENCY_MAX_CACHE ((gint64)1 << 40)
+
+static void recency_init(Recency *r, gint64 cache) {
+  r->last = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+  r->cap = 64;
+  r->tree = g_new0(gint64, r->cap + 1);
+  r->now = 0;
+  r->cache = MIN(cache, RECENCY_MAX_CACHE);
 }
 
-/* Moves container `data` to the front (adds it when new). */
+static void recency_clear(Recency *r) {
+  g_hash_table_unref(r->last);
+  g_free(r->tree);
+}
+
+static void fenwick_add(gint64 *tree, guint cap, guint i, gint64 v) {
+  for (; i <= cap; i += i & -i)
+    tree[i] += v;
+}
+
+static gint64 fenwick_prefix(const gint64 *tree, guint i) {
+  gint64 sum = 0;
+  for (; i > 0; i -= i & -i)
+    sum += tree[i];
+  return sum;
+}
+
+/* Whether container `data` is still in the cache: it was touched before,
+ * and it and the distinct containers touched since fit in the cache
+ * together (its LRU stack distance, by whole containers). */
+static gboolean recency_hit(const Recency *r, const char *data) {
+  const RecencyEntry *e = g_hash_table_lookup(r->last, data);
+  if (!e)
+    return FALSE;
+  gint64 since =
+      fenwick_prefix(r->tree, r->now) - fenwick_prefix(r->tree, e->stamp - 1);
+  return since <= r->cache;
+}
+
+/* Makes container `data` the most recent (adds it when new). */
 static void recency_touch(Recency *r, const WeirGraph *g, const char *data,
                           GHashTable *bindings) {
-  for (guint i = 0; i < r->names->len; i++)
-    if (g_str_equal(g_array_index(r->names, const char *, i), data)) {
-      gint64 size = g_array_index(r->sizes, gint64, i);
-      g_array_remove_index(r->names, i);
-      g_array_remove_index(r->sizes, i);
-      g_array_prepend_val(r->names, data);
-      g_array_prepend_val(r->sizes, size);
-      return;
+  if (r->now == r->cap) { /* double the tree, rebuilt from the entries */
+    guint cap = r->cap * 2;
+    gint64 *tree = g_new0(gint64, cap + 1);
+    GHashTableIter it;
+    gpointer value;
+    g_hash_table_iter_init(&it, r->last);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+      const RecencyEntry *e = value;
+      fenwick_add(tree, cap, e->stamp, e->size);
     }
-  const WeirContainer *c = weir_graph_container(g, data);
-  g_autoptr(WeirExpr) bytes = c ? weir_container_bytes(c) : NULL;
-  gint64 size = G_MAXINT64 / 4; /* unknown: larger than any cache */
-  if (bytes && !weir_expr_eval_checked(bytes, bindings, &size, NULL))
-    size = G_MAXINT64 / 4;
-  g_array_prepend_val(r->names, data);
-  g_array_prepend_val(r->sizes, size);
+    g_free(r->tree);
+    r->tree = tree;
+    r->cap = cap;
+  }
+  RecencyEntry *e = g_hash_table_lookup(r->last, data);
+  if (e) {
+    fenwick_add(r->tree, r->cap, e->stamp, -e->size);
+  } else {
+    const WeirContainer *c = weir_graph_container(g, data);
+    g_autoptr(WeirExpr) bytes = c ? weir_container_bytes(c) : NULL;
+    gint64 size = G_MAXINT64; /* unknown: larger than any cache */
+    if (bytes && !weir_expr_eval_checked(bytes, bindings, &size, NULL))
+      size = G_MAXINT64;
+    e = g_new(RecencyEntry, 1);
+    e->size = MIN(size, r->cache + 1);
+    g_hash_table_insert(r->last, (gpointer)data, e);
+  }
+  e->stamp = ++r->now;
+  fenwick_add(r->tree, r->cap, e->stamp, e->size);
 }
 
 /* The memlets of top-level operation `id` of the state that touch a
@@ -1174,8 +1229,8 @@ static gboolean apply_reuse(StateCtx *ctx, GHashTable *by_edge, gint64 cache,
         !mc->traffic.known)
       return FALSE;
   }
-  Recency r = {g_array_new(FALSE, FALSE, sizeof(const char *)),
-               g_array_new(FALSE, FALSE, sizeof(gint64))};
+  Recency r;
+  recency_init(&r, cache);
   *total = 0;
   for (guint k = 0; k < ctx->sc->order->len; k++) {
     guint id = g_array_index(ctx->sc->order, guint, k);
@@ -1193,7 +1248,7 @@ static gboolean apply_reuse(StateCtx *ctx, GHashTable *by_edge, gint64 cache,
       const WeirMemlet *m = g_ptr_array_index(reads, i);
       WeirMemletCost *mc =
           g_hash_table_lookup(by_edge, GUINT_TO_POINTER(m->id));
-      if (recency_hit(&r, m->data, cache)) {
+      if (recency_hit(&r, m->data)) {
         quantity_clear(&mc->traffic);
         quantity_set(&mc->traffic, weir_expr_const(0), ctx->bindings);
       }
@@ -1220,8 +1275,7 @@ static gboolean apply_reuse(StateCtx *ctx, GHashTable *by_edge, gint64 cache,
     }
     *total += op;
   }
-  g_array_unref(r.names);
-  g_array_unref(r.sizes);
+  recency_clear(&r);
   return TRUE;
 }
 
