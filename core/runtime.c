@@ -526,8 +526,9 @@ static void prepack(WeirKernel *k, guint n) {
   g_autofree char *name = g_strdup_printf("%s_prepack", k->prefix);
   gpointer size_fn = NULL, fn = NULL;
   const char *env = g_getenv("WEIR_PREPACK");
-  if ((env && strcmp(env, "0") == 0) || !k->module || !g_module_symbol(k->module, size_name, &size_fn) ||
-      !size_fn || !g_module_symbol(k->module, name, &fn) || !fn)
+  if ((env && strcmp(env, "0") == 0) || !k->module ||
+      !g_module_symbol(k->module, size_name, &size_fn) || !size_fn ||
+      !g_module_symbol(k->module, name, &fn) || !fn)
     return;
   gsize bytes = ((size_t(*)(void))size_fn)();
   gsize rounded = (bytes + 63) / 64 * 64;

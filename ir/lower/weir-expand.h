@@ -21,7 +21,8 @@ WEIR_API gboolean weir_expand_node(WeirGraph *g, guint node_id,
 
 /* Expands every library node whose op is `op` (every one when NULL), in g
  * and in the programs nested in it, again and again until none is left (an
- * expansion may produce library nodes).  *count (optional) receives the number of nodes expanded. */
+ * expansion may produce library nodes).  *count (optional) receives the number
+ * of nodes expanded. */
 WEIR_API gboolean weir_expand_all(WeirGraph *g, const char *op, guint *count,
                                   GError **error);
 
