@@ -113,9 +113,11 @@ static char *fresh_symbol(const WeirGraph *g, const char *base) {
 
 WeirGraph *weir_onnx_scan_program(const WeirOnnxModel *model,
                                   const WeirOnnxNode *on, gint64 opset,
-                                  const WeirOnnxImportOptions *opts, guint n_in,
-                                  const WeirOnnxShape *ins, guint n_out,
-                                  WeirOnnxShape *outs, GError **error) {
+                                  const WeirOnnxImportOptions *opts,
+                                  WeirOnnxSubgraphImport import_subgraph,
+                                  guint n_in, const WeirOnnxShape *ins,
+                                  guint n_out, WeirOnnxShape *outs,
+                                  GError **error) {
   gboolean batch = opset < 9;
   const WeirOnnxAttr *body_attr = attr(on, "body");
   const WeirOnnxAttr *m_attr = attr(on, "num_scan_inputs");
@@ -164,7 +166,7 @@ WeirGraph *weir_onnx_scan_program(const WeirOnnxModel *model,
   bopts.names = names;
   g_autoptr(GError) local = NULL;
   g_autoptr(WeirGraph) body =
-      weir_onnx_import_subgraph(model, body_attr->g, &bopts, names, &local);
+      import_subgraph(model, body_attr->g, &bopts, names, &local);
   if (!body) {
     fail(error, local->code, on, "body: %s", local->message);
     return NULL;

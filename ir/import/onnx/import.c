@@ -1256,8 +1256,9 @@ static gboolean import_control(Importer *imp, const WeirOnnxNode *on,
   }
   g_autofree WeirOnnxShape *outs = g_new0(WeirOnnxShape, n_out + 1);
   g_autoptr(GError) local = NULL;
-  WeirGraph *prog = weir_onnx_scan_program(
-      imp->model, on, imp->opset, imp->opts, n_in, ins, n_out, outs, &local);
+  WeirGraph *prog = weir_onnx_scan_program(imp->model, on, imp->opset,
+                                           imp->opts, weir_onnx_import_subgraph,
+                                           n_in, ins, n_out, outs, &local);
   if (!prog) {
     for (guint k = 0; k < n_out; k++)
       weir_onnx_shape_clear(&outs[k]);

@@ -37,17 +37,28 @@ WeirGraph *weir_onnx_import_subgraph(const WeirOnnxModel *model,
                                      const WeirOnnxImportOptions *opts,
                                      GHashTable *names, GError **error);
 
+/* The importer's subgraph function above, as control.c receives it: the
+ * importer passes it in, so that control.c does not call back into
+ * import.c (no dependency cycle between the two files). */
+typedef WeirGraph *(*WeirOnnxSubgraphImport)(const WeirOnnxModel *model,
+                                             const WeirOnnxGraph *graph,
+                                             const WeirOnnxImportOptions *opts,
+                                             GHashTable *names, GError **error);
+
 /* The nested program of Scan node `on` (opset: the model's default opset):
  * argument containers "in<k>" for its present inputs (ins[k], n_in of
  * them) and "out<k>" for its outputs (n_out), whose dtypes and shapes are
  * written to outs[k].  Symbols of the input shapes become symbols of the
- * program (the caller binds them to its own).  Errors name the node.
+ * program (the caller binds them to its own).  The body is imported with
+ * import_subgraph.  Errors name the node.
  * (transfer full) */
 WeirGraph *weir_onnx_scan_program(const WeirOnnxModel *model,
                                   const WeirOnnxNode *on, gint64 opset,
-                                  const WeirOnnxImportOptions *opts, guint n_in,
-                                  const WeirOnnxShape *ins, guint n_out,
-                                  WeirOnnxShape *outs, GError **error);
+                                  const WeirOnnxImportOptions *opts,
+                                  WeirOnnxSubgraphImport import_subgraph,
+                                  guint n_in, const WeirOnnxShape *ins,
+                                  guint n_out, WeirOnnxShape *outs,
+                                  GError **error);
 
 G_END_DECLS
 
