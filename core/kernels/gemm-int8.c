@@ -102,8 +102,8 @@ WeirExpr *weir_kernel_qgemm_work_bytes(const WeirQGemmParams *q,
   g_autoptr(WeirExpr) mn = weir_expr_add((WeirExpr *)m, (WeirExpr *)n);
   g_autoptr(WeirExpr) tables = weir_expr_mul_const(mn, 8);
   g_autoptr(WeirExpr) sum = weir_expr_add(threads, tables);
-  WeirExpr *r = weir_expr_add_const(sum, 4 * 64);
-  return weir_expr_simplify(r);
+  g_autoptr(WeirExpr) r = weir_expr_add_const(sum, 4 * 64);
+  return weir_expr_simplify(r); /* a new reference: r is released */
 }
 
 /* ------------------------------------------------------------ operands */
