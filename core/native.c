@@ -38,18 +38,6 @@ static const WeirContainer *port(const WeirGraph *g, const WeirState *s,
   return weir_native_port(g, s, n, input, k);
 }
 
-static gboolean row_major(const WeirContainer *c) {
-  g_autoptr(WeirExpr) acc = weir_expr_const(1);
-  for (guint d = c->shape->len; d-- > 0;) {
-    if (!weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
-      return FALSE;
-    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, d));
-    weir_expr_unref(acc);
-    acc = next;
-  }
-  return TRUE;
-}
-
 static WeirExpr *dim(const WeirContainer *c, guint d) {
   return g_ptr_array_index(c->shape, d);
 }
@@ -80,7 +68,7 @@ static gboolean check_operands(const WeirContainer *const *c, guint n,
                                 c[i]->name, weir_dtype_name(c[i]->dtype));
       return FALSE;
     }
-    if (!row_major(c[i])) {
+    if (!weir_kernel_row_major(c[i])) {
       *reason = g_strdup_printf("'%s' is not stored row-major", c[i]->name);
       return FALSE;
     }

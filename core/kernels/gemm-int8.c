@@ -108,18 +108,6 @@ WeirExpr *weir_kernel_qgemm_work_bytes(const WeirQGemmParams *q,
 
 /* ------------------------------------------------------------ operands */
 
-static gboolean row_major(const WeirContainer *c) {
-  g_autoptr(WeirExpr) acc = weir_expr_const(1);
-  for (guint d = c->shape->len; d-- > 0;) {
-    if (!weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
-      return FALSE;
-    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, d));
-    weir_expr_unref(acc);
-    acc = next;
-  }
-  return TRUE;
-}
-
 static WeirExpr *dim(const WeirContainer *c, guint d) {
   return g_ptr_array_index(c->shape, d);
 }
@@ -216,7 +204,7 @@ static gboolean qinfo(const WeirGraph *g, const WeirState *s, const WeirNode *n,
   const WeirContainer *all[] = {qi->a,  qi->as, qi->az, qi->b,    qi->bs,
                                 qi->bz, qi->ys, qi->yz, qi->bias, qi->y};
   for (guint i = 0; i < G_N_ELEMENTS(all); i++)
-    if (all[i] && !row_major(all[i]))
+    if (all[i] && !weir_kernel_row_major(all[i]))
       return refuse(reason, "'%s' is not stored row-major", all[i]->name);
   if (!is_int8(qi->a) || !is_int8(qi->b))
     return refuse(reason, "the operands of %s must be u8 or i8", n->op);

@@ -864,6 +864,18 @@ gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
   return TRUE;
 }
 
+gboolean weir_kernel_row_major(const WeirContainer *c) {
+  g_autoptr(WeirExpr) acc = weir_expr_const(1);
+  for (guint d = c->shape->len; d-- > 0;) {
+    if (!weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
+      return FALSE;
+    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, d));
+    weir_expr_unref(acc);
+    acc = next;
+  }
+  return TRUE;
+}
+
 char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes) {
   g_autoptr(WeirExpr) b = bytes;
   gint64 v;

@@ -131,18 +131,6 @@ static WeirExpr *dim(const WeirContainer *c, guint d) {
   return g_ptr_array_index(c->shape, d);
 }
 
-static gboolean row_major(const WeirContainer *c) {
-  g_autoptr(WeirExpr) acc = weir_expr_const(1);
-  for (guint d = c->shape->len; d-- > 0;) {
-    if (!weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
-      return FALSE;
-    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, d));
-    weir_expr_unref(acc);
-    acc = next;
-  }
-  return TRUE;
-}
-
 /* The node's INTS attribute name: its first n values into v (def when
  * absent); FALSE when it has another number of values. */
 static gboolean ints_attr(const WeirNode *n, const char *name, guint len,
@@ -183,7 +171,7 @@ static gboolean pool_accepts(const WeirGraph *g, const WeirState *s,
                                 c[i]->name);
       return FALSE;
     }
-    if (!row_major(c[i])) {
+    if (!weir_kernel_row_major(c[i])) {
       *reason = g_strdup_printf("'%s' is not stored row-major", c[i]->name);
       return FALSE;
     }
@@ -262,7 +250,7 @@ static gboolean gap_accepts(const WeirGraph *g, const WeirState *s,
                                 c[i]->name);
       return FALSE;
     }
-    if (!row_major(c[i])) {
+    if (!weir_kernel_row_major(c[i])) {
       *reason = g_strdup_printf("'%s' is not stored row-major", c[i]->name);
       return FALSE;
     }

@@ -143,6 +143,10 @@ char *weir_kernel_gemm_prepack_b(WeirNativeEmit *e, WeirDType t,
                                  const WeirContainer *b, gboolean tb, gint64 k,
                                  gint64 n);
 
+/* Whether container c has row-major strides (the layout every native
+ * kernel reads). */
+gboolean weir_kernel_row_major(const WeirContainer *c);
+
 /* The C text of a scratch block of `bytes` (taken over) for the node's
  * call, as "(void *)..."; "NULL" when nothing is needed. (transfer full) */
 char *weir_kernel_scratch_arg(WeirNativeEmit *e, WeirExpr *bytes);
