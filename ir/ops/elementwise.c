@@ -636,7 +636,8 @@ static gboolean infer_quant(WeirOpInferContext *ctx, const ElemOp *e,
                             "input %u must be a scalar or a vector over "
                             "dimension %" G_GINT64_FORMAT " of x",
                             k, axis);
-    if (zp && k == 1 && !weir_expr_equal(v->shape[0], zp->shape[0]))
+    if (zp && k == 1 &&
+        (zp->rank != 1 || !weir_expr_equal(v->shape[0], zp->shape[0])))
       return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
                             "the scale and the zero point differ in shape");
   }

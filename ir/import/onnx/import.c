@@ -1269,8 +1269,11 @@ static gboolean import_control(Importer *imp, const WeirOnnxNode *on,
   for (guint i = 0; i < prog->symbols->len; i++) {
     const char *sym = g_ptr_array_index(prog->symbols, i);
     if (weir_graph_has_symbol(imp->g, sym) &&
-        !weir_node_bind_symbol(n, sym, sym, error))
+        !weir_node_bind_symbol(n, sym, sym, error)) {
+      for (guint k = 0; k < n_out; k++)
+        weir_onnx_shape_clear(&outs[k]);
       return FALSE;
+    }
   }
   gboolean ok = TRUE;
   for (guint k = 0; ok && k < n_in; k++) {
