@@ -229,7 +229,8 @@ WeirGraph *weir_onnx_scan_program(const WeirOnnxModel *model,
   }
 
   g_autoptr(WeirGraph) g = weir_graph_new(on->name);
-  g_autoptr(GHashTable) syms = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) syms =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint k = 0; k < n_in; k++)
     for (guint d = 0; ins[k].present && d < ins[k].rank; d++)
       weir_expr_collect_symbols(ins[k].shape[d], syms);

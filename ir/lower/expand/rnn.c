@@ -540,7 +540,8 @@ static gboolean expand_rnn(WeirGraph *g, WeirState *s, WeirNode *n,
    * loop symbol, arguments and transients. */
   g_autoptr(WeirGraph) ng = weir_graph_new(n->label ? n->label : n->op);
   r.ng = ng;
-  g_autoptr(GHashTable) syms = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) syms =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint k = 0; k < 11; k++) {
     const WeirPort *p = k < 8 ? &ports[k] : &outs[k - 8];
     if (!(k < 8 ? r.in[k] : r.out[k - 8]))
