@@ -62,6 +62,10 @@ static gboolean choose_mpi(WeirGraph *g, WeirState *s, WeirNode *n,
                            GError **error) {
   return set_impl_attr(g, s, n, "mpi", error);
 }
+static gboolean choose_weir_bf16(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 GError **error) {
+  return set_impl_attr(g, s, n, "weir-bf16", error);
+}
 
 void weir_native_register(const WeirNativeImpl *impl) {
   g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
@@ -87,6 +91,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_depthwise;
   else if (strcmp(impl->impl, "mpi") == 0)
     f = choose_mpi;
+  else if (strcmp(impl->impl, "weir-bf16") == 0)
+    f = choose_weir_bf16;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
