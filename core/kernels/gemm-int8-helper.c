@@ -74,10 +74,16 @@ typedef int8_t weir_qg_tb;
 /* A convolution's input as B (implicit im2col): row r = (ic, i, j) of
  * c * kh * kw, column = output pixel (p, q) of the output rows; the element
  * is x[ic][p * sh + i * dh - ph][q * sw + j * dw - pw], B's zero point
- * outside the image (so the padding is zero after its subtraction). */
+ * outside the image (so the padding is zero after its subtraction).  With
+ * images > 1 the columns of all images follow each other (column im *
+ * plane + pixel; image im's input at x + im * x_image bytes) and C is NCHW:
+ * element (i, im * plane + pixel) at c[(im * m + i) * plane + pixel], so
+ * one call (one parallel region, one packing of A per block) computes the
+ * whole batch; then ldc must be plane. */
 typedef struct {
   const void *x; /* c planes of h x wd */
   int64_t h, wd, kh, kw, ow, sh, sw, dh, dw, ph, pw;
+  int64_t images, plane, x_image; /* images 0 or 1: one image */
 } weir_qgemm_patches;
 
 typedef struct {
@@ -161,14 +167,15 @@ WEIR_QG_TGT static void weir_qg_pack_a(const weir_qgemm_args *p, int64_t m0,
   }
 }
 
-/* Row kk of the patches, columns n0 .. n0 + nc, into row (raw bytes, the
- * zero point in the padding). */
-WEIR_QG_TGT static void weir_qg_patch_row(const weir_qgemm_patches *pt,
-                                          int64_t kk, int64_t n0, int64_t nc,
-                                          uint8_t pad, uint8_t *row) {
+/* Row kk of the patches of one image (its input x), columns n0 .. n0 + nc
+ * of that image, into row (raw bytes, the zero point in the padding). */
+WEIR_QG_TGT static void weir_qg_patch_row_1(const weir_qgemm_patches *pt,
+                                            const uint8_t *x0, int64_t kk,
+                                            int64_t n0, int64_t nc, uint8_t pad,
+                                            uint8_t *row) {
   const int64_t ic = kk / (pt->kh * pt->kw), t = kk % (pt->kh * pt->kw);
   const int64_t ki = t / pt->kw, kj = t % pt->kw;
-  const uint8_t *x = (const uint8_t *)pt->x + ic * pt->h * pt->wd;
+  const uint8_t *x = x0 + ic * pt->h * pt->wd;
   const int64_t off = kj * pt->dw - pt->pw;
   /* output columns q with 0 <= q * sw + off < wd: [qlo, qhi) */
   int64_t qlo = off >= 0 ? 0 : (-off + pt->sw - 1) / pt->sw;
@@ -202,6 +209,26 @@ WEIR_QG_TGT static void weir_qg_patch_row(const weir_qgemm_patches *pt,
         d[q] = pad;
     }
     j += q1 - q0;
+  }
+}
+
+/* Row kk of the patches, columns n0 .. n0 + nc (of all images), into
+ * row. */
+WEIR_QG_TGT static void weir_qg_patch_row(const weir_qgemm_patches *pt,
+                                          int64_t kk, int64_t n0, int64_t nc,
+                                          uint8_t pad, uint8_t *row) {
+  if (pt->images <= 1) {
+    weir_qg_patch_row_1(pt, (const uint8_t *)pt->x, kk, n0, nc, pad, row);
+    return;
+  }
+  int64_t j = n0;
+  const int64_t end = n0 + nc;
+  while (j < end) {
+    const int64_t im = j / pt->plane, jj = j % pt->plane;
+    const int64_t len = pt->plane - jj < end - j ? pt->plane - jj : end - j;
+    weir_qg_patch_row_1(pt, (const uint8_t *)pt->x + im * pt->x_image, kk, jj,
+                        len, pad, row + (j - n0));
+    j += len;
   }
 }
 
@@ -447,13 +474,26 @@ weir_qg_store(const weir_qgemm_args *p, const weir_qg_tables *tb,
     const uint32_t brow =
         p->bias && p->bias_rows ? (uint32_t)p->bias[bvec ? i : 0] : 0;
     const float m = tb->mult_rows ? tb->mult[tb->mult_vec ? i : 0] : 0.0f;
-    void *dst = (uint8_t *)p->c + (i * p->ldc + j0) * es;
-    if (tb->mult_rows)
-      weir_qg_store_row(p, t + r * WEIR_QG_NR, cl, jc, nr, (uint32_t)tb->za[i],
-                        (uint32_t)rs[r], brow, 1, m, yz, lo, hi, dst);
-    else
-      weir_qg_store_row(p, t + r * WEIR_QG_NR, cl, jc, nr, (uint32_t)tb->za[i],
-                        (uint32_t)rs[r], brow, 0, m, yz, lo, hi, dst);
+    /* the columns of one image at a time (a batched convolution's C is
+     * NCHW) */
+    for (int64_t s0 = 0; s0 < nr;) {
+      int64_t len = nr - s0, off = i * p->ldc + j0 + s0;
+      if (p->pt && p->pt->images > 1) {
+        const int64_t j = j0 + s0, im = j / p->pt->plane, jj = j % p->pt->plane;
+        len = p->pt->plane - jj < len ? p->pt->plane - jj : len;
+        off = (im * p->m + i) * p->pt->plane + jj;
+      }
+      void *dst = (uint8_t *)p->c + off * es;
+      if (tb->mult_rows)
+        weir_qg_store_row(p, t + r * WEIR_QG_NR + s0, cl, jc + s0, len,
+                          (uint32_t)tb->za[i], (uint32_t)rs[r], brow, 1, m, yz,
+                          lo, hi, dst);
+      else
+        weir_qg_store_row(p, t + r * WEIR_QG_NR + s0, cl, jc + s0, len,
+                          (uint32_t)tb->za[i], (uint32_t)rs[r], brow, 0, m, yz,
+                          lo, hi, dst);
+      s0 += len;
+    }
   }
 }
 

@@ -330,9 +330,13 @@ static gboolean qgemm_emit(WeirNativeEmit *e, GError **error) {
 
   /* the GEMM: m x n x k */
   g_autoptr(WeirExpr) m = NULL, nn = NULL, k = NULL;
+  g_autoptr(WeirExpr) plane = NULL;
   if (l->conv) {
+    /* every image in one call: the columns of B (and of C) are the
+     * batch's output pixels, image after image */
     m = weir_expr_ref(dim(qi.b, 0));
-    nn = weir_expr_mul(qi.geo.out[0], qi.geo.out[1]);
+    plane = weir_expr_mul(qi.geo.out[0], qi.geo.out[1]);
+    nn = weir_expr_mul(plane, dim(qi.a, 0));
     g_autoptr(WeirExpr) kk = weir_expr_mul(dim(qi.b, 2), dim(qi.b, 3));
     k = weir_expr_mul(kk, dim(qi.b, 1));
   } else {
@@ -367,6 +371,7 @@ static gboolean qgemm_emit(WeirNativeEmit *e, GError **error) {
   const WeirContainer *gbz_c = l->conv ? qi.az : qi.bz;
   g_autofree char *pa = vptr(e, ga_k), *pb = vptr(e, gb_k), *pza = vptr(e, gaz),
                   *pzb = vptr(e, gbz);
+  g_autofree char *ldc = l->conv ? e->expr_c(e, plane) : g_strdup(nc);
   g_autofree char *za_len = gaz_c ? numel(e, gaz_c) : g_strdup("0");
   g_autofree char *zb_len = gbz_c ? numel(e, gbz_c) : g_strdup("0");
   GString *c = e->code;
@@ -379,7 +384,7 @@ static gboolean qgemm_emit(WeirNativeEmit *e, GError **error) {
                          "qa.zb = %s;\nqa.zb_len = %s;\nqa.ldc = %s;\n",
                          mc, nc, kc, pa, kc, ga->dtype == WEIR_DTYPE_I8, nc,
                          gb->dtype == WEIR_DTYPE_I8, pza, za_len, pzb, zb_len,
-                         nc);
+                         ldc);
   if (l->qlinear) {
     guint s1 = l->as, s2 = l->bs;
     g_autofree char *s2_len = numel(e, qi.bs);
@@ -422,14 +427,12 @@ static gboolean qgemm_emit(WeirNativeEmit *e, GError **error) {
       "qp.kw = %s;\nqp.ow = %s;\nqp.sh = %" G_GINT64_FORMAT
       ";\nqp.sw = %" G_GINT64_FORMAT ";\nqp.dh = %" G_GINT64_FORMAT
       ";\nqp.dw = %" G_GINT64_FORMAT ";\nqp.ph = %s;\nqp.pw = %s;\n"
-      "qa.pt = &qp;\n"
-      "for (int64_t im = 0; im < %s; im++) {\n"
-      "  qp.x = (const void *)((const uint8_t *)(%s) + im * %s * %s * %s);\n"
-      "  qa.c = (void *)((%s) + im * %s * %s);\n"
-      "  %s |= weir_qgemm(&qa, %s);\n}\n}\n",
+      "qp.images = %s;\nqp.plane = %s;\nqp.x_image = %s * %s * %s;\n"
+      "qp.x = (const void *)(%s);\nqa.pt = &qp;\n"
+      "qa.c = (void *)(%s);\n%s |= weir_qgemm(&qa, %s);\n}\n",
       h, wd, kh, kw, ow, geo->strides[0], geo->strides[1], geo->dilations[0],
-      geo->dilations[1], ph, pw, images, e->in[l->a].ptr, cin, h, wd,
-      e->out[0].ptr, mc, nc, e->status, work);
+      geo->dilations[1], ph, pw, images, ldc, cin, h, wd, e->in[l->a].ptr,
+      e->out[0].ptr, e->status, work);
   e->uses_status = TRUE;
   return TRUE;
 }

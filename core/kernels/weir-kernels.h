@@ -267,6 +267,47 @@ WeirExpr *weir_kernel_qgemm_work_bytes(const WeirQGemmParams *q,
  * weir_native_register_builtin). */
 void weir_native_register_qgemm(void);
 
+/* ------------------------------------------------------------ bf16 GEMM
+ * core/kernels/gemm-bf16.c (the helper's text: gemm-bf16-helper.c): the
+ * native implementation "weir-bf16" of MatMul, Gemm and Conv whose
+ * operands are bf16 (docs/native.md, "Weir's bf16 GEMM"). */
+
+/* The implementation's name. */
+#define WEIR_BGEMM_IMPL "weir-bf16"
+
+typedef enum {
+  WEIR_BGEMM_PORTABLE = 0, /* f32 multiply-adds in C */
+  WEIR_BGEMM_AVX512 = 1,   /* AVX-512 BF16 vdpbf16ps */
+} WeirBGemmPath;
+
+typedef struct {
+  WeirBGemmPath path;
+  guint mr, nv;  /* microtile: mr rows x nv vectors of 16 f32 */
+  gint64 l2;     /* bytes of L2 the blocks are sized for */
+  guint threads; /* the most threads of one call */
+} WeirBGemmParams;
+
+/* The path and blocking for the machine described by hw (borrowed; NULL:
+ * portable): AVX-512 BF16 when hw->bf16_dot, else portable. */
+void weir_kernel_bgemm_params(const WeirHwProfile *hw, WeirBGemmParams *out);
+
+/* "avx512-bf16", "portable". (borrowed) */
+const char *weir_kernel_bgemm_path_name(WeirBGemmPath path);
+
+/* The helper text defining weir_bgemm_args, weir_bgemm_patches and
+ *   static int weir_bgemm(const weir_bgemm_args *p, void *work);
+ * for q (docs in gemm-bf16-helper.c). (transfer full) */
+char *weir_kernel_bgemm_text(const WeirBGemmParams *q);
+
+/* A bound of the work space of weir_bgemm for depth k (borrowed).
+ * (transfer full) */
+WeirExpr *weir_kernel_bgemm_work_bytes(const WeirBGemmParams *q,
+                                       const WeirExpr *k);
+
+/* Registers "weir-bf16" of MatMul, Gemm and Conv (called by
+ * weir_native_register_builtin). */
+void weir_native_register_bgemm(void);
+
 /* ------------------------------------------------------------ epilogue
  * core/kernels/epilogue.c: what Weir's kernels (depthwise, the GEMM of
  * "weir") apply in their store, shared by their emitters. */

@@ -62,6 +62,10 @@ static gboolean choose_mpi(WeirGraph *g, WeirState *s, WeirNode *n,
                            GError **error) {
   return set_impl_attr(g, s, n, "mpi", error);
 }
+static gboolean choose_weir_bf16(WeirGraph *g, WeirState *s, WeirNode *n,
+                                 GError **error) {
+  return set_impl_attr(g, s, n, "weir-bf16", error);
+}
 
 void weir_native_register(const WeirNativeImpl *impl) {
   g_return_if_fail(impl && impl->op && impl->impl && impl->accepts &&
@@ -87,6 +91,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_depthwise;
   else if (strcmp(impl->impl, "mpi") == 0)
     f = choose_mpi;
+  else if (strcmp(impl->impl, "weir-bf16") == 0)
+    f = choose_weir_bf16;
   if (f)
     weir_op_register_expansion(impl->op, impl->impl, f);
 }
@@ -146,6 +152,17 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     return "pure";
   g_autofree char *r1 = NULL, *r2 = NULL;
   const WeirNativeImpl *ni;
+  if (strcmp(n->op, "Gemm") == 0 || strcmp(n->op, "MatMul") == 0 ||
+      strcmp(n->op, "Conv") == 0) {
+    /* bf16 operands: Weir's bf16 GEMM (core/kernels/gemm-bf16.c), f32
+     * accumulation, on the path the hardware profile allows (AVX-512
+     * BF16 or portable C) */
+    const WeirContainer *a = weir_native_port(g, s, n, TRUE, 0);
+    ni = weir_native_lookup(n->op, "weir-bf16");
+    if (a && a->dtype == WEIR_DTYPE_BF16 && ni && ni->accepts(g, s, n, &r1))
+      return "weir-bf16";
+    g_clear_pointer(&r1, g_free);
+  }
   if (strcmp(n->op, "Gemm") == 0 || strcmp(n->op, "MatMul") == 0) {
     /* f32: Weir's own GEMM (core/kernels/); f64: BLAS */
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);

@@ -1,13 +1,16 @@
 /* bench-qgemm.c — Weir's int8 GEMM (QLinearMatMul u8 x s8 -> u8 and
  * MatMulInteger u8 x s8 -> s32, implementation "weir",
- * core/kernels/gemm-int8.c) against Weir's f32 GEMM (MatMul f32,
- * implementation "weir") on the same shapes, in the same run, at 1 and 2
- * threads.  Prints per shape, kernel and thread count the median time,
+ * core/kernels/gemm-int8.c) and its bf16 GEMM (MatMul bf16, implementation
+ * "weir-bf16", core/kernels/gemm-bf16.c) against Weir's f32 GEMM (MatMul
+ * f32, implementation "weir") on the same shapes, in the same run, at 1
+ * and 2 threads.  Prints per shape, kernel and thread count the median time,
  * GOP/s (2 M N K operations) and the percentage of the peak: for f32 the
  * hardware profile's measured FMA peak (docs/hardware.md); for int8 four
  * times it on the VNNI path (vpdpbusd does 64 multiply-adds where vfmadd
  * does 16, at the same rate on this machine's cores), the f32 peak on the
- * AVX2 path (vpmaddwd on ymm: 16 multiply-adds), and the best time.  The
+ * AVX2 path (vpmaddwd on ymm: 16 multiply-adds); for bf16 the f32 peak
+ * (vdpbf16ps does 32 multiply-adds where vfmadd231ps does 16, but issues
+ * at half the rate here); and the best time.  The
  * kernels of one shape run alternately, repetition by repetition, so they
  * see the same machine load.  Not a test: it asserts nothing.
  *
@@ -40,8 +43,8 @@ static gint opt_reps = 0;
 static char *opt_threads = NULL;
 static gboolean opt_quick = FALSE;
 
-enum { K_F32, K_QLINEAR, K_INTEGER, N_KERNELS };
-static const char *const kernel_names[] = {"f32", "qlinear", "integer"};
+enum { K_F32, K_QLINEAR, K_INTEGER, K_BF16, N_KERNELS };
+static const char *const kernel_names[] = {"f32", "qlinear", "integer", "bf16"};
 
 static void add(WeirGraph *g, const char *name, WeirDType t, gint64 a,
                 gint64 b) {
@@ -79,10 +82,11 @@ static WeirGraph *program(const Shape *s, int kind) {
                                      "in5", "in6", "in7", NULL};
   static const char *const outs[] = {"out0", NULL};
   WeirNode *lib;
-  if (kind == K_F32) {
-    add(g, "A", WEIR_DTYPE_F32, s->m, s->k);
-    add(g, "B", WEIR_DTYPE_F32, s->k, s->n);
-    add(g, "Y", WEIR_DTYPE_F32, s->m, s->n);
+  if (kind == K_F32 || kind == K_BF16) {
+    WeirDType t = kind == K_F32 ? WEIR_DTYPE_F32 : WEIR_DTYPE_BF16;
+    add(g, "A", t, s->m, s->k);
+    add(g, "B", t, s->k, s->n);
+    add(g, "Y", t, s->m, s->n);
     lib = weir_state_add_library(g, st, "mm", "MatMul", ins2, outs);
     connect(g, st, lib, "A", "in0", TRUE);
     connect(g, st, lib, "B", "in1", TRUE);
@@ -114,7 +118,8 @@ static WeirGraph *program(const Shape *s, int kind) {
       connect(g, st, lib, names[i], ins8[i], TRUE);
   }
   connect(g, st, lib, "Y", "out0", FALSE);
-  weir_node_set_attr_string(lib, "impl", "weir");
+  weir_node_set_attr_string(lib, "impl",
+                            kind == K_BF16 ? WEIR_BGEMM_IMPL : "weir");
   return g;
 }
 
@@ -129,7 +134,8 @@ static GHashTable *args_for(WeirGraph *g) {
       weir_expr_eval(g_ptr_array_index(c->shape, d), NULL, &shape[d], NULL);
     WeirTensor *t = weir_tensor_new(c->dtype, c->shape->len, shape);
     for (gint64 e = 0; e < t->count; e++) {
-      double v = c->dtype == WEIR_DTYPE_F32  ? g_rand_double_range(r, -1, 1)
+      double v = c->dtype == WEIR_DTYPE_F32 || c->dtype == WEIR_DTYPE_BF16
+                     ? g_rand_double_range(r, -1, 1)
                  : c->dtype == WEIR_DTYPE_U8 ? g_rand_int_range(r, 0, 256)
                                              : g_rand_int_range(r, -128, 128);
       weir_tensor_set(t, e, v);
@@ -187,15 +193,24 @@ int main(int argc, char **argv) {
   WeirQGemmParams qp;
   weir_kernel_qgemm_params(hw, &qp);
   double int8_factor = qp.path == WEIR_QGEMM_VNNI ? 4.0 : 1.0;
+  WeirBGemmParams bp;
+  weir_kernel_bgemm_params(hw, &bp);
+  /* vdpbf16ps does twice the multiply-adds of vfmadd231ps but issues at
+   * half its rate on this machine (0.22 against 0.11 ns an instruction,
+   * docs/native.md): the same peak */
+  double bf16_factor = 1.0;
   g_auto(GStrv) tl = g_strsplit(opt_threads ? opt_threads : "1,2", ",", -1);
   g_autofree char *load0 = uptime_text();
   printf("# int8 GEMM (QLinearMatMul u8 x s8 -> u8, MatMulInteger u8 x s8 -> "
-         "s32) against f32 MatMul, Weir's kernels, same run\n");
-  printf("# cpu: %s; isa %s; int8 path %s; f32 peak %.1f GFLOP/s (1 thread), "
-         "%.1f (%u threads); int8 peak taken as %.0fx that\n",
+         "s32) and bf16 GEMM (MatMul bf16) against f32 MatMul, Weir's "
+         "kernels, same run\n");
+  printf("# cpu: %s; isa %s; int8 path %s; bf16 path %s; f32 peak %.1f "
+         "GFLOP/s (1 thread), %.1f (%u threads); int8 peak taken as %.0fx "
+         "that, bf16 as %.0fx\n",
          hw->cpu_model, weir_hw_isa_name(hw->isa),
-         weir_kernel_qgemm_path_name(qp.path), hw->peak_gflops_1t,
-         hw->peak_gflops_all, hw->logical_cores, int8_factor);
+         weir_kernel_qgemm_path_name(qp.path),
+         weir_kernel_bgemm_path_name(bp.path), hw->peak_gflops_1t,
+         hw->peak_gflops_all, hw->logical_cores, int8_factor, bf16_factor);
   printf("# load average at start %s\n", load0);
   printf("%-22s %5s %5s %5s %3s %8s %10s %8s %6s %9s %8s\n", "shape", "M", "N",
          "K", "thr", "kernel", "median ms", "GOP/s", "%peak", "best GOP/s",
@@ -251,7 +266,9 @@ int main(int argc, char **argv) {
         if (i == K_F32)
           f32_med = med;
         double gops = ops / med * 1e-9, best = ops / times[i][0] * 1e-9;
-        double pk = i == K_F32 ? peak : peak * int8_factor;
+        double pk = i == K_F32    ? peak
+                    : i == K_BF16 ? peak * bf16_factor
+                                  : peak * int8_factor;
         printf("%-22s %5" G_GINT64_FORMAT " %5" G_GINT64_FORMAT
                " %5" G_GINT64_FORMAT " %3d %8s %10.3f %8.1f %5.0f%% %9.1f "
                "%7.2fx\n",
