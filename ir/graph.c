@@ -642,6 +642,49 @@ gboolean weir_transition_add_assignment(WeirTransition *t, const char *symbol,
   return TRUE;
 }
 
+static void collect_data_reads(const WeirGraph *g, const WeirAst *n,
+                               GPtrArray *out) {
+  if (!n)
+    return;
+  if ((n->kind == WEIR_AST_NAME || n->kind == WEIR_AST_INDEX) && n->name &&
+      !weir_graph_has_symbol(g, n->name)) {
+    const WeirContainer *c = weir_graph_container(g, n->name);
+    gboolean seen = FALSE;
+    for (guint i = 0; c && i < out->len && !seen; i++)
+      seen = strcmp(g_ptr_array_index(out, i), c->name) == 0;
+    if (c && !seen)
+      g_ptr_array_add(out, c->name);
+  }
+  collect_data_reads(g, n->a, out);
+  collect_data_reads(g, n->b, out);
+  collect_data_reads(g, n->c, out);
+  for (guint i = 0; n->args && i < n->args->len; i++)
+    collect_data_reads(g, g_ptr_array_index(n->args, i), out);
+}
+
+GPtrArray *weir_transition_data_reads(const WeirGraph *g,
+                                      const WeirTransition *t) {
+  g_return_val_if_fail(g != NULL && t != NULL, NULL);
+  GPtrArray *out = g_ptr_array_new();
+  if (t->condition)
+    collect_data_reads(g, t->condition->expr, out);
+  return out;
+}
+
+gboolean weir_graph_condition_reads(const WeirGraph *g, const char *name) {
+  g_return_val_if_fail(g != NULL && name != NULL, FALSE);
+  for (guint i = 0; i < g->transitions->len; i++) {
+    const WeirTransition *t = g_ptr_array_index(g->transitions, i);
+    if (!t->condition)
+      continue;
+    g_autoptr(GPtrArray) r = weir_transition_data_reads(g, t);
+    for (guint k = 0; k < r->len; k++)
+      if (strcmp(g_ptr_array_index(r, k), name) == 0)
+        return TRUE;
+  }
+  return FALSE;
+}
+
 /* ------------------------------------------------------------------- nodes */
 
 static void attr_free(gpointer p) {

@@ -1551,6 +1551,44 @@ static StatePlan *find_state(const ProgramPlan *pp, guint id) {
   return NULL;
 }
 
+/* A transition condition reading containers of one element. */
+typedef struct {
+  Instance *in;
+  GPtrArray *reads; /* container names, by input slot (borrowed) */
+} CondCall;
+
+static gboolean cond_read(gpointer user, guint input, const gint64 *idx,
+                          guint n_idx, WeirValue *out, GError **error) {
+  CondCall *call = user;
+  (void)idx;
+  const WeirContainer *c =
+      input < call->reads->len
+          ? weir_graph_container(call->in->plan->g,
+                                 g_ptr_array_index(call->reads, input))
+          : NULL;
+  if (!c || n_idx != 0) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "condition input %u is not a container of one element", input);
+    return FALSE;
+  }
+  for (guint i = 0; i < call->in->n_buffers; i++) {
+    const Buffer *b = &call->in->buffers[i];
+    if (b->c == c && b->bound) {
+      *out = buffer_load(b, b->offset);
+      return TRUE;
+    }
+  }
+  g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+              "container '%s' has no storage", c->name);
+  return FALSE;
+}
+
+static gboolean cond_symbol(gpointer user, const char *name, gint64 *out,
+                            GError **error) {
+  CondCall *call = user;
+  return read_symbol(call->in->bindings, name, out, error);
+}
+
 static gboolean run_program(Instance *in, GError **error) {
   const WeirGraph *g = in->plan->g;
   StatePlan *sp = find_state(in->plan, g->start);
@@ -1570,8 +1608,14 @@ static gboolean run_program(Instance *in, GError **error) {
     for (guint t = 0; t < sp->transitions->len && !next; t++) {
       const WeirTransition *tr = g_ptr_array_index(sp->transitions, t);
       gboolean holds = TRUE;
+      g_autoptr(GPtrArray) reads =
+          tr->condition ? weir_transition_data_reads(g, tr) : NULL;
+      CondCall call = {in, reads};
+      WeirCodeEnv denv = {
+          .read = cond_read, .symbol = cond_symbol, .user = &call};
       if (tr->condition &&
-          !weir_code_eval_condition(tr->condition, &env, &holds, error)) {
+          !weir_code_eval_condition(tr->condition, reads->len ? &denv : &env,
+                                    &holds, error)) {
         g_prefix_error(error,
                        "transition %u (state %u -> %u), condition "
                        "'%s': ",

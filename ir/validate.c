@@ -1150,8 +1150,40 @@ static void check_transition(const WeirGraph *g, WeirTransition *t,
     add_problem(out, &w, "condition '%s' does not parse: %s", t->condition_text,
                 error ? error->message : "unknown error");
   } else if (t->condition) {
+    /* Names that are containers read their one element. */
+    g_autoptr(GPtrArray) reads = weir_transition_data_reads(g, t);
+    g_autofree WeirConnectorInfo *ins =
+        g_new0(WeirConnectorInfo, reads->len + 1);
+    gboolean scalars = TRUE;
+    for (guint i = 0; i < reads->len; i++) {
+      const WeirContainer *c =
+          weir_graph_container(g, g_ptr_array_index(reads, i));
+      ins[i].name = c->name;
+      ins[i].dtype = c->dtype;
+      ins[i].rank = 0;
+      for (guint d = 0; d < c->shape->len; d++) {
+        gint64 v;
+        if (!weir_expr_is_const(g_ptr_array_index(c->shape, d), &v) || v != 1) {
+          add_problem(out, &w,
+                      "condition '%s' reads container '%s', which is not a "
+                      "scalar (a condition reads containers of one "
+                      "element only)",
+                      t->condition_text ? t->condition_text : "", c->name);
+          scalars = FALSE;
+          break;
+        }
+      }
+      if (c->count) {
+        add_problem(out, &w,
+                    "condition '%s' reads container '%s', which has a "
+                    "data-dependent length",
+                    t->condition_text ? t->condition_text : "", c->name);
+        scalars = FALSE;
+      }
+    }
     g_autoptr(GError) error = NULL;
-    if (!weir_code_check(t->condition, NULL, 0, NULL, 0, sc->names, &error))
+    if (scalars && !weir_code_check(t->condition, ins, reads->len, NULL, 0,
+                                    sc->names, &error))
       add_problem(out, &w, "condition '%s': %s",
                   t->condition_text ? t->condition_text : "", error->message);
   }

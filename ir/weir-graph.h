@@ -377,6 +377,33 @@ WEIR_API gboolean weir_transition_add_assignment(WeirTransition *t,
                                                  const char *value,
                                                  GError **error);
 
+/**
+ * weir_transition_data_reads:
+ * @g: the program of @t
+ * @t: a transition
+ *
+ * The containers of @g whose value the condition of @t reads: the names
+ * in it that are not symbols of @g, in order of first appearance (the
+ * order of the condition's input slots after validation).  Such a
+ * container must hold one element (rank 0, or every dimension 1); the
+ * validator checks that, and reports a name that is neither.
+ *
+ * Returns: (transfer container) (element-type utf8): the names, borrowed
+ *   from the containers of @g
+ */
+WEIR_API GPtrArray *weir_transition_data_reads(const WeirGraph *g,
+                                               const WeirTransition *t);
+/**
+ * weir_graph_condition_reads:
+ * @g: a program
+ * @name: a container name
+ *
+ * Returns: TRUE when the condition of a transition of @g reads container
+ *   @name (a use that transformations must keep, like a memlet reading it)
+ */
+WEIR_API gboolean weir_graph_condition_reads(const WeirGraph *g,
+                                             const char *name);
+
 /* Nodes.  Connector lists are NULL-terminated arrays of names (borrowed) or
  * NULL for none.  Returned nodes are borrowed. */
 /**

@@ -192,6 +192,19 @@ static char *ast_name(Fn *f, Tasklet *t, const WeirAst *n, int *prec) {
       }
       return g_strdup_printf("%s[%s]", port->name, idx);
     }
+    if (!t && n->name && n->kind == WEIR_AST_NAME) {
+      /* a transition condition reading a container of one element */
+      CInfo *ci = cg_fn_container(f, n->name);
+      if (!ci)
+        return g_strdup("0");
+      g_autofree WeirExpr **zero = g_new0(WeirExpr *, ci->c->shape->len + 1);
+      for (guint d = 0; d < ci->c->shape->len; d++)
+        zero[d] = weir_expr_const(0);
+      g_autoptr(GPtrArray) off = cg_elem_offset(ci, zero);
+      for (guint d = 0; d < ci->c->shape->len; d++)
+        weir_expr_unref(zero[d]);
+      return cg_elem_load(f, ci, off, prec);
+    }
     break;
   case WEIR_BIND_SYMBOL:
     return g_strdup(cg_fn_symbol(f, n->name));

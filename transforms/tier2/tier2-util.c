@@ -173,10 +173,17 @@ void weir_tier2_use(const WeirGraph *g, const char *name, WeirTier2Use *out) {
         out->writes++;
     }
   }
+  if (weir_graph_condition_reads(g, name)) {
+    /* a transition condition reads it, outside every state */
+    out->reads++;
+    out->states++;
+  }
 }
 
 gboolean weir_tier2_local(const WeirGraph *g, const WeirState *s,
                           const char *name) {
+  if (weir_graph_condition_reads(g, name))
+    return FALSE;
   for (guint si = 0; si < g->states->len; si++) {
     WeirState *o = g_ptr_array_index(g->states, si);
     if (o != s && state_mentions(o, name))

@@ -67,6 +67,8 @@ GHashTable *tier3_reachable(const WeirState *s, guint start,
 }
 
 gboolean tier3_container_used(const WeirGraph *g, const char *data) {
+  if (weir_graph_condition_reads(g, data))
+    return TRUE;
   for (guint i = 0; i < g->states->len; i++) {
     const WeirState *s = g_ptr_array_index(g->states, i);
     for (guint k = 0; k < s->nodes->len; k++) {

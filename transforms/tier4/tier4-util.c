@@ -348,6 +348,14 @@ T4Liveness *t4_liveness_new(const WeirGraph *g, GError **error) {
     l->all_known &= x->bytes_known;
     x->begin = x->first;
     x->end = x->last;
+    if (weir_graph_condition_reads(g, x->c->name)) {
+      /* a transition condition reads it: live throughout */
+      x->carried = TRUE;
+      x->begin = 0;
+      x->end = l->npos ? l->npos - 1 : 0;
+      x->n_states = MAX(x->n_states, 2);
+      continue;
+    }
     if (lo[i] == hi[i] && !x->first_is_read)
       continue;
     guint a = lo[i], b = hi[i];

@@ -61,6 +61,9 @@ typedef struct {
   GHashTable *outputs;   /* set of graph output names (borrowed) */
   GHashTable *symbol_of; /* dim_param -> symbol name (owned) */
   GHashTable *bound;     /* dim_param -> gint64* (owned) */
+  const WeirOnnxBodyInput *body_inputs; /* subgraphs: what the caller knows
+                                           of inputs (borrowed) */
+  guint n_body_inputs;
 } Importer;
 
 static void value_free(gpointer p) {
@@ -559,6 +562,54 @@ static gboolean input_as_constant(Importer *imp, const WeirOnnxValueInfo *vi,
   return TRUE;
 }
 
+static const WeirOnnxBodyInput *body_input(const Importer *imp,
+                                           const char *name) {
+  for (guint i = 0; i < imp->n_body_inputs; i++)
+    if (strcmp(imp->body_inputs[i].name, name) == 0)
+      return &imp->body_inputs[i];
+  return NULL;
+}
+
+/* An input of a subgraph whose type (or value) the caller gives. */
+static gboolean import_body_input(Importer *imp, const WeirOnnxValueInfo *vi,
+                                  const WeirOnnxBodyInput *bi, GError **error) {
+  gboolean typed = vi && vi->kind == WEIR_ONNX_VALUE_TENSOR;
+  if (vi && !typed && vi->kind != WEIR_ONNX_VALUE_NO_TYPE)
+    return fail(imp, error, WEIR_ERROR_UNSUPPORTED, "input '%s' %s", bi->name,
+                dtype_problem(vi));
+  if (typed && !vi->dtype_ok) {
+    g_autofree char *t = weir_onnx_type_name(vi->onnx_type);
+    return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                "input '%s' has element type %s, which Weir does not "
+                "support",
+                bi->name, t);
+  }
+  Value *v = value_new(imp, bi->name);
+  v->is_input = TRUE;
+  v->dtype = typed ? vi->dtype : bi->dtype;
+  if (typed && vi->has_shape) {
+    v->rank = vi->rank;
+    v->shape = g_new0(WeirExpr *, vi->rank ? vi->rank : 1);
+    for (guint d = 0; d < vi->rank; d++)
+      v->shape[d] = dim_expr(imp, &vi->dims[d]);
+  } else {
+    v->rank = bi->rank;
+    v->shape = g_new0(WeirExpr *, bi->rank ? bi->rank : 1);
+    for (guint d = 0; d < bi->rank; d++)
+      v->shape[d] = weir_expr_ref(bi->shape[d]);
+  }
+  if (bi->symbol) {
+    if (v->dtype != WEIR_DTYPE_I64 || v->rank > 1)
+      return fail(imp, error, WEIR_ERROR_INVALID,
+                  "input '%s' must be one int64", bi->name);
+    weir_graph_add_symbol(imp->g, bi->symbol);
+    v->int_values =
+        g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);
+    g_ptr_array_add(v->int_values, weir_expr_symbol(bi->symbol));
+  }
+  return value_materialize(imp, v, FALSE, error);
+}
+
 static gboolean import_inputs(Importer *imp, GError **error) {
   const WeirOnnxGraph *gr = imp->graph;
   name_symbols(imp);
@@ -571,6 +622,12 @@ static gboolean import_inputs(Importer *imp, GError **error) {
     if (value_lookup(imp, vi->name))
       return fail(imp, error, WEIR_ERROR_INVALID,
                   "input '%s' is declared twice", vi->name);
+    const WeirOnnxBodyInput *bi = body_input(imp, vi->name);
+    if (bi && !bi->captured) {
+      if (!import_body_input(imp, vi, bi, error))
+        return FALSE;
+      continue;
+    }
     const char *problem = dtype_problem(vi);
     if (problem)
       return fail(imp, error, WEIR_ERROR_UNSUPPORTED, "input '%s' %s", vi->name,
@@ -613,6 +670,16 @@ static gboolean import_inputs(Importer *imp, GError **error) {
                   vi->name);
     }
     if (!value_materialize(imp, v, FALSE, error))
+      return FALSE;
+  }
+  for (guint i = 0; i < imp->n_body_inputs; i++) {
+    const WeirOnnxBodyInput *bi = &imp->body_inputs[i];
+    if (!bi->captured)
+      continue;
+    if (value_lookup(imp, bi->name))
+      return fail(imp, error, WEIR_ERROR_INVALID,
+                  "input '%s' is declared twice", bi->name);
+    if (!import_body_input(imp, NULL, bi, error))
       return FALSE;
   }
   return TRUE;
@@ -1141,8 +1208,19 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
     return FALSE;
   record_legacy(imp, on, n);
   g_autoptr(GError) local = NULL;
-  if (!weir_op_check_attrs(n, &local))
+  if (!weir_op_check_attrs(n, &local)) {
+    /* a required attribute that came as symbolic int_values (a Slice end
+     * computed from a Loop's iteration number): the operator needs it
+     * known at import */
+    for (guint k = 0; k < n_in; k++)
+      if (uses[k] == INPUT_SYMBOLIC)
+        return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                    "node '%s' (%s): input %u '%s' depends on run-time "
+                    "symbols (such as a Loop's iteration number), and %s "
+                    "needs it as a constant",
+                    on->name, on->op_type, k, on->inputs[k], on->op_type);
     return fail_prefixed(imp, error, g_steal_pointer(&local));
+  }
 
   /* Shape inference.  Inputs are positional; trailing unused ones are left
    * out so the count is what the operator sees. */
@@ -1242,23 +1320,71 @@ static gboolean import_library(Importer *imp, const WeirOnnxNode *on,
  * connectors in<k> / out<k>, bound to the symbols of its shapes. */
 static gboolean import_control(Importer *imp, const WeirOnnxNode *on,
                                GError **error) {
-  guint n_in = on->n_inputs, n_out = on->n_outputs;
+  /* If and Loop: the values of this graph their subgraphs read become
+   * extra inputs (Scan's body may not read any) */
+  g_autoptr(GPtrArray) caps = g_ptr_array_new();
+  gboolean scan = strcmp(on->op_type, "Scan") == 0;
+  for (guint a = 0; !scan && a < on->n_attrs; a++)
+    if (on->attrs[a].type == WEIR_ONNX_ATTR_GRAPH && on->attrs[a].g) {
+      g_autoptr(GPtrArray) c = weir_onnx_subgraph_captures(on->attrs[a].g);
+      for (guint j = 0; j < c->len; j++) {
+        gboolean seen = FALSE;
+        for (guint i = 0; i < caps->len && !seen; i++)
+          seen = strcmp(caps->pdata[i], c->pdata[j]) == 0;
+        if (!seen)
+          g_ptr_array_add(caps, c->pdata[j]);
+      }
+    }
+  guint n_node_in = on->n_inputs, n_cap = caps->len;
+  guint n_in = n_node_in + n_cap, n_out = on->n_outputs;
   g_autofree Value **inputs = g_new0(Value *, n_in + 1);
   g_autofree WeirOnnxShape *ins = g_new0(WeirOnnxShape, n_in + 1);
   for (guint k = 0; k < n_in; k++) {
-    if (!*on->inputs[k])
+    const char *x = k < n_node_in ? on->inputs[k] : caps->pdata[k - n_node_in];
+    if (!*x)
       continue;
-    inputs[k] = value_get(imp, on->inputs[k], on, k, error);
+    inputs[k] = value_get(imp, x, on, k, error);
     if (!inputs[k])
       return FALSE;
-    ins[k] = (WeirOnnxShape){TRUE, inputs[k]->dtype, inputs[k]->rank,
-                             inputs[k]->shape};
+    if (inputs[k]->bounded)
+      return fail(imp, error, WEIR_ERROR_UNSUPPORTED,
+                  "node '%s' (%s): input %u '%s' has a data-dependent length "
+                  "(dimension %u), which only a graph output may have in "
+                  "Weir (docs/onnx.md)",
+                  on->name, on->op_type, k, x, inputs[k]->bounded_dim);
+    ins[k] = (WeirOnnxShape){.present = TRUE,
+                             .dtype = inputs[k]->dtype,
+                             .rank = inputs[k]->rank,
+                             .shape = inputs[k]->shape};
+    if (inputs[k]->int_values && inputs[k]->int_values->len == 1)
+      ins[k].is_constant = weir_expr_is_const(
+          g_ptr_array_index(inputs[k]->int_values, 0), &ins[k].constant);
   }
   g_autofree WeirOnnxShape *outs = g_new0(WeirOnnxShape, n_out + 1);
+  for (guint k = 0; k < n_out; k++) {
+    const WeirOnnxValueInfo *vi =
+        *on->outputs[k] ? weir_onnx_graph_value_info(imp->graph, on->outputs[k])
+                        : NULL;
+    outs[k].declared = vi && vi->kind == WEIR_ONNX_VALUE_TENSOR &&
+                               vi->has_shape && vi->rank > 0
+                           ? vi->dims[0].value
+                           : -1;
+  }
   g_autoptr(GError) local = NULL;
-  WeirGraph *prog = weir_onnx_scan_program(imp->model, on, imp->opset,
-                                           imp->opts, weir_onnx_import_subgraph,
-                                           n_in, ins, n_out, outs, &local);
+  WeirGraph *prog =
+      strcmp(on->op_type, "If") == 0
+          ? weir_onnx_if_program(imp->model, on, imp->opts,
+                                 weir_onnx_import_subgraph, n_cap,
+                                 (const char *const *)caps->pdata, n_node_in,
+                                 ins, n_out, outs, &local)
+      : strcmp(on->op_type, "Loop") == 0
+          ? weir_onnx_loop_program(imp->model, on, imp->opts,
+                                   weir_onnx_import_subgraph, n_cap,
+                                   (const char *const *)caps->pdata, n_node_in,
+                                   ins, n_out, outs, &local)
+          : weir_onnx_scan_program(imp->model, on, imp->opset, imp->opts,
+                                   weir_onnx_import_subgraph, n_in, ins, n_out,
+                                   outs, &local);
   if (!prog) {
     for (guint k = 0; k < n_out; k++)
       weir_onnx_shape_clear(&outs[k]);
@@ -1276,6 +1402,7 @@ static gboolean import_control(Importer *imp, const WeirOnnxNode *on,
     }
   }
   gboolean ok = TRUE;
+  g_autofree Value **results = g_new0(Value *, n_out + 1);
   for (guint k = 0; ok && k < n_in; k++) {
     if (!inputs[k])
       continue;
@@ -1301,13 +1428,16 @@ static gboolean import_control(Importer *imp, const WeirOnnxNode *on,
     v->dtype = outs[k].dtype;
     v->rank = outs[k].rank;
     v->shape = g_steal_pointer(&outs[k].shape);
+    v->bounded = outs[k].bounded;
+    v->bounded_dim = 0;
+    results[k] = v;
     g_autofree char *conn = g_strdup_printf("out%u", k);
     weir_node_add_out_conn(n, conn);
     ok = check_declared(imp, on, k, v, error) &&
          value_materialize(imp, v, !v->is_output, error) &&
          add_memlet(imp, n->id, conn, v->access, NULL, v, error);
   }
-  return ok;
+  return ok && bind_count(imp, on, n, results, n_out, error);
 }
 
 /* ------------------------------------------------------- pass 4: outputs */
@@ -1350,8 +1480,11 @@ static gboolean import_outputs(Importer *imp, GError **error) {
 static WeirGraph *import_graph(const WeirOnnxModel *model,
                                const WeirOnnxGraph *graph,
                                const WeirOnnxImportOptions *opts,
-                               GError **error) {
+                               const WeirOnnxBodyInput *body_inputs,
+                               guint n_body_inputs, GError **error) {
   Importer imp = {0};
+  imp.body_inputs = body_inputs;
+  imp.n_body_inputs = n_body_inputs;
   imp.model = model;
   imp.graph = graph;
   imp.source = weir_onnx_model_source(model);
@@ -1409,18 +1542,21 @@ WeirGraph *weir_onnx_import_model(const WeirOnnxModel *model,
                                   const WeirOnnxImportOptions *opts,
                                   GError **error) {
   g_return_val_if_fail(model != NULL, NULL);
-  return import_graph(model, weir_onnx_model_graph(model), opts, error);
+  return import_graph(model, weir_onnx_model_graph(model), opts, NULL, 0,
+                      error);
 }
 
 WeirGraph *weir_onnx_import_subgraph(const WeirOnnxModel *model,
                                      const WeirOnnxGraph *graph,
                                      const WeirOnnxImportOptions *opts,
-                                     GHashTable *names, GError **error) {
+                                     GHashTable *names,
+                                     const WeirOnnxBodyInput *inputs,
+                                     guint n_inputs, GError **error) {
   WeirOnnxImportOptions o = {0};
   if (opts)
     o = *opts;
   o.names = names;
-  return import_graph(model, graph, &o, error);
+  return import_graph(model, graph, &o, inputs, n_inputs, error);
 }
 
 WeirGraph *weir_onnx_import(const char *path, const WeirOnnxImportOptions *opts,
