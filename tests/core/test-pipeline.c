@@ -11,7 +11,9 @@
  * samples/models, the .json files of samples) and on
  * tests/core/data/activations.onnx (the activations the sample models
  * lack: SiLU, HardSwish, ReLU6, Sigmoid, Tanh, GELU, a residual Add and a
- * scale), weir_session_optimize(-O3) records each
+ * scale) and tests/core/data/squeeze-excite.onnx (squeeze-and-excitation
+ * gates in front of a 1x1 and a 3x3 convolution), weir_session_optimize(-O3)
+ * records each
  * application of each transformation as one history step.  The program
  * after every step is compiled (native implementations kept) and run at 1
  * and at 2 OpenMP threads on the same seeded inputs, and every argument
@@ -154,6 +156,7 @@ static const Model models[] = {
     {"samples/models", "resnet.onnx"},
     {"samples/models", "transformer.onnx"},
     {"tests/core/data", "activations.onnx"},
+    {"tests/core/data", "squeeze-excite.onnx"},
     {"samples", "vector_add.json"},
     {"samples", "matmul.json"},
     {"samples", "softmax.json"},
@@ -464,14 +467,33 @@ static void test_activations_fused(void **state) {
   assert_int_equal(pools, 1);
 }
 
+/* The squeeze-and-excitation fixture: at -O1 both gates are moved onto the
+ * weights of the convolution after them (channel-scale-folding), so no
+ * Mul writes a feature map any more. */
+static void test_squeeze_excite_folded(void **state) {
+  (void)state;
+  const Model m = {"tests/core/data", "squeeze-excite.onnx"};
+  g_autoptr(GHashTable) symbols = NULL;
+  g_autoptr(WeirGraph) g = load_model(&m, &symbols);
+  g_autoptr(GError) error = NULL;
+  assert_true(weir_pipeline_apply(g, 1, symbols, NULL, &error));
+  guint scaled = 0;
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    scaled += g_str_has_suffix(c->name, "_scaled") && c->shape->len == 4;
+  }
+  assert_int_equal(scaled, 2);
+}
+
 int main(void) {
-  struct CMUnitTest tests[3 + 1 + 1 + G_N_ELEMENTS(models)];
+  struct CMUnitTest tests[3 + 1 + 1 + 1 + G_N_ELEMENTS(models)];
   guint n = 0;
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_parse_level);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_levels);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_expand_default);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_all_samples_listed);
   tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_activations_fused);
+  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_squeeze_excite_folded);
   for (guint i = 0; i < G_N_ELEMENTS(models); i++)
     tests[n++] = (struct CMUnitTest){.name = models[i].file,
                                      .test_func = test_model,
