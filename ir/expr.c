@@ -130,7 +130,32 @@ void weir_expr_unref(WeirExpr *e) {
   g_free(e);
 }
 
+/* Small constants are shared: one expression each, made once and never
+ * freed (the table holds a reference), so that the many 0, 1 and small
+ * dimensions of a large program are not allocated again and again.
+ * Expressions are immutable, so sharing is invisible. */
+#define SMALL_MIN (-8)
+#define SMALL_MAX 1023
+
+static WeirExpr *const *small_consts(void) {
+  static WeirExpr **table;
+  static gsize once = 0;
+  if (g_once_init_enter(&once)) {
+    WeirExpr **t = g_new0(WeirExpr *, SMALL_MAX - SMALL_MIN + 1);
+    for (gint64 v = SMALL_MIN; v <= SMALL_MAX; v++) {
+      WeirExpr *e = node_new(WEIR_EXPR_CONST, NULL, 0);
+      e->value = v;
+      t[v - SMALL_MIN] = e;
+    }
+    table = t;
+    g_once_init_leave(&once, 1);
+  }
+  return table;
+}
+
 WeirExpr *weir_expr_const(gint64 value) {
+  if (value >= SMALL_MIN && value <= SMALL_MAX)
+    return weir_expr_ref(small_consts()[value - SMALL_MIN]);
   WeirExpr *e = node_new(WEIR_EXPR_CONST, NULL, 0);
   e->value = value;
   return e;
@@ -450,6 +475,9 @@ static WeirExpr *minmax_build(WeirExprKind kind, WeirExpr *const *ops,
 
 WeirExpr *weir_expr_add(WeirExpr *a, WeirExpr *b) {
   g_return_val_if_fail(a != NULL && b != NULL, NULL);
+  /* what sum_build gives for two constants, without its arrays */
+  if (a->kind == WEIR_EXPR_CONST && b->kind == WEIR_EXPR_CONST)
+    return weir_expr_const(wrap_add(a->value, b->value));
   WeirExpr *ops[2] = {a, b};
   return sum_build(ops, 2);
 }
@@ -467,6 +495,9 @@ WeirExpr *weir_expr_sub(WeirExpr *a, WeirExpr *b) {
 
 WeirExpr *weir_expr_mul(WeirExpr *a, WeirExpr *b) {
   g_return_val_if_fail(a != NULL && b != NULL, NULL);
+  /* what product_build gives for two constants, without its arrays */
+  if (a->kind == WEIR_EXPR_CONST && b->kind == WEIR_EXPR_CONST)
+    return weir_expr_const(wrap_mul(a->value, b->value));
   WeirExpr *ops[2] = {a, b};
   return product_build(ops, 2);
 }

@@ -557,8 +557,21 @@ void weir_container_set_count(WeirContainer *c, const char *count, guint dim) {
 /* Binary search in an array of elements whose first field is a guint id. */
 static gpointer find_by_id(GPtrArray *arr, guint id, guint *index_out) {
   guint lo = 0, hi = arr->len;
-  while (lo < hi) {
+  /* Ids come from one counter per program, so in a large state they are
+   * nearly evenly spread: an interpolated guess lands at or next to the
+   * element.  Guesses alternate with halvings, which keeps the worst case
+   * logarithmic. */
+  for (guint step = 0; lo < hi; step++) {
     guint mid = lo + (hi - lo) / 2;
+    if (!(step & 1) && hi - lo > 2) {
+      guint first = *(const guint *)g_ptr_array_index(arr, lo);
+      guint last = *(const guint *)g_ptr_array_index(arr, hi - 1);
+      if (id < first || id > last)
+        return NULL;
+      if (last > first)
+        mid = lo +
+              (guint)((guint64)(id - first) * (hi - 1 - lo) / (last - first));
+    }
     guint mid_id = *(const guint *)g_ptr_array_index(arr, mid);
     if (mid_id == id) {
       if (index_out)
@@ -1099,19 +1112,30 @@ gboolean weir_state_remove_memlet(WeirState *s, guint id) {
 /* ------------------------------------------------------------ edge index */
 
 typedef struct {
-  GPtrArray *in, *out; /* WeirMemlet* (borrowed), in id order */
+  GPtrArray *in, *out; /* WeirMemlet* (borrowed), in id order; NULL until
+                          the node has one */
 } NodeEdges;
 
+static void node_edges_clear(NodeEdges *ne) {
+  g_clear_pointer(&ne->in, g_ptr_array_unref);
+  g_clear_pointer(&ne->out, g_ptr_array_unref);
+}
+
 static void node_edges_free(gpointer p) {
-  NodeEdges *ne = p;
-  g_ptr_array_unref(ne->in);
-  g_ptr_array_unref(ne->out);
-  g_free(ne);
+  node_edges_clear(p);
+  g_free(p);
 }
 
 struct _WeirEdgeIndex {
   const WeirState *s;
-  GHashTable *by_node;  /* node id -> NodeEdges* (owned) */
+  /* the state's node ids when the index was made (sorted) and their
+   * memlets: one allocation each, looked up like find_by_id, instead of a
+   * hash table entry and a record per node */
+  guint n;
+  guint *ids;
+  NodeEdges *edges;
+  GHashTable *others;   /* memlet ends that are no node of the state: id ->
+                           NodeEdges* (owned), or NULL */
   GPtrArray *none;      /* empty: the memlets of a node without any */
   WeirEdgeIndex *outer; /* the index that was current before this one */
 };
@@ -1119,28 +1143,68 @@ struct _WeirEdgeIndex {
 /* The innermost index of the calling thread (a stack through ->outer). */
 static GPrivate current_edge_index;
 
-static NodeEdges *node_edges_get(GHashTable *by_node, guint node) {
-  NodeEdges *ne = g_hash_table_lookup(by_node, GUINT_TO_POINTER(node));
-  if (!ne) {
-    ne = g_new0(NodeEdges, 1);
-    ne->in = g_ptr_array_new();
-    ne->out = g_ptr_array_new();
-    g_hash_table_insert(by_node, GUINT_TO_POINTER(node), ne);
+/* Position of id in ids[0..n) (sorted), or -1: interpolation alternating
+ * with halving, as find_by_id. */
+static gint64 id_position(const guint *ids, guint n, guint id) {
+  guint lo = 0, hi = n;
+  for (guint step = 0; lo < hi; step++) {
+    guint mid = lo + (hi - lo) / 2;
+    if (!(step & 1) && hi - lo > 2) {
+      guint first = ids[lo], last = ids[hi - 1];
+      if (id < first || id > last)
+        return -1;
+      if (last > first)
+        mid = lo +
+              (guint)((guint64)(id - first) * (hi - 1 - lo) / (last - first));
+    }
+    if (ids[mid] == id)
+      return mid;
+    if (ids[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  return ne;
+  return -1;
+}
+
+static NodeEdges *node_edges_find(const WeirEdgeIndex *ix, guint node) {
+  gint64 k = id_position(ix->ids, ix->n, node);
+  if (k >= 0)
+    return &ix->edges[k];
+  return ix->others ? g_hash_table_lookup(ix->others, GUINT_TO_POINTER(node))
+                    : NULL;
+}
+
+static void node_edges_add(WeirEdgeIndex *ix, guint node, gboolean input,
+                           WeirMemlet *m) {
+  NodeEdges *ne = node_edges_find(ix, node);
+  if (!ne) {
+    if (!ix->others)
+      ix->others = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                         node_edges_free);
+    ne = g_new0(NodeEdges, 1);
+    g_hash_table_insert(ix->others, GUINT_TO_POINTER(node), ne);
+  }
+  GPtrArray **arr = input ? &ne->in : &ne->out;
+  if (!*arr)
+    *arr = g_ptr_array_new();
+  g_ptr_array_add(*arr, m);
 }
 
 WeirEdgeIndex *weir_edge_index_begin(const WeirState *s) {
   g_return_val_if_fail(s != NULL, NULL);
   WeirEdgeIndex *ix = g_new0(WeirEdgeIndex, 1);
   ix->s = s;
-  ix->by_node = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
-                                      node_edges_free);
+  ix->n = s->nodes->len;
+  ix->ids = g_new(guint, ix->n + 1);
+  ix->edges = g_new0(NodeEdges, ix->n + 1);
+  for (guint i = 0; i < ix->n; i++)
+    ix->ids[i] = ((const WeirNode *)g_ptr_array_index(s->nodes, i))->id;
   ix->none = g_ptr_array_new();
   for (guint i = 0; i < s->edges->len; i++) {
     WeirMemlet *m = g_ptr_array_index(s->edges, i);
-    g_ptr_array_add(node_edges_get(ix->by_node, m->dst)->in, m);
-    g_ptr_array_add(node_edges_get(ix->by_node, m->src)->out, m);
+    node_edges_add(ix, m->dst, TRUE, m);
+    node_edges_add(ix, m->src, FALSE, m);
   }
   ix->outer = g_private_get(&current_edge_index);
   g_private_set(&current_edge_index, ix);
@@ -1160,18 +1224,20 @@ void weir_edge_index_end(WeirEdgeIndex *ix) {
     if (cur)
       cur->outer = ix->outer;
   }
-  g_hash_table_unref(ix->by_node);
+  for (guint i = 0; i < ix->n; i++)
+    node_edges_clear(&ix->edges[i]);
+  g_free(ix->edges);
+  g_free(ix->ids);
+  g_clear_pointer(&ix->others, g_hash_table_unref);
   g_ptr_array_unref(ix->none);
   g_free(ix);
 }
 
 GPtrArray *weir_edge_index_memlets(const WeirEdgeIndex *ix, guint node,
                                    gboolean input) {
-  const NodeEdges *ne =
-      g_hash_table_lookup(ix->by_node, GUINT_TO_POINTER(node));
-  if (!ne)
-    return ix->none;
-  return input ? ne->in : ne->out;
+  const NodeEdges *ne = node_edges_find(ix, node);
+  GPtrArray *arr = ne ? (input ? ne->in : ne->out) : NULL;
+  return arr ? arr : ix->none;
 }
 
 /* The current index of s on this thread, or NULL. */

@@ -55,8 +55,34 @@ void weir_problem_free(WeirProblem *p) {
 /* Where a problem is: ids for tools, element text for people. */
 typedef struct {
   guint state, node, edge, transition;
-  const char *element; /* borrowed */
+  const char *element;         /* borrowed, or NULL: described from the fields
+                                  below when a problem is reported (formatting it
+                                  for every node and memlet was a good part of
+                                  validating a large program) */
+  const WeirState *s;          /* with node or edge */
+  const WeirContainer *holder; /* a container's own problems */
 } Where;
+
+/* The element text of w (transfer full). */
+static char *where_element(const Where *w) {
+  if (w->element)
+    return g_strdup(w->element);
+  if (w->holder)
+    return g_strdup_printf("container '%s'",
+                           w->holder->name ? w->holder->name : "");
+  /* a node's problems may name one of its memlets too: the node first */
+  if (w->s && w->node) {
+    const WeirNode *n = weir_state_node(w->s, w->node);
+    if (n)
+      return weir_describe_node(w->s, n);
+  }
+  if (w->s && w->edge) {
+    const WeirMemlet *m = weir_state_memlet(w->s, w->edge);
+    if (m)
+      return weir_describe_memlet(w->s, m);
+  }
+  return g_strdup("");
+}
 
 static void add_problem_v(GPtrArray *out, const Where *w, const char *fmt,
                           va_list ap) G_GNUC_PRINTF(3, 0);
@@ -68,7 +94,7 @@ static void add_problem_v(GPtrArray *out, const Where *w, const char *fmt,
   p->node = w->node;
   p->edge = w->edge;
   p->transition = w->transition;
-  p->element = g_strdup(w->element);
+  p->element = where_element(w);
   p->message = g_strdup_vprintf(fmt, ap);
   g_ptr_array_add(out, p);
 }
@@ -505,8 +531,8 @@ static GPtrArray *node_memlets(const StateCheck *st, guint node,
 
 static void where_node(Where *w, const WeirState *s, const WeirNode *n,
                        char **element) {
-  *element = weir_describe_node(s, n);
-  *w = (Where){s->id, n->id, 0, 0, *element};
+  *element = NULL; /* described when a problem is reported */
+  *w = (Where){s->id, n->id, 0, 0, NULL, s, NULL};
 }
 
 static guint count_memlets(const StateCheck *st, guint node, const char *conn,
@@ -709,8 +735,8 @@ static void check_nested(StateCheck *st, const Where *w, WeirNode *n) {
   g_autoptr(GPtrArray) inner_problems = weir_graph_check(inner);
   for (guint i = 0; i < inner_problems->len; i++) {
     const WeirProblem *p = g_ptr_array_index(inner_problems, i);
-    g_autofree char *element =
-        g_strdup_printf("%s, %s", w->element, p->element);
+    g_autofree char *outer = where_element(w);
+    g_autofree char *element = g_strdup_printf("%s, %s", outer, p->element);
     Where wi = *w;
     wi.element = element;
     add_problem(st->out, &wi, "%s", p->message);
@@ -891,8 +917,7 @@ static void check_copy(StateCheck *st, const Where *w, const WeirMemlet *m,
 }
 
 static void check_memlet(StateCheck *st, WeirMemlet *m) {
-  g_autofree char *element = weir_describe_memlet(st->s, m);
-  Where w = {st->s->id, 0, m->id, 0, element};
+  Where w = {st->s->id, 0, m->id, 0, NULL, st->s, NULL};
   const WeirNode *src = weir_state_node(st->s, m->src);
   const WeirNode *dst = weir_state_node(st->s, m->dst);
   if (!src)
@@ -938,7 +963,7 @@ static void check_memlet(StateCheck *st, WeirMemlet *m) {
     add_problem(st->out, &w,
                 "memlet has an 'other' subset but is not a copy between two "
                 "access nodes");
-  if (m->volume) {
+  if (m->volume && weir_expr_kind(m->volume) != WEIR_EXPR_CONST) {
     g_autofree char *v = weir_expr_to_string(m->volume);
     g_autofree char *what = g_strdup_printf("volume '%s'", v);
     check_expr_symbols(st->out, &w, m->volume, sc, what);
@@ -1063,9 +1088,7 @@ static gboolean shape_is_concrete(const WeirContainer *c) {
 static void check_container(const WeirGraph *g, const WeirContainer *c,
                             GHashTable *first, const Scope *sc,
                             GPtrArray *out) {
-  g_autofree char *element =
-      g_strdup_printf("container '%s'", c->name ? c->name : "");
-  Where w = {0, 0, 0, 0, element};
+  Where w = {0, 0, 0, 0, NULL, NULL, c};
   if (!is_identifier(c->name))
     add_problem(out, &w, "name '%s' is not an identifier",
                 c->name ? c->name : "");
@@ -1086,8 +1109,10 @@ static void check_container(const WeirGraph *g, const WeirContainer *c,
                 c->shape->len);
   for (guint d = 0; d < c->shape->len; d++) {
     const WeirExpr *e = g_ptr_array_index(c->shape, d);
-    g_autofree char *what = g_strdup_printf("shape dimension %u", d);
-    check_expr_symbols(out, &w, e, sc, what);
+    if (weir_expr_kind(e) != WEIR_EXPR_CONST) {
+      g_autofree char *what = g_strdup_printf("shape dimension %u", d);
+      check_expr_symbols(out, &w, e, sc, what);
+    }
     gint64 v;
     if (weir_expr_is_const(e, &v) && v < 0)
       add_problem(out, &w,
@@ -1095,8 +1120,11 @@ static void check_container(const WeirGraph *g, const WeirContainer *c,
                   v);
   }
   for (guint d = 0; d < c->strides->len; d++) {
+    const WeirExpr *e = g_ptr_array_index(c->strides, d);
+    if (weir_expr_kind(e) == WEIR_EXPR_CONST)
+      continue;
     g_autofree char *what = g_strdup_printf("stride %u", d);
-    check_expr_symbols(out, &w, g_ptr_array_index(c->strides, d), sc, what);
+    check_expr_symbols(out, &w, e, sc, what);
   }
   if (c->count) {
     const WeirContainer *k = g_hash_table_lookup(first, c->count);

@@ -557,7 +557,8 @@ static gboolean shape_is_one(guint rank, WeirExpr *const *shape) {
 /* Adds the symbols of the present inputs' shapes to g. */
 static void add_input_symbols(WeirGraph *g, guint n_in,
                               const WeirOnnxShape *ins) {
-  g_autoptr(GHashTable) syms = g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) syms =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint k = 0; k < n_in; k++)
     for (guint d = 0; ins[k].present && d < ins[k].rank; d++)
       weir_expr_collect_symbols(ins[k].shape[d], syms);

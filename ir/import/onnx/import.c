@@ -1131,12 +1131,17 @@ static gboolean add_memlet(Importer *imp, guint src, const char *src_conn,
                            GError **error) {
   const WeirContainer *c = weir_graph_container(imp->g, v->container);
   g_autoptr(WeirSubset) full = weir_container_full_subset(c);
-  g_autofree char *subset = weir_subset_to_string(full);
   g_autoptr(GError) local = NULL;
-  if (!weir_state_add_memlet(imp->g, imp->state, src, src_conn, dst, dst_conn,
-                             v->container, subset, &local))
+  /* the subset as a structure, not formatted and parsed again */
+  WeirMemlet *m = weir_state_add_memlet(imp->g, imp->state, src, src_conn, dst,
+                                        dst_conn, v->container, "", &local);
+  if (!m)
     return fail(imp, error, WEIR_ERROR_INVALID, "value '%s': %s", v->name,
                 local->message);
+  g_autoptr(WeirExpr) volume = weir_subset_volume(full);
+  weir_memlet_set_volume(m, volume);
+  weir_subset_free(m->subset);
+  m->subset = g_steal_pointer(&full);
   return TRUE;
 }
 
