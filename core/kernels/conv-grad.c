@@ -14,7 +14,13 @@
  *    transposed filter (padding dilation * (k - 1) - pad), its patches
  *    gathered from dY by the GEMM's packing (implicit im2col), written
  *    into dX by one GEMM per image and group: no column buffer, no
- *    col2im, no zeroing.  At other strides: one GEMM per image and group
+ *    col2im, no zeroing.  Maps smaller than WEIR_CONV_GRAD_DEPTH pixels
+ *    with at least as many input channels (per group) as pixels (the
+ *    last stages of a CIFAR ResNet: 128 channels of 8x8, 256 of 4x4)
+ *    take chunks of images instead: their patches side by side in a column
+ * buffer, one GEMM per group and chunk (the flipped filter packed once per
+ * chunk, not once per image), each image's rows then copied into dX.  At other
+ *    strides: one GEMM per image and group
  *    into a column buffer, then col2im (threads split the channels).
  *  - Filter gradient, depthwise: weir_dwconv2d_grad_filter_<dtype>, one
  *    channel per thread at a time, the images summed in order.  Otherwise
@@ -164,8 +170,8 @@ static const char grad_input[] =
     "                                       int64_t groups, int64_t sh,\n"
     "                                       int64_t sw, int64_t dh,\n"
     "                                       int64_t dw, int64_t ph,\n"
-    "                                       int64_t pw, int64_t gw,\n"
-    "                                       void *ws) {\n"
+    "                                       int64_t pw, int64_t nb,\n"
+    "                                       int64_t gw, void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups, khw = kh * kw;\n"
     "  const int64_t kk = cg * khw, ohw = oh * ow, hw = h * wd;\n"
     "  @T@ *buf = (@T@ *)((char *)ws + gw);\n"
@@ -182,11 +188,72 @@ static const char grad_input[] =
     "    const int64_t fk = mg * khw;\n"
     "    for (int64_t g = 0; g < groups; g++) {\n"
     "      const @T@ *wg = w + g * mg * kk;\n"
+    "      /* the flip is cg x mg x kh x kw elements read with a stride:\n"
+    "       * split over the threads (a serial copy of a 256x256x3x3 filter\n"
+    "       * is a serial part of every such step) */\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (cg * fk > 16384)\n"
+    "#endif\n"
     "      for (int64_t ic = 0; ic < cg; ic++)\n"
     "        for (int64_t oc = 0; oc < mg; oc++)\n"
     "          for (int64_t t = 0; t < khw; t++)\n"
     "            buf[ic * fk + oc * khw + t] =\n"
     "                wg[(oc * cg + ic) * khw + khw - 1 - t];\n"
+    "      if (nb > 1) {\n"
+    "        /* small maps: nb images per GEMM, their patches side by side in\n"
+    "         * col[fk x nb*hw] (zeros outside dy), o[cg x nb*hw] = wf * col,\n"
+    "         * then each image's rows copied into dx (one GEMM of nb*hw\n"
+    "         * columns instead of nb GEMMs of hw columns that would each "
+    "pack\n"
+    "         * the whole flipped filter again) */\n"
+    "        @T@ *col = buf + cg * fk, *o = col + fk * nb * hw;\n"
+    "        const int64_t P = dh * (kh - 1) - ph, Q = dw * (kw - 1) - pw;\n"
+    "        for (int64_t i0 = 0; i0 < n; i0 += nb) {\n"
+    "          const int64_t cnt = n - i0 < nb ? n - i0 : nb, ld = cnt * hw;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (fk * ld > 16384)\n"
+    "#endif\n"
+    "          for (int64_t r = 0; r < fk * cnt; r++) {\n"
+    "            const int64_t rr = r / cnt, ii = r % cnt;\n"
+    "            const int64_t oc = rr / khw, i = rr / kw % kh, j = rr % kw;\n"
+    "            const @T@ *src = dy + ((i0 + ii) * m + g * mg + oc) * ohw;\n"
+    "            @T@ *d = col + rr * ld + ii * hw;\n"
+    "            const int64_t off = j * dw - Q;\n"
+    "            const int64_t qlo = off >= 0 ? 0 : -off;\n"
+    "            int64_t qhi = ow - off > 0 ? ow - off : 0;\n"
+    "            if (qhi > wd)\n"
+    "              qhi = wd;\n"
+    "            for (int64_t y = 0; y < h; y++) {\n"
+    "              const int64_t sy = y + i * dh - P;\n"
+    "              @T@ *dr = d + y * wd;\n"
+    "              if (sy < 0 || sy >= oh || qlo >= qhi) {\n"
+    "                for (int64_t x = 0; x < wd; x++)\n"
+    "                  dr[x] = (@T@)0;\n"
+    "                continue;\n"
+    "              }\n"
+    "              const @T@ *sr = src + sy * ow + off;\n"
+    "              for (int64_t x = 0; x < qlo; x++)\n"
+    "                dr[x] = (@T@)0;\n"
+    "              for (int64_t x = qlo; x < qhi; x++)\n"
+    "                dr[x] = sr[x];\n"
+    "              for (int64_t x = qhi; x < wd; x++)\n"
+    "                dr[x] = (@T@)0;\n"
+    "            }\n"
+    "          }\n"
+    "          st |= weir_gemm_run_@S@(0, 0, cg, ld, fk, (@T@)1, buf, fk, col, "
+    "ld,\n"
+    "                                  NULL, (@T@)0, o, ld, NULL, ws);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) schedule(static) if (cg * ld > "
+    "16384)\n"
+    "#endif\n"
+    "          for (int64_t ii = 0; ii < cnt; ii++)\n"
+    "            for (int64_t ic = 0; ic < cg; ic++)\n"
+    "              memcpy(dx + ((i0 + ii) * c + g * cg + ic) * hw,\n"
+    "                     o + ic * ld + ii * hw, sizeof(@T@) * (size_t)hw);\n"
+    "        }\n"
+    "        continue;\n"
+    "      }\n"
     "      for (int64_t in = 0; in < n; in++) {\n"
     "        const weir_gemm_patches_@S@ im = {\n"
     "            dy + (in * m + g * mg) * ohw, oh, ow, kh, kw, wd, 1, 1,\n"
@@ -305,6 +372,12 @@ static const char grad_input[] =
     "      const @T@ *ap = dy + (i0 * m + g * mg) * ohw;\n"
     "      int64_t lda = ohw;\n"
     "      if (cnt > 1) {\n"
+    "        /* dy's rows side by side: a copy of the chunk's dy, split\n"
+    "         * over the threads like the patches above */\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) schedule(static) if (mg * ld > "
+    "16384)\n"
+    "#endif\n"
     "        for (int64_t im = 0; im < cnt; im++)\n"
     "          for (int64_t oc = 0; oc < mg; oc++)\n"
     "            memcpy(a + oc * ld + im * ohw,\n"
@@ -460,11 +533,35 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     /* unit stride: m = cg, n = h*w, k = mg*kh*kw and the flipped filter;
      * else m = kk, n = oh*ow, k = mg and the column buffer */
     gboolean unit = st[0] == 1 && st[1] == 1;
+    /* unit stride on maps smaller than WEIR_CONV_GRAD_DEPTH with at
+     * least as many input channels per group as pixels (packing the
+     * flipped filter, cg x fk, once per image then costs more than
+     * writing the image's patches, fk x hw): nb images per GEMM, with
+     * their patches (fk x nb*hw) and the product (cg x nb*hw) after the
+     * flipped filter */
+    gint64 hw_v = 0, n_v = 0, cg_v = 0;
+    if (unit && weir_expr_is_const(hw, &hw_v) &&
+        weir_expr_is_const(dim(xc, 0), &n_v) && weir_expr_is_const(cg, &cg_v) &&
+        hw_v > 0 && cg_v >= hw_v) {
+      nb = (WEIR_CONV_GRAD_DEPTH + hw_v - 1) / hw_v;
+      nb = CLAMP(nb, 1, MAX(n_v, 1));
+    }
+    g_autoptr(WeirExpr) nbe = weir_expr_const(nb);
+    g_autoptr(WeirExpr) depth = weir_expr_mul(nbe, hw);
     g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
-    g_autoptr(WeirExpr) w1 = weir_kernel_gemm_work_bytes(dt, &bl, cg, hw, fk);
+    g_autoptr(WeirExpr) w1 =
+        weir_kernel_gemm_work_bytes(dt, &bl, cg, depth, fk);
     g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(dt, &bl, kk, ohw, mg);
     gwork = unit ? weir_expr_max(w1, w2) : weir_expr_ref(w2);
-    g_autoptr(WeirExpr) flip = weir_expr_mul(cg, fk);
+    g_autoptr(WeirExpr) flip0 = weir_expr_mul(cg, fk);
+    g_autoptr(WeirExpr) flip = NULL;
+    if (nb > 1) {
+      g_autoptr(WeirExpr) rows = weir_expr_add(fk, cg);
+      g_autoptr(WeirExpr) cols = weir_expr_mul(rows, depth);
+      flip = weir_expr_add(flip0, cols);
+    } else {
+      flip = weir_expr_ref(flip0);
+    }
     g_autoptr(WeirExpr) col = weir_expr_mul(kk, ohw);
     g_autoptr(WeirExpr) elems =
         unit ? weir_expr_max(flip, col) : weir_expr_ref(col);
@@ -499,9 +596,7 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
                                     ? "weir (implicit col2im: a convolution "
                                       "of dY)"
                                     : "weir (GEMM, col2im)"));
-  g_autofree char *nbarg = kind == 'f'
-                               ? g_strdup_printf("%" G_GINT64_FORMAT ", ", nb)
-                               : g_strdup("");
+  g_autofree char *nbarg = g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
   g_string_append_printf(
       e->code,
       "%s |= weir_wconv2d_grad_%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
