@@ -171,8 +171,8 @@ static void use_blas(WeirNativeEmit *e) {
 typedef struct {
   gboolean ta, tb;
   const char *m, *n, *k, *alpha, *a, *lda, *b, *ldb, *beta, *c, *ldc;
-  /* Weir's GEMM only: ", bias, r, ldr, act, lo, hi" of the epilogue in
-   * its store (weir_gemm_<id>_ep), or NULL */
+  /* Weir's GEMM only: ", bias, r, ldr, act, lo, hi, cb, scale" of the
+   * epilogue in its store (weir_gemm_<id>_ep), or NULL */
   const char *ep;
   /* Weir's GEMM only: a "const float *" to op(b) pre-packed at load
    * (weir_kernel_gemm_prepack_b; weir_gemm_<id>_pb), or NULL */
@@ -215,13 +215,13 @@ static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, const char *name,
         c->tb ? "CblasTrans" : "CblasNoTrans", c->m, c->n, c->k, c->alpha, c->a,
         c->lda, c->b, c->ldb, c->beta, c->c, c->ldc);
   else if (c->bpk)
-    g_string_append_printf(e->code,
-                           "%s%s |= %s_pb(%d, %d, %s, %s, %s, %s, %s, "
-                           "%s, %s, %s, %s, %s, %s, %s%s, %s);\n",
-                           indent, e->status, name, c->ta, c->tb, c->m, c->n,
-                           c->k, c->alpha, c->a, c->lda, c->b, c->bpk, c->ldb,
-                           c->beta, c->c, c->ldc,
-                           c->ep ? c->ep : ", NULL, NULL, 0, 0, 0, 0", work);
+    g_string_append_printf(
+        e->code,
+        "%s%s |= %s_pb(%d, %d, %s, %s, %s, %s, %s, "
+        "%s, %s, %s, %s, %s, %s, %s%s, %s);\n",
+        indent, e->status, name, c->ta, c->tb, c->m, c->n, c->k, c->alpha, c->a,
+        c->lda, c->b, c->bpk, c->ldb, c->beta, c->c, c->ldc,
+        c->ep ? c->ep : ", NULL, NULL, 0, 0, 0, 0, NULL, 1", work);
   else
     g_string_append_printf(e->code,
                            "%s%s |= %s%s(%d, %d, %s, %s, %s, %s, %s, "
@@ -233,7 +233,8 @@ static void gemm_call(WeirNativeEmit *e, WeirNativeGemm which, const char *name,
 }
 
 /* The node's epilogue for GEMM `which` (Weir's applies it in its store):
- * *args (owned) the arguments ", NULL, r + roff, ldr, act, lo, hi" of
+ * *args (owned) the arguments ", NULL, r + roff, ldr, act, lo, hi, cb,
+ * scale" of
  * weir_gemm_<id>_ep, NULL when the node has none (or for cblas, which
  * never gets one: the code generator splits it off); *what the words for
  * the node's comment.  roff and ldr are C text. */
@@ -253,8 +254,19 @@ static gboolean gemm_epilogue(WeirNativeEmit *e, WeirNativeGemm which,
   g_autofree char *rp = k.residual < 0 ? g_strdup("NULL")
                         : k.per_column ? g_strdup(r)
                                        : g_strdup_printf("%s + %s", r, roff);
-  *args = g_strdup_printf(", NULL, %s, %s, %d, %s, %s", rp,
-                          k.per_column ? "0" : ldr, k.act, lo, hi);
+  /* beside a residual, the column bias is its own argument */
+  const char *cb = k.colbias >= 0 ? e->epi[k.colbias].ptr : "NULL";
+  if (!cb) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "node %u ('%s'): epilogue input epi%d has no container",
+                e->n->id, e->n->label ? e->n->label : "", k.colbias);
+    return FALSE;
+  }
+  char sc[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(sc, sizeof sc, "%.9g", k.scale);
+  *args = g_strdup_printf(", NULL, %s, %s, %d, %s, %s, %s, %s%sf", rp,
+                          k.per_column ? "0" : ldr, k.act, lo, hi, cb, sc,
+                          strpbrk(sc, ".eEn") ? "" : ".0");
   *what = weir_kernel_epilogue_what(&k);
   return TRUE;
 }
@@ -764,7 +776,8 @@ static const char conv_weir[] =
     "      const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow,\n"
     "                                        sh, sw, dh, dw, ph, pw};\n"
     "      const weir_gemm_epilogue_@S@ ep = {\n"
-    "          b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, hi};\n"
+    "          b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, hi,\n"
+    "          NULL, (@T@)1};\n"
     "      st |= weir_gemm_runp_@S@(0, 0, mg, ohw, kk, (@T@)1, w + g * mg * "
     "kk,\n"
     "                               kk, wpk ? wpk + g * wps : NULL, xg, NULL,\n"
@@ -950,7 +963,7 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   g_autofree char *text = NULL, *ws = NULL, *status = NULL;
   g_autofree char *lo = NULL, *hi = NULL;
   WeirGemmBlocking bl = {0};
-  WeirEpilogueKind ek = {.act = 0, .residual = -1};
+  WeirEpilogueKind ek = {.act = 0, .residual = -1, .colbias = -1, .scale = 1.0};
   gboolean ep = FALSE;         /* Weir's helper: the epilogue's arguments */
   g_autofree char *wpk = NULL; /* Weir's helper: the pre-packed weight */
   gint64 wps = 0;

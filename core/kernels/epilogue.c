@@ -69,9 +69,25 @@ static const char act_vec[] =
     "      ((weir_act_i@VL@)t - 0x4B400000 + 127) << 23;\n"
     "  return p * (weir_act_v@VL@)e;\n"
     "}\n"
+    "/* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a\n"
+    " * polynomial of degree 5 without constant term (absolute error below\n"
+    " * 1.5e-7; Abramowitz and Stegun 7.1.26). */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_erf@VL@(weir_act_v@VL@ x) {\n"
+    "  const weir_act_v@VL@ z = weir_act_set@VL@(0.0f);\n"
+    "  const weir_act_v@VL@ a = weir_act_sel@VL@(x < z, -x, x);\n"
+    "  const weir_act_v@VL@ t = 1.0f / (1.0f + 0.3275911f * a);\n"
+    "  weir_act_v@VL@ q = t * 1.061405429f - 1.453152027f;\n"
+    "  q = q * t + 1.421413741f;\n"
+    "  q = q * t - 0.284496736f;\n"
+    "  q = q * t + 0.254829592f;\n"
+    "  q = q * t;\n"
+    "  const weir_act_v@VL@ e = 1.0f - q * weir_act_exp@VL@(-(a * a));\n"
+    "  return weir_act_sel@VL@(x < z, -e, e);\n"
+    "}\n"
     "/* the activation of the epilogue: 1 clip to [lo, hi] (ReLU: [0, inf]),\n"
     " * 2 sigmoid, 3 SiLU x * sigmoid(x), 4 HardSwish x * clip(x + 3, 0, 6) /\n"
-    " * 6; 0 none */\n"
+    " * 6, 5 GELU x / 2 * (1 + erf(x / sqrt(2))); 0 none */\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
     "weir_act_apply@VL@(weir_act_v@VL@ v, int act, float lo, float hi) {\n"
     "  switch (act) {\n"
@@ -93,6 +109,9 @@ static const char act_vec[] =
     "    g = weir_act_sel@VL@(g > s, s, g);\n"
     "    return v * g * (1.0f / 6.0f);\n"
     "  }\n"
+    "  case 5:\n"
+    "    return v * 0.5f * (1.0f + weir_act_erf@VL@(v * "
+    "0.70710678118654752f));\n"
     "  default:\n"
     "    return v;\n"
     "  }\n"
@@ -115,6 +134,8 @@ static const char act_scalar[] =
     "    g = g < 0 ? 0 : g > 6 ? 6 : g;\n"
     "    return v * g * (@T@)(1.0 / 6.0);\n"
     "  }\n"
+    "  case 5:\n"
+    "    return v * (@T@)0.5 * (1 + @ERF@(v * (@T@)0.70710678118654752));\n"
     "  default:\n"
     "    return v;\n"
     "  }\n"
@@ -149,6 +170,7 @@ char *weir_kernel_act_scalar_text(WeirDType t) {
   g_string_replace(s, "@T@", f64 ? "double" : "float", 0);
   g_string_replace(s, "@S@", f64 ? "f64" : "f32", 0);
   g_string_replace(s, "@EXP@", f64 ? "exp" : "expf", 0);
+  g_string_replace(s, "@ERF@", f64 ? "erf" : "erff", 0);
   return g_string_free(s, FALSE);
 }
 
@@ -172,6 +194,10 @@ typedef struct {
   GHashTable *locals; /* name -> WeirAst* (borrowed from code) */
   const char *x;      /* connector of the node's result */
   GPtrArray *extras;  /* char*: connectors of the extra inputs */
+  /* per extra input: its value when it is a scalar constant (vals[k] when
+   * known[k]), which the code then reads as a literal; NULL: none known */
+  const double *vals;
+  const gboolean *known;
 } Names;
 
 /* Follows names of locals to their value. */
@@ -194,8 +220,21 @@ static int leaf(const Names *nm, const WeirAst *e) {
     return -1;
   for (guint k = 0; k < nm->extras->len; k++)
     if (strcmp(e->name, g_ptr_array_index(nm->extras, k)) == 0)
-      return (int)k;
+      return nm->known && nm->known[k] ? -2 : (int)k;
   return -2;
+}
+
+/* The value of a scalar constant extra input that e names, if any. */
+static gboolean known_extra(const Names *nm, const WeirAst *e, double *v) {
+  if (!nm->known || e->kind != WEIR_AST_NAME)
+    return FALSE;
+  for (guint k = 0; k < nm->extras->len; k++)
+    if (nm->known[k] &&
+        strcmp(e->name, g_ptr_array_index(nm->extras, k)) == 0) {
+      *v = nm->vals[k];
+      return TRUE;
+    }
+  return FALSE;
 }
 
 static gboolean same(const Names *nm, const WeirAst *a, const WeirAst *b) {
@@ -213,6 +252,8 @@ static gboolean literal(const Names *nm, const WeirAst *e, double *v) {
     *v = e->kind == WEIR_AST_FLOAT ? e->fval : (double)e->ival;
     return TRUE;
   }
+  if (known_extra(nm, e, v))
+    return TRUE;
   if (e->kind == WEIR_AST_UNARY && e->op == WEIR_OP_NEG &&
       literal(nm, e->a, v)) {
     *v = -*v;
@@ -351,8 +392,109 @@ static gboolean hardswish_of(const Names *nm, const WeirAst *e,
   return FALSE;
 }
 
-gboolean weir_kernel_epilogue_classify(const WeirNode *n,
-                                       WeirEpilogueKind *out) {
+/* Whether v is want within a relative 1e-6 (an f32 constant of the
+ * exporter: sqrt(2) as 1.4142135). */
+static gboolean near(double v, double want) {
+  return fabs(v - want) <= 1e-6 * fabs(want);
+}
+
+/* The factors of a product (names resolved, MUL flattened, p / c read as
+ * p times 1 / c for a literal c): *lit the product of the literal ones,
+ * the others appended to f (at most 4). */
+static gboolean factors(const Names *nm, const WeirAst *e, double *lit,
+                        const WeirAst **f, guint *nf) {
+  double v;
+  if (literal(nm, e, &v)) {
+    *lit *= v;
+    return TRUE;
+  }
+  const WeirAst *m = e;
+  if (binary(nm, &m, WEIR_OP_MUL))
+    return factors(nm, m->a, lit, f, nf) && factors(nm, m->b, lit, f, nf);
+  m = e;
+  if (binary(nm, &m, WEIR_OP_DIV) && literal(nm, m->b, &v) && v != 0.0) {
+    *lit /= v;
+    return factors(nm, m->a, lit, f, nf);
+  }
+  if (*nf >= 4)
+    return FALSE;
+  f[(*nf)++] = e;
+  return TRUE;
+}
+
+/* e = t * 0.5 * (1 + erf(t / sqrt(2))) in any order and association (the
+ * division also as a product by 1 / sqrt(2); the constants may be scalar
+ * constant inputs): *t. */
+static gboolean gelu_of(const Names *nm, const WeirAst *e, const WeirAst **t) {
+  double lit = 1.0;
+  const WeirAst *f[4];
+  guint nf = 0;
+  if (!factors(nm, e, &lit, f, &nf) || nf != 2 || !near(lit, 0.5))
+    return FALSE;
+  for (int side = 0; side < 2; side++) {
+    const WeirAst *x = f[side], *g = f[1 - side];
+    if (!binary(nm, &g, WEIR_OP_ADD))
+      continue;
+    for (int o = 0; o < 2; o++) {
+      const WeirAst *er = resolve(nm, o ? g->a : g->b);
+      if (!literal_is(nm, o ? g->b : g->a, 1.0) || !er ||
+          er->kind != WEIR_AST_CALL || er->func != WEIR_FUNC_ERF ||
+          er->args->len != 1)
+        continue;
+      double l2 = 1.0;
+      const WeirAst *u[4];
+      guint nu = 0;
+      if (factors(nm, g_ptr_array_index(er->args, 0), &l2, u, &nu) && nu == 1 &&
+          near(l2, G_SQRT2 / 2) && same(nm, u[0], x)) {
+        *t = x;
+        return TRUE;
+      }
+    }
+  }
+  return FALSE;
+}
+
+/* e = X or X times a literal (X * c, c * X, X / c): *scale the literal. */
+static gboolean scaled_x(const Names *nm, const WeirAst *e, double *scale) {
+  if (leaf(nm, e) == -1) {
+    *scale = 1.0;
+    return TRUE;
+  }
+  double lit = 1.0;
+  const WeirAst *f[4];
+  guint nf = 0;
+  if (!factors(nm, e, &lit, f, &nf) || nf != 1 || leaf(nm, f[0]) != -1 ||
+      !isfinite(lit))
+    return FALSE;
+  *scale = lit;
+  return TRUE;
+}
+
+/* The terms of a sum: one scaled X and at most two extra inputs (k->scale,
+ * k->residual, k->colbias). */
+static gboolean sum_terms(const Names *nm, const WeirAst *e, gboolean *has_x,
+                          WeirEpilogueKind *k) {
+  const WeirAst *a = e;
+  if (binary(nm, &a, WEIR_OP_ADD))
+    return sum_terms(nm, a->a, has_x, k) && sum_terms(nm, a->b, has_x, k);
+  int l = leaf(nm, e);
+  if (l >= 0) {
+    if (k->residual < 0)
+      k->residual = l;
+    else if (k->colbias < 0 && l != k->residual)
+      k->colbias = l;
+    else
+      return FALSE;
+    return TRUE;
+  }
+  if (*has_x || !scaled_x(nm, e, &k->scale))
+    return FALSE;
+  *has_x = TRUE;
+  return TRUE;
+}
+
+static gboolean classify(const WeirNode *n, const double *vals,
+                         const gboolean *known, WeirEpilogueKind *out) {
   const WeirAttr *code = weir_node_attr(n, WEIR_EPILOGUE_CODE);
   const WeirAttr *conns = weir_node_attr(n, WEIR_EPILOGUE_CONNS);
   if (!code || code->type != WEIR_ATTR_STRING || !code->s || !conns ||
@@ -367,13 +509,16 @@ gboolean weir_kernel_epilogue_classify(const WeirNode *n,
     g_ptr_array_add(extras, g_ptr_array_index(conns->strings, k));
   Names nm = {.locals = locals,
               .x = g_ptr_array_index(conns->strings, 1),
-              .extras = extras};
+              .extras = extras,
+              .vals = vals,
+              .known = known};
   for (guint i = 0; i < wc->stmts->len; i++) {
     const WeirStmt *st = g_ptr_array_index(wc->stmts, i);
+    double v;
     /* plain assignments, each name once, never to an input */
     if (st->target->kind != WEIR_AST_NAME ||
         g_hash_table_contains(locals, st->target->name) ||
-        leaf(&nm, st->target) != -2)
+        leaf(&nm, st->target) != -2 || known_extra(&nm, st->target, &v))
       return FALSE;
     g_hash_table_insert(locals, st->target->name, st->value);
   }
@@ -381,7 +526,8 @@ gboolean weir_kernel_epilogue_classify(const WeirNode *n,
       g_hash_table_lookup(locals, g_ptr_array_index(conns->strings, 0));
   if (!y)
     return FALSE;
-  WeirEpilogueKind k = {.act = 0, .lo = 0, .hi = 0, .residual = -1};
+  WeirEpilogueKind k = {
+      .act = 0, .lo = 0, .hi = 0, .residual = -1, .colbias = -1, .scale = 1.0};
   const WeirAst *inner = y, *a;
   double lo = -G_MAXDOUBLE, hi = G_MAXDOUBLE;
   const WeirAst *m = y;
@@ -400,6 +546,9 @@ gboolean weir_kernel_epilogue_classify(const WeirNode *n,
              one_plus_exp_neg(&nm, m->b, &a) && same(&nm, a, m->a)) {
     k.act = 3; /* x / (1 + exp(-x)) */
     inner = a;
+  } else if (gelu_of(&nm, y, &a)) {
+    k.act = 5;
+    inner = a;
   } else if (clip_of(&nm, y, &lo, &hi, &a)) {
     /* a clip of a clip (ReLU then ReLU6) is one clip */
     while (clip_of(&nm, a, &lo, &hi, &a))
@@ -411,24 +560,18 @@ gboolean weir_kernel_epilogue_classify(const WeirNode *n,
     k.hi = hi;
     inner = a;
   }
-  /* what the activation applies to: X, or X + R (a residual) */
-  int l = leaf(&nm, inner);
-  if (l == -1) {
-    *out = k;
-    return TRUE;
-  }
-  const WeirAst *sum = inner;
-  if (!binary(&nm, &sum, WEIR_OP_ADD))
-    return FALSE;
-  int la = leaf(&nm, sum->a), lb = leaf(&nm, sum->b);
-  if (la == -1 && lb >= 0)
-    k.residual = lb;
-  else if (lb == -1 && la >= 0)
-    k.residual = la;
-  else
+  /* what the activation applies to: X (times a literal), plus at most two
+   * extra inputs */
+  gboolean has_x = FALSE;
+  if (!sum_terms(&nm, inner, &has_x, &k) || !has_x)
     return FALSE;
   *out = k;
   return TRUE;
+}
+
+gboolean weir_kernel_epilogue_classify(const WeirNode *n,
+                                       WeirEpilogueKind *out) {
+  return classify(n, NULL, NULL, out);
 }
 
 /* ------------------------------------------------------ extra inputs */
@@ -481,24 +624,74 @@ static gboolean row_of_output(const WeirContainer *c, const WeirContainer *y) {
   return weir_expr_is_const(g_ptr_array_index(c->strides, r - 1), &v) && v == 1;
 }
 
+/* The value of c when it is a scalar constant: transient, one element of
+ * f32 or f64, with initial data. */
+static gboolean scalar_constant(const WeirContainer *c, double *v) {
+  if (!c || !c->transient || !c->initial ||
+      (c->dtype != WEIR_DTYPE_F32 && c->dtype != WEIR_DTYPE_F64))
+    return FALSE;
+  gint64 e;
+  for (guint d = 0; d < c->shape->len; d++)
+    if (!weir_expr_is_const(dim(c, d), &e) || e != 1)
+      return FALSE;
+  gsize size;
+  const guint8 *p = g_bytes_get_data(c->initial, &size);
+  if (c->dtype == WEIR_DTYPE_F32 && size == sizeof(float)) {
+    float f;
+    memcpy(&f, p, sizeof f);
+    *v = f;
+    return TRUE;
+  }
+  if (c->dtype == WEIR_DTYPE_F64 && size == sizeof(double)) {
+    memcpy(v, p, sizeof *v);
+    return TRUE;
+  }
+  return FALSE;
+}
+
 gboolean weir_kernel_epilogue_of(const WeirGraph *g, const WeirState *s,
                                  const WeirNode *n, WeirEpilogueKind *k) {
-  if (!weir_epilogue_present(n) || !weir_kernel_epilogue_classify(n, k))
+  const WeirAttr *conns = weir_node_attr(n, WEIR_EPILOGUE_CONNS);
+  if (!weir_epilogue_present(n) || !conns || conns->type != WEIR_ATTR_STRINGS ||
+      conns->strings->len < 2)
+    return FALSE;
+  /* scalar constant extra inputs read as literals */
+  guint ne = conns->strings->len - 2;
+  g_autofree double *vals = g_new0(double, ne + 1);
+  g_autofree gboolean *known = g_new0(gboolean, ne + 1);
+  for (guint i = 0; i < ne; i++)
+    known[i] = scalar_constant(epi_port(g, s, n, (int)i), &vals[i]);
+  if (!classify(n, vals, known, k))
     return FALSE;
   k->per_column = FALSE;
+  /* Gemm's and MatMul's GEMM store takes a residual row stride of 0 (not
+   * for a MatMul by a vector, whose GEMM has one column), a second extra
+   * input as that row and a scale */
+  const WeirContainer *b = weir_native_port(g, s, n, TRUE, 1);
+  gboolean gemm =
+      n->op && (strcmp(n->op, "Gemm") == 0 ||
+                (strcmp(n->op, "MatMul") == 0 && b && b->shape->len >= 2));
+  if (k->scale != 1.0 && !gemm)
+    return FALSE;
   if (k->residual < 0)
     return TRUE;
   const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
   const WeirContainer *r = epi_port(g, s, n, k->residual);
-  if (y && like_output(r, y))
+  if (!y)
+    return FALSE;
+  if (k->colbias >= 0) {
+    const WeirContainer *c = epi_port(g, s, n, k->colbias);
+    if (gemm && like_output(c, y) && row_of_output(r, y)) {
+      int t = k->residual;
+      k->residual = k->colbias;
+      k->colbias = t;
+      return TRUE;
+    }
+    return gemm && like_output(r, y) && row_of_output(c, y);
+  }
+  if (like_output(r, y))
     return TRUE;
-  /* Gemm's and MatMul's GEMM store takes a residual row stride of 0 (not
-   * for a MatMul by a vector, whose GEMM has one column) */
-  const WeirContainer *b = weir_native_port(g, s, n, TRUE, 1);
-  k->per_column = y && n->op &&
-                  (strcmp(n->op, "Gemm") == 0 ||
-                   (strcmp(n->op, "MatMul") == 0 && b && b->shape->len >= 2)) &&
-                  row_of_output(r, y);
+  k->per_column = gemm && row_of_output(r, y);
   return k->per_column;
 }
 
@@ -526,7 +719,11 @@ static char *bound_c(double v) {
 gboolean weir_kernel_epilogue_use(WeirNativeEmit *e, const char *kernel,
                                   WeirEpilogueKind *k, const char **r,
                                   char **lo, char **hi, GError **error) {
-  *k = (WeirEpilogueKind){.act = 0, .residual = -1, .per_column = FALSE};
+  *k = (WeirEpilogueKind){.act = 0,
+                          .residual = -1,
+                          .per_column = FALSE,
+                          .colbias = -1,
+                          .scale = 1.0};
   *r = "NULL";
   if (weir_epilogue_present(e->n) &&
       !weir_kernel_epilogue_of(e->g, e->s, e->n, k)) {
@@ -551,11 +748,15 @@ gboolean weir_kernel_epilogue_use(WeirNativeEmit *e, const char *kernel,
 }
 
 const char *weir_kernel_epilogue_what(const WeirEpilogueKind *k) {
-  static const char *const what[3][5] = {
-      {"", " + clip", " + sigmoid", " + SiLU", " + HardSwish"},
-      {" + residual", " + residual + clip", " + residual + sigmoid",
-       " + residual + SiLU", " + residual + HardSwish"},
-      {" + column bias", " + column bias + clip", " + column bias + sigmoid",
-       " + column bias + SiLU", " + column bias + HardSwish"}};
-  return what[k->residual < 0 ? 0 : k->per_column ? 2 : 1][CLAMP(k->act, 0, 4)];
+  static const char *const act[] = {"",        " + clip",      " + sigmoid",
+                                    " + SiLU", " + HardSwish", " + GELU"};
+  char buf[96];
+  g_snprintf(buf, sizeof buf, "%s%s%s%s", k->scale != 1.0 ? " + scale" : "",
+             k->colbias >= 0   ? " + column bias + residual"
+             : k->residual < 0 ? ""
+             : k->per_column   ? " + column bias"
+                               : " + residual",
+             "", act[CLAMP(k->act, 0, 5)]);
+  /* a handful of distinct strings, kept for the process */
+  return g_intern_string(buf);
 }

@@ -313,33 +313,49 @@ void weir_native_register_bgemm(void);
  * "weir") apply in their store, shared by their emitters. */
 
 /* An epilogue (ir/lower/weir-expand.h) a kernel applies in its store:
- * y = act(x + r), r the extra input `residual` (-1: none). */
+ * y = act(x * scale + r + b), r the extra input `residual` and b the
+ * extra input `colbias` (-1: none). */
 typedef struct {
   int act;       /* 0 none, 1 clip to [lo, hi] (ReLU, ReLU6), 2 sigmoid,
-                    3 SiLU (x * sigmoid(x)), 4 HardSwish */
+                    3 SiLU (x * sigmoid(x)), 4 HardSwish, 5 GELU
+                    (x / 2 * (1 + erf(x / sqrt(2)))) */
   double lo, hi; /* clip bounds; -G_MAXDOUBLE / G_MAXDOUBLE: none */
   int residual;
   /* Gemm and MatMul only: the residual is one row, the same for every row
    * of the output (a linear layer's bias: shape [.., 1, N] or [N],
    * broadcast), applied with a row stride of 0 */
   gboolean per_column;
+  /* Gemm and MatMul only: a second extra input, one row broadcast over
+   * the rows as above, beside a residual of the output's shape (a linear
+   * layer's bias and a skip connection); -1: none.  The classifier puts
+   * the second extra input it meets here; weir_kernel_epilogue_of swaps
+   * it with `residual` when that one is the row. */
+  int colbias;
+  /* Gemm and MatMul only: the node's result times this literal first (the
+   * attention scores divided by sqrt(d)); 1: none */
+  double scale;
 } WeirEpilogueKind;
 
 /* Recognizes n's epilogue code (attributes "epilogue", "epilogue_conns"):
- * an activation of the list above applied to the node's result or to its
- * sum with one extra input, written as the pure expansions and the ONNX
- * importer write them (max/min with literal bounds, 1 / (1 + exp(-x)),
- * x * sigmoid(x) through a local, x * max(0, min(1, x / 6 + 0.5)) or
- * with x times 1/6 as ONNX's HardSigmoid writes it; a clip of a clip is
- * one clip).
+ * an activation of the list above applied to the node's result (or the
+ * result times a literal) or to its sum with one or two extra inputs,
+ * written as the pure expansions and the ONNX importer write them
+ * (max/min with literal bounds, 1 / (1 + exp(-x)), x * sigmoid(x) through
+ * a local, x * max(0, min(1, x / 6 + 0.5)) or with x times 1/6 as ONNX's
+ * HardSigmoid writes it, x * 0.5 * (1 + erf(x / sqrt(2))) in any order; a
+ * clip of a clip is one clip).
  * FALSE for anything else. */
 gboolean weir_kernel_epilogue_classify(const WeirNode *n,
                                        WeirEpilogueKind *out);
 
 /* n's epilogue as a kernel applies it: recognized by
- * weir_kernel_epilogue_classify, its residual (if any) an f32 container of
- * the output's shape stored row-major, or, for Gemm and MatMul, one row of
- * the output's last dimension broadcast over the others (k->per_column). */
+ * weir_kernel_epilogue_classify, where an extra input that is a scalar
+ * constant (a transient f32 or f64 container of one element with initial
+ * data: an exporter's Constant) counts as a literal; its residual (if any)
+ * an f32 container of the output's shape stored row-major, or, for Gemm
+ * and MatMul, one row of the output's last dimension broadcast over the
+ * others (k->per_column), or both (k->colbias the row); a scale only for
+ * Gemm and MatMul. */
 gboolean weir_kernel_epilogue_of(const WeirGraph *g, const WeirState *s,
                                  const WeirNode *n, WeirEpilogueKind *k);
 

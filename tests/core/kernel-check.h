@@ -11,12 +11,15 @@ static inline GHashTable *tensors_new(void) {
                                (GDestroyNotify)weir_tensor_free);
 }
 
-/* A random tensor for every container of g (concrete shapes), seeded by
- * seed + the container's id. */
+/* A random tensor for every argument of g (concrete shapes; transients,
+ * constants among them, are the program's own), seeded by seed + the
+ * container's id. */
 static inline GHashTable *random_args(const WeirGraph *g, guint64 seed) {
   GHashTable *args = tensors_new();
   for (guint i = 0; i < g->containers->len; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
+    if (c->transient)
+      continue;
     gint64 shape[8] = {0};
     for (guint d = 0; d < c->shape->len; d++)
       assert_true(weir_expr_eval(g_ptr_array_index(c->shape, d), NULL,

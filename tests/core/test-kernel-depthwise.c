@@ -309,9 +309,21 @@ static void test_classify(void **state) {
        4, 0, 0, -1},
       {"t = max(x, 0)\ny = min(max(t, 0.0), 6.0)", 2, TRUE, 1, 0, 6, -1},
       {"t = max(x, 1.0)\ny = min(t, 0.5)", 2, FALSE, 0, 0, 0, -1},
+      /* GELU in the exporter's order and in another; a scale (which
+       * only Gemm and MatMul take: weir_kernel_epilogue_of, checked in
+       * test-kernel-gemm) */
+      {"t = x / 1.4142135\ne = erf(t)\nw = e + 1.0\nv = x * w\ny = v * 0.5", 2,
+       TRUE, 5, 0, 0, -1},
+      {"y = 0.5 * (x + r) * (1 + erf((x + r) * 0.70710678))", 3, FALSE, 0, 0, 0,
+       -1},
+      {"a = x + r\ny = 0.5 * a * (1 + erf(a * 0.70710678))", 3, TRUE, 5, 0, 0,
+       0},
+      {"y = x * 2.0", 2, TRUE, 0, 0, 0, -1},
       /* refused: other arithmetic, a sigmoid of something else, a
-       * reassigned name, a bound that is not a literal */
-      {"y = x * 2.0", 2, FALSE, 0, 0, 0, -1},
+       * reassigned name, a bound that is not a literal, GELU with another
+       * constant */
+      {"y = x * x", 2, FALSE, 0, 0, 0, -1},
+      {"y = x * 0.5 * (1 + erf(x / 2.0))", 2, FALSE, 0, 0, 0, -1},
       {"y = x * (1 / (1 + exp(-r)))", 3, FALSE, 0, 0, 0, -1},
       {"y = x\ny = y + 1", 2, FALSE, 0, 0, 0, -1},
       {"y = max(x, r)", 3, FALSE, 0, 0, 0, -1},

@@ -58,6 +58,13 @@ typedef struct {
   gboolean residual;
   const char *mark;
   const char *rshape; /* NULL: the output's */
+  /* a second extra input S<k> of this shape ("s" in the code, after r;
+   * NULL: none) */
+  const char *sshape;
+  /* scalar constants K<k>_<i> (transient, one f32 element of initial
+   * data: an exporter's Constant), "k0".. in the code, after r and s */
+  guint nconst;
+  double consts[3];
 } Node;
 
 /* Adds node k of the program: containers A<k>, B<k>, C<k> (inputs 0..2)
@@ -67,13 +74,19 @@ static void add_node(WeirGraph *g, WeirState *s, guint k, const Node *nd,
   g_autoptr(GError) err = NULL;
   static const char *const conns[] = {"in0", "in1", "in2"};
   static const char *const letters[] = {"A", "B", "C"};
-  const char *ins[5] = {NULL};
+  const char *ins[9] = {NULL};
   guint ni = 0;
   for (guint i = 0; i < 3; i++)
     if (nd->in[i] && *nd->in[i])
       ins[ni++] = conns[i];
+  static const char *const epis[] = {"epi0", "epi1", "epi2", "epi3", "epi4"};
+  guint ne = 0;
   if (nd->residual)
-    ins[ni++] = "epi0";
+    ins[ni++] = epis[ne++];
+  if (nd->sshape)
+    ins[ni++] = epis[ne++];
+  for (guint i = 0; i < nd->nconst; i++)
+    ins[ni++] = epis[ne++];
   const char *outs[] = {"out0", NULL};
   g_autofree char *label = g_strdup_printf("n%u", k);
   WeirNode *lib = weir_state_add_library(g, s, label, nd->op, ins, outs);
@@ -90,15 +103,40 @@ static void add_node(WeirGraph *g, WeirState *s, guint k, const Node *nd,
     add_port(g, s, lib, rname, dt, nd->rshape ? nd->rshape : nd->out, "epi0",
              TRUE);
   }
+  guint ei = nd->residual ? 1 : 0;
+  if (nd->sshape) {
+    g_autofree char *sname = g_strdup_printf("S%u", k);
+    add_port(g, s, lib, sname, dt, nd->sshape, epis[ei++], TRUE);
+  }
+  for (guint i = 0; i < nd->nconst; i++) {
+    g_autofree char *kname = g_strdup_printf("K%u_%u", k, i);
+    WeirContainer *c =
+        weir_graph_add_array(g, kname, WEIR_DTYPE_F32, "1", TRUE, &err);
+    if (!c)
+      fail_msg("%s: %s", kname, err->message);
+    float v = (float)nd->consts[i];
+    g_autoptr(GBytes) data = g_bytes_new(&v, sizeof v);
+    weir_container_set_initial(c, data);
+    WeirNode *a = weir_state_add_access(g, s, kname);
+    assert_true(weir_state_add_memlet(g, s, a->id, NULL, lib->id, epis[ei++],
+                                      kname, "0", &err));
+  }
   if (nd->attrs)
     nd->attrs(lib);
   if (!weir_op_check_attrs(lib, &err))
     fail_msg("%s: %s", label, err->message);
   if (nd->epi) {
-    const char *econns[] = {"y", "x", "r"};
+    const char *econns[8] = {"y", "x"};
+    guint nc = 2;
+    if (nd->residual)
+      econns[nc++] = "r";
+    if (nd->sshape)
+      econns[nc++] = "s";
+    static const char *const kn[] = {"k0", "k1", "k2"};
+    for (guint i = 0; i < nd->nconst; i++)
+      econns[nc++] = kn[i];
     weir_node_set_attr_string(lib, WEIR_EPILOGUE_CODE, nd->epi);
-    weir_node_set_attr_strings(lib, WEIR_EPILOGUE_CONNS, econns,
-                               nd->residual ? 3 : 2);
+    weir_node_set_attr_strings(lib, WEIR_EPILOGUE_CONNS, econns, nc);
   }
 }
 
@@ -493,6 +531,71 @@ static const Node epilogues[] = {
      TRUE,
      "",
      "7"},
+    /* GELU after a linear layer's bias, as an exporter writes it (the
+     * constants sqrt(2), 1 and 0.5 as scalar constant inputs), and with
+     * literals in another order */
+    {"MatMul",
+     {"1, 37, 21", "21, 53", ""},
+     "1, 37, 53",
+     NULL,
+     "t = r + x\nu = t / k0\ne = erf(u)\nw = e + k1\nv = t * w\ny = v * k2",
+     TRUE,
+     "weir + column bias + GELU",
+     "53",
+     NULL,
+     3,
+     {1.4142135381698608, 1.0, 0.5}},
+    {"Gemm",
+     {"9, 21", "21, 70", ""},
+     "9, 70",
+     NULL,
+     "y = 0.5 * x * (1 + erf(x * 0.7071067811865476))",
+     FALSE,
+     "weir + GELU"},
+    /* a linear layer's bias and a skip connection: two extra inputs */
+    {"MatMul",
+     {"1, 19, 40", "40, 66", ""},
+     "1, 19, 66",
+     NULL,
+     "a = s + x\ny = r + a",
+     TRUE,
+     "weir + column bias + residual */",
+     NULL,
+     "66"},
+    {"Gemm",
+     {"30, 8", "8, 17", ""},
+     "30, 17",
+     NULL,
+     "y = max(x + r + s, 0.0)",
+     TRUE,
+     "weir + column bias + residual + clip",
+     "1, 17",
+     "30, 17"},
+    /* the attention scores divided by sqrt(d): a scale, batched */
+    {"MatMul",
+     {"3, 20, 8", "3, 8, 20", ""},
+     "3, 20, 20",
+     NULL,
+     "y = x / 8.0",
+     FALSE,
+     "weir + scale */"},
+    /* a scale Conv does not take; two residuals of the output's shape */
+    {"Conv",
+     {"1, 4, 7, 7", "8, 4, 1, 1", "8"},
+     "1, 8, 7, 7",
+     NULL,
+     "y = x * 0.5",
+     FALSE,
+     ""},
+    {"Gemm",
+     {"12, 8", "8, 17", ""},
+     "12, 17",
+     NULL,
+     "y = x + r + s",
+     TRUE,
+     "",
+     NULL,
+     "12, 17"},
 };
 
 static void test_epilogues(void **state) {
