@@ -34,10 +34,6 @@
 
 gboolean weir_tier2_register_algebraic_simplification(GError **error);
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 /* ------------------------------------------------------- library nodes */
 
 /* A binary node that is an identity on one operand: which one (0 or 1)
@@ -53,8 +49,9 @@ static gboolean binary_identity(const WeirGraph *g, const WeirState *s,
                              "node '%s' (%s) does not follow the "
                              "library-node conventions",
                              n->label, n->op);
-  gboolean mul = is_op(n, "Mul"), add = is_op(n, "Add");
-  gboolean sub = is_op(n, "Sub"), div = is_op(n, "Div"), pw = is_op(n, "Pow");
+  gboolean mul = weir_tier2_is_op(n, "Mul"), add = weir_tier2_is_op(n, "Add");
+  gboolean sub = weir_tier2_is_op(n, "Sub"), div = weir_tier2_is_op(n, "Div"),
+           pw = weir_tier2_is_op(n, "Pow");
   if (!mul && !add && !sub && !div && !pw)
     return weir_tier2_reject(reason,
                              "node '%s' (%s) is not Mul, Div, Add, Sub or "
@@ -143,9 +140,9 @@ static gboolean pair_can_apply(const WeirGraph *g, const WeirState *s,
   WeirTier2Chain c;
   if (!weir_tier2_chain(g, s, a, b, &c, reason))
     return FALSE;
-  if (is_op(a, "Neg") && is_op(b, "Neg"))
+  if (weir_tier2_is_op(a, "Neg") && weir_tier2_is_op(b, "Neg"))
     return weir_tier2_chain_can_collapse(g, s, b, &c, TRUE, reason);
-  if (is_op(a, "Transpose") && is_op(b, "Transpose")) {
+  if (weir_tier2_is_op(a, "Transpose") && weir_tier2_is_op(b, "Transpose")) {
     guint rank = c.z.container->shape->len;
     g_autofree gint64 *perm = g_new0(gint64, rank + 1);
     if (c.x.container->shape->len != rank ||
@@ -164,7 +161,7 @@ static gboolean pair_apply(WeirGraph *g, WeirState *s, WeirNode *a, WeirNode *b,
                            GError **error) {
   WeirTier2Chain c;
   weir_tier2_chain(g, s, a, b, &c, NULL);
-  if (is_op(a, "Neg"))
+  if (weir_tier2_is_op(a, "Neg"))
     return weir_tier2_chain_remove(g, s, a, b, &c, error);
   guint rank = c.z.container->shape->len;
   g_autofree gint64 *perm = g_new0(gint64, rank + 1);
@@ -380,7 +377,7 @@ static void as_match(const WeirGraph *g, GArray *sites) {
         WeirSite site = {.state = s->id, .n_nodes = 1, .nodes = {n->id}};
         g_array_append_val(sites, site);
       }
-      if (!is_op(n, "Neg") && !is_op(n, "Transpose"))
+      if (!weir_tier2_is_op(n, "Neg") && !weir_tier2_is_op(n, "Transpose"))
         continue;
       WeirTier2Port y;
       if (!weir_tier2_port(g, s, n, FALSE, 0, &y))
@@ -390,7 +387,7 @@ static void as_match(const WeirGraph *g, GArray *sites) {
         WeirNode *b =
             m->src == y.access->id ? weir_state_node(s, m->dst) : NULL;
         WeirTier2Chain c;
-        if (is_op(b, n->op) && g_strcmp0(m->dst_conn, "in0") == 0 &&
+        if (weir_tier2_is_op(b, n->op) && g_strcmp0(m->dst_conn, "in0") == 0 &&
             weir_tier2_chain(g, s, n, b, &c, NULL)) {
           WeirSite site = {
               .state = s->id, .n_nodes = 2, .nodes = {n->id, b->id}};

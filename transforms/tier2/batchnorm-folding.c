@@ -31,21 +31,17 @@
 
 gboolean weir_tier2_register_batchnorm_folding(GError **error);
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 static void bnf_match(const WeirGraph *g, GArray *sites) {
   for (guint si = 0; si < g->states->len; si++) {
     WeirState *s = g_ptr_array_index(g->states, si);
     for (guint i = 0; i < s->nodes->len; i++) {
       WeirNode *bn = g_ptr_array_index(s->nodes, i);
       WeirTier2Port y;
-      if (!is_op(bn, "BatchNormalization") ||
+      if (!weir_tier2_is_op(bn, "BatchNormalization") ||
           !weir_tier2_port(g, s, bn, TRUE, 0, &y))
         continue;
       WeirNode *conv = weir_tier2_writer(g, s, y.container->name);
-      if (!is_op(conv, "Conv"))
+      if (!weir_tier2_is_op(conv, "Conv"))
         continue;
       WeirSite site = {
           .state = s->id, .n_nodes = 2, .nodes = {conv->id, bn->id}};
@@ -91,7 +87,8 @@ static gboolean bnf_can_apply(const WeirGraph *g, const WeirSite *site,
       site->n_nodes == 2 ? weir_tier2_site_node(s, site->nodes[0]) : NULL;
   WeirNode *bn =
       site->n_nodes == 2 ? weir_tier2_site_node(s, site->nodes[1]) : NULL;
-  if (!is_op(conv, "Conv") || !is_op(bn, "BatchNormalization"))
+  if (!weir_tier2_is_op(conv, "Conv") ||
+      !weir_tier2_is_op(bn, "BatchNormalization"))
     return weir_tier2_reject(reason, "the site is not a Conv and a "
                                      "BatchNormalization");
   if (weir_epilogue_present(conv))

@@ -39,26 +39,8 @@
 
 gboolean weir_tier2_register_channel_scale_folding(GError **error);
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 static void csf_match(const WeirGraph *g, GArray *sites) {
-  for (guint si = 0; si < g->states->len; si++) {
-    WeirState *s = g_ptr_array_index(g->states, si);
-    for (guint i = 0; i < s->nodes->len; i++) {
-      WeirNode *conv = g_ptr_array_index(s->nodes, i);
-      WeirTier2Port x;
-      if (!is_op(conv, "Conv") || !weir_tier2_port(g, s, conv, TRUE, 0, &x))
-        continue;
-      WeirNode *mul = weir_tier2_writer(g, s, x.container->name);
-      if (!is_op(mul, "Mul"))
-        continue;
-      WeirSite site = {
-          .state = s->id, .n_nodes = 2, .nodes = {mul->id, conv->id}};
-      g_array_append_val(sites, site);
-    }
-  }
+  weir_tier2_match_fed_by(g, sites, "Mul", "Conv");
 }
 
 static gint64 elements(const WeirContainer *c) {
@@ -123,7 +105,7 @@ static gboolean csf_can_apply(const WeirGraph *g, const WeirSite *site,
       site->n_nodes == 2 ? weir_tier2_site_node(s, site->nodes[0]) : NULL;
   WeirNode *conv =
       site->n_nodes == 2 ? weir_tier2_site_node(s, site->nodes[1]) : NULL;
-  if (!is_op(mul, "Mul") || !is_op(conv, "Conv"))
+  if (!weir_tier2_is_op(mul, "Mul") || !weir_tier2_is_op(conv, "Conv"))
     return weir_tier2_reject(reason, "the site is not a Mul and a Conv");
   if (!weir_tier2_wired(g, s, mul) || !weir_tier2_wired(g, s, conv))
     return weir_tier2_reject(reason, "the nodes do not follow the library-node "

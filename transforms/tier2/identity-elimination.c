@@ -30,13 +30,9 @@
 
 gboolean weir_tier2_register_identity_elimination(GError **error);
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 static gboolean is_reshape_like(const WeirNode *n) {
-  return is_op(n, "Reshape") || is_op(n, "Flatten") || is_op(n, "Squeeze") ||
-         is_op(n, "Unsqueeze");
+  return weir_tier2_is_op(n, "Reshape") || weir_tier2_is_op(n, "Flatten") ||
+         weir_tier2_is_op(n, "Squeeze") || weir_tier2_is_op(n, "Unsqueeze");
 }
 
 /* The data ports of a one-input, one-output node (in0 -> out0). */
@@ -53,11 +49,11 @@ static gboolean single_candidate(const WeirGraph *g, const WeirState *s,
   WeirTier2Port x, y;
   if (n->kind != WEIR_NODE_LIBRARY || !data_ports(g, s, n, &x, &y))
     return FALSE;
-  if (is_op(n, "Identity") || is_op(n, "Dropout"))
+  if (weir_tier2_is_op(n, "Identity") || weir_tier2_is_op(n, "Dropout"))
     return TRUE;
   if (is_reshape_like(n))
     return weir_tier2_same_layout(x.container, y.container);
-  if (is_op(n, "Transpose")) {
+  if (weir_tier2_is_op(n, "Transpose")) {
     guint rank = x.container->shape->len;
     g_autofree gint64 *perm = g_new0(gint64, rank + 1);
     return weir_tier2_transpose_perm(n, rank, perm) &&
@@ -69,8 +65,9 @@ static gboolean single_candidate(const WeirGraph *g, const WeirState *s,
 /* Is (a, b) a candidate pair: b reads a's output? */
 static gboolean pair_candidate(const WeirGraph *g, const WeirState *s,
                                const WeirNode *a, const WeirNode *b) {
-  gboolean kinds = (is_reshape_like(a) && is_reshape_like(b)) ||
-                   (is_op(a, "Transpose") && is_op(b, "Transpose"));
+  gboolean kinds =
+      (is_reshape_like(a) && is_reshape_like(b)) ||
+      (weir_tier2_is_op(a, "Transpose") && weir_tier2_is_op(b, "Transpose"));
   WeirTier2Port ax, ay, bx, by;
   return kinds && data_ports(g, s, a, &ax, &ay) &&
          data_ports(g, s, b, &bx, &by) && ay.container == bx.container;
@@ -116,7 +113,7 @@ static gboolean single_can_apply(const WeirGraph *g, const WeirState *s,
                              "node '%s' (%s) does not follow the "
                              "library-node conventions",
                              n->label, n->op);
-  if (is_op(n, "Dropout")) {
+  if (weir_tier2_is_op(n, "Dropout")) {
     const WeirAttr *tm = weir_node_attr(n, "training_mode");
     if (tm && tm->type == WEIR_ATTR_INT && tm->i != 0)
       return weir_tier2_reject(reason, "Dropout '%s' is in training mode",
@@ -130,7 +127,7 @@ static gboolean single_can_apply(const WeirGraph *g, const WeirState *s,
                                  "the mask '%s' of Dropout '%s' is used",
                                  mask.container->name, n->label);
     }
-  } else if (is_op(n, "Transpose")) {
+  } else if (weir_tier2_is_op(n, "Transpose")) {
     guint rank = x.container->shape->len;
     g_autofree gint64 *perm = g_new0(gint64, rank + 1);
     if (!weir_tier2_transpose_perm(n, rank, perm))
@@ -146,7 +143,7 @@ static gboolean single_can_apply(const WeirGraph *g, const WeirState *s,
       return weir_tier2_reject(
           reason, "%s '%s' changes the shape ('%s' to '%s')", n->op, n->label,
           x.container->name, y.container->name);
-  } else if (!is_op(n, "Identity")) {
+  } else if (!weir_tier2_is_op(n, "Identity")) {
     return weir_tier2_reject(
         reason, "node '%s' (%s) is not an identity operator", n->label, n->op);
   }
@@ -180,7 +177,7 @@ static gboolean merged_shape(const WeirNode *b, const WeirContainer *z, Pair *p,
   const WeirAttr *a = weir_node_attr(b, "shape");
   const WeirAttr *az = weir_node_attr(b, "allowzero");
   gboolean zero_is_copy = !(az && az->type == WEIR_ATTR_INT && az->i != 0);
-  if (is_op(b, "Reshape") && a && a->type == WEIR_ATTR_INTS &&
+  if (weir_tier2_is_op(b, "Reshape") && a && a->type == WEIR_ATTR_INTS &&
       a->ints->len == z->shape->len) {
     gboolean ok = TRUE;
     for (guint d = 0; d < a->ints->len; d++) {
@@ -205,7 +202,7 @@ static gboolean pair_analyse(const WeirGraph *g, const WeirState *s,
     return FALSE;
   const WeirContainer *x = p->c.x.container, *z = p->c.z.container;
   p->rank = z->shape->len;
-  if (is_op(a, "Transpose") && is_op(b, "Transpose")) {
+  if (weir_tier2_is_op(a, "Transpose") && weir_tier2_is_op(b, "Transpose")) {
     p->transpose = TRUE;
     p->values = g_new0(gint64, p->rank + 1);
     if (x->shape->len != p->rank ||

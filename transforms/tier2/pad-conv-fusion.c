@@ -22,26 +22,8 @@
 
 gboolean weir_tier2_register_pad_conv_fusion(GError **error);
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 static void pcf_match(const WeirGraph *g, GArray *sites) {
-  for (guint si = 0; si < g->states->len; si++) {
-    WeirState *s = g_ptr_array_index(g->states, si);
-    for (guint i = 0; i < s->nodes->len; i++) {
-      WeirNode *conv = g_ptr_array_index(s->nodes, i);
-      WeirTier2Port x;
-      if (!is_op(conv, "Conv") || !weir_tier2_port(g, s, conv, TRUE, 0, &x))
-        continue;
-      WeirNode *pad = weir_tier2_writer(g, s, x.container->name);
-      if (!is_op(pad, "Pad"))
-        continue;
-      WeirSite site = {
-          .state = s->id, .n_nodes = 2, .nodes = {pad->id, conv->id}};
-      g_array_append_val(sites, site);
-    }
-  }
+  weir_tier2_match_fed_by(g, sites, "Pad", "Conv");
 }
 
 /* The Pad's begin/end amounts per dimension (2 * rank entries: begins,
@@ -84,7 +66,7 @@ static gboolean pcf_can_apply(const WeirGraph *g, const WeirSite *site,
       site->n_nodes == 2 ? weir_tier2_site_node(s, site->nodes[0]) : NULL;
   WeirNode *conv =
       site->n_nodes == 2 ? weir_tier2_site_node(s, site->nodes[1]) : NULL;
-  if (!is_op(pad, "Pad") || !is_op(conv, "Conv"))
+  if (!weir_tier2_is_op(pad, "Pad") || !weir_tier2_is_op(conv, "Conv"))
     return weir_tier2_reject(reason, "the site is not a Pad and a Conv");
   if (!weir_tier2_wired(g, s, pad) || !weir_tier2_wired(g, s, conv))
     return weir_tier2_reject(reason, "the nodes do not follow the library-node "

@@ -109,10 +109,6 @@ static gboolean problem(Plan *p, const char *fmt, ...) {
   return FALSE;
 }
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 static gboolean in_list(const char *op, const char *const *list) {
   for (guint i = 0; list[i]; i++)
     if (g_strcmp0(op, list[i]) == 0)
@@ -272,7 +268,7 @@ static gboolean consume(Plan *p, const WeirGraph *g, const WeirState *s,
   if (!weir_tier2_wired(g, s, n) || !has_out)
     return problem(p, "%s '%s' does not follow the library-node conventions",
                    n->op, n->label);
-  if (is_op(n, "Conv")) {
+  if (weir_tier2_is_op(n, "Conv")) {
     WeirTier2Port w;
     if (k != 0 || axis != 1 || block != 1 ||
         weir_node_attr_int(n, "group", 1) != 1 ||
@@ -283,9 +279,9 @@ static gboolean consume(Plan *p, const WeirGraph *g, const WeirState *s,
                      n->label);
     return cut_constant(p, g, n, w.container, 1, keep, block);
   }
-  if (is_op(n, "Gemm") || is_op(n, "MatMul")) {
+  if (weir_tier2_is_op(n, "Gemm") || weir_tier2_is_op(n, "MatMul")) {
     WeirTier2Port w;
-    gboolean gemm = is_op(n, "Gemm");
+    gboolean gemm = weir_tier2_is_op(n, "Gemm");
     if (k != 0 || rank != 2 || axis != 1 ||
         (gemm && weir_node_attr_int(n, "transA", 0) != 0) ||
         !weir_tier2_port(g, s, n, TRUE, 1, &w) || w.container->shape->len != 2)
@@ -300,7 +296,7 @@ static gboolean consume(Plan *p, const WeirGraph *g, const WeirState *s,
   if (in_list(n->op, per_channel_ops)) {
     if (k != 0 || n->out_conns->len != 1)
       return problem(p, "%s '%s' has more than one output", n->op, n->label);
-    if (is_op(n, "Clip")) {
+    if (weir_tier2_is_op(n, "Clip")) {
       for (guint j = 1; j <= 2; j++) {
         WeirTier2Port b;
         if (weir_tier2_port(g, s, n, TRUE, j, &b) &&
@@ -314,7 +310,7 @@ static gboolean consume(Plan *p, const WeirGraph *g, const WeirState *s,
                      n->label, axis);
     return shrink_value(p, g, s, n, out.container, axis, channels, keep, block);
   }
-  if (is_op(n, "BatchNormalization")) {
+  if (weir_tier2_is_op(n, "BatchNormalization")) {
     const WeirAttr *tm = weir_node_attr(n, "training_mode");
     if (k != 0 || n->out_conns->len != 1 || axis != 1 ||
         (tm && tm->type == WEIR_ATTR_INT && tm->i != 0))
@@ -351,7 +347,7 @@ static gboolean consume(Plan *p, const WeirGraph *g, const WeirState *s,
       return problem(p, "%s '%s' broadcasts to a higher rank", n->op, n->label);
     return shrink_value(p, g, s, n, out.container, axis, channels, keep, block);
   }
-  if (is_op(n, "Flatten")) {
+  if (weir_tier2_is_op(n, "Flatten")) {
     gint64 fa = weir_node_attr_int(n, "axis", 1);
     if (fa != 1 || axis != 1 || block != 1 || rank < 2)
       return problem(p,
@@ -442,7 +438,8 @@ static gboolean make_plan(const WeirGraph *g, GPtrArray *ws,
     for (guint i = 0; i < s->nodes->len; i++) {
       const WeirNode *n = g_ptr_array_index(s->nodes, i);
       WeirTier2Port w, y;
-      if (!(is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul")) ||
+      if (!(weir_tier2_is_op(n, "Conv") || weir_tier2_is_op(n, "Gemm") ||
+            weir_tier2_is_op(n, "MatMul")) ||
           !weir_tier2_port(g, s, n, TRUE, 1, &w) ||
           !g_ptr_array_find(ws, w.container, NULL))
         continue;
@@ -457,10 +454,10 @@ static gboolean make_plan(const WeirGraph *g, GPtrArray *ws,
         return problem(p, "%s '%s' has an epilogue", n->op, n->label);
       /* the weight's output-channel axis and the output's channel axis */
       guint wa = 0, ya = 1;
-      if (is_op(n, "Conv")) {
+      if (weir_tier2_is_op(n, "Conv")) {
         if (weir_node_attr_int(n, "group", 1) != 1)
           return problem(p, "Conv '%s' is a grouped convolution", n->label);
-      } else if (is_op(n, "Gemm")) {
+      } else if (weir_tier2_is_op(n, "Gemm")) {
         wa = weir_node_attr_int(n, "transB", 0) ? 0 : 1;
       } else {
         if (w.container->shape->len != 2 || y.container->shape->len != 2)
@@ -489,7 +486,7 @@ static gboolean make_plan(const WeirGraph *g, GPtrArray *ws,
         return FALSE;
       WeirTier2Port b;
       if (weir_tier2_port(g, s, n, TRUE, 2, &b) &&
-          !(is_op(n, "Conv")
+          !(weir_tier2_is_op(n, "Conv")
                 ? cut_constant(p, g, n, b.container, 0, keep, 1)
                 : cut_broadcast(p, g, n, b.container, 2, 1, m, keep, 1)))
         return FALSE;

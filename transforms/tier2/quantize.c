@@ -120,12 +120,9 @@ static gboolean ctx_init(Ctx *c, const WeirParams *p, char **reason) {
   return TRUE;
 }
 
-static gboolean is_op(const WeirNode *n, const char *op) {
-  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
-}
-
 static gboolean is_product(const WeirNode *n) {
-  return is_op(n, "Conv") || is_op(n, "Gemm") || is_op(n, "MatMul");
+  return weir_tier2_is_op(n, "Conv") || weir_tier2_is_op(n, "Gemm") ||
+         weir_tier2_is_op(n, "MatMul");
 }
 
 static gboolean excluded(const Ctx *c, const WeirNode *n) {
@@ -219,7 +216,7 @@ static WeirNode *sole_relu(const WeirGraph *g, const WeirState *s,
   const WeirMemlet *m = g_ptr_array_index(out, 0);
   WeirNode *r = weir_state_node(s, m->dst);
   WeirTier2Port z;
-  if (!is_op(r, "Relu") || !weir_tier2_port(g, s, r, FALSE, 0, &z) ||
+  if (!weir_tier2_is_op(r, "Relu") || !weir_tier2_port(g, s, r, FALSE, 0, &z) ||
       !weir_tier2_same_layout(y->container, z.container))
     return NULL;
   return r;
@@ -262,7 +259,7 @@ static gboolean check_product(const WeirGraph *g, const WeirState *s,
   gboolean has_b = weir_tier2_port(g, s, n, TRUE, 2, &b);
   guint wr = w.container->shape->len;
   gint64 channels;
-  if (is_op(n, "Conv")) {
+  if (weir_tier2_is_op(n, "Conv")) {
     if (wr < 3)
       return weir_tier2_reject(reason, "Conv '%s': weights of rank %u",
                                n->label, wr);
@@ -277,7 +274,7 @@ static gboolean check_product(const WeirGraph *g, const WeirState *s,
                                n->label, x.container->name,
                                x.container->shape->len);
     gboolean tb = FALSE;
-    if (is_op(n, "Gemm")) {
+    if (weir_tier2_is_op(n, "Gemm")) {
       if (weir_node_attr_float(n, "alpha", 1.0) != 1.0 ||
           weir_node_attr_float(n, "beta", 1.0) != 1.0 ||
           weir_node_attr_int(n, "transA", 0) != 0)
@@ -640,8 +637,9 @@ static gboolean rewrite_product(WeirGraph *g, WeirState *s, const Ctx *c,
   g_autofree char *bname = has_b ? g_strdup(b.container->name) : NULL;
   g_autofree char *yname = g_strdup(y.container->name);
   g_autofree char *outname = g_strdup(outp->container->name);
-  gboolean conv = is_op(n, "Conv");
-  gboolean tb = is_op(n, "Gemm") && weir_node_attr_int(n, "transB", 0) != 0;
+  gboolean conv = weir_tier2_is_op(n, "Conv");
+  gboolean tb =
+      weir_tier2_is_op(n, "Gemm") && weir_node_attr_int(n, "transB", 0) != 0;
 
   QTensor *xq = ensure_quantized(g, s, c, qmap, &x, error);
   if (!xq)

@@ -5,6 +5,7 @@
 
 #include "tier2-util.h"
 #include "weir-ops.h"
+#include "weir-plugin.h"
 
 /* ------------------------------------------------------------- reasons */
 
@@ -127,6 +128,29 @@ WeirNode *weir_tier2_writer(const WeirGraph *g, const WeirState *s,
     writer = weir_state_node(s, m->src);
   }
   return writer;
+}
+
+gboolean weir_tier2_is_op(const WeirNode *n, const char *op) {
+  return n && n->kind == WEIR_NODE_LIBRARY && g_strcmp0(n->op, op) == 0;
+}
+
+void weir_tier2_match_fed_by(const WeirGraph *g, GArray *sites,
+                             const char *producer, const char *consumer) {
+  for (guint si = 0; si < g->states->len; si++) {
+    WeirState *s = g_ptr_array_index(g->states, si);
+    for (guint i = 0; i < s->nodes->len; i++) {
+      WeirNode *c = g_ptr_array_index(s->nodes, i);
+      WeirTier2Port x;
+      if (!weir_tier2_is_op(c, consumer) ||
+          !weir_tier2_port(g, s, c, TRUE, 0, &x))
+        continue;
+      WeirNode *p = weir_tier2_writer(g, s, x.container->name);
+      if (!weir_tier2_is_op(p, producer))
+        continue;
+      WeirSite site = {.state = s->id, .n_nodes = 2, .nodes = {p->id, c->id}};
+      g_array_append_val(sites, site);
+    }
+  }
 }
 
 /* --------------------------------------------------------------- usage */

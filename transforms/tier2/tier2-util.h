@@ -46,6 +46,15 @@ gboolean weir_tier2_nth_port(const WeirGraph *g, const WeirState *s,
 gboolean weir_tier2_wired(const WeirGraph *g, const WeirState *s,
                           const WeirNode *n);
 
+/* TRUE when n is a library node of operator op (n may be NULL). */
+gboolean weir_tier2_is_op(const WeirNode *n, const char *op);
+
+/* Appends to sites (WeirSite) one two-node site {producer, consumer} for
+ * each library node of operator `consumer` whose input 0 is wired and
+ * written, in the same state, by a library node of operator `producer`. */
+void weir_tier2_match_fed_by(const WeirGraph *g, GArray *sites,
+                             const char *producer, const char *consumer);
+
 /* The node that writes container `name` in s when exactly one memlet in s
  * enters an access node of it (that memlet's source), else NULL. */
 WeirNode *weir_tier2_writer(const WeirGraph *g, const WeirState *s,
