@@ -28,9 +28,6 @@
 
 #define HELPER_RESOURCE "/org/weir/kernels/gemm-bf16-helper.c"
 
-/* The GResource of core/kernels/kernels.gresource.xml (generated). */
-GResource *weir_kernels_get_resource(void);
-
 /* ------------------------------------------------------------ the path */
 
 void weir_kernel_bgemm_params(const WeirHwProfile *hw, WeirBGemmParams *out) {
@@ -52,24 +49,9 @@ const char *weir_kernel_bgemm_path_name(WeirBGemmPath path) {
 }
 
 char *weir_kernel_bgemm_text(const WeirBGemmParams *q) {
-  g_autoptr(GBytes) b =
-      g_resource_lookup_data(weir_kernels_get_resource(), HELPER_RESOURCE,
-                             G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
-  g_return_val_if_fail(b != NULL, NULL);
-  gsize len = 0;
-  const char *text = g_bytes_get_data(b, &len);
-  GString *s = g_string_new(NULL);
-  g_string_append_printf(s,
-                         "/* Weir's bf16 GEMM, path %s, microtile %u x %u "
-                         "vectors, L2 %" G_GINT64_FORMAT " B, %u threads */\n"
-                         "#define WEIR_BG_PATH %d\n#define WEIR_BG_MR %u\n"
-                         "#define WEIR_BG_NV %u\n#define WEIR_BG_L2 "
-                         "%" G_GINT64_FORMAT "\n#define WEIR_BG_THREADS %u\n",
-                         weir_kernel_bgemm_path_name(q->path), q->mr, q->nv,
-                         q->l2, q->threads, (int)q->path, q->mr, q->nv, q->l2,
-                         q->threads);
-  g_string_append_len(s, text, (gssize)len);
-  return g_string_free(s, FALSE);
+  return weir_kernel_helper_text(HELPER_RESOURCE, "bf16", "BG",
+                                 weir_kernel_bgemm_path_name(q->path),
+                                 (int)q->path, q->mr, q->nv, q->l2, q->threads);
 }
 
 WeirExpr *weir_kernel_bgemm_work_bytes(const WeirBGemmParams *q,

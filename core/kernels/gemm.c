@@ -13,6 +13,7 @@
  *    GCC unroll pragmas, so the accumulators live in registers.
  *  - Row-major throughout; transposes are handled by the packing.
  */
+#include <gio/gio.h>
 #include <string.h>
 
 #include "weir-attr.h"
@@ -874,6 +875,33 @@ gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
   e->helper(e, name, text);
   e->uses_status = TRUE;
   return TRUE;
+}
+
+/* The GResource of core/kernels/kernels.gresource.xml (generated). */
+GResource *weir_kernels_get_resource(void);
+
+char *weir_kernel_helper_text(const char *resource, const char *what,
+                              const char *prefix, const char *path_name,
+                              int path, guint mr, guint nv, gint64 l2,
+                              guint threads) {
+  g_autoptr(GBytes) b =
+      g_resource_lookup_data(weir_kernels_get_resource(), resource,
+                             G_RESOURCE_LOOKUP_FLAGS_NONE, NULL);
+  g_return_val_if_fail(b != NULL, NULL);
+  gsize len = 0;
+  const char *text = g_bytes_get_data(b, &len);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(
+      s,
+      "/* Weir's %s GEMM, path %s, microtile %u x %u vectors, L2 "
+      "%" G_GINT64_FORMAT " B, %u threads */\n"
+      "#define WEIR_%s_PATH %d\n#define WEIR_%s_MR %u\n"
+      "#define WEIR_%s_NV %u\n#define WEIR_%s_L2 %" G_GINT64_FORMAT "\n"
+      "#define WEIR_%s_THREADS %u\n",
+      what, path_name, mr, nv, l2, threads, prefix, path, prefix, mr, prefix,
+      nv, prefix, l2, prefix, threads);
+  g_string_append_len(s, text, (gssize)len);
+  return g_string_free(s, FALSE);
 }
 
 gboolean weir_kernel_row_major(const WeirContainer *c) {

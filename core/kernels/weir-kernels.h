@@ -143,6 +143,15 @@ char *weir_kernel_gemm_prepack_b(WeirNativeEmit *e, WeirDType t,
                                  const WeirContainer *b, gboolean tb, gint64 k,
                                  gint64 n);
 
+/* The C text of a GEMM helper kept as a GResource under core/kernels
+ * (resource, e.g. "/org/weir/kernels/gemm-int8-helper.c"), after a comment
+ * naming it (what, e.g. "int8") and defines WEIR_<prefix>_PATH, _MR, _NV,
+ * _L2 and _THREADS holding the given parameters. (transfer full) */
+char *weir_kernel_helper_text(const char *resource, const char *what,
+                              const char *prefix, const char *path_name,
+                              int path, guint mr, guint nv, gint64 l2,
+                              guint threads);
+
 /* Whether container c has row-major strides (the layout every native
  * kernel reads). */
 gboolean weir_kernel_row_major(const WeirContainer *c);
