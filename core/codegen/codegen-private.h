@@ -53,6 +53,7 @@
 #define WEIR_CODEGEN_PRIVATE_H
 
 #include "weir-codegen.h"
+#include "weir-kernels.h" /* weir_kernel_row_major */
 #include "weir-native.h"
 #include "weir.h"
 
@@ -413,9 +414,6 @@ char *cg_elem_load(Fn *f, CInfo *ci, GPtrArray *off, int *prec);
 
 /* sub has one element. */
 gboolean cg_subset_is_scalar(const WeirSubset *sub);
-
-/* c's strides are the row-major ones of its shape. */
-gboolean cg_is_row_major(const WeirContainer *c);
 
 /* sub is 0:size:1 in every dimension of c. */
 gboolean cg_subset_is_whole(const WeirSubset *sub, const WeirContainer *c);

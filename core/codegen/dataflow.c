@@ -91,8 +91,8 @@ static void emit_copy(StateCtx *sc, Out *o, const WeirMemlet *m,
               m->wcr != WEIR_WCR_NONE ? ", wcr " : "",
               m->wcr != WEIR_WCR_NONE ? weir_wcr_name(m->wcr) : "");
   WeirDType st = sci->c->dtype, dt = dci->c->dtype;
-  if (m->wcr == WEIR_WCR_NONE && st == dt && cg_is_row_major(sci->c) &&
-      cg_is_row_major(dci->c) && cg_subset_is_whole(src_sub, sci->c) &&
+  if (m->wcr == WEIR_WCR_NONE && st == dt && weir_kernel_row_major(sci->c) &&
+      weir_kernel_row_major(dci->c) && cg_subset_is_whole(src_sub, sci->c) &&
       cg_subset_is_whole(dst_sub, dci->c)) {
     g_autoptr(WeirExpr) vol = weir_container_volume(sci->c);
     int p;

@@ -283,18 +283,6 @@ gboolean cg_subset_is_scalar(const WeirSubset *sub) {
 
 /* ------------------------------------------------------------------ subsets */
 
-gboolean cg_is_row_major(const WeirContainer *c) {
-  g_autoptr(WeirExpr) acc = weir_expr_const(1);
-  for (guint d = c->shape->len; d-- > 0;) {
-    if (!weir_expr_equal(g_ptr_array_index(c->strides, d), acc))
-      return FALSE;
-    WeirExpr *next = weir_expr_mul(acc, g_ptr_array_index(c->shape, d));
-    weir_expr_unref(acc);
-    acc = next;
-  }
-  return TRUE;
-}
-
 gboolean cg_subset_is_whole(const WeirSubset *sub, const WeirContainer *c) {
   gint64 v;
   if (sub->rank != c->shape->len)

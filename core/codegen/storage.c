@@ -49,7 +49,7 @@ static gboolean graph_writes(const WeirGraph *g, const char *name) {
 /* Elements the storage of c spans: its volume when row-major, else one
  * more than the offset of the last element. */
 static WeirExpr *storage_span(const WeirContainer *c) {
-  if (cg_is_row_major(c))
+  if (weir_kernel_row_major(c))
     return weir_container_volume(c);
   WeirExpr *acc = weir_expr_const(1);
   for (guint d = 0; d < c->shape->len; d++) {
@@ -201,7 +201,7 @@ void cg_fn_classify(Fn *f, const WeirMemlet *const *bind) {
                     f->where, c->name);
       ci->bound = GPOINTER_TO_UINT(k);
     }
-    if (c->initial && !ci->written && cg_is_row_major(c)) {
+    if (c->initial && !ci->written && weir_kernel_row_major(c)) {
       ci->st = ST_CONST;
       continue;
     }
@@ -319,7 +319,7 @@ char *cg_shape_text(const WeirContainer *c) {
     g_string_append_printf(s, "%s%s", d ? ", " : "", x);
   }
   g_string_append_c(s, ']');
-  if (!cg_is_row_major(c)) {
+  if (!weir_kernel_row_major(c)) {
     g_string_append(s, " strides [");
     for (guint d = 0; d < c->strides->len; d++) {
       g_autofree char *x =
@@ -822,13 +822,13 @@ char *cg_fn_storage(Fn *f, gboolean *arena) {
   for (guint k = 0; k < inits->len; k++) {
     CInfo *ci = g_ptr_array_index(inits, k);
     const char *src = g_ptr_array_index(init_names, k);
-    if (cg_is_row_major(ci->c) && ci->bound) {
+    if (weir_kernel_row_major(ci->c) && ci->bound) {
       g_autoptr(WeirExpr) vol = weir_container_volume(ci->c);
       gint64 n = 0;
       weir_expr_is_const(vol, &n);
       cg_out_line(&o, "memcpy(%s, %s, %" G_GINT64_FORMAT " * sizeof *%s);",
                   ci->cname, src, n, src);
-    } else if (cg_is_row_major(ci->c))
+    } else if (weir_kernel_row_major(ci->c))
       cg_out_line(&o, "memcpy(%s, %s, sizeof %s);", ci->cname, src, src);
     else
       emit_init_loops(f, &o, ci, src);
