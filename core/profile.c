@@ -299,8 +299,10 @@ static void svg_text(GString *s, double x, double y, const char *anchor,
 gboolean weir_profile_roofline_point(const WeirProfileNode *n,
                                      double *intensity, double *gflops) {
   g_return_val_if_fail(n != NULL, FALSE);
+  /* a node timed below WEIR_PROFILE_RATE_MIN_SECONDS has no rate (gflops
+   * 0): it is no point, or the axes would reach log10(0) */
   if (!n->flops_known || !n->bytes_known || n->flops <= 0 || n->bytes <= 0 ||
-      n->seconds <= 0)
+      n->seconds <= 0 || !(n->gflops > 0) || !isfinite(n->gflops))
     return FALSE;
   if (intensity)
     *intensity = (double)n->flops / (double)n->bytes;
@@ -327,6 +329,11 @@ void weir_profile_roofline_axes(const WeirProfile *p, WeirRooflineAxes *out) {
     xhi = MAX(xhi, ridge * 10);
     xlo = MIN(xlo, ridge / 100);
   }
+  /* at most 12 decades each way of the axes (the drawing loops over them) */
+  xlo = MAX(xlo, 1e-6);
+  xhi = MIN(xhi, 1e6);
+  ylo = MAX(ylo, 1e-6);
+  yhi = MIN(yhi, 1e6);
   out->lx0 = floor(log10(xlo));
   out->lx1 = ceil(log10(xhi));
   out->ly0 = floor(log10(ylo));

@@ -171,11 +171,50 @@ static void test_every_node(void **state) {
   for (guint i = 0; i < p->nodes->len; i++) {
     const WeirProfileNode *n = g_ptr_array_index(p->nodes, i);
     points += n->flops_known && n->bytes_known && n->flops > 0 &&
-              n->bytes > 0 && n->seconds > 0;
+              n->bytes > 0 && n->seconds > 0 && n->gflops > 0;
   }
   for (const char *c = svg; (c = strstr(c, "<circle")); c++)
     circles++;
   assert_int_equal(circles, points);
+}
+
+/* A node too fast for a rate (timed below WEIR_PROFILE_RATE_MIN_SECONDS,
+ * so gflops 0: a small node on a fast machine) is no point of the
+ * roofline, and the axes stay finite.  (It was a point: log10(0) made the
+ * lowest decade -inf, and the GUI's cairo roofline looped over decades
+ * until the machine ran out of memory.) */
+static void test_roofline_fast_node(void **state) {
+  (void)state;
+  WeirProfile p = {.peak_gflops = 265, .bandwidth_gbs = 42};
+  p.nodes = g_ptr_array_new();
+  WeirProfileNode slow = {.label = "slow", .seconds = 1e-3,
+                          .flops_known = TRUE, .bytes_known = TRUE,
+                          .flops = 1000000, .bytes = 10000, .gflops = 1.0};
+  WeirProfileNode fast = {.label = "fast", .seconds = 1e-7,
+                          .flops_known = TRUE, .bytes_known = TRUE,
+                          .flops = 100, .bytes = 100, .gflops = 0};
+  g_ptr_array_add(p.nodes, &slow);
+  g_ptr_array_add(p.nodes, &fast);
+  double x = 0, y = 0;
+  assert_true(weir_profile_roofline_point(&slow, &x, &y));
+  assert_true(x == 100 && y == 1.0);
+  assert_false(weir_profile_roofline_point(&fast, &x, &y));
+  WeirRooflineAxes ax;
+  weir_profile_roofline_axes(&p, &ax);
+  assert_true(isfinite(ax.lx0) && isfinite(ax.lx1) && isfinite(ax.ly0) &&
+              isfinite(ax.ly1));
+  assert_true(ax.lx0 < ax.lx1 && ax.lx1 - ax.lx0 <= 12);
+  assert_true(ax.ly0 < ax.ly1 && ax.ly1 - ax.ly0 <= 13);
+  g_autofree char *svg = weir_profile_roofline_svg(&p, "fast");
+  guint circles = 0;
+  for (const char *c = svg; (c = strstr(c, "<circle")); c++)
+    circles++;
+  assert_int_equal(circles, 1);
+  /* an absurd rate is clamped, not followed */
+  slow.gflops = 1e300;
+  weir_profile_roofline_axes(&p, &ax);
+  assert_true(ax.ly1 - ax.ly0 <= 13);
+  g_ptr_array_unref(p.nodes);
 }
 
 /* The bytes of every node are its modeled memory traffic: with a
@@ -377,6 +416,7 @@ int main(void) {
       cmocka_unit_test(test_cli_formats),
       cmocka_unit_test(test_cli_png),
       cmocka_unit_test(test_bytes_are_traffic),
+      cmocka_unit_test(test_roofline_fast_node),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
