@@ -474,6 +474,8 @@ static void print_run_summary(const Prepared *p, GHashTable *bindings,
              100.0 * gflops / peak, peak, threads, threads == 1 ? "" : "s");
     }
   }
+  if (reps > 0 && weir_kernel_openmp_wait())
+    printf("  threads wait    %s\n", weir_kernel_openmp_wait());
 }
 
 /* The tensors of args that are arguments of compiled code (a constant
