@@ -86,16 +86,25 @@ weir_conformance_expectations_free(WeirConformanceExpectations *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceExpectations,
                               weir_conformance_expectations_free)
 /* An empty list (nothing expected, no bad data). (transfer full) */
+/**
+ * weir_conformance_expectations_new: (skip)
+ */
 WEIR_API WeirConformanceExpectations *weir_conformance_expectations_new(void);
 /* Adds the known bad test data listed in the file at path (format above)
  * to e.  Errors name the file and the line: a line without a status (FAIL
  * or error) or without evidence, a test listed twice or also listed as
  * expected not to pass. */
+/**
+ * weir_conformance_expectations_load_bad_data: (skip)
+ */
 WEIR_API gboolean
 weir_conformance_expectations_load_bad_data(WeirConformanceExpectations *e,
                                             const char *path, GError **error);
 /* The evidence that test's data is bad, and the status it gives (may be
  * NULL), or NULL when it is not listed. (borrowed) */
+/**
+ * weir_conformance_bad_data_reason: (skip)
+ */
 WEIR_API const char *
 weir_conformance_bad_data_reason(const WeirConformanceExpectations *e,
                                  const char *test,
