@@ -127,7 +127,8 @@ weir_conformance_expectations_load(const char *path, GError **error) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s", local->message);
     return NULL;
   }
-  g_autoptr(WeirConformanceExpectations) e = weir_conformance_expectations_new();
+  g_autoptr(WeirConformanceExpectations) e =
+      weir_conformance_expectations_new();
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i]; i++) {
     char *line = g_strstrip(lines[i]);

@@ -97,9 +97,8 @@ WEIR_API WeirConformanceExpectations *weir_conformance_expectations_new(void);
 /**
  * weir_conformance_expectations_load_bad_data: (skip)
  */
-WEIR_API gboolean
-weir_conformance_expectations_load_bad_data(WeirConformanceExpectations *e,
-                                            const char *path, GError **error);
+WEIR_API gboolean weir_conformance_expectations_load_bad_data(
+    WeirConformanceExpectations *e, const char *path, GError **error);
 /* The evidence that test's data is bad, and the status it gives (may be
  * NULL), or NULL when it is not listed. (borrowed) */
 /**

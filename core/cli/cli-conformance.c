@@ -61,8 +61,7 @@ static void print_conformance_result(const WeirConformanceResult *r,
 
 int cli_cmd_conformance(int argc, char **argv) {
   g_auto(GStrv) defines = NULL;
-  g_autofree char *expected_path = NULL, *bad_data_path = NULL,
-                   *backend = NULL;
+  g_autofree char *expected_path = NULL, *bad_data_path = NULL, *backend = NULL;
   gboolean any_opset = FALSE;
   double opt_rtol = -1, opt_atol = -1;
   /* Compile options of --backend compiled (no --impl: every library node
@@ -190,8 +189,7 @@ int cli_cmd_conformance(int argc, char **argv) {
   if (fixed)
     printf("%u test%s listed as known bad data in %s now pass%s (was the "
            "data fixed?): remove them from the list\n",
-           fixed, fixed == 1 ? "" : "s", bad_data_path,
-           fixed == 1 ? "es" : "");
+           fixed, fixed == 1 ? "" : "s", bad_data_path, fixed == 1 ? "es" : "");
   if (sum->failures) {
     printf("\n%u unexpected result%s (a test of a supported operator that "
            "does not pass and is not listed%s%s, or known bad data that gave "

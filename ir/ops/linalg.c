@@ -931,9 +931,8 @@ static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
   g_autofree guint *ranks = g_new0(guint, ctx->n_inputs + 1);
   for (guint k = 0; k < ctx->n_inputs; k++)
     ranks[k] = input_present(ctx, k) ? ctx->inputs[k].rank : 0;
-  g_autoptr(WeirEinsum) e =
-      weir_einsum_parse(weir_node_attr_string(n, "equation", ""),
-                        ctx->n_inputs, ranks, &local);
+  g_autoptr(WeirEinsum) e = weir_einsum_parse(
+      weir_node_attr_string(n, "equation", ""), ctx->n_inputs, ranks, &local);
   if (!e)
     return weir_node_fail(error, local->code, n, "%s", local->message);
   WeirExpr *size[256] = {NULL};

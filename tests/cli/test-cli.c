@@ -751,11 +751,12 @@ static void test_conformance(void **state) {
     fail_msg("%s\n%s", r.out, r.err);
   assert_contains(r.out, "test_add_wrong  bad data: FAIL (max error");
   assert_contains(r.out, "[known bad data]");
-  assert_contains(r.out,
-                  "1 tests: 0 pass, 0 FAIL, 0 unsupported, 0 error, 1 bad data");
+  assert_contains(
+      r.out, "1 tests: 0 pass, 0 FAIL, 0 unsupported, 0 error, 1 bad data");
   run_clear(&r);
   /* with the expectations file too */
-  assert_true(g_file_set_contents(list, "test_bernoulli  # random\n", -1, NULL));
+  assert_true(
+      g_file_set_contents(list, "test_bernoulli  # random\n", -1, NULL));
   r = run_weir("conformance", "--expected-unsupported", list,
                "--known-bad-data", bad_list, bad, NULL);
   assert_int_equal(r.status, 0);
@@ -885,8 +886,10 @@ static void test_conformance_compiled(void **state) {
  * [3, 4], zeros as raw_data: dims (field 1), data_type (2), raw_data (9). */
 static void write_zeros_3x4(const char *path, int onnx_type, guint elem_size) {
   GByteArray *b = g_byte_array_new();
-  const guint8 head[] = {0x08, 3, 0x08, 4, 0x10, (guint8)onnx_type, 0x4a,
-                         (guint8)(12 * elem_size)};
+  const guint8 head[] = {0x08, 3,
+                         0x08, 4,
+                         0x10, (guint8)onnx_type,
+                         0x4a, (guint8)(12 * elem_size)};
   g_byte_array_append(b, head, sizeof head);
   for (guint i = 0; i < 12 * elem_size; i++)
     g_byte_array_append(b, (const guint8 *)"", 1);

@@ -1285,8 +1285,8 @@ static void test_einsum_run(void **state) {
   {
     /* the ellipsis of different ranks, aligned on the right */
     const char *t[] = {"bij", "jk"}, *s[] = {"B, 3, 4", "4, 5"};
-    run_einsum(WEIR_DTYPE_F32, "...ij,...jk->...ik", t, s, 2, "bik",
-               "B, 3, 5", 15);
+    run_einsum(WEIR_DTYPE_F32, "...ij,...jk->...ik", t, s, 2, "bik", "B, 3, 5",
+               15);
   }
   {
     /* implicit: the ellipsis' dimensions first, then i, j */

@@ -1557,8 +1557,7 @@ static void test_upsample(void **state) {
     g_autofree char *shape = exprs_text(
         (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
     assert_string_equal(shape, c == 0 ? "N, 1, 4, 6" : "N, 1, 4, 4");
-    g_autoptr(WeirExpr) f =
-        weir_op_lookup("Upsample")->flops(o->g, o->s, o->n);
+    g_autoptr(WeirExpr) f = weir_op_lookup("Upsample")->flops(o->g, o->s, o->n);
     g_autofree char *ft = weir_expr_to_string(f);
     assert_string_equal(ft, c == 0 ? "0" : "144*N");
     op_run(o);
@@ -1600,8 +1599,7 @@ static void test_upsample(void **state) {
     weir_node_set_attr_string(l.n, "mode", bad[i].mode);
     if (bad[i].scales)
       weir_node_set_attr_floats(l.n, "scales", (double[]){bad[i].scale, 1}, 2);
-    WeirOpValue in[2] = {val(WEIR_DTYPE_F32, "N, 2"),
-                         val(WEIR_DTYPE_F32, "2")};
+    WeirOpValue in[2] = {val(WEIR_DTYPE_F32, "N, 2"), val(WEIR_DTYPE_F32, "2")};
     WeirOpValue out[1] = {{0}};
     g_autoptr(GError) error = NULL;
     assert_false(infer(&l, in, bad[i].data ? 2 : 1, out, 1, &error));

@@ -217,7 +217,8 @@ static const Case cases[] = {
              {F32, "3", {1, 1, -1}}},
      .outs = {{F32, "3", {0.3, 2.05, 2.45}}},
      .f = {{"alpha", 0.9}, {"beta", 0.1}, {"norm_coefficient", 0}},
-     .mode = "standard", .tol = 1e-6},    /* The node and inputs of the ONNX node test test_adam_multiple (onnx
+     .mode = "standard", .tol = 1e-6},
+    /* The node and inputs of the ONNX node test test_adam_multiple (onnx
      * 1.12): alpha 0.95, beta 0.85, norm_coefficient 0.001, epsilon left
      * to its default 1e-6, T = 0 (lr = R = 0.1).
      * X1 = [1]: g = 0.001 - 1 = -0.999, V_new = 1.9 - 0.05 * 0.999 =
