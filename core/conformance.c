@@ -25,15 +25,27 @@ typedef struct {
   char *reason;
 } Tolerance;
 
+typedef struct {
+  WeirConformanceStatus status; /* FAIL or ERROR */
+  char *reason;
+} BadData;
+
 struct _WeirConformanceExpectations {
   GHashTable *expected;   /* test name -> reason (owned) */
   GHashTable *tolerances; /* test name -> Tolerance* (owned) */
+  GHashTable *bad_data;   /* test name -> BadData* (owned) */
 };
 
 static void tolerance_free(gpointer p) {
   Tolerance *t = p;
   g_free(t->reason);
   g_free(t);
+}
+
+static void bad_data_free(gpointer p) {
+  BadData *b = p;
+  g_free(b->reason);
+  g_free(b);
 }
 
 const char *weir_conformance_status_name(WeirConformanceStatus s) {
@@ -46,6 +58,8 @@ const char *weir_conformance_status_name(WeirConformanceStatus s) {
     return "unsupported";
   case WEIR_CONFORMANCE_ERROR:
     return "error";
+  case WEIR_CONFORMANCE_BAD_DATA:
+    return "bad data";
   }
   return "?";
 }
@@ -57,7 +71,40 @@ void weir_conformance_expectations_free(WeirConformanceExpectations *e) {
     return;
   g_hash_table_unref(e->expected);
   g_hash_table_unref(e->tolerances);
+  g_hash_table_unref(e->bad_data);
   g_free(e);
+}
+
+WeirConformanceExpectations *weir_conformance_expectations_new(void) {
+  WeirConformanceExpectations *e = g_new0(WeirConformanceExpectations, 1);
+  e->expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  e->tolerances =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, tolerance_free);
+  e->bad_data =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, bad_data_free);
+  return e;
+}
+
+/* One line of an expectations file, split: the words before '#' (borrowed
+ * from line, which is modified) and the reason after it. */
+static GPtrArray *split_line(char *line, const char **reason, GStrv *tokens) {
+  char *hash = strchr(line, '#');
+  *reason = hash ? g_strstrip(hash + 1) : "";
+  if (hash)
+    *hash = '\0';
+  *tokens = g_strsplit_set(g_strstrip(line), " \t", -1);
+  GPtrArray *w = g_ptr_array_new();
+  for (guint k = 0; (*tokens)[k]; k++)
+    if (*(*tokens)[k])
+      g_ptr_array_add(w, (*tokens)[k]);
+  return w;
+}
+
+static gboolean is_listed(const WeirConformanceExpectations *e,
+                          const char *name) {
+  return g_hash_table_contains(e->expected, name) ||
+         g_hash_table_contains(e->tolerances, name) ||
+         g_hash_table_contains(e->bad_data, name);
 }
 
 static gboolean parse_tolerance(const char *tok, const char *key, double *out) {
@@ -81,24 +128,15 @@ weir_conformance_expectations_load(const char *path, GError **error) {
     return NULL;
   }
   g_autoptr(WeirConformanceExpectations) e =
-      g_new0(WeirConformanceExpectations, 1);
-  e->expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  e->tolerances =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, tolerance_free);
+      weir_conformance_expectations_new();
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
   for (guint i = 0; lines[i]; i++) {
     char *line = g_strstrip(lines[i]);
     if (!*line || *line == '#')
       continue;
-    char *hash = strchr(line, '#');
-    const char *reason = hash ? g_strstrip(hash + 1) : "";
-    if (hash)
-      *hash = '\0';
-    g_auto(GStrv) tokens = g_strsplit_set(g_strstrip(line), " \t", -1);
-    g_autoptr(GPtrArray) w = g_ptr_array_new();
-    for (guint k = 0; tokens[k]; k++)
-      if (*tokens[k])
-        g_ptr_array_add(w, tokens[k]);
+    const char *reason;
+    g_auto(GStrv) tokens = NULL;
+    g_autoptr(GPtrArray) w = split_line(line, &reason, &tokens);
     const char *name = w->len ? g_ptr_array_index(w, 0) : "";
     if (!*reason) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
@@ -133,6 +171,92 @@ weir_conformance_expectations_load(const char *path, GError **error) {
     }
   }
   return g_steal_pointer(&e);
+}
+
+gboolean
+weir_conformance_expectations_load_bad_data(WeirConformanceExpectations *e,
+                                            const char *path, GError **error) {
+  g_return_val_if_fail(e != NULL, FALSE);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) local = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &local)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "%s", local->message);
+    return FALSE;
+  }
+  /* parsed completely before e changes */
+  g_autoptr(GHashTable) found =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, bad_data_free);
+  g_autoptr(GPtrArray) order = g_ptr_array_new();
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i]; i++) {
+    char *line = g_strstrip(lines[i]);
+    if (!*line || *line == '#')
+      continue;
+    const char *reason;
+    g_auto(GStrv) tokens = NULL;
+    g_autoptr(GPtrArray) w = split_line(line, &reason, &tokens);
+    const char *name = w->len ? g_ptr_array_index(w, 0) : "";
+    const char *st = w->len > 1 ? g_ptr_array_index(w, 1) : "";
+    WeirConformanceStatus status;
+    if (strcmp(st, "FAIL") == 0)
+      status = WEIR_CONFORMANCE_FAIL;
+    else if (strcmp(st, "error") == 0)
+      status = WEIR_CONFORMANCE_ERROR;
+    else {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "%s:%u: '%s': expected the status the bad data gives "
+                  "(FAIL or error) after the test name",
+                  path, i + 1, name);
+      return FALSE;
+    }
+    if (w->len > 2) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "%s:%u: '%s': unexpected '%s' after the status", path, i + 1,
+                  name, (const char *)g_ptr_array_index(w, 2));
+      return FALSE;
+    }
+    if (!*reason) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "%s:%u: '%s' needs the evidence after '#'", path, i + 1,
+                  name);
+      return FALSE;
+    }
+    if (g_hash_table_contains(found, name)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "%s:%u: '%s' is listed twice", path, i + 1, name);
+      return FALSE;
+    }
+    if (is_listed(e, name)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_PARSE,
+                  "%s:%u: '%s' is also listed with the expected results "
+                  "(known bad data is listed only here)",
+                  path, i + 1, name);
+      return FALSE;
+    }
+    BadData *b = g_new0(BadData, 1);
+    b->status = status;
+    b->reason = g_strdup(reason);
+    char *key = g_strdup(name);
+    g_hash_table_insert(found, key, b);
+    g_ptr_array_add(order, key);
+  }
+  for (guint i = 0; i < order->len; i++) {
+    char *key = g_ptr_array_index(order, i);
+    gpointer value = NULL;
+    g_hash_table_steal_extended(found, key, NULL, &value);
+    g_hash_table_insert(e->bad_data, key, value);
+  }
+  return TRUE;
+}
+
+const char *
+weir_conformance_bad_data_reason(const WeirConformanceExpectations *e,
+                                 const char *test,
+                                 WeirConformanceStatus *status) {
+  const BadData *b = e ? g_hash_table_lookup(e->bad_data, test) : NULL;
+  if (b && status)
+    *status = b->status;
+  return b ? b->reason : NULL;
 }
 
 const char *
@@ -227,11 +351,13 @@ void weir_conformance_result_free(WeirConformanceResult *r) {
   g_free(r->op);
   g_free(r->detail);
   g_free(r->expected_reason);
+  g_free(r->bad_data_reason);
   g_free(r);
 }
 
 gboolean weir_conformance_result_is_failure(const WeirConformanceResult *r) {
-  if (r->status == WEIR_CONFORMANCE_PASS || r->expected_reason)
+  if (r->status == WEIR_CONFORMANCE_PASS ||
+      r->status == WEIR_CONFORMANCE_BAD_DATA || r->expected_reason)
     return FALSE;
   return !(r->status == WEIR_CONFORMANCE_UNSUPPORTED && !r->ops_known);
 }
@@ -385,6 +511,8 @@ typedef struct {
   double rtol, atol;
   gboolean allow_any_opset;
   gboolean compiled;
+  /* the status the test's known bad data gives (when r->bad_data_reason) */
+  WeirConformanceStatus bad_status;
   GPtrArray *sets; /* DataSet*, the prepared ones, in order */
   GError *pending; /* preparing the data set after the last one failed */
   gboolean done;   /* r is final */
@@ -754,6 +882,8 @@ static TestRun *test_begin(const char *dir,
 
   const WeirConformanceExpectations *ex = opts ? opts->expectations : NULL;
   r->expected_reason = g_strdup(weir_conformance_expected_reason(ex, r->name));
+  r->bad_data_reason =
+      g_strdup(weir_conformance_bad_data_reason(ex, r->name, &t->bad_status));
   t->rtol = opts && opts->rtol >= 0 ? opts->rtol : WEIR_CONFORMANCE_RTOL;
   t->atol = opts && opts->atol >= 0 ? opts->atol : WEIR_CONFORMANCE_ATOL;
   const Tolerance *tol =
@@ -840,6 +970,10 @@ static void test_finish(TestRun *t) {
   if (!t->done && t->pending)
     result_error(r, t->pending);
   t->done = TRUE;
+  r->data_status = r->status;
+  /* Known bad data: the status the list says is not Weir's failure. */
+  if (r->bad_data_reason && r->status == t->bad_status)
+    r->status = WEIR_CONFORMANCE_BAD_DATA;
   g_free(mismatch);
   r->max_error = t->max_error;
   g_ptr_array_set_size(t->sets, 0); /* frees kernels and tensors early */
@@ -922,6 +1056,9 @@ static void totals_add(WeirConformanceTotals *t,
     break;
   case WEIR_CONFORMANCE_ERROR:
     t->error++;
+    break;
+  case WEIR_CONFORMANCE_BAD_DATA:
+    t->bad_data++;
     break;
   }
   if (weir_conformance_result_is_failure(r))

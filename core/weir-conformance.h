@@ -23,6 +23,21 @@
  * line with rtol= / atol= after the name overrides the tolerances of that
  * test instead.  Every line needs a reason.
  *
+ * Known bad test data (a second file, e.g.
+ * tests/conformance/known-bad-data.txt): tests whose stored data
+ * contradicts the ONNX specification, so that no correct implementation
+ * passes them.  Each line names the test, the status that bad data gives
+ * (FAIL or error) and the evidence:
+ *
+ *   test_adam_multiple  FAIL   # outputs made with epsilon 1e-2, ...
+ *
+ * Such a test that ends with exactly that status is reported as "bad data",
+ * counted on its own (never as a pass, never as a FAIL), and does not fail
+ * the run; with any other status it is an unexpected result, and when it
+ * passes the runner says so (the data was fixed: remove the line).  So a
+ * FAIL always means that Weir computed something else than the test's
+ * data, which the specification supports.
+ *
  * The library does not print: the runner returns results and the caller
  * (the `weir conformance` command, tests, the GUI) shows them.
  */
@@ -48,9 +63,13 @@ typedef enum {
   WEIR_CONFORMANCE_FAIL,        /* ran, but an output differs */
   WEIR_CONFORMANCE_UNSUPPORTED, /* an operator or feature Weir lacks */
   WEIR_CONFORMANCE_ERROR,       /* anything else went wrong */
+  /* listed as known bad test data, and it did not pass in the way the list
+   * says (WeirConformanceResult.data_status) */
+  WEIR_CONFORMANCE_BAD_DATA,
 } WeirConformanceStatus;
 
-/* "pass", "FAIL", "unsupported", "error" (borrowed static string). */
+/* "pass", "FAIL", "unsupported", "error", "bad data" (borrowed static
+ * string). */
 WEIR_API const char *weir_conformance_status_name(WeirConformanceStatus s);
 
 typedef struct _WeirConformanceExpectations WeirConformanceExpectations;
@@ -66,6 +85,29 @@ WEIR_API void
 weir_conformance_expectations_free(WeirConformanceExpectations *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceExpectations,
                               weir_conformance_expectations_free)
+/* An empty list (nothing expected, no bad data). (transfer full) */
+/**
+ * weir_conformance_expectations_new: (skip)
+ */
+WEIR_API WeirConformanceExpectations *weir_conformance_expectations_new(void);
+/* Adds the known bad test data listed in the file at path (format above)
+ * to e.  Errors name the file and the line: a line without a status (FAIL
+ * or error) or without evidence, a test listed twice or also listed as
+ * expected not to pass. */
+/**
+ * weir_conformance_expectations_load_bad_data: (skip)
+ */
+WEIR_API gboolean weir_conformance_expectations_load_bad_data(
+    WeirConformanceExpectations *e, const char *path, GError **error);
+/* The evidence that test's data is bad, and the status it gives (may be
+ * NULL), or NULL when it is not listed. (borrowed) */
+/**
+ * weir_conformance_bad_data_reason: (skip)
+ */
+WEIR_API const char *
+weir_conformance_bad_data_reason(const WeirConformanceExpectations *e,
+                                 const char *test,
+                                 WeirConformanceStatus *status);
 /* The reason test is listed as expected not to pass, or NULL. (borrowed) */
 WEIR_API const char *
 weir_conformance_expected_reason(const WeirConformanceExpectations *e,
@@ -117,6 +159,11 @@ typedef struct {
   /* Every operator of the model is known to Weir (an UNSUPPORTED status is
    * then a missing feature, not a missing operator). */
   gboolean ops_known;
+  /* The test is listed as known bad data (with this evidence), or NULL. */
+  char *bad_data_reason;
+  /* BAD_DATA: the status the run gave (FAIL or error; detail and
+   * max_error are its); otherwise equal to status. */
+  WeirConformanceStatus data_status;
 } WeirConformanceResult;
 
 WEIR_API void weir_conformance_result_free(WeirConformanceResult *r);
@@ -124,8 +171,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirConformanceResult,
                               weir_conformance_result_free)
 
 /* TRUE when the result should make a conformance run fail: the test did
- * not pass, is not listed in the expectations, and is not merely a test of
- * an operator Weir does not implement. */
+ * not pass, is not listed in the expectations, is not known bad data
+ * (status BAD_DATA), and is not merely a test of an operator Weir does not
+ * implement. */
 WEIR_API gboolean
 weir_conformance_result_is_failure(const WeirConformanceResult *r);
 
@@ -169,6 +217,7 @@ typedef struct {
   char *op;
   guint tests, pass, fail, unsupported, error;
   guint failures; /* results for which weir_conformance_result_is_failure */
+  guint bad_data; /* results of status BAD_DATA */
 } WeirConformanceTotals;
 
 WEIR_API void weir_conformance_totals_free(WeirConformanceTotals *t);

@@ -45,24 +45,32 @@ WEIR_API gboolean weir_conv_geometry_compute(
 WEIR_API void weir_conv_geometry_clear(WeirConvGeometry *geo);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(WeirConvGeometry, weir_conv_geometry_clear)
 
-/* A parsed Einsum equation: one subscript string per input (letters only,
- * each letter once per term) and the output subscripts (explicit, or the
- * letters that occur exactly once, sorted, for the implicit form). */
+/* A parsed Einsum equation: one subscript string per input (letters only;
+ * a letter repeated within a term reads a diagonal) and the output
+ * subscripts (explicit, each letter once, or for the implicit form the
+ * ellipsis' letters then the letters that occur exactly once, sorted).
+ * An ellipsis "..." is replaced by fresh letters, `ellipsis`: K of them for
+ * the most dimensions any input's "..." stands for, an input whose "..."
+ * stands for k dimensions getting the last k (aligned on the right, as
+ * broadcasting aligns); an explicit output's "..." gets all K. */
 typedef struct {
   guint n_inputs;
   char **inputs; /* NULL-terminated */
   char *output;
+  char *ellipsis; /* the letters that replaced "...", "" when none */
 } WeirEinsum;
 
-/* Parses equation for n_inputs operands.  Ellipsis broadcasting and a
- * letter repeated within one term (diagonals) are WEIR_ERROR_UNSUPPORTED;
- * malformed equations are WEIR_ERROR_INVALID.  The message does not name
- * the node (callers prefix it). */
+/* Parses equation for n_inputs operands of the given ranks (needed only
+ * for "..."; may be NULL, then "..." is WEIR_ERROR_UNSUPPORTED).  Malformed
+ * equations, and a term naming more dimensions than its input has, are
+ * WEIR_ERROR_INVALID.  The message does not name the node (callers prefix
+ * it).  Broadcasting between dimensions of "..." of different sizes is left
+ * to the callers (Einsum's inference refuses it). */
 /**
  * weir_einsum_parse: (skip)
  */
 WEIR_API WeirEinsum *weir_einsum_parse(const char *equation, guint n_inputs,
-                                       GError **error);
+                                       const guint *ranks, GError **error);
 WEIR_API void weir_einsum_free(WeirEinsum *e);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WeirEinsum, weir_einsum_free)
 

@@ -269,6 +269,12 @@ WEIR_API gboolean weir_op_int_values_not(WeirOpInferContext *ctx);
  * and the expansion. */
 WEIR_API gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d,
                                             WeirExpr *in, WeirExpr *out);
+/* The coordinate transformation mode and nearest mode of a Resize or
+ * Upsample node n: Resize's attributes (defaults half_pixel,
+ * round_prefer_floor); Upsample's are fixed, asymmetric and floor.
+ * (borrowed) */
+WEIR_API const char *weir_op_resize_coordinate_mode(const WeirNode *n);
+WEIR_API const char *weir_op_resize_nearest_mode(const WeirNode *n);
 
 /* Det: the largest matrix order Weir accepts (its expansion unrolls the
  * LU factorization in one tasklet per matrix). */

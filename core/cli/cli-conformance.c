@@ -15,17 +15,35 @@ static const char *short_detail(const WeirConformanceResult *r) {
   return d;
 }
 
-static char *status_text(const WeirConformanceResult *r) {
-  GString *s = g_string_new(weir_conformance_status_name(r->status));
-  if (r->status == WEIR_CONFORMANCE_FAIL)
+/* "FAIL (max error E) detail", "error (detail)", ... of status st. */
+static void append_status(GString *s, WeirConformanceStatus st,
+                          const WeirConformanceResult *r) {
+  g_string_append(s, weir_conformance_status_name(st));
+  if (st == WEIR_CONFORMANCE_FAIL)
     g_string_append_printf(s, " (max error %.3g) %s", r->max_error,
                            short_detail(r));
-  else if (r->status != WEIR_CONFORMANCE_PASS)
+  else if (st != WEIR_CONFORMANCE_PASS)
     g_string_append_printf(s, " (%s)", short_detail(r));
+}
+
+static char *status_text(const WeirConformanceResult *r) {
+  GString *s = g_string_new(NULL);
+  if (r->status == WEIR_CONFORMANCE_BAD_DATA) {
+    /* what the test's data gave, then why that is not Weir's failure */
+    g_string_append(s, "bad data: ");
+    append_status(s, r->data_status, r);
+    g_string_append(s, "  [known bad data]");
+    return g_string_free(s, FALSE);
+  }
+  append_status(s, r->status, r);
   if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
     g_string_append(s, "  [listed as expected not to pass: remove it]");
   else if (r->expected_reason)
     g_string_append(s, "  [expected]");
+  else if (r->bad_data_reason && r->status == WEIR_CONFORMANCE_PASS)
+    g_string_append(s, "  [listed as known bad data: remove it]");
+  else if (r->bad_data_reason)
+    g_string_append(s, "  [listed as known bad data with another status]");
   return g_string_free(s, FALSE);
 }
 
@@ -43,7 +61,7 @@ static void print_conformance_result(const WeirConformanceResult *r,
 
 int cli_cmd_conformance(int argc, char **argv) {
   g_auto(GStrv) defines = NULL;
-  g_autofree char *expected_path = NULL, *backend = NULL;
+  g_autofree char *expected_path = NULL, *bad_data_path = NULL, *backend = NULL;
   gboolean any_opset = FALSE;
   double opt_rtol = -1, opt_atol = -1;
   /* Compile options of --backend compiled (no --impl: every library node
@@ -53,6 +71,10 @@ int cli_cmd_conformance(int argc, char **argv) {
       CLI_DEFINE_ENTRY(&defines),
       {"expected-unsupported", 0, 0, G_OPTION_ARG_FILENAME, &expected_path,
        "Tests expected not to pass, with reasons", "FILE"},
+      {"known-bad-data", 0, 0, G_OPTION_ARG_FILENAME, &bad_data_path,
+       "Tests whose stored data contradicts the ONNX specification, with "
+       "the status it gives and the evidence",
+       "FILE"},
       {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
        "Execution backend: interp (default) or compiled (generated C, "
        "compiled with -O1 unless --cflags says otherwise)",
@@ -76,7 +98,8 @@ int cli_cmd_conformance(int argc, char **argv) {
     return 2;
   if (argc < 2) {
     fprintf(stderr, "usage: weir conformance [--expected-unsupported FILE] "
-                    "[--backend interp|compiled] DIR...\n");
+                    "[--known-bad-data FILE] [--backend interp|compiled] "
+                    "DIR...\n");
     return 2;
   }
   if (backend && strcmp(backend, "interp") != 0 &&
@@ -92,6 +115,15 @@ int cli_cmd_conformance(int argc, char **argv) {
   if (expected_path) {
     expectations = weir_conformance_expectations_load(expected_path, &error);
     if (!expectations) {
+      cli_print_error("conformance", error);
+      return 2;
+    }
+  }
+  if (bad_data_path) {
+    if (!expectations)
+      expectations = weir_conformance_expectations_new();
+    if (!weir_conformance_expectations_load_bad_data(expectations,
+                                                     bad_data_path, &error)) {
       cli_print_error("conformance", error);
       return 2;
     }
@@ -121,10 +153,10 @@ int cli_cmd_conformance(int argc, char **argv) {
   double seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
 
   printf("\nTotals per operator\n");
-  CliTable *t = cli_table_new(7);
+  CliTable *t = cli_table_new(8);
   cli_table_row(t, g_strdup("operator"), g_strdup("tests"), g_strdup("pass"),
                 g_strdup("FAIL"), g_strdup("unsupported"), g_strdup("error"),
-                g_strdup("unexpected"));
+                g_strdup("bad data"), g_strdup("unexpected"));
   g_autoptr(GPtrArray) totals = weir_conformance_totals(results);
   g_autoptr(WeirConformanceTotals) all = weir_conformance_overall(results);
   g_ptr_array_add(totals, g_steal_pointer(&all));
@@ -134,27 +166,34 @@ int cli_cmd_conformance(int argc, char **argv) {
         t, g_strdup(x->op), g_strdup_printf("%u", x->tests),
         g_strdup_printf("%u", x->pass), g_strdup_printf("%u", x->fail),
         g_strdup_printf("%u", x->unsupported), g_strdup_printf("%u", x->error),
-        g_strdup_printf("%u", x->failures));
+        g_strdup_printf("%u", x->bad_data), g_strdup_printf("%u", x->failures));
   }
   cli_table_print(t);
   const WeirConformanceTotals *sum = g_ptr_array_index(totals, totals->len - 1);
-  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error (backend "
-         "%s, %.1f s)\n",
+  printf("\n%u tests: %u pass, %u FAIL, %u unsupported, %u error, %u bad "
+         "data (backend %s, %.1f s)\n",
          sum->tests, sum->pass, sum->fail, sum->unsupported, sum->error,
-         backend ? backend : "interp", seconds);
+         sum->bad_data, backend ? backend : "interp", seconds);
 
-  guint stale = 0;
+  guint stale = 0, fixed = 0;
   for (guint i = 0; i < results->len; i++) {
     const WeirConformanceResult *r = g_ptr_array_index(results, i);
     if (r->expected_reason && r->status == WEIR_CONFORMANCE_PASS)
       stale++;
+    if (r->bad_data_reason && r->status == WEIR_CONFORMANCE_PASS)
+      fixed++;
   }
   if (stale)
     printf("%u test%s listed in %s now pass%s: remove them from the list\n",
            stale, stale == 1 ? "" : "s", expected_path, stale == 1 ? "es" : "");
+  if (fixed)
+    printf("%u test%s listed as known bad data in %s now pass%s (was the "
+           "data fixed?): remove them from the list\n",
+           fixed, fixed == 1 ? "" : "s", bad_data_path, fixed == 1 ? "es" : "");
   if (sum->failures) {
     printf("\n%u unexpected result%s (a test of a supported operator that "
-           "does not pass and is not listed%s%s):\n",
+           "does not pass and is not listed%s%s, or known bad data that gave "
+           "another status):\n",
            sum->failures, sum->failures == 1 ? "" : "s",
            expected_path ? " in " : "", expected_path ? expected_path : "");
     for (guint i = 0; i < results->len; i++) {

@@ -347,9 +347,12 @@ void weir_einsum_free(WeirEinsum *e) {
     return;
   g_strfreev(e->inputs);
   g_free(e->output);
+  g_free(e->ellipsis);
   g_free(e);
 }
 
+/* A term's subscripts are letters; the output's are distinct (an input
+ * may repeat one: a diagonal). */
 static gboolean einsum_term_ok(const char *term, gboolean output,
                                GError **error) {
   for (const char *p = term; *p; p++) {
@@ -358,34 +361,46 @@ static gboolean einsum_term_ok(const char *term, gboolean output,
                   "invalid character '%c' in term '%s'", *p, term);
       return FALSE;
     }
-    if (strchr(p + 1, *p)) {
-      if (output)
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                    "subscript '%c' repeated in the output '%s'", *p, term);
-      else
-        g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                    "subscript '%c' repeated in term '%s' (a diagonal) is "
-                    "not supported",
-                    *p, term);
+    if (output && strchr(p + 1, *p)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "subscript '%c' repeated in the output '%s'", *p, term);
       return FALSE;
     }
   }
   return TRUE;
 }
 
+/* Whether term holds an ellipsis: none (FALSE), one "..." (TRUE), or dots
+ * used otherwise (an error). */
+static gboolean einsum_has_ellipsis(const char *term, gboolean *has,
+                                    GError **error) {
+  guint dots = 0;
+  for (const char *p = term; *p; p++)
+    dots += *p == '.';
+  *has = dots == 3 && strstr(term, "...") != NULL;
+  if (dots != 0 && !*has) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "term '%s': '.' is only allowed as one '...'", term);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* term with its "..." replaced by the letters ell. (transfer full) */
+static char *einsum_substitute(const char *term, const char *ell) {
+  const char *at = strstr(term, "...");
+  if (!at)
+    return g_strdup(term);
+  return g_strdup_printf("%.*s%s%s", (int)(at - term), term, ell, at + 3);
+}
+
 WeirEinsum *weir_einsum_parse(const char *equation, guint n_inputs,
-                              GError **error) {
+                              const guint *ranks, GError **error) {
   GString *clean = g_string_new(NULL);
   for (const char *p = equation ? equation : ""; *p; p++)
     if (!g_ascii_isspace(*p))
       g_string_append_c(clean, *p);
   g_autofree char *text = g_string_free(clean, FALSE);
-  if (strstr(text, ".")) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                "equation '%s': broadcasting with '...' is not supported",
-                text);
-    return NULL;
-  }
   char *arrow = strstr(text, "->");
   if (arrow && strstr(arrow + 2, "->")) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -393,24 +408,71 @@ WeirEinsum *weir_einsum_parse(const char *equation, guint n_inputs,
     return NULL;
   }
   g_autofree char *lhs = arrow ? g_strndup(text, arrow - text) : g_strdup(text);
-  g_autoptr(WeirEinsum) e = g_new0(WeirEinsum, 1);
-  e->inputs = g_strsplit(lhs, ",", -1);
-  e->n_inputs = g_strv_length(e->inputs);
-  if (e->n_inputs != n_inputs) {
+  g_auto(GStrv) raw = g_strsplit(lhs, ",", -1);
+  if (g_strv_length(raw) != n_inputs) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "equation '%s' has %u input terms for %u inputs", text,
-                e->n_inputs, n_inputs);
+                g_strv_length(raw), n_inputs);
     return NULL;
   }
+  /* The ellipsis: each input's "..." stands for its dimensions that the
+   * letters do not name (k of them); they are aligned on the right, as
+   * broadcasting aligns, and get the last k of K fresh letters. */
+  g_autofree guint *k_of = g_new0(guint, n_inputs + 1);
+  guint n_ell = 0;
+  for (guint k = 0; k < n_inputs; k++) {
+    gboolean has;
+    if (!einsum_has_ellipsis(raw[k], &has, error))
+      return NULL;
+    if (!has)
+      continue;
+    if (!ranks) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
+                  "equation '%s': '...' needs the inputs' ranks", text);
+      return NULL;
+    }
+    guint named = (guint)strlen(raw[k]) - 3;
+    if (ranks[k] < named) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "term '%s' names %u dimensions, but input %u has rank %u",
+                  raw[k], named, k, ranks[k]);
+      return NULL;
+    }
+    k_of[k] = ranks[k] - named;
+    n_ell = MAX(n_ell, k_of[k]);
+  }
+  gboolean out_has = FALSE;
+  if (arrow && !einsum_has_ellipsis(arrow + 2, &out_has, error))
+    return NULL;
+  char ell[64] = {0};
+  guint found = 0;
+  static const char pool[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  for (const char *c = pool; *c && found < n_ell; c++)
+    if (!strchr(text, *c))
+      ell[found++] = *c;
+  if (found < n_ell) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "equation '%s': no letters left for the %u dimensions of "
+                "'...'",
+                text, n_ell);
+    return NULL;
+  }
+
+  g_autoptr(WeirEinsum) e = g_new0(WeirEinsum, 1);
+  e->n_inputs = n_inputs;
+  e->inputs = g_new0(char *, n_inputs + 1);
+  e->ellipsis = g_strdup(ell);
   guint counts[256] = {0};
-  for (guint k = 0; k < e->n_inputs; k++) {
+  for (guint k = 0; k < n_inputs; k++) {
+    e->inputs[k] = einsum_substitute(raw[k], ell + (n_ell - k_of[k]));
     if (!einsum_term_ok(e->inputs[k], FALSE, error))
       return NULL;
     for (const char *p = e->inputs[k]; *p; p++)
       counts[(guchar)*p]++;
   }
   if (arrow) {
-    e->output = g_strdup(arrow + 2);
+    e->output = einsum_substitute(arrow + 2, ell);
     if (!einsum_term_ok(e->output, TRUE, error))
       return NULL;
     for (const char *p = e->output; *p; p++)
@@ -422,10 +484,11 @@ WeirEinsum *weir_einsum_parse(const char *equation, guint n_inputs,
         return NULL;
       }
   } else {
-    /* Implicit form: the letters used exactly once, in ASCII order. */
-    GString *out = g_string_new(NULL);
+    /* Implicit form: the ellipsis' dimensions, then the letters used
+     * exactly once, in ASCII order. */
+    GString *out = g_string_new(ell);
     for (guint c = 0; c < 256; c++)
-      if (counts[c] == 1)
+      if (counts[c] == 1 && !strchr(ell, (char)c))
         g_string_append_c(out, (char)c);
     e->output = g_string_free(out, FALSE);
   }
@@ -865,8 +928,11 @@ static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
   if (!check_dtypes(ctx, ctx->n_inputs, NUMERIC_TYPES, error))
     return FALSE;
   g_autoptr(GError) local = NULL;
+  g_autofree guint *ranks = g_new0(guint, ctx->n_inputs + 1);
+  for (guint k = 0; k < ctx->n_inputs; k++)
+    ranks[k] = input_present(ctx, k) ? ctx->inputs[k].rank : 0;
   g_autoptr(WeirEinsum) e = weir_einsum_parse(
-      weir_node_attr_string(n, "equation", ""), ctx->n_inputs, &local);
+      weir_node_attr_string(n, "equation", ""), ctx->n_inputs, ranks, &local);
   if (!e)
     return weir_node_fail(error, local->code, n, "%s", local->message);
   WeirExpr *size[256] = {NULL};
@@ -885,6 +951,12 @@ static gboolean einsum_infer(WeirOpInferContext *ctx, GError **error) {
       } else if (!weir_expr_equal(*slot, ctx->inputs[k].shape[d])) {
         g_autofree char *a = weir_expr_to_string(*slot);
         g_autofree char *b = weir_expr_to_string(ctx->inputs[k].shape[d]);
+        if (strchr(e->ellipsis, term[d]))
+          return weir_node_fail(
+              error, WEIR_ERROR_UNSUPPORTED, n,
+              "dimensions of '...' of sizes %s and %s (broadcasting them "
+              "is not supported)",
+              a, b);
         return weir_node_fail(
             error, WEIR_ERROR_INVALID, n,
             "subscript '%c' has size %s in one input and %s in "
@@ -906,8 +978,11 @@ static WeirExpr *einsum_flops(const WeirGraph *g, const WeirState *s,
   guint n_in = 0;
   while (port_container(g, s, n, TRUE, n_in))
     n_in++;
-  g_autoptr(WeirEinsum) e =
-      weir_einsum_parse(weir_node_attr_string(n, "equation", ""), n_in, NULL);
+  g_autofree guint *ranks = g_new0(guint, n_in + 1);
+  for (guint k = 0; k < n_in; k++)
+    ranks[k] = port_container(g, s, n, TRUE, k)->shape->len;
+  g_autoptr(WeirEinsum) e = weir_einsum_parse(
+      weir_node_attr_string(n, "equation", ""), n_in, ranks, NULL);
   if (!e)
     return NULL;
   gboolean seen[256] = {FALSE};

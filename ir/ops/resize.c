@@ -1,5 +1,5 @@
-/* resize.c — the resampling operators Resize, GridSample and RoiAlign:
- * schemas,
+/* resize.c — the resampling operators Resize, Upsample, GridSample and
+ * RoiAlign: schemas,
  * shape and type inference, FLOP counts (ONNX semantics; the expansions are
  * in ir/lower/expand/resize.c).
  *
@@ -11,6 +11,14 @@
  * (the region of interest), antialias, axes, and scales, sizes or roi that are
  * not known at import (the importer turns constant inputs 1 to 3 into the
  * attributes `roi`, `scales` and `sizes`).
+ *
+ * Upsample (opsets 7 to 9, deprecated at 10 for Resize) is Resize with
+ * `scales` (an attribute at opset 7, input 1 from opset 9), modes
+ * "nearest" and "linear", the asymmetric coordinate transformation and, for
+ * nearest, floor rounding: what ONNX's reference (np.repeat for integer
+ * scales) and ONNX Runtime compute.  Its scales must be at least 1, as the
+ * operator requires.  It shares Resize's inference, FLOPs and expansion
+ * (weir_op_resize_coordinate_mode, weir_op_resize_nearest_mode).
  *
  * FLOPs: nearest counts 0 (data movement).  Linear counts, per output
  * element, 3 for each of the 2^k - 1 interpolations between neighbours
@@ -44,6 +52,23 @@ static const GArray *ints_attr(const WeirNode *n, const char *name) {
   return a && a->len > 0 ? a : NULL;
 }
 
+static gboolean is_upsample(const WeirNode *n) {
+  return g_strcmp0(n->op, "Upsample") == 0;
+}
+
+const char *weir_op_resize_coordinate_mode(const WeirNode *n) {
+  if (is_upsample(n))
+    return "asymmetric";
+  return weir_node_attr_string(n, "coordinate_transformation_mode",
+                               "half_pixel");
+}
+
+const char *weir_op_resize_nearest_mode(const WeirNode *n) {
+  if (is_upsample(n))
+    return "floor";
+  return weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+}
+
 gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d, WeirExpr *in,
                                    WeirExpr *out) {
   gint64 v;
@@ -54,8 +79,7 @@ gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d, WeirExpr *in,
   const GArray *scales = floats_attr(n, "scales");
   if (scales && (d >= scales->len || g_array_index(scales, double, d) != 1.0))
     return FALSE;
-  const char *m =
-      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *m = weir_op_resize_coordinate_mode(n);
   return strcmp(m, "tf_half_pixel_for_nn") != 0;
 }
 
@@ -71,10 +95,8 @@ static gboolean infer_resize(WeirOpInferContext *ctx, GError **error) {
                             "input %u '%s' must be known at import", k,
                             names[k - 1]);
   const char *mode = weir_node_attr_string(n, "mode", "nearest");
-  const char *coord =
-      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
-  const char *nearest =
-      weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+  const char *coord = weir_op_resize_coordinate_mode(n);
+  const char *nearest = weir_op_resize_nearest_mode(n);
   if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0 &&
       strcmp(mode, "cubic") != 0)
     return weir_node_fail(error, INVALID, n,
@@ -190,6 +212,36 @@ static const WeirOpAttrSpec resize_attrs[] = {
     {"roi", WEIR_ATTR_FLOATS, FALSE, NULL, 2, 11},
     {"scales", WEIR_ATTR_FLOATS, FALSE, NULL, 3, 11},
     {"sizes", WEIR_ATTR_INTS, FALSE, NULL, 4, 11},
+};
+
+/* Upsample: the checks of its own, then Resize's inference (which reads
+ * the asymmetric coordinates and floor rounding of Upsample). */
+static gboolean infer_upsample(WeirOpInferContext *ctx, GError **error) {
+  const WeirNode *n = ctx->node;
+  if (ctx->n_inputs < 1 || !ctx->inputs[0].present)
+    return weir_node_fail(error, INVALID, n, "input 0 is missing");
+  if (ctx->n_inputs > 1 && ctx->inputs[1].present)
+    return weir_node_fail(error, UNSUPPORTED, n,
+                          "input 1 'scales' must be known at import");
+  const char *mode = weir_node_attr_string(n, "mode", "nearest");
+  if (strcmp(mode, "nearest") != 0 && strcmp(mode, "linear") != 0)
+    return weir_node_fail(error, INVALID, n,
+                          "mode '%s' (expected nearest or linear)", mode);
+  const GArray *scales = floats_attr(n, "scales");
+  if (!scales)
+    return weir_node_fail(error, INVALID, n, "'scales' must be given");
+  for (guint d = 0; d < scales->len; d++)
+    if (!(g_array_index(scales, double, d) >= 1))
+      return weir_node_fail(error, INVALID, n,
+                            "scales[%u] is %g (Upsample's scales are at "
+                            "least 1)",
+                            d, g_array_index(scales, double, d));
+  return infer_resize(ctx, error);
+}
+
+static const WeirOpAttrSpec upsample_attrs[] = {
+    {"mode", WEIR_ATTR_STRING, FALSE, "nearest", 0, 0},
+    {"scales", WEIR_ATTR_FLOATS, FALSE, NULL, 2, 9},
 };
 
 /* ------------------------------------------------------------ GridSample
@@ -387,6 +439,7 @@ static const WeirOpAttrSpec roialign_attrs[] = {
 
 static const WeirOpInfo resampling_ops[] = {
     OP("Resize", 1, 4, resize_attrs, infer_resize, flops_resize),
+    OP("Upsample", 1, 2, upsample_attrs, infer_upsample, flops_resize),
     OP("GridSample", 2, 2, gridsample_attrs, infer_gridsample,
        flops_gridsample),
     OP("RoiAlign", 3, 3, roialign_attrs, infer_roialign, flops_roialign),

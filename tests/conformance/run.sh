@@ -1,6 +1,8 @@
 #!/bin/sh
-# run.sh WEIR EXPECTED [BACKEND]: runs the ONNX backend node tests through
-# `weir conformance` with the list of tests expected not to pass, on the
+# run.sh WEIR EXPECTED [BACKEND [BAD_DATA]]: runs the ONNX backend node tests
+# through `weir conformance` with the list of tests expected not to pass
+# (and the list of tests whose stored data is known to be wrong, when
+# given), on the
 # reference interpreter (BACKEND "interp", the default) or on generated
 # code (BACKEND "compiled": compiled with the conformance flags, -O1, into
 # the compile cache of $XDG_CACHE_HOME, which meson points into the build
@@ -10,6 +12,7 @@
 weir="$1"
 expected="$2"
 backend="${3:-interp}"
+bad_data="$4"
 data="${WEIR_ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}"
 if [ ! -d "$data/node" ]; then
   echo "$data/node: ONNX test data not installed, skipping"
@@ -21,5 +24,10 @@ unset WEIR_CACHE_DIR
 # The node tests of operators whose semantics did not change are stored
 # with the opset of their last change (some as old as opset 1): they are
 # imported with --any-opset, which follows the schemas' opset rules.
+if [ -n "$bad_data" ]; then
+  set -- --known-bad-data "$bad_data"
+else
+  set --
+fi
 exec "$weir" conformance --backend "$backend" --any-opset \
-  --expected-unsupported "$expected" "$data/node"
+  --expected-unsupported "$expected" "$@" "$data/node"

@@ -643,13 +643,13 @@ static void test_unsupported_listing(void **state) {
   add_node(m, "Bernoulli", "bern1", "x", "h1");
   add_node(m, "Relu", "relu", "h1", "r");
   add_node(m, "Bernoulli", "bern2", "r", "h2");
-  add_node(m, "Upsample", "up", "h2", "i");
+  add_node(m, "Multinomial", "mult", "h2", "i");
   Onnx__NodeProto *n = add_node(m, "Foo", "foo", "i", "y");
   n->domain = g_strdup("com.example");
   g_autofree char *msg = import_error(m, NULL, WEIR_ERROR_UNSUPPORTED);
   assert_string_equal(
       msg, "built.onnx: 3 unsupported operators (4 nodes): Bernoulli "
-           "(2 nodes: bern1, bern2), Upsample (1 node: up), "
+           "(2 nodes: bern1, bern2), Multinomial (1 node: mult), "
            "com.example.Foo (1 node: foo)");
 
   /* One operator in several nodes is one operator. */

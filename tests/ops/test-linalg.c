@@ -1163,12 +1163,37 @@ static void test_einsum_infer(void **state) {
   const char *s4[] = {"4", "4"};
   assert_infer(n, WEIR_DTYPE_F64, s4, 2, "");
 
+  /* diagonals and the ellipsis */
   weir_node_set_attr_string(n, "equation", "ii->i");
   const char *sq[] = {"3, 3"};
-  assert_infer_error(n, WEIR_DTYPE_F32, sq, 1, WEIR_ERROR_UNSUPPORTED,
-                     "diagonal");
+  assert_infer(n, WEIR_DTYPE_F32, sq, 1, "3");
   weir_node_set_attr_string(n, "equation", "...ij->...ji");
-  assert_infer_error(n, WEIR_DTYPE_F32, sq, 1, WEIR_ERROR_UNSUPPORTED, "'...'");
+  assert_infer(n, WEIR_DTYPE_F32, sq, 1, "3, 3");
+  const char *b4[] = {"B, 2, 3, 4"};
+  assert_infer(n, WEIR_DTYPE_F32, b4, 1, "B, 2, 4, 3");
+  weir_node_set_attr_string(n, "equation", "...ii->...i");
+  const char *bd[] = {"3, 5, 5"};
+  assert_infer(n, WEIR_DTYPE_F32, bd, 1, "3, 5");
+  weir_node_set_attr_string(n, "equation", "...ij,...jk");
+  const char *bmm[] = {"B, 3, 4", "4, 5"};
+  assert_infer(n, WEIR_DTYPE_F32, bmm, 2, "B, 3, 5");
+  weir_node_set_attr_string(n, "equation", "...i,...i->...");
+  const char *bc[] = {"2, 3", "1, 3"};
+  assert_infer_error(n, WEIR_DTYPE_F32, bc, 2, WEIR_ERROR_UNSUPPORTED,
+                     "broadcasting them is not supported");
+  weir_node_set_attr_string(n, "equation", "i.j");
+  assert_infer_error(n, WEIR_DTYPE_F32, sq, 1, WEIR_ERROR_INVALID,
+                     "'.' is only allowed as one '...'");
+  weir_node_set_attr_string(n, "equation", "...ijk");
+  assert_infer_error(n, WEIR_DTYPE_F32, sq, 1, WEIR_ERROR_INVALID,
+                     "names 3 dimensions, but input 0 has rank 2");
+  weir_node_set_attr_string(n, "equation", "ij->ii");
+  assert_infer_error(n, WEIR_DTYPE_F32, sq, 1, WEIR_ERROR_INVALID,
+                     "subscript 'i' repeated in the output");
+  weir_node_set_attr_string(n, "equation", "ii");
+  const char *ns[] = {"3, 4"};
+  assert_infer_error(n, WEIR_DTYPE_F32, ns, 1, WEIR_ERROR_INVALID,
+                     "subscript 'i' has size 3");
   weir_node_set_attr_string(n, "equation", "ij,jk->ik");
   const char *mismatch[] = {"3, 4", "5, 6"};
   assert_infer_error(n, WEIR_DTYPE_F32, mismatch, 2, WEIR_ERROR_INVALID,
@@ -1246,6 +1271,33 @@ static void test_einsum_run(void **state) {
     const char *t[] = {"i", "j"}, *s[] = {"3", "4"};
     run_einsum(WEIR_DTYPE_U8, "i,j->ij", t, s, 2, "ij", "3, 4", 9);
   }
+  {
+    /* a diagonal, and the trace (implicit: nothing is used once) */
+    const char *t[] = {"ii"}, *s[] = {"4, 4"};
+    run_einsum(WEIR_DTYPE_F32, "ii->i", t, s, 1, "i", "4", 12);
+    run_einsum(WEIR_DTYPE_F64, "ii", t, s, 1, "", "", 13);
+  }
+  {
+    /* test_einsum_batch_diagonal's equation, two batch dimensions */
+    const char *t[] = {"xyii"}, *s[] = {"B, 2, 3, 3"};
+    run_einsum(WEIR_DTYPE_F32, "...ii->...i", t, s, 1, "xyi", "B, 2, 3", 14);
+  }
+  {
+    /* the ellipsis of different ranks, aligned on the right */
+    const char *t[] = {"bij", "jk"}, *s[] = {"B, 3, 4", "4, 5"};
+    run_einsum(WEIR_DTYPE_F32, "...ij,...jk->...ik", t, s, 2, "bik", "B, 3, 5",
+               15);
+  }
+  {
+    /* implicit: the ellipsis' dimensions first, then i, j */
+    const char *t[] = {"bji"}, *s[] = {"B, 3, 4"};
+    run_einsum(WEIR_DTYPE_I32, "...ji", t, s, 1, "bij", "B, 4, 3", 16);
+  }
+  {
+    /* an explicit output without '...': its dimensions are summed */
+    const char *t[] = {"bi"}, *s[] = {"B, 3"};
+    run_einsum(WEIR_DTYPE_F32, "...i->i", t, s, 1, "i", "3", 17);
+  }
 }
 
 /* A letter that is also a program symbol gets a different map parameter. */
@@ -1280,6 +1332,10 @@ static void test_other_flops(void **state) {
   assert_flops("Einsum", es, 2, "N, 3, 5", "bij,bjk->bik", "120*N");
   const char *tr[] = {"N, 3"};
   assert_flops("Einsum", tr, 1, "3, N", "ij->ji", "0");
+  assert_flops("Einsum", es, 2, "N, 3, 5", "...ij,...jk->...ik", "120*N");
+  const char *dg[] = {"N, 3, 3"};
+  assert_flops("Einsum", dg, 1, "N, 3", "...ii->...i", "0");
+  assert_flops("Einsum", dg, 1, "N", "...ii->...", "3*N");
 }
 
 /* ---------------------------------------------------------------- Det */

@@ -1531,6 +1531,85 @@ static void test_resize(void **state) {
   }
 }
 
+/* ----------------------------------------------------------- Upsample */
+
+/* Upsample is Resize with asymmetric coordinates and floor rounding. */
+static void test_upsample(void **state) {
+  (void)state;
+  /* ONNX's example (test_upsample_nearest): [[1, 2], [3, 4]] by (2, 3). */
+  static const float nearest[] = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2,
+                                  3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+  /* linear by (2, 2), asymmetric: source rows and columns 0, 0.5, 1, 1.5
+   * (the last clamped to the edge); Resize's half_pixel would give
+   * 1, 1.25, 1.75, 2 in the first row. */
+  static const float linear[] = {1, 1.5, 2, 2, 2, 2.5, 3, 3,
+                                 3, 3.5, 4, 4, 3, 3.5, 4, 4};
+  for (guint c = 0; c < 2; c++) {
+    Op *o = op_new("Upsample", "up");
+    WeirTensor *x = op_input(o, WEIR_DTYPE_F32, "N, 1, 2, 2", 0);
+    for (gint64 i = 0; i < x->count; i++)
+      weir_tensor_set(x, i, (double)(i % 4 + 1));
+    double scales[] = {1, 1, 2, c == 0 ? 3 : 2};
+    weir_node_set_attr_floats(o->n, "scales", scales, 4);
+    if (c == 1)
+      weir_node_set_attr_string(o->n, "mode", "linear");
+    op_finish(o, 1);
+    g_autofree char *shape = exprs_text(
+        (WeirExpr *const *)weir_graph_container(o->g, "y0")->shape->pdata, 4);
+    assert_string_equal(shape, c == 0 ? "N, 1, 4, 6" : "N, 1, 4, 4");
+    g_autoptr(WeirExpr) f = weir_op_lookup("Upsample")->flops(o->g, o->s, o->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, c == 0 ? "0" : "144*N");
+    op_run(o);
+    const float *want = c == 0 ? nearest : linear;
+    gint64 per = c == 0 ? 24 : 16;
+    for (gint64 i = 0; i < o->out[0]->count; i++)
+      assert_float_equal(weir_tensor_get(o->out[0], i), want[i % per], 1e-6);
+    op_free(o);
+  }
+  /* A fractional scale rounds the source coordinate down: width 2 by
+   * 2.5 is 5 wide, sources 0, 0.4, 0.8, 1.2, 1.6 -> 0, 0, 0, 1, 1. */
+  Op *o = op_new("Upsample", "up2");
+  WeirTensor *x = op_input(o, WEIR_DTYPE_F64, "1, 2", 0);
+  weir_tensor_set(x, 0, 7);
+  weir_tensor_set(x, 1, 9);
+  weir_node_set_attr_floats(o->n, "scales", (double[]){1, 2.5}, 2);
+  op_finish(o, 1);
+  op_run(o);
+  static const double frac[] = {7, 7, 7, 9, 9};
+  assert_int_equal(o->out[0]->count, 5);
+  for (gint64 i = 0; i < 5; i++)
+    assert_float_equal(weir_tensor_get(o->out[0], i), frac[i], 0);
+  op_free(o);
+
+  /* Refused: a scale below 1, mode cubic, no scales, scales as data. */
+  struct {
+    const char *mode;
+    double scale;
+    gboolean scales, data;
+    const char *message;
+  } bad[] = {
+      {"nearest", 0.5, TRUE, FALSE, "scales[0] is 0.5"},
+      {"cubic", 2, TRUE, FALSE, "mode 'cubic' (expected nearest or linear)"},
+      {"nearest", 2, FALSE, FALSE, "'scales' must be given"},
+      {"nearest", 2, FALSE, TRUE, "input 1 'scales' must be known"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    Lib l = lib_new("Upsample");
+    weir_node_set_attr_string(l.n, "mode", bad[i].mode);
+    if (bad[i].scales)
+      weir_node_set_attr_floats(l.n, "scales", (double[]){bad[i].scale, 1}, 2);
+    WeirOpValue in[2] = {val(WEIR_DTYPE_F32, "N, 2"), val(WEIR_DTYPE_F32, "2")};
+    WeirOpValue out[1] = {{0}};
+    g_autoptr(GError) error = NULL;
+    assert_false(infer(&l, in, bad[i].data ? 2 : 1, out, 1, &error));
+    if (!strstr(error->message, bad[i].message))
+      fail_msg("%s", error->message);
+    clear_values(in, 2);
+    weir_graph_free(l.g);
+  }
+}
+
 /* --------------------------------------------------------- GridSample */
 
 static void test_gridsample(void **state) {
@@ -1750,6 +1829,7 @@ int main(void) {
       cmocka_unit_test(test_int_values_folding),
       cmocka_unit_test(test_scatter_nd),
       cmocka_unit_test(test_resize),
+      cmocka_unit_test(test_upsample),
       cmocka_unit_test(test_gridsample),
       cmocka_unit_test(test_dft),
       cmocka_unit_test(test_roialign),

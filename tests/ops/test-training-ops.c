@@ -218,6 +218,61 @@ static const Case cases[] = {
      .outs = {{F32, "3", {0.3, 2.05, 2.45}}},
      .f = {{"alpha", 0.9}, {"beta", 0.1}, {"norm_coefficient", 0}},
      .mode = "standard", .tol = 1e-6},
+    /* The node and inputs of the ONNX node test test_adam_multiple (onnx
+     * 1.12): alpha 0.95, beta 0.85, norm_coefficient 0.001, epsilon left
+     * to its default 1e-6, T = 0 (lr = R = 0.1).
+     * X1 = [1]: g = 0.001 - 1 = -0.999, V_new = 1.9 - 0.05 * 0.999 =
+     *   1.85005, H_new = 0.425 + 0.15 * 0.998001 = 0.57470015,
+     *   X_new = 1 - 0.1 * 1.85005 / (sqrt(0.57470015) + 1e-6).
+     * X2 = [1, 2]: g = [-0.999, -2.998], V_new = [3.8 - 0.04995,
+     *   0.95 - 0.1499], H_new = [0.85 + 0.14970015, 8.5 + 1.3482006],
+     *   X_new = X - 0.1 V_new / (sqrt(H_new) + 1e-6).
+     * The test's stored X outputs (0.75913626, 0.6286528, 1.9745853) are
+     * the next case's, computed with epsilon 1e-2 that the model does not
+     * state (onnx/onnx#7749): tests/conformance/known-bad-data.txt. */
+    {"Adam, test_adam_multiple's node (epsilon default), f32", "Adam", 10, 6,
+     .ins = {{F32, "", {0.1}},
+             {I64, "", {0}},
+             {F32, "1", {1}},
+             {F32, "2", {1, 2}},
+             {F32, "1", {-1}},
+             {F32, "2", {-1, -3}},
+             {F32, "1", {2}},
+             {F32, "2", {4, 1}},
+             {F32, "1", {0.5}},
+             {F32, "2", {1, 10}}},
+     .outs = {{F32, "1", {0.7559593136160893}},
+              {F32, "2", {0.624939139845553, 1.974504373464075}},
+              {F32, "1", {1.85005}},
+              {F32, "2", {3.75005, 0.8001}},
+              {F32, "1", {0.57470015}},
+              {F32, "2", {0.99970015, 9.8482006}}},
+     .f = {{"alpha", 0.95}, {"beta", 0.85}, {"norm_coefficient", 0.001}},
+     .tol = 1e-5},
+    /* The same with epsilon 1e-2: X_new = X - 0.1 V_new / (sqrt(H_new) +
+     * 0.01), which gives test_adam_multiple's stored outputs. */
+    {"Adam, test_adam_multiple's node with epsilon 1e-2, f32", "Adam", 10, 6,
+     .ins = {{F32, "", {0.1}},
+             {I64, "", {0}},
+             {F32, "1", {1}},
+             {F32, "2", {1, 2}},
+             {F32, "1", {-1}},
+             {F32, "2", {-1, -3}},
+             {F32, "1", {2}},
+             {F32, "2", {4, 1}},
+             {F32, "1", {0.5}},
+             {F32, "2", {1, 10}}},
+     .outs = {{F32, "1", {0.7591362374762826}},
+              {F32, "2", {0.6286527936593902, 1.9745853505437945}},
+              {F32, "1", {1.85005}},
+              {F32, "2", {3.75005, 0.8001}},
+              {F32, "1", {0.57470015}},
+              {F32, "2", {0.99970015, 9.8482006}}},
+     .f = {{"alpha", 0.95},
+           {"beta", 0.85},
+           {"norm_coefficient", 0.001},
+           {"epsilon", 0.01}},
+     .tol = 1e-5},
 };
 
 /* -------------------------------------------------------------- builders */

@@ -761,8 +761,12 @@ static gboolean expand_einsum(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!weir_port_require_output(g, s, n, 0, &y, error))
     return FALSE;
   const WeirAttr *eq = weir_node_attr(n, "equation");
-  g_autoptr(WeirEinsum) e = weir_einsum_parse(
-      eq && eq->type == WEIR_ATTR_STRING ? eq->s : "", ports->len, error);
+  g_autofree guint *ranks = g_new0(guint, ports->len + 1);
+  for (guint k = 0; k < ports->len; k++)
+    ranks[k] = g_array_index(ports, WeirPort, k).rank;
+  g_autoptr(WeirEinsum) e =
+      weir_einsum_parse(eq && eq->type == WEIR_ATTR_STRING ? eq->s : "",
+                        ports->len, ranks, error);
   if (!e)
     return FALSE;
 

@@ -1,6 +1,7 @@
-/* resize.c — the pure expansions of Resize, GridSample and RoiAlign
- * (schemas and inference in ir/ops/resize.c).  GridSample and RoiAlign are
- * described above their expansions.
+/* resize.c — the pure expansions of Resize (and Upsample, which is
+ * Resize with asymmetric coordinates and floor rounding), GridSample and
+ * RoiAlign (schemas and inference in ir/ops/resize.c).  GridSample and
+ * RoiAlign are described above their expansions.
  *
  * One map over the output.  Axes that are not resized
  * (weir_op_resize_keeps_axis) read the input at the output's index (or at 0
@@ -54,8 +55,7 @@ static char **params_for(const WeirGraph *g, guint rank) {
 static gboolean coordinate(const WeirNode *n, guint d, const char *p,
                            WeirExpr *in, WeirExpr *out, char **text,
                            GError **error) {
-  const char *mode =
-      weir_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const char *mode = weir_op_resize_coordinate_mode(n);
   const WeirAttr *sa = weir_node_attr(n, "scales");
   gboolean has_scales =
       sa && sa->type == WEIR_ATTR_FLOATS && sa->floats->len > d;
@@ -164,8 +164,7 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
   if (!linear && !cubic && strcmp(mode, "nearest") != 0)
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n, "mode '%s'", mode);
   guint taps = cubic ? 4 : linear ? 2 : 1; /* neighbours read per axis */
-  const char *nearest =
-      weir_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+  const char *nearest = weir_op_resize_nearest_mode(n);
   /* rounding: function and offset applied to the coordinate */
   const char *round_fn = NULL, *round_off = NULL;
   if (strcmp(nearest, "round_prefer_floor") == 0)
@@ -688,5 +687,6 @@ static gboolean expand_roialign(WeirGraph *g, WeirState *s, WeirNode *n,
 void weir_expand_register_resize(void) {
   weir_op_register_expansion("RoiAlign", "pure", expand_roialign);
   weir_op_register_expansion("Resize", "pure", expand_resize);
+  weir_op_register_expansion("Upsample", "pure", expand_resize);
   weir_op_register_expansion("GridSample", "pure", expand_gridsample);
 }
