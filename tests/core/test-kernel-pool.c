@@ -59,6 +59,14 @@ static const Case cases[] = {
     {1, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE},
     /* rows too wide for the padded row: the scalar loop nest */
     {1, 2, 3, 5001, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, FALSE},
+    /* 2 x 2, stride 2 (the integer kernels' direct path): exact tiling
+     * (the digits CNN's 8 x 8), odd sizes (last row and column unused),
+     * ceil_mode (windows past the end: not the direct path), and enough
+     * rows for the threads */
+    {2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, FALSE},
+    {1, 2, 9, 11, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, FALSE},
+    {1, 2, 9, 11, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, TRUE},
+    {64, 32, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, FALSE},
 };
 
 static gint64 out_size(gint64 in, gint64 k, gint64 s, gint64 p0, gint64 p1,
