@@ -1,6 +1,8 @@
 /* gemm-int8.c — Weir's int8 GEMM (docs/native.md, "Weir's int8 GEMM"):
  * the native implementation "weir" of MatMulInteger, QLinearMatMul,
- * ConvInteger and QLinearConv.
+ * ConvInteger and QLinearConv, and of Weir's QLinearMatMulBias (the
+ * quantize transformation's fully connected layers: the bias per column
+ * added in the requantizing store, no int32 accumulator in memory).
  *
  * Conventions of this file:
  *  - The helper itself is real C in gemm-int8-helper.c, compiled into
@@ -130,6 +132,8 @@ static const QLayout qlayouts[] = {
      G_MAXUINT, G_MAXUINT},
     {"QLinearMatMul", FALSE, TRUE, 0, 1, 2, 3, 4, 5, 6, 7, G_MAXUINT},
     {"QLinearConv", TRUE, TRUE, 0, 1, 2, 3, 4, 5, 6, 7, 8},
+    /* Weir's: QLinearMatMul with an i32 bias per column */
+    {"QLinearMatMulBias", FALSE, TRUE, 0, 1, 2, 3, 4, 5, 6, 7, 8},
 };
 
 static const QLayout *qlayout(const char *op) {
@@ -230,6 +234,11 @@ static gboolean qinfo(const WeirGraph *g, const WeirState *s, const WeirNode *n,
     if (l->qlinear && !is_param(qi->bs, nn))
       return refuse(reason, "scale '%s' is neither a scalar nor one per column",
                     qi->bs->name);
+    if (qi->bias &&
+        (qi->bias->dtype != WEIR_DTYPE_I32 || !is_param(qi->bias, nn)))
+      return refuse(reason,
+                    "bias '%s' is neither an i32 scalar nor one per column",
+                    qi->bias->name);
     return TRUE;
   }
   if (qi->a->shape->len != 4 || qi->b->shape->len != 4 ||
@@ -380,11 +389,15 @@ static gboolean qgemm_emit(WeirNativeEmit *e, GError **error) {
         qi.y->dtype == WEIR_DTYPE_U8 ? 0 : -128,
         qi.y->dtype == WEIR_DTYPE_U8 ? 255 : 127);
   }
-  if (qi.bias)
+  if (qi.bias) {
+    /* a convolution's bias per row (output channel), a product's per
+     * column (or one) */
+    g_autofree char *bias_len = l->conv ? g_strdup(mc) : numel(e, qi.bias);
     g_string_append_printf(c,
                            "qa.bias = %s;\nqa.bias_len = %s;\n"
-                           "qa.bias_rows = 1;\n",
-                           e->in[l->bias].ptr, mc);
+                           "qa.bias_rows = %d;\n",
+                           e->in[l->bias].ptr, bias_len, l->conv ? 1 : 0);
+  }
   if (!l->conv) {
     g_string_append_printf(c,
                            "qa.b = %s;\nqa.c = (void *)(%s);\n"
@@ -433,6 +446,10 @@ static const WeirNativeImpl qgemm_impls[] = {
      .accepts = qgemm_accepts,
      .emit = qgemm_emit},
     {.op = "QLinearConv",
+     .impl = "weir",
+     .accepts = qgemm_accepts,
+     .emit = qgemm_emit},
+    {.op = "QLinearMatMulBias",
      .impl = "weir",
      .accepts = qgemm_accepts,
      .emit = qgemm_emit},

@@ -1,6 +1,7 @@
 /* pool.c — Weir's MaxPool and GlobalAveragePool kernels (implementation
- * "weir" of both, docs/native.md): the helpers weir_maxpool2d_f32 and
- * weir_gap_f32 as C text and their registration.  The pure expansion is an init
+ * "weir" of both, docs/native.md): the helpers weir_maxpool2d_f32 (and
+ * weir_maxpool2d_u8 / _i8 for quantized tensors) and weir_gap_f32 as C text
+ * and their registration.  The pure expansion is an init
  * map and a max map with a bounds test per tap (a scalar loop: 2.6 ms for
  * ResNet's stem pooling, 64 x 112 x 112 -> 56 x 56, at one thread); the kernel
  * copies each input row of a window once into a row padded with -inf so that
@@ -99,6 +100,120 @@ static const char maxpool_text[] =
     "  }\n"
     "}\n";
 
+/* The same kernel on an integer type: @T@ (C type), @S@ (name suffix),
+ * @LOW@ (the type's lowest value), filled in by maxpool_int_text. */
+static const char maxpool_int_template[] =
+    "/* Weir's MaxPool on @S@ (docs/native.md, implementation \"weir\"): as\n"
+    " * weir_maxpool2d_f32 on @T@, taps outside the image ignored (taken as\n"
+    " * @LOW@, the type's lowest value, as the pure expansion's initial "
+    "value).\n"
+    " * Max-pooling commutes with a monotone quantization, so on a quantized\n"
+    " * tensor it gives exactly the quantized f32 result. */\n"
+    "#ifndef WEIR_MAXPOOL_ROW\n"
+    "#define WEIR_MAXPOOL_ROW 4096\n"
+    "#endif\n"
+    "static void weir_maxpool2d_@S@(const @T@ *x, @T@ *y, int64_t planes,\n"
+    "                              int64_t h, int64_t wd, int64_t oh, int64_t "
+    "ow,\n"
+    "                              int64_t kh, int64_t kw, int64_t sh, "
+    "int64_t sw,\n"
+    "                              int64_t dh, int64_t dw, int64_t ph,\n"
+    "                              int64_t pw) {\n"
+    "  /* 2 x 2, stride 2, no padding, no dilation (the common pooling of\n"
+    "   * CNNs): every window inside the image, one pass per output row\n"
+    "   * reading its two input rows, without the padded row (whose copies\n"
+    "   * dominate on small planes such as 8 x 8) */\n"
+    "  if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 &&\n"
+    "      ph == 0 && pw == 0 && 2 * oh <= h && 2 * ow <= wd) {\n"
+    "    const int64_t rows = planes * oh;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for if (rows * ow > 16384)\n"
+    "#endif\n"
+    "    for (int64_t r = 0; r < rows; r++) {\n"
+    "      const int64_t pl = r / oh, p = r % oh;\n"
+    "      const @T@ *a = x + (pl * h + 2 * p) * wd, *b = a + wd;\n"
+    "      @T@ *o = y + r * ow;\n"
+    "      for (int64_t q = 0; q < ow; q++) {\n"
+    "        const @T@ m0 = a[2 * q] > a[2 * q + 1] ? a[2 * q] : a[2 * q + "
+    "1];\n"
+    "        const @T@ m1 = b[2 * q] > b[2 * q + 1] ? b[2 * q] : b[2 * q + "
+    "1];\n"
+    "        o[q] = m0 > m1 ? m0 : m1;\n"
+    "      }\n"
+    "    }\n"
+    "    return;\n"
+    "  }\n"
+    "  const int64_t rw = (ow - 1) * sw + (kw - 1) * dw + 1;\n"
+    "  if (rw > WEIR_MAXPOOL_ROW) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "    for (int64_t pl = 0; pl < planes; pl++)\n"
+    "      for (int64_t p = 0; p < oh; p++)\n"
+    "        for (int64_t q = 0; q < ow; q++) {\n"
+    "          @T@ acc = @LOW@;\n"
+    "          for (int64_t i = 0; i < kh; i++) {\n"
+    "            const int64_t ih = p * sh + i * dh - ph;\n"
+    "            if (ih < 0 || ih >= h)\n"
+    "              continue;\n"
+    "            for (int64_t j = 0; j < kw; j++) {\n"
+    "              const int64_t iw = q * sw + j * dw - pw;\n"
+    "              if (iw >= 0 && iw < wd) {\n"
+    "                const @T@ v = x[(pl * h + ih) * wd + iw];\n"
+    "                acc = v > acc ? v : acc;\n"
+    "              }\n"
+    "            }\n"
+    "          }\n"
+    "          y[(pl * oh + p) * ow + q] = acc;\n"
+    "        }\n"
+    "    return;\n"
+    "  }\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for\n"
+    "#endif\n"
+    "  for (int64_t pl = 0; pl < planes; pl++) {\n"
+    "    @T@ row[WEIR_MAXPOOL_ROW];\n"
+    "    const @T@ *xp = x + pl * h * wd;\n"
+    "    for (int64_t p = 0; p < oh; p++) {\n"
+    "      @T@ *acc = y + (pl * oh + p) * ow;\n"
+    "      for (int64_t q = 0; q < ow; q++)\n"
+    "        acc[q] = @LOW@;\n"
+    "      for (int64_t i = 0; i < kh; i++) {\n"
+    "        const int64_t ih = p * sh + i * dh - ph;\n"
+    "        if (ih < 0 || ih >= h)\n"
+    "          continue;\n"
+    "        const @T@ *xr = xp + ih * wd;\n"
+    "        for (int64_t t = 0; t < rw; t++) {\n"
+    "          const int64_t iw = t - pw;\n"
+    "          row[t] = iw >= 0 && iw < wd ? xr[iw] : @LOW@;\n"
+    "        }\n"
+    "        for (int64_t j = 0; j < kw; j++) {\n"
+    "          const @T@ *r = row + j * dw;\n"
+    "          if (sw == 1)\n"
+    "            for (int64_t q = 0; q < ow; q++)\n"
+    "              acc[q] = r[q] > acc[q] ? r[q] : acc[q];\n"
+    "          else if (sw == 2)\n"
+    "            for (int64_t q = 0; q < ow; q++)\n"
+    "              acc[q] = r[2 * q] > acc[q] ? r[2 * q] : acc[q];\n"
+    "          else\n"
+    "            for (int64_t q = 0; q < ow; q++)\n"
+    "              acc[q] = r[q * sw] > acc[q] ? r[q * sw] : acc[q];\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* The integer kernel's text for t (u8 or i8). (transfer full) */
+static char *maxpool_int_text(WeirDType t) {
+  gboolean u = t == WEIR_DTYPE_U8;
+  GString *s = g_string_new(maxpool_int_template);
+  g_string_replace(s, "@T@", u ? "uint8_t" : "int8_t", 0);
+  g_string_replace(s, "@S@", weir_dtype_name(t), 0);
+  g_string_replace(s, "@LOW@", u ? "0" : "(-128)", 0);
+  return g_string_free(s, FALSE);
+}
+
 static const char gap_text[] =
     "/* Weir's GlobalAveragePool (docs/native.md, implementation \"weir\"):\n"
     " * y[pl] = the sum of the hw elements of plane pl / hw.  The planes are\n"
@@ -165,9 +280,12 @@ static gboolean pool_accepts(const WeirGraph *g, const WeirState *s,
   }
   const WeirContainer *c[2] = {x, y};
   for (guint i = 0; i < 2; i++) {
-    if (c[i]->dtype != WEIR_DTYPE_F32 || c[i]->shape->len != 4) {
-      *reason = g_strdup_printf("'%s' is not a rank-4 f32 tensor; the kernel "
-                                "pools two spatial dimensions in f32",
+    if ((c[i]->dtype != WEIR_DTYPE_F32 && c[i]->dtype != WEIR_DTYPE_U8 &&
+         c[i]->dtype != WEIR_DTYPE_I8) ||
+        c[i]->dtype != x->dtype || c[i]->shape->len != 4) {
+      *reason = g_strdup_printf("'%s' is not a rank-4 f32, u8 or i8 tensor "
+                                "of the input's type; the kernel pools two "
+                                "spatial dimensions",
                                 c[i]->name);
       return FALSE;
     }
@@ -210,7 +328,14 @@ static gboolean pool_emit(WeirNativeEmit *e, GError **error) {
   ints_attr(e->n, "strides", 2, 1, geo.s);
   ints_attr(e->n, "dilations", 2, 1, geo.d);
   ints_attr(e->n, "pads", 4, 0, geo.p);
-  e->helper(e, "weir_maxpool2d_f32", maxpool_text);
+  g_autofree char *fn =
+      g_strdup_printf("weir_maxpool2d_%s", weir_dtype_name(x->dtype));
+  if (x->dtype == WEIR_DTYPE_F32) {
+    e->helper(e, fn, maxpool_text);
+  } else {
+    g_autofree char *text = maxpool_int_text(x->dtype);
+    e->helper(e, fn, text);
+  }
   g_autoptr(WeirExpr) planes = weir_expr_mul(dim(x, 0), dim(x, 1));
   g_autofree char *pl = e->expr_c(e, planes), *h = e->expr_c(e, dim(x, 2)),
                   *wd = e->expr_c(e, dim(x, 3)), *oh = e->expr_c(e, dim(y, 2)),
@@ -223,11 +348,10 @@ static gboolean pool_emit(WeirNativeEmit *e, GError **error) {
                          l, e->n->id);
   g_string_append_printf(
       e->code,
-      "weir_maxpool2d_f32(%s, %s, %s, %s, %s, %s, %s, %" G_GINT64_FORMAT
+      "%s(%s, %s, %s, %s, %s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT ");\n",
-      e->in[0].ptr, e->out[0].ptr, pl, h, wd, oh, ow, geo.k[0], geo.k[1],
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ");\n",
+      fn, e->in[0].ptr, e->out[0].ptr, pl, h, wd, oh, ow, geo.k[0], geo.k[1],
       geo.s[0], geo.s[1], geo.d[0], geo.d[1], geo.p[0], geo.p[1]);
   return TRUE;
 }

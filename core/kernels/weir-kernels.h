@@ -232,14 +232,15 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p);
  * weir_native_register_builtin). */
 void weir_native_register_depthwise(void);
 
-/* Registers Weir's MaxPool and GlobalAveragePool kernels (implementation
- * "weir" of both, core/kernels/pool.c). */
+/* Registers Weir's MaxPool (f32, u8, i8) and GlobalAveragePool (f32)
+ * kernels (implementation "weir" of both, core/kernels/pool.c). */
 void weir_native_register_pool(void);
 
 /* ------------------------------------------------------------ int8 GEMM
  * core/kernels/gemm-int8.c (the helper's text: gemm-int8-helper.c): the
  * native implementation "weir" of MatMulInteger, QLinearMatMul,
- * ConvInteger and QLinearConv (docs/native.md, "Weir's int8 GEMM"). */
+ * ConvInteger, QLinearConv and Weir's QLinearMatMulBias (docs/native.md,
+ * "Weir's int8 GEMM"). */
 
 typedef enum {
   WEIR_QGEMM_PORTABLE = 0, /* int32 multiply-adds in C */
@@ -272,7 +273,7 @@ WeirExpr *weir_kernel_qgemm_work_bytes(const WeirQGemmParams *q,
                                        const WeirExpr *m, const WeirExpr *n,
                                        const WeirExpr *k);
 
-/* Registers "weir" of the four integer products (called by
+/* Registers "weir" of the five integer products (called by
  * weir_native_register_builtin). */
 void weir_native_register_qgemm(void);
 

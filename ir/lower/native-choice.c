@@ -198,6 +198,7 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
   }
   if (strcmp(n->op, "MatMulInteger") == 0 ||
       strcmp(n->op, "QLinearMatMul") == 0 ||
+      strcmp(n->op, "QLinearMatMulBias") == 0 ||
       strcmp(n->op, "ConvInteger") == 0 || strcmp(n->op, "QLinearConv") == 0) {
     /* Weir's int8 GEMM (core/kernels/gemm-int8.c) on the path the hardware
      * profile allows (VNNI, AVX2, portable C) */
@@ -205,7 +206,7 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }
   if (strcmp(n->op, "MaxPool") == 0) {
-    /* f32, two spatial dimensions: Weir's MaxPool kernel
+    /* f32, u8 or i8, two spatial dimensions: Weir's MaxPool kernel
      * (core/kernels/pool.c) */
     ni = weir_native_lookup("MaxPool", "weir");
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";

@@ -16,8 +16,10 @@
  * ConvGradFilter and ConvGradInput (Weir's GEMM, core/kernels/
  * conv-grad.c; else "im2col" and "col2im", on BLAS) and "direct" for
  * MaxPoolGrad (2-D only); "weir" (Weir's int8 GEMM, core/kernels/
- * gemm-int8.c) for MatMulInteger, QLinearMatMul, ConvInteger and
- * QLinearConv when it accepts the node; "weir-bf16" (Weir's bf16 GEMM,
+ * gemm-int8.c) for MatMulInteger, QLinearMatMul, QLinearMatMulBias,
+ * ConvInteger and QLinearConv when it accepts the node; "weir" (Weir's
+ * MaxPool kernel, core/kernels/pool.c) for MaxPool in f32, u8 and i8 and
+ * for GlobalAveragePool in f32; "weir-bf16" (Weir's bf16 GEMM,
  * core/kernels/gemm-bf16.c) for Gemm, MatMul and Conv whose first operand
  * is bf16 when it accepts the node;
  * "pure" for everything else, and for any node a native implementation

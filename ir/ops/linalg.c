@@ -882,6 +882,31 @@ static gboolean qlinear_matmul_infer(WeirOpInferContext *ctx, GError **error) {
   return TRUE;
 }
 
+/* QLinearMatMulBias (Weir's own operator, written by the quantize
+ * transformation for Gemm and MatMul): QLinearMatMul's eight inputs and an
+ * int32 bias (input 8, a scalar or one per column of b) added to the
+ * accumulator before the requantization, as QLinearConv's B:
+ * y = saturate(rint(f32(acc + bias) * (a_scale b_scale / y_scale)) + y_zp). */
+static gboolean qlinear_matmul_bias_infer(WeirOpInferContext *ctx,
+                                          GError **error) {
+  /* the bias first: the outputs are only set when everything holds */
+  if (!check_input(ctx, 3, "b", QUANT_TYPES, error) ||
+      !check_input(ctx, 8, "bias", DT(I32), error))
+    return FALSE;
+  const WeirOpValue *b = &ctx->inputs[3], *bias = &ctx->inputs[8];
+  gint64 c;
+  gboolean single = TRUE;
+  for (guint d = 0; d < bias->rank; d++)
+    if (!weir_expr_is_const(bias->shape[d], &c) || c != 1)
+      single = FALSE;
+  if (!single && !(b->rank >= 1 && bias->rank == 1 &&
+                   weir_expr_equal(bias->shape[0], b->shape[b->rank - 1])))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input 8 (bias) must be a scalar or one value per "
+                          "column of b");
+  return qlinear_matmul_infer(ctx, error);
+}
+
 static gboolean qlinear_conv_infer(WeirOpInferContext *ctx, GError **error) {
   if (!check_input(ctx, 0, "x", QUANT_TYPES, error) ||
       !check_input(ctx, 3, "w", QUANT_TYPES, error))
@@ -1119,6 +1144,15 @@ static const WeirOpInfo linalg_ops[] = {
         .min_outputs = 1,
         .max_outputs = 1,
         .infer = qlinear_matmul_infer,
+        .flops = quant_matmul_flops,
+    },
+    {
+        .name = "QLinearMatMulBias",
+        .min_inputs = 9,
+        .max_inputs = 9,
+        .min_outputs = 1,
+        .max_outputs = 1,
+        .infer = qlinear_matmul_bias_infer,
         .flops = quant_matmul_flops,
     },
     {

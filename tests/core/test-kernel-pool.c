@@ -10,7 +10,8 @@
  * pure expansion's max).  The default implementation of every node must be
  * "weir" and the generated code must call the kernel; outputs must match
  * the interpreter at 1 and 2 threads.  SAME padding and the Indices output
- * are left to the pure expansion.  GlobalAveragePool's kernel: test_gap.
+ * are left to the pure expansion.  The u8 and i8 kernels (quantized
+ * tensors): test_maxpool_int8.  GlobalAveragePool's kernel: test_gap.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -58,6 +59,14 @@ static const Case cases[] = {
     {1, 1, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE},
     /* rows too wide for the padded row: the scalar loop nest */
     {1, 2, 3, 5001, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, FALSE},
+    /* 2 x 2, stride 2 (the integer kernels' direct path): exact tiling
+     * (the digits CNN's 8 x 8), odd sizes (last row and column unused),
+     * ceil_mode (windows past the end: not the direct path), and enough
+     * rows for the threads */
+    {2, 3, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, FALSE},
+    {1, 2, 9, 11, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, FALSE},
+    {1, 2, 9, 11, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, TRUE},
+    {64, 32, 8, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1, FALSE},
 };
 
 static gint64 out_size(gint64 in, gint64 k, gint64 s, gint64 p0, gint64 p1,
@@ -66,8 +75,8 @@ static gint64 out_size(gint64 in, gint64 k, gint64 s, gint64 p0, gint64 p1,
   return (ceil ? (span + s - 1) / s : span / s) + 1;
 }
 
-static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
-                          gboolean indices) {
+static WeirNode *add_case_typed(WeirGraph *g, WeirState *s, guint k,
+                                const Case *c, gboolean indices, WeirDType t) {
   g_autoptr(GError) err = NULL;
   const char *ins[] = {"in0", NULL};
   const char *outs[] = {"out0", indices ? "out1" : NULL, NULL};
@@ -85,8 +94,8 @@ static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
                       c->n, c->c, oh, ow);
   g_autofree char *xn = g_strdup_printf("X%u", k),
                   *yn = g_strdup_printf("Y%u", k);
-  add_port(g, s, lib, xn, WEIR_DTYPE_F32, xs, "in0", TRUE);
-  add_port(g, s, lib, yn, WEIR_DTYPE_F32, ys, "out0", FALSE);
+  add_port(g, s, lib, xn, t, xs, "in0", TRUE);
+  add_port(g, s, lib, yn, t, ys, "out0", FALSE);
   if (indices) {
     g_autofree char *in = g_strdup_printf("I%u", k);
     WeirContainer *ic =
@@ -109,6 +118,11 @@ static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
   if (!weir_op_check_attrs(lib, &err))
     fail_msg("%s: %s", label, err->message);
   return lib;
+}
+
+static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
+                          gboolean indices) {
+  return add_case_typed(g, s, k, c, indices, WEIR_DTYPE_F32);
 }
 
 static void test_maxpool(void **state) {
@@ -179,7 +193,93 @@ static void test_maxpool(void **state) {
   fixture_free(f);
 }
 
-/* SAME padding and the Indices output stay with the pure expansion. */
+/* u8 and i8 (quantized tensors: max-pooling commutes with a monotone
+ * quantization): the same cases, every value of the type in the inputs
+ * (the lowest one included, which is also what padding counts as), the
+ * kernel's output equal to the interpreter's bit for bit at 1 and 2
+ * threads, every element written (two fill values). */
+static void test_maxpool_int8(void **state) {
+  (void)state;
+  static const WeirDType types[] = {WEIR_DTYPE_U8, WEIR_DTYPE_I8};
+  for (guint ti = 0; ti < G_N_ELEMENTS(types); ti++) {
+    WeirDType t = types[ti];
+    const char *tn = weir_dtype_name(t);
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirGraph) g = weir_graph_new("maxpool_int8");
+    WeirState *s = weir_graph_add_state(g, "main");
+    guint nodes = G_N_ELEMENTS(cases);
+    for (guint k = 0; k < nodes; k++)
+      add_case_typed(g, s, k, &cases[k], FALSE, t);
+    if (!weir_graph_validate(g, &err))
+      fail_msg("%s", err->message);
+    for (guint k = 0; k < s->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(s->nodes, k);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        assert_string_equal(weir_native_default_impl(g, s, n), "weir");
+    }
+    g_autoptr(GHashTable) args = random_args(g, 11);
+    GRand *r = g_rand_new_with_seed(8 + ti);
+    double lo = t == WEIR_DTYPE_U8 ? 0 : -128;
+    for (guint k = 0; k < nodes; k++) {
+      g_autofree char *xn = g_strdup_printf("X%u", k);
+      WeirTensor *x = g_hash_table_lookup(args, xn);
+      for (gint64 e = 0; e < x->count; e++)
+        weir_tensor_set(x, e, lo + g_rand_int_range(r, 0, 256));
+      /* a plane of nothing but the lowest value */
+      for (gint64 e = 0; e < x->count && e < cases[k].h * cases[k].w; e++)
+        weir_tensor_set(x, e, lo);
+    }
+    g_rand_free(r);
+    g_autoptr(GHashTable) ref = copy_args(args);
+    g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+    if (!weir_expand_all(pure, NULL, NULL, &err))
+      fail_msg("pure expansion: %s", err->message);
+    if (!weir_interpret(pure, NULL, ref, NULL, &err))
+      fail_msg("interpreter: %s", err->message);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s", err->message);
+    for (guint k = 0; k < nodes; k++) {
+      g_autofree char *call =
+          g_strdup_printf("weir_maxpool2d_%s(X%u, Y%u, ", tn, k, k);
+      if (!strstr(src, call))
+        fail_msg("%s: node n%u does not call the kernel", tn, k);
+    }
+    Fixture *f = fixture_new();
+    f->opts.flags = FLAGS;
+    g_autoptr(WeirKernel) kern = weir_kernel_compile(g, &f->opts, NULL, &err);
+    if (!kern)
+      fail_msg("%s", err->message);
+    for (int threads = 1; threads <= 2; threads++) {
+      assert_true(weir_kernel_set_threads(kern, threads, &err));
+      g_autoptr(GHashTable) got = copy_args(args);
+      for (guint n = 0; n < nodes; n++) {
+        g_autofree char *yn = g_strdup_printf("Y%u", n);
+        WeirTensor *y = g_hash_table_lookup(got, yn);
+        for (gint64 e = 0; e < y->count; e++)
+          weir_tensor_set(y, e, lo + (threads == 1 ? 77 : 201));
+      }
+      if (!weir_kernel_run(kern, NULL, got, &err))
+        fail_msg("%s", err->message);
+      for (guint n = 0; n < nodes; n++) {
+        g_autofree char *yn = g_strdup_printf("Y%u", n);
+        const WeirTensor *a = g_hash_table_lookup(got, yn),
+                         *b = g_hash_table_lookup(ref, yn);
+        assert_int_equal(weir_tensor_nbytes(a), weir_tensor_nbytes(b));
+        for (gint64 e = 0; e < a->count; e++)
+          if (weir_tensor_get(a, e) != weir_tensor_get(b, e))
+            fail_msg("%s, node n%u (%d threads): element %" G_GINT64_FORMAT
+                     " is %g, the interpreter says %g",
+                     tn, n, threads, e, weir_tensor_get(a, e),
+                     weir_tensor_get(b, e));
+      }
+    }
+    fixture_free(f);
+  }
+}
+
+/* SAME padding, the Indices output and other element types stay with the
+ * pure expansion. */
 static void test_refusals(void **state) {
   (void)state;
   g_autoptr(WeirGraph) g = weir_graph_new("refused");
@@ -195,6 +295,12 @@ static void test_refusals(void **state) {
   g_autofree char *reason = NULL;
   assert_false(ni->accepts(g, s, ind, &reason));
   assert_non_null(strstr(reason, "Indices"));
+  /* another element type: the pure expansion */
+  WeirNode *i32 = add_case_typed(g, s, 2, &cases[0], FALSE, WEIR_DTYPE_I32);
+  assert_string_equal(weir_native_default_impl(g, s, i32), "pure");
+  g_autofree char *why = NULL;
+  assert_false(ni->accepts(g, s, i32, &why));
+  assert_non_null(strstr(why, "f32, u8 or i8"));
 }
 
 /* GlobalAveragePool: Weir's kernel (partial sums) against the pure
@@ -276,6 +382,7 @@ static void test_gap(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_maxpool),
+      cmocka_unit_test(test_maxpool_int8),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_gap),
   };

@@ -1,5 +1,6 @@
 /* test-kernel-qgemm.c — the native implementation "weir" of MatMulInteger,
- * QLinearMatMul, ConvInteger and QLinearConv (Weir's int8 GEMM,
+ * QLinearMatMul, ConvInteger, QLinearConv and QLinearMatMulBias (the bias
+ * per column in the requantizing store) (Weir's int8 GEMM,
  * core/kernels/gemm-int8.c) against the reference interpreter running the
  * pure expansions of the same program, bit for bit.
  *
@@ -205,6 +206,43 @@ static const Case cases[] = {
      1,
      1,
      TRUE},
+    /* QLinearMatMulBias (the quantize transformation's fully connected
+     * layers): the bias per column added before the requantization */
+    {.op = "QLinearMatMulBias",
+     .a = U8,
+     .b = I8,
+     .y = U8,
+     .za = ZP_SCALAR,
+     .zb = ZP_ZERO,
+     .per_channel_scale = FALSE,
+     .m = 37,
+     .k = 50,
+     .n = 29,
+     .bias = TRUE},
+    {.op = "QLinearMatMulBias",
+     .a = I8,
+     .b = I8,
+     .y = I8,
+     .za = ZP_SCALAR,
+     .zb = ZP_VECTOR,
+     .per_channel_scale = TRUE,
+     .batch = 2,
+     .m = 9,
+     .k = 33,
+     .n = 70,
+     .bias = TRUE},
+    /* larger than one block in M and N with a 16 KiB L2 */
+    {.op = "QLinearMatMulBias",
+     .a = U8,
+     .b = I8,
+     .y = U8,
+     .za = ZP_SCALAR,
+     .zb = ZP_SCALAR,
+     .per_channel_scale = TRUE,
+     .m = 150,
+     .k = 128,
+     .n = 230,
+     .bias = TRUE},
 };
 
 static gboolean is_conv(const Case *c) {

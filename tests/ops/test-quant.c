@@ -1,5 +1,6 @@
 /* test-quant.c — the integer and quantized products (MatMulInteger,
- * ConvInteger, QLinearMatMul) and QuantizeLinear to i8: their expansions
+ * ConvInteger, QLinearMatMul, Weir's QLinearMatMulBias) and QuantizeLinear
+ * to i8: their expansions
  * run by the interpreter against references written here, on the whole
  * range of u8 / i8 values, per-row / per-column / per-channel zero points,
  * ties of the requantization (rounded to even) and saturation. */
@@ -262,6 +263,66 @@ static void test_qlinear_matmul(void **state) {
   assert_true(tie_seen && saturated);
 }
 
+/* QLinearMatMulBias (Weir's, written by the quantize transformation): u8 A
+ * with a zero point, s8 B, an i32 bias and a scale per column; the bias is
+ * added to the accumulator before the requantization.  Multipliers 0.5 and
+ * 0.25 give ties (rounded to even); large biases saturate both ways. */
+static void test_qlinear_matmul_bias(void **state) {
+  (void)state;
+  const gint64 sa[] = {2, 3}, sb[] = {3, 4}, s1[] = {1}, s4[] = {4};
+  const double a_v[] = {1, 2, 3, 200, 201, 255};
+  const double b_v[] = {-128, 1, 2, 127, 4, -5, 6, 7, -1, 0, 3, -2};
+  const double bias_v[] = {1, -3000, 30001, 0};
+  const double bs_v[] = {1, 0.5, 0.25, 1};
+  const double half[] = {0.5}, one[] = {1.0}, az_v[] = {1}, zero[] = {0},
+               yz_v[] = {100};
+  g_autoptr(WeirTensor) a = values(WEIR_DTYPE_U8, 2, sa, a_v);
+  g_autoptr(WeirTensor) b = values(WEIR_DTYPE_I8, 2, sb, b_v);
+  g_autoptr(WeirTensor) as = values(WEIR_DTYPE_F32, 1, s1, half);
+  g_autoptr(WeirTensor) bs = values(WEIR_DTYPE_F32, 1, s4, bs_v);
+  g_autoptr(WeirTensor) ys = values(WEIR_DTYPE_F32, 1, s1, one);
+  g_autoptr(WeirTensor) az = values(WEIR_DTYPE_U8, 1, s1, az_v);
+  g_autoptr(WeirTensor) bz = values(WEIR_DTYPE_I8, 1, s1, zero);
+  g_autoptr(WeirTensor) yz = values(WEIR_DTYPE_U8, 1, s1, yz_v);
+  g_autoptr(WeirTensor) bias = values(WEIR_DTYPE_I32, 1, s4, bias_v);
+  const In ins[] = {
+      {WEIR_DTYPE_U8, "2, 3"}, {WEIR_DTYPE_F32, "1"}, {WEIR_DTYPE_U8, "1"},
+      {WEIR_DTYPE_I8, "3, 4"}, {WEIR_DTYPE_F32, "4"}, {WEIR_DTYPE_I8, "1"},
+      {WEIR_DTYPE_F32, "1"},   {WEIR_DTYPE_U8, "1"},  {WEIR_DTYPE_I32, "4"}};
+  WeirNode *lib;
+  g_autoptr(WeirGraph) g =
+      op_graph("QLinearMatMulBias", ins, 9, WEIR_DTYPE_U8, "2, 4", &lib);
+  WeirTensor *inputs[] = {a, as, az, b, bs, bz, ys, yz, bias};
+  g_autoptr(WeirTensor) y = run(g, inputs, 9);
+  gboolean tie_seen = FALSE, high = FALSE, low = FALSE;
+  for (gint64 i = 0; i < 2; i++)
+    for (gint64 j = 0; j < 4; j++) {
+      gint64 acc = (gint64)bias_v[j];
+      for (gint64 k = 0; k < 3; k++)
+        acc += ((gint64)a_v[i * 3 + k] - 1) * (gint64)b_v[k * 4 + j];
+      double m = 0.5 * bs_v[j]; /* exact in f32 */
+      double x = (double)acc * m;
+      tie_seen |= x != floor(x) && x - floor(x) == 0.5;
+      double q = nearbyint(x) + yz_v[0];
+      high |= q > 255;
+      low |= q < 0;
+      q = q < 0 ? 0 : q > 255 ? 255 : q;
+      assert_int_equal(((guint8 *)y->data)[i * 4 + j], (gint64)q);
+    }
+  assert_true(tie_seen && high && low);
+  /* a bias that is neither a scalar nor one per column is refused */
+  const In bad[] = {
+      {WEIR_DTYPE_U8, "2, 3"}, {WEIR_DTYPE_F32, "1"}, {WEIR_DTYPE_U8, "1"},
+      {WEIR_DTYPE_I8, "3, 4"}, {WEIR_DTYPE_F32, "4"}, {WEIR_DTYPE_I8, "1"},
+      {WEIR_DTYPE_F32, "1"},   {WEIR_DTYPE_U8, "1"},  {WEIR_DTYPE_I32, "3"}};
+  WeirNode *lib2;
+  g_autoptr(WeirGraph) g2 =
+      op_graph("QLinearMatMulBias", bad, 9, WEIR_DTYPE_U8, "2, 4", &lib2);
+  g_autoptr(GError) err = NULL;
+  assert_false(infer_graph(g2, &err));
+  assert_non_null(strstr(err->message, "bias"));
+}
+
 /* QuantizeLinear with an i8 zero point: i8 output, ties to even,
  * saturation at -128 and 127. */
 static void test_quantize_i8(void **state) {
@@ -312,6 +373,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_integer),
       cmocka_unit_test(test_conv_integer),
       cmocka_unit_test(test_qlinear_matmul),
+      cmocka_unit_test(test_qlinear_matmul_bias),
       cmocka_unit_test(test_quantize_i8),
       cmocka_unit_test(test_quant_infer),
   };

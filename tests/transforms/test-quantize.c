@@ -4,7 +4,9 @@
  *    input agree with a NumPy forward pass (tests/core/data/
  *    quantize-ranges.py wrote the expected text);
  *  - the percentile method on a known distribution;
- *  - the rewritten program has int8 products, one QuantizeLinear at the
+ *  - the rewritten program has int8 products (QLinearConv, and
+ *    QLinearMatMulBias for the fully connected layers: no i32 accumulator
+ *    in memory), one QuantizeLinear at the
  *    input and one DequantizeLinear at the output, no Relu, and computes
  *    the f32 program's output within a few quantization steps;
  *  - unsupported patterns and missing ranges are refused with the node and
@@ -25,6 +27,7 @@
 #include "weir-import.h"
 #include "weir-interp.h"
 #include "weir-json.h"
+#include "weir-native.h"
 #include "weir-quantize.h"
 #include "weir-recipe.h"
 #include "weir-session.h"
@@ -218,10 +221,37 @@ static void check_rewrite(const char *extra) {
   assert_int_equal(count_op(g, "QuantizeLinear"), 1);
   assert_int_equal(count_op(g, "DequantizeLinear"), 1);
   assert_int_equal(count_op(g, "QLinearConv"), 1);
-  assert_int_equal(count_op(g, "MatMulInteger"), 2);
+  /* the fully connected layers requantize in the GEMM's store: no
+   * MatMulInteger, no i32 accumulator, no requantization map */
+  assert_int_equal(count_op(g, "QLinearMatMulBias"), 2);
+  assert_int_equal(count_op(g, "MatMulInteger"), 0);
+  for (guint i = 0; i < g->containers->len; i++) {
+    const WeirContainer *ct = g_ptr_array_index(g->containers, i);
+    if (ct->dtype == WEIR_DTYPE_I32 && !ct->initial)
+      fail_msg("i32 container '%s' is not a constant", ct->name);
+  }
   assert_int_equal(count_op(g, "Conv"), 0);
   assert_int_equal(count_op(g, "Gemm"), 0);
   assert_int_equal(count_op(g, "Relu"), 0);
+  /* compiled, the products and the u8 MaxPool are Weir's kernels (the int8
+   * GEMM, the MaxPool kernel on u8), not expansions */
+  guint native = 0;
+  for (guint si = 0; si < g->states->len; si++) {
+    WeirState *st = g_ptr_array_index(g->states, si);
+    for (guint i = 0; i < st->nodes->len; i++) {
+      WeirNode *x = g_ptr_array_index(st->nodes, i);
+      if (x->kind != WEIR_NODE_LIBRARY ||
+          (strcmp(x->op, "QLinearConv") != 0 &&
+           strcmp(x->op, "QLinearMatMulBias") != 0 &&
+           strcmp(x->op, "MaxPool") != 0))
+        continue;
+      if (strcmp(weir_native_default_impl(g, st, x), "weir") != 0)
+        fail_msg("%s '%s' would be expanded, not run by Weir's kernel", x->op,
+                 x->label);
+      native++;
+    }
+  }
+  assert_int_equal(native, 4);
   /* MaxPool and Flatten pass u8 */
   g_autofree char *json = weir_graph_to_json(g);
   assert_non_null(strstr(json, "_pool_MaxPool_output_0_quantized"));
@@ -277,7 +307,7 @@ static void test_exclude(void **state) {
   g_autoptr(GError) error = NULL;
   assert_true(quantize(g, ranges, "exclude=fc2", &error));
   assert_int_equal(count_op(g, "Gemm"), 1);
-  assert_int_equal(count_op(g, "MatMulInteger"), 1);
+  assert_int_equal(count_op(g, "QLinearMatMulBias"), 1);
   assert_int_equal(count_op(g, "QLinearConv"), 1);
   /* fc2 reads the float Relu_1 output again */
   assert_int_equal(count_op(g, "DequantizeLinear"), 1);

@@ -26,9 +26,11 @@
  * Rewrite, in dataflow order:
  *   - Conv (constant weights, optional constant bias) becomes QLinearConv;
  *     Gemm (alpha = beta = 1, transA = 0, constant B and C over the
- *     columns) and MatMul (constant 2-D B) become MatMulInteger followed by
- *     a requantization map y = saturate(rint(f32(acc + bias[n]) * m[n]) +
- *     y_zp), m[n] = x_scale * w_scale[n] / y_scale;
+ *     columns) and MatMul (constant 2-D B) become QLinearMatMulBias (Weir's
+ *     QLinearMatMul with an i32 bias per column, B stored [K, N]):
+ *     y = saturate(rint(f32(acc + bias[n]) * m[n]) + y_zp),
+ *     m[n] = x_scale * w_scale[n] / y_scale, computed in the int8 GEMM's
+ *     store;
  *   - a Relu that is the only reader of such an output folds into the
  *     requantization: the output is quantized with the Relu output's range
  *     (lo = 0, so the zero point is the type's minimum and saturation is
@@ -551,75 +553,6 @@ static void copy_attrs(WeirNode *to, const WeirNode *from) {
   }
 }
 
-/* A map over the shape of `out` computing y = saturate(rint(f32(c +
- * b[j]) * m[j]) + zp) from i32 acc (access node acc_a), bias b and
- * multipliers m (constants over the last dimension). */
-static gboolean add_requantize(WeirGraph *g, WeirState *s, const char *label,
-                               const WeirContainer *acc, guint acc_a,
-                               const WeirContainer *bias,
-                               const WeirContainer *mult, gint64 zp,
-                               const WeirContainer *out, guint out_a,
-                               GError **error) {
-  guint rank = acc->shape->len;
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GPtrArray) ranges = g_ptr_array_new_with_free_func(g_free);
-  for (guint d = 0; d < rank; d++) {
-    g_autofree char *size =
-        weir_expr_to_string(g_ptr_array_index(acc->shape, d));
-    for (guint k = 0;; k++) {
-      char *name =
-          k ? g_strdup_printf("rq%u_%u", d, k) : g_strdup_printf("rq%u", d);
-      if (!weir_graph_has_symbol(g, name)) {
-        g_ptr_array_add(names, name);
-        break;
-      }
-      g_free(name);
-    }
-    g_ptr_array_add(ranges, g_strdup_printf("0:%s", size));
-  }
-  g_ptr_array_add(names, NULL);
-  g_autofree char *point = g_strjoinv(", ", (char **)names->pdata);
-  const char *last = g_ptr_array_index(names, rank - 1);
-  g_ptr_array_add(ranges, NULL);
-  WeirNode *exit_node = NULL;
-  WeirNode *entry =
-      weir_state_add_map(g, s, label, (const char *const *)names->pdata,
-                         (const char *const *)ranges->pdata,
-                         WEIR_SCHEDULE_PARALLEL, &exit_node, error);
-  if (!entry)
-    return FALSE;
-  gboolean u8 = out->dtype == WEIR_DTYPE_U8;
-  g_autofree char *code =
-      g_strdup_printf("q = rint(f32(c + b) * m) + %" G_GINT64_FORMAT
-                      ".0\ny = min(max(q, %s), %s)",
-                      zp, u8 ? "0.0" : "-128.0", u8 ? "255.0" : "127.0");
-  const char *ins[] = {"c", "b", "m", NULL};
-  const char *outs[] = {"y", NULL};
-  WeirNode *t = weir_state_add_tasklet(g, s, label, ins, outs, code);
-  const WeirContainer *in_c[3] = {acc, bias, mult};
-  const char *in_t[3] = {"c", "b", "m"};
-  guint in_a[3] = {acc_a, 0, 0};
-  for (guint i = 0; i < 3; i++) {
-    if (!in_a[i])
-      in_a[i] = weir_state_add_access(g, s, in_c[i]->name)->id;
-    g_autofree char *ic = g_strdup_printf("IN_%s", in_c[i]->name);
-    g_autofree char *oc = g_strdup_printf("OUT_%s", in_c[i]->name);
-    weir_node_add_in_conn(entry, ic);
-    weir_node_add_out_conn(entry, oc);
-    if (!wire(g, s, in_a[i], NULL, entry->id, ic, in_c[i], error) ||
-        !weir_state_add_memlet(g, s, entry->id, oc, t->id, in_t[i],
-                               in_c[i]->name, i ? last : point, error))
-      return FALSE;
-  }
-  g_autofree char *ic = g_strdup_printf("IN_%s", out->name);
-  g_autofree char *oc = g_strdup_printf("OUT_%s", out->name);
-  weir_node_add_in_conn(exit_node, ic);
-  weir_node_add_out_conn(exit_node, oc);
-  return weir_state_add_memlet(g, s, t->id, "y", exit_node->id, ic, out->name,
-                               point, error) &&
-         wire(g, s, exit_node->id, oc, out_a, NULL, out, error);
-}
-
 static gboolean rewrite_product(WeirGraph *g, WeirState *s, const Ctx *c,
                                 GHashTable *qmap, WeirNode *n, GError **error) {
   WeirTier2Port x, w, b, y, z;
@@ -656,7 +589,7 @@ static gboolean rewrite_product(WeirGraph *g, WeirState *s, const Ctx *c,
     wq = weir_tensor_new(WEIR_DTYPE_I8, wt->rank, wt->shape);
     quantize_weights(wt, channels, TRUE, c->per_channel, wq, ws);
   } else {
-    /* MatMulInteger's B is [K, N] */
+    /* QLinearMatMulBias's B is [K, N] */
     gint64 shape[2] = {per, channels};
     g_autoptr(WeirTensor) kn = weir_tensor_new(WEIR_DTYPE_F32, 2, shape);
     for (gint64 k = 0; k < per; k++)
@@ -714,51 +647,25 @@ static gboolean rewrite_product(WeirGraph *g, WeirState *s, const Ctx *c,
 
   guint x_access = xq->qaccess;
   WeirContainer *xqc = weir_graph_container(g, xq->qname);
-  if (conv) {
-    WeirNode *q = add_library(g, s, label, "QLinearConv", 9);
+  /* QLinearConv, or for Gemm and MatMul QLinearMatMulBias: both take the
+   * bias and requantize in Weir's int8 GEMM's store (bias per output
+   * channel or per column, multiplier x_scale w_scale / y_scale), so no
+   * i32 accumulator reaches memory */
+  WeirNode *q =
+      add_library(g, s, label, conv ? "QLinearConv" : "QLinearMatMulBias", 9);
+  if (conv)
     copy_attrs(q, n);
-    if (!wire(g, s, x_access, NULL, q->id, "in0", xqc, error) ||
-        !read_const(g, s, q, "in1", weir_graph_container(g, xq->sname),
-                    error) ||
-        !read_const(g, s, q, "in2", weir_graph_container(g, xq->zname),
-                    error) ||
-        !read_const(g, s, q, "in3", wqc, error) ||
-        !read_const(g, s, q, "in4", wsc, error) ||
-        !read_const(g, s, q, "in5", wzc, error) ||
-        !read_const(g, s, q, "in6", weir_graph_container(g, yq->sname),
-                    error) ||
-        !read_const(g, s, q, "in7", weir_graph_container(g, yq->zname),
-                    error) ||
-        !read_const(g, s, q, "in8", bqc, error) ||
-        !wire(g, s, q->id, "out0", yq->qaccess, NULL, yqc, error))
-      return FALSE;
-  } else {
-    WeirNode *q = add_library(g, s, label, "MatMulInteger", 4);
-    g_autofree char *ab = g_strdup_printf("%s_accumulator", outname);
-    WeirContainer *acc =
-        add_transient(g, ab, WEIR_DTYPE_I32, outp->container, error);
-    if (!acc)
-      return FALSE;
-    g_autofree char *accname = g_strdup(acc->name);
-    WeirNode *acc_a = weir_state_add_access(g, s, accname);
-    if (!wire(g, s, x_access, NULL, q->id, "in0", xqc, error) ||
-        !read_const(g, s, q, "in1", wqc, error) ||
-        !read_const(g, s, q, "in2", weir_graph_container(g, xq->zname),
-                    error) ||
-        !read_const(g, s, q, "in3", wzc, error) ||
-        !wire(g, s, q->id, "out0", acc_a->id, NULL,
-              weir_graph_container(g, accname), error))
-      return FALSE;
-    g_autoptr(WeirTensor) mt = weir_tensor_new(WEIR_DTYPE_F32, 1, &channels);
-    for (gint64 j = 0; j < channels; j++)
-      weir_tensor_set(mt, j, (float)(xq->scale * ws[j]) / (float)yq->scale);
-    g_autofree char *mb = g_strdup_printf("%s_multiplier", outname);
-    WeirContainer *mc = weir_tier2_add_constant(g, mb, mt);
-    g_autofree char *rl = g_strdup_printf("%s_requantize", label);
-    if (!add_requantize(g, s, rl, weir_graph_container(g, accname), acc_a->id,
-                        bqc, mc, yq->zp, yqc, yq->qaccess, error))
-      return FALSE;
-  }
+  if (!wire(g, s, x_access, NULL, q->id, "in0", xqc, error) ||
+      !read_const(g, s, q, "in1", weir_graph_container(g, xq->sname), error) ||
+      !read_const(g, s, q, "in2", weir_graph_container(g, xq->zname), error) ||
+      !read_const(g, s, q, "in3", wqc, error) ||
+      !read_const(g, s, q, "in4", wsc, error) ||
+      !read_const(g, s, q, "in5", wzc, error) ||
+      !read_const(g, s, q, "in6", weir_graph_container(g, yq->sname), error) ||
+      !read_const(g, s, q, "in7", weir_graph_container(g, yq->zname), error) ||
+      !read_const(g, s, q, "in8", bqc, error) ||
+      !wire(g, s, q->id, "out0", yq->qaccess, NULL, yqc, error))
+    return FALSE;
   /* drop the float nodes */
   if (relu) {
     guint ya = y.access->id;

@@ -1,5 +1,6 @@
 /* quant.c — pure expansions of the integer and quantized products:
- * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv.
+ * MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv, and Weir's
+ * QLinearMatMulBias (QLinearMatMul with an i32 bias per column).
  *
  * Each operand q with zero point z becomes an i32 transient q - z (a map;
  * z is a scalar or a vector read at the operand's axis: A's rows, B's
@@ -8,7 +9,9 @@
  * is ONNX's padding of x with its zero point), and the QLinear forms end
  * with the requantization map
  *   y = saturate(rint(f32(acc) * (a_scale * b_scale / y_scale)) + y_zp)
- * in f32 with rint rounding halves to even, as ONNX specifies. */
+ * in f32 with rint rounding halves to even, as ONNX specifies.  A bias is
+ * Conv's third input for QLinearConv; QLinearMatMulBias adds it to the
+ * accumulator in the requantization: f32(acc + bias[column]). */
 #include <string.h>
 
 #include "expand-util.h"
@@ -31,6 +34,9 @@ static const Layout layouts[] = {
      * y_scale, y_zp [, B]) */
     {FALSE, TRUE, 0, 1, 2, 3, 4, 5, 6, 7, G_MAXUINT},
     {TRUE, TRUE, 0, 1, 2, 3, 4, 5, 6, 7, 8},
+    /* QLinearMatMulBias: QLinearMatMul's inputs, then the i32 bias per
+     * column, added in the requantization */
+    {FALSE, TRUE, 0, 1, 2, 3, 4, 5, 6, 7, 8},
 };
 
 /* Input k when the node has it (FALSE without error when it is absent or
@@ -118,6 +124,7 @@ static gboolean full_memlet(WeirGraph *g, WeirState *s, guint src,
 static gboolean expand_product(WeirGraph *g, WeirState *s, WeirNode *n,
                                const Layout *l, GError **error) {
   WeirPort a, b, y, az, bz, bias;
+  memset(&bias, 0, sizeof bias);
   if (!weir_port_require_input(g, s, n, l->a, &a, error) ||
       !weir_port_require_input(g, s, n, l->b, &b, error) ||
       !weir_port_require_output(g, s, n, 0, &y, error))
@@ -157,14 +164,17 @@ static gboolean expand_product(WeirGraph *g, WeirState *s, WeirNode *n,
   static const char *const ins2[] = {"in0", "in1", NULL};
   static const char *const outs[] = {"out0", NULL};
   g_autofree char *plabel = g_strdup_printf("%s_product", n->label);
+  /* a convolution's bias is Conv's third input; a product's is added in
+   * the requantization (MatMul has none) */
+  gboolean conv_bias = has_bias && l->conv;
   WeirNode *p = weir_state_add_library(
-      g, s, plabel, l->conv ? "Conv" : "MatMul", has_bias ? ins3 : ins2, outs);
+      g, s, plabel, l->conv ? "Conv" : "MatMul", conv_bias ? ins3 : ins2, outs);
   if (l->conv)
     weir_node_copy_attrs(p, n);
   if (!full_memlet(g, s, ar->id, NULL, p->id, "in0", ac, error) ||
       !full_memlet(g, s, br->id, NULL, p->id, "in1", bc, error) ||
-      (has_bias && !full_memlet(g, s, bias.access->id, NULL, p->id, "in2",
-                                bias.container, error)) ||
+      (conv_bias && !full_memlet(g, s, bias.access->id, NULL, p->id, "in2",
+                                 bias.container, error)) ||
       !full_memlet(g, s, p->id, "out0", acc_w->id, NULL, acc, error))
     return FALSE;
   if (!l->qlinear)
@@ -189,27 +199,32 @@ static gboolean expand_product(WeirGraph *g, WeirState *s, WeirNode *n,
       param_subset(&bs, l->conv ? params[1] : params[y.rank - 1]);
   g_autofree char *ys_sub = param_subset(&ys, NULL);
   g_autofree char *yz_sub = param_subset(&yz, NULL);
-  if (!as_sub || !bs_sub || !ys_sub || !yz_sub)
+  gboolean col_bias = has_bias && !l->conv;
+  g_autofree char *bias_sub =
+      col_bias ? param_subset(&bias, params[y.rank - 1]) : NULL;
+  if (!as_sub || !bs_sub || !ys_sub || !yz_sub || (col_bias && !bias_sub))
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
                           "scales and zero points must be scalars or vectors "
                           "over their axis");
   WeirNode *acc_r = acc_w;
-  WeirTaskletPort ins[5] = {
+  WeirTaskletPort ins[6] = {
       {acc_r, "c", sub, WEIR_WCR_NONE},
       {as.access, "sa", as_sub, WEIR_WCR_NONE},
       {bs.access, "sb", bs_sub, WEIR_WCR_NONE},
       {ys.access, "sy", ys_sub, WEIR_WCR_NONE},
       {yz.access, "z", yz_sub, WEIR_WCR_NONE},
+      {col_bias ? bias.access : NULL, "bb", bias_sub, WEIR_WCR_NONE},
   };
   WeirTaskletPort o = {y.access, "y", sub, WEIR_WCR_NONE};
   WeirDType t = y.container->dtype;
   g_autofree char *code = g_strdup_printf(
-      "q = rint(f32(c) * (sa * sb / sy)) + i32(z)\ny = min(max(q, %s), %s)",
-      weir_expand_lowest_literal(t), weir_expand_highest_literal(t));
+      "q = rint(f32(%s) * (sa * sb / sy)) + i32(z)\ny = min(max(q, %s), %s)",
+      col_bias ? "c + bb" : "c", weir_expand_lowest_literal(t),
+      weir_expand_highest_literal(t));
   g_autofree char *label = g_strdup_printf("%s_requantize", n->label);
   return weir_expand_map(g, s, label, y.rank, (const char *const *)params,
-                         (const char *const *)ranges, ins, 5, &o, 1, code, NULL,
-                         0, error) != NULL &&
+                         (const char *const *)ranges, ins, col_bias ? 6 : 5, &o,
+                         1, code, NULL, 0, error) != NULL &&
          weir_state_remove_node(s, n->id);
 }
 
@@ -233,6 +248,11 @@ static gboolean expand_qlinear_conv(WeirGraph *g, WeirState *s, WeirNode *n,
   return expand_product(g, s, n, &layouts[3], error);
 }
 
+static gboolean expand_qlinear_matmul_bias(WeirGraph *g, WeirState *s,
+                                           WeirNode *n, GError **error) {
+  return expand_product(g, s, n, &layouts[4], error);
+}
+
 void weir_expand_register_quant(void);
 
 void weir_expand_register_quant(void) {
@@ -240,4 +260,6 @@ void weir_expand_register_quant(void) {
   weir_op_register_expansion("ConvInteger", "pure", expand_conv_integer);
   weir_op_register_expansion("QLinearMatMul", "pure", expand_qlinear_matmul);
   weir_op_register_expansion("QLinearConv", "pure", expand_qlinear_conv);
+  weir_op_register_expansion("QLinearMatMulBias", "pure",
+                             expand_qlinear_matmul_bias);
 }
