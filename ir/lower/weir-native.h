@@ -17,7 +17,9 @@
  * conv-grad.c; else "im2col" and "col2im", on BLAS) and "direct" for
  * MaxPoolGrad (2-D only); "weir" (Weir's int8 GEMM, core/kernels/
  * gemm-int8.c) for MatMulInteger, QLinearMatMul, ConvInteger and
- * QLinearConv when it accepts the node; "weir-bf16" (Weir's bf16 GEMM,
+ * QLinearConv when it accepts the node; "weir" (Weir's row kernels,
+ * core/kernels/norm.c) for Softmax, LogSoftmax and LayerNormalization in
+ * f32 and f64 when the reduced axes are innermost; "weir-bf16" (Weir's bf16 GEMM,
  * core/kernels/gemm-bf16.c) for Gemm, MatMul and Conv whose first operand
  * is bf16 when it accepts the node;
  * "pure" for everything else, and for any node a native implementation
