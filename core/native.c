@@ -1429,6 +1429,7 @@ void weir_native_register_builtin(void) {
   weir_native_register_depthwise(); /* core/kernels/depthwise.c */
   weir_native_register_conv_grad(); /* core/kernels/conv-grad.c */
   weir_native_register_pool();      /* core/kernels/pool.c */
+  weir_native_register_norm();      /* core/kernels/norm.c */
   weir_native_register_qgemm();     /* core/kernels/gemm-int8.c */
   weir_native_register_bgemm();     /* core/kernels/gemm-bf16.c */
 }

@@ -236,6 +236,11 @@ void weir_native_register_depthwise(void);
  * kernels (implementation "weir" of both, core/kernels/pool.c). */
 void weir_native_register_pool(void);
 
+/* Registers Weir's row kernels of Softmax, LogSoftmax and
+ * LayerNormalization (implementation "weir" of the three, f32 and f64,
+ * core/kernels/norm.c). */
+void weir_native_register_norm(void);
+
 /* ------------------------------------------------------------ int8 GEMM
  * core/kernels/gemm-int8.c (the helper's text: gemm-int8-helper.c): the
  * native implementation "weir" of MatMulInteger, QLinearMatMul,

@@ -217,6 +217,14 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup("GlobalAveragePool", "weir");
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }
+  if (strcmp(n->op, "Softmax") == 0 || strcmp(n->op, "LogSoftmax") == 0 ||
+      strcmp(n->op, "LayerNormalization") == 0) {
+    /* f32 or f64, the reduced axes innermost: Weir's row kernels
+     * (core/kernels/norm.c), one pass of the tensor where the pure
+     * expansion makes three or four */
+    ni = weir_native_lookup(n->op, "weir");
+    return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
+  }
   if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0 ||
       strcmp(n->op, "AllreduceStart") == 0 ||
       strcmp(n->op, "AllreduceWait") == 0 ||

@@ -43,7 +43,10 @@ static const Case cases[] = {
      * kernel): the baseline then fell from 55,544 to 49,400 B */
     {"lenet", 0, 1.2, FALSE},
     {"resnet", 0, 2.0, FALSE},
-    {"transformer", 0, 1.55, FALSE},
+    /* 1.55x until Softmax's default became native (Weir's row kernel,
+     * which the recipe's explicit pure expansion does not use): the
+     * baseline then fell to 263,848 B, the recipe gives 176,256 B */
+    {"transformer", 0, 1.45, FALSE},
 };
 
 static char *sample(const char *a, const char *b, const char *c) {

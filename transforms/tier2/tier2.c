@@ -9,6 +9,7 @@ gboolean weir_tier2_register_cse(GError **error);
 gboolean weir_tier2_register_identity_elimination(GError **error);
 gboolean weir_tier2_register_batchnorm_folding(GError **error);
 gboolean weir_tier2_register_pad_conv_fusion(GError **error);
+gboolean weir_tier2_register_layernorm_fusion(GError **error);
 gboolean weir_tier2_register_channel_scale_folding(GError **error);
 gboolean weir_tier2_register_algebraic_simplification(GError **error);
 gboolean weir_tier2_register_prune(GError **error);
@@ -20,6 +21,7 @@ gboolean weir_tier2_register(GError **error) {
          weir_tier2_register_identity_elimination(error) &&
          weir_tier2_register_batchnorm_folding(error) &&
          weir_tier2_register_pad_conv_fusion(error) &&
+         weir_tier2_register_layernorm_fusion(error) &&
          weir_tier2_register_channel_scale_folding(error) &&
          weir_tier2_register_algebraic_simplification(error) &&
          weir_tier2_register_prune(error) &&

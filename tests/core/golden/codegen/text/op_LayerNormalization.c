@@ -31,6 +31,226 @@ size_t op_LayerNormalization_workspace_size(const int64_t symbols[]);
 int op_LayerNormalization_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
 
+/* the activation of the epilogue on one element (as weir_act_apply) */
+static inline float weir_act1_f32(float v, int act, float lo, float hi) {
+  switch (act) {
+  case 1:
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  case 2:
+    return 1 / (1 + expf(-v));
+  case 3:
+    return v / (1 + expf(-v));
+  case 4: {
+    float g = v + 3;
+    g = g < 0 ? 0 : g > 6 ? 6 : g;
+    return v * g * (float)(1.0 / 6.0);
+  }
+  case 5:
+    return v * (float)0.5 * (1 + erff(v * (float)0.70710678118654752));
+  default:
+    return v;
+  }
+}
+
+typedef float weir_act_v4 __attribute__((vector_size(16)));
+typedef int32_t weir_act_i4 __attribute__((vector_size(16)));
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_load4(const float *p) {
+  weir_act_v4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_set4(float x) {
+  weir_act_v4 v = {0};
+  return v + x;
+}
+/* m ? a : b, lane by lane (m: all ones or zeros) */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_sel4(weir_act_i4 m, weir_act_v4 a, weir_act_v4 b) {
+  return (weir_act_v4)(((weir_act_i4)a & m) | ((weir_act_i4)b & ~m));
+}
+/* exp(x): x clamped to [-87, 88], x = n ln2 + r (|r| <= ln2 / 2, n
+ * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of
+ * degree 6 (relative error < 2e-7 on r), times 2^n built in the
+ * exponent bits. */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_exp4(weir_act_v4 x) {
+  const weir_act_v4 lo = weir_act_set4(-87.0f),
+                      hi = weir_act_set4(88.0f);
+  x = weir_act_sel4(x < lo, lo, x);
+  x = weir_act_sel4(x > hi, hi, x);
+  const weir_act_v4 t = x * 1.44269504088896341f + 12582912.0f;
+  const weir_act_v4 n = t - 12582912.0f;
+  weir_act_v4 r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  weir_act_v4 p = r * (1.0f / 720.0f) + (1.0f / 120.0f);
+  p = p * r + (1.0f / 24.0f);
+  p = p * r + (1.0f / 6.0f);
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const weir_act_i4 e =
+      ((weir_act_i4)t - 0x4B400000 + 127) << 23;
+  return p * (weir_act_v4)e;
+}
+/* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a
+ * polynomial of degree 5 without constant term (absolute error below
+ * 1.5e-7; Abramowitz and Stegun 7.1.26). */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_erf4(weir_act_v4 x) {
+  const weir_act_v4 z = weir_act_set4(0.0f);
+  const weir_act_v4 a = weir_act_sel4(x < z, -x, x);
+  const weir_act_v4 t = 1.0f / (1.0f + 0.3275911f * a);
+  weir_act_v4 q = t * 1.061405429f - 1.453152027f;
+  q = q * t + 1.421413741f;
+  q = q * t - 0.284496736f;
+  q = q * t + 0.254829592f;
+  q = q * t;
+  const weir_act_v4 e = 1.0f - q * weir_act_exp4(-(a * a));
+  return weir_act_sel4(x < z, -e, e);
+}
+/* the activation of the epilogue: 1 clip to [lo, hi] (ReLU: [0, inf]),
+ * 2 sigmoid, 3 SiLU x * sigmoid(x), 4 HardSwish x * clip(x + 3, 0, 6) /
+ * 6, 5 GELU x / 2 * (1 + erf(x / sqrt(2))); 0 none */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_apply4(weir_act_v4 v, int act, float lo, float hi) {
+  switch (act) {
+  case 1: {
+    const weir_act_v4 l = weir_act_set4(lo), u = weir_act_set4(hi);
+    v = weir_act_sel4(v < l, l, v);
+    return weir_act_sel4(v > u, u, v);
+  }
+  case 2:
+    return 1.0f / (1.0f + weir_act_exp4(-v));
+  case 3:
+    return v / (1.0f + weir_act_exp4(-v));
+  case 4: {
+    const weir_act_v4 z = weir_act_set4(0.0f), s = weir_act_set4(6.0f);
+    weir_act_v4 g = v + 3.0f;
+    g = weir_act_sel4(g < z, z, g);
+    g = weir_act_sel4(g > s, s, g);
+    return v * g * (1.0f / 6.0f);
+  }
+  case 5:
+    return v * 0.5f * (1.0f + weir_act_erf4(v * 0.70710678118654752f));
+  default:
+    return v;
+  }
+}
+
+/* Vector helpers of Weir's softmax and layer normalization (docs/native.md,
+ * implementation "weir" of Softmax, LogSoftmax and LayerNormalization)
+ * for generic: those take one row (the innermost, reduced axes) at a time,
+ * while it is in the cache, the rows split over the threads. */
+/* the first r (< 4) elements of p, the other lanes `fill` */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_lanes_part4(const float *p, int64_t r, float fill) {
+  weir_act_v4 v = weir_act_set4(fill);
+  memcpy(&v, p, (size_t)r * sizeof(float));
+  return v;
+}
+/* the larger of a and b lane by lane, NaN when either is NaN */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_lanes_max4(weir_act_v4 a, weir_act_v4 b) {
+  return weir_act_sel4((b > a) | (b != b), b, a);
+}
+static inline __attribute__((always_inline))  float
+weir_lanes_hmax4(weir_act_v4 v) {
+  float l[4];
+  memcpy(l, &v, sizeof v);
+  float m = l[0];
+  for (int i = 1; i < 4; i++)
+    m = l[i] > m || l[i] != l[i] ? l[i] : m;
+  return m;
+}
+/* the lanes added pairwise */
+static inline __attribute__((always_inline))  float
+weir_lanes_hsum4(weir_act_v4 v) {
+  float l[4];
+  memcpy(l, &v, sizeof v);
+  for (int w = 4 / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; i++)
+      l[i] += l[i + w];
+  return l[0];
+}
+/* exp(d), 0 for d < -87 (-inf included), NaN for NaN */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_lanes_exp4(weir_act_v4 d) {
+  return weir_act_sel4(d < weir_act_set4(-87.0f),
+                         weir_act_set4(0.0f), weir_act_exp4(d));
+}
+
+/* Weir's layer normalization (docs/native.md, implementation "weir" of
+ * LayerNormalization) for generic. */
+/* LayerNormalization of each of the `rows` rows of n elements of x into y:
+ * mu = sum(row) / n, v = sum((row - mu)^2) / n, is = 1 / sqrt(v + eps),
+ * y = (x - mu) * is * scale + bias (scale and bias: n elements, bias may
+ * be NULL); mu and is also into mean[r] and inv[r] when they are not NULL.
+ * y may be x. */
+static  void weir_layernorm_f32(const float *x, const float *scale,
+                                   const float *bias, float *y, float *mean,
+                                   float *inv, int64_t rows, int64_t n,
+                                   float eps) {
+  const int64_t nb = n - n % 4, rem = n % 4;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * n >= 16384)
+#endif
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    weir_act_v4 s0 = weir_act_set4(0.0f), s1 = s0;
+    int64_t i = 0;
+    for (; i + 2 * 4 <= nb; i += 2 * 4) {
+      s0 += weir_act_load4(xr + i);
+      s1 += weir_act_load4(xr + i + 4);
+    }
+    for (; i < nb; i += 4)
+      s0 += weir_act_load4(xr + i);
+    if (rem)
+      s1 += weir_lanes_part4(xr + nb, rem, 0.0f);
+    const float mu = weir_lanes_hsum4(s0 + s1) / (float)n;
+    const weir_act_v4 mv = weir_act_set4(mu);
+    weir_act_v4 q0 = weir_act_set4(0.0f), q1 = q0;
+    for (i = 0; i + 2 * 4 <= nb; i += 2 * 4) {
+      const weir_act_v4 d0 = weir_act_load4(xr + i) - mv;
+      const weir_act_v4 d1 = weir_act_load4(xr + i + 4) - mv;
+      q0 += d0 * d0;
+      q1 += d1 * d1;
+    }
+    for (; i < nb; i += 4) {
+      const weir_act_v4 d0 = weir_act_load4(xr + i) - mv;
+      q0 += d0 * d0;
+    }
+    if (rem) { /* padded with mu: those lanes add 0 */
+      const weir_act_v4 d1 = weir_lanes_part4(xr + nb, rem, mu) - mv;
+      q1 += d1 * d1;
+    }
+    const float is =
+        1.0f / sqrtf(weir_lanes_hsum4(q0 + q1) / (float)n + eps);
+    if (mean)
+      mean[r] = mu;
+    if (inv)
+      inv[r] = is;
+    const weir_act_v4 iv = weir_act_set4(is);
+    for (i = 0; i < nb; i += 4) {
+      weir_act_v4 v =
+          (weir_act_load4(xr + i) - mv) * iv * weir_act_load4(scale + i);
+      if (bias)
+        v += weir_act_load4(bias + i);
+      memcpy(yr + i, &v, sizeof v);
+    }
+    if (rem) {
+      weir_act_v4 v = (weir_lanes_part4(xr + nb, rem, 0.0f) - mv) * iv *
+                         weir_lanes_part4(scale + nb, rem, 0.0f);
+      if (bias)
+        v += weir_lanes_part4(bias + nb, rem, 0.0f);
+      memcpy(yr + nb, &v, (size_t)rem * sizeof(float));
+    }
+  }
+}
+
 int op_LayerNormalization_abi_version(void) {
   return 2;
 }
@@ -49,79 +269,8 @@ int op_LayerNormalization_run(void *const args[], const int64_t symbols[],
   (void)symbols;
   (void)consts;
   (void)workspace;
-  float node_sum[3] = {0}; /* f32[3, 1] */
-  float node_sumsq[3] = {0}; /* f32[3, 1] */
-  float node_mean[3] = {0}; /* f32[3, 1] */
-  float node_invstd[3] = {0}; /* f32[3, 1] */
   /* state 1 'main' */
-  /* map 26 'node_init': j0 in 0:3, j1 in 0 (parallel) */
-  #pragma omp parallel for
-  for (int64_t j0 = 0; j0 < 3; j0++) {
-    for (int64_t j1 = 0; j1 < 1; j1++) {
-      /* tasklet 25 'node_init' */
-      {
-        node_sum[j0 + j1] = 0.0f;
-        node_sumsq[j0 + j1] = 0.0f;
-      }
-    }
-  }
-  /* map 34 'node_sum': i0 in 0:3, i1 in 0:8 (parallel) */
-  #pragma omp parallel for
-  for (int64_t i0 = 0; i0 < 3; i0++) {
-    float node_sum_acc = node_sum[i0]; /* sum into node_sum */
-    for (int64_t i1 = 0; i1 < 8; i1++) {
-      /* tasklet 33 'node_sum' */
-      {
-        const float x = X0[i0 * 8 + i1];
-        node_sum_acc += x;
-      }
-    }
-    node_sum[i0] = node_sum_acc;
-  }
-  /* map 42 'node_var': i0 in 0:3, i1 in 0:8 (parallel) */
-  #pragma omp parallel for
-  for (int64_t i0 = 0; i0 < 3; i0++) {
-    float node_sumsq_acc = node_sumsq[i0]; /* sum into node_sumsq */
-    for (int64_t i1 = 0; i1 < 8; i1++) {
-      /* tasklet 41 'node_var' */
-      {
-        const float x = X0[i0 * 8 + i1];
-        const float a = node_sum[i0];
-        float d = x - a / 8.0f;
-        node_sumsq_acc += d * d;
-      }
-    }
-    node_sumsq[i0] = node_sumsq_acc;
-  }
-  /* map 52 'node_stats': j0 in 0:3, j1 in 0 (parallel) */
-  #pragma omp parallel for
-  for (int64_t j0 = 0; j0 < 3; j0++) {
-    for (int64_t j1 = 0; j1 < 1; j1++) {
-      /* tasklet 51 'node_stats' */
-      {
-        const float a = node_sum[j0 + j1];
-        const float b = node_sumsq[j0 + j1];
-        float mu = a / 8.0f;
-        float is = 1.0f / sqrtf(b / 8.0f + 1e-05f);
-        node_mean[j0 + j1] = mu;
-        node_invstd[j0 + j1] = is;
-      }
-    }
-  }
-  /* map 63 'node_normalize': i0 in 0:3, i1 in 0:8 (parallel) */
-  #pragma omp parallel for
-  for (int64_t i0 = 0; i0 < 3; i0++) {
-    for (int64_t i1 = 0; i1 < 8; i1++) {
-      /* tasklet 62 'node_normalize' */
-      {
-        const float x = X0[i0 * 8 + i1];
-        const float mean = node_mean[i0];
-        const float inv = node_invstd[i0];
-        const float scale = X1[i1];
-        const float bias = X2[i1];
-        Y[i0 * 8 + i1] = (x - mean) * inv * scale + bias;
-      }
-    }
-  }
+  /* LayerNormalization 'node' (node 2): weir, one row at a time */
+  weir_layernorm_f32(X0, X1, X2, Y, NULL, NULL, 3, 8, (float)1.0000000000000001e-05);
   return 0;
 }

@@ -29,33 +29,235 @@ size_t op_Softmax_workspace_size(const int64_t symbols[]);
 int op_Softmax_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
 
-static inline float weir_max_f32(float a, float b) {
-  return isnan(a) ? a : isnan(b) ? b : b > a ? b : a;
+/* the activation of the epilogue on one element (as weir_act_apply) */
+static inline float weir_act1_f32(float v, int act, float lo, float hi) {
+  switch (act) {
+  case 1:
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+  case 2:
+    return 1 / (1 + expf(-v));
+  case 3:
+    return v / (1 + expf(-v));
+  case 4: {
+    float g = v + 3;
+    g = g < 0 ? 0 : g > 6 ? 6 : g;
+    return v * g * (float)(1.0 / 6.0);
+  }
+  case 5:
+    return v * (float)0.5 * (1 + erff(v * (float)0.70710678118654752));
+  default:
+    return v;
+  }
 }
 
-/* exp(x) for f32, vectorizable (Weir's; relative error < 3e-7) */
-static inline float weir_exp_f32(float x) {
-  float c = x < -104.0f ? -104.0f : x;
-  c = c > 89.0f ? 89.0f : c;
-  const float t = c * 1.44269504088896341f + 12582912.0f;
-  const float n = t - 12582912.0f;
-  float r = c - n * 0.693359375f;
+typedef float weir_act_v4 __attribute__((vector_size(16)));
+typedef int32_t weir_act_i4 __attribute__((vector_size(16)));
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_load4(const float *p) {
+  weir_act_v4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_set4(float x) {
+  weir_act_v4 v = {0};
+  return v + x;
+}
+/* m ? a : b, lane by lane (m: all ones or zeros) */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_sel4(weir_act_i4 m, weir_act_v4 a, weir_act_v4 b) {
+  return (weir_act_v4)(((weir_act_i4)a & m) | ((weir_act_i4)b & ~m));
+}
+/* exp(x): x clamped to [-87, 88], x = n ln2 + r (|r| <= ln2 / 2, n
+ * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of
+ * degree 6 (relative error < 2e-7 on r), times 2^n built in the
+ * exponent bits. */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_exp4(weir_act_v4 x) {
+  const weir_act_v4 lo = weir_act_set4(-87.0f),
+                      hi = weir_act_set4(88.0f);
+  x = weir_act_sel4(x < lo, lo, x);
+  x = weir_act_sel4(x > hi, hi, x);
+  const weir_act_v4 t = x * 1.44269504088896341f + 12582912.0f;
+  const weir_act_v4 n = t - 12582912.0f;
+  weir_act_v4 r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float p = r * (1.0f / 720.0f) + (1.0f / 120.0f);
+  weir_act_v4 p = r * (1.0f / 720.0f) + (1.0f / 120.0f);
   p = p * r + (1.0f / 24.0f);
   p = p * r + (1.0f / 6.0f);
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  int32_t k;
-  memcpy(&k, &t, sizeof k);
-  k -= 0x4B400000; /* n, in [-150, 128] */
-  const int32_t k1 = k / 2, k2 = k - k1;
-  const int32_t b1 = (k1 + 127) << 23, b2 = (k2 + 127) << 23;
-  float s1, s2;
-  memcpy(&s1, &b1, sizeof s1);
-  memcpy(&s2, &b2, sizeof s2);
-  return p * s1 * s2;
+  const weir_act_i4 e =
+      ((weir_act_i4)t - 0x4B400000 + 127) << 23;
+  return p * (weir_act_v4)e;
+}
+/* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a
+ * polynomial of degree 5 without constant term (absolute error below
+ * 1.5e-7; Abramowitz and Stegun 7.1.26). */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_erf4(weir_act_v4 x) {
+  const weir_act_v4 z = weir_act_set4(0.0f);
+  const weir_act_v4 a = weir_act_sel4(x < z, -x, x);
+  const weir_act_v4 t = 1.0f / (1.0f + 0.3275911f * a);
+  weir_act_v4 q = t * 1.061405429f - 1.453152027f;
+  q = q * t + 1.421413741f;
+  q = q * t - 0.284496736f;
+  q = q * t + 0.254829592f;
+  q = q * t;
+  const weir_act_v4 e = 1.0f - q * weir_act_exp4(-(a * a));
+  return weir_act_sel4(x < z, -e, e);
+}
+/* the activation of the epilogue: 1 clip to [lo, hi] (ReLU: [0, inf]),
+ * 2 sigmoid, 3 SiLU x * sigmoid(x), 4 HardSwish x * clip(x + 3, 0, 6) /
+ * 6, 5 GELU x / 2 * (1 + erf(x / sqrt(2))); 0 none */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_apply4(weir_act_v4 v, int act, float lo, float hi) {
+  switch (act) {
+  case 1: {
+    const weir_act_v4 l = weir_act_set4(lo), u = weir_act_set4(hi);
+    v = weir_act_sel4(v < l, l, v);
+    return weir_act_sel4(v > u, u, v);
+  }
+  case 2:
+    return 1.0f / (1.0f + weir_act_exp4(-v));
+  case 3:
+    return v / (1.0f + weir_act_exp4(-v));
+  case 4: {
+    const weir_act_v4 z = weir_act_set4(0.0f), s = weir_act_set4(6.0f);
+    weir_act_v4 g = v + 3.0f;
+    g = weir_act_sel4(g < z, z, g);
+    g = weir_act_sel4(g > s, s, g);
+    return v * g * (1.0f / 6.0f);
+  }
+  case 5:
+    return v * 0.5f * (1.0f + weir_act_erf4(v * 0.70710678118654752f));
+  default:
+    return v;
+  }
+}
+
+/* Vector helpers of Weir's softmax and layer normalization (docs/native.md,
+ * implementation "weir" of Softmax, LogSoftmax and LayerNormalization)
+ * for generic: those take one row (the innermost, reduced axes) at a time,
+ * while it is in the cache, the rows split over the threads. */
+/* the first r (< 4) elements of p, the other lanes `fill` */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_lanes_part4(const float *p, int64_t r, float fill) {
+  weir_act_v4 v = weir_act_set4(fill);
+  memcpy(&v, p, (size_t)r * sizeof(float));
+  return v;
+}
+/* the larger of a and b lane by lane, NaN when either is NaN */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_lanes_max4(weir_act_v4 a, weir_act_v4 b) {
+  return weir_act_sel4((b > a) | (b != b), b, a);
+}
+static inline __attribute__((always_inline))  float
+weir_lanes_hmax4(weir_act_v4 v) {
+  float l[4];
+  memcpy(l, &v, sizeof v);
+  float m = l[0];
+  for (int i = 1; i < 4; i++)
+    m = l[i] > m || l[i] != l[i] ? l[i] : m;
+  return m;
+}
+/* the lanes added pairwise */
+static inline __attribute__((always_inline))  float
+weir_lanes_hsum4(weir_act_v4 v) {
+  float l[4];
+  memcpy(l, &v, sizeof v);
+  for (int w = 4 / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; i++)
+      l[i] += l[i + w];
+  return l[0];
+}
+/* exp(d), 0 for d < -87 (-inf included), NaN for NaN */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_lanes_exp4(weir_act_v4 d) {
+  return weir_act_sel4(d < weir_act_set4(-87.0f),
+                         weir_act_set4(0.0f), weir_act_exp4(d));
+}
+
+/* Weir's softmax (docs/native.md, implementation "weir" of Softmax and
+ * LogSoftmax) for generic. */
+/* Softmax (log_softmax 0) or LogSoftmax (1) of each of the `rows` rows of n
+ * elements of x into y: m = max(row), z = sum(exp(row - m)); softmax
+ * y = exp(x - m) * (1 / z) (the exponentials written into y by the second
+ * pass, scaled by the third), LogSoftmax y = x - m - log(z).  y may be x. */
+static  void weir_softmax_f32(const float *x, float *y, int64_t rows,
+                                 int64_t n, int log_softmax) {
+  const int64_t nb = n - n % 4, rem = n % 4;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * n >= 16384)
+#endif
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    weir_act_v4 m0 = weir_act_set4(-INFINITY), m1 = m0;
+    int64_t i = 0;
+    for (; i + 2 * 4 <= nb; i += 2 * 4) {
+      m0 = weir_lanes_max4(m0, weir_act_load4(xr + i));
+      m1 = weir_lanes_max4(m1, weir_act_load4(xr + i + 4));
+    }
+    for (; i < nb; i += 4)
+      m0 = weir_lanes_max4(m0, weir_act_load4(xr + i));
+    if (rem)
+      m1 = weir_lanes_max4(m1, weir_lanes_part4(xr + nb, rem, -INFINITY));
+    const float m = weir_lanes_hmax4(weir_lanes_max4(m0, m1));
+    const weir_act_v4 mv = weir_act_set4(m);
+    weir_act_v4 s0 = weir_act_set4(0.0f), s1 = s0;
+    for (i = 0; i + 2 * 4 <= nb; i += 2 * 4) {
+      const weir_act_v4 e0 = weir_lanes_exp4(weir_act_load4(xr + i) - mv);
+      const weir_act_v4 e1 =
+          weir_lanes_exp4(weir_act_load4(xr + i + 4) - mv);
+      if (!log_softmax) {
+        memcpy(yr + i, &e0, sizeof e0);
+        memcpy(yr + i + 4, &e1, sizeof e1);
+      }
+      s0 += e0;
+      s1 += e1;
+    }
+    for (; i < nb; i += 4) {
+      const weir_act_v4 e0 = weir_lanes_exp4(weir_act_load4(xr + i) - mv);
+      if (!log_softmax)
+        memcpy(yr + i, &e0, sizeof e0);
+      s0 += e0;
+    }
+    if (rem) {
+      /* the padding lanes: exp(-inf - m) = 0 (NaN only when the row's
+       * result is NaN anyway) */
+      const weir_act_v4 e1 =
+          weir_lanes_exp4(weir_lanes_part4(xr + nb, rem, -INFINITY) - mv);
+      if (!log_softmax)
+        memcpy(yr + nb, &e1, (size_t)rem * sizeof(float));
+      s1 += e1;
+    }
+    const float z = weir_lanes_hsum4(s0 + s1);
+    if (log_softmax) {
+      const weir_act_v4 lz = weir_act_set4(logf(z));
+      for (i = 0; i < nb; i += 4) {
+        const weir_act_v4 v = weir_act_load4(xr + i) - mv - lz;
+        memcpy(yr + i, &v, sizeof v);
+      }
+      if (rem) {
+        const weir_act_v4 v =
+            weir_lanes_part4(xr + nb, rem, 0.0f) - mv - lz;
+        memcpy(yr + nb, &v, (size_t)rem * sizeof(float));
+      }
+    } else {
+      const weir_act_v4 iz = weir_act_set4(1.0f / z);
+      for (i = 0; i < nb; i += 4) {
+        const weir_act_v4 v = weir_act_load4(yr + i) * iz;
+        memcpy(yr + i, &v, sizeof v);
+      }
+      if (rem) {
+        const weir_act_v4 v = weir_lanes_part4(yr + nb, rem, 0.0f) * iz;
+        memcpy(yr + nb, &v, (size_t)rem * sizeof(float));
+      }
+    }
+  }
 }
 
 int op_Softmax_abi_version(void) {
@@ -74,61 +276,8 @@ int op_Softmax_run(void *const args[], const int64_t symbols[],
   (void)symbols;
   (void)consts;
   (void)workspace;
-  float node_max[4] = {0}; /* f32[4, 1] */
-  float node_sum[4] = {0}; /* f32[4, 1] */
-  float node_exp[28] = {0}; /* f32[4, 7] */
   /* state 1 'main' */
-  /* map 16 'node_init': j0 in 0:4, j1 in 0 (parallel) */
-  #pragma omp parallel for
-  for (int64_t j0 = 0; j0 < 4; j0++) {
-    for (int64_t j1 = 0; j1 < 1; j1++) {
-      /* tasklet 15 'node_init' */
-      {
-        node_max[j0 + j1] = -INFINITY;
-        node_sum[j0 + j1] = 0.0f;
-      }
-    }
-  }
-  /* map 24 'node_max': i0 in 0:4, i1 in 0:7 (parallel) */
-  #pragma omp parallel for
-  for (int64_t i0 = 0; i0 < 4; i0++) {
-    float node_max_acc = node_max[i0]; /* max into node_max */
-    for (int64_t i1 = 0; i1 < 7; i1++) {
-      /* tasklet 23 'node_max' */
-      {
-        const float x = X0[i0 * 7 + i1];
-        node_max_acc = weir_max_f32(node_max_acc, x);
-      }
-    }
-    node_max[i0] = node_max_acc;
-  }
-  /* map 34 'node_expsum': i0 in 0:4, i1 in 0:7 (parallel) */
-  #pragma omp parallel for
-  for (int64_t i0 = 0; i0 < 4; i0++) {
-    float node_sum_acc = node_sum[i0]; /* sum into node_sum */
-    for (int64_t i1 = 0; i1 < 7; i1++) {
-      /* tasklet 33 'node_expsum' */
-      {
-        const float x = X0[i0 * 7 + i1];
-        const float m = node_max[i0];
-        float e = weir_exp_f32(x - m);
-        node_exp[i0 * 7 + i1] = e;
-        node_sum_acc += e;
-      }
-    }
-    node_sum[i0] = node_sum_acc;
-  }
-  /* map 46 'node_normalize': i0 in 0:4, i1 in 0:7 (parallel) */
-  #pragma omp parallel for
-  for (int64_t i0 = 0; i0 < 4; i0++) {
-    for (int64_t i1 = 0; i1 < 7; i1++) {
-      /* tasklet 45 'node_normalize' */
-      {
-        const float ev = node_exp[i0 * 7 + i1];
-        const float z = node_sum[i0];
-        Y[i0 * 7 + i1] = ev / z;
-      }
-    }
-  }
+  /* Softmax 'node' (node 2): weir, one row at a time */
+  weir_softmax_f32(X0, Y, 4, 7, 0);
   return 0;
 }
