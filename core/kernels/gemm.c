@@ -943,7 +943,7 @@ static const char gemm_t_store[] =
     "    for (int j = 0; j < @TNR@; j++)\n"
     "      x[j] = weir_gemm_vload_@S@(t + j * @TMR@ + v * @VL@);\n"
     "    weir_gemm_tr_@S@(x);\n"
-    "#pragma GCC unroll 16\n"
+    "    /* not unrolled: the epilogue once in the code, not TNR times */\n"
     "    for (int kk = 0; kk < @TNR@; kk++) {\n"
     "      const int64_t i0 = v * @VL@ + kk, i1 = @I1@;\n"
     "      if (i0 >= mr)\n"
@@ -1147,16 +1147,22 @@ static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
   GString *tab =
       g_string_new("static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
                    "    int64_t, const @T@ *, const @T@ *, @T@ *) = {\n");
+  /* every column count for whole tiles of rows (the pixel edge), whole
+   * panels of columns for the rarer partial rows: their missing columns
+   * are zeros of the padded B panel, computed and not stored (each
+   * instance costs compile time) */
   for (guint v = 1; v <= bl->tmv; v++) {
     g_string_append(tab, "    {");
     for (guint p = 1; p <= bl->tnr; p++) {
-      GString *u = g_string_new(gemm_t_ukr_n);
-      replace_uint(u, "@V@", v);
-      replace_uint(u, "@P@", p);
-      g_string_append(s, u->str);
-      g_string_free(u, TRUE);
+      if (v == bl->tmv || p == bl->tnr) {
+        GString *u = g_string_new(gemm_t_ukr_n);
+        replace_uint(u, "@V@", v);
+        replace_uint(u, "@P@", p);
+        g_string_append(s, u->str);
+        g_string_free(u, TRUE);
+      }
       g_string_append_printf(tab, "%sweir_gemm_ukt%ux%u_@S@", p > 1 ? ", " : "",
-                             v, p);
+                             v, v == bl->tmv ? p : bl->tnr);
     }
     g_string_append(tab, "},\n");
   }
