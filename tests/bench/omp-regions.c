@@ -29,8 +29,10 @@ static int cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* n dependent multiply-adds per element of x */
-static float work(float *x, long lo, long hi, long n) {
+/* n dependent multiply-adds per element of x (not inlined: the same code
+ * with and without a region) */
+__attribute__((noinline)) static float work(float *x, long lo, long hi,
+                                            long n) {
   float s = 0;
   for (long i = lo; i < hi; i++) {
     float v = x[i];
