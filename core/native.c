@@ -986,27 +986,67 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     ws = conv_weir_scratch(e, &ci, &bl, error);
     if (!ws)
       return FALSE;
+    /* the orientation of the GEMM: the node's parameter, else by shape
+     * (constant shapes, f32) */
+    gint64 orient = weir_native_param(e->n, WEIR_GEMM_PARAM_ORIENT, 0);
+    if (orient == 0 && bl.tnr) /* $WEIR_GEMM_ORIENT, for comparisons */
+      orient = weir_kernel_gemm_orient_env();
+    if (orient < 0 || orient > 2 || (orient == 2 && !bl.tnr)) {
+      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                  "node %u ('%s'): %s=%" G_GINT64_FORMAT
+                  " is not an orientation of Weir's GEMM for %s (1: the "
+                  "vectors along the output pixels; 2: along the output "
+                  "channels, f32 only)",
+                  e->n->id, e->n->label ? e->n->label : "",
+                  WEIR_GEMM_PARAM_ORIENT, orient, weir_dtype_name(t));
+      return FALSE;
+    }
+    gboolean channels = orient == 2;
     /* the weight packed once, when the kernel is loaded (a bound
      * constant of constant shape, f32) */
-    gint64 mw, cw, khw, kww;
+    gint64 mw, cw, khw, kww, ohc, owc;
     if (weir_expr_is_const(dim(ci.w, 0), &mw) &&
         weir_expr_is_const(dim(ci.w, 1), &cw) &&
         weir_expr_is_const(dim(ci.w, 2), &khw) &&
         weir_expr_is_const(dim(ci.w, 3), &kww) && geo->group > 0 &&
         mw % geo->group == 0) {
       gint64 mg = mw / geo->group, kk = cw * khw * kww;
-      wpk =
-          weir_kernel_gemm_prepack_a(e, t, &bl, e->in[1].c, geo->group, mg, kk);
-      if (wpk)
-        wps = weir_kernel_gemm_prepacked_a_elements(&bl, 1, mg, kk);
+      if (orient == 0 && weir_expr_is_const(dim(ci.y, 2), &ohc) &&
+          weir_expr_is_const(dim(ci.y, 3), &owc))
+        channels = weir_kernel_gemm_channels_in_vectors(&bl, mg, ohc * owc, kk);
+      if (channels) {
+        wpk = weir_kernel_gemm_prepack_at(e, t, &bl, e->in[1].c, geo->group, mg,
+                                          kk);
+        if (wpk)
+          wps = weir_kernel_gemm_prepacked_at_elements(&bl, 1, mg, kk);
+      } else {
+        wpk = weir_kernel_gemm_prepack_a(e, t, &bl, e->in[1].c, geo->group, mg,
+                                         kk);
+        if (wpk)
+          wps = weir_kernel_gemm_prepacked_a_elements(&bl, 1, mg, kk);
+      }
     }
     /* the helper's suffix is its GEMM's: a node's own blocking gets its
-     * own copy */
+     * own copy; with channels in the vectors weir_wconv2dt calls the
+     * transposed driver */
     sfx = bl.id;
-    text = g_strdup(conv_weir);
+    GString *tx = g_string_new(conv_weir);
+    if (channels) {
+      name = "weir_wconv2dt";
+      g_string_replace(tx, "weir_wconv2d_@S@", "weir_wconv2dt_@S@", 0);
+      g_string_replace(tx, "weir_gemm_runp_@S@", "weir_gemm_runt_@S@", 0);
+      g_string_replace(tx, "on Weir's GEMM, per image and group:\n",
+                       "on Weir's GEMM with the output channels in the\n"
+                       " * vectors (weir_gemm_runt; wpk in its panels of TMR "
+                       "rows), per image\n * and group:\n",
+                       0);
+    }
+    text = g_string_free(tx, FALSE);
     status = g_strdup_printf("%s |= ", e->status);
-    g_autofree char *head = g_strconcat("weir", weir_kernel_epilogue_what(&ek),
-                                        wpk ? ", weight pre-packed" : "", NULL);
+    g_autofree char *head =
+        g_strconcat("weir", weir_kernel_epilogue_what(&ek),
+                    wpk ? ", weight pre-packed" : "",
+                    channels ? ", channels in the vectors" : "", NULL);
     emit_header(e, head);
   }
   g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);

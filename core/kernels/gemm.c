@@ -50,6 +50,14 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
     break;
   }
   b.nr = b.nv * b.vl;
+  /* the transposed microtile (f32): as many accumulators, the columns
+   * broadcast; AVX-512 3 x 8 (24 zmm, 3 A vectors, 1 broadcast), AVX2 3 x
+   * 4 (12 ymm), portable 4 x 4 */
+  if (es == 4) {
+    b.tmv = b.isa == WEIR_HW_ISA_GENERIC ? 4 : 3;
+    b.tnr = b.isa == WEIR_HW_ISA_AVX512 ? 8 : 4;
+    b.tmr = b.tmv * b.vl;
+  }
   gint64 l1 = hw && hw->l1d_bytes > 0 ? hw->l1d_bytes : 32 * 1024;
   gint64 l2 = hw && hw->l2_bytes > 0 ? hw->l2_bytes : 256 * 1024;
   /* an A micro-panel (MR x KC) stays in L1 while the B micro-panels stream
@@ -351,7 +359,11 @@ static const char gemm_driver[] =
     "  const @T@ *x; /* c planes of h x wd */\n"
     "  int64_t h, wd, kh, kw, ow, sh, sw, dh, dw, ph, pw;\n"
     "} weir_gemm_patches_@S@;\n"
-    "\n"
+    "\n";
+
+/* The packing routines (instantiated twice for f32: @MR@, @NR@ the usual
+ * microtile's, and as weir_gemm_tpack_* with the transposed one's). */
+static const char gemm_pack[] =
     "/* weir_gemm_pack_b for B = the patches im: rows [pc, pc + kc), columns\n"
     " * [jc + q * NR, + NR) of panel q.  Per row, the columns of one output\n"
     " * row at a time: zeros where the input column or row lies in the\n"
@@ -497,7 +509,10 @@ static const char gemm_driver[] =
     "    for (int64_t k = 0; k < kc; k++)\n"
     "      dst[k * @MR@ + i] = (@T@)0;\n"
     "}\n"
-    "\n"
+    "\n";
+
+/* The driver: weir_gemm_runp and its wrappers. */
+static const char gemm_run[] =
     "/* Row-major c[m x n] = alpha * op(a) * op(b) + beta * c, op(a) m x k,\n"
     " * op(b) k x n (ta, tb: transposed).  Loops: NC columns of B, KC rows\n"
     " * (B block packed), MC rows of A (A block packed), then the\n"
@@ -748,6 +763,460 @@ static const char gemm_driver[] =
     "      bias || r || act || cb || scale != (@T@)1 ? &ep : NULL, work);\n"
     "}\n";
 
+static void replace_uint(GString *s, const char *key, guint v) {
+  char buf[16];
+  g_snprintf(buf, sizeof buf, "%u", v);
+  g_string_replace(s, key, buf, 0);
+}
+
+/* ------------------------------------------- channels in the vectors
+ *
+ * The transposed microtile (f32), for products with few columns: a 1x1
+ * convolution on a 7x7 map has 49 output pixels as the GEMM's columns,
+ * and the usual microtile's vectors along them fill 49 of 64 lanes (the
+ * 49th column a whole vector, its tile broadcast-bound).  Here the
+ * vectors run along the rows (the output channels, 96 to 1280) and the
+ * columns are broadcast, so a narrow edge costs only its columns.  The
+ * tile is then column by column in registers; the store transposes each
+ * TNR x VL block in registers (log2 TNR rounds of two-vector shuffles)
+ * so that each row's TNR columns are stored (and, from the second k
+ * block on, loaded) together, and applies the epilogue to those vectors.
+ * @TMV@, @TNR@, @TMR@: the tile; @HB@ the bytes of TNR elements. */
+static const char gemm_t_ukr[] =
+    "/* Channels in the vectors (docs/native.md): a TMR @TMR@ x TNR @TNR@\n"
+    " * tile of c over kc, ap an A panel (kc x TMR), bp a B panel (kc x\n"
+    " * TNR), both zero-padded.  Per k the rows' @TMV@ vectors are loaded\n"
+    " * and each column's B value broadcast; r[j][v] holds rows [v * VL,\n"
+    " * + VL) of column j.  nv vectors and np columns are computed; the tile\n"
+    " * goes to t (TNR x TMR, column by column), zeros past them. */\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_ukt_@S@(const int nv, const int np,\n"
+    "                                        int64_t kc,\n"
+    "                                        const @T@ *restrict ap,\n"
+    "                                        const @T@ *restrict bp,\n"
+    "                                        @T@ *restrict t) {\n"
+    "  weir_gemm_v_@S@ r[@TNR@][@TMV@];\n"
+    "#pragma GCC unroll 16\n"
+    "  for (int j = 0; j < @TNR@; j++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @TMV@; v++)\n"
+    "      r[j][v] = weir_gemm_vzero_@S@();\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    weir_gemm_v_@S@ a[@TMV@];\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @TMV@; v++)\n"
+    "      a[v] = v < nv ? weir_gemm_vload_@S@(ap + k * @TMR@ + v * @VL@)\n"
+    "                    : weir_gemm_vzero_@S@();\n"
+    "#pragma GCC unroll 16\n"
+    "    for (int j = 0; j < @TNR@; j++) {\n"
+    "      if (j >= np)\n"
+    "        continue;\n"
+    "      const weir_gemm_v_@S@ b = weir_gemm_vset_@S@(bp[k * @TNR@ + j]);\n"
+    "#pragma GCC unroll 8\n"
+    "      for (int v = 0; v < @TMV@; v++)\n"
+    "        if (v < nv)\n"
+    "          r[j][v] = weir_gemm_vfma_@S@(a[v], b, r[j][v]);\n"
+    "    }\n"
+    "  }\n"
+    "#pragma GCC unroll 16\n"
+    "  for (int j = 0; j < @TNR@; j++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @TMV@; v++)\n"
+    "      weir_gemm_vstore_@S@(t + j * @TMR@ + v * @VL@,\n"
+    "                           j < np && v < nv ? r[j][v]\n"
+    "                                            : weir_gemm_vzero_@S@());\n"
+    "}\n";
+
+/* one per (nv, np) = (@V@, @P@) */
+static const char gemm_t_ukr_n[] =
+    "static @TGT@ void weir_gemm_ukt@V@x@P@_@S@(int64_t kc, const @T@ *ap,\n"
+    "                                         const @T@ *bp, @T@ *t) {\n"
+    "  weir_gemm_ukt_@S@(@V@, @P@, kc, ap, bp, t);\n"
+    "}\n";
+
+/* Rows of a transposed tile when a vector holds two of them (VL = 2 TNR):
+ * lanes [0, TNR) row p0, [TNR, VL) row p1. */
+static const char gemm_t_rows2[] =
+    "typedef @T@ weir_gemm_h_@S@ __attribute__((vector_size(@HB@)));\n"
+    "/* rows p0 and p1 (NULL: zeros), columns [0, nr), zeros past them */\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_ldt_@S@(const @T@ *p0,\n"
+    "                                                  const @T@ *p1,\n"
+    "                                                  int64_t nr) {\n"
+    "  weir_gemm_h_@S@ h0 = {0}, h1 = {0};\n"
+    "  if (nr == @TNR@) {\n"
+    "    memcpy(&h0, p0, sizeof h0);\n"
+    "    if (p1)\n"
+    "      memcpy(&h1, p1, sizeof h1);\n"
+    "  } else {\n"
+    "    memcpy(&h0, p0, (size_t)nr * sizeof(@T@));\n"
+    "    if (p1)\n"
+    "      memcpy(&h1, p1, (size_t)nr * sizeof(@T@));\n"
+    "  }\n"
+    "  return (weir_gemm_v_@S@)__builtin_shufflevector(h0, h1, @CAT@);\n"
+    "}\n"
+    "/* the lanes of w into rows p0 and p1 (NULL: none), columns [0, nr) */\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_stt2_@S@(weir_gemm_v_@S@ w, @T@ *p0,\n"
+    "                                         @T@ *p1, int64_t nr) {\n"
+    "  const weir_gemm_h_@S@ h0 =\n"
+    "      (weir_gemm_h_@S@)__builtin_shufflevector(w, w, @LO@);\n"
+    "  const weir_gemm_h_@S@ h1 =\n"
+    "      (weir_gemm_h_@S@)__builtin_shufflevector(w, w, @HI@);\n"
+    "  const size_t bytes = nr == @TNR@ ? sizeof h0 : (size_t)nr * "
+    "sizeof(@T@);\n"
+    "  if (nr == @TNR@) {\n"
+    "    memcpy(p0, &h0, sizeof h0);\n"
+    "    if (p1)\n"
+    "      memcpy(p1, &h1, sizeof h1);\n"
+    "    return;\n"
+    "  }\n"
+    "  memcpy(p0, &h0, bytes);\n"
+    "  if (p1)\n"
+    "    memcpy(p1, &h1, bytes);\n"
+    "}\n"
+    "/* a in lanes [0, TNR), b in [TNR, VL) */\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_set2_@S@(@T@ a, @T@ b) {\n"
+    "  weir_gemm_h_@S@ h0 = {0}, h1 = {0};\n"
+    "  h0 += a;\n"
+    "  h1 += b;\n"
+    "  return (weir_gemm_v_@S@)__builtin_shufflevector(h0, h1, @CAT@);\n"
+    "}\n";
+
+/* The same when a vector holds one row (VL = TNR): p1 is always NULL. */
+static const char gemm_t_rows1[] =
+    "/* row p0, columns [0, nr), zeros past them (p1: NULL) */\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_ldt_@S@(const @T@ *p0,\n"
+    "                                                  const @T@ *p1,\n"
+    "                                                  int64_t nr) {\n"
+    "  (void)p1;\n"
+    "  if (nr == @TNR@)\n"
+    "    return weir_gemm_vload_@S@(p0);\n"
+    "  weir_gemm_v_@S@ w = weir_gemm_vzero_@S@();\n"
+    "  memcpy(&w, p0, (size_t)nr * sizeof(@T@));\n"
+    "  return w;\n"
+    "}\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_stt2_@S@(weir_gemm_v_@S@ w, @T@ *p0,\n"
+    "                                         @T@ *p1, int64_t nr) {\n"
+    "  (void)p1;\n"
+    "  if (nr == @TNR@)\n"
+    "    weir_gemm_vstore_@S@(p0, w);\n"
+    "  else\n"
+    "    memcpy(p0, &w, (size_t)nr * sizeof(@T@));\n"
+    "}\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@ weir_gemm_set2_@S@(@T@ a, @T@ b) {\n"
+    "  (void)b;\n"
+    "  return weir_gemm_vset_@S@(a);\n"
+    "}\n";
+
+static const char gemm_t_store[] =
+    "/* The epilogue of weir_gemm_epi on the vector w of a transposed tile\n"
+    " * (rows i0 and i1 (-1: none), columns [col0, col0 + nr)), in the same\n"
+    " * order: w * scale + bias[row] + cb[col] + r[row, col], then act. */\n"
+    "WEIR_GEMM_INL_@S@ weir_gemm_v_@S@\n"
+    "weir_gemm_ept_@S@(const weir_gemm_epilogue_@S@ *ep, weir_gemm_v_@S@ w,\n"
+    "                  int64_t i0, int64_t i1, int64_t col0, int64_t nr) {\n"
+    "  weir_act_v@VL@ v = (weir_act_v@VL@)w * ep->scale;\n"
+    "  if (ep->bias)\n"
+    "    v += (weir_act_v@VL@)weir_gemm_set2_@S@(\n"
+    "        ep->bias[i0], i1 >= 0 ? ep->bias[i1] : (@T@)0);\n"
+    "  if (ep->cb)\n"
+    "    v += (weir_act_v@VL@)weir_gemm_ldt_@S@(ep->cb + col0, @CB1@, nr);\n"
+    "  if (ep->r)\n"
+    "    v += (weir_act_v@VL@)weir_gemm_ldt_@S@(\n"
+    "        ep->r + i0 * ep->ldr + col0,\n"
+    "        i1 >= 0 ? ep->r + i1 * ep->ldr + col0 : NULL, nr);\n"
+    "  return (weir_gemm_v_@S@)weir_act_apply@VL@(v, ep->act, ep->lo, "
+    "ep->hi);\n"
+    "}\n"
+    "\n"
+    "/* The tile t of weir_gemm_ukt (TNR x TMR, column by column) into rows\n"
+    " * [0, mr) x columns [0, nr) of c (added to c when acc), then (ep not\n"
+    " * NULL) the epilogue, c's rows and columns being rows row0 + i and\n"
+    " * columns col0 + j of the product.  Per vector of rows, the TNR x VL\n"
+    " * block is transposed in registers: x[kk] then holds the columns of\n"
+    " * rows v * VL + kk (and + TNR when VL = 2 TNR), stored together. */\n"
+    "static @TGT@ void weir_gemm_stt_@S@(const @T@ *t, @T@ *c, int64_t ldc,\n"
+    "                                   int64_t mr, int64_t nr, int acc,\n"
+    "                                   const weir_gemm_epilogue_@S@ *ep,\n"
+    "                                   int64_t row0, int64_t col0) {\n"
+    "  for (int64_t v = 0; v * @VL@ < mr; v++) {\n"
+    "    weir_gemm_v_@S@ x[@TNR@];\n"
+    "#pragma GCC unroll 16\n"
+    "    for (int j = 0; j < @TNR@; j++)\n"
+    "      x[j] = weir_gemm_vload_@S@(t + j * @TMR@ + v * @VL@);\n"
+    "    weir_gemm_tr_@S@(x);\n"
+    "    /* not unrolled: the epilogue once in the code, not TNR times */\n"
+    "    for (int kk = 0; kk < @TNR@; kk++) {\n"
+    "      const int64_t i0 = v * @VL@ + kk, i1 = @I1@;\n"
+    "      if (i0 >= mr)\n"
+    "        continue;\n"
+    "      @T@ *p0 = c + i0 * ldc, *p1 = i1 < mr ? c + i1 * ldc : NULL;\n"
+    "      weir_gemm_v_@S@ w = x[kk];\n"
+    "      if (acc)\n"
+    "        w = weir_gemm_vadd_@S@(w, weir_gemm_ldt_@S@(p0, p1, nr));\n"
+    "      if (ep)\n"
+    "        w = weir_gemm_ept_@S@(ep, w, row0 + i0, p1 ? row0 + i1 : -1, "
+    "col0,\n"
+    "                              nr);\n"
+    "      weir_gemm_stt2_@S@(w, p0, p1, nr);\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+static const char gemm_t_run[] =
+    "/* weir_gemm_runp with channels in the vectors: the same arguments and\n"
+    " * result, apk (NULL: none) packed in panels of TMR rows (weir_prepack_a\n"
+    " * with mr TMR), bpk unused (a call with one goes to weir_gemm_runp, as\n"
+    " * do beta other than 0 and 1 and empty products).  Loops: NC columns,\n"
+    " * KC depth (B block packed in TNR-wide panels), MC rows (A block in\n"
+    " * TMR-high panels), then per B panel (it stays in L1) every A panel\n"
+    " * (streamed from L2), each tile stored by weir_gemm_stt.  The threads\n"
+    " * split the B panels (each packing its own) or, when that divides the\n"
+    " * work less evenly, the A panels (each packing the whole, narrow, B\n"
+    " * block); no barrier. */\n"
+    "static __attribute__((unused)) int\n"
+    "weir_gemm_runt_@S@(int ta, int tb, int64_t m, int64_t n, int64_t k,\n"
+    "                   @T@ alpha, const @T@ *a, int64_t lda, const @T@ "
+    "*apk,\n"
+    "                   const @T@ *b, const @T@ *bpk, int64_t ldb,\n"
+    "                   const weir_gemm_patches_@S@ *im, @T@ beta, @T@ *c,\n"
+    "                   int64_t ldc, const weir_gemm_epilogue_@S@ *ep,\n"
+    "                   void *work) {\n"
+    "  if (m <= 0 || n <= 0)\n"
+    "    return 0;\n"
+    "  if (bpk || (beta != (@T@)0 && beta != (@T@)1) || k <= 0 ||\n"
+    "      alpha == (@T@)0)\n"
+    "    return weir_gemm_runp_@S@(ta, tb, m, n, k, alpha, a, lda, NULL, b,\n"
+    "                              bpk, ldb, im, beta, c, ldc, ep, work);\n"
+    "  const int first_acc = beta != (@T@)0;\n"
+    "  const int64_t mpad = (m + @TMR@ - 1) / @TMR@ * @TMR@;\n"
+    "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
+    "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
+    "  const int64_t mblocks = (m + @MC@ - 1) / @MC@;\n"
+    "  const int64_t mcb =\n"
+    "      ((m + mblocks - 1) / mblocks + @TMR@ - 1) / @TMR@ * @TMR@;\n"
+    "  const int64_t nb = n < @NC@ ? (n + @TNR@ - 1) / @TNR@ * @TNR@ : @NC@;\n"
+    "  const size_t bbytes = ((size_t)(kcb * nb) * sizeof(@T@) + 63) / 64 * "
+    "64;\n"
+    "  const size_t abytes = ((size_t)(kcb * mcb) * sizeof(@T@) + 63) / 64 * "
+    "64;\n"
+    "  int nthr = 1;\n"
+    "#ifdef _OPENMP\n"
+    "  if (m * n * k > 32768 && !omp_in_parallel())\n"
+    "    nthr = omp_get_max_threads();\n"
+    "#endif\n"
+    "  if (nthr > @THREADS@)\n"
+    "    nthr = @THREADS@;\n"
+    "  void *own = NULL;\n"
+    "  if (!work) {\n"
+    "    own = work = aligned_alloc(64, (size_t)nthr * (bbytes + abytes));\n"
+    "    if (!own)\n"
+    "      return 1;\n"
+    "  }\n"
+    "  /* A panels in the first m block (the others are as many or one "
+    "fewer) */\n"
+    "  const int64_t mpan0 = ((m < mcb ? m : mcb) + @TMR@ - 1) / @TMR@;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel num_threads(nthr) if (nthr > 1)\n"
+    "#endif\n"
+    "  {\n"
+    "#ifdef _OPENMP\n"
+    "    const int64_t nt = omp_get_num_threads(), tid = "
+    "omp_get_thread_num();\n"
+    "#else\n"
+    "    const int64_t nt = 1, tid = 0;\n"
+    "#endif\n"
+    "    @T@ *bp = (@T@ *)((char *)work + (size_t)tid * (bbytes + abytes));\n"
+    "    @T@ *ap = (@T@ *)((char *)bp + bbytes);\n"
+    "    @T@ t[@TNR@ * @TMR@] __attribute__((aligned(64)));\n"
+    "    for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
+    "      const int64_t nc = n - jc < @NC@ ? n - jc : @NC@;\n"
+    "      const int64_t npan = (nc + @TNR@ - 1) / @TNR@;\n"
+    "      /* split the B panels unless the largest share of them is a\n"
+    "       * larger fraction than the largest share of the A panels */\n"
+    "      const int byn = (npan + nt - 1) / nt * mpan0 <=\n"
+    "                      (mpan0 + nt - 1) / nt * npan;\n"
+    "      const int64_t q0 = byn ? npan * tid / nt : 0;\n"
+    "      const int64_t q1 = byn ? npan * (tid + 1) / nt : npan;\n"
+    "      for (int64_t pc = 0; pc < k; pc += kcb) {\n"
+    "        const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
+    "        const int acc = pc > 0 || first_acc;\n"
+    "        const weir_gemm_epilogue_@S@ *epk = pc + kc >= k ? ep : NULL;\n"
+    "        if (im)\n"
+    "          for (int64_t q = q0; q < q1; q++)\n"
+    "            weir_gemm_tpack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
+    "        else if (q0 < q1)\n"
+    "          weir_gemm_tpack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q0, q1, bp);\n"
+    "        for (int64_t ic = 0; ic < m; ic += mcb) {\n"
+    "          const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
+    "          const int64_t mpan = (mc + @TMR@ - 1) / @TMR@;\n"
+    "          const int64_t p0 = byn ? 0 : mpan * tid / nt;\n"
+    "          const int64_t p1 = byn ? mpan : mpan * (tid + 1) / nt;\n"
+    "          /* a pre-packed A: block (pc, ic) at pc * mpad + ic * kc */\n"
+    "          const @T@ *ab = apk ? apk + pc * mpad + ic * kc : ap;\n"
+    "          for (int64_t p = p0; p < p1 && !apk; p++)\n"
+    "            weir_gemm_tpack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
+    "ap);\n"
+    "          for (int64_t q = q0; q < q1; q++) {\n"
+    "            const int64_t nr =\n"
+    "                nc - q * @TNR@ < @TNR@ ? nc - q * @TNR@ : @TNR@;\n"
+    "            const @T@ *pb = bp + q * kc * @TNR@;\n"
+    "            for (int64_t p = p0; p < p1; p++) {\n"
+    "              const int64_t mr =\n"
+    "                  mc - p * @TMR@ < @TMR@ ? mc - p * @TMR@ : @TMR@;\n"
+    "              weir_gemm_ukt_tab_@S@[(mr + @VL@ - 1) / @VL@ - 1][nr - 1](\n"
+    "                  kc, ab + p * kc * @TMR@, pb, t);\n"
+    "              weir_gemm_stt_@S@(t, c + (ic + p * @TMR@) * ldc + jc +\n"
+    "                                       q * @TNR@,\n"
+    "                                ldc, mr, nr, acc, epk, ic + p * @TMR@,\n"
+    "                                jc + q * @TNR@);\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  free(own);\n"
+    "  return 0;\n"
+    "}\n";
+
+/* "a, b, c" of the integers [from, to) */
+static char *index_list(guint from, guint to) {
+  GString *s = g_string_new(NULL);
+  for (guint i = from; i < to; i++)
+    g_string_append_printf(s, "%s%u", i > from ? ", " : "", i);
+  return g_string_free(s, FALSE);
+}
+
+/* weir_gemm_tr: x[j] (column j of a TNR x VL block, the lanes its rows)
+ * into x[kk] whose lanes [s * TNR, + TNR) are the TNR columns of row
+ * s * TNR + kk.  Round b (bit = 2^b) swaps bit b of the vector index with
+ * bit b of the lane: vectors a and a | bit exchange the lanes whose bit b
+ * differs from the vector's. */
+static void append_transpose(GString *s, guint vl, guint tnr) {
+  g_string_append(s, "/* the TNR x VL block x (vector j: column j, lanes "
+                     "rows) transposed: x[kk]\n"
+                     " * lanes [s * TNR, + TNR) the columns of row s * TNR + "
+                     "kk */\n"
+                     "WEIR_GEMM_INL_@S@ void weir_gemm_tr_@S@(weir_gemm_v_@S@ "
+                     "*x) {\n");
+  for (guint bit = 1; bit < tnr; bit <<= 1)
+    for (guint a = 0; a < tnr; a++) {
+      if (a & bit)
+        continue;
+      GString *i0 = g_string_new(NULL), *i1 = g_string_new(NULL);
+      for (guint l = 0; l < vl; l++) {
+        guint from_b = l & bit ? vl : 0;
+        g_string_append_printf(i0, "%s%u", l ? ", " : "", (l & ~bit) + from_b);
+        g_string_append_printf(i1, "%s%u", l ? ", " : "", (l | bit) + from_b);
+      }
+      g_string_append_printf(
+          s,
+          "  {\n"
+          "    const weir_gemm_v_@S@ y0 = (weir_gemm_v_@S@)__builtin_"
+          "shufflevector(\n"
+          "        x[%u], x[%u], %s);\n"
+          "    const weir_gemm_v_@S@ y1 = (weir_gemm_v_@S@)__builtin_"
+          "shufflevector(\n"
+          "        x[%u], x[%u], %s);\n"
+          "    x[%u] = y0;\n"
+          "    x[%u] = y1;\n"
+          "  }\n",
+          a, a | bit, i0->str, a, a | bit, i1->str, a, a | bit);
+      g_string_free(i0, TRUE);
+      g_string_free(i1, TRUE);
+    }
+  g_string_append(s, "}\n");
+}
+
+/* The text of the transposed path (f32, bl->tnr > 0), before the final
+ * substitutions of weir_kernel_gemm_text. */
+static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
+  g_assert(bl->tnr > 0 && bl->vl % bl->tnr == 0 && bl->vl / bl->tnr <= 2);
+  gboolean two = bl->vl == 2 * bl->tnr;
+  append_transpose(s, bl->vl, bl->tnr);
+  GString *rows = g_string_new(two ? gemm_t_rows2 : gemm_t_rows1);
+  g_autofree char *cat = index_list(0, bl->vl);
+  g_autofree char *lo = index_list(0, bl->tnr);
+  g_autofree char *hi = index_list(bl->tnr, bl->vl);
+  g_string_replace(rows, "@CAT@", cat, 0);
+  g_string_replace(rows, "@LO@", lo, 0);
+  g_string_replace(rows, "@HI@", hi, 0);
+  replace_uint(rows, "@HB@", bl->tnr * 4);
+  g_string_append(s, rows->str);
+  g_string_free(rows, TRUE);
+  g_string_append(s, gemm_t_ukr);
+  GString *tab =
+      g_string_new("static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
+                   "    int64_t, const @T@ *, const @T@ *, @T@ *) = {\n");
+  /* every column count for whole tiles of rows (the pixel edge), whole
+   * panels of columns for the rarer partial rows: their missing columns
+   * are zeros of the padded B panel, computed and not stored (each
+   * instance costs compile time) */
+  for (guint v = 1; v <= bl->tmv; v++) {
+    g_string_append(tab, "    {");
+    for (guint p = 1; p <= bl->tnr; p++) {
+      if (v == bl->tmv || p == bl->tnr) {
+        GString *u = g_string_new(gemm_t_ukr_n);
+        replace_uint(u, "@V@", v);
+        replace_uint(u, "@P@", p);
+        g_string_append(s, u->str);
+        g_string_free(u, TRUE);
+      }
+      g_string_append_printf(tab, "%sweir_gemm_ukt%ux%u_@S@", p > 1 ? ", " : "",
+                             v, v == bl->tmv ? p : bl->tnr);
+    }
+    g_string_append(tab, "},\n");
+  }
+  g_string_append(tab, "};\n");
+  g_string_append(s, tab->str);
+  g_string_free(tab, TRUE);
+  GString *st = g_string_new(gemm_t_store);
+  g_string_replace(st, "@I1@", two ? "i0 + @TNR@" : "mr", 0);
+  g_string_replace(st, "@CB1@", two ? "ep->cb + col0" : "NULL", 0);
+  g_string_append(s, st->str);
+  g_string_free(st, TRUE);
+  g_string_append(s, gemm_t_run);
+}
+
+/* Cycles of one k step of a microtile with `bc` broadcasts and `vecs`
+ * vectors loaded: bc * vecs FMAs at two a cycle, bc + vecs loads at two a
+ * cycle. */
+static double ustep(gint64 bc, gint64 vecs) {
+  return MAX(bc * vecs / 2.0, (bc + vecs) / 2.0);
+}
+
+gint64 weir_kernel_gemm_orient_env(void) {
+  const char *v = g_getenv("WEIR_GEMM_ORIENT");
+  return g_strcmp0(v, "1") == 0 ? 1 : g_strcmp0(v, "2") == 0 ? 2 : 0;
+}
+
+gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
+                                              gint64 m, gint64 n, gint64 k) {
+  if (!bl->tnr || m <= 0 || n <= 0 || k <= 0)
+    return FALSE;
+  gint64 vl = bl->vl, kblocks = (k + bl->kc - 1) / bl->kc;
+  /* the usual tile: MR rows (padded) broadcast, the columns' vectors */
+  gint64 mp = (m + bl->mr - 1) / bl->mr;
+  gint64 nfull = n / bl->nr, nrem = n % bl->nr;
+  double per_k =
+      (double)mp * (nfull * ustep(bl->mr, bl->nv) +
+                    (nrem ? ustep(bl->mr, (nrem + vl - 1) / vl) : 0));
+  gint64 tiles = mp * (nfull + (nrem > 0));
+  double usual = per_k * k + (double)tiles * kblocks * bl->mr * bl->nv;
+  /* the transposed tile: the rows' vectors (the last ones fewer), TNR
+   * columns broadcast (the last panel fewer); its store transposes */
+  gint64 mfull = m / bl->tmr, mrem = m % bl->tmr;
+  gint64 mv = (mrem + vl - 1) / vl;
+  gint64 pfull = n / bl->tnr, prem = n % bl->tnr;
+  double col =
+      mfull * ustep(bl->tnr, bl->tmv) + (mrem ? ustep(bl->tnr, mv) : 0);
+  double col_rem =
+      prem ? mfull * ustep(prem, bl->tmv) + (mrem ? ustep(prem, mv) : 0) : 0;
+  gint64 ttiles = (mfull + (mrem > 0)) * (pfull + (prem > 0));
+  double trans = (pfull * col + col_rem) * k +
+                 (double)ttiles * kblocks * 6 * bl->tnr * bl->tmv;
+  return trans < 0.9 * usual;
+}
+
 static const char *vec_block(WeirHwIsa isa, WeirDType t) {
   gboolean f32 = t != WEIR_DTYPE_F64;
   switch (isa) {
@@ -759,12 +1228,6 @@ static const char *vec_block(WeirHwIsa isa, WeirDType t) {
     break;
   }
   return vec_generic;
-}
-
-static void replace_uint(GString *s, const char *key, guint v) {
-  char buf[16];
-  g_snprintf(buf, sizeof buf, "%u", v);
-  g_string_replace(s, key, buf, 0);
 }
 
 char *weir_kernel_gemm_name(const WeirGemmBlocking *bl) {
@@ -796,6 +1259,20 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_append(s, gemm_epi);
   g_string_replace(s, "@VECEPI@", t == WEIR_DTYPE_F64 ? "" : gemm_epi_vec, 0);
   g_string_append(s, gemm_driver);
+  g_string_append(s, gemm_pack);
+  gboolean trans = t != WEIR_DTYPE_F64 && bl->tnr > 0;
+  if (trans) {
+    /* the packing again, for the transposed microtile's panels */
+    GString *tp = g_string_new(gemm_pack);
+    g_string_replace(tp, "weir_gemm_pack_", "weir_gemm_tpack_", 0);
+    g_string_replace(tp, "@NR@", "@TNR@", 0);
+    g_string_replace(tp, "@MR@", "@TMR@", 0);
+    g_string_append(s, tp->str);
+    g_string_free(tp, TRUE);
+  }
+  g_string_append(s, gemm_run);
+  if (trans)
+    append_transposed(s, bl);
   g_string_replace(s, "@CASES@", cases->str, 0);
   g_string_replace(s, "@DT@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
   g_string_free(cases, TRUE);
@@ -806,6 +1283,9 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   /* below half a microtile of rows the packed path wastes most of its
    * multiply-adds on padding */
   replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
+  replace_uint(s, "@TMR@", bl->tmr);
+  replace_uint(s, "@TNR@", bl->tnr);
+  replace_uint(s, "@TMV@", bl->tmv);
   replace_uint(s, "@MR@", bl->mr);
   replace_uint(s, "@NR@", bl->nr);
   replace_uint(s, "@NV@", bl->nv);
@@ -830,6 +1310,9 @@ char *weir_kernels_signature(void) {
         i ? "; " : "", name, weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
         b.nc, b.threads);
   }
+  if (weir_kernel_gemm_orient_env())
+    g_string_append_printf(s, "; conv orient %" G_GINT64_FORMAT,
+                           weir_kernel_gemm_orient_env());
   return g_string_free(s, FALSE);
 }
 
@@ -844,6 +1327,9 @@ static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
   gint64 kb = (k + kblocks - 1) / kblocks;
   gint64 mblocks = (m + bl->mc - 1) / bl->mc;
   gint64 mb = ((m + mblocks - 1) / mblocks + bl->mr - 1) / bl->mr * bl->mr;
+  if (bl->tmr) /* weir_gemm_runt's A blocks: whole TMR-high panels */
+    mb = MAX(mb,
+             ((m + mblocks - 1) / mblocks + bl->tmr - 1) / bl->tmr * bl->tmr);
   gint64 nb =
       n < (gint64)bl->nc ? (n + bl->nr - 1) / bl->nr * bl->nr : (gint64)bl->nc;
   return (gint64)MAX(bl->threads, 1) *
@@ -1041,13 +1527,20 @@ gint64 weir_kernel_gemm_prepacked_a_elements(const WeirGemmBlocking *bl,
   return groups * ((m + bl->mr - 1) / bl->mr * bl->mr) * k;
 }
 
-char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
-                                 const WeirGemmBlocking *bl,
-                                 const WeirContainer *w, gint64 groups,
-                                 gint64 m, gint64 k) {
-  if (!e->prepacked || t != WEIR_DTYPE_F32 || groups <= 0 || m <= 0 || k <= 0)
+gint64 weir_kernel_gemm_prepacked_at_elements(const WeirGemmBlocking *bl,
+                                              gint64 groups, gint64 m,
+                                              gint64 k) {
+  return groups * ((m + bl->tmr - 1) / bl->tmr * bl->tmr) * k;
+}
+
+/* w packed in panels of mr rows (bl->mr or bl->tmr). */
+static char *prepack_a(WeirNativeEmit *e, WeirDType t,
+                       const WeirGemmBlocking *bl, const WeirContainer *w,
+                       gint64 groups, gint64 m, gint64 k, guint mr) {
+  if (!e->prepacked || t != WEIR_DTYPE_F32 || groups <= 0 || m <= 0 || k <= 0 ||
+      mr == 0)
     return NULL;
-  gint64 elements = weir_kernel_gemm_prepacked_a_elements(bl, groups, m, k);
+  gint64 elements = groups * ((m + mr - 1) / mr * mr) * k;
   GString *helper = g_string_new(prepack_a_text);
   g_string_replace(helper, "@T@", "float", 0);
   g_string_replace(helper, "@S@", "f32", 0);
@@ -1056,10 +1549,24 @@ char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
       "weir_prepack_a_f32((const float *)@SRC@, %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u, %u, %u, (float "
       "*)@DST@);",
-      groups, m, k, bl->mr, bl->kc, bl->mc);
+      groups, m, k, mr, bl->kc, bl->mc);
   g_autofree char *p =
       e->prepacked(e, w, elements * 4, "weir_prepack_a_f32", text, pack);
   if (!p)
     return NULL;
   return g_strdup_printf("(const float *)%s", p);
+}
+
+char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
+                                 const WeirGemmBlocking *bl,
+                                 const WeirContainer *w, gint64 groups,
+                                 gint64 m, gint64 k) {
+  return prepack_a(e, t, bl, w, groups, m, k, bl->mr);
+}
+
+char *weir_kernel_gemm_prepack_at(WeirNativeEmit *e, WeirDType t,
+                                  const WeirGemmBlocking *bl,
+                                  const WeirContainer *w, gint64 groups,
+                                  gint64 m, gint64 k) {
+  return prepack_a(e, t, bl, w, groups, m, k, bl->tmr);
 }

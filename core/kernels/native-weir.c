@@ -41,6 +41,17 @@ static gboolean conv_emit(WeirNativeEmit *e, GError **error) {
   return weir_native_emit_conv(e, WEIR_NATIVE_GEMM_WEIR, error);
 }
 
+/* Conv's GEMM orientation (WEIR_GEMM_PARAM_ORIENT): 1 the vectors along
+ * the output pixels, 2 along the output channels; a node without it is
+ * oriented by shape. */
+static const gint64 orient_values[] = {1, 2};
+static const WeirNativeParam conv_params[] = {
+    {.name = WEIR_GEMM_PARAM_ORIENT,
+     .doc = "GEMM vectors along the output pixels (1) or channels (2)",
+     .values = orient_values,
+     .n_values = G_N_ELEMENTS(orient_values)},
+};
+
 static const WeirNativeImpl weir_impls[] = {
     {.op = "Gemm",
      .impl = "weir",
@@ -56,7 +67,9 @@ static const WeirNativeImpl weir_impls[] = {
      .impl = "weir",
      .accepts = weir_native_conv_accepts,
      .emit = conv_emit,
-     .takes_epilogue = weir_kernel_takes_epilogue},
+     .takes_epilogue = weir_kernel_takes_epilogue,
+     .params = conv_params,
+     .n_params = G_N_ELEMENTS(conv_params)},
 };
 
 void weir_native_register_weir(void) {

@@ -24,6 +24,11 @@ typedef struct {
   guint vl;         /* elements per vector */
   guint mr, nv, nr; /* microtile: mr rows x nr = nv * vl columns */
   guint kc, mc, nc; /* cache blocks */
+  /* The transposed microtile (channels in the vectors, docs/native.md):
+   * tmv vectors of rows (tmr = tmv * vl rows of C) x tnr columns, the
+   * columns broadcast; tnr a power of two with vl / tnr 1 or 2.  f32
+   * only: tnr 0 (f64) means there is none. */
+  guint tmv, tnr, tmr;
   /* The most threads one call uses: each packs into its own buffers, so
    * the work space holds this many (1..WEIR_GEMM_MAX_THREADS; the
    * profile's logical cores). */
@@ -47,6 +52,27 @@ typedef struct {
 #define WEIR_GEMM_ATTR_KC "gemm_kc"
 #define WEIR_GEMM_ATTR_MC "gemm_mc"
 #define WEIR_GEMM_ATTR_NC "gemm_nc"
+
+/* The tunable parameter of Conv's "weir" implementation choosing the
+ * orientation of its GEMM (impl_params, docs/native.md): 1 the vectors
+ * along the output pixels (the usual microtile), 2 along the output
+ * channels (the transposed one, weir_gemm_runt); absent, by shape
+ * (weir_kernel_gemm_channels_in_vectors). */
+#define WEIR_GEMM_PARAM_ORIENT "orient"
+
+/* $WEIR_GEMM_ORIENT as an orientation for convolutions without the
+ * parameter: 1 or 2, else 0 (by shape).  Part of weir_kernels_signature,
+ * so the compile cache keeps the objects apart. */
+gint64 weir_kernel_gemm_orient_env(void);
+
+/* Whether the transposed microtile (channels in the vectors) is expected
+ * to be faster than the usual one for an m x n x k product with blocking
+ * bl: a count of the microkernels' cycles (two FMAs and two loads per
+ * cycle, the lanes and broadcasts each edge tile really computes, and the
+ * transposing store per tile and k block) at least 10% lower.  FALSE when
+ * bl has no transposed microtile (f64). */
+gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
+                                              gint64 m, gint64 n, gint64 k);
 
 /* The blocking for dtype t (f32 or f64) on the machine described by hw
  * (borrowed; its ISA and cache sizes; unknown sizes get defaults). */
@@ -77,7 +103,9 @@ gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
  * WeirEpilogueKind), and weir_gemm_run_<id>, the driver both call, which
  * also takes a weir_gemm_patches_<id> (a convolution's input, gathered as
  * B by the packing: implicit im2col).  The f32 text uses the helpers of
- * weir_kernel_act_record.
+ * weir_kernel_act_record, and also defines weir_gemm_runt_<id>, the
+ * driver of the transposed microtile (the arguments of
+ * weir_gemm_runp_<id>, its pre-packed A in panels of TMR rows).
  * (transfer full) */
 char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl);
 
@@ -116,6 +144,11 @@ char *weir_kernel_gemm_use(WeirNativeEmit *e, WeirDType t, const WeirExpr *m,
  * (weir_kernel_gemm_prepack_a): each m rounded up to whole MR panels. */
 gint64 weir_kernel_gemm_prepacked_a_elements(const WeirGemmBlocking *bl,
                                              gint64 groups, gint64 m, gint64 k);
+/* The same for the transposed microtile (panels of bl->tmr rows:
+ * weir_kernel_gemm_prepack_at). */
+gint64 weir_kernel_gemm_prepacked_at_elements(const WeirGemmBlocking *bl,
+                                              gint64 groups, gint64 m,
+                                              gint64 k);
 
 /* The A operand of a GEMM packed once, when the kernel is loaded, instead
  * of in every call: w (borrowed) is groups row-major m x k matrices of
@@ -129,6 +162,13 @@ char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
                                  const WeirGemmBlocking *bl,
                                  const WeirContainer *w, gint64 groups,
                                  gint64 m, gint64 k);
+/* The same packed for weir_gemm_runt (the transposed microtile: panels of
+ * bl->tmr rows), group g at g * (m rounded up to TMR) * k. (transfer
+ * full) */
+char *weir_kernel_gemm_prepack_at(WeirNativeEmit *e, WeirDType t,
+                                  const WeirGemmBlocking *bl,
+                                  const WeirContainer *w, gint64 groups,
+                                  gint64 m, gint64 k);
 
 /* Elements of a k x n B operand packed for blocking bl
  * (weir_kernel_gemm_prepack_b): n rounded up to whole NR panels. */

@@ -14,9 +14,13 @@
 #
 #   tests/bench/ab-cputime.sh BUILD_A BUILD_B [--models "a b"] [--rounds N]
 #                             [--hi N] [--lo N] [--cache-dir DIR]
+#                             [--env-a "V=X …"]
+# --env-a: the environment of build A's runs only (the same build twice
+# with --env-a WEIR_GEMM_ORIENT=1: every convolution on the usual GEMM
+# tile against the shape rule).
 set -eu
 a=$(cd "$1" && pwd); b=$(cd "$2" && pwd); shift 2
-models="mobilenet_v2 efficientnet_b0"; rounds=3; hi=60; lo=10
+models="mobilenet_v2 efficientnet_b0"; rounds=3; hi=60; lo=10; enva=
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/weir-bench/realsize
 while [ $# -gt 0 ]; do
   case $1 in
@@ -25,25 +29,27 @@ while [ $# -gt 0 ]; do
     --hi) hi=$2; shift 2 ;;
     --lo) lo=$2; shift 2 ;;
     --cache-dir) cache=$2; shift 2 ;;
+    --env-a) enva=$2; shift 2 ;;
     *) echo "ab-cputime.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-echo "ab-cputime.sh: $(date -u '+%Y-%m-%d %H:%M UTC'); A = $a; B = $b; $(uptime)"
+echo "ab-cputime.sh: $(date -u '+%Y-%m-%d %H:%M UTC'); A = $a${enva:+ with $enva}; B = $b; $(uptime)"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cpu() { # build model reps -> seconds of CPU
+cpu() { # build model reps [env] -> seconds of CPU
   f=$2; case $f in *.onnx) ;; *) f=$cache/$2.onnx ;; esac
-  /usr/bin/time -f "%U %S" -o "$tmp/t" env OMP_NUM_THREADS=1 \
+  # shellcheck disable=SC2086
+  /usr/bin/time -f "%U %S" -o "$tmp/t" env OMP_NUM_THREADS=1 ${4:-} \
     "$1/weir" bench "$f" --threads 1 --reps "$3" --warmup 1 \
     >/dev/null 2>&1
   awk '{ print $1 + $2 }' "$tmp/t"
 }
 for m in $models; do
   # compile both once (into the compile cache) before measuring
-  cpu "$a" "$m" 1 >/dev/null; cpu "$b" "$m" 1 >/dev/null
+  cpu "$a" "$m" 1 "$enva" >/dev/null; cpu "$b" "$m" 1 >/dev/null
   for r in $(seq 1 "$rounds"); do
     for x in A B; do
-      d=$a; [ $x = B ] && d=$b
-      h=$(cpu "$d" "$m" "$hi"); l=$(cpu "$d" "$m" "$lo")
+      d=$a; e=$enva; [ $x = B ] && d=$b && e=
+      h=$(cpu "$d" "$m" "$hi" "$e"); l=$(cpu "$d" "$m" "$lo" "$e")
       ms=$(echo "$h $l $hi $lo" | awk '{ printf "%.3f", ($1 - $2) / ($3 - $4) * 1000 }')
       echo "round $r $(basename "$m") $x: $ms ms CPU per inference (load $(cut -d' ' -f1 /proc/loadavg))"
       echo "$m $x $ms" >> "$tmp/all"

@@ -169,6 +169,11 @@ static void check_program(const WeirGraph *g0, const Node *nd, guint nodes,
   g_autoptr(GHashTable) args = random_args(g, 11);
   g_autoptr(GHashTable) ref = copy_args(args);
   g_autoptr(WeirGraph) pure = weir_graph_copy(g0);
+  for (guint s = 0; s < pure->states->len; s++) {
+    WeirState *st = g_ptr_array_index(pure->states, s);
+    for (guint k = 0; k < st->nodes->len; k++) /* "weir"'s parameters */
+      weir_node_remove_attr(g_ptr_array_index(st->nodes, k), "impl_params");
+  }
   if (!weir_expand_all(pure, NULL, NULL, &err))
     fail_msg("%s: pure expansion: %s", g->name, err->message);
   if (!weir_interpret(pure, NULL, ref, NULL, &err))
@@ -370,6 +375,169 @@ static void test_conv(void **state) {
   g_autoptr(WeirGraph) g =
       program("convs", convs, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
   check_program(g, convs, G_N_ELEMENTS(convs), WEIR_DTYPE_F32);
+}
+
+/* ------------------------------------------- channels in the vectors */
+
+static void g2(WeirNode *n) {
+  weir_node_set_attr_int(n, "group", 2);
+}
+
+/* The transposed microtile (weir_gemm_runt): forced by the node's
+ * parameter orient=2 at sizes around its tile on every ISA (rows: 48 x 8
+ * on AVX-512, 24 x 4 on AVX2, 16 x 4 portable), with every epilogue, the
+ * patches gathered by its own packing, several k blocks, groups and
+ * batch 2; orient=1 keeps the usual tile; a 1x1 convolution on a 7x7 map
+ * takes the transposed one by shape on AVX-512 (the cost model), one on
+ * a 14x14 map does not. */
+static const Node chans[] = {
+    /* 50 rows: two whole vectors and a partial one on AVX-512; 49
+     * columns: six whole panels and one of a column */
+    {"Conv", {"1, 40, 7, 7", "50, 40, 1, 1", "50"}, "1, 50, 7, 7", NULL},
+    /* K 600: three k blocks (the tile added to c, then the epilogue) */
+    {"Conv",
+     {"1, 600, 5, 5", "100, 600, 1, 1", ""},
+     "1, 100, 5, 5",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"1, 7, 3, 3", "13, 7, 1, 1", "13"},
+     "1, 13, 3, 3",
+     NULL,
+     "s = 1 / (1 + exp(-x))\ny = s * x",
+     FALSE,
+     "weir + SiLU"},
+    /* the patches gathered into TNR-wide panels (padding, a 3x3 kernel) */
+    {"Conv",
+     {"1, 6, 7, 7", "20, 6, 3, 3", "20"},
+     "1, 20, 7, 7",
+     pad1,
+     "y = min(max(x, 0.0), 6.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv",
+     {"1, 16, 9, 9", "33, 16, 1, 1", "33"},
+     "1, 33, 5, 5",
+     s2,
+     "y = 1 / (1 + exp(-x))",
+     FALSE,
+     "weir + sigmoid"},
+    {"Conv",
+     {"2, 8, 6, 6", "34, 4, 1, 1", "34"},
+     "2, 34, 6, 6",
+     g2,
+     "y = x * max(0, min(1, x / 6 + 0.5))",
+     FALSE,
+     "weir + HardSwish"},
+    {"Conv",
+     {"2, 8, 6, 6", "34, 4, 1, 1", "34"},
+     "2, 34, 6, 6",
+     g2,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"1, 24, 14, 14", "96, 24, 1, 1", "96"},
+     "1, 96, 14, 14",
+     NULL,
+     "y = x + r",
+     TRUE,
+     "weir + residual"},
+    /* the usual tile, forced */
+    {"Conv", {"1, 40, 7, 7", "50, 40, 1, 1", "50"}, "1, 50, 7, 7", NULL},
+    /* by shape: 480 x 49 x 96 (channels on AVX-512), 96 x 196 x 24 (not) */
+    {"Conv", {"1, 96, 7, 7", "480, 96, 1, 1", "480"}, "1, 480, 7, 7", NULL},
+    {"Conv", {"1, 24, 14, 14", "96, 24, 1, 1", "96"}, "1, 96, 14, 14", NULL},
+};
+/* orient per node (0: none, by shape) */
+static const gint64 chans_orient[] = {2, 2, 2, 2, 2, 2, 2, 2, 1, 0, 0};
+
+static void test_conv_channels(void **state) {
+  (void)state;
+  G_STATIC_ASSERT(G_N_ELEMENTS(chans) == G_N_ELEMENTS(chans_orient));
+  g_autoptr(WeirGraph) g =
+      program("channels", chans, G_N_ELEMENTS(chans), WEIR_DTYPE_F32);
+  WeirState *st = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    guint k;
+    if (n->kind != WEIR_NODE_LIBRARY || sscanf(n->label, "n%u", &k) != 1 ||
+        !chans_orient[k])
+      continue;
+    g_autofree char *p = g_strdup_printf(
+        "%s=%" G_GINT64_FORMAT, WEIR_GEMM_PARAM_ORIENT, chans_orient[k]);
+    const char *ps[] = {p};
+    weir_node_set_attr_strings(n, "impl_params", ps, 1);
+  }
+  check_program(g, chans, G_N_ELEMENTS(chans), WEIR_DTYPE_F32);
+  /* which nodes took the transposed driver, on the best ISA */
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) gw = weir_graph_copy(g);
+  st = g_ptr_array_index(gw->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY)
+      weir_node_set_attr_string(n, "impl", "weir");
+  }
+  g_unsetenv("WEIR_ISA");
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+  if (!src)
+    fail_msg("%s", err->message);
+  assert_non_null(strstr(src, "weir_gemm_runt_f32("));
+  for (guint k = 0; k < G_N_ELEMENTS(chans); k++) {
+    gboolean want = chans_orient[k] == 2 || (chans_orient[k] == 0 && k == 9 &&
+                                             hw->isa == WEIR_HW_ISA_AVX512);
+    check_mark(src, "channels", k, want ? "channels in the vectors" : "",
+               "channels in the vectors");
+  }
+  /* $WEIR_GEMM_ORIENT=1 keeps the shape rule's node on the usual tile,
+   * and the kernels' part of the cache key says so */
+  g_autofree char *sig = weir_kernels_signature();
+  g_setenv("WEIR_GEMM_ORIENT", "1", TRUE);
+  g_autofree char *src1 = weir_codegen_c(gw, NULL, &err);
+  g_autofree char *sig1 = weir_kernels_signature();
+  g_unsetenv("WEIR_GEMM_ORIENT");
+  assert_non_null(src1);
+  check_mark(src1, "channels", 9, "", "channels in the vectors");
+  check_mark(src1, "channels", 0, "channels in the vectors",
+             "channels in the vectors");
+  assert_string_not_equal(sig, sig1);
+  /* the cost model: 7x7 maps on AVX-512, not 14x14 ones, not f64 */
+  WeirHwProfile avx = {.isa = WEIR_HW_ISA_AVX512,
+                       .l1d_bytes = 48 * 1024,
+                       .l2_bytes = 1024 * 1024,
+                       .logical_cores = 2};
+  WeirGemmBlocking b, b64;
+  weir_kernel_gemm_blocking(&avx, WEIR_DTYPE_F32, &b);
+  weir_kernel_gemm_blocking(&avx, WEIR_DTYPE_F64, &b64);
+  assert_int_equal(b.tmr, 48);
+  assert_int_equal(b.tnr, 8);
+  assert_int_equal(b64.tnr, 0);
+  assert_true(weir_kernel_gemm_channels_in_vectors(&b, 1152, 49, 192));
+  assert_true(weir_kernel_gemm_channels_in_vectors(&b, 192, 49, 1152));
+  assert_true(weir_kernel_gemm_channels_in_vectors(&b, 480, 49, 96));
+  assert_false(weir_kernel_gemm_channels_in_vectors(&b, 480, 196, 80));
+  assert_false(weir_kernel_gemm_channels_in_vectors(&b, 64, 3136, 64));
+  assert_false(weir_kernel_gemm_channels_in_vectors(&b64, 1152, 49, 192));
+  /* an orientation the node's dtype or the kernel does not have */
+  g_autoptr(WeirGraph) g64 = program("channels64", chans, 1, WEIR_DTYPE_F64);
+  st = g_ptr_array_index(g64->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind != WEIR_NODE_LIBRARY)
+      continue;
+    const char *ps[] = {"orient=2"};
+    weir_node_set_attr_strings(n, "impl_params", ps, 1);
+    weir_node_set_attr_string(n, "impl", "weir");
+  }
+  g_clear_error(&err);
+  g_autofree char *bad = weir_codegen_c(g64, NULL, &err);
+  assert_null(bad);
+  assert_non_null(strstr(err->message, "orient=2"));
+  assert_non_null(strstr(err->message, "'n0'"));
 }
 
 /* ------------------------------------------------------------ epilogues */
@@ -866,6 +1034,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_f64),
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv),
+      cmocka_unit_test(test_conv_channels),
       cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_lenet_epilogues),

@@ -32,14 +32,25 @@ typedef struct {
   const char *name;
   gint64 m, c, h, w, k, stride, pad, group;
   gint64 mc; /* the node's own gemm_mc, 0 for none */
+  /* the GEMM's orientation (impl_params orient; 2: channels in the
+   * vectors, the weight in panels of TMR rows), 0 for none (by shape) */
+  gint64 orient;
 } ConvCase;
 
 static const ConvCase cases[] = {
-    {"odd_m", 13, 5, 9, 9, 3, 1, 1, 1, 0},
+    {"odd_m", 13, 5, 9, 9, 3, 1, 1, 1, 0, 0},
     /* C/g * kh * kw = 630: three K blocks; MC 8: two M blocks of 20 rows */
-    {"k_blocks", 20, 70, 7, 7, 3, 2, 1, 1, 8},
-    {"groups", 12, 6, 5, 6, 3, 1, 0, 3, 0},
-    {"plain_1x1", 9, 17, 4, 5, 1, 1, 0, 1, 0},
+    {"k_blocks", 20, 70, 7, 7, 3, 2, 1, 1, 8, 0},
+    {"groups", 12, 6, 5, 6, 3, 1, 0, 3, 0, 0},
+    {"plain_1x1", 9, 17, 4, 5, 1, 1, 0, 1, 0, 0},
+    /* channels in the vectors: odd rows, three K blocks, three M blocks
+     * (MC 40 -> blocks of one TMR panel), groups, a 1x1 on a 7x7 map by
+     * shape (channels on AVX-512) */
+    {"channels_odd_m", 50, 40, 7, 7, 1, 1, 0, 1, 0, 2},
+    {"channels_k_blocks", 20, 70, 7, 7, 3, 2, 1, 1, 0, 2},
+    {"channels_m_blocks", 100, 30, 6, 6, 1, 1, 0, 1, 40, 2},
+    {"channels_groups", 12, 6, 5, 6, 3, 1, 0, 3, 0, 2},
+    {"channels_by_shape", 480, 96, 7, 7, 1, 1, 0, 1, 0, 0},
 };
 
 static GHashTable *tensors_new(void) {
@@ -116,6 +127,12 @@ static WeirGraph *conv_graph(const ConvCase *cc, guint64 seed) {
   assert_true(weir_op_check_attrs(lib, &err));
   if (cc->mc) /* an implementation attribute, not the operator's */
     weir_node_set_attr_int(lib, WEIR_GEMM_ATTR_MC, cc->mc);
+  if (cc->orient) {
+    g_autofree char *p = g_strdup_printf("%s=%" G_GINT64_FORMAT,
+                                         WEIR_GEMM_PARAM_ORIENT, cc->orient);
+    const char *ps[] = {p};
+    weir_node_set_attr_strings(lib, "impl_params", ps, 1);
+  }
   if (!weir_graph_validate(g, &err))
     fail_msg("%s: %s", cc->name, err->message);
   return g;
@@ -125,6 +142,11 @@ static WeirGraph *conv_graph(const ConvCase *cc, guint64 seed) {
 static WeirTensor *reference(const WeirGraph *g, const WeirTensor *x) {
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirGraph) pure = weir_graph_copy(g);
+  for (guint s = 0; s < pure->states->len; s++) {
+    WeirState *st = g_ptr_array_index(pure->states, s);
+    for (guint k = 0; k < st->nodes->len; k++) /* "weir"'s parameters */
+      weir_node_remove_attr(g_ptr_array_index(st->nodes, k), "impl_params");
+  }
   if (!weir_expand_all(pure, NULL, NULL, &err))
     fail_msg("pure expansion: %s", err->message);
   g_autoptr(GHashTable) args = tensors_new();
@@ -250,12 +272,22 @@ static void test_conv_cases(void **state) {
     gint64 xs[4] = {1, cc->c, cc->h, cc->w};
     g_autoptr(WeirTensor) x = weir_tensor_new(WEIR_DTYPE_F32, 4, xs);
     weir_tensor_fill_random(x, 5 + i);
-    /* the weight's groups, each M/g rounded up to whole MR-high panels */
+    /* the weight's groups, each M/g rounded up to whole MR-high panels
+     * (TMR-high with channels in the vectors) */
     WeirGemmBlocking bl = blocking(g);
     gint64 mg = cc->m / cc->group, kk = cc->c / cc->group * cc->k * cc->k;
-    check(f, cc->name, g, g2, x,
-          4 * weir_kernel_gemm_prepacked_a_elements(&bl, cc->group, mg, kk),
-          "weight pre-packed");
+    gint64 oh = (cc->h + 2 * cc->pad - cc->k) / cc->stride + 1;
+    gint64 ow = (cc->w + 2 * cc->pad - cc->k) / cc->stride + 1;
+    gboolean ch = cc->orient == 2 ||
+                  (cc->orient == 0 &&
+                   weir_kernel_gemm_channels_in_vectors(&bl, mg, oh * ow, kk));
+    check(
+        f, cc->name, g, g2, x,
+        4 * (ch ? weir_kernel_gemm_prepacked_at_elements(&bl, cc->group, mg, kk)
+                : weir_kernel_gemm_prepacked_a_elements(&bl, cc->group, mg,
+                                                        kk)),
+        ch ? "weight pre-packed, channels in the vectors"
+           : "weight pre-packed");
   }
 }
 
