@@ -216,6 +216,12 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup("GlobalAveragePool", "weir");
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }
+  if (strcmp(n->op, "OptimizerUpdate") == 0 || strcmp(n->op, "SumAll") == 0) {
+    /* f32 / f64 in place: every tensor in one parallel region
+     * (core/kernels/multi-tensor.c) */
+    ni = weir_native_lookup(n->op, "weir");
+    return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
+  }
   if (strcmp(n->op, "Allreduce") == 0 || strcmp(n->op, "Broadcast") == 0 ||
       strcmp(n->op, "AllreduceStart") == 0 ||
       strcmp(n->op, "AllreduceWait") == 0 ||
