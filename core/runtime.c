@@ -95,20 +95,84 @@ static void pin_openmp(GModule *module) {
   g_mutex_unlock(&lock);
 }
 
-/* Threading defaults, before the first kernel brings in libgomp (which
- * reads its environment once, when it is loaded): idle OpenMP threads sleep
- * instead of spinning (OMP_WAIT_POLICY=PASSIVE), unless the user chose. A
- * spinning OpenMP team and OpenBLAS's own spinning threads otherwise fight
- * for the cores between a parallel loop and a GEMM call: on 2 cores the
- * residual CNN took 386 ms per run instead of 0.3 ms. */
+/* How idle OpenMP threads wait, chosen once per process before the first
+ * kernel brings in libgomp (which reads its environment once, when it is
+ * loaded), unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+ * Neither policy is right everywhere (docs/runtime.md, "Threading
+ * defaults"): on idle cores a short spin before sleeping lets the next
+ * parallel region start without a futex wake-up (the many small regions of
+ * a mobile CNN or a training step ran 2-5x faster at 2 threads), while on
+ * cores other processes want the spinning thread takes the time slice the
+ * descheduled one needs (2-5x slower than sleeping at once).  So the
+ * runnable tasks of the machine are sampled: when the kernel's threads fit
+ * beside them, threads spin for WEIR_OMP_SPIN_COUNT rounds, otherwise
+ * OMP_WAIT_POLICY=PASSIVE. */
+#define WEIR_OMP_SPIN_COUNT "3000"
+
+gboolean weir_threading_should_spin(double others_running, guint threads,
+                                    guint processors) {
+  return processors > 1 && others_running >= 0 &&
+         others_running + (double)threads <= (double)processors + 0.25;
+}
+
+/* The mean number of runnable tasks other than the caller ("procs_running"
+ * of /proc/stat, which counts the reading thread), over 16 samples 1 ms
+ * apart; -1 when it cannot be read. */
+static double others_running(void) {
+  double sum = 0;
+  for (int i = 0; i < 16; i++) {
+    g_autofree char *stat = NULL;
+    if (!g_file_get_contents("/proc/stat", &stat, NULL, NULL))
+      return -1;
+    const char *p = strstr(stat, "\nprocs_running ");
+    if (!p)
+      return -1;
+    sum += g_ascii_strtod(p + strlen("\nprocs_running "), NULL) - 1;
+    g_usleep(1000);
+  }
+  return sum / 16;
+}
+
+static char *omp_wait_choice;
+
 static void threading_defaults(void) {
   static gsize done;
   if (g_once_init_enter(&done)) {
-    if (!g_getenv("OMP_WAIT_POLICY"))
-      g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
+    const char *policy = g_getenv("OMP_WAIT_POLICY");
+    const char *spin = g_getenv("GOMP_SPINCOUNT");
+    if (policy || spin) {
+      omp_wait_choice = g_strdup_printf(
+          "as the environment says (OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s)",
+          policy ? policy : "unset", spin ? spin : "unset");
+    } else {
+      guint procs = g_get_num_processors();
+      const char *nt = g_getenv("OMP_NUM_THREADS");
+      guint threads = nt ? (guint)g_ascii_strtoull(nt, NULL, 10) : procs;
+      double others = others_running();
+      if (weir_threading_should_spin(others, threads ? threads : procs,
+                                     procs)) {
+        g_setenv("GOMP_SPINCOUNT", WEIR_OMP_SPIN_COUNT, FALSE);
+        omp_wait_choice = g_strdup_printf(
+            "spin " WEIR_OMP_SPIN_COUNT " rounds, then sleep (%.1f other "
+            "runnable tasks on %u processors when the first kernel loaded)",
+            others, procs);
+      } else {
+        g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
+        omp_wait_choice =
+            others < 0
+                ? g_strdup("sleep at once (OMP_WAIT_POLICY=PASSIVE; the "
+                           "machine's runnable tasks could not be read)")
+                : g_strdup_printf("sleep at once (OMP_WAIT_POLICY=PASSIVE; "
+                                  "%.1f other runnable tasks on %u "
+                                  "processors when the first kernel loaded)",
+                                  others, procs);
+      }
+    }
     g_once_init_leave(&done, 1);
   }
 }
+
+const char *weir_kernel_openmp_wait(void) { return omp_wait_choice; }
 
 /* openblas_get_parallel() of the OpenBLAS a kernel calls: 0 serial, 1
  * pthreads, 2 OpenMP; -1 when the kernel calls no OpenBLAS. */

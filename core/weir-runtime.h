@@ -280,14 +280,30 @@ WEIR_API char *weir_kernel_blas_info(WeirKernel *k);
  * same soname, e.g. a program linked with -lopenblas, keeps that one;
  * weir_kernel_blas_info() says which build a kernel uses.)
  *
- * Defaults, for a process that sets nothing: the first kernel loaded sets
- * OMP_WAIT_POLICY=PASSIVE unless the environment has it (idle OpenMP
- * threads sleep rather than spin), and an OpenBLAS with its own pthreads
- * pool runs with one thread unless OPENBLAS_NUM_THREADS is set, so that
- * OpenMP loops and library calls do not oversubscribe the cores.
- * weir_kernel_set_threads() sets both to n_threads. */
+ * Defaults, for a process that sets nothing: the first kernel loaded
+ * chooses how idle OpenMP threads wait unless OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT is set: when the machine's other runnable tasks (sampled
+ * for 16 ms) leave a core for each of the kernel's threads
+ * (weir_threading_should_spin) they spin briefly before sleeping
+ * (GOMP_SPINCOUNT=3000), otherwise they sleep at once
+ * (OMP_WAIT_POLICY=PASSIVE); weir_kernel_openmp_wait() says which.  An
+ * OpenBLAS with its own pthreads pool runs with one thread unless
+ * OPENBLAS_NUM_THREADS is set, so that OpenMP loops and library calls do
+ * not oversubscribe the cores.  weir_kernel_set_threads() sets both
+ * thread counts to n_threads. */
 WEIR_API gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads,
                                           GError **error);
+
+/* The rule of the wait default: spin when others_running (runnable tasks
+ * besides the caller; negative: unknown) plus the kernel's threads fit on
+ * the processors (with a quarter of a task to spare). */
+WEIR_API gboolean weir_threading_should_spin(double others_running,
+                                             guint threads, guint processors);
+
+/* How this process's OpenMP threads wait, as a sentence ("spin 3000
+ * rounds, then sleep (...)", "sleep at once (...)", "as the environment
+ * says (...)"); NULL before the first kernel is loaded. */
+WEIR_API const char *weir_kernel_openmp_wait(void);
 
 /* ------------------------------------------------------------- benchmarks */
 

@@ -784,6 +784,8 @@ int cli_cmd_bench(int argc, char **argv) {
   }
   printf("runs     %d warm-up, %d timed, threads %s\n", opt_warmup, opt_reps,
          threads);
+  if (weir_kernel_openmp_wait())
+    printf("waiting  idle OpenMP threads %s\n", weir_kernel_openmp_wait());
   g_autofree char *med = cli_format_seconds(r.median),
                   *lo = cli_format_seconds(r.min),
                   *hi = cli_format_seconds(r.max);

@@ -27,9 +27,11 @@
  * Threads: --threads N (default 1) is given to OpenMP (OMP_NUM_THREADS and
  * omp_set_num_threads of each kernel), to OpenBLAS (OPENBLAS_NUM_THREADS
  * and openblas_set_num_threads), to PyTorch (torch.set_num_threads) and to
- * ONNX Runtime (intraOpNumThreads).  The program sets OMP_NUM_THREADS,
- * OPENBLAS_NUM_THREADS and OMP_WAIT_POLICY=PASSIVE (unless already set) and
- * re-executes itself so that the libraries read them at start-up.
+ * ONNX Runtime (intraOpNumThreads).  The program sets OMP_NUM_THREADS and
+ * OPENBLAS_NUM_THREADS and re-executes itself so that the libraries read
+ * them at start-up; how idle OpenMP threads wait is left to Weir's default
+ * (weir_kernel_openmp_wait, docs/runtime.md) unless the environment sets
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -828,10 +830,6 @@ static void ensure_environment(char **argv) {
       g_setenv(vars[i], n, TRUE);
       changed = TRUE;
     }
-  if (!g_getenv("OMP_WAIT_POLICY")) {
-    g_setenv("OMP_WAIT_POLICY", "PASSIVE", TRUE);
-    changed = TRUE;
-  }
   if (changed && !g_getenv("WEIR_BENCH_REEXEC")) {
     g_setenv("WEIR_BENCH_REEXEC", "1", TRUE);
     fflush(stdout);

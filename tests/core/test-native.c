@@ -1048,7 +1048,8 @@ static int teardown(void **state) {
 }
 
 /* The threading defaults of kernels (weir-runtime.h): after a kernel with
- * OpenMP and OpenBLAS is loaded, idle OpenMP threads sleep and OpenBLAS
+ * OpenMP and OpenBLAS is loaded, idle OpenMP threads wait as the machine
+ * allows (spin briefly or sleep at once) and OpenBLAS
  * runs one thread; weir_kernel_set_threads() sets both. */
 static void test_threading_defaults(void **state) {
   Fixture *f = *state;
@@ -1062,7 +1063,26 @@ static void test_threading_defaults(void **state) {
   g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
   if (!k)
     fail_msg("%s", err->message);
-  assert_string_equal(g_getenv("OMP_WAIT_POLICY"), "PASSIVE");
+  /* the wait default is one of the two, set in the environment, and
+   * reported as the one set */
+  const char *wait = weir_kernel_openmp_wait();
+  assert_non_null(wait);
+  if (g_str_has_prefix(wait, "spin ")) {
+    assert_string_equal(g_getenv("GOMP_SPINCOUNT"), "3000");
+    assert_null(g_getenv("OMP_WAIT_POLICY"));
+  } else {
+    assert_true(g_str_has_prefix(wait, "sleep at once"));
+    assert_string_equal(g_getenv("OMP_WAIT_POLICY"), "PASSIVE");
+    assert_null(g_getenv("GOMP_SPINCOUNT"));
+  }
+  /* the rule: the kernel's threads must fit beside the others */
+  assert_true(weir_threading_should_spin(0.0, 2, 2));
+  assert_true(weir_threading_should_spin(0.2, 2, 2));
+  assert_false(weir_threading_should_spin(1.0, 2, 2));
+  assert_false(weir_threading_should_spin(0.0, 4, 2));
+  assert_true(weir_threading_should_spin(3.0, 1, 4));
+  assert_false(weir_threading_should_spin(-1.0, 1, 4));
+  assert_false(weir_threading_should_spin(0.0, 1, 1));
   GModule *blas = g_module_open("libopenblas.so.0", G_MODULE_BIND_LOCAL);
   assert_non_null(blas);
   gpointer get = NULL, parallel = NULL;
@@ -1170,6 +1190,7 @@ int main(void) {
   /* the defaults under test apply only when the user chose nothing; they
    * are set when the first kernel is loaded */
   g_unsetenv("OMP_WAIT_POLICY");
+  g_unsetenv("GOMP_SPINCOUNT");
   g_unsetenv("OPENBLAS_NUM_THREADS");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_threading_defaults, setup, teardown),
