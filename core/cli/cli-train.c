@@ -521,7 +521,8 @@ int cli_cmd_train(int argc, char **argv) {
       "[--lr-min X]\n"
       "                  [--lr-step-size N] [--lr-gamma G] "
       "[--clip-grad-norm X]\n"
-      "                  [--accumulate K] [--dropout-seed S]\n"
+      "                  [--accumulate K] [--dropout-seed S] "
+      "[--per-tensor-update]\n"
       "       weir train MODEL.onnx --tokens FILE.npy --context T --steps N\n"
       "                  -o OUT.onnx [--batch B] [--checkpoint FILE --every "
       "N]\n"
@@ -896,7 +897,7 @@ int cli_cmd_train_graph(int argc, char **argv) {
         "[--lr-schedule constant|step|cosine] [--warmup-steps N] "
         "[--warmup-start-factor F] [--total-steps N] [--lr-min X] "
         "[--lr-step-size N] [--lr-gamma G] [--clip-grad-norm X] "
-        "[--accumulate K] [--dropout-seed S] "
+        "[--accumulate K] [--dropout-seed S] [--per-tensor-update] "
         "-o TRAIN.json|TRAIN.weir\n");
     return 2;
   }
