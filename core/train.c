@@ -10,17 +10,21 @@
  *           batch buffers, runs the forward nodes, the loss, the backward
  *           nodes (ir/lower/autodiff.c) and computes the finiteness check: the
  * sum of the loss and of every gradient, which is finite only when they all are
- * (an overflow of that sum also counts as non-finite); update  the optimizer:
- * one Pointwise node per parameter and state tensor, each keeping the old value
- * when the check is not finite; count   writes losses[k] and increments "step"
- * or "skipped". Nothing leaves the program between steps: the skip decision is
- * data (the check) consumed by the update, never a host-side branch.
+ * (an overflow of that sum also counts as non-finite; one SumAll node);
+ * update  the optimizer: one OptimizerUpdate node over every parameter and
+ * its state tensors (WeirTrainOptions.per_tensor_update: one Pointwise node
+ * per parameter and state tensor, and one ReduceSum per gradient in the
+ * check), keeping the old values when the check is not finite; count
+ * writes losses[k] and increments "step" or "skipped". Nothing leaves the
+ * program between steps: the skip decision is data (the check) consumed by the
+ * update, never a host-side branch.
  */
 #include <math.h>
 #include <string.h>
 
 #include "weir-autodiff.h"
 #include "weir-expand.h"
+#include "weir-native.h"
 #include "weir-ops.h"
 #include "weir-train.h"
 
@@ -1348,6 +1352,105 @@ static void build_update(Builder *b, const WeirTrainOptions *o, const char *p,
   pointwise(b, NULL, p, p, code, ins, lr_name ? 6 : 5);
 }
 
+/* The optimizer update of every parameter in params (all of one dtype,
+ * gradients in grads) as OptimizerUpdate nodes in state b->s: one node,
+ * unless its inputs would exceed what a native call takes
+ * (WEIR_NATIVE_MAX_PORTS), then consecutive groups per node.  The
+ * scalars: the check, the step counter (Adam), the scheduled learning rate
+ * lr_name and the clipping coefficient scale (each when not NULL).  The
+ * running statistics of emas (RunningUpdate*, may be NULL), from the
+ * first, join the last node while their dtype is the parameters' and
+ * they fit; returns how many did (the caller updates the others). */
+static guint build_fused_update(Builder *b, const WeirTrainOptions *o,
+                                char **params, GHashTable *grads,
+                                const char *check, GHashTable *state_names,
+                                const char *lr_name, const char *scale,
+                                GPtrArray *emas) {
+  static const char *const names[] = {"sgd", "momentum", "adam"};
+  guint kind = o->optimizer == WEIR_OPTIMIZER_SGD        ? 0
+               : o->optimizer == WEIR_OPTIMIZER_MOMENTUM ? 1
+                                                         : 2;
+  guint per_group = 2 + kind;
+  g_autoptr(GPtrArray) scalars = g_ptr_array_new();
+  g_ptr_array_add(scalars, (gpointer)check);
+  if (kind == 2)
+    g_ptr_array_add(scalars, (gpointer) "step");
+  if (lr_name)
+    g_ptr_array_add(scalars, (gpointer)lr_name);
+  if (scale)
+    g_ptr_array_add(scalars, (gpointer)scale);
+  guint cap = (WEIR_NATIVE_MAX_PORTS - scalars->len) / per_group;
+  guint np = g_strv_length(params);
+  guint n_nodes = (np + cap - 1) / cap;
+  /* the moving averages the last node takes */
+  WeirDType dtype = weir_graph_container(b->g, params[0])->dtype;
+  guint last_groups = np - (n_nodes - 1) * cap;
+  guint room =
+      (WEIR_NATIVE_MAX_PORTS - scalars->len - last_groups * per_group) / 2;
+  guint taken = 0;
+  while (emas && taken < emas->len && taken < room) {
+    const RunningUpdate *u = g_ptr_array_index(emas, taken);
+    if (weir_graph_container(b->g, u->target)->dtype != dtype)
+      break;
+    taken++;
+  }
+  for (guint first = 0, node = 0; first < np; first += cap, node++) {
+    guint end = MIN(np, first + cap);
+    g_autoptr(GPtrArray) ins = g_ptr_array_new();
+    g_autoptr(GPtrArray) outs = g_ptr_array_new();
+    for (guint i = 0; i < scalars->len; i++)
+      g_ptr_array_add(ins, scalars->pdata[i]);
+    for (guint j = first; j < end; j++) {
+      const char *p = params[j];
+      g_autofree char *mkey = g_strdup_printf("%s_m", p);
+      g_autofree char *vkey = g_strdup_printf("%s_v", p);
+      const char *mm = g_hash_table_lookup(state_names, mkey);
+      const char *vv = g_hash_table_lookup(state_names, vkey);
+      g_ptr_array_add(ins, (gpointer)p);
+      g_ptr_array_add(ins, g_hash_table_lookup(grads, p));
+      g_ptr_array_add(outs, (gpointer)p);
+      if (kind >= 1) {
+        g_ptr_array_add(ins, (gpointer)mm);
+        g_ptr_array_add(outs, (gpointer)mm);
+      }
+      if (kind == 2) {
+        g_ptr_array_add(ins, (gpointer)vv);
+        g_ptr_array_add(outs, (gpointer)vv);
+      }
+    }
+    gboolean last = end == np;
+    g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint e = 0; last && e < taken; e++) {
+      const RunningUpdate *u = g_ptr_array_index(emas, e);
+      g_ptr_array_add(ins, u->target);
+      g_ptr_array_add(ins, u->value);
+      g_ptr_array_add(outs, u->target);
+      g_array_append_val(keep, u->keep);
+    }
+    g_autofree char *label =
+        n_nodes > 1 ? g_strdup_printf("update_%u", node) : g_strdup("update");
+    WeirNode *n =
+        lib(b, "OptimizerUpdate", label, (const char *const *)ins->pdata,
+            ins->len, (const char *const *)outs->pdata, outs->len);
+    weir_node_set_attr_string(n, "optimizer", names[kind]);
+    weir_node_set_attr_float(n, "lr", o->lr);
+    weir_node_set_attr_float(n, "weight_decay", o->weight_decay);
+    if (kind == 1)
+      weir_node_set_attr_float(n, "momentum", o->momentum);
+    if (kind == 2) {
+      weir_node_set_attr_float(n, "beta1", o->beta1);
+      weir_node_set_attr_float(n, "beta2", o->beta2);
+      weir_node_set_attr_float(n, "epsilon", o->epsilon);
+    }
+    weir_node_set_attr_int(n, "lr_input", lr_name != NULL);
+    weir_node_set_attr_int(n, "scale_input", scale != NULL);
+    if (keep->len)
+      weir_node_set_attr_floats(n, "ema_keep", (const double *)keep->data,
+                                keep->len);
+  }
+  return taken;
+}
+
 /* ------------------------------------------------------ pruning masks */
 
 /* The masks of the parameters that keep their zeros (options->keep_zeros):
@@ -1546,6 +1649,25 @@ static void clip_gradients(Builder *b, double max_norm, char **params,
     const char *cl = pointwise(b, base, gr, NULL, "y = a * b", ins, 2);
     g_hash_table_replace(grads, g_strdup(params[i]), g_strdup(cl));
   }
+}
+
+/* The clipping coefficient min(1, max_norm / (||g|| + 1e-6)) of the
+ * gradients of params as a scalar (its name), the squared norm one SumAll
+ * over all of them; the optimizer multiplies each gradient by it
+ * (OptimizerUpdate's scale input) instead of a clipped copy per gradient. */
+static const char *clip_scale(Builder *b, double max_norm, char **params,
+                              GHashTable *grads) {
+  g_autoptr(GPtrArray) parts = g_ptr_array_new();
+  for (guint i = 0; params[i]; i++)
+    g_ptr_array_add(parts, g_hash_table_lookup(grads, params[i]));
+  const WeirContainer *gc = weir_graph_container(b->g, parts->pdata[0]);
+  const char *total = transient(b, "grad_sqnorm", gc->dtype, 0, NULL);
+  WeirNode *n = lib(b, "SumAll", total, (const char *const *)parts->pdata,
+                    parts->len, &total, 1);
+  weir_node_set_attr_int(n, "square", 1);
+  g_autofree char *code =
+      g_strdup_printf("y = min(%.17g / (sqrt(a) + 1e-6), 1.0)", max_norm);
+  return pointwise(b, "clip_coef", total, NULL, code, &total, 1);
 }
 
 /* ---------------------------------------------------------- data parallel */
@@ -1808,8 +1930,8 @@ static void add_waits(Builder *b, const Buckets *bk, guint last) {
 /* Averages the gradients of params (in grads, replaced by the averages)
  * and *loss over the ranks: buckets of at most bucket_bytes, filled from
  * the last parameter to the first (the order in which the backward pass
- * completes them), one dtype each, at most WEIR_NATIVE_MAX_PORTS - 1
- * tensors; the loss joins the last bucket when its dtype matches. */
+ * completes them), one dtype each, at most 63 tensors; the loss joins the last
+ * bucket when its dtype matches. */
 static void add_data_parallel(Builder *b, const WeirTrainOptions *o,
                               char **params, GHashTable *grads,
                               const char **loss) {
@@ -2145,14 +2267,12 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   if (options->data_parallel)
     add_data_parallel(&b, options, params, grads, &loss);
 
-  /* Finiteness check: loss + sum of every gradient. */
-  g_autoptr(GPtrArray) parts = g_ptr_array_new();
+  /* Finiteness check: loss + sum of every gradient; one SumAll node over
+   * all of them unless per-tensor nodes were asked for, or the gradients
+   * and the loss differ in dtype (SumAll sums one dtype). */
   const WeirContainer *lc = weir_graph_container(g, loss);
   guint loss_rank = lc->shape->len;
-  g_ptr_array_add(
-      parts,
-      (gpointer)(loss_rank ? reduce_all(&b, loss, "ReduceSum", "loss_total")
-                           : loss));
+  gboolean fused = !options->per_tensor_update && lc->dtype == oc->dtype;
   for (guint i = 0; params[i]; i++) {
     const char *gr = g_hash_table_lookup(grads, params[i]);
     if (!gr) {
@@ -2161,6 +2281,19 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
                   "training program",
                   forward->name, params[i]);
       return NULL;
+    }
+    fused = fused && weir_graph_container(g, gr)->dtype == lc->dtype;
+  }
+  g_autoptr(GPtrArray) parts = g_ptr_array_new();
+  g_ptr_array_add(
+      parts, (gpointer)(loss_rank && !fused
+                            ? reduce_all(&b, loss, "ReduceSum", "loss_total")
+                            : loss));
+  for (guint i = 0; params[i]; i++) {
+    const char *gr = g_hash_table_lookup(grads, params[i]);
+    if (fused) {
+      g_ptr_array_add(parts, (gpointer)gr);
+      continue;
     }
     const WeirContainer *gc = weir_graph_container(g, gr);
     g_autofree char *base = g_strdup_printf("%s_gsum", params[i]);
@@ -2175,9 +2308,12 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
     g_ptr_array_add(parts, (gpointer)sum);
   }
   const char *check = transient(&b, "check", oc->dtype, 0, NULL);
-  lib(&b, "Sum", "check", (const char *const *)parts->pdata, parts->len, &check,
-      1);
-  if (options->clip_grad_norm > 0)
+  lib(&b, fused ? "SumAll" : "Sum", "check", (const char *const *)parts->pdata,
+      parts->len, &check, 1);
+  const char *clip_coef = NULL;
+  if (options->clip_grad_norm > 0 && fused)
+    clip_coef = clip_scale(&b, options->clip_grad_norm, params, grads);
+  else if (options->clip_grad_norm > 0)
     clip_gradients(&b, options->clip_grad_norm, params, grads);
 
   /* ABI containers. */
@@ -2268,7 +2404,16 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   /* Optimizer. */
   builder_enter(&b, update);
   const char *lr_names[WEIR_DTYPE_COUNT] = {0};
-  for (guint i = 0; params[i]; i++) {
+  guint emas_done = 0; /* running statistics updated by OptimizerUpdate */
+  if (fused) {
+    const char *lr = lr_value(&b, options, lc->dtype, lr_names, error);
+    if (!lr && error && *error)
+      return NULL;
+    emas_done =
+        build_fused_update(&b, options, params, grads, check, state_names, lr,
+                           clip_coef, A > 1 ? NULL : updates);
+  }
+  for (guint i = 0; params[i] && !fused; i++) {
     const char *lr =
         lr_value(&b, options, weir_graph_container(g, params[i])->dtype,
                  lr_names, error);
@@ -2285,10 +2430,11 @@ WeirGraph *weir_train_graph(const WeirGraph *forward,
   }
   /* running statistics: with accumulation after every micro-batch (as
    * PyTorch's forward passes), kept when the batch statistic is not
-   * finite; else in the update, gated by the check */
+   * finite; else in the update, gated by the check (those not already in
+   * the OptimizerUpdate node) */
   if (A > 1)
     builder_enter(&b, s);
-  for (guint i = 0; i < updates->len; i++) {
+  for (guint i = emas_done; i < updates->len; i++) {
     RunningUpdate *u = g_ptr_array_index(updates, i);
     g_autofree char *code = g_strdup_printf(
         "y = isfinite(c) ? %.17g * a + %.17g * b : a", u->keep, 1 - u->keep);

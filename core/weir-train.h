@@ -162,6 +162,14 @@ typedef struct {
    * update state sets the masked elements back to 0 (docs/training.md,
    * "Fine-tuning a pruned model"). */
   const char *keep_zeros;
+  /* The optimizer update and the finiteness check per tensor: one
+   * Pointwise node per parameter and state tensor and one ReduceSum per
+   * gradient, as before the multi-tensor operators.  By default (FALSE)
+   * the update state holds one OptimizerUpdate node per parameter dtype
+   * and the check (and the clipping norm) is one SumAll node, which the
+   * code generator runs as one parallel region each (docs/training.md,
+   * "Optimizers"). */
+  gboolean per_tensor_update;
 } WeirTrainOptions;
 
 WEIR_API void weir_train_options_init(WeirTrainOptions *o);

@@ -22,6 +22,7 @@ typedef struct {
   char *lr_schedule;
   gint64 warmup_steps, total_steps, lr_step_size, accumulate;
   double warmup_start_factor, lr_gamma, lr_min, clip_grad_norm, dropout_seed;
+  gboolean per_tensor_update;
 } TrainProgram;
 
 #define TRAIN_PROGRAM_INIT                                                     \
@@ -243,6 +244,14 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TrainProgram, train_program_clear)
        &(tp)->freeze,                                                          \
        "Do not train the parameters whose name matches REGEX",                 \
        "REGEX"},                                                               \
+      {"per-tensor-update",                                                    \
+       0,                                                                      \
+       0,                                                                      \
+       G_OPTION_ARG_NONE,                                                      \
+       &(tp)->per_tensor_update,                                               \
+       "One optimizer node per tensor and one finiteness sum per gradient "    \
+       "(default: OptimizerUpdate and SumAll over all of them)",               \
+       NULL},                                                                  \
   {                                                                            \
     "keep-zeros", 0, 0, G_OPTION_ARG_STRING, &(tp)->keep_zeros,                \
         "Pruned parameters: those whose name matches REGEX keep their zeros "  \
@@ -360,6 +369,7 @@ static gboolean train_program_options(const char *cmd, TrainProgram *tp,
   o->params = tp->params;
   o->freeze = tp->freeze;
   o->keep_zeros = tp->keep_zeros;
+  o->per_tensor_update = tp->per_tensor_update;
   return TRUE;
 }
 
@@ -511,7 +521,8 @@ int cli_cmd_train(int argc, char **argv) {
       "[--lr-min X]\n"
       "                  [--lr-step-size N] [--lr-gamma G] "
       "[--clip-grad-norm X]\n"
-      "                  [--accumulate K] [--dropout-seed S]\n"
+      "                  [--accumulate K] [--dropout-seed S] "
+      "[--per-tensor-update]\n"
       "       weir train MODEL.onnx --tokens FILE.npy --context T --steps N\n"
       "                  -o OUT.onnx [--batch B] [--checkpoint FILE --every "
       "N]\n"
@@ -886,7 +897,7 @@ int cli_cmd_train_graph(int argc, char **argv) {
         "[--lr-schedule constant|step|cosine] [--warmup-steps N] "
         "[--warmup-start-factor F] [--total-steps N] [--lr-min X] "
         "[--lr-step-size N] [--lr-gamma G] [--clip-grad-norm X] "
-        "[--accumulate K] [--dropout-seed S] "
+        "[--accumulate K] [--dropout-seed S] [--per-tensor-update] "
         "-o TRAIN.json|TRAIN.weir\n");
     return 2;
   }

@@ -58,7 +58,7 @@
  *            [--steps K] [--params REGEX] [--freeze REGEX]
  *            [--lr-schedule S] [--warmup-steps N] [--total-steps N]
  *            [--lr-step-size N] [--lr-gamma G] [--clip-grad-norm X]
- *            [--accumulate K] -o TRAIN.json|TRAIN.weir
+ *            [--accumulate K] [--per-tensor-update] -o TRAIN.json|TRAIN.weir
  *                                           derive the training program
  *
  * Workspaces (*.weir: a model and its history; docs/sessions.md):

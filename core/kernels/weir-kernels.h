@@ -281,6 +281,11 @@ void weir_native_register_pool(void);
  * core/kernels/norm.c). */
 void weir_native_register_norm(void);
 
+/* Registers the one-parallel-region implementations "weir" of the
+ * multi-tensor operators OptimizerUpdate and SumAll
+ * (core/kernels/multi-tensor.c, ir/weir-ops-update.h). */
+void weir_native_register_multi_tensor(void);
+
 /* ------------------------------------------------------------ int8 GEMM
  * core/kernels/gemm-int8.c (the helper's text: gemm-int8-helper.c): the
  * native implementation "weir" of MatMulInteger, QLinearMatMul,

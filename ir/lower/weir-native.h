@@ -41,8 +41,10 @@
 G_BEGIN_DECLS
 
 /* Connectors in0.. / out0.. passed to an emitter: the collectives
- * (Allreduce, Broadcast) take a bucket of up to this many tensors. */
-#define WEIR_NATIVE_MAX_PORTS 64
+ * (Allreduce, Broadcast) take a bucket of up to this many tensors, the
+ * multi-tensor OptimizerUpdate up to this many inputs (a training program
+ * splits larger ones, core/train.c). */
+#define WEIR_NATIVE_MAX_PORTS 512
 
 /* One connector of the node being emitted. */
 typedef struct {

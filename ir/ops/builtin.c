@@ -15,6 +15,7 @@ void weir_ops_register_rnn(void);
 void weir_ops_register_shape(void);
 void weir_ops_register_indexing(void);
 void weir_ops_register_training(void);
+void weir_ops_register_update(void);
 void weir_ops_register_losses(void);
 void weir_ops_register_bounded(void);
 void weir_ops_register_text(void);
@@ -31,6 +32,7 @@ void weir_ops_register_builtin(void) {
   weir_ops_register_shape();
   weir_ops_register_indexing();
   weir_ops_register_training();
+  weir_ops_register_update();
   weir_ops_register_losses();
   weir_ops_register_bounded();
   weir_ops_register_text();

@@ -2,6 +2,7 @@
  *
  *   build/tests/bench/bench-train [--threads T] [--reps N] [--warmup N]
  *       [--batch B] [-O LEVEL] [--recipe R.json]... [--impl OP=IMPL]...
+ *       [--per-tensor-update]
  *       MODEL.onnx...
  *
  * For each model: the training program of weir_train_graph (softmax
@@ -25,6 +26,10 @@
  * --impl OP=IMPL (repeatable, like weir run) sets the implementation of
  * every OP node of the training program (--impl ConvGradInput=pure times
  * the pure expansion instead of the default native one).
+ * --per-tensor-update builds the program with one optimizer node per
+ * tensor and one finiteness sum per gradient (WeirTrainOptions.
+ * per_tensor_update) instead of the multi-tensor OptimizerUpdate and
+ * SumAll nodes, for before/after timings in one build.
  *
  * PyTorch's time for the same step comes from tests/bench/train-step-torch.py;
  * tests/bench/train-bench.sh runs both and prints the table of
@@ -39,6 +44,7 @@ static gint threads = 1, reps = 50, warmup = 5, opt_level = 0;
 static gint64 batch = 32, steps_per_call = 0;
 static char **recipe_paths;
 static char **impls;
+static gboolean per_tensor_update;
 
 static const GOptionEntry entries[] = {
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads, "OpenMP threads (1)", "T"},
@@ -56,6 +62,10 @@ static const GOptionEntry entries[] = {
      "Also time the program transformed by this recipe (repeatable)", "FILE"},
     {"impl", 0, 0, G_OPTION_ARG_STRING_ARRAY, &impls,
      "Implementation of every OP node (repeatable)", "OP=IMPL"},
+    {"per-tensor-update", 0, 0, G_OPTION_ARG_NONE, &per_tensor_update,
+     "The optimizer update and finiteness check per tensor, not as the "
+     "multi-tensor OptimizerUpdate and SumAll nodes",
+     NULL},
     {NULL}};
 
 /* The reference batch of the model, resized to b samples along the first
@@ -211,6 +221,7 @@ static int bench_model(const char *model) {
   o.loss = y->dtype == WEIR_DTYPE_I64 ? WEIR_LOSS_SOFTMAX_CROSS_ENTROPY
                                       : WEIR_LOSS_MSE;
   o.steps = steps_per_call > 0 ? 0 : 1;
+  o.per_tensor_update = per_tensor_update;
   g_autofree char *base = g_path_get_basename(model);
   g_autoptr(WeirGraph) prog = weir_train_graph(forward, &o, &error);
   if (!prog) {

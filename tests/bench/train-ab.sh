@@ -12,6 +12,10 @@
 #                          (default resnet18)
 #     --level N            optimization level (default 2, as `weir train`)
 #     --cache-dir DIR      the exported models (default as train-realsize.sh)
+#     --before-flags "F"   extra bench-train flags of the "before" runs, e.g.
+#     --after-flags "F"    --per-tensor-update (one build, two programs:
+#                          train-ab.sh build build --before-flags
+#                          --per-tensor-update)
 #
 # Each measurement is BUILD/tests/bench-train -O LEVEL on the model that
 # tests/bench/train-models.py exports (SGD, lr 0.01, one step per call,
@@ -29,6 +33,8 @@ pairs=2
 models=resnet18
 level=2
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/weir-bench/train
+before_flags=
+after_flags=
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -37,6 +43,8 @@ while [ $# -gt 0 ]; do
     --models) models=$2; shift 2 ;;
     --level) level=$2; shift 2 ;;
     --cache-dir) cache=$2; shift 2 ;;
+    --before-flags) before_flags=$2; shift 2 ;;
+    --after-flags) after_flags=$2; shift 2 ;;
     *) echo "train-ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -48,6 +56,8 @@ done
 echo "train-ab.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) processors"
 echo "before: $before"
 echo "after:  $after"
+[ -z "$before_flags" ] || echo "before flags: $before_flags"
+[ -z "$after_flags" ] || echo "after flags:  $after_flags"
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 for m in $models; do
@@ -55,9 +65,10 @@ for m in $models; do
     i=0
     while [ $i -lt "$pairs" ]; do
       for side in before after; do
-        if [ $side = before ]; then b=$before; else b=$after; fi
+        if [ $side = before ]; then b=$before; fl=$before_flags; else b=$after; fl=$after_flags; fi
+        # shellcheck disable=SC2086 # the flags are words
         out=$("$b/tests/bench-train" -O "$level" --threads "$n" --reps "$reps" \
-                --warmup 2 "$cache/$m.onnx" 2>&1) || true
+                --warmup 2 $fl "$cache/$m.onnx" 2>&1) || true
         ms=$(printf '%s\n' "$out" | awk -v f="$m.onnx" '$1 == f && $3 ~ /^[0-9.]+$/ { print $3 }')
         [ -n "$ms" ] || { ms=n/a; printf '%s\n' "$out" | tail -3 >&2; }
         echo "$m threads $n $side: $ms ms/step   (load:$(uptime | sed 's/.*average://'))"

@@ -19,6 +19,7 @@ void weir_expand_register_losses(void);
 void weir_expand_register_quant(void);
 void weir_expand_register_bounded(void);
 void weir_expand_register_text(void);
+void weir_expand_register_update(void);
 
 void weir_expansions_register_builtin(void) {
   weir_expand_register_comm();
@@ -36,4 +37,5 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_quant();
   weir_expand_register_bounded();
   weir_expand_register_text();
+  weir_expand_register_update();
 }
