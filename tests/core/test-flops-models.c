@@ -125,12 +125,14 @@ static gint64 gemm(gint64 b, gint64 k, gint64 n) {
 
 /* The step's additions for a softmax cross-entropy loss over b x c and SGD
  * over p parameter values in t tensors: SoftmaxCrossEntropyLoss (mean, no
- * weights) 7 bc (its LogSoftmax) + 4 b + 1 (ir/ops/losses.c), its gradient
+ * weights) 6 bc (its LogSoftmax, which stays a library node run by Weir's
+ * row kernel: the operator's count, ir/ops/reduce.c; its pure expansion's
+ * maps count 7 bc) + 4 b + 1 (ir/ops/losses.c), its gradient
  * NegativeLogLikelihoodLossGrad with softmax 5 bc + b (the weight sum of
  * the mean), the check p + 1, the update 2 p + 1, the counter 1 (the
  * number of tensors no longer counts: one node each over all of them). */
 static gint64 ce_sgd(gint64 b, gint64 c, gint64 p) {
-  return (7 * b * c + 4 * b + 1) + (5 * b * c + b) + (p + 1) + (2 * p + 1) + 1;
+  return (6 * b * c + 4 * b + 1) + (5 * b * c + b) + (p + 1) + (2 * p + 1) + 1;
 }
 
 /* mlp, batch 4: Gemm 64->128, Relu, Gemm 128->64, Relu, Gemm 64->10.
