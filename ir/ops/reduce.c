@@ -548,9 +548,12 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
   gboolean is_max = strcmp(n->op, "MaxPool") == 0;
   if (!check_input(ctx, 0, is_max ? DT_FLOAT | DT(U8) : DT_FLOAT, error))
     return FALSE;
-  if (is_max && weir_node_has_out_conn(n, "out1"))
-    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                          "the optional output Indices is not supported");
+  gint64 order = is_max ? weir_node_attr_int(n, "storage_order", 0) : 0;
+  if (order != 0 && order != 1)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "storage_order is %" G_GINT64_FORMAT
+                          " (expected 0, row major, or 1, column major)",
+                          order);
   const WeirOpValue *x = &ctx->inputs[0];
   if (x->rank < 3)
     return weir_node_fail(
@@ -639,6 +642,10 @@ static gboolean infer_pool(WeirOpInferContext *ctx, GError **error) {
   }
   weir_op_set_output(ctx, 0, x->dtype, x->rank,
                      (WeirExpr *const *)shape->pdata);
+  /* MaxPool's Indices: the flat index of each maximum in X, int64 */
+  if (is_max && ctx->n_outputs > 1)
+    weir_op_set_output(ctx, 1, WEIR_DTYPE_I64, x->rank,
+                       (WeirExpr *const *)shape->pdata);
   return TRUE;
 }
 

@@ -7,8 +7,10 @@
  * the resized axes) and "cubic" (cubic_coeff_a, exclude_outside), with the
  * coordinate transformation modes half_pixel, pytorch_half_pixel,
  * align_corners, asymmetric and tf_half_pixel_for_nn, the output size given by
- * `scales` or `sizes`. Refused (WEIR_ERROR_UNSUPPORTED): tf_crop_and_resize
- * (the region of interest), antialias, axes, and scales, sizes or roi that are
+ * `scales` or `sizes`, and tf_crop_and_resize (the region of interest
+ * `roi`, 2 x rank normalized starts then ends; a coordinate outside the input
+ * gives `extrapolation_value`). Refused (WEIR_ERROR_UNSUPPORTED):
+ * antialias, axes, and scales, sizes or roi that are
  * not known at import (the importer turns constant inputs 1 to 3 into the
  * attributes `roi`, `scales` and `sizes`).
  *
@@ -80,6 +82,13 @@ gboolean weir_op_resize_keeps_axis(const WeirNode *n, guint d, WeirExpr *in,
   if (scales && (d >= scales->len || g_array_index(scales, double, d) != 1.0))
     return FALSE;
   const char *m = weir_op_resize_coordinate_mode(n);
+  if (strcmp(m, "tf_crop_and_resize") == 0) {
+    /* the whole axis, roi [0, 1], maps each index onto itself */
+    const GArray *roi = floats_attr(n, "roi");
+    guint r = roi ? roi->len / 2 : 0;
+    return roi && d < r && g_array_index(roi, double, d) == 0.0 &&
+           g_array_index(roi, double, r + d) == 1.0;
+  }
   return strcmp(m, "tf_half_pixel_for_nn") != 0;
 }
 
@@ -105,13 +114,30 @@ static gboolean infer_resize(WeirOpInferContext *ctx, GError **error) {
   if (strcmp(coord, "half_pixel") != 0 &&
       strcmp(coord, "pytorch_half_pixel") != 0 &&
       strcmp(coord, "align_corners") != 0 && strcmp(coord, "asymmetric") != 0 &&
-      strcmp(coord, "tf_half_pixel_for_nn") != 0)
+      strcmp(coord, "tf_half_pixel_for_nn") != 0 &&
+      strcmp(coord, "tf_crop_and_resize") != 0)
     return weir_node_fail(
         error, UNSUPPORTED, n,
         "coordinate_transformation_mode '%s' (supported: half_pixel, "
         "pytorch_half_pixel, align_corners, asymmetric, "
-        "tf_half_pixel_for_nn)",
+        "tf_half_pixel_for_nn or tf_crop_and_resize)",
         coord);
+  if (strcmp(coord, "tf_crop_and_resize") == 0) {
+    const GArray *roi = floats_attr(n, "roi");
+    if (!roi)
+      return weir_node_fail(error, INVALID, n,
+                            "tf_crop_and_resize needs the region of "
+                            "interest 'roi' (input 1)");
+    if (roi->len != 2 * x->rank)
+      return weir_node_fail(error, INVALID, n,
+                            "'roi' has %u entries, the input has rank %u "
+                            "(expected %u: the starts, then the ends)",
+                            roi->len, x->rank, 2 * x->rank);
+    for (guint k = 0; k < roi->len; k++)
+      if (!isfinite(g_array_index(roi, double, k)))
+        return weir_node_fail(error, INVALID, n, "roi[%u] is %g", k,
+                              g_array_index(roi, double, k));
+  }
   if (strcmp(nearest, "round_prefer_floor") != 0 &&
       strcmp(nearest, "round_prefer_ceil") != 0 &&
       strcmp(nearest, "floor") != 0 && strcmp(nearest, "ceil") != 0)

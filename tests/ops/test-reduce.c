@@ -956,14 +956,33 @@ static void ref_pads(const PoolCase *p, guint d, gint64 *pb, gint64 *pe) {
   *pe = total - *pb;
 }
 
-/* The pooling of x (reference), shaped like y. */
+/* ONNX's flat index of element xi of x: row major over the whole tensor
+ * (order 0), or column major over the spatial axes of each (n, c) plane
+ * (order 1). */
+static gint64 ref_flat_index(const WeirTensor *x, const gint64 *xi,
+                             gint64 order) {
+  if (order == 0)
+    return ravel(x, xi);
+  gint64 plane = 1, s = 0;
+  for (guint d = 2; d < x->rank; d++)
+    plane *= x->shape[d];
+  for (guint d = x->rank; d-- > 2;)
+    s = s * x->shape[d] + xi[d];
+  return (xi[0] * x->shape[1] + xi[1]) * plane + s;
+}
+
+/* The pooling of x (reference), shaped like y; for MaxPool with `ind`
+ * (shaped like y, i64), also the indices of the maxima in storage order
+ * `order` (the smallest index among equal maxima). */
 static WeirTensor *ref_pool(const char *op, const PoolCase *p,
-                            const WeirTensor *x, const WeirTensor *y) {
+                            const WeirTensor *x, const WeirTensor *y,
+                            WeirTensor *ind, gint64 order) {
   gboolean is_max = strcmp(op, "MaxPool") == 0;
   WeirTensor *want = weir_tensor_copy(y);
   for (gint64 o = 0; o < y->count; o++) {
     gint64 oi[MAXR];
     unravel(y, o, oi);
+    gint64 best = G_MAXINT64;
     double acc = is_max ? -INFINITY : 0;
     gint64 inside = 0, padded = 1;
     /* Count of taps inside [-pb, in + pe) per dim, for include_pad. */
@@ -992,18 +1011,24 @@ static WeirTensor *ref_pool(const char *op, const PoolCase *p,
       if (!ok)
         continue;
       double v = weir_tensor_get(x, ravel(x, xi));
+      gint64 at = ref_flat_index(x, xi, order);
+      if (is_max && (v > acc || (v == acc && at < best)))
+        best = at;
       acc = is_max ? fmax(acc, v) : acc + v;
       inside++;
     }
     if (!is_max)
       acc /= (double)(p->include_pad ? padded : inside);
     weir_tensor_set(want, o, acc);
+    if (ind)
+      weir_tensor_set(ind, o, (double)best);
   }
   return want;
 }
 
+/* With order 0 or 1, MaxPool also gives Indices in that storage_order. */
 static void run_pool(const char *op, const PoolCase *p, WeirDType dtype,
-                     guint64 seed) {
+                     guint64 seed, gint64 order) {
   Case *c = case_new(op, "pool", 2);
   GString *xs = g_string_new("N, 2");
   GString *ys = g_string_new("N, 2");
@@ -1013,6 +1038,10 @@ static void run_pool(const char *op, const PoolCase *p, WeirDType dtype,
   }
   WeirTensor *x = case_input(c, 0, dtype, xs->str, seed);
   case_output(c, 0, dtype, ys->str);
+  if (order >= 0) {
+    case_output(c, 1, WEIR_DTYPE_I64, ys->str);
+    weir_node_set_attr_int(c->node, "storage_order", order);
+  }
   weir_node_set_attr_ints(c->node, "kernel_shape", p->k, p->m);
   weir_node_set_attr_ints(c->node, "strides", p->s, p->m);
   weir_node_set_attr_ints(c->node, "dilations", p->dil, p->m);
@@ -1034,8 +1063,14 @@ static void run_pool(const char *op, const PoolCase *p, WeirDType dtype,
   g_string_free(ys, TRUE);
   case_run(c);
 
-  g_autoptr(WeirTensor) want = ref_pool(op, p, x, c->out[0]);
+  g_autoptr(WeirTensor) ind = order >= 0 ? weir_tensor_copy(c->out[1]) : NULL;
+  g_autoptr(WeirTensor) want = ref_pool(op, p, x, c->out[0], ind, order);
   expect_close(c->out[0], want);
+  if (ind) {
+    g_autoptr(GError) err = NULL;
+    if (!weir_tensor_allclose(c->out[1], ind, 0, 0, NULL, &err))
+      fail_msg("Indices: %s", err->message);
+  }
   case_free(c);
 }
 
@@ -1154,10 +1189,13 @@ static void test_pool(void **state) {
     gboolean dilated = FALSE;
     for (guint d = 0; d < p->m; d++)
       dilated = dilated || p->dil[d] != 1;
-    run_pool("MaxPool", p, WEIR_DTYPE_F32, seed++);
-    run_pool("AveragePool", p, i % 2 ? WEIR_DTYPE_F64 : WEIR_DTYPE_F32, seed++);
+    run_pool("MaxPool", p, WEIR_DTYPE_F32, seed++, -1);
+    run_pool("AveragePool", p, i % 2 ? WEIR_DTYPE_F64 : WEIR_DTYPE_F32, seed++,
+             -1);
+    /* Indices in both storage orders (u8 data has ties) */
+    run_pool("MaxPool", p, WEIR_DTYPE_F32, seed++, i % 2);
     if (!dilated)
-      run_pool("MaxPool", p, WEIR_DTYPE_U8, seed++);
+      run_pool("MaxPool", p, WEIR_DTYPE_U8, seed++, (i + 1) % 2);
   }
 }
 
@@ -1172,6 +1210,10 @@ static void test_pool_symbolic(void **state) {
         Case *c = case_new(ops[o], "sympool", n);
         WeirTensor *x = case_input(c, 0, WEIR_DTYPE_F32, "1, 2, N", 600 + n);
         case_output(c, 0, WEIR_DTYPE_F32, "1, 2, (N + 1) // 2");
+        if (o == 0) { /* Indices, row or column major */
+          case_output(c, 1, WEIR_DTYPE_I64, "1, 2, (N + 1) // 2");
+          weir_node_set_attr_int(c->node, "storage_order", a);
+        }
         set_ints(c, "kernel_shape", 1, 4);
         set_ints(c, "strides", 1, 2);
         weir_node_set_attr_string(c->node, "auto_pad", pads[a]);
@@ -1180,25 +1222,44 @@ static void test_pool_symbolic(void **state) {
         case_run(c);
         PoolCase p = {1,   {n},     {4},   {2},    {1},
                       {0}, pads[a], FALSE, o == 1, {(n + 1) / 2}};
-        g_autoptr(WeirTensor) want = ref_pool(ops[o], &p, x, c->out[0]);
+        g_autoptr(WeirTensor) ind = o == 0 ? weir_tensor_copy(c->out[1]) : NULL;
+        g_autoptr(WeirTensor) want = ref_pool(ops[o], &p, x, c->out[0], ind, a);
         expect_close(c->out[0], want);
+        if (ind)
+          assert_true(weir_tensor_allclose(c->out[1], ind, 0, 0, NULL, NULL));
         case_free(c);
       }
 }
 
-static void test_pool_unsupported(void **state) {
+/* MaxPool's Indices: inferred as int64 of Y's shape; storage_order is 0
+ * or 1; the expansion orders the index map after the maximum. */
+static void test_pool_indices(void **state) {
   (void)state;
   Case *c = case_new("MaxPool", "mp", 1);
-  case_input(c, 0, WEIR_DTYPE_F32, "1, 1, 4", 1);
+  set_ints(c, "kernel_shape", 1, 2);
+  expect_infer(infer(c->node, 1, (const char *const[]){"u8:N, 3, 4"}, 2),
+               "u8[N, 3, 3]; i64[N, 3, 3]");
+  weir_node_set_attr_int(c->node, "storage_order", 2);
+  expect_infer(infer(c->node, 1, (const char *const[]){"u8:N, 3, 4"}, 2),
+               "node 'mp' (MaxPool): storage_order is 2");
+  case_free(c);
+
+  /* [1, 1, 4] = 3 7 7 1, windows of 2: maxima 7 7 7, the tie in the
+   * middle window at indices 1 and 2 gives 1. */
+  c = case_new("MaxPool", "mp", 1);
+  WeirTensor *x = case_input(c, 0, WEIR_DTYPE_F32, "1, 1, 4", 1);
+  static const float xv[] = {3, 7, 7, 1};
+  for (guint i = 0; i < 4; i++)
+    weir_tensor_set(x, i, xv[i]);
   case_output(c, 0, WEIR_DTYPE_F32, "1, 1, 3");
   case_output(c, 1, WEIR_DTYPE_I64, "1, 1, 3");
   set_ints(c, "kernel_shape", 1, 2);
-  assert_true(weir_op_check_attrs(c->node, NULL));
-  g_autoptr(GError) err = NULL;
-  assert_false(weir_expand_all(c->g, NULL, NULL, &err));
-  assert_int_equal(err->code, WEIR_ERROR_UNSUPPORTED);
-  assert_non_null(strstr(err->message, "Indices"));
-  expect_infer(INFER1(c->node, "f32:1, 1, 4"), "Indices");
+  case_run(c);
+  static const gint64 want[] = {1, 1, 2};
+  for (guint i = 0; i < 3; i++) {
+    assert_float_equal(weir_tensor_get(c->out[0], i), 7, 0);
+    assert_int_equal((gint64)weir_tensor_get(c->out[1], i), want[i]);
+  }
   case_free(c);
 }
 
@@ -1266,7 +1327,7 @@ int main(void) {
       cmocka_unit_test(test_global_pool),
       cmocka_unit_test(test_pool),
       cmocka_unit_test(test_pool_symbolic),
-      cmocka_unit_test(test_pool_unsupported),
+      cmocka_unit_test(test_pool_indices),
       cmocka_unit_test(test_expansion_structure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1500,15 +1500,48 @@ static void test_resize(void **state) {
     op_free(c);
   }
 
-  /* Refused: tf_crop_and_resize, a fractional scale of a symbolic
-   * dimension, both scales and sizes. */
+  /* tf_crop_and_resize (ONNX's example with an extrapolation value): X
+   * [2, 1, 4, 4] = 1..16 twice, rows 0.4..1.2 and columns 0.6..1.7 of the image
+   * onto 3 x 3.  Rows 1.2, 2.4, 3.6 and columns 1.8, 3.45, 5.1: row 3.6
+   * and columns 3.45 and 5.1 are outside [0, 3] and give 10.  Linear
+   * interpolates 1 + 4 row + col; nearest rounds to (1, 2) and (2, 2). */
+  static const float crop_linear[] = {7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10};
+  static const float crop_nearest[] = {7, 10, 10, 11, 10, 10, 10, 10, 10};
+  for (guint c = 0; c < 2; c++) {
+    Op *t = op_new("Resize", "resize4");
+    WeirTensor *tx = op_input(t, WEIR_DTYPE_F32, "2, 1, 4, 4", 0);
+    for (gint64 i = 0; i < tx->count; i++)
+      weir_tensor_set(tx, i, (double)(i % 16 + 1));
+    double roi[] = {0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7};
+    weir_node_set_attr_floats(t->n, "roi", roi, 8);
+    weir_node_set_attr_ints(t->n, "sizes", (gint64[]){2, 1, 3, 3}, 4);
+    weir_node_set_attr_string(t->n, "coordinate_transformation_mode",
+                              "tf_crop_and_resize");
+    weir_node_set_attr_string(t->n, "mode", c == 0 ? "linear" : "nearest");
+    weir_node_set_attr_float(t->n, "extrapolation_value", 10);
+    op_finish(t, 1);
+    /* Only the two cropped axes are interpolated (18 elements x 3
+     * interpolations x 3): the first two, roi 0..1, are kept. */
+    g_autoptr(WeirExpr) f = weir_op_lookup("Resize")->flops(t->g, t->s, t->n);
+    g_autofree char *ft = weir_expr_to_string(f);
+    assert_string_equal(ft, c == 0 ? "162" : "0");
+    op_run(t);
+    const float *want = c == 0 ? crop_linear : crop_nearest;
+    for (gint64 i = 0; i < t->out[0]->count; i++)
+      assert_float_equal(weir_tensor_get(t->out[0], i), want[i % 9], 1e-5);
+    op_free(t);
+  }
+
+  /* Refused: tf_crop_and_resize without a roi or with one of the wrong
+   * length, a fractional scale of a symbolic dimension, both scales and
+   * sizes. */
   struct {
     const char *mode;
     double scale;
     gboolean sizes;
     WeirErrorCode code;
   } bad[] = {
-      {"tf_crop_and_resize", 2, FALSE, WEIR_ERROR_UNSUPPORTED},
+      {"tf_crop_and_resize", 2, FALSE, WEIR_ERROR_INVALID},
       {"nearest", 1.5, FALSE, WEIR_ERROR_UNSUPPORTED},
       {"nearest", 2, TRUE, WEIR_ERROR_INVALID},
   };
@@ -1526,6 +1559,15 @@ static void test_resize(void **state) {
     g_autoptr(GError) error = NULL;
     assert_false(infer(&l, in, 1, out, 1, &error));
     assert_int_equal(error->code, bad[i].code);
+    if (i == 0) {
+      assert_non_null(strstr(error->message, "'roi'"));
+      /* a roi of 2 entries for a rank-2 input (4 needed) */
+      g_clear_error(&error);
+      weir_node_set_attr_floats(l.n, "roi", (double[]){0, 1}, 2);
+      assert_false(infer(&l, in, 1, out, 1, &error));
+      assert_int_equal(error->code, WEIR_ERROR_INVALID);
+      assert_non_null(strstr(error->message, "'roi' has 2 entries"));
+    }
     clear_values(in, 1);
     weir_graph_free(l.g);
   }

@@ -1342,16 +1342,113 @@ static char *pool_count_code(const PoolDim *dims, guint m, gboolean include_pad,
   return g_string_free(code, FALSE);
 }
 
+/* MaxPool's Indices: after Y holds the maxima (read from `y_acc`), a map
+ * over (n, c, output positions, window taps) writes, with a WCR min into
+ * `ind`, the flat index of every in-bounds tap whose value equals the
+ * maximum (other taps give INT64_MAX), so a tie gives the smallest index.
+ * The index is ONNX's: row major over the whole of X, ((n C + c) H + h) W
+ * + w with storage_order 0; with 1, column major within the (n, c) plane,
+ * (n C + c) H W + h + w H.  X is read through an indexed connector over
+ * the (n, c) plane. */
+static gboolean pool_argmax(WeirGraph *g, WeirState *s, WeirNode *n,
+                            const WeirPort *x, const PoolDim *dims, guint m,
+                            WeirNode *y_acc, WeirNode *ind, gboolean colmajor,
+                            WeirNode *after, GError **error) {
+  guint np = 2 + 2 * m;
+  g_autoptr(GPtrArray) params = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) ranges = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(params, g_strdup("n"));
+  g_ptr_array_add(params, g_strdup("c"));
+  for (guint i = 0; i < 2; i++) {
+    g_autofree char *dim = weir_expr_to_string(x->shape[i]);
+    g_ptr_array_add(ranges, g_strdup_printf("0:%s", dim));
+  }
+  for (guint d = 0; d < m; d++) {
+    g_autofree char *dim = weir_expr_to_string(dims[d].out);
+    g_ptr_array_add(params, g_strdup_printf("o%u", d));
+    g_ptr_array_add(ranges, g_strdup_printf("0:%s", dim));
+  }
+  for (guint d = 0; d < m; d++) {
+    g_ptr_array_add(params, g_strdup_printf("k%u", d));
+    g_ptr_array_add(ranges, g_strdup_printf("0:%" G_GINT64_FORMAT, dims[d].k));
+  }
+  g_autoptr(GString) in_sub = g_string_new("n, c");
+  g_autoptr(GString) out_sub = g_string_new("n, c");
+  g_autoptr(GString) code = g_string_new(NULL);
+  g_autoptr(GString) index = g_string_new("0, 0");
+  g_autoptr(GString) cond = g_string_new(NULL);
+  g_autofree char *c_code = weir_expand_expr_code(x->shape[1]);
+  /* the flat index: plane offset, then the spatial part */
+  g_string_append_printf(code, "mp_f = n * %s + c\n", c_code);
+  for (guint d = 0; d < m; d++) {
+    const PoolDim *p = &dims[d];
+    g_autofree char *in_text = weir_expr_to_string(p->in);
+    g_autofree char *in_code = weir_expand_expr_code(p->in);
+    g_string_append_printf(out_sub, ", o%u", d);
+    g_string_append_printf(in_sub, ", 0:%s", in_text);
+    g_string_append_printf(code,
+                           "%six%u = o%u * %" G_GINT64_FORMAT
+                           " + k%u * %" G_GINT64_FORMAT " - %s\n",
+                           p->locals, d, d, p->stride, d, p->dil, p->pb_text);
+    g_string_append_printf(index, ", ix%u", d);
+    if (!p->inside)
+      g_string_append_printf(cond, "%six%u >= 0 && ix%u < %s",
+                             cond->len ? " && " : "", d, d, in_code);
+    g_string_append_printf(code, "mp_f = mp_f * %s\n", in_code);
+  }
+  /* the spatial offset, Horner's scheme from the most significant axis */
+  g_string_append(code, "mp_s = 0\n");
+  for (guint t = 0; t < m; t++) {
+    guint d = colmajor ? m - 1 - t : t;
+    g_autofree char *in_code = weir_expand_expr_code(dims[d].in);
+    g_string_append_printf(code, "mp_s = mp_s * %s + ix%u\n", in_code, d);
+  }
+  g_autoptr(WeirExpr) plane = weir_expr_const(1);
+  for (guint d = 0; d < m; d++) {
+    WeirExpr *next = weir_expr_mul(plane, dims[d].in);
+    weir_expr_unref(plane);
+    plane = next;
+  }
+  gint64 v;
+  gboolean scalar_plane = weir_expr_is_const(plane, &v) && v == 1;
+  g_autofree char *read =
+      scalar_plane ? g_strdup("x") : g_strdup_printf("x[%s]", index->str);
+  if (cond->len)
+    g_string_append_printf(code,
+                           "i = %s ? (%s == y ? mp_f + mp_s : "
+                           "9223372036854775807) : 9223372036854775807",
+                           cond->str, read);
+  else
+    g_string_append_printf(
+        code, "i = %s == y ? mp_f + mp_s : 9223372036854775807", read);
+
+  WeirTaskletPort ins[] = {{x->access, "x", in_sub->str, WEIR_WCR_NONE},
+                           {y_acc, "y", out_sub->str, WEIR_WCR_NONE}};
+  WeirTaskletPort out = {ind, "i", out_sub->str, WEIR_WCR_MIN};
+  g_autofree char *label =
+      g_strdup_printf("%s_indices", n->label && *n->label ? n->label : n->op);
+  WeirNode *entry =
+      weir_expand_map(g, s, label, np, (const char *const *)params->pdata,
+                      (const char *const *)ranges->pdata, ins, 2, &out, 1,
+                      code->str, &after, 1, error);
+  if (!entry)
+    return FALSE;
+  mark_dynamic_read(s, entry, "x", x->container->name);
+  return TRUE;
+}
+
 static gboolean expand_pool(WeirGraph *g, WeirState *s, WeirNode *n,
                             GError **error) {
   gboolean is_max = strcmp(n->op, "MaxPool") == 0;
-  if (weir_node_has_out_conn(n, "out1"))
-    return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
-                          "the optional output Indices is not supported");
-  WeirPort x, y;
+  WeirPort x, y, ind = {0};
+  gboolean has_ind = is_max && weir_node_has_out_conn(n, "out1");
   if (!weir_port_require_input(g, s, n, 0, &x, error) ||
-      !weir_port_require_output(g, s, n, 0, &y, error))
+      !weir_port_require_output(g, s, n, 0, &y, error) ||
+      (has_ind && !weir_port_require_output(g, s, n, 1, &ind, error)))
     return FALSE;
+  if (has_ind && (ind.rank != y.rank || ind.container->dtype != WEIR_DTYPE_I64))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "output 1 (Indices) must be int64 of Y's rank");
   if (x.rank < 3 || y.rank != x.rank)
     return weir_node_fail(
         error, WEIR_ERROR_INVALID, n,
@@ -1373,6 +1470,15 @@ static gboolean expand_pool(WeirGraph *g, WeirState *s, WeirNode *n,
                   error) &&
          pool_accumulate(g, s, n, &x, dims, m, y.access, WEIR_WCR_MAX,
                          weir_expand_lowest_literal(dtype), y1, error);
+    if (ok && has_ind) {
+      WeirNode *i1 = weir_state_add_access(g, s, ind.container->name);
+      WeirTaskletPort ind_init = {i1, "i", ys.index, WEIR_WCR_NONE};
+      ok = map_over(g, s, n, "indices_init", &ys, NULL, 0, &ind_init, 1,
+                    "i = 9223372036854775807", NULL, error) &&
+           pool_argmax(g, s, n, &x, dims, m, y.access, ind.access,
+                       weir_node_attr_int(n, "storage_order", 0) == 1, i1,
+                       error);
+    }
   } else if (ok) {
     g_autoptr(GPtrArray) shape =
         g_ptr_array_new_with_free_func((GDestroyNotify)weir_expr_unref);

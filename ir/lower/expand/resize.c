@@ -14,6 +14,11 @@
  *   align_corners         p * (in - 1) / (len - 1), or 0 when len is 1
  *   asymmetric            p / scale
  *   tf_half_pixel_for_nn  (p + 0.5) / scale
+ *   tf_crop_and_resize    start * (in - 1) + p * (end - start) * (in - 1)
+ *                         / (len - 1), or (start + end) / 2 * (in - 1)
+ *                         when len is 1 (start, end: the axis's `roi`);
+ *                         a coordinate outside [0, in - 1] on any resized
+ *                         axis gives extrapolation_value
  *
  * where scale is `scales[d]`, or out / in when `sizes` was given, and the
  * output length len is `in * scales[d]` unrounded (as ONNX defines it), or
@@ -101,6 +106,34 @@ static gboolean coordinate(const WeirNode *n, guint d, const char *p,
     *text = g_strdup_printf("f64(%s) / %s", p, scale);
   } else if (strcmp(mode, "tf_half_pixel_for_nn") == 0) {
     *text = g_strdup_printf("(%s + 0.5) / %s", p, scale);
+  } else if (strcmp(mode, "tf_crop_and_resize") == 0) {
+    /* start * (in - 1) + p * (end - start) * (in - 1) / (len - 1), the
+     * middle of the region when the output length is 1 */
+    const WeirAttr *ra = weir_node_attr(n, "roi");
+    guint r = ra && ra->type == WEIR_ATTR_FLOATS ? ra->floats->len / 2 : 0;
+    if (d >= r)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                            "tf_crop_and_resize without a 'roi' for axis %u",
+                            d);
+    double start = g_array_index(ra->floats, double, d);
+    double end = g_array_index(ra->floats, double, r + d);
+    g_autofree char *ls = weir_expand_float_literal(start);
+    g_autofree char *lw = weir_expand_float_literal(end - start);
+    g_autofree char *lm = weir_expand_float_literal(0.5 * (start + end));
+    if (len_known && len == 1) {
+      *text = g_strdup_printf("(%s) * f64(%s - 1)", lm, in_code);
+    } else if (len_known) {
+      g_autofree char *den = weir_expand_float_literal(len - 1);
+      *text = g_strdup_printf("f64(%s) * (%s) * f64(%s - 1) / %s + (%s) * "
+                              "f64(%s - 1)",
+                              p, lw, in_code, den, ls, in_code);
+    } else {
+      *text = g_strdup_printf("%s > 1 ? f64(%s) * (%s) * f64(%s - 1) / "
+                              "f64(%s - 1) + (%s) * f64(%s - 1) : (%s) * "
+                              "f64(%s - 1)",
+                              out_code, p, lw, in_code, out_code, ls, in_code,
+                              lm, in_code);
+    }
   } else {
     return weir_node_fail(error, WEIR_ERROR_UNSUPPORTED, n,
                           "coordinate_transformation_mode '%s'", mode);
@@ -178,6 +211,15 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
   else
     return weir_node_fail(error, WEIR_ERROR_INVALID, n, "nearest_mode '%s'",
                           nearest);
+  /* tf_crop_and_resize: a coordinate outside [0, in - 1] on any resized
+   * axis gives extrapolation_value (the interpolation is computed into rz_y
+   * from clamped neighbours, then replaced) */
+  gboolean crop =
+      strcmp(weir_op_resize_coordinate_mode(n), "tf_crop_and_resize") == 0;
+  const char *yname = crop ? "rz_y" : "y";
+  g_autofree char *extrap = weir_expand_float_literal(
+      weir_node_attr_float(n, "extrapolation_value", 0.0));
+  g_autoptr(GString) outside = g_string_new(NULL);
   double a = weir_node_attr_float(n, "cubic_coeff_a", -0.75);
   gboolean exclude = weir_node_attr_int(n, "exclude_outside", 0) != 0;
   g_autofree char *la = weir_expand_float_literal(a);
@@ -222,6 +264,9 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
     /* rz_i<k>_<j>: the input index of neighbour j; rz_w<k>[_<j>]: the
      * weights. */
     g_string_append_printf(code, "rz_c%u = %s\n", k, c);
+    if (crop)
+      g_string_append_printf(outside, "%srz_c%u < 0.0 || rz_c%u > f64(%s)",
+                             outside->len ? " || " : "", k, k, last);
     if (taps == 1) {
       g_string_append_printf(code,
                              "rz_i%u_0 = i64(min(max(%s(rz_c%u%s), 0), %s))\n",
@@ -294,7 +339,10 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
     g_string_append(code, "y = x");
   } else {
     for (guint m = 0; m < corners; m++) {
-      g_string_append_printf(code, taps == 1 ? "y = x[" : "rz_v%u = x[", m);
+      if (taps == 1)
+        g_string_append_printf(code, "%s = x[", yname);
+      else
+        g_string_append_printf(code, "rz_v%u = x[", m);
       for (guint d = 0, t = 0, rest = m; d < r; d++) {
         if (d)
           g_string_append(code, ", ");
@@ -315,7 +363,7 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
       stride /= taps;
       for (guint m = 0; m < stride; m++) {
         if (t == 0)
-          g_string_append(code, "y = ");
+          g_string_append_printf(code, "%s = ", yname);
         else
           g_string_append_printf(code, "rz_v%u = ", m);
         if (taps == 2)
@@ -330,6 +378,9 @@ static gboolean expand_resize(WeirGraph *g, WeirState *s, WeirNode *n,
       }
     }
   }
+  if (crop && k > 0)
+    g_string_append_printf(code, "y = %s ? (%s) : rz_y\n", outside->str,
+                           extrap);
   g_autofree char *body = g_string_free(code, FALSE);
   g_autofree char *out_subset =
       weir_expand_index_subset(r, (const char *const *)p);
