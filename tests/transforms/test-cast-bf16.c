@@ -289,11 +289,76 @@ static void test_refused(void **state) {
   t2_assert_same(h32, h, NULL, 3.0 / 128);
 }
 
+/* The Casts compile to the interpreter's rounding bit for bit: ties to
+ * even both ways, the largest f32 (to infinity), subnormals, signed zeros,
+ * infinities, NaN and random values over the whole exponent range. */
+static void test_cast_bits(void **state) {
+  (void)state;
+  static const guint32 special[] = {
+      0x3f808000, 0x3f818000, 0xbf808000, 0x3f80ffff, 0x7f7fffff,
+      0xff7fffff, 0x7f7f7fff, 0x00018000, 0x00008000, 0x80000001,
+      0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
+      0xffc00001, 0x7f800001};
+  enum { N = 4096 };
+  WeirState *s;
+  g_autoptr(WeirGraph) g = t2_graph("casts", &s);
+  g_autofree char *shape = g_strdup_printf("%d", N);
+  t2_array(g, "x", WEIR_DTYPE_F32, shape, FALSE);
+  t2_array(g, "y", WEIR_DTYPE_BF16, shape, FALSE);
+  WeirNode *c = t2_op(g, s, "Cast", "cast", (const char *[]){"x", NULL},
+                      (const char *[]){"y", NULL});
+  weir_node_set_attr_int(c, "to", 16);
+  t2_normalize(g);
+  gint64 n = N;
+  g_autoptr(WeirTensor) x = weir_tensor_new(WEIR_DTYPE_F32, 1, &n);
+  guint32 *xb = x->data;
+  GRand *r = g_rand_new_with_seed(18);
+  for (gint64 i = 0; i < N; i++)
+    xb[i] = i < (gint64)G_N_ELEMENTS(special) ? special[i]
+                                               : (guint32)g_rand_int(r);
+  g_rand_free(r);
+  g_autoptr(GError) error = NULL;
+  GHashTable *want = NULL, *got = NULL;
+  for (int compiled = 0; compiled < 2; compiled++) {
+    GHashTable *args = g_hash_table_new_full(
+        g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+    g_hash_table_insert(args, "x", weir_tensor_copy(x));
+    g_hash_table_insert(args, "y", weir_tensor_new(WEIR_DTYPE_BF16, 1, &n));
+    if (compiled) {
+      Fixture *f = fixture_new();
+      g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &error);
+      if (!k || !weir_kernel_run(k, NULL, args, &error))
+        fail_msg("compiled: %s", error->message);
+      fixture_free(f);
+      got = args;
+    } else {
+      g_autoptr(WeirGraph) e = weir_graph_copy(g);
+      assert_true(weir_expand_all(e, NULL, NULL, &error));
+      if (!weir_interpret(e, NULL, args, NULL, &error))
+        fail_msg("interpreted: %s", error->message);
+      want = args;
+    }
+  }
+  const guint16 *a = ((WeirTensor *)g_hash_table_lookup(want, "y"))->data;
+  const guint16 *b = ((WeirTensor *)g_hash_table_lookup(got, "y"))->data;
+  for (gint64 i = 0; i < N; i++)
+    if (a[i] != b[i])
+      fail_msg("f32 bits 0x%08x: interpreter 0x%04x, compiled 0x%04x", xb[i],
+               a[i], b[i]);
+  /* and the round-to-even formula, for the non-NaN values */
+  for (gint64 i = 0; i < N; i++)
+    if ((xb[i] & 0x7fffffff) <= 0x7f800000 && a[i] != bf16_bits(((float *)xb)[i]))
+      fail_msg("f32 bits 0x%08x gave 0x%04x", xb[i], a[i]);
+  g_hash_table_unref(want);
+  g_hash_table_unref(got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_digits),
       cmocka_unit_test(test_exclude),
       cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_cast_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
