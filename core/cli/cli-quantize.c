@@ -131,8 +131,9 @@ int cli_cmd_quantize(int argc, char **argv) {
                         : onnx_out    ? "--onnx"
                                       : NULL;
     if (extra) {
-      fprintf(stderr, "weir quantize: %s applies to int8, not to --precision "
-                      "bf16\n",
+      fprintf(stderr,
+              "weir quantize: %s applies to int8, not to --precision "
+              "bf16\n",
               extra);
       return 2;
     }

@@ -419,8 +419,8 @@ static void test_quantize_bf16(void **state) {
   assert_int_equal(r.status, 2);
   assert_contains(r.err, "--precision is int8 or bf16, not 'fp8'");
   run_clear(&r);
-  r = run_weir("quantize", model, "--precision", "bf16", "--exclude", ".",
-               "-o", none, NULL);
+  r = run_weir("quantize", model, "--precision", "bf16", "--exclude", ".", "-o",
+               none, NULL);
   assert_int_equal(r.status, 1);
   assert_contains(r.err, "no f32 Conv, Gemm or MatMul left");
   run_clear(&r);

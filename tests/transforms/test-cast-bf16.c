@@ -21,7 +21,9 @@
 #include "weir-tensor-io.h"
 #include "weir-validate.h"
 
-static const WeirTransformInfo *info(void) { return t2_lookup("cast-bf16"); }
+static const WeirTransformInfo *info(void) {
+  return t2_lookup("cast-bf16");
+}
 
 static WeirTensor *digits_input(void) {
   g_autofree char *path = g_build_filename(
@@ -295,10 +297,9 @@ static void test_refused(void **state) {
 static void test_cast_bits(void **state) {
   (void)state;
   static const guint32 special[] = {
-      0x3f808000, 0x3f818000, 0xbf808000, 0x3f80ffff, 0x7f7fffff,
-      0xff7fffff, 0x7f7f7fff, 0x00018000, 0x00008000, 0x80000001,
-      0x00000000, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000,
-      0xffc00001, 0x7f800001};
+      0x3f808000, 0x3f818000, 0xbf808000, 0x3f80ffff, 0x7f7fffff, 0xff7fffff,
+      0x7f7f7fff, 0x00018000, 0x00008000, 0x80000001, 0x00000000, 0x80000000,
+      0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001, 0x7f800001};
   enum { N = 4096 };
   WeirState *s;
   g_autoptr(WeirGraph) g = t2_graph("casts", &s);
@@ -314,14 +315,14 @@ static void test_cast_bits(void **state) {
   guint32 *xb = x->data;
   GRand *r = g_rand_new_with_seed(18);
   for (gint64 i = 0; i < N; i++)
-    xb[i] = i < (gint64)G_N_ELEMENTS(special) ? special[i]
-                                               : (guint32)g_rand_int(r);
+    xb[i] =
+        i < (gint64)G_N_ELEMENTS(special) ? special[i] : (guint32)g_rand_int(r);
   g_rand_free(r);
   g_autoptr(GError) error = NULL;
   GHashTable *want = NULL, *got = NULL;
   for (int compiled = 0; compiled < 2; compiled++) {
-    GHashTable *args = g_hash_table_new_full(
-        g_str_hash, g_str_equal, NULL, (GDestroyNotify)weir_tensor_free);
+    GHashTable *args = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                             (GDestroyNotify)weir_tensor_free);
     g_hash_table_insert(args, "x", weir_tensor_copy(x));
     g_hash_table_insert(args, "y", weir_tensor_new(WEIR_DTYPE_BF16, 1, &n));
     if (compiled) {
@@ -347,7 +348,8 @@ static void test_cast_bits(void **state) {
                a[i], b[i]);
   /* and the round-to-even formula, for the non-NaN values */
   for (gint64 i = 0; i < N; i++)
-    if ((xb[i] & 0x7fffffff) <= 0x7f800000 && a[i] != bf16_bits(((float *)xb)[i]))
+    if ((xb[i] & 0x7fffffff) <= 0x7f800000 &&
+        a[i] != bf16_bits(((float *)xb)[i]))
       fail_msg("f32 bits 0x%08x gave 0x%04x", xb[i], a[i]);
   g_hash_table_unref(want);
   g_hash_table_unref(got);

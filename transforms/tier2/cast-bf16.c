@@ -45,8 +45,7 @@ static gboolean is_product(const WeirNode *n) {
          weir_tier2_is_op(n, "MatMul");
 }
 
-static GRegex *exclude_regex(const WeirParams *p, char **reason,
-                             gboolean *ok) {
+static GRegex *exclude_regex(const WeirParams *p, char **reason, gboolean *ok) {
   const char *ex = weir_params_get_string(p, "exclude");
   *ok = TRUE;
   if (!ex || !*ex)
@@ -55,8 +54,8 @@ static GRegex *exclude_regex(const WeirParams *p, char **reason,
   GRegex *r = g_regex_new(ex, 0, 0, &e);
   if (!r)
     *ok = weir_tier2_reject(reason,
-                            "exclude: '%s' is not a regular expression: %s",
-                            ex, e->message);
+                            "exclude: '%s' is not a regular expression: %s", ex,
+                            e->message);
   return r;
 }
 
@@ -160,8 +159,7 @@ static WeirContainer *add_bf16(WeirGraph *g, const WeirContainer *like,
                                GError **error) {
   g_autofree char *base = g_strdup_printf("%s_bf16", like->name);
   g_autofree char *name = fresh_name(g, base);
-  return weir_graph_add_container(g, name, WEIR_DTYPE_BF16,
-                                  like->shape->len,
+  return weir_graph_add_container(g, name, WEIR_DTYPE_BF16, like->shape->len,
                                   (WeirExpr *const *)like->shape->pdata, TRUE,
                                   error);
 }
@@ -180,8 +178,7 @@ static gboolean wire(WeirGraph *g, WeirState *s, guint src, const char *sconn,
  * and writing access node dst (container into). */
 static gboolean add_cast(WeirGraph *g, WeirState *s, const char *label,
                          gint64 to, guint src, const WeirContainer *from,
-                         guint dst, const WeirContainer *into,
-                         GError **error) {
+                         guint dst, const WeirContainer *into, GError **error) {
   const char *ins[] = {"in0", NULL}, *outs[] = {"out0", NULL};
   WeirNode *c = weir_state_add_library(g, s, label, "Cast", ins, outs);
   weir_node_set_attr_int(c, "to", to);
@@ -285,8 +282,7 @@ static gboolean cb_apply(WeirGraph *g, const WeirSite *site,
   g_autoptr(GRegex) exclude = exclude_regex(params, &reason, &ok);
   g_autoptr(GArray) ids = ok ? products(g, s, exclude, &reason) : NULL;
   if (!ids) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "cast-bf16: %s",
-                reason);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "cast-bf16: %s", reason);
     return FALSE;
   }
   g_autoptr(GHashTable) memo =
