@@ -155,8 +155,8 @@ static const Command commands[] = {
      cli_cmd_train_graph},
     {"prune", "MODEL --sparsity S [--structured channels] -o OUT",
      "magnitude pruning of the weights (transformation prune)", cli_cmd_prune},
-    {"quantize", "MODEL --calibrate DATA [--per-channel] -o OUT",
-     "calibrate on samples and rewrite Conv/Gemm/MatMul into int8",
+    {"quantize", "MODEL --calibrate DATA | --precision bf16 -o OUT",
+     "Conv/Gemm/MatMul into int8 (calibrated on samples) or bf16",
      cli_cmd_quantize},
 };
 

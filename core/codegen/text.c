@@ -652,6 +652,12 @@ static const char half_bf16[] =
     "  return v;\n"
     "}\n"
     "static inline uint16_t weir_bf16_bits(double x) {\n"
+    "  const float f = (float)x;\n"
+    "  if ((double)f == x) { /* an f32 value (NaN aside): round its bits */\n"
+    "    uint32_t u;\n"
+    "    memcpy(&u, &f, sizeof u);\n"
+    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "  }\n"
     "  return weir_round_bits(x, 8, 7);\n"
     "}\n\n";
 

@@ -1,7 +1,8 @@
 #!/bin/sh
-# quant-digits.sh — the int8 figures of docs/precision.md: the digits CNN
-# trained as docs/training.md's quick start does, quantized with
-# `weir quantize`, f32 against int8 on the held-out split of `weir train`:
+# quant-digits.sh — the int8 and bf16 figures of docs/precision.md: the
+# digits CNN trained as docs/training.md's quick start does, quantized with
+# `weir quantize` (int8, and --precision bf16), f32 against int8 and bf16
+# on the held-out split of `weir train`:
 # accuracy, bytes (weir info: the program as it is, and as compiled at
 # -O2) and time (weir bench at the default level, f32 and int8 alternated).
 #
@@ -29,23 +30,26 @@ fi
   --ranges "$OUT/ranges.txt" -o "$OUT/int8.json"
 "$W" quantize "$OUT/digits_cnn.trained.onnx" --calibrate "$OUT/data/calib.npy" \
   --per-channel -o "$OUT/int8-pc.json" > /dev/null
+"$W" quantize "$OUT/digits_cnn.trained.onnx" --precision bf16 \
+  -o "$OUT/bf16.json" > /dev/null
 N=$("$PY" -c "import numpy; print(numpy.load('$OUT/data/val_y.npy').shape[0])")
 echo "== held-out accuracy ($N samples)"
-for m in f32:digits_cnn.trained.onnx int8:int8.json int8-per-channel:int8-pc.json; do
+for m in f32:digits_cnn.trained.onnx int8:int8.json int8-per-channel:int8-pc.json \
+    bf16:bf16.json; do
   name=${m%%:*}; file=${m#*:}
   "$W" run "$OUT/$file" --input input="$OUT/data/val_x.npy" \
     --output output="$OUT/$name.logits.npy" > /dev/null
   echo "$name $("$PY" "$HERE/quant-digits.py" accuracy "$OUT/$name.logits.npy" "$OUT/data/val_y.npy")%"
 done
 echo "== bytes (weir info -D batch=$N: modeled traffic, logical volume)"
-for m in f32:digits_cnn.trained.onnx int8:int8.json; do
+for m in f32:digits_cnn.trained.onnx int8:int8.json bf16:bf16.json; do
   name=${m%%:*}; file=${m#*:}
   echo "$name as-is:       $("$W" info "$OUT/$file" -D batch=$N | grep '^  total')"
   echo "$name -O2 compiled: $("$W" info "$OUT/$file" -D batch=$N -O2 --count compiled | grep '^  total')"
 done
 echo "== time (weir bench -D batch=$N --reps $REPS, default level, alternated; $(uptime))"
 for i in 1 2 3; do
-  for m in f32:digits_cnn.trained.onnx int8:int8.json; do
+  for m in f32:digits_cnn.trained.onnx int8:int8.json bf16:bf16.json; do
     name=${m%%:*}; file=${m#*:}
     echo "$name $("$W" bench "$OUT/$file" -D batch=$N --reps "$REPS" | grep '^time')"
   done

@@ -361,6 +361,76 @@ static void test_prune(void **state) {
   g_rmdir(dir);
 }
 
+/* weir quantize --precision bf16: the cast-bf16 step, as a program or as
+ * a workspace step that exports as a recipe replaying to the same bytes;
+ * int8 options and an unknown precision refused. */
+static void test_quantize_bf16(void **state) {
+  (void)state;
+  g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "bf16.json", NULL);
+  const char *model = WEIR_SRCDIR "/samples/models/digits_cnn.onnx";
+  Run r = run_weir("quantize", model, "--precision", "bf16", "-o", out, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "cast-bf16 applied");
+  run_clear(&r);
+  r = run_weir("info", out, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "conv_weight_bf16");
+  assert_contains(r.out, "fc2_weight_bf16");
+  assert_contains(r.out, "input_bf16");
+  run_clear(&r);
+
+  g_autofree char *ws = g_build_filename(dir, "bf16.weir", NULL);
+  g_autofree char *x = g_build_filename(dir, "x.json", NULL);
+  g_autofree char *recipe = g_build_filename(dir, "r.json", NULL);
+  g_autofree char *replay = g_build_filename(dir, "replay.json", NULL);
+  r = run_weir("quantize", model, "--precision", "bf16", "--exclude", "^/fc",
+               "-o", ws, NULL);
+  if (r.status != 0)
+    fail_msg("%s", r.err);
+  assert_contains(r.out, "step 1: cast-bf16 at state 1");
+  run_clear(&r);
+  r = run_weir("history", ws, "--export-recipe", recipe, NULL);
+  assert_int_equal(r.status, 0);
+  assert_contains(r.out, "exclude=^/fc");
+  run_clear(&r);
+  r = run_weir("optimize", model, "--recipe", recipe, "-o", replay, NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  r = run_weir("quantize", model, "--precision", "bf16", "--exclude", "^/fc",
+               "-o", x, NULL);
+  assert_int_equal(r.status, 0);
+  run_clear(&r);
+  g_autofree char *a = NULL, *b = NULL;
+  assert_true(g_file_get_contents(x, &a, NULL, NULL));
+  assert_true(g_file_get_contents(replay, &b, NULL, NULL));
+  assert_string_equal(a, b);
+  assert_non_null(strstr(a, "conv_weight_bf16"));
+  assert_null(strstr(a, "fc1_weight_bf16"));
+
+  g_autofree char *none = g_build_filename(dir, "none.json", NULL);
+  r = run_weir("quantize", model, "--precision", "bf16", "--calibrate", model,
+               "-o", none, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--calibrate applies to int8");
+  run_clear(&r);
+  r = run_weir("quantize", model, "--precision", "fp8", "-o", none, NULL);
+  assert_int_equal(r.status, 2);
+  assert_contains(r.err, "--precision is int8 or bf16, not 'fp8'");
+  run_clear(&r);
+  r = run_weir("quantize", model, "--precision", "bf16", "--exclude", ".", "-o",
+               none, NULL);
+  assert_int_equal(r.status, 1);
+  assert_contains(r.err, "no f32 Conv, Gemm or MatMul left");
+  run_clear(&r);
+  assert_false(g_file_test(none, G_FILE_TEST_EXISTS));
+  const char *files[] = {out, ws, x, recipe, replay};
+  for (guint i = 0; i < G_N_ELEMENTS(files); i++)
+    g_unlink(files[i]);
+  g_rmdir(dir);
+}
+
 static void test_apply(void **state) {
   (void)state;
   g_autofree char *dir = g_dir_make_tmp("weir-cli-XXXXXX", NULL);
@@ -1692,6 +1762,7 @@ int main(void) {
       cmocka_unit_test(test_run_compile_error),
       cmocka_unit_test(test_bench),
       cmocka_unit_test(test_prune),
+      cmocka_unit_test(test_quantize_bf16),
   };
   /* No plugins from the user's own directory. */
   g_setenv("XDG_DATA_HOME", "/nonexistent-weir-test-data", TRUE);
