@@ -3,10 +3,10 @@
  * weir_maxpool2d_u8 / _i8 for quantized tensors) and weir_gap_f32 as C text
  * and their registration.  The pure expansion is an init
  * map and a max map with a bounds test per tap (a scalar loop: 2.6 ms for
- * ResNet's stem pooling, 64 x 112 x 112 -> 56 x 56, at one thread); the kernel
- * copies each input row of a window once into a row padded with -inf so that
- * the taps are plain loops over the output columns, which the compiler
- * vectorizes.
+ * ResNet's stem pooling, 64 x 112 x 112 -> 56 x 56, at one thread); the f32
+ * kernel takes, per output row, the largest of the window's input rows
+ * column by column into a row padded with -inf, then the taps of each
+ * output column over that row: plain loops the compiler vectorizes.
  */
 #include <string.h>
 
@@ -21,11 +21,12 @@ static const char maxpool_text[] =
     "the\n"
     " * kh x kw window, taps outside the image ignored (-inf), a NaN anywhere\n"
     " * in the window giving NaN (as the pure expansion's max).  Per (image,\n"
-    " * channel) plane, split over the threads; per output row, each input "
-    "row\n"
-    " * of the window is copied once into a row padded with -inf, then every\n"
-    " * kernel column is a plain (vectorizable) loop over the output columns,\n"
-    " * stride 1 and 2 with the stride constant.  Rows wider than the buffer\n"
+    " * channel) plane, split over the threads; per output row, the largest\n"
+    " * of the window's input rows column by column into a row padded with\n"
+    " * -inf, then every kernel column is a plain (vectorizable) loop over the\n"
+    " * output columns, stride 1 and 2 with the stride constant (the order of\n"
+    " * the comparisons differs from the pure expansion's only in which zero,\n"
+    " * +0 or -0, a window of equal zeros gives).  Rows wider than the buffer\n"
     " * take a scalar loop nest with bounds tests. */\n"
     "#define WEIR_MAXPOOL_ROW 4096\n"
     "static inline float weir_maxpool_take_f32(float acc, float v) {\n"
@@ -72,29 +73,35 @@ static const char maxpool_text[] =
     "    const float *xp = x + pl * h * wd;\n"
     "    for (int64_t p = 0; p < oh; p++) {\n"
     "      float *acc = y + (pl * oh + p) * ow;\n"
-    "      for (int64_t q = 0; q < ow; q++)\n"
-    "        acc[q] = -INFINITY;\n"
+    "      /* the window's kh rows first, the largest per input column\n"
+    "       * (contiguous passes; the padding columns stay -inf), then the\n"
+    "       * kw taps of each output column over that one row: kh * rw +\n"
+    "       * kw * ow steps where tap by tap took kh * (rw + kw * ow) */\n"
+    "      const int64_t lo = pw < rw ? pw : rw;\n"
+    "      const int64_t hi = wd + pw < rw ? wd + pw : rw;\n"
+    "      for (int64_t t = 0; t < rw; t++)\n"
+    "        row[t] = -INFINITY;\n"
     "      for (int64_t i = 0; i < kh; i++) {\n"
     "        const int64_t ih = p * sh + i * dh - ph;\n"
     "        if (ih < 0 || ih >= h)\n"
     "          continue;\n"
     "        const float *xr = xp + ih * wd;\n"
-    "        for (int64_t t = 0; t < rw; t++) {\n"
-    "          const int64_t iw = t - pw;\n"
-    "          row[t] = iw >= 0 && iw < wd ? xr[iw] : -INFINITY;\n"
-    "        }\n"
-    "        for (int64_t j = 0; j < kw; j++) {\n"
-    "          const float *r = row + j * dw;\n"
-    "          if (sw == 1)\n"
-    "            for (int64_t q = 0; q < ow; q++)\n"
-    "              acc[q] = weir_maxpool_take_f32(acc[q], r[q]);\n"
-    "          else if (sw == 2)\n"
-    "            for (int64_t q = 0; q < ow; q++)\n"
-    "              acc[q] = weir_maxpool_take_f32(acc[q], r[2 * q]);\n"
-    "          else\n"
-    "            for (int64_t q = 0; q < ow; q++)\n"
-    "              acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);\n"
-    "        }\n"
+    "        for (int64_t t = lo; t < hi; t++)\n"
+    "          row[t] = weir_maxpool_take_f32(row[t], xr[t - pw]);\n"
+    "      }\n"
+    "      for (int64_t q = 0; q < ow; q++)\n"
+    "        acc[q] = -INFINITY;\n"
+    "      for (int64_t j = 0; j < kw; j++) {\n"
+    "        const float *r = row + j * dw;\n"
+    "        if (sw == 1)\n"
+    "          for (int64_t q = 0; q < ow; q++)\n"
+    "            acc[q] = weir_maxpool_take_f32(acc[q], r[q]);\n"
+    "        else if (sw == 2)\n"
+    "          for (int64_t q = 0; q < ow; q++)\n"
+    "            acc[q] = weir_maxpool_take_f32(acc[q], r[2 * q]);\n"
+    "        else\n"
+    "          for (int64_t q = 0; q < ow; q++)\n"
+    "            acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);\n"
     "      }\n"
     "    }\n"
     "  }\n"

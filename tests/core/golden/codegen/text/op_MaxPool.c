@@ -33,10 +33,12 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
  * the largest x[pl][p * sh + i * dh - ph][q * sw + j * dw - pw] over the
  * kh x kw window, taps outside the image ignored (-inf), a NaN anywhere
  * in the window giving NaN (as the pure expansion's max).  Per (image,
- * channel) plane, split over the threads; per output row, each input row
- * of the window is copied once into a row padded with -inf, then every
- * kernel column is a plain (vectorizable) loop over the output columns,
- * stride 1 and 2 with the stride constant.  Rows wider than the buffer
+ * channel) plane, split over the threads; per output row, the largest
+ * of the window's input rows column by column into a row padded with
+ * -inf, then every kernel column is a plain (vectorizable) loop over the
+ * output columns, stride 1 and 2 with the stride constant (the order of
+ * the comparisons differs from the pure expansion's only in which zero,
+ * +0 or -0, a window of equal zeros gives).  Rows wider than the buffer
  * take a scalar loop nest with bounds tests. */
 #define WEIR_MAXPOOL_ROW 4096
 static inline float weir_maxpool_take_f32(float acc, float v) {
@@ -79,29 +81,35 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
     const float *xp = x + pl * h * wd;
     for (int64_t p = 0; p < oh; p++) {
       float *acc = y + (pl * oh + p) * ow;
-      for (int64_t q = 0; q < ow; q++)
-        acc[q] = -INFINITY;
+      /* the window's kh rows first, the largest per input column
+       * (contiguous passes; the padding columns stay -inf), then the
+       * kw taps of each output column over that one row: kh * rw +
+       * kw * ow steps where tap by tap took kh * (rw + kw * ow) */
+      const int64_t lo = pw < rw ? pw : rw;
+      const int64_t hi = wd + pw < rw ? wd + pw : rw;
+      for (int64_t t = 0; t < rw; t++)
+        row[t] = -INFINITY;
       for (int64_t i = 0; i < kh; i++) {
         const int64_t ih = p * sh + i * dh - ph;
         if (ih < 0 || ih >= h)
           continue;
         const float *xr = xp + ih * wd;
-        for (int64_t t = 0; t < rw; t++) {
-          const int64_t iw = t - pw;
-          row[t] = iw >= 0 && iw < wd ? xr[iw] : -INFINITY;
-        }
-        for (int64_t j = 0; j < kw; j++) {
-          const float *r = row + j * dw;
-          if (sw == 1)
-            for (int64_t q = 0; q < ow; q++)
-              acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
-          else if (sw == 2)
-            for (int64_t q = 0; q < ow; q++)
-              acc[q] = weir_maxpool_take_f32(acc[q], r[2 * q]);
-          else
-            for (int64_t q = 0; q < ow; q++)
-              acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);
-        }
+        for (int64_t t = lo; t < hi; t++)
+          row[t] = weir_maxpool_take_f32(row[t], xr[t - pw]);
+      }
+      for (int64_t q = 0; q < ow; q++)
+        acc[q] = -INFINITY;
+      for (int64_t j = 0; j < kw; j++) {
+        const float *r = row + j * dw;
+        if (sw == 1)
+          for (int64_t q = 0; q < ow; q++)
+            acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
+        else if (sw == 2)
+          for (int64_t q = 0; q < ow; q++)
+            acc[q] = weir_maxpool_take_f32(acc[q], r[2 * q]);
+        else
+          for (int64_t q = 0; q < ow; q++)
+            acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);
       }
     }
   }
