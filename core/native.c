@@ -1466,12 +1466,12 @@ static const WeirNativeImpl builtin[] = {
 void weir_native_register_builtin(void) {
   for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
     weir_native_register(&builtin[i]);
-  weir_native_register_depthwise(); /* core/kernels/depthwise.c */
-  weir_native_register_conv_grad(); /* core/kernels/conv-grad.c */
-  weir_native_register_pool();      /* core/kernels/pool.c */
-  weir_native_register_norm();      /* core/kernels/norm.c */
-  weir_native_register_qgemm();     /* core/kernels/gemm-int8.c */
-  weir_native_register_bgemm();     /* core/kernels/gemm-bf16.c */
+  weir_native_register_depthwise();    /* core/kernels/depthwise.c */
+  weir_native_register_conv_grad();    /* core/kernels/conv-grad.c */
+  weir_native_register_pool();         /* core/kernels/pool.c */
+  weir_native_register_norm();         /* core/kernels/norm.c */
+  weir_native_register_qgemm();        /* core/kernels/gemm-int8.c */
+  weir_native_register_bgemm();        /* core/kernels/gemm-bf16.c */
   weir_native_register_multi_tensor(); /* core/kernels/multi-tensor.c */
 }
 

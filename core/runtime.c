@@ -172,7 +172,9 @@ static void threading_defaults(void) {
   }
 }
 
-const char *weir_kernel_openmp_wait(void) { return omp_wait_choice; }
+const char *weir_kernel_openmp_wait(void) {
+  return omp_wait_choice;
+}
 
 /* openblas_get_parallel() of the OpenBLAS a kernel calls: 0 serial, 1
  * pthreads, 2 OpenMP; -1 when the kernel calls no OpenBLAS. */

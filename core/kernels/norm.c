@@ -429,22 +429,31 @@ static gboolean same_shape(const WeirContainer *a, const WeirContainer *b) {
   return TRUE;
 }
 
+/* n's `axis` (default -1) made non-negative against x's rank, or FALSE
+ * with the reason. */
+static gboolean node_axis(const WeirNode *n, const WeirContainer *x,
+                          gint64 *axis, char **reason) {
+  gint64 r = x->shape->len;
+  gint64 a = weir_node_attr_int(n, "axis", -1);
+  if (r == 0 || a < -r || a >= r) {
+    *reason =
+        g_strdup_printf("axis %" G_GINT64_FORMAT
+                        " is out of range for '%s' of rank %" G_GINT64_FORMAT,
+                        a, x->name, r);
+    return FALSE;
+  }
+  *axis = a < 0 ? a + r : a;
+  return TRUE;
+}
+
 /* The first axis of the rows: the reduced axes are [*first, rank) (a
  * single `axis` must be followed by dimensions of size 1 only, so that
  * the rows are contiguous). */
 static gboolean softmax_first(const WeirNode *n, const WeirContainer *x,
                               guint *first, char **reason) {
-  gint64 r = x->shape->len;
-  gint64 axis = weir_node_attr_int(n, "axis", -1);
-  if (r == 0 || axis < -r || axis >= r) {
-    *reason =
-        g_strdup_printf("axis %" G_GINT64_FORMAT
-                        " is out of range for '%s' of rank %" G_GINT64_FORMAT,
-                        axis, x->name, r);
+  gint64 r = x->shape->len, axis = 0;
+  if (!node_axis(n, x, &axis, reason))
     return FALSE;
-  }
-  if (axis < 0)
-    axis += r;
   if (weir_node_attr_int(n, "legacy_2d", 0) == 0)
     for (gint64 d = axis + 1; d < r; d++)
       if (!is_one(dim(x, (guint)d))) {
@@ -555,16 +564,10 @@ static gboolean stat_operand(const WeirContainer *x, guint first,
 
 static gboolean layernorm_first(const WeirNode *n, const WeirContainer *x,
                                 guint *first, char **reason) {
-  gint64 r = x->shape->len;
-  gint64 axis = weir_node_attr_int(n, "axis", -1);
-  if (r == 0 || axis < -r || axis >= r) {
-    *reason =
-        g_strdup_printf("axis %" G_GINT64_FORMAT
-                        " is out of range for '%s' of rank %" G_GINT64_FORMAT,
-                        axis, x->name, r);
+  gint64 axis = 0;
+  if (!node_axis(n, x, &axis, reason))
     return FALSE;
-  }
-  *first = (guint)(axis < 0 ? axis + r : axis);
+  *first = (guint)axis;
   return TRUE;
 }
 

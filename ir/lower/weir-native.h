@@ -21,8 +21,8 @@
  * MaxPool kernel, core/kernels/pool.c) for MaxPool in f32, u8 and i8 and
  * for GlobalAveragePool in f32; "weir" (Weir's row kernels,
  * core/kernels/norm.c) for Softmax, LogSoftmax and LayerNormalization in
- * f32 and f64 when the reduced axes are innermost; "weir-bf16" (Weir's bf16 GEMM,
- * core/kernels/gemm-bf16.c) for Gemm, MatMul and Conv whose first operand
+ * f32 and f64 when the reduced axes are innermost; "weir-bf16" (Weir's bf16
+ * GEMM, core/kernels/gemm-bf16.c) for Gemm, MatMul and Conv whose first operand
  * is bf16 when it accepts the node;
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).

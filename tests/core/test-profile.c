@@ -187,12 +187,20 @@ static void test_roofline_fast_node(void **state) {
   (void)state;
   WeirProfile p = {.peak_gflops = 265, .bandwidth_gbs = 42};
   p.nodes = g_ptr_array_new();
-  WeirProfileNode slow = {.label = "slow", .seconds = 1e-3,
-                          .flops_known = TRUE, .bytes_known = TRUE,
-                          .flops = 1000000, .bytes = 10000, .gflops = 1.0};
-  WeirProfileNode fast = {.label = "fast", .seconds = 1e-7,
-                          .flops_known = TRUE, .bytes_known = TRUE,
-                          .flops = 100, .bytes = 100, .gflops = 0};
+  WeirProfileNode slow = {.label = "slow",
+                          .seconds = 1e-3,
+                          .flops_known = TRUE,
+                          .bytes_known = TRUE,
+                          .flops = 1000000,
+                          .bytes = 10000,
+                          .gflops = 1.0};
+  WeirProfileNode fast = {.label = "fast",
+                          .seconds = 1e-7,
+                          .flops_known = TRUE,
+                          .bytes_known = TRUE,
+                          .flops = 100,
+                          .bytes = 100,
+                          .gflops = 0};
   g_ptr_array_add(p.nodes, &slow);
   g_ptr_array_add(p.nodes, &fast);
   double x = 0, y = 0;
