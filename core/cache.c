@@ -20,6 +20,7 @@
 #include <glib/gstdio.h>
 #include <sqlite3.h>
 
+#include "sqlite-wal.h"
 #include "weir-cache.h"
 
 #define SCHEMA_VERSION 1
@@ -177,8 +178,9 @@ static gboolean open_db(WeirCache *c, GError **error) {
   sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
   /* WAL lets readers run while one process writes; NORMAL sync is safe with
    * WAL (a power loss may drop the last transactions, never corrupt). */
-  if (!db_exec(c, "PRAGMA journal_mode=WAL", error) ||
-      !db_exec(c, "PRAGMA synchronous=NORMAL", error))
+  if (weir_sqlite_use_wal(c->db, BUSY_TIMEOUT_MS) != SQLITE_OK)
+    return db_fail(c, "PRAGMA journal_mode=WAL", error);
+  if (!db_exec(c, "PRAGMA synchronous=NORMAL", error))
     return FALSE;
   if (!db_begin(c, error))
     return FALSE;

@@ -12,6 +12,7 @@
 
 #include <glib/gstdio.h>
 
+#include "sqlite-wal.h"
 #include "weir-attr.h"
 #include "weir-hw.h"
 #include "weir-native.h"
@@ -296,8 +297,13 @@ WeirTuningDb *weir_tuning_db_open(const char *path, gboolean create,
     return NULL;
   }
   if (version == 0 && create) {
+    if (weir_sqlite_use_wal(db->db, BUSY_TIMEOUT_MS) != SQLITE_OK) {
+      db_fail(db, "PRAGMA journal_mode=WAL", error);
+      weir_tuning_db_close(db);
+      return NULL;
+    }
     g_autofree char *sql = g_strdup_printf(
-        "PRAGMA journal_mode=WAL; BEGIN IMMEDIATE; %s "
+        "BEGIN IMMEDIATE; %s "
         "INSERT INTO schema_version (version) SELECT %d WHERE NOT EXISTS "
         "(SELECT 1 FROM schema_version); COMMIT;",
         schema_sql, WEIR_TUNING_SCHEMA_VERSION);

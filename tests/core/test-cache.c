@@ -642,6 +642,65 @@ static void test_concurrent_program(void **state) {
   assert_true(fixture_compiles(f) >= 1 && fixture_compiles(f) <= 2);
 }
 
+/* Opening one fresh cache from several connections at once: every open
+ * succeeds.  Switching a new index to WAL needs an exclusive lock, and
+ * SQLite answers a race for it with "database is locked" at once instead
+ * of waiting (CI saw this between two processes). */
+typedef struct {
+  const char *dir;
+  GMutex *lock;
+  GCond *go;
+  gboolean *started;
+  char *failure;
+} OpenJob;
+
+static gpointer open_thread(gpointer data) {
+  OpenJob *job = data;
+  g_mutex_lock(job->lock);
+  while (!*job->started)
+    g_cond_wait(job->go, job->lock);
+  g_mutex_unlock(job->lock);
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirCache) c = weir_cache_open(job->dir, &err);
+  WeirCacheStats st;
+  if (!c || !weir_cache_stats(c, &st, &err))
+    job->failure = g_strdup(err ? err->message : "no error");
+  return NULL;
+}
+
+static void test_concurrent_open(void **state) {
+  Fixture *f = *state;
+  enum { THREADS = 6, ROUNDS = 15 };
+  for (int round = 0; round < ROUNDS; round++) {
+    g_autofree char *name = g_strdup_printf("fresh-%d", round);
+    g_autofree char *dir = g_build_filename(f->dir, name, NULL);
+    GMutex lock;
+    GCond go;
+    g_mutex_init(&lock);
+    g_cond_init(&go);
+    gboolean started = FALSE;
+    OpenJob jobs[THREADS];
+    GThread *threads[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      jobs[i] = (OpenJob){dir, &lock, &go, &started, NULL};
+      threads[i] = g_thread_new("open", open_thread, &jobs[i]);
+    }
+    g_usleep(2000);
+    g_mutex_lock(&lock);
+    started = TRUE;
+    g_cond_broadcast(&go);
+    g_mutex_unlock(&lock);
+    for (int i = 0; i < THREADS; i++)
+      g_thread_join(threads[i]);
+    g_mutex_clear(&lock);
+    g_cond_clear(&go);
+    for (int i = 0; i < THREADS; i++) {
+      if (jobs[i].failure)
+        fail_msg("round %d, connection %d: %s", round, i, jobs[i].failure);
+    }
+  }
+}
+
 int main(void) {
   /* never the user's cache, whatever a test forgets */
   g_autofree char *home = g_dir_make_tmp("weir-test-home-XXXXXX", NULL);
@@ -677,6 +736,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_concurrent_processes, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_program, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_concurrent_open, setup, teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   remove_tree(home);
