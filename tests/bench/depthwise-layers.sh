@@ -3,7 +3,7 @@
 # of MobileNetV2 and EfficientNet-B0 (docs/performance.md, "Depthwise and
 # global pooling kernels (mobile14e)"), interleaved in one process.
 #
-#   tests/bench/depthwise-layers.sh [BUILD_DIR] [--reps N] [--threads N]
+#   tests/bench/depthwise-layers.sh [BUILD_DIR] [--reps N] [--threads N] [--cold]
 #
 # BUILD_DIR/weir generates the helper text (`weir optimize -O2` and
 # `weir codegen` of a one-node model: depthwise Conv + SiLU, exported with
@@ -12,13 +12,18 @@
 # channel-blocked kernel) and with vl = the row kernel's own width choice,
 # alternately, and prints the best of N of each (thread CPU time at one
 # thread, wall time otherwise) and their ratio, after checking that both
-# agree with a scalar loop nest (largest difference printed).
+# agree with a scalar loop nest (largest difference printed).  --cold
+# writes 64 MiB of other data before each timed call, then the input again
+# (as the layer before would): the weights and the output are out of the
+# caches, as in a network whose activations and weights exceed them, and
+# the input is in them (docs/performance.md, mobile14i).
 set -eu
 build=build
 case ${1:-} in --*|'') ;; *) build=$1; shift ;; esac
-reps=30; threads=1
+reps=30; threads=1; cold=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --cold) cold=1; shift ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     *) echo "depthwise-layers.sh: unknown option $1" >&2; exit 2 ;;
@@ -68,7 +73,10 @@ int main(int argc, char **argv) {
       {240, 28, 3, 2}, {384, 14, 3, 1}, {480, 14, 3, 1}, {480, 14, 5, 1},
       {576, 14, 3, 1}, {576, 14, 3, 2}, {672, 14, 5, 1}, {672, 14, 5, 2},
       {960, 7, 3, 1},  {1152, 7, 5, 1}, {1152, 7, 3, 1}};
-  const int reps = atoi(argv[1]), cpu = atoi(argv[2]) == 1, vlw = atoi(argv[3]);
+  const int reps = atoi(argv[1]), cpu = atoi(argv[2]) == 1, vlw = atoi(argv[3]),
+            cold = atoi(argv[4]);
+  const size_t njunk = (size_t)16 << 20;
+  float *junk = cold ? calloc(njunk, sizeof(float)) : NULL;
   double tot[2] = {0, 0};
   printf("| C x H x W | kernel | stride | row kernel us | channel-blocked us "
          "| ratio | max diff |\n|---|---|---|---|---|---|---|\n");
@@ -105,6 +113,12 @@ int main(int argc, char **argv) {
         }
     for (int q = 0; q < reps; q++)
       for (int m = 0; m < 2; m++) {
+        if (cold) {
+          for (size_t i = 0; i < njunk; i += 16)
+            junk[i] += 1.0f;
+          for (int64_t i = 0; i < c * h * h; i++)
+            x[i] = (float)((i * 7919) % 1000) / 500.0f - 1;
+        }
         double t0 = now(cpu);
         weir_dwconv2d_f32(x, w, b, y, NULL, 1, c, h, h, k, k, o, o, s, s, 1, 1,
                           p, p, 3, 0, 0, vls[m]);
@@ -122,11 +136,12 @@ int main(int argc, char **argv) {
   }
   printf("| all | | | %.1f | %.1f | %.2f | |\n", tot[0] * 1e6, tot[1] * 1e6,
          tot[0] / tot[1]);
+  free(junk);
   return 0;
 }
 C
 vlw=$(grep -o 'vectors of [0-9]* channels' "$d/helper.h" | head -1 | grep -o '[0-9]*')
 ${CC:-cc} -O3 -march=native -fopenmp -I"$d" "$d/main.c" -o "$d/bench" -lm
-echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw"
+echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw$( [ $cold = 1 ] && echo ', cold caches')"
 echo "uptime:$(uptime)"
-OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw"
+OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold"
