@@ -97,10 +97,12 @@ static const Case cases[] = {
      * block's weights (mobile14i): three blocks of channels, the last
      * partial (40 = 16 + 16 + 8), on whole 14 x 14 planes; a plane shorter
      * than the prefetch distance (5 columns: 13 rows ahead, 3 rows); bands
-     * of rows at 2 threads (one block of 16 channels, 32 output rows) */
+     * of rows at 2 threads (one block of 16 channels, 32 output rows); 70
+     * columns (one row ahead; from 96 on, none: the 3001-column case) */
     {1, 40, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {1, 48, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {1, 16, 64, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 17, 6, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     /* horizontal dilation and a 1x1 kernel: the generic instance */
     {1, 17, 8, 19, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, TRUE, 0},
     {1, 16, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, TRUE, 0},
