@@ -660,7 +660,8 @@ static const Node epilogues[] = {
      "weir + sigmoid"},
     /* bias and clip applied to full microtiles in registers (mobile14i),
      * edge tiles by the store's epilogue: 20 rows (two full panels and 4),
-     * 96 and 120 columns, K past KC (the last block adds then clips) */
+     * 96 and 120 columns, K past KC (the last block adds then clips); SiLU
+     * stays in the store's epilogue on full tiles too */
     {"Conv",
      {"1, 300, 8, 12", "20, 300, 1, 1", "20"},
      "1, 20, 8, 12",
@@ -675,6 +676,13 @@ static const Node epilogues[] = {
      "y = max(x, 0)",
      FALSE,
      "weir + clip"},
+    {"Conv",
+     {"1, 24, 8, 12", "19, 24, 1, 1", "19"},
+     "1, 19, 8, 12",
+     NULL,
+     "s = 1 / (1 + exp(-x))\ny = x * s",
+     FALSE,
+     "weir + SiLU"},
     {"Conv",
      {"1, 4, 7, 7", "8, 4, 1, 1", "8"},
      "1, 8, 7, 7",
