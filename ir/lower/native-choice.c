@@ -239,22 +239,15 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
   }
   if (strcmp(n->op, "SumTo") == 0 || strcmp(n->op, "ReduceSum") == 0 ||
       strcmp(n->op, "ReduceMean") == 0) {
-    /* Weir's sum over axes (core/kernels/reduce.c) where the innermost
-     * dimension is kept (a bias gradient's sum over the rows): the pure
-     * expansion's loops would run the kept axis outside and add along a
-     * strided one.  Sums over the innermost axes stay expanded, so that
-     * map-reduce-fusion can fold the element-wise code that feeds them
-     * into their loop. */
+    /* Weir's sum over axes (core/kernels/reduce.c): the input read in
+     * storage order with vector partial sums.  The pure expansion runs
+     * the kept axes outside: a column sum (a bias gradient over the rows)
+     * then adds along a strided axis, and a per-channel sum of NCHW (batch
+     * norm), into which map-reduce-fusion folds the element-wise code that
+     * feeds it, is a scalar loop with one dependent addition per element
+     * per sum (docs/native.md, "Sums over axes", has the measurements). */
     ni = weir_native_lookup(n->op, "weir");
-    if (!ni || !ni->accepts(g, s, n, &r1))
-      return "pure";
-    WeirNativeReduce r;
-    if (!weir_native_reduce_layout(g, s, n, &r, &r2))
-      return "pure";
-    gint64 k1 = 0;
-    gboolean column = !(weir_expr_is_const(r.k1, &k1) && k1 == 1);
-    weir_native_reduce_clear(&r);
-    return column ? "weir" : "pure";
+    return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }
   static const char *const grads[][2] = {{"ConvGradFilter", "im2col"},
                                          {"ConvGradInput", "col2im"},

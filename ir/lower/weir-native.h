@@ -25,7 +25,7 @@
  * GEMM, core/kernels/gemm-bf16.c) for Gemm, MatMul and Conv whose first operand
  * is bf16 when it accepts the node; "weir" (Weir's sum over axes,
  * core/kernels/reduce.c) for SumTo, ReduceSum and ReduceMean in f32 and f64
- * when it accepts the node and the innermost input dimension is kept;
+ * when it accepts the node;
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).
  *
