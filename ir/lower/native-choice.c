@@ -317,8 +317,8 @@ static gboolean reduce_summed(const WeirNode *n, const WeirContainer *x,
   guint xr = x->shape->len, yr = y->shape->len;
   if (strcmp(n->op, "SumTo") == 0) {
     if (yr > xr) {
-      *reason = g_strdup_printf("'%s' has a higher rank than '%s'", y->name,
-                                x->name);
+      *reason =
+          g_strdup_printf("'%s' has a higher rank than '%s'", y->name, x->name);
       return FALSE;
     }
     for (guint d = 0; d < xr; d++) {
@@ -360,9 +360,8 @@ static gboolean reduce_summed(const WeirNode *n, const WeirContainer *x,
   for (guint i = 0; i < axes->len; i++) {
     gint64 a = g_array_index(axes, gint64, i);
     if (a < -(gint64)xr || a >= (gint64)xr) {
-      *reason = g_strdup_printf("axis %" G_GINT64_FORMAT
-                                " is out of range for rank %u",
-                                a, xr);
+      *reason = g_strdup_printf(
+          "axis %" G_GINT64_FORMAT " is out of range for rank %u", a, xr);
       return FALSE;
     }
     guint d = (guint)(a < 0 ? a + (gint64)xr : a);

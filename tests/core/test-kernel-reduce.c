@@ -40,11 +40,11 @@
 #define FLAGS "-O2 -fopenmp -fPIC -shared -Wall -Wextra -Werror"
 
 typedef struct {
-  const char *op;    /* SumTo, ReduceSum, ReduceMean */
-  const char *x;     /* shape of X */
-  const char *y;     /* shape of Y (SumTo: also of its 'like' input) */
-  const char *axes;  /* Reduce*: "0,2"; "" for none (all axes) */
-  gint64 keepdims;   /* Reduce* */
+  const char *op;   /* SumTo, ReduceSum, ReduceMean */
+  const char *x;    /* shape of X */
+  const char *y;    /* shape of Y (SumTo: also of its 'like' input) */
+  const char *axes; /* Reduce*: "0,2"; "" for none (all axes) */
+  gint64 keepdims;  /* Reduce* */
 } Case;
 
 static const Case cases[] = {
@@ -149,8 +149,8 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
   if (!src)
     fail_msg("%s", err->message);
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
-    g_autofree char *call = g_strdup_printf("weir_reduce_%s(X%u, Y%u, ", sfx,
-                                            k, k);
+    g_autofree char *call =
+        g_strdup_printf("weir_reduce_%s(X%u, Y%u, ", sfx, k, k);
     if (!strstr(src, call))
       fail_msg("node n%u does not call the kernel (%s)", k, call);
   }
