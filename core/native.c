@@ -1473,6 +1473,7 @@ void weir_native_register_builtin(void) {
   weir_native_register_qgemm();        /* core/kernels/gemm-int8.c */
   weir_native_register_bgemm();        /* core/kernels/gemm-bf16.c */
   weir_native_register_multi_tensor(); /* core/kernels/multi-tensor.c */
+  weir_native_register_reduce();       /* core/kernels/reduce.c */
 }
 
 /* ------------------------------------------------------------- libraries */

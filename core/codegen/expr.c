@@ -174,9 +174,84 @@ GPtrArray *cg_subset_offset(const CInfo *ci, const WeirSubset *sub) {
   return cg_elem_offset(ci, idx);
 }
 
+/* Whether e divides or takes a modulo anywhere. */
+static gboolean has_divmod(WeirExpr *e) {
+  WeirExprKind k = weir_expr_kind(e);
+  if (k == WEIR_EXPR_FLOORDIV || k == WEIR_EXPR_MOD)
+    return TRUE;
+  guint n = weir_expr_n_operands(e);
+  for (guint i = 0; i < n; i++)
+    if (has_divmod(weir_expr_operand(e, i)))
+      return TRUE;
+  return FALSE;
+}
+
+/* e with every mod(a, c) written as a - c * floordiv(a, c) and
+ * floordiv(floordiv(a, b), c) as floordiv(a, b * c), for constants b, c >
+ * 0 (both identities of floored division), rebuilt through the
+ * simplifying constructors, so that the divisions of a flat index split
+ * into several dimensions and flattened again cancel. (transfer full) */
+static WeirExpr *divmod_expand(WeirExpr *e) {
+  WeirExprKind k = weir_expr_kind(e);
+  guint n = weir_expr_n_operands(e);
+  gint64 c = 0;
+  if ((k == WEIR_EXPR_FLOORDIV || k == WEIR_EXPR_MOD) && n == 2 &&
+      weir_expr_is_const(weir_expr_operand(e, 1), &c) && c > 0) {
+    g_autoptr(WeirExpr) a = divmod_expand(weir_expr_operand(e, 0));
+    gint64 b = 0;
+    g_autoptr(WeirExpr) q = NULL;
+    if (weir_expr_kind(a) == WEIR_EXPR_FLOORDIV &&
+        weir_expr_is_const(weir_expr_operand(a, 1), &b) && b > 0 &&
+        b <= G_MAXINT64 / c) {
+      g_autoptr(WeirExpr) bc = weir_expr_const(b * c);
+      q = weir_expr_floordiv(weir_expr_operand(a, 0), bc);
+    } else {
+      g_autoptr(WeirExpr) ce = weir_expr_const(c);
+      q = weir_expr_floordiv(a, ce);
+    }
+    if (k == WEIR_EXPR_FLOORDIV)
+      return g_steal_pointer(&q);
+    g_autoptr(WeirExpr) cq = weir_expr_mul_const(q, c);
+    return weir_expr_sub(a, cq);
+  }
+  if (k != WEIR_EXPR_ADD && k != WEIR_EXPR_MUL)
+    return weir_expr_ref(e);
+  WeirExpr *acc = divmod_expand(weir_expr_operand(e, 0));
+  for (guint i = 1; i < n; i++) {
+    g_autoptr(WeirExpr) x = divmod_expand(weir_expr_operand(e, i));
+    WeirExpr *next =
+        k == WEIR_EXPR_ADD ? weir_expr_add(acc, x) : weir_expr_mul(acc, x);
+    weir_expr_unref(acc);
+    acc = next;
+  }
+  return acc;
+}
+
 /* Text of an offset: the terms in dimension order, constants summed at the
- * end; *zero when it is the constant 0. */
+ * end; *zero when it is the constant 0.  When the indices divide and take
+ * modulos that cancel in the sum (a flat index split into the dimensions
+ * of a reshape and flattened again: c * floordiv(e, c) + mod(e, c)), the
+ * offset is the simplified sum instead, a plain affine index
+ * (divmod_expand). */
 static char *offset_text(Fn *f, GPtrArray *terms, int *prec, gboolean *zero) {
+  gboolean divmod = FALSE;
+  for (guint i = 0; i + 1 < terms->len && !divmod; i += 2)
+    divmod = has_divmod(g_ptr_array_index(terms, i));
+  if (divmod) {
+    g_autoptr(WeirExpr) total = weir_expr_const(0);
+    for (guint i = 0; i + 1 < terms->len; i += 2) {
+      g_autoptr(WeirExpr) x = divmod_expand(g_ptr_array_index(terms, i));
+      g_autoptr(WeirExpr) t = weir_expr_mul(x, g_ptr_array_index(terms, i + 1));
+      g_autoptr(WeirExpr) sum = weir_expr_add(total, t);
+      weir_expr_unref(total);
+      total = g_steal_pointer(&sum);
+    }
+    if (!has_divmod(total)) {
+      gint64 c;
+      *zero = weir_expr_is_const(total, &c) && c == 0;
+      return cg_sym_c(f, total, prec);
+    }
+  }
   GString *s = g_string_new(NULL);
   gint64 konst = 0;
   guint items = 0;

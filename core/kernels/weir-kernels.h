@@ -286,6 +286,11 @@ void weir_native_register_norm(void);
  * (core/kernels/multi-tensor.c, ir/weir-ops-update.h). */
 void weir_native_register_multi_tensor(void);
 
+/* Registers the implementation "weir" of SumTo, ReduceSum and ReduceMean:
+ * a sum over the axes of an [s0, k0, s, k1] view in storage order
+ * (core/kernels/reduce.c, weir_native_reduce_layout). */
+void weir_native_register_reduce(void);
+
 /* ------------------------------------------------------------ int8 GEMM
  * core/kernels/gemm-int8.c (the helper's text: gemm-int8-helper.c): the
  * native implementation "weir" of MatMulInteger, QLinearMatMul,

@@ -237,6 +237,18 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup(n->op, "mpi");
     return ni && ni->accepts(g, s, n, &r1) ? "mpi" : "pure";
   }
+  if (strcmp(n->op, "SumTo") == 0 || strcmp(n->op, "ReduceSum") == 0 ||
+      strcmp(n->op, "ReduceMean") == 0) {
+    /* Weir's sum over axes (core/kernels/reduce.c): the input read in
+     * storage order with vector partial sums.  The pure expansion runs
+     * the kept axes outside: a column sum (a bias gradient over the rows)
+     * then adds along a strided axis, and a per-channel sum of NCHW (batch
+     * norm), into which map-reduce-fusion folds the element-wise code that
+     * feeds it, is a scalar loop with one dependent addition per element
+     * per sum (docs/native.md, "Sums over axes", has the measurements). */
+    ni = weir_native_lookup(n->op, "weir");
+    return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
+  }
   static const char *const grads[][2] = {{"ConvGradFilter", "im2col"},
                                          {"ConvGradInput", "col2im"},
                                          {"MaxPoolGrad", "direct"}};
@@ -284,6 +296,135 @@ gboolean weir_native_choice(const WeirGraph *g, const WeirState *s,
   if (!weir_native_check_params(s, n, ni, error))
     return FALSE;
   *out = ni;
+  return TRUE;
+}
+
+/* ------------------------------------------------------- sums over axes */
+
+void weir_native_reduce_clear(WeirNativeReduce *r) {
+  g_clear_pointer(&r->s0, weir_expr_unref);
+  g_clear_pointer(&r->k0, weir_expr_unref);
+  g_clear_pointer(&r->s, weir_expr_unref);
+  g_clear_pointer(&r->k1, weir_expr_unref);
+  g_clear_pointer(&r->count, weir_expr_unref);
+}
+
+/* Which dimensions of x (rank xr) node n sums, into summed[]; FALSE with
+ * *reason when n is not a plain sum over axes. */
+static gboolean reduce_summed(const WeirNode *n, const WeirContainer *x,
+                              const WeirContainer *y, gboolean *summed,
+                              char **reason) {
+  guint xr = x->shape->len, yr = y->shape->len;
+  if (strcmp(n->op, "SumTo") == 0) {
+    if (yr > xr) {
+      *reason =
+          g_strdup_printf("'%s' has a higher rank than '%s'", y->name, x->name);
+      return FALSE;
+    }
+    for (guint d = 0; d < xr; d++) {
+      if (d < xr - yr) {
+        summed[d] = TRUE;
+        continue;
+      }
+      WeirExpr *yd = g_ptr_array_index(y->shape, d - (xr - yr));
+      gint64 one;
+      if (weir_expr_is_const(yd, &one) && one == 1) {
+        summed[d] = TRUE;
+      } else if (!weir_expr_equal(yd, g_ptr_array_index(x->shape, d))) {
+        *reason = g_strdup_printf("dimension %u of '%s' is neither 1 nor "
+                                  "that of '%s'",
+                                  d - (xr - yr), y->name, x->name);
+        return FALSE;
+      }
+    }
+    return TRUE;
+  }
+  if (strcmp(n->op, "ReduceSum") != 0 && strcmp(n->op, "ReduceMean") != 0) {
+    *reason = g_strdup_printf("%s is not a sum over axes", n->op);
+    return FALSE;
+  }
+  if (weir_node_has_in_conn(n, "in1")) {
+    *reason = g_strdup("the axes are an input, not the attribute 'axes'");
+    return FALSE;
+  }
+  const GArray *axes = weir_node_attr_ints(n, "axes");
+  if (!axes || axes->len == 0) {
+    if (weir_node_attr_int(n, "noop_with_empty_axes", 0)) {
+      *reason = g_strdup("noop_with_empty_axes: a copy, not a sum");
+      return FALSE;
+    }
+    for (guint d = 0; d < xr; d++)
+      summed[d] = TRUE;
+    return TRUE;
+  }
+  for (guint i = 0; i < axes->len; i++) {
+    gint64 a = g_array_index(axes, gint64, i);
+    if (a < -(gint64)xr || a >= (gint64)xr) {
+      *reason = g_strdup_printf(
+          "axis %" G_GINT64_FORMAT " is out of range for rank %u", a, xr);
+      return FALSE;
+    }
+    guint d = (guint)(a < 0 ? a + (gint64)xr : a);
+    if (summed[d]) {
+      *reason = g_strdup_printf("axis %u is given twice", d);
+      return FALSE;
+    }
+    summed[d] = TRUE;
+  }
+  return TRUE;
+}
+
+gboolean weir_native_reduce_layout(const WeirGraph *g, const WeirState *s,
+                                   const WeirNode *n, WeirNativeReduce *r,
+                                   char **reason) {
+  memset(r, 0, sizeof *r);
+  const WeirContainer *x = weir_native_port(g, s, n, TRUE, 0);
+  const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
+  if (!x || !y) {
+    *reason = g_strdup(x ? "out0 is not connected" : "in0 is not connected");
+    return FALSE;
+  }
+  guint xr = x->shape->len;
+  g_autofree gboolean *summed = g_new0(gboolean, xr + 1);
+  if (!reduce_summed(n, x, y, summed, reason))
+    return FALSE;
+  /* the slots s0, k0, s, k1 filled from the innermost dimension outwards:
+   * each dimension goes into the innermost slot of its kind that is not
+   * outside a slot already used, so that the innermost summed run is s
+   * (contiguous when k1 is 1) */
+  WeirExpr *slot[4] = {weir_expr_const(1), weir_expr_const(1),
+                       weir_expr_const(1), weir_expr_const(1)};
+  int at = 3; /* the innermost slot still open */
+  gboolean ok = TRUE;
+  for (int d = (int)xr - 1; d >= 0 && ok; d--) {
+    WeirExpr *xd = g_ptr_array_index(x->shape, d);
+    gint64 v;
+    if (weir_expr_is_const(xd, &v) && v == 1)
+      continue;
+    int want = summed[d] ? 0 : 1; /* slots 0, 2 sum; 1, 3 keep */
+    while (at >= 0 && (at % 2 == 0 ? 0 : 1) != want)
+      at--;
+    if (at < 0) {
+      ok = FALSE;
+      break;
+    }
+    WeirExpr *m = weir_expr_mul(slot[at], xd);
+    weir_expr_unref(slot[at]);
+    slot[at] = m;
+  }
+  if (!ok) {
+    for (int k = 0; k < 4; k++)
+      weir_expr_unref(slot[k]);
+    *reason = g_strdup_printf("the summed and kept axes of '%s' alternate "
+                              "more often than [summed, kept, summed, kept]",
+                              x->name);
+    return FALSE;
+  }
+  r->s0 = slot[0];
+  r->k0 = slot[1];
+  r->s = slot[2];
+  r->k1 = slot[3];
+  r->count = weir_expr_mul(r->s0, r->s);
   return TRUE;
 }
 

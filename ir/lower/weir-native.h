@@ -23,7 +23,9 @@
  * core/kernels/norm.c) for Softmax, LogSoftmax and LayerNormalization in
  * f32 and f64 when the reduced axes are innermost; "weir-bf16" (Weir's bf16
  * GEMM, core/kernels/gemm-bf16.c) for Gemm, MatMul and Conv whose first operand
- * is bf16 when it accepts the node;
+ * is bf16 when it accepts the node; "weir" (Weir's sum over axes,
+ * core/kernels/reduce.c) for SumTo, ReduceSum and ReduceMean in f32 and f64
+ * when it accepts the node;
  * "pure" for everything else, and for any node a native implementation
  * does not accept (non-row-major storage, other dtypes or ranks).
  *
@@ -154,6 +156,24 @@ WEIR_API char **weir_native_impls(void);
 const WeirContainer *weir_native_port(const WeirGraph *g, const WeirState *s,
                                       const WeirNode *n, gboolean input,
                                       guint k);
+/* A sum over axes (SumTo, ReduceSum, ReduceMean) as the kernels of
+ * core/kernels/reduce.c see it: input 0, row-major, viewed as
+ * [s0, k0, s, k1] (dimensions of size 1 dropped, neighbours of the same
+ * kind merged), summed over s0 and s, so that output 0 is [k0, k1] in its
+ * own row-major order.  `count` is s0 * s (the divisor of a mean).  Every
+ * expression is owned (weir_native_reduce_clear). */
+typedef struct {
+  WeirExpr *s0, *k0, *s, *k1, *count;
+} WeirNativeReduce;
+/* Fills r for node n of state s (SumTo, ReduceSum, ReduceMean with the
+ * axes as attribute); FALSE with *reason (owned) when n's kept and summed
+ * axes alternate more often than [s0, k0, s, k1] allows, or when n is
+ * not such a sum (axes given as input, noop_with_empty_axes, shapes that
+ * disagree).  (Internal to libweir.) */
+gboolean weir_native_reduce_layout(const WeirGraph *g, const WeirState *s,
+                                   const WeirNode *n, WeirNativeReduce *r,
+                                   char **reason);
+void weir_native_reduce_clear(WeirNativeReduce *r);
 /* The native implementation (op, impl), or NULL ("pure" is never native).
  * Only what is registered: weir_init() registers the built-in ones. */
 WEIR_API const WeirNativeImpl *weir_native_lookup(const char *op,

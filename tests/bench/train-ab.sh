@@ -16,6 +16,9 @@
 #     --after-flags "F"    --per-tensor-update (one build, two programs:
 #                          train-ab.sh build build --before-flags
 #                          --per-tensor-update)
+#     --no-build           run the builds as they are (no ninja: a build
+#                          directory of a checkout one must not build in,
+#                          such as the main checkout's)
 #
 # Each measurement is BUILD/tests/bench-train -O LEVEL on the model that
 # tests/bench/train-models.py exports (SGD, lr 0.01, one step per call,
@@ -35,6 +38,7 @@ level=2
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/weir-bench/train
 before_flags=
 after_flags=
+nobuild=
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
@@ -45,12 +49,15 @@ while [ $# -gt 0 ]; do
     --cache-dir) cache=$2; shift 2 ;;
     --before-flags) before_flags=$2; shift 2 ;;
     --after-flags) after_flags=$2; shift 2 ;;
+    --no-build) nobuild=1; shift ;;
     *) echo "train-ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-for b in "$before" "$after"; do
-  ninja -C "$b" tests/bench-train >/dev/null
-done
+if [ -z "$nobuild" ]; then
+  for b in "$before" "$after"; do
+    ninja -C "$b" tests/bench-train >/dev/null
+  done
+fi
 /usr/bin/python3 "$src/tests/bench/train-models.py" export "$cache" $models
 
 echo "train-ab.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) processors"

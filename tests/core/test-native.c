@@ -128,6 +128,9 @@ static const char *marker(const char *op, const char *impl,
     return strcmp(conv_direct_kind, "weir_conv2d_depthwise_") == 0
                ? "weir_dwconv2d_grad_"
                : "weir_wconv2d_grad_";
+  if (strcmp(impl, "weir") == 0 &&
+      (strcmp(op, "SumTo") == 0 || strncmp(op, "Reduce", 6) == 0))
+    return "weir_reduce_f";
   if (strcmp(impl, "weir") == 0)
     return strcmp(op, "Conv") == 0 ? "weir_wconv2d_" : "weir_gemm_";
   if (strcmp(op, "ConvGradFilter") == 0 && strcmp(impl, "im2col") == 0)
@@ -363,22 +366,23 @@ static void rmean_nhw(WeirNode *n) {
 }
 
 static const Case cases[] = {
-    /* not native: reductions whose pure expansion loops first over the
-     * kept dimensions (test_reductions_without_atomics) */
+    /* Weir's sum over axes by default (core/kernels/reduce.c); their
+     * pure expansion loops first over the kept dimensions
+     * (test_reductions_without_atomics) */
     {"sumto_nchw",
      "SumTo",
      {"2, 3, 4, 5", "3, 1, 1", ""},
      "3, 1, 1",
      NULL,
-     {NULL},
-     "pure"},
+     {"pure"},
+     "weir"},
     {"rmean_nchw",
      "ReduceMean",
      {"2, 3, 4, 5", "", ""},
      "1, 3, 1, 1",
      rmean_nhw,
-     {NULL},
-     "pure"},
+     {"pure"},
+     "weir"},
     {"cgi_3x3",
      "ConvGradInput",
      {"2, 4, 7, 6", "4, 3, 3, 3", "2, 3, 9, 8"},
@@ -750,15 +754,17 @@ static const Case *case_named(const char *name) {
   return NULL;
 }
 
-/* The batch-norm style reductions ([N, C, H, W] -> per channel) have the
- * kept dimension as their outer, parallel loop: no atomic updates (their
- * results are checked with 1 and 2 threads in the cases). */
+/* The batch-norm style reductions ([N, C, H, W] -> per channel), expanded,
+ * have the kept dimension as their outer, parallel loop: no atomic updates
+ * (their results are checked with 1 and 2 threads in the cases). */
 static void test_reductions_without_atomics(void **state) {
   (void)state;
   static const char *const names[] = {"sumto_nchw", "rmean_nchw"};
   for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
     g_autoptr(GError) err = NULL;
-    g_autoptr(WeirGraph) g = case_graph(case_named(names[i]), WEIR_DTYPE_F32);
+    const Case *c = case_named(names[i]);
+    g_autoptr(WeirGraph) g = case_graph(c, WEIR_DTYPE_F32);
+    assert_true(weir_native_set_impl(g, c->op, "pure", NULL, &err));
     g_autofree char *src = weir_codegen_c(g, NULL, &err);
     if (!src)
       fail_msg("%s: %s", names[i], err->message);

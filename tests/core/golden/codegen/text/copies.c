@@ -35,24 +35,6 @@ size_t copies_workspace_size(const int64_t symbols[]);
 int copies_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
 
-/* a // b: floor division (a zero divisor gives 0) */
-static inline int64_t weir_floordiv(int64_t a, int64_t b) {
-  if (b == 0)
-    return 0;
-  if (b == -1)
-    return (int64_t)(0 - (uint64_t)a);
-  int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-/* a % b with the sign of b (a zero divisor gives 0) */
-static inline int64_t weir_mod(int64_t a, int64_t b) {
-  if (b == 0 || b == -1)
-    return 0;
-  int64_t r = a % b;
-  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-
 int copies_abi_version(void) {
   return 2;
 }
@@ -111,7 +93,7 @@ int copies_run(void *const args[], const int64_t symbols[],
   /* copy (memlet 30): A[0:3, 0:8:2] -> R[0:4, 0:3] */
   for (int64_t k0 = 0; k0 < 3; k0++) {
     for (int64_t k1 = 0; k1 < 4; k1++) {
-      R[weir_floordiv(k0 * 4 + k1, 3) * 3 + weir_mod(k0 * 4 + k1, 3)] = A[k0 * 8 + k1 * 2];
+      R[k0 * 4 + k1] = A[k0 * 8 + k1 * 2];
     }
   }
   return 0;
