@@ -1,9 +1,9 @@
 /* winograd-helper.c — Weir's Winograd convolution F(4x4, 3x3), pasted
  * into generated units by core/kernels/winograd.c (docs/native.md,
  * "Weir's Winograd convolution").  Not compiled on its own: @S@ is the
- * suffix of the GEMM it calls (weir_gemm_runp_@S@, defined earlier in the
- * unit) and @MR@, @NR@, @KC@, @MC@ and @NC@ that GEMM's microtile and cache
- * blocks, replaced before pasting.
+ * suffix of the GEMM it calls (weir_gemm_runp_@S@ or weir_gemm_runt_@S@,
+ * defined earlier in the unit) and @MR@ and @TMR@ the heights of that
+ * GEMM's panels of A, replaced before pasting.
  *
  * y = act(conv3x3(x, w) + b + r), f32, NCHW, stride 1, dilation 1, group 1,
  * padding ph (top), pw (left): the output is cut into 4x4 tiles, each
@@ -15,10 +15,11 @@
  *
  * Blocks of at most tbmax tiles (of all images, in order) are done one at
  * a time by all threads: the input transform (split by channel) writes V
- * straight in the GEMM's packed B layout (weir_prepack_b: NR-wide panels
- * per KC block of channels), the 36 GEMMs (split by xi, each on one
- * thread) read U packed once (upk, weir_wino_prepack_@S@ at load, or U
- * packed by the GEMM from the scratch when upk is NULL) and write M, the
+ * (per xi a c x tiles matrix), the 36 GEMMs (split by xi, each on one
+ * thread; tr: the transposed microtile, channels in the vectors,
+ * weir_gemm_runt) read U packed once (upk, weir_wino_prepack_@S@ at load,
+ * in panels of MR or, with tr, TMR rows; or U packed by the GEMM from the
+ * scratch when upk is NULL) and write M, the
  * output transform (split by output channel) adds the bias and residual,
  * applies the activation and stores y once.  Everything lives in ws: the
  * GEMM's work slot of each thread, V, M and (uroom) U; a call with upk NULL
@@ -40,11 +41,11 @@
     r5 = 4.0f * d1 - 5.0f * d3 + d5;                                           \
   } while (0)
 
-/* The output transform of one 6-vector (A^T m). */
+/* The output transform of one 6-vector (A^T m): floats or vectors. */
 #define WEIR_WINO_AT(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3)                   \
   do {                                                                         \
-    const float s12 = m1 + m2, d12 = m1 - m2;                                  \
-    const float s34 = m3 + m4, d34 = m3 - m4;                                  \
+    const __typeof__(m1) s12 = m1 + m2, d12 = m1 - m2;                         \
+    const __typeof__(m3) s34 = m3 + m4, d34 = m3 - m4;                         \
     o0 = m0 + s12 + s34;                                                       \
     o1 = d12 + 2.0f * d34;                                                     \
     o2 = s12 + 4.0f * s34;                                                     \
@@ -53,6 +54,69 @@
 
 #ifndef WEIR_WINO_COMMON
 #define WEIR_WINO_COMMON
+/* WEIR_WINO_L lanes (GCC vector extension; the compiler maps it to the
+ * ISA's registers), loaded and stored unaligned through memcpy */
+typedef float weir_wino_v __attribute__((vector_size(64)));
+static inline weir_wino_v weir_wino_ld(const float *p) {
+  weir_wino_v v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void weir_wino_st(float *p, weir_wino_v v) {
+  memcpy(p, &v, sizeof v);
+}
+/* d[j][l] = row[4 l + j] for j < 6, l < 16 (row: 66 floats): the stride-4
+ * phases of four vectors, two rounds of two-vector shuffles */
+static inline void weir_wino_deal(const float *row, weir_wino_v *d) {
+  const weir_wino_v r0 = weir_wino_ld(row), r1 = weir_wino_ld(row + 16);
+  const weir_wino_v r2 = weir_wino_ld(row + 32), r3 = weir_wino_ld(row + 48);
+  const weir_wino_v a = __builtin_shufflevector(
+      r0, r1, 0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const weir_wino_v b = __builtin_shufflevector(
+      r2, r3, 0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const weir_wino_v c = __builtin_shufflevector(
+      r0, r1, 2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  const weir_wino_v e = __builtin_shufflevector(
+      r2, r3, 2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  d[0] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                 20, 21, 22, 23);
+  d[1] = __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                 26, 27, 28, 29, 30, 31);
+  d[2] = __builtin_shufflevector(c, e, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                 20, 21, 22, 23);
+  d[3] = __builtin_shufflevector(c, e, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                 26, 27, 28, 29, 30, 31);
+  /* j 4, 5: phases 0, 1 one tile on, the last lane from row[64], row[65] */
+  const weir_wino_v t4 = {row[64]}, t5 = {row[65]};
+  d[4] = __builtin_shufflevector(d[0], t4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                 12, 13, 14, 15, 16);
+  d[5] = __builtin_shufflevector(d[1], t5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                 12, 13, 14, 15, 16);
+}
+/* out[4 l + j] = o[j][l] for j < 4, l < 16 (the inverse of a deal) */
+static inline void weir_wino_weave(const weir_wino_v *o, float *out) {
+  const weir_wino_v e = __builtin_shufflevector(
+      o[0], o[1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const weir_wino_v f = __builtin_shufflevector(
+      o[0], o[1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15,
+      31);
+  const weir_wino_v g = __builtin_shufflevector(
+      o[2], o[3], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const weir_wino_v h = __builtin_shufflevector(
+      o[2], o[3], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15,
+      31);
+  weir_wino_st(out, __builtin_shufflevector(e, g, 0, 1, 16, 17, 2, 3, 18, 19,
+                                            4, 5, 20, 21, 6, 7, 22, 23));
+  weir_wino_st(out + 16,
+               __builtin_shufflevector(e, g, 8, 9, 24, 25, 10, 11, 26, 27, 12,
+                                       13, 28, 29, 14, 15, 30, 31));
+  weir_wino_st(out + 32, __builtin_shufflevector(f, h, 0, 1, 16, 17, 2, 3, 18,
+                                                 19, 4, 5, 20, 21, 6, 7, 22,
+                                                 23));
+  weir_wino_st(out + 48,
+               __builtin_shufflevector(f, h, 8, 9, 24, 25, 10, 11, 26, 27, 12,
+                                       13, 28, 29, 14, 15, 30, 31));
+}
 /* U = G g G^T of one 3x3 filter g (row-major) into u[36], in double. */
 static __attribute__((unused)) void weir_wino_filter(const float *g, double *u) {
   double t[6][3];
@@ -117,15 +181,15 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
                          int64_t c, int64_t h, int64_t wd, int64_t m,
                          int64_t oh, int64_t ow, int64_t ph, int64_t pw,
                          int act, float lo, float hi, int64_t tbmax,
-                         int64_t nthr, int64_t slot, int uroom, void *ws) {
+                         int tr, int64_t nthr, int64_t slot, int uroom,
+                         void *ws) {
   const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
   const int64_t tiles = n * th * tw;
   if (tiles <= 0 || m <= 0)
     return 0;
-  const int64_t tbp = (tbmax + @NR@ - 1) / @NR@ * @NR@;
   float *vb = (float *)((char *)ws + nthr * slot);
-  float *mb = vb + 36 * c * tbp;
-  float *ub = mb + 36 * m * tbmax;
+  float *mb = vb + 36 * c * (tbmax + WEIR_WINO_L);
+  float *ub = mb + 36 * m * tbmax + WEIR_WINO_L;
   /* U without room in ws (a kernel made to pre-pack, run without the
    * pre-packed block: WEIR_PREPACK=0): allocated for this call */
   void *own = NULL;
@@ -136,9 +200,6 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
       return 1;
     ub = (float *)own;
   }
-  /* the k (channel) blocks of the GEMM, as weir_gemm_runp balances them */
-  const int64_t kblocks = (c + @KC@ - 1) / @KC@;
-  const int64_t kcb = c > 0 ? (c + kblocks - 1) / kblocks : 1;
   int st = 0;
 #ifdef _OPENMP
   int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
@@ -165,28 +226,28 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             ub[(xi * m + o) * c + ch] = (float)u[xi];
         }
     }
-    const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;
+    /* U_xi pre-packed in panels of MR (TMR with tr) rows */
+    const int64_t pmr = tr ? @TMR@ : @MR@;
+    const int64_t mpad = (m + pmr - 1) / pmr * pmr;
     for (int64_t t0 = 0; t0 < tiles; t0 += tbmax) {
       const int64_t nb = tiles - t0 < tbmax ? tiles - t0 : tbmax;
-      const int64_t npan = (nb + @NR@ - 1) / @NR@;
-      const int64_t vxs = npan * @NR@ * c; /* one xi's packed V */
+      /* V_xi: c x nb, rows ldv = nb + WEIR_WINO_L apart */
+      const int64_t ldv = nb + WEIR_WINO_L, vxs = c * ldv;
       /* input transform: per channel, the block's tiles a row segment of
        * at most WEIR_WINO_L at a time (never across a panel of NR) */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
       for (int64_t ch = 0; ch < c; ch++) {
-        const int64_t pc = ch / kcb * kcb, kk = ch - pc;
-        const int64_t kc = c - pc < kcb ? c - pc : kcb;
-        float *vch = vb + pc * npan * @NR@ + kk * @NR@;
+        float *vch = vb + ch * ldv;
         for (int64_t t = t0; t < t0 + nb;) {
           const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
-          const int64_t lt = t - t0, grp = (lt / WEIR_WINO_L + 1) * WEIR_WINO_L;
+          const int64_t lt = t - t0;
           int64_t cnt = tw - tc;
           if (cnt > t0 + nb - t)
             cnt = t0 + nb - t;
-          if (cnt > grp - lt)
-            cnt = grp - lt;
+          if (cnt > WEIR_WINO_L)
+            cnt = WEIR_WINO_L;
           const float *xc = x + (img * c + ch) * h * wd;
           /* the 6 input rows of the segment, zero-padded */
           float row[6][4 * WEIR_WINO_L + 4];
@@ -209,44 +270,53 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             for (int64_t u = e; u < span; u++)
               row[i][u] = 0.0f;
           }
-          /* rows: (d B)[i][k], then columns: B^T (d B) */
-          float hb[6][6][WEIR_WINO_L];
-          for (int i = 0; i < 6; i++)
-            for (int l = 0; l < WEIR_WINO_L; l++) {
-              const float *d = &row[i][4 * l];
-              WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0][l],
-                           hb[i][1][l], hb[i][2][l], hb[i][3][l], hb[i][4][l],
-                           hb[i][5][l]);
-            }
-          float vv[36][WEIR_WINO_L];
-          for (int k = 0; k < 6; k++)
-            for (int l = 0; l < WEIR_WINO_L; l++)
-              WEIR_WINO_BT(hb[0][k][l], hb[1][k][l], hb[2][k][l],
-                           hb[3][k][l], hb[4][k][l], hb[5][k][l],
-                           vv[0 * 6 + k][l], vv[1 * 6 + k][l],
-                           vv[2 * 6 + k][l], vv[3 * 6 + k][l],
-                           vv[4 * 6 + k][l], vv[5 * 6 + k][l]);
-          /* V_xi[ch][lt..]: panel lt / NR, column lt % NR */
-          float *dst = vch + lt / @NR@ * kc * @NR@ + lt % @NR@;
-          if (cnt == WEIR_WINO_L)
-            for (int xi = 0; xi < 36; xi++)
-              memcpy(dst + xi * vxs, vv[xi], WEIR_WINO_L * sizeof(float));
-          else
-            for (int xi = 0; xi < 36; xi++)
-              memcpy(dst + xi * vxs, vv[xi], (size_t)cnt * sizeof(float));
+          /* rows: (d B)[i][k], then columns: B^T (d B), lane l the
+           * tile tc + l */
+          weir_wino_v hb[6][6];
+          for (int i = 0; i < 6; i++) {
+            weir_wino_v d[6];
+            weir_wino_deal(row[i], d);
+            WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0],
+                         hb[i][1], hb[i][2], hb[i][3], hb[i][4], hb[i][5]);
+          }
+          /* V_xi[ch][lt..]: whole vectors (a row of V has WEIR_WINO_L
+           * floats of padding; the lanes past cnt are overwritten by the
+           * next segment or left in the padding) */
+          float *dst = vch + lt;
+          for (int k = 0; k < 6; k++) {
+            weir_wino_v v0, v1, v2, v3, v4, v5;
+            WEIR_WINO_BT(hb[0][k], hb[1][k], hb[2][k], hb[3][k], hb[4][k],
+                         hb[5][k], v0, v1, v2, v3, v4, v5);
+            weir_wino_st(dst + (0 * 6 + k) * vxs, v0);
+            weir_wino_st(dst + (1 * 6 + k) * vxs, v1);
+            weir_wino_st(dst + (2 * 6 + k) * vxs, v2);
+            weir_wino_st(dst + (3 * 6 + k) * vxs, v3);
+            weir_wino_st(dst + (4 * 6 + k) * vxs, v4);
+            weir_wino_st(dst + (5 * 6 + k) * vxs, v5);
+          }
           t += cnt;
         }
       }
       /* the 36 GEMMs M_xi[m x nb] = U_xi[m x c] V_xi[c x nb], one thread
-       * each (the GEMM runs serially inside this parallel region) */
+       * each (the GEMM runs serially inside this parallel region); M_xi
+       * row o at mb + (o * 36 + xi) * nb, so that the output transform
+       * reads the 36 rows of one output channel from one contiguous span
+       * (36 matrices apart, they would share a few sets of the L1) */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-      for (int xi = 0; xi < 36; xi++)
-        st |= weir_gemm_runp_@S@(
-            0, 0, m, nb, c, 1.0f, upk ? upk : ub + xi * m * c, c,
-            upk ? upk + xi * mpad * c : NULL, NULL, vb + xi * vxs, nb, NULL,
-            0.0f, mb + xi * m * nb, nb, NULL, mywork);
+      for (int xi = 0; xi < 36; xi++) {
+        const float *a = upk ? upk : ub + xi * m * c;
+        const float *apk = upk ? upk + xi * mpad * c : NULL;
+        if (tr)
+          st |= weir_gemm_runt_@S@(0, 0, m, nb, c, 1.0f, a, c, apk,
+                                   vb + xi * vxs, NULL, ldv, NULL, 0.0f,
+                                   mb + xi * nb, 36 * nb, NULL, mywork);
+        else
+          st |= weir_gemm_runp_@S@(0, 0, m, nb, c, 1.0f, a, c, apk,
+                                   vb + xi * vxs, NULL, ldv, NULL, 0.0f,
+                                   mb + xi * nb, 36 * nb, NULL, mywork);
+      }
       /* output transform, bias, residual, activation, one store */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -261,37 +331,29 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             cnt = t0 + nb - t;
           if (cnt > WEIR_WINO_L)
             cnt = WEIR_WINO_L;
-          float mm[36][WEIR_WINO_L];
-          const float *src = mb + o * nb + lt;
-          if (cnt == WEIR_WINO_L)
-            for (int xi = 0; xi < 36; xi++)
-              memcpy(mm[xi], src + xi * m * nb, WEIR_WINO_L * sizeof(float));
-          else
-            for (int xi = 0; xi < 36; xi++) {
-              memcpy(mm[xi], src + xi * m * nb, (size_t)cnt * sizeof(float));
-              for (int64_t l = cnt; l < WEIR_WINO_L; l++)
-                mm[xi][l] = 0.0f;
-            }
-          /* rows: (M A)[i][j], then columns: A^T (M A) */
-          float ha[6][4][WEIR_WINO_L];
-          for (int i = 0; i < 6; i++)
-            for (int l = 0; l < WEIR_WINO_L; l++)
-              WEIR_WINO_AT(mm[i * 6 + 0][l], mm[i * 6 + 1][l],
-                           mm[i * 6 + 2][l], mm[i * 6 + 3][l],
-                           mm[i * 6 + 4][l], mm[i * 6 + 5][l], ha[i][0][l],
-                           ha[i][1][l], ha[i][2][l], ha[i][3][l]);
-          float orow[4][4 * WEIR_WINO_L];
+          /* whole vectors: the lanes past cnt read the next row of M (or
+           * the padding after M) and are not stored */
+          const float *src = mb + o * 36 * nb + lt;
+          /* rows: (M A)[i][j], then columns: A^T (M A) + bias */
+          weir_wino_v ha[6][4];
+          for (int i = 0; i < 6; i++) {
+            const float *si = src + i * 6 * nb;
+            weir_wino_v mm[6];
+            for (int j = 0; j < 6; j++)
+              mm[j] = weir_wino_ld(si + j * nb);
+            WEIR_WINO_AT(mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], ha[i][0],
+                         ha[i][1], ha[i][2], ha[i][3]);
+          }
+          weir_wino_v oo[4][4];
           for (int j = 0; j < 4; j++)
-            for (int l = 0; l < WEIR_WINO_L; l++) {
-              float o0, o1, o2, o3;
-              WEIR_WINO_AT(ha[0][j][l], ha[1][j][l], ha[2][j][l],
-                           ha[3][j][l], ha[4][j][l], ha[5][j][l], o0, o1, o2,
-                           o3);
-              orow[0][4 * l + j] = o0;
-              orow[1][4 * l + j] = o1;
-              orow[2][4 * l + j] = o2;
-              orow[3][4 * l + j] = o3;
-            }
+            WEIR_WINO_AT(ha[0][j], ha[1][j], ha[2][j], ha[3][j], ha[4][j],
+                         ha[5][j], oo[0][j], oo[1][j], oo[2][j], oo[3][j]);
+          float orow[4][4 * WEIR_WINO_L];
+          for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 4; j++)
+              oo[i][j] += bias;
+            weir_wino_weave(oo[i], orow[i]);
+          }
           int64_t cols = ow - 4 * tc;
           if (cols > 4 * cnt)
             cols = 4 * cnt;
@@ -306,23 +368,23 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             if (rr) {
               if (act == 1)
                 for (int64_t q = 0; q < cols; q++) {
-                  float v = orr[q] + bias + rr[q];
+                  float v = orr[q] + rr[q];
                   v = v < lo ? lo : v;
                   yr[q] = v > hi ? hi : v;
                 }
               else
                 for (int64_t q = 0; q < cols; q++)
-                  yr[q] = weir_act1_f32(orr[q] + bias + rr[q], act, lo, hi);
+                  yr[q] = weir_act1_f32(orr[q] + rr[q], act, lo, hi);
             } else {
               if (act == 1)
                 for (int64_t q = 0; q < cols; q++) {
-                  float v = orr[q] + bias;
+                  float v = orr[q];
                   v = v < lo ? lo : v;
                   yr[q] = v > hi ? hi : v;
                 }
               else
                 for (int64_t q = 0; q < cols; q++)
-                  yr[q] = weir_act1_f32(orr[q] + bias, act, lo, hi);
+                  yr[q] = weir_act1_f32(orr[q], act, lo, hi);
             }
           }
           t += cnt;
