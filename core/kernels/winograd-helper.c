@@ -1,9 +1,10 @@
 /* winograd-helper.c — Weir's Winograd convolution F(4x4, 3x3), pasted
  * into generated units by core/kernels/winograd.c (docs/native.md,
  * "Weir's Winograd convolution").  Not compiled on its own: @S@ is the
- * suffix of the GEMM it calls (weir_gemm_runp_@S@ or weir_gemm_runt_@S@,
- * defined earlier in the unit) and @MR@ and @TMR@ the heights of that
- * GEMM's panels of A, replaced before pasting.
+ * suffix of the GEMM it calls (weir_gemm_runp_<id> or weir_gemm_runt_<id>,
+ * defined earlier in the unit) and the heights of that GEMM's panels of A
+ * (MR, TMR) in place of their placeholders, replaced before pasting.  Not
+ * clang-formatted: the placeholders are not C tokens.
  *
  * y = act(conv3x3(x, w) + b + r), f32, NCHW, stride 1, dilation 1, group 1,
  * padding ph (top), pw (left): the output is cut into 4x4 tiles, each
@@ -25,6 +26,7 @@
  * GEMM's work slot of each thread, V, M and (uroom) U; a call with upk NULL
  * and no room for U allocates it (returns 1 when it cannot). */
 
+/* clang-format off */
 #ifndef WEIR_WINO_PREPACK_@S@
 #define WEIR_WINO_PREPACK_@S@
 /* lanes of the transforms: tiles of one row of tiles at a time */

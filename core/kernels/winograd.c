@@ -166,9 +166,8 @@ static const WeirNativeParam wino_params[] = {
 static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *reason = NULL;
   if (!wino_accepts(e->g, e->s, e->n, &reason)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
-                "node %u ('%s'): %s", e->n->id, e->n->label ? e->n->label : "",
-                reason);
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED, "node %u ('%s'): %s",
+                e->n->id, e->n->label ? e->n->label : "", reason);
     return FALSE;
   }
   const WeirContainer *x = e->in[0].c, *w = e->in[1].c, *y = e->out[0].c;
@@ -183,8 +182,8 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   WeirGemmBlocking bl = {0};
   if (!weir_kernel_gemm_record(e, WEIR_DTYPE_F32, &bl, error))
     return FALSE;
-  gint64 tiles = weir_native_param(e->n, WINO_PARAM_TILES,
-                                   wino_default_tiles(&bl, c, m));
+  gint64 tiles =
+      weir_native_param(e->n, WINO_PARAM_TILES, wino_default_tiles(&bl, c, m));
   /* the GEMM's orientation: the parameter, else by the cost model of
    * Weir's GEMM for one block (weir_kernel_gemm_channels_in_vectors) */
   gint64 orient = weir_native_param(e->n, WEIR_GEMM_PARAM_ORIENT, 0);
@@ -234,10 +233,10 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *ptext = g_strndup(text, cut ? (gsize)(cut - text) : 0);
   if (e->prepacked && cut) {
     g_autofree char *pname = g_strdup_printf("weir_wino_prepack_%s", bl.id);
-    g_autofree char *pack = g_strdup_printf(
-        "%s((const float *)@SRC@, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-        ", %u, %u, %u, (float *)@DST@);",
-        pname, m, c, pmr, bl.kc, bl.mc);
+    g_autofree char *pack =
+        g_strdup_printf("%s((const float *)@SRC@, %" G_GINT64_FORMAT
+                        ", %" G_GINT64_FORMAT ", %u, %u, %u, (float *)@DST@);",
+                        pname, m, c, pmr, bl.kc, bl.mc);
     g_autofree char *p =
         e->prepacked(e, w, 36 * mpad * c * 4, pname, ptext, pack);
     if (p)
@@ -256,10 +255,8 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   guint threads = MAX(bl.threads, 1);
   gint64 slot = all / threads;
   gint64 bytes = threads * slot + 36 * c * (tiles + 16) * 4 +
-                 (36 * m * tiles + 16) * 4 +
-                 (upk ? 0 : 36 * m * c * 4);
-  g_autofree char *ws =
-      weir_kernel_scratch_arg(e, weir_expr_const(bytes));
+                 (36 * m * tiles + 16) * 4 + (upk ? 0 : 36 * m * c * 4);
+  g_autofree char *ws = weir_kernel_scratch_arg(e, weir_expr_const(bytes));
   g_autofree char *n = e->expr_c(e, dim(x, 0)), *h = e->expr_c(e, dim(x, 2)),
                   *wd = e->expr_c(e, dim(x, 3)), *oh = e->expr_c(e, dim(y, 2)),
                   *ow = e->expr_c(e, dim(y, 3));
@@ -268,8 +265,9 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   const char *bp = e->in[2].c ? e->in[2].ptr : "NULL";
   g_autofree char *what = g_strdup_printf(
       "winograd F(4x4, 3x3)%s%s, %" G_GINT64_FORMAT " tiles a block%s",
-      weir_kernel_epilogue_what(&ek), upk ? ", filters transformed at load" : "",
-      tiles, orient == 2 ? ", channels in the vectors" : "");
+      weir_kernel_epilogue_what(&ek),
+      upk ? ", filters transformed at load" : "", tiles,
+      orient == 2 ? ", channels in the vectors" : "");
   emit_header(e, what);
   g_string_append_printf(
       e->code,

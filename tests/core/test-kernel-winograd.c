@@ -307,8 +307,8 @@ static void test_prepacked(void **state) {
   assert_true(weir_kernel_prepacked_bytes(k) > 0);
   g_autoptr(GHashTable) got1 = NULL;
   for (int threads = 1; threads <= 2; threads++) {
-    GHashTable *got = run_check(k, "winograd_const", args, ref,
-                                G_N_ELEMENTS(cases), threads);
+    GHashTable *got =
+        run_check(k, "winograd_const", args, ref, G_N_ELEMENTS(cases), threads);
     if (threads == 1)
       got1 = got;
     else
@@ -343,10 +343,10 @@ static WeirGraph *one_conv(gint64 c, gint64 m, gint64 h, gint64 k,
   g_autofree char *xs = g_strdup_printf(
       "1, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, c, h,
       h);
-  g_autofree char *ws = g_strdup_printf(
-      "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT,
-      m, c, k, k);
+  g_autofree char *ws =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      m, c, k, k);
   add_port(g, s, lib, "X", WEIR_DTYPE_F32, xs, "in0", TRUE);
   add_port(g, s, lib, "W", WEIR_DTYPE_F32, ws, "in1", TRUE);
   add_port(g, s, lib, "Y", WEIR_DTYPE_F32, yshape, "out0", FALSE);
