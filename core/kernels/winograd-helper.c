@@ -1,9 +1,10 @@
 /* winograd-helper.c — Weir's Winograd convolution F(4x4, 3x3), pasted
  * into generated units by core/kernels/winograd.c (docs/native.md,
  * "Weir's Winograd convolution").  Not compiled on its own: @S@ is the
- * suffix of the GEMM it calls (weir_gemm_runp_<id> or weir_gemm_runt_<id>,
- * defined earlier in the unit) and the heights of that GEMM's panels of A
- * (MR, TMR) in place of their placeholders, replaced before pasting.  Not
+ * suffix of the GEMM it calls (weir_gemm_runp_<id>, defined earlier in
+ * the unit), and the height of that GEMM's panels of A (MR), the width of
+ * its B panels (NR) and its depth block (KC) in place of their
+ * placeholders, replaced before pasting.  Not
  * clang-formatted: the placeholders are not C tokens.
  *
  * y = act(conv3x3(x, w) + b + r), f32, NCHW, stride 1, dilation 1, group 1,
@@ -16,11 +17,10 @@
  *
  * Blocks of at most tbmax tiles (of all images, in order) are done one at
  * a time by all threads: the input transform (split by channel) writes V
- * (per xi a c x tiles matrix), the 36 GEMMs (split by xi, each on one
- * thread; tr: the transposed microtile, channels in the vectors,
- * weir_gemm_runt) read U packed once (upk, weir_wino_prepack_@S@ at load,
- * in panels of MR or, with tr, TMR rows; or U packed by the GEMM from the
- * scratch when upk is NULL) and write M, the
+ * (per xi a c x tiles matrix) already packed as the GEMM's B, the 36 GEMMs
+ * (split by xi, each on one thread) read U packed once (upk,
+ * weir_wino_prepack_@S@ at load, in panels of MR rows; or U packed by the
+ * GEMM from the scratch when upk is NULL) and write M, the
  * output transform (split by output channel) adds the bias and residual,
  * applies the activation and stores y once.  Everything lives in ws: the
  * GEMM's work slot of each thread, V, M and (uroom) U; a call with upk NULL
@@ -66,6 +66,16 @@ static inline weir_wino_v weir_wino_ld(const float *p) {
 }
 static inline void weir_wino_st(float *p, weir_wino_v v) {
   memcpy(p, &v, sizeof v);
+}
+/* Lanes [0, n) of v at p. */
+static inline void weir_wino_stn(float *p, weir_wino_v v, int64_t n) {
+  if (n >= WEIR_WINO_L) {
+    weir_wino_st(p, v);
+    return;
+  }
+  for (int l = 0; l < WEIR_WINO_L; l++)
+    if (l < n)
+      p[l] = v[l];
 }
 /* d[j][l] = row[4 l + j] for j < 6, l < 16 (row: 66 floats): the stride-4
  * phases of four vectors, two rounds of two-vector shuffles */
@@ -183,14 +193,15 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
                          int64_t c, int64_t h, int64_t wd, int64_t m,
                          int64_t oh, int64_t ow, int64_t ph, int64_t pw,
                          int act, float lo, float hi, int64_t tbmax,
-                         int tr, int64_t nthr, int64_t slot, int uroom,
+                         int64_t nthr, int64_t slot, int uroom,
                          void *ws) {
   const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
   const int64_t tiles = n * th * tw;
   if (tiles <= 0 || m <= 0)
     return 0;
   float *vb = (float *)((char *)ws + nthr * slot);
-  float *mb = vb + 36 * c * (tbmax + WEIR_WINO_L);
+  const int64_t tbp = (tbmax + @NR@ - 1) / @NR@ * @NR@;
+  float *mb = vb + 36 * c * tbp;
   float *ub = mb + 36 * m * tbmax + WEIR_WINO_L;
   /* U without room in ws (a kernel made to pre-pack, run without the
    * pre-packed block: WEIR_PREPACK=0): allocated for this call */
@@ -228,20 +239,28 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             ub[(xi * m + o) * c + ch] = (float)u[xi];
         }
     }
-    /* U_xi pre-packed in panels of MR (TMR with tr) rows */
-    const int64_t pmr = tr ? @TMR@ : @MR@;
-    const int64_t mpad = (m + pmr - 1) / pmr * pmr;
+    /* U_xi pre-packed in panels of MR rows */
+    const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;
     for (int64_t t0 = 0; t0 < tiles; t0 += tbmax) {
       const int64_t nb = tiles - t0 < tbmax ? tiles - t0 : tbmax;
-      /* V_xi: c x nb, rows ldv = nb + WEIR_WINO_L apart */
-      const int64_t ldv = nb + WEIR_WINO_L, vxs = c * ldv;
+      /* V_xi (c x nb) already packed as the GEMM's B (weir_prepack_b's
+       * layout: per k block of kcb channels, NR-wide panels of kc rows),
+       * so the GEMM does not copy it again */
+      const int64_t npan = (nb + @NR@ - 1) / @NR@;
+      const int64_t kblocks = (c + @KC@ - 1) / @KC@;
+      const int64_t kcb = (c + kblocks - 1) / kblocks;
+      const int64_t vxs = npan * @NR@ * c;
       /* input transform: per channel, the block's tiles a row segment of
        * at most WEIR_WINO_L at a time (never across a panel of NR) */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
       for (int64_t ch = 0; ch < c; ch++) {
-        float *vch = vb + ch * ldv;
+        /* row ch of V_xi in its k block; kcq floats from one panel to
+         * the next */
+        const int64_t pc = ch / kcb * kcb;
+        float *vch = vb + pc * npan * @NR@ + (ch - pc) * @NR@;
+        const int64_t kcq = (c - pc < kcb ? c - pc : kcb) * @NR@;
         for (int64_t t = t0; t < t0 + nb;) {
           const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
           const int64_t lt = t - t0;
@@ -281,20 +300,26 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0],
                          hb[i][1], hb[i][2], hb[i][3], hb[i][4], hb[i][5]);
           }
-          /* V_xi[ch][lt..]: whole vectors (a row of V has WEIR_WINO_L
-           * floats of padding; the lanes past cnt are overwritten by the
-           * next segment or left in the padding) */
-          float *dst = vch + lt;
+          /* V_xi[ch][lt..]: the lanes of the segment in its panel (n1 of
+           * them), then in the next */
+          float *dst = vch + lt / @NR@ * kcq + lt % @NR@;
+          const int64_t n1 = cnt < @NR@ - lt % @NR@ ? cnt : @NR@ - lt % @NR@;
+          float *dst2 = vch + (lt / @NR@ + 1) * kcq;
           for (int k = 0; k < 6; k++) {
-            weir_wino_v v0, v1, v2, v3, v4, v5;
+            weir_wino_v v[6];
             WEIR_WINO_BT(hb[0][k], hb[1][k], hb[2][k], hb[3][k], hb[4][k],
-                         hb[5][k], v0, v1, v2, v3, v4, v5);
-            weir_wino_st(dst + (0 * 6 + k) * vxs, v0);
-            weir_wino_st(dst + (1 * 6 + k) * vxs, v1);
-            weir_wino_st(dst + (2 * 6 + k) * vxs, v2);
-            weir_wino_st(dst + (3 * 6 + k) * vxs, v3);
-            weir_wino_st(dst + (4 * 6 + k) * vxs, v4);
-            weir_wino_st(dst + (5 * 6 + k) * vxs, v5);
+                         hb[5][k], v[0], v[1], v[2], v[3], v[4], v[5]);
+            for (int i = 0; i < 6; i++) {
+              float *di = dst + (i * 6 + k) * vxs;
+              weir_wino_stn(di, v[i], n1);
+              if (cnt > n1) {
+                float lanes[WEIR_WINO_L];
+                weir_wino_st(lanes, v[i]);
+                float *d2 = dst2 + (i * 6 + k) * vxs;
+                for (int64_t l = n1; l < cnt; l++)
+                  d2[l - n1] = lanes[l];
+              }
+            }
           }
           t += cnt;
         }
@@ -310,14 +335,9 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
       for (int xi = 0; xi < 36; xi++) {
         const float *a = upk ? upk : ub + xi * m * c;
         const float *apk = upk ? upk + xi * mpad * c : NULL;
-        if (tr)
-          st |= weir_gemm_runt_@S@(0, 0, m, nb, c, 1.0f, a, c, apk,
-                                   vb + xi * vxs, NULL, ldv, NULL, 0.0f,
-                                   mb + xi * nb, 36 * nb, NULL, mywork);
-        else
-          st |= weir_gemm_runp_@S@(0, 0, m, nb, c, 1.0f, a, c, apk,
-                                   vb + xi * vxs, NULL, ldv, NULL, 0.0f,
-                                   mb + xi * nb, 36 * nb, NULL, mywork);
+        st |= weir_gemm_runp_@S@(0, 0, m, nb, c, 1.0f, a, c, apk, NULL,
+                                 vb + xi * vxs, nb, NULL, 0.0f, mb + xi * nb,
+                                 36 * nb, NULL, mywork);
       }
       /* output transform, bias, residual, activation, one store */
 #ifdef _OPENMP

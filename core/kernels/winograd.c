@@ -136,8 +136,10 @@ static char *wino_text(const WeirGemmBlocking *bl) {
   g_string_replace(s, "@S@", bl->id, 0);
   g_snprintf(buf, sizeof buf, "%u", bl->mr);
   g_string_replace(s, "@MR@", buf, 0);
-  g_snprintf(buf, sizeof buf, "%u", bl->tmr ? bl->tmr : bl->mr);
-  g_string_replace(s, "@TMR@", buf, 0);
+  g_snprintf(buf, sizeof buf, "%u", bl->nr);
+  g_string_replace(s, "@NR@", buf, 0);
+  g_snprintf(buf, sizeof buf, "%u", bl->kc);
+  g_string_replace(s, "@KC@", buf, 0);
   return g_string_free(s, FALSE);
 }
 
@@ -151,12 +153,7 @@ static gint64 wino_default_tiles(const WeirGemmBlocking *bl, gint64 c,
 }
 
 static const gint64 tiles_values[] = {48, 96, 192, 384};
-static const gint64 orient_values[] = {1, 2};
 static const WeirNativeParam wino_params[] = {
-    {.name = WEIR_GEMM_PARAM_ORIENT,
-     .doc = "GEMM vectors along the tiles (1) or the output channels (2)",
-     .values = orient_values,
-     .n_values = G_N_ELEMENTS(orient_values)},
     {.name = WINO_PARAM_TILES,
      .doc = "tiles (GEMM columns) transformed and multiplied per block",
      .values = tiles_values,
@@ -184,29 +181,7 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
     return FALSE;
   gint64 tiles =
       weir_native_param(e->n, WINO_PARAM_TILES, wino_default_tiles(&bl, c, m));
-  /* the GEMM's orientation: the parameter, else by the cost model of
-   * Weir's GEMM for one block (weir_kernel_gemm_channels_in_vectors) */
-  gint64 orient = weir_native_param(e->n, WEIR_GEMM_PARAM_ORIENT, 0);
-  if (orient == 0) {
-    gint64 nimg, oh, ow, nb = tiles;
-    if (dim_const(x, 0, &nimg) && dim_const(y, 2, &oh) && dim_const(y, 3, &ow))
-      nb = MIN(tiles, nimg * ((oh + 3) / 4) * ((ow + 3) / 4));
-    orient =
-        bl.tnr && weir_kernel_gemm_channels_in_vectors(&bl, m, MAX(nb, 1), c)
-            ? 2
-            : 1;
-  }
-  if (orient < 1 || orient > 2 || (orient == 2 && !bl.tnr)) {
-    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
-                "node %u ('%s'): %s=%" G_GINT64_FORMAT
-                " is not an orientation of the Winograd convolution's GEMM "
-                "(1: the vectors along the tiles; 2: along the output "
-                "channels)",
-                e->n->id, e->n->label ? e->n->label : "",
-                WEIR_GEMM_PARAM_ORIENT, orient);
-    return FALSE;
-  }
-  guint pmr = orient == 2 ? bl.tmr : bl.mr;
+  guint pmr = bl.mr;
   if (tiles < 1 || tiles > (gint64)bl.nc) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "node %u ('%s'): %s=%" G_GINT64_FORMAT
@@ -243,8 +218,8 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
       upk = g_strdup_printf("(const float *)%s", p);
   }
   /* scratch: per thread one GEMM work slot, V (36 x c rows of tiles + 16
-   * floats), M (36 x m x tiles, and one vector read past its end), U (36 x m
-   * x c) when not pre-packed */
+   * floats, or of the tiles rounded up to NR when packed), M (36 x m x tiles,
+   * and one vector read past its end), U (36 x m x c) when not pre-packed */
   g_autoptr(WeirExpr) me = weir_expr_const(m);
   g_autoptr(WeirExpr) ne = weir_expr_const(tiles);
   g_autoptr(WeirExpr) ce = weir_expr_const(c);
@@ -254,7 +229,8 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   weir_expr_is_const(wb, &all);
   guint threads = MAX(bl.threads, 1);
   gint64 slot = all / threads;
-  gint64 bytes = threads * slot + 36 * c * (tiles + 16) * 4 +
+  gint64 vrow = (tiles + bl.nr - 1) / bl.nr * bl.nr;
+  gint64 bytes = threads * slot + 36 * c * vrow * 4 +
                  (36 * m * tiles + 16) * 4 + (upk ? 0 : 36 * m * c * 4);
   g_autofree char *ws = weir_kernel_scratch_arg(e, weir_expr_const(bytes));
   g_autofree char *n = e->expr_c(e, dim(x, 0)), *h = e->expr_c(e, dim(x, 2)),
@@ -264,19 +240,18 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *pw = e->expr_c(e, geo.pad_begin[1]);
   const char *bp = e->in[2].c ? e->in[2].ptr : "NULL";
   g_autofree char *what = g_strdup_printf(
-      "winograd F(4x4, 3x3)%s%s, %" G_GINT64_FORMAT " tiles a block%s",
+      "winograd F(4x4, 3x3)%s%s, %" G_GINT64_FORMAT " tiles a block",
       weir_kernel_epilogue_what(&ek),
-      upk ? ", filters transformed at load" : "", tiles,
-      orient == 2 ? ", channels in the vectors" : "");
+      upk ? ", filters transformed at load" : "", tiles);
   emit_header(e, what);
   g_string_append_printf(
       e->code,
       "%s |= weir_wino_%s(%s, %s, %s, %s, %s, %s, %s, %" G_GINT64_FORMAT
       ", %s, %s, %" G_GINT64_FORMAT ", %s, %s, %s, %s, %d, %s, %s, "
-      "%" G_GINT64_FORMAT ", %d, %u, %" G_GINT64_FORMAT ", %d, %s);\n",
+      "%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", %d, %s);\n",
       e->status, bl.id, e->in[0].ptr, e->in[1].ptr, upk ? upk : "NULL", bp,
       e->out[0].ptr, rp, n, c, h, wd, m, oh, ow, ph, pw, ek.act, lo, hi, tiles,
-      orient == 2 ? 1 : 0, threads, slot, upk ? 0 : 1, ws);
+      threads, slot, upk ? 0 : 1, ws);
   return TRUE;
 }
 
