@@ -1467,6 +1467,7 @@ void weir_native_register_builtin(void) {
   for (guint i = 0; i < G_N_ELEMENTS(builtin); i++)
     weir_native_register(&builtin[i]);
   weir_native_register_depthwise();    /* core/kernels/depthwise.c */
+  weir_native_register_winograd();     /* core/kernels/winograd.c */
   weir_native_register_conv_grad();    /* core/kernels/conv-grad.c */
   weir_native_register_pool();         /* core/kernels/pool.c */
   weir_native_register_norm();         /* core/kernels/norm.c */

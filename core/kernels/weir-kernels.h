@@ -272,6 +272,11 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p);
  * weir_native_register_builtin). */
 void weir_native_register_depthwise(void);
 
+/* Registers Weir's Winograd convolution F(4x4, 3x3), the native
+ * implementation "winograd" of Conv (core/kernels/winograd.c; called by
+ * weir_native_register_builtin). */
+void weir_native_register_winograd(void);
+
 /* Registers Weir's MaxPool (f32, u8, i8) and GlobalAveragePool (f32)
  * kernels (implementation "weir" of both, core/kernels/pool.c). */
 void weir_native_register_pool(void);

@@ -58,6 +58,10 @@ static gboolean choose_depthwise(WeirGraph *g, WeirState *s, WeirNode *n,
                                  GError **error) {
   return set_impl_attr(g, s, n, "depthwise", error);
 }
+static gboolean choose_winograd(WeirGraph *g, WeirState *s, WeirNode *n,
+                                GError **error) {
+  return set_impl_attr(g, s, n, "winograd", error);
+}
 static gboolean choose_mpi(WeirGraph *g, WeirState *s, WeirNode *n,
                            GError **error) {
   return set_impl_attr(g, s, n, "mpi", error);
@@ -89,6 +93,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_weir;
   else if (strcmp(impl->impl, "depthwise") == 0)
     f = choose_depthwise;
+  else if (strcmp(impl->impl, "winograd") == 0)
+    f = choose_winograd;
   else if (strcmp(impl->impl, "mpi") == 0)
     f = choose_mpi;
   else if (strcmp(impl->impl, "weir-bf16") == 0)
@@ -188,6 +194,11 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     if (weir_node_attr_int(n, "group", 1) > 1 && ni &&
         ni->accepts(g, s, n, &r1))
       return "direct";
+    /* 3x3 at stride 1 where measured faster: Weir's Winograd convolution
+     * (core/kernels/winograd.c) */
+    ni = weir_native_lookup("Conv", "winograd");
+    if (ni && ni->prefer && ni->prefer(g, s, n))
+      return "winograd";
     ni = weir_native_lookup("Conv", "weir");
     if (ni && ni->accepts(g, s, n, &r2))
       return "weir";

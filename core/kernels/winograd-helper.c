@@ -1,0 +1,419 @@
+/* winograd-helper.c — Weir's Winograd convolution F(4x4, 3x3), pasted
+ * into generated units by core/kernels/winograd.c (docs/native.md,
+ * "Weir's Winograd convolution").  Not compiled on its own: @S@ is the
+ * suffix of the GEMM it calls (weir_gemm_runp_<id>, defined earlier in
+ * the unit), and the height of that GEMM's panels of A (MR), the width of
+ * its B panels (NR) and its depth block (KC) in place of their
+ * placeholders, replaced before pasting.  Not
+ * clang-formatted: the placeholders are not C tokens.
+ *
+ * y = act(conv3x3(x, w) + b + r), f32, NCHW, stride 1, dilation 1, group 1,
+ * padding ph (top), pw (left): the output is cut into 4x4 tiles, each
+ * read from a 6x6 patch d of x (zeros outside the image);
+ *   V = B^T d B (per channel),  M_xi = sum_c U_xi[m][c] V_xi[c]  (xi: one
+ *   of the 36 elements of a 6x6 tile: 36 GEMMs),  Y = A^T M A,
+ * U = G g G^T the transformed 3x3 filters (36 matrices of m x c).  The
+ * interpolation points are 0, 1, -1, 2, -2 and infinity.
+ *
+ * Blocks of at most tbmax tiles (of all images, in order) are done one at
+ * a time by all threads: the input transform (split by channel) writes V
+ * (per xi a c x tiles matrix) already packed as the GEMM's B, the 36 GEMMs
+ * (split by xi, each on one thread) read U packed once (upk,
+ * weir_wino_prepack_@S@ at load, in panels of MR rows; or U packed by the
+ * GEMM from the scratch when upk is NULL) and write M, the
+ * output transform (split by output channel) adds the bias and residual,
+ * applies the activation and stores y once.  Everything lives in ws: the
+ * GEMM's work slot of each thread, V, M and (uroom) U; a call with upk NULL
+ * and no room for U allocates it (returns 1 when it cannot). */
+
+/* clang-format off */
+#ifndef WEIR_WINO_PREPACK_@S@
+#define WEIR_WINO_PREPACK_@S@
+/* lanes of the transforms: tiles of one row of tiles at a time */
+#define WEIR_WINO_L 16
+
+/* The input transform of one 6-vector (B^T d). */
+#define WEIR_WINO_BT(d0, d1, d2, d3, d4, d5, r0, r1, r2, r3, r4, r5)           \
+  do {                                                                         \
+    r0 = 4.0f * d0 - 5.0f * d2 + d4;                                           \
+    r1 = -4.0f * (d1 + d2) + d3 + d4;                                          \
+    r2 = 4.0f * (d1 - d2) - d3 + d4;                                           \
+    r3 = 2.0f * (d3 - d1) - d2 + d4;                                           \
+    r4 = 2.0f * (d1 - d3) - d2 + d4;                                           \
+    r5 = 4.0f * d1 - 5.0f * d3 + d5;                                           \
+  } while (0)
+
+/* The output transform of one 6-vector (A^T m): floats or vectors. */
+#define WEIR_WINO_AT(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3)                   \
+  do {                                                                         \
+    const __typeof__(m1) s12 = m1 + m2, d12 = m1 - m2;                         \
+    const __typeof__(m3) s34 = m3 + m4, d34 = m3 - m4;                         \
+    o0 = m0 + s12 + s34;                                                       \
+    o1 = d12 + 2.0f * d34;                                                     \
+    o2 = s12 + 4.0f * s34;                                                     \
+    o3 = d12 + 8.0f * d34 + m5;                                                \
+  } while (0)
+
+#ifndef WEIR_WINO_COMMON
+#define WEIR_WINO_COMMON
+/* WEIR_WINO_L lanes (GCC vector extension; the compiler maps it to the
+ * ISA's registers), loaded and stored unaligned through memcpy */
+typedef float weir_wino_v __attribute__((vector_size(64)));
+static inline weir_wino_v weir_wino_ld(const float *p) {
+  weir_wino_v v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void weir_wino_st(float *p, weir_wino_v v) {
+  memcpy(p, &v, sizeof v);
+}
+/* Lanes [0, n) of v at p. */
+static inline void weir_wino_stn(float *p, weir_wino_v v, int64_t n) {
+  if (n >= WEIR_WINO_L) {
+    weir_wino_st(p, v);
+    return;
+  }
+  for (int l = 0; l < WEIR_WINO_L; l++)
+    if (l < n)
+      p[l] = v[l];
+}
+/* d[j][l] = row[4 l + j] for j < 6, l < 16 (row: 66 floats): the stride-4
+ * phases of four vectors, two rounds of two-vector shuffles */
+static inline void weir_wino_deal(const float *row, weir_wino_v *d) {
+  const weir_wino_v r0 = weir_wino_ld(row), r1 = weir_wino_ld(row + 16);
+  const weir_wino_v r2 = weir_wino_ld(row + 32), r3 = weir_wino_ld(row + 48);
+  const weir_wino_v a = __builtin_shufflevector(
+      r0, r1, 0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const weir_wino_v b = __builtin_shufflevector(
+      r2, r3, 0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const weir_wino_v c = __builtin_shufflevector(
+      r0, r1, 2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  const weir_wino_v e = __builtin_shufflevector(
+      r2, r3, 2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  d[0] = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                 20, 21, 22, 23);
+  d[1] = __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                 26, 27, 28, 29, 30, 31);
+  d[2] = __builtin_shufflevector(c, e, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19,
+                                 20, 21, 22, 23);
+  d[3] = __builtin_shufflevector(c, e, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25,
+                                 26, 27, 28, 29, 30, 31);
+  /* j 4, 5: phases 0, 1 one tile on, the last lane from row[64], row[65] */
+  const weir_wino_v t4 = {row[64]}, t5 = {row[65]};
+  d[4] = __builtin_shufflevector(d[0], t4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                 12, 13, 14, 15, 16);
+  d[5] = __builtin_shufflevector(d[1], t5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                 12, 13, 14, 15, 16);
+}
+/* out[4 l + j] = o[j][l] for j < 4, l < 16 (the inverse of a deal) */
+static inline void weir_wino_weave(const weir_wino_v *o, float *out) {
+  const weir_wino_v e = __builtin_shufflevector(
+      o[0], o[1], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const weir_wino_v f = __builtin_shufflevector(
+      o[0], o[1], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15,
+      31);
+  const weir_wino_v g = __builtin_shufflevector(
+      o[2], o[3], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const weir_wino_v h = __builtin_shufflevector(
+      o[2], o[3], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15,
+      31);
+  weir_wino_st(out, __builtin_shufflevector(e, g, 0, 1, 16, 17, 2, 3, 18, 19,
+                                            4, 5, 20, 21, 6, 7, 22, 23));
+  weir_wino_st(out + 16,
+               __builtin_shufflevector(e, g, 8, 9, 24, 25, 10, 11, 26, 27, 12,
+                                       13, 28, 29, 14, 15, 30, 31));
+  weir_wino_st(out + 32, __builtin_shufflevector(f, h, 0, 1, 16, 17, 2, 3, 18,
+                                                 19, 4, 5, 20, 21, 6, 7, 22,
+                                                 23));
+  weir_wino_st(out + 48,
+               __builtin_shufflevector(f, h, 8, 9, 24, 25, 10, 11, 26, 27, 12,
+                                       13, 28, 29, 14, 15, 30, 31));
+}
+/* U = G g G^T of one 3x3 filter g (row-major) into u[36], in double. */
+static __attribute__((unused)) void weir_wino_filter(const float *g, double *u) {
+  double t[6][3];
+  for (int j = 0; j < 3; j++) {
+    const double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+    t[0][j] = g0 / 4;
+    t[1][j] = -(g0 + g1 + g2) / 6;
+    t[2][j] = -(g0 - g1 + g2) / 6;
+    t[3][j] = g0 / 24 + g1 / 12 + g2 / 6;
+    t[4][j] = g0 / 24 - g1 / 12 + g2 / 6;
+    t[5][j] = g2;
+  }
+  for (int i = 0; i < 6; i++) {
+    const double g0 = t[i][0], g1 = t[i][1], g2 = t[i][2];
+    u[i * 6 + 0] = g0 / 4;
+    u[i * 6 + 1] = -(g0 + g1 + g2) / 6;
+    u[i * 6 + 2] = -(g0 - g1 + g2) / 6;
+    u[i * 6 + 3] = g0 / 24 + g1 / 12 + g2 / 6;
+    u[i * 6 + 4] = g0 / 24 - g1 / 12 + g2 / 6;
+    u[i * 6 + 5] = g2;
+  }
+}
+#endif
+
+/* U of the filters w (m x c x 3 x 3) packed once, when the kernel is loaded
+ * (docs/native.md, "pre-packed weights"): the 36 matrices U_xi (m x c),
+ * each as weir_prepack_a packs a GEMM's A for blocking mr, kc, mc (per k
+ * block and m block, mr-high panels, zero-padded), U_xi at
+ * dst + xi * (m rounded up to mr) * c. */
+static __attribute__((unused)) void weir_wino_prepack_@S@(const float *w, int64_t m, int64_t c,
+                                  int64_t mr, int64_t kcmax, int64_t mcmax,
+                                  float *dst) {
+  const int64_t kblocks = (c + kcmax - 1) / kcmax;
+  const int64_t kcb = (c + kblocks - 1) / kblocks;
+  const int64_t mblocks = (m + mcmax - 1) / mcmax;
+  const int64_t mcb = ((m + mblocks - 1) / mblocks + mr - 1) / mr * mr;
+  const int64_t mpad = (m + mr - 1) / mr * mr;
+  memset(dst, 0, (size_t)(36 * mpad * c) * sizeof(float));
+  for (int64_t o = 0; o < m; o++) {
+    const int64_t ic = o / mcb * mcb, p = (o - ic) / mr, i = (o - ic) % mr;
+    for (int64_t ch = 0; ch < c; ch++) {
+      double u[36];
+      weir_wino_filter(w + (o * c + ch) * 9, u);
+      const int64_t pc = ch / kcb * kcb, kk = ch - pc;
+      const int64_t kc = c - pc < kcb ? c - pc : kcb;
+      for (int xi = 0; xi < 36; xi++)
+        dst[xi * mpad * c + pc * mpad + ic * kc + (p * kc + kk) * mr + i] =
+            (float)u[xi];
+    }
+  }
+}
+
+#endif
+/* @RUN@: the prepacking above is also pasted alone into <prefix>_prepack's
+ * part of the unit. */
+
+/* The bytes of ws per thread for the GEMM (its packing buffers), then V and
+ * M for blocks of tbmax tiles, then U: see weir_kernel_winograd_work_bytes
+ * (core/kernels/winograd.c), which sizes the scratch the same way. */
+static int weir_wino_@S@(const float *x, const float *w, const float *upk,
+                         const float *b, float *y, const float *r, int64_t n,
+                         int64_t c, int64_t h, int64_t wd, int64_t m,
+                         int64_t oh, int64_t ow, int64_t ph, int64_t pw,
+                         int act, float lo, float hi, int64_t tbmax,
+                         int64_t nthr, int64_t slot, int uroom,
+                         void *ws) {
+  const int64_t th = (oh + 3) / 4, tw = (ow + 3) / 4;
+  const int64_t tiles = n * th * tw;
+  if (tiles <= 0 || m <= 0)
+    return 0;
+  float *vb = (float *)((char *)ws + nthr * slot);
+  const int64_t tbp = (tbmax + @NR@ - 1) / @NR@ * @NR@;
+  float *mb = vb + 36 * c * tbp;
+  float *ub = mb + 36 * m * tbmax + WEIR_WINO_L;
+  /* U without room in ws (a kernel made to pre-pack, run without the
+   * pre-packed block: WEIR_PREPACK=0): allocated for this call */
+  void *own = NULL;
+  if (!upk && !uroom) {
+    own = aligned_alloc(64, ((size_t)(36 * m * c) * sizeof(float) + 63) / 64 *
+                                64);
+    if (!own)
+      return 1;
+    ub = (float *)own;
+  }
+  int st = 0;
+#ifdef _OPENMP
+  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (nt > nthr)
+    nt = (int)nthr;
+#pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : st)
+#endif
+  {
+#ifdef _OPENMP
+    void *mywork = (char *)ws + (size_t)omp_get_thread_num() * (size_t)slot;
+#else
+    void *mywork = ws;
+#endif
+    if (!upk) {
+      /* U per call (weights that are not constants), row-major m x c */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t o = 0; o < m; o++)
+        for (int64_t ch = 0; ch < c; ch++) {
+          double u[36];
+          weir_wino_filter(w + (o * c + ch) * 9, u);
+          for (int xi = 0; xi < 36; xi++)
+            ub[(xi * m + o) * c + ch] = (float)u[xi];
+        }
+    }
+    /* U_xi pre-packed in panels of MR rows */
+    const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;
+    for (int64_t t0 = 0; t0 < tiles; t0 += tbmax) {
+      const int64_t nb = tiles - t0 < tbmax ? tiles - t0 : tbmax;
+      /* V_xi (c x nb) already packed as the GEMM's B (weir_prepack_b's
+       * layout: per k block of kcb channels, NR-wide panels of kc rows),
+       * so the GEMM does not copy it again */
+      const int64_t npan = (nb + @NR@ - 1) / @NR@;
+      const int64_t kblocks = (c + @KC@ - 1) / @KC@;
+      const int64_t kcb = (c + kblocks - 1) / kblocks;
+      const int64_t vxs = npan * @NR@ * c;
+      /* input transform: per channel, the block's tiles a row segment of
+       * at most WEIR_WINO_L at a time (never across a panel of NR) */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t ch = 0; ch < c; ch++) {
+        /* row ch of V_xi in its k block; kcq floats from one panel to
+         * the next */
+        const int64_t pc = ch / kcb * kcb;
+        float *vch = vb + pc * npan * @NR@ + (ch - pc) * @NR@;
+        const int64_t kcq = (c - pc < kcb ? c - pc : kcb) * @NR@;
+        for (int64_t t = t0; t < t0 + nb;) {
+          const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
+          const int64_t lt = t - t0;
+          int64_t cnt = tw - tc;
+          if (cnt > t0 + nb - t)
+            cnt = t0 + nb - t;
+          if (cnt > WEIR_WINO_L)
+            cnt = WEIR_WINO_L;
+          const float *xc = x + (img * c + ch) * h * wd;
+          /* the 6 input rows of the segment, zero-padded */
+          float row[6][4 * WEIR_WINO_L + 4];
+          const int64_t c0 = 4 * tc - pw;
+          const int64_t span = 4 * WEIR_WINO_L + 4;
+          for (int i = 0; i < 6; i++) {
+            const int64_t ih = 4 * tr - ph + i;
+            int64_t a = 0, e = 0;
+            if (ih >= 0 && ih < h) {
+              a = c0 < 0 ? -c0 : 0;
+              e = wd - c0 < span ? wd - c0 : span;
+              if (e < a)
+                e = a;
+            }
+            for (int64_t u = 0; u < a; u++)
+              row[i][u] = 0.0f;
+            if (e > a)
+              memcpy(&row[i][a], xc + ih * wd + c0 + a,
+                     (size_t)(e - a) * sizeof(float));
+            for (int64_t u = e; u < span; u++)
+              row[i][u] = 0.0f;
+          }
+          /* rows: (d B)[i][k], then columns: B^T (d B), lane l the
+           * tile tc + l */
+          weir_wino_v hb[6][6];
+          for (int i = 0; i < 6; i++) {
+            weir_wino_v d[6];
+            weir_wino_deal(row[i], d);
+            WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0],
+                         hb[i][1], hb[i][2], hb[i][3], hb[i][4], hb[i][5]);
+          }
+          /* V_xi[ch][lt..]: the lanes of the segment in its panel (n1 of
+           * them), then in the next */
+          float *dst = vch + lt / @NR@ * kcq + lt % @NR@;
+          const int64_t n1 = cnt < @NR@ - lt % @NR@ ? cnt : @NR@ - lt % @NR@;
+          float *dst2 = vch + (lt / @NR@ + 1) * kcq;
+          for (int k = 0; k < 6; k++) {
+            weir_wino_v v[6];
+            WEIR_WINO_BT(hb[0][k], hb[1][k], hb[2][k], hb[3][k], hb[4][k],
+                         hb[5][k], v[0], v[1], v[2], v[3], v[4], v[5]);
+            for (int i = 0; i < 6; i++) {
+              float *di = dst + (i * 6 + k) * vxs;
+              weir_wino_stn(di, v[i], n1);
+              if (cnt > n1) {
+                float lanes[WEIR_WINO_L];
+                weir_wino_st(lanes, v[i]);
+                float *d2 = dst2 + (i * 6 + k) * vxs;
+                for (int64_t l = n1; l < cnt; l++)
+                  d2[l - n1] = lanes[l];
+              }
+            }
+          }
+          t += cnt;
+        }
+      }
+      /* the 36 GEMMs M_xi[m x nb] = U_xi[m x c] V_xi[c x nb], one thread
+       * each (the GEMM runs serially inside this parallel region); M_xi
+       * row o at mb + (o * 36 + xi) * nb, so that the output transform
+       * reads the 36 rows of one output channel from one contiguous span
+       * (36 matrices apart, they would share a few sets of the L1) */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int xi = 0; xi < 36; xi++) {
+        const float *a = upk ? upk : ub + xi * m * c;
+        const float *apk = upk ? upk + xi * mpad * c : NULL;
+        st |= weir_gemm_runp_@S@(0, 0, m, nb, c, 1.0f, a, c, apk, NULL,
+                                 vb + xi * vxs, nb, NULL, 0.0f, mb + xi * nb,
+                                 36 * nb, NULL, mywork);
+      }
+      /* output transform, bias, residual, activation, one store */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+      for (int64_t o = 0; o < m; o++) {
+        const float bias = b ? b[o] : 0.0f;
+        for (int64_t t = t0; t < t0 + nb;) {
+          const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
+          const int64_t lt = t - t0;
+          int64_t cnt = tw - tc;
+          if (cnt > t0 + nb - t)
+            cnt = t0 + nb - t;
+          if (cnt > WEIR_WINO_L)
+            cnt = WEIR_WINO_L;
+          /* whole vectors: the lanes past cnt read the next row of M (or
+           * the padding after M) and are not stored */
+          const float *src = mb + o * 36 * nb + lt;
+          /* rows: (M A)[i][j], then columns: A^T (M A) + bias */
+          weir_wino_v ha[6][4];
+          for (int i = 0; i < 6; i++) {
+            const float *si = src + i * 6 * nb;
+            weir_wino_v mm[6];
+            for (int j = 0; j < 6; j++)
+              mm[j] = weir_wino_ld(si + j * nb);
+            WEIR_WINO_AT(mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], ha[i][0],
+                         ha[i][1], ha[i][2], ha[i][3]);
+          }
+          weir_wino_v oo[4][4];
+          for (int j = 0; j < 4; j++)
+            WEIR_WINO_AT(ha[0][j], ha[1][j], ha[2][j], ha[3][j], ha[4][j],
+                         ha[5][j], oo[0][j], oo[1][j], oo[2][j], oo[3][j]);
+          float orow[4][4 * WEIR_WINO_L];
+          for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 4; j++)
+              oo[i][j] += bias;
+            weir_wino_weave(oo[i], orow[i]);
+          }
+          int64_t cols = ow - 4 * tc;
+          if (cols > 4 * cnt)
+            cols = 4 * cnt;
+          for (int i = 0; i < 4; i++) {
+            const int64_t p = 4 * tr + i;
+            if (p >= oh)
+              break;
+            const int64_t off = ((img * m + o) * oh + p) * ow + 4 * tc;
+            float *yr = y + off;
+            const float *rr = r ? r + off : NULL;
+            const float *orr = orow[i];
+            if (rr) {
+              if (act == 1)
+                for (int64_t q = 0; q < cols; q++) {
+                  float v = orr[q] + rr[q];
+                  v = v < lo ? lo : v;
+                  yr[q] = v > hi ? hi : v;
+                }
+              else
+                for (int64_t q = 0; q < cols; q++)
+                  yr[q] = weir_act1_f32(orr[q] + rr[q], act, lo, hi);
+            } else {
+              if (act == 1)
+                for (int64_t q = 0; q < cols; q++) {
+                  float v = orr[q];
+                  v = v < lo ? lo : v;
+                  yr[q] = v > hi ? hi : v;
+                }
+              else
+                for (int64_t q = 0; q < cols; q++)
+                  yr[q] = weir_act1_f32(orr[q], act, lo, hi);
+            }
+          }
+          t += cnt;
+        }
+      }
+    }
+  }
+  free(own);
+  return st;
+}
