@@ -266,6 +266,196 @@ static const WeirNativeImpl wino_impl = {
     .prefer = wino_prefer,
 };
 
+/* ------------------------------------------------ ConvGradInput */
+
+/* The input gradient at unit stride is a convolution of dY (m channels,
+ * padding 2 - pad) with the filter turned by 180 degrees in both spatial
+ * axes and its channel axes swapped (docs/native.md, "ConvGradInput on the
+ * Winograd convolution"): the flipped filter is written into the scratch
+ * after the Winograd convolution's own blocks and transformed per call
+ * (the filter is a parameter that changes every step). */
+static const char grad_helper[] =
+    "/* ConvGradInput on Weir's Winograd convolution: dx = conv3x3(dy, wf),\n"
+    " * wf[ic][oc][i][j] = w[oc][ic][2 - i][2 - j], padding 2 - ph, 2 - pw;\n"
+    " * wf lives in ws at byte wsz, after weir_wino_@S@'s scratch. */\n"
+    "static int weir_wino_grad_input_@S@(const float *dy, const float *w,\n"
+    "                                    float *dx, int64_t n, int64_t c,\n"
+    "                                    int64_t h, int64_t wd, int64_t m,\n"
+    "                                    int64_t oh, int64_t ow, int64_t ph,\n"
+    "                                    int64_t pw, int64_t tbmax,\n"
+    "                                    int64_t nthr, int64_t slot,\n"
+    "                                    int64_t wsz, void *ws) {\n"
+    "  float *wf = (float *)((char *)ws + wsz);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (c * m > 2048)\n"
+    "#endif\n"
+    "  for (int64_t ic = 0; ic < c; ic++)\n"
+    "    for (int64_t oc = 0; oc < m; oc++)\n"
+    "      for (int t = 0; t < 9; t++)\n"
+    "        wf[(ic * m + oc) * 9 + t] = w[(oc * c + ic) * 9 + 8 - t];\n"
+    "  return weir_wino_@S@(dy, wf, NULL, NULL, dx, NULL, n, m, oh, ow, c, h,\n"
+    "                       wd, 2 - ph, 2 - pw, 0, 0.0f, 0.0f, tbmax, nthr,\n"
+    "                       slot, 1, ws);\n"
+    "}\n";
+
+/* The node's two spatial values of ints attribute name. */
+static gboolean grad_ints(const WeirNode *n, const char *name, guint count,
+                          gint64 *v) {
+  const WeirAttr *a = weir_node_attr(n, name);
+  if (!a || a->type != WEIR_ATTR_INTS || a->ints->len < count)
+    return FALSE;
+  for (guint i = 0; i < count; i++)
+    v[i] = g_array_index(a->ints, gint64, i);
+  return TRUE;
+}
+
+static gboolean wino_grad_accepts(const WeirGraph *g, const WeirState *s,
+                                  const WeirNode *n, char **reason) {
+  /* the operand checks of Weir's GEMM input gradient (rank 4, row-major,
+   * explicit attributes) */
+  const WeirNativeImpl *like = weir_native_lookup("ConvGradInput", "weir");
+  if (!like) {
+    *reason = g_strdup("needs the 'weir' implementation's checks, which is "
+                       "not registered");
+    return FALSE;
+  }
+  if (!like->accepts(g, s, n, reason))
+    return FALSE;
+  const WeirContainer *dy = weir_native_port(g, s, n, TRUE, 0);
+  const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);
+  const WeirContainer *dx = weir_native_port(g, s, n, FALSE, 0);
+  if (dy->dtype != WEIR_DTYPE_F32 || w->dtype != WEIR_DTYPE_F32 ||
+      dx->dtype != WEIR_DTYPE_F32) {
+    *reason = g_strdup("the Winograd convolution is f32 only");
+    return FALSE;
+  }
+  gint64 kh, kw, c, m;
+  if (!dim_const(w, 2, &kh) || !dim_const(w, 3, &kw) || kh != 3 || kw != 3) {
+    *reason = g_strdup("the Winograd convolution needs a 3x3 kernel");
+    return FALSE;
+  }
+  gint64 st[2], dl[2], pads[4];
+  if (!grad_ints(n, "strides", 2, st) || !grad_ints(n, "dilations", 2, dl) ||
+      !grad_ints(n, "pads", 4, pads) ||
+      weir_node_attr_int(n, "group", 1) != 1 || st[0] != 1 || st[1] != 1 ||
+      dl[0] != 1 || dl[1] != 1) {
+    *reason = g_strdup("the Winograd convolution needs stride 1, dilation 1 "
+                       "and one group");
+    return FALSE;
+  }
+  for (guint i = 0; i < 4; i++)
+    if (pads[i] < 0 || pads[i] > 2) {
+      *reason = g_strdup("the Winograd input gradient needs paddings of 0 to "
+                         "2 (dY is padded by 2 - pad)");
+      return FALSE;
+    }
+  if (!dim_const(w, 0, &m) || !dim_const(w, 1, &c) || m < 1 || c < 4) {
+    *reason = g_strdup("the Winograd input gradient needs constant channel "
+                       "counts and at least 4 input channels");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The default: accepted, and the forward convolution is one the forward
+ * rule gives to "winograd" (its output map is dY's). */
+static gboolean wino_grad_prefer(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n) {
+  g_autofree char *reason = NULL;
+  if (!wino_grad_accepts(g, s, n, &reason))
+    return FALSE;
+  const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);
+  const WeirContainer *dy = weir_native_port(g, s, n, TRUE, 0);
+  gint64 c, m, oh, ow;
+  return dim_const(w, 0, &m) && dim_const(w, 1, &c) && dim_const(dy, 2, &oh) &&
+         dim_const(dy, 3, &ow) && c >= WINO_MIN_CHANNELS &&
+         m >= WINO_MIN_CHANNELS && oh >= WINO_MIN_MAP && ow >= WINO_MIN_MAP;
+}
+
+static gboolean wino_grad_emit(WeirNativeEmit *e, GError **error) {
+  g_autofree char *reason = NULL;
+  if (!wino_grad_accepts(e->g, e->s, e->n, &reason)) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED, "node %u ('%s'): %s",
+                e->n->id, e->n->label ? e->n->label : "", reason);
+    return FALSE;
+  }
+  const WeirContainer *dy = e->in[0].c, *w = e->in[1].c, *dx = e->out[0].c;
+  gint64 c = 0, m = 0, pads[4] = {0};
+  dim_const(w, 1, &c);
+  dim_const(w, 0, &m);
+  grad_ints(e->n, "pads", 4, pads);
+  WeirGemmBlocking bl = {0};
+  if (!weir_kernel_gemm_record(e, WEIR_DTYPE_F32, &bl, error))
+    return FALSE;
+  /* the Winograd convolution of dY: m input channels, c output channels */
+  gint64 tiles =
+      weir_native_param(e->n, WINO_PARAM_TILES, wino_default_tiles(&bl, m, c));
+  if (tiles < 1 || tiles > (gint64)bl.nc) {
+    g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
+                "node %u ('%s'): %s=%" G_GINT64_FORMAT
+                " is not a block of tiles of the Winograd convolution (1 to "
+                "%u)",
+                e->n->id, e->n->label ? e->n->label : "", WINO_PARAM_TILES,
+                tiles, bl.nc);
+    return FALSE;
+  }
+  g_autofree char *text = wino_text(&bl);
+  g_autofree char *hname = g_strdup_printf("weir_wino_%s", bl.id);
+  e->helper(e, hname, text);
+  GString *gt = g_string_new(grad_helper);
+  g_string_replace(gt, "@S@", bl.id, 0);
+  g_autofree char *gname = g_strdup_printf("weir_wino_grad_input_%s", bl.id);
+  e->helper(e, gname, gt->str);
+  g_string_free(gt, TRUE);
+  /* scratch: the Winograd convolution's (per thread one GEMM work slot, V
+   * for m channels, M for c, U of c x m) rounded to 64 bytes, then the
+   * flipped filter (c x m x 9) */
+  g_autoptr(WeirExpr) me = weir_expr_const(c);
+  g_autoptr(WeirExpr) ne = weir_expr_const(tiles);
+  g_autoptr(WeirExpr) ke = weir_expr_const(m);
+  g_autoptr(WeirExpr) wb =
+      weir_kernel_gemm_work_bytes(WEIR_DTYPE_F32, &bl, me, ne, ke);
+  gint64 all = 0;
+  weir_expr_is_const(wb, &all);
+  guint threads = MAX(bl.threads, 1);
+  gint64 slot = all / threads;
+  gint64 vrow = (tiles + bl.nr - 1) / bl.nr * bl.nr;
+  gint64 wsz = threads * slot + 36 * m * vrow * 4 + (36 * c * tiles + 16) * 4 +
+               36 * m * c * 4;
+  wsz = (wsz + 63) / 64 * 64;
+  g_autofree char *ws =
+      weir_kernel_scratch_arg(e, weir_expr_const(wsz + c * m * 9 * 4));
+  g_autofree char *n = e->expr_c(e, dim(dx, 0)), *h = e->expr_c(e, dim(dx, 2)),
+                  *wd = e->expr_c(e, dim(dx, 3)),
+                  *oh = e->expr_c(e, dim(dy, 2)),
+                  *ow = e->expr_c(e, dim(dy, 3));
+  g_autofree char *what = g_strdup_printf(
+      "winograd F(4x4, 3x3) of dY with the flipped filter, %" G_GINT64_FORMAT
+      " tiles a block",
+      tiles);
+  emit_header(e, what);
+  g_string_append_printf(
+      e->code,
+      "%s |= weir_wino_grad_input_%s(%s, %s, %s, %s, %" G_GINT64_FORMAT
+      ", %s, %s, %" G_GINT64_FORMAT ", %s, %s, %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %s);\n",
+      e->status, bl.id, e->in[0].ptr, e->in[1].ptr, e->out[0].ptr, n, c, h, wd,
+      m, oh, ow, pads[0], pads[1], tiles, threads, slot, wsz, ws);
+  return TRUE;
+}
+
+static const WeirNativeImpl wino_grad_impl = {
+    .op = "ConvGradInput",
+    .impl = "winograd",
+    .accepts = wino_grad_accepts,
+    .emit = wino_grad_emit,
+    .params = wino_params,
+    .n_params = G_N_ELEMENTS(wino_params),
+    .prefer = wino_grad_prefer,
+};
+
 void weir_native_register_winograd(void) {
   weir_native_register(&wino_impl);
+  weir_native_register(&wino_grad_impl);
 }

@@ -269,6 +269,11 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
     if (!y || y->dtype != WEIR_DTYPE_F32)
       return "pure";
+    /* the input gradient of a 3x3 stride-1 convolution where the forward
+     * rule takes Weir's Winograd convolution (core/kernels/winograd.c) */
+    ni = weir_native_lookup(grads[i][0], "winograd");
+    if (ni && ni->prefer && ni->prefer(g, s, n))
+      return "winograd";
     /* the convolution gradients on Weir's GEMM (core/kernels/
      * conv-grad.c), else on BLAS */
     ni = weir_native_lookup(grads[i][0], "weir");
