@@ -25,6 +25,11 @@
  *    faster than "weir" on this 2-core AVX-512 machine: both channel
  *    counts at least WINO_MIN_CHANNELS and the output map at least
  *    WINO_MIN_MAP x WINO_MIN_MAP (docs/performance.md, "Winograd").
+ *  - The same file registers "winograd" for ConvGradInput at unit stride
+ *    (docs/native.md, "ConvGradInput on the Winograd convolution"): a
+ *    second caller of the same helper, on dY with the flipped filter
+ *    written into the scratch after the helper's own blocks; the default
+ *    by the forward rule, dY being the forward output.
  */
 #include <gio/gio.h>
 #include <string.h>

@@ -14,7 +14,8 @@
  * core/kernels/depthwise.c) when it is depthwise (group == C == M) and
  * "winograd" (Weir's Winograd F(4x4, 3x3), core/kernels/winograd.c) for
  * the 3x3 stride-1 convolutions whose shape its record prefers, "weir"
- * otherwise (2-D only; 1x1 included); in f32 "weir" for
+ * otherwise (2-D only; 1x1 included); in f32 "winograd" for
+ * ConvGradInput where its record prefers it (the forward rule), else "weir" for
  * ConvGradFilter and ConvGradInput (Weir's GEMM, core/kernels/
  * conv-grad.c; else "im2col" and "col2im", on BLAS) and "direct" for
  * MaxPoolGrad (2-D only); "weir" (Weir's int8 GEMM, core/kernels/
@@ -140,8 +141,8 @@ typedef struct {
   const WeirNativeParam *params;
   guint n_params;
   /* Optional: whether the implementation is n's default in place of the
-   * op's usual one (weir_native_default_impl asks it for Conv's
-   * "winograd": where it was measured faster, by shape). */
+   * op's usual one (weir_native_default_impl asks it for Conv's and
+   * ConvGradInput's "winograd": where it was measured faster, by shape). */
   gboolean (*prefer)(const WeirGraph *g, const WeirState *s, const WeirNode *n);
 } WeirNativeImpl;
 
