@@ -422,7 +422,7 @@ static guint par_depth(StateCtx *sc, const WeirNode *entry, GArray *loops) {
   return c;
 }
 
-/* ---------------------------------------------------------- tiled transposes */
+/* -------------------------------------------------------- tiled transposes */
 
 /* The blocks a transposing map is tiled into: 32 elements along the
  * written lines (the innermost parameter), 8 along the read ones (r).  A
@@ -463,14 +463,15 @@ static gboolean memlet_stride(Fn *f, const WeirMemlet *m, const char *p,
  * blocks over r and the innermost parameter, with r the innermost loop
  * inside a block, the reads run along lines and the block's written rows
  * stay in cache until they are full (a C test of the 1 MB copy, 256 x 1024
- * and 1024 x 256: 84-95 us, 22-25 GB/s, against 470 us untiled).  Conditions: the map is parallel and not
- * inside another parallel or vectorized loop, not tiled already, its body one
- * tasklet whose memlets are single elements, none of its writes resolving
- * conflicts and each moving by one element along the innermost parameter,
- * the transposed read moving by at least a block along it (or by a
- * symbolic stride); its ranges unit-step and free of its own parameters; r and the
- * innermost parameter at least one block long.  Iterations of such a map are
- * independent, so any order computes the same.  Sets *r_out. */
+ * and 1024 x 256: 84-95 us, 22-25 GB/s, against 470 us untiled).  Conditions:
+ * the map is parallel and not inside another parallel or vectorized loop, not
+ * tiled already, its body one tasklet whose memlets are single elements, none
+ * of its writes resolving conflicts and each moving by one element along the
+ * innermost parameter, the transposed read moving by at least a block along it
+ * (or by a symbolic stride); its ranges unit-step and free of its own
+ * parameters; r and the innermost parameter at least one block long. Iterations
+ * of such a map are independent, so any order computes the same.  Sets *r_out.
+ */
 static gboolean transpose_plan(StateCtx *sc, const WeirNode *entry,
                                gboolean region, guint *r_out) {
   const WeirMap *map = entry->map;
@@ -532,8 +533,9 @@ static gboolean transpose_plan(StateCtx *sc, const WeirNode *entry,
     gboolean across = !known || sq >= TRANSPOSE_TILE || sq <= -TRANSPOSE_TILE;
     if (across && known) {
       CInfo *ci = g_hash_table_lookup(sc->f->cbyname, m->data);
-      gint64 bytes = (sq < 0 ? -sq : sq) *
-                     (gint64)weir_dtype_size(ci ? ci->c->dtype : WEIR_DTYPE_F32);
+      gint64 bytes =
+          (sq < 0 ? -sq : sq) *
+          (gint64)weir_dtype_size(ci ? ci->c->dtype : WEIR_DTYPE_F32);
       const WeirRange *rq = &g_array_index(map->ranges, WeirRange, np - 1);
       g_autoptr(WeirExpr) nq_e = weir_range_size(rq);
       gint64 nq;
@@ -554,7 +556,8 @@ static gboolean transpose_plan(StateCtx *sc, const WeirNode *entry,
     const WeirRange *rg = &g_array_index(map->ranges, WeirRange, dims[j]);
     g_autoptr(WeirExpr) size = weir_range_size(rg);
     gint64 n;
-    if (weir_expr_is_const(size, &n) && n < (j == 0 ? TRANSPOSE_TILE_R : TRANSPOSE_TILE))
+    if (weir_expr_is_const(size, &n) &&
+        n < (j == 0 ? TRANSPOSE_TILE_R : TRANSPOSE_TILE))
       return FALSE;
   }
   *r_out = (guint)r;
@@ -615,8 +618,8 @@ void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
     const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
     if (spec < 0) {
       g_autofree char *base = g_strdup_printf("%s_tile", pname);
-      Loop l = {.var = cg_namer_fresh(f->names, base), .rect = rect,
-                .param = -1};
+      Loop l = {
+          .var = cg_namer_fresh(f->names, base), .rect = rect, .param = -1};
       g_autoptr(WeirExpr) st = weir_expr_mul_const(r->step, tiles[k]);
       l.begin = cg_sym_text(f, r->begin);
       l.end = cg_sym_text(f, r->end);
@@ -674,11 +677,10 @@ void cg_emit_map(StateCtx *sc, Out *o, const WeirNode *entry, Frame *up) {
   acc_open(f, o, fr.accs, 0);
   cg_out_line(o, "/* %s */", desc);
   if (transpose)
-    cg_out_line(o, "/* tiled transpose: blocks of %d %s by %d %s */",
-                TRANSPOSE_TILE_R,
-                (const char *)g_ptr_array_index(map->params, tr),
-                TRANSPOSE_TILE,
-                (const char *)g_ptr_array_index(map->params, np - 1));
+    cg_out_line(
+        o, "/* tiled transpose: blocks of %d %s by %d %s */", TRANSPOSE_TILE_R,
+        (const char *)g_ptr_array_index(map->params, tr), TRANSPOSE_TILE,
+        (const char *)g_ptr_array_index(map->params, np - 1));
   if (fr.simd && fr.simd_drop)
     cg_out_line(o, "/* not vectorized: %s */", fr.why_drop);
   guint depth0 = o->depth;

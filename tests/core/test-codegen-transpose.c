@@ -45,11 +45,10 @@ static void add_access(WeirGraph *g, WeirState *s, guint lib, const char *conn,
   g_autoptr(WeirSubset) full = weir_container_full_subset(c);
   g_autofree char *sub = weir_subset_to_string(full);
   WeirNode *a = weir_state_add_access(g, s, name);
-  const WeirMemlet *ok =
-      input ? weir_state_add_memlet(g, s, a->id, NULL, lib, conn, name, sub,
-                                    &err)
-            : weir_state_add_memlet(g, s, lib, conn, a->id, NULL, name, sub,
-                                    &err);
+  const WeirMemlet *ok = input ? weir_state_add_memlet(g, s, a->id, NULL, lib,
+                                                       conn, name, sub, &err)
+                               : weir_state_add_memlet(g, s, lib, conn, a->id,
+                                                       NULL, name, sub, &err);
   if (!ok)
     fail_msg("%s: %s", name, err->message);
 }
@@ -64,8 +63,8 @@ static WeirGraph *case_graph(const Case *c, WeirDType dt, gboolean scale) {
   assert_non_null(
       weir_graph_add_array(g, scale ? "T" : "Y", dt, c->out, scale, &err));
   const char *ins[] = {"in0", NULL}, *outs[] = {"out0", NULL};
-  WeirNode *tr = weir_state_add_library(g, s, "transpose", "Transpose", ins,
-                                        outs);
+  WeirNode *tr =
+      weir_state_add_library(g, s, "transpose", "Transpose", ins, outs);
   weir_node_set_attr_ints(tr, "perm", c->perm, c->rank);
   assert_true(weir_op_check_attrs(tr, &err));
   add_access(g, s, tr->id, "in0", "X", TRUE);
@@ -73,8 +72,8 @@ static WeirGraph *case_graph(const Case *c, WeirDType dt, gboolean scale) {
     add_access(g, s, tr->id, "out0", "Y", FALSE);
   } else {
     const WeirContainer *t = weir_graph_container(g, "T");
-    g_autofree char *last = weir_expr_to_string(
-        g_ptr_array_index(t->shape, t->shape->len - 1));
+    g_autofree char *last =
+        weir_expr_to_string(g_ptr_array_index(t->shape, t->shape->len - 1));
     g_autofree char *sshape = g_strdup(last);
     assert_non_null(weir_graph_add_array(g, "S", dt, sshape, FALSE, &err));
     assert_non_null(weir_graph_add_array(g, "Y", dt, c->out, FALSE, &err));
@@ -153,8 +152,7 @@ static void check_case(Fixture *f, const Case *c, WeirDType dt,
     fail_msg("%s: the Mul's map was tiled too", c->name);
   if (c->tiled != (strstr(src, MARK) != NULL))
     fail_msg("%s (%s): the generated code %s '" MARK "'", c->name,
-             dt == WEIR_DTYPE_F32 ? "f32" : "f64",
-             c->tiled ? "has no" : "has");
+             dt == WEIR_DTYPE_F32 ? "f32" : "f64", c->tiled ? "has no" : "has");
   g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
   if (!k)
     fail_msg("%s: %s", c->name, err->message);
@@ -164,7 +162,8 @@ static void check_case(Fixture *f, const Case *c, WeirDType dt,
     WeirTensor *y = g_hash_table_lookup(got, "Y");
     gsize n = weir_tensor_nbytes(y) / (dt == WEIR_DTYPE_F32 ? 4 : 8);
     for (gsize e = 0; e < n; e++)
-      weir_tensor_set(y, (gint64)e, 12345.0); /* every element must be written */
+      weir_tensor_set(y, (gint64)e,
+                      12345.0); /* every element must be written */
     if (!weir_kernel_run(k, NULL, got, &err))
       fail_msg("%s: %s", c->name, err->message);
     if (!weir_tensor_allclose(y, want, 0.0, 0.0, NULL, &err))
@@ -188,12 +187,9 @@ static const Case cases[] = {
     {"t3_heads", "133, 6, 40", "6, 40, 133", {1, 2, 0}, 3, TRUE},
     {"t3_batched", "3, 257, 129", "3, 129, 257", {0, 2, 1}, 3, TRUE},
     /* rank 4: NCHW <-> NHWC, and a swap of the outer two and inner two */
-    {"t4_nchw_nhwc", "2, 35, 9, 17", "2, 9, 17, 35", {0, 2, 3, 1}, 4,
-     FALSE},
-    {"t4_nhwc_nchw", "2, 9, 17, 300", "2, 300, 9, 17", {0, 3, 1, 2}, 4,
-     FALSE},
-    {"t4_swap", "3, 2, 150, 260", "2, 3, 260, 150", {1, 0, 3, 2}, 4,
-     TRUE},
+    {"t4_nchw_nhwc", "2, 35, 9, 17", "2, 9, 17, 35", {0, 2, 3, 1}, 4, FALSE},
+    {"t4_nhwc_nchw", "2, 9, 17, 300", "2, 300, 9, 17", {0, 3, 1, 2}, 4, FALSE},
+    {"t4_swap", "3, 2, 150, 260", "2, 3, 260, 150", {1, 0, 3, 2}, 4, TRUE},
 };
 
 static void test_transposes(void **state) {
