@@ -105,18 +105,26 @@ static gboolean wino_accepts(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
+/* The shapes where the Winograd convolution was measured faster than
+ * Weir's implicit GEMM: filter w [M, C, 3, 3] with both channel counts at
+ * least WINO_MIN_CHANNELS, and the forward output map `map` ([N, M, oh,
+ * ow]; dY for the input gradient) at least WINO_MIN_MAP on each side. */
+static gboolean measured_faster(const WeirContainer *w,
+                                const WeirContainer *map) {
+  gint64 c, m, oh, ow;
+  return dim_const(w, 0, &m) && dim_const(w, 1, &c) && dim_const(map, 2, &oh) &&
+         dim_const(map, 3, &ow) && c >= WINO_MIN_CHANNELS &&
+         m >= WINO_MIN_CHANNELS && oh >= WINO_MIN_MAP && ow >= WINO_MIN_MAP;
+}
+
 /* The default: accepted, and the shape where it was measured faster. */
 static gboolean wino_prefer(const WeirGraph *g, const WeirState *s,
                             const WeirNode *n) {
   g_autofree char *reason = NULL;
   if (!wino_accepts(g, s, n, &reason))
     return FALSE;
-  const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);
-  const WeirContainer *y = weir_native_port(g, s, n, FALSE, 0);
-  gint64 c, m, oh, ow;
-  return dim_const(w, 0, &m) && dim_const(w, 1, &c) && dim_const(y, 2, &oh) &&
-         dim_const(y, 3, &ow) && c >= WINO_MIN_CHANNELS &&
-         m >= WINO_MIN_CHANNELS && oh >= WINO_MIN_MAP && ow >= WINO_MIN_MAP;
+  return measured_faster(weir_native_port(g, s, n, TRUE, 1),
+                         weir_native_port(g, s, n, FALSE, 0));
 }
 
 static void emit_header(WeirNativeEmit *e, const char *what) {
@@ -369,12 +377,8 @@ static gboolean wino_grad_prefer(const WeirGraph *g, const WeirState *s,
   g_autofree char *reason = NULL;
   if (!wino_grad_accepts(g, s, n, &reason))
     return FALSE;
-  const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);
-  const WeirContainer *dy = weir_native_port(g, s, n, TRUE, 0);
-  gint64 c, m, oh, ow;
-  return dim_const(w, 0, &m) && dim_const(w, 1, &c) && dim_const(dy, 2, &oh) &&
-         dim_const(dy, 3, &ow) && c >= WINO_MIN_CHANNELS &&
-         m >= WINO_MIN_CHANNELS && oh >= WINO_MIN_MAP && ow >= WINO_MIN_MAP;
+  return measured_faster(weir_native_port(g, s, n, TRUE, 1),
+                         weir_native_port(g, s, n, TRUE, 0));
 }
 
 static gboolean wino_grad_emit(WeirNativeEmit *e, GError **error) {

@@ -474,7 +474,7 @@ static void test_apply(void **state) {
   assert_contains(r.err,
                   "parameter 'impl': 'fast' is not one of the choices "
                   "(allowed: pure, blas, weir, im2col, direct, depthwise, "
-                  "default)");
+                  "winograd, col2im, weir-bf16, default)");
   run_clear(&r);
   r = run_weir("apply", relu, "expand-library-node", "--site", "5", "-p",
                "size=3", "-o", out, NULL);

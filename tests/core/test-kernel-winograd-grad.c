@@ -34,6 +34,7 @@
 #include "weir-validate.h"
 
 #include "kernel-check.h"
+#include "pure-reference.h"
 
 #define FLAGS "-O1 -fopenmp -fPIC -shared"
 
@@ -113,31 +114,12 @@ static WeirGraph *program(const char *name) {
   return g;
 }
 
-/* The interpreter's results on the pure expansion of g for args. */
-static GHashTable *reference(const WeirGraph *g, GHashTable *args) {
-  g_autoptr(GError) err = NULL;
-  g_autoptr(WeirGraph) pure = weir_graph_copy(g);
-  for (guint s = 0; s < pure->states->len; s++) {
-    WeirState *st = g_ptr_array_index(pure->states, s);
-    for (guint k = 0; k < st->nodes->len; k++) {
-      weir_node_remove_attr(g_ptr_array_index(st->nodes, k), "impl_params");
-      weir_node_remove_attr(g_ptr_array_index(st->nodes, k), "impl");
-    }
-  }
-  if (!weir_expand_all(pure, NULL, NULL, &err))
-    fail_msg("%s: pure expansion: %s", g->name, err->message);
-  GHashTable *ref = copy_args(args);
-  if (!weir_interpret(pure, NULL, ref, NULL, &err))
-    fail_msg("%s: interpreter: %s", g->name, err->message);
-  return ref;
-}
-
 static void test_nodes(void **state) {
   (void)state;
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirGraph) g = program("winograd_grad");
   g_autoptr(GHashTable) args = random_args(g, 11);
-  g_autoptr(GHashTable) ref = reference(g, args);
+  g_autoptr(GHashTable) ref = pure_reference(g, args);
   Fixture *f = fixture_new();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];

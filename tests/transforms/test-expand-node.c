@@ -269,9 +269,11 @@ static void test_refusals(void **state) {
   const char *bad[] = {"impl=fast", NULL};
   g_autoptr(GError) error = NULL;
   assert_null(weir_params_parse(t, bad, &error));
-  assert_contains(error->message, "parameter 'impl': 'fast' is not one of the "
-                                  "choices (allowed: pure, blas, weir, "
-                                  "im2col, direct, depthwise, default)");
+  assert_contains(
+      error->message,
+      "parameter 'impl': 'fast' is not one of the "
+      "choices (allowed: pure, blas, weir, "
+      "im2col, direct, depthwise, winograd, col2im, weir-bf16, default)");
 }
 
 static void test_every_site_preserves_outputs(void **state) {

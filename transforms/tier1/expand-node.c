@@ -6,7 +6,7 @@
  * Site: one LIBRARY node.  Legal when an expansion is registered for the
  * node's op and the chosen implementation; the reason otherwise lists the
  * implementations that are registered for the op.  The choice list is
- * static ("pure|blas|weir|im2col|direct|depthwise"); which of them exist for an
+ * static (IMPLS below); which of them exist for an
  * op is decided by the expansion registry, so implementations added later by
  * other files become usable without touching this one.
  *
@@ -29,7 +29,7 @@
 
 gboolean weir_tier1_register_expand_node(GError **error);
 
-#define IMPLS "pure|blas|weir|im2col|direct|depthwise"
+#define IMPLS "pure|blas|weir|im2col|direct|depthwise|winograd|col2im|weir-bf16"
 #define CHOICES IMPLS "|default"
 
 static const WeirParamSpec params[] = {
@@ -38,8 +38,10 @@ static const WeirParamSpec params[] = {
      .default_value = "pure",
      .choices = CHOICES,
      .doc = "implementation: pure maps and tasklets, a BLAS call, Weir's "
-            "own GEMM, im2col + GEMM, direct convolution or Weir's "
-            "depthwise kernel (when registered for the op); default: what the "
+            "own GEMM, im2col + GEMM, direct convolution, Weir's "
+            "depthwise kernel, Weir's Winograd convolution, col2im (the input "
+            "gradient) or Weir's bf16 GEMM (when registered for the op); "
+            "default: what the "
             "code generator "
             "would choose (nodes whose choice is native are left alone, "
             "the others expanded pure)"},
