@@ -496,7 +496,8 @@ static gboolean transpose_plan(StateCtx *sc, const WeirNode *entry,
     gint64 sv;
     if (!weir_expr_is_const(r->step, &sv) || sv != 1)
       return FALSE;
-    g_autoptr(GHashTable) used = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) used =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     weir_expr_collect_symbols(r->begin, used);
     weir_expr_collect_symbols(r->end, used);
     GHashTableIter it;
