@@ -785,13 +785,7 @@ static gboolean dim_is(const WeirContainer *c, guint d, gint64 v) {
 static gboolean dw_accepts(const WeirGraph *g, const WeirState *s,
                            const WeirNode *n, char **reason) {
   /* the operand checks of the im2col implementation (row-major, 2-D) */
-  const WeirNativeImpl *like = weir_native_lookup("Conv", "im2col");
-  if (!like) {
-    *reason = g_strdup("needs the 'im2col' implementation's checks, which is "
-                       "not registered");
-    return FALSE;
-  }
-  if (!like->accepts(g, s, n, reason))
+  if (!weir_native_accepts_as("Conv", "im2col", g, s, n, reason))
     return FALSE;
   const WeirContainer *x = weir_native_port(g, s, n, TRUE, 0);
   const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);

@@ -61,13 +61,7 @@ static gboolean dim_const(const WeirContainer *c, guint d, gint64 *v) {
 static gboolean wino_accepts(const WeirGraph *g, const WeirState *s,
                              const WeirNode *n, char **reason) {
   /* the operand checks of Weir's GEMM convolution (row-major, 2-D) */
-  const WeirNativeImpl *like = weir_native_lookup("Conv", "weir");
-  if (!like) {
-    *reason = g_strdup("needs the 'weir' implementation's checks, which is "
-                       "not registered");
-    return FALSE;
-  }
-  if (!like->accepts(g, s, n, reason))
+  if (!weir_native_accepts_as("Conv", "weir", g, s, n, reason))
     return FALSE;
   const WeirContainer *x = weir_native_port(g, s, n, TRUE, 0);
   const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);
@@ -326,13 +320,7 @@ static gboolean wino_grad_accepts(const WeirGraph *g, const WeirState *s,
                                   const WeirNode *n, char **reason) {
   /* the operand checks of Weir's GEMM input gradient (rank 4, row-major,
    * explicit attributes) */
-  const WeirNativeImpl *like = weir_native_lookup("ConvGradInput", "weir");
-  if (!like) {
-    *reason = g_strdup("needs the 'weir' implementation's checks, which is "
-                       "not registered");
-    return FALSE;
-  }
-  if (!like->accepts(g, s, n, reason))
+  if (!weir_native_accepts_as("ConvGradInput", "weir", g, s, n, reason))
     return FALSE;
   const WeirContainer *dy = weir_native_port(g, s, n, TRUE, 0);
   const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);

@@ -114,6 +114,19 @@ const WeirNativeImpl *weir_native_lookup(const char *op, const char *impl) {
   return r;
 }
 
+gboolean weir_native_accepts_as(const char *op, const char *impl,
+                                const WeirGraph *g, const WeirState *s,
+                                const WeirNode *n, char **reason) {
+  const WeirNativeImpl *like = weir_native_lookup(op, impl);
+  if (!like) {
+    *reason = g_strdup_printf("needs the '%s' implementation's checks, which "
+                              "is not registered",
+                              impl);
+    return FALSE;
+  }
+  return like->accepts(g, s, n, reason);
+}
+
 static int compare_keys(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }

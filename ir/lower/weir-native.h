@@ -185,6 +185,13 @@ void weir_native_reduce_clear(WeirNativeReduce *r);
  * Only what is registered: weir_init() registers the built-in ones. */
 WEIR_API const WeirNativeImpl *weir_native_lookup(const char *op,
                                                   const char *impl);
+
+/* Whether the implementation impl of op accepts n, as its accepts()
+ * says: for an implementation whose operand checks start with another
+ * one's.  An unregistered impl is a refusal naming it. */
+WEIR_API gboolean weir_native_accepts_as(const char *op, const char *impl,
+                                         const WeirGraph *g, const WeirState *s,
+                                         const WeirNode *n, char **reason);
 /* The implementation used for n when it has no "impl" attribute. */
 WEIR_API const char *weir_native_default_impl(const WeirGraph *g,
                                               const WeirState *s,
