@@ -874,6 +874,93 @@ static void test_own_blocking(void **state) {
   assert_non_null(strstr(err->message, WEIR_GEMM_ATTR_MR));
 }
 
+/* ------------------------------------------- the threads' split */
+
+/* Small blocks with several B panels per NC block: MR 5, NV 2, NC 170
+ * (160 columns: 5 panels of 32 on AVX-512, 10 of 16 on AVX2, 20 of 8
+ * portable), MC 23 (four M blocks of 20 rows at 61 rows). */
+static void split_small(WeirNode *n) {
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_MR, 5);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_NV, 2);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_KC, 37);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_MC, 23);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_NC, 170);
+}
+/* The usual tile (not the transposed one the shape rule may pick). */
+static void split_orient1(WeirNode *n) {
+  g_autofree char *p = g_strdup_printf("%s=1", WEIR_GEMM_PARAM_ORIENT);
+  const char *ps[] = {p};
+  weir_node_set_attr_strings(n, "impl_params", ps, 1);
+}
+
+/* The tiles of an NC block split by their cost over 1, 2 and 3 threads
+ * (conv14k): a B panel shared by two threads, its rows split, an edge
+ * panel cheaper than a full one, several M blocks (the rows of a thread's
+ * tiles within each), A packed per call by each thread for its rows only;
+ * and a residual block's Add + ReLU applied in the microtile's
+ * registers (full tiles) or after the store (edges). */
+static const Node splits[] = {
+    /* 61 x 150 x 80 and 61 x 330 x 80 (two NC blocks and an edge one) */
+    {"Gemm", {"61, 80", "80, 150", "150"}, "61, 150", NULL},
+    {"Gemm",
+     {"61, 80", "80, 330", ""},
+     "61, 330",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Gemm", {"80, 61", "330, 80", "61, 1"}, "61, 330", tt_quarter},
+    /* ResNet's 14x14 bottleneck: 5 panels, the last of 4 columns */
+    {"Conv",
+     {"1, 24, 14, 14", "100, 24, 1, 1", "100"},
+     "1, 100, 14, 14",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    /* the downsample: 1x1 stride 2 onto 14x14 */
+    {"Conv",
+     {"1, 16, 28, 28", "40, 16, 1, 1", "40"},
+     "1, 40, 14, 14",
+     s2,
+     NULL},
+    /* 28x28: NC blocks of 10 and 7 panels (AVX-512), three threads
+     * splitting B panels; a bias, a residual and ReLU6's clip */
+    {"Conv",
+     {"1, 8, 28, 28", "20, 8, 1, 1", "20"},
+     "1, 20, 28, 28",
+     NULL,
+     "y = min(max(x + r, 0.0), 6.0)",
+     TRUE,
+     "weir + residual + clip"},
+    /* the same with small blocks, groups and batch 2 */
+    {"Conv",
+     {"2, 8, 13, 13", "66, 4, 1, 1", "66"},
+     "2, 66, 13, 13",
+     g2,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+};
+static void (*const splits_set[])(WeirNode *n) = {
+    split_small,   split_small,   split_small, split_orient1,
+    split_orient1, split_orient1, split_small};
+
+static void test_thread_split(void **state) {
+  (void)state;
+  G_STATIC_ASSERT(G_N_ELEMENTS(splits) == G_N_ELEMENTS(splits_set));
+  g_autoptr(WeirGraph) g =
+      program("splits", splits, G_N_ELEMENTS(splits), WEIR_DTYPE_F32);
+  WeirState *st = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    guint k;
+    if (n->kind == WEIR_NODE_LIBRARY && sscanf(n->label, "n%u", &k) == 1)
+      splits_set[k](n);
+  }
+  check_program(g, splits, G_N_ELEMENTS(splits), WEIR_DTYPE_F32);
+}
+
 /* ------------------------------------------- a sample with epilogues */
 
 static void test_lenet_epilogues(void **state) {
@@ -1062,6 +1149,7 @@ int main(void) {
       cmocka_unit_test(test_conv_channels),
       cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
+      cmocka_unit_test(test_thread_split),
       cmocka_unit_test(test_lenet_epilogues),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
