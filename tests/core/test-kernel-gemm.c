@@ -893,12 +893,26 @@ static void split_orient1(WeirNode *n) {
   weir_node_set_attr_strings(n, "impl_params", ps, 1);
 }
 
+static void s3(WeirNode *n) {
+  set2(n, "strides", 3, 3);
+}
+/* stride 2, padded at the bottom and the right only: the last output row
+ * and column lie in the padding */
+static void s2_pad_end(WeirNode *n) {
+  set2(n, "strides", 2, 2);
+  gint64 pads[4] = {0, 0, 1, 1};
+  weir_node_set_attr_ints(n, "pads", pads, 4);
+}
+
 /* The tiles of an NC block split by their cost over 1, 2 and 3 threads
  * (conv14k): a B panel shared by two threads, its rows split, an edge
  * panel cheaper than a full one, several M blocks (the rows of a thread's
  * tiles within each), A packed per call by each thread for its rows only;
  * and a residual block's Add + ReLU applied in the microtile's
- * registers (full tiles) or after the store (edges). */
+ * registers (full tiles) or after the store (edges); a strided 1x1
+ * convolution's patches packed a channel at a time across the thread's
+ * panels (weir_gemm_pack_1x1), not when an output pixel lies in the
+ * padding. */
 static const Node splits[] = {
     /* 61 x 150 x 80 and 61 x 330 x 80 (two NC blocks and an edge one) */
     {"Gemm", {"61, 80", "80, 150", "150"}, "61, 150", NULL},
@@ -941,10 +955,13 @@ static const Node splits[] = {
      "y = max(x + r, 0.0)",
      TRUE,
      "weir + residual + clip"},
+    /* stride 3 over two k blocks, 81 columns in panels of small blocks */
+    {"Conv", {"1, 50, 27, 27", "30, 50, 1, 1", "30"}, "1, 30, 9, 9", s3},
+    {"Conv", {"1, 8, 10, 10", "16, 8, 1, 1", ""}, "1, 16, 6, 6", s2_pad_end},
 };
 static void (*const splits_set[])(WeirNode *n) = {
-    split_small,   split_small,   split_small, split_orient1,
-    split_orient1, split_orient1, split_small};
+    split_small,   split_small,   split_small, split_orient1, split_orient1,
+    split_orient1, split_small,   split_small, split_orient1};
 
 static void test_thread_split(void **state) {
   (void)state;
