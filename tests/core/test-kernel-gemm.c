@@ -909,10 +909,9 @@ static void s2_pad_end(WeirNode *n) {
  * panel cheaper than a full one, several M blocks (the rows of a thread's
  * tiles within each), A packed per call by each thread for its rows only;
  * and a residual block's Add + ReLU applied in the microtile's
- * registers (full tiles) or after the store (edges); a strided 1x1
- * convolution's patches packed a channel at a time across the thread's
- * panels (weir_gemm_pack_1x1), not when an output pixel lies in the
- * padding. */
+ * registers (full tiles) or after the store (edges); strided 1x1
+ * convolutions, one over two k blocks, one whose last output row and
+ * column lie in the padding. */
 static const Node splits[] = {
     /* 61 x 150 x 80 and 61 x 330 x 80 (two NC blocks and an edge one) */
     {"Gemm", {"61, 80", "80, 150", "150"}, "61, 150", NULL},
