@@ -960,8 +960,8 @@ static const Node splits[] = {
     {"Conv", {"1, 8, 10, 10", "16, 8, 1, 1", ""}, "1, 16, 6, 6", s2_pad_end},
 };
 static void (*const splits_set[])(WeirNode *n) = {
-    split_small,   split_small,   split_small, split_orient1, split_orient1,
-    split_orient1, split_small,   split_small, split_orient1};
+    split_small,   split_small, split_small, split_orient1, split_orient1,
+    split_orient1, split_small, split_small, split_orient1};
 
 static void test_thread_split(void **state) {
   (void)state;
