@@ -910,9 +910,8 @@ static void s2_pad_end(WeirNode *n) {
  * tiles within each), A packed per call by each thread for its rows only;
  * and a residual block's Add + ReLU applied in the microtile's
  * registers (full tiles) or after the store (edges); strided 1x1
- * convolutions packed by weir_gemm_pack_1x1, one over two k blocks, and
- * one whose last output row and column lie in the padding (packed by
- * weir_gemm_pack_im). */
+ * convolutions, one over two k blocks, one whose last output row and
+ * column lie in the padding. */
 static const Node splits[] = {
     /* 61 x 150 x 80 and 61 x 330 x 80 (two NC blocks and an edge one) */
     {"Gemm", {"61, 80", "80, 150", "150"}, "61, 150", NULL},
