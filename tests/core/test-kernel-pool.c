@@ -53,6 +53,12 @@ static const Case cases[] = {
     {1, 2, 11, 15, 3, 2, 2, 1, 0, 1, 2, 0, 1, 1, FALSE},
     /* dilation */
     {1, 2, 13, 16, 3, 3, 1, 2, 2, 1, 2, 1, 2, 2, FALSE},
+    /* stride 2 along the rows (taken over the row's even and odd columns):
+     * taps at odd offsets (dilation 3, kernel 4 wide), asymmetric padding,
+     * and padded rows of odd and even length */
+    {1, 2, 11, 23, 2, 4, 1, 2, 1, 2, 0, 1, 1, 3, FALSE},
+    {1, 3, 15, 20, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, FALSE},
+    {1, 1, 6, 14, 1, 2, 1, 2, 0, 0, 0, 0, 1, 1, FALSE},
     /* ceil_mode: the last windows run past the end */
     {1, 2, 10, 12, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE},
     /* a plane smaller than the kernel's padded reach */

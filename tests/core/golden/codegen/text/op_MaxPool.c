@@ -36,7 +36,8 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
  * channel) plane, split over the threads; per output row, the largest
  * of the window's input rows column by column into a row padded with
  * -inf, then every kernel column is a plain (vectorizable) loop over the
- * output columns, stride 1 and 2 with the stride constant (the order of
+ * output columns, stride 1 with the stride constant, stride 2 over the
+ * row dealt into its even and odd columns first (the order of
  * the comparisons differs from the pure expansion's only in which zero,
  * +0 or -0, a window of equal zeros gives).  Rows wider than the buffer
  * take a scalar loop nest with bounds tests. */
@@ -78,6 +79,7 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
 #endif
   for (int64_t pl = 0; pl < planes; pl++) {
     float row[WEIR_MAXPOOL_ROW];
+    float ev[WEIR_MAXPOOL_ROW / 2], od[WEIR_MAXPOOL_ROW / 2];
     const float *xp = x + pl * h * wd;
     for (int64_t p = 0; p < oh; p++) {
       float *acc = y + (pl * oh + p) * ow;
@@ -99,14 +101,26 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
       }
       for (int64_t q = 0; q < ow; q++)
         acc[q] = -INFINITY;
+      if (sw == 2) {
+        /* the row dealt into its even and odd columns (a copy at a
+         * constant stride), so that each tap is a contiguous loop */
+        for (int64_t t = 0; t < (rw + 1) / 2; t++)
+          ev[t] = row[2 * t];
+        for (int64_t t = 0; t < rw / 2; t++)
+          od[t] = row[2 * t + 1];
+        for (int64_t j = 0; j < kw; j++) {
+          const int64_t c = j * dw;
+          const float *r = c % 2 ? od + c / 2 : ev + c / 2;
+          for (int64_t q = 0; q < ow; q++)
+            acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
+        }
+        continue;
+      }
       for (int64_t j = 0; j < kw; j++) {
         const float *r = row + j * dw;
         if (sw == 1)
           for (int64_t q = 0; q < ow; q++)
             acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
-        else if (sw == 2)
-          for (int64_t q = 0; q < ow; q++)
-            acc[q] = weir_maxpool_take_f32(acc[q], r[2 * q]);
         else
           for (int64_t q = 0; q < ow; q++)
             acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);
