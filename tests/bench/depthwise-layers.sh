@@ -1,18 +1,21 @@
 #!/bin/sh
-# depthwise-layers.sh — Weir's two depthwise kernels on the depthwise layers
-# of MobileNetV2 and EfficientNet-B0 (docs/performance.md, "Depthwise and
-# global pooling kernels (mobile14e)"), interleaved in one process.
+# depthwise-layers.sh — Weir's depthwise kernels on the depthwise layers of
+# MobileNetV2 and EfficientNet-B0 (docs/performance.md, "Depthwise and
+# global pooling kernels (mobile14e)" and "The plane depthwise kernel
+# (mobile14l)"), interleaved in one process.
 #
 #   tests/bench/depthwise-layers.sh [BUILD_DIR] [--reps N] [--threads N] [--cold]
 #
 # BUILD_DIR/weir generates the helper text (`weir optimize -O2` and
 # `weir codegen` of a one-node model: depthwise Conv + SiLU, exported with
 # /usr/bin/python3's onnx); a driver compiled with -O3 -march=native
-# -fopenmp calls weir_dwconv2d_f32 per layer with vl = 0 (the default, the
-# channel-blocked kernel) and with vl = the row kernel's own width choice,
-# alternately, and prints the best of N of each (thread CPU time at one
-# thread, wall time otherwise) and their ratio, after checking that both
-# agree with a scalar loop nest (largest difference printed).  --cold
+# -fopenmp calls weir_dwconv2d_f32 per layer with vl = the row kernel's own
+# width choice, vl = 1 (the channel-blocked kernel) and vl = 0 (the
+# default: the plane kernel on AVX-512 where it applies, else the
+# channel-blocked one), alternately, and prints the best of N of each
+# (thread CPU time at one thread, wall time otherwise) and the ratio
+# channel-blocked / default, after checking that all agree with a scalar
+# loop nest (largest difference printed).  --cold
 # writes 64 MiB of other data before each timed call, then the input again
 # (as the layer before would): the weights and the output are out of the
 # caches, as in a network whose activations and weights exceed them, and
@@ -77,9 +80,10 @@ int main(int argc, char **argv) {
             cold = atoi(argv[4]);
   const size_t njunk = (size_t)16 << 20;
   float *junk = cold ? calloc(njunk, sizeof(float)) : NULL;
-  double tot[2] = {0, 0};
+  double tot[3] = {0, 0, 0};
   printf("| C x H x W | kernel | stride | row kernel us | channel-blocked us "
-         "| ratio | max diff |\n|---|---|---|---|---|---|---|\n");
+         "| default us | blocked / default | max diff |\n"
+         "|---|---|---|---|---|---|---|---|\n");
   for (unsigned t = 0; t < sizeof layers / sizeof layers[0]; t++) {
     const int64_t c = layers[t][0], h = layers[t][1], k = layers[t][2],
                   s = layers[t][3], p = k / 2, o = (h + 2 * p - k) / s + 1;
@@ -97,8 +101,8 @@ int main(int argc, char **argv) {
                            (o + vlw - 1) / vlw * vlw
                        ? vlw / 2
                        : vlw;
-    const int vls[2] = {vl, 0};
-    double best[2] = {1e9, 1e9}, err = 0;
+    const int vls[3] = {vl, 1, 0};
+    double best[3] = {1e9, 1e9, 1e9}, err = 0;
     for (int64_t ch = 0; ch < c; ch++)
       for (int64_t i = 0; i < o; i++)
         for (int64_t j = 0; j < o; j++) {
@@ -112,7 +116,7 @@ int main(int argc, char **argv) {
           r[(ch * o + i) * o + j] = a / (1 + expf(-a));
         }
     for (int q = 0; q < reps; q++)
-      for (int m = 0; m < 2; m++) {
+      for (int m = 0; m < 3; m++) {
         if (cold) {
           for (size_t i = 0; i < njunk; i += 16)
             junk[i] += 1.0f;
@@ -127,15 +131,16 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; q == 0 && i < c * o * o; i++)
           err = fabs(y[i] - r[i]) > err ? fabs(y[i] - r[i]) : err;
       }
-    tot[0] += best[0];
-    tot[1] += best[1];
-    printf("| %ld x %ld x %ld | %ldx%ld | %ld | %.1f | %.1f | %.2f | %.1e |\n",
+    for (int m = 0; m < 3; m++)
+      tot[m] += best[m];
+    printf("| %ld x %ld x %ld | %ldx%ld | %ld | %.1f | %.1f | %.1f | %.2f | "
+           "%.1e |\n",
            (long)c, (long)h, (long)h, (long)k, (long)k, (long)s,
-           best[0] * 1e6, best[1] * 1e6, best[0] / best[1], err);
+           best[0] * 1e6, best[1] * 1e6, best[2] * 1e6, best[1] / best[2], err);
     free(x), free(w), free(b), free(y), free(r);
   }
-  printf("| all | | | %.1f | %.1f | %.2f | |\n", tot[0] * 1e6, tot[1] * 1e6,
-         tot[0] / tot[1]);
+  printf("| all | | | %.1f | %.1f | %.1f | %.2f | |\n", tot[0] * 1e6,
+         tot[1] * 1e6, tot[2] * 1e6, tot[1] / tot[2]);
   free(junk);
   return 0;
 }

@@ -15,7 +15,7 @@
  * (a vertically dilated 3x5 kernel, a 9x9 one).  The program is generated once
  * per ISA the CPU has ($WEIR_ISA lowers it), must call the kernel (default
  * choice, no "direct" loop nest) and must match the interpreter within
- * 1e-4 at 1 and 2 OpenMP threads; every output element is pre-set to a
+ * 1e-4 at 1, 2 and 3 OpenMP threads; every output element is pre-set to a
  * sentinel, so an element the kernel skips fails.
  */
 #include <setjmp.h>
@@ -106,6 +106,24 @@ static const Case cases[] = {
     /* horizontal dilation and a 1x1 kernel: the generic instance */
     {1, 17, 8, 19, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, TRUE, 0},
     {1, 16, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, TRUE, 0},
+    /* the plane kernel (AVX-512, 3x3, mobile14l): its narrowest row (9
+     * columns) and the one under it (8: channel-blocked); stride 2 at 32
+     * output columns (its widest) and 33; stride 1 at 128 columns (8
+     * chunks) and 129; asymmetric padding at both strides; fewer than
+     * four rows (no group of four); padding beyond the kernel's reach at
+     * stride 2; rows of four inside the image and rows near the borders
+     * in one plane (30 rows) */
+    {1, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 12, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 12, 66, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 129, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 4, 11, 20, 3, 3, 1, 1, 0, 0, 2, 2, 1, 1, TRUE, 0},
+    {2, 4, 13, 27, 3, 3, 2, 2, 2, 0, 0, 2, 1, 1, TRUE, 0},
+    {1, 3, 3, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 15, 30, 3, 3, 2, 2, 3, 3, 3, 3, 1, 1, TRUE, 0},
+    {1, 7, 30, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     /* 81 taps: beyond the channel-blocked kernel, the row kernel's loop
      * nest */
     {1, 4, 12, 12, 9, 9, 1, 1, 4, 4, 4, 4, 1, 1, TRUE, 0},
@@ -132,6 +150,18 @@ static const Case epilogues[] = {
     /* a partial block of channels with a residual (20 = 16 + 4) */
     {1, 20, 9, 18, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
      "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
+    /* the plane kernel's instances (mobile14l): clip and SiLU inlined,
+     * HardSwish through the switch, at stride 1 and 2, with a residual */
+    {1, 6, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
+    {1, 5, 28, 28, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = 1 / (1 + exp(-x))\ny = x * s", FALSE, "depthwise + SiLU"},
+    {1, 5, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    {1, 4, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0,
+     "y = x * max(0, min(1, x / 6 + 0.5))", FALSE, "depthwise + HardSwish"},
+    {1, 4, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = max(x, 0)", FALSE, "depthwise + clip"},
     /* the scalar loop nest applies the epilogue too */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0,
      "s = 1 / (1 + exp(-x))\ny = s * x", FALSE, "depthwise + SiLU"},
@@ -236,7 +266,7 @@ static void check_program(const WeirGraph *g, const Case *cs, guint nodes) {
     g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
       assert_true(weir_kernel_set_threads(k, threads, &err));
       g_autoptr(GHashTable) got = copy_args(args);
       for (guint n = 0; n < nodes; n++) {
