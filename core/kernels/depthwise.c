@@ -51,11 +51,11 @@
 
 /* ------------------------------------------------------------- template */
 
-/* The widest output rows the plane kernel takes (columns) at stride 1
- * and 2; wider rows go to the channel-blocked kernel (docs/performance.md,
+/* The widest output rows the plane kernel takes (columns, at most 128:
+ * 8 chunks of 16); wider rows go to the channel-blocked kernel, which was
+ * as fast or faster on them with the caches cold (docs/performance.md,
  * mobile14l). */
-#define WEIR_DWP_MAX_OW1 128
-#define WEIR_DWP_MAX_OW2 32
+#define WEIR_DWP_MAX_OW 16
 
 static const char dw_head[] =
     "/* Weir's depthwise convolution (docs/native.md, implementation\n"
@@ -748,8 +748,7 @@ static const char dw_plane_avx512[] =
     " * slower than the channel-blocked kernel (docs/performance.md,\n"
     " * mobile14l): kernels other than 3x3, strides other than 1 and 2\n"
     " * (equal), dilation, output rows under 9 columns (a vector mostly\n"
-    " * empty, per-plane costs over few vectors), at stride 1 over @DWPMAX1@\n"
-    " * and at stride 2 over @DWPMAX2@. */\n"
+    " * empty, per-plane costs over few vectors) or over @DWPMAX@. */\n"
     "static @TGT@ int weir_dwp_f32(const float *x, const float *w,\n"
     "                              const float *b, float *y, const float *r,\n"
     "                              int64_t n, int64_t c, int64_t h, int64_t wd,\n"
@@ -759,8 +758,8 @@ static const char dw_plane_avx512[] =
     "                              int64_t pw, int act, float lo, float hi) {\n"
     "  const int64_t K = 3, S = sh;\n"
     "  if (kh != K || kw != K || sh != sw || (S != 1 && S != 2) || dh != 1 ||\n"
-    "      dw != 1 || oh <= 0 || ow < 9 || ow > (S == 1 ? @DWPMAX1@ : @DWPMAX2@) ||\n"
-    "      ow > 8 * 16 || n <= 0 || c <= 0)\n"
+    "      dw != 1 || oh <= 0 || ow < 9 || ow > @DWPMAX@ || ow > 8 * 16 ||\n"
+    "      n <= 0 || c <= 0)\n"
     "    return 0;\n"
     "  weir_dwp_geo g = {h, wd, oh, ow, ph, pw, (ow + 15) / 16, act, lo, hi,\n"
     "                    {0}};\n"
@@ -997,8 +996,7 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p) {
             "    return;\n"
           : "",
       0);
-  replace_uint(s, "@DWPMAX1@", WEIR_DWP_MAX_OW1);
-  replace_uint(s, "@DWPMAX2@", WEIR_DWP_MAX_OW2);
+  replace_uint(s, "@DWPMAX@", WEIR_DWP_MAX_OW);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(p->isa), 0);
   replace_uint(s, "@VLH@", p->vl / 2);
   replace_uint(s, "@VL@", p->vl);

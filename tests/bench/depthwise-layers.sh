@@ -5,6 +5,7 @@
 # (mobile14l)"), interleaved in one process.
 #
 #   tests/bench/depthwise-layers.sh [BUILD_DIR] [--reps N] [--threads N] [--cold]
+#                                   [--act N]
 #
 # BUILD_DIR/weir generates the helper text (`weir optimize -O2` and
 # `weir codegen` of a one-node model: depthwise Conv + SiLU, exported with
@@ -19,14 +20,17 @@
 # writes 64 MiB of other data before each timed call, then the input again
 # (as the layer before would): the weights and the output are out of the
 # caches, as in a network whose activations and weights exceed them, and
-# the input is in them (docs/performance.md, mobile14i).
+# the input is in them (docs/performance.md, mobile14i).  --act: the
+# epilogue's activation code (weir_act_apply: 3 SiLU, the default, as
+# EfficientNet-B0; 1 clip to [0, 6], ReLU6 as MobileNetV2; 0 none).
 set -eu
 build=build
 case ${1:-} in --*|'') ;; *) build=$1; shift ;; esac
-reps=30; threads=1; cold=0
+reps=30; threads=1; cold=0; act=3
 while [ $# -gt 0 ]; do
   case $1 in
     --cold) cold=1; shift ;;
+    --act) act=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     *) echo "depthwise-layers.sh: unknown option $1" >&2; exit 2 ;;
@@ -77,7 +81,7 @@ int main(int argc, char **argv) {
       {576, 14, 3, 1}, {576, 14, 3, 2}, {672, 14, 5, 1}, {672, 14, 5, 2},
       {960, 7, 3, 1},  {1152, 7, 5, 1}, {1152, 7, 3, 1}};
   const int reps = atoi(argv[1]), cpu = atoi(argv[2]) == 1, vlw = atoi(argv[3]),
-            cold = atoi(argv[4]);
+            cold = atoi(argv[4]), act = atoi(argv[5]);
   const size_t njunk = (size_t)16 << 20;
   float *junk = cold ? calloc(njunk, sizeof(float)) : NULL;
   double tot[3] = {0, 0, 0};
@@ -113,7 +117,9 @@ int main(int argc, char **argv) {
               if (ih >= 0 && ih < h && iw >= 0 && iw < h)
                 a += w[(ch * k + u) * k + v] * x[(ch * h + ih) * h + iw];
             }
-          r[(ch * o + i) * o + j] = a / (1 + expf(-a));
+          r[(ch * o + i) * o + j] = act == 3   ? a / (1 + expf(-a))
+                                    : act == 1 ? fminf(fmaxf(a, 0), 6)
+                                               : a;
         }
     for (int q = 0; q < reps; q++)
       for (int m = 0; m < 3; m++) {
@@ -125,7 +131,7 @@ int main(int argc, char **argv) {
         }
         double t0 = now(cpu);
         weir_dwconv2d_f32(x, w, b, y, NULL, 1, c, h, h, k, k, o, o, s, s, 1, 1,
-                          p, p, 3, 0, 0, vls[m]);
+                          p, p, act, 0, 6, vls[m]);
         double dt = now(cpu) - t0;
         best[m] = dt < best[m] ? dt : best[m];
         for (int64_t i = 0; q == 0 && i < c * o * o; i++)
@@ -147,6 +153,6 @@ int main(int argc, char **argv) {
 C
 vlw=$(grep -o 'vectors of [0-9]* channels' "$d/helper.h" | head -1 | grep -o '[0-9]*')
 ${CC:-cc} -O3 -march=native -fopenmp -I"$d" "$d/main.c" -o "$d/bench" -lm
-echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw$( [ $cold = 1 ] && echo ', cold caches')"
+echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw, activation $act$( [ $cold = 1 ] && echo ', cold caches')"
 echo "uptime:$(uptime)"
-OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold"
+OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold" "$act"
