@@ -51,11 +51,12 @@
 
 /* ------------------------------------------------------------- template */
 
-/* The widest output rows the plane kernel takes (columns, at most 128:
- * 8 chunks of 16); wider rows go to the channel-blocked kernel, which was
- * as fast or faster on them with the caches cold (docs/performance.md,
- * mobile14l). */
-#define WEIR_DWP_MAX_OW 16
+/* The widest output rows the plane kernel takes at stride 1 and 2
+ * (columns, at most 128: 8 chunks of 16); wider rows go to the
+ * channel-blocked kernel, as fast or faster there with the caches cold
+ * (docs/performance.md, mobile14l). */
+#define WEIR_DWP_MAX_OW1 128
+#define WEIR_DWP_MAX_OW2 16
 
 static const char dw_head[] =
     "/* Weir's depthwise convolution (docs/native.md, implementation\n"
@@ -603,6 +604,7 @@ static const char dw_plane_avx512[] =
     "typedef struct {\n"
     "  int64_t h, wd, oh, ow, ph, pw;\n"
     "  int64_t nck; /* 16-column chunks of an output row */\n"
+    "  int64_t pf;  /* output prefetch distance, floats: whole planes */\n"
     "  int act;\n"
     "  float lo, hi;\n"
     "  /* per chunk ck and kernel column j: the lanes whose input column\n"
@@ -627,10 +629,17 @@ static const char dw_plane_avx512[] =
     "  return (weir_act_v16)_mm512_maskz_loadu_ps(m, a);\n"
     "}\n"
     "/* residual and activation `act` of one vector, stored in the lanes of m\n"
-    " * at yc + o */\n"
+    " * at yc + o (its last lane at yc + o + nq - 1).  The line holding the\n"
+    " * element pf floats after that last one is prefetched for writing: the\n"
+    " * last lanes of successive vectors are at most 16 floats apart, so\n"
+    " * every line of the output ahead is prefetched once or twice. */\n"
     "static inline __attribute__((always_inline)) @TGT@ void\n"
     "weir_dwp_st(int act, float lo, float hi, weir_act_v16 acc, __mmask16 m,\n"
-    "            float *restrict yc, const float *restrict rc, int64_t o) {\n"
+    "            float *restrict yc, const float *restrict rc, int64_t o,\n"
+    "            int64_t nq, int64_t pf) {\n"
+    "  __builtin_prefetch(\n"
+    "      (const void *)((uintptr_t)(yc + o) + (uintptr_t)((nq - 1 + pf) * 4)),\n"
+    "      1, 3);\n"
     "  if (rc)\n"
     "    acc += weir_dwp_ld(m, rc, o);\n"
     "  acc = weir_act_apply16(acc, act, lo, hi);\n"
@@ -669,7 +678,7 @@ static const char dw_plane_avx512[] =
     "               const float *restrict wc, float bias, float *restrict yc,\n"
     "               const float *restrict rc) {\n"
     "  const int64_t h = g->h, wd = g->wd, oh = g->oh, ow = g->ow;\n"
-    "  const int64_t ph = g->ph, pw = g->pw, nck = g->nck;\n"
+    "  const int64_t ph = g->ph, pw = g->pw, nck = g->nck, pf = g->pf;\n"
     "  const int act = A >= 0 ? A : g->act;\n"
     "  const float lo = g->lo, hi = g->hi;\n"
     "  weir_act_v16 wv[K * K];\n"
@@ -683,7 +692,8 @@ static const char dw_plane_avx512[] =
     "#pragma GCC unroll 10\n"
     "    for (int j = 0; j < S * K; j++)\n"
     "      cm[j] = g->cm[S * ck * K + j];\n"
-    "    const __mmask16 sm = weir_dwp_range(0, ow - c0);\n"
+    "    const int64_t nq = ow - c0 < 16 ? ow - c0 : 16;\n"
+    "    const __mmask16 sm = weir_dwp_range(0, nq);\n"
     "    for (int64_t p = 0; p < oh; p++) {\n"
     "      const int64_t ih0 = p * S - ph;\n"
     "      if (ih0 >= 0 && p + 3 < oh && ih0 + 3 * S + K - 1 < h) {\n"
@@ -696,7 +706,8 @@ static const char dw_plane_avx512[] =
     "                                 (ih0 + u * S + i) * wd + off0, a[u]);\n"
     "#pragma GCC unroll 4\n"
     "        for (int u = 0; u < 4; u++)\n"
-    "          weir_dwp_st(act, lo, hi, a[u], sm, yc, rc, (p + u) * ow + c0);\n"
+    "          weir_dwp_st(act, lo, hi, a[u], sm, yc, rc, (p + u) * ow + c0,\n"
+    "                      nq, pf);\n"
     "        p += 3;\n"
     "        continue;\n"
     "      }\n"
@@ -708,7 +719,7 @@ static const char dw_plane_avx512[] =
     "        if (ih0 + i >= 0 && ih0 + i < h)\n"
     "          acc = weir_dwp_taps(K, S, xc, wv + i * K, cm,\n"
     "                              (ih0 + i) * wd + off0, acc);\n"
-    "      weir_dwp_st(act, lo, hi, acc, sm, yc, rc, p * ow + c0);\n"
+    "      weir_dwp_st(act, lo, hi, acc, sm, yc, rc, p * ow + c0, nq, pf);\n"
     "    }\n"
     "  }\n"
     "}\n"
@@ -748,7 +759,8 @@ static const char dw_plane_avx512[] =
     " * slower than the channel-blocked kernel (docs/performance.md,\n"
     " * mobile14l): kernels other than 3x3, strides other than 1 and 2\n"
     " * (equal), dilation, output rows under 9 columns (a vector mostly\n"
-    " * empty, per-plane costs over few vectors) or over @DWPMAX@. */\n"
+    " * empty, per-plane costs over few vectors), over @DWPMAX1@ at stride 1\n"
+    " * and over @DWPMAX2@ at stride 2. */\n"
     "static @TGT@ int weir_dwp_f32(const float *x, const float *w,\n"
     "                              const float *b, float *y, const float *r,\n"
     "                              int64_t n, int64_t c, int64_t h, int64_t wd,\n"
@@ -758,11 +770,15 @@ static const char dw_plane_avx512[] =
     "                              int64_t pw, int act, float lo, float hi) {\n"
     "  const int64_t K = 3, S = sh;\n"
     "  if (kh != K || kw != K || sh != sw || (S != 1 && S != 2) || dh != 1 ||\n"
-    "      dw != 1 || oh <= 0 || ow < 9 || ow > @DWPMAX@ || ow > 8 * 16 ||\n"
-    "      n <= 0 || c <= 0)\n"
+    "      dw != 1 || oh <= 0 || ow < 9 || ow > (S == 1 ? @DWPMAX1@ : @DWPMAX2@) ||\n"
+    "      ow > 8 * 16 || n <= 0 || c <= 0)\n"
     "    return 0;\n"
-    "  weir_dwp_geo g = {h, wd, oh, ow, ph, pw, (ow + 15) / 16, act, lo, hi,\n"
-    "                    {0}};\n"
+    "  /* the output is prefetched for writing whole planes ahead, at\n"
+    "   * least 1024 floats (the store of a plane's rows in order is what\n"
+    "   * the hardware prefetchers follow least: read-for-ownership misses) */\n"
+    "  const int64_t ohw = oh * ow, pf = (1024 + ohw - 1) / ohw * ohw;\n"
+    "  weir_dwp_geo g = {h, wd, oh, ow, ph, pw, (ow + 15) / 16, pf, act, lo,\n"
+    "                    hi, {0}};\n"
     "  for (int64_t ck = 0; ck < g.nck; ck++)\n"
     "    for (int64_t j = 0; j < K; j++) {\n"
     "      const int64_t c0 = ck * 16, nq = ow - c0 < 16 ? ow - c0 : 16;\n"
@@ -996,7 +1012,8 @@ char *weir_kernel_depthwise_text(const WeirDepthwiseParams *p) {
             "    return;\n"
           : "",
       0);
-  replace_uint(s, "@DWPMAX@", WEIR_DWP_MAX_OW);
+  replace_uint(s, "@DWPMAX1@", WEIR_DWP_MAX_OW1);
+  replace_uint(s, "@DWPMAX2@", WEIR_DWP_MAX_OW2);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(p->isa), 0);
   replace_uint(s, "@VLH@", p->vl / 2);
   replace_uint(s, "@VL@", p->vl);

@@ -106,9 +106,12 @@ static const Case cases[] = {
     /* horizontal dilation and a 1x1 kernel: the generic instance */
     {1, 17, 8, 19, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, TRUE, 0},
     {1, 16, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, TRUE, 0},
-    /* the plane kernel (AVX-512, 3x3, output rows of 9 to 16 columns,
-     * mobile14l): its narrowest row and the one under it (8:
-     * channel-blocked), its widest (16) and 17 at both strides;
+    /* the plane kernel (AVX-512, 3x3, output rows of 9 to 128 columns
+     * at stride 1, 9 to 16 at stride 2, mobile14l): its narrowest row
+     * and the one under it (8: channel-blocked), 16 and 17 columns at
+     * both strides (one chunk of 16 and two), its widest at stride 1
+     * (128: 8 chunks) and 129; rows of 70 columns (5 chunks, the last
+     * partial);
      * asymmetric padding at both strides; fewer than four rows (no group
      * of four); padding beyond the kernel's reach at stride 2; groups of
      * four rows inside the image and rows near the borders in one plane
@@ -119,6 +122,9 @@ static const Case cases[] = {
     {1, 5, 12, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
     {1, 2, 9, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {1, 2, 9, 34, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 129, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {1, 4, 11, 12, 3, 3, 1, 1, 0, 0, 2, 2, 1, 1, TRUE, 0},
     {2, 4, 13, 23, 3, 3, 2, 2, 2, 0, 0, 2, 1, 1, TRUE, 0},
     {1, 3, 3, 15, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
