@@ -125,6 +125,19 @@ static const Case cases[] = {
     {1, 2, 6, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {1, 2, 6, 129, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
     {1, 3, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* its packed mode (stride 1, rows of 5 to 8 columns as wide as the
+     * input: 16 / ow rows per vector): 5 columns (3 rows a vector), 6,
+     * 4 (channel-blocked); 7 columns with 30 rows (pairs of interior
+     * blocks), 1 and 3 rows; asymmetric padding keeping the width;
+     * padding that changes it (channel-blocked) */
+    {1, 3, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 11, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 30, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 1, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 3, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 4, 9, 8, 3, 3, 1, 1, 2, 0, 0, 2, 1, 1, TRUE, 0},
+    {1, 4, 9, 8, 3, 3, 1, 1, 2, 2, 0, 2, 1, 1, TRUE, 0},
     {1, 4, 11, 12, 3, 3, 1, 1, 0, 0, 2, 2, 1, 1, TRUE, 0},
     {2, 4, 13, 23, 3, 3, 2, 2, 2, 0, 0, 2, 1, 1, TRUE, 0},
     {1, 3, 3, 15, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
@@ -168,6 +181,10 @@ static const Case epilogues[] = {
      "y = x * max(0, min(1, x / 6 + 0.5))", FALSE, "depthwise + HardSwish"},
     {1, 4, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
      "y = max(x, 0)", FALSE, "depthwise + clip"},
+    {1, 6, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    {1, 6, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
     /* the scalar loop nest applies the epilogue too */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0,
      "s = 1 / (1 + exp(-x))\ny = s * x", FALSE, "depthwise + SiLU"},
