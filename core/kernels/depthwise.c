@@ -1,8 +1,14 @@
 /* depthwise.c — Weir's depthwise convolution as C text (weir-kernels.h),
  * the native implementation "depthwise" of Conv (docs/native.md).
  *
- * Two kernels, in one helper:
- *  - Channel-blocked (the default, weir_dwc_*): VL channels per vector.
+ * Three kernels, in one helper:
+ *  - Plane (AVX-512 only, weir_dwp_*; the default for 3x3 at stride 1 on
+ *    output rows of 5-8 columns as wide as the input or of 9-128, and at
+ *    stride 2 on rows of 9-16): vectors of 16 output columns of one NCHW
+ *    plane (or of 16 / ow whole rows), every tap a masked load straight
+ *    from the input plane, no transposition; described at its text.
+ *  - Channel-blocked (the default elsewhere, weir_dwc_*): VL channels per
+ *    vector.
  *    Per (image, block of VL channels, band of output rows) the input rows
  *    are transposed once each into a ring of KH padded rows laid out
  *    [column][channel] (VL x VL tiles transposed in registers by shuffles;
