@@ -1,29 +1,36 @@
 #!/bin/sh
-# depthwise-layers.sh — Weir's two depthwise kernels on the depthwise layers
-# of MobileNetV2 and EfficientNet-B0 (docs/performance.md, "Depthwise and
-# global pooling kernels (mobile14e)"), interleaved in one process.
+# depthwise-layers.sh — Weir's depthwise kernels on the depthwise layers of
+# MobileNetV2 and EfficientNet-B0 (docs/performance.md, "Depthwise and
+# global pooling kernels (mobile14e)" and "The plane depthwise kernel
+# (mobile14l)"), interleaved in one process.
 #
 #   tests/bench/depthwise-layers.sh [BUILD_DIR] [--reps N] [--threads N] [--cold]
+#                                   [--act N]
 #
 # BUILD_DIR/weir generates the helper text (`weir optimize -O2` and
 # `weir codegen` of a one-node model: depthwise Conv + SiLU, exported with
 # /usr/bin/python3's onnx); a driver compiled with -O3 -march=native
-# -fopenmp calls weir_dwconv2d_f32 per layer with vl = 0 (the default, the
-# channel-blocked kernel) and with vl = the row kernel's own width choice,
-# alternately, and prints the best of N of each (thread CPU time at one
-# thread, wall time otherwise) and their ratio, after checking that both
-# agree with a scalar loop nest (largest difference printed).  --cold
+# -fopenmp calls weir_dwconv2d_f32 per layer with vl = the row kernel's own
+# width choice, vl = 1 (the channel-blocked kernel) and vl = 0 (the
+# default: the plane kernel on AVX-512 where it applies, else the
+# channel-blocked one), alternately, and prints the best of N of each
+# (thread CPU time at one thread, wall time otherwise) and the ratio
+# channel-blocked / default, after checking that all agree with a scalar
+# loop nest (largest difference printed).  --cold
 # writes 64 MiB of other data before each timed call, then the input again
 # (as the layer before would): the weights and the output are out of the
 # caches, as in a network whose activations and weights exceed them, and
-# the input is in them (docs/performance.md, mobile14i).
+# the input is in them (docs/performance.md, mobile14i).  --act: the
+# epilogue's activation code (weir_act_apply: 3 SiLU, the default, as
+# EfficientNet-B0; 1 clip to [0, 6], ReLU6 as MobileNetV2; 0 none).
 set -eu
 build=build
 case ${1:-} in --*|'') ;; *) build=$1; shift ;; esac
-reps=30; threads=1; cold=0
+reps=30; threads=1; cold=0; act=3
 while [ $# -gt 0 ]; do
   case $1 in
     --cold) cold=1; shift ;;
+    --act) act=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     *) echo "depthwise-layers.sh: unknown option $1" >&2; exit 2 ;;
@@ -74,12 +81,13 @@ int main(int argc, char **argv) {
       {576, 14, 3, 1}, {576, 14, 3, 2}, {672, 14, 5, 1}, {672, 14, 5, 2},
       {960, 7, 3, 1},  {1152, 7, 5, 1}, {1152, 7, 3, 1}};
   const int reps = atoi(argv[1]), cpu = atoi(argv[2]) == 1, vlw = atoi(argv[3]),
-            cold = atoi(argv[4]);
+            cold = atoi(argv[4]), act = atoi(argv[5]);
   const size_t njunk = (size_t)16 << 20;
   float *junk = cold ? calloc(njunk, sizeof(float)) : NULL;
-  double tot[2] = {0, 0};
+  double tot[3] = {0, 0, 0};
   printf("| C x H x W | kernel | stride | row kernel us | channel-blocked us "
-         "| ratio | max diff |\n|---|---|---|---|---|---|---|\n");
+         "| default us | blocked / default | max diff |\n"
+         "|---|---|---|---|---|---|---|---|\n");
   for (unsigned t = 0; t < sizeof layers / sizeof layers[0]; t++) {
     const int64_t c = layers[t][0], h = layers[t][1], k = layers[t][2],
                   s = layers[t][3], p = k / 2, o = (h + 2 * p - k) / s + 1;
@@ -97,8 +105,8 @@ int main(int argc, char **argv) {
                            (o + vlw - 1) / vlw * vlw
                        ? vlw / 2
                        : vlw;
-    const int vls[2] = {vl, 0};
-    double best[2] = {1e9, 1e9}, err = 0;
+    const int vls[3] = {vl, 1, 0};
+    double best[3] = {1e9, 1e9, 1e9}, err = 0;
     for (int64_t ch = 0; ch < c; ch++)
       for (int64_t i = 0; i < o; i++)
         for (int64_t j = 0; j < o; j++) {
@@ -109,10 +117,12 @@ int main(int argc, char **argv) {
               if (ih >= 0 && ih < h && iw >= 0 && iw < h)
                 a += w[(ch * k + u) * k + v] * x[(ch * h + ih) * h + iw];
             }
-          r[(ch * o + i) * o + j] = a / (1 + expf(-a));
+          r[(ch * o + i) * o + j] = act == 3   ? a / (1 + expf(-a))
+                                    : act == 1 ? fminf(fmaxf(a, 0), 6)
+                                               : a;
         }
     for (int q = 0; q < reps; q++)
-      for (int m = 0; m < 2; m++) {
+      for (int m = 0; m < 3; m++) {
         if (cold) {
           for (size_t i = 0; i < njunk; i += 16)
             junk[i] += 1.0f;
@@ -121,27 +131,28 @@ int main(int argc, char **argv) {
         }
         double t0 = now(cpu);
         weir_dwconv2d_f32(x, w, b, y, NULL, 1, c, h, h, k, k, o, o, s, s, 1, 1,
-                          p, p, 3, 0, 0, vls[m]);
+                          p, p, act, 0, 6, vls[m]);
         double dt = now(cpu) - t0;
         best[m] = dt < best[m] ? dt : best[m];
         for (int64_t i = 0; q == 0 && i < c * o * o; i++)
           err = fabs(y[i] - r[i]) > err ? fabs(y[i] - r[i]) : err;
       }
-    tot[0] += best[0];
-    tot[1] += best[1];
-    printf("| %ld x %ld x %ld | %ldx%ld | %ld | %.1f | %.1f | %.2f | %.1e |\n",
+    for (int m = 0; m < 3; m++)
+      tot[m] += best[m];
+    printf("| %ld x %ld x %ld | %ldx%ld | %ld | %.1f | %.1f | %.1f | %.2f | "
+           "%.1e |\n",
            (long)c, (long)h, (long)h, (long)k, (long)k, (long)s,
-           best[0] * 1e6, best[1] * 1e6, best[0] / best[1], err);
+           best[0] * 1e6, best[1] * 1e6, best[2] * 1e6, best[1] / best[2], err);
     free(x), free(w), free(b), free(y), free(r);
   }
-  printf("| all | | | %.1f | %.1f | %.2f | |\n", tot[0] * 1e6, tot[1] * 1e6,
-         tot[0] / tot[1]);
+  printf("| all | | | %.1f | %.1f | %.1f | %.2f | |\n", tot[0] * 1e6,
+         tot[1] * 1e6, tot[2] * 1e6, tot[1] / tot[2]);
   free(junk);
   return 0;
 }
 C
 vlw=$(grep -o 'vectors of [0-9]* channels' "$d/helper.h" | head -1 | grep -o '[0-9]*')
 ${CC:-cc} -O3 -march=native -fopenmp -I"$d" "$d/main.c" -o "$d/bench" -lm
-echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw$( [ $cold = 1 ] && echo ', cold caches')"
+echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw, activation $act$( [ $cold = 1 ] && echo ', cold caches')"
 echo "uptime:$(uptime)"
-OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold"
+OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold" "$act"

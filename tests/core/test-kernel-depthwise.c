@@ -15,7 +15,7 @@
  * (a vertically dilated 3x5 kernel, a 9x9 one).  The program is generated once
  * per ISA the CPU has ($WEIR_ISA lowers it), must call the kernel (default
  * choice, no "direct" loop nest) and must match the interpreter within
- * 1e-4 at 1 and 2 OpenMP threads; every output element is pre-set to a
+ * 1e-4 at 1, 2 and 3 OpenMP threads; every output element is pre-set to a
  * sentinel, so an element the kernel skips fails.
  */
 #include <setjmp.h>
@@ -106,6 +106,43 @@ static const Case cases[] = {
     /* horizontal dilation and a 1x1 kernel: the generic instance */
     {1, 17, 8, 19, 3, 3, 1, 1, 1, 2, 1, 2, 1, 2, TRUE, 0},
     {1, 16, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, TRUE, 0},
+    /* the plane kernel (AVX-512, 3x3, output rows of 9 to 128 columns
+     * at stride 1, 9 to 16 at stride 2, mobile14l): its narrowest row
+     * and the one under it (8: channel-blocked), 16 and 17 columns at
+     * both strides (one chunk of 16 and two), its widest at stride 1
+     * (128: 8 chunks) and 129; rows of 70 columns (5 chunks, the last
+     * partial);
+     * asymmetric padding at both strides; fewer than four rows (no group
+     * of four); padding beyond the kernel's reach at stride 2; groups of
+     * four rows inside the image and rows near the borders in one plane
+     * (30 rows) */
+    {1, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 12, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 12, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 2, 9, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 9, 34, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 129, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* its packed mode (stride 1, rows of 5 to 8 columns as wide as the
+     * input: 16 / ow rows per vector): 5 columns (3 rows a vector), 6,
+     * 4 (channel-blocked); 7 columns with 30 rows (pairs of interior
+     * blocks), 1 and 3 rows; asymmetric padding keeping the width;
+     * padding that changes it (channel-blocked) */
+    {1, 3, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 11, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 30, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 1, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 3, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 4, 9, 8, 3, 3, 1, 1, 2, 0, 0, 2, 1, 1, TRUE, 0},
+    {1, 4, 9, 8, 3, 3, 1, 1, 2, 2, 0, 2, 1, 1, TRUE, 0},
+    {1, 4, 11, 12, 3, 3, 1, 1, 0, 0, 2, 2, 1, 1, TRUE, 0},
+    {2, 4, 13, 23, 3, 3, 2, 2, 2, 0, 0, 2, 1, 1, TRUE, 0},
+    {1, 3, 3, 15, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 15, 24, 3, 3, 2, 2, 3, 3, 3, 3, 1, 1, TRUE, 0},
+    {1, 7, 30, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     /* 81 taps: beyond the channel-blocked kernel, the row kernel's loop
      * nest */
     {1, 4, 12, 12, 9, 9, 1, 1, 4, 4, 4, 4, 1, 1, TRUE, 0},
@@ -132,6 +169,22 @@ static const Case epilogues[] = {
     /* a partial block of channels with a residual (20 = 16 + 4) */
     {1, 20, 9, 18, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
      "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
+    /* the plane kernel's instances (mobile14l): clip and SiLU inlined,
+     * HardSwish through the switch, at stride 1 and 2, with a residual */
+    {1, 6, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
+    {1, 5, 28, 28, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = 1 / (1 + exp(-x))\ny = x * s", FALSE, "depthwise + SiLU"},
+    {1, 5, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    {1, 4, 20, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0,
+     "y = x * max(0, min(1, x / 6 + 0.5))", FALSE, "depthwise + HardSwish"},
+    {1, 4, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0, "y = max(x, 0)",
+     FALSE, "depthwise + clip"},
+    {1, 6, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    {1, 6, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
     /* the scalar loop nest applies the epilogue too */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0,
      "s = 1 / (1 + exp(-x))\ny = s * x", FALSE, "depthwise + SiLU"},
@@ -236,7 +289,7 @@ static void check_program(const WeirGraph *g, const Case *cs, guint nodes) {
     g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
       assert_true(weir_kernel_set_threads(k, threads, &err));
       g_autoptr(GHashTable) got = copy_args(args);
       for (guint n = 0; n < nodes; n++) {
