@@ -20,8 +20,11 @@
  *    take chunks of images instead: their patches side by side in a column
  * buffer, one GEMM per group and chunk (the flipped filter packed once per
  * chunk, not once per image), each image's rows then copied into dX.  At other
- *    strides: one GEMM per image and group
- *    into a column buffer, then col2im (threads split the channels).
+ *    strides (or pads beyond the kernel's reach): one GEMM per group and
+ *    chunk of images into a column buffer, then col2im (threads split the
+ *    (image, channel) pairs); the chunk's rows of dY are copied side by
+ *    side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
+ *    stride-2 layers of a CIFAR ResNet have 16 to 256 output pixels).
  *  - Filter gradient, depthwise: weir_dwconv2d_grad_filter_<dtype>, one
  *    channel per thread at a time, the images summed in order.  Otherwise
  *    one GEMM per group and chunk of images, dW_g += dY_g * cols^T, with
@@ -158,9 +161,11 @@ static const char grad_input[] =
     " * patches of a convolution of dy_g (mg channels of oh x ow) with "
     "padding\n"
     " * dilation * (k - 1) - pad, gathered by the GEMM's packing.  Other\n"
-    " * strides: per image and group, col[kk x oh*ow] = w_g^T * dy_g, then\n"
-    " * col2im into dx_g (zeroed first; threads split the channels).  ws:\n"
-    " * the GEMM's packing buffers (gw bytes), then wf or col. */\n"
+    " * strides: per group and chunk of nbs images, col[kk x nbs*oh*ow] =\n"
+    " * w_g^T * dy_g (the chunk's rows of dy_g side by side), then col2im\n"
+    " * into dx_g (zeroed first; threads split the (image, channel) pairs).\n"
+    " * ws: the GEMM's packing buffers (gw bytes), then wf or col (and the\n"
+    " * chunk's rows of dy). */\n"
     "static int weir_wconv2d_grad_input_@S@(const @T@ *dy, const @T@ *w,\n"
     "                                       @T@ *dx, int64_t n, int64_t c,\n"
     "                                       int64_t h, int64_t wd, int64_t "
@@ -171,7 +176,8 @@ static const char grad_input[] =
     "                                       int64_t sw, int64_t dh,\n"
     "                                       int64_t dw, int64_t ph,\n"
     "                                       int64_t pw, int64_t nb,\n"
-    "                                       int64_t gw, void *ws) {\n"
+    "                                       int64_t nbs, int64_t gw,\n"
+    "                                       void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups, khw = kh * kw;\n"
     "  const int64_t kk = cg * khw, ohw = oh * ow, hw = h * wd;\n"
     "  @T@ *buf = (@T@ *)((char *)ws + gw);\n"
@@ -266,36 +272,57 @@ static const char grad_input[] =
     "    }\n"
     "    return st;\n"
     "  }\n"
-    "  for (int64_t in = 0; in < n; in++) {\n"
-    "    for (int64_t g = 0; g < groups; g++) {\n"
-    "      st |= weir_gemm_run_@S@(1, 0, kk, ohw, mg, (@T@)1, w + g * mg * "
-    "kk,\n"
-    "                              kk, dy + (in * m + g * mg) * ohw, ohw,\n"
-    "                              NULL, (@T@)0, buf, ohw, NULL, ws);\n"
-    "      @T@ *dxg = dx + (in * c + g * cg) * hw;\n"
+    "  /* nbs images per GEMM: their rows of dy_g side by side in\n"
+    "   * a[mg x nbs*oh*ow] (dy itself when nbs is 1), col[kk x nbs*oh*ow]\n"
+    "   * = w_g^T * a, then col2im of every (image, channel) of the chunk\n"
+    "   * (each pair one thread's) */\n"
+    "  for (int64_t g = 0; g < groups; g++) {\n"
+    "    for (int64_t i0 = 0; i0 < n; i0 += nbs) {\n"
+    "      const int64_t cnt = n - i0 < nbs ? n - i0 : nbs, ld = cnt * ohw;\n"
+    "      const @T@ *bp = dy + (i0 * m + g * mg) * ohw;\n"
+    "      if (cnt > 1) {\n"
+    "        @T@ *a = buf + kk * nbs * ohw;\n"
     "#ifdef _OPENMP\n"
-    "#pragma omp parallel for schedule(static)\n"
+    "#pragma omp parallel for collapse(2) schedule(static) if (mg * ld > "
+    "16384)\n"
     "#endif\n"
-    "      for (int64_t ic = 0; ic < cg; ic++) {\n"
-    "        @T@ *dxc = dxg + ic * hw;\n"
-    "        for (int64_t k = 0; k < hw; k++)\n"
-    "          dxc[k] = (@T@)0;\n"
-    "        for (int64_t i = 0; i < kh; i++) {\n"
-    "          for (int64_t j = 0; j < kw; j++) {\n"
-    "            const @T@ *src = buf + ((ic * kh + i) * kw + j) * ohw;\n"
-    "            const int64_t off = j * dw - pw;\n"
-    "            const int64_t qlo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
-    "            int64_t qhi = wd - off > 0 ? (wd - off + sw - 1) / sw : 0;\n"
-    "            if (qhi > ow)\n"
-    "              qhi = ow;\n"
-    "            for (int64_t p = 0; p < oh; p++) {\n"
-    "              const int64_t ih = p * sh + i * dh - ph;\n"
-    "              if (ih < 0 || ih >= h)\n"
-    "                continue;\n"
-    "              @T@ *d = dxc + ih * wd + off;\n"
-    "              const @T@ *s = src + p * ow;\n"
-    "              for (int64_t q = qlo; q < qhi; q++)\n"
-    "                d[q * sw] += s[q];\n"
+    "        for (int64_t im = 0; im < cnt; im++)\n"
+    "          for (int64_t oc = 0; oc < mg; oc++)\n"
+    "            memcpy(a + oc * ld + im * ohw,\n"
+    "                   dy + ((i0 + im) * m + g * mg + oc) * ohw,\n"
+    "                   sizeof(@T@) * (size_t)ohw);\n"
+    "        bp = a;\n"
+    "      }\n"
+    "      st |= weir_gemm_run_@S@(1, 0, kk, ld, mg, (@T@)1, w + g * mg * kk, "
+    "kk,\n"
+    "                              bp, ld, NULL, (@T@)0, buf, ld, NULL, ws);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) schedule(static)\n"
+    "#endif\n"
+    "      for (int64_t im = 0; im < cnt; im++) {\n"
+    "        for (int64_t ic = 0; ic < cg; ic++) {\n"
+    "          @T@ *dxc = dx + ((i0 + im) * c + g * cg + ic) * hw;\n"
+    "          for (int64_t k = 0; k < hw; k++)\n"
+    "            dxc[k] = (@T@)0;\n"
+    "          for (int64_t i = 0; i < kh; i++) {\n"
+    "            for (int64_t j = 0; j < kw; j++) {\n"
+    "              const @T@ *src = buf + ((ic * kh + i) * kw + j) * ld + im * "
+    "ohw;\n"
+    "              const int64_t off = j * dw - pw;\n"
+    "              const int64_t qlo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
+    "              int64_t qhi = wd - off > 0 ? (wd - off + sw - 1) / sw : "
+    "0;\n"
+    "              if (qhi > ow)\n"
+    "                qhi = ow;\n"
+    "              for (int64_t p = 0; p < oh; p++) {\n"
+    "                const int64_t ih = p * sh + i * dh - ph;\n"
+    "                if (ih < 0 || ih >= h)\n"
+    "                  continue;\n"
+    "                @T@ *d = dxc + ih * wd + off;\n"
+    "                const @T@ *s = src + p * ow;\n"
+    "                for (int64_t q = qlo; q < qhi; q++)\n"
+    "                  d[q * sw] += s[q];\n"
+    "              }\n"
     "            }\n"
     "          }\n"
     "        }\n"
@@ -528,7 +555,7 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   g_autoptr(WeirExpr) hw = weir_expr_mul(dim(xc, 2), dim(xc, 3));
   g_autoptr(WeirExpr) four = weir_expr_const(dt == WEIR_DTYPE_F64 ? 8 : 4);
   g_autoptr(WeirExpr) gwork = NULL, rest = NULL;
-  gint64 nb = 1;
+  gint64 nb = 1, nbs = 1;
   if (kind == 'i') {
     /* unit stride: m = cg, n = h*w, k = mg*kh*kw and the flipped filter;
      * else m = kk, n = oh*ow, k = mg and the column buffer */
@@ -551,8 +578,6 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
     g_autoptr(WeirExpr) w1 =
         weir_kernel_gemm_work_bytes(dt, &bl, cg, depth, fk);
-    g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(dt, &bl, kk, ohw, mg);
-    gwork = unit ? weir_expr_max(w1, w2) : weir_expr_ref(w2);
     g_autoptr(WeirExpr) flip0 = weir_expr_mul(cg, fk);
     g_autoptr(WeirExpr) flip = NULL;
     if (nb > 1) {
@@ -562,7 +587,28 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     } else {
       flip = weir_expr_ref(flip0);
     }
-    g_autoptr(WeirExpr) col = weir_expr_mul(kk, ohw);
+    /* the col2im path (other strides, or pads beyond the kernel's
+     * reach): nbs images per GEMM so that it has at least
+     * WEIR_CONV_GRAD_DEPTH columns, with their patches (kk x nbs*oh*ow)
+     * and, for more than one image, their rows of dy (mg x nbs*oh*ow).
+     * Left at 1 where the unit-stride path is sure to run. */
+    gint64 khv = 0, kwv = 0, ohw_v = 0;
+    gboolean implicit = unit && dim_const(wc, 2, &khv) &&
+                        dim_const(wc, 3, &kwv) && p[0] <= d[0] * (khv - 1) &&
+                        p[1] <= d[1] * (kwv - 1);
+    if (!implicit && weir_expr_is_const(ohw, &ohw_v) &&
+        weir_expr_is_const(dim(xc, 0), &n_v) && ohw_v > 0) {
+      nbs = (WEIR_CONV_GRAD_DEPTH + ohw_v - 1) / ohw_v;
+      nbs = CLAMP(nbs, 1, MAX(n_v, 1));
+    }
+    g_autoptr(WeirExpr) nbse = weir_expr_const(nbs);
+    g_autoptr(WeirExpr) sdepth = weir_expr_mul(nbse, ohw);
+    g_autoptr(WeirExpr) w2 =
+        weir_kernel_gemm_work_bytes(dt, &bl, kk, sdepth, mg);
+    gwork = unit ? weir_expr_max(w1, w2) : weir_expr_ref(w2);
+    g_autoptr(WeirExpr) crows =
+        nbs > 1 ? weir_expr_add(kk, mg) : weir_expr_ref(kk);
+    g_autoptr(WeirExpr) col = weir_expr_mul(crows, sdepth);
     g_autoptr(WeirExpr) elems =
         unit ? weir_expr_max(flip, col) : weir_expr_ref(col);
     rest = weir_expr_mul(elems, four);
@@ -596,7 +642,11 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
                                     ? "weir (implicit col2im: a convolution "
                                       "of dY)"
                                     : "weir (GEMM, col2im)"));
-  g_autofree char *nbarg = g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
+  g_autofree char *nbarg =
+      kind == 'i' ? g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                                    ", ",
+                                    nb, nbs)
+                  : g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
   g_string_append_printf(
       e->code,
       "%s |= weir_wconv2d_grad_%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "

@@ -8,8 +8,9 @@
  * compiled once per implementation that applies (and once with the default
  * choice); the generated source must contain the implementation's call (so the
  * native path really ran), and the outputs must match the interpreter on the
- * pure expansion within 1e-4 relative, with 1 and 2 OpenMP threads.  The sample
- * models, compiled with default implementations, match their PyTorch outputs;
+ * pure expansion within 1e-4 relative, with 1, 2 and 3 OpenMP threads.  The
+ * sample models, compiled with default implementations, match their PyTorch
+ * outputs;
  * compiled with each implementation choice (everything pure, BLAS for
  * Gemm/MatMul, im2col or direct for Conv where it applies, the defaults) they
  * match the interpreter on the pure expansion, with 1 and 2 threads.
@@ -195,7 +196,7 @@ static void check_case(Fixture *f, const Case *c, WeirDType dt) {
     g_autoptr(WeirKernel) k = weir_kernel_compile(h, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", c->name, used, err->message);
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
       /* a unit without OpenMP code has no thread count to set */
       if (!weir_kernel_set_threads(k, threads, NULL) && threads > 1)
         continue;
@@ -312,6 +313,9 @@ static void win_1x1_p1(WeirNode *n) {
 }
 static void win_1x1_s2(WeirNode *n) {
   window(n, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);
+}
+static void win_3x3_s2p1_g2(WeirNode *n) {
+  window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
 }
 static void win_dw5_p1(WeirNode *n) {
   window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5);
@@ -494,6 +498,31 @@ static const Case cases[] = {
      {"33, 8, 4, 4", "8, 16, 3, 3", "33, 16, 4, 4"},
      "33, 16, 4, 4",
      win_3x3_p1,
+     {"col2im", "weir"},
+     "weir"},
+    /* the col2im path over chunks of images (nbs of them per GEMM, at
+     * least 512 columns): 4x4 outputs at stride 2, 32 images then 1;
+     * two groups of 5x5 outputs, 21 images then 2; 1x1 at stride 2 with
+     * enough channels for the threads to split the copy of dy's rows */
+    {"cgi_s2_chunks",
+     "ConvGradInput",
+     {"33, 6, 4, 4", "6, 5, 3, 3", "33, 5, 8, 8"},
+     "33, 5, 8, 8",
+     win_3x3_s2p1,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_s2_g2_chunks",
+     "ConvGradInput",
+     {"23, 6, 5, 5", "6, 2, 3, 3", "23, 4, 9, 9"},
+     "23, 4, 9, 9",
+     win_3x3_s2p1_g2,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_1x1_s2_chunks",
+     "ConvGradInput",
+     {"40, 40, 4, 4", "40, 16, 1, 1", "40, 16, 8, 8"},
+     "40, 16, 8, 8",
+     win_1x1_s2,
      {"col2im", "weir"},
      "weir"},
     {"cgf_3x3_wide",
@@ -756,7 +785,7 @@ static const Case *case_named(const char *name) {
 
 /* The batch-norm style reductions ([N, C, H, W] -> per channel), expanded,
  * have the kept dimension as their outer, parallel loop: no atomic updates
- * (their results are checked with 1 and 2 threads in the cases). */
+ * (their results are checked with 1, 2 and 3 threads in the cases). */
 static void test_reductions_without_atomics(void **state) {
   (void)state;
   static const char *const names[] = {"sumto_nchw", "rmean_nchw"};
