@@ -317,6 +317,10 @@ static void win_1x1_s2(WeirNode *n) {
 static void win_3x3_s2p1_g2(WeirNode *n) {
   window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
 }
+/* 3x3 dilated by 2, uneven pads (2 and 1 before, 1 and 2 after) */
+static void win_3x3_d2_uneven(WeirNode *n) {
+  window(n, 3, 3, 1, 1, 2, 1, 1, 2, 2, 2, 1);
+}
 static void win_dw5_p1(WeirNode *n) {
   window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5);
 }
@@ -362,6 +366,23 @@ static void prep_3x3_s2p1(GHashTable *args) {
 }
 static void prep_2x2_dil(GHashTable *args) {
   pool_maxima(args, 2, 1, 0, 1, 2);
+}
+
+/* dY and X of a large filter gradient rounded to quarters: every product
+ * a multiple of 1/16 and every partial sum exact in f32, so any order of
+ * the additions gives the interpreter's result (sums of thousands of
+ * random products otherwise differ by more than the tolerance where they
+ * nearly cancel) */
+static void prep_quarters(GHashTable *args) {
+  static const char *const names[] = {"X0", "X1"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    WeirTensor *t = g_hash_table_lookup(args, names[i]);
+    gint64 count = 1;
+    for (guint d = 0; d < t->rank; d++)
+      count *= t->shape[d];
+    for (gint64 e = 0; e < count; e++)
+      weir_tensor_set(t, e, floor(weir_tensor_get(t, e) * 4) / 4);
+  }
 }
 
 static void rmean_nhw(WeirNode *n) {
@@ -539,6 +560,33 @@ static const Case cases[] = {
      win_3x3_p1,
      {"im2col", "weir"},
      "weir"},
+    /* the per-tap GEMMs on channels-last x (at least 16 channels each
+     * way, maps at most 30% larger padded): one image per chunk (34x32),
+     * 4 then 3 images (20x18), a dilated kernel with uneven pads */
+    {"cgf_taps_one",
+     "ConvGradFilter",
+     {"3, 17, 34, 32", "3, 16, 34, 32", "17, 16, 3, 3"},
+     "17, 16, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    {"cgf_taps_chunks",
+     "ConvGradFilter",
+     {"7, 16, 20, 18", "7, 32, 20, 18", "16, 32, 3, 3"},
+     "16, 32, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    {"cgf_taps_dil",
+     "ConvGradFilter",
+     {"2, 20, 35, 33", "2, 16, 36, 34", "20, 16, 3, 3"},
+     "20, 16, 3, 3",
+     win_3x3_d2_uneven,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
     {"cgf_5x3_uneven",
      "ConvGradFilter",
      {"2, 4, 9, 7", "2, 3, 9, 8", "4, 3, 5, 3"},
@@ -770,6 +818,26 @@ static void test_matmul_fold(void **state) {
     gboolean loop = strstr(src, "for (int64_t bi = 0;") != NULL;
     if (loop != (i == 2))
       fail_msg("%s: %s batch loop", c->name, loop ? "a" : "no");
+  }
+}
+
+/* ConvGradFilter's default takes the per-tap GEMMs exactly where they
+ * apply: the cgf_taps_* cases, not the narrow, strided or small-map ones
+ * (their results are checked in the cases). */
+static void test_grad_filter_taps(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const Case *c = &cases[i];
+    if (strcmp(c->op, "ConvGradFilter") != 0)
+      continue;
+    g_autoptr(WeirGraph) g = case_graph(c, WEIR_DTYPE_F32);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", c->name, err->message);
+    gboolean taps = strstr(src, "|= weir_wconv2d_grad_taps_") != NULL;
+    if (taps != g_str_has_prefix(c->name, "cgf_taps_"))
+      fail_msg("%s: %s the per-tap GEMMs", c->name, taps ? "takes" : "lacks");
   }
 }
 
@@ -1233,6 +1301,7 @@ int main(void) {
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_matmul_fold),
+      cmocka_unit_test(test_grad_filter_taps),
       cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
