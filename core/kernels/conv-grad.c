@@ -31,7 +31,12 @@
  *    the chunk's patches side by side in a column buffer (im2col) and, for
  *    chunks of more than one image, dY_g's rows copied beside each other,
  *    so that the GEMM's depth (images x output pixels) is at least
- *    WEIR_CONV_GRAD_DEPTH even for small feature maps.
+ *    WEIR_CONV_GRAD_DEPTH even for small feature maps.  Unit-stride layers of one
+ *    group with at least 16 channels each way and padded maps at most 30%
+ *    larger than the output (taps_emit): weir_wconv2d_grad_taps_<id>, one
+ *    GEMM per slice of pixels over the kernel taps side by side on a
+ *    channels-last copy of x, no im2col; threads take chunks of images
+ *    whose partial results are added in chunk order.
  *  - Every temporary (the flipped filter, the column buffer, the copied
  *    rows, the GEMM's packing buffers) lives in the node's scratch block
  *    of the kernel's workspace: steady-state runs allocate nothing.  The
