@@ -54,6 +54,11 @@
  * chunk's output pixels) reaches this. */
 #define WEIR_CONV_GRAD_DEPTH 512
 
+/* The per-tap filter gradient's partial results (all chunks) and each
+ * thread's xp and packed slices stay below this many bytes, or the node
+ * keeps im2col. */
+#define WEIR_CONV_GRAD_TAPS_BYTES (8 << 20)
+
 static const char dw_grad[] =
     "/* Input gradient of a depthwise convolution (one input channel per\n"
     " * filter): per (image, channel) plane, dx = 0, then for each kernel tap\n"
@@ -707,7 +712,14 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
   const gint64 slot = gw + r64((kq + ext) * c * sz) +
                       r64(mpad * bl->kc * sz) + npad * bl->kc * sz;
   const guint threads = MAX(bl->threads, 1);
-  const gint64 total = r64(nch * kh * kw * m * c * sz) + threads * slot;
+  const gint64 parts = r64(nch * kh * kw * m * c * sz);
+  /* many channels on large maps (an ImageNet ResNet's first stages) would
+   * need tens of MB of partials and slots; im2col's GEMMs reuse each
+   * column enough there anyway */
+  if (parts > WEIR_CONV_GRAD_TAPS_BYTES ||
+      slot - gw > WEIR_CONV_GRAD_TAPS_BYTES)
+    return FALSE;
+  const gint64 total = parts + threads * slot;
   const char *ctype = sz == 8 ? "double" : "float";
   g_autofree char *helper = g_strdup_printf("weir_wconv2d_grad_taps_%s", bl->id);
   GString *t = g_string_new(grad_taps);

@@ -823,7 +823,8 @@ static void test_matmul_fold(void **state) {
 
 /* ConvGradFilter's default takes the per-tap GEMMs exactly where they
  * apply: the cgf_taps_* cases, not the narrow, strided or small-map ones
- * (their results are checked in the cases). */
+ * (their results are checked in the cases), nor layers whose partials
+ * would be too large. */
 static void test_grad_filter_taps(void **state) {
   (void)state;
   g_autoptr(GError) err = NULL;
@@ -839,6 +840,24 @@ static void test_grad_filter_taps(void **state) {
     if (taps != g_str_has_prefix(c->name, "cgf_taps_"))
       fail_msg("%s: %s the per-tap GEMMs", c->name, taps ? "takes" : "lacks");
   }
+  /* 256 channels each way on 56x56 maps: 9.4 MB of partials for 4
+   * images, above WEIR_CONV_GRAD_TAPS_BYTES, so im2col (only compiled
+   * here: its results are those of cgf_3x3_wide's path) */
+  static const Case big = {"cgf_big",
+                           "ConvGradFilter",
+                           {"4, 256, 56, 56", "4, 256, 56, 56",
+                            "256, 256, 3, 3"},
+                           "256, 256, 3, 3",
+                           win_3x3_p1,
+                           {"im2col", "weir"},
+                           "weir",
+                           NULL};
+  g_autoptr(WeirGraph) g = case_graph(&big, WEIR_DTYPE_F32);
+  g_autofree char *src = weir_codegen_c(g, NULL, &err);
+  if (!src)
+    fail_msg("%s: %s", big.name, err->message);
+  assert_null(strstr(src, "|= weir_wconv2d_grad_taps_"));
+  assert_non_null(strstr(src, "|= weir_wconv2d_grad_filter_"));
 }
 
 /* An explicit choice that does not apply is an error naming the node; the
