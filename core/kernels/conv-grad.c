@@ -31,12 +31,13 @@
  *    the chunk's patches side by side in a column buffer (im2col) and, for
  *    chunks of more than one image, dY_g's rows copied beside each other,
  *    so that the GEMM's depth (images x output pixels) is at least
- *    WEIR_CONV_GRAD_DEPTH even for small feature maps.  Unit-stride layers of one
- *    group with at least 16 channels each way and padded maps at most 30%
- *    larger than the output (taps_emit): weir_wconv2d_grad_taps_<id>, one
- *    GEMM per slice of pixels over the kernel taps side by side on a
- *    channels-last copy of x, no im2col; threads take chunks of images
- *    whose partial results are added in chunk order.
+ *    WEIR_CONV_GRAD_DEPTH even for small feature maps.  Unit-stride
+ *    layers of one group with at least 16 channels each way and padded
+ *    maps at most 30% larger than the output (taps_emit):
+ *    weir_wconv2d_grad_taps_<id>, one GEMM per slice of pixels over the
+ *    kernel taps side by side on a channels-last copy of x, no im2col;
+ *    threads take chunks of images whose partial results are added in
+ *    chunk order.
  *  - Every temporary (the flipped filter, the column buffer, the copied
  *    rows, the GEMM's packing buffers) lives in the node's scratch block
  *    of the kernel's workspace: steady-state runs allocate nothing.  The
@@ -458,7 +459,8 @@ static const char grad_taps[] =
     "                                      int64_t kh, int64_t kw,\n"
     "                                      int64_t oh, int64_t ow,\n"
     "                                      int64_t dh, int64_t dw,\n"
-    "                                      int64_t ph, int64_t pw, int64_t nb,\n"
+    "                                      int64_t ph, int64_t pw, int64_t "
+    "nb,\n"
     "                                      int64_t nt, int64_t gw,\n"
     "                                      int64_t slot, void *ws) {\n"
     "  const int64_t hp = oh + dh * (kh - 1), wp = ow + dw * (kw - 1);\n"
@@ -473,7 +475,8 @@ static const char grad_taps[] =
     "      ((size_t)(mpan * @MR@ * @KC@) * sizeof(@T@) + 63) / 64 * 64;\n"
     "  @T@ *part = (@T@ *)ws;\n"
     "  char *slots =\n"
-    "      (char *)ws + ((size_t)(nch * m * nn) * sizeof(@T@) + 63) / 64 * 64;\n"
+    "      (char *)ws + ((size_t)(nch * m * nn) * sizeof(@T@) + 63) / 64 * "
+    "64;\n"
     "  int st = 0, nthr = 1;\n"
     "  if (n == 0 || ohw == 0) {\n"
     "    for (int64_t k = 0; k < m * nn; k++)\n"
@@ -662,7 +665,9 @@ static WeirExpr *round64(WeirExpr *bytes) {
   return weir_expr_mul(q, c64);
 }
 
-static gint64 r64(gint64 bytes) { return (bytes + 63) / 64 * 64; }
+static gint64 r64(gint64 bytes) {
+  return (bytes + 63) / 64 * 64;
+}
 
 /* The filter gradient's per-tap path (grad_taps) when it applies: one
  * group, unit stride, a kernel of more than one tap, at least 16 input and
@@ -681,11 +686,11 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
   const WeirContainer *dy = e->in[0].c, *xc = e->in[1].c, *wc = e->out[0].c;
   gint64 n, c, h, w, m, kh, kw, oh, ow;
   if (group != 1 || st[0] != 1 || st[1] != 1 || !dim_const(xc, 0, &n) ||
-      !dim_const(xc, 1, &c) || !dim_const(xc, 2, &h) ||
-      !dim_const(xc, 3, &w) || !dim_const(wc, 0, &m) ||
-      !dim_const(wc, 2, &kh) || !dim_const(wc, 3, &kw) ||
-      !dim_const(dy, 2, &oh) || !dim_const(dy, 3, &ow) || kh * kw < 2 ||
-      c < 16 || m < 16 || n < 1 || oh < 1 || ow < 1)
+      !dim_const(xc, 1, &c) || !dim_const(xc, 2, &h) || !dim_const(xc, 3, &w) ||
+      !dim_const(wc, 0, &m) || !dim_const(wc, 2, &kh) ||
+      !dim_const(wc, 3, &kw) || !dim_const(dy, 2, &oh) ||
+      !dim_const(dy, 3, &ow) || kh * kw < 2 || c < 16 || m < 16 || n < 1 ||
+      oh < 1 || ow < 1)
     return FALSE;
   const gint64 hp = oh + d[0] * (kh - 1), wp = ow + d[1] * (kw - 1);
   const gint64 sz = e->out[0].c->dtype == WEIR_DTYPE_F64 ? 8 : 4;
@@ -709,8 +714,8 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
   if (!gwe || !weir_expr_is_const(gwe, &gw))
     return FALSE;
   gw = r64(gw);
-  const gint64 slot = gw + r64((kq + ext) * c * sz) +
-                      r64(mpad * bl->kc * sz) + npad * bl->kc * sz;
+  const gint64 slot = gw + r64((kq + ext) * c * sz) + r64(mpad * bl->kc * sz) +
+                      npad * bl->kc * sz;
   const guint threads = MAX(bl->threads, 1);
   const gint64 parts = r64(nch * kh * kw * m * c * sz);
   /* many channels on large maps (an ImageNet ResNet's first stages) would
@@ -721,7 +726,8 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
     return FALSE;
   const gint64 total = parts + threads * slot;
   const char *ctype = sz == 8 ? "double" : "float";
-  g_autofree char *helper = g_strdup_printf("weir_wconv2d_grad_taps_%s", bl->id);
+  g_autofree char *helper =
+      g_strdup_printf("weir_wconv2d_grad_taps_%s", bl->id);
   GString *t = g_string_new(grad_taps);
   char buf[32];
   g_string_replace(t, "@T@", ctype, 0);
@@ -747,9 +753,8 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %s);\n",
-      e->status, bl->id, e->in[0].ptr, e->in[1].ptr, e->out[0].ptr, n, c, h,
-      w, m, kh, kw, oh, ow, d[0], d[1], p[0], p[1], nb, threads, gw, slot,
-      ws);
+      e->status, bl->id, e->in[0].ptr, e->in[1].ptr, e->out[0].ptr, n, c, h, w,
+      m, kh, kw, oh, ow, d[0], d[1], p[0], p[1], nb, threads, gw, slot, ws);
   return TRUE;
 }
 
@@ -912,9 +917,8 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
                                       "of dY)"
                                     : "weir (GEMM, col2im)"));
   g_autofree char *nbarg =
-      kind == 'i' ? g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                                    ", ",
-                                    nb, nbs)
+      kind == 'i' ? g_strdup_printf(
+                        "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", ", nb, nbs)
                   : g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
   g_string_append_printf(
       e->code,

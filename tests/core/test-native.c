@@ -843,15 +843,15 @@ static void test_grad_filter_taps(void **state) {
   /* 256 channels each way on 56x56 maps: 9.4 MB of partials for 4
    * images, above WEIR_CONV_GRAD_TAPS_BYTES, so im2col (only compiled
    * here: its results are those of cgf_3x3_wide's path) */
-  static const Case big = {"cgf_big",
-                           "ConvGradFilter",
-                           {"4, 256, 56, 56", "4, 256, 56, 56",
-                            "256, 256, 3, 3"},
-                           "256, 256, 3, 3",
-                           win_3x3_p1,
-                           {"im2col", "weir"},
-                           "weir",
-                           NULL};
+  static const Case big = {
+      "cgf_big",
+      "ConvGradFilter",
+      {"4, 256, 56, 56", "4, 256, 56, 56", "256, 256, 3, 3"},
+      "256, 256, 3, 3",
+      win_3x3_p1,
+      {"im2col", "weir"},
+      "weir",
+      NULL};
   g_autoptr(WeirGraph) g = case_graph(&big, WEIR_DTYPE_F32);
   g_autofree char *src = weir_codegen_c(g, NULL, &err);
   if (!src)
