@@ -20,15 +20,24 @@
  *    take chunks of images instead: their patches side by side in a column
  * buffer, one GEMM per group and chunk (the flipped filter packed once per
  * chunk, not once per image), each image's rows then copied into dX.  At other
- *    strides: one GEMM per image and group
- *    into a column buffer, then col2im (threads split the channels).
+ *    strides (or pads beyond the kernel's reach): one GEMM per group and
+ *    chunk of images into a column buffer, then col2im (threads split the
+ *    (image, channel) pairs); the chunk's rows of dY are copied side by
+ *    side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
+ *    stride-2 layers of a CIFAR ResNet have 16 to 256 output pixels).
  *  - Filter gradient, depthwise: weir_dwconv2d_grad_filter_<dtype>, one
  *    channel per thread at a time, the images summed in order.  Otherwise
  *    one GEMM per group and chunk of images, dW_g += dY_g * cols^T, with
  *    the chunk's patches side by side in a column buffer (im2col) and, for
  *    chunks of more than one image, dY_g's rows copied beside each other,
  *    so that the GEMM's depth (images x output pixels) is at least
- *    WEIR_CONV_GRAD_DEPTH even for small feature maps.
+ *    WEIR_CONV_GRAD_DEPTH even for small feature maps.  Unit-stride
+ *    layers of one group with at least 16 channels each way and padded
+ *    maps at most 30% larger than the output (taps_emit):
+ *    weir_wconv2d_grad_taps_<id>, one GEMM per slice of pixels over the
+ *    kernel taps side by side on a channels-last copy of x, no im2col;
+ *    threads take chunks of images whose partial results are added in
+ *    chunk order.
  *  - Every temporary (the flipped filter, the column buffer, the copied
  *    rows, the GEMM's packing buffers) lives in the node's scratch block
  *    of the kernel's workspace: steady-state runs allocate nothing.  The
@@ -45,6 +54,11 @@
 /* The filter gradient gathers whole images until the GEMM's depth (the
  * chunk's output pixels) reaches this. */
 #define WEIR_CONV_GRAD_DEPTH 512
+
+/* The per-tap filter gradient's partial results (all chunks) and each
+ * thread's xp and packed slices stay below this many bytes, or the node
+ * keeps im2col. */
+#define WEIR_CONV_GRAD_TAPS_BYTES (8 << 20)
 
 static const char dw_grad[] =
     "/* Input gradient of a depthwise convolution (one input channel per\n"
@@ -158,9 +172,11 @@ static const char grad_input[] =
     " * patches of a convolution of dy_g (mg channels of oh x ow) with "
     "padding\n"
     " * dilation * (k - 1) - pad, gathered by the GEMM's packing.  Other\n"
-    " * strides: per image and group, col[kk x oh*ow] = w_g^T * dy_g, then\n"
-    " * col2im into dx_g (zeroed first; threads split the channels).  ws:\n"
-    " * the GEMM's packing buffers (gw bytes), then wf or col. */\n"
+    " * strides: per group and chunk of nbs images, col[kk x nbs*oh*ow] =\n"
+    " * w_g^T * dy_g (the chunk's rows of dy_g side by side), then col2im\n"
+    " * into dx_g (zeroed first; threads split the (image, channel) pairs).\n"
+    " * ws: the GEMM's packing buffers (gw bytes), then wf or col (and the\n"
+    " * chunk's rows of dy). */\n"
     "static int weir_wconv2d_grad_input_@S@(const @T@ *dy, const @T@ *w,\n"
     "                                       @T@ *dx, int64_t n, int64_t c,\n"
     "                                       int64_t h, int64_t wd, int64_t "
@@ -171,7 +187,8 @@ static const char grad_input[] =
     "                                       int64_t sw, int64_t dh,\n"
     "                                       int64_t dw, int64_t ph,\n"
     "                                       int64_t pw, int64_t nb,\n"
-    "                                       int64_t gw, void *ws) {\n"
+    "                                       int64_t nbs, int64_t gw,\n"
+    "                                       void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups, khw = kh * kw;\n"
     "  const int64_t kk = cg * khw, ohw = oh * ow, hw = h * wd;\n"
     "  @T@ *buf = (@T@ *)((char *)ws + gw);\n"
@@ -266,36 +283,57 @@ static const char grad_input[] =
     "    }\n"
     "    return st;\n"
     "  }\n"
-    "  for (int64_t in = 0; in < n; in++) {\n"
-    "    for (int64_t g = 0; g < groups; g++) {\n"
-    "      st |= weir_gemm_run_@S@(1, 0, kk, ohw, mg, (@T@)1, w + g * mg * "
-    "kk,\n"
-    "                              kk, dy + (in * m + g * mg) * ohw, ohw,\n"
-    "                              NULL, (@T@)0, buf, ohw, NULL, ws);\n"
-    "      @T@ *dxg = dx + (in * c + g * cg) * hw;\n"
+    "  /* nbs images per GEMM: their rows of dy_g side by side in\n"
+    "   * a[mg x nbs*oh*ow] (dy itself when nbs is 1), col[kk x nbs*oh*ow]\n"
+    "   * = w_g^T * a, then col2im of every (image, channel) of the chunk\n"
+    "   * (each pair one thread's) */\n"
+    "  for (int64_t g = 0; g < groups; g++) {\n"
+    "    for (int64_t i0 = 0; i0 < n; i0 += nbs) {\n"
+    "      const int64_t cnt = n - i0 < nbs ? n - i0 : nbs, ld = cnt * ohw;\n"
+    "      const @T@ *bp = dy + (i0 * m + g * mg) * ohw;\n"
+    "      if (cnt > 1) {\n"
+    "        @T@ *a = buf + kk * nbs * ohw;\n"
     "#ifdef _OPENMP\n"
-    "#pragma omp parallel for schedule(static)\n"
+    "#pragma omp parallel for collapse(2) schedule(static) if (mg * ld > "
+    "16384)\n"
     "#endif\n"
-    "      for (int64_t ic = 0; ic < cg; ic++) {\n"
-    "        @T@ *dxc = dxg + ic * hw;\n"
-    "        for (int64_t k = 0; k < hw; k++)\n"
-    "          dxc[k] = (@T@)0;\n"
-    "        for (int64_t i = 0; i < kh; i++) {\n"
-    "          for (int64_t j = 0; j < kw; j++) {\n"
-    "            const @T@ *src = buf + ((ic * kh + i) * kw + j) * ohw;\n"
-    "            const int64_t off = j * dw - pw;\n"
-    "            const int64_t qlo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
-    "            int64_t qhi = wd - off > 0 ? (wd - off + sw - 1) / sw : 0;\n"
-    "            if (qhi > ow)\n"
-    "              qhi = ow;\n"
-    "            for (int64_t p = 0; p < oh; p++) {\n"
-    "              const int64_t ih = p * sh + i * dh - ph;\n"
-    "              if (ih < 0 || ih >= h)\n"
-    "                continue;\n"
-    "              @T@ *d = dxc + ih * wd + off;\n"
-    "              const @T@ *s = src + p * ow;\n"
-    "              for (int64_t q = qlo; q < qhi; q++)\n"
-    "                d[q * sw] += s[q];\n"
+    "        for (int64_t im = 0; im < cnt; im++)\n"
+    "          for (int64_t oc = 0; oc < mg; oc++)\n"
+    "            memcpy(a + oc * ld + im * ohw,\n"
+    "                   dy + ((i0 + im) * m + g * mg + oc) * ohw,\n"
+    "                   sizeof(@T@) * (size_t)ohw);\n"
+    "        bp = a;\n"
+    "      }\n"
+    "      st |= weir_gemm_run_@S@(1, 0, kk, ld, mg, (@T@)1, w + g * mg * kk, "
+    "kk,\n"
+    "                              bp, ld, NULL, (@T@)0, buf, ld, NULL, ws);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) schedule(static)\n"
+    "#endif\n"
+    "      for (int64_t im = 0; im < cnt; im++) {\n"
+    "        for (int64_t ic = 0; ic < cg; ic++) {\n"
+    "          @T@ *dxc = dx + ((i0 + im) * c + g * cg + ic) * hw;\n"
+    "          for (int64_t k = 0; k < hw; k++)\n"
+    "            dxc[k] = (@T@)0;\n"
+    "          for (int64_t i = 0; i < kh; i++) {\n"
+    "            for (int64_t j = 0; j < kw; j++) {\n"
+    "              const @T@ *src = buf + ((ic * kh + i) * kw + j) * ld + im * "
+    "ohw;\n"
+    "              const int64_t off = j * dw - pw;\n"
+    "              const int64_t qlo = off >= 0 ? 0 : (-off + sw - 1) / sw;\n"
+    "              int64_t qhi = wd - off > 0 ? (wd - off + sw - 1) / sw : "
+    "0;\n"
+    "              if (qhi > ow)\n"
+    "                qhi = ow;\n"
+    "              for (int64_t p = 0; p < oh; p++) {\n"
+    "                const int64_t ih = p * sh + i * dh - ph;\n"
+    "                if (ih < 0 || ih >= h)\n"
+    "                  continue;\n"
+    "                @T@ *d = dxc + ih * wd + off;\n"
+    "                const @T@ *s = src + p * ow;\n"
+    "                for (int64_t q = qlo; q < qhi; q++)\n"
+    "                  d[q * sw] += s[q];\n"
+    "              }\n"
     "            }\n"
     "          }\n"
     "        }\n"
@@ -395,6 +433,174 @@ static const char grad_input[] =
     "  return st;\n"
     "}\n";
 
+/* The filter gradient of a unit-stride convolution of one group whose
+ * im2col would be large (a CIFAR ResNet's 32 and 64 channels of 32x32 and
+ * 16x16: nine times the input, transposed once more by the GEMM's
+ * packing), as one GEMM per kernel tap on a channels-last copy of x. */
+static const char grad_taps[] =
+    "/* Filter gradient of a unit-stride convolution (one group) without\n"
+    " * im2col.  With hp = oh + dh*(kh-1), wp = ow + dw*(kw-1) and a chunk's\n"
+    " * padded pixels numbered P = (im*hp + y)*wp + xx, tap t = (i, j) is\n"
+    " *   dw[:, :, i, j] = dyp * xp[P + i*dh*wp + j*dw][:]\n"
+    " * where xp is x zero-padded and channels last and dyp (m x P) is dy\n"
+    " * with zeros at y >= oh or xx >= ow.  Per chunk of nb images (one\n"
+    " * thread's): xp, then per slice of at most KC pixels the GEMM\n"
+    " * part[m x kh*kw*c] (+)= dyp_slice * B_slice, both operands written\n"
+    " * straight in weir_gemm_runp's packed layouts (A: MR-high panels of\n"
+    " * dyp; B: row P of the slice is the kh*kw taps' rows of xp side by\n"
+    " * side, contiguous copies of c values, in NR-wide panels), so the GEMM\n"
+    " * packs nothing and runs on the chunk's thread alone.  The chunks'\n"
+    " * partials are added in chunk order: the result does not depend on the\n"
+    " * thread count.  ws: the partials, then nt slots of slot bytes (the\n"
+    " * GEMM's buffers, gw bytes; xp; the packed A and B slices). */\n"
+    "static int weir_wconv2d_grad_taps_@S@(const @T@ *dy, const @T@ *x,\n"
+    "                                      @T@ *dwt, int64_t n, int64_t c,\n"
+    "                                      int64_t h, int64_t wd, int64_t m,\n"
+    "                                      int64_t kh, int64_t kw,\n"
+    "                                      int64_t oh, int64_t ow,\n"
+    "                                      int64_t dh, int64_t dw,\n"
+    "                                      int64_t ph, int64_t pw, int64_t "
+    "nb,\n"
+    "                                      int64_t nt, int64_t gw,\n"
+    "                                      int64_t slot, void *ws) {\n"
+    "  const int64_t hp = oh + dh * (kh - 1), wp = ow + dw * (kw - 1);\n"
+    "  const int64_t khw = kh * kw, hw = h * wd, ohw = oh * ow, pp = hp * wp;\n"
+    "  const int64_t nn = khw * c, npan = (nn + @NR@ - 1) / @NR@;\n"
+    "  const int64_t ext = dh * (kh - 1) * wp + dw * (kw - 1);\n"
+    "  const int64_t nch = (n + nb - 1) / nb;\n"
+    "  const int64_t mpan = (m + @MR@ - 1) / @MR@;\n"
+    "  const size_t xbytes =\n"
+    "      ((size_t)((nb * pp + ext) * c) * sizeof(@T@) + 63) / 64 * 64;\n"
+    "  const size_t abytes =\n"
+    "      ((size_t)(mpan * @MR@ * @KC@) * sizeof(@T@) + 63) / 64 * 64;\n"
+    "  @T@ *part = (@T@ *)ws;\n"
+    "  char *slots =\n"
+    "      (char *)ws + ((size_t)(nch * m * nn) * sizeof(@T@) + 63) / 64 * "
+    "64;\n"
+    "  int st = 0, nthr = 1;\n"
+    "  if (n == 0 || ohw == 0) {\n"
+    "    for (int64_t k = 0; k < m * nn; k++)\n"
+    "      dwt[k] = (@T@)0;\n"
+    "    return 0;\n"
+    "  }\n"
+    "#ifdef _OPENMP\n"
+    "  nthr = omp_get_max_threads();\n"
+    "#endif\n"
+    "  if (nthr > nt)\n"
+    "    nthr = (int)nt;\n"
+    "  if (nthr > nch)\n"
+    "    nthr = (int)nch;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for num_threads(nthr) schedule(static) \\\n"
+    "    reduction(| : st) if (nthr > 1)\n"
+    "#endif\n"
+    "  for (int64_t ch = 0; ch < nch; ch++) {\n"
+    "#ifdef _OPENMP\n"
+    "    const int64_t tid = omp_get_thread_num();\n"
+    "#else\n"
+    "    const int64_t tid = 0;\n"
+    "#endif\n"
+    "    char *sl = slots + (size_t)tid * (size_t)slot;\n"
+    "    @T@ *xp = (@T@ *)(sl + gw), *ap = (@T@ *)(sl + gw + xbytes);\n"
+    "    @T@ *bp = (@T@ *)(sl + gw + xbytes + abytes);\n"
+    "    const int64_t i0 = ch * nb, cnt = n - i0 < nb ? n - i0 : nb;\n"
+    "    const int64_t kq = cnt * pp;\n"
+    "    /* xp[P][ic], a padded row at a time: each input row read along,\n"
+    "     * written across (c apart) */\n"
+    "    for (int64_t im = 0; im < cnt; im++) {\n"
+    "      for (int64_t y = 0; y < hp; y++) {\n"
+    "        @T@ *d = xp + (im * pp + y * wp) * c;\n"
+    "        const int64_t sy = y - ph;\n"
+    "        if (sy < 0 || sy >= h) {\n"
+    "          for (int64_t k = 0; k < wp * c; k++)\n"
+    "            d[k] = (@T@)0;\n"
+    "          continue;\n"
+    "        }\n"
+    "        for (int64_t ic = 0; ic < c; ic++) {\n"
+    "          const @T@ *s = x + ((i0 + im) * c + ic) * hw + sy * wd;\n"
+    "          for (int64_t xx = 0; xx < wp; xx++) {\n"
+    "            const int64_t sx = xx - pw;\n"
+    "            d[xx * c + ic] = sx >= 0 && sx < wd ? s[sx] : (@T@)0;\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    for (int64_t k = kq * c; k < (kq + ext) * c; k++)\n"
+    "      xp[k] = (@T@)0;\n"
+    "    @T@ *pt = part + ch * m * nn;\n"
+    "    for (int64_t k0 = 0; k0 < kq; k0 += @KC@) {\n"
+    "      const int64_t kc = kq - k0 < @KC@ ? kq - k0 : @KC@;\n"
+    "      /* A: MR-high panels of dyp, panel r at r * kc * MR */\n"
+    "      for (int64_t r = 0; r < mpan; r++) {\n"
+    "        @T@ *dst = ap + r * kc * @MR@;\n"
+    "        const int64_t rh = m - r * @MR@ < @MR@ ? m - r * @MR@ : @MR@;\n"
+    "        int64_t im = k0 / pp, y = k0 % pp / wp, xx = k0 % wp;\n"
+    "        for (int64_t kk = 0; kk < kc; kk++) {\n"
+    "          @T@ *dk = dst + kk * @MR@;\n"
+    "          if (y < oh && xx < ow) {\n"
+    "            const @T@ *s =\n"
+    "                dy + ((i0 + im) * m + r * @MR@) * ohw + y * ow + xx;\n"
+    "            for (int64_t i = 0; i < rh; i++)\n"
+    "              dk[i] = s[i * ohw];\n"
+    "          } else {\n"
+    "            for (int64_t i = 0; i < rh; i++)\n"
+    "              dk[i] = (@T@)0;\n"
+    "          }\n"
+    "          for (int64_t i = rh; i < @MR@; i++)\n"
+    "            dk[i] = (@T@)0;\n"
+    "          if (++xx == wp) {\n"
+    "            xx = 0;\n"
+    "            if (++y == hp) {\n"
+    "              y = 0;\n"
+    "              im++;\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "      }\n"
+    "      /* B: column t * c + ic of row kk is xp[k0 + kk + shift(t)][ic];\n"
+    "       * panel q at q * kc * NR, zeros past the last column.  Copied in\n"
+    "       * units of 64 bytes (c and NR are multiples of one): a unit never\n"
+    "       * straddles two taps or two panels */\n"
+    "      for (int64_t kk = 0; kk < kc; kk++) {\n"
+    "        const @T@ *row = xp + (k0 + kk) * c;\n"
+    "        @T@ *d0 = bp + kk * @NR@;\n"
+    "        int64_t q = 0, u = 0;\n"
+    "        for (int64_t t = 0; t < khw; t++) {\n"
+    "          const @T@ *s = row + (t / kw * dh * wp + t % kw * dw) * c;\n"
+    "          for (int64_t ic = 0; ic < c; ic += @U@) {\n"
+    "            memcpy(d0 + q * kc * @NR@ + u, s + ic, 64);\n"
+    "            u += @U@;\n"
+    "            if (u == @NR@) {\n"
+    "              u = 0;\n"
+    "              q++;\n"
+    "            }\n"
+    "          }\n"
+    "        }\n"
+    "        for (; q < npan; q++, u = 0)\n"
+    "          for (; u < @NR@; u++)\n"
+    "            d0[q * kc * @NR@ + u] = (@T@)0;\n"
+    "      }\n"
+    "      st |= weir_gemm_runp_@S@(0, 0, m, nn, kc, (@T@)1, NULL, kc, ap,\n"
+    "                               NULL, bp, nn, NULL,\n"
+    "                               k0 == 0 ? (@T@)0 : (@T@)1, pt, nn, NULL,\n"
+    "                               sl);\n"
+    "    }\n"
+    "  }\n"
+    "  /* dw[oc][ic][t]: the chunks' partials added in chunk order */\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (m * nn * nch > 32768)\n"
+    "#endif\n"
+    "  for (int64_t oc = 0; oc < m; oc++)\n"
+    "    for (int64_t ic = 0; ic < c; ic++)\n"
+    "      for (int64_t t = 0; t < khw; t++) {\n"
+    "        @T@ acc = (@T@)0;\n"
+    "        for (int64_t ch = 0; ch < nch; ch++)\n"
+    "          acc += part[(ch * m + oc) * nn + t * c + ic];\n"
+    "        dwt[(oc * c + ic) * khw + t] = acc;\n"
+    "      }\n"
+    "  return st;\n"
+    "}\n";
+
 /* ------------------------------------------------------------ emitter */
 
 static WeirExpr *dim(const WeirContainer *c, guint d) {
@@ -459,6 +665,99 @@ static WeirExpr *round64(WeirExpr *bytes) {
   return weir_expr_mul(q, c64);
 }
 
+static gint64 r64(gint64 bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+/* The filter gradient's per-tap path (grad_taps) when it applies: one
+ * group, unit stride, a kernel of more than one tap, at least 16 input and
+ * output channels (the GEMMs' columns and rows; fewer, and packing the
+ * taps' B blocks costs more than the im2col it saves), every size a
+ * constant, and padded maps at most 30% larger than the output (the
+ * padded pixels are multiplied too: a CIFAR ResNet's 32x32 and 16x16 maps
+ * are 13% and 27% larger, its 8x8 and 4x4 ones 56% and 125%, and keep
+ * im2col).  Chunks of nb images, nb the power of two that comes closest
+ * to 2048 padded pixels from below, so that a chunk's xp and dyp stay in
+ * the L2 cache.  Emits the call and returns TRUE, or FALSE (nothing
+ * emitted) where the path does not apply. */
+static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
+                          const gint64 *st, const gint64 *p, const gint64 *d,
+                          gint64 group) {
+  const WeirContainer *dy = e->in[0].c, *xc = e->in[1].c, *wc = e->out[0].c;
+  gint64 n, c, h, w, m, kh, kw, oh, ow;
+  if (group != 1 || st[0] != 1 || st[1] != 1 || !dim_const(xc, 0, &n) ||
+      !dim_const(xc, 1, &c) || !dim_const(xc, 2, &h) || !dim_const(xc, 3, &w) ||
+      !dim_const(wc, 0, &m) || !dim_const(wc, 2, &kh) ||
+      !dim_const(wc, 3, &kw) || !dim_const(dy, 2, &oh) ||
+      !dim_const(dy, 3, &ow) || kh * kw < 2 || c < 16 || m < 16 || n < 1 ||
+      oh < 1 || ow < 1)
+    return FALSE;
+  const gint64 hp = oh + d[0] * (kh - 1), wp = ow + d[1] * (kw - 1);
+  const gint64 sz = e->out[0].c->dtype == WEIR_DTYPE_F64 ? 8 : 4;
+  if (10 * hp * wp > 13 * oh * ow || c % (64 / sz) != 0 ||
+      bl->nr % (64 / sz) != 0)
+    return FALSE;
+  gint64 nb = MAX(1, 2048 / (hp * wp));
+  while (nb & (nb - 1))
+    nb &= nb - 1;
+  const gint64 nch = (n + nb - 1) / nb;
+  nb = (n + nch - 1) / nch;
+  const gint64 kq = nb * hp * wp, ext = d[0] * (kh - 1) * wp + d[1] * (kw - 1);
+  const gint64 mpad = (m + bl->mr - 1) / bl->mr * bl->mr;
+  const gint64 nn = kh * kw * c, npad = (nn + bl->nr - 1) / bl->nr * bl->nr;
+  g_autoptr(WeirExpr) me = weir_expr_const(m);
+  g_autoptr(WeirExpr) ce = weir_expr_const(nn);
+  g_autoptr(WeirExpr) ke = weir_expr_const(MIN(kq, (gint64)bl->kc));
+  g_autoptr(WeirExpr) gwe =
+      weir_kernel_gemm_work_bytes(e->out[0].c->dtype, bl, me, ce, ke);
+  gint64 gw;
+  if (!gwe || !weir_expr_is_const(gwe, &gw))
+    return FALSE;
+  gw = r64(gw);
+  const gint64 slot = gw + r64((kq + ext) * c * sz) + r64(mpad * bl->kc * sz) +
+                      npad * bl->kc * sz;
+  const guint threads = MAX(bl->threads, 1);
+  const gint64 parts = r64(nch * kh * kw * m * c * sz);
+  /* many channels on large maps (an ImageNet ResNet's first stages) would
+   * need tens of MB of partials and slots; im2col's GEMMs reuse each
+   * column enough there anyway */
+  if (parts > WEIR_CONV_GRAD_TAPS_BYTES ||
+      slot - gw > WEIR_CONV_GRAD_TAPS_BYTES)
+    return FALSE;
+  const gint64 total = parts + threads * slot;
+  const char *ctype = sz == 8 ? "double" : "float";
+  g_autofree char *helper =
+      g_strdup_printf("weir_wconv2d_grad_taps_%s", bl->id);
+  GString *t = g_string_new(grad_taps);
+  char buf[32];
+  g_string_replace(t, "@T@", ctype, 0);
+  g_string_replace(t, "@S@", bl->id, 0);
+  g_snprintf(buf, sizeof buf, "%u", bl->mr);
+  g_string_replace(t, "@MR@", buf, 0);
+  g_snprintf(buf, sizeof buf, "%u", bl->kc);
+  g_string_replace(t, "@KC@", buf, 0);
+  g_snprintf(buf, sizeof buf, "%u", bl->nr);
+  g_string_replace(t, "@NR@", buf, 0);
+  g_snprintf(buf, sizeof buf, "%" G_GINT64_FORMAT, 64 / sz);
+  g_string_replace(t, "@U@", buf, 0);
+  e->helper(e, helper, t->str);
+  g_string_free(t, TRUE);
+  g_autofree char *ws = weir_kernel_scratch_arg(e, weir_expr_const(total));
+  emit_header(e, "weir (one GEMM per kernel tap on channels-last x)");
+  g_string_append_printf(
+      e->code,
+      "%s |= weir_wconv2d_grad_taps_%s(%s, %s, %s, %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+      ", %s);\n",
+      e->status, bl->id, e->in[0].ptr, e->in[1].ptr, e->out[0].ptr, n, c, h, w,
+      m, kh, kw, oh, ow, d[0], d[1], p[0], p[1], nb, threads, gw, slot, ws);
+  return TRUE;
+}
+
 static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   const WeirContainer *dy = e->in[0].c, *a = e->in[1].c, *out = e->out[0].c;
   /* image sizes from X (dX for the input gradient), kernel sizes from W */
@@ -519,6 +818,8 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   WeirGemmBlocking bl;
   if (!weir_kernel_gemm_record(e, dt, &bl, error))
     return FALSE;
+  if (kind == 'f' && taps_emit(e, &bl, st, p, d, group))
+    return TRUE;
   g_autoptr(WeirExpr) groups = weir_expr_const(group);
   g_autoptr(WeirExpr) khw = weir_expr_mul(dim(wc, 2), dim(wc, 3));
   g_autoptr(WeirExpr) kk = weir_expr_mul(dim(wc, 1), khw); /* C/g*kh*kw */
@@ -528,7 +829,7 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   g_autoptr(WeirExpr) hw = weir_expr_mul(dim(xc, 2), dim(xc, 3));
   g_autoptr(WeirExpr) four = weir_expr_const(dt == WEIR_DTYPE_F64 ? 8 : 4);
   g_autoptr(WeirExpr) gwork = NULL, rest = NULL;
-  gint64 nb = 1;
+  gint64 nb = 1, nbs = 1;
   if (kind == 'i') {
     /* unit stride: m = cg, n = h*w, k = mg*kh*kw and the flipped filter;
      * else m = kk, n = oh*ow, k = mg and the column buffer */
@@ -551,8 +852,6 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
     g_autoptr(WeirExpr) w1 =
         weir_kernel_gemm_work_bytes(dt, &bl, cg, depth, fk);
-    g_autoptr(WeirExpr) w2 = weir_kernel_gemm_work_bytes(dt, &bl, kk, ohw, mg);
-    gwork = unit ? weir_expr_max(w1, w2) : weir_expr_ref(w2);
     g_autoptr(WeirExpr) flip0 = weir_expr_mul(cg, fk);
     g_autoptr(WeirExpr) flip = NULL;
     if (nb > 1) {
@@ -562,7 +861,28 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     } else {
       flip = weir_expr_ref(flip0);
     }
-    g_autoptr(WeirExpr) col = weir_expr_mul(kk, ohw);
+    /* the col2im path (other strides, or pads beyond the kernel's
+     * reach): nbs images per GEMM so that it has at least
+     * WEIR_CONV_GRAD_DEPTH columns, with their patches (kk x nbs*oh*ow)
+     * and, for more than one image, their rows of dy (mg x nbs*oh*ow).
+     * Left at 1 where the unit-stride path is sure to run. */
+    gint64 khv = 0, kwv = 0, ohw_v = 0;
+    gboolean implicit = unit && dim_const(wc, 2, &khv) &&
+                        dim_const(wc, 3, &kwv) && p[0] <= d[0] * (khv - 1) &&
+                        p[1] <= d[1] * (kwv - 1);
+    if (!implicit && weir_expr_is_const(ohw, &ohw_v) &&
+        weir_expr_is_const(dim(xc, 0), &n_v) && ohw_v > 0) {
+      nbs = (WEIR_CONV_GRAD_DEPTH + ohw_v - 1) / ohw_v;
+      nbs = CLAMP(nbs, 1, MAX(n_v, 1));
+    }
+    g_autoptr(WeirExpr) nbse = weir_expr_const(nbs);
+    g_autoptr(WeirExpr) sdepth = weir_expr_mul(nbse, ohw);
+    g_autoptr(WeirExpr) w2 =
+        weir_kernel_gemm_work_bytes(dt, &bl, kk, sdepth, mg);
+    gwork = unit ? weir_expr_max(w1, w2) : weir_expr_ref(w2);
+    g_autoptr(WeirExpr) crows =
+        nbs > 1 ? weir_expr_add(kk, mg) : weir_expr_ref(kk);
+    g_autoptr(WeirExpr) col = weir_expr_mul(crows, sdepth);
     g_autoptr(WeirExpr) elems =
         unit ? weir_expr_max(flip, col) : weir_expr_ref(col);
     rest = weir_expr_mul(elems, four);
@@ -596,7 +916,10 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
                                     ? "weir (implicit col2im: a convolution "
                                       "of dY)"
                                     : "weir (GEMM, col2im)"));
-  g_autofree char *nbarg = g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
+  g_autofree char *nbarg =
+      kind == 'i' ? g_strdup_printf(
+                        "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", ", nb, nbs)
+                  : g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
   g_string_append_printf(
       e->code,
       "%s |= weir_wconv2d_grad_%s_%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "

@@ -8,8 +8,9 @@
  * compiled once per implementation that applies (and once with the default
  * choice); the generated source must contain the implementation's call (so the
  * native path really ran), and the outputs must match the interpreter on the
- * pure expansion within 1e-4 relative, with 1 and 2 OpenMP threads.  The sample
- * models, compiled with default implementations, match their PyTorch outputs;
+ * pure expansion within 1e-4 relative, with 1, 2 and 3 OpenMP threads.  The
+ * sample models, compiled with default implementations, match their PyTorch
+ * outputs;
  * compiled with each implementation choice (everything pure, BLAS for
  * Gemm/MatMul, im2col or direct for Conv where it applies, the defaults) they
  * match the interpreter on the pure expansion, with 1 and 2 threads.
@@ -195,7 +196,7 @@ static void check_case(Fixture *f, const Case *c, WeirDType dt) {
     g_autoptr(WeirKernel) k = weir_kernel_compile(h, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", c->name, used, err->message);
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
       /* a unit without OpenMP code has no thread count to set */
       if (!weir_kernel_set_threads(k, threads, NULL) && threads > 1)
         continue;
@@ -313,6 +314,13 @@ static void win_1x1_p1(WeirNode *n) {
 static void win_1x1_s2(WeirNode *n) {
   window(n, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);
 }
+static void win_3x3_s2p1_g2(WeirNode *n) {
+  window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
+}
+/* 3x3 dilated by 2, uneven pads (2 and 1 before, 1 and 2 after) */
+static void win_3x3_d2_uneven(WeirNode *n) {
+  window(n, 3, 3, 1, 1, 2, 1, 1, 2, 2, 2, 1);
+}
 static void win_dw5_p1(WeirNode *n) {
   window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5);
 }
@@ -358,6 +366,23 @@ static void prep_3x3_s2p1(GHashTable *args) {
 }
 static void prep_2x2_dil(GHashTable *args) {
   pool_maxima(args, 2, 1, 0, 1, 2);
+}
+
+/* dY and X of a large filter gradient rounded to quarters: every product
+ * a multiple of 1/16 and every partial sum exact in f32, so any order of
+ * the additions gives the interpreter's result (sums of thousands of
+ * random products otherwise differ by more than the tolerance where they
+ * nearly cancel) */
+static void prep_quarters(GHashTable *args) {
+  static const char *const names[] = {"X0", "X1"};
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    WeirTensor *t = g_hash_table_lookup(args, names[i]);
+    gint64 count = 1;
+    for (guint d = 0; d < t->rank; d++)
+      count *= t->shape[d];
+    for (gint64 e = 0; e < count; e++)
+      weir_tensor_set(t, e, floor(weir_tensor_get(t, e) * 4) / 4);
+  }
 }
 
 static void rmean_nhw(WeirNode *n) {
@@ -496,6 +521,31 @@ static const Case cases[] = {
      win_3x3_p1,
      {"col2im", "weir"},
      "weir"},
+    /* the col2im path over chunks of images (nbs of them per GEMM, at
+     * least 512 columns): 4x4 outputs at stride 2, 32 images then 1;
+     * two groups of 5x5 outputs, 21 images then 2; 1x1 at stride 2 with
+     * enough channels for the threads to split the copy of dy's rows */
+    {"cgi_s2_chunks",
+     "ConvGradInput",
+     {"33, 6, 4, 4", "6, 5, 3, 3", "33, 5, 8, 8"},
+     "33, 5, 8, 8",
+     win_3x3_s2p1,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_s2_g2_chunks",
+     "ConvGradInput",
+     {"23, 6, 5, 5", "6, 2, 3, 3", "23, 4, 9, 9"},
+     "23, 4, 9, 9",
+     win_3x3_s2p1_g2,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_1x1_s2_chunks",
+     "ConvGradInput",
+     {"40, 40, 4, 4", "40, 16, 1, 1", "40, 16, 8, 8"},
+     "40, 16, 8, 8",
+     win_1x1_s2,
+     {"col2im", "weir"},
+     "weir"},
     {"cgf_3x3_wide",
      "ConvGradFilter",
      {"3, 32, 17, 16", "3, 2, 17, 16", "32, 2, 3, 3"},
@@ -510,6 +560,33 @@ static const Case cases[] = {
      win_3x3_p1,
      {"im2col", "weir"},
      "weir"},
+    /* the per-tap GEMMs on channels-last x (at least 16 channels each
+     * way, maps at most 30% larger padded): one image per chunk (34x32),
+     * 4 then 3 images (20x18), a dilated kernel with uneven pads */
+    {"cgf_taps_one",
+     "ConvGradFilter",
+     {"3, 17, 34, 32", "3, 16, 34, 32", "17, 16, 3, 3"},
+     "17, 16, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    {"cgf_taps_chunks",
+     "ConvGradFilter",
+     {"7, 16, 20, 18", "7, 32, 20, 18", "16, 32, 3, 3"},
+     "16, 32, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    {"cgf_taps_dil",
+     "ConvGradFilter",
+     {"2, 20, 35, 33", "2, 16, 36, 34", "20, 16, 3, 3"},
+     "20, 16, 3, 3",
+     win_3x3_d2_uneven,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
     {"cgf_5x3_uneven",
      "ConvGradFilter",
      {"2, 4, 9, 7", "2, 3, 9, 8", "4, 3, 5, 3"},
@@ -744,6 +821,45 @@ static void test_matmul_fold(void **state) {
   }
 }
 
+/* ConvGradFilter's default takes the per-tap GEMMs exactly where they
+ * apply: the cgf_taps_* cases, not the narrow, strided or small-map ones
+ * (their results are checked in the cases), nor layers whose partials
+ * would be too large. */
+static void test_grad_filter_taps(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    const Case *c = &cases[i];
+    if (strcmp(c->op, "ConvGradFilter") != 0)
+      continue;
+    g_autoptr(WeirGraph) g = case_graph(c, WEIR_DTYPE_F32);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", c->name, err->message);
+    gboolean taps = strstr(src, "|= weir_wconv2d_grad_taps_") != NULL;
+    if (taps != g_str_has_prefix(c->name, "cgf_taps_"))
+      fail_msg("%s: %s the per-tap GEMMs", c->name, taps ? "takes" : "lacks");
+  }
+  /* 256 channels each way on 56x56 maps: 9.4 MB of partials for 4
+   * images, above WEIR_CONV_GRAD_TAPS_BYTES, so im2col (only compiled
+   * here: its results are those of cgf_3x3_wide's path) */
+  static const Case big = {
+      "cgf_big",
+      "ConvGradFilter",
+      {"4, 256, 56, 56", "4, 256, 56, 56", "256, 256, 3, 3"},
+      "256, 256, 3, 3",
+      win_3x3_p1,
+      {"im2col", "weir"},
+      "weir",
+      NULL};
+  g_autoptr(WeirGraph) g = case_graph(&big, WEIR_DTYPE_F32);
+  g_autofree char *src = weir_codegen_c(g, NULL, &err);
+  if (!src)
+    fail_msg("%s: %s", big.name, err->message);
+  assert_null(strstr(src, "|= weir_wconv2d_grad_taps_"));
+  assert_non_null(strstr(src, "|= weir_wconv2d_grad_filter_"));
+}
+
 /* An explicit choice that does not apply is an error naming the node; the
  * tier-1 expansion registry refuses it too; unknown names are refused. */
 static const Case *case_named(const char *name) {
@@ -756,7 +872,7 @@ static const Case *case_named(const char *name) {
 
 /* The batch-norm style reductions ([N, C, H, W] -> per channel), expanded,
  * have the kept dimension as their outer, parallel loop: no atomic updates
- * (their results are checked with 1 and 2 threads in the cases). */
+ * (their results are checked with 1, 2 and 3 threads in the cases). */
 static void test_reductions_without_atomics(void **state) {
   (void)state;
   static const char *const names[] = {"sumto_nchw", "rmean_nchw"};
@@ -1204,6 +1320,7 @@ int main(void) {
       cmocka_unit_test(test_libraries),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_matmul_fold),
+      cmocka_unit_test(test_grad_filter_taps),
       cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
