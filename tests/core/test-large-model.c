@@ -106,8 +106,11 @@ static void test_over_100m_parameters(void **state) {
   g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, &info, &err);
   if (!k)
     fail_msg("compile: %s", err->message);
-  /* the parameters are not in the generated C */
-  assert_true(info.source_bytes > 0 && info.source_bytes < 64 * 1024);
+  /* the parameters are not in the generated C: its size is that of the
+   * kernels' text (Weir's GEMM helpers alone are tens of KiB), a
+   * thousandth of the parameters' 400 MB at the most */
+  assert_true(info.source_bytes > 0);
+  assert_true(info.source_bytes < params * sizeof(float) / 1000);
   assert_int_equal(weir_kernel_constants_bytes(k), params * sizeof(float));
   weir_compile_info_clear(&info);
 
