@@ -752,7 +752,11 @@ static const char conv_weir[] =
     " * weir_act1) is applied by the GEMM to each microtile as it is stored.\n"
     " * ws is the caller's scratch: the GEMM's packing buffers.  wpk (NULL:\n"
     " * none) is w packed once for the GEMM (weir_prepack_a), group g at\n"
-    " * wpk + g * wps. */\n"
+    " * wpk + g * wps.  nb > 1 (small maps): nb images per GEMM, their\n"
+    " * patches side by side as its columns, the product (with the bias, and\n"
+    " * the activation when there is no r) in tmp[mg x nb*oh*ow] at the\n"
+    " * start of ws (the packing buffers after it, 64-byte aligned), then\n"
+    " * scattered to each image's y with r and the activation. */\n"
     "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *wpk,\n"
     "                            int64_t wps, const @T@ *b,\n"
     "                            @T@ *y, const @T@ *r, int64_t n, int64_t c,\n"
@@ -762,19 +766,55 @@ static const char conv_weir[] =
     "                            int64_t groups, int64_t sh, int64_t sw,\n"
     "                            int64_t dh, int64_t dw, int64_t ph,\n"
     "                            int64_t pw, int act, @T@ lo, @T@ hi,\n"
-    "                            void *ws) {\n"
+    "                            int64_t nb, void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
     "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
     "  const int plain = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 "
     "&&\n"
     "                    pw == 0 && oh == h && ow == wd;\n"
     "  int st = 0;\n"
+    "  if (nb > 1 && n > 1 && ohw > 0 && mg > 0) {\n"
+    "    @T@ *tmp = ws;\n"
+    "    void *gw = (char *)ws + ((size_t)(mg * nb * ohw) * sizeof(@T@) + 63) /\n"
+    "                                64 * 64;\n"
+    "    for (int64_t i0 = 0; i0 < n; i0 += nb) {\n"
+    "      const int64_t cnt = n - i0 < nb ? n - i0 : nb, cols = cnt * ohw;\n"
+    "      for (int64_t g = 0; g < groups; g++) {\n"
+    "        const @T@ *xg = x + (i0 * c + g * cg) * h * wd;\n"
+    "        const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow, sh,\n"
+    "                                          sw, dh, dw, ph, pw, oh,\n"
+    "                                          c * h * wd};\n"
+    "        const weir_gemm_epilogue_@S@ ep = {\n"
+    "            b ? b + g * mg : NULL, NULL, cols, r ? 0 : act, lo, hi,\n"
+    "            NULL, (@T@)1};\n"
+    "        st |= weir_gemm_runp_@S@(0, 0, mg, cols, kk, (@T@)1,\n"
+    "                                 w + g * mg * kk, kk,\n"
+    "                                 wpk ? wpk + g * wps : NULL, xg, NULL,\n"
+    "                                 cols, &im, (@T@)0, tmp, cols,\n"
+    "                                 b || (act && !r) ? &ep : NULL, gw);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) if (mg * cols > 16384)\n"
+    "#endif\n"
+    "        for (int64_t ii = 0; ii < cnt; ii++)\n"
+    "          for (int64_t oc = 0; oc < mg; oc++) {\n"
+    "            const int64_t yo = ((i0 + ii) * m + g * mg + oc) * ohw;\n"
+    "            const @T@ *s = tmp + oc * cols + ii * ohw;\n"
+    "            if (r)\n"
+    "              for (int64_t p = 0; p < ohw; p++)\n"
+    "                y[yo + p] = weir_act1_@D@(s[p] + r[yo + p], act, lo, hi);\n"
+    "            else\n"
+    "              memcpy(y + yo, s, sizeof(@T@) * (size_t)ohw);\n"
+    "          }\n"
+    "      }\n"
+    "    }\n"
+    "    return st;\n"
+    "  }\n"
     "  for (int64_t in = 0; in < n; in++) {\n"
     "    for (int64_t g = 0; g < groups; g++) {\n"
     "      const @T@ *xg = x + (in * c + g * cg) * h * wd;\n"
     "      const int64_t yo = (in * m + g * mg) * ohw;\n"
     "      const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow,\n"
-    "                                        sh, sw, dh, dw, ph, pw};\n"
+    "                                        sh, sw, dh, dw, ph, pw, 0, 0};\n"
     "      const weir_gemm_epilogue_@S@ ep = {\n"
     "          b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, hi,\n"
     "          NULL, (@T@)1};\n"
@@ -898,10 +938,13 @@ static char *conv_im2col_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
 }
 
 /* The scratch of weir_wconv2d: the GEMM's packing buffers for its
- * products (M/g x oh*ow x C/g*kh*kw), with blocking *out, which is
- * recorded.  "(void *)..." or "NULL"; NULL on error. */
+ * products (M/g x nb*oh*ow x C/g*kh*kw), with blocking *out, which is
+ * recorded, after (nb > 1) the product tmp[M/g x nb*oh*ow], rounded up to
+ * 64 bytes; *nb is set to 1 when those sizes are not constants.
+ * "(void *)..." or "NULL"; NULL on error. */
 static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
-                               WeirGemmBlocking *out, GError **error) {
+                               gint64 *nb, WeirGemmBlocking *out,
+                               GError **error) {
   WeirDType t = ci->y->dtype;
   const WeirContainer *w = ci->w, *y = ci->y;
   if (!weir_kernel_gemm_record(e, t, out, error))
@@ -911,8 +954,37 @@ static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
   g_autoptr(WeirExpr) khw = weir_expr_mul(dim(w, 2), dim(w, 3));
   g_autoptr(WeirExpr) kk = weir_expr_mul(dim(w, 1), khw); /* C/g * kh * kw */
   g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(w, 0), groups);
+  if (*nb > 1) {
+    g_autoptr(WeirExpr) nbe = weir_expr_const(*nb);
+    g_autoptr(WeirExpr) cols = weir_expr_mul(nbe, ohw);
+    g_autoptr(WeirExpr) work =
+        weir_kernel_gemm_work_bytes(t, out, mg, cols, kk);
+    gint64 mgc, colsc, wb;
+    if (work && weir_expr_is_const(mg, &mgc) &&
+        weir_expr_is_const(cols, &colsc) && weir_expr_is_const(work, &wb)) {
+      gint64 tb = (mgc * colsc * (gint64)weir_dtype_size(t) + 63) / 64 * 64;
+      return weir_kernel_scratch_arg(e, weir_expr_const(tb + wb));
+    }
+    *nb = 1;
+  }
   return weir_kernel_scratch_arg(
       e, weir_kernel_gemm_work_bytes(t, out, mg, ohw, kk));
+}
+
+/* Images per call of weir_wconv2d: for a small output map (oh*ow below
+ * WEIR_CONV_BATCH_MAP) at constant batch n > 1, as many as fill about
+ * WEIR_CONV_BATCH_COLS columns of the GEMM (all n at most); else 1. */
+#define WEIR_CONV_BATCH_MAP 256
+#define WEIR_CONV_BATCH_COLS 1024
+static gint64 conv_weir_images(const ConvInfo *ci) {
+  gint64 n, oh, ow;
+  if (!weir_expr_is_const(dim(ci->y, 0), &n) ||
+      !weir_expr_is_const(dim(ci->y, 2), &oh) ||
+      !weir_expr_is_const(dim(ci->y, 3), &ow) || n <= 1 || oh <= 0 ||
+      ow <= 0 || oh * ow >= WEIR_CONV_BATCH_MAP)
+    return 1;
+  gint64 nb = WEIR_CONV_BATCH_COLS / (oh * ow);
+  return nb < 1 ? 1 : nb > n ? n : nb;
 }
 
 /* direct: the 1x1 or depthwise helper; otherwise im2col on GEMM `which`. */
@@ -966,7 +1038,7 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   WeirEpilogueKind ek = {.act = 0, .residual = -1, .colbias = -1, .scale = 1.0};
   gboolean ep = FALSE;         /* Weir's helper: the epilogue's arguments */
   g_autofree char *wpk = NULL; /* Weir's helper: the pre-packed weight */
-  gint64 wps = 0;
+  gint64 wps = 0, nb = 1;      /* Weir's helper: images per GEMM */
   if (which == WEIR_NATIVE_GEMM_CBLAS) {
     emit_header(e, "im2col");
     use_blas(e);
@@ -983,7 +1055,8 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
       return FALSE;
     rp = r;
     name = "weir_wconv2d";
-    ws = conv_weir_scratch(e, &ci, &bl, error);
+    nb = conv_weir_images(&ci);
+    ws = conv_weir_scratch(e, &ci, &nb, &bl, error);
     if (!ws)
       return FALSE;
     /* the orientation of the GEMM: the node's parameter, else by shape
@@ -1013,7 +1086,8 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
       gint64 mg = mw / geo->group, kk = cw * khw * kww;
       if (orient == 0 && weir_expr_is_const(dim(ci.y, 2), &ohc) &&
           weir_expr_is_const(dim(ci.y, 3), &owc))
-        channels = weir_kernel_gemm_channels_in_vectors(&bl, mg, ohc * owc, kk);
+        channels =
+            weir_kernel_gemm_channels_in_vectors(&bl, mg, nb * ohc * owc, kk);
       if (channels) {
         wpk = weir_kernel_gemm_prepack_at(e, t, &bl, e->in[1].c, geo->group, mg,
                                           kk);
@@ -1043,14 +1117,23 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     }
     text = g_string_free(tx, FALSE);
     status = g_strdup_printf("%s |= ", e->status);
+    g_autofree char *imgs =
+        nb > 1 ? g_strdup_printf(", %" G_GINT64_FORMAT " images per GEMM", nb)
+               : g_strdup("");
     g_autofree char *head =
         g_strconcat("weir", weir_kernel_epilogue_what(&ek),
                     wpk ? ", weight pre-packed" : "",
-                    channels ? ", channels in the vectors" : "", NULL);
+                    channels ? ", channels in the vectors" : "", imgs, NULL);
     emit_header(e, head);
   }
   g_autofree char *helper = g_strdup_printf("%s_%s", name, sfx);
   g_autofree char *body = instantiate_sfx(text, t, sfx);
+  if (ep) { /* Weir's helper's activation */
+    GString *bs = g_string_new(body);
+    g_string_replace(bs, "@D@", t == WEIR_DTYPE_F32 ? "f32" : "f64", 0);
+    g_free(body);
+    body = g_string_free(bs, FALSE);
+  }
   e->helper(e, helper, body);
   /* Weir's helper takes the residual after y and the activation before
    * its scratch */
@@ -1059,7 +1142,9 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
       ep ? g_strdup_printf(", %s, %" G_GINT64_FORMAT, wpk ? wpk : "NULL", wps)
          : g_strdup("");
   g_autofree char *aarg =
-      ep ? g_strdup_printf(", %d, %s, %s", ek.act, lo, hi) : g_strdup("");
+      ep ? g_strdup_printf(", %d, %s, %s, %" G_GINT64_FORMAT, ek.act, lo, hi,
+                           nb)
+         : g_strdup("");
   g_string_append_printf(e->code,
                          "%s%s_%s(%s, %s%s, %s, %s%s, %s, %s, %s, %s, %s, %s, "
                          "%s, %s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT

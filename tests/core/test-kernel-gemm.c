@@ -1176,6 +1176,104 @@ static void test_key_covers_isa(void **state) {
     assert_string_not_equal(k1, k2);
 }
 
+/* ------------------------------------- several images per GEMM call */
+
+/* Small output maps at batch > 1 (batch14m): nb images side by side as
+ * the GEMM's columns, the product scattered to y with the residual and
+ * the activation: one chunk of all 32 images (4x4 maps), chunks with a
+ * remainder (14x14: 5 + 5 + 2), 1x1, 3x3 and 7x7 maps, stride 2,
+ * padding, groups, bias, ReLU, clip, a residual; batch 1 and a 16x16 map
+ * keep one image per call. */
+static const Node batched[] = {
+    {"Conv",
+     {"32, 6, 4, 4", "10, 6, 3, 3", "10"},
+     "32, 10, 4, 4",
+     pad1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"5, 4, 8, 8", "7, 4, 3, 3", ""},
+     "5, 7, 8, 8",
+     pad1,
+     "y = max(x, 0.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv",
+     {"3, 5, 14, 14", "9, 5, 3, 3", "9"},
+     "3, 9, 7, 7",
+     s2_p1,
+     "y = x + r",
+     TRUE,
+     "weir + residual"},
+    {"Conv", {"2, 3, 3, 3", "5, 3, 3, 3", "5"}, "2, 5, 1, 1", NULL},
+    {"Conv",
+     {"32, 8, 3, 3", "6, 4, 1, 1", "6"},
+     "32, 6, 3, 3",
+     g2,
+     "y = min(max(x + r, 0.0), 6.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"12, 3, 14, 14", "4, 3, 1, 1", "4"},
+     "12, 4, 14, 14",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"3, 4, 8, 8", "6, 2, 3, 3", "6"},
+     "3, 6, 4, 4",
+     g2_s2_p1,
+     "y = max(x, 0.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv", {"1, 4, 8, 8", "5, 4, 3, 3", "5"}, "1, 5, 8, 8", pad1},
+    {"Conv", {"2, 3, 16, 16", "4, 3, 1, 1", ""}, "2, 4, 16, 16", NULL},
+};
+/* images per GEMM call of each node (1: none said) */
+static const int batched_nb[] = {32, 5, 3, 2, 32, 5, 3, 1, 1};
+
+static void check_batched(WeirDType dt) {
+  g_autoptr(GError) err = NULL;
+  /* f64 keeps the epilogues as separate maps */
+  Node nodes[G_N_ELEMENTS(batched)];
+  memcpy(nodes, batched, sizeof nodes);
+  for (guint n = 0; n < G_N_ELEMENTS(nodes); n++)
+    if (dt == WEIR_DTYPE_F64 && nodes[n].epi)
+      nodes[n].mark = "";
+  g_autoptr(WeirGraph) g = program("batched", nodes, G_N_ELEMENTS(nodes), dt);
+  check_program(g, nodes, G_N_ELEMENTS(nodes), dt);
+  g_autoptr(WeirGraph) gw = weir_graph_copy(g);
+  for (guint s = 0; s < gw->states->len; s++) {
+    WeirState *st = g_ptr_array_index(gw->states, s);
+    for (guint k = 0; k < st->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(st->nodes, k);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        weir_node_set_attr_string(n, "impl", "weir");
+    }
+  }
+  g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+  if (!src)
+    fail_msg("batched: %s", err->message);
+  for (guint n = 0; n < G_N_ELEMENTS(batched); n++) {
+    g_autofree char *want =
+        g_strdup_printf("%d images per GEMM", batched_nb[n]);
+    check_mark(src, "batched", n, batched_nb[n] > 1 ? want : "",
+               "images per GEMM");
+  }
+}
+
+static void test_conv_batched_f32(void **state) {
+  (void)state;
+  check_batched(WEIR_DTYPE_F32);
+}
+
+static void test_conv_batched_f64(void **state) {
+  (void)state;
+  check_batched(WEIR_DTYPE_F64);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocking),
@@ -1186,6 +1284,8 @@ int main(void) {
       cmocka_unit_test(test_matmul),
       cmocka_unit_test(test_conv),
       cmocka_unit_test(test_conv_channels),
+      cmocka_unit_test(test_conv_batched_f32),
+      cmocka_unit_test(test_conv_batched_f64),
       cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_thread_split),
