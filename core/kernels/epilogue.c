@@ -26,6 +26,7 @@
 /* Per width: the vector type, load, broadcast, select, exp and the
  * activation. */
 static const char act_vec[] =
+    "@INC@"
     "typedef float weir_act_v@VL@ __attribute__((vector_size(@VB@)));\n"
     "typedef int32_t weir_act_i@VL@ __attribute__((vector_size(@VB@)));\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
@@ -45,16 +46,12 @@ static const char act_vec[] =
     "  return (weir_act_v@VL@)(((weir_act_i@VL@)a & m) | ((weir_act_i@VL@)b & "
     "~m));\n"
     "}\n"
-    "/* exp(x): x clamped to [-87, 88], x = n ln2 + r (|r| <= ln2 / 2, n\n"
+    "/* exp(x) for x in [-87, 88]: x = n ln2 + r (|r| <= ln2 / 2, n\n"
     " * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of\n"
     " * degree 6 (relative error < 2e-7 on r), times 2^n built in the\n"
     " * exponent bits. */\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
-    "weir_act_exp@VL@(weir_act_v@VL@ x) {\n"
-    "  const weir_act_v@VL@ lo = weir_act_set@VL@(-87.0f),\n"
-    "                      hi = weir_act_set@VL@(88.0f);\n"
-    "  x = weir_act_sel@VL@(x < lo, lo, x);\n"
-    "  x = weir_act_sel@VL@(x > hi, hi, x);\n"
+    "weir_act_expr@VL@(weir_act_v@VL@ x) {\n"
     "  const weir_act_v@VL@ t = x * 1.44269504088896341f + 12582912.0f;\n"
     "  const weir_act_v@VL@ n = t - 12582912.0f;\n"
     "  weir_act_v@VL@ r = x - n * 0.693359375f;\n"
@@ -68,6 +65,32 @@ static const char act_vec[] =
     "  const weir_act_i@VL@ e =\n"
     "      ((weir_act_i@VL@)t - 0x4B400000 + 127) << 23;\n"
     "  return p * (weir_act_v@VL@)e;\n"
+    "}\n"
+    "/* exp(x): x clamped to [-87, 88] (NaN kept), then weir_act_expr. */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_exp@VL@(weir_act_v@VL@ x) {\n"
+    "  const weir_act_v@VL@ lo = weir_act_set@VL@(-87.0f),\n"
+    "                      hi = weir_act_set@VL@(88.0f);\n"
+    "  x = weir_act_sel@VL@(x < lo, lo, x);\n"
+    "  x = weir_act_sel@VL@(x > hi, hi, x);\n"
+    "  return weir_act_expr@VL@(x);\n"
+    "}\n"
+    "/* 1 / d for d in [1, 2^126): @RCPDOC@ */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_rcp@VL@(weir_act_v@VL@ d) {\n"
+    "@RCP@"
+    "}\n"
+    "/* sigmoid(x) = 1 / (1 + exp(-x)), exp's argument clamped to [-87, 87]\n"
+    " * (NaN kept) so that 1 + exp(-x) < 2^126 (sigmoid(-inf) is then\n"
+    " * 1.6e-38, sigmoid(inf) 1). */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_sigm@VL@(weir_act_v@VL@ x) {\n"
+    "  const weir_act_v@VL@ lo = weir_act_set@VL@(-87.0f),\n"
+    "                      hi = weir_act_set@VL@(87.0f);\n"
+    "  weir_act_v@VL@ u = -x;\n"
+    "  u = weir_act_sel@VL@(u < lo, lo, u);\n"
+    "  u = weir_act_sel@VL@(u > hi, hi, u);\n"
+    "  return weir_act_rcp@VL@(1.0f + weir_act_expr@VL@(u));\n"
     "}\n"
     "/* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a\n"
     " * polynomial of degree 5 without constant term (absolute error below\n"
@@ -98,9 +121,9 @@ static const char act_vec[] =
     "    return weir_act_sel@VL@(v > u, u, v);\n"
     "  }\n"
     "  case 2:\n"
-    "    return 1.0f / (1.0f + weir_act_exp@VL@(-v));\n"
+    "    return weir_act_sigm@VL@(v);\n"
     "  case 3:\n"
-    "    return v / (1.0f + weir_act_exp@VL@(-v));\n"
+    "    return v * weir_act_sigm@VL@(v);\n"
     "  case 4: {\n"
     "    const weir_act_v@VL@ z = weir_act_set@VL@(0.0f), s = "
     "weir_act_set@VL@(6.0f);\n"
@@ -153,9 +176,24 @@ const char *weir_kernel_isa_target(WeirHwIsa isa) {
   return "";
 }
 
+/* 1 / d at 16 lanes of AVX-512: the reciprocal estimate (relative error
+ * below 2^-14) and one Newton step; elsewhere the division. */
+static const char rcp_avx512[] =
+    "  const weir_act_v16 r = (weir_act_v16)_mm512_rcp14_ps((__m512)d);\n"
+    "  return r + r * (1.0f - d * r);\n";
+static const char rcp_div[] = "  return 1.0f / d;\n";
+
 char *weir_kernel_act_text(WeirHwIsa isa, guint vl) {
   GString *s = g_string_new(act_vec);
   char buf[16];
+  const gboolean rcp14 = isa == WEIR_HW_ISA_AVX512 && vl == 16;
+  g_string_replace(s, "@INC@", rcp14 ? "#include <immintrin.h>\n" : "", 0);
+  g_string_replace(s, "@RCPDOC@",
+                   rcp14 ? "vrcp14ps (relative error < 2^-14) and one\n"
+                           " * Newton step r + r (1 - d r) (about 1 ulp)"
+                         : "the division",
+                   0);
+  g_string_replace(s, "@RCP@", rcp14 ? rcp_avx512 : rcp_div, 0);
   g_string_replace(s, "@TGT@", weir_kernel_isa_target(isa), 0);
   g_snprintf(buf, sizeof buf, "%u", vl * 4);
   g_string_replace(s, "@VB@", buf, 0);
