@@ -46,6 +46,11 @@ static const char act_vec[] =
     "  return (weir_act_v@VL@)(((weir_act_i@VL@)a & m) | ((weir_act_i@VL@)b & "
     "~m));\n"
     "}\n"
+    "/* x clamped to [lo, hi], NaN kept: @CLAMPDOC@ */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_clamp@VL@(weir_act_v@VL@ x, float lo, float hi) {\n"
+    "@CLAMP@"
+    "}\n"
     "/* exp(x) for x in [-87, 88]: x = n ln2 + r (|r| <= ln2 / 2, n\n"
     " * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of\n"
     " * degree 6 (relative error < 2e-7 on r), times 2^n built in the\n"
@@ -69,11 +74,7 @@ static const char act_vec[] =
     "/* exp(x): x clamped to [-87, 88] (NaN kept), then weir_act_expr. */\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
     "weir_act_exp@VL@(weir_act_v@VL@ x) {\n"
-    "  const weir_act_v@VL@ lo = weir_act_set@VL@(-87.0f),\n"
-    "                      hi = weir_act_set@VL@(88.0f);\n"
-    "  x = weir_act_sel@VL@(x < lo, lo, x);\n"
-    "  x = weir_act_sel@VL@(x > hi, hi, x);\n"
-    "  return weir_act_expr@VL@(x);\n"
+    "  return weir_act_expr@VL@(weir_act_clamp@VL@(x, -87.0f, 88.0f));\n"
     "}\n"
     "/* 1 / d for d in [1, 2^126): @RCPDOC@ */\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
@@ -85,11 +86,7 @@ static const char act_vec[] =
     " * 1.6e-38, sigmoid(inf) 1). */\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
     "weir_act_sigm@VL@(weir_act_v@VL@ x) {\n"
-    "  const weir_act_v@VL@ lo = weir_act_set@VL@(-87.0f),\n"
-    "                      hi = weir_act_set@VL@(87.0f);\n"
-    "  weir_act_v@VL@ u = -x;\n"
-    "  u = weir_act_sel@VL@(u < lo, lo, u);\n"
-    "  u = weir_act_sel@VL@(u > hi, hi, u);\n"
+    "  const weir_act_v@VL@ u = weir_act_clamp@VL@(-x, -87.0f, 87.0f);\n"
     "  return weir_act_rcp@VL@(1.0f + weir_act_expr@VL@(u));\n"
     "}\n"
     "/* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a\n"
@@ -183,11 +180,32 @@ static const char rcp_avx512[] =
     "  return r + r * (1.0f - d * r);\n";
 static const char rcp_div[] = "  return 1.0f / d;\n";
 
+/* The clamp: max then min of the ISA (the second operand, x, is the
+ * result when one is NaN), or two selects. */
+static const char clamp_sel[] =
+    "  const weir_act_v@VL@ l = weir_act_set@VL@(lo), u = "
+    "weir_act_set@VL@(hi);\n"
+    "  x = weir_act_sel@VL@(x < l, l, x);\n"
+    "  return weir_act_sel@VL@(x > u, u, x);\n";
+static const char clamp_isa[] =
+    "  return (weir_act_v@VL@)_mm@W@_min_ps(_mm@W@_set1_ps(hi),\n"
+    "      _mm@W@_max_ps(_mm@W@_set1_ps(lo), (__m@M@)x));\n";
+
 char *weir_kernel_act_text(WeirHwIsa isa, guint vl) {
   GString *s = g_string_new(act_vec);
   char buf[16];
   const gboolean rcp14 = isa == WEIR_HW_ISA_AVX512 && vl == 16;
-  g_string_replace(s, "@INC@", rcp14 ? "#include <immintrin.h>\n" : "", 0);
+  /* vmaxps / vminps of the width: 16 lanes need AVX-512, 8 and 4 AVX */
+  const gboolean minmax =
+      (isa == WEIR_HW_ISA_AVX512 && (vl == 16 || vl == 8 || vl == 4)) ||
+      (isa == WEIR_HW_ISA_AVX2 && (vl == 8 || vl == 4));
+  g_string_replace(s, "@INC@",
+                   rcp14 || minmax ? "#include <immintrin.h>\n" : "", 0);
+  g_string_replace(s, "@CLAMPDOC@",
+                   minmax ? "vmaxps then vminps" : "two selects", 0);
+  g_string_replace(s, "@CLAMP@", minmax ? clamp_isa : clamp_sel, 0);
+  g_string_replace(s, "@W@", vl == 16 ? "512" : vl == 8 ? "256" : "", 0);
+  g_string_replace(s, "@M@", vl == 16 ? "512" : vl == 8 ? "256" : "128", 0);
   g_string_replace(s, "@RCPDOC@",
                    rcp14 ? "vrcp14ps (relative error < 2^-14) and one\n"
                            " * Newton step r + r (1 - d r) (about 1 ulp)"
