@@ -135,11 +135,8 @@ weir_act_erf4(weir_act_v4 x) {
 static inline __attribute__((always_inline))  weir_act_v4
 weir_act_apply4(weir_act_v4 v, int act, float lo, float hi) {
   switch (act) {
-  case 1: {
-    const weir_act_v4 l = weir_act_set4(lo), u = weir_act_set4(hi);
-    v = weir_act_sel4(v < l, l, v);
-    return weir_act_sel4(v > u, u, v);
-  }
+  case 1:
+    return weir_act_clamp4(v, lo, hi);
   case 2:
     return weir_act_sigm4(v);
   case 3:
