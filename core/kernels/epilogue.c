@@ -23,8 +23,8 @@
 
 /* ------------------------------------------------------------ the text */
 
-/* Per width: the vector type, load, broadcast, select, exp and the
- * activation. */
+/* Per width: the vector type, load, broadcast, select, clamp, exp,
+ * reciprocal, sigmoid and the activation. */
 static const char act_vec[] =
     "@INC@"
     "typedef float weir_act_v@VL@ __attribute__((vector_size(@VB@)));\n"
