@@ -23,9 +23,10 @@
 
 /* ------------------------------------------------------------ the text */
 
-/* Per width: the vector type, load, broadcast, select, exp and the
- * activation. */
+/* Per width: the vector type, load, broadcast, select, clamp, exp,
+ * reciprocal, sigmoid and the activation. */
 static const char act_vec[] =
+    "@INC@"
     "typedef float weir_act_v@VL@ __attribute__((vector_size(@VB@)));\n"
     "typedef int32_t weir_act_i@VL@ __attribute__((vector_size(@VB@)));\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
@@ -45,29 +46,47 @@ static const char act_vec[] =
     "  return (weir_act_v@VL@)(((weir_act_i@VL@)a & m) | ((weir_act_i@VL@)b & "
     "~m));\n"
     "}\n"
-    "/* exp(x): x clamped to [-87, 88], x = n ln2 + r (|r| <= ln2 / 2, n\n"
-    " * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of\n"
-    " * degree 6 (relative error < 2e-7 on r), times 2^n built in the\n"
-    " * exponent bits. */\n"
+    "/* x clamped to [lo, hi], NaN kept: @CLAMPDOC@ */\n"
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
-    "weir_act_exp@VL@(weir_act_v@VL@ x) {\n"
-    "  const weir_act_v@VL@ lo = weir_act_set@VL@(-87.0f),\n"
-    "                      hi = weir_act_set@VL@(88.0f);\n"
-    "  x = weir_act_sel@VL@(x < lo, lo, x);\n"
-    "  x = weir_act_sel@VL@(x > hi, hi, x);\n"
+    "weir_act_clamp@VL@(weir_act_v@VL@ x, float lo, float hi) {\n"
+    "@CLAMP@"
+    "}\n"
+    "/* exp(x) for x in [-87, 88]: x = n ln2 + r (|r| <= ln2 / 2, n\n"
+    " * rounded by the 1.5 * 2^23 shift), e^r as 1 + r q(r), q of degree 4\n"
+    " * fitted for the least largest relative error on r (9.5e-8 with the\n"
+    " * coefficients in f32), times 2^n built in the exponent bits. */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_expr@VL@(weir_act_v@VL@ x) {\n"
     "  const weir_act_v@VL@ t = x * 1.44269504088896341f + 12582912.0f;\n"
     "  const weir_act_v@VL@ n = t - 12582912.0f;\n"
     "  weir_act_v@VL@ r = x - n * 0.693359375f;\n"
     "  r = r - n * -2.12194440e-4f;\n"
-    "  weir_act_v@VL@ p = r * (1.0f / 720.0f) + (1.0f / 120.0f);\n"
-    "  p = p * r + (1.0f / 24.0f);\n"
-    "  p = p * r + (1.0f / 6.0f);\n"
-    "  p = p * r + 0.5f;\n"
-    "  p = p * r + 1.0f;\n"
+    "  weir_act_v@VL@ p = r * 8.290315047e-3f + 4.189793020e-2f;\n"
+    "  p = p * r + 1.666763574e-1f;\n"
+    "  p = p * r + 4.999915063e-1f;\n"
+    "  p = p * r + 9.999997020e-1f;\n"
     "  p = p * r + 1.0f;\n"
     "  const weir_act_i@VL@ e =\n"
     "      ((weir_act_i@VL@)t - 0x4B400000 + 127) << 23;\n"
     "  return p * (weir_act_v@VL@)e;\n"
+    "}\n"
+    "/* exp(x): x clamped to [-87, 88] (NaN kept), then weir_act_expr. */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_exp@VL@(weir_act_v@VL@ x) {\n"
+    "  return weir_act_expr@VL@(weir_act_clamp@VL@(x, -87.0f, 88.0f));\n"
+    "}\n"
+    "/* 1 / d for d in [1, 2^126): @RCPDOC@ */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_rcp@VL@(weir_act_v@VL@ d) {\n"
+    "@RCP@"
+    "}\n"
+    "/* sigmoid(x) = 1 / (1 + exp(-x)), exp's argument clamped to [-87, 87]\n"
+    " * (NaN kept) so that 1 + exp(-x) < 2^126 (sigmoid(-inf) is then\n"
+    " * 1.6e-38, sigmoid(inf) 1). */\n"
+    "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
+    "weir_act_sigm@VL@(weir_act_v@VL@ x) {\n"
+    "  const weir_act_v@VL@ u = weir_act_clamp@VL@(-x, -87.0f, 87.0f);\n"
+    "  return weir_act_rcp@VL@(1.0f + weir_act_expr@VL@(u));\n"
     "}\n"
     "/* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a\n"
     " * polynomial of degree 5 without constant term (absolute error below\n"
@@ -91,16 +110,12 @@ static const char act_vec[] =
     "static inline __attribute__((always_inline)) @TGT@ weir_act_v@VL@\n"
     "weir_act_apply@VL@(weir_act_v@VL@ v, int act, float lo, float hi) {\n"
     "  switch (act) {\n"
-    "  case 1: {\n"
-    "    const weir_act_v@VL@ l = weir_act_set@VL@(lo), u = "
-    "weir_act_set@VL@(hi);\n"
-    "    v = weir_act_sel@VL@(v < l, l, v);\n"
-    "    return weir_act_sel@VL@(v > u, u, v);\n"
-    "  }\n"
+    "  case 1:\n"
+    "    return weir_act_clamp@VL@(v, lo, hi);\n"
     "  case 2:\n"
-    "    return 1.0f / (1.0f + weir_act_exp@VL@(-v));\n"
+    "    return weir_act_sigm@VL@(v);\n"
     "  case 3:\n"
-    "    return v / (1.0f + weir_act_exp@VL@(-v));\n"
+    "    return v * weir_act_sigm@VL@(v);\n"
     "  case 4: {\n"
     "    const weir_act_v@VL@ z = weir_act_set@VL@(0.0f), s = "
     "weir_act_set@VL@(6.0f);\n"
@@ -153,9 +168,45 @@ const char *weir_kernel_isa_target(WeirHwIsa isa) {
   return "";
 }
 
+/* 1 / d at 16 lanes of AVX-512: the reciprocal estimate (relative error
+ * below 2^-14) and one Newton step; elsewhere the division. */
+static const char rcp_avx512[] =
+    "  const weir_act_v16 r = (weir_act_v16)_mm512_rcp14_ps((__m512)d);\n"
+    "  return r + r * (1.0f - d * r);\n";
+static const char rcp_div[] = "  return 1.0f / d;\n";
+
+/* The clamp: max then min of the ISA (the second operand, x, is the
+ * result when one is NaN), or two selects. */
+static const char clamp_sel[] =
+    "  const weir_act_v@VL@ l = weir_act_set@VL@(lo), u = "
+    "weir_act_set@VL@(hi);\n"
+    "  x = weir_act_sel@VL@(x < l, l, x);\n"
+    "  return weir_act_sel@VL@(x > u, u, x);\n";
+static const char clamp_isa[] =
+    "  return (weir_act_v@VL@)_mm@W@_min_ps(_mm@W@_set1_ps(hi),\n"
+    "      _mm@W@_max_ps(_mm@W@_set1_ps(lo), (__m@M@)x));\n";
+
 char *weir_kernel_act_text(WeirHwIsa isa, guint vl) {
   GString *s = g_string_new(act_vec);
   char buf[16];
+  const gboolean rcp14 = isa == WEIR_HW_ISA_AVX512 && vl == 16;
+  /* vmaxps / vminps of the width: 16 lanes need AVX-512, 8 and 4 AVX */
+  const gboolean minmax =
+      (isa == WEIR_HW_ISA_AVX512 && (vl == 16 || vl == 8 || vl == 4)) ||
+      (isa == WEIR_HW_ISA_AVX2 && (vl == 8 || vl == 4));
+  g_string_replace(s, "@INC@",
+                   rcp14 || minmax ? "#include <immintrin.h>\n" : "", 0);
+  g_string_replace(s, "@CLAMPDOC@",
+                   minmax ? "vmaxps then vminps" : "two selects", 0);
+  g_string_replace(s, "@CLAMP@", minmax ? clamp_isa : clamp_sel, 0);
+  g_string_replace(s, "@W@", vl == 16 ? "512" : vl == 8 ? "256" : "", 0);
+  g_string_replace(s, "@M@", vl == 16 ? "512" : vl == 8 ? "256" : "128", 0);
+  g_string_replace(s, "@RCPDOC@",
+                   rcp14 ? "vrcp14ps (relative error < 2^-14) and one\n"
+                           " * Newton step r + r (1 - d r) (about 1 ulp)"
+                         : "the division",
+                   0);
+  g_string_replace(s, "@RCP@", rcp14 ? rcp_avx512 : rcp_div, 0);
   g_string_replace(s, "@TGT@", weir_kernel_isa_target(isa), 0);
   g_snprintf(buf, sizeof buf, "%u", vl * 4);
   g_string_replace(s, "@VB@", buf, 0);

@@ -71,29 +71,49 @@ static inline __attribute__((always_inline))  weir_act_v4
 weir_act_sel4(weir_act_i4 m, weir_act_v4 a, weir_act_v4 b) {
   return (weir_act_v4)(((weir_act_i4)a & m) | ((weir_act_i4)b & ~m));
 }
-/* exp(x): x clamped to [-87, 88], x = n ln2 + r (|r| <= ln2 / 2, n
- * rounded by the 1.5 * 2^23 shift), e^r by its Taylor polynomial of
- * degree 6 (relative error < 2e-7 on r), times 2^n built in the
- * exponent bits. */
+/* x clamped to [lo, hi], NaN kept: two selects */
 static inline __attribute__((always_inline))  weir_act_v4
-weir_act_exp4(weir_act_v4 x) {
-  const weir_act_v4 lo = weir_act_set4(-87.0f),
-                      hi = weir_act_set4(88.0f);
-  x = weir_act_sel4(x < lo, lo, x);
-  x = weir_act_sel4(x > hi, hi, x);
+weir_act_clamp4(weir_act_v4 x, float lo, float hi) {
+  const weir_act_v4 l = weir_act_set4(lo), u = weir_act_set4(hi);
+  x = weir_act_sel4(x < l, l, x);
+  return weir_act_sel4(x > u, u, x);
+}
+/* exp(x) for x in [-87, 88]: x = n ln2 + r (|r| <= ln2 / 2, n
+ * rounded by the 1.5 * 2^23 shift), e^r as 1 + r q(r), q of degree 4
+ * fitted for the least largest relative error on r (9.5e-8 with the
+ * coefficients in f32), times 2^n built in the exponent bits. */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_expr4(weir_act_v4 x) {
   const weir_act_v4 t = x * 1.44269504088896341f + 12582912.0f;
   const weir_act_v4 n = t - 12582912.0f;
   weir_act_v4 r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  weir_act_v4 p = r * (1.0f / 720.0f) + (1.0f / 120.0f);
-  p = p * r + (1.0f / 24.0f);
-  p = p * r + (1.0f / 6.0f);
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
+  weir_act_v4 p = r * 8.290315047e-3f + 4.189793020e-2f;
+  p = p * r + 1.666763574e-1f;
+  p = p * r + 4.999915063e-1f;
+  p = p * r + 9.999997020e-1f;
   p = p * r + 1.0f;
   const weir_act_i4 e =
       ((weir_act_i4)t - 0x4B400000 + 127) << 23;
   return p * (weir_act_v4)e;
+}
+/* exp(x): x clamped to [-87, 88] (NaN kept), then weir_act_expr. */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_exp4(weir_act_v4 x) {
+  return weir_act_expr4(weir_act_clamp4(x, -87.0f, 88.0f));
+}
+/* 1 / d for d in [1, 2^126): the division */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_rcp4(weir_act_v4 d) {
+  return 1.0f / d;
+}
+/* sigmoid(x) = 1 / (1 + exp(-x)), exp's argument clamped to [-87, 87]
+ * (NaN kept) so that 1 + exp(-x) < 2^126 (sigmoid(-inf) is then
+ * 1.6e-38, sigmoid(inf) 1). */
+static inline __attribute__((always_inline))  weir_act_v4
+weir_act_sigm4(weir_act_v4 x) {
+  const weir_act_v4 u = weir_act_clamp4(-x, -87.0f, 87.0f);
+  return weir_act_rcp4(1.0f + weir_act_expr4(u));
 }
 /* erf(x) = sign(x) (1 - q(t) exp(-x^2)), t = 1 / (1 + p |x|), q a
  * polynomial of degree 5 without constant term (absolute error below
@@ -117,15 +137,12 @@ weir_act_erf4(weir_act_v4 x) {
 static inline __attribute__((always_inline))  weir_act_v4
 weir_act_apply4(weir_act_v4 v, int act, float lo, float hi) {
   switch (act) {
-  case 1: {
-    const weir_act_v4 l = weir_act_set4(lo), u = weir_act_set4(hi);
-    v = weir_act_sel4(v < l, l, v);
-    return weir_act_sel4(v > u, u, v);
-  }
+  case 1:
+    return weir_act_clamp4(v, lo, hi);
   case 2:
-    return 1.0f / (1.0f + weir_act_exp4(-v));
+    return weir_act_sigm4(v);
   case 3:
-    return v / (1.0f + weir_act_exp4(-v));
+    return v * weir_act_sigm4(v);
   case 4: {
     const weir_act_v4 z = weir_act_set4(0.0f), s = weir_act_set4(6.0f);
     weir_act_v4 g = v + 3.0f;
