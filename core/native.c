@@ -775,7 +775,8 @@ static const char conv_weir[] =
     "  int st = 0;\n"
     "  if (nb > 1 && n > 1 && ohw > 0 && mg > 0) {\n"
     "    @T@ *tmp = ws;\n"
-    "    void *gw = (char *)ws + ((size_t)(mg * nb * ohw) * sizeof(@T@) + 63) /\n"
+    "    void *gw = (char *)ws + ((size_t)(mg * nb * ohw) * sizeof(@T@) + 63) "
+    "/\n"
     "                                64 * 64;\n"
     "    for (int64_t i0 = 0; i0 < n; i0 += nb) {\n"
     "      const int64_t cnt = n - i0 < nb ? n - i0 : nb, cols = cnt * ohw;\n"
@@ -801,7 +802,8 @@ static const char conv_weir[] =
     "            const @T@ *s = tmp + oc * cols + ii * ohw;\n"
     "            if (r)\n"
     "              for (int64_t p = 0; p < ohw; p++)\n"
-    "                y[yo + p] = weir_act1_@D@(s[p] + r[yo + p], act, lo, hi);\n"
+    "                y[yo + p] = weir_act1_@D@(s[p] + r[yo + p], act, lo, "
+    "hi);\n"
     "            else\n"
     "              memcpy(y + yo, s, sizeof(@T@) * (size_t)ohw);\n"
     "          }\n"
@@ -980,8 +982,8 @@ static gint64 conv_weir_images(const ConvInfo *ci) {
   gint64 n, oh, ow;
   if (!weir_expr_is_const(dim(ci->y, 0), &n) ||
       !weir_expr_is_const(dim(ci->y, 2), &oh) ||
-      !weir_expr_is_const(dim(ci->y, 3), &ow) || n <= 1 || oh <= 0 ||
-      ow <= 0 || oh * ow >= WEIR_CONV_BATCH_MAP)
+      !weir_expr_is_const(dim(ci->y, 3), &ow) || n <= 1 || oh <= 0 || ow <= 0 ||
+      oh * ow >= WEIR_CONV_BATCH_MAP)
     return 1;
   gint64 nb = WEIR_CONV_BATCH_COLS / (oh * ow);
   return nb < 1 ? 1 : nb > n ? n : nb;

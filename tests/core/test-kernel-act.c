@@ -38,9 +38,8 @@
 #define POINTS (SWEEP + NSPECIAL)
 
 static const float specials[NSPECIAL] = {
-    0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f,
-    -1e-30f, 86.9f, -86.9f, 87.5f, -87.5f, -88.7f,
-    88.8f, 1e-3f, -1e-3f, 16.635532f};
+    0.0f,   -0.0f, INFINITY, -INFINITY, NAN,   1e-30f, -1e-30f, 86.9f,
+    -86.9f, 87.5f, -87.5f,   -88.7f,    88.8f, 1e-3f,  -1e-3f,  16.635532f};
 
 static const char driver[] =
     "#include <stdio.h>\n"
@@ -51,7 +50,8 @@ static const char driver[] =
     "  float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) "
     "* (size_t)n);\n"
     "  FILE *f = fopen(argv[1], \"rb\");\n"
-    "  if (!f || fread(x, sizeof(float), (size_t)n, f) != (size_t)n) return 3;\n"
+    "  if (!f || fread(x, sizeof(float), (size_t)n, f) != (size_t)n) return "
+    "3;\n"
     "  fclose(f);\n"
     "  FILE *o = fopen(argv[2], \"wb\");\n"
     "  if (!o) return 4;\n"
@@ -94,8 +94,8 @@ static void run(const char *const *argv) {
   g_autoptr(GError) err = NULL;
   g_autofree char *out = NULL, *errs = NULL;
   int status = 0;
-  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
-                    NULL, &out, &errs, &status, &err))
+  if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                    &out, &errs, &status, &err))
     fail_msg("%s: %s", argv[0], err->message);
   if (!g_spawn_check_wait_status(status, NULL))
     fail_msg("%s failed:\n%s%s", argv[0], out, errs);
@@ -103,8 +103,7 @@ static void run(const char *const *argv) {
 
 /* Checks y = act(x) (act 2 sigmoid, 3 SiLU) and returns the largest
  * relative error where the exact result is at least 1e-30. */
-static double check(const float *x, const float *y, int act,
-                    const char *what) {
+static double check(const float *x, const float *y, int act, const char *what) {
   double worst = 0.0;
   for (gint64 i = 0; i < POINTS; i++) {
     const double xd = x[i], s = 1.0 / (1.0 + exp(-xd));
@@ -115,14 +114,13 @@ static double check(const float *x, const float *y, int act,
         fail_msg("%s act %d: x NaN gave %g", what, act, got);
     } else if (isinf(xd)) {
       const double exp_ = act == 3 ? xd : xd > 0 ? 1.0 : 0.0;
-      if (act == 2 && xd < 0 ? !(got >= 0.0 && got <= 1e-30)
-                             : got != exp_)
+      if (act == 2 && xd < 0 ? !(got >= 0.0 && got <= 1e-30) : got != exp_)
         fail_msg("%s act %d: x %g gave %g", what, act, xd, got);
     } else if (fabs(want) >= 1e-30) {
       const double rel = fabs(got - want) / fabs(want);
       if (rel > 3e-7)
-        fail_msg("%s act %d: x %.9g gave %.9g, want %.9g (relative %.3g)",
-                 what, act, xd, got, want, rel);
+        fail_msg("%s act %d: x %.9g gave %.9g, want %.9g (relative %.3g)", what,
+                 act, xd, got, want, rel);
       worst = MAX(worst, rel);
     } else if (!(fabs(got) <= 1e-30) || (want == 0.0 && got != 0.0)) {
       fail_msg("%s act %d: x %.9g gave %.9g, want %.9g", what, act, xd, got,
@@ -141,16 +139,15 @@ static void test_act(void **state) {
     x[i] = (float)(-110.0 + 220.0 * (double)i / (double)(SWEEP - 1));
   memcpy(x + SWEEP, specials, sizeof specials);
   g_autofree char *xin = g_build_filename(tmpdir, "x.bin", NULL);
-  assert_true(g_file_set_contents(xin, (const char *)x,
-                                  sizeof(float) * POINTS, NULL));
+  assert_true(
+      g_file_set_contents(xin, (const char *)x, sizeof(float) * POINTS, NULL));
   for (guint k = 0; k < n; k++) {
     const guint wide = list[k] == WEIR_HW_ISA_AVX512 ? 16
                        : list[k] == WEIR_HW_ISA_AVX2 ? 8
-                                                      : 4;
+                                                     : 4;
     for (guint vl = wide; vl >= wide / 2; vl /= 2) {
       g_autofree char *text = weir_kernel_act_text(list[k], vl);
-      g_autofree char *main_ =
-          g_strdup_printf(driver, POINTS, vl, vl, vl, vl);
+      g_autofree char *main_ = g_strdup_printf(driver, POINTS, vl, vl, vl, vl);
       g_autofree char *src = g_strconcat("#include <stdint.h>\n"
                                          "#include <string.h>\n",
                                          text, main_, NULL);
@@ -160,8 +157,9 @@ static void test_act(void **state) {
       g_autofree char *yout = g_strdup_printf("%s/%s.out", tmpdir, base);
       assert_true(g_file_set_contents(c, src, -1, NULL));
       const char *cc = g_getenv("CC") ? g_getenv("CC") : "cc";
-      const char *cargv[] = {cc,  "-O3", "-march=native", "-Wall", "-Werror",
-                             "-o", exe,   c,               "-lm",   NULL};
+      const char *cargv[] = {
+          cc,  "-O3", "-march=native", "-Wall", "-Werror", "-o",
+          exe, c,     "-lm",           NULL};
       run(cargv);
       const char *rargv[] = {exe, xin, yout, NULL};
       run(rargv);
@@ -170,8 +168,8 @@ static void test_act(void **state) {
       assert_true(g_file_get_contents(yout, &data, &len, NULL));
       assert_int_equal(len, 2 * sizeof(float) * POINTS);
       const float *y = (const float *)data;
-      g_autofree char *what = g_strdup_printf("isa %d, %u lanes",
-                                              (int)list[k], vl);
+      g_autofree char *what =
+          g_strdup_printf("isa %d, %u lanes", (int)list[k], vl);
       const double es = check(x, y, 2, what);
       const double ei = check(x, y + POINTS, 3, what);
       print_message("%s: largest relative error sigmoid %.3g, SiLU %.3g\n",

@@ -174,8 +174,8 @@ static void check(WeirOptimizer opt, const char *name) {
   g_autoptr(GHashTable) want = run(prog, 0);
   for (int t = 1; t <= 3; t++) {
     g_autoptr(GHashTable) got = run(q, t);
-    g_autofree char *what =
-        g_strdup_printf("%s, -O2 + horizontal, compiled, %d thread(s)", name, t);
+    g_autofree char *what = g_strdup_printf(
+        "%s, -O2 + horizontal, compiled, %d thread(s)", name, t);
     compare(what, got, want);
   }
 }
