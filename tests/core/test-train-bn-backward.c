@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "train-state.h"
 #include "weir.h"
 
 #define BN_CNN "tests/core/data/train-blocks/bn_conv_momentum/model.onnx"
@@ -56,30 +57,12 @@ static GHashTable *bindings(void) {
 /* Every argument: the model's initializers, a random batch, labels, the
  * rest zero. */
 static GHashTable *initial_state(const WeirGraph *prog) {
-  GHashTable *state = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                            (GDestroyNotify)weir_tensor_free);
   g_autoptr(GHashTable) sym = bindings();
-  g_autoptr(GPtrArray) args = weir_codegen_arguments(prog);
-  for (guint i = 0; i < args->len; i++) {
-    const WeirContainer *c = args->pdata[i];
-    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
-    for (guint d = 0; d < c->shape->len; d++)
-      assert_true(weir_expr_eval(c->shape->pdata[d], sym, &shape[d], NULL));
-    WeirTensor *v = weir_tensor_new(c->dtype, c->shape->len, shape);
-    memset(v->data, 0, weir_tensor_nbytes(v));
-    if (c->initial) {
-      gsize n = 0;
-      const void *data = g_bytes_get_data(c->initial, &n);
-      assert_int_equal(n, weir_tensor_nbytes(v));
-      memcpy(v->data, data, n);
-    }
-    if (strcmp(c->name, "input") == 0)
-      weir_tensor_fill_random(v, 7);
-    if (strcmp(c->name, "target") == 0)
-      for (gint64 j = 0; j < v->count; j++)
-        weir_tensor_set(v, j, (double)(j * 7 % 10));
-    g_hash_table_insert(state, g_strdup(c->name), v);
-  }
+  GHashTable *state = train_state_zero(prog, prog, sym);
+  weir_tensor_fill_random(g_hash_table_lookup(state, "input"), 7);
+  WeirTensor *t = g_hash_table_lookup(state, "target");
+  for (gint64 j = 0; j < t->count; j++)
+    weir_tensor_set(t, j, (double)(j * 7 % 10));
   return state;
 }
 

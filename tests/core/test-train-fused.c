@@ -31,6 +31,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "train-state.h"
 #include "weir-ops-update.h"
 #include "weir.h"
 
@@ -107,34 +108,15 @@ static GHashTable *bindings(void) {
  * NaN in step 1's with nan), labels, the rest zero. */
 static GHashTable *initial_state(const WeirGraph *prog, const WeirGraph *fwd,
                                  gboolean nan) {
-  GHashTable *state = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                            (GDestroyNotify)weir_tensor_free);
   g_autoptr(GHashTable) sym = bindings();
-  g_autoptr(GPtrArray) args = weir_codegen_arguments(prog);
-  for (guint i = 0; i < args->len; i++) {
-    const WeirContainer *c = args->pdata[i];
-    g_autofree gint64 *shape = g_new0(gint64, c->shape->len + 1);
-    for (guint d = 0; d < c->shape->len; d++)
-      assert_true(weir_expr_eval(c->shape->pdata[d], sym, &shape[d], NULL));
-    WeirTensor *v = weir_tensor_new(c->dtype, c->shape->len, shape);
-    memset(v->data, 0, weir_tensor_nbytes(v));
-    const WeirContainer *fc = weir_graph_container(fwd, c->name);
-    if (fc && fc->initial) {
-      gsize n = 0;
-      const void *data = g_bytes_get_data(fc->initial, &n);
-      assert_int_equal(n, weir_tensor_nbytes(v));
-      memcpy(v->data, data, n);
-    }
-    if (strcmp(c->name, "input") == 0) {
-      weir_tensor_fill_random(v, 11);
-      if (nan)
-        weir_tensor_set(v, v->count / K + 3, NAN); /* in step 1's batch */
-    }
-    if (strcmp(c->name, "target") == 0)
-      for (gint64 j = 0; j < v->count; j++)
-        weir_tensor_set(v, j, (double)(j * 3 % 10));
-    g_hash_table_insert(state, g_strdup(c->name), v);
-  }
+  GHashTable *state = train_state_zero(prog, fwd, sym);
+  WeirTensor *in = g_hash_table_lookup(state, "input");
+  weir_tensor_fill_random(in, 11);
+  if (nan)
+    weir_tensor_set(in, in->count / K + 3, NAN); /* in step 1's batch */
+  WeirTensor *t = g_hash_table_lookup(state, "target");
+  for (gint64 j = 0; j < t->count; j++)
+    weir_tensor_set(t, j, (double)(j * 3 % 10));
   return state;
 }
 
