@@ -5,6 +5,11 @@
 #   tests/bench/realsize.sh [BUILD_DIR] [options]
 #     --threads "1 2"      thread counts (default "1 2")
 #     --reps N             timed runs per measurement (default 10; 2 warm-up)
+#     --rounds R           time Weir and ONNX Runtime R times each, alternating
+#                          (Weir, ORT, Weir, ORT, ...), and report the median
+#                          of the R medians of each (default 1); on a shared
+#                          machine this keeps a burst of load from landing on
+#                          one side only
 #     --models "a b"       subset of: resnet18 resnet50 mobilenet_v2
 #                          efficientnet_b0 bert_layer cifar_resnet18
 #     --weir-flags "..."   extra options of `weir run` and `weir bench`
@@ -34,6 +39,7 @@ case ${1:-} in --*|'') ;; *) build=$1; shift ;; esac
 build=$(cd "$build" && pwd)
 threads="1 2"
 reps=10
+rounds=1
 models="resnet18 resnet50 mobilenet_v2 efficientnet_b0 bert_layer cifar_resnet18"
 weir_flags=""
 peak=""
@@ -45,6 +51,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --weir-flags) weir_flags=$2; shift 2 ;;
     --peak) peak=$2; shift 2 ;;
@@ -80,6 +87,13 @@ to_ms() {
                                    printf "%.3f", v * f }'
 }
 
+# median of the arguments, "n/a" if there are none
+median() {
+  [ $# -gt 0 ] || { echo n/a; return; }
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+    END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 for n in $threads; do
@@ -100,22 +114,28 @@ for n in $threads; do
               --rtol 1e-4 --atol 1e-4 2>&1) || true
     err=$(printf '%s\n' "$check" | sed -n 's/.*output: max abs error \([^ ]*\) .*: \(ok\|MISMATCH\).*/\1 \2/p' | head -1)
     [ -n "$err" ] || { err="failed"; printf '%s\n' "$check" | tail -5 >&2; }
-    out=$("$weir" bench "$base.onnx" $weir_flags --threads "$n" --reps "$reps" --warmup 2 2>&1) || true
-    t=$(printf '%s\n' "$out" | sed -n 's/^time *median \([0-9.]*\) \([um]*s\),.*/\1 \2/p')
-    if [ -n "$t" ]; then wms=$(to_ms $t); else wms=n/a; printf '%s\n' "$out" | tail -5 >&2; fi
-    blas=$(printf '%s\n' "$out" | sed -n 's/^blas *//p')
-    oms=n/a; pms=n/a
-    if [ $ort_ok = 1 ]; then
-      o=$(node "$src/tests/bench/peer-ort.cjs" --threads "$n" --reps "$reps" --warmup 2 \
-            "$ort/node_modules/onnxruntime-node" "$base.onnx" "$base.input.npy" \
-            "$base.output.npy" 2>&1 | tail -1)
-      case $o in ok*) oms=$(echo "$o" | awk '{ printf "%.3f", $2 }') ;; esac
-    fi
+    wts=""; ots=""; blas=""; r=0
+    while [ $r -lt "$rounds" ]; do
+      r=$((r + 1))
+      out=$("$weir" bench "$base.onnx" $weir_flags --threads "$n" --reps "$reps" --warmup 2 2>&1) || true
+      t=$(printf '%s\n' "$out" | sed -n 's/^time *median \([0-9.]*\) \([um]*s\),.*/\1 \2/p')
+      if [ -n "$t" ]; then wts="$wts $(to_ms $t)"; else printf '%s\n' "$out" | tail -5 >&2; fi
+      blas=$(printf '%s\n' "$out" | sed -n 's/^blas *//p')
+      if [ $ort_ok = 1 ]; then
+        o=$(node "$src/tests/bench/peer-ort.cjs" --threads "$n" --reps "$reps" --warmup 2 \
+              "$ort/node_modules/onnxruntime-node" "$base.onnx" "$base.input.npy" \
+              "$base.output.npy" 2>&1 | tail -1)
+        case $o in ok*) ots="$ots $(echo "$o" | awk '{ printf "%.3f", $2 }')" ;; esac
+      fi
+    done
+    wms=$(median $wts)
+    oms=$(median $ots)
+    pms=n/a
     if [ $peers = 1 ]; then
       p=$("$python" "$gen" torch "$cache" "$m" --threads "$n" --reps "$reps" 2>&1 | tail -1)
       case $p in ok*) pms=$(echo "$p" | awk '{ printf "%.3f", $2 }') ;; esac
     fi
-    echo "$m threads $n: weir $wms ms ($err; $blas), ort $oms ms, torch $pms ms, $flops FLOPs"
+    echo "$m threads $n: weir $wms ms ($err; $blas), ort $oms ms, torch $pms ms, $flops FLOPs${wts:+ (rounds: weir$wts; ort${ots:- n/a})}"
     echo "$m $n $wms $oms $pms $flops $pk $err" >>"$rows"
   done
 done
