@@ -13,7 +13,9 @@
  *   V = B^T d B (per channel),  M_xi = sum_c U_xi[m][c] V_xi[c]  (xi: one
  *   of the 36 elements of a 6x6 tile: 36 GEMMs),  Y = A^T M A,
  * U = G g G^T the transformed 3x3 filters (36 matrices of m x c).  The
- * interpolation points are 0, 1, -1, 2, -2 and infinity.
+ * interpolation points are 0, 1, -1, 1/2, -2 and infinity: in f32 their
+ * outputs are off by about half as much as with 0, 1, -1, 2, -2
+ * (docs/native.md, "accuracy").
  *
  * Blocks of at most tbmax tiles (of all images, in order) are done one at
  * a time by all threads: the input transform (split by channel) writes V
@@ -32,26 +34,37 @@
 /* lanes of the transforms: tiles of one row of tiles at a time */
 #define WEIR_WINO_L 16
 
-/* The input transform of one 6-vector (B^T d). */
+/* The input transform of one 6-vector (B^T d), for the points 0, 1, -1,
+ * 1/2, -2 and infinity:
+ *   B^T = [ 1 -3/2   -2  3/2    1  0 ]
+ *         [ 0   -1  1/2  5/2    1  0 ]
+ *         [ 0    1 -5/2  1/2    1  0 ]
+ *         [ 0   -2   -1    2    1  0 ]
+ *         [ 0  1/2   -1 -1/2    1  0 ]
+ *         [ 0    1 -3/2   -2  3/2  1 ] */
 #define WEIR_WINO_BT(d0, d1, d2, d3, d4, d5, r0, r1, r2, r3, r4, r5)           \
   do {                                                                         \
-    r0 = 4.0f * d0 - 5.0f * d2 + d4;                                           \
-    r1 = -4.0f * (d1 + d2) + d3 + d4;                                          \
-    r2 = 4.0f * (d1 - d2) - d3 + d4;                                           \
-    r3 = 2.0f * (d3 - d1) - d2 + d4;                                           \
-    r4 = 2.0f * (d1 - d3) - d2 + d4;                                           \
-    r5 = 4.0f * d1 - 5.0f * d3 + d5;                                           \
+    const __typeof__(d1) e31 = d3 - d1, e42 = d4 - d2;                         \
+    r0 = (d0 + d4) - 2.0f * d2 + 1.5f * e31;                                   \
+    r1 = (d4 - d1) + 0.5f * d2 + 2.5f * d3;                                    \
+    r2 = (d4 + d1) - 2.5f * d2 + 0.5f * d3;                                    \
+    r3 = e42 + 2.0f * e31;                                                     \
+    r4 = e42 - 0.5f * e31;                                                     \
+    r5 = (d5 + d1) - 2.0f * d3 + 1.5f * e42;                                   \
   } while (0)
 
-/* The output transform of one 6-vector (A^T m): floats or vectors. */
+/* The output transform of one 6-vector (A^T m): floats or vectors.
+ *   A^T = [ 1  1  1    1  1  0 ]
+ *         [ 0  1 -1  1/2 -2  0 ]
+ *         [ 0  1  1  1/4  4  0 ]
+ *         [ 0  1 -1  1/8 -8  1 ] */
 #define WEIR_WINO_AT(m0, m1, m2, m3, m4, m5, o0, o1, o2, o3)                   \
   do {                                                                         \
     const __typeof__(m1) s12 = m1 + m2, d12 = m1 - m2;                         \
-    const __typeof__(m3) s34 = m3 + m4, d34 = m3 - m4;                         \
-    o0 = m0 + s12 + s34;                                                       \
-    o1 = d12 + 2.0f * d34;                                                     \
-    o2 = s12 + 4.0f * s34;                                                     \
-    o3 = d12 + 8.0f * d34 + m5;                                                \
+    o0 = (m0 + s12) + (m3 + m4);                                               \
+    o1 = d12 + (0.5f * m3 - 2.0f * m4);                                        \
+    o2 = s12 + (0.25f * m3 + 4.0f * m4);                                       \
+    o3 = (d12 + m5) + (0.125f * m3 - 8.0f * m4);                               \
   } while (0)
 
 #ifndef WEIR_WINO_COMMON
@@ -129,25 +142,31 @@ static inline void weir_wino_weave(const weir_wino_v *o, float *out) {
                __builtin_shufflevector(f, h, 8, 9, 24, 25, 10, 11, 26, 27, 12,
                                        13, 28, 29, 14, 15, 30, 31));
 }
-/* U = G g G^T of one 3x3 filter g (row-major) into u[36], in double. */
+/* U = G g G^T of one 3x3 filter g (row-major) into u[36], in double:
+ *   G = [     1      0     0 ]
+ *       [   1/3    1/3   1/3 ]
+ *       [  -1/3    1/3  -1/3 ]
+ *       [ -16/15 -8/15 -4/15 ]
+ *       [  1/15  -2/15  4/15 ]
+ *       [     0      0     1 ] */
 static __attribute__((unused)) void weir_wino_filter(const float *g, double *u) {
   double t[6][3];
   for (int j = 0; j < 3; j++) {
     const double g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-    t[0][j] = g0 / 4;
-    t[1][j] = -(g0 + g1 + g2) / 6;
-    t[2][j] = -(g0 - g1 + g2) / 6;
-    t[3][j] = g0 / 24 + g1 / 12 + g2 / 6;
-    t[4][j] = g0 / 24 - g1 / 12 + g2 / 6;
+    t[0][j] = g0;
+    t[1][j] = (g0 + g1 + g2) / 3;
+    t[2][j] = -(g0 - g1 + g2) / 3;
+    t[3][j] = -(16 * g0 + 8 * g1 + 4 * g2) / 15;
+    t[4][j] = (g0 - 2 * g1 + 4 * g2) / 15;
     t[5][j] = g2;
   }
   for (int i = 0; i < 6; i++) {
     const double g0 = t[i][0], g1 = t[i][1], g2 = t[i][2];
-    u[i * 6 + 0] = g0 / 4;
-    u[i * 6 + 1] = -(g0 + g1 + g2) / 6;
-    u[i * 6 + 2] = -(g0 - g1 + g2) / 6;
-    u[i * 6 + 3] = g0 / 24 + g1 / 12 + g2 / 6;
-    u[i * 6 + 4] = g0 / 24 - g1 / 12 + g2 / 6;
+    u[i * 6 + 0] = g0;
+    u[i * 6 + 1] = (g0 + g1 + g2) / 3;
+    u[i * 6 + 2] = -(g0 - g1 + g2) / 3;
+    u[i * 6 + 3] = -(16 * g0 + 8 * g1 + 4 * g2) / 15;
+    u[i * 6 + 4] = (g0 - 2 * g1 + 4 * g2) / 15;
     u[i * 6 + 5] = g2;
   }
 }
