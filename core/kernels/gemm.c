@@ -270,12 +270,15 @@ static const char gemm_ukr[] =
     "  int64_t ldr;\n"
     "} weir_gemm_fast_@S@;\n"
     "/* c[mr x nr] = (acc ? c : 0) + ap^T bp over kc: ap is an A panel\n"
-    " * (kc x MR, alpha folded in), bp a B panel (kc x NR); both zero-padded,\n"
-    " * so the loop is always full; the first nv vectors of each B row are\n"
-    " * used.  Edge tiles (mr < MR or nr < nv * VL) go through a buffer. */\n"
+    " * (kc x MR, alpha folded in), bp a B panel (kc rows of NR, ldp apart:\n"
+    " * NR when packed, zero-padded, so the loop is always full; B's row\n"
+    " * stride when read in place, conv14n); the first nv vectors of each B\n"
+    " * row are used.  Edge tiles (mr < MR or nr < nv * VL) go through a\n"
+    " * buffer. */\n"
     "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
     "                                        const @T@ *restrict bp,\n"
+    "                                        int64_t ldp,\n"
     "                                        @T@ *restrict c, int64_t ldc,\n"
     "                                        int64_t mr, int64_t nr, int acc,\n"
     "                                        const weir_gemm_fast_@S@ *fe) "
@@ -291,7 +294,7 @@ static const char gemm_ukr[] =
     "    weir_gemm_v_@S@ b[@NV@];\n"
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @NV@; v++)\n"
-    "      b[v] = v < nv ? weir_gemm_vload_@S@(bp + k * @NR@ + v * @VL@)\n"
+    "      b[v] = v < nv ? weir_gemm_vload_@S@(bp + k * ldp + v * @VL@)\n"
     "                    : weir_gemm_vzero_@S@();\n"
     "#pragma GCC unroll 32\n"
     "    for (int i = 0; i < @MR@; i++) {\n"
@@ -344,11 +347,11 @@ static const char gemm_ukr[] =
 /* one per nv = @N@ */
 static const char gemm_ukr_n[] =
     "static @TGT@ void weir_gemm_ukr@N@_@S@(int64_t kc, const @T@ *ap,\n"
-    "                                      const @T@ *bp, @T@ *c, int64_t "
-    "ldc,\n"
-    "                                      int64_t mr, int64_t nr, int acc,\n"
+    "                                      const @T@ *bp, int64_t ldp,\n"
+    "                                      @T@ *c, int64_t ldc, int64_t mr,\n"
+    "                                      int64_t nr, int acc,\n"
     "                                      const weir_gemm_fast_@S@ *fe) {\n"
-    "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, c, ldc, mr, nr, acc, fe);\n"
+    "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe);\n"
     "}\n";
 
 /* The epilogue (f32 gets the vector loop, @VECEPI@). */
@@ -859,6 +862,12 @@ static const char gemm_run[] =
     "    return 0;\n"
     "  }\n"
     "  const int first_acc = beta != (@T@)0;\n"
+    "  /* B read in place (conv14n): a row-major B (a 1x1 convolution's input\n"
+    "   * at unit stride, X as it is) with k <= @BINK@ is not packed; the\n"
+    "   * microkernel reads each panel's rows ldb apart.  Only panels of whole\n"
+    "   * vectors: a last panel with a partial vector is packed (zero-padded)\n"
+    "   * as before, so no load passes the end of a row. */\n"
+    "  const int inpl = !tb && !im && !bpk && k <= @BINK@;\n"
     "  /* the epilogue is a bias per row, a residual and a clip at most: full\n"
     "   * tiles apply it in registers (weir_gemm_fast) */\n"
     "  const int fast = ep && ep->scale == (@T@)1 && !ep->cb &&\n"
@@ -972,7 +981,11 @@ static const char gemm_run[] =
     "        else if (im)\n"
     "          for (int64_t q = q0; q < q1; q++)\n"
     "            weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
-    "        else\n"
+    "        else if (inpl) {\n"
+    "          if (nc % @VL@ != 0 && q1 == npan)\n"
+    "            weir_gemm_pack_b_@S@(0, b, ldb, pc, kc, jc, nc, npan - 1,\n"
+    "                                 npan, bp);\n"
+    "        } else\n"
     "          weir_gemm_pack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q0, q1, bp);\n"
     "        for (int64_t ic = 0; ic < m; ic += mcb) {\n"
     "          const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
@@ -998,8 +1011,11 @@ static const char gemm_run[] =
     "@MR@;\n"
     "              const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
     "@NR@;\n"
-    "              const @T@ *pa = ab + p * kc * @MR@, *pb = bb + q * kc * "
-    "@NR@;\n"
+    "              const int bin = inpl && nr % @VL@ == 0;\n"
+    "              const @T@ *pa = ab + p * kc * @MR@;\n"
+    "              const @T@ *pb = bin ? b + pc * ldb + jc + q * @NR@\n"
+    "                                  : bb + q * kc * @NR@;\n"
+    "              const int64_t ldp = bin ? ldb : @NR@;\n"
     "              @T@ *pcc = c + (ic + p * @MR@) * ldc + jc + q * @NR@;\n"
     "              /* the first write of c: the lines of the tile two ahead\n"
     "               * prefetched for writing (a layer's output is mostly out\n"
@@ -1557,6 +1573,17 @@ gint64 weir_kernel_gemm_orient_env(void) {
   return g_strcmp0(v, "1") == 0 ? 1 : g_strcmp0(v, "2") == 0 ? 2 : 0;
 }
 
+guint weir_kernel_gemm_inplace_k(void) {
+  const char *v = g_getenv("WEIR_GEMM_INPLACE_K");
+  if (v && *v) {
+    char *end = NULL;
+    const guint64 k = g_ascii_strtoull(v, &end, 10);
+    if (end && *end == '\0')
+      return (guint)MIN(k, (guint64)G_MAXINT32);
+  }
+  return WEIR_GEMM_INPLACE_K;
+}
+
 gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
                                               gint64 m, gint64 n, gint64 k) {
   if (!bl->tnr || m <= 0 || n <= 0 || k <= 0)
@@ -1621,7 +1648,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
         nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
     g_string_append_printf(cases,
                            "              %s: weir_gemm_ukr%u_@S@(kc, pa, pb, "
-                           "pcc, ldc, mr, nr, acc, fe); break;\n",
+                           "ldp, pcc, ldc, mr, nr, acc, fe); break;\n",
                            label, nv);
   }
   g_string_append(s, gemm_epi);
@@ -1657,6 +1684,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   /* below half a microtile of rows the packed path wastes most of its
    * multiply-adds on padding */
   replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
+  replace_uint(s, "@BINK@", weir_kernel_gemm_inplace_k());
   replace_uint(s, "@TMR@", bl->tmr);
   replace_uint(s, "@TNR@", bl->tnr);
   replace_uint(s, "@TMV@", bl->tmv);
@@ -1687,6 +1715,9 @@ char *weir_kernels_signature(void) {
   if (weir_kernel_gemm_orient_env())
     g_string_append_printf(s, "; conv orient %" G_GINT64_FORMAT,
                            weir_kernel_gemm_orient_env());
+  if (weir_kernel_gemm_inplace_k() != WEIR_GEMM_INPLACE_K)
+    g_string_append_printf(s, "; b in place up to k %u",
+                           weir_kernel_gemm_inplace_k());
   return g_string_free(s, FALSE);
 }
 
