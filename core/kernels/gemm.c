@@ -1159,8 +1159,10 @@ static void replace_uint(GString *s, const char *key, guint v) {
  * @TMV@, @TNR@, @TMR@: the tile; @HB@ the bytes of TNR elements. */
 static const char gemm_t_ukr[] =
     "/* Channels in the vectors (docs/native.md): a TMR @TMR@ x TNR @TNR@\n"
-    " * tile of c over kc, ap an A panel (kc x TMR), bp a B panel (kc x\n"
-    " * TNR), both zero-padded.  Per k the rows' @TMV@ vectors are loaded\n"
+    " * tile of c over kc, ap an A panel (kc x TMR), bp a B panel (kc rows\n"
+    " * of TNR, ldp apart: TNR when packed, B's row stride when read in\n"
+    " * place), both zero-padded when packed.  Per k the rows' @TMV@ vectors\n"
+    " * are loaded\n"
     " * and each column's B value broadcast; r[j][v] holds rows [v * VL,\n"
     " * + VL) of column j.  nv vectors and np columns are computed; the tile\n"
     " * goes to t (TNR x TMR, column by column), zeros past them. */\n"
@@ -1168,6 +1170,7 @@ static const char gemm_t_ukr[] =
     "                                        int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
     "                                        const @T@ *restrict bp,\n"
+    "                                        int64_t ldp,\n"
     "                                        @T@ *restrict t) {\n"
     "  weir_gemm_v_@S@ r[@TNR@][@TMV@];\n"
     "#pragma GCC unroll 16\n"
@@ -1185,7 +1188,7 @@ static const char gemm_t_ukr[] =
     "    for (int j = 0; j < @TNR@; j++) {\n"
     "      if (j >= np)\n"
     "        continue;\n"
-    "      const weir_gemm_v_@S@ b = weir_gemm_vset_@S@(bp[k * @TNR@ + j]);\n"
+    "      const weir_gemm_v_@S@ b = weir_gemm_vset_@S@(bp[k * ldp + j]);\n"
     "#pragma GCC unroll 8\n"
     "      for (int v = 0; v < @TMV@; v++)\n"
     "        if (v < nv)\n"
@@ -1204,8 +1207,9 @@ static const char gemm_t_ukr[] =
 /* one per (nv, np) = (@V@, @P@) */
 static const char gemm_t_ukr_n[] =
     "static @TGT@ void weir_gemm_ukt@V@x@P@_@S@(int64_t kc, const @T@ *ap,\n"
-    "                                         const @T@ *bp, @T@ *t) {\n"
-    "  weir_gemm_ukt_@S@(@V@, @P@, kc, ap, bp, t);\n"
+    "                                         const @T@ *bp, int64_t ldp,\n"
+    "                                         @T@ *t) {\n"
+    "  weir_gemm_ukt_@S@(@V@, @P@, kc, ap, bp, ldp, t);\n"
     "}\n";
 
 /* Rows of a transposed tile when a vector holds two of them (VL = 2 TNR):
@@ -1362,6 +1366,8 @@ static const char gemm_t_run[] =
     "    return weir_gemm_runp_@S@(ta, tb, m, n, k, alpha, a, lda, NULL, b,\n"
     "                              bpk, ldb, im, beta, c, ldc, ep, work);\n"
     "  const int first_acc = beta != (@T@)0;\n"
+    "  /* B read in place as in weir_gemm_runp (whole panels only) */\n"
+    "  const int inpl = !tb && !im && k <= @BINK@;\n"
     "  const int64_t mpad = (m + @TMR@ - 1) / @TMR@ * @TMR@;\n"
     "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
     "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
@@ -1418,7 +1424,11 @@ static const char gemm_t_run[] =
     "        if (im)\n"
     "          for (int64_t q = q0; q < q1; q++)\n"
     "            weir_gemm_tpack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
-    "        else if (q0 < q1)\n"
+    "        else if (inpl) {\n"
+    "          if (nc % @TNR@ != 0 && q0 < q1 && q1 == npan)\n"
+    "            weir_gemm_tpack_b_@S@(0, b, ldb, pc, kc, jc, nc, npan - 1,\n"
+    "                                  npan, bp);\n"
+    "        } else if (q0 < q1)\n"
     "          weir_gemm_tpack_b_@S@(tb, b, ldb, pc, kc, jc, nc, q0, q1, bp);\n"
     "        for (int64_t ic = 0; ic < m; ic += mcb) {\n"
     "          const int64_t mc = m - ic < mcb ? m - ic : mcb;\n"
@@ -1436,7 +1446,10 @@ static const char gemm_t_run[] =
     "          for (int64_t q = q0; q < q1; q++) {\n"
     "            const int64_t nr =\n"
     "                nc - q * @TNR@ < @TNR@ ? nc - q * @TNR@ : @TNR@;\n"
-    "            const @T@ *pb = bp + q * kc * @TNR@;\n"
+    "            const int bin = inpl && nr == @TNR@;\n"
+    "            const @T@ *pb = bin ? b + pc * ldb + jc + q * @TNR@\n"
+    "                                : bp + q * kc * @TNR@;\n"
+    "            const int64_t ldp = bin ? ldb : @TNR@;\n"
     "            for (int64_t p = p0; p < p1; p++) {\n"
     "              /* vectors [s, e) of panel p: rows r0 + [0, mr) */\n"
     "              const int64_t s = v0 > p * @TMV@ ? v0 - p * @TMV@ : 0;\n"
@@ -1448,7 +1461,7 @@ static const char gemm_t_run[] =
     "              if (mr <= 0)\n"
     "                continue;\n"
     "              weir_gemm_ukt_tab_@S@[(mr + @VL@ - 1) / @VL@ - 1][nr - 1](\n"
-    "                  kc, ab + p * kc * @TMR@ + s * @VL@, pb, t);\n"
+    "                  kc, ab + p * kc * @TMR@ + s * @VL@, pb, ldp, t);\n"
     "              weir_gemm_stt_@S@(t, c + (ic + r0) * ldc + jc + q * @TNR@,\n"
     "                                ldc, mr, nr, acc, epk, ic + r0,\n"
     "                                jc + q * @TNR@);\n"
@@ -1530,7 +1543,7 @@ static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
   g_string_append(s, gemm_t_ukr);
   GString *tab =
       g_string_new("static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
-                   "    int64_t, const @T@ *, const @T@ *, @T@ *) = {\n");
+                   "    int64_t, const @T@ *, const @T@ *, int64_t, @T@ *) = {\n");
   /* every column count for whole tiles of rows (the pixel edge), whole
    * panels of columns for the rarer partial rows: their missing columns
    * are zeros of the padded B panel, computed and not stored (each

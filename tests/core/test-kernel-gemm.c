@@ -1010,8 +1010,9 @@ static void test_thread_split(void **state) {
  * with the usual tile forced; K = 3 (below a vector), 16, 300 (two k
  * blocks: the second adds to c); bias, clip, residual (the fast store and
  * edge tiles through weir_gemm_epi), SiLU (never fast); groups and batch
- * 2 (B a slice of X).  A strided 1x1 and a Gemm's B (not transposed, and
- * transposed: packed) next to them.  Each program is checked with B in
+ * 2 (B a slice of X); the channel-vector tile (weir_gemm_runt) forced,
+ * whose B panels of TNR columns are read in place too.  A strided 1x1 and
+ * a Gemm's B (not transposed, and transposed: packed) next to them.  Each program is checked with B in
  * place up to any k, never ($WEIR_GEMM_INPLACE_K 0) and up to k 20 (the
  * K = 300 nodes packed, the others in place). */
 static const Node inplace[] = {
@@ -1052,6 +1053,17 @@ static const Node inplace[] = {
      "weir + residual + clip"},
     {"Conv", {"1, 300, 7, 7", "50, 300, 1, 1", "50"}, "1, 50, 7, 7", NULL},
     {"Conv", {"2, 16, 9, 9", "33, 16, 1, 1", "33"}, "2, 33, 5, 5", s2},
+    /* the channel-vector tile (orient=2): 8, 4 and 4 columns a panel, N =
+     * 63 and 48 (a last panel of 7 columns, packed, or none), two k
+     * blocks, a residual */
+    {"Conv",
+     {"1, 300, 7, 9", "50, 300, 1, 1", "50"},
+     "1, 50, 7, 9",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv", {"1, 24, 6, 8", "70, 24, 1, 1", ""}, "1, 70, 6, 8", NULL},
     {"Gemm", {"9, 17", "17, 99", "99"}, "9, 99", NULL},
     {"Gemm", {"9, 17", "99, 17", ""}, "9, 99", nt},
 };
@@ -1064,8 +1076,13 @@ static void test_conv_inplace(void **state) {
   WeirState *st = g_ptr_array_index(g->states, 0);
   for (guint i = 0; i < st->nodes->len; i++) {
     WeirNode *n = g_ptr_array_index(st->nodes, i);
-    if (n->kind == WEIR_NODE_LIBRARY && g_str_equal(n->label, "n5")) {
+    if (n->kind != WEIR_NODE_LIBRARY)
+      continue;
+    if (g_str_equal(n->label, "n5")) {
       const char *ps[] = {WEIR_GEMM_PARAM_ORIENT "=1"};
+      weir_node_set_attr_strings(n, "impl_params", ps, 1);
+    } else if (g_str_equal(n->label, "n7") || g_str_equal(n->label, "n8")) {
+      const char *ps[] = {WEIR_GEMM_PARAM_ORIENT "=2"};
       weir_node_set_attr_strings(n, "impl_params", ps, 1);
     }
   }
