@@ -35,6 +35,9 @@ SPECS = [
     (1024, 256, 14, 1, False),
     (256, 1024, 14, 1, True),
     (1024, 512, 14, 1, False),
+    (1024, 2048, 7, 2, False),
+    (2048, 512, 7, 1, False),
+    (512, 2048, 7, 1, True),
 ]
 
 # (C, M, output HW, kind): "m" expansion, "p" projection, "pa" + residual
