@@ -65,6 +65,15 @@ typedef struct {
  * so the compile cache keeps the objects apart. */
 gint64 weir_kernel_gemm_orient_env(void);
 
+/* The largest k for which the GEMM reads a row-major B in place (no
+ * packing; the microkernel takes B's row stride, conv14n): a 1x1
+ * convolution's input at unit stride, a MatMul's or Gemm's B.
+ * WEIR_GEMM_INPLACE_K by default; $WEIR_GEMM_INPLACE_K (0: never) replaces
+ * it, for comparisons in one build, and is then part of
+ * weir_kernels_signature. */
+#define WEIR_GEMM_INPLACE_K 1000000000u
+guint weir_kernel_gemm_inplace_k(void);
+
 /* Whether the transposed microtile (channels in the vectors) is expected
  * to be faster than the usual one for an m x n x k product with blocking
  * bl: a count of the microkernels' cycles (two FMAs and two loads per

@@ -5,11 +5,15 @@ bottleneck's reduction (Conv + ReLU), its expansion with the residual
 (Conv + Add + ReLU, the residual a second input) and the strided
 downsample (Conv alone).  Nothing is downloaded.
 
-    /usr/bin/python3 tests/bench/gen-conv1x1-layers.py DIR
+    /usr/bin/python3 tests/bench/gen-conv1x1-layers.py DIR [--mobile]
     build/weir bench -t 2 -r 100 DIR/c256_1024_14_r.onnx
 
 c<C>_<M>_<HW>[_s2][_r]: C input channels, M output channels, an HW x HW
 output map; _s2: stride 2 (the input is 2 HW x 2 HW); _r: + residual, ReLU.
+--mobile writes the 1x1 shapes of MobileNetV2 and EfficientNet-B0 instead
+(conv14n; the 7x7 ones take the channel-vector tile): m<C>_<M>_<HW> an
+expansion or the head (Conv + ReLU6), p<C>_<M>_<HW>[_a] a projection (Conv
+alone; _a: + residual, no activation).
 """
 import os
 import sys
@@ -31,7 +35,39 @@ SPECS = [
     (1024, 256, 14, 1, False),
     (256, 1024, 14, 1, True),
     (1024, 512, 14, 1, False),
+    (1024, 2048, 7, 2, False),
+    (2048, 512, 7, 1, False),
+    (512, 2048, 7, 1, True),
 ]
+
+# (C, M, output HW, kind): "m" expansion, "p" projection, "pa" + residual
+MOBILE = [
+    (16, 96, 112, "m"), (32, 16, 112, "p"),
+    (24, 144, 56, "m"), (96, 24, 56, "p"), (144, 24, 56, "pa"),
+    (32, 192, 28, "m"), (144, 32, 28, "p"), (192, 32, 28, "pa"),
+    (40, 240, 28, "m"), (144, 40, 28, "p"), (240, 40, 28, "pa"),
+    (64, 384, 14, "m"), (192, 64, 14, "p"), (384, 64, 14, "pa"),
+    (96, 576, 14, "m"), (384, 96, 14, "p"), (576, 96, 14, "pa"),
+    (80, 480, 14, "m"), (240, 80, 14, "p"), (480, 80, 14, "pa"),
+    (112, 672, 14, "m"), (480, 112, 14, "p"), (672, 112, 14, "pa"),
+    (160, 960, 7, "m"), (576, 160, 7, "p"), (960, 160, 7, "pa"),
+    (960, 320, 7, "p"), (320, 1280, 7, "m"),
+    (192, 1152, 7, "m"), (672, 192, 7, "p"), (1152, 192, 7, "pa"),
+    (1152, 320, 7, "p"),
+]
+
+
+class Mobile(nn.Module):
+    def __init__(self, c, m, kind):
+        super().__init__()
+        self.conv = nn.Conv2d(c, m, 1)
+        self.kind = kind
+
+    def forward(self, x, r=None):
+        y = self.conv(x)
+        if self.kind == "m":
+            return torch.clamp(y, 0.0, 6.0)
+        return y + r if self.kind == "pa" else y
 
 
 class Layer(nn.Module):
@@ -49,8 +85,24 @@ class Layer(nn.Module):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "."
+    args = [a for a in sys.argv[1:] if a != "--mobile"]
+    out = args[0] if args else "."
     os.makedirs(out, exist_ok=True)
+    if "--mobile" in sys.argv[1:]:
+        for c, m, hw, kind in MOBILE:
+            torch.manual_seed(0)
+            model = Mobile(c, m, kind).eval()
+            xs = (torch.randn(1, c, hw, hw),)
+            names = ["x"]
+            if kind == "pa":
+                xs += (torch.randn(1, m, hw, hw),)
+                names.append("r")
+            name = "%s%d_%d_%d%s" % (kind[0], c, m, hw,
+                                     "_a" if kind == "pa" else "")
+            torch.onnx.export(model, xs, os.path.join(out, name + ".onnx"),
+                              opset_version=13, input_names=names,
+                              output_names=["y"])
+        return
     for c, m, hw, stride, residual in SPECS:
         torch.manual_seed(0)
         model = Layer(c, m, stride, residual).eval()

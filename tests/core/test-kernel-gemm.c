@@ -1000,6 +1000,128 @@ static void test_thread_split(void **state) {
   check_program(g, splits, G_N_ELEMENTS(splits), WEIR_DTYPE_F32);
 }
 
+/* ----------------------------------------------- B read in place */
+
+/* 1x1 convolutions at unit stride read X as B in place (conv14n): the
+ * microkernel takes its rows ldb apart, and a last panel with a partial
+ * vector is packed.  Around the vector widths of every ISA (16, 8, 4
+ * lanes): N = 99 (panels 48 + 48 + 3), 96 (whole panels), 16 (one panel
+ * of one AVX-512 vector), 1681 (past NC, its last panel 1 column), 7x7
+ * with the usual tile forced; K = 3 (below a vector), 16, 300 (two k
+ * blocks: the second adds to c); bias, clip, residual (the fast store and
+ * edge tiles through weir_gemm_epi), SiLU (never fast); groups and batch
+ * 2 (B a slice of X); the channel-vector tile (weir_gemm_runt) forced,
+ * whose B panels of TNR columns are read in place too.  A strided 1x1 and
+ * a Gemm's B (not transposed, and transposed: packed) next to them.  Each program is checked with B in
+ * place up to any k, never ($WEIR_GEMM_INPLACE_K 0) and up to k 20 (the
+ * K = 300 nodes packed, the others in place). */
+static const Node inplace[] = {
+    {"Conv",
+     {"1, 16, 9, 11", "24, 16, 1, 1", "24"},
+     "1, 24, 9, 11",
+     NULL,
+     "y = min(max(x, 0.0), 6.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv",
+     {"1, 300, 8, 12", "20, 300, 1, 1", "20"},
+     "1, 20, 8, 12",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"1, 3, 4, 4", "9, 3, 1, 1", ""},
+     "1, 9, 4, 4",
+     NULL,
+     "y = x + r",
+     TRUE,
+     "weir + residual"},
+    {"Conv",
+     {"1, 5, 41, 41", "11, 5, 1, 1", "11"},
+     "1, 11, 41, 41",
+     NULL,
+     "s = 1 / (1 + exp(-x))\ny = s * x",
+     FALSE,
+     "weir + SiLU"},
+    {"Conv",
+     {"2, 8, 6, 6", "34, 4, 1, 1", "34"},
+     "2, 34, 6, 6",
+     g2,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv", {"1, 300, 7, 7", "50, 300, 1, 1", "50"}, "1, 50, 7, 7", NULL},
+    {"Conv", {"2, 16, 9, 9", "33, 16, 1, 1", "33"}, "2, 33, 5, 5", s2},
+    /* the channel-vector tile (orient=2): 8, 4 and 4 columns a panel, N =
+     * 63 and 48 (a last panel of 7 columns, packed, or none), two k
+     * blocks, a residual */
+    {"Conv",
+     {"1, 300, 7, 9", "50, 300, 1, 1", "50"},
+     "1, 50, 7, 9",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv", {"1, 24, 6, 8", "70, 24, 1, 1", ""}, "1, 70, 6, 8", NULL},
+    {"Gemm", {"9, 17", "17, 99", "99"}, "9, 99", NULL},
+    {"Gemm", {"9, 17", "99, 17", ""}, "9, 99", nt},
+};
+
+static void test_conv_inplace(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g =
+      program("inplace", inplace, G_N_ELEMENTS(inplace), WEIR_DTYPE_F32);
+  WeirState *st = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind != WEIR_NODE_LIBRARY)
+      continue;
+    if (g_str_equal(n->label, "n5")) {
+      const char *ps[] = {WEIR_GEMM_PARAM_ORIENT "=1"};
+      weir_node_set_attr_strings(n, "impl_params", ps, 1);
+    } else if (g_str_equal(n->label, "n7") || g_str_equal(n->label, "n8")) {
+      const char *ps[] = {WEIR_GEMM_PARAM_ORIENT "=2"};
+      weir_node_set_attr_strings(n, "impl_params", ps, 1);
+    }
+  }
+  static const char *const envs[] = {NULL, "0", "20"};
+  g_autofree char *sig = weir_kernels_signature();
+  for (guint e = 0; e < G_N_ELEMENTS(envs); e++) {
+    if (envs[e])
+      g_setenv("WEIR_GEMM_INPLACE_K", envs[e], TRUE);
+    check_program(g, inplace, G_N_ELEMENTS(inplace), WEIR_DTYPE_F32);
+    /* the threshold is in the GEMM's text, and the kernels' part of the
+     * cache key says when the environment changed it */
+    g_autoptr(WeirGraph) gw = weir_graph_copy(g);
+    WeirState *sw = g_ptr_array_index(gw->states, 0);
+    for (guint i = 0; i < sw->nodes->len; i++) {
+      WeirNode *n = g_ptr_array_index(sw->nodes, i);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        weir_node_set_attr_string(n, "impl", "weir");
+    }
+    g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+    if (!src)
+      fail_msg("%s", err->message);
+    g_autofree char *rule = g_strdup_printf(
+        "k <= %u;", envs[e] ? (guint)g_ascii_strtoull(envs[e], NULL, 10)
+                : WEIR_GEMM_INPLACE_K);
+    if (!strstr(src, rule))
+      fail_msg("no '%s' in the generated GEMM", rule);
+    g_autofree char *sig1 = weir_kernels_signature();
+    if (envs[e])
+      assert_string_not_equal(sig, sig1);
+    else
+      assert_string_equal(sig, sig1);
+    g_unsetenv("WEIR_GEMM_INPLACE_K");
+  }
+  /* not a number: the default */
+  g_setenv("WEIR_GEMM_INPLACE_K", "lots", TRUE);
+  assert_int_equal(weir_kernel_gemm_inplace_k(), WEIR_GEMM_INPLACE_K);
+  g_unsetenv("WEIR_GEMM_INPLACE_K");
+}
+
 /* ------------------------------------------- a sample with epilogues */
 
 static void test_lenet_epilogues(void **state) {
@@ -1286,6 +1408,7 @@ int main(void) {
       cmocka_unit_test(test_conv_channels),
       cmocka_unit_test(test_conv_batched_f32),
       cmocka_unit_test(test_conv_batched_f64),
+      cmocka_unit_test(test_conv_inplace),
       cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_thread_split),
