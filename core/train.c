@@ -944,9 +944,9 @@ static const char *constant(Builder *b, const char *base, WeirDType dtype,
 /* The batch statistics of x over `axes` (mask), kept (keepdims): mean,
  * variance and std = sqrt(var + eps); *centered_out: x - mean. */
 static void batch_stats(Builder *b, const char *label, const char *x,
-                        const gboolean *mask, double eps,
-                        const char **mean_out, const char **var_out,
-                        const char **std_out, const char **centered_out) {
+                        const gboolean *mask, double eps, const char **mean_out,
+                        const char **var_out, const char **std_out,
+                        const char **centered_out) {
   const WeirContainer *cx = weir_graph_container(b->g, x);
   guint r = cx->shape->len;
   g_autoptr(WeirExpr) one = weir_expr_const(1);

@@ -162,7 +162,7 @@ static gboolean bngrad_accepts(const WeirGraph *g, const WeirState *s,
                               x->shape->len);
     return FALSE;
   }
-  const WeirContainer *all[] = {in[0], in[1], in[2], in[3], in[4],
+  const WeirContainer *all[] = {in[0], in[1],  in[2],  in[3], in[4],
                                 in[5], out[0], out[1], out[2]};
   for (guint k = 0; k < G_N_ELEMENTS(all); k++) {
     const WeirContainer *c = all[k];
@@ -190,8 +190,8 @@ static gboolean bngrad_accepts(const WeirGraph *g, const WeirState *s,
   for (guint k = 0; k < 3; k++)
     for (guint j = 0; j < 6; j++)
       if (in[j] && in[j] == out[k] && !(k == 0 && j == 0)) {
-        *reason = g_strdup_printf("'%s' is both input and output",
-                                  out[k]->name);
+        *reason =
+            g_strdup_printf("'%s' is both input and output", out[k]->name);
         return FALSE;
       }
   return TRUE;

@@ -906,8 +906,8 @@ static gboolean grad_batchnorm_apply(WeirGradContext *ctx, GError **error) {
   const char *outs[] = {weir_grad_new_like(ctx, bx, x, -1),
                         weir_grad_new_like(ctx, bs, scale, -1),
                         weir_grad_new_like(ctx, bb, bias, -1)};
-  const char *ins[] = {dy, x, weir_grad_input(ctx, 3),
-                       weir_grad_input(ctx, 4), scale};
+  const char *ins[] = {dy, x, weir_grad_input(ctx, 3), weir_grad_input(ctx, 4),
+                       scale};
   const WeirNode *n = weir_grad_node(ctx);
   g_autofree char *label =
       g_strdup_printf("%s_grad", n->label && *n->label ? n->label : n->op);

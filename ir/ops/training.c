@@ -328,8 +328,8 @@ static gboolean check_batchnorm(WeirOpInferContext *ctx, guint x_index,
   const WeirOpValue *x = &ctx->inputs[x_index];
   if (x->rank < 2)
     return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
-                          "input %u has rank %u, expected [N, C, ...]",
-                          x_index, x->rank);
+                          "input %u has rank %u, expected [N, C, ...]", x_index,
+                          x->rank);
   if (x->dtype != WEIR_DTYPE_F32 && x->dtype != WEIR_DTYPE_F64)
     return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
                           "input %u must be f32 or f64", x_index);
@@ -344,8 +344,7 @@ static gboolean check_batchnorm(WeirOpInferContext *ctx, guint x_index,
   return TRUE;
 }
 
-static gboolean infer_batchnorm_apply(WeirOpInferContext *ctx,
-                                      GError **error) {
+static gboolean infer_batchnorm_apply(WeirOpInferContext *ctx, GError **error) {
   static const guint chans[] = {1, 2, 3, 4};
   if (!check_batchnorm(ctx, 0, chans, 4, error))
     return FALSE;
@@ -357,8 +356,7 @@ static gboolean infer_batchnorm_apply(WeirOpInferContext *ctx,
   return TRUE;
 }
 
-static gboolean infer_batchnorm_grad(WeirOpInferContext *ctx,
-                                     GError **error) {
+static gboolean infer_batchnorm_grad(WeirOpInferContext *ctx, GError **error) {
   static const guint chans[] = {2, 3, 4};
   if (!check_batchnorm(ctx, 1, chans, 3, error))
     return FALSE;

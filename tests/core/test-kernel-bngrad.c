@@ -30,11 +30,11 @@
 #include "weir-codegen.h"
 #include "weir-expand.h"
 #include "weir-hw.h"
+#include "weir-init.h"
 #include "weir-interp.h"
 #include "weir-json.h"
 #include "weir-native.h"
 #include "weir-ops.h"
-#include "weir-init.h"
 #include "weir-tensor-io.h"
 #include "weir-transform.h"
 #include "weir-validate.h"
@@ -68,8 +68,8 @@ static const Case cases[] = {
 static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
                           WeirDType dt) {
   g_autoptr(GError) err = NULL;
-  const char *ins[] = {"in0", "in1", "in2", "in3", "in4",
-                       c->masked ? "in5" : NULL, NULL};
+  const char *ins[] = {
+      "in0", "in1", "in2", "in3", "in4", c->masked ? "in5" : NULL, NULL};
   const char *outs[] = {"out0", "out1", "out2", NULL};
   g_autofree char *label = g_strdup_printf("n%u", k);
   WeirNode *lib =
@@ -79,7 +79,7 @@ static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
   for (guint p = 0; p < 9; p++) {
     if (p == 5 && !c->masked)
       continue;
-    const char *shape = p == 2 || p == 3         ? c->stat
+    const char *shape = p == 2 || p == 3             ? c->stat
                         : p == 4 || p == 7 || p == 8 ? c->chans
                                                      : c->x;
     g_autofree char *name = g_strdup_printf("%s%u", names[p], k);
@@ -146,8 +146,8 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
     fail_msg("%s", err->message);
   for (guint k = 0; k < G_N_ELEMENTS(cases); k++) {
     g_autofree char *call = g_strdup_printf(
-        "weir_bngrad_%s(DY%u, X%u, M%u, SD%u, G%u, %s%s, DX%u, ", sfx, k, k,
-        k, k, k, cases[k].masked ? "R" : "NULL",
+        "weir_bngrad_%s(DY%u, X%u, M%u, SD%u, G%u, %s%s, DX%u, ", sfx, k, k, k,
+        k, k, cases[k].masked ? "R" : "NULL",
         cases[k].masked ? g_strdup_printf("%u", k) : "", k);
     if (!strstr(src, call))
       fail_msg("node n%u does not call the kernel (%s)", k, call);

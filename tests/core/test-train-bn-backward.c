@@ -26,8 +26,8 @@
 #include <string.h>
 
 #include "train-state.h"
-#include "weir.h"
 #include "weir-codegen.h"
+#include "weir.h"
 
 #define BN_CNN "tests/core/data/train-blocks/bn_conv_momentum/model.onnx"
 

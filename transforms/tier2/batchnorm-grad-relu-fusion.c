@@ -144,8 +144,7 @@ static gboolean bgr_apply(WeirGraph *g, const WeirSite *site,
   weir_state_remove_node(s, mask->id);
   weir_state_remove_node(s, ya);
   weir_node_add_in_conn(grad, "in5");
-  if (!weir_state_add_memlet(g, s, aa, NULL, gid, "in0", aname, text,
-                             error) ||
+  if (!weir_state_add_memlet(g, s, aa, NULL, gid, "in0", aname, text, error) ||
       !weir_state_add_memlet(g, s, ba, NULL, gid, "in5", bname, text, error))
     return FALSE;
   weir_tier2_drop_if_unused(g, yname);

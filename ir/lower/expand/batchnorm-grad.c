@@ -143,8 +143,8 @@ static gboolean expand_grad(WeirGraph *g, WeirState *s, WeirNode *n,
   const char *grad = masked ? "g = r > 0 ? dy : 0\n" : "g = dy\n";
   WeirTaskletPort sum_out[] = {{out[1].access, "s", ch, WEIR_WCR_SUM},
                                {out[2].access, "b", ch, WEIR_WCR_SUM}};
-  g_autofree char *sum_code = g_strdup_printf(
-      "%sh = (x - mean) / sd\nb = g\ns = g * h", grad);
+  g_autofree char *sum_code =
+      g_strdup_printf("%sh = (x - mean) / sd\nb = g\ns = g * h", grad);
   WeirTaskletPort dx_ins[8];
   memcpy(dx_ins, ins, sizeof ins);
   guint n_dx = n_ins;
@@ -153,15 +153,15 @@ static gboolean expand_grad(WeirGraph *g, WeirState *s, WeirNode *n,
   dx_ins[n_dx++] = (WeirTaskletPort){out[1].access, "ts", ch, WEIR_WCR_NONE};
   dx_ins[n_dx++] = (WeirTaskletPort){out[2].access, "tb", ch, WEIR_WCR_NONE};
   WeirTaskletPort dx_out = {out[0].access, "dx", xi, WEIR_WCR_NONE};
-  g_autofree char *dx_code = g_strdup_printf(
-      "%sh = (x - mean) / sd\n"
-      "dx = scale / sd * (g - tb / %s - h * (ts / %s))",
-      grad, m, m);
+  g_autofree char *dx_code =
+      g_strdup_printf("%sh = (x - mean) / sd\n"
+                      "dx = scale / sd * (g - tb / %s - h * (ts / %s))",
+                      grad, m, m);
   WeirNode *zeroed[] = {zs, zb};
   if (!(map(g, s, n, "init", 1, cp, cr, NULL, 0, init_out, 2, "s = 0\nb = 0",
             NULL, 0, error) &&
-        map(g, s, n, "sums", x->rank, xp, xr, ins, n_ins, sum_out, 2,
-            sum_code, zeroed, 2, error) &&
+        map(g, s, n, "sums", x->rank, xp, xr, ins, n_ins, sum_out, 2, sum_code,
+            zeroed, 2, error) &&
         map(g, s, n, "dx", x->rank, xp, xr, dx_ins, n_dx, &dx_out, 1, dx_code,
             NULL, 0, error)))
     return FALSE;
