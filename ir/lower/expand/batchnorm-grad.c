@@ -66,9 +66,14 @@ static gboolean expand_apply(WeirGraph *g, WeirState *s, WeirNode *n,
   g_auto(GStrv) xr = weir_expand_full_ranges(in[0].rank, in[0].shape);
   g_autofree char *xi =
       weir_expand_index_subset(in[0].rank, (const char *const *)xp);
-  g_autofree char *sub[5] = {NULL};
-  for (guint k = 1; k < 5; k++)
-    sub[k] = channel_subset(&in[k], xp[1]);
+  /* the per-channel subsets, freed with `keep` */
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+  const char *sub[5] = {NULL};
+  for (guint k = 1; k < 5; k++) {
+    char *t = channel_subset(&in[k], xp[1]);
+    g_ptr_array_add(keep, t);
+    sub[k] = t;
+  }
   WeirTaskletPort ins[] = {
       {in[0].access, "x", xi, WEIR_WCR_NONE},
       {in[1].access, "scale", sub[1], WEIR_WCR_NONE},
@@ -120,9 +125,14 @@ static gboolean expand_grad(WeirGraph *g, WeirState *s, WeirNode *n,
       weir_expand_index_subset(x->rank, (const char *const *)xp);
   g_auto(GStrv) cp = weir_expand_params("c", 1);
   g_auto(GStrv) cr = weir_expand_full_ranges(1, out[1].shape);
-  g_autofree char *sub[5] = {NULL};
-  for (guint k = 2; k < 5; k++)
-    sub[k] = channel_subset(&in[k], xp[1]);
+  /* the per-channel subsets, freed with `keep` */
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+  const char *sub[5] = {NULL};
+  for (guint k = 2; k < 5; k++) {
+    char *t = channel_subset(&in[k], xp[1]);
+    g_ptr_array_add(keep, t);
+    sub[k] = t;
+  }
   const char *ch = xp[1];
 
   /* the sums: zeroed into their own access nodes, accumulated into the
