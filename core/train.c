@@ -842,7 +842,9 @@ static const char *build_loss(Builder *b, const WeirTrainOptions *o,
  * Operators whose training behaviour differs from inference are replaced,
  * before differentiation, by library nodes that have backward rules:
  *   BatchNormalization: batch statistics (ReduceMean over every axis but
- *     the channels), (x - mean) / sqrt(var + eps) * scale + bias; the
+ *     the channels), std = sqrt(var + eps), then one BatchNormApply
+ *     (x - mean) / std * scale + bias, whose backward rule is one
+ *     BatchNormGrad (ir/ops/training.c: two passes over dY and x); the
  *     running statistics are updated in the update state (momentum as in
  *     ONNX: running = momentum * running + (1 - momentum) * batch; the
  *     variance is the unbiased one, as PyTorch keeps it).
@@ -939,11 +941,12 @@ static const char *constant(Builder *b, const char *base, WeirDType dtype,
   return name;
 }
 
-/* x normalized over `axes` (mask) with eps: returns the normalized value,
- * and the batch mean and variance kept (keepdims). */
-static const char *normalize(Builder *b, const char *label, const char *x,
-                             const gboolean *mask, double eps,
-                             const char **mean_out, const char **var_out) {
+/* The batch statistics of x over `axes` (mask), kept (keepdims): mean,
+ * variance and std = sqrt(var + eps); *centered_out: x - mean. */
+static void batch_stats(Builder *b, const char *label, const char *x,
+                        const gboolean *mask, double eps, const char **mean_out,
+                        const char **var_out, const char **std_out,
+                        const char **centered_out) {
   const WeirContainer *cx = weir_graph_container(b->g, x);
   guint r = cx->shape->len;
   g_autoptr(WeirExpr) one = weir_expr_const(1);
@@ -978,11 +981,22 @@ static const char *normalize(Builder *b, const char *label, const char *x,
   lib(b, "Add", ve, ins3, 2, &ve, 1);
   const char *sd = transient(b, "std", cx->dtype, r, kshape);
   lib(b, "Sqrt", sd, &ve, 1, &sd, 1);
-  const char *xn = transient_like(b, "normalized", x);
-  const char *ins4[] = {xc, sd};
-  lib(b, "Div", xn, ins4, 2, &xn, 1);
   *mean_out = mean;
   *var_out = var;
+  *std_out = sd;
+  *centered_out = xc;
+}
+
+/* x normalized over `axes` (mask) with eps: returns the normalized value,
+ * and the batch mean and variance kept (keepdims). */
+static const char *normalize(Builder *b, const char *label, const char *x,
+                             const gboolean *mask, double eps,
+                             const char **mean_out, const char **var_out) {
+  const char *sd, *xc;
+  batch_stats(b, label, x, mask, eps, mean_out, var_out, &sd, &xc);
+  const char *xn = transient_like(b, "normalized", x);
+  const char *ins2[] = {xc, sd};
+  lib(b, "Div", xn, ins2, 2, &xn, 1);
   return xn;
 }
 
@@ -1077,9 +1091,16 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
     }
     WeirNode *old_y = writer_of(s, y);
     weir_state_remove_node(s, n->id);
-    const char *mean, *var;
-    const char *xn = normalize(b, label, x, mask, eps, &mean, &var);
-    affine(b, xn, scale, bias, y, old_y, r - 1);
+    /* the statistics as separate nodes (the running averages read them),
+     * the normalization and affine step as one BatchNormApply, whose
+     * backward is one BatchNormGrad (two passes over dY and x) */
+    const char *mean, *var, *sd, *xc;
+    batch_stats(b, label, x, mask, eps, &mean, &var, &sd, &xc);
+    const char *ins[] = {x, scale, bias, mean, sd};
+    lib(b, "BatchNormApply", y, ins, 5, &y, 1);
+    WeirNode *fresh = g_hash_table_lookup(b->access, y);
+    if (old_y && fresh && old_y != fresh)
+      replace_access(b->s, old_y, fresh);
     /* batch statistics as [C] for the running averages */
     const char *stats[] = {mean, var};
     const char *targets[] = {rm, rv};

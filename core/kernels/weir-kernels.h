@@ -294,6 +294,9 @@ void weir_native_register_pool(void);
  * LayerNormalization (implementation "weir" of the three, f32 and f64,
  * core/kernels/norm.c). */
 void weir_native_register_norm(void);
+/* BatchNormGrad, "weir" (core/kernels/batchnorm-grad.c; registered by
+ * weir_native_register_norm). */
+void weir_native_register_batchnorm_grad(void);
 
 /* Registers the one-parallel-region implementations "weir" of the
  * multi-tensor operators OptimizerUpdate and SumAll

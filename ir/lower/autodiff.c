@@ -69,6 +69,8 @@ gboolean weir_grad_input_differentiable(const char *op, guint k) {
     guint first; /* first input that carries no gradient */
   } cut[] = {
       {"BatchNormalization", 3},
+      {"BatchNormApply", 3},
+      {"BatchNormGrad", 0},
       {"Gather", 1},
       {"Reshape", 1},
       {"Slice", 1},

@@ -890,6 +890,34 @@ static gboolean grad_gather(WeirGradContext *ctx, GError **error) {
   return TRUE;
 }
 
+/* BatchNormApply(X, scale, B, mean, std): one BatchNormGrad node gives dX
+ * (including the paths through the batch mean and std, which carry no
+ * gradient of their own), dscale and dB in two passes over dY and X. */
+static gboolean grad_batchnorm_apply(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  const char *dy = dout0(ctx);
+  if (!dy)
+    return TRUE;
+  const char *x = weir_grad_input(ctx, 0), *scale = weir_grad_input(ctx, 1),
+             *bias = weir_grad_input(ctx, 2);
+  g_autofree char *bx = g_strdup_printf("%s_grad", x);
+  g_autofree char *bs = g_strdup_printf("%s_grad", scale);
+  g_autofree char *bb = g_strdup_printf("%s_grad", bias);
+  const char *outs[] = {weir_grad_new_like(ctx, bx, x, -1),
+                        weir_grad_new_like(ctx, bs, scale, -1),
+                        weir_grad_new_like(ctx, bb, bias, -1)};
+  const char *ins[] = {dy, x, weir_grad_input(ctx, 3), weir_grad_input(ctx, 4),
+                       scale};
+  const WeirNode *n = weir_grad_node(ctx);
+  g_autofree char *label =
+      g_strdup_printf("%s_grad", n->label && *n->label ? n->label : n->op);
+  weir_grad_op(ctx, "BatchNormGrad", label, ins, 5, outs, 3);
+  for (guint k = 0; k < 3; k++)
+    if (weir_grad_wants(ctx, k))
+      weir_grad_add(ctx, k, outs[k]);
+  return TRUE;
+}
+
 void weir_grad_register_builtin(void) {
   static const struct {
     const char *op;
@@ -922,6 +950,7 @@ void weir_grad_register_builtin(void) {
       {"Dropout", grad_identity},
       {"Pointwise", weir_grad_pointwise_rule},
       {"Gather", grad_gather},
+      {"BatchNormApply", grad_batchnorm_apply},
   };
   for (guint i = 0; i < G_N_ELEMENTS(table); i++)
     weir_grad_register(table[i].op, table[i].rule);

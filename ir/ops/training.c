@@ -20,6 +20,21 @@
  *       Sums x over the dimensions along which `like` broadcasts to x's
  *       shape: y has the shape of `like` and the dtype of x (the gradient
  *       of a broadcast operand).  `like` only gives the shape.
+ *   BatchNormApply(X, scale, B, mean, std) -> Y
+ *       The normalization and affine step of a training-mode batch norm
+ *       (core/train.c): Y = (X - mean[c]) / std[c] * scale[c] + B[c] for an
+ *       element of X ([N, C, ...]) in channel c.  scale and B are vectors
+ *       of C values, mean and std hold C values as [C] or kept dimensions
+ *       ([1, C, 1, ...]).  mean and std carry no gradient: the backward
+ *       rule (ir/lower/grad.c) writes one BatchNormGrad whose dX holds
+ *       the paths through the batch statistics.
+ *   BatchNormGrad(dY, X, mean, std, scale[, R]) -> dX, dscale, dB
+ *       Its backward.  With g = dY, or g = (R > 0 ? dY : 0) when R (the
+ *       output of the batch norm, read by a ReLU whose backward was folded
+ *       in) is given, xhat = (X - mean) / std and M the elements per
+ *       channel: dB[c] = sum g, dscale[c] = sum g xhat (over the elements
+ *       of channel c) and dX = scale / std (g - dB / M - xhat dscale / M).
+ *       R, dY and dX have X's shape; dscale and dB scale's.
  *
  * Their pure expansions live in ir/lower/expand/training.c.
  */
@@ -274,7 +289,134 @@ static const WeirOpInfo op_gather_grad = {
     .flops = flops_sum_to,
 };
 
+/* --------------------------------------------- BatchNormApply and its grad */
+
+/* Whether v holds one value per channel of x: [C], or x's rank with C at
+ * dimension 1 and 1 elsewhere. */
+static gboolean channel_values(const WeirOpValue *v, const WeirOpValue *x) {
+  if (v->rank == 1)
+    return weir_expr_equal(v->shape[0], x->shape[1]);
+  if (v->rank != x->rank)
+    return FALSE;
+  for (guint d = 0; d < v->rank; d++) {
+    gint64 c;
+    if (d == 1 ? !weir_expr_equal(v->shape[1], x->shape[1])
+               : !weir_expr_is_const(v->shape[d], &c) || c != 1)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean same_value_shape(const WeirOpValue *a, const WeirOpValue *b) {
+  if (a->rank != b->rank)
+    return FALSE;
+  for (guint d = 0; d < a->rank; d++)
+    if (!weir_expr_equal(a->shape[d], b->shape[d]))
+      return FALSE;
+  return TRUE;
+}
+
+/* The checks both ops share: x = input x_index with rank >= 2 and a float
+ * dtype, inputs `chans` (count n_chans) per-channel values. */
+static gboolean check_batchnorm(WeirOpInferContext *ctx, guint x_index,
+                                const guint *chans, guint n_chans,
+                                GError **error) {
+  for (guint k = 0; k < ctx->n_inputs && k < 5; k++)
+    if (!ctx->inputs[k].present)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u is missing", k);
+  const WeirOpValue *x = &ctx->inputs[x_index];
+  if (x->rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u has rank %u, expected [N, C, ...]", x_index,
+                          x->rank);
+  if (x->dtype != WEIR_DTYPE_F32 && x->dtype != WEIR_DTYPE_F64)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "input %u must be f32 or f64", x_index);
+  for (guint i = 0; i < n_chans; i++) {
+    const WeirOpValue *v = &ctx->inputs[chans[i]];
+    if (!channel_values(v, x) || v->dtype != x->dtype)
+      return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                            "input %u must hold one value per channel "
+                            "(dimension 1 of input %u) in its dtype",
+                            chans[i], x_index);
+  }
+  return TRUE;
+}
+
+static gboolean infer_batchnorm_apply(WeirOpInferContext *ctx, GError **error) {
+  static const guint chans[] = {1, 2, 3, 4};
+  if (!check_batchnorm(ctx, 0, chans, 4, error))
+    return FALSE;
+  if (ctx->inputs[1].rank != 1 || ctx->inputs[2].rank != 1)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "scale and B must be vectors [C]");
+  const WeirOpValue *x = &ctx->inputs[0];
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  return TRUE;
+}
+
+static gboolean infer_batchnorm_grad(WeirOpInferContext *ctx, GError **error) {
+  static const guint chans[] = {2, 3, 4};
+  if (!check_batchnorm(ctx, 1, chans, 3, error))
+    return FALSE;
+  const WeirOpValue *dy = &ctx->inputs[0], *x = &ctx->inputs[1];
+  if (!same_value_shape(dy, x) || dy->dtype != x->dtype)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "dY (input 0) must have X's shape and dtype");
+  if (ctx->n_inputs > 5 && ctx->inputs[5].present &&
+      (!same_value_shape(&ctx->inputs[5], x) ||
+       ctx->inputs[5].dtype != x->dtype))
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "R (input 5) must have X's shape and dtype");
+  if (ctx->inputs[4].rank != 1)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, ctx->node,
+                          "scale must be a vector [C]");
+  weir_op_set_output(ctx, 0, x->dtype, x->rank, x->shape);
+  weir_op_set_output(ctx, 1, x->dtype, 1, ctx->inputs[4].shape);
+  weir_op_set_output(ctx, 2, x->dtype, 1, ctx->inputs[4].shape);
+  return TRUE;
+}
+
+/* per element: apply 4 (subtract, divide, multiply, add); grad 13 over two
+ * passes (xhat twice, the sums, the mask, dX) */
+static WeirExpr *flops_batchnorm(const WeirGraph *g, const WeirState *s,
+                                 const WeirNode *n) {
+  gboolean grad = strcmp(n->op, "BatchNormGrad") == 0;
+  const WeirContainer *x = conn_container(g, s, n, TRUE, grad ? "in1" : "in0");
+  if (!x)
+    return NULL;
+  g_autoptr(WeirExpr) v = weir_container_volume(x);
+  return weir_expr_mul_const(v, grad ? 13 : 4);
+}
+
+static const WeirOpInfo op_batchnorm_apply = {
+    .name = "BatchNormApply",
+    .min_inputs = 5,
+    .max_inputs = 5,
+    .min_outputs = 1,
+    .max_outputs = 1,
+    .attrs = NULL,
+    .n_attrs = 0,
+    .infer = infer_batchnorm_apply,
+    .flops = flops_batchnorm,
+};
+
+static const WeirOpInfo op_batchnorm_grad = {
+    .name = "BatchNormGrad",
+    .min_inputs = 5,
+    .max_inputs = 6,
+    .min_outputs = 3,
+    .max_outputs = 3,
+    .attrs = NULL,
+    .n_attrs = 0,
+    .infer = infer_batchnorm_grad,
+    .flops = flops_batchnorm,
+};
+
 void weir_ops_register_training(void) {
+  weir_op_register(&op_batchnorm_apply);
+  weir_op_register(&op_batchnorm_grad);
   weir_op_register(&op_gather_grad);
   weir_op_register(&op_pointwise);
   weir_op_register(&op_sum_to);

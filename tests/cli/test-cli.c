@@ -1548,7 +1548,7 @@ static void test_levels(void **state) {
   r = run_weir("optimize", "samples/models/resnet.onnx", "-O2", "-o", a, NULL);
   if (r.status != 0)
     fail_msg("%s%s", r.out, r.err);
-  assert_contains(r.out, "-O2: 17 recipe steps, ");
+  assert_contains(r.out, "-O2: 18 recipe steps, ");
   run_clear(&r);
   r = run_weir("optimize", "samples/models/resnet.onnx", "--recipe", recipe,
                "-o", b, NULL);

@@ -15,6 +15,7 @@ gboolean weir_tier2_register_algebraic_simplification(GError **error);
 gboolean weir_tier2_register_prune(GError **error);
 gboolean weir_tier2_register_quantize(GError **error);
 gboolean weir_tier2_register_cast_bf16(GError **error);
+gboolean weir_tier2_register_batchnorm_grad_relu_fusion(GError **error);
 
 gboolean weir_tier2_register(GError **error) {
   return weir_tier2_register_constant_folding(error) &&
@@ -27,5 +28,6 @@ gboolean weir_tier2_register(GError **error) {
          weir_tier2_register_algebraic_simplification(error) &&
          weir_tier2_register_prune(error) &&
          weir_tier2_register_quantize(error) &&
-         weir_tier2_register_cast_bf16(error);
+         weir_tier2_register_cast_bf16(error) &&
+         weir_tier2_register_batchnorm_grad_relu_fusion(error);
 }

@@ -15,6 +15,7 @@ void weir_expand_register_rnn(void);
 void weir_expand_register_shape(void);
 void weir_expand_register_indexing(void);
 void weir_expand_register_training(void);
+void weir_expand_register_batchnorm_grad(void);
 void weir_expand_register_losses(void);
 void weir_expand_register_quant(void);
 void weir_expand_register_bounded(void);
@@ -33,6 +34,7 @@ void weir_expansions_register_builtin(void) {
   weir_expand_register_shape();
   weir_expand_register_indexing();
   weir_expand_register_training();
+  weir_expand_register_batchnorm_grad();
   weir_expand_register_losses();
   weir_expand_register_quant();
   weir_expand_register_bounded();
