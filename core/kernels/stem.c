@@ -10,7 +10,7 @@
  *    costs as much as the FMAs.
  *  - Default (weir_native_default_impl through .prefer): where measured
  *    faster than "weir" on this 2-core AVX-512 machine: at most
- *    WEIR_STEM_PREFER_TAPS taps, stride 2 (docs/performance.md, "The stem
+ *    WEIR_STEM_PREFER_TAPS taps, 8 or more output channels, stride 2 (docs/performance.md, "The stem
  *    and the depthwise layers at stride 2 (mobile14n)").
  *  - Vectors of the hardware profile's width (16 lanes on AVX-512, 8 on
  *    AVX2, 4 portable), two per block on AVX-512 (32 registers), one
@@ -76,8 +76,9 @@ static gboolean stem_accepts(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
-/* The default: accepted, few taps, stride 2 in both axes (where it was
- * measured faster than the implicit GEMM). */
+/* The default: accepted, few taps, at least one block of 8 output
+ * channels, stride 2 in both axes (where it was measured faster than the
+ * implicit GEMM). */
 static gboolean stem_prefer(const WeirGraph *g, const WeirState *s,
                             const WeirNode *n) {
   g_autofree char *reason = NULL;
@@ -94,7 +95,9 @@ static gboolean stem_prefer(const WeirGraph *g, const WeirState *s,
     sh = g_array_index(st, gint64, 0);
     sw = g_array_index(st, gint64, 1);
   }
-  return c * kh * kw <= WEIR_STEM_PREFER_TAPS && sh == 2 && sw == 2;
+  gint64 m = 0;
+  dim_const(w, 0, &m);
+  return c * kh * kw <= WEIR_STEM_PREFER_TAPS && m >= 8 && sh == 2 && sw == 2;
 }
 
 static void emit_header(WeirNativeEmit *e, const char *what) {

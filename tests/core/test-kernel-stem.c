@@ -246,7 +246,7 @@ static void test_epilogues(void **state) {
 }
 
 /* The default: MobileNetV2's stem takes it; stride 1, ResNet's 7x7 stem
- * (147 taps) and 16 input channels do not. */
+ * (147 taps), 16 input channels and 4 output channels do not. */
 static void test_choice(void **state) {
   (void)state;
   static const struct {
@@ -257,6 +257,7 @@ static void test_choice(void **state) {
       {{1, 3, 32, 224, 224, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE}, NULL},
       {{1, 3, 64, 224, 224, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, TRUE}, NULL},
       {{1, 16, 32, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE}, NULL},
+      {{1, 3, 4, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE}, NULL},
   };
   const WeirNativeImpl *ni = weir_native_lookup("Conv", "stem");
   assert_non_null(ni);
