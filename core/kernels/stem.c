@@ -10,8 +10,9 @@
  *    costs as much as the FMAs.
  *  - Default (weir_native_default_impl through .prefer): where measured
  *    faster than "weir" on this 2-core AVX-512 machine: at most
- *    WEIR_STEM_PREFER_TAPS taps, 8 or more output channels, stride 2 (docs/performance.md, "The stem
- *    and the depthwise layers at stride 2 (mobile14n)").
+ *    WEIR_STEM_PREFER_TAPS taps, 8 or more output channels, stride 2
+ *    (docs/performance.md, "The stem convolution and global pooling
+ *    (mobile14n)").
  *  - Vectors of the hardware profile's width (16 lanes on AVX-512, 8 on
  *    AVX2, 4 portable), two per block on AVX-512 (32 registers), one
  *    elsewhere.
@@ -67,10 +68,10 @@ static gboolean stem_accepts(const WeirGraph *g, const WeirState *s,
     return FALSE;
   }
   if (c * kh * kw > WEIR_STEM_MAX_TAPS) {
-    *reason = g_strdup_printf(
-        "%" G_GINT64_FORMAT " taps per output (C * KH * KW); the stem kernel "
-        "takes at most %d",
-        c * kh * kw, WEIR_STEM_MAX_TAPS);
+    *reason = g_strdup_printf("%" G_GINT64_FORMAT
+                              " taps per output (C * KH * KW); the stem kernel "
+                              "takes at most %d",
+                              c * kh * kw, WEIR_STEM_MAX_TAPS);
     return FALSE;
   }
   return TRUE;
@@ -169,17 +170,16 @@ static gboolean stem_emit(WeirNativeEmit *e, GError **error) {
                   *ow = e->expr_c(e, dim(y, 3));
   g_autofree char *ph = e->expr_c(e, geo.pad_begin[0]);
   g_autofree char *pw = e->expr_c(e, geo.pad_begin[1]);
-  g_autofree char *what =
-      g_strdup_printf("stem (direct, few input channels)%s",
-                      weir_kernel_epilogue_what(&ek));
+  g_autofree char *what = g_strdup_printf("stem (direct, few input channels)%s",
+                                          weir_kernel_epilogue_what(&ek));
   emit_header(e, what);
   g_string_append_printf(
       e->code,
       "%s |= weir_stem_f32(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
       "%s, %s, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %s, %s, %d, %s, %s);\n",
-      e->status, e->in[0].ptr, e->in[1].ptr, bp, e->out[0].ptr, rp, n, c, h,
-      wd, m, kh, kw, oh, ow, geo.strides[0], geo.strides[1], geo.dilations[0],
+      e->status, e->in[0].ptr, e->in[1].ptr, bp, e->out[0].ptr, rp, n, c, h, wd,
+      m, kh, kw, oh, ow, geo.strides[0], geo.strides[1], geo.dilations[0],
       geo.dilations[1], ph, pw, ek.act, lo, hi);
   return TRUE;
 }

@@ -83,8 +83,9 @@ static const Case cases[] = {
 /* Epilogues applied in the store (and one the kernel leaves as a map). */
 static const Case epilogues[] = {
     {1, 3, 32, 34, 34, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE,
-     "y = min(max(x, 0.0), 6.0)", FALSE, "stem (direct, few input channels) + "
-                                         "clip"},
+     "y = min(max(x, 0.0), 6.0)", FALSE,
+     "stem (direct, few input channels) + "
+     "clip"},
     {2, 3, 12, 19, 27, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, TRUE, "y = max(x, 0)",
      FALSE, "+ clip"},
     {1, 3, 9, 22, 22, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE,
@@ -349,8 +350,8 @@ static void test_text(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_text),     cmocka_unit_test(test_refusals),
-      cmocka_unit_test(test_choice),   cmocka_unit_test(test_stem),
+      cmocka_unit_test(test_text),      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_choice),    cmocka_unit_test(test_stem),
       cmocka_unit_test(test_epilogues),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
