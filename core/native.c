@@ -1555,6 +1555,7 @@ void weir_native_register_builtin(void) {
     weir_native_register(&builtin[i]);
   weir_native_register_depthwise();    /* core/kernels/depthwise.c */
   weir_native_register_winograd();     /* core/kernels/winograd.c */
+  weir_native_register_stem();         /* core/kernels/stem.c */
   weir_native_register_conv_grad();    /* core/kernels/conv-grad.c */
   weir_native_register_pool();         /* core/kernels/pool.c */
   weir_native_register_norm();         /* core/kernels/norm.c */

@@ -286,6 +286,22 @@ void weir_native_register_depthwise(void);
  * weir_native_register_builtin). */
 void weir_native_register_winograd(void);
 
+/* Registers Weir's direct convolution for few input channels, the native
+ * implementation "stem" of Conv (core/kernels/stem.c; called by
+ * weir_native_register_builtin). */
+void weir_native_register_stem(void);
+
+/* The helper text defining
+ *   static int weir_stem_f32(const float *x, const float *w,
+ *       const float *b, float *y, const float *r, int64_t n, int64_t c,
+ *       int64_t h, int64_t wd, int64_t m, int64_t kh, int64_t kw,
+ *       int64_t oh, int64_t ow, int64_t sh, int64_t sw, int64_t dh,
+ *       int64_t dw, int64_t ph, int64_t pw, int act, float lo, float hi);
+ * y = act(conv(x, w) + b + r) in NCHW, one group, on vectors of vl lanes
+ * of isa (the activation helper weir_act_v<vl> must precede it); returns
+ * 1 when its buffers cannot be allocated. (transfer full) */
+char *weir_kernel_stem_text(WeirHwIsa isa, guint vl);
+
 /* Registers Weir's MaxPool (f32, u8, i8) and GlobalAveragePool (f32)
  * kernels (implementation "weir" of both, core/kernels/pool.c). */
 void weir_native_register_pool(void);

@@ -62,6 +62,10 @@ static gboolean choose_winograd(WeirGraph *g, WeirState *s, WeirNode *n,
                                 GError **error) {
   return set_impl_attr(g, s, n, "winograd", error);
 }
+static gboolean choose_stem(WeirGraph *g, WeirState *s, WeirNode *n,
+                            GError **error) {
+  return set_impl_attr(g, s, n, "stem", error);
+}
 static gboolean choose_mpi(WeirGraph *g, WeirState *s, WeirNode *n,
                            GError **error) {
   return set_impl_attr(g, s, n, "mpi", error);
@@ -95,6 +99,8 @@ void weir_native_register(const WeirNativeImpl *impl) {
     f = choose_depthwise;
   else if (strcmp(impl->impl, "winograd") == 0)
     f = choose_winograd;
+  else if (strcmp(impl->impl, "stem") == 0)
+    f = choose_stem;
   else if (strcmp(impl->impl, "mpi") == 0)
     f = choose_mpi;
   else if (strcmp(impl->impl, "weir-bf16") == 0)
@@ -212,6 +218,11 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
     ni = weir_native_lookup("Conv", "winograd");
     if (ni && ni->prefer && ni->prefer(g, s, n))
       return "winograd";
+    /* few input channels at stride 2 (a network's stem): Weir's direct
+     * stem kernel (core/kernels/stem.c) */
+    ni = weir_native_lookup("Conv", "stem");
+    if (ni && ni->prefer && ni->prefer(g, s, n))
+      return "stem";
     ni = weir_native_lookup("Conv", "weir");
     if (ni && ni->accepts(g, s, n, &r2))
       return "weir";

@@ -309,17 +309,36 @@ static void test_refusals(void **state) {
   assert_non_null(strstr(why, "f32, u8 or i8"));
 }
 
+/* The documented order of weir_gap_f32: 32 partial sums (lane l: the
+ * elements l, l + 32, ...), added 16 apart, 8, 4, 2, 1, divided by hw. */
+static float gap_expected(const WeirTensor *x, gint64 pl, gint64 hw) {
+  float acc[32] = {0};
+  for (gint64 i = 0; i < hw; i++)
+    acc[i % 32] += (float)weir_tensor_get(x, pl * hw + i);
+  for (int w = 16; w >= 1; w /= 2)
+    for (int l = 0; l < w; l++)
+      acc[l] += acc[l + w];
+  return acc[0] / (float)hw;
+}
+
 /* GlobalAveragePool: Weir's kernel (partial sums) against the pure
  * expansion, ranks 3 to 5, planes shorter than, equal to and longer than
  * the 32 partial sums, batch 2, at 1 and 2 threads; the default of every
- * node is "weir" and the code calls the kernel. */
+ * node is "weir" and the code calls the kernel.  Also bit for bit against
+ * the documented order of the partial sums (gap_expected): tails of 1 to
+ * 31 elements read as vectors over the next planes (masked), or copied
+ * where those vectors would end past the tensor (planes of one element,
+ * the last plane). */
 static void test_gap(void **state) {
   (void)state;
   g_autoptr(GError) err = NULL;
   static const char *const shapes[][2] = {
-      {"1, 5, 7, 7", "1, 5, 1, 1"}, {"2, 3, 5, 9", "2, 3, 1, 1"},
-      {"1, 4, 4, 8", "1, 4, 1, 1"}, {"1, 16, 56, 56", "1, 16, 1, 1"},
-      {"2, 3, 40", "2, 3, 1"},      {"1, 2, 3, 4, 5", "1, 2, 1, 1, 1"},
+      {"1, 5, 7, 7", "1, 5, 1, 1"},   {"2, 3, 5, 9", "2, 3, 1, 1"},
+      {"1, 4, 4, 8", "1, 4, 1, 1"},   {"1, 16, 56, 56", "1, 16, 1, 1"},
+      {"2, 3, 40", "2, 3, 1"},        {"1, 2, 3, 4, 5", "1, 2, 1, 1, 1"},
+      {"1, 40, 7, 7", "1, 40, 1, 1"}, {"1, 9, 14, 14", "1, 9, 1, 1"},
+      {"1, 6, 1, 1", "1, 6, 1, 1"},   {"2, 5, 3, 11", "2, 5, 1, 1"},
+      {"1, 7, 5, 5", "1, 7, 1, 1"},
   };
   const guint nodes = G_N_ELEMENTS(shapes);
   g_autoptr(WeirGraph) g = weir_graph_new("gap");
@@ -380,6 +399,19 @@ static void test_gap(void **state) {
                                 g_hash_table_lookup(ref, yn), 1e-5, 1e-6, NULL,
                                 &err))
         fail_msg("node n%u (%d threads): %s", n, threads, err->message);
+      g_autofree char *xn = g_strdup_printf("X%u", n);
+      const WeirTensor *x = g_hash_table_lookup(args, xn);
+      const WeirTensor *y = g_hash_table_lookup(got, yn);
+      gint64 planes = (gint64)(weir_tensor_nbytes(y) / 4);
+      gint64 hw = (gint64)(weir_tensor_nbytes(x) / 4) / planes;
+      for (gint64 pl = 0; pl < planes; pl++) {
+        float want = gap_expected(x, pl, hw);
+        float have = (float)weir_tensor_get(y, pl);
+        if (memcmp(&want, &have, sizeof want) != 0)
+          fail_msg("node n%u plane %" G_GINT64_FORMAT ": %.9g, the partial "
+                   "sums give %.9g",
+                   n, pl, have, want);
+      }
     }
   }
   fixture_free(f);
