@@ -15,13 +15,24 @@ Both sides' nodes are attributed to a *layer* of the ONNX model by name:
 Weir labels nodes with the ONNX node's name (the fused activation and
 residual live in the convolution's node), ONNX Runtime names its fused
 NCHWc nodes after the tensor they write, which is mapped back to the ONNX
-node producing it (its fused SiLU, QuickGelu, after the Mul it replaced;
-its layout conversions, ReorderInput/Output, are "other").  A layer is the node's path (torchvision's module
-path) up to the block it belongs to (`conv.1`, `block.2`; the squeeze-
-and-excitation pooling, FCs and gate in one), and its kind comes from
-its convolution: stem, expand 1x1, depthwise KxK sN, project 1x1, SE,
-head 1x1, classifier.  Prints the per-kind table (layers, Weir us, ORT
-us, ratio) and with --per-layer one row per layer.  Not a test.
+node producing it (its fused SiLU, QuickGelu, after the Mul it replaced).
+A convolution kernel of ONNX Runtime named after an activation or Add
+(Conv+Relu, Conv+Add+Relu: ResNet's "relu/Relu_output_0_nchwc") is walked
+back through those element-wise nodes to the Conv it came from (of two,
+the one with the kernel's input and weight shapes); its layout
+conversions, ReorderInput/Output, are a row of their own.  A layer is
+the node's path (torchvision's module path) up to the block it belongs
+to (`conv.1`, `block.2`; the squeeze-and-excitation pooling, FCs and
+gate in one), and its kind comes from its convolution: stem, expand 1x1,
+depthwise KxK sN, project 1x1, SE, head 1x1, classifier; in a network
+without grouped convolutions (ResNet) conv KxK sN, 1x1 s1 reduce /
+expand, downsample 1x1 sN, maxpool.  Prints the per-kind table (layers,
+Weir us, ORT us, ratio, difference) and with --per-layer one row per
+layer, then a self-check: the share of ONNX Runtime's whole run
+("model_run") its kernels cover (median over the runs; below 93% time
+is spent outside the profiled kernels) and the time booked to no layer
+(above 5% the mapping missed kernels).  Weir's kernels are timed one by
+one, so there is no whole run to check against.  Not a test.
 """
 import argparse
 import collections
@@ -60,16 +71,26 @@ def model_layers(path):
     for vi in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
         shapes[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
     inits = {i.name: list(i.dims) for i in m.graph.initializer}
-    producer, layers = {}, collections.OrderedDict()
+    producer, layers, nodes = {}, collections.OrderedDict(), {}
     convs = [n for n in m.graph.node if n.op_type == "Conv"]
     big = [n for n in convs if shapes.get(n.output[0], [0, 0, 0, 0])[2] > 1]
+    # no grouped convolution: a plain network (ResNet), whose 1x1
+    # convolutions are reduce / expand / downsample rather than a
+    # mobile block's expand / project / head
+    plain = not any(a.name == "group" and a.i > 1 for n in convs for a in n.attribute)
     for n in m.graph.node:
+        nodes[n.name] = n
         for o in n.output:
             producer[o] = n.name
         key = layer_key(n.name)
         lay = layers.setdefault(key, {"kind": None, "map": "", "order": len(layers)})
-        if n.op_type == "GlobalAveragePool" and "avgpool" in n.name:
+        if n.op_type == "GlobalAveragePool" and "avgpool" in n.name and not plain and \
+                n.name.count("/") > 2:
             lay["kind"] = "SE (pool, FCs, gate)"
+        elif n.op_type in ("GlobalAveragePool", "Flatten", "ReduceMean") and not lay["kind"]:
+            lay["kind"] = "global pooling, flatten"
+        elif n.op_type == "MaxPool":
+            lay["kind"] = "maxpool"
         if n.op_type == "Gemm" or n.op_type == "MatMul":
             lay["kind"] = lay["kind"] or "classifier"
         if n.op_type != "Conv" or lay["kind"]:
@@ -88,6 +109,9 @@ def model_layers(path):
             lay["kind"] = "depthwise %s s%d" % (k, s)
         elif n is convs[0]:
             lay["kind"] = "stem %s s%d" % (k, s)
+        elif plain and k == "1x1":
+            lay["kind"] = "downsample 1x1 s%d" % s if s > 1 or "downsample" in n.name else \
+                "1x1 s1 %s" % ("reduce" if cout <= cin else "expand")
         elif n is big[-1] and k == "1x1":
             lay["kind"] = "head 1x1"
         elif k == "1x1":
@@ -96,7 +120,8 @@ def model_layers(path):
             lay["kind"] = "conv %s s%d" % (k, s)
     for lay in layers.values():
         lay["kind"] = lay["kind"] or "other"
-    return layers, producer
+    shapes.update(inits)
+    return layers, producer, nodes, shapes
 
 
 def run(cmd):
@@ -112,19 +137,68 @@ def weir_times(o, threads):
     t = collections.defaultdict(float)
     for row in csv.DictReader(io.StringIO(out)):
         t[row["label"]] += float(row["seconds"]) * 1e6
-    return t
+    # each kernel is timed on its own (`weir profile`): no whole run to
+    # check the sum against
+    return t, None
 
 
-def ort_times(o, threads, tmp, producer):
+# element-wise ops ONNX Runtime folds into the convolution before them
+# (Conv+Relu / Conv+Clip / Conv+Add+Relu: its NCHWc Conv with "Sum", or
+# FusedConv); the fused kernel is named after the tensor the last of them
+# writes, e.g. ResNet's "/layer1/layer1.0/relu/Relu_output_0_nchwc"
+FUSIBLE = {"Relu", "Clip", "Add", "Sum", "Sigmoid", "Mul", "HardSigmoid",
+           "HardSwish", "LeakyRelu", "Tanh", "BatchNormalization"}
+
+
+LAYOUT = "(layout)"
+
+
+def fused_conv(node, shapes, producer, nodes, tensors):
+    """The Conv an ONNX Runtime convolution kernel named after NODE (an
+    activation or residual Add) came from: walk back through fusible
+    element-wise nodes to the Conv(s) feeding them and keep the one whose
+    input and weight shapes are the kernel's (ResNet's downsample Add has
+    two).  None when there is no such Conv."""
+    todo, seen, found = [node], set(), []
+    while todo:
+        n = nodes.get(todo.pop())
+        if n is None or n.name in seen:
+            continue
+        seen.add(n.name)
+        if n.op_type == "Conv":
+            found.append(n.name)
+            continue
+        if n.op_type not in FUSIBLE:
+            continue
+        todo.extend(producer[i] for i in n.input if i in producer)
+    if len(found) > 1 and shapes:
+        want = [list(d.values())[0] for d in shapes[:2]]
+        found = [c for c in found
+                 if [tensors.get(nodes[c].input[i]) for i in (0, 1)] == want] or found
+    return found[0] if found else None
+
+
+def ort_times(o, threads, tmp, producer, nodes, tensors):
+    """Per ONNX node, the median kernel time in us; and for the self-check,
+    the median over the timed runs of the share of the whole run
+    ("model_run") its kernels cover."""
     inp = os.path.join(tmp, "input.npy")
     out = run(["node", os.path.join(os.path.dirname(__file__), "ort-profile.cjs"),
                o.ort, o.model, inp, str(threads), str(o.reps + 5),
                os.path.join(tmp, "ort")])
     trace = out.strip().splitlines()[-1]
     per = collections.defaultdict(list)
+    runs, kernels = [], []
+    op = {}
     for e in json.load(open(trace)):
+        if e.get("cat") == "Session" and e["name"] == "model_run":
+            runs.append((e["ts"], e["dur"]))
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
-            per[e["name"][:-len("_kernel_time")]].append(e["dur"])
+            kernels.append((e["ts"], e["dur"]))
+            name = e["name"][:-len("_kernel_time")]
+            per[name].append(e["dur"])
+            args = e.get("args", {})
+            op[name] = (args.get("op_name", ""), args.get("input_type_shape", []))
     os.unlink(trace)
     t = {}
     for name, d in per.items():
@@ -135,8 +209,15 @@ def ort_times(o, threads, tmp, producer):
             if name.endswith(suffix) and name[:len(name) - len(suffix)] in producer:
                 node = producer[name[:len(name) - len(suffix)]]
                 break
+        kind, shapes = op[name]
+        if kind in ("ReorderInput", "ReorderOutput"):
+            node = LAYOUT
+        if kind in ("Conv", "FusedConv") and node in nodes and nodes[node].op_type != "Conv":
+            node = fused_conv(node, shapes, producer, nodes, tensors) or node
         t[node] = t.get(node, 0) + statistics.median(d[5:] or d)
-    return t
+    cover = [sum(d for ts, d in kernels if t0 <= ts < t0 + dur) / dur
+             for t0, dur in sorted(runs)[5:] or runs]
+    return t, statistics.median(cover) if cover else None
 
 
 def main():
@@ -151,7 +232,7 @@ def main():
         "weir-bench", "ort", "node_modules", "onnxruntime-node"))
     ap.add_argument("--per-layer", action="store_true")
     o = ap.parse_args()
-    layers, producer = model_layers(o.model)
+    layers, producer, nodes, tensors = model_layers(o.model)
     tmp = tempfile.mkdtemp(prefix="weir-mobile-layers-")
     npy = os.path.splitext(o.model)[0] + ".input.npy"
     if not os.path.exists(npy):
@@ -159,13 +240,17 @@ def main():
     os.symlink(os.path.abspath(npy), os.path.join(tmp, "input.npy"))
     for threads in (int(t) for t in o.threads.split()):
         best = {"weir": {}, "ort": {}}
+        cover = []
         for _ in range(o.rounds):
             for side, f in (("weir", lambda: weir_times(o, threads)),
-                            ("ort", lambda: ort_times(o, threads, tmp, producer))):
+                            ("ort", lambda: ort_times(o, threads, tmp, producer, nodes, tensors))):
                 per_layer = collections.defaultdict(float)
-                for node, us in f().items():
+                times, c = f()
+                if c:
+                    cover.append(c)
+                for node, us in times.items():
                     key = layer_key(node)
-                    per_layer[key if key in layers else "(other)"] += us
+                    per_layer[key if key in layers or key == LAYOUT else "(other)"] += us
                 for key, us in per_layer.items():
                     if key not in best[side] or us < best[side][key]:
                         best[side][key] = us
@@ -175,27 +260,38 @@ def main():
             os.path.basename(o.model), threads, o.rounds, o.reps))
         kinds = collections.OrderedDict()
         for k in keys:
-            lay = layers.get(k, {"kind": "other", "map": ""})
+            lay = layers.get(k, {"kind": "layout conversions (ORT)" if k == LAYOUT else "other",
+                                 "map": ""})
             w, r = best["weir"].get(k, 0.0), best["ort"].get(k, 0.0)
             kk = lay["kind"] if lay["kind"] in ("classifier", "other") or \
-                lay["kind"].startswith("SE") else "%s, %s" % (
-                    lay["kind"], lay["map"].split(" -> ")[1].split("x", 1)[1]
-                    if lay["map"] else "")
+                lay["kind"].startswith("SE") or not lay["map"] else "%s, %s" % (
+                    lay["kind"], lay["map"].split(" -> ")[1].split("x", 1)[1])
             g = kinds.setdefault(kk, [0, 0.0, 0.0])
             g[0] += 1
             g[1] += w
             g[2] += r
             if o.per_layer:
                 print("  %-58s %-22s %-28s %8.1f %8.1f" % (k[-58:], lay["kind"], lay["map"], w, r))
-        print("| layer kind, output map | layers | Weir us | ORT us | Weir / ORT |")
-        print("|---|---|---|---|---|")
+        print("| layer kind, output map | layers | Weir us | ORT us | Weir / ORT | Weir - ORT us |")
+        print("|---|---|---|---|---|---|")
         tw = tr = 0.0
         for kk, (n, w, r) in kinds.items():
             tw += w
             tr += r
-            print("| %s | %d | %.0f | %.0f | %s |" % (kk, n, w, r, "%.2f" % (w / r) if r else "-"))
-        print("| all | %d | %.0f | %.0f | %.2f |" % (len(keys), tw, tr, tw / tr))
-
+            print("| %s | %d | %.0f | %.0f | %s | %+.0f |" % (
+                kk, n, w, r, "%.2f" % (w / r) if r else "-", w - r))
+        print("| all | %d | %.0f | %.0f | %.2f | %+.0f |" % (len(keys), tw, tr, tw / tr, tw - tr))
+        # self-check: ONNX Runtime's kernels cover its whole run (nothing
+        # runs outside the profiled kernels), and they are booked to the
+        # model's layers (nothing left in "other" but layout conversions)
+        other = sum(r for kk, (n, w, r) in kinds.items() if kk == "other")
+        if cover:
+            c = statistics.median(cover)
+            print("ORT self-check: the kernels cover %.1f%% of the whole run (median of runs), "
+                  "%.0f of %.0f us (%.1f%%) are in no layer (\"other\")%s" % (
+                      100 * c, other, tr, 100 * other / tr,
+                      "" if 0.93 <= c <= 1.01 and other <= 0.05 * tr
+                      else "  ** more than 5-7% unaccounted **"))
 
 if __name__ == "__main__":
     main()
