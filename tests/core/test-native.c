@@ -591,6 +591,15 @@ static const Case cases[] = {
     /* one image (at 2 and 3 threads its row panels are split between
      * the threads), 18 input channels: the last channel panel is partly
      * padding, and so is the last B panel (24 output channels) */
+    /* 8x8 maps (padded 56% larger), 5 images in one chunk */
+    {"cgf_taps_8x8",
+     "ConvGradFilter",
+     {"5, 16, 8, 8", "5, 32, 8, 8", "16, 32, 3, 3"},
+     "16, 32, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
     {"cgf_taps_batch1",
      "ConvGradFilter",
      {"1, 24, 16, 16", "1, 18, 16, 16", "24, 18, 3, 3"},
