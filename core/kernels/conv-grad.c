@@ -33,11 +33,13 @@
  *    so that the GEMM's depth (images x output pixels) is at least
  *    WEIR_CONV_GRAD_DEPTH even for small feature maps.  Unit-stride
  *    layers of one group with at least 16 channels each way and padded
- *    maps at most 30% larger than the output (taps_emit):
- *    weir_wconv2d_grad_taps_<id>, one GEMM per slice of pixels over the
- *    kernel taps side by side on a channels-last copy of x, no im2col;
- *    threads take chunks of images whose partial results are added in
- *    chunk order.
+ *    maps at most 60% larger than the output (taps_emit):
+ *    weir_wconv2d_grad_taps_<id>, the GEMM's microkernel called per
+ *    kernel tap on a copy of x in panels of MR channels (its A panels as
+ *    they lie: no im2col, no per-tap copies) and dy transposed into B
+ *    panels, both by 16 x 16 transposes (weir_cg_tr16_<id>); threads take
+ *    chunks of images (or, with fewer chunks than threads, shares of a
+ *    chunk's panels) whose partial results are added in chunk order.
  *  - Every temporary (the flipped filter, the column buffer, the copied
  *    rows, the GEMM's packing buffers) lives in the node's scratch block
  *    of the kernel's workspace: steady-state runs allocate nothing.  The
@@ -56,7 +58,7 @@
 #define WEIR_CONV_GRAD_DEPTH 512
 
 /* The per-tap filter gradient's partial results (all chunks) and each
- * thread's xp and packed slices stay below this many bytes, or the node
+ * thread's xq and B panels stay below this many bytes, or the node
  * keeps im2col. */
 #define WEIR_CONV_GRAD_TAPS_BYTES (8 << 20)
 
@@ -433,26 +435,87 @@ static const char grad_input[] =
     "  return st;\n"
     "}\n";
 
+/* The per-tap filter gradient's 16 x 16 transpose, d[j][i] = s[i][j]
+ * (rows lds and ldd apart): AVX-512 shuffles for f32 where the compiler
+ * targets AVX-512, else a loop. */
+static const char grad_tr16_avx512[] =
+    "#if defined(__AVX512F__)\n"
+    "#include <immintrin.h>\n"
+    "static inline void weir_cg_tr16_@S@(const float *restrict s, int64_t "
+    "lds,\n"
+    "                                    float *restrict d, int64_t ldd) {\n"
+    "  __m512 r[16], t[16];\n"
+    "  for (int i = 0; i < 16; i++)\n"
+    "    r[i] = _mm512_loadu_ps(s + i * lds);\n"
+    "  /* pairs of rows interleaved, then pairs of pairs: lane k of r[4q +\n"
+    "   * j] holds column 4k + j of rows 4q..4q+3 */\n"
+    "  for (int i = 0; i < 16; i += 2) {\n"
+    "    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);\n"
+    "    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);\n"
+    "  }\n"
+    "  for (int i = 0; i < 16; i += 4) {\n"
+    "    const __m512d a = _mm512_castps_pd(t[i]), b = "
+    "_mm512_castps_pd(t[i + 2]);\n"
+    "    const __m512d e = _mm512_castps_pd(t[i + 1]),\n"
+    "                  f = _mm512_castps_pd(t[i + 3]);\n"
+    "    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));\n"
+    "    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));\n"
+    "    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(e, f));\n"
+    "    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(e, f));\n"
+    "  }\n"
+    "  /* lanes 0, 2 and 1, 3 of row groups 0 and 1 (2 and 3), then of\n"
+    "   * those: column j is lane j / 4 of r[j % 4] of the four groups */\n"
+    "  for (int j = 0; j < 4; j++) {\n"
+    "    t[j] = _mm512_shuffle_f32x4(r[j], r[j + 4], 0x88);\n"
+    "    t[j + 4] = _mm512_shuffle_f32x4(r[j], r[j + 4], 0xdd);\n"
+    "    t[j + 8] = _mm512_shuffle_f32x4(r[j + 8], r[j + 12], 0x88);\n"
+    "    t[j + 12] = _mm512_shuffle_f32x4(r[j + 8], r[j + 12], 0xdd);\n"
+    "  }\n"
+    "  for (int j = 0; j < 8; j++) {\n"
+    "    _mm512_storeu_ps(d + j * ldd,\n"
+    "                     _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88));\n"
+    "    _mm512_storeu_ps(d + (j + 8) * ldd,\n"
+    "                     _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd));\n"
+    "  }\n"
+    "}\n"
+    "#else\n"
+    "@LOOP@"
+    "#endif\n";
+
+static const char grad_tr16_loop[] =
+    "static inline void weir_cg_tr16_@S@(const @T@ *restrict s, int64_t "
+    "lds,\n"
+    "                                    @T@ *restrict d, int64_t ldd) {\n"
+    "  for (int i = 0; i < 16; i++)\n"
+    "    for (int j = 0; j < 16; j++)\n"
+    "      d[j * ldd + i] = s[i * lds + j];\n"
+    "}\n";
+
 /* The filter gradient of a unit-stride convolution of one group whose
  * im2col would be large (a CIFAR ResNet's 32 and 64 channels of 32x32 and
  * 16x16: nine times the input, transposed once more by the GEMM's
- * packing), as one GEMM per kernel tap on a channels-last copy of x. */
+ * packing), as per-tap products on a copy of x whose MR-channel panels
+ * are the GEMM microkernel's A panels as they lie: nothing is copied per
+ * tap. */
 static const char grad_taps[] =
     "/* Filter gradient of a unit-stride convolution (one group) without\n"
     " * im2col.  With hp = oh + dh*(kh-1), wp = ow + dw*(kw-1) and a chunk's\n"
     " * padded pixels numbered P = (im*hp + y)*wp + xx, tap t = (i, j) is\n"
-    " *   dw[:, :, i, j] = dyp * xp[P + i*dh*wp + j*dw][:]\n"
-    " * where xp is x zero-padded and channels last and dyp (m x P) is dy\n"
-    " * with zeros at y >= oh or xx >= ow.  Per chunk of nb images (one\n"
-    " * thread's): xp, then per slice of at most KC pixels the GEMM\n"
-    " * part[m x kh*kw*c] (+)= dyp_slice * B_slice, both operands written\n"
-    " * straight in weir_gemm_runp's packed layouts (A: MR-high panels of\n"
-    " * dyp; B: row P of the slice is the kh*kw taps' rows of xp side by\n"
-    " * side, contiguous copies of c values, in NR-wide panels), so the GEMM\n"
-    " * packs nothing and runs on the chunk's thread alone.  The chunks'\n"
-    " * partials are added in chunk order: the result does not depend on the\n"
-    " * thread count.  ws: the partials, then nt slots of slot bytes (the\n"
-    " * GEMM's buffers, gw bytes; xp; the packed A and B slices). */\n"
+    " *   dw[:, :, i, j]^T = xp[P + i*dh*wp + j*dw][:]^T * dyp^T\n"
+    " * where xp is x zero-padded and dyp (m x P) is dy with zeros at y >= oh\n"
+    " * or xx >= ow.  Per chunk of nb images: xq, xp in panels of MR\n"
+    " * channels, xq[cb][P][MR] (channels past c zero), so that the MR x kc\n"
+    " * A panel of tap t, channel panel cb and pixels [k0, k0 + kc) is\n"
+    " * xq[cb] + (k0 + shift(t)) * MR as it lies; per slice of at most KC\n"
+    " * pixels, dyp^T in NR-wide B panels (bq, columns past m zero); then\n"
+    " * the microkernel per (tap, channel panel, B panel) adds into\n"
+    " * part[t*c + ic][oc].  A work item is a chunk and a share of its\n"
+    " * kh*kw*ncb row panels (the whole when there are at least as many\n"
+    " * chunks as threads, else one of nthr shares: each item then builds\n"
+    " * xq and bq for itself); every element is computed by one item with\n"
+    " * the same slices in the same order, and the chunks' partials are\n"
+    " * added in chunk order: the result does not depend on the thread\n"
+    " * count.  ws: the partials, then nt slots of slot bytes (xq, bq). */\n"
     "static int weir_wconv2d_grad_taps_@S@(const @T@ *dy, const @T@ *x,\n"
     "                                      @T@ *dwt, int64_t n, int64_t c,\n"
     "                                      int64_t h, int64_t wd, int64_t m,\n"
@@ -461,144 +524,190 @@ static const char grad_taps[] =
     "                                      int64_t dh, int64_t dw,\n"
     "                                      int64_t ph, int64_t pw, int64_t "
     "nb,\n"
-    "                                      int64_t nt, int64_t gw,\n"
-    "                                      int64_t slot, void *ws) {\n"
+    "                                      int64_t nt, int64_t slot, void "
+    "*ws) {\n"
     "  const int64_t hp = oh + dh * (kh - 1), wp = ow + dw * (kw - 1);\n"
     "  const int64_t khw = kh * kw, hw = h * wd, ohw = oh * ow, pp = hp * wp;\n"
-    "  const int64_t nn = khw * c, npan = (nn + @NR@ - 1) / @NR@;\n"
+    "  const int64_t nn = khw * c, ncb = (c + @MR@ - 1) / @MR@;\n"
+    "  const int64_t npan = (m + @NR@ - 1) / @NR@, rows = khw * ncb;\n"
     "  const int64_t ext = dh * (kh - 1) * wp + dw * (kw - 1);\n"
-    "  const int64_t nch = (n + nb - 1) / nb;\n"
-    "  const int64_t mpan = (m + @MR@ - 1) / @MR@;\n"
+    "  const int64_t nch = (n + nb - 1) / nb, xs = nb * pp + ext;\n"
     "  const size_t xbytes =\n"
-    "      ((size_t)((nb * pp + ext) * c) * sizeof(@T@) + 63) / 64 * 64;\n"
-    "  const size_t abytes =\n"
-    "      ((size_t)(mpan * @MR@ * @KC@) * sizeof(@T@) + 63) / 64 * 64;\n"
+    "      ((size_t)(ncb * xs * @MR@) * sizeof(@T@) + 63) / 64 * 64;\n"
     "  @T@ *part = (@T@ *)ws;\n"
     "  char *slots =\n"
     "      (char *)ws + ((size_t)(nch * m * nn) * sizeof(@T@) + 63) / 64 * "
     "64;\n"
-    "  int st = 0, nthr = 1;\n"
+    "  int nthr = 1;\n"
     "  if (n == 0 || ohw == 0) {\n"
     "    for (int64_t k = 0; k < m * nn; k++)\n"
     "      dwt[k] = (@T@)0;\n"
     "    return 0;\n"
     "  }\n"
     "#ifdef _OPENMP\n"
-    "  nthr = omp_get_max_threads();\n"
+    "  if (!omp_in_parallel())\n"
+    "    nthr = omp_get_max_threads();\n"
     "#endif\n"
     "  if (nthr > nt)\n"
     "    nthr = (int)nt;\n"
-    "  if (nthr > nch)\n"
-    "    nthr = (int)nch;\n"
+    "  /* shares of a chunk's row panels: 1, or nthr when the chunks are\n"
+    "   * fewer than the threads */\n"
+    "  const int64_t ns = nch >= nthr ? 1 : nthr;\n"
+    "  if (nthr > nch * ns)\n"
+    "    nthr = (int)(nch * ns);\n"
     "#ifdef _OPENMP\n"
-    "#pragma omp parallel for num_threads(nthr) schedule(static) \\\n"
-    "    reduction(| : st) if (nthr > 1)\n"
+    "#pragma omp parallel for num_threads(nthr) schedule(static) if (nthr > "
+    "1)\n"
     "#endif\n"
-    "  for (int64_t ch = 0; ch < nch; ch++) {\n"
+    "  for (int64_t it = 0; it < nch * ns; it++) {\n"
     "#ifdef _OPENMP\n"
     "    const int64_t tid = omp_get_thread_num();\n"
     "#else\n"
     "    const int64_t tid = 0;\n"
     "#endif\n"
+    "    const int64_t ch = it / ns, sh = it % ns;\n"
+    "    const int64_t r0 = rows * sh / ns, r1 = rows * (sh + 1) / ns;\n"
     "    char *sl = slots + (size_t)tid * (size_t)slot;\n"
-    "    @T@ *xp = (@T@ *)(sl + gw), *ap = (@T@ *)(sl + gw + xbytes);\n"
-    "    @T@ *bp = (@T@ *)(sl + gw + xbytes + abytes);\n"
+    "    @T@ *xq = (@T@ *)sl, *bq = (@T@ *)(sl + xbytes);\n"
     "    const int64_t i0 = ch * nb, cnt = n - i0 < nb ? n - i0 : nb;\n"
     "    const int64_t kq = cnt * pp;\n"
-    "    /* xp[P][ic], a padded row at a time: each input row read along,\n"
-    "     * written across (c apart) */\n"
+    "    /* xq[cb][P][l] = xp[P][cb*MR + l], element (ic, P) at XQ(ic, P):\n"
+    "     * a padded row at a time, blocks of 16 channels by 16 pixels of an\n"
+    "     * input row transposed at once, the rest one by one */\n"
+    "#define XQ(ic, P) xq[((ic) / @MR@ * xs + (P)) * @MR@ + (ic) % @MR@]\n"
     "    for (int64_t im = 0; im < cnt; im++) {\n"
     "      for (int64_t y = 0; y < hp; y++) {\n"
-    "        @T@ *d = xp + (im * pp + y * wp) * c;\n"
-    "        const int64_t sy = y - ph;\n"
-    "        if (sy < 0 || sy >= h) {\n"
-    "          for (int64_t k = 0; k < wp * c; k++)\n"
+    "        const int64_t p0 = im * pp + y * wp, sy = y - ph;\n"
+    "        /* padded columns [xx0, xx1) are input columns [xx0-pw, xx1-pw) */\n"
+    "        int64_t xx0 = pw > 0 ? pw : 0;\n"
+    "        int64_t xx1 = wd + pw < wp ? wd + pw : wp;\n"
+    "        if (sy < 0 || sy >= h)\n"
+    "          xx0 = xx1 = wp;\n"
+    "        for (int64_t cb = 0; cb < ncb; cb++) {\n"
+    "          @T@ *d = xq + (cb * xs + p0) * @MR@;\n"
+    "          for (int64_t k = 0; k < xx0 * @MR@; k++)\n"
     "            d[k] = (@T@)0;\n"
+    "          for (int64_t k = xx1 * @MR@; k < wp * @MR@; k++)\n"
+    "            d[k] = (@T@)0;\n"
+    "        }\n"
+    "        const int64_t nx = xx1 - xx0;\n"
+    "        if (nx <= 0)\n"
     "          continue;\n"
-    "        }\n"
-    "        for (int64_t ic = 0; ic < c; ic++) {\n"
-    "          const @T@ *s = x + ((i0 + im) * c + ic) * hw + sy * wd;\n"
-    "          for (int64_t xx = 0; xx < wp; xx++) {\n"
-    "            const int64_t sx = xx - pw;\n"
-    "            d[xx * c + ic] = sx >= 0 && sx < wd ? s[sx] : (@T@)0;\n"
+    "        const @T@ *s = x + (i0 + im) * c * hw + sy * wd + (xx0 - pw);\n"
+    "        const int64_t q0 = p0 + xx0;\n"
+    "        int64_t ic = 0;\n"
+    "        for (; ic + 16 <= c; ic += 16) {\n"
+    "          int64_t u = 0;\n"
+    "          for (; u + 16 <= nx; u += 16) {\n"
+    "            @T@ tb[256];\n"
+    "            weir_cg_tr16_@S@(s + ic * hw + u, hw, tb, 16);\n"
+    "            for (int64_t v = 0; v < 16; v++)\n"
+    "              for (int64_t l = 0; l < 16; l++)\n"
+    "                XQ(ic + l, q0 + u + v) = tb[v * 16 + l];\n"
     "          }\n"
+    "          for (; u < nx; u++)\n"
+    "            for (int64_t l = 0; l < 16; l++)\n"
+    "              XQ(ic + l, q0 + u) = s[(ic + l) * hw + u];\n"
     "        }\n"
+    "        for (; ic < ncb * @MR@; ic++)\n"
+    "          for (int64_t u = 0; u < nx; u++)\n"
+    "            XQ(ic, q0 + u) = ic < c ? s[ic * hw + u] : (@T@)0;\n"
     "      }\n"
     "    }\n"
-    "    for (int64_t k = kq * c; k < (kq + ext) * c; k++)\n"
-    "      xp[k] = (@T@)0;\n"
+    "#undef XQ\n"
+    "    for (int64_t cb = 0; cb < ncb; cb++)\n"
+    "      for (int64_t k = kq * @MR@; k < (kq + ext) * @MR@; k++)\n"
+    "        xq[cb * xs * @MR@ + k] = (@T@)0;\n"
     "    @T@ *pt = part + ch * m * nn;\n"
+    "    /* the columns the microkernel reads: whole vectors of the last B\n"
+    "     * panel's */\n"
+    "    const int64_t mz = (npan - 1) * @NR@ +\n"
+    "                       (m - (npan - 1) * @NR@ + @VL@ - 1) / @VL@ * @VL@;\n"
     "    for (int64_t k0 = 0; k0 < kq; k0 += @KC@) {\n"
     "      const int64_t kc = kq - k0 < @KC@ ? kq - k0 : @KC@;\n"
-    "      /* A: MR-high panels of dyp, panel r at r * kc * MR */\n"
-    "      for (int64_t r = 0; r < mpan; r++) {\n"
-    "        @T@ *dst = ap + r * kc * @MR@;\n"
-    "        const int64_t rh = m - r * @MR@ < @MR@ ? m - r * @MR@ : @MR@;\n"
-    "        int64_t im = k0 / pp, y = k0 % pp / wp, xx = k0 % wp;\n"
-    "        for (int64_t kk = 0; kk < kc; kk++) {\n"
-    "          @T@ *dk = dst + kk * @MR@;\n"
-    "          if (y < oh && xx < ow) {\n"
-    "            const @T@ *s =\n"
-    "                dy + ((i0 + im) * m + r * @MR@) * ohw + y * ow + xx;\n"
-    "            for (int64_t i = 0; i < rh; i++)\n"
-    "              dk[i] = s[i * ohw];\n"
-    "          } else {\n"
-    "            for (int64_t i = 0; i < rh; i++)\n"
-    "              dk[i] = (@T@)0;\n"
+    "      /* bq: B panel q at q * kc * NR, row kk = pixel k0 + kk, column v\n"
+    "       * = output channel q * NR + v: element (oc, kk) at BQ(oc, kk).  A\n"
+    "       * slice is runs of padded rows: the first nv pixels of a run are\n"
+    "       * dy's (blocks of 16 channels by 16 pixels transposed at once),\n"
+    "       * the rest zero, and so are the columns past m */\n"
+    "#define BQ(oc, kk) bq[(oc) / @NR@ * kc * @NR@ + (kk) * @NR@ + (oc) % @NR@]\n"
+    "      int64_t im = k0 / pp, y = k0 % pp / wp, xx = k0 % wp;\n"
+    "      for (int64_t kk = 0; kk < kc;) {\n"
+    "        const int64_t run = wp - xx < kc - kk ? wp - xx : kc - kk;\n"
+    "        int64_t nv = y < oh ? ow - xx : 0;\n"
+    "        nv = nv < 0 ? 0 : nv > run ? run : nv;\n"
+    "        const @T@ *s = dy + (i0 + im) * m * ohw + y * ow + xx;\n"
+    "        int64_t oc = 0;\n"
+    "        for (; oc + 16 <= m && nv > 0; oc += 16) {\n"
+    "          int64_t u = 0;\n"
+    "          for (; u + 16 <= nv; u += 16) {\n"
+    "            @T@ tb[256];\n"
+    "            weir_cg_tr16_@S@(s + oc * ohw + u, ohw, tb, 16);\n"
+    "            for (int64_t v = 0; v < 16; v++)\n"
+    "              for (int64_t l = 0; l < 16; l++)\n"
+    "                BQ(oc + l, kk + u + v) = tb[v * 16 + l];\n"
     "          }\n"
-    "          for (int64_t i = rh; i < @MR@; i++)\n"
-    "            dk[i] = (@T@)0;\n"
-    "          if (++xx == wp) {\n"
-    "            xx = 0;\n"
-    "            if (++y == hp) {\n"
-    "              y = 0;\n"
-    "              im++;\n"
-    "            }\n"
+    "          for (; u < nv; u++)\n"
+    "            for (int64_t l = 0; l < 16; l++)\n"
+    "              BQ(oc + l, kk + u) = s[(oc + l) * ohw + u];\n"
+    "        }\n"
+    "        for (; oc < mz; oc++)\n"
+    "          for (int64_t u = 0; u < nv; u++)\n"
+    "            BQ(oc, kk + u) = oc < m ? s[oc * ohw + u] : (@T@)0;\n"
+    "        for (int64_t u = nv; u < run; u++)\n"
+    "          for (int64_t l = 0; l < mz; l++)\n"
+    "            BQ(l, kk + u) = (@T@)0;\n"
+    "        kk += run;\n"
+    "        xx += run;\n"
+    "        if (xx == wp) {\n"
+    "          xx = 0;\n"
+    "          if (++y == hp) {\n"
+    "            y = 0;\n"
+    "            im++;\n"
     "          }\n"
     "        }\n"
     "      }\n"
-    "      /* B: column t * c + ic of row kk is xp[k0 + kk + shift(t)][ic];\n"
-    "       * panel q at q * kc * NR, zeros past the last column.  Copied in\n"
-    "       * units of 64 bytes (c and NR are multiples of one): a unit never\n"
-    "       * straddles two taps or two panels */\n"
-    "      for (int64_t kk = 0; kk < kc; kk++) {\n"
-    "        const @T@ *row = xp + (k0 + kk) * c;\n"
-    "        @T@ *d0 = bp + kk * @NR@;\n"
-    "        int64_t q = 0, u = 0;\n"
-    "        for (int64_t t = 0; t < khw; t++) {\n"
-    "          const @T@ *s = row + (t / kw * dh * wp + t % kw * dw) * c;\n"
-    "          for (int64_t ic = 0; ic < c; ic += @U@) {\n"
-    "            memcpy(d0 + q * kc * @NR@ + u, s + ic, 64);\n"
-    "            u += @U@;\n"
-    "            if (u == @NR@) {\n"
-    "              u = 0;\n"
-    "              q++;\n"
-    "            }\n"
+    "#undef BQ\n"
+    "      for (int64_t r = r0; r < r1; r++) {\n"
+    "        const int64_t t = r / ncb, cb = r % ncb;\n"
+    "        const int64_t mr = c - cb * @MR@ < @MR@ ? c - cb * @MR@ : @MR@;\n"
+    "        const @T@ *pa =\n"
+    "            xq + (cb * xs + k0 + t / kw * dh * wp + t % kw * dw) * "
+    "@MR@;\n"
+    "        @T@ *pc = pt + (t * c + cb * @MR@) * m;\n"
+    "        for (int64_t q = 0; q < npan; q++) {\n"
+    "          const int64_t nr = m - q * @NR@ < @NR@ ? m - q * @NR@ : @NR@;\n"
+    "          const @T@ *pb = bq + q * kc * @NR@;\n"
+    "          @T@ *pcc = pc + q * @NR@;\n"
+    "          switch ((nr + @VL@ - 1) / @VL@) {\n"
+    "@CASES@"
     "          }\n"
     "        }\n"
-    "        for (; q < npan; q++, u = 0)\n"
-    "          for (; u < @NR@; u++)\n"
-    "            d0[q * kc * @NR@ + u] = (@T@)0;\n"
     "      }\n"
-    "      st |= weir_gemm_runp_@S@(0, 0, m, nn, kc, (@T@)1, NULL, kc, ap,\n"
-    "                               NULL, bp, nn, NULL,\n"
-    "                               k0 == 0 ? (@T@)0 : (@T@)1, pt, nn, NULL,\n"
-    "                               sl);\n"
     "    }\n"
     "  }\n"
-    "  /* dw[oc][ic][t]: the chunks' partials added in chunk order */\n"
+    "  /* dw[oc][ic][t]: the chunks' partials added in chunk order, a row\n"
+    "   * t*c + ic of them and 64 output channels at a time */\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for schedule(static) if (m * nn * nch > 32768)\n"
     "#endif\n"
-    "  for (int64_t oc = 0; oc < m; oc++)\n"
-    "    for (int64_t ic = 0; ic < c; ic++)\n"
-    "      for (int64_t t = 0; t < khw; t++) {\n"
-    "        @T@ acc = (@T@)0;\n"
-    "        for (int64_t ch = 0; ch < nch; ch++)\n"
-    "          acc += part[(ch * m + oc) * nn + t * c + ic];\n"
-    "        dwt[(oc * c + ic) * khw + t] = acc;\n"
+    "  for (int64_t rw = 0; rw < nn; rw++) {\n"
+    "    const int64_t t = rw / c, ic = rw % c;\n"
+    "    for (int64_t o0 = 0; o0 < m; o0 += 64) {\n"
+    "      const int64_t no = m - o0 < 64 ? m - o0 : 64;\n"
+    "      @T@ acc[64];\n"
+    "      for (int64_t o = 0; o < no; o++)\n"
+    "        acc[o] = (@T@)0;\n"
+    "      for (int64_t ch = 0; ch < nch; ch++) {\n"
+    "        const @T@ *pr = part + (ch * nn + rw) * m + o0;\n"
+    "        for (int64_t o = 0; o < no; o++)\n"
+    "          acc[o] += pr[o];\n"
     "      }\n"
-    "  return st;\n"
+    "      for (int64_t o = 0; o < no; o++)\n"
+    "        dwt[((o0 + o) * c + ic) * khw + t] = acc[o];\n"
+    "    }\n"
+    "  }\n"
+    "  return 0;\n"
     "}\n";
 
 /* ------------------------------------------------------------ emitter */
@@ -671,15 +780,16 @@ static gint64 r64(gint64 bytes) {
 
 /* The filter gradient's per-tap path (grad_taps) when it applies: one
  * group, unit stride, a kernel of more than one tap, at least 16 input and
- * output channels (the GEMMs' columns and rows; fewer, and packing the
- * taps' B blocks costs more than the im2col it saves), every size a
- * constant, and padded maps at most 30% larger than the output (the
- * padded pixels are multiplied too: a CIFAR ResNet's 32x32 and 16x16 maps
- * are 13% and 27% larger, its 8x8 and 4x4 ones 56% and 125%, and keep
- * im2col).  Chunks of nb images, nb the power of two that comes closest
- * to 2048 padded pixels from below, so that a chunk's xp and dyp stay in
- * the L2 cache.  Emits the call and returns TRUE, or FALSE (nothing
- * emitted) where the path does not apply. */
+ * output channels (the products' rows and columns; fewer, and the
+ * microkernel's tiles are mostly padding), every size a constant, and
+ * padded maps at most 60% larger than the output (the padded pixels are
+ * multiplied too: a CIFAR ResNet's 32x32, 16x16 and 8x8 maps are 13%,
+ * 27% and 56% larger, and the per-tap path is still faster than im2col on
+ * the 8x8 layer; its 4x4 maps, 125%, keep im2col).  Chunks
+ * of nb images, nb the power of two that comes closest to 2048 padded
+ * pixels from below, so that a chunk's xq and dyp stay in the L2 cache.
+ * Emits the call and returns TRUE, or FALSE (nothing emitted) where the
+ * path does not apply. */
 static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
                           const gint64 *st, const gint64 *p, const gint64 *d,
                           gint64 group) {
@@ -694,41 +804,51 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
     return FALSE;
   const gint64 hp = oh + d[0] * (kh - 1), wp = ow + d[1] * (kw - 1);
   const gint64 sz = e->out[0].c->dtype == WEIR_DTYPE_F64 ? 8 : 4;
-  if (10 * hp * wp > 13 * oh * ow || c % (64 / sz) != 0 ||
-      bl->nr % (64 / sz) != 0)
+  if (10 * hp * wp > 16 * oh * ow)
     return FALSE;
   gint64 nb = MAX(1, 2048 / (hp * wp));
   while (nb & (nb - 1))
     nb &= nb - 1;
   const gint64 nch = (n + nb - 1) / nb;
   nb = (n + nch - 1) / nch;
-  const gint64 kq = nb * hp * wp, ext = d[0] * (kh - 1) * wp + d[1] * (kw - 1);
-  const gint64 mpad = (m + bl->mr - 1) / bl->mr * bl->mr;
-  const gint64 nn = kh * kw * c, npad = (nn + bl->nr - 1) / bl->nr * bl->nr;
-  g_autoptr(WeirExpr) me = weir_expr_const(m);
-  g_autoptr(WeirExpr) ce = weir_expr_const(nn);
-  g_autoptr(WeirExpr) ke = weir_expr_const(MIN(kq, (gint64)bl->kc));
-  g_autoptr(WeirExpr) gwe =
-      weir_kernel_gemm_work_bytes(e->out[0].c->dtype, bl, me, ce, ke);
-  gint64 gw;
-  if (!gwe || !weir_expr_is_const(gwe, &gw))
-    return FALSE;
-  gw = r64(gw);
-  const gint64 slot = gw + r64((kq + ext) * c * sz) + r64(mpad * bl->kc * sz) +
-                      npad * bl->kc * sz;
+  const gint64 ext = d[0] * (kh - 1) * wp + d[1] * (kw - 1);
+  const gint64 ncb = (c + bl->mr - 1) / bl->mr;
+  const gint64 npad = (m + bl->nr - 1) / bl->nr * bl->nr;
+  const gint64 slot = r64(ncb * (nb * hp * wp + ext) * bl->mr * sz) +
+                      r64(npad * bl->kc * sz);
   const guint threads = MAX(bl->threads, 1);
   const gint64 parts = r64(nch * kh * kw * m * c * sz);
   /* many channels on large maps (an ImageNet ResNet's first stages) would
    * need tens of MB of partials and slots; im2col's GEMMs reuse each
    * column enough there anyway */
-  if (parts > WEIR_CONV_GRAD_TAPS_BYTES ||
-      slot - gw > WEIR_CONV_GRAD_TAPS_BYTES)
+  if (parts > WEIR_CONV_GRAD_TAPS_BYTES || slot > WEIR_CONV_GRAD_TAPS_BYTES)
     return FALSE;
   const gint64 total = parts + threads * slot;
   const char *ctype = sz == 8 ? "double" : "float";
   g_autofree char *helper =
       g_strdup_printf("weir_wconv2d_grad_taps_%s", bl->id);
+  /* the transpose first (its own helper, one per GEMM id) */
+  GString *tr = g_string_new(sz == 4 ? grad_tr16_avx512 : grad_tr16_loop);
+  g_string_replace(tr, "@LOOP@", grad_tr16_loop, 0);
+  g_string_replace(tr, "@T@", ctype, 0);
+  g_string_replace(tr, "@S@", bl->id, 0);
+  g_autofree char *trname = g_strdup_printf("weir_cg_tr16_%s", bl->id);
+  e->helper(e, trname, tr->str);
+  g_string_free(tr, TRUE);
   GString *t = g_string_new(grad_taps);
+  /* the microkernel of the node's GEMM (weir_gemm_ukr<nv>_<id>), by the
+   * number of vectors of the B panel's columns */
+  GString *cases = g_string_new(NULL);
+  for (guint nv = 1; nv <= bl->nv; nv++) {
+    g_autofree char *label =
+        nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
+    g_string_append_printf(cases,
+                           "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, pcc, "
+                           "m, mr, nr, k0 > 0, NULL); break;\n",
+                           label, nv);
+  }
+  g_string_replace(t, "@CASES@", cases->str, 0);
+  g_string_free(cases, TRUE);
   char buf[32];
   g_string_replace(t, "@T@", ctype, 0);
   g_string_replace(t, "@S@", bl->id, 0);
@@ -738,12 +858,12 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
   g_string_replace(t, "@KC@", buf, 0);
   g_snprintf(buf, sizeof buf, "%u", bl->nr);
   g_string_replace(t, "@NR@", buf, 0);
-  g_snprintf(buf, sizeof buf, "%" G_GINT64_FORMAT, 64 / sz);
-  g_string_replace(t, "@U@", buf, 0);
+  g_snprintf(buf, sizeof buf, "%u", bl->vl);
+  g_string_replace(t, "@VL@", buf, 0);
   e->helper(e, helper, t->str);
   g_string_free(t, TRUE);
   g_autofree char *ws = weir_kernel_scratch_arg(e, weir_expr_const(total));
-  emit_header(e, "weir (one GEMM per kernel tap on channels-last x)");
+  emit_header(e, "weir (per-tap products on channel panels of x)");
   g_string_append_printf(
       e->code,
       "%s |= weir_wconv2d_grad_taps_%s(%s, %s, %s, %" G_GINT64_FORMAT
@@ -751,10 +871,9 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-      ", %s);\n",
+      ", %" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", %s);\n",
       e->status, bl->id, e->in[0].ptr, e->in[1].ptr, e->out[0].ptr, n, c, h, w,
-      m, kh, kw, oh, ow, d[0], d[1], p[0], p[1], nb, threads, gw, slot, ws);
+      m, kh, kw, oh, ow, d[0], d[1], p[0], p[1], nb, threads, slot, ws);
   return TRUE;
 }
 

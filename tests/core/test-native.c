@@ -567,7 +567,8 @@ static const Case cases[] = {
      "weir"},
     /* the per-tap GEMMs on channels-last x (at least 16 channels each
      * way, maps at most 30% larger padded): one image per chunk (34x32),
-     * 4 then 3 images (20x18), a dilated kernel with uneven pads */
+     * 4 then 3 images (20x18), a dilated kernel with uneven pads, a
+     * batch of one */
     {"cgf_taps_one",
      "ConvGradFilter",
      {"3, 17, 34, 32", "3, 16, 34, 32", "17, 16, 3, 3"},
@@ -589,6 +590,26 @@ static const Case cases[] = {
      {"2, 20, 35, 33", "2, 16, 36, 34", "20, 16, 3, 3"},
      "20, 16, 3, 3",
      win_3x3_d2_uneven,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    /* one image (at 2 and 3 threads its row panels are split between
+     * the threads), 18 input channels: the last channel panel is partly
+     * padding, and so is the last B panel (24 output channels) */
+    /* 8x8 maps (padded 56% larger), 5 images in one chunk */
+    {"cgf_taps_8x8",
+     "ConvGradFilter",
+     {"5, 16, 8, 8", "5, 32, 8, 8", "16, 32, 3, 3"},
+     "16, 32, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    {"cgf_taps_batch1",
+     "ConvGradFilter",
+     {"1, 24, 16, 16", "1, 18, 16, 16", "24, 18, 3, 3"},
+     "24, 18, 3, 3",
+     win_3x3_p1,
      {"im2col", "weir"},
      "weir",
      prep_quarters},
