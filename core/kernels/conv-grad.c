@@ -578,7 +578,8 @@ static const char grad_taps[] =
     "    for (int64_t im = 0; im < cnt; im++) {\n"
     "      for (int64_t y = 0; y < hp; y++) {\n"
     "        const int64_t p0 = im * pp + y * wp, sy = y - ph;\n"
-    "        /* padded columns [xx0, xx1) are input columns [xx0-pw, xx1-pw) */\n"
+    "        /* padded columns [xx0, xx1) are input columns [xx0-pw, xx1-pw) "
+    "*/\n"
     "        int64_t xx0 = pw > 0 ? pw : 0;\n"
     "        int64_t xx1 = wd + pw < wp ? wd + pw : wp;\n"
     "        if (sy < 0 || sy >= h)\n"
@@ -630,7 +631,8 @@ static const char grad_taps[] =
     "       * slice is runs of padded rows: the first nv pixels of a run are\n"
     "       * dy's (blocks of 16 channels by 16 pixels transposed at once),\n"
     "       * the rest zero, and so are the columns past m */\n"
-    "#define BQ(oc, kk) bq[(oc) / @NR@ * kc * @NR@ + (kk) * @NR@ + (oc) % @NR@]\n"
+    "#define BQ(oc, kk) bq[(oc) / @NR@ * kc * @NR@ + (kk) * @NR@ + (oc) % "
+    "@NR@]\n"
     "      int64_t im = k0 / pp, y = k0 % pp / wp, xx = k0 % wp;\n"
     "      for (int64_t kk = 0; kk < kc;) {\n"
     "        const int64_t run = wp - xx < kc - kk ? wp - xx : kc - kk;\n"
@@ -814,8 +816,8 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
   const gint64 ext = d[0] * (kh - 1) * wp + d[1] * (kw - 1);
   const gint64 ncb = (c + bl->mr - 1) / bl->mr;
   const gint64 npad = (m + bl->nr - 1) / bl->nr * bl->nr;
-  const gint64 slot = r64(ncb * (nb * hp * wp + ext) * bl->mr * sz) +
-                      r64(npad * bl->kc * sz);
+  const gint64 slot =
+      r64(ncb * (nb * hp * wp + ext) * bl->mr * sz) + r64(npad * bl->kc * sz);
   const guint threads = MAX(bl->threads, 1);
   const gint64 parts = r64(nch * kh * kw * m * c * sz);
   /* many channels on large maps (an ImageNet ResNet's first stages) would
@@ -842,10 +844,11 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
   for (guint nv = 1; nv <= bl->nv; nv++) {
     g_autofree char *label =
         nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
-    g_string_append_printf(cases,
-                           "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, pcc, "
-                           "m, mr, nr, k0 > 0, NULL); break;\n",
-                           label, nv);
+    g_string_append_printf(
+        cases,
+        "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, @NR@, pcc, "
+        "m, mr, nr, k0 > 0, NULL); break;\n",
+        label, nv);
   }
   g_string_replace(t, "@CASES@", cases->str, 0);
   g_string_free(cases, TRUE);
