@@ -257,14 +257,15 @@ static const char gemm_ukr[] =
     " * accumulators before its one store (mobile14i): a bias per row\n"
     " * (bias[i] for row i of the tile, or NULL), then a residual (r[i * ldr\n"
     " * + j] for the tile's element (i, j), or NULL; conv14k), then a clip to\n"
-    " * [lo, hi] when clip: the order of weir_gemm_epi, so the same bits.\n"
-    " * The driver passes it for the last K block when that is the whole\n"
-    " * epilogue (ReLU, ReLU6, bias only, a residual block's Add + ReLU);\n"
-    " * otherwise, and for edge tiles, it calls weir_gemm_epi after the\n"
-    " * store. */\n"
+    " * [lo, hi] when act is 1, or (f32) sigmoid, SiLU or HardSwish when act\n"
+    " * is 2, 3 or 4 (silu14o; weir_act_apply on the vector): the order of\n"
+    " * weir_gemm_epi, so the same bits.  The driver passes it for the last\n"
+    " * K block when that is the whole epilogue (ReLU, ReLU6, SiLU, bias\n"
+    " * only, a residual block's Add + ReLU); otherwise, and for edge tiles,\n"
+    " * it calls weir_gemm_epi after the store. */\n"
     "typedef struct {\n"
     "  const @T@ *bias;\n"
-    "  int clip;\n"
+    "  int act; /* as weir_gemm_epilogue's, 0 to @FASTMAX@ */\n"
     "  @T@ lo, hi;\n"
     "  const @T@ *r;\n"
     "  int64_t ldr;\n"
@@ -322,10 +323,11 @@ static const char gemm_ukr[] =
     "          if (fe->r)\n"
     "            w = weir_gemm_vadd_@S@(\n"
     "                w, weir_gemm_vload_@S@(fe->r + i * fe->ldr + v * @VL@));\n"
-    "          if (fe->clip) {\n"
+    "          if (fe->act == 1) {\n"
     "            w = weir_gemm_vmax_@S@(weir_gemm_vset_@S@(fe->lo), w);\n"
     "            w = weir_gemm_vmin_@S@(weir_gemm_vset_@S@(fe->hi), w);\n"
     "          }\n"
+    "@FASTACT@"
     "        }\n"
     "        weir_gemm_vstore_@S@(p, w);\n"
     "      }\n"
@@ -343,6 +345,18 @@ static const char gemm_ukr[] =
     "      c[i * ldc + j] = acc ? c[i * ldc + j] + t[i * @NR@ + j]\n"
     "                           : t[i * @NR@ + j];\n"
     "}\n";
+
+/* @FASTACT@ for f32: sigmoid, SiLU and HardSwish on the accumulator
+ * vector, weir_act_apply with a constant act (one activation inlined
+ * per branch, not the whole switch). */
+static const char gemm_fast_act[] =
+    "          else if (fe->act > 1) {\n"
+    "            const weir_act_v@VL@ x = (weir_act_v@VL@)w;\n"
+    "            w = (weir_gemm_v_@S@)(\n"
+    "                fe->act == 3   ? weir_act_apply@VL@(x, 3, 0.0f, 0.0f)\n"
+    "                : fe->act == 2 ? weir_act_apply@VL@(x, 2, 0.0f, 0.0f)\n"
+    "                               : weir_act_apply@VL@(x, 4, 0.0f, 0.0f));\n"
+    "          }\n";
 
 /* one per nv = @N@ */
 static const char gemm_ukr_n[] =
@@ -868,10 +882,11 @@ static const char gemm_run[] =
     "   * vectors: a last panel with a partial vector is packed (zero-padded)\n"
     "   * as before, so no load passes the end of a row. */\n"
     "  const int inpl = !tb && !im && !bpk && k <= @BINK@;\n"
-    "  /* the epilogue is a bias per row, a residual and a clip at most: full\n"
-    "   * tiles apply it in registers (weir_gemm_fast) */\n"
+    "  /* the epilogue is a bias per row, a residual and a clip, sigmoid,\n"
+    "   * SiLU or HardSwish (f32) at most: full tiles apply it in registers\n"
+    "   * (weir_gemm_fast) */\n"
     "  const int fast = ep && ep->scale == (@T@)1 && !ep->cb &&\n"
-    "                   (ep->act == 0 || ep->act == 1);\n"
+    "                   ep->act >= 0 && ep->act <= @FASTMAX@;\n"
     "  const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;\n"
     "  /* the k (m) blocks as even as KC (MC) allows: no thin last block */\n"
     "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
@@ -1049,14 +1064,14 @@ static const char gemm_run[] =
     "                  }\n"
     "                }\n"
     "              }\n"
-    "              /* a full tile applies a bias, residual and clip in\n"
-    "               * registers */\n"
+    "              /* a full tile applies a bias, residual and activation\n"
+    "               * in registers */\n"
     "              weir_gemm_fast_@S@ fst = {NULL, 0, 0, 0, NULL, 0};\n"
     "              weir_gemm_fast_@S@ *fe = NULL;\n"
     "              if (fast && pc + kc >= k && mr == @MR@ &&\n"
     "                  nr % @VL@ == 0) {\n"
     "                fst.bias = ep->bias ? ep->bias + ic + p * @MR@ : NULL;\n"
-    "                fst.clip = ep->act == 1;\n"
+    "                fst.act = ep->act;\n"
     "                fst.lo = ep->lo;\n"
     "                fst.hi = ep->hi;\n"
     "                fst.r = ep->r ? ep->r + (ic + p * @MR@) * ep->ldr + jc +\n"
@@ -1655,6 +1670,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_append(s, vb->str);
   g_string_free(vb, TRUE);
   g_string_append(s, gemm_ukr);
+  g_string_replace(s, "@FASTACT@", t == WEIR_DTYPE_F64 ? "" : gemm_fast_act, 0);
   GString *cases = g_string_new(NULL);
   for (guint nv = 1; nv <= bl->nv; nv++) {
     GString *u = g_string_new(gemm_ukr_n);
@@ -1692,6 +1708,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   if (trans)
     append_transposed(s, bl);
   g_string_replace(s, "@CASES@", cases->str, 0);
+  g_string_replace(s, "@FASTMAX@", t == WEIR_DTYPE_F64 ? "1" : "4", 0);
   g_string_replace(s, "@DT@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
   g_string_free(cases, TRUE);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(bl->isa), 0);
