@@ -276,7 +276,8 @@ static const char gemm_ukr[] =
     " * stride when read in place, conv14n); the first nv vectors of each B\n"
     " * row are used.  Edge tiles (mr < MR or nr < nv * VL) go through a\n"
     " * buffer. */\n"
-    "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, int64_t kc,\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, const int fa,\n"
+    "                                        int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
     "                                        const @T@ *restrict bp,\n"
     "                                        int64_t ldp,\n"
@@ -284,6 +285,7 @@ static const char gemm_ukr[] =
     "                                        int64_t mr, int64_t nr, int acc,\n"
     "                                        const weir_gemm_fast_@S@ *fe) "
     "{\n"
+    "  (void)fa;\n"
     "  weir_gemm_v_@S@ r[@MR@][@NV@];\n"
     "#pragma GCC unroll 32\n"
     "  for (int i = 0; i < @MR@; i++)\n"
@@ -307,6 +309,7 @@ static const char gemm_ukr[] =
     "    }\n"
     "  }\n"
     "  if (mr == @MR@ && nr == nv * @VL@) {\n"
+    "@FASTACT@"
     "#pragma GCC unroll 32\n"
     "    for (int i = 0; i < @MR@; i++)\n"
     "#pragma GCC unroll 8\n"
@@ -327,7 +330,6 @@ static const char gemm_ukr[] =
     "            w = weir_gemm_vmax_@S@(weir_gemm_vset_@S@(fe->lo), w);\n"
     "            w = weir_gemm_vmin_@S@(weir_gemm_vset_@S@(fe->hi), w);\n"
     "          }\n"
-    "@FASTACT@"
     "        }\n"
     "        weir_gemm_vstore_@S@(p, w);\n"
     "      }\n"
@@ -347,25 +349,47 @@ static const char gemm_ukr[] =
     "}\n";
 
 /* @FASTACT@ for f32: sigmoid, SiLU and HardSwish on the accumulator
- * vector, weir_act_apply with a constant act (one activation inlined
+ * vectors, weir_act_apply with a constant act (one activation inlined
  * per branch, not the whole switch). */
 static const char gemm_fast_act[] =
-    "          else if (fe->act > 1) {\n"
-    "            const weir_act_v@VL@ x = (weir_act_v@VL@)w;\n"
-    "            w = (weir_gemm_v_@S@)(\n"
-    "                fe->act == 3   ? weir_act_apply@VL@(x, 3, 0.0f, 0.0f)\n"
-    "                : fe->act == 2 ? weir_act_apply@VL@(x, 2, 0.0f, 0.0f)\n"
-    "                               : weir_act_apply@VL@(x, 4, 0.0f, 0.0f));\n"
-    "          }\n";
+    "    /* sigmoid, SiLU, HardSwish: a loop of their own, in the\n"
+    "     * instances with fa 1 only (weir_gemm_ukr<nv>a), so that the\n"
+    "     * clip's keep their code */\n"
+    "    if (fa && fe && fe->act > 1) {\n"
+    "      const int act = fe->act;\n"
+    "#pragma GCC unroll 32\n"
+    "      for (int i = 0; i < @MR@; i++)\n"
+    "#pragma GCC unroll 8\n"
+    "        for (int v = 0; v < @NV@; v++) {\n"
+    "          if (v >= nv)\n"
+    "            continue;\n"
+    "          @T@ *p = c + i * ldc + v * @VL@;\n"
+    "          weir_gemm_v_@S@ w =\n"
+    "              acc ? weir_gemm_vadd_@S@(weir_gemm_vload_@S@(p), r[i][v])\n"
+    "                  : r[i][v];\n"
+    "          if (fe->bias)\n"
+    "            w = weir_gemm_vadd_@S@(w, weir_gemm_vset_@S@(fe->bias[i]));\n"
+    "          if (fe->r)\n"
+    "            w = weir_gemm_vadd_@S@(\n"
+    "                w, weir_gemm_vload_@S@(fe->r + i * fe->ldr + v * @VL@));\n"
+    "          const weir_act_v@VL@ x = (weir_act_v@VL@)w;\n"
+    "          w = (weir_gemm_v_@S@)(\n"
+    "              act == 3   ? weir_act_apply@VL@(x, 3, 0.0f, 0.0f)\n"
+    "              : act == 2 ? weir_act_apply@VL@(x, 2, 0.0f, 0.0f)\n"
+    "                         : weir_act_apply@VL@(x, 4, 0.0f, 0.0f));\n"
+    "          weir_gemm_vstore_@S@(p, w);\n"
+    "        }\n"
+    "      return;\n"
+    "    }\n";
 
-/* one per nv = @N@ */
+/* one per nv = @N@, and (f32) again with fa 1 (@A@ "a") */
 static const char gemm_ukr_n[] =
-    "static @TGT@ void weir_gemm_ukr@N@_@S@(int64_t kc, const @T@ *ap,\n"
+    "static @TGT@ void weir_gemm_ukr@N@@A@_@S@(int64_t kc, const @T@ *ap,\n"
     "                                      const @T@ *bp, int64_t ldp,\n"
     "                                      @T@ *c, int64_t ldc, int64_t mr,\n"
     "                                      int64_t nr, int acc,\n"
     "                                      const weir_gemm_fast_@S@ *fe) {\n"
-    "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe);\n"
+    "  weir_gemm_ukr_@S@(@N@, @F@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe);\n"
     "}\n";
 
 /* The epilogue (f32 gets the vector loop, @VECEPI@). */
@@ -1080,6 +1104,7 @@ static const char gemm_run[] =
     "                fst.ldr = ep->ldr;\n"
     "                fe = &fst;\n"
     "              }\n"
+    "@CASESA@"
     "              switch ((nr + @VL@ - 1) / @VL@) {\n"
     "@CASES@"
     "              }\n"
@@ -1672,18 +1697,32 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_append(s, gemm_ukr);
   g_string_replace(s, "@FASTACT@", t == WEIR_DTYPE_F64 ? "" : gemm_fast_act, 0);
   GString *cases = g_string_new(NULL);
-  for (guint nv = 1; nv <= bl->nv; nv++) {
-    GString *u = g_string_new(gemm_ukr_n);
-    replace_uint(u, "@N@", nv);
-    g_string_append(s, u->str);
-    g_string_free(u, TRUE);
-    g_autofree char *label =
-        nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
-    g_string_append_printf(cases,
-                           "              %s: weir_gemm_ukr%u_@S@(kc, pa, pb, "
-                           "ldp, pcc, ldc, mr, nr, acc, fe); break;\n",
-                           label, nv);
-  }
+  /* f32: the microkernels with sigmoid, SiLU and HardSwish in the store
+   * (fa 1, weir_gemm_ukr<nv>a), called when the fast epilogue has one */
+  GString *casesa = g_string_new(
+      t == WEIR_DTYPE_F64
+          ? ""
+          : "              if (fe && fe->act > 1)\n"
+            "                switch ((nr + @VL@ - 1) / @VL@) {\n");
+  for (guint fa = 0; fa <= (t == WEIR_DTYPE_F64 ? 0u : 1u); fa++)
+    for (guint nv = 1; nv <= bl->nv; nv++) {
+      GString *u = g_string_new(gemm_ukr_n);
+      replace_uint(u, "@N@", nv);
+      replace_uint(u, "@F@", fa);
+      g_string_replace(u, "@A@", fa ? "a" : "", 0);
+      g_string_append(s, u->str);
+      g_string_free(u, TRUE);
+      g_autofree char *label =
+          nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
+      g_string_append_printf(fa ? casesa : cases,
+                             "              %s%s: weir_gemm_ukr%u%s_@S@(kc, "
+                             "pa, pb, ldp, pcc, ldc, mr, nr, acc, fe); "
+                             "break;\n",
+                             fa ? "  " : "", label, nv, fa ? "a" : "");
+    }
+  if (t != WEIR_DTYPE_F64)
+    g_string_append(casesa, "                }\n"
+                            "              else\n");
   g_string_append(s, gemm_epi);
   g_string_replace(s, "@VECEPI@", t == WEIR_DTYPE_F64 ? "" : gemm_epi_vec, 0);
   g_string_append(s, gemm_driver);
@@ -1707,7 +1746,9 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_append(s, gemm_run);
   if (trans)
     append_transposed(s, bl);
+  g_string_replace(s, "@CASESA@", casesa->str, 0);
   g_string_replace(s, "@CASES@", cases->str, 0);
+  g_string_free(casesa, TRUE);
   g_string_replace(s, "@FASTMAX@", t == WEIR_DTYPE_F64 ? "1" : "4", 0);
   g_string_replace(s, "@DT@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
   g_string_free(cases, TRUE);
