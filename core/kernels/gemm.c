@@ -257,14 +257,15 @@ static const char gemm_ukr[] =
     " * accumulators before its one store (mobile14i): a bias per row\n"
     " * (bias[i] for row i of the tile, or NULL), then a residual (r[i * ldr\n"
     " * + j] for the tile's element (i, j), or NULL; conv14k), then a clip to\n"
-    " * [lo, hi] when clip: the order of weir_gemm_epi, so the same bits.\n"
-    " * The driver passes it for the last K block when that is the whole\n"
-    " * epilogue (ReLU, ReLU6, bias only, a residual block's Add + ReLU);\n"
-    " * otherwise, and for edge tiles, it calls weir_gemm_epi after the\n"
-    " * store. */\n"
+    " * [lo, hi] when act is 1, or (f32) sigmoid, SiLU or HardSwish when act\n"
+    " * is 2, 3 or 4 (silu14o; weir_act_apply on the vector): the order of\n"
+    " * weir_gemm_epi, so the same bits.  The driver passes it for the last\n"
+    " * K block when that is the whole epilogue (ReLU, ReLU6, SiLU, bias\n"
+    " * only, a residual block's Add + ReLU); otherwise, and for edge tiles,\n"
+    " * it calls weir_gemm_epi after the store. */\n"
     "typedef struct {\n"
     "  const @T@ *bias;\n"
-    "  int clip;\n"
+    "  int act; /* as weir_gemm_epilogue's, 0 to @FASTMAX@ */\n"
     "  @T@ lo, hi;\n"
     "  const @T@ *r;\n"
     "  int64_t ldr;\n"
@@ -275,7 +276,8 @@ static const char gemm_ukr[] =
     " * stride when read in place, conv14n); the first nv vectors of each B\n"
     " * row are used.  Edge tiles (mr < MR or nr < nv * VL) go through a\n"
     " * buffer. */\n"
-    "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, int64_t kc,\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, const int fa,\n"
+    "                                        int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
     "                                        const @T@ *restrict bp,\n"
     "                                        int64_t ldp,\n"
@@ -283,6 +285,7 @@ static const char gemm_ukr[] =
     "                                        int64_t mr, int64_t nr, int acc,\n"
     "                                        const weir_gemm_fast_@S@ *fe) "
     "{\n"
+    "  (void)fa;\n"
     "  weir_gemm_v_@S@ r[@MR@][@NV@];\n"
     "#pragma GCC unroll 32\n"
     "  for (int i = 0; i < @MR@; i++)\n"
@@ -306,6 +309,7 @@ static const char gemm_ukr[] =
     "    }\n"
     "  }\n"
     "  if (mr == @MR@ && nr == nv * @VL@) {\n"
+    "@FASTACT@"
     "#pragma GCC unroll 32\n"
     "    for (int i = 0; i < @MR@; i++)\n"
     "#pragma GCC unroll 8\n"
@@ -322,7 +326,7 @@ static const char gemm_ukr[] =
     "          if (fe->r)\n"
     "            w = weir_gemm_vadd_@S@(\n"
     "                w, weir_gemm_vload_@S@(fe->r + i * fe->ldr + v * @VL@));\n"
-    "          if (fe->clip) {\n"
+    "          if (fe->act == 1) {\n"
     "            w = weir_gemm_vmax_@S@(weir_gemm_vset_@S@(fe->lo), w);\n"
     "            w = weir_gemm_vmin_@S@(weir_gemm_vset_@S@(fe->hi), w);\n"
     "          }\n"
@@ -344,14 +348,48 @@ static const char gemm_ukr[] =
     "                           : t[i * @NR@ + j];\n"
     "}\n";
 
-/* one per nv = @N@ */
+/* @FASTACT@ for f32: sigmoid, SiLU and HardSwish on the accumulator
+ * vectors, weir_act_apply with a constant act (one activation inlined
+ * per branch, not the whole switch). */
+static const char gemm_fast_act[] =
+    "    /* sigmoid, SiLU, HardSwish: a loop of their own, in the\n"
+    "     * instances with fa 1 only (weir_gemm_ukr<nv>a), so that the\n"
+    "     * clip's keep their code */\n"
+    "    if (fa && fe && fe->act > 1) {\n"
+    "      const int act = fe->act;\n"
+    "#pragma GCC unroll 32\n"
+    "      for (int i = 0; i < @MR@; i++)\n"
+    "#pragma GCC unroll 8\n"
+    "        for (int v = 0; v < @NV@; v++) {\n"
+    "          if (v >= nv)\n"
+    "            continue;\n"
+    "          @T@ *p = c + i * ldc + v * @VL@;\n"
+    "          weir_gemm_v_@S@ w =\n"
+    "              acc ? weir_gemm_vadd_@S@(weir_gemm_vload_@S@(p), r[i][v])\n"
+    "                  : r[i][v];\n"
+    "          if (fe->bias)\n"
+    "            w = weir_gemm_vadd_@S@(w, weir_gemm_vset_@S@(fe->bias[i]));\n"
+    "          if (fe->r)\n"
+    "            w = weir_gemm_vadd_@S@(\n"
+    "                w, weir_gemm_vload_@S@(fe->r + i * fe->ldr + v * @VL@));\n"
+    "          const weir_act_v@VL@ x = (weir_act_v@VL@)w;\n"
+    "          w = (weir_gemm_v_@S@)(\n"
+    "              act == 3   ? weir_act_apply@VL@(x, 3, 0.0f, 0.0f)\n"
+    "              : act == 2 ? weir_act_apply@VL@(x, 2, 0.0f, 0.0f)\n"
+    "                         : weir_act_apply@VL@(x, 4, 0.0f, 0.0f));\n"
+    "          weir_gemm_vstore_@S@(p, w);\n"
+    "        }\n"
+    "      return;\n"
+    "    }\n";
+
+/* one per nv = @N@, and (f32) again with fa 1 (@A@ "a") */
 static const char gemm_ukr_n[] =
-    "static @TGT@ void weir_gemm_ukr@N@_@S@(int64_t kc, const @T@ *ap,\n"
+    "static @TGT@ void weir_gemm_ukr@N@@A@_@S@(int64_t kc, const @T@ *ap,\n"
     "                                      const @T@ *bp, int64_t ldp,\n"
     "                                      @T@ *c, int64_t ldc, int64_t mr,\n"
     "                                      int64_t nr, int acc,\n"
     "                                      const weir_gemm_fast_@S@ *fe) {\n"
-    "  weir_gemm_ukr_@S@(@N@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe);\n"
+    "  weir_gemm_ukr_@S@(@N@, @F@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe);\n"
     "}\n";
 
 /* The epilogue (f32 gets the vector loop, @VECEPI@). */
@@ -868,10 +906,11 @@ static const char gemm_run[] =
     "   * vectors: a last panel with a partial vector is packed (zero-padded)\n"
     "   * as before, so no load passes the end of a row. */\n"
     "  const int inpl = !tb && !im && !bpk && k <= @BINK@;\n"
-    "  /* the epilogue is a bias per row, a residual and a clip at most: full\n"
-    "   * tiles apply it in registers (weir_gemm_fast) */\n"
+    "  /* the epilogue is a bias per row, a residual and a clip, sigmoid,\n"
+    "   * SiLU or HardSwish (f32) at most: full tiles apply it in registers\n"
+    "   * (weir_gemm_fast) */\n"
     "  const int fast = ep && ep->scale == (@T@)1 && !ep->cb &&\n"
-    "                   (ep->act == 0 || ep->act == 1);\n"
+    "                   ep->act >= 0 && ep->act <= @FASTMAX@;\n"
     "  const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;\n"
     "  /* the k (m) blocks as even as KC (MC) allows: no thin last block */\n"
     "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
@@ -1049,14 +1088,14 @@ static const char gemm_run[] =
     "                  }\n"
     "                }\n"
     "              }\n"
-    "              /* a full tile applies a bias, residual and clip in\n"
-    "               * registers */\n"
+    "              /* a full tile applies a bias, residual and activation\n"
+    "               * in registers */\n"
     "              weir_gemm_fast_@S@ fst = {NULL, 0, 0, 0, NULL, 0};\n"
     "              weir_gemm_fast_@S@ *fe = NULL;\n"
     "              if (fast && pc + kc >= k && mr == @MR@ &&\n"
     "                  nr % @VL@ == 0) {\n"
     "                fst.bias = ep->bias ? ep->bias + ic + p * @MR@ : NULL;\n"
-    "                fst.clip = ep->act == 1;\n"
+    "                fst.act = ep->act;\n"
     "                fst.lo = ep->lo;\n"
     "                fst.hi = ep->hi;\n"
     "                fst.r = ep->r ? ep->r + (ic + p * @MR@) * ep->ldr + jc +\n"
@@ -1065,6 +1104,7 @@ static const char gemm_run[] =
     "                fst.ldr = ep->ldr;\n"
     "                fe = &fst;\n"
     "              }\n"
+    "@CASESA@"
     "              switch ((nr + @VL@ - 1) / @VL@) {\n"
     "@CASES@"
     "              }\n"
@@ -1655,19 +1695,34 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_append(s, vb->str);
   g_string_free(vb, TRUE);
   g_string_append(s, gemm_ukr);
+  g_string_replace(s, "@FASTACT@", t == WEIR_DTYPE_F64 ? "" : gemm_fast_act, 0);
   GString *cases = g_string_new(NULL);
-  for (guint nv = 1; nv <= bl->nv; nv++) {
-    GString *u = g_string_new(gemm_ukr_n);
-    replace_uint(u, "@N@", nv);
-    g_string_append(s, u->str);
-    g_string_free(u, TRUE);
-    g_autofree char *label =
-        nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
-    g_string_append_printf(cases,
-                           "              %s: weir_gemm_ukr%u_@S@(kc, pa, pb, "
-                           "ldp, pcc, ldc, mr, nr, acc, fe); break;\n",
-                           label, nv);
-  }
+  /* f32: the microkernels with sigmoid, SiLU and HardSwish in the store
+   * (fa 1, weir_gemm_ukr<nv>a), called when the fast epilogue has one */
+  GString *casesa = g_string_new(
+      t == WEIR_DTYPE_F64
+          ? ""
+          : "              if (fe && fe->act > 1)\n"
+            "                switch ((nr + @VL@ - 1) / @VL@) {\n");
+  for (guint fa = 0; fa <= (t == WEIR_DTYPE_F64 ? 0u : 1u); fa++)
+    for (guint nv = 1; nv <= bl->nv; nv++) {
+      GString *u = g_string_new(gemm_ukr_n);
+      replace_uint(u, "@N@", nv);
+      replace_uint(u, "@F@", fa);
+      g_string_replace(u, "@A@", fa ? "a" : "", 0);
+      g_string_append(s, u->str);
+      g_string_free(u, TRUE);
+      g_autofree char *label =
+          nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
+      g_string_append_printf(fa ? casesa : cases,
+                             "              %s%s: weir_gemm_ukr%u%s_@S@(kc, "
+                             "pa, pb, ldp, pcc, ldc, mr, nr, acc, fe); "
+                             "break;\n",
+                             fa ? "  " : "", label, nv, fa ? "a" : "");
+    }
+  if (t != WEIR_DTYPE_F64)
+    g_string_append(casesa, "                }\n"
+                            "              else\n");
   g_string_append(s, gemm_epi);
   g_string_replace(s, "@VECEPI@", t == WEIR_DTYPE_F64 ? "" : gemm_epi_vec, 0);
   g_string_append(s, gemm_driver);
@@ -1691,7 +1746,10 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   g_string_append(s, gemm_run);
   if (trans)
     append_transposed(s, bl);
+  g_string_replace(s, "@CASESA@", casesa->str, 0);
   g_string_replace(s, "@CASES@", cases->str, 0);
+  g_string_free(casesa, TRUE);
+  g_string_replace(s, "@FASTMAX@", t == WEIR_DTYPE_F64 ? "1" : "4", 0);
   g_string_replace(s, "@DT@", t == WEIR_DTYPE_F64 ? "f64" : "f32", 0);
   g_string_free(cases, TRUE);
   g_string_replace(s, "@ISA@", weir_hw_isa_name(bl->isa), 0);

@@ -13,7 +13,9 @@ output map; _s2: stride 2 (the input is 2 HW x 2 HW); _r: + residual, ReLU.
 --mobile writes the 1x1 shapes of MobileNetV2 and EfficientNet-B0 instead
 (conv14n; the 7x7 ones take the channel-vector tile): m<C>_<M>_<HW> an
 expansion or the head (Conv + ReLU6), p<C>_<M>_<HW>[_a] a projection (Conv
-alone; _a: + residual, no activation).
+alone; _a: + residual, no activation).  --mobile --silu writes only the
+expansions, with SiLU (EfficientNet-B0's) instead of ReLU6, as
+s<C>_<M>_<HW> (silu14o).
 """
 import os
 import sys
@@ -67,6 +69,8 @@ class Mobile(nn.Module):
         y = self.conv(x)
         if self.kind == "m":
             return torch.clamp(y, 0.0, 6.0)
+        if self.kind == "s":
+            return y * torch.sigmoid(y)
         return y + r if self.kind == "pa" else y
 
 
@@ -85,11 +89,16 @@ class Layer(nn.Module):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--mobile"]
+    args = [a for a in sys.argv[1:] if a not in ("--mobile", "--silu")]
     out = args[0] if args else "."
     os.makedirs(out, exist_ok=True)
     if "--mobile" in sys.argv[1:]:
+        silu = "--silu" in sys.argv[1:]
         for c, m, hw, kind in MOBILE:
+            if silu:
+                if kind != "m":
+                    continue
+                kind = "s"
             torch.manual_seed(0)
             model = Mobile(c, m, kind).eval()
             xs = (torch.randn(1, c, hw, hw),)

@@ -696,8 +696,9 @@ static const Node epilogues[] = {
      "weir + sigmoid"},
     /* bias and clip applied to full microtiles in registers (mobile14i),
      * edge tiles by the store's epilogue: 20 rows (two full panels and 4),
-     * 96 and 120 columns, K past KC (the last block adds then clips); SiLU
-     * stays in the store's epilogue on full tiles too */
+     * 96 and 120 columns, K past KC (the last block adds then clips); SiLU,
+     * sigmoid and HardSwish in registers too (silu14o): 48 rows (whole
+     * panels for every MR), K past KC, and 20 rows (an edge panel) */
     {"Conv",
      {"1, 300, 8, 12", "20, 300, 1, 1", "20"},
      "1, 20, 8, 12",
@@ -719,6 +720,27 @@ static const Node epilogues[] = {
      "s = 1 / (1 + exp(-x))\ny = x * s",
      FALSE,
      "weir + SiLU"},
+    {"Conv",
+     {"1, 300, 8, 12", "48, 300, 1, 1", "48"},
+     "1, 48, 8, 12",
+     NULL,
+     "s = 1 / (1 + exp(-x))\ny = x * s",
+     FALSE,
+     "weir + SiLU"},
+    {"Conv",
+     {"1, 16, 8, 12", "48, 16, 1, 1", "48"},
+     "1, 48, 8, 12",
+     NULL,
+     "y = 1 / (1 + exp(-x))",
+     FALSE,
+     "weir + sigmoid"},
+    {"Conv",
+     {"1, 16, 8, 15", "20, 16, 1, 1", "20"},
+     "1, 20, 8, 15",
+     NULL,
+     "y = x * max(0, min(1, x / 6 + 0.5))",
+     FALSE,
+     "weir + HardSwish"},
     {"Conv",
      {"1, 4, 7, 7", "8, 4, 1, 1", "8"},
      "1, 8, 7, 7",
@@ -1022,7 +1044,9 @@ static void test_thread_split(void **state) {
  * of one AVX-512 vector), 1681 (past NC, its last panel 1 column), 7x7
  * with the usual tile forced; K = 3 (below a vector), 16, 300 (two k
  * blocks: the second adds to c); bias, clip, residual (the fast store and
- * edge tiles through weir_gemm_epi), SiLU (never fast); groups and batch
+ * edge tiles through weir_gemm_epi), SiLU and HardSwish (the fast store
+ * on full tiles since silu14o: 96 and 48 rows, N 192 and 96, K = 300 with
+ * two k blocks); groups and batch
  * 2 (B a slice of X); the channel-vector tile (weir_gemm_runt) forced,
  * whose B panels of TNR columns are read in place too.  A strided 1x1 and
  * a Gemm's B (not transposed, and transposed: packed) next to them.  Each program is checked with B in
@@ -1079,6 +1103,27 @@ static const Node inplace[] = {
     {"Conv", {"1, 24, 6, 8", "70, 24, 1, 1", ""}, "1, 70, 6, 8", NULL},
     {"Gemm", {"9, 17", "17, 99", "99"}, "9, 99", NULL},
     {"Gemm", {"9, 17", "99, 17", ""}, "9, 99", nt},
+    {"Conv",
+     {"1, 32, 12, 16", "96, 32, 1, 1", "96"},
+     "1, 96, 12, 16",
+     NULL,
+     "s = 1 / (1 + exp(-x))\ny = x * s",
+     FALSE,
+     "weir + SiLU"},
+    {"Conv",
+     {"1, 300, 8, 12", "48, 300, 1, 1", "48"},
+     "1, 48, 8, 12",
+     NULL,
+     "y = x / (1 + exp(-x))",
+     FALSE,
+     "weir + SiLU"},
+    {"Conv",
+     {"2, 16, 8, 12", "48, 16, 1, 1", ""},
+     "2, 48, 8, 12",
+     NULL,
+     "y = x * max(0, min(1, x / 6 + 0.5))",
+     FALSE,
+     "weir + HardSwish"},
 };
 
 static void test_conv_inplace(void **state) {
