@@ -902,7 +902,8 @@ static const char gemm_run[] =
     "  const int first_acc = beta != (@T@)0;\n"
     "  /* B read in place (conv14n): a row-major B (a 1x1 convolution's input\n"
     "   * at unit stride, X as it is) with k <= @BINK@ is not packed; the\n"
-    "   * microkernel reads each panel's rows ldb apart.  Only panels of whole\n"
+    "   * microkernel reads each panel's rows ldb apart.  Only panels of "
+    "whole\n"
     "   * vectors: a last panel with a partial vector is packed (zero-padded)\n"
     "   * as before, so no load passes the end of a row. */\n"
     "  const int inpl = !tb && !im && !bpk && k <= @BINK@;\n"
@@ -1585,9 +1586,9 @@ static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
   g_string_append(s, rows->str);
   g_string_free(rows, TRUE);
   g_string_append(s, gemm_t_ukr);
-  GString *tab =
-      g_string_new("static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
-                   "    int64_t, const @T@ *, const @T@ *, int64_t, @T@ *) = {\n");
+  GString *tab = g_string_new(
+      "static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
+      "    int64_t, const @T@ *, const @T@ *, int64_t, @T@ *) = {\n");
   /* every column count for whole tiles of rows (the pixel edge), whole
    * panels of columns for the rarer partial rows: their missing columns
    * are zeros of the padded B panel, computed and not stored (each
@@ -1699,11 +1700,11 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   GString *cases = g_string_new(NULL);
   /* f32: the microkernels with sigmoid, SiLU and HardSwish in the store
    * (fa 1, weir_gemm_ukr<nv>a), called when the fast epilogue has one */
-  GString *casesa = g_string_new(
-      t == WEIR_DTYPE_F64
-          ? ""
-          : "              if (fe && fe->act > 1)\n"
-            "                switch ((nr + @VL@ - 1) / @VL@) {\n");
+  GString *casesa =
+      g_string_new(t == WEIR_DTYPE_F64
+                       ? ""
+                       : "              if (fe && fe->act > 1)\n"
+                         "                switch ((nr + @VL@ - 1) / @VL@) {\n");
   for (guint fa = 0; fa <= (t == WEIR_DTYPE_F64 ? 0u : 1u); fa++)
     for (guint nv = 1; nv <= bl->nv; nv++) {
       GString *u = g_string_new(gemm_ukr_n);

@@ -1,10 +1,13 @@
 /* kernel-check.h — arguments and ISAs for the tests of Weir's own kernels
  * (test-kernel-gemm, test-kernel-depthwise): containers on a library
  * node, random tensors for every container of a program, copies of them,
- * the ISAs this CPU runs, and the check of a call's comment.
+ * the ISAs this CPU runs, the check of a call's comment, and the run of
+ * a compiled program at 1-3 threads against reference outputs.
  * Header-only (static functions); include after cmocka.h and weir-hw.h. */
 #ifndef WEIR_TEST_KERNEL_CHECK_H
 #define WEIR_TEST_KERNEL_CHECK_H
+
+#include "weir-runtime.h"
 
 static inline GHashTable *tensors_new(void) {
   return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
@@ -84,6 +87,36 @@ static inline void check_mark(const char *src, const char *prog, guint n,
   if (*mark ? !strstr(what, mark) : strstr(what, fused) != NULL)
     fail_msg("%s: node n%u is emitted as %s, expected '%s'", prog, n, what,
              mark);
+}
+
+/* Runs k (program `prog`, compiled for `isa`) on copies of args at 1, 2
+ * and 3 threads, with every element of its outputs Y0 .. Y<nodes-1> set
+ * to a sentinel first, and fails unless each output is within 1e-4 of
+ * ref's. */
+static inline void check_runs(WeirKernel *k, GHashTable *args, GHashTable *ref,
+                              guint nodes, const char *prog, const char *isa) {
+  g_autoptr(GError) err = NULL;
+  for (int threads = 1; threads <= 3; threads++) {
+    assert_true(weir_kernel_set_threads(k, threads, &err));
+    g_autoptr(GHashTable) got = copy_args(args);
+    for (guint n = 0; n < nodes; n++) {
+      g_autofree char *yn = g_strdup_printf("Y%u", n);
+      WeirTensor *y = g_hash_table_lookup(got, yn);
+      gint64 count = (gint64)(weir_tensor_nbytes(y) / 4);
+      for (gint64 e = 0; e < count; e++)
+        weir_tensor_set(y, e, 12345.0); /* every element must be written */
+    }
+    if (!weir_kernel_run(k, NULL, got, &err))
+      fail_msg("%s: %s", prog, err->message);
+    for (guint n = 0; n < nodes; n++) {
+      g_autofree char *yn = g_strdup_printf("Y%u", n);
+      if (!weir_tensor_allclose(g_hash_table_lookup(got, yn),
+                                g_hash_table_lookup(ref, yn), 1e-4, 1e-4, NULL,
+                                &err))
+        fail_msg("%s node n%u (%s, %d threads): %s", prog, n, isa, threads,
+                 err->message);
+    }
+  }
 }
 
 #endif

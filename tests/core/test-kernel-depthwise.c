@@ -289,27 +289,7 @@ static void check_program(const WeirGraph *g, const Case *cs, guint nodes) {
     g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
     if (!k)
       fail_msg("%s (%s): %s", g->name, weir_hw_isa_name(list[i]), err->message);
-    for (int threads = 1; threads <= 3; threads++) {
-      assert_true(weir_kernel_set_threads(k, threads, &err));
-      g_autoptr(GHashTable) got = copy_args(args);
-      for (guint n = 0; n < nodes; n++) {
-        g_autofree char *yn = g_strdup_printf("Y%u", n);
-        WeirTensor *y = g_hash_table_lookup(got, yn);
-        gint64 count = (gint64)(weir_tensor_nbytes(y) / 4);
-        for (gint64 e = 0; e < count; e++)
-          weir_tensor_set(y, e, 12345.0); /* every element must be written */
-      }
-      if (!weir_kernel_run(k, NULL, got, &err))
-        fail_msg("%s: %s", g->name, err->message);
-      for (guint n = 0; n < nodes; n++) {
-        g_autofree char *yn = g_strdup_printf("Y%u", n);
-        if (!weir_tensor_allclose(g_hash_table_lookup(got, yn),
-                                  g_hash_table_lookup(ref, yn), 1e-4, 1e-4,
-                                  NULL, &err))
-          fail_msg("%s node n%u (%s, %d threads): %s", g->name, n,
-                   weir_hw_isa_name(list[i]), threads, err->message);
-      }
-    }
+    check_runs(k, args, ref, nodes, g->name, weir_hw_isa_name(list[i]));
   }
   g_unsetenv("WEIR_ISA");
   fixture_free(f);

@@ -1049,9 +1049,9 @@ static void test_thread_split(void **state) {
  * two k blocks); groups and batch
  * 2 (B a slice of X); the channel-vector tile (weir_gemm_runt) forced,
  * whose B panels of TNR columns are read in place too.  A strided 1x1 and
- * a Gemm's B (not transposed, and transposed: packed) next to them.  Each program is checked with B in
- * place up to any k, never ($WEIR_GEMM_INPLACE_K 0) and up to k 20 (the
- * K = 300 nodes packed, the others in place). */
+ * a Gemm's B (not transposed, and transposed: packed) next to them.  Each
+ * program is checked with B in place up to any k, never ($WEIR_GEMM_INPLACE_K
+ * 0) and up to k 20 (the K = 300 nodes packed, the others in place). */
 static const Node inplace[] = {
     {"Conv",
      {"1, 16, 9, 11", "24, 16, 1, 1", "24"},
@@ -1164,7 +1164,7 @@ static void test_conv_inplace(void **state) {
       fail_msg("%s", err->message);
     g_autofree char *rule = g_strdup_printf(
         "k <= %u;", envs[e] ? (guint)g_ascii_strtoull(envs[e], NULL, 10)
-                : WEIR_GEMM_INPLACE_K);
+                            : WEIR_GEMM_INPLACE_K);
     if (!strstr(src, rule))
       fail_msg("no '%s' in the generated GEMM", rule);
     g_autofree char *sig1 = weir_kernels_signature();

@@ -45,7 +45,6 @@
 
 #define FLAGS "-O2 -fopenmp -fPIC -shared"
 
-
 /* A program of two Conv nodes on copies of the same data: n0 (X0, W0, B0
  * -> Y0) on implementation "winograd", n1 (X1, W1, B1 -> Y1) on "weir". */
 static WeirGraph *program(gint64 c, gint64 h) {
@@ -56,8 +55,8 @@ static WeirGraph *program(gint64 c, gint64 h) {
   g_autofree char *xs = g_strdup_printf(
       "1, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, c, h,
       h);
-  g_autofree char *ws = g_strdup_printf(
-      "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", 3, 3", c, c);
+  g_autofree char *ws =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", 3, 3", c, c);
   g_autofree char *bs = g_strdup_printf("%" G_GINT64_FORMAT, c);
   for (int k = 0; k < 2; k++) {
     const char *ins[] = {"in0", "in1", "in2", NULL};
@@ -121,10 +120,10 @@ static double *reference(GHashTable *args, gint64 c, gint64 h) {
   const WeirTensor *x = g_hash_table_lookup(args, "X0");
   const WeirTensor *w = g_hash_table_lookup(args, "W0");
   const WeirTensor *b = g_hash_table_lookup(args, "B0");
-  double *xd = g_new(double, c * h * h);
+  double *xd = g_new(double, c *h *h);
   for (gint64 e = 0; e < c * h * h; e++)
     xd[e] = weir_tensor_get(x, e);
-  double *y = g_new(double, c * h * h);
+  double *y = g_new(double, c *h *h);
   for (gint64 o = 0; o < c; o++) {
     double *yo = y + o * h * h;
     for (gint64 e = 0; e < h * h; e++)
@@ -198,8 +197,8 @@ static void check_layer(gint64 c, gint64 h, guint32 seed, double rms_factor,
                     "x%" G_GINT64_FORMAT " (%s, %d threads): winograd max "
                     "%.3g rms %.3g, direct max %.3g rms %.3g (%.2f, %.2f "
                     "times)\n",
-                    c, h, h, isa, threads, wmax, wrms, dmax, drms,
-                    wmax / dmax, wrms / drms);
+                    c, h, h, isa, threads, wmax, wrms, dmax, drms, wmax / dmax,
+                    wrms / drms);
       /* the direct convolution is itself off, but by little */
       assert_true(drms > 0 && drms < 1e-6);
       if (wrms > rms_factor * drms || wmax > max_factor * dmax)
