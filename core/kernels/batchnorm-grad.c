@@ -105,14 +105,6 @@ static const char bngrad_text[] =
     "}\n";
 /* clang-format on */
 
-static char *instantiate(const char *text, WeirDType t) {
-  gboolean f32 = t == WEIR_DTYPE_F32;
-  GString *s = g_string_new(text);
-  g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
-  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
-  return g_string_free(s, FALSE);
-}
-
 static WeirExpr *dim(const WeirContainer *c, guint d) {
   return g_ptr_array_index(c->shape, d);
 }
@@ -208,7 +200,7 @@ static gboolean bngrad_emit(WeirNativeEmit *e, GError **error) {
   WeirDType t = x->dtype;
   const char *sfx = t == WEIR_DTYPE_F32 ? "f32" : "f64";
   g_autofree char *hname = g_strdup_printf("weir_bngrad_%s", sfx);
-  g_autofree char *htext = instantiate(bngrad_text, t);
+  g_autofree char *htext = weir_kernel_instantiate(bngrad_text, t);
   e->helper(e, hname, htext);
   g_autoptr(WeirExpr) rest = weir_expr_const(1);
   for (guint d = 2; d < x->shape->len; d++) {

@@ -1844,6 +1844,14 @@ gboolean weir_kernel_gemm_record(WeirNativeEmit *e, WeirDType t,
   return TRUE;
 }
 
+char *weir_kernel_instantiate(const char *text, WeirDType t) {
+  gboolean f32 = t == WEIR_DTYPE_F32;
+  GString *s = g_string_new(text);
+  g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
+  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
+  return g_string_free(s, FALSE);
+}
+
 /* The GResource of core/kernels/kernels.gresource.xml (generated). */
 GResource *weir_kernels_get_resource(void);
 

@@ -223,18 +223,10 @@ static const char sum_all_text[] =
 
 /* ------------------------------------------------------------- helpers */
 
-static char *instantiate(const char *text, WeirDType t) {
-  gboolean f32 = t == WEIR_DTYPE_F32;
-  GString *s = g_string_new(text);
-  g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
-  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
-  return g_string_free(s, FALSE);
-}
-
 static void use_helper(WeirNativeEmit *e, const char *name, const char *text,
                        WeirDType t) {
-  g_autofree char *nm = instantiate(name, t);
-  g_autofree char *tx = instantiate(text, t);
+  g_autofree char *nm = weir_kernel_instantiate(name, t);
+  g_autofree char *tx = weir_kernel_instantiate(text, t);
   e->helper(e, nm, tx);
 }
 

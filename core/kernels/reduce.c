@@ -157,14 +157,6 @@ static const char reduce_text[] =
     "}\n";
 /* clang-format on */
 
-static char *instantiate(const char *text, WeirDType t) {
-  gboolean f32 = t == WEIR_DTYPE_F32;
-  GString *s = g_string_new(text);
-  g_string_replace(s, "@T@", f32 ? "float" : "double", 0);
-  g_string_replace(s, "@S@", f32 ? "f32" : "f64", 0);
-  return g_string_free(s, FALSE);
-}
-
 /* The node's label, safe inside a C comment. (transfer full) */
 static char *comment_label(const WeirNode *n) {
   char *l = g_strdup(n->label ? n->label : "");
@@ -222,8 +214,8 @@ static gboolean reduce_emit(WeirNativeEmit *e, GError **error) {
   WeirDType t = e->out[0].c->dtype;
   const char *sfx = t == WEIR_DTYPE_F32 ? "f32" : "f64";
   const char *ct = t == WEIR_DTYPE_F32 ? "float" : "double";
-  g_autofree char *hname = instantiate("weir_reduce_@S@", t);
-  g_autofree char *htext = instantiate(reduce_text, t);
+  g_autofree char *hname = weir_kernel_instantiate("weir_reduce_@S@", t);
+  g_autofree char *htext = weir_kernel_instantiate(reduce_text, t);
   e->helper(e, hname, htext);
   /* scratch for the chunks' partials: 16 x min(k0 * k1, cap) values */
   g_autoptr(WeirExpr) outs = weir_expr_mul(r.k0, r.k1);

@@ -192,6 +192,11 @@ char *weir_kernel_gemm_prepack_b(WeirNativeEmit *e, WeirDType t,
                                  const WeirContainer *b, gboolean tb, gint64 k,
                                  gint64 n);
 
+/* text with @T@ replaced by t's C type (float or double) and @S@ by its
+ * suffix (f32 or f64): a kernel text instantiated for f32 or f64.
+ * (transfer full) */
+char *weir_kernel_instantiate(const char *text, WeirDType t);
+
 /* The C text of a GEMM helper kept as a GResource under core/kernels
  * (resource, e.g. "/org/weir/kernels/gemm-int8-helper.c"), after a comment
  * naming it (what, e.g. "int8") and defines WEIR_<prefix>_PATH, _MR, _NV,
