@@ -176,13 +176,25 @@ static void shoot(const char *name) {
     print_wide(win, 0);
   assert_true(wd > 0 && ht > 0);
   g_autoptr(GdkPaintable) p = gtk_widget_paintable_new(win);
-  GtkSnapshot *s = gtk_snapshot_new();
-  gdk_paintable_snapshot(p, s, wd, ht);
-  g_autoptr(GskRenderNode) node = gtk_snapshot_free_to_node(s);
+  /* on a loaded machine the window may not have drawn yet (an empty
+   * snapshot): keep iterating the main loop for up to 10 s */
+  GskRenderNode *node = NULL;
+  for (gint64 stop = g_get_monotonic_time() + 10000000;
+       !node && g_get_monotonic_time() < stop;) {
+    GtkSnapshot *s = gtk_snapshot_new();
+    gdk_paintable_snapshot(p, s, wd, ht);
+    node = gtk_snapshot_free_to_node(s);
+    if (!node) {
+      while (g_main_context_iteration(NULL, FALSE))
+        ;
+      g_usleep(20000);
+    }
+  }
   assert_non_null(node);
   GskRenderer *r = gtk_native_get_renderer(GTK_NATIVE(win));
   graphene_rect_t rect = GRAPHENE_RECT_INIT(0, 0, (float)wd, (float)ht);
   g_autoptr(GdkTexture) t = gsk_renderer_render_texture(r, node, &rect);
+  gsk_render_node_unref(node);
   const char *dir = g_getenv("WEIR_SHOT_DIR");
   g_autofree char *path = g_build_filename(dir ? dir : ".", name, NULL);
   assert_true(gdk_texture_save_to_png(t, path));
