@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <glib/gstdio.h>
@@ -581,6 +582,30 @@ static void units_clear(Unit *units, guint n) {
   }
 }
 
+/* A block of `bytes` (a multiple of 64, not 0), 64-byte aligned, for
+ * free().  Blocks of 4 MiB or more (a network's prepacked weights, its
+ * workspace) are aligned to 2 MiB and advised as transparent huge pages:
+ * where the system's THP mode is "madvise" (Debian's default) that is the
+ * only way to get them, and streaming tens of MB of weights through 4 KiB
+ * pages costs a TLB miss every 4 KiB (docs/runtime.md, "Huge pages").
+ * WEIR_HUGEPAGES=0 in the environment turns the advice off (to measure
+ * it). */
+static void *big_block(gsize bytes) {
+  const gsize huge = 2u << 20;
+  const char *env = g_getenv("WEIR_HUGEPAGES");
+  if (bytes >= 2 * huge && !(env && strcmp(env, "0") == 0)) {
+    gsize r = bytes / huge * huge + (bytes % huge ? huge : 0);
+    void *p = r >= bytes ? aligned_alloc(huge, r) : NULL;
+    if (p) {
+#ifdef MADV_HUGEPAGE
+      (void)madvise(p, r, MADV_HUGEPAGE); /* advice: failure is harmless */
+#endif
+      return p;
+    }
+  }
+  return aligned_alloc(64, bytes);
+}
+
 /* The kernel's pre-packed constants (its weights in the layout its
  * GEMMs read, docs/native.md): computed once, now that the constants are
  * bound (they never change while k lives: k->g is k's own copy), and
@@ -598,7 +623,7 @@ static void prepack(WeirKernel *k, guint n) {
     return;
   gsize bytes = ((size_t(*)(void))size_fn)();
   gsize rounded = (bytes + 63) / 64 * 64;
-  void *block = rounded >= bytes && rounded ? aligned_alloc(64, rounded) : NULL;
+  void *block = rounded >= bytes && rounded ? big_block(rounded) : NULL;
   if (!block)
     return;
   ((void (*)(const void *const *, void *))fn)(k->consts, block);
@@ -849,7 +874,7 @@ static gboolean workspace_grow(WeirKernel *k, gsize need, GError **error) {
   k->workspace = NULL;
   k->workspace_bytes = 0;
   gsize rounded = need + 63 < need ? 0 : (need + 63) / 64 * 64;
-  void *w = rounded ? aligned_alloc(64, rounded) : NULL;
+  void *w = rounded ? big_block(rounded) : NULL;
   if (!w) {
     g_autofree char *size = g_format_size_full(need, G_FORMAT_SIZE_IEC_UNITS);
     g_set_error(
