@@ -1086,10 +1086,20 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
         weir_expr_is_const(dim(ci.w, 3), &kww) && geo->group > 0 &&
         mw % geo->group == 0) {
       gint64 mg = mw / geo->group, kk = cw * khw * kww;
+      /* B gathered from patches unless weir_wconv2d's `plain` holds (a
+       * 1x1 at unit stride without padding, one image per call) */
+      gint64 xh, xw;
+      gboolean plain = khw == 1 && kww == 1 && geo->strides[0] == 1 &&
+                       geo->strides[1] == 1 &&
+                       const_is(geo->pad_begin[0], 0) &&
+                       const_is(geo->pad_begin[1], 0) && nb <= 1 &&
+                       weir_expr_is_const(dim(ci.x, 2), &xh) &&
+                       weir_expr_is_const(dim(ci.x, 3), &xw);
       if (orient == 0 && weir_expr_is_const(dim(ci.y, 2), &ohc) &&
           weir_expr_is_const(dim(ci.y, 3), &owc))
-        channels =
-            weir_kernel_gemm_channels_in_vectors(&bl, mg, nb * ohc * owc, kk);
+        channels = weir_kernel_gemm_channels_in_vectors(
+            &bl, mg, nb * ohc * owc, kk,
+            !plain || ohc != xh || owc != xw);
       if (channels) {
         wpk = weir_kernel_gemm_prepack_at(e, t, &bl, e->in[1].c, geo->group, mg,
                                           kk);

@@ -959,9 +959,16 @@ static const char gemm_run[] =
     "     * cost more than the work between two barriers) */\n"
     "    @T@ *bp = (@T@ *)((char *)work + (size_t)tid * (bbytes + abytes));\n"
     "    @T@ *ap = (@T@ *)((char *)bp + bbytes);\n"
+    "@TAILBUF@"
     "    for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
     "      const int64_t nc = n - jc < @NC@ ? n - jc : @NC@;\n"
     "      const int64_t npan = (nc + @NR@ - 1) / @NR@;\n"
+    "      /* the last panel's partial vector, tr columns (at most @TAILW@;\n"
+    "       * 0: none, or the ISA has no such tail), computed with the\n"
+    "       * channels in the vectors (weir_gemm_ukp, tail14p) after the\n"
+    "       * usual tiles: N = 196 is 12 vectors of 16 and 4 columns, whose\n"
+    "       * vector would cost as much as a full one */\n"
+    "      const int64_t tr = nc % @VL@ <= @TAILW@ ? nc % @VL@ : 0;\n"
     "      /* with a few B panels per thread, each thread packs and uses its\n"
     "       * own contiguous range of them (they stay in its caches) and "
     "packs\n"
@@ -982,12 +989,16 @@ static const char gemm_run[] =
     "       * were 2 full against 2 full and the edge), and a panel shared\n"
     "       * by two threads is packed by both. */\n"
     "      const int byn = npan >= 2 * nt;\n"
-    "      const int64_t mp = mpad / @MR@, nve = (nc - (npan - 1) * @NR@ +\n"
-    "                                             @VL@ - 1) / @VL@;\n"
+    "      const int64_t mp = mpad / @MR@, nve = (nc - (npan - 1) * @NR@ -\n"
+    "                                             tr + @VL@ - 1) / @VL@;\n"
     "      const int64_t cf = @MR@ * @NV@ > @MR@ + @NV@ ? @MR@ * @NV@\n"
     "                                                 : @MR@ + @NV@;\n"
+    "      /* the tail's share: tr / VL of an MR x 1 tile's FMAs */\n"
     "      const int64_t ce =\n"
-    "          @MR@ * nve > @MR@ + nve ? @MR@ * nve : @MR@ + nve;\n"
+    "          (nve == 0                 ? 0\n"
+    "           : @MR@ * nve > @MR@ + nve ? @MR@ * nve\n"
+    "                                   : @MR@ + nve) +\n"
+    "          (@MR@ * tr + @VL@ - 1) / @VL@;\n"
     "      const int64_t tot = mp * ((npan - 1) * cf + ce);\n"
     "      const int64_t lo = byn ? tot * tid / nt : 0;\n"
     "      const int64_t hi = byn ? tot * (tid + 1) / nt : tot;\n"
@@ -1022,7 +1033,7 @@ static const char gemm_run[] =
     "          for (int64_t q = q0; q < q1; q++)\n"
     "            weir_gemm_pack_im_@S@(im, pc, kc, jc, nc, q, bp);\n"
     "        else if (inpl) {\n"
-    "          if (nc % @VL@ != 0 && q1 == npan)\n"
+    "          if (nc % @VL@ != 0 && !tr && q1 == npan)\n"
     "            weir_gemm_pack_b_@S@(0, b, ldb, pc, kc, jc, nc, npan - 1,\n"
     "                                 npan, bp);\n"
     "        } else\n"
@@ -1049,8 +1060,12 @@ static const char gemm_run[] =
     "                continue;\n"
     "              const int64_t mr = mc - p * @MR@ < @MR@ ? mc - p * @MR@ : "
     "@MR@;\n"
-    "              const int64_t nr = nc - q * @NR@ < @NR@ ? nc - q * @NR@ : "
-    "@NR@;\n"
+    "              /* the last panel's columns but the tail's */\n"
+    "              const int64_t nr =\n"
+    "                  (nc - q * @NR@ < @NR@ ? nc - q * @NR@ : @NR@) -\n"
+    "                  (q == npan - 1 ? tr : 0);\n"
+    "              if (nr <= 0)\n"
+    "                continue;\n"
     "              const int bin = inpl && nr % @VL@ == 0;\n"
     "              const @T@ *pa = ab + p * kc * @MR@;\n"
     "              const @T@ *pb = bin ? b + pc * ldb + jc + q * @NR@\n"
@@ -1114,6 +1129,7 @@ static const char gemm_run[] =
     "                                  jc + q * @NR@, mr, nr);\n"
     "            }\n"
     "          }\n"
+    "@TAILRUN@"
     "        }\n"
     "      }\n"
     "    }\n"
@@ -1520,6 +1536,98 @@ static const char gemm_t_run[] =
     "  return 0;\n"
     "}\n";
 
+/* The tail of weir_gemm_runp (tail14p, AVX-512 f32): the last panel's
+ * partial vector, when it has at most TNR columns, computed with the
+ * channels in the vectors.  The A vectors come from the usual tile's
+ * MR-high panels as they are (packed per call or pre-packed at load),
+ * VL / MR = 2 panels to a vector, so nothing is packed again; the columns
+ * are broadcast from the packed B panel or from B in place. */
+static const char gemm_t_tail[] =
+    "/* The usual tile's tail (tail14p): a TMR x np tile of c over kc with\n"
+    " * the rows in the vectors, as weir_gemm_ukt, but A read from nh of the\n"
+    " * usual MR-high panels (kc x MR each, ps elements apart from ap on),\n"
+    " * two to a vector; the missing ones (nh below TMR / MR) are read\n"
+    " * again from the last, and their rows are not stored.  bp: np columns\n"
+    " * of kc rows, ldp apart (packed or in place: only they are read).\n"
+    " * The tile goes to t as weir_gemm_ukt's, for weir_gemm_stt. */\n"
+    "typedef @T@ weir_gemm_hp_@S@ __attribute__((vector_size(@MRB@)));\n"
+    "WEIR_GEMM_INL_@S@ void weir_gemm_ukp_@S@(const int np, int64_t kc,\n"
+    "                                        const @T@ *restrict ap,\n"
+    "                                        int64_t ps, int64_t nh,\n"
+    "                                        const @T@ *restrict bp,\n"
+    "                                        int64_t ldp,\n"
+    "                                        @T@ *restrict t) {\n"
+    "  const @T@ *h[2 * @TMV@];\n"
+    "#pragma GCC unroll 16\n"
+    "  for (int x = 0; x < 2 * @TMV@; x++)\n"
+    "    h[x] = ap + (x < nh ? x : nh - 1) * ps;\n"
+    "  weir_gemm_v_@S@ r[@TNR@][@TMV@];\n"
+    "#pragma GCC unroll 16\n"
+    "  for (int j = 0; j < @TNR@; j++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @TMV@; v++)\n"
+    "      r[j][v] = weir_gemm_vzero_@S@();\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    weir_gemm_v_@S@ a[@TMV@];\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @TMV@; v++) {\n"
+    "      weir_gemm_hp_@S@ lo, hi;\n"
+    "      memcpy(&lo, h[2 * v] + k * @MR@, sizeof lo);\n"
+    "      memcpy(&hi, h[2 * v + 1] + k * @MR@, sizeof hi);\n"
+    "      a[v] = (weir_gemm_v_@S@)__builtin_shufflevector(lo, hi, @CAT@);\n"
+    "    }\n"
+    "#pragma GCC unroll 16\n"
+    "    for (int j = 0; j < @TNR@; j++) {\n"
+    "      if (j >= np)\n"
+    "        continue;\n"
+    "      const weir_gemm_v_@S@ b = weir_gemm_vset_@S@(bp[k * ldp + j]);\n"
+    "#pragma GCC unroll 8\n"
+    "      for (int v = 0; v < @TMV@; v++)\n"
+    "        r[j][v] = weir_gemm_vfma_@S@(a[v], b, r[j][v]);\n"
+    "    }\n"
+    "  }\n"
+    "#pragma GCC unroll 16\n"
+    "  for (int j = 0; j < @TNR@; j++)\n"
+    "#pragma GCC unroll 8\n"
+    "    for (int v = 0; v < @TMV@; v++)\n"
+    "      weir_gemm_vstore_@S@(t + j * @TMR@ + v * @VL@,\n"
+    "                           j < np ? r[j][v] : weir_gemm_vzero_@S@());\n"
+    "}\n";
+
+/* one per column count np = @P@ */
+static const char gemm_t_tail_n[] =
+    "static @TGT@ void weir_gemm_ukp@P@_@S@(int64_t kc, const @T@ *ap,\n"
+    "                                      int64_t ps, int64_t nh,\n"
+    "                                      const @T@ *bp, int64_t ldp,\n"
+    "                                      @T@ *t) {\n"
+    "  weir_gemm_ukp_@S@(@P@, kc, ap, ps, nh, bp, ldp, t);\n"
+    "}\n";
+
+/* weir_gemm_runp's call of the tail, in its m block loop. */
+static const char gemm_t_tail_run[] =
+    "          /* the tail (tr columns of the last panel) when this thread\n"
+    "           * has that panel: its rows of it, [t0, t1) of the block's A\n"
+    "           * panels, TMR / MR panels per transposed tile */\n"
+    "          if (tr && q1 == npan) {\n"
+    "            const int64_t t0 = l0 - pb > p0 ? l0 - pb : p0;\n"
+    "            const int64_t t1 = l1 - pb < p1 ? l1 - pb : p1;\n"
+    "            const int64_t qt = npan - 1, jt = nc - tr;\n"
+    "            const @T@ *pbt = inpl ? b + pc * ldb + jc + jt\n"
+    "                                  : bb + qt * kc * @NR@ + jt - qt * @NR@;\n"
+    "            const int64_t ldpt = inpl ? ldb : @NR@;\n"
+    "            for (int64_t pt = t0; pt < t1; pt += @TMR@ / @MR@) {\n"
+    "              const int64_t nh =\n"
+    "                  t1 - pt < @TMR@ / @MR@ ? t1 - pt : @TMR@ / @MR@;\n"
+    "              const int64_t mr =\n"
+    "                  mc - pt * @MR@ < nh * @MR@ ? mc - pt * @MR@ : nh * @MR@;\n"
+    "              weir_gemm_ukp_tab_@S@[tr - 1](kc, ab + pt * kc * @MR@,\n"
+    "                                           kc * @MR@, nh, pbt, ldpt, tt);\n"
+    "              weir_gemm_stt_@S@(tt, c + (ic + pt * @MR@) * ldc + jc + jt,\n"
+    "                                ldc, mr, tr, acc, pc + kc >= k ? ep : NULL,\n"
+    "                                ic + pt * @MR@, jc + jt);\n"
+    "            }\n"
+    "          }\n";
+
 /* "a, b, c" of the integers [from, to) */
 static char *index_list(guint from, guint to) {
   GString *s = g_string_new(NULL);
@@ -1616,7 +1724,31 @@ static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
   g_string_replace(st, "@CB1@", two ? "ep->cb + col0" : "NULL", 0);
   g_string_append(s, st->str);
   g_string_free(st, TRUE);
-  g_string_append(s, gemm_t_run);
+  if (!weir_kernel_gemm_has_tail(bl))
+    return;
+  GString *tl = g_string_new(gemm_t_tail);
+  GString *ttab = g_string_new(
+      "static void (*const weir_gemm_ukp_tab_@S@[@TNR@])(\n"
+      "    int64_t, const @T@ *, int64_t, int64_t, const @T@ *, int64_t,\n"
+      "    @T@ *) = {");
+  for (guint p = 1; p <= bl->tnr; p++) {
+    GString *u = g_string_new(gemm_t_tail_n);
+    replace_uint(u, "@P@", p);
+    g_string_append(tl, u->str);
+    g_string_free(u, TRUE);
+    g_string_append_printf(ttab, "%sweir_gemm_ukp%u_@S@", p > 1 ? ", " : "", p);
+  }
+  g_string_append(ttab, "};\n");
+  g_string_append(tl, ttab->str);
+  g_string_free(ttab, TRUE);
+  g_string_replace(tl, "@CAT@", cat, 0);
+  replace_uint(tl, "@MRB@", bl->mr * 4);
+  g_string_append(s, tl->str);
+  g_string_free(tl, TRUE);
+}
+
+gboolean weir_kernel_gemm_has_tail(const WeirGemmBlocking *bl) {
+  return bl->tnr > 0 && bl->vl == 2 * bl->mr && bl->tmr % bl->mr == 0;
 }
 
 /* Cycles of one k step of a microtile with `bc` broadcasts and `vecs`
@@ -1643,18 +1775,37 @@ guint weir_kernel_gemm_inplace_k(void) {
 }
 
 gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
-                                              gint64 m, gint64 n, gint64 k) {
+                                              gint64 m, gint64 n, gint64 k,
+                                              gboolean patches) {
   if (!bl->tnr || m <= 0 || n <= 0 || k <= 0)
     return FALSE;
   gint64 vl = bl->vl, kblocks = (k + bl->kc - 1) / bl->kc;
   /* the usual tile: MR rows (padded) broadcast, the columns' vectors */
   gint64 mp = (m + bl->mr - 1) / bl->mr;
   gint64 nfull = n / bl->nr, nrem = n % bl->nr;
+  /* its tail (tail14p): a partial vector of at most TNR columns computed
+   * with the rows in the vectors, TMR / MR row panels a tile, each A
+   * vector two loads (its two panels).  Counted only when B is not
+   * gathered from patches: on 7x7 maps the usual tile with this tail
+   * measured 5-15% faster than the transposed one for 1x1 convolutions
+   * at unit stride, but 18-25% slower for ResNet-18's 3x3 and strided
+   * 1x1 ones (docs/performance.md, tail14p); and only after a whole
+   * panel (n >= NR: not measured on the few columns of a squeeze-and-
+   * excitation block's 1x1 convolutions, which keep their choice) */
+  gint64 tr = !patches && n >= bl->nr && weir_kernel_gemm_has_tail(bl) &&
+                      nrem % vl <= bl->tnr
+                  ? nrem % vl
+                  : 0;
+  gint64 nremv = (nrem - tr + vl - 1) / vl;
+  gint64 tchunks = tr ? (mp + bl->tmr / bl->mr - 1) / (bl->tmr / bl->mr) : 0;
   double per_k =
       (double)mp * (nfull * ustep(bl->mr, bl->nv) +
-                    (nrem ? ustep(bl->mr, (nrem + vl - 1) / vl) : 0));
-  gint64 tiles = mp * (nfull + (nrem > 0));
-  double usual = per_k * k + (double)tiles * kblocks * bl->mr * bl->nv;
+                    (nremv ? ustep(bl->mr, nremv) : 0)) +
+      (double)tchunks *
+          MAX(tr * bl->tmv / 2.0, (tr + 2.0 * bl->tmv) / 2.0);
+  gint64 tiles = mp * (nfull + (nremv > 0));
+  double usual = per_k * k + (double)tiles * kblocks * bl->mr * bl->nv +
+                 (double)tchunks * kblocks * 6 * bl->tnr * bl->tmv;
   /* the transposed tile: the rows' vectors (the last ones fewer), TNR
    * columns broadcast (the last panel fewer); its store transposes */
   gint64 mfull = m / bl->tmr, mrem = m % bl->tmr;
@@ -1744,9 +1895,21 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
     g_string_free(tp, TRUE);
   }
   g_string_free(pk, TRUE);
-  g_string_append(s, gemm_run);
+  /* the transposed tile before the usual driver, which computes its tail
+   * with it (tail14p) */
   if (trans)
     append_transposed(s, bl);
+  g_string_append(s, gemm_run);
+  if (trans)
+    g_string_append(s, gemm_t_run);
+  gboolean tail = trans && weir_kernel_gemm_has_tail(bl);
+  g_string_replace(s, "@TAILBUF@",
+                   tail ? "    @T@ tt[@TNR@ * @TMR@] "
+                          "__attribute__((aligned(64)));\n"
+                        : "",
+                   0);
+  g_string_replace(s, "@TAILRUN@", tail ? gemm_t_tail_run : "", 0);
+  replace_uint(s, "@TAILW@", tail ? bl->tnr : 0);
   g_string_replace(s, "@CASESA@", casesa->str, 0);
   g_string_replace(s, "@CASES@", cases->str, 0);
   g_string_free(casesa, TRUE);

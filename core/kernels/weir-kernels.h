@@ -78,10 +78,21 @@ guint weir_kernel_gemm_inplace_k(void);
  * to be faster than the usual one for an m x n x k product with blocking
  * bl: a count of the microkernels' cycles (two FMAs and two loads per
  * cycle, the lanes and broadcasts each edge tile really computes, and the
- * transposing store per tile and k block) at least 10% lower.  FALSE when
- * bl has no transposed microtile (f64). */
+ * transposing store per tile and k block) at least 10% lower.  patches:
+ * B is gathered from a convolution's patches (any convolution but a 1x1
+ * at unit stride without padding on one image per call); only without
+ * them is the usual tile's tail (weir_kernel_gemm_has_tail) counted at
+ * its transposed cost.  FALSE when bl has no transposed microtile (f64). */
 gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
-                                              gint64 m, gint64 n, gint64 k);
+                                              gint64 m, gint64 n, gint64 k,
+                                              gboolean patches);
+
+/* Whether the usual driver (weir_gemm_runp) computes the last panel's
+ * partial vector, when it has at most bl->tnr columns, with the channels
+ * in the vectors (tail14p: the transposed tile reading its A vectors from
+ * the usual MR-high panels, two to a vector): when bl has a transposed
+ * tile and its vectors hold two A panels (AVX-512 f32, 8 x 48). */
+gboolean weir_kernel_gemm_has_tail(const WeirGemmBlocking *bl);
 
 /* The blocking for dtype t (f32 or f64) on the machine described by hw
  * (borrowed; its ISA and cache sizes; unknown sizes get defaults). */

@@ -43,14 +43,19 @@ static const ConvCase cases[] = {
     {"k_blocks", 20, 70, 7, 7, 3, 2, 1, 1, 8, 0},
     {"groups", 12, 6, 5, 6, 3, 1, 0, 3, 0, 0},
     {"plain_1x1", 9, 17, 4, 5, 1, 1, 0, 1, 0, 0},
+    /* the usual tile's tail with the channels in the vectors (tail14p):
+     * a 1x1 on a 14x14 map, odd rows, two K blocks */
+    {"tail_1x1", 61, 300, 14, 14, 1, 1, 0, 1, 0, 1},
     /* channels in the vectors: odd rows, three K blocks, three M blocks
-     * (MC 40 -> blocks of one TMR panel), groups, a 1x1 on a 7x7 map by
-     * shape (channels on AVX-512) */
+     * (MC 40 -> blocks of one TMR panel), groups; by shape a strided 1x1
+     * on a 7x7 map (channels on AVX-512) and a plain one (not, since
+     * tail14p) */
     {"channels_odd_m", 50, 40, 7, 7, 1, 1, 0, 1, 0, 2},
     {"channels_k_blocks", 20, 70, 7, 7, 3, 2, 1, 1, 0, 2},
     {"channels_m_blocks", 100, 30, 6, 6, 1, 1, 0, 1, 40, 2},
     {"channels_groups", 12, 6, 5, 6, 3, 1, 0, 3, 0, 2},
-    {"channels_by_shape", 480, 96, 7, 7, 1, 1, 0, 1, 0, 0},
+    {"channels_by_shape", 480, 96, 13, 13, 1, 2, 0, 1, 0, 0},
+    {"plain_by_shape", 480, 96, 7, 7, 1, 1, 0, 1, 0, 0},
 };
 
 static GHashTable *tensors_new(void) {
@@ -278,9 +283,11 @@ static void test_conv_cases(void **state) {
     gint64 mg = cc->m / cc->group, kk = cc->c / cc->group * cc->k * cc->k;
     gint64 oh = (cc->h + 2 * cc->pad - cc->k) / cc->stride + 1;
     gint64 ow = (cc->w + 2 * cc->pad - cc->k) / cc->stride + 1;
-    gboolean ch = cc->orient == 2 ||
-                  (cc->orient == 0 &&
-                   weir_kernel_gemm_channels_in_vectors(&bl, mg, oh * ow, kk));
+    gboolean patches = cc->k != 1 || cc->stride != 1 || cc->pad != 0;
+    gboolean ch =
+        cc->orient == 2 ||
+        (cc->orient == 0 &&
+         weir_kernel_gemm_channels_in_vectors(&bl, mg, oh * ow, kk, patches));
     check(
         f, cc->name, g, g2, x,
         4 * (ch ? weir_kernel_gemm_prepacked_at_elements(&bl, cc->group, mg, kk)
