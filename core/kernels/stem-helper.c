@@ -104,12 +104,20 @@ weir_stem_sum8n_@VL@(WEIR_STEM_SUM_ARGS) {
   weir_stem_sum@VL@(WEIR_STEM_MB, @NB@, src, kk, wm, bm, q0, out);
 }
 static __attribute__((noinline)) @TGT@ void
+weir_stem_sum8h_@VL@(WEIR_STEM_SUM_ARGS) {
+  weir_stem_sum@VL@(WEIR_STEM_MB, @NBH@, src, kk, wm, bm, q0, out);
+}
+static __attribute__((noinline)) @TGT@ void
 weir_stem_sum81_@VL@(WEIR_STEM_SUM_ARGS) {
   weir_stem_sum@VL@(WEIR_STEM_MB, 1, src, kk, wm, bm, q0, out);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum1n_@VL@(WEIR_STEM_SUM_ARGS) {
   weir_stem_sum@VL@(1, @NB@, src, kk, wm, bm, q0, out);
+}
+static __attribute__((noinline)) @TGT@ void
+weir_stem_sum1h_@VL@(WEIR_STEM_SUM_ARGS) {
+  weir_stem_sum@VL@(1, @NBH@, src, kk, wm, bm, q0, out);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum11_@VL@(WEIR_STEM_SUM_ARGS) {
@@ -126,11 +134,13 @@ weir_stem_blk@VL@(const int MB, const int NB, const float *const *src,
                   int act, float lo, float hi) {
   weir_act_v@VL@ acc[WEIR_STEM_MB * @NB@];
   if (MB == WEIR_STEM_MB)
-    (NB == 1 ? weir_stem_sum81_@VL@ : weir_stem_sum8n_@VL@)(src, kk, wm, bm,
-                                                            q0, acc);
+    (NB == 1         ? weir_stem_sum81_@VL@
+     : NB == @NBH@ ? weir_stem_sum8h_@VL@
+                     : weir_stem_sum8n_@VL@)(src, kk, wm, bm, q0, acc);
   else
-    (NB == 1 ? weir_stem_sum11_@VL@ : weir_stem_sum1n_@VL@)(src, kk, wm, bm,
-                                                            q0, acc);
+    (NB == 1         ? weir_stem_sum11_@VL@
+     : NB == @NBH@ ? weir_stem_sum1h_@VL@
+                     : weir_stem_sum1n_@VL@)(src, kk, wm, bm, q0, acc);
   for (int mm = 0; mm < MB; mm++)
     for (int u = 0; u < NB; u++) {
       const int64_t q = q0 + u * @VL@;
@@ -151,13 +161,27 @@ weir_stem_chan@VL@(const int MB, const weir_stem_geo *g,
   const float *wm = w + oc * kk, *bm = b ? b + oc : NULL;
   float *yo = yrow + oc * ohw;
   const float *ro = rrow ? rrow + oc * ohw : NULL;
+  /* the row's vectors in blocks of NB, with no single vector left over
+   * where blocks of NBH can take the rest (7 vectors at NB 3: 3, 2, 2) */
+  const int64_t nv = (ow + @VL@ - 1) / @VL@;
   int64_t q0 = 0;
-  for (; q0 + @NB@ * @VL@ <= ow; q0 += @NB@ * @VL@)
-    weir_stem_blk@VL@(MB, @NB@, src, kk, wm, bm, yo, ro, ohw, q0, ow, g->act,
-                      g->lo, g->hi);
-  for (; q0 < ow; q0 += @VL@)
-    weir_stem_blk@VL@(MB, 1, src, kk, wm, bm, yo, ro, ohw, q0, ow, g->act,
-                      g->lo, g->hi);
+  for (int64_t v = 0; v < nv;) {
+    const int64_t rest = nv - v;
+    if (rest == @NB@ || rest >= @NB@ + @NBH@) {
+      weir_stem_blk@VL@(MB, @NB@, src, kk, wm, bm, yo, ro, ohw, q0, ow,
+                        g->act, g->lo, g->hi);
+      v += @NB@;
+    } else if (rest >= @NBH@) {
+      weir_stem_blk@VL@(MB, @NBH@, src, kk, wm, bm, yo, ro, ohw, q0, ow,
+                        g->act, g->lo, g->hi);
+      v += @NBH@;
+    } else {
+      weir_stem_blk@VL@(MB, 1, src, kk, wm, bm, yo, ro, ohw, q0, ow, g->act,
+                        g->lo, g->hi);
+      v += 1;
+    }
+    q0 = v * @VL@;
+  }
 }
 
 static __attribute__((noinline)) @TGT@ void
