@@ -34,6 +34,7 @@ typedef struct {
   int64_t c, h, wd, m, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw;
   int64_t ld;  /* floats per phase row: the columns the loads reach */
   int64_t xpl; /* floats of the padded row: ld * sw */
+  int64_t nr;  /* split rows kept per input channel: (kh - 1) * dh + 1 */
   int act;
   float lo, hi;
 } weir_stem_geo;
@@ -60,8 +61,8 @@ weir_stem_st@VL@(float *yo, const float *ro, weir_act_v@VL@ acc, int64_t nq,
   memcpy(yo, t, (size_t)nq * sizeof(float));
 }
 
-/* The sums of MB output channels (weights wm, [MB][kk]; biases bm or
- * NULL) x NB vectors of output columns from q0 into acc[mm * NB + u]:
+/* The sums of MB output channels (weights wm, [kk][MB]: a tap's MB
+ * weights side by side, from one base register; biases bm or NULL) x NB vectors of output columns from q0 into acc[mm * NB + u]:
  * src[k] the phase row of tap k, read at q0.  Each loaded vector feeds MB
  * FMAs, each weight NB. */
 static inline __attribute__((always_inline)) @TGT@ void
@@ -81,7 +82,7 @@ weir_stem_sum@VL@(const int MB, const int NB, const float *const *src,
       v[u] = weir_act_load@VL@(src[k] + q0 + u * @VL@);
 #pragma GCC unroll 8
     for (int mm = 0; mm < MB; mm++) {
-      const float wk = wm[mm * kk + k];
+      const float wk = wm[k * MB + mm];
 #pragma GCC unroll 4
       for (int u = 0; u < NB; u++)
         acc[mm][u] += wk * v[u];
@@ -198,28 +199,42 @@ weir_stem_chan1_@VL@(const weir_stem_geo *g, const float *const *src,
   weir_stem_chan@VL@(1, g, src, w, b, yrow, rrow, oc);
 }
 
-/* Output row p of one image (xi, yi, ri: the image's input, output,
- * residual or NULL).  buf: the thread's xpl floats of padded row, then
- * c * kh * sw phase rows of ld floats, then one row of ld zeros; src:
- * c * kh * kw pointers. */
+/* Output row p of image in (xi, yi, ri: the image's input, output,
+ * residual or NULL; w the weights, wp the blocks of 8 channels'
+ * rearranged).  buf: the thread's xpl floats of padded row, then
+ * c * nr slots of sw phase rows of ld floats, then one row of ld zeros;
+ * src: c * kh * kw pointers; tag: c * nr, the input row each slot holds
+ * (in * h + ih; -1 none).  Input row ih of channel ic is split into slot
+ * ih % nr: the rows one output row reads are nr or fewer consecutive
+ * ones, so the next output row of the same image (a thread's rows are
+ * consecutive) finds all but sh of them split already (7x7 at stride 2:
+ * 2 of 7 split anew per output row). */
 static @TGT@ void
 weir_stem_row@VL@(const weir_stem_geo *g, const float *xi, const float *w,
-                  const float *b, float *yi, const float *ri, int64_t p,
-                  float *buf, const float **src) {
+                  const float *wp, const float *b, float *yi, const float *ri, int64_t in,
+                  int64_t p, float *buf, const float **src, int64_t *tag) {
   const int64_t sw = g->sw, ld = g->ld, xpl = g->xpl, wd = g->wd;
-  float *xp = buf, *d = buf + xpl, *zero = d + g->c * g->kh * sw * ld;
+  float *xp = buf, *d = buf + xpl, *zero = d + g->c * g->nr * sw * ld;
   for (int64_t ic = 0; ic < g->c; ic++)
     for (int64_t i = 0; i < g->kh; i++) {
-      const int64_t r = ic * g->kh + i, ih = p * g->sh + i * g->dh - g->ph;
-      const float **tap = src + r * g->kw;
+      const int64_t ih = p * g->sh + i * g->dh - g->ph;
+      const float **tap = src + (ic * g->kh + i) * g->kw;
       if (ih < 0 || ih >= g->h) {
         for (int64_t j = 0; j < g->kw; j++)
           tap[j] = zero;
         continue;
       }
+      const int64_t r = ic * g->nr + ih % g->nr;
+      float *dr = d + r * sw * ld;
+      for (int64_t j = 0; j < g->kw; j++) {
+        const int64_t col = j * g->dw;
+        tap[j] = dr + col % sw * ld + col / sw;
+      }
+      if (tag[r] == in * g->h + ih)
+        continue;
+      tag[r] = in * g->h + ih;
       /* the padded row: xp[col] = x[ih][col - pw], zeros outside */
       const float *xr = xi + (ic * g->h + ih) * wd;
-      float *dr = d + r * sw * ld;
       float *pr = sw == 1 ? dr : xp;
       const int64_t a = g->pw < xpl ? g->pw : xpl;
       const int64_t n = wd < xpl - a ? wd : xpl - a;
@@ -245,10 +260,6 @@ weir_stem_row@VL@(const weir_stem_geo *g, const float *xi, const float *w,
           for (int64_t u = 0; u < ld; u++)
             dr[f * ld + u] = xp[u * sw + f];
       }
-      for (int64_t j = 0; j < g->kw; j++) {
-        const int64_t col = j * g->dw;
-        tap[j] = dr + col % sw * ld + col / sw;
-      }
     }
   /* the output row WEIR_STEM_PF rows ahead prefetched for writing, its
    * input rows for reading: in a network both are out of the caches, and
@@ -271,7 +282,7 @@ weir_stem_row@VL@(const weir_stem_geo *g, const float *xi, const float *w,
   const float *rrow = ri ? ri + p * g->ow : NULL;
   int64_t oc = 0;
   for (; oc + WEIR_STEM_MB <= g->m; oc += WEIR_STEM_MB)
-    weir_stem_chan8_@VL@(g, (const float *const *)src, w, b, yrow, rrow, oc);
+    weir_stem_chan8_@VL@(g, (const float *const *)src, wp, b, yrow, rrow, oc);
   for (; oc < g->m; oc++)
     weir_stem_chan1_@VL@(g, (const float *const *)src, w, b, yrow, rrow, oc);
 }
@@ -289,7 +300,7 @@ static int weir_stem_f32(const float *x, const float *w, const float *b,
   if (n <= 0 || m <= 0 || oh <= 0 || ow <= 0)
     return 0;
   weir_stem_geo g = {c, h, wd, m, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw,
-                     0, 0, act, lo, hi};
+                     0, 0, (kh - 1) * dh + 1, act, lo, hi};
   /* the loads reach column ow rounded up to a vector, plus the largest
    * tap offset; whole vectors */
   const int64_t owv = (ow + @VL@ - 1) / @VL@ * @VL@;
@@ -303,14 +314,26 @@ static int weir_stem_f32(const float *x, const float *w, const float *b,
   if (nt > tasks)
     nt = (int)tasks;
   /* per thread: the padded row, the phase rows, the zero row (floats),
-   * then the tap pointers; whole cache lines */
-  const size_t fl = (size_t)(g.xpl + (c * kh * sw + 1) * g.ld + 15) / 16 * 16;
-  const size_t per =
-      (fl * sizeof(float) + (size_t)(c * kh * kw) * sizeof(float *) + 63) /
-      64 * 64;
-  char *mem = aligned_alloc(64, per * (size_t)nt);
+   * then the tap pointers and the slots' tags; whole cache lines */
+  const size_t fl =
+      (size_t)(g.xpl + (c * g.nr * sw + 1) * g.ld + 15) / 16 * 16;
+  const size_t per = (fl * sizeof(float) +
+                      (size_t)(c * kh * kw) * sizeof(float *) +
+                      (size_t)(c * g.nr) * sizeof(int64_t) + 63) /
+                     64 * 64;
+  /* the weights of each block of WEIR_STEM_MB channels rearranged tap
+   * by tap ([kk][MB], at the block's offset oc * kk, as the single
+   * channels' [kk] rows are) */
+  const int64_t kk = c * kh * kw, mb = m / WEIR_STEM_MB * WEIR_STEM_MB;
+  const size_t wpb = ((size_t)(mb * kk) * sizeof(float) + 63) / 64 * 64;
+  char *mem = aligned_alloc(64, wpb + per * (size_t)nt);
   if (!mem)
     return 1;
+  float *wp = (float *)(void *)mem;
+  for (int64_t oc = 0; oc < mb; oc += WEIR_STEM_MB)
+    for (int64_t k = 0; k < kk; k++)
+      for (int64_t mm = 0; mm < WEIR_STEM_MB; mm++)
+        wp[oc * kk + k * WEIR_STEM_MB + mm] = w[(oc + mm) * kk + k];
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
@@ -319,16 +342,21 @@ static int weir_stem_f32(const float *x, const float *w, const float *b,
 #ifdef _OPENMP
     tid = omp_get_thread_num();
 #endif
-    float *buf = (float *)(mem + per * (size_t)tid);
+    float *buf = (float *)(void *)(mem + wpb + per * (size_t)tid);
     const float **src = (const float **)(void *)(buf + fl);
-    memset(buf + g.xpl + c * kh * sw * g.ld, 0, (size_t)g.ld * sizeof(float));
+    int64_t *tag = (int64_t *)(void *)(src + c * kh * kw);
+    for (int64_t u = 0; u < c * g.nr; u++)
+      tag[u] = -1;
+    memset(buf + g.xpl + c * g.nr * sw * g.ld, 0,
+           (size_t)g.ld * sizeof(float));
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
     for (int64_t t = 0; t < tasks; t++) {
       const int64_t in = t / oh, p = t % oh;
-      weir_stem_row@VL@(&g, x + in * c * h * wd, w, b, y + in * m * oh * ow,
-                        r ? r + in * m * oh * ow : NULL, p, buf, src);
+      weir_stem_row@VL@(&g, x + in * c * h * wd, w, wp, b, y + in * m * oh * ow,
+                        r ? r + in * m * oh * ow : NULL, in, p, buf, src,
+                        tag);
     }
   }
   free(mem);
