@@ -62,13 +62,17 @@ weir_stem_st@VL@(float *yo, const float *ro, weir_act_v@VL@ acc, int64_t nq,
 }
 
 /* The sums of MB output channels (weights wm, [kk][MB]: a tap's MB
- * weights side by side, from one base register; biases bm or NULL) x NB vectors of output columns from q0 into acc[mm * NB + u]:
- * src[k] the phase row of tap k, read at q0.  Each loaded vector feeds MB
- * FMAs, each weight NB. */
+ * weights side by side, from one base register; biases bm or NULL) x NB
+ * vectors of output columns from q0 into acc[mm * NB + u], or, when yo
+ * is not NULL, clipped to [lo, hi] (clip) and stored at yo + mm * ohw +
+ * u * VL (whole vectors, no residual: ReLU's and ReLU6's store without
+ * the round trip through out).  src[k] the phase row of tap k, read at
+ * q0.  Each loaded vector feeds MB FMAs, each weight NB. */
 static inline __attribute__((always_inline)) @TGT@ void
 weir_stem_sum@VL@(const int MB, const int NB, const float *const *src,
                   int64_t kk, const float *wm, const float *bm, int64_t q0,
-                  weir_act_v@VL@ *out) {
+                  weir_act_v@VL@ *out, float *yo, int64_t ohw, int clip,
+                  float lo, float hi) {
   weir_act_v@VL@ acc[WEIR_STEM_MB][@NB@];
 #pragma GCC unroll 8
   for (int mm = 0; mm < MB; mm++)
@@ -88,6 +92,18 @@ weir_stem_sum@VL@(const int MB, const int NB, const float *const *src,
         acc[mm][u] += wk * v[u];
     }
   }
+  if (yo) {
+#pragma GCC unroll 8
+    for (int mm = 0; mm < MB; mm++)
+#pragma GCC unroll 4
+      for (int u = 0; u < NB; u++) {
+        weir_act_v@VL@ o = acc[mm][u];
+        if (clip)
+          o = weir_act_clamp@VL@(o, lo, hi);
+        memcpy(yo + mm * ohw + u * @VL@, &o, sizeof o);
+      }
+    return;
+  }
 #pragma GCC unroll 8
   for (int mm = 0; mm < MB; mm++)
 #pragma GCC unroll 4
@@ -99,30 +115,37 @@ weir_stem_sum@VL@(const int MB, const int NB, const float *const *src,
  * epilogue takes the accumulators' registers */
 #define WEIR_STEM_SUM_ARGS                                                     \
   const float *const *src, int64_t kk, const float *wm, const float *bm,       \
-      int64_t q0, weir_act_v@VL@ *out
+      int64_t q0, weir_act_v@VL@ *out, float *yo, int64_t ohw, int clip,       \
+      float lo, float hi
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum8n_@VL@(WEIR_STEM_SUM_ARGS) {
-  weir_stem_sum@VL@(WEIR_STEM_MB, @NB@, src, kk, wm, bm, q0, out);
+  weir_stem_sum@VL@(WEIR_STEM_MB, @NB@, src, kk, wm, bm, q0, out, yo, ohw,
+                    clip, lo, hi);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum8h_@VL@(WEIR_STEM_SUM_ARGS) {
-  weir_stem_sum@VL@(WEIR_STEM_MB, @NBH@, src, kk, wm, bm, q0, out);
+  weir_stem_sum@VL@(WEIR_STEM_MB, @NBH@, src, kk, wm, bm, q0, out, yo, ohw,
+                    clip, lo, hi);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum81_@VL@(WEIR_STEM_SUM_ARGS) {
-  weir_stem_sum@VL@(WEIR_STEM_MB, 1, src, kk, wm, bm, q0, out);
+  weir_stem_sum@VL@(WEIR_STEM_MB, 1, src, kk, wm, bm, q0, out, yo, ohw,
+                    clip, lo, hi);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum1n_@VL@(WEIR_STEM_SUM_ARGS) {
-  weir_stem_sum@VL@(1, @NB@, src, kk, wm, bm, q0, out);
+  weir_stem_sum@VL@(1, @NB@, src, kk, wm, bm, q0, out, yo, ohw,
+                    clip, lo, hi);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum1h_@VL@(WEIR_STEM_SUM_ARGS) {
-  weir_stem_sum@VL@(1, @NBH@, src, kk, wm, bm, q0, out);
+  weir_stem_sum@VL@(1, @NBH@, src, kk, wm, bm, q0, out, yo, ohw,
+                    clip, lo, hi);
 }
 static __attribute__((noinline)) @TGT@ void
 weir_stem_sum11_@VL@(WEIR_STEM_SUM_ARGS) {
-  weir_stem_sum@VL@(1, 1, src, kk, wm, bm, q0, out);
+  weir_stem_sum@VL@(1, 1, src, kk, wm, bm, q0, out, yo, ohw,
+                    clip, lo, hi);
 }
 
 /* MB output channels x NB vectors of output columns from q0, summed, then
@@ -134,14 +157,21 @@ weir_stem_blk@VL@(const int MB, const int NB, const float *const *src,
                   const float *ro, int64_t ohw, int64_t q0, int64_t ow,
                   int act, float lo, float hi) {
   weir_act_v@VL@ acc[WEIR_STEM_MB * @NB@];
+  /* no activation or a clip (ReLU, ReLU6), no residual, whole vectors:
+   * stored by the summing function */
+  float *yd = !ro && act <= 1 && q0 + NB * @VL@ <= ow ? yo + q0 : NULL;
   if (MB == WEIR_STEM_MB)
     (NB == 1         ? weir_stem_sum81_@VL@
      : NB == @NBH@ ? weir_stem_sum8h_@VL@
-                     : weir_stem_sum8n_@VL@)(src, kk, wm, bm, q0, acc);
+                     : weir_stem_sum8n_@VL@)(src, kk, wm, bm, q0, acc, yd, ohw,
+                                             act, lo, hi);
   else
     (NB == 1         ? weir_stem_sum11_@VL@
      : NB == @NBH@ ? weir_stem_sum1h_@VL@
-                     : weir_stem_sum1n_@VL@)(src, kk, wm, bm, q0, acc);
+                     : weir_stem_sum1n_@VL@)(src, kk, wm, bm, q0, acc, yd, ohw,
+                                             act, lo, hi);
+  if (yd)
+    return;
   for (int mm = 0; mm < MB; mm++)
     for (int u = 0; u < NB; u++) {
       const int64_t q = q0 + u * @VL@;

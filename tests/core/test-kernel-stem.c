@@ -113,9 +113,13 @@ static const Case epilogues[] = {
      "y = min(max(x + r, 0.0), 6.0)", TRUE, "+ residual + clip"},
     {2, 2, 9, 12, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, "y = r + x", TRUE,
      "+ residual */"},
-    /* ResNet's stem and its ReLU, shrunk */
-    {1, 3, 16, 23, 45, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, TRUE, "y = max(x, 0)",
+    /* ResNet's stem and its ReLU, shrunk (51 columns: a block of 2
+     * vectors stored by the summing function, one of 2 partial); ReLU6 on
+     * 65 columns (3 vectors stored by the summing function, then 2) */
+    {1, 3, 16, 23, 101, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, TRUE, "y = max(x, 0)",
      FALSE, "+ clip"},
+    {1, 3, 9, 10, 130, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE,
+     "y = min(max(x, 0.0), 6.0)", FALSE, "+ clip"},
     /* not an activation the kernel knows: a map after the call */
     {1, 3, 8, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, "y = x * x - 1.5",
      FALSE, ""},
