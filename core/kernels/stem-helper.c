@@ -35,6 +35,8 @@ typedef struct {
   int64_t ld;  /* floats per phase row: the columns the loads reach */
   int64_t xpl; /* floats of the padded row: ld * sw */
   int64_t nr;  /* split rows kept per input channel: (kh - 1) * dh + 1 */
+  const int64_t *toff; /* kw: tap j's offset in a slot, col % sw * ld +
+                        * col / sw for col = j * dw (no division per row) */
   int act;
   float lo, hi;
 } weir_stem_geo;
@@ -256,10 +258,8 @@ weir_stem_row@VL@(const weir_stem_geo *g, const float *xi, const float *w,
       }
       const int64_t r = ic * g->nr + ih % g->nr;
       float *dr = d + r * sw * ld;
-      for (int64_t j = 0; j < g->kw; j++) {
-        const int64_t col = j * g->dw;
-        tap[j] = dr + col % sw * ld + col / sw;
-      }
+      for (int64_t j = 0; j < g->kw; j++)
+        tap[j] = dr + g->toff[j];
       if (tag[r] == in * g->h + ih)
         continue;
       tag[r] = in * g->h + ih;
@@ -330,7 +330,7 @@ static int weir_stem_f32(const float *x, const float *w, const float *b,
   if (n <= 0 || m <= 0 || oh <= 0 || ow <= 0)
     return 0;
   weir_stem_geo g = {c, h, wd, m, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw,
-                     0, 0, (kh - 1) * dh + 1, act, lo, hi};
+                     0, 0, (kh - 1) * dh + 1, NULL, act, lo, hi};
   /* the loads reach column ow rounded up to a vector, plus the largest
    * tap offset; whole vectors */
   const int64_t owv = (ow + @VL@ - 1) / @VL@ * @VL@;
@@ -353,13 +353,18 @@ static int weir_stem_f32(const float *x, const float *w, const float *b,
                      64 * 64;
   /* the weights of each block of WEIR_STEM_MB channels rearranged tap
    * by tap ([kk][MB], at the block's offset oc * kk, as the single
-   * channels' [kk] rows are) */
+   * channels' [kk] rows are), then the kw tap offsets */
   const int64_t kk = c * kh * kw, mb = m / WEIR_STEM_MB * WEIR_STEM_MB;
-  const size_t wpb = ((size_t)(mb * kk) * sizeof(float) + 63) / 64 * 64;
+  const size_t wpb = ((size_t)(mb * kk + kw * 2) * sizeof(float) + 63) /
+                     64 * 64;
   char *mem = aligned_alloc(64, wpb + per * (size_t)nt);
   if (!mem)
     return 1;
   float *wp = (float *)(void *)mem;
+  int64_t *toff = (int64_t *)(void *)(wp + mb * kk);
+  for (int64_t j = 0; j < kw; j++)
+    toff[j] = j * dw % sw * g.ld + j * dw / sw;
+  g.toff = toff;
   for (int64_t oc = 0; oc < mb; oc += WEIR_STEM_MB)
     for (int64_t k = 0; k < kk; k++)
       for (int64_t mm = 0; mm < WEIR_STEM_MB; mm++)
