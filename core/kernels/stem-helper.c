@@ -1,10 +1,11 @@
 /* stem-helper.c — Weir's direct convolution for few input channels (a
- * network's stem: MobileNetV2's and EfficientNet-B0's 3 -> 32 3x3 at
- * stride 2), pasted into generated units by core/kernels/stem.c
- * (docs/native.md, "Weir's stem convolution").  Not compiled on its own:
- * @VL@ is the lanes of the vectors of the activation helper
- * (weir_act_v@VL@, defined earlier in the unit), @NB@ the vectors of
- * output columns per block, @TGT@ the ISA's target attribute and
+ * network's stem: MobileNetV2's and EfficientNet-B0's 3 -> 32 3x3 and
+ * ResNet's 3 -> 64 7x7 at stride 2), pasted into generated units by
+ * core/kernels/stem.c (docs/native.md, "Weir's stem convolution").  Not
+ * compiled on its own: @VL@ is the lanes of the vectors of the
+ * activation helper (weir_act_v@VL@, defined earlier in the unit), @NB@
+ * the vectors of output columns per block and @NBH@ those of the blocks
+ * that take the rest of a row, @TGT@ the ISA's target attribute and
  * @EVEN@ / @ODD@ the lanes of two vectors' even and odd elements, all
  * replaced before pasting.  Not clang-formatted: the placeholders are not
  * C tokens.
@@ -14,14 +15,16 @@
  * accepts at most WEIR_STEM_MAX_TAPS), so the GEMM's packing of the
  * patches costs as much as its arithmetic.  Instead, per output row (one
  * task; the rows of all images split over the threads): every input row
- * a kernel row reads is copied once into a zero-padded row and split into
- * its S phases (phase f: the padded columns f, f + S, f + 2 S, ...; at
+ * a kernel row reads is copied into a zero-padded row and split into
+ * its S phases (once per thread: kept in slots for the next output rows) (phase f: the padded columns f, f + S, f + 2 S, ...; at
  * stride 2 by vector shuffles), so that tap (ic, i, j) of output column q
  * is element q + j D / S of phase j D % S of input row (ic, i): a plain
  * vector load.  Then blocks of 8 output channels x @NB@ vectors of output
  * columns accumulate the taps in registers (each loaded vector used by 8
- * FMAs, each weight by @NB@), bias first, the taps in (ic, i, j) order;
- * the residual and the activation are applied before the one store. */
+ * FMAs, each weight by @NB@; the weights rearranged tap by tap per
+ * call), bias first, the taps in (ic, i, j) order; the residual and the
+ * activation are applied before the one store (a clip or none by the
+ * summing function itself). */
 
 /* clang-format off */
 #ifndef WEIR_STEM_@VL@
