@@ -10,12 +10,14 @@
  *    costs as much as the FMAs.
  *  - Default (weir_native_default_impl through .prefer): where measured
  *    faster than "weir" on this 2-core AVX-512 machine: at most
- *    WEIR_STEM_PREFER_TAPS taps, 8 or more output channels, stride 2
+ *    WEIR_STEM_PREFER_TAPS taps or at most WEIR_STEM_PREFER_CHANNELS
+ *    input channels, 8 or more output channels, stride 2
  *    (docs/performance.md, "The stem convolution and global pooling
- *    (mobile14n)").
+ *    (mobile14n)" for MobileNetV2's 3x3 stem, "ResNet's 7x7 stem and its
+ *    MaxPool (stem14p)" for ResNet's 7x7 one).
  *  - Vectors of the hardware profile's width (16 lanes on AVX-512, 8 on
- *    AVX2, 4 portable), two per block on AVX-512 (32 registers), one
- *    elsewhere.
+ *    AVX2, 4 portable), up to three per block on AVX-512 (32 registers),
+ *    one elsewhere.
  */
 #include <gio/gio.h>
 #include <string.h>
@@ -27,11 +29,16 @@
 
 #define HELPER_RESOURCE "/org/weir/kernels/stem-helper.c"
 
-/* Accepted: at most this many taps per output (the per-thread phase rows
+/* Accepted: at most this many taps per output (ResNet's 7x7 stem on 3
+ * channels is 147; the per-thread phase rows, 42 of 128 floats there,
  * stay in L1 for rows of a few hundred columns). */
-#define WEIR_STEM_MAX_TAPS 64
-/* The default choice (measured, docs/performance.md). */
+#define WEIR_STEM_MAX_TAPS 160
+/* The default choice (measured, docs/performance.md): at most this many
+ * taps on any number of input channels (MobileNetV2's 27), or at most
+ * WEIR_STEM_MAX_TAPS on an image's 3 channels or fewer (75 and ResNet's
+ * 147 measured, "ResNet's 7x7 stem and its MaxPool (stem14p)"). */
 #define WEIR_STEM_PREFER_TAPS 32
+#define WEIR_STEM_PREFER_CHANNELS 3
 
 GResource *weir_kernels_get_resource(void);
 
@@ -77,9 +84,9 @@ static gboolean stem_accepts(const WeirGraph *g, const WeirState *s,
   return TRUE;
 }
 
-/* The default: accepted, few taps, at least one block of 8 output
- * channels, stride 2 in both axes (where it was measured faster than the
- * implicit GEMM). */
+/* The default: accepted, few taps or at most 3 input channels, at least
+ * one block of 8 output channels, stride 2 in both axes (where it was
+ * measured faster than the implicit GEMM). */
 static gboolean stem_prefer(const WeirGraph *g, const WeirState *s,
                             const WeirNode *n) {
   g_autofree char *reason = NULL;
@@ -98,7 +105,9 @@ static gboolean stem_prefer(const WeirGraph *g, const WeirState *s,
   }
   gint64 m = 0;
   dim_const(w, 0, &m);
-  return c * kh * kw <= WEIR_STEM_PREFER_TAPS && m >= 8 && sh == 2 && sw == 2;
+  return (c * kh * kw <= WEIR_STEM_PREFER_TAPS ||
+          c <= WEIR_STEM_PREFER_CHANNELS) &&
+         m >= 8 && sh == 2 && sw == 2;
 }
 
 static void emit_header(WeirNativeEmit *e, const char *what) {
@@ -127,8 +136,11 @@ char *weir_kernel_stem_text(WeirHwIsa isa, guint vl) {
   g_string_replace(s, "@EVEN@", even->str, 0);
   g_string_replace(s, "@ODD@", odd->str, 0);
   g_string_replace(s, "@TGT@", weir_kernel_isa_target(isa), 0);
-  /* two vectors of columns per block where there are 32 registers */
-  g_string_replace(s, "@NB@", isa == WEIR_HW_ISA_AVX512 ? "2" : "1", 0);
+  /* three vectors of columns per block where there are 32 registers (24
+   * accumulators), else one; blocks of NBH (2, else 1) take the rest of a
+   * row */
+  g_string_replace(s, "@NBH@", isa == WEIR_HW_ISA_AVX512 ? "2" : "1", 0);
+  g_string_replace(s, "@NB@", isa == WEIR_HW_ISA_AVX512 ? "3" : "1", 0);
   g_snprintf(buf, sizeof buf, "%u", vl);
   g_string_replace(s, "@VL@", buf, 0);
   g_string_free(even, TRUE);

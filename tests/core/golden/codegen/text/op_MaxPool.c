@@ -45,6 +45,75 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
 static inline float weir_maxpool_take_f32(float acc, float v) {
   return v > acc || v != v ? v : acc;
 }
+/* 3 taps at stride 2 (ResNet's 3x3 s2 pooling) on vectors of 16 lanes
+ * (GCC's generic vectors: AVX-512 registers where the target has them,
+ * pairs or quads of narrower ones elsewhere); take as the scalar one,
+ * with a bit mask for the selection */
+typedef float weir_mp_v16 __attribute__((vector_size(64)));
+typedef int32_t weir_mp_i16 __attribute__((vector_size(64)));
+static inline weir_mp_v16 weir_mp_ld(const float *p) {
+  weir_mp_v16 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline weir_mp_v16 weir_mp_take(weir_mp_v16 acc, weir_mp_v16 v) {
+  const weir_mp_i16 m = (v > acc) | (v != v);
+  return (weir_mp_v16)(((weir_mp_i16)v & m) | ((weir_mp_i16)acc & ~m));
+}
+/* The padded row of an output row from its nr (<= 8) input rows xr[]:
+ * row[t] = the largest of xr[.][t - pw] for t in [lo, hi) (in the rows'
+ * order, the first taken as it is: the scalar loops' result from -inf),
+ * -inf elsewhere up to rl; one pass of vectors, one store each. */
+static void weir_maxpool_vert_f32(float *row, const float *const *xr, int nr,
+                                  int64_t lo, int64_t hi, int64_t pw,
+                                  int64_t rl) {
+  if (nr == 0)
+    lo = hi = 0;
+  for (int64_t t = 0; t < lo; t++)
+    row[t] = -INFINITY;
+  int64_t t = lo;
+  for (; t + 16 <= hi; t += 16) {
+    weir_mp_v16 m = weir_mp_ld(xr[0] + t - pw);
+    for (int r = 1; r < nr; r++)
+      m = weir_mp_take(m, weir_mp_ld(xr[r] + t - pw));
+    memcpy(row + t, &m, sizeof m);
+  }
+  for (; t < hi; t++) {
+    float m = xr[0][t - pw];
+    for (int r = 1; r < nr; r++)
+      m = weir_maxpool_take_f32(m, xr[r][t - pw]);
+    row[t] = m;
+  }
+  for (t = hi > lo ? hi : lo; t < rl; t++)
+    row[t] = -INFINITY;
+}
+/* One output row of a pooling 3 columns wide at stride 2 (no dilation):
+ * row the window's rows' largest per column (padded with -inf to at
+ * least 2 * ow rounded up to 16, + 2 columns), acc[q] = the largest of
+ * row[2q], row[2q + 1], row[2q + 2], in that order (as the generic
+ * loops): the row's even and odd columns dealt by two shuffles of two
+ * vectors, the even ones one column on by two more of two vectors one
+ * column on. */
+static void weir_maxpool_s2k3_f32(const float *row, float *acc,
+                                  int64_t ow) {
+  for (int64_t q = 0; q < ow; q += 16) {
+    const float *r = row + 2 * q;
+    const weir_mp_v16 a0 = weir_mp_ld(r), a1 = weir_mp_ld(r + 16),
+                      b0 = weir_mp_ld(r + 2), b1 = weir_mp_ld(r + 18);
+    const weir_mp_v16 ev = __builtin_shufflevector(
+        a0, a1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const weir_mp_v16 od = __builtin_shufflevector(
+        a0, a1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    const weir_mp_v16 e1 = __builtin_shufflevector(
+        b0, b1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    weir_mp_v16 m = weir_mp_take(weir_mp_take(ev, od), e1);
+    if (q + 16 <= ow)
+      memcpy(acc + q, &m, sizeof m);
+    else
+      for (int64_t l = 0; l < ow - q; l++)
+        acc[q + l] = m[l];
+  }
+}
 static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
                                int64_t h, int64_t wd, int64_t oh, int64_t ow,
                                int64_t kh, int64_t kw, int64_t sh, int64_t sw,
@@ -74,6 +143,11 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
         }
     return;
   }
+  /* 3 taps at stride 2 along the rows: the vector path, whose loads
+   * reach column 2 * ow rounded up to 16, + 2 of the padded row */
+  const int k3s2 = kw == 3 && sw == 2 && dw == 1 &&
+                   (ow + 15) / 16 * 32 + 2 <= WEIR_MAXPOOL_ROW;
+  const int64_t rl = k3s2 ? (ow + 15) / 16 * 32 + 2 : rw;
 #ifdef _OPENMP
 #pragma omp parallel for
 #endif
@@ -89,7 +163,27 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
        * kw * ow steps where tap by tap took kh * (rw + kw * ow) */
       const int64_t lo = pw < rw ? pw : rw;
       const int64_t hi = wd + pw < rw ? wd + pw : rw;
-      for (int64_t t = 0; t < rw; t++)
+      if (k3s2 && kh <= 8) {
+        /* the vector path: the window's rows in one pass, then the
+         * three taps */
+        const float *xr[8];
+        int nr = 0;
+        for (int64_t i = 0; i < kh; i++) {
+          const int64_t ih = p * sh + i * dh - ph;
+          if (ih >= 0 && ih < h)
+            xr[nr++] = xp + ih * wd;
+        }
+        /* the new input rows of the output row two rows on, prefetched
+         * (out of the caches in a network) */
+        const int64_t pr = (p + 2) * sh + (kh - 1) * dh - ph;
+        if (pr >= 0 && pr + sh <= h)
+          for (int64_t t = 0; t < sh * wd; t += 16)
+            __builtin_prefetch(xp + pr * wd + t, 0, 3);
+        weir_maxpool_vert_f32(row, xr, nr, lo, hi, pw, rl);
+        weir_maxpool_s2k3_f32(row, acc, ow);
+        continue;
+      }
+      for (int64_t t = 0; t < rl; t++)
         row[t] = -INFINITY;
       for (int64_t i = 0; i < kh; i++) {
         const int64_t ih = p * sh + i * dh - ph;
@@ -101,6 +195,10 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
       }
       for (int64_t q = 0; q < ow; q++)
         acc[q] = -INFINITY;
+      if (k3s2) {
+        weir_maxpool_s2k3_f32(row, acc, ow);
+        continue;
+      }
       if (sw == 2) {
         /* the row dealt into its even and odd columns (a copy at a
          * constant stride), so that each tap is a contiguous loop */
