@@ -14,7 +14,9 @@
  *    transposed filter (padding dilation * (k - 1) - pad), its patches
  *    gathered from dY by the GEMM's packing (implicit im2col), written
  *    into dX by one GEMM per image and group: no column buffer, no
- *    col2im, no zeroing.  Maps smaller than WEIR_CONV_GRAD_DEPTH pixels
+ *    col2im, no zeroing; with enough images (a multiple of the threads,
+ *    or four or more each) the threads take whole images, each GEMM on
+ *    one thread in its own slot of the packing buffers.  Maps smaller than WEIR_CONV_GRAD_DEPTH pixels
  *    with at least as many input channels (per group) as pixels (the
  *    last stages of a CIFAR ResNet: 128 channels of 8x8, 256 of 4x4)
  *    take chunks of images instead: their patches side by side in a column
@@ -177,8 +179,9 @@ static const char grad_input[] =
     " * strides: per group and chunk of nbs images, col[kk x nbs*oh*ow] =\n"
     " * w_g^T * dy_g (the chunk's rows of dy_g side by side), then col2im\n"
     " * into dx_g (zeroed first; threads split the (image, channel) pairs).\n"
-    " * ws: the GEMM's packing buffers (gw bytes), then wf or col (and the\n"
-    " * chunk's rows of dy). */\n"
+    " * ws: the GEMM's packing buffers (gw bytes: gt slots of at least gs\n"
+    " * bytes for the per-image GEMMs), then wf or col (and the chunk's rows\n"
+    " * of dy). */\n"
     "static int weir_wconv2d_grad_input_@S@(const @T@ *dy, const @T@ *w,\n"
     "                                       @T@ *dx, int64_t n, int64_t c,\n"
     "                                       int64_t h, int64_t wd, int64_t "
@@ -189,7 +192,8 @@ static const char grad_input[] =
     "                                       int64_t sw, int64_t dh,\n"
     "                                       int64_t dw, int64_t ph,\n"
     "                                       int64_t pw, int64_t nb,\n"
-    "                                       int64_t nbs, int64_t gw,\n"
+    "                                       int64_t nbs, int64_t gs,\n"
+    "                                       int64_t gt, int64_t gw,\n"
     "                                       void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups, khw = kh * kw;\n"
     "  const int64_t kk = cg * khw, ohw = oh * ow, hw = h * wd;\n"
@@ -270,6 +274,39 @@ static const char grad_input[] =
     "            for (int64_t ic = 0; ic < cg; ic++)\n"
     "              memcpy(dx + ((i0 + ii) * c + g * cg + ic) * hw,\n"
     "                     o + ic * ld + ii * hw, sizeof(@T@) * (size_t)hw);\n"
+    "        }\n"
+    "        continue;\n"
+    "      }\n"
+    "      /* one GEMM per image.  With as many images as threads or more\n"
+    "       * (a multiple of the threads, or at least four each), the threads\n"
+    "       * take whole images, each GEMM on one thread in the thread's own\n"
+    "       * slot of the packing buffers (gs bytes each, gt slots): one\n"
+    "       * parallel region instead of one per image, and the flipped\n"
+    "       * filter packed once per image instead of once per image and\n"
+    "       * thread.  Otherwise every GEMM is split over the threads. */\n"
+    "      int nthr = 1;\n"
+    "#ifdef _OPENMP\n"
+    "      if (!omp_in_parallel())\n"
+    "        nthr = omp_get_max_threads();\n"
+    "#endif\n"
+    "      if (nthr > gt)\n"
+    "        nthr = (int)gt;\n"
+    "      if (nthr > 1 && (n % nthr == 0 || n >= 4 * nthr)) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for num_threads(nthr) schedule(static) reduction(| : st)\n"
+    "#endif\n"
+    "        for (int64_t in = 0; in < n; in++) {\n"
+    "          const weir_gemm_patches_@S@ im = {\n"
+    "              dy + (in * m + g * mg) * ohw, oh, ow, kh, kw, wd, 1, 1,\n"
+    "              dh, dw, dh * (kh - 1) - ph, dw * (kw - 1) - pw};\n"
+    "          void *wt = ws;\n"
+    "#ifdef _OPENMP\n"
+    "          wt = (char *)ws + (size_t)omp_get_thread_num() * (size_t)gs;\n"
+    "#endif\n"
+    "          st |= weir_gemm_run_@S@(0, 0, cg, hw, fk, (@T@)1, buf, fk,\n"
+    "                                  NULL, hw, &im, (@T@)0,\n"
+    "                                  dx + (in * c + g * cg) * hw, hw,\n"
+    "                                  NULL, wt);\n"
     "        }\n"
     "        continue;\n"
     "      }\n"
@@ -950,8 +987,9 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(dy, 2), dim(dy, 3));
   g_autoptr(WeirExpr) hw = weir_expr_mul(dim(xc, 2), dim(xc, 3));
   g_autoptr(WeirExpr) four = weir_expr_const(dt == WEIR_DTYPE_F64 ? 8 : 4);
-  g_autoptr(WeirExpr) gwork = NULL, rest = NULL;
+  g_autoptr(WeirExpr) gwork = NULL, rest = NULL, gslot = NULL;
   gint64 nb = 1, nbs = 1;
+  const gint64 gslots = MAX(bl.threads, 1);
   if (kind == 'i') {
     /* unit stride: m = cg, n = h*w, k = mg*kh*kw and the flipped filter;
      * else m = kk, n = oh*ow, k = mg and the column buffer */
@@ -974,6 +1012,10 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
     g_autoptr(WeirExpr) w1 =
         weir_kernel_gemm_work_bytes(dt, &bl, cg, depth, fk);
+    /* one thread's slot of w1 (gslots of them, each 64-byte rounded):
+     * what a per-image GEMM run on one thread packs into */
+    g_autoptr(WeirExpr) nslots = weir_expr_const(gslots);
+    gslot = weir_expr_floordiv(w1, nslots);
     g_autoptr(WeirExpr) flip0 = weir_expr_mul(cg, fk);
     g_autoptr(WeirExpr) flip = NULL;
     if (nb > 1) {
@@ -1038,9 +1080,11 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
                                     ? "weir (implicit col2im: a convolution "
                                       "of dY)"
                                     : "weir (GEMM, col2im)"));
+  g_autofree char *gslot_c = gslot ? e->expr_c(e, gslot) : g_strdup("0");
   g_autofree char *nbarg =
-      kind == 'i' ? g_strdup_printf(
-                        "%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", ", nb, nbs)
+      kind == 'i' ? g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                                    ", (int64_t)(%s), %" G_GINT64_FORMAT ", ",
+                                    nb, nbs, gslot_c, gslots)
                   : g_strdup_printf("%" G_GINT64_FORMAT ", ", nb);
   g_string_append_printf(
       e->code,

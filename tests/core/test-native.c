@@ -319,6 +319,9 @@ static void win_1x1_p1(WeirNode *n) {
 static void win_1x1_s2(WeirNode *n) {
   window(n, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1);
 }
+static void win_3x3_p1_g2(WeirNode *n) {
+  window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);
+}
 static void win_3x3_s2p1_g2(WeirNode *n) {
   window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
 }
@@ -516,6 +519,16 @@ static const Case cases[] = {
      {"1, 48, 6, 6", "48, 48, 3, 3", "1, 48, 6, 6"},
      "1, 48, 6, 6",
      win_3x3_p1,
+     {"col2im", "weir"},
+     "weir"},
+    /* one GEMM per image, the threads taking whole images (13 images:
+     * at least four per thread at 2 and 3 threads, not a multiple of
+     * either), 2 groups */
+    {"cgi_3x3_by_image",
+     "ConvGradInput",
+     {"13, 6, 9, 7", "6, 2, 3, 3", "13, 4, 9, 7"},
+     "13, 4, 9, 7",
+     win_3x3_p1_g2,
      {"col2im", "weir"},
      "weir"},
     /* 16 channels of 4x4: chunks of 32 images per GEMM, then one */

@@ -1,0 +1,144 @@
+/* omp-region-cpu.c — where the threads of a kernel spend their CPU time,
+ * per OpenMP parallel region (docs/performance.md, "Where resnet18's
+ * training step goes at 2 threads (train16p)").  An LD_PRELOAD library:
+ * it wraps GOMP_parallel (the entry GCC emits for every `omp parallel`
+ * region) and records, per outlined function, the calls, the wall time of
+ * the region and each thread's CPU time inside it (CLOCK_THREAD_CPUTIME_ID,
+ * which does not count the time a thread waits for a core, so the
+ * figures hold on a loaded machine where wall times do not).  Regions
+ * nested in another are run but not counted (their time is the outer
+ * region's).  At exit it writes one line per function to $OMP_REGION_OUT
+ * (stderr without it):
+ *
+ *   OBJECT OFFSET CALLS WALL_S CPU_SUM_S CPU_MAX_S THREADS
+ *
+ * OBJECT and OFFSET locate the outlined function (`nm` names it, e.g.
+ * weir_bngrad_f32._omp_fn.0); CPU_SUM_S is the threads' CPU time added,
+ * CPU_MAX_S the busiest thread's, both summed over the calls; their
+ * difference from the 1-thread CPU time is work a second thread adds
+ * (duplicated packing, spinning at barriers inside the region) and
+ * imbalance.  tests/bench/omp-region-cpu.py prints the table.
+ *
+ *   cc -O2 -shared -fPIC -fopenmp tests/bench/omp-region-cpu.c \
+ *      -o /tmp/omp-region-cpu.so -ldl
+ *   OMP_REGION_OUT=/tmp/r2.txt LD_PRELOAD=/tmp/omp-region-cpu.so \
+ *      build/tests/bench-train -O 2 --threads 2 --reps 5 --warmup 1 M.onnx
+ *
+ * Not a test: it asserts nothing.  Only GOMP_parallel is wrapped (the
+ * generated kernels import no other region entry; `nm -D` on a kernel
+ * shows what it imports).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void (*region_fn)(void *);
+typedef void (*gomp_parallel_fn)(region_fn, void *, unsigned, unsigned);
+
+enum { MAX_FUNCS = 8192, MAX_THREADS = 64 };
+
+typedef struct {
+  region_fn fn;
+  char *object; /* where fn lies, found when first seen (the kernel may
+                   be unloaded before exit) */
+  unsigned long offset;
+  long calls;
+  double wall, cpu_sum, cpu_max;
+  int threads;
+} Entry;
+
+static Entry table[MAX_FUNCS];
+static int entries;
+static int in_region; /* set by the thread that started the outer region */
+
+typedef struct {
+  region_fn fn;
+  void *data;
+  double cpu[MAX_THREADS];
+} Call;
+
+static double seconds(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void trampoline(void *p) {
+  Call *c = p;
+  double t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
+  c->fn(c->data);
+  int t = omp_get_thread_num();
+  if (t < MAX_THREADS)
+    c->cpu[t] = seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+}
+
+static Entry *entry_for(region_fn fn) {
+  for (int i = 0; i < entries; i++)
+    if (table[i].fn == fn)
+      return &table[i];
+  if (entries == MAX_FUNCS)
+    return NULL;
+  Entry *e = &table[entries++];
+  Dl_info info;
+  e->fn = fn;
+  if (dladdr((void *)(uintptr_t)fn, &info) && info.dli_fname) {
+    e->object = strdup(info.dli_fname);
+    e->offset = (unsigned long)((uintptr_t)fn - (uintptr_t)info.dli_fbase);
+  } else {
+    e->object = strdup("?");
+    e->offset = (unsigned long)(uintptr_t)fn;
+  }
+  return e;
+}
+
+void GOMP_parallel(region_fn fn, void *data, unsigned nthreads,
+                   unsigned flags) {
+  static gomp_parallel_fn real;
+  if (!real)
+    real = (gomp_parallel_fn)(uintptr_t)dlsym(RTLD_NEXT, "GOMP_parallel");
+  if (in_region || omp_in_parallel()) {
+    real(fn, data, nthreads, flags);
+    return;
+  }
+  Call c = {.fn = fn, .data = data};
+  in_region = 1;
+  double w0 = seconds(CLOCK_MONOTONIC);
+  real(trampoline, &c, nthreads, flags);
+  double wall = seconds(CLOCK_MONOTONIC) - w0;
+  in_region = 0;
+  Entry *e = entry_for(fn);
+  if (!e)
+    return;
+  double sum = 0, max = 0;
+  int used = 0;
+  for (int t = 0; t < MAX_THREADS; t++) {
+    if (c.cpu[t] <= 0)
+      continue;
+    sum += c.cpu[t];
+    max = c.cpu[t] > max ? c.cpu[t] : max;
+    used = t + 1;
+  }
+  e->calls++;
+  e->wall += wall;
+  e->cpu_sum += sum;
+  e->cpu_max += max;
+  e->threads = used > e->threads ? used : e->threads;
+}
+
+__attribute__((destructor)) static void write_table(void) {
+  const char *path = getenv("OMP_REGION_OUT");
+  FILE *f = path ? fopen(path, "w") : stderr;
+  if (!f)
+    return;
+  for (int i = 0; i < entries; i++)
+    fprintf(f, "%s 0x%lx %ld %.6f %.6f %.6f %d\n", table[i].object,
+            table[i].offset, table[i].calls, table[i].wall, table[i].cpu_sum,
+            table[i].cpu_max, table[i].threads);
+  if (f != stderr)
+    fclose(f);
+}
