@@ -546,6 +546,118 @@ static const char gemm_pack_gather_fn[] =
     "}\n"
     "\n";
 
+/* weir_gemm_pack_im on the panels of @RUNMIN@ <= ow < NR maps at stride 1
+ * or 2 (f32 on AVX-512, NR a multiple of 16): its function and the call,
+ * @IMRUNS@. */
+static const char gemm_pack_runs_fn[] =
+    "/* weir_gemm_pack_im on maps whose output rows are a good part of a panel\n"
+    " * (@RUNMIN@ <= ow < @NR@, ow >= 8: ResNet's 28x28 and 14x14 maps on the\n"
+    " * usual tile) at unit stride or stride 2, with AVX-512 masked loads and\n"
+    " * permutes instead of gathers.  Each 16-lane vector of a panel row holds\n"
+    " * at most three segments: lanes [l0, l1) from one output row, whose lane\n"
+    " * l reads x[xo + l * sw + i * dh * wd + j * dw] at kernel offset (i, j)\n"
+    " * (xo tabled once per panel).  Per patch row a segment is one masked load\n"
+    " * at unit stride, two masked loads and a permute of their even elements\n"
+    " * at stride 2, blended into the vector; the lanes whose input lies in the\n"
+    " * padding (tabled per kernel row i and column j) are not read and stay 0.\n"
+    " * i, j: kernel offset of row pc, xc its plane; p0, q0, n0: the output row,\n"
+    " * column and image of the panel's first column, w its columns. */\n"
+    "static __attribute__((target(\"avx512f\"), noinline)) void\n"
+    "weir_gemm_pack_runs_@S@(const weir_gemm_patches_@S@ *im, const float *xc,\n"
+    "                        int64_t kc, int64_t i, int64_t j, int64_t p0,\n"
+    "                        int64_t q0, int64_t n0, int64_t w, float *dst) {\n"
+    "  const int64_t h = im->h, wd = im->wd, ow = im->ow, sw = im->sw;\n"
+    "  const int64_t kh = im->kh, kw = im->kw, dh = im->dh, dw = im->dw;\n"
+    "  const int64_t oh = im->oh > 0 ? im->oh : INT64_MAX;\n"
+    "  /* segment s of vector v: xo[v][s]; per kernel column jj the lanes\n"
+    "   * inside the image (lm, and em their elements' positions in the two\n"
+    "   * vectors loaded at stride 2), per kernel row ii whether its input row\n"
+    "   * is inside (rok, bit ii) */\n"
+    "  int64_t xo[@NR@ / 16][3];\n"
+    "  uint16_t lm[@NR@ / 16][3][16];\n"
+    "  uint32_t em[@NR@ / 16][3][16], rok[@NR@ / 16][3];\n"
+    "  int ns[@NR@ / 16];\n"
+    "  for (int v = 0; v < @NR@ / 16; v++)\n"
+    "    ns[v] = 0;\n"
+    "  for (int64_t t = 0, p = p0, qq = q0, in = n0; t < w;) {\n"
+    "    const int64_t run = ow - qq < w - t ? ow - qq : w - t;\n"
+    "    const int64_t ih0 = p * im->sh - im->ph;\n"
+    "    /* the run's columns [t, t + run), cut at the vectors' edges */\n"
+    "    for (int64_t u = t; u < t + run;) {\n"
+    "      const int v = (int)(u / 16), s = ns[v]++;\n"
+    "      const int64_t l0 = u % 16, l1 = t + run - 16 * v < 16 ? t + run - 16 * v\n"
+    "                                                            : 16;\n"
+    "      const int64_t qs = qq + (u - t); /* output column of lane l0 */\n"
+    "      xo[v][s] = in * im->xn + ih0 * wd + (qs - l0) * sw - im->pw;\n"
+    "      uint32_t ok = 0;\n"
+    "      for (int64_t ii = 0; ii < kh; ii++)\n"
+    "        ok |= (uint32_t)(ih0 + ii * dh >= 0 && ih0 + ii * dh < h) << ii;\n"
+    "      rok[v][s] = ok;\n"
+    "      for (int64_t jj = 0; jj < kw; jj++) {\n"
+    "        uint32_t m = 0, e = 0;\n"
+    "        for (int64_t l = l0; l < l1; l++) {\n"
+    "          const int64_t iw = (qs + l - l0) * sw - im->pw + jj * dw;\n"
+    "          if (iw >= 0 && iw < wd) {\n"
+    "            m |= (uint32_t)1 << l;\n"
+    "            e |= (uint32_t)1 << (sw == 1 ? l : 2 * l);\n"
+    "          }\n"
+    "        }\n"
+    "        lm[v][s][jj] = (uint16_t)m;\n"
+    "        em[v][s][jj] = e;\n"
+    "      }\n"
+    "      u += l1 - l0;\n"
+    "    }\n"
+    "    t += run;\n"
+    "    qq = 0;\n"
+    "    if (++p == oh) {\n"
+    "      p = 0;\n"
+    "      in++;\n"
+    "    }\n"
+    "  }\n"
+    "  /* lanes 0..15 of the even elements of two vectors (a, b) */\n"
+    "  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,\n"
+    "                                      10, 8, 6, 4, 2, 0);\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    const float *xk = xc + i * dh * wd + j * dw;\n"
+    "    float *d = dst + k * @NR@;\n"
+    "    for (int v = 0; v < @NR@ / 16; v++) {\n"
+    "      __m512 acc = _mm512_setzero_ps();\n"
+    "      for (int s = 0; s < ns[v]; s++) {\n"
+    "        if (!(rok[v][s] >> i & 1))\n"
+    "          continue;\n"
+    "        const __mmask16 m = lm[v][s][j];\n"
+    "        const float *src = xk + xo[v][s];\n"
+    "        if (sw == 1) {\n"
+    "          acc = _mm512_mask_loadu_ps(acc, m, src);\n"
+    "        } else {\n"
+    "          const uint32_t e = em[v][s][j];\n"
+    "          const __m512 lo = _mm512_maskz_loadu_ps((__mmask16)e, src);\n"
+    "          const __m512 hi =\n"
+    "              _mm512_maskz_loadu_ps((__mmask16)(e >> 16), src + 16);\n"
+    "          acc = _mm512_mask_mov_ps(acc, m,\n"
+    "                                   _mm512_permutex2var_ps(lo, ev, hi));\n"
+    "        }\n"
+    "      }\n"
+    "      _mm512_storeu_ps(d + 16 * v, acc);\n"
+    "    }\n"
+    "    if (++j == kw) {\n"
+    "      j = 0;\n"
+    "      if (++i == kh) {\n"
+    "        i = 0;\n"
+    "        xc += h * wd;\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "\n";
+
+static const char gemm_pack_runs_call[] =
+    "  if (@NR@ % 16 == 0 && ow >= 8 && ow >= @RUNMIN@ && ow < @NR@ &&\n"
+    "      (im->sw == 1 || im->sw == 2) && kh <= 32 && kw <= 16) {\n"
+    "    weir_gemm_pack_runs_@S@(im, xc, kc, i, j, p0, q0, n0, w, dst);\n"
+    "    return;\n"
+    "  }\n";
+
 static const char gemm_pack_gather_call[] =
     "    if ((@NR@ == 8 || @NR@ % 16 == 0) &&\n"
     "        (kc / (kh * kw) + 2) * h * wd <= INT32_MAX / 2) {\n"
@@ -612,6 +724,7 @@ static const char gemm_pack[] =
     "  const int64_t rw = wd + im->pw + (kw - 1) * dw;\n"
     "  /* the last column's image (its offset tabled too) */\n"
     "  const int64_t nl = (jc + j0 + (w > 0 ? w - 1 : 0)) / im->ow / oh;\n"
+    "@IMRUNS@"
     "  if (ow < @NR@ && rh <= INT32_MAX / 8 && rw <= INT32_MAX / 8 &&\n"
     "      rh * wd <= INT32_MAX / 4 && nl * xn <= INT32_MAX / 4) {\n"
     "    /* tN[t]: input row and column of column t at kernel offset (0, 0),\n"
@@ -1642,6 +1755,17 @@ guint weir_kernel_gemm_inplace_k(void) {
   return WEIR_GEMM_INPLACE_K;
 }
 
+guint weir_kernel_gemm_pack_runs(void) {
+  const char *v = g_getenv("WEIR_GEMM_PACK_RUNS");
+  if (v && *v) {
+    char *end = NULL;
+    const guint64 w = g_ascii_strtoull(v, &end, 10);
+    if (end && *end == '\0')
+      return w == 0 ? G_MAXINT32 : (guint)MIN(w, (guint64)G_MAXINT32);
+  }
+  return WEIR_GEMM_PACK_RUNS;
+}
+
 gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
                                               gint64 m, gint64 n, gint64 k) {
   if (!bl->tnr || m <= 0 || n <= 0 || k <= 0)
@@ -1732,17 +1856,24 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   GString *pk = g_string_new(gather ? gemm_pack_gather_fn : "");
   g_string_append(pk, gemm_pack);
   g_string_replace(pk, "@IMGATHER@", gather ? gemm_pack_gather_call : "", 0);
+  /* the panels of maps at least 8 wide (usual tile: NR a multiple of 16)
+   * packed from runs of output columns (f32 on AVX-512) */
+  GString *tp = g_string_new(pk->str);
+  g_string_replace(pk, "@IMRUNS@", gather ? gemm_pack_runs_call : "", 0);
+  if (gather)
+    g_string_prepend(pk, gemm_pack_runs_fn);
   g_string_append(s, pk->str);
   gboolean trans = t != WEIR_DTYPE_F64 && bl->tnr > 0;
   if (trans) {
-    /* the packing again, for the transposed microtile's panels */
-    GString *tp = g_string_new(pk->str);
+    /* the packing again, for the transposed microtile's panels (TNR 8 on
+     * AVX-512: no runs) */
+    g_string_replace(tp, "@IMRUNS@", "", 0);
     g_string_replace(tp, "weir_gemm_pack_", "weir_gemm_tpack_", 0);
     g_string_replace(tp, "@NR@", "@TNR@", 0);
     g_string_replace(tp, "@MR@", "@TMR@", 0);
     g_string_append(s, tp->str);
-    g_string_free(tp, TRUE);
   }
+  g_string_free(tp, TRUE);
   g_string_free(pk, TRUE);
   g_string_append(s, gemm_run);
   if (trans)
@@ -1761,6 +1892,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
    * multiply-adds on padding */
   replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
   replace_uint(s, "@BINK@", weir_kernel_gemm_inplace_k());
+  replace_uint(s, "@RUNMIN@", weir_kernel_gemm_pack_runs());
   replace_uint(s, "@TMR@", bl->tmr);
   replace_uint(s, "@TNR@", bl->tnr);
   replace_uint(s, "@TMV@", bl->tmv);
@@ -1794,6 +1926,9 @@ char *weir_kernels_signature(void) {
   if (weir_kernel_gemm_inplace_k() != WEIR_GEMM_INPLACE_K)
     g_string_append_printf(s, "; b in place up to k %u",
                            weir_kernel_gemm_inplace_k());
+  if (weir_kernel_gemm_pack_runs() != WEIR_GEMM_PACK_RUNS)
+    g_string_append_printf(s, "; patch runs from ow %u",
+                           weir_kernel_gemm_pack_runs());
   return g_string_free(s, FALSE);
 }
 

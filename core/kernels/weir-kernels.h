@@ -74,6 +74,15 @@ gint64 weir_kernel_gemm_orient_env(void);
 #define WEIR_GEMM_INPLACE_K 1000000000u
 guint weir_kernel_gemm_inplace_k(void);
 
+/* The smallest output-row width ow (below a panel's NR columns) for which
+ * the implicit im2col packs a panel at stride 1 or 2 as runs of output
+ * columns with masked loads (f32 on AVX-512, s2conv14p), not with masked
+ * gathers.  WEIR_GEMM_PACK_RUNS by default; $WEIR_GEMM_PACK_RUNS (0:
+ * never) replaces it, for comparisons in one build, and is then part of
+ * weir_kernels_signature. */
+#define WEIR_GEMM_PACK_RUNS 8u
+guint weir_kernel_gemm_pack_runs(void);
+
 /* Whether the transposed microtile (channels in the vectors) is expected
  * to be faster than the usual one for an m x n x k product with blocking
  * bl: a count of the microkernels' cycles (two FMAs and two loads per

@@ -1180,6 +1180,102 @@ static void test_conv_inplace(void **state) {
   g_unsetenv("WEIR_GEMM_INPLACE_K");
 }
 
+/* ------------------------------- strided patches packed from runs */
+
+static void s2_p2(WeirNode *n) {
+  set_geo(n, 1, 2, 1, 2, 2, 2, 2);
+}
+static void dil_s2_asym(WeirNode *n) {
+  set_geo(n, 1, 2, 2, 1, 0, 2, 1);
+}
+static void s1_asym(WeirNode *n) {
+  set_geo(n, 1, 1, 1, 2, 0, 0, 1);
+}
+
+/* The patches of maps 8 to NR - 1 wide at stride 1 or 2, packed from runs
+ * of output columns with masked loads and permutes on AVX-512
+ * (s2conv14p; the other ISAs and $WEIR_GEMM_PACK_RUNS 0 keep the
+ * gathers or the scalar table): ResNet's strided 3x3 onto 28x28 (the
+ * 48-wide panels straddle output rows) with a ReLU, a 3x3 at stride 2
+ * onto 14x14 with K = 270 in two k blocks cut inside a channel, a 1x1
+ * downsample from an odd 27x27, the narrowest map (8x8) and the widest
+ * (47x47: N past NC) at stride 2, a 5x5 with padding 2, dilation with
+ * stride and asymmetric padding, stride 1 with asymmetric padding, and a
+ * residual.  Each program is checked with the runs from ow 8 (the
+ * default), never (0) and from ow 16 (the 8x8 and 14x14 maps gathered). */
+static const Node runs[] = {
+    {"Conv",
+     {"1, 9, 56, 56", "16, 9, 3, 3", "16"},
+     "1, 16, 28, 28",
+     s2_p1,
+     "y = max(x, 0.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv", {"1, 30, 28, 28", "12, 30, 3, 3", "12"}, "1, 12, 14, 14", s2_p1},
+    {"Conv", {"1, 20, 27, 27", "24, 20, 1, 1", "24"}, "1, 24, 14, 14", s2},
+    {"Conv", {"1, 3, 16, 16", "5, 3, 3, 3", "5"}, "1, 5, 8, 8", s2_p1},
+    {"Conv", {"1, 2, 94, 94", "4, 2, 3, 3", ""}, "1, 4, 47, 47", s2_p1},
+    {"Conv", {"1, 3, 40, 38", "6, 3, 5, 5", "6"}, "1, 6, 20, 19", s2_p2},
+    {"Conv", {"1, 4, 21, 33", "7, 4, 3, 3", "7"}, "1, 7, 10, 15", dil_s2_asym},
+    {"Conv", {"1, 5, 13, 20", "6, 5, 3, 3", "6"}, "1, 6, 13, 19", s1_asym},
+    {"Conv",
+     {"1, 8, 24, 24", "10, 8, 3, 3", "10"},
+     "1, 10, 12, 12",
+     s2_p1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+};
+
+static void test_conv_runs(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g =
+      program("runs", runs, G_N_ELEMENTS(runs), WEIR_DTYPE_F32);
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  static const char *const envs[] = {NULL, "0", "16"};
+  g_autofree char *sig = weir_kernels_signature();
+  for (guint e = 0; e < G_N_ELEMENTS(envs); e++) {
+    if (envs[e])
+      g_setenv("WEIR_GEMM_PACK_RUNS", envs[e], TRUE);
+    check_program(g, runs, G_N_ELEMENTS(runs), WEIR_DTYPE_F32);
+    /* the threshold is in the GEMM's text (f32 on AVX-512), and the
+     * kernels' part of the cache key says when the environment changed
+     * it */
+    g_autoptr(WeirGraph) gw = weir_graph_copy(g);
+    WeirState *sw = g_ptr_array_index(gw->states, 0);
+    for (guint i = 0; i < sw->nodes->len; i++) {
+      WeirNode *n = g_ptr_array_index(sw->nodes, i);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        weir_node_set_attr_string(n, "impl", "weir");
+    }
+    g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+    if (!src)
+      fail_msg("%s", err->message);
+    if (hw->isa == WEIR_HW_ISA_AVX512) {
+      g_autofree char *rule = g_strdup_printf(
+          "ow >= %u && ow < 48", envs[e] && g_str_equal(envs[e], "0")
+                                     ? (guint)G_MAXINT32
+                                 : envs[e] ? 16u
+                                           : WEIR_GEMM_PACK_RUNS);
+      if (!strstr(src, rule) || !strstr(src, "weir_gemm_pack_runs_f32("))
+        fail_msg("no '%s' and runs in the generated GEMM", rule);
+    } else if (strstr(src, "weir_gemm_pack_runs")) {
+      fail_msg("runs packed on %s", weir_hw_isa_name(hw->isa));
+    }
+    g_autofree char *sig1 = weir_kernels_signature();
+    if (envs[e])
+      assert_string_not_equal(sig, sig1);
+    else
+      assert_string_equal(sig, sig1);
+    g_unsetenv("WEIR_GEMM_PACK_RUNS");
+  }
+  /* not a number: the default */
+  g_setenv("WEIR_GEMM_PACK_RUNS", "wide", TRUE);
+  assert_int_equal(weir_kernel_gemm_pack_runs(), WEIR_GEMM_PACK_RUNS);
+  g_unsetenv("WEIR_GEMM_PACK_RUNS");
+}
+
 /* ------------------------------------------- a sample with epilogues */
 
 static void test_lenet_epilogues(void **state) {
@@ -1467,6 +1563,7 @@ int main(void) {
       cmocka_unit_test(test_conv_batched_f32),
       cmocka_unit_test(test_conv_batched_f64),
       cmocka_unit_test(test_conv_inplace),
+      cmocka_unit_test(test_conv_runs),
       cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_thread_split),
