@@ -551,9 +551,10 @@ static const char gemm_pack_gather_fn[] =
  * @IMRUNS@. */
 static const char gemm_pack_runs_fn[] =
     "/* weir_gemm_pack_im on maps whose output rows are a good part of a panel\n"
-    " * (@RUNMIN@ <= ow < @NR@, ow >= 8: ResNet's 28x28 and 14x14 maps on the\n"
-    " * usual tile) at unit stride or stride 2, with AVX-512 masked loads and\n"
-    " * permutes instead of gathers.  Each 16-lane vector of a panel row holds\n"
+    " * (@RUNMIN@ <= ow < @NR@, ow >= VW / 2: ResNet's 28x28 and 14x14 maps\n"
+    " * on the usual tile, VW 16; its 7x7 maps on the transposed tile, VW 8)\n"
+    " * at unit stride or stride 2, with AVX-512 masked loads and\n"
+    " * permutes instead of gathers.  Each VW-lane vector of a panel row holds\n"
     " * at most three segments: lanes [l0, l1) from one output row, whose lane\n"
     " * l reads x[xo + l * sw + i * dh * wd + j * dw] at kernel offset (i, j)\n"
     " * (xo tabled once per panel).  Per patch row a segment is one masked load\n"
@@ -562,7 +563,7 @@ static const char gemm_pack_runs_fn[] =
     " * padding (tabled per kernel row i and column j) are not read and stay 0.\n"
     " * i, j: kernel offset of row pc, xc its plane; p0, q0, n0: the output row,\n"
     " * column and image of the panel's first column, w its columns. */\n"
-    "static __attribute__((target(\"avx512f\"), noinline)) void\n"
+    "static __attribute__((target(\"@VTGT@\"), noinline)) void\n"
     "weir_gemm_pack_runs_@S@(const weir_gemm_patches_@S@ *im, const float *xc,\n"
     "                        int64_t kc, int64_t i, int64_t j, int64_t p0,\n"
     "                        int64_t q0, int64_t n0, int64_t w, float *dst) {\n"
@@ -573,20 +574,20 @@ static const char gemm_pack_runs_fn[] =
     "   * inside the image (lm, and em their elements' positions in the two\n"
     "   * vectors loaded at stride 2), per kernel row ii whether its input row\n"
     "   * is inside (rok, bit ii) */\n"
-    "  int64_t xo[@NR@ / 16][3];\n"
-    "  uint16_t lm[@NR@ / 16][3][16];\n"
-    "  uint32_t em[@NR@ / 16][3][16], rok[@NR@ / 16][3];\n"
-    "  int ns[@NR@ / 16];\n"
-    "  for (int v = 0; v < @NR@ / 16; v++)\n"
+    "  int64_t xo[@NR@ / @VW@][3];\n"
+    "  uint16_t lm[@NR@ / @VW@][3][16];\n"
+    "  uint32_t em[@NR@ / @VW@][3][16], rok[@NR@ / @VW@][3];\n"
+    "  int ns[@NR@ / @VW@];\n"
+    "  for (int v = 0; v < @NR@ / @VW@; v++)\n"
     "    ns[v] = 0;\n"
     "  for (int64_t t = 0, p = p0, qq = q0, in = n0; t < w;) {\n"
     "    const int64_t run = ow - qq < w - t ? ow - qq : w - t;\n"
     "    const int64_t ih0 = p * im->sh - im->ph;\n"
     "    /* the run's columns [t, t + run), cut at the vectors' edges */\n"
     "    for (int64_t u = t; u < t + run;) {\n"
-    "      const int v = (int)(u / 16), s = ns[v]++;\n"
-    "      const int64_t l0 = u % 16, l1 = t + run - 16 * v < 16 ? t + run - 16 * v\n"
-    "                                                            : 16;\n"
+    "      const int v = (int)(u / @VW@), s = ns[v]++;\n"
+    "      const int64_t l0 = u % @VW@,\n"
+    "                    l1 = t + run - @VW@ * v < @VW@ ? t + run - @VW@ * v : @VW@;\n"
     "      const int64_t qs = qq + (u - t); /* output column of lane l0 */\n"
     "      xo[v][s] = in * im->xn + ih0 * wd + (qs - l0) * sw - im->pw;\n"
     "      uint32_t ok = 0;\n"
@@ -614,31 +615,30 @@ static const char gemm_pack_runs_fn[] =
     "      in++;\n"
     "    }\n"
     "  }\n"
-    "  /* lanes 0..15 of the even elements of two vectors (a, b) */\n"
-    "  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12,\n"
-    "                                      10, 8, 6, 4, 2, 0);\n"
+    "  /* the even elements of two vectors (a, b) */\n"
+    "  const @VI@ ev = @EV@;\n"
     "  for (int64_t k = 0; k < kc; k++) {\n"
     "    const float *xk = xc + i * dh * wd + j * dw;\n"
     "    float *d = dst + k * @NR@;\n"
-    "    for (int v = 0; v < @NR@ / 16; v++) {\n"
-    "      __m512 acc = _mm512_setzero_ps();\n"
+    "    for (int v = 0; v < @NR@ / @VW@; v++) {\n"
+    "      @VT@ acc = @VP@_setzero_ps();\n"
     "      for (int s = 0; s < ns[v]; s++) {\n"
     "        if (!(rok[v][s] >> i & 1))\n"
     "          continue;\n"
-    "        const __mmask16 m = lm[v][s][j];\n"
+    "        const @VK@ m = lm[v][s][j];\n"
     "        const float *src = xk + xo[v][s];\n"
     "        if (sw == 1) {\n"
-    "          acc = _mm512_mask_loadu_ps(acc, m, src);\n"
+    "          acc = @VP@_mask_loadu_ps(acc, m, src);\n"
     "        } else {\n"
     "          const uint32_t e = em[v][s][j];\n"
-    "          const __m512 lo = _mm512_maskz_loadu_ps((__mmask16)e, src);\n"
-    "          const __m512 hi =\n"
-    "              _mm512_maskz_loadu_ps((__mmask16)(e >> 16), src + 16);\n"
-    "          acc = _mm512_mask_mov_ps(acc, m,\n"
-    "                                   _mm512_permutex2var_ps(lo, ev, hi));\n"
+    "          const @VT@ lo = @VP@_maskz_loadu_ps((@VK@)e, src);\n"
+    "          const @VT@ hi =\n"
+    "              @VP@_maskz_loadu_ps((@VK@)(e >> @VW@), src + @VW@);\n"
+    "          acc = @VP@_mask_mov_ps(acc, m,\n"
+    "                                   @VP@_permutex2var_ps(lo, ev, hi));\n"
     "        }\n"
     "      }\n"
-    "      _mm512_storeu_ps(d + 16 * v, acc);\n"
+    "      @VP@_storeu_ps(d + @VW@ * v, acc);\n"
     "    }\n"
     "    if (++j == kw) {\n"
     "      j = 0;\n"
@@ -652,7 +652,8 @@ static const char gemm_pack_runs_fn[] =
     "\n";
 
 static const char gemm_pack_runs_call[] =
-    "  if (@NR@ % 16 == 0 && ow >= 8 && ow >= @RUNMIN@ && ow < @NR@ &&\n"
+    "  if (@NR@ % @VW@ == 0 && ow >= @VW@ / 2 && ow >= @RUNMIN@ &&\n"
+    "      ow < @NR@ &&\n"
     "      (im->sw == 1 || im->sw == 2) && kh <= 32 && kw <= 16) {\n"
     "    weir_gemm_pack_runs_@S@(im, xc, kc, i, j, p0, q0, n0, w, dst);\n"
     "    return;\n"
@@ -1755,6 +1756,22 @@ guint weir_kernel_gemm_inplace_k(void) {
   return WEIR_GEMM_INPLACE_K;
 }
 
+/* gemm_pack_runs_fn's vectors: vw 16 (zmm) or 8 (ymm, AVX-512VL) lanes */
+static void runs_width(GString *s, guint vw) {
+  gboolean z = vw == 16;
+  g_string_replace(s, "@VTGT@", z ? "avx512f" : "avx512f,avx512vl", 0);
+  g_string_replace(s, "@VI@", z ? "__m512i" : "__m256i", 0);
+  g_string_replace(s, "@VT@", z ? "__m512" : "__m256", 0);
+  g_string_replace(s, "@VP@", z ? "_mm512" : "_mm256", 0);
+  g_string_replace(s, "@VK@", z ? "__mmask16" : "__mmask8", 0);
+  g_string_replace(s, "@EV@",
+                   z ? "_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, "
+                       "14, 12, 10, 8, 6, 4, 2, 0)"
+                     : "_mm256_set_epi32(14, 12, 10, 8, 6, 4, 2, 0)",
+                   0);
+  replace_uint(s, "@VW@", vw);
+}
+
 guint weir_kernel_gemm_pack_runs(void) {
   const char *v = g_getenv("WEIR_GEMM_PACK_RUNS");
   if (v && *v) {
@@ -1856,18 +1873,24 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   GString *pk = g_string_new(gather ? gemm_pack_gather_fn : "");
   g_string_append(pk, gemm_pack);
   g_string_replace(pk, "@IMGATHER@", gather ? gemm_pack_gather_call : "", 0);
-  /* the panels of maps at least 8 wide (usual tile: NR a multiple of 16)
-   * packed from runs of output columns (f32 on AVX-512) */
+  /* the panels of maps at least half a vector wide packed from segments
+   * of output rows (f32 on AVX-512): zmm on the usual tile's panels (NR a
+   * multiple of 16), ymm on the transposed tile's (TNR 8) */
   GString *tp = g_string_new(pk->str);
   g_string_replace(pk, "@IMRUNS@", gather ? gemm_pack_runs_call : "", 0);
-  if (gather)
+  if (gather) {
     g_string_prepend(pk, gemm_pack_runs_fn);
+    runs_width(pk, 16);
+  }
   g_string_append(s, pk->str);
   gboolean trans = t != WEIR_DTYPE_F64 && bl->tnr > 0;
   if (trans) {
-    /* the packing again, for the transposed microtile's panels (TNR 8 on
-     * AVX-512: no runs) */
-    g_string_replace(tp, "@IMRUNS@", "", 0);
+    /* the packing again, for the transposed microtile's panels */
+    g_string_replace(tp, "@IMRUNS@", gather ? gemm_pack_runs_call : "", 0);
+    if (gather) {
+      g_string_prepend(tp, gemm_pack_runs_fn);
+      runs_width(tp, bl->tnr % 16 == 0 ? 16 : 8);
+    }
     g_string_replace(tp, "weir_gemm_pack_", "weir_gemm_tpack_", 0);
     g_string_replace(tp, "@NR@", "@TNR@", 0);
     g_string_replace(tp, "@MR@", "@TMR@", 0);

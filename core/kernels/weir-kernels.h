@@ -74,13 +74,14 @@ gint64 weir_kernel_gemm_orient_env(void);
 #define WEIR_GEMM_INPLACE_K 1000000000u
 guint weir_kernel_gemm_inplace_k(void);
 
-/* The smallest output-row width ow (below a panel's NR columns) for which
- * the implicit im2col packs a panel at stride 1 or 2 as runs of output
- * columns with masked loads (f32 on AVX-512, s2conv14p), not with masked
- * gathers.  WEIR_GEMM_PACK_RUNS by default; $WEIR_GEMM_PACK_RUNS (0:
- * never) replaces it, for comparisons in one build, and is then part of
- * weir_kernels_signature. */
-#define WEIR_GEMM_PACK_RUNS 8u
+/* The smallest output-row width ow (below a panel's NR columns, and at
+ * least half a vector: 8 on the usual tile's panels, 4 on the transposed
+ * tile's) for which the implicit im2col packs a panel at stride 1 or 2
+ * from segments of output rows with masked loads and permutes (f32 on
+ * AVX-512, s2conv14p), not with masked gathers.  WEIR_GEMM_PACK_RUNS by
+ * default; $WEIR_GEMM_PACK_RUNS (0: never) replaces it, for comparisons
+ * in one build, and is then part of weir_kernels_signature. */
+#define WEIR_GEMM_PACK_RUNS 4u
 guint weir_kernel_gemm_pack_runs(void);
 
 /* Whether the transposed microtile (channels in the vectors) is expected

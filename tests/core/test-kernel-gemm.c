@@ -1192,17 +1192,22 @@ static void s1_asym(WeirNode *n) {
   set_geo(n, 1, 1, 1, 2, 0, 0, 1);
 }
 
-/* The patches of maps 8 to NR - 1 wide at stride 1 or 2, packed from runs
- * of output columns with masked loads and permutes on AVX-512
- * (s2conv14p; the other ISAs and $WEIR_GEMM_PACK_RUNS 0 keep the
- * gathers or the scalar table): ResNet's strided 3x3 onto 28x28 (the
- * 48-wide panels straddle output rows) with a ReLU, a 3x3 at stride 2
- * onto 14x14 with K = 270 in two k blocks cut inside a channel, a 1x1
- * downsample from an odd 27x27, the narrowest map (8x8) and the widest
- * (47x47: N past NC) at stride 2, a 5x5 with padding 2, dilation with
- * stride and asymmetric padding, stride 1 with asymmetric padding, and a
- * residual.  Each program is checked with the runs from ow 8 (the
- * default), never (0) and from ow 16 (the 8x8 and 14x14 maps gathered). */
+/* The patches of maps from half a vector to NR - 1 wide at stride 1 or
+ * 2, packed from segments of output rows with masked loads and permutes
+ * on AVX-512 (s2conv14p; the other ISAs and $WEIR_GEMM_PACK_RUNS 0 keep
+ * the gathers or the scalar table).  The usual tile (48-wide panels, 16
+ * lanes, maps 8 to 47 wide): ResNet's strided 3x3 onto 28x28 (the panels
+ * straddle output rows) with a ReLU, a 3x3 at stride 2 onto 14x14 with
+ * K = 270 in two k blocks cut inside a channel, a 1x1 downsample from an
+ * odd 27x27, the narrowest map (8x8) and the widest (47x47: N past NC)
+ * at stride 2, a 5x5 with padding 2, dilation with stride and asymmetric
+ * padding, stride 1 with asymmetric padding, a residual.  The transposed
+ * tile forced (orient=2: 8-wide panels, 8 lanes, maps 4 to 7 wide):
+ * ResNet's 3x3 on 7x7 (two k blocks), its strided 3x3 from 14x14 with a
+ * residual, a 1x1 at stride 2 from 13x13, the narrowest map (4x4), and
+ * dilation with stride and asymmetric padding.  Each program is checked
+ * with the segments from ow 4 (the default), never (0) and from ow 16
+ * (the 8x8 and 14x14 maps and the transposed tile's gathered). */
 static const Node runs[] = {
     {"Conv",
      {"1, 9, 56, 56", "16, 9, 3, 3", "16"},
@@ -1225,6 +1230,18 @@ static const Node runs[] = {
      "y = max(x + r, 0.0)",
      TRUE,
      "weir + residual + clip"},
+    /* the transposed tile (n9 on) */
+    {"Conv", {"1, 40, 7, 7", "50, 40, 3, 3", "50"}, "1, 50, 7, 7", pad1},
+    {"Conv",
+     {"1, 24, 14, 14", "20, 24, 3, 3", "20"},
+     "1, 20, 7, 7",
+     s2_p1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv", {"1, 16, 13, 13", "30, 16, 1, 1", "30"}, "1, 30, 7, 7", s2},
+    {"Conv", {"1, 6, 8, 8", "7, 6, 3, 3", "7"}, "1, 7, 4, 4", s2_p1},
+    {"Conv", {"1, 4, 15, 17", "5, 4, 3, 3", "5"}, "1, 5, 7, 7", dil_s2_asym},
 };
 
 static void test_conv_runs(void **state) {
@@ -1232,6 +1249,15 @@ static void test_conv_runs(void **state) {
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirGraph) g =
       program("runs", runs, G_N_ELEMENTS(runs), WEIR_DTYPE_F32);
+  WeirState *st = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY && n->label[0] == 'n' &&
+        g_ascii_strtoll(n->label + 1, NULL, 10) >= 9) {
+      const char *ps[] = {WEIR_GEMM_PARAM_ORIENT "=2"};
+      weir_node_set_attr_strings(n, "impl_params", ps, 1);
+    }
+  }
   g_autoptr(WeirHwProfile) hw = weir_hw_detect();
   static const char *const envs[] = {NULL, "0", "16"};
   g_autofree char *sig = weir_kernels_signature();
@@ -1254,11 +1280,12 @@ static void test_conv_runs(void **state) {
       fail_msg("%s", err->message);
     if (hw->isa == WEIR_HW_ISA_AVX512) {
       g_autofree char *rule = g_strdup_printf(
-          "ow >= %u && ow < 48", envs[e] && g_str_equal(envs[e], "0")
-                                     ? (guint)G_MAXINT32
-                                 : envs[e] ? 16u
-                                           : WEIR_GEMM_PACK_RUNS);
-      if (!strstr(src, rule) || !strstr(src, "weir_gemm_pack_runs_f32("))
+          "ow >= %u &&", envs[e] && g_str_equal(envs[e], "0")
+                             ? (guint)G_MAXINT32
+                         : envs[e] ? 16u
+                                   : WEIR_GEMM_PACK_RUNS);
+      if (!strstr(src, rule) || !strstr(src, "weir_gemm_pack_runs_f32(") ||
+          !strstr(src, "weir_gemm_tpack_runs_f32("))
         fail_msg("no '%s' and runs in the generated GEMM", rule);
     } else if (strstr(src, "weir_gemm_pack_runs")) {
       fail_msg("runs packed on %s", weir_hw_isa_name(hw->isa));
