@@ -79,9 +79,11 @@ guint weir_kernel_gemm_inplace_k(void);
  * tile's) for which the implicit im2col packs a panel at stride 1 or 2
  * from segments of output rows with masked loads and permutes (f32 on
  * AVX-512, s2conv14p), not with masked gathers.  WEIR_GEMM_PACK_RUNS by
- * default; $WEIR_GEMM_PACK_RUNS (0: never) replaces it, for comparisons
- * in one build, and is then part of weir_kernels_signature. */
-#define WEIR_GEMM_PACK_RUNS 4u
+ * default (8: the transposed tile's 7x7 maps keep the gathers, as fast
+ * within the noise); $WEIR_GEMM_PACK_RUNS (0: never; 4: the 7x7 maps
+ * too) replaces it, for comparisons in one build, and is then part of
+ * weir_kernels_signature. */
+#define WEIR_GEMM_PACK_RUNS 8u
 guint weir_kernel_gemm_pack_runs(void);
 
 /* Whether the transposed microtile (channels in the vectors) is expected

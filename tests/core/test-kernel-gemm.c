@@ -1206,8 +1206,9 @@ static void s1_asym(WeirNode *n) {
  * ResNet's 3x3 on 7x7 (two k blocks), its strided 3x3 from 14x14 with a
  * residual, a 1x1 at stride 2 from 13x13, the narrowest map (4x4), and
  * dilation with stride and asymmetric padding.  Each program is checked
- * with the segments from ow 4 (the default), never (0) and from ow 16
- * (the 8x8 and 14x14 maps and the transposed tile's gathered). */
+ * with the segments from ow 8 (the default: the transposed tile's maps
+ * gathered), never (0), from ow 16 (the 8x8 and 14x14 maps gathered too)
+ * and from ow 4 (the transposed tile's maps from segments). */
 static const Node runs[] = {
     {"Conv",
      {"1, 9, 56, 56", "16, 9, 3, 3", "16"},
@@ -1259,7 +1260,7 @@ static void test_conv_runs(void **state) {
     }
   }
   g_autoptr(WeirHwProfile) hw = weir_hw_detect();
-  static const char *const envs[] = {NULL, "0", "16"};
+  static const char *const envs[] = {NULL, "0", "16", "4"};
   g_autofree char *sig = weir_kernels_signature();
   for (guint e = 0; e < G_N_ELEMENTS(envs); e++) {
     if (envs[e])
@@ -1279,11 +1280,11 @@ static void test_conv_runs(void **state) {
     if (!src)
       fail_msg("%s", err->message);
     if (hw->isa == WEIR_HW_ISA_AVX512) {
+      const guint64 v = envs[e] ? g_ascii_strtoull(envs[e], NULL, 10) : 0;
       g_autofree char *rule = g_strdup_printf(
-          "ow >= %u &&", envs[e] && g_str_equal(envs[e], "0")
-                             ? (guint)G_MAXINT32
-                         : envs[e] ? 16u
-                                   : WEIR_GEMM_PACK_RUNS);
+          "ow >= %u &&", !envs[e] ? WEIR_GEMM_PACK_RUNS
+                         : v == 0 ? (guint)G_MAXINT32
+                                  : (guint)v);
       if (!strstr(src, rule) || !strstr(src, "weir_gemm_pack_runs_f32(") ||
           !strstr(src, "weir_gemm_tpack_runs_f32("))
         fail_msg("no '%s' and runs in the generated GEMM", rule);
