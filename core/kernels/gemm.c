@@ -71,6 +71,15 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
   /* the packed A block (MC x KC): as much again */
   guint mc = (guint)(l2 / 2 / (b.kc * es));
   b.mc = MAX(round_down(mc, b.mr), b.mr);
+  if (b.tnr) {
+    /* the transposed driver: its B micro-panel (TNR x TKC) in half of L1
+     * (768 for f32 on AVX-512 with a 48 KiB L1: ResNet's 512 -> 512 3x3
+     * on 7x7, K 4608, 11% faster than at 256), its A block (TMC x TKC)
+     * in half of L2 */
+    guint tkc = (guint)(l1 / 2 / (b.tnr * es));
+    b.tkc = CLAMP(round_down(tkc, 16), 64, 2048);
+    b.tab = (guint)MAX(l2 / 2 / es, (gint64)b.tkc * b.tmr);
+  }
   /* each thread of a GEMM packs into its own buffers (no barrier inside a
    * call): room for one per logical core */
   guint cores =
@@ -115,6 +124,10 @@ gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
     b.nr = b.nv * b.vl;
     b.mc = MAX(round_down(b.mc, b.mr), b.mr);
     b.nc = MAX(round_down(b.nc, b.nr), b.nr);
+    if (b.tnr) {
+      b.tkc = b.kc;
+      b.tab = MAX(b.mc, b.tmr) * b.kc;
+    }
     g_snprintf(b.id, sizeof b.id, "%s_%ux%u_%u_%u_%u",
                t == WEIR_DTYPE_F64 ? "f64" : "f32", b.mr, b.nr, b.kc, b.mc,
                b.nc);
@@ -249,7 +262,8 @@ static const char vec_generic[] =
 static const char gemm_head[] =
     "/* Weir's GEMM (docs/native.md, implementation \"weir\") for @ISA@:\n"
     " * microtile MR @MR@ x NR @NR@ (@NV@ vectors of @VL@), blocks KC @KC@,\n"
-    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes); packing\n"
+    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes; the\n"
+    " * transposed tile's KC @TKC@, A blocks of @TAB@ elements); packing\n"
     " * buffers for @THREADS@ threads (the profile's logical cores). */\n";
 
 static const char gemm_ukr[] =
@@ -1528,9 +1542,13 @@ static const char gemm_t_run[] =
     "   * layers, m 512 and 2048, were 7-14% slower in the network, conv14n;\n"
     "   * MobileNetV2's projections, m 160 and 320, 2-5% faster) */\n"
     "  const int inpl = !tb && !im && k <= @BINK@ && mpad <= 8 * @TMR@;\n"
-    "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
+    "  const int64_t kblocks = (k + @TKC@ - 1) / @TKC@;\n"
     "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
-    "  const int64_t mblocks = (m + @MC@ - 1) / @MC@;\n"
+    "  /* as many whole A panels of the k block as fit in @TAB@ elements\n"
+    "   * (weir_kernel_gemm_trows: the pre-packed blocks are the same) */\n"
+    "  const int64_t tmcr = @TAB@ / kcb / @TMR@ * @TMR@;\n"
+    "  const int64_t tmc = tmcr > @TMR@ ? tmcr : @TMR@;\n"
+    "  const int64_t mblocks = (m + tmc - 1) / tmc;\n"
     "  const int64_t mcb =\n"
     "      ((m + mblocks - 1) / mblocks + @TMR@ - 1) / @TMR@ * @TMR@;\n"
     "  const int64_t nb = n < @NC@ ? (n + @TNR@ - 1) / @TNR@ * @TNR@ : @NC@;\n"
@@ -1916,6 +1934,8 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
   replace_uint(s, "@BINK@", weir_kernel_gemm_inplace_k());
   replace_uint(s, "@RUNMIN@", weir_kernel_gemm_pack_runs());
+  replace_uint(s, "@TKC@", bl->tkc);
+  replace_uint(s, "@TAB@", bl->tab);
   replace_uint(s, "@TMR@", bl->tmr);
   replace_uint(s, "@TNR@", bl->tnr);
   replace_uint(s, "@TMV@", bl->tmv);
@@ -1939,9 +1959,10 @@ char *weir_kernels_signature(void) {
     weir_kernel_gemm_blocking(hw, types[i], &b);
     g_autofree char *name = weir_kernel_gemm_name(&b);
     g_string_append_printf(
-        s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u threads %u",
+        s,
+        "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u tkc %u tab %u threads %u",
         i ? "; " : "", name, weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
-        b.nc, b.threads);
+        b.nc, b.tkc, b.tab, b.threads);
   }
   if (weir_kernel_gemm_orient_env())
     g_string_append_printf(s, "; conv orient %" G_GINT64_FORMAT,
@@ -1958,21 +1979,36 @@ char *weir_kernels_signature(void) {
 /* threads x (round64(kb * nb * size) + round64(kb * mb * size)), kb and
  * mb the balanced blocks (kcb, mcb): what the driver's packing buffers
  * take for these m, n, k (its bbytes + abytes per thread). */
+gint64 weir_kernel_gemm_trows(const WeirGemmBlocking *bl, gint64 k) {
+  g_return_val_if_fail(bl->tmr > 0 && bl->tkc > 0, 1);
+  gint64 kblocks = (MAX(k, 1) + bl->tkc - 1) / bl->tkc;
+  gint64 kcb = (MAX(k, 1) + kblocks - 1) / kblocks;
+  gint64 rows = (gint64)bl->tab / kcb / bl->tmr * bl->tmr;
+  return MAX(rows, (gint64)bl->tmr);
+}
+
+static gint64 work_blocks(gint64 size, gint64 m, gint64 n, gint64 k,
+                          gint64 kc, gint64 mc, gint64 nc, gint64 mr,
+                          gint64 nr) {
+  gint64 kblocks = (k + kc - 1) / kc;
+  gint64 kb = (k + kblocks - 1) / kblocks;
+  gint64 mblocks = (m + mc - 1) / mc;
+  gint64 mb = ((m + mblocks - 1) / mblocks + mr - 1) / mr * mr;
+  gint64 nb = n < nc ? (n + nr - 1) / nr * nr : nc;
+  return (kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64;
+}
+
 static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
                          gint64 n, gint64 k) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
-  gint64 kblocks = (k + bl->kc - 1) / bl->kc;
-  gint64 kb = (k + kblocks - 1) / kblocks;
-  gint64 mblocks = (m + bl->mc - 1) / bl->mc;
-  gint64 mb = ((m + mblocks - 1) / mblocks + bl->mr - 1) / bl->mr * bl->mr;
-  if (bl->tmr) /* weir_gemm_runt's A blocks: whole TMR-high panels */
-    mb = MAX(mb,
-             ((m + mblocks - 1) / mblocks + bl->tmr - 1) / bl->tmr * bl->tmr);
-  gint64 nb =
-      n < (gint64)bl->nc ? (n + bl->nr - 1) / bl->nr * bl->nr : (gint64)bl->nc;
-  return (gint64)MAX(bl->threads, 1) *
-         ((kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64);
+  gint64 w = work_blocks(size, m, n, k, bl->kc, bl->mc, bl->nc, bl->mr,
+                         bl->nr);
+  if (bl->tmr) /* weir_gemm_runt's blocks: TMR-high, TNR-wide panels */
+    w = MAX(w, work_blocks(size, m, n, k, bl->tkc,
+                           weir_kernel_gemm_trows(bl, k), bl->nc, bl->tmr,
+                           bl->tnr));
+  return (gint64)MAX(bl->threads, 1) * w;
 }
 
 WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
@@ -1983,7 +2019,13 @@ WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
       weir_expr_is_const(k, &ck))
     return weir_expr_const(work_exact(bl, size, cm, cn, ck));
   /* symbolic sizes: the largest blocks the driver packs */
-  return weir_expr_const(work_exact(bl, size, bl->mc, bl->nc, bl->kc));
+  gint64 w = work_exact(bl, size, bl->mc, bl->nc, bl->kc);
+  if (bl->tmr) /* weir_gemm_runt: kcb x nc of B, tab (or one panel) of A */
+    w = MAX(w, (gint64)MAX(bl->threads, 1) *
+                   (((gint64)bl->tkc * bl->nc * size + 63) / 64 * 64 +
+                    ((gint64)MAX(bl->tab, bl->tkc * bl->tmr) * size + 63) /
+                        64 * 64));
+  return weir_expr_const(w);
 }
 
 /* ------------------------------------------------------------ emitting */
@@ -2182,8 +2224,8 @@ gint64 weir_kernel_gemm_prepacked_at_elements(const WeirGemmBlocking *bl,
 
 /* w packed in panels of mr rows (bl->mr or bl->tmr). */
 static char *prepack_a(WeirNativeEmit *e, WeirDType t,
-                       const WeirGemmBlocking *bl, const WeirContainer *w,
-                       gint64 groups, gint64 m, gint64 k, guint mr) {
+                       const WeirContainer *w, gint64 groups, gint64 m,
+                       gint64 k, guint mr, guint kc, guint mc) {
   if (!e->prepacked || t != WEIR_DTYPE_F32 || groups <= 0 || m <= 0 || k <= 0 ||
       mr == 0)
     return NULL;
@@ -2196,7 +2238,7 @@ static char *prepack_a(WeirNativeEmit *e, WeirDType t,
       "weir_prepack_a_f32((const float *)@SRC@, %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u, %u, %u, (float "
       "*)@DST@);",
-      groups, m, k, mr, bl->kc, bl->mc);
+      groups, m, k, mr, kc, mc);
   g_autofree char *p =
       e->prepacked(e, w, elements * 4, "weir_prepack_a_f32", text, pack);
   if (!p)
@@ -2208,12 +2250,13 @@ char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
                                  const WeirGemmBlocking *bl,
                                  const WeirContainer *w, gint64 groups,
                                  gint64 m, gint64 k) {
-  return prepack_a(e, t, bl, w, groups, m, k, bl->mr);
+  return prepack_a(e, t, w, groups, m, k, bl->mr, bl->kc, bl->mc);
 }
 
 char *weir_kernel_gemm_prepack_at(WeirNativeEmit *e, WeirDType t,
                                   const WeirGemmBlocking *bl,
                                   const WeirContainer *w, gint64 groups,
                                   gint64 m, gint64 k) {
-  return prepack_a(e, t, bl, w, groups, m, k, bl->tmr);
+  return prepack_a(e, t, w, groups, m, k, bl->tmr, bl->tkc,
+                   (guint)weir_kernel_gemm_trows(bl, k));
 }
