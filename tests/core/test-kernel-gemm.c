@@ -404,9 +404,10 @@ static const Node chans[] = {
     /* 50 rows: two whole vectors and a partial one on AVX-512; 49
      * columns: six whole panels and one of a column */
     {"Conv", {"1, 40, 7, 7", "50, 40, 1, 1", "50"}, "1, 50, 7, 7", NULL},
-    /* K 600: three k blocks (the tile added to c, then the epilogue) */
+    /* K 1800: three k blocks (the tile added to c, then the epilogue;
+     * the transposed driver's k blocks are up to 768 deep) */
     {"Conv",
-     {"1, 600, 5, 5", "100, 600, 1, 1", ""},
+     {"1, 1800, 5, 5", "100, 1800, 1, 1", ""},
      "1, 100, 5, 5",
      NULL,
      "y = max(x + r, 0.0)",
@@ -455,12 +456,13 @@ static const Node chans[] = {
      "y = x + r",
      TRUE,
      "weir + residual"},
-    /* ResNet's last stage, smaller: 3x3 patches on 7x7 maps, K = 549 in
-     * three k blocks of an odd 183 rows (the gathered panels' last row
-     * alone), a residual; the strided 3x3 from 14x14; dilation with
-     * stride and asymmetric padding */
+    /* ResNet's last stage, smaller: 3x3 patches on 7x7 maps, K = 1647
+     * in three k blocks of an odd 549 rows (the gathered panels' last row
+     * alone; the transposed driver's k blocks are up to 768 deep), a
+     * residual; the strided 3x3 from 14x14; dilation with stride and
+     * asymmetric padding */
     {"Conv",
-     {"1, 61, 7, 7", "50, 61, 3, 3", "50"},
+     {"1, 183, 7, 7", "50, 183, 3, 3", "50"},
      "1, 50, 7, 7",
      pad1,
      "y = max(x + r, 0.0)",
@@ -1048,7 +1050,8 @@ static void test_thread_split(void **state) {
  * on full tiles since silu14o: 96 and 48 rows, N 192 and 96, K = 300 with
  * two k blocks); groups and batch
  * 2 (B a slice of X); the channel-vector tile (weir_gemm_runt) forced,
- * whose B panels of TNR columns are read in place too.  A strided 1x1 and
+ * whose B panels of TNR columns are read in place too (K 900: two of
+ * its k blocks).  A strided 1x1 and
  * a Gemm's B (not transposed, and transposed: packed) next to them.  Each
  * program is checked with B in place up to any k, never ($WEIR_GEMM_INPLACE_K
  * 0) and up to k 20 (the K = 300 nodes packed, the others in place). */
@@ -1094,7 +1097,7 @@ static const Node inplace[] = {
      * 63 and 48 (a last panel of 7 columns, packed, or none), two k
      * blocks, a residual */
     {"Conv",
-     {"1, 300, 7, 9", "50, 300, 1, 1", "50"},
+     {"1, 900, 7, 9", "50, 900, 1, 1", "50"},
      "1, 50, 7, 9",
      NULL,
      "y = max(x + r, 0.0)",
@@ -1203,7 +1206,7 @@ static void s1_asym(WeirNode *n) {
  * at stride 2, a 5x5 with padding 2, dilation with stride and asymmetric
  * padding, stride 1 with asymmetric padding, a residual.  The transposed
  * tile forced (orient=2: 8-wide panels, 8 lanes, maps 4 to 7 wide):
- * ResNet's 3x3 on 7x7 (two k blocks), its strided 3x3 from 14x14 with a
+ * ResNet's 3x3 on 7x7 (K 900: two k blocks), its strided 3x3 from 14x14 with a
  * residual, a 1x1 at stride 2 from 13x13, the narrowest map (4x4), and
  * dilation with stride and asymmetric padding.  Each program is checked
  * with the segments from ow 8 (the default: the transposed tile's maps
@@ -1232,7 +1235,7 @@ static const Node runs[] = {
      TRUE,
      "weir + residual + clip"},
     /* the transposed tile (n9 on) */
-    {"Conv", {"1, 40, 7, 7", "50, 40, 3, 3", "50"}, "1, 50, 7, 7", pad1},
+    {"Conv", {"1, 100, 7, 7", "50, 100, 3, 3", "50"}, "1, 50, 7, 7", pad1},
     {"Conv",
      {"1, 24, 14, 14", "20, 24, 3, 3", "20"},
      "1, 20, 7, 7",
