@@ -71,6 +71,15 @@ void weir_kernel_gemm_blocking(const WeirHwProfile *hw, WeirDType t,
   /* the packed A block (MC x KC): as much again */
   guint mc = (guint)(l2 / 2 / (b.kc * es));
   b.mc = MAX(round_down(mc, b.mr), b.mr);
+  if (b.tnr) {
+    /* the transposed driver: its B micro-panel (TNR x TKC) in half of L1
+     * (768 for f32 on AVX-512 with a 48 KiB L1: ResNet's 512 -> 512 3x3
+     * on 7x7, K 4608, 11% faster than at 256), its A block (TMC x TKC)
+     * in half of L2 */
+    guint tkc = (guint)(l1 / 2 / (b.tnr * es));
+    b.tkc = CLAMP(round_down(tkc, 16), 64, 2048);
+    b.tab = (guint)MAX(l2 / 2 / es, (gint64)b.tkc * b.tmr);
+  }
   /* each thread of a GEMM packs into its own buffers (no barrier inside a
    * call): room for one per logical core */
   guint cores =
@@ -115,6 +124,10 @@ gboolean weir_kernel_gemm_blocking_node(const WeirHwProfile *hw, WeirDType t,
     b.nr = b.nv * b.vl;
     b.mc = MAX(round_down(b.mc, b.mr), b.mr);
     b.nc = MAX(round_down(b.nc, b.nr), b.nr);
+    if (b.tnr) {
+      b.tkc = b.kc;
+      b.tab = MAX(b.mc, b.tmr) * b.kc;
+    }
     g_snprintf(b.id, sizeof b.id, "%s_%ux%u_%u_%u_%u",
                t == WEIR_DTYPE_F64 ? "f64" : "f32", b.mr, b.nr, b.kc, b.mc,
                b.nc);
@@ -249,7 +262,8 @@ static const char vec_generic[] =
 static const char gemm_head[] =
     "/* Weir's GEMM (docs/native.md, implementation \"weir\") for @ISA@:\n"
     " * microtile MR @MR@ x NR @NR@ (@NV@ vectors of @VL@), blocks KC @KC@,\n"
-    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes); packing\n"
+    " * MC @MC@, NC @NC@ (from the hardware profile's cache sizes; the\n"
+    " * transposed tile's KC @TKC@, A blocks of @TAB@ elements); packing\n"
     " * buffers for @THREADS@ threads (the profile's logical cores). */\n";
 
 static const char gemm_ukr[] =
@@ -546,6 +560,119 @@ static const char gemm_pack_gather_fn[] =
     "}\n"
     "\n";
 
+/* weir_gemm_pack_im on the panels of @RUNMIN@ <= ow < NR maps at stride 1
+ * or 2 (f32 on AVX-512, NR a multiple of 16): its function and the call,
+ * @IMRUNS@. */
+static const char gemm_pack_runs_fn[] =
+    "/* weir_gemm_pack_im on maps whose output rows are a good part of a panel\n"
+    " * (@RUNMIN@ <= ow < @NR@, ow >= VW / 2: ResNet's 28x28 and 14x14 maps\n"
+    " * on the usual tile, VW 16; its 7x7 maps on the transposed tile, VW 8)\n"
+    " * at unit stride or stride 2, with AVX-512 masked loads and\n"
+    " * permutes instead of gathers.  Each VW-lane vector of a panel row holds\n"
+    " * at most three segments: lanes [l0, l1) from one output row, whose lane\n"
+    " * l reads x[xo + l * sw + i * dh * wd + j * dw] at kernel offset (i, j)\n"
+    " * (xo tabled once per panel).  Per patch row a segment is one masked load\n"
+    " * at unit stride, two masked loads and a permute of their even elements\n"
+    " * at stride 2, blended into the vector; the lanes whose input lies in the\n"
+    " * padding (tabled per kernel row i and column j) are not read and stay 0.\n"
+    " * i, j: kernel offset of row pc, xc its plane; p0, q0, n0: the output row,\n"
+    " * column and image of the panel's first column, w its columns. */\n"
+    "static __attribute__((target(\"@VTGT@\"), noinline)) void\n"
+    "weir_gemm_pack_runs_@S@(const weir_gemm_patches_@S@ *im, const float *xc,\n"
+    "                        int64_t kc, int64_t i, int64_t j, int64_t p0,\n"
+    "                        int64_t q0, int64_t n0, int64_t w, float *dst) {\n"
+    "  const int64_t h = im->h, wd = im->wd, ow = im->ow, sw = im->sw;\n"
+    "  const int64_t kh = im->kh, kw = im->kw, dh = im->dh, dw = im->dw;\n"
+    "  const int64_t oh = im->oh > 0 ? im->oh : INT64_MAX;\n"
+    "  /* segment s of vector v: xo[v][s]; per kernel column jj the lanes\n"
+    "   * inside the image (lm, and em their elements' positions in the two\n"
+    "   * vectors loaded at stride 2), per kernel row ii whether its input row\n"
+    "   * is inside (rok, bit ii) */\n"
+    "  int64_t xo[@NR@ / @VW@][3];\n"
+    "  uint16_t lm[@NR@ / @VW@][3][16];\n"
+    "  uint32_t em[@NR@ / @VW@][3][16], rok[@NR@ / @VW@][3];\n"
+    "  int ns[@NR@ / @VW@];\n"
+    "  for (int v = 0; v < @NR@ / @VW@; v++)\n"
+    "    ns[v] = 0;\n"
+    "  for (int64_t t = 0, p = p0, qq = q0, in = n0; t < w;) {\n"
+    "    const int64_t run = ow - qq < w - t ? ow - qq : w - t;\n"
+    "    const int64_t ih0 = p * im->sh - im->ph;\n"
+    "    /* the run's columns [t, t + run), cut at the vectors' edges */\n"
+    "    for (int64_t u = t; u < t + run;) {\n"
+    "      const int v = (int)(u / @VW@), s = ns[v]++;\n"
+    "      const int64_t l0 = u % @VW@,\n"
+    "                    l1 = t + run - @VW@ * v < @VW@ ? t + run - @VW@ * v : @VW@;\n"
+    "      const int64_t qs = qq + (u - t); /* output column of lane l0 */\n"
+    "      xo[v][s] = in * im->xn + ih0 * wd + (qs - l0) * sw - im->pw;\n"
+    "      uint32_t ok = 0;\n"
+    "      for (int64_t ii = 0; ii < kh; ii++)\n"
+    "        ok |= (uint32_t)(ih0 + ii * dh >= 0 && ih0 + ii * dh < h) << ii;\n"
+    "      rok[v][s] = ok;\n"
+    "      for (int64_t jj = 0; jj < kw; jj++) {\n"
+    "        uint32_t m = 0, e = 0;\n"
+    "        for (int64_t l = l0; l < l1; l++) {\n"
+    "          const int64_t iw = (qs + l - l0) * sw - im->pw + jj * dw;\n"
+    "          if (iw >= 0 && iw < wd) {\n"
+    "            m |= (uint32_t)1 << l;\n"
+    "            e |= (uint32_t)1 << (sw == 1 ? l : 2 * l);\n"
+    "          }\n"
+    "        }\n"
+    "        lm[v][s][jj] = (uint16_t)m;\n"
+    "        em[v][s][jj] = e;\n"
+    "      }\n"
+    "      u += l1 - l0;\n"
+    "    }\n"
+    "    t += run;\n"
+    "    qq = 0;\n"
+    "    if (++p == oh) {\n"
+    "      p = 0;\n"
+    "      in++;\n"
+    "    }\n"
+    "  }\n"
+    "  /* the even elements of two vectors (a, b) */\n"
+    "  const @VI@ ev = @EV@;\n"
+    "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    const float *xk = xc + i * dh * wd + j * dw;\n"
+    "    float *d = dst + k * @NR@;\n"
+    "    for (int v = 0; v < @NR@ / @VW@; v++) {\n"
+    "      @VT@ acc = @VP@_setzero_ps();\n"
+    "      for (int s = 0; s < ns[v]; s++) {\n"
+    "        if (!(rok[v][s] >> i & 1))\n"
+    "          continue;\n"
+    "        const @VK@ m = lm[v][s][j];\n"
+    "        const float *src = xk + xo[v][s];\n"
+    "        if (sw == 1) {\n"
+    "          acc = @VP@_mask_loadu_ps(acc, m, src);\n"
+    "        } else {\n"
+    "          const uint32_t e = em[v][s][j];\n"
+    "          const @VT@ lo = @VP@_maskz_loadu_ps((@VK@)e, src);\n"
+    "          const @VT@ hi =\n"
+    "              @VP@_maskz_loadu_ps((@VK@)(e >> @VW@), src + @VW@);\n"
+    "          acc = @VP@_mask_mov_ps(acc, m,\n"
+    "                                   @VP@_permutex2var_ps(lo, ev, hi));\n"
+    "        }\n"
+    "      }\n"
+    "      @VP@_storeu_ps(d + @VW@ * v, acc);\n"
+    "    }\n"
+    "    if (++j == kw) {\n"
+    "      j = 0;\n"
+    "      if (++i == kh) {\n"
+    "        i = 0;\n"
+    "        xc += h * wd;\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "}\n"
+    "\n";
+
+static const char gemm_pack_runs_call[] =
+    "  if (@NR@ % @VW@ == 0 && ow >= @VW@ / 2 && ow >= @RUNMIN@ &&\n"
+    "      ow < @NR@ &&\n"
+    "      (im->sw == 1 || im->sw == 2) && kh <= 32 && kw <= 16) {\n"
+    "    weir_gemm_pack_runs_@S@(im, xc, kc, i, j, p0, q0, n0, w, dst);\n"
+    "    return;\n"
+    "  }\n";
+
 static const char gemm_pack_gather_call[] =
     "    if ((@NR@ == 8 || @NR@ % 16 == 0) &&\n"
     "        (kc / (kh * kw) + 2) * h * wd <= INT32_MAX / 2) {\n"
@@ -612,6 +739,7 @@ static const char gemm_pack[] =
     "  const int64_t rw = wd + im->pw + (kw - 1) * dw;\n"
     "  /* the last column's image (its offset tabled too) */\n"
     "  const int64_t nl = (jc + j0 + (w > 0 ? w - 1 : 0)) / im->ow / oh;\n"
+    "@IMRUNS@"
     "  if (ow < @NR@ && rh <= INT32_MAX / 8 && rw <= INT32_MAX / 8 &&\n"
     "      rh * wd <= INT32_MAX / 4 && nl * xn <= INT32_MAX / 4) {\n"
     "    /* tN[t]: input row and column of column t at kernel offset (0, 0),\n"
@@ -1430,9 +1558,13 @@ static const char gemm_t_run[] =
     "   * layers, m 512 and 2048, were 7-14% slower in the network, conv14n;\n"
     "   * MobileNetV2's projections, m 160 and 320, 2-5% faster) */\n"
     "  const int inpl = !tb && !im && k <= @BINK@ && mpad <= 8 * @TMR@;\n"
-    "  const int64_t kblocks = (k + @KC@ - 1) / @KC@;\n"
+    "  const int64_t kblocks = (k + @TKC@ - 1) / @TKC@;\n"
     "  const int64_t kcb = (k + kblocks - 1) / kblocks;\n"
-    "  const int64_t mblocks = (m + @MC@ - 1) / @MC@;\n"
+    "  /* as many whole A panels of the k block as fit in @TAB@ elements\n"
+    "   * (weir_kernel_gemm_trows: the pre-packed blocks are the same) */\n"
+    "  const int64_t tmcr = @TAB@ / kcb / @TMR@ * @TMR@;\n"
+    "  const int64_t tmc = tmcr > @TMR@ ? tmcr : @TMR@;\n"
+    "  const int64_t mblocks = (m + tmc - 1) / tmc;\n"
     "  const int64_t mcb =\n"
     "      ((m + mblocks - 1) / mblocks + @TMR@ - 1) / @TMR@ * @TMR@;\n"
     "  const int64_t nb = n < @NC@ ? (n + @TNR@ - 1) / @TNR@ * @TNR@ : @NC@;\n"
@@ -1774,6 +1906,33 @@ guint weir_kernel_gemm_inplace_k(void) {
   return WEIR_GEMM_INPLACE_K;
 }
 
+/* gemm_pack_runs_fn's vectors: vw 16 (zmm) or 8 (ymm, AVX-512VL) lanes */
+static void runs_width(GString *s, guint vw) {
+  gboolean z = vw == 16;
+  g_string_replace(s, "@VTGT@", z ? "avx512f" : "avx512f,avx512vl", 0);
+  g_string_replace(s, "@VI@", z ? "__m512i" : "__m256i", 0);
+  g_string_replace(s, "@VT@", z ? "__m512" : "__m256", 0);
+  g_string_replace(s, "@VP@", z ? "_mm512" : "_mm256", 0);
+  g_string_replace(s, "@VK@", z ? "__mmask16" : "__mmask8", 0);
+  g_string_replace(s, "@EV@",
+                   z ? "_mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, "
+                       "14, 12, 10, 8, 6, 4, 2, 0)"
+                     : "_mm256_set_epi32(14, 12, 10, 8, 6, 4, 2, 0)",
+                   0);
+  replace_uint(s, "@VW@", vw);
+}
+
+guint weir_kernel_gemm_pack_runs(void) {
+  const char *v = g_getenv("WEIR_GEMM_PACK_RUNS");
+  if (v && *v) {
+    char *end = NULL;
+    const guint64 w = g_ascii_strtoull(v, &end, 10);
+    if (end && *end == '\0')
+      return w == 0 ? G_MAXINT32 : (guint)MIN(w, (guint64)G_MAXINT32);
+  }
+  return WEIR_GEMM_PACK_RUNS;
+}
+
 gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
                                               gint64 m, gint64 n, gint64 k,
                                               gboolean patches) {
@@ -1883,17 +2042,30 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   GString *pk = g_string_new(gather ? gemm_pack_gather_fn : "");
   g_string_append(pk, gemm_pack);
   g_string_replace(pk, "@IMGATHER@", gather ? gemm_pack_gather_call : "", 0);
+  /* the panels of maps at least half a vector wide packed from segments
+   * of output rows (f32 on AVX-512): zmm on the usual tile's panels (NR a
+   * multiple of 16), ymm on the transposed tile's (TNR 8) */
+  GString *tp = g_string_new(pk->str);
+  g_string_replace(pk, "@IMRUNS@", gather ? gemm_pack_runs_call : "", 0);
+  if (gather) {
+    g_string_prepend(pk, gemm_pack_runs_fn);
+    runs_width(pk, 16);
+  }
   g_string_append(s, pk->str);
   gboolean trans = t != WEIR_DTYPE_F64 && bl->tnr > 0;
   if (trans) {
     /* the packing again, for the transposed microtile's panels */
-    GString *tp = g_string_new(pk->str);
+    g_string_replace(tp, "@IMRUNS@", gather ? gemm_pack_runs_call : "", 0);
+    if (gather) {
+      g_string_prepend(tp, gemm_pack_runs_fn);
+      runs_width(tp, bl->tnr % 16 == 0 ? 16 : 8);
+    }
     g_string_replace(tp, "weir_gemm_pack_", "weir_gemm_tpack_", 0);
     g_string_replace(tp, "@NR@", "@TNR@", 0);
     g_string_replace(tp, "@MR@", "@TMR@", 0);
     g_string_append(s, tp->str);
-    g_string_free(tp, TRUE);
   }
+  g_string_free(tp, TRUE);
   g_string_free(pk, TRUE);
   /* the transposed tile before the usual driver, which computes its tail
    * with it (tail14p) */
@@ -1924,6 +2096,9 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
    * multiply-adds on padding */
   replace_uint(s, "@SMALLM@", MAX(bl->mr / 2, 2));
   replace_uint(s, "@BINK@", weir_kernel_gemm_inplace_k());
+  replace_uint(s, "@RUNMIN@", weir_kernel_gemm_pack_runs());
+  replace_uint(s, "@TKC@", bl->tkc);
+  replace_uint(s, "@TAB@", bl->tab);
   replace_uint(s, "@TMR@", bl->tmr);
   replace_uint(s, "@TNR@", bl->tnr);
   replace_uint(s, "@TMV@", bl->tmv);
@@ -1947,9 +2122,10 @@ char *weir_kernels_signature(void) {
     weir_kernel_gemm_blocking(hw, types[i], &b);
     g_autofree char *name = weir_kernel_gemm_name(&b);
     g_string_append_printf(
-        s, "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u threads %u",
+        s,
+        "%sgemm %s %s mr %u nr %u kc %u mc %u nc %u tkc %u tab %u threads %u",
         i ? "; " : "", name, weir_hw_isa_name(b.isa), b.mr, b.nr, b.kc, b.mc,
-        b.nc, b.threads);
+        b.nc, b.tkc, b.tab, b.threads);
   }
   if (weir_kernel_gemm_orient_env())
     g_string_append_printf(s, "; conv orient %" G_GINT64_FORMAT,
@@ -1957,27 +2133,45 @@ char *weir_kernels_signature(void) {
   if (weir_kernel_gemm_inplace_k() != WEIR_GEMM_INPLACE_K)
     g_string_append_printf(s, "; b in place up to k %u",
                            weir_kernel_gemm_inplace_k());
+  if (weir_kernel_gemm_pack_runs() != WEIR_GEMM_PACK_RUNS)
+    g_string_append_printf(s, "; patch runs from ow %u",
+                           weir_kernel_gemm_pack_runs());
   return g_string_free(s, FALSE);
 }
 
 /* threads x (round64(kb * nb * size) + round64(kb * mb * size)), kb and
  * mb the balanced blocks (kcb, mcb): what the driver's packing buffers
  * take for these m, n, k (its bbytes + abytes per thread). */
+gint64 weir_kernel_gemm_trows(const WeirGemmBlocking *bl, gint64 k) {
+  g_return_val_if_fail(bl->tmr > 0 && bl->tkc > 0, 1);
+  gint64 kblocks = (MAX(k, 1) + bl->tkc - 1) / bl->tkc;
+  gint64 kcb = (MAX(k, 1) + kblocks - 1) / kblocks;
+  gint64 rows = (gint64)bl->tab / kcb / bl->tmr * bl->tmr;
+  return MAX(rows, (gint64)bl->tmr);
+}
+
+static gint64 work_blocks(gint64 size, gint64 m, gint64 n, gint64 k,
+                          gint64 kc, gint64 mc, gint64 nc, gint64 mr,
+                          gint64 nr) {
+  gint64 kblocks = (k + kc - 1) / kc;
+  gint64 kb = (k + kblocks - 1) / kblocks;
+  gint64 mblocks = (m + mc - 1) / mc;
+  gint64 mb = ((m + mblocks - 1) / mblocks + mr - 1) / mr * mr;
+  gint64 nb = n < nc ? (n + nr - 1) / nr * nr : nc;
+  return (kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64;
+}
+
 static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
                          gint64 n, gint64 k) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
-  gint64 kblocks = (k + bl->kc - 1) / bl->kc;
-  gint64 kb = (k + kblocks - 1) / kblocks;
-  gint64 mblocks = (m + bl->mc - 1) / bl->mc;
-  gint64 mb = ((m + mblocks - 1) / mblocks + bl->mr - 1) / bl->mr * bl->mr;
-  if (bl->tmr) /* weir_gemm_runt's A blocks: whole TMR-high panels */
-    mb = MAX(mb,
-             ((m + mblocks - 1) / mblocks + bl->tmr - 1) / bl->tmr * bl->tmr);
-  gint64 nb =
-      n < (gint64)bl->nc ? (n + bl->nr - 1) / bl->nr * bl->nr : (gint64)bl->nc;
-  return (gint64)MAX(bl->threads, 1) *
-         ((kb * nb * size + 63) / 64 * 64 + (kb * mb * size + 63) / 64 * 64);
+  gint64 w = work_blocks(size, m, n, k, bl->kc, bl->mc, bl->nc, bl->mr,
+                         bl->nr);
+  if (bl->tmr) /* weir_gemm_runt's blocks: TMR-high, TNR-wide panels */
+    w = MAX(w, work_blocks(size, m, n, k, bl->tkc,
+                           weir_kernel_gemm_trows(bl, k), bl->nc, bl->tmr,
+                           bl->tnr));
+  return (gint64)MAX(bl->threads, 1) * w;
 }
 
 WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
@@ -1988,7 +2182,13 @@ WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
       weir_expr_is_const(k, &ck))
     return weir_expr_const(work_exact(bl, size, cm, cn, ck));
   /* symbolic sizes: the largest blocks the driver packs */
-  return weir_expr_const(work_exact(bl, size, bl->mc, bl->nc, bl->kc));
+  gint64 w = work_exact(bl, size, bl->mc, bl->nc, bl->kc);
+  if (bl->tmr) /* weir_gemm_runt: kcb x nc of B, tab (or one panel) of A */
+    w = MAX(w, (gint64)MAX(bl->threads, 1) *
+                   (((gint64)bl->tkc * bl->nc * size + 63) / 64 * 64 +
+                    ((gint64)MAX(bl->tab, bl->tkc * bl->tmr) * size + 63) /
+                        64 * 64));
+  return weir_expr_const(w);
 }
 
 /* ------------------------------------------------------------ emitting */
@@ -2187,8 +2387,8 @@ gint64 weir_kernel_gemm_prepacked_at_elements(const WeirGemmBlocking *bl,
 
 /* w packed in panels of mr rows (bl->mr or bl->tmr). */
 static char *prepack_a(WeirNativeEmit *e, WeirDType t,
-                       const WeirGemmBlocking *bl, const WeirContainer *w,
-                       gint64 groups, gint64 m, gint64 k, guint mr) {
+                       const WeirContainer *w, gint64 groups, gint64 m,
+                       gint64 k, guint mr, guint kc, guint mc) {
   if (!e->prepacked || t != WEIR_DTYPE_F32 || groups <= 0 || m <= 0 || k <= 0 ||
       mr == 0)
     return NULL;
@@ -2201,7 +2401,7 @@ static char *prepack_a(WeirNativeEmit *e, WeirDType t,
       "weir_prepack_a_f32((const float *)@SRC@, %" G_GINT64_FORMAT
       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u, %u, %u, (float "
       "*)@DST@);",
-      groups, m, k, mr, bl->kc, bl->mc);
+      groups, m, k, mr, kc, mc);
   g_autofree char *p =
       e->prepacked(e, w, elements * 4, "weir_prepack_a_f32", text, pack);
   if (!p)
@@ -2213,12 +2413,13 @@ char *weir_kernel_gemm_prepack_a(WeirNativeEmit *e, WeirDType t,
                                  const WeirGemmBlocking *bl,
                                  const WeirContainer *w, gint64 groups,
                                  gint64 m, gint64 k) {
-  return prepack_a(e, t, bl, w, groups, m, k, bl->mr);
+  return prepack_a(e, t, w, groups, m, k, bl->mr, bl->kc, bl->mc);
 }
 
 char *weir_kernel_gemm_prepack_at(WeirNativeEmit *e, WeirDType t,
                                   const WeirGemmBlocking *bl,
                                   const WeirContainer *w, gint64 groups,
                                   gint64 m, gint64 k) {
-  return prepack_a(e, t, bl, w, groups, m, k, bl->tmr);
+  return prepack_a(e, t, w, groups, m, k, bl->tmr, bl->tkc,
+                   (guint)weir_kernel_gemm_trows(bl, k));
 }

@@ -29,6 +29,14 @@ typedef struct {
    * columns broadcast; tnr a power of two with vl / tnr 1 or 2.  f32
    * only: tnr 0 (f64) means there is none. */
   guint tmv, tnr, tmr;
+  /* The transposed driver's k block and A block (tnr > 0): a B
+   * micro-panel (tnr x tkc) stays in L1 while the A micro-panels stream
+   * past it, so it may take half of L1 (a transposing store per tile and
+   * k block is the cost of a short k block: s2conv14p); the A block, tab
+   * elements at most (half of L2), has as many whole tmr-high panels of
+   * the k block as fit (weir_kernel_gemm_trows).  A node's own gemm_kc /
+   * gemm_mc set both drivers' blocks (tab = mc x kc). */
+  guint tkc, tab;
   /* The most threads one call uses: each packs into its own buffers, so
    * the work space holds this many (1..WEIR_GEMM_MAX_THREADS; the
    * profile's logical cores). */
@@ -38,6 +46,11 @@ typedef struct {
    * ("f32_14x32_256_1008_1024") for a node's own. */
   char id[64];
 } WeirGemmBlocking;
+
+/* The rows of the transposed driver's A blocks for a product of depth k:
+ * tab / kcb (kcb the balanced k block of at most tkc) rounded down to
+ * whole tmr-high panels, at least one. */
+gint64 weir_kernel_gemm_trows(const WeirGemmBlocking *bl, gint64 k);
 
 /* The largest WeirGemmBlocking.threads. */
 #define WEIR_GEMM_MAX_THREADS 64
@@ -73,6 +86,18 @@ gint64 weir_kernel_gemm_orient_env(void);
  * weir_kernels_signature. */
 #define WEIR_GEMM_INPLACE_K 1000000000u
 guint weir_kernel_gemm_inplace_k(void);
+
+/* The smallest output-row width ow (below a panel's NR columns, and at
+ * least half a vector: 8 on the usual tile's panels, 4 on the transposed
+ * tile's) for which the implicit im2col packs a panel at stride 1 or 2
+ * from segments of output rows with masked loads and permutes (f32 on
+ * AVX-512, s2conv14p), not with masked gathers.  WEIR_GEMM_PACK_RUNS by
+ * default (8: the transposed tile's 7x7 maps keep the gathers, as fast
+ * within the noise); $WEIR_GEMM_PACK_RUNS (0: never; 4: the 7x7 maps
+ * too) replaces it, for comparisons in one build, and is then part of
+ * weir_kernels_signature. */
+#define WEIR_GEMM_PACK_RUNS 8u
+guint weir_kernel_gemm_pack_runs(void);
 
 /* Whether the transposed microtile (channels in the vectors) is expected
  * to be faster than the usual one for an m x n x k product with blocking

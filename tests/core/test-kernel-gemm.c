@@ -404,9 +404,10 @@ static const Node chans[] = {
     /* 50 rows: two whole vectors and a partial one on AVX-512; 49
      * columns: six whole panels and one of a column */
     {"Conv", {"1, 40, 7, 7", "50, 40, 1, 1", "50"}, "1, 50, 7, 7", NULL},
-    /* K 600: three k blocks (the tile added to c, then the epilogue) */
+    /* K 1800: three k blocks (the tile added to c, then the epilogue;
+     * the transposed driver's k blocks are up to 768 deep) */
     {"Conv",
-     {"1, 600, 5, 5", "100, 600, 1, 1", ""},
+     {"1, 1800, 5, 5", "100, 1800, 1, 1", ""},
      "1, 100, 5, 5",
      NULL,
      "y = max(x + r, 0.0)",
@@ -455,12 +456,13 @@ static const Node chans[] = {
      "y = x + r",
      TRUE,
      "weir + residual"},
-    /* ResNet's last stage, smaller: 3x3 patches on 7x7 maps, K = 549 in
-     * three k blocks of an odd 183 rows (the gathered panels' last row
-     * alone), a residual; the strided 3x3 from 14x14; dilation with
-     * stride and asymmetric padding */
+    /* ResNet's last stage, smaller: 3x3 patches on 7x7 maps, K = 1647
+     * in three k blocks of an odd 549 rows (the gathered panels' last row
+     * alone; the transposed driver's k blocks are up to 768 deep), a
+     * residual; the strided 3x3 from 14x14; dilation with stride and
+     * asymmetric padding */
     {"Conv",
-     {"1, 61, 7, 7", "50, 61, 3, 3", "50"},
+     {"1, 183, 7, 7", "50, 183, 3, 3", "50"},
      "1, 50, 7, 7",
      pad1,
      "y = max(x + r, 0.0)",
@@ -1072,7 +1074,8 @@ static void test_thread_split(void **state) {
  * on full tiles since silu14o: 96 and 48 rows, N 192 and 96, K = 300 with
  * two k blocks); groups and batch
  * 2 (B a slice of X); the channel-vector tile (weir_gemm_runt) forced,
- * whose B panels of TNR columns are read in place too.  A strided 1x1 and
+ * whose B panels of TNR columns are read in place too (K 900: two of
+ * its k blocks).  A strided 1x1 and
  * a Gemm's B (not transposed, and transposed: packed) next to them.  Each
  * program is checked with B in place up to any k, never ($WEIR_GEMM_INPLACE_K
  * 0) and up to k 20 (the K = 300 nodes packed, the others in place). */
@@ -1118,7 +1121,7 @@ static const Node inplace[] = {
      * 63 and 48 (a last panel of 7 columns, packed, or none), two k
      * blocks, a residual */
     {"Conv",
-     {"1, 300, 7, 9", "50, 300, 1, 1", "50"},
+     {"1, 900, 7, 9", "50, 900, 1, 1", "50"},
      "1, 50, 7, 9",
      NULL,
      "y = max(x + r, 0.0)",
@@ -1281,6 +1284,130 @@ static void test_gemm_tail(void **state) {
   assert_false(weir_kernel_gemm_has_tail(&b));
   g_autofree char *tg = weir_kernel_gemm_text(WEIR_DTYPE_F32, &b);
   assert_null(strstr(tg, "weir_gemm_ukp_tab"));
+}
+
+/* ------------------------------- strided patches packed from runs */
+
+static void s2_p2(WeirNode *n) {
+  set_geo(n, 1, 2, 1, 2, 2, 2, 2);
+}
+static void dil_s2_asym(WeirNode *n) {
+  set_geo(n, 1, 2, 2, 1, 0, 2, 1);
+}
+static void s1_asym(WeirNode *n) {
+  set_geo(n, 1, 1, 1, 2, 0, 0, 1);
+}
+
+/* The patches of maps from half a vector to NR - 1 wide at stride 1 or
+ * 2, packed from segments of output rows with masked loads and permutes
+ * on AVX-512 (s2conv14p; the other ISAs and $WEIR_GEMM_PACK_RUNS 0 keep
+ * the gathers or the scalar table).  The usual tile (48-wide panels, 16
+ * lanes, maps 8 to 47 wide): ResNet's strided 3x3 onto 28x28 (the panels
+ * straddle output rows) with a ReLU, a 3x3 at stride 2 onto 14x14 with
+ * K = 270 in two k blocks cut inside a channel, a 1x1 downsample from an
+ * odd 27x27, the narrowest map (8x8) and the widest (47x47: N past NC)
+ * at stride 2, a 5x5 with padding 2, dilation with stride and asymmetric
+ * padding, stride 1 with asymmetric padding, a residual.  The transposed
+ * tile forced (orient=2: 8-wide panels, 8 lanes, maps 4 to 7 wide):
+ * ResNet's 3x3 on 7x7 (K 900: two k blocks), its strided 3x3 from 14x14 with a
+ * residual, a 1x1 at stride 2 from 13x13, the narrowest map (4x4), and
+ * dilation with stride and asymmetric padding.  Each program is checked
+ * with the segments from ow 8 (the default: the transposed tile's maps
+ * gathered), never (0), from ow 16 (the 8x8 and 14x14 maps gathered too)
+ * and from ow 4 (the transposed tile's maps from segments). */
+static const Node runs[] = {
+    {"Conv",
+     {"1, 9, 56, 56", "16, 9, 3, 3", "16"},
+     "1, 16, 28, 28",
+     s2_p1,
+     "y = max(x, 0.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv", {"1, 30, 28, 28", "12, 30, 3, 3", "12"}, "1, 12, 14, 14", s2_p1},
+    {"Conv", {"1, 20, 27, 27", "24, 20, 1, 1", "24"}, "1, 24, 14, 14", s2},
+    {"Conv", {"1, 3, 16, 16", "5, 3, 3, 3", "5"}, "1, 5, 8, 8", s2_p1},
+    {"Conv", {"1, 2, 94, 94", "4, 2, 3, 3", ""}, "1, 4, 47, 47", s2_p1},
+    {"Conv", {"1, 3, 40, 38", "6, 3, 5, 5", "6"}, "1, 6, 20, 19", s2_p2},
+    {"Conv", {"1, 4, 21, 33", "7, 4, 3, 3", "7"}, "1, 7, 10, 15", dil_s2_asym},
+    {"Conv", {"1, 5, 13, 20", "6, 5, 3, 3", "6"}, "1, 6, 13, 19", s1_asym},
+    {"Conv",
+     {"1, 8, 24, 24", "10, 8, 3, 3", "10"},
+     "1, 10, 12, 12",
+     s2_p1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    /* the transposed tile (n9 on) */
+    {"Conv", {"1, 100, 7, 7", "50, 100, 3, 3", "50"}, "1, 50, 7, 7", pad1},
+    {"Conv",
+     {"1, 24, 14, 14", "20, 24, 3, 3", "20"},
+     "1, 20, 7, 7",
+     s2_p1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv", {"1, 16, 13, 13", "30, 16, 1, 1", "30"}, "1, 30, 7, 7", s2},
+    {"Conv", {"1, 6, 8, 8", "7, 6, 3, 3", "7"}, "1, 7, 4, 4", s2_p1},
+    {"Conv", {"1, 4, 15, 17", "5, 4, 3, 3", "5"}, "1, 5, 7, 7", dil_s2_asym},
+};
+
+static void test_conv_runs(void **state) {
+  (void)state;
+  g_autoptr(GError) err = NULL;
+  g_autoptr(WeirGraph) g =
+      program("runs", runs, G_N_ELEMENTS(runs), WEIR_DTYPE_F32);
+  WeirState *st = g_ptr_array_index(g->states, 0);
+  for (guint i = 0; i < st->nodes->len; i++) {
+    WeirNode *n = g_ptr_array_index(st->nodes, i);
+    if (n->kind == WEIR_NODE_LIBRARY && n->label[0] == 'n' &&
+        g_ascii_strtoll(n->label + 1, NULL, 10) >= 9) {
+      const char *ps[] = {WEIR_GEMM_PARAM_ORIENT "=2"};
+      weir_node_set_attr_strings(n, "impl_params", ps, 1);
+    }
+  }
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  static const char *const envs[] = {NULL, "0", "16", "4"};
+  g_autofree char *sig = weir_kernels_signature();
+  for (guint e = 0; e < G_N_ELEMENTS(envs); e++) {
+    if (envs[e])
+      g_setenv("WEIR_GEMM_PACK_RUNS", envs[e], TRUE);
+    check_program(g, runs, G_N_ELEMENTS(runs), WEIR_DTYPE_F32);
+    /* the threshold is in the GEMM's text (f32 on AVX-512), and the
+     * kernels' part of the cache key says when the environment changed
+     * it */
+    g_autoptr(WeirGraph) gw = weir_graph_copy(g);
+    WeirState *sw = g_ptr_array_index(gw->states, 0);
+    for (guint i = 0; i < sw->nodes->len; i++) {
+      WeirNode *n = g_ptr_array_index(sw->nodes, i);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        weir_node_set_attr_string(n, "impl", "weir");
+    }
+    g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+    if (!src)
+      fail_msg("%s", err->message);
+    if (hw->isa == WEIR_HW_ISA_AVX512) {
+      const guint64 v = envs[e] ? g_ascii_strtoull(envs[e], NULL, 10) : 0;
+      g_autofree char *rule = g_strdup_printf(
+          "ow >= %u &&", !envs[e] ? WEIR_GEMM_PACK_RUNS
+                         : v == 0 ? (guint)G_MAXINT32
+                                  : (guint)v);
+      if (!strstr(src, rule) || !strstr(src, "weir_gemm_pack_runs_f32(") ||
+          !strstr(src, "weir_gemm_tpack_runs_f32("))
+        fail_msg("no '%s' and runs in the generated GEMM", rule);
+    } else if (strstr(src, "weir_gemm_pack_runs")) {
+      fail_msg("runs packed on %s", weir_hw_isa_name(hw->isa));
+    }
+    g_autofree char *sig1 = weir_kernels_signature();
+    if (envs[e])
+      assert_string_not_equal(sig, sig1);
+    else
+      assert_string_equal(sig, sig1);
+    g_unsetenv("WEIR_GEMM_PACK_RUNS");
+  }
+  /* not a number: the default */
+  g_setenv("WEIR_GEMM_PACK_RUNS", "wide", TRUE);
+  assert_int_equal(weir_kernel_gemm_pack_runs(), WEIR_GEMM_PACK_RUNS);
+  g_unsetenv("WEIR_GEMM_PACK_RUNS");
 }
 
 /* ------------------------------------------- a sample with epilogues */
@@ -1571,6 +1698,7 @@ int main(void) {
       cmocka_unit_test(test_conv_batched_f64),
       cmocka_unit_test(test_conv_inplace),
       cmocka_unit_test(test_gemm_tail),
+      cmocka_unit_test(test_conv_runs),
       cmocka_unit_test(test_epilogues),
       cmocka_unit_test(test_own_blocking),
       cmocka_unit_test(test_thread_split),
