@@ -161,6 +161,14 @@ static const Case cases[] = {
     {1, 4, 11, 14, 3, 3, 2, 2, 3, 1, 3, 1, 1, 1, TRUE, 0},
     {1, 3, 14, 15, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE, 0},
     {1, 3, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* the packed modes' table of row masks (at most 16 blocks of rows)
+     * and the blocks beyond it (tested per block): stride 1 with 32 and
+     * 33 rows of 7 (16 and 17 blocks), stride 2 with 32 and 33 output
+     * rows of 7 */
+    {1, 3, 32, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 33, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 64, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 66, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
     /* 81 taps: beyond the channel-blocked kernel, the row kernel's loop
      * nest */
     {1, 4, 12, 12, 9, 9, 1, 1, 4, 4, 4, 4, 1, 1, TRUE, 0},
