@@ -4,9 +4,11 @@
  * Three kernels, in one helper:
  *  - Plane (AVX-512 only, weir_dwp_*; the default for 3x3 at stride 1 on
  *    output rows of 5-8 columns as wide as the input or of 9-128, and at
- *    stride 2 on rows of 9-16): vectors of 16 output columns of one NCHW
- *    plane (or of 16 / ow whole rows), every tap a masked load straight
- *    from the input plane, no transposition; described at its text.
+ *    stride 2 on rows of 5-8 columns half as wide as the input or of
+ *    9-16): vectors of 16 output columns of one NCHW plane (or of 16 / ow
+ *    whole rows, at stride 2 two), every tap a masked load straight from
+ *    the input plane (or a permutation of two loaded rows), no
+ *    transposition; described at its text.
  *  - Channel-blocked (the default elsewhere, weir_dwc_*): VL channels per
  *    vector.
  *    Per (image, block of VL channels, band of output rows) the input rows
