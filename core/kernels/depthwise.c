@@ -5,7 +5,7 @@
  *  - Plane (AVX-512 only, weir_dwp_*; the default for 3x3 at stride 1 on
  *    output rows of 5-8 columns as wide as the input or of 9-128, and at
  *    stride 2 on rows of 5-8 columns half as wide as the input or of
- *    9-16): vectors of 16 output columns of one NCHW plane (or of 16 / ow
+ *    9-32): vectors of 16 output columns of one NCHW plane (or of 16 / ow
  *    whole rows, at stride 2 two), every tap a masked load straight from
  *    the input plane (or a permutation of two loaded rows), no
  *    transposition; described at its text.
@@ -62,9 +62,11 @@
 /* The widest output rows the plane kernel takes at stride 1 and 2
  * (columns, at most 128: 8 chunks of 16); wider rows go to the
  * channel-blocked kernel, as fast or faster there with the caches cold
- * (docs/performance.md, mobile14l). */
+ * (docs/performance.md, mobile14l; at stride 2, 17 to 32 columns were
+ * faster in MobileNetV2 with the next plane's input prefetched,
+ * mobile14p). */
 #define WEIR_DWP_MAX_OW1 128
-#define WEIR_DWP_MAX_OW2 16
+#define WEIR_DWP_MAX_OW2 32
 
 static const char dw_head[] =
     "/* Weir's depthwise convolution (docs/native.md, implementation\n"
@@ -921,6 +923,23 @@ static const char dw_plane_avx512[] =
     "    const __mmask16 sm = weir_dwp_range(0, nq);\n"
     "    for (int64_t p = 0; p < oh; p++) {\n"
     "      const int64_t ih0 = p * S - ph;\n"
+    "      if (A == 1 && ck == 0) {\n"
+    "        /* the input rows of the next plane at this row (S rows per\n"
+    "         * output row: the whole plane over the first chunk), so that\n"
+    "         * the next plane starts in the caches; in a network the input\n"
+    "         * is in the L2 or the L3 and a plane of 14 x 14 to 56 x 56 is "
+    "too\n"
+    "         * short for the hardware prefetchers to get ahead (the address\n"
+    "         * is formed as an integer: past the last plane it points\n"
+    "         * outside the tensor, and a prefetch does not fault).  Only\n"
+    "         * with the clip inlined (ReLU6): with SiLU, whose exp gives the\n"
+    "         * loads more time, it was slower (docs/performance.md,\n"
+    "         * mobile14p) */\n"
+    "        const uintptr_t nx =\n"
+    "            (uintptr_t)xc + (uintptr_t)((h * wd + p * S * wd) * 4);\n"
+    "        for (int64_t e = 0; e < S * wd * 4; e += 64)\n"
+    "          __builtin_prefetch((const void *)(nx + (uintptr_t)e), 0, 3);\n"
+    "      }\n"
     "      if (ih0 >= 0 && p + 3 < oh && ih0 + 3 * S + K - 1 < h) {\n"
     "        weir_act_v16 a[4] = {b, b, b, b};\n"
     "#pragma GCC unroll 5\n"

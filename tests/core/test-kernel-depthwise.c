@@ -161,6 +161,13 @@ static const Case cases[] = {
     {1, 4, 11, 14, 3, 3, 2, 2, 3, 1, 3, 1, 1, 1, TRUE, 0},
     {1, 3, 14, 15, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE, 0},
     {1, 3, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* the plane kernel at stride 2 onto 17 to 32 columns (mobile14p):
+     * 56 -> 28 (MobileNetV2), 32 (its widest there), 33 (channel-
+     * blocked); the next plane's input prefetched past the tensor's end
+     * on the last plane */
+    {1, 3, 12, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 9, 66, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
     /* the packed modes' table of row masks (at most 16 blocks of rows)
      * and the blocks beyond it (tested per block): stride 1 with 32 and
      * 33 rows of 7 (16 and 17 blocks), stride 2 with 32 and 33 output
