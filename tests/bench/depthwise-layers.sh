@@ -5,7 +5,7 @@
 # (mobile14l)"), interleaved in one process.
 #
 #   tests/bench/depthwise-layers.sh [BUILD_DIR] [--reps N] [--threads N] [--cold]
-#                                   [--act N]
+#                                   [--act N] [--only LIST]
 #
 # BUILD_DIR/weir generates the helper text (`weir optimize -O2` and
 # `weir codegen` of a one-node model: depthwise Conv + SiLU, exported with
@@ -23,14 +23,17 @@
 # the input is in them (docs/performance.md, mobile14i).  --act: the
 # epilogue's activation code (weir_act_apply: 3 SiLU, the default, as
 # EfficientNet-B0; 1 clip to [0, 6], ReLU6 as MobileNetV2; 0 none).
+# --only: a comma-separated list of layers C/H/K/S (channels, input size,
+# kernel, stride; e.g. 576/14/3/2,960/7/3/1) to time instead of all.
 set -eu
 build=build
 case ${1:-} in --*|'') ;; *) build=$1; shift ;; esac
-reps=30; threads=1; cold=0; act=3
+reps=30; threads=1; cold=0; act=3; only=
 while [ $# -gt 0 ]; do
   case $1 in
     --cold) cold=1; shift ;;
     --act) act=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     *) echo "depthwise-layers.sh: unknown option $1" >&2; exit 2 ;;
@@ -66,6 +69,7 @@ awk '/^static void weir_dwconv2d_f32/ {seen = 1} {print} seen && /^}$/ {exit}' \
 cat > "$d/main.c" <<'C'
 #include "helper.h"
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 static double now(int cpu) {
   struct timespec t;
@@ -82,6 +86,7 @@ int main(int argc, char **argv) {
       {960, 7, 3, 1},  {1152, 7, 5, 1}, {1152, 7, 3, 1}};
   const int reps = atoi(argv[1]), cpu = atoi(argv[2]) == 1, vlw = atoi(argv[3]),
             cold = atoi(argv[4]), act = atoi(argv[5]);
+  const char *only = argc > 6 ? argv[6] : "";
   const size_t njunk = (size_t)16 << 20;
   float *junk = cold ? calloc(njunk, sizeof(float)) : NULL;
   double tot[3] = {0, 0, 0};
@@ -91,6 +96,15 @@ int main(int argc, char **argv) {
   for (unsigned t = 0; t < sizeof layers / sizeof layers[0]; t++) {
     const int64_t c = layers[t][0], h = layers[t][1], k = layers[t][2],
                   s = layers[t][3], p = k / 2, o = (h + 2 * p - k) / s + 1;
+    if (*only) {
+      char key[64];
+      snprintf(key, sizeof key, ",%ld/%ld/%ld/%ld,", (long)c, (long)h,
+               (long)k, (long)s);
+      char list[1024];
+      snprintf(list, sizeof list, ",%s,", only);
+      if (!strstr(list, key))
+        continue;
+    }
     float *x = malloc(4 * c * h * h), *w = malloc(4 * c * k * k),
           *b = malloc(4 * c), *y = malloc(4 * c * o * o),
           *r = malloc(4 * c * o * o);
@@ -155,4 +169,4 @@ vlw=$(grep -o 'vectors of [0-9]* channels' "$d/helper.h" | head -1 | grep -o '[0
 ${CC:-cc} -O3 -march=native -fopenmp -I"$d" "$d/main.c" -o "$d/bench" -lm
 echo "depthwise-layers.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $threads thread(s), best of $reps, vector width $vlw, activation $act$( [ $cold = 1 ] && echo ', cold caches')"
 echo "uptime:$(uptime)"
-OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold" "$act"
+OMP_NUM_THREADS=$threads "$d/bench" "$reps" "$threads" "$vlw" "$cold" "$act" "$only"

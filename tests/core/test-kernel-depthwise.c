@@ -143,6 +143,39 @@ static const Case cases[] = {
     {1, 3, 3, 15, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {1, 3, 15, 24, 3, 3, 2, 2, 3, 3, 3, 3, 1, 1, TRUE, 0},
     {1, 7, 30, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* its packed mode at stride 2 (mobile14p: output rows of 5 to 8
+     * columns, half the input's, two rows per vector, the two input rows
+     * of each kernel row permuted into the taps): 14 -> 7 (MobileNetV2),
+     * odd maps 13 -> 7 at batch 2 without bias, 10 -> 5 columns on 9
+     * rows, 16 -> 8, one output row (2 input rows), asymmetric padding
+     * keeping the width (TensorFlow's 0 before, 1 after), padding beyond
+     * the kernel's reach at the top and bottom; 15 columns without
+     * padding (7, not half of 15: channel-blocked), 8 -> 4 (channel-
+     * blocked) */
+    {1, 5, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 9, 10, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 2, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 4, 14, 14, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, TRUE, 0},
+    {1, 4, 11, 14, 3, 3, 2, 2, 3, 1, 3, 1, 1, 1, TRUE, 0},
+    {1, 3, 14, 15, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE, 0},
+    {1, 3, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* the plane kernel at stride 2 onto 17 to 32 columns (mobile14p):
+     * 56 -> 28 (MobileNetV2), 32 (its widest there), 33 (channel-
+     * blocked); the next plane's input prefetched past the tensor's end
+     * on the last plane */
+    {1, 3, 12, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 9, 66, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* the packed modes' table of row masks (at most 16 blocks of rows)
+     * and the blocks beyond it (tested per block): stride 1 with 32 and
+     * 33 rows of 7 (16 and 17 blocks), stride 2 with 32 and 33 output
+     * rows of 7 */
+    {1, 3, 32, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 33, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 3, 64, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 66, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
     /* 81 taps: beyond the channel-blocked kernel, the row kernel's loop
      * nest */
     {1, 4, 12, 12, 9, 9, 1, 1, 4, 4, 4, 4, 1, 1, TRUE, 0},
@@ -185,6 +218,14 @@ static const Case epilogues[] = {
      "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
     {1, 6, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
      "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
+    /* the packed mode at stride 2 (mobile14p): ReLU6, SiLU with a
+     * residual, HardSwish through the switch */
+    {1, 6, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
+    {1, 5, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    {1, 4, 10, 10, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0,
+     "y = x * max(0, min(1, x / 6 + 0.5))", FALSE, "depthwise + HardSwish"},
     /* the scalar loop nest applies the epilogue too */
     {1, 3, 10, 12, 3, 5, 1, 1, 1, 2, 1, 2, 2, 1, TRUE, 0,
      "s = 1 / (1 + exp(-x))\ny = s * x", FALSE, "depthwise + SiLU"},
