@@ -23,6 +23,11 @@
 #     --ort-dir DIR        onnxruntime-node (default as tests/bench/run.sh)
 #     --no-peers           Weir only
 #
+# At more than one thread each of Weir's rounds is preceded by
+# build/tests/bench/triad, whose 256 KiB and 128 MiB bandwidths are printed
+# with the rounds: they tell the two states of the virtual machine of
+# docs/performance.md apart ("Two states of this machine").
+#
 # Models: tests/bench/realsize-models.py exports them once (torchvision,
 # random weights, fixed seeds) with PyTorch's output.  Per model and thread
 # count: `weir run --input --expect` checks Weir's output against PyTorch's
@@ -94,6 +99,7 @@ median() {
     END { printf "%.3f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+ninja -C "$build" tests/bench/triad >/dev/null 2>&1 || true
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 for n in $threads; do
@@ -114,9 +120,15 @@ for n in $threads; do
               --rtol 1e-4 --atol 1e-4 2>&1) || true
     err=$(printf '%s\n' "$check" | sed -n 's/.*output: max abs error \([^ ]*\) .*: \(ok\|MISMATCH\).*/\1 \2/p' | head -1)
     [ -n "$err" ] || { err="failed"; printf '%s\n' "$check" | tail -5 >&2; }
-    wts=""; ots=""; blas=""; r=0
+    wts=""; ots=""; blas=""; states=""; r=0
     while [ $r -lt "$rounds" ]; do
       r=$((r + 1))
+      # the machine's state before Weir's round (docs/performance.md, "Two
+      # states of this machine"): the triad at 256 KiB / 128 MiB, GB/s
+      if [ "$n" -gt 1 ] && [ -x "$build/tests/bench/triad" ]; then
+        states="$states $("$build/tests/bench/triad" --threads "$n" |
+          sed -n 's/.*256 KiB \([0-9.]*\) GB.*128 MiB \([0-9.]*\) GB.*/\1\/\2/p')"
+      fi
       out=$("$weir" bench "$base.onnx" $weir_flags --threads "$n" --reps "$reps" --warmup 2 2>&1) || true
       t=$(printf '%s\n' "$out" | sed -n 's/^time *median \([0-9.]*\) \([um]*s\),.*/\1 \2/p')
       if [ -n "$t" ]; then wts="$wts $(to_ms $t)"; else printf '%s\n' "$out" | tail -5 >&2; fi
@@ -135,7 +147,7 @@ for n in $threads; do
       p=$("$python" "$gen" torch "$cache" "$m" --threads "$n" --reps "$reps" 2>&1 | tail -1)
       case $p in ok*) pms=$(echo "$p" | awk '{ printf "%.3f", $2 }') ;; esac
     fi
-    echo "$m threads $n: weir $wms ms ($err; $blas), ort $oms ms, torch $pms ms, $flops FLOPs${wts:+ (rounds: weir$wts; ort${ots:- n/a})}"
+    echo "$m threads $n: weir $wms ms ($err; $blas), ort $oms ms, torch $pms ms, $flops FLOPs${wts:+ (rounds: weir$wts; ort${ots:- n/a}${states:+; triad 256K/128M GB/s before Weir's:$states})}"
     echo "$m $n $wms $oms $pms $flops $pk $err" >>"$rows"
   done
 done
