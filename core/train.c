@@ -841,8 +841,9 @@ static const char *build_loss(Builder *b, const WeirTrainOptions *o,
  *
  * Operators whose training behaviour differs from inference are replaced,
  * before differentiation, by library nodes that have backward rules:
- *   BatchNormalization: batch statistics (ReduceMean over every axis but
- *     the channels), std = sqrt(var + eps), then one BatchNormApply
+ *   BatchNormalization: batch statistics (one BatchNormStats node: mean,
+ *     biased variance over every axis but the channels and
+ *     std = sqrt(var + eps)), then one BatchNormApply
  *     (x - mean) / std * scale + bias, whose backward rule is one
  *     BatchNormGrad (ir/ops/training.c: two passes over dY and x); the
  *     running statistics are updated in the update state (momentum as in
@@ -987,6 +988,31 @@ static void batch_stats(Builder *b, const char *label, const char *x,
   *centered_out = xc;
 }
 
+/* A batch norm's statistics of x ([N, C, ...]) over every dimension but
+ * the channels, kept ([1, C, 1, ...]), from one BatchNormStats node:
+ * mean, biased variance and std = sqrt(var + eps). */
+static void batchnorm_stats(Builder *b, const char *label, const char *x,
+                            double eps, const char **mean_out,
+                            const char **var_out, const char **std_out) {
+  const WeirContainer *cx = weir_graph_container(b->g, x);
+  guint r = cx->shape->len;
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autofree WeirExpr **kshape = g_new0(WeirExpr *, r);
+  for (guint d = 0; d < r; d++)
+    kshape[d] = d == 1 ? g_ptr_array_index(cx->shape, d) : one;
+  g_autofree char *mb = g_strdup_printf("%s_mean", label);
+  g_autofree char *vb = g_strdup_printf("%s_var", label);
+  g_autofree char *sb = g_strdup_printf("%s_std", label);
+  const char *outs[] = {transient(b, mb, cx->dtype, r, kshape),
+                        transient(b, vb, cx->dtype, r, kshape),
+                        transient(b, sb, cx->dtype, r, kshape)};
+  WeirNode *n = lib(b, "BatchNormStats", outs[0], &x, 1, outs, 3);
+  weir_node_set_attr_float(n, "epsilon", eps);
+  *mean_out = outs[0];
+  *var_out = outs[1];
+  *std_out = outs[2];
+}
+
 /* x normalized over `axes` (mask) with eps: returns the normalized value,
  * and the batch mean and variance kept (keepdims). */
 static const char *normalize(Builder *b, const char *label, const char *x,
@@ -1074,11 +1100,9 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
                                         '_');
     const WeirContainer *cx = weir_graph_container(b->g, x);
     guint r = cx->shape->len;
-    g_autofree gboolean *mask = g_new0(gboolean, r);
     g_autoptr(WeirExpr) count = weir_expr_const(1);
     for (guint d = 0; d < r; d++)
       if (d != 1) {
-        mask[d] = TRUE;
         WeirExpr *c2 = weir_expr_mul(count, g_ptr_array_index(cx->shape, d));
         weir_expr_unref(count);
         count = c2;
@@ -1091,11 +1115,12 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
     }
     WeirNode *old_y = writer_of(s, y);
     weir_state_remove_node(s, n->id);
-    /* the statistics as separate nodes (the running averages read them),
-     * the normalization and affine step as one BatchNormApply, whose
-     * backward is one BatchNormGrad (two passes over dY and x) */
-    const char *mean, *var, *sd, *xc;
-    batch_stats(b, label, x, mask, eps, &mean, &var, &sd, &xc);
+    /* the statistics as one BatchNormStats node (the running averages
+     * read them; one pass over x in Weir's kernel), the normalization and
+     * affine step as one BatchNormApply, whose backward is one
+     * BatchNormGrad (two passes over dY and x) */
+    const char *mean, *var, *sd;
+    batchnorm_stats(b, label, x, eps, &mean, &var, &sd);
     const char *ins[] = {x, scale, bias, mean, sd};
     lib(b, "BatchNormApply", y, ins, 5, &y, 1);
     WeirNode *fresh = g_hash_table_lookup(b->access, y);

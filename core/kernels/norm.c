@@ -644,4 +644,5 @@ void weir_native_register_norm(void) {
   for (guint i = 0; i < G_N_ELEMENTS(norm_impls); i++)
     weir_native_register(&norm_impls[i]);
   weir_native_register_batchnorm_grad();
+  weir_native_register_batchnorm_stats();
 }

@@ -354,6 +354,9 @@ void weir_native_register_norm(void);
 /* BatchNormGrad, "weir" (core/kernels/batchnorm-grad.c; registered by
  * weir_native_register_norm). */
 void weir_native_register_batchnorm_grad(void);
+/* BatchNormStats, "weir" (core/kernels/batchnorm-stats.c; registered by
+ * weir_native_register_norm). */
+void weir_native_register_batchnorm_stats(void);
 
 /* Registers the one-parallel-region implementations "weir" of the
  * multi-tensor operators OptimizerUpdate and SumAll

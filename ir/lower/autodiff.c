@@ -71,6 +71,7 @@ gboolean weir_grad_input_differentiable(const char *op, guint k) {
       {"BatchNormalization", 3},
       {"BatchNormApply", 3},
       {"BatchNormGrad", 0},
+      {"BatchNormStats", 0},
       {"Gather", 1},
       {"Reshape", 1},
       {"Slice", 1},

@@ -255,14 +255,17 @@ const char *weir_native_default_impl(const WeirGraph *g, const WeirState *s,
   if (strcmp(n->op, "Softmax") == 0 || strcmp(n->op, "LogSoftmax") == 0 ||
       strcmp(n->op, "LayerNormalization") == 0 ||
       strcmp(n->op, "OptimizerUpdate") == 0 || strcmp(n->op, "SumAll") == 0 ||
-      strcmp(n->op, "BatchNormGrad") == 0) {
+      strcmp(n->op, "BatchNormGrad") == 0 ||
+      strcmp(n->op, "BatchNormStats") == 0) {
     /* Softmax, LogSoftmax, LayerNormalization: f32 or f64, the reduced
      * axes innermost: Weir's row kernels (core/kernels/norm.c), one pass
      * of the tensor where the pure expansion makes three or four.
      * OptimizerUpdate, SumAll: f32 / f64 in place, every tensor in one
      * parallel region (core/kernels/multi-tensor.c).  BatchNormGrad: f32
      * or f64, two passes per channel (core/kernels/batchnorm-grad.c)
-     * where the expansion's sums are WCR updates */
+     * where the expansion's sums are WCR updates.  BatchNormStats: f32 or
+     * f64, one pass per channel (core/kernels/batchnorm-stats.c) where the
+     * expansion makes two over X and two more loops */
     ni = weir_native_lookup(n->op, "weir");
     return ni && ni->accepts(g, s, n, &r1) ? "weir" : "pure";
   }

@@ -35,6 +35,14 @@
  *       channel: dB[c] = sum g, dscale[c] = sum g xhat (over the elements
  *       of channel c) and dX = scale / std (g - dB / M - xhat dscale / M).
  *       R, dY and dX have X's shape; dscale and dB scale's.
+ *   BatchNormStats(X) -> mean, var, std
+ *       The batch statistics of a training-mode batch norm (core/train.c):
+ *       per channel c of X ([N, C, ...]), over the M elements of channel c,
+ *       mean[c] = sum x / M, var[c] = sum (x - mean[c])^2 / M (the biased
+ *       variance) and std[c] = sqrt(var[c] + epsilon).  The outputs keep
+ *       X's rank ([1, C, 1, ...]).  Attribute: epsilon (float, default
+ *       1e-05).  No gradient: BatchNormApply's backward holds the paths
+ *       through mean and std.
  *
  * Their pure expansions live in ir/lower/expand/training.c.
  */
@@ -414,7 +422,47 @@ static const WeirOpInfo op_batchnorm_grad = {
     .flops = flops_batchnorm,
 };
 
+static gboolean infer_batchnorm_stats(WeirOpInferContext *ctx, GError **error) {
+  if (!check_batchnorm(ctx, 0, NULL, 0, error))
+    return FALSE;
+  const WeirOpValue *x = &ctx->inputs[0];
+  g_autoptr(WeirExpr) one = weir_expr_const(1);
+  g_autofree WeirExpr **kept = g_new0(WeirExpr *, x->rank);
+  for (guint d = 0; d < x->rank; d++)
+    kept[d] = d == 1 ? x->shape[1] : one;
+  for (guint k = 0; k < 3; k++)
+    weir_op_set_output(ctx, k, x->dtype, x->rank, kept);
+  return TRUE;
+}
+
+/* per element: the two sums (3); per channel: the statistics */
+static WeirExpr *flops_batchnorm_stats(const WeirGraph *g, const WeirState *s,
+                                       const WeirNode *n) {
+  const WeirContainer *x = conn_container(g, s, n, TRUE, "in0");
+  if (!x)
+    return NULL;
+  g_autoptr(WeirExpr) v = weir_container_volume(x);
+  return weir_expr_mul_const(v, 3);
+}
+
+static const WeirOpAttrSpec batchnorm_stats_attrs[] = {
+    {"epsilon", WEIR_ATTR_FLOAT, FALSE, "1e-05", 0, 0},
+};
+
+static const WeirOpInfo op_batchnorm_stats = {
+    .name = "BatchNormStats",
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .min_outputs = 3,
+    .max_outputs = 3,
+    .attrs = batchnorm_stats_attrs,
+    .n_attrs = G_N_ELEMENTS(batchnorm_stats_attrs),
+    .infer = infer_batchnorm_stats,
+    .flops = flops_batchnorm_stats,
+};
+
 void weir_ops_register_training(void) {
+  weir_op_register(&op_batchnorm_stats);
   weir_op_register(&op_batchnorm_apply);
   weir_op_register(&op_batchnorm_grad);
   weir_op_register(&op_gather_grad);

@@ -1,6 +1,7 @@
-/* batchnorm-grad.c — pure expansions of BatchNormApply and BatchNormGrad
- * (ir/ops/training.c), the training-mode batch norm of core/train.c and
- * its backward (docs/training.md, "The batch norm's backward").
+/* batchnorm-grad.c — pure expansions of BatchNormStats, BatchNormApply and
+ * BatchNormGrad (ir/ops/training.c), the training-mode batch norm of
+ * core/train.c and its backward (docs/training.md, "The batch norm's
+ * backward").
  *
  * c is the channel of an element of X (its index i1), M the number of
  * elements per channel (the product of X's dimensions but 1):
@@ -15,11 +16,19 @@
  *                                               (g - dB[c] / M
  *                                                - xhat dscale[c] / M)
  *
+ *   BatchNormStats   init map  (c)            sum[c] = 0, sq[c] = 0
+ *                    sum map   (i0, i1, ...)  sum[c] += x          (WCR sum)
+ *                    var map   (i0, i1, ...)  sq[c] += (x - sum[c] / M)^2
+ *                    stats map (c)            mean = sum / M, var = sq / M,
+ *                                             std = sqrt(var + epsilon)
+ *
  * with xhat = (x - mean[c]) / std[c].  So the expansion already reads dY
  * and X twice (the sums, then dX); Weir's kernel (core/kernels/norm.c)
  * does the same per channel while the channel is in the cache.
  */
 #include <string.h>
+
+#include <math.h>
 
 #include "expand-util.h"
 #include "weir-attr.h"
@@ -179,7 +188,90 @@ static gboolean expand_grad(WeirGraph *g, WeirState *s, WeirNode *n,
   return TRUE;
 }
 
+static gboolean expand_stats(WeirGraph *g, WeirState *s, WeirNode *n,
+                             GError **error) {
+  WeirPort x, out[3];
+  if (!weir_port_require_input(g, s, n, 0, &x, error))
+    return FALSE;
+  for (guint k = 0; k < 3; k++)
+    if (!weir_port_require_output(g, s, n, k, &out[k], error))
+      return FALSE;
+  if (x.rank < 2)
+    return weir_node_fail(error, WEIR_ERROR_INVALID, n,
+                          "input 0 ('%s') must be [N, C, ...]",
+                          x.container->name);
+  g_autoptr(WeirExpr) count = weir_expr_const(1);
+  for (guint d = 0; d < x.rank; d++) {
+    if (d == 1)
+      continue;
+    WeirExpr *next = weir_expr_mul(count, x.shape[d]);
+    weir_expr_unref(count);
+    count = next;
+  }
+  g_autofree char *m = weir_expand_expr_code(count);
+  double eps = weir_node_attr_float(n, "epsilon", 1e-5);
+  g_autofree char *eps_text = weir_expand_float_literal(eps);
+  if (eps < 0 || signbit(eps)) {
+    char *p = g_strdup_printf("(%s)", eps_text);
+    g_free(eps_text);
+    eps_text = p;
+  }
+  WeirDType dt = x.container->dtype;
+  WeirExpr *channels = x.shape[1];
+  WeirNode *acc[2][2];
+  static const char *const suffix[] = {"sum", "sumsq"};
+  for (guint k = 0; k < 2; k++) {
+    g_autofree char *base = weir_expand_name(n, suffix[k]);
+    WeirContainer *c = weir_expand_add_transient(g, base, dt, 1, &channels);
+    acc[k][0] = weir_state_add_access(g, s, c->name);
+    acc[k][1] = weir_state_add_access(g, s, c->name);
+  }
+  g_auto(GStrv) xp = weir_expand_params("i", x.rank);
+  g_auto(GStrv) xr = weir_expand_full_ranges(x.rank, x.shape);
+  g_autofree char *xi =
+      weir_expand_index_subset(x.rank, (const char *const *)xp);
+  g_auto(GStrv) cp = weir_expand_params("c", 1);
+  g_auto(GStrv) cr = weir_expand_full_ranges(1, &channels);
+  const char *ch = xp[1], *ci = cp[0];
+  /* the per-channel subsets of the outputs, freed with `keep` */
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+  const char *sub[3];
+  for (guint k = 0; k < 3; k++) {
+    char *t = channel_subset(&out[k], ci);
+    g_ptr_array_add(keep, t);
+    sub[k] = t;
+  }
+  WeirTaskletPort in_x = {x.access, "x", xi, WEIR_WCR_NONE};
+  WeirTaskletPort init_out[] = {{acc[0][0], "a", ci, WEIR_WCR_NONE},
+                                {acc[1][0], "b", ci, WEIR_WCR_NONE}};
+  WeirTaskletPort sum_out = {acc[0][1], "a", ch, WEIR_WCR_SUM};
+  WeirTaskletPort var_in[] = {in_x, {acc[0][1], "a", ch, WEIR_WCR_NONE}};
+  WeirTaskletPort var_out = {acc[1][1], "b", ch, WEIR_WCR_SUM};
+  g_autofree char *var_code = g_strdup_printf("d = x - a / %s\nb = d * d", m);
+  WeirTaskletPort stat_in[] = {{acc[0][1], "a", ci, WEIR_WCR_NONE},
+                               {acc[1][1], "b", ci, WEIR_WCR_NONE}};
+  WeirTaskletPort stat_out[] = {{out[0].access, "mean", sub[0], WEIR_WCR_NONE},
+                                {out[1].access, "var", sub[1], WEIR_WCR_NONE},
+                                {out[2].access, "sd", sub[2], WEIR_WCR_NONE}};
+  g_autofree char *stat_code =
+      g_strdup_printf("mean = a / %s\nv = b / %s\nvar = v\n"
+                      "sd = sqrt(v + %s)",
+                      m, m, eps_text);
+  if (!(map(g, s, n, "init", 1, cp, cr, NULL, 0, init_out, 2, "a = 0\nb = 0",
+            NULL, 0, error) &&
+        map(g, s, n, "sum", x.rank, xp, xr, &in_x, 1, &sum_out, 1, "a = x",
+            &acc[0][0], 1, error) &&
+        map(g, s, n, "var", x.rank, xp, xr, var_in, 2, &var_out, 1, var_code,
+            &acc[1][0], 1, error) &&
+        map(g, s, n, "stats", 1, cp, cr, stat_in, 2, stat_out, 3, stat_code,
+            NULL, 0, error)))
+    return FALSE;
+  weir_state_remove_node(s, n->id);
+  return TRUE;
+}
+
 void weir_expand_register_batchnorm_grad(void) {
+  weir_op_register_expansion("BatchNormStats", "pure", expand_stats);
   weir_op_register_expansion("BatchNormApply", "pure", expand_apply);
   weir_op_register_expansion("BatchNormGrad", "pure", expand_grad);
 }
