@@ -51,14 +51,14 @@ static inline float weir_maxpool_take_f32(float acc, float v) {
  * with a bit mask for the selection */
 typedef float weir_mp_v16 __attribute__((vector_size(64)));
 typedef int32_t weir_mp_i16 __attribute__((vector_size(64)));
-static inline weir_mp_v16 weir_mp_ld(const float *p) {
-  weir_mp_v16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
+/* (through pointers: a 64-byte vector passed or returned by value makes
+ * GCC warn of the ABI when the target has no AVX-512, -Wpsabi) */
+static inline void weir_mp_ld(weir_mp_v16 *v, const float *p) {
+  memcpy(v, p, sizeof *v);
 }
-static inline weir_mp_v16 weir_mp_take(weir_mp_v16 acc, weir_mp_v16 v) {
-  const weir_mp_i16 m = (v > acc) | (v != v);
-  return (weir_mp_v16)(((weir_mp_i16)v & m) | ((weir_mp_i16)acc & ~m));
+static inline void weir_mp_take(weir_mp_v16 *acc, const weir_mp_v16 *v) {
+  const weir_mp_i16 m = (*v > *acc) | (*v != *v);
+  *acc = (weir_mp_v16)(((weir_mp_i16)*v & m) | ((weir_mp_i16)*acc & ~m));
 }
 /* The padded row of an output row from its nr (<= 8) input rows xr[]:
  * row[t] = the largest of xr[.][t - pw] for t in [lo, hi) (in the rows'
@@ -73,9 +73,12 @@ static void weir_maxpool_vert_f32(float *row, const float *const *xr, int nr,
     row[t] = -INFINITY;
   int64_t t = lo;
   for (; t + 16 <= hi; t += 16) {
-    weir_mp_v16 m = weir_mp_ld(xr[0] + t - pw);
-    for (int r = 1; r < nr; r++)
-      m = weir_mp_take(m, weir_mp_ld(xr[r] + t - pw));
+    weir_mp_v16 m, v;
+    weir_mp_ld(&m, xr[0] + t - pw);
+    for (int r = 1; r < nr; r++) {
+      weir_mp_ld(&v, xr[r] + t - pw);
+      weir_mp_take(&m, &v);
+    }
     memcpy(row + t, &m, sizeof m);
   }
   for (; t < hi; t++) {
@@ -98,15 +101,20 @@ static void weir_maxpool_s2k3_f32(const float *row, float *acc,
                                   int64_t ow) {
   for (int64_t q = 0; q < ow; q += 16) {
     const float *r = row + 2 * q;
-    const weir_mp_v16 a0 = weir_mp_ld(r), a1 = weir_mp_ld(r + 16),
-                      b0 = weir_mp_ld(r + 2), b1 = weir_mp_ld(r + 18);
+    weir_mp_v16 a0, a1, b0, b1;
+    weir_mp_ld(&a0, r);
+    weir_mp_ld(&a1, r + 16);
+    weir_mp_ld(&b0, r + 2);
+    weir_mp_ld(&b1, r + 18);
     const weir_mp_v16 ev = __builtin_shufflevector(
         a0, a1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const weir_mp_v16 od = __builtin_shufflevector(
         a0, a1, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     const weir_mp_v16 e1 = __builtin_shufflevector(
         b0, b1, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    weir_mp_v16 m = weir_mp_take(weir_mp_take(ev, od), e1);
+    weir_mp_v16 m = ev;
+    weir_mp_take(&m, &od);
+    weir_mp_take(&m, &e1);
     if (q + 16 <= ow)
       memcpy(acc + q, &m, sizeof m);
     else
