@@ -17,16 +17,21 @@
  * outputs are off by about half as much as with 0, 1, -1, 2, -2
  * (docs/native.md, "accuracy").
  *
- * Blocks of at most tbmax tiles (of all images, in order) are done one at
- * a time by all threads: the input transform (split by channel) writes V
- * (per xi a c x tiles matrix) already packed as the GEMM's B, the 36 GEMMs
- * (split by xi, each on one thread) read U packed once (upk,
+ * The tiles (of all images, in order) are done in blocks of at most tbmax:
+ * the input transform writes V (per xi a c x tiles matrix) already packed
+ * as the GEMM's B, the 36 GEMMs read U packed once (upk,
  * weir_wino_prepack_@S@ at load, in panels of MR rows; or U packed by the
  * GEMM from the scratch when upk is NULL) and write M, the
- * output transform (split by output channel) adds the bias and residual,
- * applies the activation and stores y once.  Everything lives in ws: the
- * GEMM's work slot of each thread, V, M and (uroom) U; a call with upk NULL
- * and no room for U allocates it (returns 1 when it cannot). */
+ * output transform adds the bias and residual,
+ * applies the activation and stores y once.  With at least one block's
+ * worth of NR panels of tiles per thread, each thread does its own run of
+ * panels, block by block, all three steps on its own V and M with no
+ * barrier; with fewer (batch-1 small maps), all threads do one block at a
+ * time (input transform split by channel, GEMMs by xi, output transform by
+ * output channel, a barrier between).  Everything lives in ws: the GEMM's
+ * work slot of each thread, V and M of each thread and (uroom) U; a call
+ * with upk NULL and no room for U allocates it (returns 1 when it
+ * cannot). */
 
 /* clang-format off */
 #ifndef WEIR_WINO_PREPACK_@S@
@@ -204,9 +209,202 @@ static __attribute__((unused)) void weir_wino_prepack_@S@(const float *w, int64_
 /* @RUN@: the prepacking above is also pasted alone into <prefix>_prepack's
  * part of the unit. */
 
-/* The bytes of ws per thread for the GEMM (its packing buffers), then V and
- * M for blocks of tbmax tiles, then U: see weir_kernel_winograd_work_bytes
- * (core/kernels/winograd.c), which sizes the scratch the same way. */
+/* The input transform of tiles [t0, t0 + nb) (one block), channels
+ * [ch0, ch1): V_xi (c x nb) at vb already packed as the GEMM's B
+ * (weir_prepack_b's layout: per k block of kcb channels, NR-wide panels of
+ * kc rows), so the GEMM does not copy it again; per channel, the block's
+ * tiles a row segment of at most WEIR_WINO_L at a time (never across a
+ * panel of NR). */
+static void weir_wino_in_@S@(const float *x, float *vb, int64_t c, int64_t h,
+                             int64_t wd, int64_t th, int64_t tw, int64_t ph,
+                             int64_t pw, int64_t t0, int64_t nb, int64_t ch0,
+                             int64_t ch1) {
+  const int64_t npan = (nb + @NR@ - 1) / @NR@;
+  const int64_t kblocks = (c + @KC@ - 1) / @KC@;
+  const int64_t kcb = (c + kblocks - 1) / kblocks;
+  const int64_t vxs = npan * @NR@ * c;
+  for (int64_t ch = ch0; ch < ch1; ch++) {
+    /* row ch of V_xi in its k block; kcq floats from one panel to the next */
+    const int64_t pc = ch / kcb * kcb;
+    float *vch = vb + pc * npan * @NR@ + (ch - pc) * @NR@;
+    const int64_t kcq = (c - pc < kcb ? c - pc : kcb) * @NR@;
+    for (int64_t t = t0; t < t0 + nb;) {
+      const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
+      const int64_t lt = t - t0;
+      int64_t cnt = tw - tc;
+      if (cnt > t0 + nb - t)
+        cnt = t0 + nb - t;
+      if (cnt > WEIR_WINO_L)
+        cnt = WEIR_WINO_L;
+      const float *xc = x + (img * c + ch) * h * wd;
+      /* the 6 input rows of the segment, zero-padded */
+      float row[6][4 * WEIR_WINO_L + 4];
+      const int64_t c0 = 4 * tc - pw;
+      const int64_t span = 4 * WEIR_WINO_L + 4;
+      for (int i = 0; i < 6; i++) {
+        const int64_t ih = 4 * tr - ph + i;
+        int64_t a = 0, e = 0;
+        if (ih >= 0 && ih < h) {
+          a = c0 < 0 ? -c0 : 0;
+          e = wd - c0 < span ? wd - c0 : span;
+          if (e < a)
+            e = a;
+        }
+        for (int64_t u = 0; u < a; u++)
+          row[i][u] = 0.0f;
+        if (e > a)
+          memcpy(&row[i][a], xc + ih * wd + c0 + a,
+                 (size_t)(e - a) * sizeof(float));
+        for (int64_t u = e; u < span; u++)
+          row[i][u] = 0.0f;
+      }
+      /* rows: (d B)[i][k], then columns: B^T (d B), lane l the tile tc + l */
+      weir_wino_v hb[6][6];
+      for (int i = 0; i < 6; i++) {
+        weir_wino_v d[6];
+        weir_wino_deal(row[i], d);
+        WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0], hb[i][1],
+                     hb[i][2], hb[i][3], hb[i][4], hb[i][5]);
+      }
+      /* V_xi[ch][lt..]: the lanes of the segment in its panel (n1 of
+       * them), then in the next */
+      float *dst = vch + lt / @NR@ * kcq + lt % @NR@;
+      const int64_t n1 = cnt < @NR@ - lt % @NR@ ? cnt : @NR@ - lt % @NR@;
+      float *dst2 = vch + (lt / @NR@ + 1) * kcq;
+      for (int k = 0; k < 6; k++) {
+        weir_wino_v v[6];
+        WEIR_WINO_BT(hb[0][k], hb[1][k], hb[2][k], hb[3][k], hb[4][k],
+                     hb[5][k], v[0], v[1], v[2], v[3], v[4], v[5]);
+        for (int i = 0; i < 6; i++) {
+          float *di = dst + (i * 6 + k) * vxs;
+          weir_wino_stn(di, v[i], n1);
+          if (cnt > n1) {
+            float lanes[WEIR_WINO_L];
+            weir_wino_st(lanes, v[i]);
+            float *d2 = dst2 + (i * 6 + k) * vxs;
+            for (int64_t l = n1; l < cnt; l++)
+              d2[l - n1] = lanes[l];
+          }
+        }
+      }
+      t += cnt;
+    }
+  }
+}
+
+/* The GEMMs xi in [xi0, xi1) of one block of nb tiles, on the calling
+ * thread with its GEMM work slot: M_xi[m x nb] = U_xi[m x c] V_xi[c x nb]
+ * (U pre-packed at upk in panels of MR rows, or row-major at ub); M_xi row
+ * o at mb + (o * 36 + xi) * nb, so that the output transform reads the 36
+ * rows of one output channel from one contiguous span (36 matrices apart,
+ * they would share a few sets of the L1). */
+static int weir_wino_mm_@S@(const float *upk, const float *ub, int64_t m,
+                            int64_t c, int64_t nb, const float *vb, float *mb,
+                            int xi0, int xi1, void *mywork) {
+  const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;
+  const int64_t vxs = (nb + @NR@ - 1) / @NR@ * @NR@ * c;
+  int st = 0;
+  for (int xi = xi0; xi < xi1; xi++) {
+    const float *a = upk ? upk : ub + xi * m * c;
+    const float *apk = upk ? upk + xi * mpad * c : NULL;
+    st |= weir_gemm_runp_@S@(0, 0, m, nb, c, 1.0f, a, c, apk, NULL,
+                             vb + xi * vxs, nb, NULL, 0.0f, mb + xi * nb,
+                             36 * nb, NULL, mywork);
+  }
+  return st;
+}
+
+/* The output transform of tiles [t0, t0 + nb) for output channels
+ * [o0, o1): A^T M A, bias, residual, activation, one store. */
+static void weir_wino_out_@S@(const float *mb, const float *b, float *y,
+                              const float *r, int64_t m, int64_t oh,
+                              int64_t ow, int64_t th, int64_t tw, int act,
+                              float lo, float hi, int64_t t0, int64_t nb,
+                              int64_t o0, int64_t o1) {
+  for (int64_t o = o0; o < o1; o++) {
+    const float bias = b ? b[o] : 0.0f;
+    for (int64_t t = t0; t < t0 + nb;) {
+      const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
+      const int64_t lt = t - t0;
+      int64_t cnt = tw - tc;
+      if (cnt > t0 + nb - t)
+        cnt = t0 + nb - t;
+      if (cnt > WEIR_WINO_L)
+        cnt = WEIR_WINO_L;
+      /* whole vectors: the lanes past cnt read the next row of M (or the
+       * padding after M) and are not stored */
+      const float *src = mb + o * 36 * nb + lt;
+      /* rows: (M A)[i][j], then columns: A^T (M A) + bias */
+      weir_wino_v ha[6][4];
+      for (int i = 0; i < 6; i++) {
+        const float *si = src + i * 6 * nb;
+        weir_wino_v mm[6];
+        for (int j = 0; j < 6; j++)
+          mm[j] = weir_wino_ld(si + j * nb);
+        WEIR_WINO_AT(mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], ha[i][0],
+                     ha[i][1], ha[i][2], ha[i][3]);
+      }
+      weir_wino_v oo[4][4];
+      for (int j = 0; j < 4; j++)
+        WEIR_WINO_AT(ha[0][j], ha[1][j], ha[2][j], ha[3][j], ha[4][j],
+                     ha[5][j], oo[0][j], oo[1][j], oo[2][j], oo[3][j]);
+      float orow[4][4 * WEIR_WINO_L];
+      for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 4; j++)
+          oo[i][j] += bias;
+        weir_wino_weave(oo[i], orow[i]);
+      }
+      int64_t cols = ow - 4 * tc;
+      if (cols > 4 * cnt)
+        cols = 4 * cnt;
+      for (int i = 0; i < 4; i++) {
+        const int64_t p = 4 * tr + i;
+        if (p >= oh)
+          break;
+        const int64_t off = ((img * m + o) * oh + p) * ow + 4 * tc;
+        float *yr = y + off;
+        const float *rr = r ? r + off : NULL;
+        const float *orr = orow[i];
+        if (rr) {
+          if (act == 1)
+            for (int64_t q = 0; q < cols; q++) {
+              float v = orr[q] + rr[q];
+              v = v < lo ? lo : v;
+              yr[q] = v > hi ? hi : v;
+            }
+          else
+            for (int64_t q = 0; q < cols; q++)
+              yr[q] = weir_act1_f32(orr[q] + rr[q], act, lo, hi);
+        } else {
+          if (act == 1)
+            for (int64_t q = 0; q < cols; q++) {
+              float v = orr[q];
+              v = v < lo ? lo : v;
+              yr[q] = v > hi ? hi : v;
+            }
+          else
+            for (int64_t q = 0; q < cols; q++)
+              yr[q] = weir_act1_f32(orr[q], act, lo, hi);
+        }
+      }
+      t += cnt;
+    }
+  }
+}
+
+/* ws: per thread the GEMM's work slot (slot bytes: its packing buffers),
+ * then per thread a region of V (36 x c x tbmax rounded up to NR) and M
+ * (36 x m x tbmax and one vector read past its end), each rounded up to 64
+ * bytes, then U: the layout wino_work_bytes
+ * (core/kernels/winograd.c) sizes.
+ *
+ * Two schemes.  With at least tbmax tiles (rounded up to NR) per thread,
+ * each thread takes its own contiguous run of NR panels of tiles, in
+ * blocks of at most tbmax, and does the input transform, the 36 GEMMs and
+ * the output transform of each with its own V and M and no barrier.  With
+ * fewer tiles (a batch-1 small map), all threads do one block at a time in
+ * the first region: the input transform split by channel, the 36 GEMMs by
+ * xi, the output transform by output channel, a barrier between. */
 static int weir_wino_@S@(const float *x, const float *w, const float *upk,
                          const float *b, float *y, const float *r, int64_t n,
                          int64_t c, int64_t h, int64_t wd, int64_t m,
@@ -218,10 +416,12 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
   const int64_t tiles = n * th * tw;
   if (tiles <= 0 || m <= 0)
     return 0;
-  float *vb = (float *)((char *)ws + nthr * slot);
   const int64_t tbp = (tbmax + @NR@ - 1) / @NR@ * @NR@;
-  float *mb = vb + 36 * c * tbp;
-  float *ub = mb + 36 * m * tbmax + WEIR_WINO_L;
+  /* floats of one thread's V and M, each rounded up to 64 bytes */
+  const int64_t vfl = (36 * c * tbp + 15) / 16 * 16;
+  const int64_t mfl = (36 * m * tbmax + WEIR_WINO_L + 15) / 16 * 16;
+  float *const rg = (float *)((char *)ws + nthr * slot);
+  float *ub = rg + nthr * (vfl + mfl);
   /* U without room in ws (a kernel made to pre-pack, run without the
    * pre-packed block: WEIR_PREPACK=0): allocated for this call */
   void *own = NULL;
@@ -232,19 +432,26 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
       return 1;
     ub = (float *)own;
   }
-  int st = 0;
+  int nt = 1;
 #ifdef _OPENMP
-  int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+  nt = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (nt > nthr)
     nt = (int)nthr;
+#endif
+  const int64_t npanels = (tiles + @NR@ - 1) / @NR@;
+  const int64_t bpan = tbp / @NR@;
+  const int split = nt > 1 && npanels >= nt * bpan;
+  int st = 0;
+#ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : st)
 #endif
   {
 #ifdef _OPENMP
-    void *mywork = (char *)ws + (size_t)omp_get_thread_num() * (size_t)slot;
+    const int me = omp_get_thread_num();
 #else
-    void *mywork = ws;
+    const int me = 0;
 #endif
+    void *mywork = (char *)ws + (size_t)me * (size_t)slot;
     if (!upk) {
       /* U per call (weights that are not constants), row-major m x c */
 #ifdef _OPENMP
@@ -258,178 +465,45 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
             ub[(xi * m + o) * c + ch] = (float)u[xi];
         }
     }
-    /* U_xi pre-packed in panels of MR rows */
-    const int64_t mpad = (m + @MR@ - 1) / @MR@ * @MR@;
-    for (int64_t t0 = 0; t0 < tiles; t0 += tbmax) {
-      const int64_t nb = tiles - t0 < tbmax ? tiles - t0 : tbmax;
-      /* V_xi (c x nb) already packed as the GEMM's B (weir_prepack_b's
-       * layout: per k block of kcb channels, NR-wide panels of kc rows),
-       * so the GEMM does not copy it again */
-      const int64_t npan = (nb + @NR@ - 1) / @NR@;
-      const int64_t kblocks = (c + @KC@ - 1) / @KC@;
-      const int64_t kcb = (c + kblocks - 1) / kblocks;
-      const int64_t vxs = npan * @NR@ * c;
-      /* input transform: per channel, the block's tiles a row segment of
-       * at most WEIR_WINO_L at a time (never across a panel of NR) */
-#ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-      for (int64_t ch = 0; ch < c; ch++) {
-        /* row ch of V_xi in its k block; kcq floats from one panel to
-         * the next */
-        const int64_t pc = ch / kcb * kcb;
-        float *vch = vb + pc * npan * @NR@ + (ch - pc) * @NR@;
-        const int64_t kcq = (c - pc < kcb ? c - pc : kcb) * @NR@;
-        for (int64_t t = t0; t < t0 + nb;) {
-          const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
-          const int64_t lt = t - t0;
-          int64_t cnt = tw - tc;
-          if (cnt > t0 + nb - t)
-            cnt = t0 + nb - t;
-          if (cnt > WEIR_WINO_L)
-            cnt = WEIR_WINO_L;
-          const float *xc = x + (img * c + ch) * h * wd;
-          /* the 6 input rows of the segment, zero-padded */
-          float row[6][4 * WEIR_WINO_L + 4];
-          const int64_t c0 = 4 * tc - pw;
-          const int64_t span = 4 * WEIR_WINO_L + 4;
-          for (int i = 0; i < 6; i++) {
-            const int64_t ih = 4 * tr - ph + i;
-            int64_t a = 0, e = 0;
-            if (ih >= 0 && ih < h) {
-              a = c0 < 0 ? -c0 : 0;
-              e = wd - c0 < span ? wd - c0 : span;
-              if (e < a)
-                e = a;
-            }
-            for (int64_t u = 0; u < a; u++)
-              row[i][u] = 0.0f;
-            if (e > a)
-              memcpy(&row[i][a], xc + ih * wd + c0 + a,
-                     (size_t)(e - a) * sizeof(float));
-            for (int64_t u = e; u < span; u++)
-              row[i][u] = 0.0f;
-          }
-          /* rows: (d B)[i][k], then columns: B^T (d B), lane l the
-           * tile tc + l */
-          weir_wino_v hb[6][6];
-          for (int i = 0; i < 6; i++) {
-            weir_wino_v d[6];
-            weir_wino_deal(row[i], d);
-            WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0],
-                         hb[i][1], hb[i][2], hb[i][3], hb[i][4], hb[i][5]);
-          }
-          /* V_xi[ch][lt..]: the lanes of the segment in its panel (n1 of
-           * them), then in the next */
-          float *dst = vch + lt / @NR@ * kcq + lt % @NR@;
-          const int64_t n1 = cnt < @NR@ - lt % @NR@ ? cnt : @NR@ - lt % @NR@;
-          float *dst2 = vch + (lt / @NR@ + 1) * kcq;
-          for (int k = 0; k < 6; k++) {
-            weir_wino_v v[6];
-            WEIR_WINO_BT(hb[0][k], hb[1][k], hb[2][k], hb[3][k], hb[4][k],
-                         hb[5][k], v[0], v[1], v[2], v[3], v[4], v[5]);
-            for (int i = 0; i < 6; i++) {
-              float *di = dst + (i * 6 + k) * vxs;
-              weir_wino_stn(di, v[i], n1);
-              if (cnt > n1) {
-                float lanes[WEIR_WINO_L];
-                weir_wino_st(lanes, v[i]);
-                float *d2 = dst2 + (i * 6 + k) * vxs;
-                for (int64_t l = n1; l < cnt; l++)
-                  d2[l - n1] = lanes[l];
-              }
-            }
-          }
-          t += cnt;
-        }
+    if (split) {
+      /* this thread's panels [p0, p1) in blocks of about equal panels,
+       * at most bpan each */
+      float *vb = rg + me * (vfl + mfl), *mb = vb + vfl;
+      const int64_t p0 = npanels * me / nt, p1 = npanels * (me + 1) / nt;
+      const int64_t nblk = (p1 - p0 + bpan - 1) / bpan;
+      for (int64_t k = 0; k < nblk; k++) {
+        const int64_t t0 = (p0 + (p1 - p0) * k / nblk) * @NR@;
+        int64_t t1 = (p0 + (p1 - p0) * (k + 1) / nblk) * @NR@;
+        if (t1 > tiles)
+          t1 = tiles;
+        weir_wino_in_@S@(x, vb, c, h, wd, th, tw, ph, pw, t0, t1 - t0, 0, c);
+        st |= weir_wino_mm_@S@(upk, ub, m, c, t1 - t0, vb, mb, 0, 36, mywork);
+        weir_wino_out_@S@(mb, b, y, r, m, oh, ow, th, tw, act, lo, hi, t0,
+                          t1 - t0, 0, m);
       }
-      /* the 36 GEMMs M_xi[m x nb] = U_xi[m x c] V_xi[c x nb], one thread
-       * each (the GEMM runs serially inside this parallel region); M_xi
-       * row o at mb + (o * 36 + xi) * nb, so that the output transform
-       * reads the 36 rows of one output channel from one contiguous span
-       * (36 matrices apart, they would share a few sets of the L1) */
+    } else {
+      float *vb = rg, *mb = rg + vfl;
+      for (int64_t t0 = 0; t0 < tiles; t0 += tbmax) {
+        const int64_t nb = tiles - t0 < tbmax ? tiles - t0 : tbmax;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-      for (int xi = 0; xi < 36; xi++) {
-        const float *a = upk ? upk : ub + xi * m * c;
-        const float *apk = upk ? upk + xi * mpad * c : NULL;
-        st |= weir_gemm_runp_@S@(0, 0, m, nb, c, 1.0f, a, c, apk, NULL,
-                                 vb + xi * vxs, nb, NULL, 0.0f, mb + xi * nb,
-                                 36 * nb, NULL, mywork);
-      }
-      /* output transform, bias, residual, activation, one store */
+        for (int64_t ch = 0; ch < c; ch++)
+          weir_wino_in_@S@(x, vb, c, h, wd, th, tw, ph, pw, t0, nb, ch,
+                           ch + 1);
+        /* one thread per GEMM (it runs serially inside this region) */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-      for (int64_t o = 0; o < m; o++) {
-        const float bias = b ? b[o] : 0.0f;
-        for (int64_t t = t0; t < t0 + nb;) {
-          const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
-          const int64_t lt = t - t0;
-          int64_t cnt = tw - tc;
-          if (cnt > t0 + nb - t)
-            cnt = t0 + nb - t;
-          if (cnt > WEIR_WINO_L)
-            cnt = WEIR_WINO_L;
-          /* whole vectors: the lanes past cnt read the next row of M (or
-           * the padding after M) and are not stored */
-          const float *src = mb + o * 36 * nb + lt;
-          /* rows: (M A)[i][j], then columns: A^T (M A) + bias */
-          weir_wino_v ha[6][4];
-          for (int i = 0; i < 6; i++) {
-            const float *si = src + i * 6 * nb;
-            weir_wino_v mm[6];
-            for (int j = 0; j < 6; j++)
-              mm[j] = weir_wino_ld(si + j * nb);
-            WEIR_WINO_AT(mm[0], mm[1], mm[2], mm[3], mm[4], mm[5], ha[i][0],
-                         ha[i][1], ha[i][2], ha[i][3]);
-          }
-          weir_wino_v oo[4][4];
-          for (int j = 0; j < 4; j++)
-            WEIR_WINO_AT(ha[0][j], ha[1][j], ha[2][j], ha[3][j], ha[4][j],
-                         ha[5][j], oo[0][j], oo[1][j], oo[2][j], oo[3][j]);
-          float orow[4][4 * WEIR_WINO_L];
-          for (int i = 0; i < 4; i++) {
-            for (int j = 0; j < 4; j++)
-              oo[i][j] += bias;
-            weir_wino_weave(oo[i], orow[i]);
-          }
-          int64_t cols = ow - 4 * tc;
-          if (cols > 4 * cnt)
-            cols = 4 * cnt;
-          for (int i = 0; i < 4; i++) {
-            const int64_t p = 4 * tr + i;
-            if (p >= oh)
-              break;
-            const int64_t off = ((img * m + o) * oh + p) * ow + 4 * tc;
-            float *yr = y + off;
-            const float *rr = r ? r + off : NULL;
-            const float *orr = orow[i];
-            if (rr) {
-              if (act == 1)
-                for (int64_t q = 0; q < cols; q++) {
-                  float v = orr[q] + rr[q];
-                  v = v < lo ? lo : v;
-                  yr[q] = v > hi ? hi : v;
-                }
-              else
-                for (int64_t q = 0; q < cols; q++)
-                  yr[q] = weir_act1_f32(orr[q] + rr[q], act, lo, hi);
-            } else {
-              if (act == 1)
-                for (int64_t q = 0; q < cols; q++) {
-                  float v = orr[q];
-                  v = v < lo ? lo : v;
-                  yr[q] = v > hi ? hi : v;
-                }
-              else
-                for (int64_t q = 0; q < cols; q++)
-                  yr[q] = weir_act1_f32(orr[q], act, lo, hi);
-            }
-          }
-          t += cnt;
-        }
+        for (int xi = 0; xi < 36; xi++)
+          st |= weir_wino_mm_@S@(upk, ub, m, c, nb, vb, mb, xi, xi + 1,
+                                 mywork);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (int64_t o = 0; o < m; o++)
+          weir_wino_out_@S@(mb, b, y, r, m, oh, ow, th, tw, act, lo, hi, t0,
+                            nb, o, o + 1);
       }
     }
   }

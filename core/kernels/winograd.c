@@ -14,8 +14,9 @@
  *    rows take the GEMM's unpacked path, which cannot read a packed B).
  *  - A constant filter is transformed and packed once, at load
  *    (e->prepacked: weir_wino_prepack_<id>); any other is transformed per
- *    call into the scratch block.  Scratch: per thread the GEMM's packing
- *    buffers, then V and M for one block of tiles, then U.
+ *    call into the scratch block.  Scratch (wino_work_bytes): per thread
+ *    the GEMM's packing buffers, then per thread V and M for one block of
+ *    tiles, then U.
  *  - The node's epilogue (bias, residual, activation) is applied in the
  *    output transform, so the output is written once.
  *  - The tunable parameter "tiles" is the block of tiles (GEMM columns) done
@@ -159,6 +160,29 @@ static gint64 wino_default_tiles(const WeirGemmBlocking *bl, gint64 c,
   return CLAMP(panels, 1, 8) * bl->nr;
 }
 
+/* The bytes of the helper's scratch (winograd-helper.c, weir_wino_<id>):
+ * per thread one GEMM work slot (*slot bytes each), then per thread a
+ * region of V (36 x c x the block of tiles rounded up to NR) and M (36 x m
+ * x tiles, and one vector read past its end), each rounded up to 64 bytes,
+ * then U (36 x m x c) when with_u. */
+static gint64 wino_work_bytes(const WeirGemmBlocking *bl, gint64 c, gint64 m,
+                              gint64 tiles, gboolean with_u, gint64 *slot) {
+  g_autoptr(WeirExpr) me = weir_expr_const(m);
+  g_autoptr(WeirExpr) ne = weir_expr_const(tiles);
+  g_autoptr(WeirExpr) ce = weir_expr_const(c);
+  g_autoptr(WeirExpr) wb =
+      weir_kernel_gemm_work_bytes(WEIR_DTYPE_F32, bl, me, ne, ce);
+  gint64 all = 0;
+  weir_expr_is_const(wb, &all);
+  guint threads = MAX(bl->threads, 1);
+  *slot = all / threads;
+  gint64 vrow = (tiles + bl->nr - 1) / bl->nr * bl->nr;
+  gint64 vfl = (36 * c * vrow + 15) / 16 * 16;
+  gint64 mfl = (36 * m * tiles + 16 + 15) / 16 * 16;
+  return threads * *slot + threads * (vfl + mfl) * 4 +
+         (with_u ? 36 * m * c * 4 : 0);
+}
+
 static const gint64 tiles_values[] = {48, 96, 192, 384};
 static const WeirNativeParam wino_params[] = {
     {.name = WINO_PARAM_TILES,
@@ -224,21 +248,11 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
     if (p)
       upk = g_strdup_printf("(const float *)%s", p);
   }
-  /* scratch: per thread one GEMM work slot, V (36 x c rows of tiles + 16
-   * floats, or of the tiles rounded up to NR when packed), M (36 x m x tiles,
-   * and one vector read past its end), U (36 x m x c) when not pre-packed */
-  g_autoptr(WeirExpr) me = weir_expr_const(m);
-  g_autoptr(WeirExpr) ne = weir_expr_const(tiles);
-  g_autoptr(WeirExpr) ce = weir_expr_const(c);
-  g_autoptr(WeirExpr) wb =
-      weir_kernel_gemm_work_bytes(WEIR_DTYPE_F32, &bl, me, ne, ce);
-  gint64 all = 0;
-  weir_expr_is_const(wb, &all);
+  /* scratch: per thread one GEMM work slot and one region of V and M, U
+   * (36 x m x c) when not pre-packed */
   guint threads = MAX(bl.threads, 1);
-  gint64 slot = all / threads;
-  gint64 vrow = (tiles + bl.nr - 1) / bl.nr * bl.nr;
-  gint64 bytes = threads * slot + 36 * c * vrow * 4 +
-                 (36 * m * tiles + 16) * 4 + (upk ? 0 : 36 * m * c * 4);
+  gint64 slot = 0;
+  gint64 bytes = wino_work_bytes(&bl, c, m, tiles, !upk, &slot);
   g_autofree char *ws = weir_kernel_scratch_arg(e, weir_expr_const(bytes));
   g_autofree char *n = e->expr_c(e, dim(x, 0)), *h = e->expr_c(e, dim(x, 2)),
                   *wd = e->expr_c(e, dim(x, 3)), *oh = e->expr_c(e, dim(y, 2)),
@@ -404,21 +418,12 @@ static gboolean wino_grad_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *gname = g_strdup_printf("weir_wino_grad_input_%s", bl.id);
   e->helper(e, gname, gt->str);
   g_string_free(gt, TRUE);
-  /* scratch: the Winograd convolution's (per thread one GEMM work slot, V
-   * for m channels, M for c, U of c x m) rounded to 64 bytes, then the
-   * flipped filter (c x m x 9) */
-  g_autoptr(WeirExpr) me = weir_expr_const(c);
-  g_autoptr(WeirExpr) ne = weir_expr_const(tiles);
-  g_autoptr(WeirExpr) ke = weir_expr_const(m);
-  g_autoptr(WeirExpr) wb =
-      weir_kernel_gemm_work_bytes(WEIR_DTYPE_F32, &bl, me, ne, ke);
-  gint64 all = 0;
-  weir_expr_is_const(wb, &all);
+  /* scratch: the Winograd convolution's (m input channels, c output
+   * channels, U of c x m) rounded to 64 bytes, then the flipped filter (c x
+   * m x 9) */
   guint threads = MAX(bl.threads, 1);
-  gint64 slot = all / threads;
-  gint64 vrow = (tiles + bl.nr - 1) / bl.nr * bl.nr;
-  gint64 wsz = threads * slot + 36 * m * vrow * 4 + (36 * c * tiles + 16) * 4 +
-               36 * m * c * 4;
+  gint64 slot = 0;
+  gint64 wsz = wino_work_bytes(&bl, m, c, tiles, TRUE, &slot);
   wsz = (wsz + 63) / 64 * 64;
   g_autofree char *ws =
       weir_kernel_scratch_arg(e, weir_expr_const(wsz + c * m * 9 * 4));

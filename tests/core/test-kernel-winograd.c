@@ -6,7 +6,8 @@
  * 2 and asymmetric, channel counts that are not multiples of the vector
  * width, more input channels than one k block of the GEMM, batch 2,
  * output maps that are not multiples of the 4x4 tile, several blocks of
- * tiles (impl_params "tiles"), no bias, and every epilogue kind the
+ * tiles (impl_params "tiles"), enough tiles that at 2 threads each takes
+ * its own blocks, no bias, and every epilogue kind the
  * kernels know (clip, sigmoid, SiLU, HardSwish, GELU, a residual with and
  * without an activation), each node's comment saying what it applies.  It
  * is compiled for every ISA the CPU has ($WEIR_ISA lowers it) and run at 1
@@ -111,6 +112,18 @@ static const Case cases[] = {
      "y = x + r",
      TRUE,
      "+ residual",
+     48},
+    /* enough tiles (3 x 8 x 7 = 168) that at 2 threads each takes its own
+     * run of the GEMM's panels, in blocks of 48 (rows of tiles and images
+     * crossing the blocks) */
+    {"3, 20, 30, 26",
+     "24, 20, 3, 3",
+     "24",
+     "3, 24, 30, 26",
+     {1, 1, 1, 1},
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "+ residual + clip",
      48},
     {"1, 4, 6, 6",
      "5, 4, 3, 3",
