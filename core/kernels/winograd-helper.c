@@ -23,10 +23,10 @@
  * weir_wino_prepack_@S@ at load, in panels of MR rows; or U packed by the
  * GEMM from the scratch when upk is NULL) and write M, the
  * output transform adds the bias and residual,
- * applies the activation and stores y once.  With at least one block's
+ * applies the activation and stores y once.  With at least four blocks'
  * worth of NR panels of tiles per thread, each thread does its own run of
  * panels, block by block, all three steps on its own V and M with no
- * barrier; with fewer (batch-1 small maps), all threads do one block at a
+ * barrier; with fewer (batch-1 maps), all threads do one block at a
  * time (input transform split by channel, GEMMs by xi, output transform by
  * output channel, a barrier between).  Everything lives in ws: the GEMM's
  * work slot of each thread, V and M of each thread and (uroom) U; a call
@@ -440,7 +440,10 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
 #endif
   const int64_t npanels = (tiles + @NR@ - 1) / @NR@;
   const int64_t bpan = tbp / @NR@;
-  const int split = nt > 1 && npanels >= nt * bpan;
+  /* four blocks per thread at least: batch-1 maps of 196 tiles and fewer
+   * keep the shared blocks, which read U once between the threads (the
+   * split at 196 tiles measured no faster at 2 threads) */
+  const int split = nt > 1 && npanels >= 4 * nt * bpan;
   int st = 0;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : st)

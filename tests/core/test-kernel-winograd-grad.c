@@ -61,9 +61,9 @@ static const Case cases[] = {
     {"2, 270, 13, 11", "270, 37, 3, 3", "2, 37, 13, 11", {1, 1, 1, 1}, 48},
     {"2, 16, 21, 19", "16, 16, 3, 3", "2, 16, 21, 19", {1, 1, 1, 1}},
     {"2, 9, 14, 14", "9, 6, 3, 3", "2, 6, 16, 16", {0, 0, 0, 0}},
-    /* enough tiles (168) that at 2 threads each takes its own run of
-     * panels, in blocks of 48 */
-    {"3, 24, 30, 26", "24, 20, 3, 3", "3, 20, 30, 26", {1, 1, 1, 1}, 48},
+    /* enough tiles (364: at 2 threads at least four blocks of 48 each)
+     * that each thread takes its own run of panels */
+    {"2, 24, 54, 50", "24, 20, 3, 3", "2, 20, 54, 50", {1, 1, 1, 1}, 48},
 };
 
 static void attrs(WeirNode *n, const gint64 *pads) {

@@ -113,13 +113,13 @@ static const Case cases[] = {
      TRUE,
      "+ residual",
      48},
-    /* enough tiles (3 x 8 x 7 = 168) that at 2 threads each takes its own
-     * run of the GEMM's panels, in blocks of 48 (rows of tiles and images
-     * crossing the blocks) */
-    {"3, 20, 30, 26",
+    /* enough tiles (2 x 14 x 13 = 364: at 2 threads at least four blocks
+     * of 48 each) that each thread takes its own run of the GEMM's
+     * panels (rows of tiles and images crossing the blocks) */
+    {"2, 20, 54, 50",
      "24, 20, 3, 3",
      "24",
-     "3, 24, 30, 26",
+     "2, 24, 54, 50",
      {1, 1, 1, 1},
      "y = max(x + r, 0.0)",
      TRUE,
