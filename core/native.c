@@ -1090,16 +1090,14 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
        * 1x1 at unit stride without padding, one image per call) */
       gint64 xh, xw;
       gboolean plain = khw == 1 && kww == 1 && geo->strides[0] == 1 &&
-                       geo->strides[1] == 1 &&
-                       const_is(geo->pad_begin[0], 0) &&
+                       geo->strides[1] == 1 && const_is(geo->pad_begin[0], 0) &&
                        const_is(geo->pad_begin[1], 0) && nb <= 1 &&
                        weir_expr_is_const(dim(ci.x, 2), &xh) &&
                        weir_expr_is_const(dim(ci.x, 3), &xw);
       if (orient == 0 && weir_expr_is_const(dim(ci.y, 2), &ohc) &&
           weir_expr_is_const(dim(ci.y, 3), &owc))
         channels = weir_kernel_gemm_channels_in_vectors(
-            &bl, mg, nb * ohc * owc, kk,
-            !plain || ohc != xh || owc != xw);
+            &bl, mg, nb * ohc * owc, kk, !plain || ohc != xh || owc != xw);
       if (channels) {
         wpk = weir_kernel_gemm_prepack_at(e, t, &bl, e->in[1].c, geo->group, mg,
                                           kk);

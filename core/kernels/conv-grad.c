@@ -16,10 +16,10 @@
  *    into dX by one GEMM per image and group: no column buffer, no
  *    col2im, no zeroing; with enough images (a multiple of the threads,
  *    or four or more each) the threads take whole images, each GEMM on
- *    one thread in its own slot of the packing buffers.  Maps smaller than WEIR_CONV_GRAD_DEPTH pixels
- *    with at least as many input channels (per group) as pixels (the
- *    last stages of a CIFAR ResNet: 128 channels of 8x8, 256 of 4x4)
- *    take chunks of images instead: their patches side by side in a column
+ *    one thread in its own slot of the packing buffers.  Maps smaller than
+ * WEIR_CONV_GRAD_DEPTH pixels with at least as many input channels (per group)
+ * as pixels (the last stages of a CIFAR ResNet: 128 channels of 8x8, 256 of
+ * 4x4) take chunks of images instead: their patches side by side in a column
  * buffer, one GEMM per group and chunk (the flipped filter packed once per
  * chunk, not once per image), each image's rows then copied into dX.  At other
  *    strides (or pads beyond the kernel's reach): one GEMM per group and
@@ -293,7 +293,8 @@ static const char grad_input[] =
     "        nthr = (int)gt;\n"
     "      if (nthr > 1 && (n % nthr == 0 || n >= 4 * nthr)) {\n"
     "#ifdef _OPENMP\n"
-    "#pragma omp parallel for num_threads(nthr) schedule(static) reduction(| : st)\n"
+    "#pragma omp parallel for num_threads(nthr) schedule(static) reduction(| : "
+    "st)\n"
     "#endif\n"
     "        for (int64_t in = 0; in < n; in++) {\n"
     "          const weir_gemm_patches_@S@ im = {\n"

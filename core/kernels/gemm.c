@@ -564,21 +564,29 @@ static const char gemm_pack_gather_fn[] =
  * or 2 (f32 on AVX-512, NR a multiple of 16): its function and the call,
  * @IMRUNS@. */
 static const char gemm_pack_runs_fn[] =
-    "/* weir_gemm_pack_im on maps whose output rows are a good part of a panel\n"
+    "/* weir_gemm_pack_im on maps whose output rows are a good part of a "
+    "panel\n"
     " * (@RUNMIN@ <= ow < @NR@, ow >= VW / 2: ResNet's 28x28 and 14x14 maps\n"
     " * on the usual tile, VW 16; its 7x7 maps on the transposed tile, VW 8)\n"
     " * at unit stride or stride 2, with AVX-512 masked loads and\n"
-    " * permutes instead of gathers.  Each VW-lane vector of a panel row holds\n"
-    " * at most three segments: lanes [l0, l1) from one output row, whose lane\n"
+    " * permutes instead of gathers.  Each VW-lane vector of a panel row "
+    "holds\n"
+    " * at most three segments: lanes [l0, l1) from one output row, whose "
+    "lane\n"
     " * l reads x[xo + l * sw + i * dh * wd + j * dw] at kernel offset (i, j)\n"
-    " * (xo tabled once per panel).  Per patch row a segment is one masked load\n"
+    " * (xo tabled once per panel).  Per patch row a segment is one masked "
+    "load\n"
     " * at unit stride, two masked loads and a permute of their even elements\n"
-    " * at stride 2, blended into the vector; the lanes whose input lies in the\n"
-    " * padding (tabled per kernel row i and column j) are not read and stay 0.\n"
-    " * i, j: kernel offset of row pc, xc its plane; p0, q0, n0: the output row,\n"
+    " * at stride 2, blended into the vector; the lanes whose input lies in "
+    "the\n"
+    " * padding (tabled per kernel row i and column j) are not read and stay "
+    "0.\n"
+    " * i, j: kernel offset of row pc, xc its plane; p0, q0, n0: the output "
+    "row,\n"
     " * column and image of the panel's first column, w its columns. */\n"
     "static __attribute__((target(\"@VTGT@\"), noinline)) void\n"
-    "weir_gemm_pack_runs_@S@(const weir_gemm_patches_@S@ *im, const float *xc,\n"
+    "weir_gemm_pack_runs_@S@(const weir_gemm_patches_@S@ *im, const float "
+    "*xc,\n"
     "                        int64_t kc, int64_t i, int64_t j, int64_t p0,\n"
     "                        int64_t q0, int64_t n0, int64_t w, float *dst) {\n"
     "  const int64_t h = im->h, wd = im->wd, ow = im->ow, sw = im->sw;\n"
@@ -586,7 +594,8 @@ static const char gemm_pack_runs_fn[] =
     "  const int64_t oh = im->oh > 0 ? im->oh : INT64_MAX;\n"
     "  /* segment s of vector v: xo[v][s]; per kernel column jj the lanes\n"
     "   * inside the image (lm, and em their elements' positions in the two\n"
-    "   * vectors loaded at stride 2), per kernel row ii whether its input row\n"
+    "   * vectors loaded at stride 2), per kernel row ii whether its input "
+    "row\n"
     "   * is inside (rok, bit ii) */\n"
     "  int64_t xo[@NR@ / @VW@][3];\n"
     "  uint16_t lm[@NR@ / @VW@][3][16];\n"
@@ -601,7 +610,8 @@ static const char gemm_pack_runs_fn[] =
     "    for (int64_t u = t; u < t + run;) {\n"
     "      const int v = (int)(u / @VW@), s = ns[v]++;\n"
     "      const int64_t l0 = u % @VW@,\n"
-    "                    l1 = t + run - @VW@ * v < @VW@ ? t + run - @VW@ * v : @VW@;\n"
+    "                    l1 = t + run - @VW@ * v < @VW@ ? t + run - @VW@ * v : "
+    "@VW@;\n"
     "      const int64_t qs = qq + (u - t); /* output column of lane l0 */\n"
     "      xo[v][s] = in * im->xn + ih0 * wd + (qs - l0) * sw - im->pw;\n"
     "      uint32_t ok = 0;\n"
@@ -1756,17 +1766,22 @@ static const char gemm_t_tail_run[] =
     "            const int64_t t1 = l1 - pb < p1 ? l1 - pb : p1;\n"
     "            const int64_t qt = npan - 1, jt = nc - tr;\n"
     "            const @T@ *pbt = inpl ? b + pc * ldb + jc + jt\n"
-    "                                  : bb + qt * kc * @NR@ + jt - qt * @NR@;\n"
+    "                                  : bb + qt * kc * @NR@ + jt - qt * "
+    "@NR@;\n"
     "            const int64_t ldpt = inpl ? ldb : @NR@;\n"
     "            for (int64_t pt = t0; pt < t1; pt += @TMR@ / @MR@) {\n"
     "              const int64_t nh =\n"
     "                  t1 - pt < @TMR@ / @MR@ ? t1 - pt : @TMR@ / @MR@;\n"
     "              const int64_t mr =\n"
-    "                  mc - pt * @MR@ < nh * @MR@ ? mc - pt * @MR@ : nh * @MR@;\n"
+    "                  mc - pt * @MR@ < nh * @MR@ ? mc - pt * @MR@ : nh * "
+    "@MR@;\n"
     "              weir_gemm_ukp_tab_@S@[tr - 1](kc, ab + pt * kc * @MR@,\n"
-    "                                           kc * @MR@, nh, pbt, ldpt, tt);\n"
-    "              weir_gemm_stt_@S@(tt, c + (ic + pt * @MR@) * ldc + jc + jt,\n"
-    "                                ldc, mr, tr, acc, pc + kc >= k ? ep : NULL,\n"
+    "                                           kc * @MR@, nh, pbt, ldpt, "
+    "tt);\n"
+    "              weir_gemm_stt_@S@(tt, c + (ic + pt * @MR@) * ldc + jc + "
+    "jt,\n"
+    "                                ldc, mr, tr, acc, pc + kc >= k ? ep : "
+    "NULL,\n"
     "                                ic + pt * @MR@, jc + jt);\n"
     "            }\n"
     "          }\n";
@@ -1969,10 +1984,9 @@ gboolean weir_kernel_gemm_channels_in_vectors(const WeirGemmBlocking *bl,
   gint64 nremv = (nrem - tr + vl - 1) / vl;
   gint64 tchunks = tr ? (mp + bl->tmr / bl->mr - 1) / (bl->tmr / bl->mr) : 0;
   double per_k =
-      (double)mp * (nfull * ustep(bl->mr, bl->nv) +
-                    (nremv ? ustep(bl->mr, nremv) : 0)) +
-      (double)tchunks *
-          MAX(tr * bl->tmv / 2.0, (tr + 2.0 * bl->tmv) / 2.0);
+      (double)mp *
+          (nfull * ustep(bl->mr, bl->nv) + (nremv ? ustep(bl->mr, nremv) : 0)) +
+      (double)tchunks * MAX(tr * bl->tmv / 2.0, (tr + 2.0 * bl->tmv) / 2.0);
   gint64 tiles = mp * (nfull + (nremv > 0));
   double usual = per_k * k + (double)tiles * kblocks * bl->mr * bl->nv +
                  (double)tchunks * kblocks * 6 * bl->tnr * bl->tmv;
@@ -2161,9 +2175,8 @@ gint64 weir_kernel_gemm_trows(const WeirGemmBlocking *bl, gint64 k) {
   return MAX(rows, (gint64)bl->tmr);
 }
 
-static gint64 work_blocks(gint64 size, gint64 m, gint64 n, gint64 k,
-                          gint64 kc, gint64 mc, gint64 nc, gint64 mr,
-                          gint64 nr) {
+static gint64 work_blocks(gint64 size, gint64 m, gint64 n, gint64 k, gint64 kc,
+                          gint64 mc, gint64 nc, gint64 mr, gint64 nr) {
   gint64 kblocks = (k + kc - 1) / kc;
   gint64 kb = (k + kblocks - 1) / kblocks;
   gint64 mblocks = (m + mc - 1) / mc;
@@ -2176,12 +2189,11 @@ static gint64 work_exact(const WeirGemmBlocking *bl, gint64 size, gint64 m,
                          gint64 n, gint64 k) {
   if (m <= 0 || n <= 0 || k <= 0)
     return 0;
-  gint64 w = work_blocks(size, m, n, k, bl->kc, bl->mc, bl->nc, bl->mr,
-                         bl->nr);
+  gint64 w = work_blocks(size, m, n, k, bl->kc, bl->mc, bl->nc, bl->mr, bl->nr);
   if (bl->tmr) /* weir_gemm_runt's blocks: TMR-high, TNR-wide panels */
-    w = MAX(w, work_blocks(size, m, n, k, bl->tkc,
-                           weir_kernel_gemm_trows(bl, k), bl->nc, bl->tmr,
-                           bl->tnr));
+    w = MAX(w,
+            work_blocks(size, m, n, k, bl->tkc, weir_kernel_gemm_trows(bl, k),
+                        bl->nc, bl->tmr, bl->tnr));
   return (gint64)MAX(bl->threads, 1) * w;
 }
 
@@ -2197,8 +2209,8 @@ WeirExpr *weir_kernel_gemm_work_bytes(WeirDType t, const WeirGemmBlocking *bl,
   if (bl->tmr) /* weir_gemm_runt: kcb x nc of B, tab (or one panel) of A */
     w = MAX(w, (gint64)MAX(bl->threads, 1) *
                    (((gint64)bl->tkc * bl->nc * size + 63) / 64 * 64 +
-                    ((gint64)MAX(bl->tab, bl->tkc * bl->tmr) * size + 63) /
-                        64 * 64));
+                    ((gint64)MAX(bl->tab, bl->tkc * bl->tmr) * size + 63) / 64 *
+                        64));
   return weir_expr_const(w);
 }
 
@@ -2397,9 +2409,9 @@ gint64 weir_kernel_gemm_prepacked_at_elements(const WeirGemmBlocking *bl,
 }
 
 /* w packed in panels of mr rows (bl->mr or bl->tmr). */
-static char *prepack_a(WeirNativeEmit *e, WeirDType t,
-                       const WeirContainer *w, gint64 groups, gint64 m,
-                       gint64 k, guint mr, guint kc, guint mc) {
+static char *prepack_a(WeirNativeEmit *e, WeirDType t, const WeirContainer *w,
+                       gint64 groups, gint64 m, gint64 k, guint mr, guint kc,
+                       guint mc) {
   if (!e->prepacked || t != WEIR_DTYPE_F32 || groups <= 0 || m <= 0 || k <= 0 ||
       mr == 0)
     return NULL;

@@ -481,8 +481,8 @@ static const Node chans[] = {
     {"Conv", {"1, 96, 7, 7", "480, 96, 1, 1", "480"}, "1, 480, 7, 7", NULL},
 };
 /* orient per node (0: none, by shape) */
-static const gint64 chans_orient[] = {2, 2, 2, 2, 2, 2, 2,
-                                      2, 2, 2, 2, 1, 0, 0, 0};
+static const gint64 chans_orient[] = {2, 2, 2, 2, 2, 2, 2, 2,
+                                      2, 2, 2, 1, 0, 0, 0};
 
 static void test_conv_channels(void **state) {
   (void)state;
@@ -1384,10 +1384,10 @@ static void test_conv_runs(void **state) {
       fail_msg("%s", err->message);
     if (hw->isa == WEIR_HW_ISA_AVX512) {
       const guint64 v = envs[e] ? g_ascii_strtoull(envs[e], NULL, 10) : 0;
-      g_autofree char *rule = g_strdup_printf(
-          "ow >= %u &&", !envs[e] ? WEIR_GEMM_PACK_RUNS
-                         : v == 0 ? (guint)G_MAXINT32
-                                  : (guint)v);
+      g_autofree char *rule =
+          g_strdup_printf("ow >= %u &&", !envs[e] ? WEIR_GEMM_PACK_RUNS
+                                         : v == 0 ? (guint)G_MAXINT32
+                                                  : (guint)v);
       if (!strstr(src, rule) || !strstr(src, "weir_gemm_pack_runs_f32(") ||
           !strstr(src, "weir_gemm_tpack_runs_f32("))
         fail_msg("no '%s' and runs in the generated GEMM", rule);

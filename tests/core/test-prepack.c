@@ -285,10 +285,9 @@ static void test_conv_cases(void **state) {
     gint64 oh = (cc->h + 2 * cc->pad - cc->k) / cc->stride + 1;
     gint64 ow = (cc->w + 2 * cc->pad - cc->k) / cc->stride + 1;
     gboolean patches = cc->k != 1 || cc->stride != 1 || cc->pad != 0;
-    gboolean ch =
-        cc->orient == 2 ||
-        (cc->orient == 0 &&
-         weir_kernel_gemm_channels_in_vectors(&bl, mg, oh * ow, kk, patches));
+    gboolean ch = cc->orient == 2 ||
+                  (cc->orient == 0 && weir_kernel_gemm_channels_in_vectors(
+                                          &bl, mg, oh * ow, kk, patches));
     check(
         f, cc->name, g, g2, x,
         4 * (ch ? weir_kernel_gemm_prepacked_at_elements(&bl, cc->group, mg, kk)
