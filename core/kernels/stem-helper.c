@@ -16,15 +16,15 @@
  * patches costs as much as its arithmetic.  Instead, per output row (one
  * task; the rows of all images split over the threads): every input row
  * a kernel row reads is copied into a zero-padded row and split into
- * its S phases (once per thread: kept in slots for the next output rows) (phase f: the padded columns f, f + S, f + 2 S, ...; at
- * stride 2 by vector shuffles), so that tap (ic, i, j) of output column q
- * is element q + j D / S of phase j D % S of input row (ic, i): a plain
- * vector load.  Then blocks of 8 output channels x @NB@ vectors of output
- * columns accumulate the taps in registers (each loaded vector used by 8
- * FMAs, each weight by @NB@; the weights rearranged tap by tap per
- * call), bias first, the taps in (ic, i, j) order; the residual and the
- * activation are applied before the one store (a clip or none by the
- * summing function itself). */
+ * its S phases (once per thread: kept in slots for the next output rows) (phase
+ * f: the padded columns f, f + S, f + 2 S, ...; at stride 2 by vector
+ * shuffles), so that tap (ic, i, j) of output column q is element q + j D / S
+ * of phase j D % S of input row (ic, i): a plain vector load.  Then blocks of 8
+ * output channels x @NB@ vectors of output columns accumulate the taps in
+ * registers (each loaded vector used by 8 FMAs, each weight by @NB@; the
+ * weights rearranged tap by tap per call), bias first, the taps in (ic, i, j)
+ * order; the residual and the activation are applied before the one store (a
+ * clip or none by the summing function itself). */
 
 /* clang-format off */
 #ifndef WEIR_STEM_@VL@
