@@ -153,10 +153,7 @@ static gboolean bnstats_emit(WeirNativeEmit *e, GError **error) {
   }
   g_autofree char *ns = e->expr_c(e, dim(x, 0)), *cs = e->expr_c(e, dim(x, 1)),
                   *ss = e->expr_c(e, rest);
-  g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
-  for (char *p = l; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l = weir_kernel_comment_label(e->n);
   g_string_append_printf(
       e->code, "/* %s '%s' (node %u): weir, one pass per channel */\n",
       e->n->op, l, e->n->id);

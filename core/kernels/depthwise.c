@@ -1358,10 +1358,7 @@ static gboolean dw_accepts(const WeirGraph *g, const WeirState *s,
 }
 
 static void emit_header(WeirNativeEmit *e, const char *what) {
-  g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
-  for (char *p = l; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l = weir_kernel_comment_label(e->n);
   g_string_append_printf(e->code, "/* %s '%s' (node %u): %s */\n", e->n->op, l,
                          e->n->id, what);
 }

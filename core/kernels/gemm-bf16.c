@@ -266,10 +266,7 @@ static gboolean bgemm_emit(WeirNativeEmit *e, GError **error) {
       weir_kernel_scratch_arg(e, weir_kernel_bgemm_work_bytes(&q, k));
   g_autofree char *mc = e->expr_c(e, m), *nc = e->expr_c(e, nn),
                   *kc = e->expr_c(e, k);
-  g_autofree char *l_ = g_strdup(n->label ? n->label : "");
-  for (char *p = l_; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l_ = weir_kernel_comment_label(n);
   g_autofree char *al = float_text(alpha), *be = float_text(beta);
   GString *c = e->code;
   g_string_append_printf(

@@ -345,10 +345,7 @@ static gboolean qgemm_emit(WeirNativeEmit *e, GError **error) {
       weir_kernel_scratch_arg(e, weir_kernel_qgemm_work_bytes(&q, m, nn, k));
   g_autofree char *mc = e->expr_c(e, m), *nc = e->expr_c(e, nn),
                   *kc = e->expr_c(e, k);
-  g_autofree char *l_ = g_strdup(e->n->label ? e->n->label : "");
-  for (char *p = l_; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l_ = weir_kernel_comment_label(e->n);
   g_string_append_printf(e->code,
                          "/* %s '%s' (node %u): weir (int8 GEMM, %s) "
                          "*/\n{\n",

@@ -2238,6 +2238,14 @@ char *weir_kernel_instantiate(const char *text, WeirDType t) {
   return g_string_free(s, FALSE);
 }
 
+char *weir_kernel_comment_label(const WeirNode *n) {
+  char *l = g_strdup(n->label ? n->label : "");
+  for (char *p = l; *p; p++)
+    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
+      *p = '_';
+  return l;
+}
+
 /* The GResource of core/kernels/kernels.gresource.xml (generated). */
 GResource *weir_kernels_get_resource(void);
 

@@ -490,10 +490,7 @@ static gboolean softmax_accepts(const WeirGraph *g, const WeirState *s,
 
 /* The node's comment, with its label made safe for a C comment. */
 static void emit_header(WeirNativeEmit *e, const char *what) {
-  g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
-  for (char *p = l; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l = weir_kernel_comment_label(e->n);
   g_string_append_printf(e->code, "/* %s '%s' (node %u): weir, %s */\n",
                          e->n->op, l, e->n->id, what);
 }

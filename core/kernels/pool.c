@@ -520,10 +520,7 @@ static gboolean pool_emit(WeirNativeEmit *e, GError **error) {
   g_autofree char *pl = e->expr_c(e, planes), *h = e->expr_c(e, dim(x, 2)),
                   *wd = e->expr_c(e, dim(x, 3)), *oh = e->expr_c(e, dim(y, 2)),
                   *ow = e->expr_c(e, dim(y, 3));
-  g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
-  for (char *p = l; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l = weir_kernel_comment_label(e->n);
   g_string_append_printf(e->code, "/* %s '%s' (node %u): weir */\n", e->n->op,
                          l, e->n->id);
   g_string_append_printf(
@@ -579,10 +576,7 @@ static gboolean gap_emit(WeirNativeEmit *e, GError **error) {
     hw = next;
   }
   g_autofree char *pl = e->expr_c(e, planes), *hws = e->expr_c(e, hw);
-  g_autofree char *l = g_strdup(e->n->label ? e->n->label : "");
-  for (char *p = l; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  g_autofree char *l = weir_kernel_comment_label(e->n);
   g_string_append_printf(e->code, "/* %s '%s' (node %u): weir */\n", e->n->op,
                          l, e->n->id);
   g_string_append_printf(e->code, "weir_gap_f32(%s, %s, %s, %s);\n",

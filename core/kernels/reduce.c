@@ -159,10 +159,7 @@ static const char reduce_text[] =
 
 /* The node's label, safe inside a C comment. (transfer full) */
 static char *comment_label(const WeirNode *n) {
-  char *l = g_strdup(n->label ? n->label : "");
-  for (char *p = l; *p; p++)
-    if (*p == '*' || *p == '/' || (guchar)*p < 0x20 || (guchar)*p >= 0x7f)
-      *p = '_';
+  char *l = weir_kernel_comment_label(n);
   return l;
 }
 

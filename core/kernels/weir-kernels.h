@@ -233,6 +233,10 @@ char *weir_kernel_gemm_prepack_b(WeirNativeEmit *e, WeirDType t,
  * (transfer full) */
 char *weir_kernel_instantiate(const char *text, WeirDType t);
 
+/* n's label made safe inside a C comment of generated code: '*', '/' and
+ * bytes outside printable ASCII become '_'. (transfer full) */
+char *weir_kernel_comment_label(const WeirNode *n);
+
 /* The C text of a GEMM helper kept as a GResource under core/kernels
  * (resource, e.g. "/org/weir/kernels/gemm-int8-helper.c"), after a comment
  * naming it (what, e.g. "int8") and defines WEIR_<prefix>_PATH, _MR, _NV,
