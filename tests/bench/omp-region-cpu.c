@@ -24,11 +24,12 @@
  *   OMP_REGION_OUT=/tmp/r2.txt LD_PRELOAD=/tmp/omp-region-cpu.so \
  *      build/tests/bench-train -O 2 --threads 2 --reps 5 --warmup 1 M.onnx
  *
- * OMP_REGION_SKIP=N leaves each region's first N calls uncounted (they
- * run as usual).  With N = 1 a program whose regions run once per step
- * (a training step's maps) is measured in the steady state: its first
- * call also writes the workspace's pages for the first time, which the
- * kernel zeroes, and with 6 steps that was a fifth of its maps' CPU time
+ * OMP_REGION_SKIP=N leaves each outlined function's first N calls
+ * uncounted (they run as usual).  A program's own maps are one function
+ * each, called once per step, so N = 1 measures them in the steady state
+ * (their first call also writes the workspace's pages for the first
+ * time); a kernel helper's function serves all of its call sites, so N = 1
+ * drops only its first call, and its rows still hold the first step
  * (docs/performance.md, "The element-wise maps of resnet18's training
  * step (trmap17)").
  *
