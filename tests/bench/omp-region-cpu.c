@@ -64,7 +64,7 @@ typedef struct {
 static Entry table[MAX_FUNCS];
 static int entries;
 static long skip = -1; /* OMP_REGION_SKIP, read at the first region */
-static int in_region; /* set by the thread that started the outer region */
+static int in_region;  /* set by the thread that started the outer region */
 
 typedef struct {
   region_fn fn;

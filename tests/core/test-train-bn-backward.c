@@ -167,10 +167,10 @@ static guint relu_masks(const WeirGraph *g, const char **x, const char **y) {
     const WeirState *s = g->states->pdata[i];
     for (guint j = 0; j < s->nodes->len; j++) {
       const WeirNode *n = s->nodes->pdata[j];
-      const WeirAttr *code = n->kind == WEIR_NODE_LIBRARY &&
-                                     !strcmp(n->op, "Pointwise")
-                                 ? weir_node_attr(n, "code")
-                                 : NULL;
+      const WeirAttr *code =
+          n->kind == WEIR_NODE_LIBRARY && !strcmp(n->op, "Pointwise")
+              ? weir_node_attr(n, "code")
+              : NULL;
       if (!code || code->type != WEIR_ATTR_STRING ||
           strcmp(code->s, "y = b > 0 ? a : 0"))
         continue;

@@ -22,9 +22,8 @@
 #include "weir.h"
 
 static WeirGraph *mlp_train(void) {
-  g_autofree char *path =
-      g_build_filename(WEIR_SRCDIR, "tests", "transforms", "data",
-                       "mlp-erf.onnx", NULL);
+  g_autofree char *path = g_build_filename(WEIR_SRCDIR, "tests", "transforms",
+                                           "data", "mlp-erf.onnx", NULL);
   g_autoptr(GError) err = NULL;
   g_autoptr(WeirGraph) fwd = weir_onnx_import(path, NULL, &err);
   if (!fwd)
