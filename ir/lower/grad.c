@@ -50,6 +50,26 @@ static gboolean unary(WeirGradContext *ctx, const char *code, guint n_ins) {
   return TRUE;
 }
 
+/* Relu: dX = dY where Y > 0 (a = dY, b = Y).  Y > 0 exactly where X > 0
+ * (NaN and -0 included: Relu keeps a NaN, and neither is > 0), so the mask
+ * reads the output, which the backward keeps anyway when a convolution's
+ * filter gradient reads it, and not the input: a batch norm's or a residual
+ * sum's output is then read by the ReLU alone, map fusion joins the two and
+ * the pre-activation is never stored (docs/training.md, "The ReLU's mask").
+ * The code is the one batchnorm-grad-relu-fusion folds into BatchNormGrad. */
+static gboolean grad_relu(WeirGradContext *ctx, GError **error) {
+  (void)error;
+  const char *dy = dout0(ctx);
+  const char *x = weir_grad_input(ctx, 0);
+  if (!dy || !weir_grad_wants(ctx, 0))
+    return TRUE;
+  const char *ins[] = {dy, weir_grad_output(ctx, 0)};
+  g_autofree char *base = g_strdup_printf("%s_grad", x);
+  weir_grad_add(ctx, 0,
+                weir_grad_pointwise(ctx, base, x, "y = b > 0 ? a : 0", ins, 2));
+  return TRUE;
+}
+
 /* Unary operators whose derivative is a fixed formula of dY (a), X (b) and
  * Y (c): dX = code, reading the first n_ins of a, b, c. */
 static const struct {
@@ -57,7 +77,6 @@ static const struct {
   const char *code;
   guint n_ins;
 } unary_rules[] = {
-    {"Relu", "y = b > 0 ? a : 0", 2},
     {"Sigmoid", "y = a * c * (1 - c)", 3}, /* y (1-y) */
     {"Tanh", "y = a * (1 - c * c)", 3},    /* 1 - y^2 */
     {"Erf", "y = a * 1.1283791670955126 * exp(-(b * b))",
@@ -923,6 +942,7 @@ void weir_grad_register_builtin(void) {
     const char *op;
     WeirGradRule rule;
   } table[] = {
+      {"Relu", grad_relu},
       {"LeakyRelu", grad_leaky_relu},
       {"ThresholdedRelu", grad_thresholded_relu},
       {"Selu", grad_selu},

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """omp-region-cpu.py — the table of tests/bench/omp-region-cpu.c's records.
 
-    tests/bench/omp-region-cpu.py STEPS ONE.txt TWO.txt [TWO.txt...]
+    tests/bench/omp-region-cpu.py [--maps DIR] STEPS ONE.txt TWO.txt [TWO.txt...]
 
 ONE.txt is a run at 1 thread, each TWO.txt one at N threads, of the same
 kernel with STEPS calls (warm-up included).  Per kernel helper (the
@@ -13,7 +13,19 @@ time a thread waits for a core, so they compare runs made under
 different loads; the busiest thread's time is a lower bound of the wall
 time, and (all threads - 1 thread) is work the other threads add.
 (docs/performance.md, "Where resnet18's training step goes at 2 threads".)
+
+--maps DIR adds a second table, one row per parallel region of the
+program's own code (its maps), named by the comment the code generator
+writes above the loop ("map 3453 '_blocks_blocks.0_Relu_1': ...").  DIR
+holds the generated C files of that kernel, kept by compiling it through
+tests/bench/cc-keep-source.sh (a cold compile cache).  GCC names the
+outlined functions FUNCTION._omp_fn.K, K counting the function's
+parallel regions in source order, which is how a row finds its loop.
+(docs/performance.md, "The element-wise maps of resnet18's training
+step (trmap17)".)
 """
+import glob
+import os
 import bisect
 import collections
 import re
@@ -37,35 +49,86 @@ def symbols(obj):
     return _symbols[obj]
 
 
-def helper(obj, off):
+def function(obj, off):
     addr, name = symbols(obj)
     i = bisect.bisect_right(addr, off) - 1
-    if i < 0:
-        return '?'
-    n = re.sub(r'\._omp_fn\.\d+$', '', name[i])
+    return name[i] if i >= 0 else '?'
+
+
+def helper(obj, off):
+    n = function(obj, off)
+    if n == '?':
+        return n
+    n = re.sub(r'\._omp_fn\.\d+$', '', n)
     # the generated program's own functions (entry point and its parts)
     return n if n.startswith('weir_') else 'maps'
 
 
-def load(path, steps):
+def load(path, steps, key=helper):
     d = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
     for line in open(path):
         obj, off, calls, _wall, cpu_sum, cpu_max, _nt = line.split()
         if not obj.startswith('/'):
             continue
-        v = d[helper(obj, int(off, 16))]
+        v = d[key(obj, int(off, 16))]
         v[0] += int(calls) / steps
         v[1] += float(cpu_sum) / steps * 1e3
         v[2] += float(cpu_max) / steps * 1e3
     return d
 
 
+def region_labels(folder):
+    """FUNCTION._omp_fn.K -> the comment above its loop, from the C files."""
+    labels = {}
+    for path in sorted(glob.glob(os.path.join(folder, '*.c'))):
+        fn, k, last = None, 0, '?'
+        lines = open(path).read().split('\n')
+        for i, line in enumerate(lines):
+            m = re.match(r'^(?:weir_hidden |static )?\w+ \**(\w+)\(', line)
+            if m:
+                # a definition, not a prototype: no ';' before the '{'
+                j = i
+                while j + 1 < len(lines) and '{' not in lines[j] and \
+                        ';' not in lines[j]:
+                    j += 1
+                if '{' in lines[j]:
+                    fn, k = m.group(1), 0
+            m = re.search(r'/\* (map \d+ .*?|\w+ \'[^\']*\' \(node \d+\).*?) \*/',
+                          line)
+            if m:
+                last = m.group(1)
+            if fn and '#pragma omp parallel' in line:
+                labels['%s._omp_fn.%d' % (fn, k)] = last
+                k += 1
+    return labels
+
+
+def maps_table(folder, steps, paths):
+    labels = region_labels(folder)
+    tabs = [load(p, steps, function) for p in paths]
+    keys = [k for k in tabs[0] if not k.startswith('weir_')]
+    keys.sort(key=lambda k: -tabs[0][k][1])
+    print()
+    print('| region | per step | 1 thread | ' +
+          ' | '.join('run %d all / busiest' % (i + 1)
+                     for i in range(len(tabs) - 1)) + ' |')
+    print('|---|---|---|' + '---|' * (len(tabs) - 1))
+    for k in keys:
+        print('| %s | %.0f | %.3f | %s |' % (
+            labels.get(k, k), tabs[0][k][0], tabs[0][k][1],
+            ' | '.join('%.3f / %.3f' % (t[k][1], t[k][2]) for t in tabs[1:])))
+
+
 def main():
-    if len(sys.argv) < 4:
+    args = sys.argv[1:]
+    folder = None
+    if args[:1] == ['--maps'] and len(args) > 1:
+        folder, args = args[1], args[2:]
+    if len(args) < 3:
         sys.exit(__doc__)
-    steps = float(sys.argv[1])
-    one = load(sys.argv[2], steps)
-    many = [load(p, steps) for p in sys.argv[3:]]
+    steps = float(args[0])
+    one = load(args[1], steps)
+    many = [load(p, steps) for p in args[2:]]
     keys = sorted(set(one) | set().union(*many), key=lambda k: -one[k][1])
     print('| helper | regions | 1 thread | ' +
           ' | '.join('run %d all / busiest' % (i + 1)
@@ -79,6 +142,8 @@ def main():
     print('| all | %.0f | %.2f | %s |' % (
         tot(one, 0), tot(one, 1),
         ' | '.join('%.2f / %.2f' % (tot(m, 1), tot(m, 2)) for m in many)))
+    if folder:
+        maps_table(folder, steps, args[1:])
 
 
 if __name__ == '__main__':

@@ -3,9 +3,9 @@
  * backward").
  *
  * Site: [mask, grad]: a Pointwise node with the code of the ReLU's backward
- * rule, "y = b > 0 ? a : 0" (a the upstream gradient, b the ReLU's input:
- * the batch norm's output), whose output is input 0 (dY) of a
- * BatchNormGrad.
+ * rule, "y = b > 0 ? a : 0" (a the upstream gradient, b the ReLU's output,
+ * which is > 0 exactly where its input, the batch norm's output, is;
+ * ir/lower/grad.c), whose output is input 0 (dY) of a BatchNormGrad.
  *
  * BatchNormGrad's optional input R applies exactly that mask as it reads
  * dY (g = R > 0 ? dY : 0, in both of its passes), so the BatchNormGrad
