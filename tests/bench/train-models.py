@@ -7,7 +7,8 @@
         target.npy (the batch and the training target, the layout
         tests/bench-train reads), DIR/NAME.pt (the weights) and
         DIR/NAME.flops (FLOPs of one training step, see below).  A model
-        whose files all exist is left alone.
+        whose files all exist, written by this version of the export
+        (DIR/NAME.version), is left alone.
     train-models.py torch DIR NAME [--threads N] [--reps N] [--warmup N]
         PyTorch's time for one training step of the same model (weights
         from DIR/NAME.pt, data from DIR/NAME/train): zero_grad, forward in
@@ -49,6 +50,8 @@ import time
 import warnings
 
 OPSET = 13
+# 2: no two parameters or buffers with equal values (see distinct_values)
+EXPORT_VERSION = "2"
 
 
 def _imports():
@@ -168,10 +171,33 @@ def models():
 NAMES = ["mlp", "resnet18", "mbconv", "transformer"]
 
 
+def distinct_values(model):
+    """Gives every parameter and buffer whose elements are all equal (a
+    fresh BatchNorm's or LayerNorm's scale and shift, its running
+    statistics, a bias initialised to zero) small seeded random offsets.
+    The ONNX exporter stores tensors with equal contents once: the ten
+    BatchNorms of one width would share one scale, one shift and running
+    statistics aliasing both, and the training program would train tied
+    parameters where PyTorch trains separate ones."""
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if not t.is_floating_point() or t.numel() == 0:
+                continue
+            flat = t.reshape(-1)
+            if not bool((flat == flat[0]).all()):
+                continue
+            noise = 0.01 * torch.randn(t.shape, generator=g)
+            if name.endswith("running_var"):
+                noise = noise.abs()  # a variance stays positive
+            t.add_(noise)
+
+
 def build(name):
     make, shape, classifier = models()[name]
     torch.manual_seed(0)
     model = make()
+    distinct_values(model)
     model.eval()
     g = torch.Generator().manual_seed(1)
     x = torch.randn(*shape, generator=g)
@@ -224,7 +250,12 @@ def export(outdir, name):
     data = os.path.join(base, "train")
     files = [base + s for s in (".onnx", ".flops", ".pt")]
     files += [os.path.join(data, f) for f in ("input.npy", "target.npy")]
-    if all(os.path.exists(f) for f in files):
+    try:
+        with open(base + ".version") as f:
+            current = f.read().strip() == EXPORT_VERSION
+    except OSError:
+        current = False
+    if current and all(os.path.exists(f) for f in files):
         print(f"{name}: already in {outdir}")
         return
     os.makedirs(data, exist_ok=True)
@@ -244,6 +275,8 @@ def export(outdir, name):
     flops = count_flops(model, x)
     with open(base + ".flops", "w") as f:
         f.write(f"{flops}\n")
+    with open(base + ".version", "w") as f:
+        f.write(EXPORT_VERSION + "\n")
     params = sum(p.numel() for p in model.parameters())
     print(f"{name}: exported ({params} parameters, {flops / 1e9:.3f} GFLOP per training step)")
 
