@@ -42,6 +42,13 @@
  *    panels, both by 16 x 16 transposes (weir_cg_tr16_<id>); threads take
  *    chunks of images (or, with fewer chunks than threads, shares of a
  *    chunk's panels) whose partial results are added in chunk order.
+ *    Its slices end with each image's first oh padded rows (the rows
+ *    below meet no dy), and its B panels are as wide as suits m.
+ *  - Small planes (at most 1024 values with the taps' reach): the
+ *    im2col of the filter gradient and the chunked input gradient's
+ *    patches copy each (channel, image) plane into a zero frame on the
+ *    stack first and write every tap's rows from it without bounds
+ *    tests.
  *  - Every temporary (the flipped filter, the column buffer, the copied
  *    rows, the GEMM's packing buffers) lives in the node's scratch block
  *    of the kernel's workspace: steady-state runs allocate nothing.  The
@@ -233,6 +240,34 @@ static const char grad_input[] =
     "        const int64_t P = dh * (kh - 1) - ph, Q = dw * (kw - 1) - pw;\n"
     "        for (int64_t i0 = 0; i0 < n; i0 += nb) {\n"
     "          const int64_t cnt = n - i0 < nb ? n - i0 : nb, ld = cnt * hw;\n"
+    "          /* small planes (a CIFAR ResNet's 8x8 and 4x4): per (channel,\n"
+    "           * image) dy's plane once into a zero frame on the stack, then\n"
+    "           * every tap's rows copied from it without bounds tests */\n"
+    "          const int64_t Hp = h + dh * (kh - 1), Wp = wd + dw * (kw - 1);\n"
+    "          if (Hp * Wp <= 1024) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (fk * ld > 16384)\n"
+    "#endif\n"
+    "            for (int64_t r = 0; r < mg * cnt; r++) {\n"
+    "              const int64_t oc = r / cnt, ii = r % cnt;\n"
+    "              const @T@ *src = dy + ((i0 + ii) * m + g * mg + oc) * ohw;\n"
+    "              @T@ pb[1024];\n"
+    "              for (int64_t k = 0; k < Hp * Wp; k++)\n"
+    "                pb[k] = (@T@)0;\n"
+    "              /* pb[u][v] = dy[u - P][v - Q] */\n"
+    "              for (int64_t sy = 0; sy < oh && sy + P < Hp; sy++)\n"
+    "                for (int64_t sx = 0; sx < ow && sx + Q < Wp; sx++)\n"
+    "                  pb[(sy + P) * Wp + sx + Q] = src[sy * ow + sx];\n"
+    "              for (int64_t i = 0; i < kh; i++)\n"
+    "                for (int64_t j = 0; j < kw; j++) {\n"
+    "                  @T@ *d = col + ((oc * kh + i) * kw + j) * ld + ii * hw;\n"
+    "                  const @T@ *sp = pb + i * dh * Wp + j * dw;\n"
+    "                  for (int64_t y = 0; y < h; y++)\n"
+    "                    memcpy(d + y * wd, sp + y * Wp,\n"
+    "                           sizeof(@T@) * (size_t)wd);\n"
+    "                }\n"
+    "            }\n"
+    "          } else {\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for schedule(static) if (fk * ld > 16384)\n"
     "#endif\n"
@@ -262,6 +297,7 @@ static const char grad_input[] =
     "              for (int64_t x = qhi; x < wd; x++)\n"
     "                dr[x] = (@T@)0;\n"
     "            }\n"
+    "          }\n"
     "          }\n"
     "          st |= weir_gemm_run_@S@(0, 0, cg, ld, fk, (@T@)1, buf, fk, col, "
     "ld,\n"
@@ -412,6 +448,43 @@ static const char grad_input[] =
     "  for (int64_t g = 0; g < groups; g++) {\n"
     "    for (int64_t i0 = 0; i0 < n; i0 += nb) {\n"
     "      const int64_t cnt = n - i0 < nb ? n - i0 : nb, ld = cnt * ohw;\n"
+    "      /* small planes (the 4x4 layers of a CIFAR ResNet, the 8x8 and\n"
+    "       * 16x16 inputs of its stride-2 ones; not 1x1 kernels, which\n"
+    "       * read each input once anyway): per\n"
+    "       * (channel, image) x's plane once into a zero frame on the stack,\n"
+    "       * then every tap's rows copied from it without bounds tests */\n"
+    "      const int64_t Hp = (oh - 1) * sh + dh * (kh - 1) + 1;\n"
+    "      const int64_t Wp = (ow - 1) * sw + dw * (kw - 1) + 1;\n"
+    "      if (kh * kw > 1 && Hp * Wp <= 1024) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static)\n"
+    "#endif\n"
+    "        for (int64_t r = 0; r < cg * cnt; r++) {\n"
+    "          const int64_t ic = r / cnt, im = r % cnt;\n"
+    "          const @T@ *xc = x + ((i0 + im) * c + g * cg + ic) * hw;\n"
+    "          @T@ pb[1024];\n"
+    "          for (int64_t k = 0; k < Hp * Wp; k++)\n"
+    "            pb[k] = (@T@)0;\n"
+    "          /* pb[u][v] = x[u - ph][v - pw] */\n"
+    "          for (int64_t u = ph > 0 ? ph : 0; u < Hp && u - ph < h; u++)\n"
+    "            for (int64_t v = pw > 0 ? pw : 0; v < Wp && v - pw < wd; v++)\n"
+    "              pb[u * Wp + v] = xc[(u - ph) * wd + v - pw];\n"
+    "          for (int64_t i = 0; i < kh; i++)\n"
+    "            for (int64_t j = 0; j < kw; j++) {\n"
+    "              @T@ *d = col + ((ic * kh + i) * kw + j) * ld + im * ohw;\n"
+    "              const @T@ *sp = pb + i * dh * Wp + j * dw;\n"
+    "              for (int64_t p = 0; p < oh; p++) {\n"
+    "                if (sw == 1) {\n"
+    "                  memcpy(d + p * ow, sp + p * sh * Wp,\n"
+    "                         sizeof(@T@) * (size_t)ow);\n"
+    "                  continue;\n"
+    "                }\n"
+    "                for (int64_t q = 0; q < ow; q++)\n"
+    "                  d[p * ow + q] = sp[p * sh * Wp + q * sw];\n"
+    "              }\n"
+    "            }\n"
+    "        }\n"
+    "      } else {\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for schedule(static)\n"
     "#endif\n"
@@ -446,6 +519,7 @@ static const char grad_input[] =
     "          for (int64_t q = qhi; q < ow; q++)\n"
     "            dr[q] = (@T@)0;\n"
     "        }\n"
+    "      }\n"
     "      }\n"
     "      const @T@ *ap = dy + (i0 * m + g * mg) * ohw;\n"
     "      int64_t lda = ohw;\n"
@@ -567,7 +641,7 @@ static const char grad_taps[] =
     "  const int64_t hp = oh + dh * (kh - 1), wp = ow + dw * (kw - 1);\n"
     "  const int64_t khw = kh * kw, hw = h * wd, ohw = oh * ow, pp = hp * wp;\n"
     "  const int64_t nn = khw * c, ncb = (c + @MR@ - 1) / @MR@;\n"
-    "  const int64_t npan = (m + @NR@ - 1) / @NR@, rows = khw * ncb;\n"
+    "  const int64_t rows = khw * ncb;\n"
     "  const int64_t ext = dh * (kh - 1) * wp + dw * (kw - 1);\n"
     "  const int64_t nch = (n + nb - 1) / nb, xs = nb * pp + ext;\n"
     "  const size_t xbytes =\n"
@@ -640,9 +714,20 @@ static const char grad_taps[] =
     "          for (; u + 16 <= nx; u += 16) {\n"
     "            @T@ tb[256];\n"
     "            weir_cg_tr16_@S@(s + ic * hw + u, hw, tb, 16);\n"
-    "            for (int64_t v = 0; v < 16; v++)\n"
-    "              for (int64_t l = 0; l < 16; l++)\n"
-    "                XQ(ic + l, q0 + u + v) = tb[v * 16 + l];\n"
+    "            /* a pixel's 16 channels (ic a multiple of 16): 16 / MR\n"
+    "             * panels' rows, or a part of one panel's row */\n"
+    "            for (int64_t v = 0; v < 16; v++) {\n"
+    "              if (16 % @MR@ == 0)\n"
+    "                for (int64_t l = 0; l < 16; l += @MR@)\n"
+    "                  memcpy(&XQ(ic + l, q0 + u + v), tb + v * 16 + l,\n"
+    "                         sizeof(@T@) * @MR@);\n"
+    "              else if (@MR@ % 16 == 0)\n"
+    "                memcpy(&XQ(ic, q0 + u + v), tb + v * 16,\n"
+    "                       sizeof(@T@) * 16);\n"
+    "              else\n"
+    "                for (int64_t l = 0; l < 16; l++)\n"
+    "                  XQ(ic + l, q0 + u + v) = tb[v * 16 + l];\n"
+    "            }\n"
     "          }\n"
     "          for (; u < nx; u++)\n"
     "            for (int64_t l = 0; l < 16; l++)\n"
@@ -658,29 +743,48 @@ static const char grad_taps[] =
     "      for (int64_t k = kq * @MR@; k < (kq + ext) * @MR@; k++)\n"
     "        xq[cb * xs * @MR@ + k] = (@T@)0;\n"
     "    @T@ *pt = part + ch * m * nn;\n"
-    "    /* the columns the microkernel reads: whole vectors of the last B\n"
-    "     * panel's */\n"
-    "    const int64_t mz = (npan - 1) * @NR@ +\n"
-    "                       (m - (npan - 1) * @NR@ + @VL@ - 1) / @VL@ * @VL@;\n"
-    "    for (int64_t k0 = 0; k0 < kq; k0 += @KC@) {\n"
-    "      const int64_t kc = kq - k0 < @KC@ ? kq - k0 : @KC@;\n"
-    "      /* bq: B panel q at q * kc * NR, row kk = pixel k0 + kk, column v\n"
-    "       * = output channel q * NR + v: element (oc, kk) at BQ(oc, kk).  A\n"
-    "       * slice is runs of padded rows: the first nv pixels of a run are\n"
-    "       * dy's (blocks of 16 channels by 16 pixels transposed at once),\n"
-    "       * the rest zero, and so are the columns past m */\n"
-    "#define BQ(oc, kk) bq[(oc) / @NR@ * kc * @NR@ + (kk) * @NR@ + (oc) % "
-    "@NR@]\n"
-    "      int64_t im = k0 / pp, y = k0 % pp / wp, xx = k0 % wp;\n"
+    "    /* B panels of pn columns (whole vectors, at most NR; no panel of\n"
+    "     * one vector after wider ones, whose tile would have a third of\n"
+    "     * the accumulators), and the columns the microkernel reads: whole\n"
+    "     * vectors of the last panel's */\n"
+    "    const int64_t mv = (m + @VL@ - 1) / @VL@, nrv = @NR@ / @VL@;\n"
+    "    const int64_t pn =\n"
+    "        (mv <= nrv ? mv : mv % nrv == 1 && nrv > 2 ? nrv - 1 : nrv) * "
+    "@VL@;\n"
+    "    const int64_t npw = (m + pn - 1) / pn;\n"
+    "    const int64_t mz = (npw - 1) * pn +\n"
+    "                       (m - (npw - 1) * pn + @VL@ - 1) / @VL@ * @VL@;\n"
+    "    /* an image's pixels that meet dy are its first oh padded rows:\n"
+    "     * slices of at most KC of them, image by image (the padded rows\n"
+    "     * below would only add zeros) */\n"
+    "    const int64_t kv = oh * wp;\n"
+    "    for (int64_t im = 0; im < cnt; im++)\n"
+    "    for (int64_t k1 = 0; k1 < kv; k1 += @KC@) {\n"
+    "      const int64_t kc = kv - k1 < @KC@ ? kv - k1 : @KC@;\n"
+    "      const int64_t k0 = im * pp + k1, acc = im > 0 || k1 > 0;\n"
+    "      /* bq: B panel q at q * kc * pn, row kk = pixel k0 + kk, column\n"
+    "       * v = output channel q * pn + v: element (oc, kk) at BQ(oc, kk).\n"
+    "       * A slice is runs of padded rows: the first nv pixels of a run\n"
+    "       * are dy's (blocks of 16 channels by 16 pixels transposed\n"
+    "       * straight into the panel where pn is a multiple of 16), the\n"
+    "       * rest zero, and so are the columns past m */\n"
+    "#define BQ(oc, kk) bq[(oc) / pn * kc * pn + (kk) * pn + (oc) % pn]\n"
+    "      int64_t y = k1 / wp, xx = k1 % wp;\n"
     "      for (int64_t kk = 0; kk < kc;) {\n"
     "        const int64_t run = wp - xx < kc - kk ? wp - xx : kc - kk;\n"
-    "        int64_t nv = y < oh ? ow - xx : 0;\n"
+    "        int64_t nv = ow - xx;\n"
     "        nv = nv < 0 ? 0 : nv > run ? run : nv;\n"
     "        const @T@ *s = dy + (i0 + im) * m * ohw + y * ow + xx;\n"
     "        int64_t oc = 0;\n"
     "        for (; oc + 16 <= m && nv > 0; oc += 16) {\n"
     "          int64_t u = 0;\n"
     "          for (; u + 16 <= nv; u += 16) {\n"
+    "            if (pn % 16 == 0) {\n"
+    "              weir_cg_tr16_@S@(s + oc * ohw + u, ohw, &BQ(oc, kk + u), "
+    "pn);\n"
+    "              continue;\n"
+    "            }\n"
+    "            /* 16 channels across two panels (pn of 8 or 24) */\n"
     "            @T@ tb[256];\n"
     "            weir_cg_tr16_@S@(s + oc * ohw + u, ohw, tb, 16);\n"
     "            for (int64_t v = 0; v < 16; v++)\n"
@@ -701,10 +805,7 @@ static const char grad_taps[] =
     "        xx += run;\n"
     "        if (xx == wp) {\n"
     "          xx = 0;\n"
-    "          if (++y == hp) {\n"
-    "            y = 0;\n"
-    "            im++;\n"
-    "          }\n"
+    "          y++;\n"
     "        }\n"
     "      }\n"
     "#undef BQ\n"
@@ -715,10 +816,10 @@ static const char grad_taps[] =
     "            xq + (cb * xs + k0 + t / kw * dh * wp + t % kw * dw) * "
     "@MR@;\n"
     "        @T@ *pc = pt + (t * c + cb * @MR@) * m;\n"
-    "        for (int64_t q = 0; q < npan; q++) {\n"
-    "          const int64_t nr = m - q * @NR@ < @NR@ ? m - q * @NR@ : @NR@;\n"
-    "          const @T@ *pb = bq + q * kc * @NR@;\n"
-    "          @T@ *pcc = pc + q * @NR@;\n"
+    "        for (int64_t q = 0; q < npw; q++) {\n"
+    "          const int64_t nr = m - q * pn < pn ? m - q * pn : pn;\n"
+    "          const @T@ *pb = bq + q * kc * pn;\n"
+    "          @T@ *pcc = pc + q * pn;\n"
     "          switch ((nr + @VL@ - 1) / @VL@) {\n"
     "@CASES@"
     "          }\n"
@@ -815,6 +916,16 @@ static gint64 r64(gint64 bytes) {
   return (bytes + 63) / 64 * 64;
 }
 
+/* The columns of the per-tap path's B panels for m output channels: the
+ * helper's panel width pn (whole vectors, at most NR; a one-vector panel
+ * after wider ones avoided) times the number of panels. */
+static gint64 taps_panel_cols(gint64 m, gint64 vl, gint64 nr) {
+  const gint64 mv = (m + vl - 1) / vl, nrv = MAX(nr / vl, 1);
+  const gint64 pwv = mv <= nrv ? mv : mv % nrv == 1 && nrv > 2 ? nrv - 1 : nrv;
+  const gint64 pw = MAX(pwv, 1) * vl;
+  return (m + pw - 1) / pw * pw;
+}
+
 /* The filter gradient's per-tap path (grad_taps) when it applies: one
  * group, unit stride, a kernel of more than one tap, at least 16 input and
  * output channels (the products' rows and columns; fewer, and the
@@ -824,7 +935,8 @@ static gint64 r64(gint64 bytes) {
  * 27% and 56% larger, and the per-tap path is still faster than im2col on
  * the 8x8 layer; its 4x4 maps, 125%, keep im2col).  Chunks
  * of nb images, nb the power of two that comes closest to 2048 padded
- * pixels from below, so that a chunk's xq and dyp stay in the L2 cache.
+ * pixels from below, so that a chunk's xq and dyp stay in the L2 cache,
+ * halved while that leaves fewer chunks than threads.
  * Emits the call and returns TRUE, or FALSE (nothing emitted) where the
  * path does not apply. */
 static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
@@ -841,19 +953,30 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
     return FALSE;
   const gint64 hp = oh + d[0] * (kh - 1), wp = ow + d[1] * (kw - 1);
   const gint64 sz = e->out[0].c->dtype == WEIR_DTYPE_F64 ? 8 : 4;
+  /* (the products run over an image's first oh padded rows, in slices
+   * that end with the image: on 4x4 maps those slices are 24 pixels
+   * deep, and the microkernel's tile loads and stores outweigh the
+   * im2col they save: 6.9 against 5.2 ms on the 256-channel layer) */
   if (10 * hp * wp > 16 * oh * ow)
     return FALSE;
+  const guint threads = MAX(bl->threads, 1);
   gint64 nb = MAX(1, 2048 / (hp * wp));
   while (nb & (nb - 1))
     nb &= nb - 1;
+  /* at least a chunk per thread where the batch allows (else the threads
+   * would each build the same chunk's copy of x) */
+  while (nb > 1 && (n + nb - 1) / nb < (gint64)threads)
+    nb /= 2;
   const gint64 nch = (n + nb - 1) / nb;
   nb = (n + nch - 1) / nch;
   const gint64 ext = d[0] * (kh - 1) * wp + d[1] * (kw - 1);
   const gint64 ncb = (c + bl->mr - 1) / bl->mr;
-  const gint64 npad = (m + bl->nr - 1) / bl->nr * bl->nr;
+  /* the B panels' columns: as the helper's pn rule, never more than
+   * whole NR-wide panels */
+  const gint64 npad = MAX((m + bl->nr - 1) / bl->nr * bl->nr,
+                          taps_panel_cols(m, bl->vl, bl->nr));
   const gint64 slot =
       r64(ncb * (nb * hp * wp + ext) * bl->mr * sz) + r64(npad * bl->kc * sz);
-  const guint threads = MAX(bl->threads, 1);
   const gint64 parts = r64(nch * kh * kw * m * c * sz);
   /* many channels on large maps (an ImageNet ResNet's first stages) would
    * need tens of MB of partials and slots; im2col's GEMMs reuse each
@@ -881,8 +1004,8 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
         nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
     g_string_append_printf(
         cases,
-        "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, @NR@, pcc, "
-        "m, mr, nr, k0 > 0, NULL); break;\n",
+        "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, pn, pcc, "
+        "m, mr, nr, (int)acc, NULL); break;\n",
         label, nv);
   }
   g_string_replace(t, "@CASES@", cases->str, 0);

@@ -322,6 +322,11 @@ static void win_1x1_s2(WeirNode *n) {
 static void win_3x3_p1_g2(WeirNode *n) {
   window(n, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2);
 }
+/* 3x2 dilated by 2 along the rows, stride 2 there, pads 2/1 (rows) and
+ * 0/1 (columns), two groups */
+static void win_3x2_s21_g2_dil(WeirNode *n) {
+  window(n, 3, 2, 2, 1, 2, 0, 1, 1, 2, 1, 2);
+}
 static void win_3x3_s2p1_g2(WeirNode *n) {
   window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
 }
@@ -543,6 +548,17 @@ static const Case cases[] = {
      * least 512 columns): 4x4 outputs at stride 2, 32 images then 1;
      * two groups of 5x5 outputs, 21 images then 2; 1x1 at stride 2 with
      * enough channels for the threads to split the copy of dy's rows */
+    /* taps17: the chunked input gradient's patches from a framed plane
+     * of dy (3x4 maps, 12 input channels per group: 50 images in chunks
+     * of 43 and 7), two groups, a 3x2 kernel dilated along the rows,
+     * uneven pads */
+    {"cgi_chunks_g2_dil",
+     "ConvGradInput",
+     {"50, 4, 2, 4", "4, 12, 3, 2", "50, 24, 3, 4"},
+     "50, 24, 3, 4",
+     win_3x2_g2_dil,
+     {"col2im", "weir"},
+     "weir"},
     {"cgi_s2_chunks",
      "ConvGradInput",
      {"33, 6, 4, 4", "6, 5, 3, 3", "33, 5, 8, 8"},
@@ -626,6 +642,46 @@ static const Case cases[] = {
      {"im2col", "weir"},
      "weir",
      prep_quarters},
+    /* taps17: 64 output channels (two B panels of 32, no one-vector
+     * panel), rows of 17 (a 16-pixel block of dy transposed straight into
+     * the panel, then one pixel), 20 input channels (a partial channel
+     * panel), 3 images; then 49 output channels (panels of 32 and 17) on
+     * 12x9 maps, 5 images in chunks of several (slices that end with each
+     * image's first 12 padded rows) */
+    {"cgf_taps_m64",
+     "ConvGradFilter",
+     {"3, 64, 18, 17", "3, 20, 18, 17", "64, 20, 3, 3"},
+     "64, 20, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    {"cgf_taps_m49",
+     "ConvGradFilter",
+     {"5, 49, 12, 9", "5, 16, 12, 9", "49, 16, 3, 3"},
+     "49, 16, 3, 3",
+     win_3x3_p1,
+     {"im2col", "weir"},
+     "weir",
+     prep_quarters},
+    /* taps17: im2col from a zero frame holding the plane (planes of at
+     * most 1024 framed pixels; here 11x8, stride 2 x 1, dilated, uneven
+     * pads, two groups), and the same window on a 50x30 plane (53x31
+     * framed: the bounds-tested loop) */
+    {"cgf_frame_s21",
+     "ConvGradFilter",
+     {"3, 6, 4, 7", "3, 4, 9, 7", "6, 2, 3, 2"},
+     "6, 2, 3, 2",
+     win_3x2_s21_g2_dil,
+     {"im2col", "weir"},
+     "weir"},
+    {"cgf_frame_big",
+     "ConvGradFilter",
+     {"2, 6, 25, 30", "2, 4, 50, 30", "6, 2, 3, 2"},
+     "6, 2, 3, 2",
+     win_3x2_s21_g2_dil,
+     {"im2col", "weir"},
+     "weir"},
     {"cgf_5x3_uneven",
      "ConvGradFilter",
      {"2, 4, 9, 7", "2, 3, 9, 8", "4, 3, 5, 3"},
