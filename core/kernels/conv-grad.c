@@ -882,7 +882,7 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
     g_string_append_printf(
         cases,
         "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, @NR@, pcc, "
-        "m, mr, nr, k0 > 0, NULL); break;\n",
+        "m, mr, nr, k0 > 0, NULL, pa); break;\n",
         label, nv);
   }
   g_string_replace(t, "@CASES@", cases->str, 0);
