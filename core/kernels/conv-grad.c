@@ -1005,7 +1005,7 @@ static gboolean taps_emit(WeirNativeEmit *e, const WeirGemmBlocking *bl,
     g_string_append_printf(
         cases,
         "          %s: weir_gemm_ukr%u_@S@(kc, pa, pb, pn, pcc, "
-        "m, mr, nr, (int)acc, NULL); break;\n",
+        "m, mr, nr, (int)acc, NULL, pa); break;\n",
         label, nv);
   }
   g_string_replace(t, "@CASES@", cases->str, 0);

@@ -289,7 +289,8 @@ static const char gemm_ukr[] =
     " * NR when packed, zero-padded, so the loop is always full; B's row\n"
     " * stride when read in place, conv14n); the first nv vectors of each B\n"
     " * row are used.  Edge tiles (mr < MR or nr < nv * VL) go through a\n"
-    " * buffer. */\n"
+    " * buffer.  pf + k * MR is prefetched at step k: the next pre-packed A\n"
+    " * panel, spread over the loop (mob17), or ap itself (a no-op). */\n"
     "WEIR_GEMM_INL_@S@ void weir_gemm_ukr_@S@(const int nv, const int fa,\n"
     "                                        int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
@@ -297,8 +298,8 @@ static const char gemm_ukr[] =
     "                                        int64_t ldp,\n"
     "                                        @T@ *restrict c, int64_t ldc,\n"
     "                                        int64_t mr, int64_t nr, int acc,\n"
-    "                                        const weir_gemm_fast_@S@ *fe) "
-    "{\n"
+    "                                        const weir_gemm_fast_@S@ *fe,\n"
+    "                                        const @T@ *pf) {\n"
     "  (void)fa;\n"
     "  weir_gemm_v_@S@ r[@MR@][@NV@];\n"
     "#pragma GCC unroll 32\n"
@@ -308,6 +309,7 @@ static const char gemm_ukr[] =
     "      r[i][v] = weir_gemm_vzero_@S@();\n"
 
     "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    __builtin_prefetch(pf + k * @MR@, 0, 2);\n"
     "    weir_gemm_v_@S@ b[@NV@];\n"
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @NV@; v++)\n"
@@ -402,8 +404,10 @@ static const char gemm_ukr_n[] =
     "                                      const @T@ *bp, int64_t ldp,\n"
     "                                      @T@ *c, int64_t ldc, int64_t mr,\n"
     "                                      int64_t nr, int acc,\n"
-    "                                      const weir_gemm_fast_@S@ *fe) {\n"
-    "  weir_gemm_ukr_@S@(@N@, @F@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe);\n"
+    "                                      const weir_gemm_fast_@S@ *fe,\n"
+    "                                      const @T@ *pf) {\n"
+    "  weir_gemm_ukr_@S@(@N@, @F@, kc, ap, bp, ldp, c, ldc, mr, nr, acc, fe,\n"
+    "                    pf);\n"
     "}\n";
 
 /* The epilogue (f32 gets the vector loop, @VECEPI@). */
@@ -1197,12 +1201,12 @@ static const char gemm_run[] =
     "next\n"
     "             * micro-panel, the next in memory too (that of the next M "
     "or\n"
-    "             * K block after the last), prefetched into L2 while this "
-    "one\n"
-    "             * is used (mobile14q) */\n"
-    "            if (apk)\n"
-    "              for (int64_t o = 0; o < kc * @MR@; o += 64 / sizeof(@T@))\n"
-    "                __builtin_prefetch(ab + (p + 1) * kc * @MR@ + o, 0, 2);\n"
+    "             * K block after the last), prefetched by the microkernel\n"
+    "             * of this panel's first tile, MR elements per k step as\n"
+    "             * it goes (mobile14q, spread out in mob17: all at once they\n"
+    "             * queued ahead of the tile's own loads); other tiles\n"
+    "             * prefetch their own panel, a no-op */\n"
+    "            int pfn = apk != NULL;\n"
     "            for (int64_t q = q0; q < q1; q++) {\n"
     "              if ((q == q0 && (pb + p < f0 || pb + p >= f1)) ||\n"
     "                  (q == q1 - 1 && (pb + p < l0 || pb + p >= l1)))\n"
@@ -1217,6 +1221,8 @@ static const char gemm_run[] =
     "                continue;\n"
     "              const int bin = inpl && nr % @VL@ == 0;\n"
     "              const @T@ *pa = ab + p * kc * @MR@;\n"
+    "              const @T@ *pf = pfn ? pa + kc * @MR@ : pa;\n"
+    "              pfn = 0;\n"
     "              const @T@ *pb = bin ? b + pc * ldb + jc + q * @NR@\n"
     "                                  : bb + q * kc * @NR@;\n"
     "              const int64_t ldp = bin ? ldb : @NR@;\n"
@@ -2052,7 +2058,7 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
           nv == bl->nv ? g_strdup("default") : g_strdup_printf("case %u", nv);
       g_string_append_printf(fa ? casesa : cases,
                              "              %s%s: weir_gemm_ukr%u%s_@S@(kc, "
-                             "pa, pb, ldp, pcc, ldc, mr, nr, acc, fe); "
+                             "pa, pb, ldp, pcc, ldc, mr, nr, acc, fe, pf); "
                              "break;\n",
                              fa ? "  " : "", label, nv, fa ? "a" : "");
     }
