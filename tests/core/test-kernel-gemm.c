@@ -976,6 +976,25 @@ static void split_orient1(WeirNode *n) {
   const char *ps[] = {p};
   weir_node_set_attr_strings(n, "impl_params", ps, 1);
 }
+/* The usual tile, padding 1 (a 3x3's patches: B packed in the call). */
+static void split_orient1_pad1(WeirNode *n) {
+  split_orient1(n);
+  pad1(n);
+}
+/* The transposed tile with small blocks (scal17): k blocks of 35 and A
+ * blocks of tab = 100 x 37 elements, so on AVX-512 a 3x3 convolution of
+ * 50 -> 200 channels on a 7x7 map has M blocks of 96, 96 and 8 rows (6,
+ * 6 and 1 vectors), split over the threads as 13 vectors: 6 + 7 at two
+ * threads (the second thread's share in two blocks), 4 + 4 + 5 at three
+ * (panels split between threads). */
+static void split_orient2(WeirNode *n) {
+  g_autofree char *p = g_strdup_printf("%s=2", WEIR_GEMM_PARAM_ORIENT);
+  const char *ps[] = {p};
+  weir_node_set_attr_strings(n, "impl_params", ps, 1);
+  pad1(n);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_KC, 37);
+  weir_node_set_attr_int(n, WEIR_GEMM_ATTR_MC, 100);
+}
 
 static void s3(WeirNode *n) {
   set2(n, "strides", 3, 3);
@@ -1041,10 +1060,25 @@ static const Node splits[] = {
     /* stride 3 over two k blocks, 81 columns in panels of small blocks */
     {"Conv", {"1, 50, 27, 27", "30, 50, 1, 1", "30"}, "1, 30, 9, 9", s3},
     {"Conv", {"1, 8, 10, 10", "16, 8, 1, 1", ""}, "1, 16, 6, 6", s2_pad_end},
+    /* a 3x3 to 17x17 on the usual tile (AVX-512: 6 panels of 48 and a
+     * 1-column tail, B gathered from the patches): the threads'
+     * boundaries, within a tile of a panel edge, moved to it at 2 and 3
+     * threads; the 1x1 s2 onto 14x14 above likewise at 2 (scal17) */
+    {"Conv", {"1, 6, 17, 17", "40, 6, 3, 3", "40"}, "1, 40, 17, 17", NULL},
+    /* the transposed tile's A vectors split over all M blocks, a bias, a
+     * residual and ReLU */
+    {"Conv",
+     {"1, 50, 7, 7", "200, 50, 3, 3", "200"},
+     "1, 200, 7, 7",
+     NULL,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
 };
 static void (*const splits_set[])(WeirNode *n) = {
-    split_small,   split_small, split_small, split_orient1, split_orient1,
-    split_orient1, split_small, split_small, split_orient1};
+    split_small,   split_small,        split_small,  split_orient1,
+    split_orient1, split_orient1,      split_small,  split_small,
+    split_orient1, split_orient1_pad1, split_orient2};
 
 static void test_thread_split(void **state) {
   (void)state;

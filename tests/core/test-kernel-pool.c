@@ -9,7 +9,10 @@
  * loop nest), and NaN in the input (a window holding one gives NaN, as the
  * pure expansion's max).  The default implementation of every node must be
  * "weir" and the generated code must call the kernel; outputs must match
- * the interpreter at 1 and 2 threads.  SAME padding and the Indices output
+ * the interpreter at 1, 2 and 3 threads (the f32 kernel's threads split
+ * the (image, output row) pairs: at 3 threads batch 2's 9 output rows per
+ * image are split across the images; fewer pairs than two per thread
+ * split (plane, row) pairs instead).  SAME padding and the Indices output
  * are left to the pure expansion.  The u8 and i8 kernels (quantized
  * tensors): test_maxpool_int8.  GlobalAveragePool's kernel: test_gap.
  */
@@ -192,7 +195,7 @@ static void test_maxpool(void **state) {
   g_autoptr(WeirKernel) kern = weir_kernel_compile(g, &f->opts, NULL, &err);
   if (!kern)
     fail_msg("%s", err->message);
-  for (int threads = 1; threads <= 2; threads++) {
+  for (int threads = 1; threads <= 3; threads++) {
     assert_true(weir_kernel_set_threads(kern, threads, &err));
     g_autoptr(GHashTable) got = copy_args(args);
     for (guint n = 0; n < nodes; n++) {

@@ -29,11 +29,14 @@ size_t op_MaxPool_workspace_size(const int64_t symbols[]);
 int op_MaxPool_run(void *const args[], const int64_t symbols[],
         const void *const consts[], void *workspace);
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 /* Weir's MaxPool (docs/native.md, implementation "weir"): y[pl][p][q] =
  * the largest x[pl][p * sh + i * dh - ph][q * sw + j * dw - pw] over the
  * kh x kw window, taps outside the image ignored (-inf), a NaN anywhere
- * in the window giving NaN (as the pure expansion's max).  Per (image,
- * channel) plane, split over the threads; per output row, the largest
+ * in the window giving NaN (as the pure expansion's max).  The threads
+ * split the (image, output row) pairs; per output row, the largest
  * of the window's input rows column by column into a row padded with
  * -inf, then every kernel column is a plain (vectorizable) loop over the
  * output columns, stride 1 with the stride constant, stride 2 over the
@@ -122,11 +125,12 @@ static void weir_maxpool_s2k3_f32(const float *row, float *acc,
         acc[q + l] = m[l];
   }
 }
+/* ch: the channels per image (planes / ch images) */
 static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
                                int64_t h, int64_t wd, int64_t oh, int64_t ow,
                                int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                                int64_t dh, int64_t dw, int64_t ph,
-                               int64_t pw) {
+                               int64_t pw, int64_t ch) {
   /* the padded row: input columns -pw .. (ow - 1) * sw + (kw - 1) * dw - pw */
   const int64_t rw = (ow - 1) * sw + (kw - 1) * dw + 1;
   if (rw > WEIR_MAXPOOL_ROW) {
@@ -156,80 +160,103 @@ static void weir_maxpool2d_f32(const float *x, float *y, int64_t planes,
   const int k3s2 = kw == 3 && sw == 2 && dw == 1 &&
                    (ow + 15) / 16 * 32 + 2 <= WEIR_MAXPOOL_ROW;
   const int64_t rl = k3s2 ? (ow + 15) / 16 * 32 + 2 : rw;
+  /* the threads split the (image, output row) pairs, each taking every
+   * channel of its own; so at batch 1 each thread reads the input rows
+   * the stem's thread of the same number wrote (weir_stem splits its
+   * (image, output row) pairs the same way), where split by planes
+   * half of them came from the other thread's cache (scal17).  With
+   * fewer than two pairs per thread, (plane, output row) pairs. */
 #ifdef _OPENMP
-#pragma omp parallel for
+#pragma omp parallel
 #endif
-  for (int64_t pl = 0; pl < planes; pl++) {
+  {
+    int64_t nt = 1, tid = 0;
+#ifdef _OPENMP
+    nt = omp_get_num_threads();
+    tid = omp_get_thread_num();
+#endif
+    const int64_t chn =
+        ch > 0 && planes % ch == 0 && planes / ch * oh >= 2 * nt ? ch : 1;
+    const int64_t tasks = planes / chn * oh;
+    const int64_t t0 = tasks * tid / nt, t1 = tasks * (tid + 1) / nt;
     float row[WEIR_MAXPOOL_ROW];
     float ev[WEIR_MAXPOOL_ROW / 2], od[WEIR_MAXPOOL_ROW / 2];
-    const float *xp = x + pl * h * wd;
-    for (int64_t p = 0; p < oh; p++) {
-      float *acc = y + (pl * oh + p) * ow;
-      /* the window's kh rows first, the largest per input column
-       * (contiguous passes; the padding columns stay -inf), then the
-       * kw taps of each output column over that one row: kh * rw +
-       * kw * ow steps where tap by tap took kh * (rw + kw * ow) */
-      const int64_t lo = pw < rw ? pw : rw;
-      const int64_t hi = wd + pw < rw ? wd + pw : rw;
-      if (k3s2 && kh <= 8) {
-        /* the vector path: the window's rows in one pass, then the
-         * three taps */
-        const float *xr[8];
-        int nr = 0;
-        for (int64_t i = 0; i < kh; i++) {
-          const int64_t ih = p * sh + i * dh - ph;
-          if (ih >= 0 && ih < h)
-            xr[nr++] = xp + ih * wd;
+    for (int64_t tk = t0; tk < t1;) {
+      /* image im's output rows [pa, pe) */
+      const int64_t im = tk / oh, pa = tk % oh;
+      const int64_t pe = t1 - im * oh < oh ? t1 - im * oh : oh;
+      tk = im * oh + pe;
+      for (int64_t pl = im * chn; pl < (im + 1) * chn; pl++) {
+        const float *xp = x + pl * h * wd;
+        for (int64_t p = pa; p < pe; p++) {
+          float *acc = y + (pl * oh + p) * ow;
+          /* the window's kh rows first, the largest per input column
+           * (contiguous passes; the padding columns stay -inf), then the
+           * kw taps of each output column over that one row: kh * rw +
+           * kw * ow steps where tap by tap took kh * (rw + kw * ow) */
+          const int64_t lo = pw < rw ? pw : rw;
+          const int64_t hi = wd + pw < rw ? wd + pw : rw;
+          if (k3s2 && kh <= 8) {
+            /* the vector path: the window's rows in one pass, then the
+             * three taps */
+            const float *xr[8];
+            int nr = 0;
+            for (int64_t i = 0; i < kh; i++) {
+              const int64_t ih = p * sh + i * dh - ph;
+              if (ih >= 0 && ih < h)
+                xr[nr++] = xp + ih * wd;
+            }
+            /* the new input rows of the output row two rows on, prefetched
+             * (out of the caches in a network) */
+            const int64_t pr = (p + 2) * sh + (kh - 1) * dh - ph;
+            if (pr >= 0 && pr + sh <= h)
+              for (int64_t t = 0; t < sh * wd; t += 16)
+                __builtin_prefetch(xp + pr * wd + t, 0, 3);
+            weir_maxpool_vert_f32(row, xr, nr, lo, hi, pw, rl);
+            weir_maxpool_s2k3_f32(row, acc, ow);
+            continue;
+          }
+          for (int64_t t = 0; t < rl; t++)
+            row[t] = -INFINITY;
+          for (int64_t i = 0; i < kh; i++) {
+            const int64_t ih = p * sh + i * dh - ph;
+            if (ih < 0 || ih >= h)
+              continue;
+            const float *xr = xp + ih * wd;
+            for (int64_t t = lo; t < hi; t++)
+              row[t] = weir_maxpool_take_f32(row[t], xr[t - pw]);
+          }
+          for (int64_t q = 0; q < ow; q++)
+            acc[q] = -INFINITY;
+          if (k3s2) {
+            weir_maxpool_s2k3_f32(row, acc, ow);
+            continue;
+          }
+          if (sw == 2) {
+            /* the row dealt into its even and odd columns (a copy at a
+             * constant stride), so that each tap is a contiguous loop */
+            for (int64_t t = 0; t < (rw + 1) / 2; t++)
+              ev[t] = row[2 * t];
+            for (int64_t t = 0; t < rw / 2; t++)
+              od[t] = row[2 * t + 1];
+            for (int64_t j = 0; j < kw; j++) {
+              const int64_t c = j * dw;
+              const float *r = c % 2 ? od + c / 2 : ev + c / 2;
+              for (int64_t q = 0; q < ow; q++)
+                acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
+            }
+            continue;
+          }
+          for (int64_t j = 0; j < kw; j++) {
+            const float *r = row + j * dw;
+            if (sw == 1)
+              for (int64_t q = 0; q < ow; q++)
+                acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
+            else
+              for (int64_t q = 0; q < ow; q++)
+                acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);
+          }
         }
-        /* the new input rows of the output row two rows on, prefetched
-         * (out of the caches in a network) */
-        const int64_t pr = (p + 2) * sh + (kh - 1) * dh - ph;
-        if (pr >= 0 && pr + sh <= h)
-          for (int64_t t = 0; t < sh * wd; t += 16)
-            __builtin_prefetch(xp + pr * wd + t, 0, 3);
-        weir_maxpool_vert_f32(row, xr, nr, lo, hi, pw, rl);
-        weir_maxpool_s2k3_f32(row, acc, ow);
-        continue;
-      }
-      for (int64_t t = 0; t < rl; t++)
-        row[t] = -INFINITY;
-      for (int64_t i = 0; i < kh; i++) {
-        const int64_t ih = p * sh + i * dh - ph;
-        if (ih < 0 || ih >= h)
-          continue;
-        const float *xr = xp + ih * wd;
-        for (int64_t t = lo; t < hi; t++)
-          row[t] = weir_maxpool_take_f32(row[t], xr[t - pw]);
-      }
-      for (int64_t q = 0; q < ow; q++)
-        acc[q] = -INFINITY;
-      if (k3s2) {
-        weir_maxpool_s2k3_f32(row, acc, ow);
-        continue;
-      }
-      if (sw == 2) {
-        /* the row dealt into its even and odd columns (a copy at a
-         * constant stride), so that each tap is a contiguous loop */
-        for (int64_t t = 0; t < (rw + 1) / 2; t++)
-          ev[t] = row[2 * t];
-        for (int64_t t = 0; t < rw / 2; t++)
-          od[t] = row[2 * t + 1];
-        for (int64_t j = 0; j < kw; j++) {
-          const int64_t c = j * dw;
-          const float *r = c % 2 ? od + c / 2 : ev + c / 2;
-          for (int64_t q = 0; q < ow; q++)
-            acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
-        }
-        continue;
-      }
-      for (int64_t j = 0; j < kw; j++) {
-        const float *r = row + j * dw;
-        if (sw == 1)
-          for (int64_t q = 0; q < ow; q++)
-            acc[q] = weir_maxpool_take_f32(acc[q], r[q]);
-        else
-          for (int64_t q = 0; q < ow; q++)
-            acc[q] = weir_maxpool_take_f32(acc[q], r[q * sw]);
       }
     }
   }
@@ -253,6 +280,6 @@ int op_MaxPool_run(void *const args[], const int64_t symbols[],
   (void)workspace;
   /* state 1 'main' */
   /* MaxPool 'node' (node 2): weir */
-  weir_maxpool2d_f32(X0, Y, 2, 6, 6, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0);
+  weir_maxpool2d_f32(X0, Y, 2, 6, 6, 3, 3, 2, 2, 2, 2, 1, 1, 0, 0, 2);
   return 0;
 }
