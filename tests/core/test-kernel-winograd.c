@@ -453,27 +453,34 @@ static void test_choice(void **state) {
     g_clear_error(&err);
   }
   /* the default by shape: 64 channels on 56x56 and 28x28 maps take it,
-   * and smaller maps with at least 32 tiles over the batch (256 channels
-   * on 8x8 and 512 on 4x4 at batch 32); batch-1 7x7 maps (4 tiles), 31
-   * tiles and 16 channels do not */
+   * and, with a constant filter (transformed once at load), smaller maps
+   * with at least 32 tiles over the batch (256 channels on 8x8 and 512 on
+   * 4x4 at batch 32); batch-1 7x7 maps (4 tiles), 31 tiles, a filter
+   * that is not a constant on the small maps and 16 channels do not */
   struct {
     gint64 n, c, m, h;
     const char *y;
-    gboolean want;
+    gboolean konst, want;
   } dflt[] = {
-      {1, 64, 64, 56, "1, 64, 56, 56", TRUE},
-      {1, 128, 128, 28, "1, 128, 28, 28", TRUE},
-      {1, 512, 512, 7, "1, 512, 7, 7", FALSE},
-      {1, 16, 16, 56, "1, 16, 56, 56", FALSE},
-      {32, 256, 256, 8, "32, 256, 8, 8", TRUE},
-      {32, 512, 512, 4, "32, 512, 4, 4", TRUE},
-      {31, 512, 512, 4, "31, 512, 4, 4", FALSE},
-      {8, 512, 512, 7, "8, 512, 7, 7", TRUE},
-      {32, 16, 16, 8, "32, 16, 8, 8", FALSE},
+      {1, 64, 64, 56, "1, 64, 56, 56", FALSE, TRUE},
+      {1, 128, 128, 28, "1, 128, 28, 28", FALSE, TRUE},
+      {1, 512, 512, 7, "1, 512, 7, 7", TRUE, FALSE},
+      {1, 16, 16, 56, "1, 16, 56, 56", FALSE, FALSE},
+      {32, 256, 256, 8, "32, 256, 8, 8", TRUE, TRUE},
+      {32, 256, 256, 8, "32, 256, 8, 8", FALSE, FALSE},
+      {32, 512, 512, 4, "32, 512, 4, 4", TRUE, TRUE},
+      {31, 512, 512, 4, "31, 512, 4, 4", TRUE, FALSE},
+      {8, 512, 512, 7, "8, 512, 7, 7", TRUE, TRUE},
+      {32, 16, 16, 8, "32, 16, 8, 8", TRUE, FALSE},
   };
   for (guint i = 0; i < G_N_ELEMENTS(dflt); i++) {
     g_autoptr(WeirGraph) g = one_conv_n(dflt[i].n, dflt[i].c, dflt[i].m,
                                         dflt[i].h, 3, pad1, dflt[i].y);
+    if (dflt[i].konst) {
+      gsize nb = (gsize)(dflt[i].m * dflt[i].c * 9) * sizeof(float);
+      g_autoptr(GBytes) b = g_bytes_new_take(g_malloc0(nb), nb);
+      weir_container_set_initial(weir_graph_container(g, "W"), b);
+    }
     WeirNode *n = conv_node(g);
     WeirState *st = g_ptr_array_index(g->states, 0);
     assert_string_equal(weir_native_default_impl(g, st, n),
