@@ -147,6 +147,78 @@ static inline void weir_wino_weave(const weir_wino_v *o, float *out) {
                __builtin_shufflevector(f, h, 8, 9, 24, 25, 10, 11, 26, 27, 12,
                                        13, 28, 29, 14, 15, 30, 31));
 }
+/* dst[0, n) = src[0, n), n at most 4 WEIR_WINO_L + 2: whole vectors and
+ * halves, quarters, then floats (fixed-size copies the compiler inlines;
+ * the rows are short, and a call of memcpy per row cost more than the
+ * copy) */
+static inline void weir_wino_copy(float *dst, const float *src, int64_t n) {
+  int64_t q = 0;
+  for (; q + WEIR_WINO_L <= n; q += WEIR_WINO_L)
+    memcpy(dst + q, src + q, WEIR_WINO_L * sizeof(float));
+  if (q + WEIR_WINO_L / 2 <= n) {
+    memcpy(dst + q, src + q, WEIR_WINO_L / 2 * sizeof(float));
+    q += WEIR_WINO_L / 2;
+  }
+  if (q + WEIR_WINO_L / 4 <= n) {
+    memcpy(dst + q, src + q, WEIR_WINO_L / 4 * sizeof(float));
+    q += WEIR_WINO_L / 4;
+  }
+  if (q < n)
+    dst[q] = src[q];
+  if (q + 1 < n)
+    dst[q + 1] = src[q + 1];
+  if (q + 2 < n)
+    dst[q + 2] = src[q + 2];
+}
+/* dst[0, n) = 0, n at most 4 WEIR_WINO_L + 2, the same way */
+static inline void weir_wino_zero(float *dst, int64_t n) {
+  const weir_wino_v z = {0};
+  int64_t q = 0;
+  for (; q + WEIR_WINO_L <= n; q += WEIR_WINO_L)
+    memcpy(dst + q, &z, sizeof z);
+  if (q + WEIR_WINO_L / 2 <= n) {
+    memcpy(dst + q, &z, sizeof z / 2);
+    q += WEIR_WINO_L / 2;
+  }
+  if (q + WEIR_WINO_L / 4 <= n) {
+    memcpy(dst + q, &z, sizeof z / 4);
+    q += WEIR_WINO_L / 4;
+  }
+  if (q < n)
+    dst[q] = 0.0f;
+  if (q + 1 < n)
+    dst[q + 1] = 0.0f;
+  if (q + 2 < n)
+    dst[q + 2] = 0.0f;
+}
+
+/* The segments of the transforms: WEIR_WINO_L consecutive tiles of a
+ * block (fewer at its end), lane l the tile t + l, whatever rows of tiles
+ * and images they come from (a 32x32 map has 8 tiles a row, a 16x16 one
+ * 4: one row a segment would leave half or three quarters of the lanes
+ * idle).  A piece is the part of a segment in one row of tiles: np pieces,
+ * piece k from lane pl[k], pn[k] tiles, its image, row and column of
+ * tiles in pi[k], pr[k], pc[k]. */
+static inline int weir_wino_pieces(int64_t t, int64_t cnt, int64_t th,
+                                   int64_t tw, int64_t *pl, int64_t *pn,
+                                   int64_t *pi, int64_t *pr, int64_t *pc) {
+  int np = 0;
+  for (int64_t l = 0; l < cnt; np++) {
+    const int64_t tc = t % tw;
+    int64_t k = tw - tc;
+    if (k > cnt - l)
+      k = cnt - l;
+    pl[np] = l;
+    pn[np] = k;
+    pi[np] = t / (th * tw);
+    pr[np] = t / tw % th;
+    pc[np] = tc;
+    l += k;
+    t += k;
+  }
+  return np;
+}
+
 /* U = G g G^T of one 3x3 filter g (row-major) into u[36], in double:
  *   G = [     1      0     0 ]
  *       [   1/3    1/3   1/3 ]
@@ -213,8 +285,8 @@ static __attribute__((unused)) void weir_wino_prepack_@S@(const float *w, int64_
  * [ch0, ch1): V_xi (c x nb) at vb already packed as the GEMM's B
  * (weir_prepack_b's layout: per k block of kcb channels, NR-wide panels of
  * kc rows), so the GEMM does not copy it again; per channel, the block's
- * tiles a row segment of at most WEIR_WINO_L at a time (never across a
- * panel of NR). */
+ * tiles a segment of WEIR_WINO_L at a time (weir_wino_pieces; split where
+ * it crosses a panel of NR). */
 static void weir_wino_in_@S@(const float *x, float *vb, int64_t c, int64_t h,
                              int64_t wd, int64_t th, int64_t tw, int64_t ph,
                              int64_t pw, int64_t t0, int64_t nb, int64_t ch0,
@@ -223,53 +295,83 @@ static void weir_wino_in_@S@(const float *x, float *vb, int64_t c, int64_t h,
   const int64_t kblocks = (c + @KC@ - 1) / @KC@;
   const int64_t kcb = (c + kblocks - 1) / kblocks;
   const int64_t vxs = npan * @NR@ * c;
+  /* channel by channel (each channel's rows read in order, which the
+   * prefetchers follow; all channels of a segment at a time were slower) */
+  /* the input rows of the block: from row r0 of image i0 to row r1 of
+   * image i1, each image's span contiguous */
+  const int64_t i0 = t0 / (th * tw), i1 = (t0 + nb - 1) / (th * tw);
+  int64_t r0 = 4 * (t0 / tw % th) - ph;
+  int64_t r1 = 4 * ((t0 + nb - 1) / tw % th) - ph + 6;
+  r0 = r0 < 0 ? 0 : r0 > h ? h : r0;
+  r1 = r1 < 0 ? 0 : r1 > h ? h : r1;
   for (int64_t ch = ch0; ch < ch1; ch++) {
-    /* row ch of V_xi in its k block; kcq floats from one panel to the next */
-    const int64_t pc = ch / kcb * kcb;
-    float *vch = vb + pc * npan * @NR@ + (ch - pc) * @NR@;
-    const int64_t kcq = (c - pc < kcb ? c - pc : kcb) * @NR@;
-    for (int64_t t = t0; t < t0 + nb;) {
-      const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
-      const int64_t lt = t - t0;
-      int64_t cnt = tw - tc;
-      if (cnt > t0 + nb - t)
-        cnt = t0 + nb - t;
-      if (cnt > WEIR_WINO_L)
-        cnt = WEIR_WINO_L;
-      const float *xc = x + (img * c + ch) * h * wd;
-      /* the 6 input rows of the segment, zero-padded */
-      float row[6][4 * WEIR_WINO_L + 4];
-      const int64_t c0 = 4 * tc - pw;
-      const int64_t span = 4 * WEIR_WINO_L + 4;
-      for (int i = 0; i < 6; i++) {
-        const int64_t ih = 4 * tr - ph + i;
-        int64_t a = 0, e = 0;
-        if (ih >= 0 && ih < h) {
-          a = c0 < 0 ? -c0 : 0;
-          e = wd - c0 < span ? wd - c0 : span;
-          if (e < a)
-            e = a;
-        }
-        for (int64_t u = 0; u < a; u++)
-          row[i][u] = 0.0f;
-        if (e > a)
-          memcpy(&row[i][a], xc + ih * wd + c0 + a,
-                 (size_t)(e - a) * sizeof(float));
-        for (int64_t u = e; u < span; u++)
-          row[i][u] = 0.0f;
+    /* the next channel's rows of the block on their way to the cache
+     * while this one is transformed (its reads waited for memory: each
+     * channel's rows are a short run the prefetchers start late on) */
+    if (ch + 1 < c)
+      for (int64_t im = i0; im <= i1; im++) {
+        const float *pl0 = x + (im * c + ch + 1) * h * wd;
+        const float *p1 = pl0 + (im == i1 ? r1 : h) * wd;
+        const float *p = pl0 + (im == i0 ? r0 : 0) * wd;
+        for (; p < p1; p += 16)
+          __builtin_prefetch(p);
       }
-      /* rows: (d B)[i][k], then columns: B^T (d B), lane l the tile tc + l */
+    /* row ch of V_xi in its k block; kcq floats from one panel to the
+     * next */
+    const int64_t kp = ch / kcb * kcb;
+    float *vch = vb + kp * npan * @NR@ + (ch - kp) * @NR@;
+    const int64_t kcq = (c - kp < kcb ? c - kp : kcb) * @NR@;
+    for (int64_t lt = 0; lt < nb; lt += WEIR_WINO_L) {
+      const int64_t cnt = nb - lt < WEIR_WINO_L ? nb - lt : WEIR_WINO_L;
+      int64_t pl[WEIR_WINO_L], pn[WEIR_WINO_L], pi[WEIR_WINO_L],
+          pr[WEIR_WINO_L], pc[WEIR_WINO_L];
+      const int np =
+          weir_wino_pieces(t0 + lt, cnt, th, tw, pl, pn, pi, pr, pc);
+      /* the lanes of the segment in its panel (n1 of them), then in the
+       * next */
+      const int64_t n1 = cnt < @NR@ - lt % @NR@ ? cnt : @NR@ - lt % @NR@;
+      /* rows: (d B)[i][k], then columns: B^T (d B), lane l the tile
+       * t0 + lt + l */
       weir_wino_v hb[6][6];
       for (int i = 0; i < 6; i++) {
+        /* row i of the segment's 6x6 patches, zero-padded: piece k's
+         * 4 pn[k] + 2 floats from float 4 pl[k] on; the 2 past a piece
+         * that the next overwrites are kept in e4, e5 for its last lane */
+        float row[4 * WEIR_WINO_L + 4];
+        float e4[WEIR_WINO_L], e5[WEIR_WINO_L];
+        for (int k = 0; k < np; k++) {
+          const int64_t ih = 4 * pr[k] - ph + i, c0 = 4 * pc[k] - pw;
+          const int64_t span = 4 * pn[k] + 2;
+          float *rk = row + 4 * pl[k];
+          int64_t a = 0, e = 0;
+          const float *xr = x;
+          if (ih >= 0 && ih < h) {
+            xr = x + ((pi[k] * c + ch) * h + ih) * wd;
+            a = c0 < 0 ? -c0 : 0;
+            e = wd - c0 < span ? wd - c0 : span;
+            if (e < a)
+              e = a;
+          }
+          weir_wino_zero(rk, a);
+          weir_wino_copy(rk + a, xr + c0 + a, e - a);
+          weir_wino_zero(rk + e, span - e);
+          /* from x, not from rk: a load of what the copy has just stored
+           * would wait for its stores */
+          e4[k] = span - 2 >= a && span - 2 < e ? xr[c0 + span - 2] : 0.0f;
+          e5[k] = span - 1 >= a && span - 1 < e ? xr[c0 + span - 1] : 0.0f;
+        }
+        weir_wino_zero(row + 4 * cnt + 2, 4 * (WEIR_WINO_L - cnt));
         weir_wino_v d[6];
-        weir_wino_deal(row[i], d);
+        weir_wino_deal(row, d);
+        for (int k = 0; k + 1 < np; k++) {
+          const int64_t l = pl[k] + pn[k] - 1;
+          d[4][l] = e4[k];
+          d[5][l] = e5[k];
+        }
         WEIR_WINO_BT(d[0], d[1], d[2], d[3], d[4], d[5], hb[i][0], hb[i][1],
                      hb[i][2], hb[i][3], hb[i][4], hb[i][5]);
       }
-      /* V_xi[ch][lt..]: the lanes of the segment in its panel (n1 of
-       * them), then in the next */
       float *dst = vch + lt / @NR@ * kcq + lt % @NR@;
-      const int64_t n1 = cnt < @NR@ - lt % @NR@ ? cnt : @NR@ - lt % @NR@;
       float *dst2 = vch + (lt / @NR@ + 1) * kcq;
       for (int k = 0; k < 6; k++) {
         weir_wino_v v[6];
@@ -287,7 +389,6 @@ static void weir_wino_in_@S@(const float *x, float *vb, int64_t c, int64_t h,
           }
         }
       }
-      t += cnt;
     }
   }
 }
@@ -315,7 +416,8 @@ static int weir_wino_mm_@S@(const float *upk, const float *ub, int64_t m,
 }
 
 /* The output transform of tiles [t0, t0 + nb) for output channels
- * [o0, o1): A^T M A, bias, residual, activation, one store. */
+ * [o0, o1): A^T M A, bias, residual, activation, one store; a segment of
+ * WEIR_WINO_L tiles at a time (weir_wino_pieces), stored piece by piece. */
 static void weir_wino_out_@S@(const float *mb, const float *b, float *y,
                               const float *r, int64_t m, int64_t oh,
                               int64_t ow, int64_t th, int64_t tw, int act,
@@ -323,14 +425,12 @@ static void weir_wino_out_@S@(const float *mb, const float *b, float *y,
                               int64_t o0, int64_t o1) {
   for (int64_t o = o0; o < o1; o++) {
     const float bias = b ? b[o] : 0.0f;
-    for (int64_t t = t0; t < t0 + nb;) {
-      const int64_t img = t / (th * tw), tr = t / tw % th, tc = t % tw;
-      const int64_t lt = t - t0;
-      int64_t cnt = tw - tc;
-      if (cnt > t0 + nb - t)
-        cnt = t0 + nb - t;
-      if (cnt > WEIR_WINO_L)
-        cnt = WEIR_WINO_L;
+    for (int64_t lt = 0; lt < nb; lt += WEIR_WINO_L) {
+      const int64_t cnt = nb - lt < WEIR_WINO_L ? nb - lt : WEIR_WINO_L;
+      int64_t pl[WEIR_WINO_L], pn[WEIR_WINO_L], pi[WEIR_WINO_L],
+          pr[WEIR_WINO_L], pc[WEIR_WINO_L];
+      const int np =
+          weir_wino_pieces(t0 + lt, cnt, th, tw, pl, pn, pi, pr, pc);
       /* whole vectors: the lanes past cnt read the next row of M (or the
        * padding after M) and are not stored */
       const float *src = mb + o * 36 * nb + lt;
@@ -354,40 +454,41 @@ static void weir_wino_out_@S@(const float *mb, const float *b, float *y,
           oo[i][j] += bias;
         weir_wino_weave(oo[i], orow[i]);
       }
-      int64_t cols = ow - 4 * tc;
-      if (cols > 4 * cnt)
-        cols = 4 * cnt;
-      for (int i = 0; i < 4; i++) {
-        const int64_t p = 4 * tr + i;
-        if (p >= oh)
-          break;
-        const int64_t off = ((img * m + o) * oh + p) * ow + 4 * tc;
-        float *yr = y + off;
-        const float *rr = r ? r + off : NULL;
-        const float *orr = orow[i];
-        if (rr) {
-          if (act == 1)
-            for (int64_t q = 0; q < cols; q++) {
-              float v = orr[q] + rr[q];
-              v = v < lo ? lo : v;
-              yr[q] = v > hi ? hi : v;
-            }
-          else
-            for (int64_t q = 0; q < cols; q++)
-              yr[q] = weir_act1_f32(orr[q] + rr[q], act, lo, hi);
-        } else {
-          if (act == 1)
-            for (int64_t q = 0; q < cols; q++) {
-              float v = orr[q];
-              v = v < lo ? lo : v;
-              yr[q] = v > hi ? hi : v;
-            }
-          else
-            for (int64_t q = 0; q < cols; q++)
-              yr[q] = weir_act1_f32(orr[q], act, lo, hi);
+      for (int k = 0; k < np; k++) {
+        int64_t cols = ow - 4 * pc[k];
+        if (cols > 4 * pn[k])
+          cols = 4 * pn[k];
+        for (int i = 0; i < 4; i++) {
+          const int64_t p = 4 * pr[k] + i;
+          if (p >= oh)
+            break;
+          const int64_t off = ((pi[k] * m + o) * oh + p) * ow + 4 * pc[k];
+          float *yr = y + off;
+          const float *rr = r ? r + off : NULL;
+          const float *orr = orow[i] + 4 * pl[k];
+          if (rr) {
+            if (act == 1)
+              for (int64_t q = 0; q < cols; q++) {
+                float v = orr[q] + rr[q];
+                v = v < lo ? lo : v;
+                yr[q] = v > hi ? hi : v;
+              }
+            else
+              for (int64_t q = 0; q < cols; q++)
+                yr[q] = weir_act1_f32(orr[q] + rr[q], act, lo, hi);
+          } else {
+            if (act == 1)
+              for (int64_t q = 0; q < cols; q++) {
+                float v = orr[q];
+                v = v < lo ? lo : v;
+                yr[q] = v > hi ? hi : v;
+              }
+            else
+              for (int64_t q = 0; q < cols; q++)
+                yr[q] = weir_act1_f32(orr[q], act, lo, hi);
+          }
         }
       }
-      t += cnt;
     }
   }
 }

@@ -25,7 +25,9 @@
  *  - Default (weir_native_default_impl through .prefer): where measured
  *    faster than "weir" on this 2-core AVX-512 machine: both channel
  *    counts at least WINO_MIN_CHANNELS and the output map at least
- *    WINO_MIN_MAP x WINO_MIN_MAP (docs/performance.md, "Winograd").
+ *    WINO_MIN_MAP x WINO_MIN_MAP or, for a constant filter (transformed
+ *    once at load), at least WINO_MIN_TILES tiles over the batch
+ *    (docs/performance.md, "Winograd", and "... (wino17)").
  *  - The same file registers "winograd" for ConvGradInput at unit stride
  *    (docs/native.md, "ConvGradInput on the Winograd convolution"): a
  *    second caller of the same helper, on dY with the flipped filter
@@ -48,6 +50,7 @@
 /* The default choice (measured, docs/performance.md). */
 #define WINO_MIN_CHANNELS 32
 #define WINO_MIN_MAP 14
+#define WINO_MIN_TILES 32
 
 GResource *weir_kernels_get_resource(void);
 
@@ -103,13 +106,24 @@ static gboolean wino_accepts(const WeirGraph *g, const WeirState *s,
 /* The shapes where the Winograd convolution was measured faster than
  * Weir's implicit GEMM: filter w [M, C, 3, 3] with both channel counts at
  * least WINO_MIN_CHANNELS, and the forward output map `map` ([N, M, oh,
- * ow]; dY for the input gradient) at least WINO_MIN_MAP on each side. */
+ * ow]; dY for the input gradient) at least WINO_MIN_MAP on each side, or,
+ * when the filter is transformed once at load (`at_load`: a constant),
+ * at least WINO_MIN_TILES 4x4 tiles over the batch (the 8x8 and 4x4 maps
+ * of a CIFAR ResNet at batch 32: 128 and 32 tiles; a batch-1 7x7 map has
+ * 4).  A filter transformed per call (a training program's parameter, the
+ * input gradient's flipped filter) costs 36 x M x C transforms in every
+ * call, more than these small maps save: resnet18's training step took
+ * 1.5x the CPU with them on Winograd. */
 static gboolean measured_faster(const WeirContainer *w,
-                                const WeirContainer *map) {
-  gint64 c, m, oh, ow;
-  return dim_const(w, 0, &m) && dim_const(w, 1, &c) && dim_const(map, 2, &oh) &&
-         dim_const(map, 3, &ow) && c >= WINO_MIN_CHANNELS &&
-         m >= WINO_MIN_CHANNELS && oh >= WINO_MIN_MAP && ow >= WINO_MIN_MAP;
+                                const WeirContainer *map, gboolean at_load) {
+  gint64 c, m, n, oh, ow;
+  if (!dim_const(w, 0, &m) || !dim_const(w, 1, &c) || !dim_const(map, 2, &oh) ||
+      !dim_const(map, 3, &ow) || c < WINO_MIN_CHANNELS || m < WINO_MIN_CHANNELS)
+    return FALSE;
+  if (oh >= WINO_MIN_MAP && ow >= WINO_MIN_MAP)
+    return TRUE;
+  return at_load && dim_const(map, 0, &n) &&
+         n * ((oh + 3) / 4) * ((ow + 3) / 4) >= WINO_MIN_TILES;
 }
 
 /* The default: accepted, and the shape where it was measured faster. */
@@ -118,8 +132,9 @@ static gboolean wino_prefer(const WeirGraph *g, const WeirState *s,
   g_autofree char *reason = NULL;
   if (!wino_accepts(g, s, n, &reason))
     return FALSE;
-  return measured_faster(weir_native_port(g, s, n, TRUE, 1),
-                         weir_native_port(g, s, n, FALSE, 0));
+  const WeirContainer *w = weir_native_port(g, s, n, TRUE, 1);
+  return measured_faster(w, weir_native_port(g, s, n, FALSE, 0),
+                         w->initial != NULL);
 }
 
 static void emit_header(WeirNativeEmit *e, const char *what) {
@@ -376,8 +391,9 @@ static gboolean wino_grad_prefer(const WeirGraph *g, const WeirState *s,
   g_autofree char *reason = NULL;
   if (!wino_grad_accepts(g, s, n, &reason))
     return FALSE;
+  /* its flipped filter is transformed in every call */
   return measured_faster(weir_native_port(g, s, n, TRUE, 1),
-                         weir_native_port(g, s, n, TRUE, 0));
+                         weir_native_port(g, s, n, TRUE, 0), FALSE);
 }
 
 static gboolean wino_grad_emit(WeirNativeEmit *e, GError **error) {

@@ -174,22 +174,24 @@ static void test_nodes(void **state) {
 
 /* One ConvGradInput of dY [1, m, oh, oh], W [m, c, k, k] into dX
  * [1, c, h, h] with stride st and padding p on every side. */
-static WeirGraph *one_grad(gint64 c, gint64 m, gint64 h, gint64 k, gint64 st,
-                           gint64 p, gint64 group) {
+static WeirGraph *one_grad_n(gint64 nb, gint64 c, gint64 m, gint64 h, gint64 k,
+                             gint64 st, gint64 p, gint64 group) {
   g_autoptr(GError) err = NULL;
   WeirGraph *g = weir_graph_new("one");
   WeirState *s = weir_graph_add_state(g, "main");
   gint64 oh = (h + 2 * p - k) / st + 1;
-  g_autofree char *dy = g_strdup_printf(
-      "1, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, m, oh,
-      oh);
+  g_autofree char *dy =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      nb, m, oh, oh);
   g_autofree char *w =
       g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
                       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
                       m, c / group, k, k);
-  g_autofree char *dx = g_strdup_printf(
-      "1, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, c, h,
-      h);
+  g_autofree char *dx =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      nb, c, h, h);
   gint64 pads[4] = {p, p, p, p};
   WeirNode *n = add_grad(g, s, "cgi", 0, dy, w, dx, pads);
   gint64 ks[2] = {k, k}, sts[2] = {st, st};
@@ -200,6 +202,11 @@ static WeirGraph *one_grad(gint64 c, gint64 m, gint64 h, gint64 k, gint64 st,
   if (!weir_op_check_attrs(n, &err) || !weir_graph_validate(g, &err))
     fail_msg("%s", err->message);
   return g;
+}
+
+static WeirGraph *one_grad(gint64 c, gint64 m, gint64 h, gint64 k, gint64 st,
+                           gint64 p, gint64 group) {
+  return one_grad_n(1, c, m, h, k, st, p, group);
 }
 
 static WeirNode *grad_node(WeirGraph *g) {
@@ -243,19 +250,20 @@ static void test_choice(void **state) {
     g_clear_error(&err);
   }
   /* the default by shape, the forward rule: 64 channels on 56x56 and 128
-   * on 28x28 maps take it, 512 on 7x7 and 16 channels do not */
+   * on 28x28 maps take it; 512 on 7x7 at batch 1, 16 channels, and 256
+   * on 8x8 at batch 32 (128 tiles: the forward rule takes those only
+   * with a filter transformed once at load, and the flipped filter is
+   * transformed in every call) do not */
   struct {
-    gint64 c, m, h;
+    gint64 n, c, m, h;
     gboolean want;
   } dflt[] = {
-      {64, 64, 56, TRUE},
-      {128, 128, 28, TRUE},
-      {512, 512, 7, FALSE},
-      {16, 16, 56, FALSE},
+      {1, 64, 64, 56, TRUE},  {1, 128, 128, 28, TRUE},  {1, 512, 512, 7, FALSE},
+      {1, 16, 16, 56, FALSE}, {32, 256, 256, 8, FALSE}, {32, 16, 16, 8, FALSE},
   };
   for (guint i = 0; i < G_N_ELEMENTS(dflt); i++) {
     g_autoptr(WeirGraph) g =
-        one_grad(dflt[i].c, dflt[i].m, dflt[i].h, 3, 1, 1, 1);
+        one_grad_n(dflt[i].n, dflt[i].c, dflt[i].m, dflt[i].h, 3, 1, 1, 1);
     WeirNode *n = grad_node(g);
     WeirState *st = g_ptr_array_index(g->states, 0);
     assert_string_equal(weir_native_default_impl(g, st, n),

@@ -125,6 +125,29 @@ static const Case cases[] = {
      TRUE,
      "+ residual + clip",
      48},
+    /* maps of one or two tiles a row at a batch: the transforms' vectors
+     * of 16 tiles take several rows of tiles and images at once (a 4x4
+     * map, one tile an image; asymmetric padding 2) */
+    {"5, 6, 4, 4", "8, 6, 3, 3", "8", "5, 8, 4, 4", {1, 1, 1, 1}},
+    {"4, 5, 6, 5",
+     "7, 5, 3, 3",
+     "7",
+     "4, 7, 7, 4",
+     {2, 1, 1, 0},
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "+ residual + clip"},
+    /* 400 images of one tile: at 2 threads each thread on its own panels,
+     * 16 images a vector */
+    {"400, 4, 4, 4",
+     "8, 4, 3, 3",
+     "8",
+     "400, 8, 4, 4",
+     {1, 1, 1, 1},
+     "y = max(x, 0.0)",
+     FALSE,
+     "+ clip",
+     48},
     {"1, 4, 6, 6",
      "5, 4, 3, 3",
      "5",
@@ -374,17 +397,18 @@ static void test_prepacked(void **state) {
 }
 
 /* One Conv X[1, c, h, h] * W[m, c, 3, 3] with attributes set by attrs. */
-static WeirGraph *one_conv(gint64 c, gint64 m, gint64 h, gint64 k,
-                           void (*attrs)(WeirNode *), const char *yshape) {
+static WeirGraph *one_conv_n(gint64 n, gint64 c, gint64 m, gint64 h, gint64 k,
+                             void (*attrs)(WeirNode *), const char *yshape) {
   g_autoptr(GError) err = NULL;
   WeirGraph *g = weir_graph_new("one");
   WeirState *s = weir_graph_add_state(g, "main");
   const char *ins[] = {"in0", "in1", NULL};
   const char *outs[] = {"out0", NULL};
   WeirNode *lib = weir_state_add_library(g, s, "conv", "Conv", ins, outs);
-  g_autofree char *xs = g_strdup_printf(
-      "1, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT, c, h,
-      h);
+  g_autofree char *xs =
+      g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
+                      n, c, h, h);
   g_autofree char *ws =
       g_strdup_printf("%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
                       ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT,
@@ -397,6 +421,11 @@ static WeirGraph *one_conv(gint64 c, gint64 m, gint64 h, gint64 k,
   if (!weir_op_check_attrs(lib, &err) || !weir_graph_validate(g, &err))
     fail_msg("%s", err->message);
   return g;
+}
+
+static WeirGraph *one_conv(gint64 c, gint64 m, gint64 h, gint64 k,
+                           void (*attrs)(WeirNode *), const char *yshape) {
+  return one_conv_n(1, c, m, h, k, attrs, yshape);
 }
 
 static void pad1(WeirNode *n) {
@@ -450,20 +479,34 @@ static void test_choice(void **state) {
     g_clear_error(&err);
   }
   /* the default by shape: 64 channels on 56x56 and 28x28 maps take it,
-   * 7x7 maps and 16 channels do not */
+   * and, with a constant filter (transformed once at load), smaller maps
+   * with at least 32 tiles over the batch (256 channels on 8x8 and 512 on
+   * 4x4 at batch 32); batch-1 7x7 maps (4 tiles), 31 tiles, a filter
+   * that is not a constant on the small maps and 16 channels do not */
   struct {
-    gint64 c, m, h;
+    gint64 n, c, m, h;
     const char *y;
-    gboolean want;
+    gboolean konst, want;
   } dflt[] = {
-      {64, 64, 56, "1, 64, 56, 56", TRUE},
-      {128, 128, 28, "1, 128, 28, 28", TRUE},
-      {512, 512, 7, "1, 512, 7, 7", FALSE},
-      {16, 16, 56, "1, 16, 56, 56", FALSE},
+      {1, 64, 64, 56, "1, 64, 56, 56", FALSE, TRUE},
+      {1, 128, 128, 28, "1, 128, 28, 28", FALSE, TRUE},
+      {1, 512, 512, 7, "1, 512, 7, 7", TRUE, FALSE},
+      {1, 16, 16, 56, "1, 16, 56, 56", FALSE, FALSE},
+      {32, 256, 256, 8, "32, 256, 8, 8", TRUE, TRUE},
+      {32, 256, 256, 8, "32, 256, 8, 8", FALSE, FALSE},
+      {32, 512, 512, 4, "32, 512, 4, 4", TRUE, TRUE},
+      {31, 512, 512, 4, "31, 512, 4, 4", TRUE, FALSE},
+      {8, 512, 512, 7, "8, 512, 7, 7", TRUE, TRUE},
+      {32, 16, 16, 8, "32, 16, 8, 8", TRUE, FALSE},
   };
   for (guint i = 0; i < G_N_ELEMENTS(dflt); i++) {
-    g_autoptr(WeirGraph) g =
-        one_conv(dflt[i].c, dflt[i].m, dflt[i].h, 3, pad1, dflt[i].y);
+    g_autoptr(WeirGraph) g = one_conv_n(dflt[i].n, dflt[i].c, dflt[i].m,
+                                        dflt[i].h, 3, pad1, dflt[i].y);
+    if (dflt[i].konst) {
+      gsize nb = (gsize)(dflt[i].m * dflt[i].c * 9) * sizeof(float);
+      g_autoptr(GBytes) b = g_bytes_new_take(g_malloc0(nb), nb);
+      weir_container_set_initial(weir_graph_container(g, "W"), b);
+    }
     WeirNode *n = conv_node(g);
     WeirState *st = g_ptr_array_index(g->states, 0);
     assert_string_equal(weir_native_default_impl(g, st, n),
