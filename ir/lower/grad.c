@@ -38,45 +38,40 @@ static const char *dout0(WeirGradContext *ctx) {
 
 /* ------------------------------------------------------- unary elementwise */
 
-/* dX = code(dY = a, X = b, Y = c), reading the first n_ins of them. */
-static gboolean unary(WeirGradContext *ctx, const char *code, guint n_ins) {
+/* dX = code(dY = a, X = b, Y = c), reading the first n_ins of them; with
+ * from_y, code(dY = a, Y = b): the rule never reads X, which the backward
+ * then does not keep for it. */
+static gboolean unary(WeirGradContext *ctx, const char *code, guint n_ins,
+                      gboolean from_y) {
   const char *dy = dout0(ctx);
   const char *x = weir_grad_input(ctx, 0);
   if (!dy || !weir_grad_wants(ctx, 0))
     return TRUE;
-  const char *ins[] = {dy, x, weir_grad_output(ctx, 0)};
+  const char *y = weir_grad_output(ctx, 0);
+  const char *ins[] = {dy, from_y ? y : x, y};
   g_autofree char *base = g_strdup_printf("%s_grad", x);
   weir_grad_add(ctx, 0, weir_grad_pointwise(ctx, base, x, code, ins, n_ins));
   return TRUE;
 }
 
-/* Relu: dX = dY where Y > 0 (a = dY, b = Y).  Y > 0 exactly where X > 0
- * (NaN and -0 included: Relu keeps a NaN, and neither is > 0), so the mask
- * reads the output, which the backward keeps anyway when a convolution's
- * filter gradient reads it, and not the input: a batch norm's or a residual
- * sum's output is then read by the ReLU alone, map fusion joins the two and
- * the pre-activation is never stored (docs/training.md, "The ReLU's mask").
- * The code is the one batchnorm-grad-relu-fusion folds into BatchNormGrad. */
-static gboolean grad_relu(WeirGradContext *ctx, GError **error) {
-  (void)error;
-  const char *dy = dout0(ctx);
-  const char *x = weir_grad_input(ctx, 0);
-  if (!dy || !weir_grad_wants(ctx, 0))
-    return TRUE;
-  const char *ins[] = {dy, weir_grad_output(ctx, 0)};
-  g_autofree char *base = g_strdup_printf("%s_grad", x);
-  weir_grad_add(ctx, 0,
-                weir_grad_pointwise(ctx, base, x, "y = b > 0 ? a : 0", ins, 2));
-  return TRUE;
-}
-
 /* Unary operators whose derivative is a fixed formula of dY (a), X (b) and
- * Y (c): dX = code, reading the first n_ins of a, b, c. */
+ * Y (c): dX = code, reading the first n_ins of a, b, c; with from_y, of dY
+ * (a) and Y (b).
+ *
+ * Relu's rule reads Y (from_y): Y > 0 exactly where X > 0 (NaN and -0
+ * included: Relu keeps a NaN, and neither is > 0), and the backward keeps Y
+ * anyway when a convolution's filter gradient reads it; a batch norm's or
+ * a residual sum's output is then read by the ReLU alone, map fusion joins
+ * the two and the pre-activation is never stored (docs/training.md, "The
+ * ReLU's mask").  Its code is the one batchnorm-grad-relu-fusion folds
+ * into BatchNormGrad. */
 static const struct {
   const char *op;
   const char *code;
   guint n_ins;
+  gboolean from_y;
 } unary_rules[] = {
+    {"Relu", "y = b > 0 ? a : 0", 2, TRUE},
     {"Sigmoid", "y = a * c * (1 - c)", 3}, /* y (1-y) */
     {"Tanh", "y = a * (1 - c * c)", 3},    /* 1 - y^2 */
     {"Erf", "y = a * 1.1283791670955126 * exp(-(b * b))",
@@ -105,7 +100,8 @@ static gboolean grad_unary_formula(WeirGradContext *ctx, GError **error) {
   const WeirNode *n = weir_grad_node(ctx);
   for (guint i = 0; i < G_N_ELEMENTS(unary_rules); i++)
     if (g_strcmp0(n->op, unary_rules[i].op) == 0)
-      return unary(ctx, unary_rules[i].code, unary_rules[i].n_ins);
+      return unary(ctx, unary_rules[i].code, unary_rules[i].n_ins,
+                   unary_rules[i].from_y);
   g_set_error(error, WEIR_ERROR, WEIR_ERROR_UNSUPPORTED,
               "node %u ('%s'): no derivative formula for operator '%s'", n->id,
               n->label ? n->label : "", n->op ? n->op : "");
@@ -116,7 +112,7 @@ static gboolean grad_leaky_relu(WeirGradContext *ctx, GError **error) {
   (void)error;
   double alpha = attr_float(weir_grad_node(ctx), "alpha", 0.01);
   g_autofree char *code = g_strdup_printf("y = b < 0 ? %.17g * a : a", alpha);
-  return unary(ctx, code, 2);
+  return unary(ctx, code, 2, FALSE);
 }
 
 /* ThresholdedRelu: dY where x > alpha. */
@@ -124,7 +120,7 @@ static gboolean grad_thresholded_relu(WeirGradContext *ctx, GError **error) {
   (void)error;
   double alpha = attr_float(weir_grad_node(ctx), "alpha", 1.0);
   g_autofree char *code = g_strdup_printf("y = b > %.17g ? a : 0", alpha);
-  return unary(ctx, code, 2);
+  return unary(ctx, code, 2, FALSE);
 }
 
 /* Selu: gamma for x > 0, gamma alpha exp(x) below. */
@@ -135,7 +131,7 @@ static gboolean grad_selu(WeirGradContext *ctx, GError **error) {
   double gamma = attr_float(n, "gamma", 1.05070102214813232421875);
   g_autofree char *code = g_strdup_printf(
       "y = b > 0 ? %.17g * a : %.17g * a * exp(b)", gamma, gamma * alpha);
-  return unary(ctx, code, 2);
+  return unary(ctx, code, 2, FALSE);
 }
 
 /* Celu: 1 for x > 0, exp(x / alpha) below. */
@@ -144,7 +140,7 @@ static gboolean grad_celu(WeirGradContext *ctx, GError **error) {
   double alpha = attr_float(weir_grad_node(ctx), "alpha", 1.0);
   g_autofree char *code =
       g_strdup_printf("y = b > 0 ? a : a * exp(b / %.17g)", alpha);
-  return unary(ctx, code, 2);
+  return unary(ctx, code, 2, FALSE);
 }
 
 /* Identity, inference-mode Dropout: dX = dY. */
@@ -942,7 +938,6 @@ void weir_grad_register_builtin(void) {
     const char *op;
     WeirGradRule rule;
   } table[] = {
-      {"Relu", grad_relu},
       {"LeakyRelu", grad_leaky_relu},
       {"ThresholdedRelu", grad_thresholded_relu},
       {"Selu", grad_selu},
