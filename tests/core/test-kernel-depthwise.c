@@ -161,13 +161,30 @@ static const Case cases[] = {
     {1, 4, 11, 14, 3, 3, 2, 2, 3, 1, 3, 1, 1, 1, TRUE, 0},
     {1, 3, 14, 15, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, TRUE, 0},
     {1, 3, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
-    /* the plane kernel at stride 2 onto 17 to 32 columns (mobile14p):
-     * 56 -> 28 (MobileNetV2), 32 (its widest there), 33 (channel-
-     * blocked); the next plane's input prefetched past the tensor's end
-     * on the last plane */
+    /* the plane kernel at stride 2 with a left padding of one, its rows
+     * deinterleaved (mob18; 17 to 32 columns were mobile14p's): 56 -> 28
+     * (MobileNetV2), 32, 33; the next plane's input prefetched past the
+     * tensor's end on the last plane */
     {1, 3, 12, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {2, 3, 9, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
     {1, 3, 9, 66, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    /* deinterleaved rows (mob18): 112 -> 56 (four chunks, the last of 8
+     * columns; 5 output rows: a block of four and one), odd maps at batch
+     * 2 (113 -> 57, 7 rows), 255 -> 128 (eight chunks, the widest) and
+     * 257 -> 129 (channel-blocked), 28 -> 14 (one chunk), a right
+     * padding of 0 and of 2 (the last output's right taps in the
+     * padding), padding beyond the kernel's reach at the top and bottom,
+     * one input row, 2 -> 1 rows */
+    {1, 3, 10, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 7, 113, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0},
+    {1, 2, 6, 255, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 2, 6, 257, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 5, 28, 28, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {1, 3, 11, 20, 3, 3, 2, 2, 1, 1, 1, 0, 1, 1, TRUE, 0},
+    {1, 3, 11, 20, 3, 3, 2, 2, 0, 1, 2, 2, 1, 1, FALSE, 0},
+    {1, 3, 13, 40, 3, 3, 2, 2, 3, 1, 3, 1, 1, 1, TRUE, 0},
+    {1, 3, 1, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
+    {2, 3, 2, 37, 3, 3, 2, 2, 0, 1, 1, 1, 1, 1, TRUE, 0},
     /* the packed modes' table of row masks (at most 16 blocks of rows)
      * and the blocks beyond it (tested per block): stride 1 with 32 and
      * 33 rows of 7 (16 and 17 blocks), stride 2 with 32 and 33 output
@@ -218,6 +235,13 @@ static const Case epilogues[] = {
      "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
     {1, 6, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, TRUE, 0,
      "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
+    /* deinterleaved rows at stride 2 (mob18): ReLU6 with a residual on
+     * 112 -> 56 columns (the clip instance's prefetch of the next
+     * plane), SiLU with a residual on 70 -> 35 */
+    {1, 3, 9, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
+     "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
+    {2, 3, 11, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
     /* the packed mode at stride 2 (mobile14p): ReLU6, SiLU with a
      * residual, HardSwish through the switch */
     {1, 6, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
