@@ -854,7 +854,7 @@ static const char dw_plane_avx512[] =
     "      const __mmask16 sm = weir_dwp_range(0, nq);\n"
     "      for (int64_t p = 0; p < oh; p += 4) {\n"
     "        const int64_t ih0 = 2 * p - ph;\n"
-    "        if (A == 1 && ck == 0) {\n"
+    "        if (ck == 0) {\n"
     "          /* the next plane's rows at this height, as below */\n"
     "          const uintptr_t nx =\n"
     "              (uintptr_t)xc + (uintptr_t)((h * wd + 2 * p * wd) * 4);\n"
