@@ -4,10 +4,12 @@
  * Three kernels, in one helper:
  *  - Plane (AVX-512 only, weir_dwp_*; the default for 3x3 at stride 1 on
  *    output rows of 5-8 columns as wide as the input or of 9-128, and at
- *    stride 2 on rows of 5-8 columns half as wide as the input or of
- *    9-32): vectors of 16 output columns of one NCHW plane (or of 16 / ow
- *    whole rows, at stride 2 two), every tap a masked load straight from
- *    the input plane (or a permutation of two loaded rows), no
+ *    stride 2 on rows of 5-8 columns half as wide as the input, of 9-128
+ *    with a left padding of one, else of 9-32): vectors of 16 output
+ *    columns of one NCHW plane (or of 16 / ow whole rows, at stride 2
+ *    two), every tap a masked load straight from the input plane (or a
+ *    permutation of two loaded rows; at stride 2 with a left padding of
+ *    one, of an input row split once into its even and odd columns), no
  *    transposition; described at its text.
  *  - Channel-blocked (the default elsewhere, weir_dwc_*): VL channels per
  *    vector.
@@ -1087,7 +1089,8 @@ static const char dw_plane_avx512[] =
     " * 5 to 8 as wide as the input at stride 1 (packed: 16 / ow rows per\n"
     " * vector) and as half the input at stride 2 (ceil(wd / 2): two rows\n"
     " * per vector), over @DWPMAX1@ at stride 1 and over @DWPMAX2@ at stride "
-    "2. */\n"
+    "2\n"
+    " * (@DWPMAXD@ with a left padding of one: deinterleaved rows). */\n"
     "static @TGT@ int weir_dwp_f32(const float *x, const float *w,\n"
     "                              const float *b, float *y, const float *r,\n"
     "                              int64_t n, int64_t c, int64_t h, int64_t "
