@@ -682,6 +682,17 @@ static const Case cases[] = {
      win_3x2_s21_g2_dil,
      {"im2col", "weir"},
      "weir"},
+    /* tgrad18: 20 x 36 x 3x3 stride 2 on 24x24 (12x12 out): a chunk of
+     * 512 pixels would be 4 images, 792 KiB of patches and dY rows in
+     * f32, above WEIR_CONV_GRAD_COL_BYTES: 3 images a chunk (5 images:
+     * chunks of 3 and 2), 1 in f64 */
+    {"cgf_s2_capped",
+     "ConvGradFilter",
+     {"5, 20, 12, 12", "5, 36, 24, 24", "20, 36, 3, 3"},
+     "20, 36, 3, 3",
+     win_3x3_s2p1,
+     {"im2col", "weir"},
+     "weir"},
     {"cgf_5x3_uneven",
      "ConvGradFilter",
      {"2, 4, 9, 7", "2, 3, 9, 8", "4, 3, 5, 3"},
@@ -963,6 +974,42 @@ static const Case *case_named(const char *name) {
       return &cases[i];
   fail_msg("no case '%s'", name);
   return NULL;
+}
+
+/* The filter gradient's chunks of images: enough images for
+ * WEIR_CONV_GRAD_DEPTH pixels (4 of cgf_s2_capped's 12x12 outputs) unless
+ * the chunk's patches and dY rows would pass WEIR_CONV_GRAD_COL_BYTES: 3
+ * images there in f32, 1 in f64 (the chunk size is the helper's argument
+ * after the pads). */
+static void test_grad_filter_chunks(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    WeirDType dt;
+    const char *args;
+  } want[] = {
+      {"cgf_s2_capped", WEIR_DTYPE_F32, ", 1, 2, 2, 1, 1, 1, 1, 3, (int64_t)"},
+      {"cgf_s2_capped", WEIR_DTYPE_F64, ", 1, 2, 2, 1, 1, 1, 1, 1, (int64_t)"},
+      /* 4 images of 5x4 (7 KiB a chunk): WEIR_CONV_GRAD_DEPTH's count,
+       * clamped to the batch of 2 */
+      {"cgf_s2p1", WEIR_DTYPE_F32, ", 1, 2, 2, 1, 1, 1, 1, 2, (int64_t)"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    g_autoptr(GError) err = NULL;
+    g_autoptr(WeirGraph) g = case_graph(case_named(want[i].name), want[i].dt);
+    /* "weir" is the default in f32 only */
+    assert_true(weir_native_set_impl(g, "ConvGradFilter", "weir", NULL, &err));
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", want[i].name, err->message);
+    const char *call = strstr(src, "|= weir_wconv2d_grad_filter_");
+    assert_non_null(call);
+    const char *end = strchr(call, ';');
+    assert_non_null(end);
+    g_autofree char *text = g_strndup(call, (gsize)(end - call));
+    if (!strstr(text, want[i].args))
+      fail_msg("%s: expected '%s' in %s", want[i].name, want[i].args, text);
+  }
 }
 
 /* The batch-norm style reductions ([N, C, H, W] -> per channel), expanded,
@@ -1416,6 +1463,7 @@ int main(void) {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_matmul_fold),
       cmocka_unit_test(test_grad_filter_taps),
+      cmocka_unit_test(test_grad_filter_chunks),
       cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
