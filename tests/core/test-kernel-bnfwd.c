@@ -11,9 +11,10 @@
  * are pre-set to a sentinel; compiled at 1, 2 and 3 threads they must match
  * the interpreter, and the 2- and 3-thread results the 1-thread ones bit
  * for bit (three cases large enough for the split by image, with 9, 12 and
- * 2 images: uneven, even, and too few for it at 3 threads).  test_formula: the interpreter's result on a small case
- * against mean, biased variance and sqrt(var + epsilon) computed here in
- * double.  test_default: every node takes the kernel without being asked;
+ * 2 images: uneven, even, and too few for it at 3 threads).
+ * test_formula: the interpreter's result on a small case against mean,
+ * biased variance and sqrt(var + epsilon) computed here in double.
+ * test_default: every node takes the kernel without being asked;
  * test_refusal: an f16 node stays pure, with the reason.
  */
 #include <math.h>
