@@ -1138,7 +1138,13 @@ static gboolean lower_node(Builder *b, const WeirTrainOptions *o, WeirNode *n,
         g_autofree char *cnt = expr_code(count);
         g_autofree char *code =
             g_strdup_printf("y = a * %s / (%s - 1)", cnt, cnt);
-        src = pointwise(b, "unbiased_var", var, NULL, code, &var, 1);
+        /* C values: on one thread (a parallel region would cost more
+         * than the loop; the step has one per batch norm) */
+        const char *uv = transient_like(b, "unbiased_var", var);
+        WeirNode *pw = lib(b, "Pointwise", uv, &var, 1, &uv, 1);
+        weir_node_set_attr_string(pw, "code", code);
+        weir_node_set_attr_int(pw, "serial", 1);
+        src = uv;
       }
       WeirNode *rs = lib(b, "Reshape", flat, &src, 1, &flat, 1);
       gint64 c = -1;

@@ -4,16 +4,25 @@
  * weir_bnstats_<dtype> as C text, its operand checks and its registration.
  *
  * X is [N, C, S] (S the product of the dimensions after the channels),
- * row-major.  One task per channel, split statically over the threads; a
- * task makes one pass over its N planes of S values, summing d = x - k and
- * d * d in double (k the channel's first value, so that the sums do not
- * cancel when the mean is large against the spread), each plane into a
- * vector reduction (omp simd), the planes added in order.  Then, with
- * M = N S, mean = k + sum d / M, var = sum d^2 / M - (sum d / M)^2 (at
- * least 0) and std = sqrt(var + epsilon).  The pure expansion reads X
+ * row-major.  One pass over X: per plane (image i, channel ch) of S
+ * values, the sums of d = x - k and d * d in double (k the channel's first
+ * value, so that the sums do not cancel when the mean is large against the
+ * spread), a vector reduction (omp simd); per channel the planes' sums
+ * added in image order.  Then, with M = N S, mean = k + sum d / M,
+ * var = sum d^2 / M - (sum d / M)^2 (at least 0) and std =
+ * sqrt(var + epsilon).  On one thread, and when the images do not split
+ * well over the threads, one task per channel (static schedule).  With as
+ * many images as threads (a multiple of the thread count, or at least four
+ * a thread), the threads split the images instead, as the convolution
+ * before (Winograd's tiles, the batched GEMM's columns) and the
+ * element-wise map after do, so that each reads the planes it wrote
+ * (tst18: on this machine's slow state the two cores share no cache); each
+ * plane's two sums go to a buffer of 2 N C doubles, and after a barrier the
+ * threads add them per channel in image order.  The pure expansion reads X
  * twice (the sum, then the centred squares) and writes three more loops.
- * No atomics; the result does not depend on the thread count.  Small
- * tensors (below 32768 values) run on one thread.
+ * No atomics; both splits make and add the same sums in the same order, so
+ * the result does not depend on the thread count.  Small tensors (below
+ * 32768 values) run on one thread.
  *
  * Conventions: the text is a template ("@T@" the C type, "@S@" the dtype's
  * suffix), plain C that GCC vectorizes.
@@ -27,22 +36,99 @@
 /* clang-format off */
 static const char bnstats_text[] =
     "#include <math.h>\n"
+    "#include <stdlib.h>\n"
     "#ifdef _OPENMP\n"
     "#include <omp.h>\n"
     "#endif\n"
+    "/* The shifted sums of one plane of s values: b = sum (x - k),\n"
+    " * q = sum (x - k)^2, in double: one function, not inlined, for both\n"
+    " * splits below, so that a plane's sums are the same bits whichever\n"
+    " * split makes them. */\n"
+    "static __attribute__((noinline)) void\n"
+    "weir_bnstats_plane_@S@(const @T@ *px, int64_t s, double k, double *rb,\n"
+    "                       double *rq) {\n"
+    "  double b = 0, q = 0;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp simd reduction(+ : b, q)\n"
+    "#endif\n"
+    "  for (int64_t j = 0; j < s; j++) {\n"
+    "    const double d = (double)px[j] - k;\n"
+    "    b += d;\n"
+    "    q += d * d;\n"
+    "  }\n"
+    "  *rb = b;\n"
+    "  *rq = q;\n"
+    "}\n"
+    "/* mean, var, std of a channel from the sums of its planes, added in\n"
+    " * image order */\n"
+    "static inline void weir_bnstats_end_@S@(double k, double sb, double sq,\n"
+    "                                       double m, double eps, @T@ *mean,\n"
+    "                                       @T@ *var, @T@ *sd) {\n"
+    "  const double e = sb / m;\n"
+    "  double v = sq / m - e * e;\n"
+    "  if (v < 0)\n"
+    "    v = 0;\n"
+    "  *mean = (@T@)(k + e);\n"
+    "  *var = (@T@)v;\n"
+    "  *sd = (@T@)sqrt(v + eps);\n"
+    "}\n"
     "/* Weir's batch statistics (BatchNormStats, \"weir\"): per channel ch of\n"
     " * an [n, c, s] tensor, the mean, biased variance and sqrt(var + eps)\n"
-    " * from one pass of shifted sums in double.  One channel per task. */\n"
+    " * from one pass of shifted sums in double (k: the channel's first\n"
+    " * value).  On one thread, or with few images for the threads, one\n"
+    " * channel per task; otherwise each thread takes whole images (those the\n"
+    " * kernels before and after it also give it: the planes it reads are\n"
+    " * the ones it wrote) and stores each plane's two sums, then, after the\n"
+    " * barrier, whole channels, adding the planes' sums in image order.\n"
+    " * Either way each plane's sums are made alike and added in the same\n"
+    " * order: the result does not depend on the thread count. */\n"
     "static void weir_bnstats_@S@(const @T@ *x, @T@ *mean, @T@ *var, @T@ *sd,\n"
     "                             int64_t n, int64_t c, int64_t s,\n"
     "                             double eps) {\n"
     "  int nt = 1;\n"
     "#ifdef _OPENMP\n"
     "  nt = omp_get_max_threads();\n"
+    "  if (omp_in_parallel())\n"
+    "    nt = 1;\n"
     "#endif\n"
     "  if (n * c * s < 32768)\n"
     "    nt = 1;\n"
     "  const double m = (double)(n * s);\n"
+    "  /* by image: as many images as threads or more, a multiple of the\n"
+    "   * thread count or at least four a thread */\n"
+    "  double *part = NULL;\n"
+    "  if (nt > 1 && (n % nt == 0 ? n >= nt : n >= 4 * nt))\n"
+    "    part = (double *)malloc((size_t)(2 * n * c) * sizeof(double));\n"
+    "  if (part) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel num_threads(nt)\n"
+    "#endif\n"
+    "    {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp for schedule(static)\n"
+    "#endif\n"
+    "      for (int64_t i = 0; i < n; i++)\n"
+    "        for (int64_t ch = 0; ch < c; ch++)\n"
+    "          weir_bnstats_plane_@S@(x + (i * c + ch) * s, s,\n"
+    "                                 (double)x[ch * s],\n"
+    "                                 &part[2 * (i * c + ch)],\n"
+    "                                 &part[2 * (i * c + ch) + 1]);\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp for schedule(static)\n"
+    "#endif\n"
+    "      for (int64_t ch = 0; ch < c; ch++) {\n"
+    "        double sb = 0, sq = 0;\n"
+    "        for (int64_t i = 0; i < n; i++) {\n"
+    "          sb += part[2 * (i * c + ch)];\n"
+    "          sq += part[2 * (i * c + ch) + 1];\n"
+    "        }\n"
+    "        weir_bnstats_end_@S@((double)x[ch * s], sb, sq, m, eps, &mean[ch],\n"
+    "                             &var[ch], &sd[ch]);\n"
+    "      }\n"
+    "    }\n"
+    "    free(part);\n"
+    "    return;\n"
+    "  }\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1 && c > 1)\n"
     "#endif\n"
@@ -50,26 +136,12 @@ static const char bnstats_text[] =
     "    const double k = (double)x[ch * s];\n"
     "    double sb = 0, sq = 0;\n"
     "    for (int64_t i = 0; i < n; i++) {\n"
-    "      const @T@ *px = x + (i * c + ch) * s;\n"
-    "      double b = 0, q = 0;\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp simd reduction(+ : b, q)\n"
-    "#endif\n"
-    "      for (int64_t j = 0; j < s; j++) {\n"
-    "        const double d = (double)px[j] - k;\n"
-    "        b += d;\n"
-    "        q += d * d;\n"
-    "      }\n"
+    "      double b, q;\n"
+    "      weir_bnstats_plane_@S@(x + (i * c + ch) * s, s, k, &b, &q);\n"
     "      sb += b;\n"
     "      sq += q;\n"
     "    }\n"
-    "    const double e = sb / m;\n"
-    "    double v = sq / m - e * e;\n"
-    "    if (v < 0)\n"
-    "      v = 0;\n"
-    "    mean[ch] = (@T@)(k + e);\n"
-    "    var[ch] = (@T@)v;\n"
-    "    sd[ch] = (@T@)sqrt(v + eps);\n"
+    "    weir_bnstats_end_@S@(k, sb, sq, m, eps, &mean[ch], &var[ch], &sd[ch]);\n"
     "  }\n"
     "}\n";
 /* clang-format on */

@@ -14,8 +14,11 @@
  *       Attributes: code (string, required), dtype (string, a Weir dtype
  *       name; default the dtype of input 0), flops (int, per element,
  *       default 1), differentiable (int, default 1; 0 for values such as
- *       dropout masks that carry no gradient).  The backward rule
- *       differentiates the code symbolically (ir/lower/grad-code.c).
+ *       dropout masks that carry no gradient), serial (int, default 0; 1:
+ *       the map runs on one thread, for a few values such as per-channel
+ *       statistics, where a parallel region's start and end would cost
+ *       more than the loop).  The backward rule differentiates the code
+ *       symbolically (ir/lower/grad-code.c).
  *   SumTo(x, like) -> y
  *       Sums x over the dimensions along which `like` broadcasts to x's
  *       shape: y has the shape of `like` and the dtype of x (the gradient
@@ -70,6 +73,7 @@ static const WeirOpAttrSpec pointwise_attrs[] = {
     {"differentiable", WEIR_ATTR_INT, FALSE, "1", 0, 0},
     {"dtype", WEIR_ATTR_STRING, FALSE, NULL, 0, 0},
     {"flops", WEIR_ATTR_INT, FALSE, "1", 0, 0},
+    {"serial", WEIR_ATTR_INT, FALSE, "0", 0, 0},
 };
 
 static gboolean infer_pointwise(WeirOpInferContext *ctx, GError **error) {

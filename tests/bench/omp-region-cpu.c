@@ -10,7 +10,7 @@
  * region's).  At exit it writes one line per function to $OMP_REGION_OUT
  * (stderr without it):
  *
- *   OBJECT OFFSET CALLS WALL_S CPU_SUM_S CPU_MAX_S THREADS
+ *   OBJECT OFFSET CALLS WALL_S CPU_SUM_S CPU_MAX_S THREADS BARRIERS
  *
  * OBJECT and OFFSET locate the outlined function (`nm` names it, e.g.
  * weir_bngrad_f32._omp_fn.0); CPU_SUM_S is the threads' CPU time added,
@@ -33,9 +33,13 @@
  * (docs/performance.md, "The element-wise maps of resnet18's training
  * step (trmap17)").
  *
- * Not a test: it asserts nothing.  Only GOMP_parallel is wrapped (the
- * generated kernels import no other region entry; `nm -D` on a kernel
- * shows what it imports).
+ * BARRIERS counts the GOMP_barrier calls inside the counted regions (the
+ * end of an `omp for` without nowait, an `omp barrier`), as the region's
+ * thread 0 makes them (tst18).
+ *
+ * Not a test: it asserts nothing.  Only GOMP_parallel and GOMP_barrier
+ * are wrapped (the generated kernels import no other region entry or
+ * synchronization; `nm -D` on a kernel shows what it imports).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -59,12 +63,14 @@ typedef struct {
   long calls, seen; /* counted calls; all calls */
   double wall, cpu_sum, cpu_max;
   int threads;
+  long barriers; /* GOMP_barrier calls of the region's thread 0 */
 } Entry;
 
 static Entry table[MAX_FUNCS];
 static int entries;
 static long skip = -1; /* OMP_REGION_SKIP, read at the first region */
 static int in_region;  /* set by the thread that started the outer region */
+static long barriers;  /* counted by that thread inside the outer region */
 
 typedef struct {
   region_fn fn;
@@ -117,6 +123,7 @@ void GOMP_parallel(region_fn fn, void *data, unsigned nthreads,
   }
   Call c = {.fn = fn, .data = data};
   in_region = 1;
+  barriers = 0;
   double w0 = seconds(CLOCK_MONOTONIC);
   real(trampoline, &c, nthreads, flags);
   double wall = seconds(CLOCK_MONOTONIC) - w0;
@@ -145,6 +152,19 @@ void GOMP_parallel(region_fn fn, void *data, unsigned nthreads,
   e->cpu_sum += sum;
   e->cpu_max += max;
   e->threads = used > e->threads ? used : e->threads;
+  e->barriers += barriers;
+}
+
+/* The barriers inside a region (an `omp for` without nowait ends in one,
+ * as does `omp barrier`): counted on the thread that started the outer
+ * region (every thread of the team calls it as often). */
+void GOMP_barrier(void) {
+  static void (*real)(void);
+  if (!real)
+    real = (void (*)(void))(uintptr_t)dlsym(RTLD_NEXT, "GOMP_barrier");
+  if (omp_get_thread_num() == 0 && omp_get_level() == 1 && in_region)
+    barriers++;
+  real();
 }
 
 __attribute__((destructor)) static void write_table(void) {
@@ -153,9 +173,9 @@ __attribute__((destructor)) static void write_table(void) {
   if (!f)
     return;
   for (int i = 0; i < entries; i++)
-    fprintf(f, "%s 0x%lx %ld %.6f %.6f %.6f %d\n", table[i].object,
+    fprintf(f, "%s 0x%lx %ld %.6f %.6f %.6f %d %ld\n", table[i].object,
             table[i].offset, table[i].calls, table[i].wall, table[i].cpu_sum,
-            table[i].cpu_max, table[i].threads);
+            table[i].cpu_max, table[i].threads, table[i].barriers);
   if (f != stderr)
     fclose(f);
 }

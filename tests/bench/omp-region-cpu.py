@@ -6,9 +6,12 @@
 ONE.txt is a run at 1 thread, each TWO.txt one at N threads, of the same
 kernel with STEPS calls (warm-up included).  Per kernel helper (the
 outlined functions of one C function added; the generated program's own
-element-wise maps as "maps"), per step, in ms: the regions, the 1-thread
+element-wise maps as "maps"), per step, in ms: the regions, the barriers
+inside them (of the first N-thread run; records written before tst18 have
+none and show 0), the 1-thread
 CPU time, then for each N-thread run the CPU time of all threads and of
-the busiest thread, and at the end the sums.  CPU times do not count the
+the busiest thread (in brackets the regions' wall time), and at the end
+the sums.  CPU times do not count the
 time a thread waits for a core, so they compare runs made under
 different loads; the busiest thread's time is a lower bound of the wall
 time, and (all threads - 1 thread) is work the other threads add.
@@ -65,15 +68,20 @@ def helper(obj, off):
 
 
 def load(path, steps, key=helper):
-    d = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
+    """per key: regions, CPU all, CPU busiest, barriers, wall (per step)"""
+    d = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
     for line in open(path):
-        obj, off, calls, _wall, cpu_sum, cpu_max, _nt = line.split()
+        f = line.split()
+        obj, off, calls, wall, cpu_sum, cpu_max = f[:6]
         if not obj.startswith('/'):
             continue
         v = d[key(obj, int(off, 16))]
         v[0] += int(calls) / steps
         v[1] += float(cpu_sum) / steps * 1e3
         v[2] += float(cpu_max) / steps * 1e3
+        # the barriers inside the regions (records written since tst18)
+        v[3] += (int(f[7]) if len(f) > 7 else 0) / steps
+        v[4] += float(wall) / steps * 1e3
     return d
 
 
@@ -130,18 +138,20 @@ def main():
     one = load(args[1], steps)
     many = [load(p, steps) for p in args[2:]]
     keys = sorted(set(one) | set().union(*many), key=lambda k: -one[k][1])
-    print('| helper | regions | 1 thread | ' +
-          ' | '.join('run %d all / busiest' % (i + 1)
+    print('| helper | regions | barriers | 1 thread | ' +
+          ' | '.join('run %d all / busiest (wall)' % (i + 1)
                      for i in range(len(many))) + ' |')
-    print('|---|---|---|' + '---|' * len(many))
+    print('|---|---|---|---|' + '---|' * len(many))
     for k in keys:
-        print('| %s | %.0f | %.2f | %s |' % (
-            k, one[k][0], one[k][1],
-            ' | '.join('%.2f / %.2f' % (m[k][1], m[k][2]) for m in many)))
+        print('| %s | %.0f | %.0f | %.2f | %s |' % (
+            k, one[k][0], many[0][k][3], one[k][1],
+            ' | '.join('%.2f / %.2f (%.2f)' % (m[k][1], m[k][2], m[k][4])
+                       for m in many)))
     tot = lambda d, j: sum(v[j] for v in d.values())
-    print('| all | %.0f | %.2f | %s |' % (
-        tot(one, 0), tot(one, 1),
-        ' | '.join('%.2f / %.2f' % (tot(m, 1), tot(m, 2)) for m in many)))
+    print('| all | %.0f | %.0f | %.2f | %s |' % (
+        tot(one, 0), tot(many[0], 3), tot(one, 1),
+        ' | '.join('%.2f / %.2f (%.2f)' % (tot(m, 1), tot(m, 2), tot(m, 4))
+                   for m in many)))
     if folder:
         maps_table(folder, steps, args[1:])
 

@@ -9,9 +9,12 @@
  * large enough (41055 values) to run on several threads, and one whose mean
  * (1000) is large against its spread (the sums must not cancel).  Outputs
  * are pre-set to a sentinel; compiled at 1, 2 and 3 threads they must match
- * the interpreter.  test_formula: the interpreter's result on a small case
- * against mean, biased variance and sqrt(var + epsilon) computed here in
- * double.  test_default: every node takes the kernel without being asked;
+ * the interpreter, and the 2- and 3-thread results the 1-thread ones bit
+ * for bit (three cases large enough for the split by image, with 9, 12 and
+ * 2 images: uneven, even, and too few for it at 3 threads).
+ * test_formula: the interpreter's result on a small case against mean,
+ * biased variance and sqrt(var + epsilon) computed here in double.
+ * test_default: every node takes the kernel without being asked;
  * test_refusal: an f16 node stays pure, with the reason.
  */
 #include <math.h>
@@ -58,6 +61,12 @@ static const Case cases[] = {
     {"2, 33, 6, 6", "1, 33, 1, 1", 1000.0, 1e-5},
     /* 5: rank 2 (BatchNorm1d) */
     {"6, 2", "1, 2", 0.1, 1e-5},
+    /* 6: split by image: 9 images, 5 and 4 at 2 threads, 3 each at 3 */
+    {"9, 5, 29, 29", "5", 2.0, 1e-5},
+    /* 7: 12 images, 4 at 3 threads; the mean large against the spread */
+    {"12, 3, 31, 31", "1, 3, 1, 1", 500.0, 1e-5},
+    /* 8: 2 images (by channel at 3 threads: fewer images than threads) */
+    {"2, 40, 21, 21", "1, 40, 1, 1", -0.7, 1e-5},
 };
 
 static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
@@ -140,9 +149,10 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
   if (!kern)
     fail_msg("%s", err->message);
   static const char *const outs[] = {"M", "V", "SD"};
+  g_autoptr(GHashTable) one = NULL; /* the 1-thread results */
   for (int threads = 1; threads <= 3; threads++) {
     assert_true(weir_kernel_set_threads(kern, threads, &err));
-    g_autoptr(GHashTable) got = copy_args(args);
+    GHashTable *got = copy_args(args);
     for (guint k = 0; k < G_N_ELEMENTS(cases); k++)
       for (guint o = 0; o < 3; o++) {
         g_autofree char *name = g_strdup_printf("%s%u", outs[o], k);
@@ -160,7 +170,22 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
                                   NULL, &err))
           fail_msg("%s n%u ([%s], %d threads) %s: %s", sfx, k, cases[k].x,
                    threads, name, err->message);
+        /* the same bits at any thread count (by channel or by image) */
+        if (!one)
+          continue;
+        const WeirTensor *a = g_hash_table_lookup(got, name),
+                         *b = g_hash_table_lookup(one, name);
+        for (gint64 e = 0; e < a->count; e++)
+          if (weir_tensor_get(a, e) != weir_tensor_get(b, e))
+            fail_msg("%s n%u ([%s]) %s[%" G_GINT64_FORMAT
+                     "]: %.17g at %d threads, %.17g at 1",
+                     sfx, k, cases[k].x, name, e, weir_tensor_get(a, e),
+                     threads, weir_tensor_get(b, e));
       }
+    if (one)
+      g_hash_table_unref(got);
+    else
+      one = got;
   }
   fixture_free(f);
 }

@@ -17,7 +17,9 @@
  *  - the ReLU's backward mask reads the ReLU's output (ir/lower/grad.c),
  *    so at -O2 the batch norm's output is read by the ReLU alone, map
  *    fusion joins the two and the pre-activation tensor is gone (the
- *    values above are the unfused program's).
+ *    values above are the unfused program's);
+ *  - the unbiased variance for the running average is a serial Pointwise
+ *    node, generated as a loop outside any parallel region.
  * test-train-blocks checks the same model's step against PyTorch.
  */
 #include <setjmp.h>
@@ -30,6 +32,7 @@
 #include <string.h>
 
 #include "train-state.h"
+#include "weir-attr.h"
 #include "weir-codegen.h"
 #include "weir.h"
 
@@ -208,6 +211,28 @@ static void check(WeirOptimizer opt, const char *name) {
   assert_null(strstr(src, "weir_bngrad_f32(NULL"));
   /* the batch norm's output joined the ReLU's map: never stored */
   assert_null(weir_graph_container(q, pre));
+  /* the unbiased variance (C values, for the running average) is a
+   * serial Pointwise: a loop on one thread, no parallel region */
+  guint serial = 0;
+  for (guint i = 0; i < prog->states->len; i++) {
+    const WeirState *st = g_ptr_array_index(prog->states, i);
+    for (guint j = 0; j < st->nodes->len; j++) {
+      const WeirNode *n = g_ptr_array_index(st->nodes, j);
+      if (n->kind == WEIR_NODE_LIBRARY && !strcmp(n->op, "Pointwise") &&
+          weir_node_attr_int(n, "serial", 0))
+        serial++;
+    }
+  }
+  assert_int_equal(serial, 1);
+  const char *uv = strstr(src, "'unbiased_var'");
+  assert_non_null(uv);
+  const char *eol = strchr(uv, '\n');
+  assert_non_null(eol);
+  const char *next = strchr(eol + 1, '\n');
+  assert_non_null(next);
+  g_autofree char *line = g_strndup(eol + 1, (gsize)(next - eol - 1));
+  if (strstr(line, "omp parallel"))
+    fail_msg("%s: the unbiased variance's map is parallel: %s", name, line);
 
   g_autoptr(GHashTable) want = run(prog, 0);
   for (int t = 1; t <= 3; t++) {

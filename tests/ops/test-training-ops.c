@@ -1,7 +1,9 @@
 /* test-training-ops.c — the ONNX training operators Adam, Momentum and
  * Adagrad (ir/ops/optimizers.c, ir/lower/expand/optimizers.c) and
  * BatchNormalization in training mode (ir/lower/expand/
- * batchnorm-training.c): schemas and domain, inference and its errors,
+ * batchnorm-training.c), and Pointwise (ir/ops/training.c: its map is
+ * sequential exactly when its attribute serial is 1): schemas and domain,
+ * inference and its errors,
  * FLOPs against the analysis of the expansion, and small cases computed by
  * hand, run in the reference interpreter and as compiled code.
  *
@@ -51,10 +53,11 @@ typedef struct {
   struct {
     const char *name;
     gint64 v;
-  } i[1];
+  } i[2];
   const char *mode;          /* Momentum's mode, or NULL */
   gboolean omit_out[MAX_IO]; /* outputs the node does not have */
   double tol;                /* relative tolerance (f32 cases) */
+  const char *code;          /* Pointwise's code, or NULL */
 } Case;
 
 /* ----------------------------------------------------------------- cases */
@@ -273,6 +276,16 @@ static const Case cases[] = {
            {"norm_coefficient", 0.001},
            {"epsilon", 0.01}},
      .tol = 1e-5},
+    /* Pointwise y = a * b + 1 (b broadcast over the rows), as a parallel
+     * map, then with serial = 1 as a sequential one (same values) */
+    {"Pointwise", "Pointwise", 2, 1,
+     .ins = {{F64, "2, 3", {1, 2, 3, 4, 5, 6}}, {F64, "3", {2, -1, 0.5}}},
+     .outs = {{F64, "2, 3", {3, -1, 2.5, 9, -4, 4}}}, .i = {{"flops", 2}},
+     .code = "y = a * b + 1"},
+    {"Pointwise, serial", "Pointwise", 2, 1,
+     .ins = {{F64, "2, 3", {1, 2, 3, 4, 5, 6}}, {F64, "3", {2, -1, 0.5}}},
+     .outs = {{F64, "2, 3", {3, -1, 2.5, 9, -4, 4}}},
+     .i = {{"flops", 2}, {"serial", 1}}, .code = "y = a * b + 1"},
 };
 
 /* -------------------------------------------------------------- builders */
@@ -309,6 +322,8 @@ static void set_attrs(WeirNode *lib, const Case *c) {
     weir_node_set_attr_int(lib, c->i[k].name, c->i[k].v);
   if (c->mode)
     weir_node_set_attr_string(lib, "mode", c->mode);
+  if (c->code)
+    weir_node_set_attr_string(lib, "code", c->code);
 }
 
 static void wire(WeirGraph *g, WeirState *s, guint src, const char *src_conn,
@@ -582,9 +597,18 @@ static void test_cases_interp(void **state) {
     if (!weir_graph_validate(g, &error))
       fail_msg("%s: invalid after expansion: %s", c->title, error->message);
     WeirState *s = g_ptr_array_index(g->states, 0);
-    for (guint n = 0; n < s->nodes->len; n++)
-      assert_int_not_equal(((WeirNode *)g_ptr_array_index(s->nodes, n))->kind,
-                           WEIR_NODE_LIBRARY);
+    for (guint n = 0; n < s->nodes->len; n++) {
+      const WeirNode *x = g_ptr_array_index(s->nodes, n);
+      assert_int_not_equal(x->kind, WEIR_NODE_LIBRARY);
+      /* Pointwise: one map, sequential exactly when serial = 1 */
+      if (c->code && x->kind == WEIR_NODE_MAP_ENTRY) {
+        gboolean serial = FALSE;
+        for (guint k = 0; k < G_N_ELEMENTS(c->i) && c->i[k].name; k++)
+          serial = serial || (!strcmp(c->i[k].name, "serial") && c->i[k].v);
+        assert_int_equal(x->map->schedule, serial ? WEIR_SCHEDULE_SEQUENTIAL
+                                                  : WEIR_SCHEDULE_PARALLEL);
+      }
+    }
     g_autoptr(WeirAnalysis) after = weir_analysis_compute(g, NULL, &error);
     assert_non_null(after);
     assert_true(after->total_flops.known);

@@ -13,10 +13,10 @@
  * over the gradient and one tensor fewer.
  *
  * Legality: the Pointwise has two inputs of the BatchNormGrad's X shape and
- * dtype and no other attribute than code (and the defaults flops = 1,
- * differentiable = 1, no dtype); its output is a transient written only by
- * it and read only by the BatchNormGrad, in this state; the BatchNormGrad
- * has no R yet.
+ * dtype and no other attribute than code (and flops, differentiable,
+ * serial, which do not change the values, and no dtype); its output is a
+ * transient written only by it and read only by the BatchNormGrad, in this
+ * state; the BatchNormGrad has no R yet.
  */
 #include <string.h>
 
@@ -64,10 +64,10 @@ static gboolean bgr_can_apply(const WeirGraph *g, const WeirSite *site,
                              "Pointwise '%s' is not the ReLU's backward "
                              "mask (\"%s\")",
                              mask->label, relu_mask);
-  /* flops and differentiable do not change the values; a dtype other than
-   * the inputs' would (checked below against X's) */
+  /* flops, differentiable and serial do not change the values; a dtype
+   * other than the inputs' would (checked below against X's) */
   static const char *const plain[] = {"code", "flops", "differentiable",
-                                      "dtype"};
+                                      "serial", "dtype"};
   for (guint i = 0; i < mask->attrs->len; i++) {
     const WeirAttr *at = g_ptr_array_index(mask->attrs, i);
     gboolean known = FALSE;

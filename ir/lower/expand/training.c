@@ -2,7 +2,8 @@
  *
  *   Pointwise: one map over the output shape (parameters p0, p1, ...)
  *     holding one tasklet with the node's code; input k is tasklet
- *     connector 'a' + k, read through its numpy-broadcast subset.
+ *     connector 'a' + k, read through its numpy-broadcast subset; a
+ *     parallel map, or a sequential one when the node's serial is 1.
  *   SumTo: a map that zeroes the output, then a map over x that adds each
  *     element into the output element it broadcasts from (WCR sum); its
  *     loops over the dimensions y keeps come first (no atomics).
@@ -63,10 +64,15 @@ static gboolean expand_pointwise(WeirGraph *g, WeirState *s, WeirNode *n,
   g_autofree char *out_sub =
       weir_expand_index_subset(y.rank, (const char *const *)params);
   WeirTaskletPort out = {y.access, "y", out_sub, WEIR_WCR_NONE};
-  if (!weir_expand_map(g, s, n->label, y.rank, (const char *const *)params,
-                       (const char *const *)ranges, ins, n_ins, &out, 1,
-                       code->s, NULL, 0, error))
+  WeirNode *top =
+      weir_expand_map(g, s, n->label, y.rank, (const char *const *)params,
+                      (const char *const *)ranges, ins, n_ins, &out, 1, code->s,
+                      NULL, 0, error);
+  if (!top)
     return FALSE;
+  /* serial = 1: one thread (a few values; no parallel region) */
+  if (top->kind == WEIR_NODE_MAP_ENTRY && weir_node_attr_int(n, "serial", 0))
+    top->map->schedule = WEIR_SCHEDULE_SEQUENTIAL;
   weir_state_remove_node(s, n->id);
   return TRUE;
 }
