@@ -28,7 +28,8 @@
  * panels, block by block, all three steps on its own V and M with no
  * barrier; with fewer, but at least two vectors of tiles (WEIR_WINO_L)
  * per thread (a batch-1 56x56 map), each thread does the same on its own
- * even share of the tiles, not cut on panels (s18); with fewer still
+ * share of the tiles, cut on multiples of WEIR_WINO_L tiles rather than on
+ * panels (s18); with fewer still
  * (batch-1 28x28 and 14x14 maps), all threads do one block at a
  * time (input transform split by channel, GEMMs by xi, output transform by
  * output channel, a barrier between).  Everything lives in ws: the GEMM's
@@ -545,8 +546,8 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
   const int64_t npanels = (tiles + @NR@ - 1) / @NR@;
   const int64_t bpan = tbp / @NR@;
   /* four blocks per thread at least: batch-1 maps of 196 tiles and fewer
-   * keep the shared blocks, which read U once between the threads (the
-   * split at 196 tiles measured no faster at 2 threads) */
+   * do not split by panels (at 196 tiles, 5 panels of 48 went 3 and 2:
+   * measured no faster at 2 threads) */
   const int split = nt > 1 && npanels >= 4 * nt * bpan;
   /* fewer panels, but two of the transforms' vectors of tiles per thread
    * or more (a batch-1 56x56 map: 196 tiles; s18): each thread takes its
