@@ -26,7 +26,11 @@
  * applies the activation and stores y once.  With at least four blocks'
  * worth of NR panels of tiles per thread, each thread does its own run of
  * panels, block by block, all three steps on its own V and M with no
- * barrier; with fewer (batch-1 maps), all threads do one block at a
+ * barrier; with fewer, but at least two vectors of tiles (WEIR_WINO_L)
+ * per thread (a batch-1 56x56 map), each thread does the same on its own
+ * share of the tiles, cut on multiples of WEIR_WINO_L tiles rather than on
+ * panels (s18); with fewer still
+ * (batch-1 28x28 and 14x14 maps), all threads do one block at a
  * time (input transform split by channel, GEMMs by xi, output transform by
  * output channel, a barrier between).  Everything lives in ws: the GEMM's
  * work slot of each thread, V and M of each thread and (uroom) U; a call
@@ -542,9 +546,24 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
   const int64_t npanels = (tiles + @NR@ - 1) / @NR@;
   const int64_t bpan = tbp / @NR@;
   /* four blocks per thread at least: batch-1 maps of 196 tiles and fewer
-   * keep the shared blocks, which read U once between the threads (the
-   * split at 196 tiles measured no faster at 2 threads) */
+   * do not split by panels (at 196 tiles, 5 panels of 48 went 3 and 2:
+   * measured no faster at 2 threads) */
   const int split = nt > 1 && npanels >= 4 * nt * bpan;
+  /* fewer panels, but two of the transforms' vectors of tiles per thread
+   * or more (a batch-1 56x56 map: 196 tiles; s18): each thread takes its
+   * own share of the tiles, tiles * me / nt rounded to WEIR_WINO_L up to
+   * tiles * (me + 1) / nt rounded (not whole panels: 196 tiles are 5
+   * panels of 48, which went 3 and 2; now 96 and 100 tiles), in blocks of
+   * tbmax from its first tile (the last one shorter: 48, 48 and 48, 48,
+   * 4), all three steps alone as in the split, no barrier.  The shared
+   * blocks' three barriers per block and their two exchanges between the
+   * threads (V written by channel and read by xi, M written by xi and read
+   * by output channel) cost more when the two cores share no cache; this
+   * way a thread reads the rows of x that it wrote in the layer before
+   * (the same split of tiles) and reads all of U per block instead of
+   * half.  (The rounded boundaries stay in order: at least 32 tiles a
+   * thread, rounding moves them by at most 8.) */
+  const int tsplit = nt > 1 && !split && tiles >= nt * 2 * WEIR_WINO_L;
   int st = 0;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1) reduction(| : st)
@@ -580,6 +599,19 @@ static int weir_wino_@S@(const float *x, const float *w, const float *upk,
         int64_t t1 = (p0 + (p1 - p0) * (k + 1) / nblk) * @NR@;
         if (t1 > tiles)
           t1 = tiles;
+        weir_wino_in_@S@(x, vb, c, h, wd, th, tw, ph, pw, t0, t1 - t0, 0, c);
+        st |= weir_wino_mm_@S@(upk, ub, m, c, t1 - t0, vb, mb, 0, 36, mywork);
+        weir_wino_out_@S@(mb, b, y, r, m, oh, ow, th, tw, act, lo, hi, t0,
+                          t1 - t0, 0, m);
+      }
+    } else if (tsplit) {
+      float *vb = rg + me * (vfl + mfl), *mb = vb + vfl;
+      const int64_t L = WEIR_WINO_L;
+      const int64_t a0 = (tiles * me / nt + L / 2) / L * L;
+      const int64_t a1 =
+          me == nt - 1 ? tiles : (tiles * (me + 1) / nt + L / 2) / L * L;
+      for (int64_t t0 = a0; t0 < a1; t0 += tbmax) {
+        const int64_t t1 = a1 - t0 < tbmax ? a1 : t0 + tbmax;
         weir_wino_in_@S@(x, vb, c, h, wd, th, tw, ph, pw, t0, t1 - t0, 0, c);
         st |= weir_wino_mm_@S@(upk, ub, m, c, t1 - t0, vb, mb, 0, 36, mywork);
         weir_wino_out_@S@(mb, b, y, r, m, oh, ow, th, tw, act, lo, hi, t0,

@@ -164,12 +164,25 @@ static char *wino_text(const WeirGemmBlocking *bl) {
 }
 
 /* Tiles per block for c input and m output channels (the default of the
- * parameter "tiles"): whole NR panels, V and M in about 1.5 MiB. */
-static gint64 wino_default_tiles(const WeirGemmBlocking *bl, gint64 c,
-                                 gint64 m) {
+ * parameter "tiles"): whole NR panels, V and M in about 1.5 MiB.  When
+ * the output y has a constant number of tiles that passes that by at most
+ * an eighth (a batch-1 28x28 map: 49 tiles against 48), all of them: in
+ * blocks of that many the last block would hold a tile or a few and read
+ * all of U again for them (2.4 MB at 128 channels), with the shared
+ * blocks' three barriers at two threads (s18). */
+static gint64 wino_default_tiles(const WeirGemmBlocking *bl, gint64 c, gint64 m,
+                                 const WeirContainer *y) {
   gint64 per_tile = 36 * (c + m) * 4;
   gint64 panels = (3 * 512 * 1024) / (per_tile * bl->nr);
-  return CLAMP(panels, 1, 8) * bl->nr;
+  gint64 tiles = CLAMP(panels, 1, 8) * bl->nr;
+  gint64 n = 0, oh = 0, ow = 0;
+  if (y && dim_const(y, 0, &n) && dim_const(y, 2, &oh) &&
+      dim_const(y, 3, &ow)) {
+    gint64 all = n * ((oh + 3) / 4) * ((ow + 3) / 4);
+    if (all > tiles && all <= tiles + tiles / 8 && all <= (gint64)bl->nc)
+      tiles = all;
+  }
+  return tiles;
 }
 
 /* The bytes of the helper's scratch (winograd-helper.c, weir_wino_<id>):
@@ -222,8 +235,8 @@ static gboolean wino_emit(WeirNativeEmit *e, GError **error) {
   WeirGemmBlocking bl = {0};
   if (!weir_kernel_gemm_record(e, WEIR_DTYPE_F32, &bl, error))
     return FALSE;
-  gint64 tiles =
-      weir_native_param(e->n, WINO_PARAM_TILES, wino_default_tiles(&bl, c, m));
+  gint64 tiles = weir_native_param(e->n, WINO_PARAM_TILES,
+                                   wino_default_tiles(&bl, c, m, y));
   guint pmr = bl.mr;
   if (tiles < 1 || tiles > (gint64)bl.nc) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -412,8 +425,8 @@ static gboolean wino_grad_emit(WeirNativeEmit *e, GError **error) {
   if (!weir_kernel_gemm_record(e, WEIR_DTYPE_F32, &bl, error))
     return FALSE;
   /* the Winograd convolution of dY: m input channels, c output channels */
-  gint64 tiles =
-      weir_native_param(e->n, WINO_PARAM_TILES, wino_default_tiles(&bl, m, c));
+  gint64 tiles = weir_native_param(e->n, WINO_PARAM_TILES,
+                                   wino_default_tiles(&bl, m, c, dx));
   if (tiles < 1 || tiles > (gint64)bl.nc) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
                 "node %u ('%s'): %s=%" G_GINT64_FORMAT

@@ -125,6 +125,29 @@ static const Case cases[] = {
      TRUE,
      "+ residual + clip",
      48},
+    /* fewer panels than that, but at least 32 tiles per thread (s18): at
+     * 2 threads each thread takes half of the tiles, not cut on panels
+     * (15 x 14 = 210 tiles, 105 a thread in blocks of 35; 3 x 6 x 7 =
+     * 126 tiles, the threads' boundary inside the second image, blocks of
+     * 32 and 31) */
+    {"1, 24, 58, 54",
+     "20, 24, 3, 3",
+     "20",
+     "1, 20, 58, 54",
+     {1, 1, 1, 1},
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "+ residual + clip",
+     48},
+    {"3, 10, 22, 26",
+     "13, 10, 3, 3",
+     "13",
+     "3, 13, 22, 26",
+     {1, 1, 1, 1},
+     "y = x + r",
+     TRUE,
+     "+ residual",
+     48},
     /* maps of one or two tiles a row at a batch: the transforms' vectors
      * of 16 tiles take several rows of tiles and images at once (a 4x4
      * map, one tile an image; asymmetric padding 2) */
@@ -511,6 +534,34 @@ static void test_choice(void **state) {
     WeirState *st = g_ptr_array_index(g->states, 0);
     assert_string_equal(weir_native_default_impl(g, st, n),
                         dflt[i].want ? "winograd" : "weir");
+  }
+  /* the default block of tiles on AVX-512 (NR 48 columns: 48 tiles for
+   * 128 channels): a batch-1 28x28 map's 49 tiles in one block (in blocks
+   * of 48 the last would hold one tile and read all of U again), a 30x30
+   * map's 64 tiles (more than an eighth over 48) and a 56x56 map's 196 in
+   * blocks of 48 */
+  struct {
+    gint64 h;
+    const char *y, *mark;
+  } blocks[] = {
+      {28, "1, 128, 28, 28", ", 49 tiles a block"},
+      {30, "1, 128, 30, 30", ", 48 tiles a block"},
+      {56, "1, 128, 56, 56", ", 48 tiles a block"},
+  };
+  WeirHwIsa list[3];
+  guint ni = isas(list);
+  for (guint i = 0;
+       i < G_N_ELEMENTS(blocks) && ni > 0 && list[0] == WEIR_HW_ISA_AVX512;
+       i++) {
+    g_autoptr(WeirGraph) g =
+        one_conv(128, 128, blocks[i].h, 3, pad1, blocks[i].y);
+    weir_node_set_attr_string(conv_node(g), "impl", "winograd");
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s", err->message);
+    if (!strstr(src, blocks[i].mark))
+      fail_msg("%s: expected '%s' in the emitted comment", blocks[i].y,
+               blocks[i].mark);
   }
   /* a bad block of tiles is an error naming the node */
   g_autoptr(WeirGraph) g = one_conv(8, 8, 8, 3, pad1, "1, 8, 8, 8");
