@@ -143,8 +143,16 @@ static const char *func_arity_text(WeirFunc f) {
   }
 }
 
-static gboolean dtype_float(WeirDType t) {
-  return weir_dtype_is_float(t);
+/* weir_dtype_is_float without the call: the evaluator asks per value. */
+static const gboolean dtype_is_float_table[] = {
+#define WEIR_X(id, name, size, is_float) is_float,
+    WEIR_DTYPES(WEIR_X)
+#undef WEIR_X
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(dtype_is_float_table) == WEIR_DTYPE_COUNT);
+
+static inline gboolean dtype_float(WeirDType t) {
+  return (guint)t < WEIR_DTYPE_COUNT && dtype_is_float_table[t];
 }
 
 static gboolean dtype_integer(WeirDType t) {
@@ -1573,6 +1581,10 @@ WeirValue weir_value_convert(WeirValue v, WeirDType to) {
   WeirValue r = {.type = to};
   g_return_val_if_fail((guint)v.type < WEIR_DTYPE_COUNT, r);
   g_return_val_if_fail((guint)to < WEIR_DTYPE_COUNT, r);
+  /* identities: a value is already rounded to its type (weir-code.h) */
+  if (v.type == to &&
+      (to == WEIR_DTYPE_F32 || to == WEIR_DTYPE_F64 || to == WEIR_DTYPE_I64))
+    return v;
   if (dtype_float(v.type)) {
     double d = v.f;
     if (to == WEIR_DTYPE_BOOL)
