@@ -284,6 +284,9 @@ typedef struct {
   IExpr *begin, *end, *step; /* rank entries each */
   guint n_keep;              /* dimensions whose size is not the constant 1 */
   guint *keep;
+  /* per dimension: its size when the step is a positive constant and
+   * end - begin a constant (then only begin is evaluated), or -1 */
+  gint64 *fixed;
   /* evaluated region */
   gint64 *rbegin, *rstep, *rsize;
   gint64 volume;
@@ -298,6 +301,7 @@ static void port_free(Port *p) {
   iexprs_free(p->end, p->rank);
   iexprs_free(p->step, p->rank);
   g_free(p->keep);
+  g_free(p->fixed);
   g_free(p->rbegin);
   g_free(p->rstep);
   g_free(p->rsize);
@@ -319,10 +323,17 @@ static Port *port_new(SymIndex *si, const WeirState *s, const WeirMemlet *m,
   p->end = g_new0(IExpr, n);
   p->step = g_new0(IExpr, n);
   p->keep = g_new0(guint, n);
+  p->fixed = g_new0(gint64, n);
   for (guint d = 0; d < p->rank; d++) {
     iexpr_init(&p->begin[d], si, subset->dims[d].begin);
     iexpr_init(&p->end[d], si, subset->dims[d].end);
     iexpr_init(&p->step[d], si, subset->dims[d].step);
+    g_autoptr(WeirExpr) diff =
+        weir_expr_sub(subset->dims[d].end, subset->dims[d].begin);
+    gint64 st = p->step[d].value, dv;
+    p->fixed[d] = p->step[d].is_const && st > 0 && weir_expr_is_const(diff, &dv)
+                      ? (dv > 0 ? (dv - 1) / st + 1 : 0)
+                      : -1;
     g_autoptr(WeirExpr) size = weir_range_size(&subset->dims[d]);
     gint64 v;
     if (!(weir_expr_is_const(size, &v) && v == 1))
@@ -341,6 +352,17 @@ static gboolean port_eval(Port *p, const Syms *sy, GError **error) {
   p->volume = 1;
   for (guint d = 0; d < p->rank; d++) {
     gint64 b, e, st;
+    if (p->fixed[d] >= 0) {
+      if (!iexpr_eval(&p->begin[d], sy, &b, error)) {
+        g_prefix_error(error, "%s: subset dimension %u: ", p->desc, d);
+        return FALSE;
+      }
+      p->rbegin[d] = b;
+      p->rstep[d] = p->step[d].value;
+      p->rsize[d] = p->fixed[d];
+      p->volume *= p->rsize[d];
+      continue;
+    }
     if (!iexpr_eval(&p->begin[d], sy, &b, error) ||
         !iexpr_eval(&p->end[d], sy, &e, error) ||
         !iexpr_eval(&p->step[d], sy, &st, error)) {
