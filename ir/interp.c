@@ -1489,6 +1489,7 @@ static gboolean run_program(Instance *in, GError **error);
 typedef struct {
   Instance *in;
   NodePlan *np;
+  guint next_ref; /* the symbol reference expected next (tasklet_symbol) */
 } TaskletCall;
 
 static gboolean tasklet_read(gpointer user, guint input, const gint64 *idx,
@@ -1554,21 +1555,29 @@ static gboolean read_symbol(gpointer user, const char *name, gint64 *out,
 }
 
 /* Reads a symbol by its slot: the body's name pointers are remembered in
- * the node's plan, so only the first read of each name hashes it. */
+ * the node's plan, in the order the body first reads them, so only the
+ * first read of each name hashes it, and a run that reads them in the same
+ * order finds each at the first try. */
 static gboolean tasklet_symbol(gpointer user, const char *name, gint64 *out,
                                GError **error) {
   TaskletCall *call = user;
   const Syms *sy = &call->in->syms;
   GArray *refs = call->np->sym_refs;
   const SymRef *ref = NULL;
+  if (call->next_ref < refs->len &&
+      g_array_index(refs, SymRef, call->next_ref).name == name)
+    ref = &g_array_index(refs, SymRef, call->next_ref++);
   for (guint k = 0; k < refs->len && !ref; k++)
-    if (g_array_index(refs, SymRef, k).name == name)
+    if (g_array_index(refs, SymRef, k).name == name) {
       ref = &g_array_index(refs, SymRef, k);
+      call->next_ref = k + 1;
+    }
   if (!ref) {
     gpointer v = g_hash_table_lookup(sy->si->index, name);
     SymRef r = {name, v ? GPOINTER_TO_UINT(v) - 1 : G_MAXUINT};
     g_array_append_val(refs, r);
     ref = &g_array_index(refs, SymRef, refs->len - 1);
+    call->next_ref = refs->len;
   }
   if (ref->slot != G_MAXUINT && sy->bound[ref->slot]) {
     *out = sy->slots[ref->slot];
