@@ -143,8 +143,16 @@ static const char *func_arity_text(WeirFunc f) {
   }
 }
 
-static gboolean dtype_float(WeirDType t) {
-  return weir_dtype_is_float(t);
+/* weir_dtype_is_float without the call: the evaluator asks per value. */
+static const gboolean dtype_is_float_table[] = {
+#define WEIR_X(id, name, size, is_float) is_float,
+    WEIR_DTYPES(WEIR_X)
+#undef WEIR_X
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(dtype_is_float_table) == WEIR_DTYPE_COUNT);
+
+static inline gboolean dtype_float(WeirDType t) {
+  return (guint)t < WEIR_DTYPE_COUNT && dtype_is_float_table[t];
 }
 
 static gboolean dtype_integer(WeirDType t) {
@@ -1573,6 +1581,10 @@ WeirValue weir_value_convert(WeirValue v, WeirDType to) {
   WeirValue r = {.type = to};
   g_return_val_if_fail((guint)v.type < WEIR_DTYPE_COUNT, r);
   g_return_val_if_fail((guint)to < WEIR_DTYPE_COUNT, r);
+  /* identities: a value is already rounded to its type (weir-code.h) */
+  if (v.type == to &&
+      (to == WEIR_DTYPE_F32 || to == WEIR_DTYPE_F64 || to == WEIR_DTYPE_I64))
+    return v;
   if (dtype_float(v.type)) {
     double d = v.f;
     if (to == WEIR_DTYPE_BOOL)
@@ -1594,6 +1606,14 @@ WeirValue weir_value_convert(WeirValue v, WeirDType to) {
   return r;
 }
 
+/* weir_value_convert for the evaluator: the identities without a call. */
+static inline WeirValue value_convert(WeirValue v, WeirDType to) {
+  if (v.type == to &&
+      (to == WEIR_DTYPE_F32 || to == WEIR_DTYPE_F64 || to == WEIR_DTYPE_I64))
+    return v;
+  return weir_value_convert(v, to);
+}
+
 double weir_value_as_double(WeirValue v) {
   if (v.type == WEIR_DTYPE_U64)
     return (double)(guint64)v.i;
@@ -1606,12 +1626,12 @@ static gboolean value_truth(WeirValue v) {
 
 static WeirValue value_int(gint64 i, WeirDType t) {
   WeirValue v = {.type = WEIR_DTYPE_I64, .i = i};
-  return weir_value_convert(v, t);
+  return value_convert(v, t);
 }
 
 static WeirValue value_float(double f, WeirDType t) {
   WeirValue v = {.type = WEIR_DTYPE_F64, .f = f};
-  return weir_value_convert(v, t);
+  return value_convert(v, t);
 }
 
 /* ------------------------------------------------------------------------
@@ -1641,7 +1661,7 @@ static gboolean eval_as(Eval *e, const WeirAst *n, WeirDType t, WeirValue *out,
                         GError **error) {
   if (!eval(e, n, out, error))
     return FALSE;
-  *out = weir_value_convert(*out, t);
+  *out = value_convert(*out, t);
   return TRUE;
 }
 
@@ -1691,7 +1711,7 @@ static gboolean eval_access(Eval *e, const WeirAst *n, gboolean write,
   gboolean ok = env->read(env->user, n->slot, idx, k, value, &err);
   if (!callback_result(ok, err, n, "reading", error))
     return FALSE;
-  *value = weir_value_convert(*value, n->type);
+  *value = value_convert(*value, n->type);
   return TRUE;
 }
 

@@ -22,11 +22,14 @@
  *     weir_code_run with callbacks that read and write through the memlet
  *     of each connector.
  *
- * Conventions: symbol bindings are a GHashTable name -> gint64* whose value
- * pointers stay put while an entry exists (bindings_set updates in place),
- * so loops over map points only write through a pointer.  Every error is
- * prefixed with the element it concerns (weir_describe_node/_memlet).
- * Nothing here depends on hash-table iteration order.
+ * Conventions: symbols live in slots numbered when planning (Syms): the
+ * expressions of subsets and ranges read them by slot, and a GHashTable
+ * name -> gint64* pointing at the same slots serves weir_expr_eval and the
+ * tasklet language.  A slot's address stays put for an instance's
+ * lifetime, so loops over map points only write through a pointer.  Every
+ * error is prefixed with the element it concerns
+ * (weir_describe_node/_memlet).  Nothing here depends on hash-table
+ * iteration order.
  */
 #include <math.h>
 #include <string.h>
@@ -39,54 +42,232 @@
 
 /* --------------------------------------------------------------- bindings */
 
-static GHashTable *bindings_new(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+/* Symbol slots.  Every symbol name an IExpr of a program refers to, and
+ * every map parameter, gets a slot number when the program is planned
+ * (SymIndex); an instance keeps one gint64 per slot and a flag saying
+ * whether the name is bound.  The instance's bindings table (for
+ * weir_expr_eval and the tasklet language's symbol callback) maps each
+ * bound name to the address of its slot, so both views always agree and
+ * the inner loops read symbols by slot, without hashing names. */
+typedef struct {
+  GHashTable *index; /* name (borrowed from the graph) -> slot + 1 */
+  guint n;
+} SymIndex;
+
+static guint sym_slot(SymIndex *si, const char *name) {
+  gpointer v = g_hash_table_lookup(si->index, name);
+  if (v)
+    return GPOINTER_TO_UINT(v) - 1;
+  g_hash_table_insert(si->index, (gpointer)name, GUINT_TO_POINTER(si->n + 1));
+  return si->n++;
 }
 
-/* Sets name to value, keeping the value's address when the name is bound. */
-static gint64 *bindings_set(GHashTable *b, const char *name, gint64 value) {
-  gint64 *slot = g_hash_table_lookup(b, name);
+/* The symbol state of one program instance. */
+typedef struct {
+  const SymIndex *si;   /* borrowed from the plan */
+  GHashTable *bindings; /* name (owned) -> gint64* (into slots or extra) */
+  gint64 *slots;        /* si->n values */
+  gboolean *bound;      /* si->n flags */
+  GPtrArray *extra;     /* gint64* (owned) for names without a slot */
+} Syms;
+
+static void syms_init(Syms *sy, const SymIndex *si) {
+  sy->si = si;
+  sy->bindings = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  sy->slots = g_new0(gint64, si->n ? si->n : 1);
+  sy->bound = g_new0(gboolean, si->n ? si->n : 1);
+  sy->extra = g_ptr_array_new_with_free_func(g_free);
+}
+
+static void syms_clear(Syms *sy) {
+  g_clear_pointer(&sy->bindings, g_hash_table_unref);
+  g_clear_pointer(&sy->slots, g_free);
+  g_clear_pointer(&sy->bound, g_free);
+  g_clear_pointer(&sy->extra, g_ptr_array_unref);
+}
+
+/* Binds name to value and returns the value's address, which stays put
+ * for the instance's lifetime (also across syms_unset). */
+static gint64 *syms_set(Syms *sy, const char *name, gint64 value) {
+  gint64 *slot = g_hash_table_lookup(sy->bindings, name);
   if (!slot) {
-    slot = g_new(gint64, 1);
-    g_hash_table_insert(b, g_strdup(name), slot);
+    gpointer v = g_hash_table_lookup(sy->si->index, name);
+    if (v) {
+      guint k = GPOINTER_TO_UINT(v) - 1;
+      slot = &sy->slots[k];
+      sy->bound[k] = TRUE;
+    } else {
+      slot = g_new(gint64, 1);
+      g_ptr_array_add(sy->extra, slot);
+    }
+    g_hash_table_insert(sy->bindings, g_strdup(name), slot);
   }
   *slot = value;
   return slot;
 }
 
-/* An expression prepared for repeated evaluation: constants and plain
- * symbols skip the general evaluator. */
-typedef struct {
-  WeirExpr *e; /* borrowed from the graph */
-  gboolean is_const;
-  gint64 value;
-  const char *symbol; /* borrowed; non-NULL for a plain symbol */
-} IExpr;
-
-static void iexpr_init(IExpr *ie, WeirExpr *e) {
-  ie->e = e;
-  ie->is_const = weir_expr_is_const(e, &ie->value);
-  ie->symbol =
-      weir_expr_kind(e) == WEIR_EXPR_SYMBOL ? weir_expr_symbol_name(e) : NULL;
+/* Unbinds a name that has a slot. */
+static void syms_unset(Syms *sy, const char *name) {
+  gpointer v = g_hash_table_lookup(sy->si->index, name);
+  g_assert(v != NULL);
+  sy->bound[GPOINTER_TO_UINT(v) - 1] = FALSE;
+  g_hash_table_remove(sy->bindings, name);
 }
 
-static gboolean iexpr_eval(const IExpr *ie, GHashTable *bindings, gint64 *out,
-                           GError **error) {
+/* An expression prepared for repeated evaluation over slots: a constant,
+ * an affine form (c0 + sum of coef * symbol, the form of nearly every
+ * subset and range), or an operator over prepared operands (floordiv,
+ * mod, min, max, and sums or products that are not affine).  The
+ * arithmetic is weir_expr_eval's (wrapping, floor division); whatever the
+ * fast path cannot finish (an unbound symbol, a division by zero) goes
+ * through weir_expr_eval, which reports it. */
+#define IEXPR_MAX_TERMS 6
+typedef struct _IExpr IExpr;
+struct _IExpr {
+  WeirExpr *e; /* borrowed from the graph */
+  WeirExprKind kind;
+  gboolean is_const;
+  gint64 value; /* the constant, or c0 */
+  gboolean affine;
+  guint n_terms;
+  guint slot[IEXPR_MAX_TERMS];
+  gint64 coef[IEXPR_MAX_TERMS];
+  IExpr *ops; /* owned, n_ops entries, when neither constant nor affine */
+  guint n_ops;
+};
+
+/* Adds term t (a symbol, or constant * symbol) to ie; FALSE otherwise. */
+static gboolean iexpr_add_term(IExpr *ie, SymIndex *si, WeirExpr *t) {
+  gint64 coef = 1;
+  if (weir_expr_kind(t) == WEIR_EXPR_MUL) {
+    if (weir_expr_n_operands(t) != 2 ||
+        !weir_expr_is_const(weir_expr_operand(t, 0), &coef))
+      return FALSE;
+    t = weir_expr_operand(t, 1);
+  }
+  if (weir_expr_kind(t) != WEIR_EXPR_SYMBOL || ie->n_terms == IEXPR_MAX_TERMS)
+    return FALSE;
+  ie->slot[ie->n_terms] = sym_slot(si, weir_expr_symbol_name(t));
+  ie->coef[ie->n_terms++] = coef;
+  return TRUE;
+}
+
+static void iexpr_init(IExpr *ie, SymIndex *si, WeirExpr *e) {
+  memset(ie, 0, sizeof *ie);
+  ie->e = e;
+  ie->kind = weir_expr_kind(e);
+  ie->is_const = weir_expr_is_const(e, &ie->value);
+  if (ie->is_const)
+    return;
+  gboolean ok = TRUE;
+  if (ie->kind == WEIR_EXPR_ADD) {
+    for (guint k = 0; ok && k < weir_expr_n_operands(e); k++) {
+      WeirExpr *t = weir_expr_operand(e, k);
+      gint64 c;
+      if (weir_expr_is_const(t, &c))
+        ie->value = (gint64)((guint64)ie->value + (guint64)c);
+      else
+        ok = iexpr_add_term(ie, si, t);
+    }
+  } else {
+    ok = iexpr_add_term(ie, si, e);
+  }
+  ie->affine = ok;
+  if (ok)
+    return;
+  ie->n_terms = 0;
+  ie->value = 0;
+  ie->n_ops = weir_expr_n_operands(e);
+  ie->ops = g_new0(IExpr, ie->n_ops ? ie->n_ops : 1);
+  for (guint k = 0; k < ie->n_ops; k++)
+    iexpr_init(&ie->ops[k], si, weir_expr_operand(e, k));
+}
+
+static void iexpr_clear(IExpr *ie) {
+  for (guint k = 0; k < ie->n_ops; k++)
+    iexpr_clear(&ie->ops[k]);
+  g_clear_pointer(&ie->ops, g_free);
+  ie->n_ops = 0;
+}
+
+/* Frees an array of n prepared expressions. */
+static void iexprs_free(IExpr *a, guint n) {
+  if (!a)
+    return;
+  for (guint k = 0; k < n; k++)
+    iexpr_clear(&a[k]);
+  g_free(a);
+}
+
+/* FALSE when the slow path must decide (see above). */
+static gboolean iexpr_fast(const IExpr *ie, const Syms *sy, gint64 *out) {
   if (ie->is_const) {
     *out = ie->value;
     return TRUE;
   }
-  if (ie->symbol) {
-    const gint64 *v = g_hash_table_lookup(bindings, ie->symbol);
-    if (!v) {
-      g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID, "unbound symbol '%s'",
-                  ie->symbol);
-      return FALSE;
+  if (ie->affine) {
+    guint64 v = (guint64)ie->value;
+    for (guint k = 0; k < ie->n_terms; k++) {
+      if (G_UNLIKELY(!sy->bound[ie->slot[k]]))
+        return FALSE;
+      v += (guint64)ie->coef[k] * (guint64)sy->slots[ie->slot[k]];
     }
-    *out = *v;
+    *out = (gint64)v;
     return TRUE;
   }
-  return weir_expr_eval(ie->e, bindings, out, error);
+  gint64 acc = 0;
+  for (guint k = 0; k < ie->n_ops; k++) {
+    gint64 v, q, r;
+    if (!iexpr_fast(&ie->ops[k], sy, &v))
+      return FALSE;
+    if (k == 0) {
+      acc = v;
+      continue;
+    }
+    switch (ie->kind) {
+    case WEIR_EXPR_ADD:
+      acc = (gint64)((guint64)acc + (guint64)v);
+      break;
+    case WEIR_EXPR_MUL:
+      acc = (gint64)((guint64)acc * (guint64)v);
+      break;
+    case WEIR_EXPR_FLOORDIV:
+    case WEIR_EXPR_MOD:
+      if (v == 0)
+        return FALSE;
+      if (v == -1) {
+        q = (gint64)(0 - (guint64)acc);
+        r = 0;
+      } else {
+        q = acc / v;
+        r = acc % v;
+        if (r != 0 && ((r < 0) != (v < 0))) {
+          q--;
+          r += v;
+        }
+      }
+      acc = ie->kind == WEIR_EXPR_FLOORDIV ? q : r;
+      break;
+    case WEIR_EXPR_MIN:
+      acc = MIN(acc, v);
+      break;
+    case WEIR_EXPR_MAX:
+      acc = MAX(acc, v);
+      break;
+    case WEIR_EXPR_CONST:
+    case WEIR_EXPR_SYMBOL:
+      return FALSE;
+    }
+  }
+  *out = acc;
+  return TRUE;
+}
+
+static gboolean iexpr_eval(const IExpr *ie, const Syms *sy, gint64 *out,
+                           GError **error) {
+  if (G_LIKELY(iexpr_fast(ie, sy, out)))
+    return TRUE;
+  return weir_expr_eval(ie->e, sy->bindings, out, error);
 }
 
 /* ---------------------------------------------------------------- regions */
@@ -103,6 +284,9 @@ typedef struct {
   IExpr *begin, *end, *step; /* rank entries each */
   guint n_keep;              /* dimensions whose size is not the constant 1 */
   guint *keep;
+  /* per dimension: its size when the step is a positive constant and
+   * end - begin a constant (then only begin is evaluated), or -1 */
+  gint64 *fixed;
   /* evaluated region */
   gint64 *rbegin, *rstep, *rsize;
   gint64 volume;
@@ -113,10 +297,11 @@ static void port_free(Port *p) {
   if (!p)
     return;
   g_free(p->desc);
-  g_free(p->begin);
-  g_free(p->end);
-  g_free(p->step);
+  iexprs_free(p->begin, p->rank);
+  iexprs_free(p->end, p->rank);
+  iexprs_free(p->step, p->rank);
   g_free(p->keep);
+  g_free(p->fixed);
   g_free(p->rbegin);
   g_free(p->rstep);
   g_free(p->rsize);
@@ -125,7 +310,7 @@ static void port_free(Port *p) {
   g_free(p);
 }
 
-static Port *port_new(const WeirState *s, const WeirMemlet *m,
+static Port *port_new(SymIndex *si, const WeirState *s, const WeirMemlet *m,
                       const WeirSubset *subset, guint container) {
   Port *p = g_new0(Port, 1);
   p->m = m;
@@ -138,10 +323,17 @@ static Port *port_new(const WeirState *s, const WeirMemlet *m,
   p->end = g_new0(IExpr, n);
   p->step = g_new0(IExpr, n);
   p->keep = g_new0(guint, n);
+  p->fixed = g_new0(gint64, n);
   for (guint d = 0; d < p->rank; d++) {
-    iexpr_init(&p->begin[d], subset->dims[d].begin);
-    iexpr_init(&p->end[d], subset->dims[d].end);
-    iexpr_init(&p->step[d], subset->dims[d].step);
+    iexpr_init(&p->begin[d], si, subset->dims[d].begin);
+    iexpr_init(&p->end[d], si, subset->dims[d].end);
+    iexpr_init(&p->step[d], si, subset->dims[d].step);
+    g_autoptr(WeirExpr) diff =
+        weir_expr_sub(subset->dims[d].end, subset->dims[d].begin);
+    gint64 st = p->step[d].value, dv;
+    p->fixed[d] = p->step[d].is_const && st > 0 && weir_expr_is_const(diff, &dv)
+                      ? (dv > 0 ? (dv - 1) / st + 1 : 0)
+                      : -1;
     g_autoptr(WeirExpr) size = weir_range_size(&subset->dims[d]);
     gint64 v;
     if (!(weir_expr_is_const(size, &v) && v == 1))
@@ -156,13 +348,24 @@ static Port *port_new(const WeirState *s, const WeirMemlet *m,
 }
 
 /* Evaluates the port's subset under the current bindings. */
-static gboolean port_eval(Port *p, GHashTable *bindings, GError **error) {
+static gboolean port_eval(Port *p, const Syms *sy, GError **error) {
   p->volume = 1;
   for (guint d = 0; d < p->rank; d++) {
     gint64 b, e, st;
-    if (!iexpr_eval(&p->begin[d], bindings, &b, error) ||
-        !iexpr_eval(&p->end[d], bindings, &e, error) ||
-        !iexpr_eval(&p->step[d], bindings, &st, error)) {
+    if (p->fixed[d] >= 0) {
+      if (!iexpr_eval(&p->begin[d], sy, &b, error)) {
+        g_prefix_error(error, "%s: subset dimension %u: ", p->desc, d);
+        return FALSE;
+      }
+      p->rbegin[d] = b;
+      p->rstep[d] = p->step[d].value;
+      p->rsize[d] = p->fixed[d];
+      p->volume *= p->rsize[d];
+      continue;
+    }
+    if (!iexpr_eval(&p->begin[d], sy, &b, error) ||
+        !iexpr_eval(&p->end[d], sy, &e, error) ||
+        !iexpr_eval(&p->step[d], sy, &st, error)) {
       g_prefix_error(error, "%s: subset dimension %u: ", p->desc, d);
       return FALSE;
     }
@@ -547,6 +750,14 @@ static gboolean port_address(Port *p, const Buffer *b, const gint64 *rel,
 /* ------------------------------------------------------------------ plans */
 
 typedef struct _NodePlan NodePlan;
+
+/* A symbol a tasklet body reads, by the address of its name in the body
+ * (the evaluator passes the same pointer each time), and its slot
+ * (G_MAXUINT: none, read through the bindings table). */
+typedef struct {
+  const char *name;
+  guint slot;
+} SymRef;
 typedef struct _ProgramPlan ProgramPlan;
 
 /* A copy into an access node from another access node. */
@@ -580,6 +791,7 @@ struct _NodePlan {
   guint n_in;
   GPtrArray **out; /* per output connector: Port* (owned) */
   guint n_out;
+  GArray *sym_refs; /* SymRef: the symbols the body has read so far */
   /* ACCESS */
   GPtrArray *copies; /* Copy* */
   /* NESTED */
@@ -587,6 +799,7 @@ struct _NodePlan {
   NestedArg *args;     /* per nested container */
   guint n_args;
   IExpr *sym_values; /* per symbol_map entry */
+  guint n_sym_values;
 };
 
 typedef struct {
@@ -600,6 +813,7 @@ typedef struct {
 struct _ProgramPlan {
   const WeirGraph *g;
   GHashTable *index; /* container name -> index + 1 */
+  SymIndex syms;     /* symbol slots of the program's instances */
   GPtrArray *states; /* StatePlan*, parallel to g->states */
 };
 
@@ -607,15 +821,16 @@ static void node_plan_free(gpointer p) {
   NodePlan *np = p;
   g_free(np->desc);
   g_clear_pointer(&np->children, g_ptr_array_unref);
-  g_free(np->rb);
-  g_free(np->re);
-  g_free(np->rs);
+  iexprs_free(np->rb, np->n_params);
+  iexprs_free(np->re, np->n_params);
+  iexprs_free(np->rs, np->n_params);
   for (guint i = 0; i < np->n_in; i++)
     port_free(np->in[i]);
   g_free(np->in);
   for (guint i = 0; i < np->n_out; i++)
     g_ptr_array_unref(np->out[i]);
   g_free(np->out);
+  g_clear_pointer(&np->sym_refs, g_array_unref);
   g_clear_pointer(&np->copies, g_ptr_array_unref);
   if (np->args) {
     /* np->nested may be freed already: the cache frees in any order */
@@ -625,7 +840,7 @@ static void node_plan_free(gpointer p) {
     }
     g_free(np->args);
   }
-  g_free(np->sym_values);
+  iexprs_free(np->sym_values, np->n_sym_values);
   g_free(np);
 }
 
@@ -644,6 +859,7 @@ static void program_plan_free(gpointer p) {
   ProgramPlan *pp = p;
   g_clear_pointer(&pp->states, g_ptr_array_unref);
   g_hash_table_unref(pp->index);
+  g_hash_table_unref(pp->syms.index);
   g_free(pp);
 }
 
@@ -664,9 +880,9 @@ static gboolean container_lookup(const ProgramPlan *pp, const char *name,
 }
 
 /* A port for subset on container `name` of memlet m. */
-static Port *make_port(const ProgramPlan *pp, const WeirState *s,
-                       const WeirMemlet *m, const char *name,
-                       const WeirSubset *subset, GError **error) {
+static Port *make_port(ProgramPlan *pp, const WeirState *s, const WeirMemlet *m,
+                       const char *name, const WeirSubset *subset,
+                       GError **error) {
   guint ci;
   if (!container_lookup(pp, name, &ci)) {
     g_autofree char *d = weir_describe_memlet(s, m);
@@ -682,11 +898,11 @@ static Port *make_port(const ProgramPlan *pp, const WeirState *s,
                 subset->rank, name, c->shape->len);
     return NULL;
   }
-  return port_new(s, m, subset, ci);
+  return port_new(&pp->syms, s, m, subset, ci);
 }
 
-static gboolean plan_tasklet(const ProgramPlan *pp, const WeirState *s,
-                             NodePlan *np, GError **error) {
+static gboolean plan_tasklet(ProgramPlan *pp, const WeirState *s, NodePlan *np,
+                             GError **error) {
   const WeirNode *n = np->n;
   if (!n->code || !n->code->checked) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -699,6 +915,7 @@ static gboolean plan_tasklet(const ProgramPlan *pp, const WeirState *s,
   np->out = g_new0(GPtrArray *, np->n_out ? np->n_out : 1);
   for (guint k = 0; k < np->n_out; k++)
     np->out[k] = g_ptr_array_new_with_free_func((GDestroyNotify)port_free);
+  np->sym_refs = g_array_new(FALSE, FALSE, sizeof(SymRef));
   for (guint e = 0; e < s->edges->len; e++) {
     const WeirMemlet *m = g_ptr_array_index(s->edges, e);
     if (!m->data)
@@ -732,8 +949,8 @@ static gboolean plan_tasklet(const ProgramPlan *pp, const WeirState *s,
 }
 
 /* Copies into an access node: memlets whose source is an access node. */
-static gboolean plan_access(const ProgramPlan *pp, const WeirState *s,
-                            NodePlan *np, GError **error) {
+static gboolean plan_access(ProgramPlan *pp, const WeirState *s, NodePlan *np,
+                            GError **error) {
   np->copies = g_ptr_array_new_with_free_func(copy_free);
   for (guint e = 0; e < s->edges->len; e++) {
     const WeirMemlet *m = g_ptr_array_index(s->edges, e);
@@ -766,7 +983,7 @@ static gboolean plan_access(const ProgramPlan *pp, const WeirState *s,
   return TRUE;
 }
 
-static gboolean plan_map(NodePlan *np) {
+static gboolean plan_map(ProgramPlan *pp, NodePlan *np) {
   const WeirMap *map = np->n->map;
   np->n_params = map->params->len;
   guint n = np->n_params ? np->n_params : 1;
@@ -775,9 +992,10 @@ static gboolean plan_map(NodePlan *np) {
   np->rs = g_new0(IExpr, n);
   for (guint k = 0; k < np->n_params; k++) {
     const WeirRange *r = &g_array_index(map->ranges, WeirRange, k);
-    iexpr_init(&np->rb[k], r->begin);
-    iexpr_init(&np->re[k], r->end);
-    iexpr_init(&np->rs[k], r->step);
+    sym_slot(&pp->syms, g_ptr_array_index(map->params, k));
+    iexpr_init(&np->rb[k], &pp->syms, r->begin);
+    iexpr_init(&np->re[k], &pp->syms, r->end);
+    iexpr_init(&np->rs[k], &pp->syms, r->step);
   }
   np->children = g_ptr_array_new();
   return TRUE;
@@ -785,7 +1003,7 @@ static gboolean plan_map(NodePlan *np) {
 
 /* Finds the memlets of a nested node's connector named after container
  * `name`: the input memlet, and the output memlets. */
-static gboolean plan_nested(Ctx *ctx, const ProgramPlan *pp, const WeirState *s,
+static gboolean plan_nested(Ctx *ctx, ProgramPlan *pp, const WeirState *s,
                             NodePlan *np, GError **error) {
   const WeirNode *n = np->n;
   np->nested = plan_program(ctx, n->nested, error);
@@ -842,15 +1060,16 @@ static gboolean plan_nested(Ctx *ctx, const ProgramPlan *pp, const WeirState *s,
   }
   guint nb = n->symbol_map ? n->symbol_map->len : 0;
   np->sym_values = g_new0(IExpr, nb ? nb : 1);
+  np->n_sym_values = nb;
   for (guint k = 0; k < nb; k++) {
     const WeirSymbolBinding *b = g_ptr_array_index(n->symbol_map, k);
-    iexpr_init(&np->sym_values[k], b->value);
+    iexpr_init(&np->sym_values[k], &pp->syms, b->value);
   }
   return TRUE;
 }
 
-static StatePlan *plan_state(Ctx *ctx, const ProgramPlan *pp,
-                             const WeirState *s, GError **error) {
+static StatePlan *plan_state(Ctx *ctx, ProgramPlan *pp, const WeirState *s,
+                             GError **error) {
   StatePlan *sp = g_new0(StatePlan, 1);
   sp->s = s;
   sp->nodes = g_ptr_array_new_with_free_func(node_plan_free);
@@ -880,7 +1099,7 @@ static StatePlan *plan_state(Ctx *ctx, const ProgramPlan *pp,
       ok = plan_tasklet(pp, s, np, error);
       break;
     case WEIR_NODE_MAP_ENTRY:
-      ok = plan_map(np);
+      ok = plan_map(pp, np);
       break;
     case WEIR_NODE_NESTED:
       ok = plan_nested(ctx, pp, s, np, error);
@@ -929,6 +1148,7 @@ static ProgramPlan *plan_program(Ctx *ctx, const WeirGraph *g, GError **error) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     g_hash_table_insert(pp->index, c->name, GUINT_TO_POINTER(i + 1));
   }
+  pp->syms.index = g_hash_table_new(g_str_hash, g_str_equal);
   pp->states = g_ptr_array_new_with_free_func(state_plan_free);
   /* Registered before the states are planned: node plans borrow it. */
   g_hash_table_insert(ctx->plans, (gpointer)g, pp);
@@ -972,17 +1192,17 @@ static gboolean check_expanded(const WeirGraph *g, GError **error) {
 typedef struct {
   Ctx *ctx;
   ProgramPlan *plan;
-  GHashTable *bindings; /* owned */
-  Buffer *buffers;      /* one per container, owned */
+  Syms syms;       /* owned: symbol values (syms.bindings by name) */
+  Buffer *buffers; /* one per container, owned */
   guint n_buffers;
 } Instance;
 
-static Instance *instance_new(Ctx *ctx, ProgramPlan *plan,
-                              GHashTable *bindings) {
+/* A new instance of plan with no symbol bound yet. */
+static Instance *instance_new(Ctx *ctx, ProgramPlan *plan) {
   Instance *in = g_new0(Instance, 1);
   in->ctx = ctx;
   in->plan = plan;
-  in->bindings = bindings;
+  syms_init(&in->syms, &plan->syms);
   in->n_buffers = plan->g->containers->len;
   in->buffers = g_new0(Buffer, in->n_buffers ? in->n_buffers : 1);
   return in;
@@ -994,7 +1214,7 @@ static void instance_free(Instance *in) {
   for (guint i = 0; i < in->n_buffers; i++)
     buffer_clear(&in->buffers[i]);
   g_free(in->buffers);
-  g_hash_table_unref(in->bindings);
+  syms_clear(&in->syms);
   g_free(in);
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Instance, instance_free)
@@ -1138,7 +1358,7 @@ static gboolean instance_bind(Instance *in, GHashTable *args,
   for (guint i = 0; i < in->n_buffers; i++) {
     const WeirContainer *c = g_ptr_array_index(g->containers, i);
     Buffer *b = &in->buffers[i];
-    if (!buffer_layout(b, c, in->bindings, error))
+    if (!buffer_layout(b, c, in->syms.bindings, error))
       return FALSE;
     if (c->transient) {
       if (!buffer_allocate(b, error))
@@ -1269,6 +1489,7 @@ static gboolean run_program(Instance *in, GError **error);
 typedef struct {
   Instance *in;
   NodePlan *np;
+  guint next_ref; /* the symbol reference expected next (tasklet_symbol) */
 } TaskletCall;
 
 static gboolean tasklet_read(gpointer user, guint input, const gint64 *idx,
@@ -1333,19 +1554,45 @@ static gboolean read_symbol(gpointer user, const char *name, gint64 *out,
   return TRUE;
 }
 
+/* Reads a symbol by its slot: the body's name pointers are remembered in
+ * the node's plan, in the order the body first reads them, so only the
+ * first read of each name hashes it, and a run that reads them in the same
+ * order finds each at the first try. */
 static gboolean tasklet_symbol(gpointer user, const char *name, gint64 *out,
                                GError **error) {
   TaskletCall *call = user;
-  return read_symbol(call->in->bindings, name, out, error);
+  const Syms *sy = &call->in->syms;
+  GArray *refs = call->np->sym_refs;
+  const SymRef *ref = NULL;
+  if (call->next_ref < refs->len &&
+      g_array_index(refs, SymRef, call->next_ref).name == name)
+    ref = &g_array_index(refs, SymRef, call->next_ref++);
+  for (guint k = 0; k < refs->len && !ref; k++)
+    if (g_array_index(refs, SymRef, k).name == name) {
+      ref = &g_array_index(refs, SymRef, k);
+      call->next_ref = k + 1;
+    }
+  if (!ref) {
+    gpointer v = g_hash_table_lookup(sy->si->index, name);
+    SymRef r = {name, v ? GPOINTER_TO_UINT(v) - 1 : G_MAXUINT};
+    g_array_append_val(refs, r);
+    ref = &g_array_index(refs, SymRef, refs->len - 1);
+    call->next_ref = refs->len;
+  }
+  if (ref->slot != G_MAXUINT && sy->bound[ref->slot]) {
+    *out = sy->slots[ref->slot];
+    return TRUE;
+  }
+  return read_symbol(sy->bindings, name, out, error);
 }
 
 static gboolean run_tasklet(Instance *in, NodePlan *np, GError **error) {
   for (guint k = 0; k < np->n_in; k++)
-    if (np->in[k] && !port_eval(np->in[k], in->bindings, error))
+    if (np->in[k] && !port_eval(np->in[k], &in->syms, error))
       goto fail;
   for (guint k = 0; k < np->n_out; k++)
     for (guint j = 0; j < np->out[k]->len; j++)
-      if (!port_eval(g_ptr_array_index(np->out[k], j), in->bindings, error))
+      if (!port_eval(g_ptr_array_index(np->out[k], j), &in->syms, error))
         goto fail;
   TaskletCall call = {in, np};
   WeirCodeEnv env = {
@@ -1364,8 +1611,8 @@ fail:
 
 /* Element-by-element copy in row-major order over both subsets. */
 static gboolean run_copy(Instance *in, Copy *c, GError **error) {
-  if (!port_eval(c->src, in->bindings, error) ||
-      !port_eval(c->dst, in->bindings, error))
+  if (!port_eval(c->src, &in->syms, error) ||
+      !port_eval(c->dst, &in->syms, error))
     return FALSE;
   if (c->src->volume != c->dst->volume) {
     g_autofree char *s1 = weir_subset_to_string(c->src->subset);
@@ -1413,9 +1660,9 @@ static gboolean run_map_dim(Instance *in, const StatePlan *sp, NodePlan *np,
   if (k == np->n_params)
     return run_nodes(in, sp, np->children, error);
   gint64 b, e, st;
-  if (!iexpr_eval(&np->rb[k], in->bindings, &b, error) ||
-      !iexpr_eval(&np->re[k], in->bindings, &e, error) ||
-      !iexpr_eval(&np->rs[k], in->bindings, &st, error)) {
+  if (!iexpr_eval(&np->rb[k], &in->syms, &b, error) ||
+      !iexpr_eval(&np->re[k], &in->syms, &e, error) ||
+      !iexpr_eval(&np->rs[k], &in->syms, &st, error)) {
     g_prefix_error(error, "%s: range of '%s': ", np->desc,
                    (const char *)g_ptr_array_index(np->n->map->params, k));
     return FALSE;
@@ -1445,47 +1692,45 @@ static gboolean run_map(Instance *in, const StatePlan *sp, NodePlan *np,
   g_autofree gboolean *existed = g_new0(gboolean, n ? n : 1);
   for (guint k = 0; k < n; k++) {
     const char *name = g_ptr_array_index(np->n->map->params, k);
-    gint64 *old = g_hash_table_lookup(in->bindings, name);
+    gint64 *old = g_hash_table_lookup(in->syms.bindings, name);
     existed[k] = old != NULL;
     saved[k] = old ? *old : 0;
-    slots[k] = bindings_set(in->bindings, name, 0);
+    slots[k] = syms_set(&in->syms, name, 0);
   }
   gboolean ok = run_map_dim(in, sp, np, slots, 0, error);
   /* Restore the outer meaning of the names, innermost first. */
   for (guint k = n; k-- > 0;) {
     const char *name = g_ptr_array_index(np->n->map->params, k);
     if (existed[k])
-      *(gint64 *)g_hash_table_lookup(in->bindings, name) = saved[k];
+      *slots[k] = saved[k];
     else
-      g_hash_table_remove(in->bindings, name);
+      syms_unset(&in->syms, name);
   }
   return ok;
 }
 
 static gboolean run_nested(Instance *in, NodePlan *np, GError **error) {
   const WeirNode *n = np->n;
-  GHashTable *nb = bindings_new();
+  g_autoptr(Instance) child = instance_new(in->ctx, np->nested);
   guint ns = n->symbol_map ? n->symbol_map->len : 0;
   for (guint k = 0; k < ns; k++) {
     const WeirSymbolBinding *sb = g_ptr_array_index(n->symbol_map, k);
     gint64 v;
-    if (!iexpr_eval(&np->sym_values[k], in->bindings, &v, error)) {
+    if (!iexpr_eval(&np->sym_values[k], &in->syms, &v, error)) {
       g_prefix_error(error, "%s: symbol '%s': ", np->desc, sb->name);
-      g_hash_table_unref(nb);
       return FALSE;
     }
-    bindings_set(nb, sb->name, v);
+    syms_set(&child->syms, sb->name, v);
   }
-  g_autoptr(Instance) child = instance_new(in->ctx, np->nested, nb);
   const WeirGraph *ng = np->nested->g;
   for (guint j = 0; j < ng->containers->len; j++) {
     NestedArg *a = &np->args[j];
     if (!a->port)
       continue;
-    if (!port_eval(a->port, in->bindings, error))
+    if (!port_eval(a->port, &in->syms, error))
       goto fail;
     if (a->check) {
-      if (!port_eval(a->check, in->bindings, error))
+      if (!port_eval(a->check, &in->syms, error))
         goto fail;
       gboolean same = a->check->container == a->port->container;
       for (guint d = 0; same && d < a->port->rank; d++)
@@ -1586,14 +1831,14 @@ static gboolean cond_read(gpointer user, guint input, const gint64 *idx,
 static gboolean cond_symbol(gpointer user, const char *name, gint64 *out,
                             GError **error) {
   CondCall *call = user;
-  return read_symbol(call->in->bindings, name, out, error);
+  return read_symbol(call->in->syms.bindings, name, out, error);
 }
 
 static gboolean run_program(Instance *in, GError **error) {
   const WeirGraph *g = in->plan->g;
   StatePlan *sp = find_state(in->plan, g->start);
   guint64 taken = 0;
-  WeirCodeEnv env = {.symbol = read_symbol, .user = in->bindings};
+  WeirCodeEnv env = {.symbol = read_symbol, .user = in->syms.bindings};
   g_autoptr(GArray) values = g_array_new(FALSE, FALSE, sizeof(gint64));
   if (!sp) {
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -1640,7 +1885,7 @@ static gboolean run_program(Instance *in, GError **error) {
     g_array_set_size(values, next->assign_values->len);
     for (guint a = 0; a < next->assign_values->len; a++) {
       if (!weir_expr_eval(g_ptr_array_index(next->assign_values, a),
-                          in->bindings, &g_array_index(values, gint64, a),
+                          in->syms.bindings, &g_array_index(values, gint64, a),
                           error)) {
         g_prefix_error(error,
                        "transition %u (state %u -> %u), assignment "
@@ -1651,8 +1896,8 @@ static gboolean run_program(Instance *in, GError **error) {
       }
     }
     for (guint a = 0; a < next->assign_names->len; a++)
-      bindings_set(in->bindings, g_ptr_array_index(next->assign_names, a),
-                   g_array_index(values, gint64, a));
+      syms_set(&in->syms, g_ptr_array_index(next->assign_names, a),
+               g_array_index(values, gint64, a));
     sp = find_state(in->plan, next->dst);
     if (!sp) {
       g_set_error(error, WEIR_ERROR, WEIR_ERROR_INVALID,
@@ -1683,15 +1928,14 @@ gboolean weir_interpret(WeirGraph *g, GHashTable *symbols, GHashTable *args,
   gboolean ok = FALSE;
   ProgramPlan *pp = plan_program(&ctx, g, error);
   if (pp) {
-    GHashTable *bindings = bindings_new();
+    Instance *in = instance_new(&ctx, pp);
     if (symbols) {
       GHashTableIter it;
       gpointer k, v;
       g_hash_table_iter_init(&it, symbols);
       while (g_hash_table_iter_next(&it, &k, &v))
-        bindings_set(bindings, k, *(const gint64 *)v);
+        syms_set(&in->syms, k, *(const gint64 *)v);
     }
-    Instance *in = instance_new(&ctx, pp, bindings);
     ok = instance_bind(in, args, NULL, NULL, error) && run_program(in, error);
     instance_free(in);
   }

@@ -642,6 +642,84 @@ static void test_strided(void **state) {
   assert_int_equal(I32(Sum)[0], I32(X)[0] + I32(X)[2] + I32(X)[4] + I32(X)[6]);
 }
 
+/* Floor division as the IR defines it (rounds toward minus infinity). */
+static gint64 floordiv(gint64 a, gint64 b) {
+  gint64 q = a / b;
+  return (a % b != 0 && ((a % b < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* Subsets whose indices are not affine in the map parameters: floor
+ * division and modulo of negative values, min and max, a sum holding a
+ * floor division, and a product of two symbols; and an affine one with a
+ * coefficient (the interpreter evaluates all of them over symbol slots,
+ * not through weir_expr_eval). */
+static void test_subset_expressions(void **state) {
+  (void)state;
+  g_autoptr(WeirGraph) g = weir_graph_new("subsets");
+  assert_true(weir_graph_add_symbol(g, "N"));
+  array(g, "x", WEIR_DTYPE_I32, "6", FALSE);
+  array(g, "y", WEIR_DTYPE_I32, "4", FALSE);
+  array(g, "z", WEIR_DTYPE_I32, "8", FALSE);
+  array(g, "w", WEIR_DTYPE_I32, "8", FALSE);
+  array(g, "v", WEIR_DTYPE_I32, "40", FALSE);
+  array(g, "out", WEIR_DTYPE_I32, "16", FALSE);
+  WeirState *s = weir_graph_add_state(g, "main");
+  WeirNode *exit;
+  WeirNode *entry = map(g, s, "m", S("i"), S("0:16"), &exit);
+  WeirNode *t =
+      weir_state_add_tasklet(g, s, "mix", S("a", "b", "c", "d", "e"), S("o"),
+                             "o = 10000 * e + 1000 * a + 100 * b + "
+                             "10 * c + d");
+  map_in(g, s, weir_state_add_access(g, s, "x"), entry, t, "a", "0:6",
+         "(i - 7) // 3 + 3");
+  map_in(g, s, weir_state_add_access(g, s, "y"), entry, t, "b", "0:4",
+         "(i - 7) % 4");
+  map_in(g, s, weir_state_add_access(g, s, "z"), entry, t, "c", "0:8",
+         "max(min(i, 9) - 2, 0)");
+  map_in(g, s, weir_state_add_access(g, s, "w"), entry, t, "d", "0:8",
+         "(i * N) // 8");
+  map_in(g, s, weir_state_add_access(g, s, "v"), entry, t, "e", "0:40",
+         "2 * i + 3");
+  map_out(g, s, t, "o", exit, weir_state_add_access(g, s, "out"), "i", "0:16",
+          WEIR_WCR_NONE);
+
+  const gint64 n6 = 6, n4 = 4, n8 = 8, n16 = 16, n40 = 40;
+  g_autoptr(GHashTable) args = args_new();
+  WeirTensor *X = tensor(WEIR_DTYPE_I32, 1, &n6, 0);
+  WeirTensor *Y = tensor(WEIR_DTYPE_I32, 1, &n4, 0);
+  WeirTensor *Z = tensor(WEIR_DTYPE_I32, 1, &n8, 0);
+  WeirTensor *W = tensor(WEIR_DTYPE_I32, 1, &n8, 0);
+  WeirTensor *V = tensor(WEIR_DTYPE_I32, 1, &n40, 0);
+  WeirTensor *O = tensor(WEIR_DTYPE_I32, 1, &n16, 0);
+  for (int k = 0; k < 40; k++)
+    I32(V)[k] = k % 9;
+  for (int k = 0; k < 8; k++) {
+    if (k < 6)
+      I32(X)[k] = k + 1;
+    if (k < 4)
+      I32(Y)[k] = 5 + k;
+    I32(Z)[k] = 9 - k;
+    I32(W)[k] = k;
+  }
+  g_hash_table_insert(args, "x", X);
+  g_hash_table_insert(args, "y", Y);
+  g_hash_table_insert(args, "z", Z);
+  g_hash_table_insert(args, "w", W);
+  g_hash_table_insert(args, "v", V);
+  g_hash_table_insert(args, "out", O);
+  g_autoptr(GHashTable) syms = weir_bindings_new();
+  weir_bindings_set(syms, "N", 4);
+  run_ok(g, syms, args);
+  for (gint64 i = 0; i < 16; i++) {
+    gint64 a = I32(X)[floordiv(i - 7, 3) + 3];
+    gint64 b = I32(Y)[(i - 7) - 4 * floordiv(i - 7, 4)];
+    gint64 c = I32(Z)[MAX(MIN(i, 9) - 2, 0)];
+    gint64 d = I32(W)[floordiv(i * 4, 8)];
+    gint64 e = I32(V)[2 * i + 3];
+    assert_int_equal(I32(O)[i], 10000 * e + 1000 * a + 100 * b + 10 * c + d);
+  }
+}
+
 /* ------------------------------------------------------------------ gather */
 
 static WeirGraph *build_gather(void) {
@@ -1075,6 +1153,7 @@ int main(void) {
       cmocka_unit_test(test_argument_names),
       cmocka_unit_test(test_error_argument_shape),
       cmocka_unit_test(test_error_unbound_symbol),
+      cmocka_unit_test(test_subset_expressions),
       cmocka_unit_test(test_error_library_node),
       cmocka_unit_test(test_error_max_transitions),
   };
