@@ -70,8 +70,8 @@ static guint64 gcd_u64(guint64 a, guint64 b) {
   return a;
 }
 
-/* Floor division and modulo; b != 0. */
-static gint64 floordiv_i64(gint64 a, gint64 b) {
+/* Floor division and modulo; b != 0 (weir-expr.h). */
+gint64 weir_floordiv_i64(gint64 a, gint64 b) {
   if (b == -1)
     return wrap_neg(a);
   gint64 q = a / b;
@@ -81,7 +81,7 @@ static gint64 floordiv_i64(gint64 a, gint64 b) {
   return q;
 }
 
-static gint64 floormod_i64(gint64 a, gint64 b) {
+gint64 weir_floormod_i64(gint64 a, gint64 b) {
   if (b == -1)
     return 0;
   gint64 r = a % b;
@@ -406,7 +406,7 @@ static WeirExpr *floordiv_build(WeirExpr *a, WeirExpr *b) {
   if (b_const && bv == 0)
     return node_new2(WEIR_EXPR_FLOORDIV, a, b);
   if (a_const && b_const)
-    return weir_expr_const(floordiv_i64(av, bv));
+    return weir_expr_const(weir_floordiv_i64(av, bv));
   if (b_const && bv == -1)
     return weir_expr_neg(a);
   if (a_const && av == 0)
@@ -423,7 +423,7 @@ static WeirExpr *mod_build(WeirExpr *a, WeirExpr *b) {
   if (b_const && bv == 0)
     return node_new2(WEIR_EXPR_MOD, a, b);
   if (a_const && b_const)
-    return weir_expr_const(floormod_i64(av, bv));
+    return weir_expr_const(weir_floormod_i64(av, bv));
   if (a_const && av == 0)
     return weir_expr_const(0);
   if (b_const && divides_all(a, bv))
@@ -1103,8 +1103,8 @@ static gboolean eval_impl(const WeirExpr *e, GHashTable *bindings,
       if (checked && e->kind == WEIR_EXPR_FLOORDIV && v == -1 &&
           acc == G_MININT64)
         return eval_overflow(e, error);
-      acc = e->kind == WEIR_EXPR_FLOORDIV ? floordiv_i64(acc, v)
-                                          : floormod_i64(acc, v);
+      acc = e->kind == WEIR_EXPR_FLOORDIV ? weir_floordiv_i64(acc, v)
+                                          : weir_floormod_i64(acc, v);
       break;
     case WEIR_EXPR_MIN:
       acc = MIN(acc, v);

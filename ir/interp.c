@@ -217,7 +217,7 @@ static gboolean iexpr_fast(const IExpr *ie, const Syms *sy, gint64 *out) {
   }
   gint64 acc = 0;
   for (guint k = 0; k < ie->n_ops; k++) {
-    gint64 v, q, r;
+    gint64 v;
     if (!iexpr_fast(&ie->ops[k], sy, &v))
       return FALSE;
     if (k == 0) {
@@ -235,18 +235,8 @@ static gboolean iexpr_fast(const IExpr *ie, const Syms *sy, gint64 *out) {
     case WEIR_EXPR_MOD:
       if (v == 0)
         return FALSE;
-      if (v == -1) {
-        q = (gint64)(0 - (guint64)acc);
-        r = 0;
-      } else {
-        q = acc / v;
-        r = acc % v;
-        if (r != 0 && ((r < 0) != (v < 0))) {
-          q--;
-          r += v;
-        }
-      }
-      acc = ie->kind == WEIR_EXPR_FLOORDIV ? q : r;
+      acc = ie->kind == WEIR_EXPR_FLOORDIV ? weir_floordiv_i64(acc, v)
+                                           : weir_floormod_i64(acc, v);
       break;
     case WEIR_EXPR_MIN:
       acc = MIN(acc, v);

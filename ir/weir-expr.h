@@ -102,6 +102,11 @@ WEIR_API gboolean weir_expr_eval_checked(const WeirExpr *e,
                                          GHashTable *bindings, gint64 *out,
                                          GError **error);
 
+/* Floor division and the modulo that goes with it (the sign of the divisor),
+ * as weir_expr_eval computes them; b != 0, and a / -1 wraps around. */
+WEIR_API gint64 weir_floordiv_i64(gint64 a, gint64 b);
+WEIR_API gint64 weir_floormod_i64(gint64 a, gint64 b);
+
 /* Replaces symbols: map is name (char*) -> WeirExpr* (both borrowed).
  * The result is simplified. */
 WEIR_API WeirExpr *weir_expr_substitute(WeirExpr *e, GHashTable *map);
