@@ -262,6 +262,9 @@ static const Node gemms[] = {
     {"Gemm", {"7, 33", "7, 100", "100"}, "33, 100", tn_half},
     {"Gemm", {"100, 33", "7, 33", "100, 1"}, "100, 7", nt_three},
     {"Gemm", {"47, 9", "49, 47", "1"}, "9, 49", tt_quarter},
+    /* the unpacked path's four rows of op(b) at a time, with a remainder of
+     * three in the last block of 256 columns, two rows of c added to */
+    {"Gemm", {"2, 37", "259, 37", "2, 259"}, "2, 259", nt},
     {"Gemm", {"7, 9", "9, 47", ""}, "7, 47", NULL},
     {"Gemm", {"5, 15", "15, 17", ""}, "5, 17", NULL},
     {"Gemm", {"17, 520", "15, 520", ""}, "17, 15", nt},
@@ -273,6 +276,8 @@ static const Node gemms[] = {
     {"Gemm", {"3, 40", "50, 40", "50"}, "3, 50", nt_three},
     {"Gemm", {"40, 2", "40, 300", "2, 300"}, "2, 300", tn_half},
     {"Gemm", {"1, 700", "700, 1000", ""}, "1, 1000", NULL},
+    /* a classifier at batch 1 (transB): 1003 = 3 x 256 + 235 columns */
+    {"Gemm", {"1, 1283", "1003, 1283", "1003"}, "1, 1003", nt_three},
     {"Gemm", {"70, 1", "90, 70", ""}, "1, 90", tt_quarter},
 };
 
@@ -285,8 +290,8 @@ static void test_gemm_f32(void **state) {
 
 static void test_gemm_f64(void **state) {
   (void)state;
-  g_autoptr(WeirGraph) g = program("gemms64", gemms, 6, WEIR_DTYPE_F64);
-  check_program(g, gemms, 6, WEIR_DTYPE_F64);
+  g_autoptr(WeirGraph) g = program("gemms64", gemms, 7, WEIR_DTYPE_F64);
+  check_program(g, gemms, 7, WEIR_DTYPE_F64);
 }
 
 /* ---------------------------------------------------------------- MatMul */
