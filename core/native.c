@@ -756,7 +756,17 @@ static const char conv_weir[] =
     " * patches side by side as its columns, the product (with the bias, and\n"
     " * the activation when there is no r) in tmp[mg x nb*oh*ow] at the\n"
     " * start of ws (the packing buffers after it, 64-byte aligned), then\n"
-    " * scattered to each image's y with r and the activation. */\n"
+    " * scattered to each image's y with r and the activation.  nbt > 0\n"
+    " * (images per call when the threads take whole images, 1 when nb is;\n"
+    " * nsl threads at most, each with tsb bytes of ws: its tmp when nb > 1,\n"
+    " * then its GEMM's packing buffers): at 2 threads or more, with as\n"
+    " * many images as threads (a multiple of the thread count, or at least\n"
+    " * four a thread) and more multiply-adds than one call's GEMM needs to\n"
+    " * use threads, one parallel region in which each thread takes the\n"
+    " * contiguous images\n"
+    " * schedule(static) gives it (as weir_bnstats and the element-wise maps\n"
+    " * after it) and runs their GEMMs (nbt images each) and copies on its\n"
+    " * own, so a thread keeps its images from one kernel to the next. */\n"
     "static int weir_wconv2d_@S@(const @T@ *x, const @T@ *w, const @T@ *wpk,\n"
     "                            int64_t wps, const @T@ *b,\n"
     "                            @T@ *y, const @T@ *r, int64_t n, int64_t c,\n"
@@ -766,13 +776,96 @@ static const char conv_weir[] =
     "                            int64_t groups, int64_t sh, int64_t sw,\n"
     "                            int64_t dh, int64_t dw, int64_t ph,\n"
     "                            int64_t pw, int act, @T@ lo, @T@ hi,\n"
-    "                            int64_t nb, void *ws) {\n"
+    "                            int64_t nb, int64_t nbt, int64_t tsb,\n"
+    "                            int nsl, void *ws) {\n"
     "  const int64_t cg = c / groups, mg = m / groups;\n"
     "  const int64_t kk = cg * kh * kw, ohw = oh * ow;\n"
     "  const int plain = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 "
     "&&\n"
     "                    pw == 0 && oh == h && ow == wd;\n"
     "  int st = 0;\n"
+    "  int nt = 1;\n"
+    "#ifdef _OPENMP\n"
+    "  if (nbt > 0 && !omp_in_parallel())\n"
+    "    nt = omp_get_max_threads();\n"
+    "#endif\n"
+    "  if (nt > nsl)\n"
+    "    nt = nsl;\n"
+    "  if (nt > 1 && ohw > 0 && mg > 0 && n * m * ohw * kk > 32768 &&\n"
+    "      (n % nt == 0 ? n >= nt : n >= 4 * nt)) {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel num_threads(nt) reduction(| : st)\n"
+    "#endif\n"
+    "    {\n"
+    "#ifdef _OPENMP\n"
+    "      const int64_t tn = omp_get_num_threads(), tid = "
+    "omp_get_thread_num();\n"
+    "#else\n"
+    "      const int64_t tn = 1, tid = 0;\n"
+    "#endif\n"
+    "      /* the images of schedule(static): n / tn each, one more for the\n"
+    "       * first n % tn threads */\n"
+    "      const int64_t q = n / tn, rm = n % tn;\n"
+    "      const int64_t j0 = tid * q + (tid < rm ? tid : rm);\n"
+    "      const int64_t j1 = j0 + q + (tid < rm);\n"
+    "      void *mine = (char *)ws + (size_t)tid * (size_t)tsb;\n"
+    "      /* one image a call: each GEMM straight into y, in the thread's\n"
+    "       * packing buffers */\n"
+    "      for (int64_t in = j0; in < j1 && nb <= 1; in++)\n"
+    "        for (int64_t g = 0; g < groups; g++) {\n"
+    "          const @T@ *xg = x + (in * c + g * cg) * h * wd;\n"
+    "          const int64_t yo = (in * m + g * mg) * ohw;\n"
+    "          const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow,\n"
+    "                                            sh, sw, dh, dw, ph, pw, 0, "
+    "0};\n"
+    "          const weir_gemm_epilogue_@S@ ep = {\n"
+    "              b ? b + g * mg : NULL, r ? r + yo : NULL, ohw, act, lo, "
+    "hi,\n"
+    "              NULL, (@T@)1};\n"
+    "          st |= weir_gemm_runp_@S@(\n"
+    "              0, 0, mg, ohw, kk, (@T@)1, w + g * mg * kk, kk,\n"
+    "              wpk ? wpk + g * wps : NULL, xg, NULL, ohw,\n"
+    "              plain ? NULL : &im, (@T@)0, y + yo, ohw,\n"
+    "              b || r || act ? &ep : NULL, mine);\n"
+    "        }\n"
+    "      @T@ *tmp = mine;\n"
+    "      void *gw = (char *)tmp + ((size_t)(mg * nbt * ohw) * sizeof(@T@) "
+    "+\n"
+    "                                63) / 64 * 64;\n"
+    "      for (int64_t i0 = j0; i0 < j1 && nb > 1; i0 += nbt) {\n"
+    "        const int64_t cnt = j1 - i0 < nbt ? j1 - i0 : nbt,\n"
+    "                      cols = cnt * ohw;\n"
+    "        for (int64_t g = 0; g < groups; g++) {\n"
+    "          const @T@ *xg = x + (i0 * c + g * cg) * h * wd;\n"
+    "          const weir_gemm_patches_@S@ im = {xg, h,  wd, kh, kw, ow, sh,\n"
+    "                                            sw, dh, dw, ph, pw, oh,\n"
+    "                                            c * h * wd};\n"
+    "          const weir_gemm_epilogue_@S@ ep = {\n"
+    "              b ? b + g * mg : NULL, NULL, cols, r ? 0 : act, lo, hi,\n"
+    "              NULL, (@T@)1};\n"
+    "          /* inside the region: the GEMM runs on this thread alone */\n"
+    "          st |= weir_gemm_runp_@S@(0, 0, mg, cols, kk, (@T@)1,\n"
+    "                                   w + g * mg * kk, kk,\n"
+    "                                   wpk ? wpk + g * wps : NULL, xg, "
+    "NULL,\n"
+    "                                   cols, &im, (@T@)0, tmp, cols,\n"
+    "                                   b || (act && !r) ? &ep : NULL, gw);\n"
+    "          for (int64_t ii = 0; ii < cnt; ii++)\n"
+    "            for (int64_t oc = 0; oc < mg; oc++) {\n"
+    "              const int64_t yo = ((i0 + ii) * m + g * mg + oc) * ohw;\n"
+    "              const @T@ *s = tmp + oc * cols + ii * ohw;\n"
+    "              if (r)\n"
+    "                for (int64_t p = 0; p < ohw; p++)\n"
+    "                  y[yo + p] = weir_act1_@D@(s[p] + r[yo + p], act, lo, "
+    "hi);\n"
+    "              else\n"
+    "                memcpy(y + yo, s, sizeof(@T@) * (size_t)ohw);\n"
+    "            }\n"
+    "        }\n"
+    "      }\n"
+    "    }\n"
+    "    return st;\n"
+    "  }\n"
     "  if (nb > 1 && n > 1 && ohw > 0 && mg > 0) {\n"
     "    @T@ *tmp = ws;\n"
     "    void *gw = (char *)ws + ((size_t)(mg * nb * ohw) * sizeof(@T@) + 63) "
@@ -942,11 +1035,16 @@ static char *conv_im2col_scratch(WeirNativeEmit *e, const ConvInfo *ci) {
 /* The scratch of weir_wconv2d: the GEMM's packing buffers for its
  * products (M/g x nb*oh*ow x C/g*kh*kw), with blocking *out, which is
  * recorded, after (nb > 1) the product tmp[M/g x nb*oh*ow], rounded up to
- * 64 bytes; *nb is set to 1 when those sizes are not constants.
- * "(void *)..." or "NULL"; NULL on error. */
+ * 64 bytes; *nb is set to 1 when those sizes are not constants.  With nb
+ * > 1 and a GEMM of more than one thread, also room for the path where
+ * the threads take whole images: *nbt (> 0) images per call, min(nb,
+ * ceil(n / threads)), and per thread *tsb bytes (its tmp[M/g x
+ * nbt*oh*ow] and one thread's packing buffers, each rounded up to 64
+ * bytes); otherwise *nbt = *tsb = 0.  "(void *)..." or "NULL"; NULL on
+ * error. */
 static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
-                               gint64 *nb, WeirGemmBlocking *out,
-                               GError **error) {
+                               gint64 *nb, gint64 *nbt, gint64 *tsb,
+                               WeirGemmBlocking *out, GError **error) {
   WeirDType t = ci->y->dtype;
   const WeirContainer *w = ci->w, *y = ci->y;
   if (!weir_kernel_gemm_record(e, t, out, error))
@@ -956,21 +1054,50 @@ static char *conv_weir_scratch(WeirNativeEmit *e, const ConvInfo *ci,
   g_autoptr(WeirExpr) khw = weir_expr_mul(dim(w, 2), dim(w, 3));
   g_autoptr(WeirExpr) kk = weir_expr_mul(dim(w, 1), khw); /* C/g * kh * kw */
   g_autoptr(WeirExpr) mg = weir_expr_floordiv(dim(w, 0), groups);
+  *nbt = *tsb = 0;
   if (*nb > 1) {
     g_autoptr(WeirExpr) nbe = weir_expr_const(*nb);
     g_autoptr(WeirExpr) cols = weir_expr_mul(nbe, ohw);
     g_autoptr(WeirExpr) work =
         weir_kernel_gemm_work_bytes(t, out, mg, cols, kk);
-    gint64 mgc, colsc, wb;
+    gint64 mgc, colsc, wb, n, ohwc;
     if (work && weir_expr_is_const(mg, &mgc) &&
-        weir_expr_is_const(cols, &colsc) && weir_expr_is_const(work, &wb)) {
-      gint64 tb = (mgc * colsc * (gint64)weir_dtype_size(t) + 63) / 64 * 64;
-      return weir_kernel_scratch_arg(e, weir_expr_const(tb + wb));
+        weir_expr_is_const(cols, &colsc) && weir_expr_is_const(work, &wb) &&
+        weir_expr_is_const(ohw, &ohwc) &&
+        weir_expr_is_const(dim(ci->y, 0), &n)) {
+      gint64 es = (gint64)weir_dtype_size(t);
+      gint64 tb = (mgc * colsc * es + 63) / 64 * 64;
+      gint64 total = tb + wb, thr = MAX(out->threads, 1);
+      if (thr > 1 && n >= thr) {
+        /* one thread's calls: nbt images, its packing buffers those of a
+         * call of nbt*oh*ow columns on one thread (the work space holds
+         * one slot per thread) */
+        gint64 per = MIN(*nb, (n + thr - 1) / thr);
+        g_autoptr(WeirExpr) pe = weir_expr_const(per * ohwc);
+        g_autoptr(WeirExpr) pw =
+            weir_kernel_gemm_work_bytes(t, out, mg, pe, kk);
+        gint64 pwb;
+        if (pw && weir_expr_is_const(pw, &pwb)) {
+          *nbt = per;
+          *tsb = (mgc * per * ohwc * es + 63) / 64 * 64 +
+                 (pwb / thr + 63) / 64 * 64;
+          total = MAX(total, thr * *tsb);
+        }
+      }
+      return weir_kernel_scratch_arg(e, weir_expr_const(total));
     }
     *nb = 1;
   }
-  return weir_kernel_scratch_arg(
-      e, weir_kernel_gemm_work_bytes(t, out, mg, ohw, kk));
+  /* one image a call: with the threads taking whole images, thread t's
+   * GEMMs run alone in slot t of the packing buffers (the slots of a call
+   * of all the threads: work / threads bytes each) */
+  WeirExpr *work = weir_kernel_gemm_work_bytes(t, out, mg, ohw, kk);
+  gint64 wb, thr = MAX(out->threads, 1);
+  if (work && thr > 1 && weir_expr_is_const(work, &wb) && wb % thr == 0) {
+    *nbt = 1;
+    *tsb = wb / thr;
+  }
+  return weir_kernel_scratch_arg(e, work);
 }
 
 /* Images per call of weir_wconv2d: for a small output map (oh*ow below
@@ -1041,6 +1168,8 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
   gboolean ep = FALSE;         /* Weir's helper: the epilogue's arguments */
   g_autofree char *wpk = NULL; /* Weir's helper: the pre-packed weight */
   gint64 wps = 0, nb = 1;      /* Weir's helper: images per GEMM */
+  gint64 nbt = 0, tsb = 0;     /* and per call and thread's scratch when
+                                * the threads take whole images */
   if (which == WEIR_NATIVE_GEMM_CBLAS) {
     emit_header(e, "im2col");
     use_blas(e);
@@ -1058,7 +1187,7 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     rp = r;
     name = "weir_wconv2d";
     nb = conv_weir_images(&ci);
-    ws = conv_weir_scratch(e, &ci, &nb, &bl, error);
+    ws = conv_weir_scratch(e, &ci, &nb, &nbt, &tsb, &bl, error);
     if (!ws)
       return FALSE;
     /* the orientation of the GEMM: the node's parameter, else by shape
@@ -1128,8 +1257,13 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
     text = g_string_free(tx, FALSE);
     status = g_strdup_printf("%s |= ", e->status);
     g_autofree char *imgs =
-        nb > 1 ? g_strdup_printf(", %" G_GINT64_FORMAT " images per GEMM", nb)
-               : g_strdup("");
+        nb > 1 && nbt > 0
+            ? g_strdup_printf(", %" G_GINT64_FORMAT
+                              " images per GEMM (%" G_GINT64_FORMAT
+                              " when the threads take whole images)",
+                              nb, nbt)
+        : nb > 1 ? g_strdup_printf(", %" G_GINT64_FORMAT " images per GEMM", nb)
+                 : g_strdup("");
     g_autofree char *head =
         g_strconcat("weir", weir_kernel_epilogue_what(&ek),
                     wpk ? ", weight pre-packed" : "",
@@ -1152,8 +1286,9 @@ static gboolean conv_emit(WeirNativeEmit *e, gboolean direct,
       ep ? g_strdup_printf(", %s, %" G_GINT64_FORMAT, wpk ? wpk : "NULL", wps)
          : g_strdup("");
   g_autofree char *aarg =
-      ep ? g_strdup_printf(", %d, %s, %s, %" G_GINT64_FORMAT, ek.act, lo, hi,
-                           nb)
+      ep ? g_strdup_printf(", %d, %s, %s, %" G_GINT64_FORMAT
+                           ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %u",
+                           ek.act, lo, hi, nb, nbt, tsb, MAX(bl.threads, 1))
          : g_strdup("");
   g_string_append_printf(e->code,
                          "%s%s_%s(%s, %s%s, %s, %s%s, %s, %s, %s, %s, %s, %s, "

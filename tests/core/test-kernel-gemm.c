@@ -1720,6 +1720,103 @@ static void test_conv_batched_f64(void **state) {
   check_batched(WEIR_DTYPE_F64);
 }
 
+/* The threads take whole images (tlocf19): with as many images as
+ * threads (a multiple of the thread count, or four or more a thread) each
+ * thread runs the GEMMs of the contiguous images schedule(static) gives
+ * it, nbt images a call (min(nb, ceil(n / cores))).  Generated for 3
+ * cores ($WEIR_HW_CORES), run at 1, 2 and 3 threads: 13 images on 8x8
+ * (nbt 5: at 2 threads 7 + 6 images, calls of 5 + 2 and 5 + 1; at 3
+ * threads 5 + 4 + 4), 26 on 14x14 with a residual (nb 5, nbt 5: 13 a
+ * thread at 2 threads, 5 + 5 + 3), 9 on 4x4 with groups and stride 2
+ * (nbt 3: 5 + 4 at 2 threads, 3 each at 3), 7 on 8x8 (at 2 and 3 threads
+ * neither a multiple nor four a thread: the column split as before), 2
+ * on 4x4 (fewer images than cores: no such path); one image a call
+ * (maps of 256 pixels): 13 on 16x16 with a residual (7 + 6, 5 + 4 + 4),
+ * 10 on 16x16, 1x1 with groups (5 + 5 at 2 threads; at 3 the per-image
+ * column split). */
+static const Node by_image[] = {
+    {"Conv",
+     {"13, 5, 8, 8", "11, 5, 3, 3", "11"},
+     "13, 11, 8, 8",
+     pad1,
+     "y = max(x, 0.0)",
+     FALSE,
+     "weir + clip"},
+    {"Conv",
+     {"26, 3, 14, 14", "9, 3, 3, 3", "9"},
+     "26, 9, 14, 14",
+     pad1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv",
+     {"9, 4, 8, 8", "6, 2, 3, 3", "6"},
+     "9, 6, 4, 4",
+     g2_s2_p1,
+     "y = x + r",
+     TRUE,
+     "weir + residual"},
+    {"Conv", {"7, 6, 8, 8", "5, 6, 3, 3", ""}, "7, 5, 8, 8", pad1},
+    {"Conv", {"2, 3, 4, 4", "4, 3, 1, 1", "4"}, "2, 4, 4, 4", NULL},
+    {"Conv",
+     {"13, 4, 16, 16", "6, 4, 3, 3", "6"},
+     "13, 6, 16, 16",
+     pad1,
+     "y = max(x + r, 0.0)",
+     TRUE,
+     "weir + residual + clip"},
+    {"Conv", {"10, 8, 16, 16", "6, 4, 1, 1", "6"}, "10, 6, 16, 16", g2},
+};
+/* images per call (nb) and when the threads take whole images (nbt; 0:
+ * not said) */
+static const int by_image_nb[] = {13, 5, 9, 7, 2, 1, 1};
+static const int by_image_nbt[] = {5, 5, 3, 3, 0, 1, 1};
+
+static void check_by_image(WeirDType dt) {
+  g_autoptr(GError) err = NULL;
+  Node nodes[G_N_ELEMENTS(by_image)];
+  memcpy(nodes, by_image, sizeof nodes);
+  for (guint n = 0; n < G_N_ELEMENTS(nodes); n++)
+    if (dt == WEIR_DTYPE_F64 && nodes[n].epi)
+      nodes[n].mark = "";
+  g_setenv("WEIR_HW_CORES", "3", TRUE);
+  g_autoptr(WeirGraph) g = program("by_image", nodes, G_N_ELEMENTS(nodes), dt);
+  check_program(g, nodes, G_N_ELEMENTS(nodes), dt);
+  g_autoptr(WeirGraph) gw = weir_graph_copy(g);
+  for (guint s = 0; s < gw->states->len; s++) {
+    WeirState *st = g_ptr_array_index(gw->states, s);
+    for (guint k = 0; k < st->nodes->len; k++) {
+      WeirNode *n = g_ptr_array_index(st->nodes, k);
+      if (n->kind == WEIR_NODE_LIBRARY)
+        weir_node_set_attr_string(n, "impl", "weir");
+    }
+  }
+  g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+  g_unsetenv("WEIR_HW_CORES");
+  if (!src)
+    fail_msg("by_image: %s", err->message);
+  for (guint n = 0; n < G_N_ELEMENTS(by_image); n++) {
+    g_autofree char *want =
+        by_image_nb[n] == 1 ? g_strdup("")
+        : by_image_nbt[n] > 0
+            ? g_strdup_printf("%d images per GEMM (%d when the threads take "
+                              "whole images)",
+                              by_image_nb[n], by_image_nbt[n])
+            : g_strdup_printf("%d images per GEMM */", by_image_nb[n]);
+    check_mark(src, "by_image", n, want, "images per GEMM");
+  }
+}
+
+static void test_conv_by_image_f32(void **state) {
+  (void)state;
+  check_by_image(WEIR_DTYPE_F32);
+}
+
+static void test_conv_by_image_f64(void **state) {
+  (void)state;
+  check_by_image(WEIR_DTYPE_F64);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocking),
@@ -1732,6 +1829,8 @@ int main(void) {
       cmocka_unit_test(test_conv_channels),
       cmocka_unit_test(test_conv_batched_f32),
       cmocka_unit_test(test_conv_batched_f64),
+      cmocka_unit_test(test_conv_by_image_f32),
+      cmocka_unit_test(test_conv_by_image_f64),
       cmocka_unit_test(test_conv_inplace),
       cmocka_unit_test(test_gemm_tail),
       cmocka_unit_test(test_conv_runs),
