@@ -31,13 +31,15 @@ Weir us, ORT us, ratio, difference) and with --per-layer one row per
 layer, then a self-check: the share of ONNX Runtime's whole run
 ("model_run") its kernels cover (median over the runs; below 93% time
 is spent outside the profiled kernels) and the time booked to no layer
-(above 5% the mapping missed kernels).  Weir's kernels are timed one by
-one, so there is no whole run to check against.  Not a test.
+(above 5% the mapping missed kernels).  Last, per round and side, the
+whole runs beside the layers: the sum of the node (kernel) medians, the
+median of the runs' sums of node times, the median whole run (Weir's
+uninstrumented build, timed by `weir profile` in alternation with the
+instrumented one; ORT's "model_run"), and the two sides' best whole
+runs (mob19).  Not a test.
 """
 import argparse
 import collections
-import csv
-import io
 import json
 import os
 import re
@@ -132,14 +134,20 @@ def run(cmd):
 
 
 def weir_times(o, threads):
+    """Per node label, the median time in us (`weir profile`, which times
+    every node inside whole runs of an instrumented build); and for the
+    self-check, the whole runs of the same invocation in us: the sum of
+    the nodes' medians, the median of the runs' sums of node times, the
+    median instrumented run and the median uninstrumented run."""
     out = run([o.weir, "profile", o.model, "-O2", "--threads", str(threads),
-               "--reps", str(o.reps), "--format", "csv"])
+               "--reps", str(o.reps), "--format", "json"])
+    p = json.loads(out)
     t = collections.defaultdict(float)
-    for row in csv.DictReader(io.StringIO(out)):
-        t[row["label"]] += float(row["seconds"]) * 1e6
-    # each kernel is timed on its own (`weir profile`): no whole run to
-    # check the sum against
-    return t, None
+    for n in p["nodes"]:
+        t[n["label"]] += n["seconds"] * 1e6
+    whole = {k: p[k + "_seconds"] * 1e6 for k in
+             ("node_sum", "sum_median", "instrumented_median", "run_median")}
+    return t, whole
 
 
 # element-wise ops ONNX Runtime folds into the convolution before them
@@ -215,9 +223,16 @@ def ort_times(o, threads, tmp, producer, nodes, tensors):
         if kind in ("Conv", "FusedConv") and node in nodes and nodes[node].op_type != "Conv":
             node = fused_conv(node, shapes, producer, nodes, tensors) or node
         t[node] = t.get(node, 0) + statistics.median(d[5:] or d)
+    timed = sorted(runs)[5:] or runs
     cover = [sum(d for ts, d in kernels if t0 <= ts < t0 + dur) / dur
-             for t0, dur in sorted(runs)[5:] or runs]
-    return t, statistics.median(cover) if cover else None
+             for t0, dur in timed]
+    whole = {"cover": statistics.median(cover) if cover else None,
+             "node_sum": sum(t.values()),
+             "sum_median": statistics.median(
+                 sum(d for ts, d in kernels if t0 <= ts < t0 + dur)
+                 for t0, dur in timed) if timed else 0.0,
+             "run_median": statistics.median(d for t0, d in timed) if timed else 0.0}
+    return t, whole
 
 
 def main():
@@ -241,13 +256,15 @@ def main():
     for threads in (int(t) for t in o.threads.split()):
         best = {"weir": {}, "ort": {}}
         cover = []
+        wholes = {"weir": [], "ort": []}
         for _ in range(o.rounds):
             for side, f in (("weir", lambda: weir_times(o, threads)),
                             ("ort", lambda: ort_times(o, threads, tmp, producer, nodes, tensors))):
                 per_layer = collections.defaultdict(float)
-                times, c = f()
-                if c:
-                    cover.append(c)
+                times, whole = f()
+                wholes[side].append(whole)
+                if whole.get("cover"):
+                    cover.append(whole["cover"])
                 for node, us in times.items():
                     key = layer_key(node)
                     per_layer[key if key in layers or key == LAYOUT else "(other)"] += us
@@ -292,6 +309,26 @@ def main():
                       100 * c, other, tr, 100 * other / tr,
                       "" if 0.93 <= c <= 1.01 and other <= 0.05 * tr
                       else "  ** more than 5-7% unaccounted **"))
+        # whole runs against the layers' sum, per round: the sum of the
+        # per-node (per-kernel) medians, the median over the runs of each
+        # run's sum of node times, and the median whole run (Weir: the
+        # uninstrumented build's, timed in alternation with the
+        # instrumented one; ORT: "model_run" of the profiled session).
+        # The best-of-rounds table above sums per-node medians, which
+        # leave out what a run spends around its slowest nodes.
+        for side, name in (("weir", "Weir"), ("ort", "ORT")):
+            print("%s whole runs, us per round: %s" % (name, "; ".join(
+                "node medians %.0f, median of runs' node sums %.0f, run %.0f%s (sum / run %.3f)" % (
+                    w["node_sum"], w["sum_median"], w["run_median"],
+                    ", instrumented %.0f" % w["instrumented_median"]
+                    if "instrumented_median" in w else "",
+                    w["node_sum"] / w["run_median"] if w["run_median"] else 0)
+                for w in wholes[side])))
+        rw = [w["run_median"] for w in wholes["weir"]]
+        ro = [w["run_median"] for w in wholes["ort"]]
+        if rw and ro and min(ro) > 0:
+            print("whole runs, best round: Weir %.0f, ORT %.0f us (Weir / ORT %.3f; "
+                  "ORT's with its profiler on)" % (min(rw), min(ro), min(rw) / min(ro)))
 
 if __name__ == "__main__":
     main()

@@ -242,6 +242,71 @@ static void test_symbol_and_constant_errors(void **state) {
   assert_non_null(strstr(err->message, "weir_kernel_call"));
 }
 
+/* vector_add.json with every container of n elements (a constant). */
+static WeirGraph *vector_add_fixed(gint64 n) {
+  WeirGraph *g = load_sample("vector_add.json");
+  g_autoptr(WeirExpr) e = weir_expr_const(n);
+  for (guint i = 0; i < g->containers->len; i++)
+    assert_true(
+        weir_container_set_shape(g_ptr_array_index(g->containers, i), 1, &e));
+  return g;
+}
+
+/* The size check of weir_kernel_run: skipped after the first call that
+ * passed it when no layout has a symbol, made in every call otherwise, and
+ * never remembered when it fails.  The argument checks stay in every call. */
+static void test_size_check_per_call(void **state) {
+  Fixture *f = *state;
+  g_autoptr(GError) err = NULL;
+  /* symbolic layouts: N = 100 passes, then N = 2^63 - 1 must fail the size
+   * check (not reach the argument check) */
+  g_autoptr(WeirGraph) g = load_sample("vector_add.json");
+  g_autoptr(WeirKernel) k =
+      compile_source(f, vector_add_source, "vector_add", g);
+  g_autoptr(GHashTable) sym = weir_bindings_new();
+  g_autoptr(GHashTable) args = vector_add_args(100);
+  weir_bindings_set(sym, "N", 100);
+  if (!weir_kernel_run(k, sym, args, &err))
+    fail_msg("run: %s", err->message);
+  weir_bindings_set(sym, "N", G_MAXINT64);
+  assert_false(weir_kernel_run(k, sym, args, &err));
+  if (!strstr(err->message, "byte size overflows 64 bits"))
+    fail_msg("symbolic, second call: '%s'", err->message);
+  g_clear_error(&err);
+
+  /* fixed layouts that overflow: every call fails the size check */
+  g_autoptr(WeirGraph) huge = vector_add_fixed((gint64)1 << 62);
+  g_autoptr(WeirKernel) hk =
+      compile_source(f, vector_add_source, "vector_add", huge);
+  weir_bindings_set(sym, "N", 100);
+  for (guint call = 0; call < 2; call++) {
+    assert_false(weir_kernel_run(hk, sym, args, &err));
+    if (!strstr(err->message, "byte size overflows 64 bits"))
+      fail_msg("fixed, huge, call %u: '%s'", call, err->message);
+    g_clear_error(&err);
+  }
+
+  /* fixed layouts that fit: repeated calls compute the interpreter's
+   * result, and a wrong argument is still refused after the check was
+   * skipped */
+  g_autoptr(WeirGraph) fg = vector_add_fixed(100);
+  g_autoptr(WeirKernel) fk =
+      compile_source(f, vector_add_source, "vector_add", fg);
+  for (guint call = 0; call < 3; call++) {
+    g_autoptr(GHashTable) a = vector_add_args(100);
+    put(a, "A", WEIR_DTYPE_F32, 1, (const gint64[]){100}, 10 + call);
+    g_autoptr(GHashTable) ref = copy_tensors(a);
+    if (!weir_kernel_run(fk, sym, a, &err))
+      fail_msg("fixed, call %u: %s", call, err->message);
+    if (!weir_interpret(fg, sym, ref, NULL, &err))
+      fail_msg("interpret: %s", err->message);
+    assert_same_tensors(a, ref, 0, 0);
+  }
+  g_autoptr(GHashTable) bad = vector_add_args(99);
+  assert_false(weir_kernel_run(fk, sym, bad, &err));
+  assert_non_null(strstr(err->message, "expected f32[100], got f32[99]"));
+}
+
 /* ------------------------------------------------------- compiler errors */
 
 static void test_compiler_failure_has_diagnostics(void **state) {
@@ -656,6 +721,7 @@ int main(void) {
       T(test_handwritten_matches_interpreter),
       T(test_argument_errors_match_interpreter),
       T(test_symbol_and_constant_errors),
+      T(test_size_check_per_call),
       T(test_compiler_failure_has_diagnostics),
       T(test_diagnostics_are_truncated),
       T(test_compiler_not_found),
