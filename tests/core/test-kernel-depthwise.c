@@ -185,6 +185,29 @@ static const Case cases[] = {
     {1, 3, 13, 40, 3, 3, 2, 2, 3, 1, 3, 1, 1, 1, TRUE, 0},
     {1, 3, 1, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0},
     {2, 3, 2, 37, 3, 3, 2, 2, 0, 1, 1, 1, 1, 1, TRUE, 0},
+    /* deinterleaved rows at 5x5 stride 2 with a left padding of two
+     * (eff19): 56 -> 28 (EfficientNet-B0, two chunks, 12 rows: blocks
+     * of four), odd maps at batch 2 without bias (57 -> 29, 9 rows: a
+     * block of one), 18 -> 9 (the narrowest), 64 -> 32 (the second
+     * chunk's last right tap in the padding) and 66 -> 33 (three chunks,
+     * the last of one column, the right taps from the next chunk), 255 ->
+     * 128 (eight chunks, the widest) and 257 -> 129 (channel-blocked), a
+     * right padding of 1 and of 3, no top padding, padding beyond the
+     * kernel's reach at the top and bottom, one input row; a left padding
+     * of one (channel-blocked) */
+    {1, 3, 12, 56, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {2, 3, 9, 57, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, FALSE, 0},
+    {1, 3, 8, 18, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {1, 2, 9, 64, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {1, 2, 10, 66, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {1, 2, 6, 255, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {1, 2, 6, 257, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {1, 3, 11, 40, 5, 5, 2, 2, 2, 2, 2, 1, 1, 1, TRUE, 0},
+    {1, 3, 11, 40, 5, 5, 2, 2, 2, 2, 2, 3, 1, 1, FALSE, 0},
+    {2, 3, 10, 37, 5, 5, 2, 2, 0, 2, 1, 2, 1, 1, TRUE, 0},
+    {1, 3, 13, 40, 5, 5, 2, 2, 4, 2, 4, 2, 1, 1, TRUE, 0},
+    {1, 3, 1, 40, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0},
+    {1, 3, 9, 40, 5, 5, 2, 2, 2, 1, 2, 1, 1, 1, TRUE, 0},
     /* the packed modes' table of row masks (at most 16 blocks of rows)
      * and the blocks beyond it (tested per block): stride 1 with 32 and
      * 33 rows of 7 (16 and 17 blocks), stride 2 with 32 and 33 output
@@ -242,6 +265,15 @@ static const Case epilogues[] = {
      "y = min(max(x + r, 0.0), 6.0)", TRUE, "depthwise + residual + clip"},
     {2, 3, 11, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, FALSE, 0,
      "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    /* deinterleaved rows at 5x5 stride 2 (eff19): SiLU with a residual
+     * on 56 -> 28 at batch 2, ReLU6 on 45 -> 23, HardSwish through the
+     * switch on 36 -> 18 */
+    {2, 5, 12, 56, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0,
+     "s = x + r\ny = s / (1 + exp(-s))", TRUE, "depthwise + residual + SiLU"},
+    {1, 4, 13, 45, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, TRUE, 0,
+     "y = min(max(x, 0.0), 6.0)", FALSE, "depthwise + clip"},
+    {1, 4, 10, 36, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, FALSE, 0,
+     "y = x * max(0, min(1, x / 6 + 0.5))", FALSE, "depthwise + HardSwish"},
     /* the packed mode at stride 2 (mobile14p): ReLU6, SiLU with a
      * residual, HardSwish through the switch */
     {1, 6, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, TRUE, 0,
