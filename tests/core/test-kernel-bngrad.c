@@ -7,16 +7,18 @@
  * test_f32, test_f64: one program per dtype with one node per case, each
  * with its own containers: batch 1 and more, odd channel counts and sizes,
  * ranks 2, 3 and 4, the statistics as [C] and as [1, C, 1, 1], with and
- * without the mask R, and one case large enough (41055 values) to run on
- * several threads.  Outputs are pre-set to a sentinel (an element the
+ * without the mask R, and cases large enough (over 32768 values) to run
+ * on several threads.  Outputs are pre-set to a sentinel (an element the
  * kernel skips fails); compiled at 1, 2 and 3 threads they must match the
- * interpreter.  test_formula: the interpreter's result on a small case
- * against the formula computed here in double.  test_default: every node
- * takes the kernel without being asked; test_refusal: an i32 node stays
- * pure, with the reason.  test_relu_fusion: the ReLU's mask folded into a
- * BatchNormGrad gives the unfused program's results; a mask that other
- * nodes read, or another Pointwise code, is refused and the graph stays
- * as it was.
+ * interpreter, and the 2- and 3-thread results the 1-thread ones bit for
+ * bit (three cases with 13, 7 and 6 images, uneven and even shares of
+ * images or channels per thread).  test_formula: the
+ * interpreter's result on a small case against the formula computed here in
+ * double.  test_default: every node takes the kernel without being asked;
+ * test_refusal: an i32 node stays pure, with the reason.  test_relu_fusion: the
+ * ReLU's mask folded into a BatchNormGrad gives the unfused program's results;
+ * a mask that other nodes read, or another Pointwise code, is refused and the
+ * graph stays as it was.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -63,6 +65,12 @@ static const Case cases[] = {
     {"2, 33, 6, 6", "1, 33, 1, 1", "33", FALSE},
     /* 5: rank 2 (BatchNorm1d) */
     {"6, 2", "1, 2", "2", FALSE},
+    /* 6: masked, 13 images (uneven shares of images at 2 and 3 threads) */
+    {"13, 6, 19, 23", "1, 6, 1, 1", "6", TRUE},
+    /* 7: 7 images, 9 channels (uneven shares of channels) */
+    {"7, 9, 25, 27", "9", "9", FALSE},
+    /* 8: without the mask: 6 images, 11 channels */
+    {"6, 11, 23, 23", "1, 11, 1, 1", "11", FALSE},
 };
 
 static WeirNode *add_case(WeirGraph *g, WeirState *s, guint k, const Case *c,
@@ -159,9 +167,10 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
   if (!kern)
     fail_msg("%s", err->message);
   static const char *const outs[] = {"DX", "DG", "DB"};
+  g_autoptr(GHashTable) one = NULL; /* the 1-thread results */
   for (int threads = 1; threads <= 3; threads++) {
     assert_true(weir_kernel_set_threads(kern, threads, &err));
-    g_autoptr(GHashTable) got = copy_args(args);
+    GHashTable *got = copy_args(args);
     for (guint k = 0; k < G_N_ELEMENTS(cases); k++)
       for (guint o = 0; o < 3; o++) {
         g_autofree char *name = g_strdup_printf("%s%u", outs[o], k);
@@ -180,14 +189,29 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
           fail_msg("%s n%u ([%s]%s, %d threads) %s: %s", sfx, k, cases[k].x,
                    cases[k].masked ? ", masked" : "", threads, name,
                    err->message);
+        /* the same bits at any thread count */
+        if (!one)
+          continue;
+        const WeirTensor *a = g_hash_table_lookup(got, name),
+                         *b = g_hash_table_lookup(one, name);
+        for (gint64 e = 0; e < a->count; e++)
+          if (weir_tensor_get(a, e) != weir_tensor_get(b, e))
+            fail_msg("%s n%u ([%s]) %s[%" G_GINT64_FORMAT
+                     "]: %.17g at %d threads, %.17g at 1",
+                     sfx, k, cases[k].x, name, e, weir_tensor_get(a, e),
+                     threads, weir_tensor_get(b, e));
       }
+    if (one)
+      g_hash_table_unref(got);
+    else
+      one = got;
   }
   fixture_free(f);
 }
 
 static void test_f32(void **state) {
   (void)state;
-  /* per-channel sums of up to 2415 values in another order than the
+  /* per-channel sums of up to 5681 values in another order than the
    * expansion's, and dX a difference of three terms of order 1 */
   check_dtype(WEIR_DTYPE_F32, 1e-4, 1e-4);
 }
