@@ -44,6 +44,17 @@ static inline GHashTable *copy_args(GHashTable *args) {
   return c;
 }
 
+/* Fails unless a and b hold the same values element by element (an
+ * output computed at `threads` threads against its 1-thread result); what
+ * names the output in the message. */
+static inline void assert_same_bits(const WeirTensor *a, const WeirTensor *b,
+                                    const char *what, int threads) {
+  for (gint64 e = 0; e < a->count; e++)
+    if (weir_tensor_get(a, e) != weir_tensor_get(b, e))
+      fail_msg("%s[%" G_GINT64_FORMAT "]: %.17g at %d threads, %.17g at 1",
+               what, e, weir_tensor_get(a, e), threads, weir_tensor_get(b, e));
+}
+
 /* The ISAs this CPU can run, best first. */
 static inline guint isas(WeirHwIsa *out) {
   g_unsetenv("WEIR_ISA");

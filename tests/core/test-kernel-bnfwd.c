@@ -173,14 +173,10 @@ static void check_dtype(WeirDType dt, double rtol, double atol) {
         /* the same bits at any thread count (by channel or by image) */
         if (!one)
           continue;
-        const WeirTensor *a = g_hash_table_lookup(got, name),
-                         *b = g_hash_table_lookup(one, name);
-        for (gint64 e = 0; e < a->count; e++)
-          if (weir_tensor_get(a, e) != weir_tensor_get(b, e))
-            fail_msg("%s n%u ([%s]) %s[%" G_GINT64_FORMAT
-                     "]: %.17g at %d threads, %.17g at 1",
-                     sfx, k, cases[k].x, name, e, weir_tensor_get(a, e),
-                     threads, weir_tensor_get(b, e));
+        g_autofree char *what =
+            g_strdup_printf("%s n%u ([%s]) %s", sfx, k, cases[k].x, name);
+        assert_same_bits(g_hash_table_lookup(got, name),
+                         g_hash_table_lookup(one, name), what, threads);
       }
     if (one)
       g_hash_table_unref(got);

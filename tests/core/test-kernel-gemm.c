@@ -1680,16 +1680,20 @@ static const Node batched[] = {
 /* images per GEMM call of each node (1: none said) */
 static const int batched_nb[] = {32, 5, 3, 2, 32, 5, 3, 1, 1};
 
-static void check_batched(WeirDType dt) {
+/* Builds the convolution nodes nd[0 .. count-1] of dtype dt as program
+ * `name` (f64 keeps the epilogues as separate maps), checks it against the
+ * interpreter (check_program), and returns its C with every library node
+ * on Weir's kernels, for the marks of the images per call. */
+static char *conv_source(const char *name, const Node *nd, guint count,
+                         WeirDType dt) {
   g_autoptr(GError) err = NULL;
-  /* f64 keeps the epilogues as separate maps */
-  Node nodes[G_N_ELEMENTS(batched)];
-  memcpy(nodes, batched, sizeof nodes);
-  for (guint n = 0; n < G_N_ELEMENTS(nodes); n++)
+  Node *nodes = g_memdup2(nd, sizeof *nd * count);
+  for (guint n = 0; n < count; n++)
     if (dt == WEIR_DTYPE_F64 && nodes[n].epi)
       nodes[n].mark = "";
-  g_autoptr(WeirGraph) g = program("batched", nodes, G_N_ELEMENTS(nodes), dt);
-  check_program(g, nodes, G_N_ELEMENTS(nodes), dt);
+  g_autoptr(WeirGraph) g = program(name, nodes, count, dt);
+  check_program(g, nodes, count, dt);
+  g_free(nodes);
   g_autoptr(WeirGraph) gw = weir_graph_copy(g);
   for (guint s = 0; s < gw->states->len; s++) {
     WeirState *st = g_ptr_array_index(gw->states, s);
@@ -1699,9 +1703,15 @@ static void check_batched(WeirDType dt) {
         weir_node_set_attr_string(n, "impl", "weir");
     }
   }
-  g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+  char *src = weir_codegen_c(gw, NULL, &err);
   if (!src)
-    fail_msg("batched: %s", err->message);
+    fail_msg("%s: %s", name, err->message);
+  return src;
+}
+
+static void check_batched(WeirDType dt) {
+  g_autofree char *src =
+      conv_source("batched", batched, G_N_ELEMENTS(batched), dt);
   for (guint n = 0; n < G_N_ELEMENTS(batched); n++) {
     g_autofree char *want =
         g_strdup_printf("%d images per GEMM", batched_nb[n]);
@@ -1773,28 +1783,10 @@ static const int by_image_nb[] = {13, 5, 9, 7, 2, 1, 1};
 static const int by_image_nbt[] = {5, 5, 3, 3, 0, 1, 1};
 
 static void check_by_image(WeirDType dt) {
-  g_autoptr(GError) err = NULL;
-  Node nodes[G_N_ELEMENTS(by_image)];
-  memcpy(nodes, by_image, sizeof nodes);
-  for (guint n = 0; n < G_N_ELEMENTS(nodes); n++)
-    if (dt == WEIR_DTYPE_F64 && nodes[n].epi)
-      nodes[n].mark = "";
   g_setenv("WEIR_HW_CORES", "3", TRUE);
-  g_autoptr(WeirGraph) g = program("by_image", nodes, G_N_ELEMENTS(nodes), dt);
-  check_program(g, nodes, G_N_ELEMENTS(nodes), dt);
-  g_autoptr(WeirGraph) gw = weir_graph_copy(g);
-  for (guint s = 0; s < gw->states->len; s++) {
-    WeirState *st = g_ptr_array_index(gw->states, s);
-    for (guint k = 0; k < st->nodes->len; k++) {
-      WeirNode *n = g_ptr_array_index(st->nodes, k);
-      if (n->kind == WEIR_NODE_LIBRARY)
-        weir_node_set_attr_string(n, "impl", "weir");
-    }
-  }
-  g_autofree char *src = weir_codegen_c(gw, NULL, &err);
+  g_autofree char *src =
+      conv_source("by_image", by_image, G_N_ELEMENTS(by_image), dt);
   g_unsetenv("WEIR_HW_CORES");
-  if (!src)
-    fail_msg("by_image: %s", err->message);
   for (guint n = 0; n < G_N_ELEMENTS(by_image); n++) {
     g_autofree char *want =
         by_image_nb[n] == 1 ? g_strdup("")
