@@ -148,16 +148,40 @@ for n in $threads; do
       case $p in ok*) pms=$(echo "$p" | awk '{ printf "%.3f", $2 }') ;; esac
     fi
     echo "$m threads $n: weir $wms ms ($err; $blas), ort $oms ms, torch $pms ms, $flops FLOPs${wts:+ (rounds: weir$wts; ort${ots:- n/a}${states:+; triad 256K/128M GB/s before Weir's:$states})}"
-    echo "$m $n $wms $oms $pms $flops $pk $err" >>"$rows"
+    # the noise protocol (docs/performance.md, "Reading the table on a
+    # noisy machine"): each round's Weir / ORT ratio (the two ran back to
+    # back) and the ratio of the two sides' best rounds
+    wl=$(echo $wts | tr ' ' ,); ol=$(echo $ots | tr ' ' ,)
+    echo "$m $n $wms $oms $pms $flops $pk ${wl:-n/a} ${ol:-n/a} $err" >>"$rows"
   done
 done
 echo "uptime:$(uptime)"
 echo
-echo "| model | threads | Weir ms | ORT ms | PyTorch ms | Weir / ORT | Weir GFLOP/s | % of peak | GFLOP | check vs PyTorch |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
-awk '{
+echo "| model | threads | Weir ms | ORT ms | PyTorch ms | Weir / ORT | paired | best / best | Weir GFLOP/s | % of peak | GFLOP | check vs PyTorch |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+awk '
+function med(a, n,   i, j, t) {
+  for (i = 2; i <= n; i++)
+    for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{
   r = ($3 != "n/a" && $4 != "n/a") ? sprintf("%.2f", $3 / $4) : "-";
+  # paired: the median over rounds of Weir / ORT of the same round;
+  # best / best: the fastest round of each side
+  nw = split($8, w, ","); no = split($9, o, ",");
+  pr = "-"; bb = "-";
+  if ($8 != "n/a" && $9 != "n/a" && nw == no) {
+    bw = w[1]; bo = o[1];
+    for (i = 1; i <= nw; i++) {
+      q[i] = w[i] / o[i];
+      if (w[i] < bw) bw = w[i];
+      if (o[i] < bo) bo = o[i];
+    }
+    pr = sprintf("%.2f", med(q, nw)); bb = sprintf("%.2f", bw / bo);
+    delete q
+  }
   g = $3 != "n/a" ? sprintf("%.1f", $6 / ($3 * 1e-3) / 1e9) : "-";
   pc = ($3 != "n/a" && $7 > 0) ? sprintf("%.1f%%", 100 * $6 / ($3 * 1e-3) / 1e9 / $7) : "-";
-  printf "| %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s %s |\n", $1, $2, $3, $4, $5, r, g, pc, $6 / 1e9, $8, $9
+  printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.3f | %s %s |\n", $1, $2, $3, $4, $5, r, pr, bb, g, pc, $6 / 1e9, $10, $11
 }' "$rows"
