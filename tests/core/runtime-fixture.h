@@ -4,6 +4,14 @@
  * The wrapper is a shell script that appends its arguments to a log and
  * runs the real compiler ($CC or cc), so a test can tell whether the
  * compiler ran at all.  Tests never touch the user's cache.
+ *
+ * fixture_new_shared() gives tests that only check what compiled code
+ * computes the compile cache $WEIR_TEST_CACHE_DIR instead (.ci/run sets it
+ * for both its runs, docs/testing.md): the sanitizer run then loads the
+ * objects the plain run compiled.  A hit runs neither the compiler nor the
+ * code generator, so such tests must not count compiles, read the log or
+ * the cache, nor rely on weir_kernel_compile() generating C (they call
+ * weir_codegen_c() themselves where they check the source).
  */
 #ifndef RUNTIME_FIXTURE_H
 #define RUNTIME_FIXTURE_H
@@ -24,6 +32,7 @@ typedef struct {
   char *cache_dir; /* dir/cache */
   char *wrapper;   /* dir/cc-wrapper */
   char *log;       /* dir/cc.log */
+  char *shared;    /* $WEIR_TEST_CACHE_DIR (fixture_new_shared) or NULL */
   WeirCompileOptions opts;
 } Fixture;
 
@@ -71,7 +80,20 @@ static inline void fixture_free(Fixture *f) {
   g_free(f->cache_dir);
   g_free(f->wrapper);
   g_free(f->log);
+  g_free(f->shared);
   g_free(f);
+}
+
+/* A fixture compiling through $WEIR_TEST_CACHE_DIR when that is set (the
+ * header's comment says which tests may). */
+static inline Fixture *fixture_new_shared(void) {
+  Fixture *f = fixture_new();
+  const char *dir = g_getenv("WEIR_TEST_CACHE_DIR");
+  if (dir && *dir) {
+    f->shared = g_strdup(dir);
+    f->opts.cache_dir = f->shared;
+  }
+  return f;
 }
 
 /* Number of compiler runs that built something (not --version). */

@@ -365,7 +365,7 @@ static void check_program(const WeirGraph *g, const Case *cs, guint nodes) {
     fail_msg("%s: pure expansion: %s", g->name, err->message);
   if (!weir_interpret(pure, NULL, ref, NULL, &err))
     fail_msg("%s: interpreter: %s", g->name, err->message);
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];
   guint ni = isas(list);

@@ -178,7 +178,7 @@ static void check_program(const WeirGraph *g0, const Node *nd, guint nodes,
     fail_msg("%s: pure expansion: %s", g->name, err->message);
   if (!weir_interpret(pure, NULL, ref, NULL, &err))
     fail_msg("%s: interpreter: %s", g->name, err->message);
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];
   guint ni = isas(list);
@@ -1510,7 +1510,7 @@ static void test_lenet_epilogues(void **state) {
     }
   }
   assert_non_null(out_name);
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);
   if (!k)

@@ -199,7 +199,7 @@ static void check_program(WeirGraph *g, const Case *cs, guint nodes) {
   if (!weir_native_set_impl(g, "Conv", "stem", &count, &err))
     fail_msg("%s: %s", g->name, err->message);
   assert_int_equal(count, nodes);
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];
   guint ni = isas(list);

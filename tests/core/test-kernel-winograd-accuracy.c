@@ -171,7 +171,7 @@ static void check_layer(gint64 c, gint64 h, guint32 seed, double rms_factor,
   g_autoptr(GHashTable) args = random_args(g, seed);
   fill(args, c, h, seed);
   g_autofree double *ref = reference(args, c, h);
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];
   const guint ni = isas(list);

@@ -123,7 +123,7 @@ static void test_nodes(void **state) {
   g_autoptr(WeirGraph) g = program("winograd_grad");
   g_autoptr(GHashTable) args = random_args(g, 11);
   g_autoptr(GHashTable) ref = pure_reference(g, args);
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];
   guint ni = isas(list);

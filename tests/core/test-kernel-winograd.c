@@ -320,7 +320,7 @@ static void test_nodes(void **state) {
   g_autoptr(WeirGraph) g = program("winograd");
   choose(g);
   GHashTable *args = sh->args, *ref = sh->ref;
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   WeirHwIsa list[3];
   guint ni = isas(list);
@@ -386,7 +386,7 @@ static void test_prepacked(void **state) {
   for (guint n = 0; n < G_N_ELEMENTS(cases); n++)
     check_mark(src, "winograd_const", n, "filters transformed at load", "");
   assert_non_null(strstr(src, "weir_wino_prepack_f32("));
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = FLAGS;
   g_unsetenv("WEIR_PREPACK");
   g_autoptr(WeirKernel) k = weir_kernel_compile(g, &f->opts, NULL, &err);

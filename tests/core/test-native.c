@@ -1310,7 +1310,7 @@ static void test_models_every_choice(void **state) {
 }
 
 static int setup(void **state) {
-  Fixture *f = fixture_new();
+  Fixture *f = fixture_new_shared();
   f->opts.flags = "-O1 -fopenmp -fPIC -shared";
   *state = f;
   return 0;
@@ -1384,6 +1384,7 @@ static void test_threading_defaults(void **state) {
  * shows as the test's timeout.) */
 static void test_one_thread_pool(void **state) {
   Fixture *f = *state;
+  f->opts.cache_dir = f->cache_dir; /* the fixture's own: reads the log */
   g_autoptr(GError) err = NULL;
   static const Case big = {"gemm_big", "Gemm", {"96, 384", "384, 200", "200"},
                            "96, 200",  NULL,   {"blas"},

@@ -190,7 +190,7 @@ static WeirTensor *run(WeirKernel *k, const WeirGraph *g, const WeirTensor *x,
 }
 
 static int setup(void **state) {
-  *state = fixture_new();
+  *state = fixture_new_shared();
   return 0;
 }
 
