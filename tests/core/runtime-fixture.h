@@ -7,7 +7,7 @@
  *
  * fixture_new_shared() gives tests that only check what compiled code
  * computes the compile cache $WEIR_TEST_CACHE_DIR instead (.ci/run sets it
- * for both its runs, docs/testing.md): the sanitizer run then loads the
+ * for both its runs, docs/reliability.md): the sanitizer run then loads the
  * objects the plain run compiled.  A hit runs neither the compiler nor the
  * code generator, so such tests must not count compiles, read the log or
  * the cache, nor rely on weir_kernel_compile() generating C (they call
