@@ -18,11 +18,12 @@
  *    or four or more each) the threads take whole images, each GEMM on
  *    one thread in its own slot of the packing buffers.  Maps smaller than
  * WEIR_CONV_GRAD_DEPTH pixels with at least as many input channels (per group)
- * as pixels (the last stages of a CIFAR ResNet: 128 channels of 8x8, 256 of
- * 4x4) take chunks of images instead: their patches side by side in a column
- * buffer, one GEMM per group and chunk (the flipped filter packed once per
- * chunk, not once per image), each image's rows then copied into dX.  At other
- *    strides (or pads beyond the kernel's reach): one GEMM per group and
+ * as pixels and a flipped filter larger than half the L2 cache (the last
+ * stage of a CIFAR ResNet, 256 channels of 4x4; its 128 channels of 8x8 too
+ * where L2 is 1 MiB) take chunks of images instead: their patches side by side
+ * in a column buffer, one GEMM per group and chunk (the flipped filter packed
+ * once per chunk, not once per image), each image's rows then copied into dX.
+ * At other strides (or pads beyond the kernel's reach): one GEMM per group and
  *    chunk of images into a column buffer, then col2im (threads split the
  *    (image, channel) pairs); the chunk's rows of dY are copied side by
  *    side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
@@ -77,8 +78,17 @@
  * GEMM packs it: fewer images a chunk where a chunk of
  * WEIR_CONV_GRAD_DEPTH pixels would hold more (tgrad18: 32 images of a
  * 256-channel 4x4 layer made a 4.7 MB column buffer; 4 images of it take
- * 0.85x the time). */
+ * 0.85x the time).  Not scaled with the L2 cache: on a 2 MiB L2 (tr20)
+ * chunks of twice the size were no faster (the GEMM's own packed blocks
+ * take that L2 too). */
 #define WEIR_CONV_GRAD_COL_BYTES (768 << 10)
+
+/* The L2 cache of one core, from the hardware profile ($WEIR_HW_CACHES
+ * replaces it); 1 MiB when unknown. */
+static gint64 grad_l2_bytes(void) {
+  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
+  return hw && hw->l2_bytes > 0 ? hw->l2_bytes : (gint64)1 << 20;
+}
 
 static const char dw_grad[] =
     "/* Input gradient of a depthwise convolution (one input channel per\n"
@@ -1119,6 +1129,7 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
   g_autoptr(WeirExpr) ohw = weir_expr_mul(dim(dy, 2), dim(dy, 3));
   g_autoptr(WeirExpr) hw = weir_expr_mul(dim(xc, 2), dim(xc, 3));
   g_autoptr(WeirExpr) four = weir_expr_const(dt == WEIR_DTYPE_F64 ? 8 : 4);
+  const gint64 esz = dt == WEIR_DTYPE_F64 ? 8 : 4;
   g_autoptr(WeirExpr) gwork = NULL, rest = NULL, gslot = NULL;
   gint64 nb = 1, nbs = 1;
   const gint64 gslots = MAX(bl.threads, 1);
@@ -1132,16 +1143,22 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
      * writing the image's patches, fk x hw): nb images per GEMM, with
      * their patches (fk x nb*hw) and the product (cg x nb*hw) after the
      * flipped filter */
-    gint64 hw_v = 0, n_v = 0, cg_v = 0;
+    g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
+    gint64 hw_v = 0, n_v = 0, cg_v = 0, fk_v = 0;
+    /* ... and a flipped filter larger than half the L2 cache: a smaller
+     * one, packed again for every image, is read from L2 each time (tr20,
+     * 2 MiB L2: the 128-channel 8x8 layer's 576 KiB filter, one GEMM per
+     * image, took 0.87 times the CPU time of chunks of 8 images; the
+     * 256-channel 4x4 layer's 2.3 MB one 1.4 times that of chunks) */
     if (unit && weir_expr_is_const(hw, &hw_v) &&
         weir_expr_is_const(dim(xc, 0), &n_v) && weir_expr_is_const(cg, &cg_v) &&
-        hw_v > 0 && cg_v >= hw_v) {
+        weir_expr_is_const(fk, &fk_v) && hw_v > 0 && cg_v >= hw_v &&
+        cg_v * fk_v * esz > grad_l2_bytes() / 2) {
       nb = (WEIR_CONV_GRAD_DEPTH + hw_v - 1) / hw_v;
       nb = CLAMP(nb, 1, MAX(n_v, 1));
     }
     g_autoptr(WeirExpr) nbe = weir_expr_const(nb);
     g_autoptr(WeirExpr) depth = weir_expr_mul(nbe, hw);
-    g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
     g_autoptr(WeirExpr) w1 =
         weir_kernel_gemm_work_bytes(dt, &bl, cg, depth, fk);
     /* one thread's slot of w1 (gslots of them, each 64-byte rounded):
@@ -1191,8 +1208,7 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
       /* one image's patches and dY rows, in bytes */
       gint64 kk_v = 0, mg_v = 0;
       if (weir_expr_is_const(kk, &kk_v) && weir_expr_is_const(mg, &mg_v)) {
-        const gint64 per =
-            (kk_v + mg_v) * ohw_v * (dt == WEIR_DTYPE_F64 ? 8 : 4);
+        const gint64 per = (kk_v + mg_v) * ohw_v * esz;
         if (per > 0 && nb > 1 && nb * per > WEIR_CONV_GRAD_COL_BYTES)
           nb = MAX(WEIR_CONV_GRAD_COL_BYTES / per, 1);
       }

@@ -1022,6 +1022,57 @@ static void test_grad_filter_chunks(void **state) {
   }
 }
 
+/* The unit-stride input gradient's chunks of images (tr20): maps smaller
+ * than WEIR_CONV_GRAD_DEPTH pixels with at least as many input channels as
+ * pixels take chunks only where the flipped filter is larger than half the
+ * L2 cache ($WEIR_HW_CACHES here; cgi_3x3_chunks' is 4.5 KiB,
+ * cgi_chunks_g2_dil's 576 bytes a group), else one GEMM per image.  Both
+ * paths against the interpreter at 1, 2 and 3 threads; the chunk size is
+ * the helper's argument after the pads. */
+static void test_grad_input_chunks(void **state) {
+  static const struct {
+    const char *name;
+    const char *l2;
+    gint64 nb;
+  } want[] = {
+      /* 1 KiB: chunks of 512 pixels (32 images of 4x4, then 1; 43 of
+       * 3x4, then 7) */
+      {"cgi_3x3_chunks", "1024", 32},
+      {"cgi_chunks_g2_dil", "1024", 43},
+      /* 4 KiB: the 576-byte filter per image, the 4.5 KiB one chunked */
+      {"cgi_3x3_chunks", "4096", 32},
+      {"cgi_chunks_g2_dil", "4096", 1},
+      {"cgi_3x3_chunks", "67108864", 1},
+      {"cgi_chunks_g2_dil", "67108864", 1},
+  };
+  g_autofree char *saved = g_strdup(g_getenv("WEIR_HW_CACHES"));
+  for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+    g_autoptr(GError) err = NULL;
+    g_autofree char *caches = g_strdup_printf("32768,%s,0", want[i].l2);
+    g_setenv("WEIR_HW_CACHES", caches, TRUE);
+    const Case *c = case_named(want[i].name);
+    g_autoptr(WeirGraph) g = case_graph(c, WEIR_DTYPE_F32);
+    g_autofree char *src = weir_codegen_c(g, NULL, &err);
+    if (!src)
+      fail_msg("%s: %s", want[i].name, err->message);
+    const char *call = strstr(src, "|= weir_wconv2d_grad_input_");
+    assert_non_null(call);
+    const char *end = strchr(call, ';');
+    assert_non_null(end);
+    g_autofree char *text = g_strndup(call, (gsize)(end - call));
+    g_auto(GStrv) args = g_strsplit(text, ",", -1);
+    assert_true(g_strv_length(args) > 19);
+    if (g_ascii_strtoll(args[19], NULL, 10) != want[i].nb)
+      fail_msg("%s, L2 %s: expected %" G_GINT64_FORMAT " images a GEMM in %s",
+               want[i].name, want[i].l2, want[i].nb, text);
+    check_case(*state, c, WEIR_DTYPE_F32);
+  }
+  if (saved)
+    g_setenv("WEIR_HW_CACHES", saved, TRUE);
+  else
+    g_unsetenv("WEIR_HW_CACHES");
+}
+
 /* The batch-norm style reductions ([N, C, H, W] -> per channel), expanded,
  * have the kept dimension as their outer, parallel loop: no atomic updates
  * (their results are checked with 1, 2 and 3 threads in the cases). */
@@ -1475,6 +1526,7 @@ int main(void) {
       cmocka_unit_test(test_matmul_fold),
       cmocka_unit_test(test_grad_filter_taps),
       cmocka_unit_test(test_grad_filter_chunks),
+      cmocka_unit_test_setup_teardown(test_grad_input_chunks, setup, teardown),
       cmocka_unit_test(test_reductions_without_atomics),
       cmocka_unit_test_setup_teardown(test_cases_f32, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cases_f64, setup, teardown),
