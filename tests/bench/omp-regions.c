@@ -59,23 +59,25 @@ int main(int argc, char **argv) {
     x[i] = y[i] = (float)i;
   /* calibrate: multiply-adds per element for work_ns (gap_ns) on one
    * thread; the minimum of 5 timings of each candidate */
-  long inner = 16, gap = 0;
-  for (;;) {
+  long inner = 0, gap = 0;
+  for (long n = 16;; n += n / 4 + 1) {
     double t = 1e9;
     for (int k = 0; k < 5; k++) {
       double t0 = now();
-      work(x, 0, N, inner);
+      work(x, 0, N, n);
       double d = now() - t0;
       t = d < t ? d : t;
     }
+    if (inner == 0 && t * 1e9 >= work_ns)
+      inner = n;
     if (gap == 0 && gap_ns > 0 && t * 1e9 >= gap_ns)
-      gap = inner;
-    if ((t * 1e9 >= work_ns && (gap || gap_ns <= 0)) || inner > (1L << 30))
+      gap = n;
+    if ((inner && (gap || gap_ns <= 0)) || n > (1L << 30)) {
+      inner = inner ? inner : n;
+      gap = gap || gap_ns <= 0 ? gap : n;
       break;
-    inner += inner / 4 + 1;
+    }
   }
-  if (gap_ns > 0 && gap == 0)
-    gap = inner;
   double t_gap = 0;
   double with[REPS], without[REPS];
   volatile float sink = 0;
