@@ -50,7 +50,9 @@
  * counted, and region i >= F goes to the record of its function and place
  * (i - F) mod P, written as an eleventh field.  With P the regions of one
  * inference (tests/bench/gomp-count.c) and F those of the load and the
- * warm-up runs, each record is one call site (one layer).
+ * warm-up runs, each record is one call site (one layer).  OMP_REGION_FROM
+ * alone leaves the first F regions uncounted and keeps the records by
+ * function.
  *
  * Not a test: it asserts nothing.  Only GOMP_parallel and GOMP_barrier
  * are wrapped (the generated kernels import no other region entry or
@@ -163,7 +165,7 @@ void GOMP_parallel(region_fn fn, void *data, unsigned nthreads,
     from = env ? atol(env) : 0;
   }
   long i = outer++;
-  if (period > 0 && i < from)
+  if (i < from)
     return;
   Entry *e = entry_for(fn, period > 0 ? (i - from) % period : -1);
   if (!e)
