@@ -136,8 +136,10 @@ guint64 weir_threading_spin_rounds(double round_ns, double spin_ns) {
 }
 
 /* The length of one round of libgomp's wait loop (config/linux/wait.h,
- * do_spin: a relaxed load and cpu_relax), in ns: the fastest of 5 runs of
- * 1000 rounds, so that a preemption during one does not count. */
+ * do_spin: a relaxed load and cpu_relax, which is `pause` on x86; the hint
+ * used on other processors here is an approximation of theirs), in ns:
+ * the fastest of 5 runs of 1000 rounds, so that a preemption during one
+ * does not count. */
 static double spin_round_ns(void) {
   static volatile int word;
   double best = -1;
