@@ -2,6 +2,7 @@
 """omp-region-cpu.py — the table of tests/bench/omp-region-cpu.c's records.
 
     tests/bench/omp-region-cpu.py [--maps DIR] STEPS ONE.txt TWO.txt [TWO.txt...]
+    tests/bench/omp-region-cpu.py --places STEPS ONE.txt TWO.txt [TWO.txt...]
 
 ONE.txt is a run at 1 thread, each TWO.txt one at N threads, of the same
 kernel with STEPS calls (warm-up included).  Per kernel helper (the
