@@ -113,9 +113,55 @@ static void pin_openmp(GModule *module) {
  * cores other processes want the spinning thread takes the time slice the
  * descheduled one needs (2-5x slower than sleeping at once).  So the
  * runnable tasks of the machine are sampled: when the kernel's threads fit
- * beside them, threads spin for WEIR_OMP_SPIN_COUNT rounds, otherwise
- * OMP_WAIT_POLICY=PASSIVE. */
-#define WEIR_OMP_SPIN_COUNT "3000"
+ * beside them, threads spin for about WEIR_OMP_SPIN_NS, otherwise
+ * OMP_WAIT_POLICY=PASSIVE.
+ *
+ * The spin is chosen in time (mob20): libgomp counts rounds of its wait
+ * loop (GOMP_SPINCOUNT), each a load of the word waited on and the CPU's
+ * pause hint, whose length differs between processors: 3000 rounds, the
+ * count tuned on the AMD Zen 5 machine (about 10 ns a round), took 53-56
+ * us on the Intel Xeon model 207 (18 ns a round; docs/performance.md,
+ * "Waking the second thread (mob20)").  So a round is timed once, when the
+ * policy is chosen, and the count is the rounds of WEIR_OMP_SPIN_NS. */
+#define WEIR_OMP_SPIN_NS 50000.0
+
+guint64 weir_threading_spin_rounds(double round_ns, double spin_ns) {
+  /* unknown (a clock that did not move): the count of the AMD machine */
+  if (!(round_ns > 0) || !(spin_ns > 0) || round_ns > 1e9 || spin_ns > 1e12)
+    return 3000;
+  double rounds = spin_ns / round_ns + 0.5;
+  /* a round timed too long (the calibrating thread preempted) must not
+   * turn the spin into none, nor one timed too short into seconds */
+  return rounds < 300 ? 300 : rounds > 100000 ? 100000 : (guint64)rounds;
+}
+
+/* The length of one round of libgomp's wait loop (config/linux/wait.h,
+ * do_spin: a relaxed load and cpu_relax, which is `pause` on x86; the hint
+ * used on other processors here is an approximation of theirs), in ns:
+ * the fastest of 5 runs of 1000 rounds, so that a preemption during one
+ * does not count. */
+static double spin_round_ns(void) {
+  static volatile int word;
+  double best = -1;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now_seconds();
+    for (int i = 0; i < 1000; i++) {
+      if (__atomic_load_n(&word, __ATOMIC_RELAXED) != 0)
+        break;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      __asm__ volatile("yield" ::: "memory");
+#else
+      __asm__ volatile("" ::: "memory");
+#endif
+    }
+    double t = (now_seconds() - t0) * 1e9 / 1000;
+    if (best < 0 || t < best)
+      best = t;
+  }
+  return best;
+}
 
 gboolean weir_threading_should_spin(double others_running, guint threads,
                                     guint processors) {
@@ -159,11 +205,15 @@ static void threading_defaults(void) {
       double others = others_running();
       if (weir_threading_should_spin(others, threads ? threads : procs,
                                      procs)) {
-        g_setenv("GOMP_SPINCOUNT", WEIR_OMP_SPIN_COUNT, FALSE);
+        double round_ns = spin_round_ns();
+        guint64 rounds = weir_threading_spin_rounds(round_ns, WEIR_OMP_SPIN_NS);
+        g_autofree char *count = g_strdup_printf("%" G_GUINT64_FORMAT, rounds);
+        g_setenv("GOMP_SPINCOUNT", count, FALSE);
         omp_wait_choice = g_strdup_printf(
-            "spin " WEIR_OMP_SPIN_COUNT " rounds, then sleep (%.1f other "
-            "runnable tasks on %u processors when the first kernel loaded)",
-            others, procs);
+            "spin %s rounds (%.0f us at %.1f ns a round), then sleep (%.1f "
+            "other runnable tasks on %u processors when the first kernel "
+            "loaded)",
+            count, (double)rounds * round_ns * 1e-3, round_ns, others, procs);
       } else {
         g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
         omp_wait_choice =

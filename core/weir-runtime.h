@@ -285,7 +285,9 @@ WEIR_API char *weir_kernel_blas_info(WeirKernel *k);
  * GOMP_SPINCOUNT is set: when the machine's other runnable tasks (sampled
  * for 16 ms) leave a core for each of the kernel's threads
  * (weir_threading_should_spin) they spin briefly before sleeping
- * (GOMP_SPINCOUNT=3000), otherwise they sleep at once
+ * (GOMP_SPINCOUNT set to the rounds of about 50 us, one round timed when
+ * the choice is made: weir_threading_spin_rounds), otherwise they sleep
+ * at once
  * (OMP_WAIT_POLICY=PASSIVE); weir_kernel_openmp_wait() says which.  An
  * OpenBLAS with its own pthreads pool runs with one thread unless
  * OPENBLAS_NUM_THREADS is set, so that OpenMP loops and library calls do
@@ -300,9 +302,14 @@ WEIR_API gboolean weir_kernel_set_threads(WeirKernel *k, int n_threads,
 WEIR_API gboolean weir_threading_should_spin(double others_running,
                                              guint threads, guint processors);
 
-/* How this process's OpenMP threads wait, as a sentence ("spin 3000
- * rounds, then sleep (...)", "sleep at once (...)", "as the environment
- * says (...)"); NULL before the first kernel is loaded. */
+/* GOMP_SPINCOUNT for a spin of spin_ns when one round of libgomp's wait
+ * loop takes round_ns: spin_ns / round_ns, at least 300 and at most
+ * 100000; 3000 when either is not a positive time. */
+WEIR_API guint64 weir_threading_spin_rounds(double round_ns, double spin_ns);
+
+/* How this process's OpenMP threads wait, as a sentence ("spin 2750
+ * rounds (50 us at 18.2 ns a round), then sleep (...)", "sleep at once (...)",
+ * "as the environment says (...)"); NULL before the first kernel is loaded. */
 WEIR_API const char *weir_kernel_openmp_wait(void);
 
 /* ------------------------------------------------------------- benchmarks */

@@ -52,9 +52,13 @@ while [ $r -le $rounds ]; do
       for side in A B; do
         if [ $side = A ]; then w=$a/weir; e=$enva; else w=$b/weir; e=""; fi
         # shellcheck disable=SC2086 # e: words "V=X"
-        t=$(env $e "$w" bench "$cache/$m.onnx" $flags --threads "$n" --reps "$reps" --warmup 2 2>&1 | ms)
+        out=$(env $e "$w" bench "$cache/$m.onnx" $flags --threads "$n" --reps "$reps" --warmup 2 2>&1) || true
+        t=$(printf '%s\n' "$out" | ms)
         [ -n "$t" ] || t=n/a
-        echo "round $r $m threads $n $side: $t ms (load $(cut -d' ' -f1 /proc/loadavg))"
+        # how the run's idle OpenMP threads waited (weir bench's `waiting`
+        # line, docs/runtime.md): spin, sleep, or as the environment says
+        wt=$(printf '%s\n' "$out" | sed -n 's/^waiting *idle OpenMP threads \([a-z]*\).*/\1/p')
+        echo "round $r $m threads $n $side: $t ms (load $(cut -d' ' -f1 /proc/loadavg), wait ${wt:-?})"
         echo "$m $n $side $t" >>"$rows"
       done
     done

@@ -10,7 +10,8 @@
  * region's).  At exit it writes one line per function to $OMP_REGION_OUT
  * (stderr without it):
  *
- *   OBJECT OFFSET CALLS WALL_S CPU_SUM_S CPU_MAX_S THREADS BARRIERS
+ *   OBJECT OFFSET CALLS WALL_S CPU_SUM_S CPU_MAX_S THREADS BARRIERS START_S
+ *   JOIN_S PLACE
  *
  * OBJECT and OFFSET locate the outlined function (`nm` names it, e.g.
  * weir_bngrad_f32._omp_fn.0); CPU_SUM_S is the threads' CPU time added,
@@ -36,6 +37,22 @@
  * BARRIERS counts the GOMP_barrier calls inside the counted regions (the
  * end of an `omp for` without nowait, an `omp barrier`), as the region's
  * thread 0 makes them (tst18).
+ *
+ * START_S is the wall time from the region's start (the call of
+ * GOMP_parallel) to the moment its last thread starts the region's
+ * function, JOIN_S from the moment its last thread leaves that function
+ * to the region's end, both summed over the calls: what starting and
+ * ending the region cost, a sleeping thread's wake-up included (mob20).
+ *
+ * OMP_REGION_PERIOD=P with OMP_REGION_FROM=F (mob20) records the regions
+ * by their place in a run instead of by function alone: the outer regions
+ * are numbered from 0 in the order they start, the first F are not
+ * counted, and region i >= F goes to the record of its function and place
+ * (i - F) mod P, written as an eleventh field.  With P the regions of one
+ * inference (tests/bench/gomp-count.c) and F those of the load and the
+ * warm-up runs, each record is one call site (one layer).  OMP_REGION_FROM
+ * alone leaves the first F regions uncounted and keeps the records by
+ * function.
  *
  * Not a test: it asserts nothing.  Only GOMP_parallel and GOMP_barrier
  * are wrapped (the generated kernels import no other region entry or
@@ -63,19 +80,24 @@ typedef struct {
   long calls, seen; /* counted calls; all calls */
   double wall, cpu_sum, cpu_max;
   int threads;
-  long barriers; /* GOMP_barrier calls of the region's thread 0 */
+  long barriers;      /* GOMP_barrier calls of the region's thread 0 */
+  double start, join; /* region start -> last thread in; last out -> end */
+  long place;         /* OMP_REGION_PERIOD: the place in the run; else -1 */
 } Entry;
 
 static Entry table[MAX_FUNCS];
 static int entries;
-static long skip = -1; /* OMP_REGION_SKIP, read at the first region */
-static int in_region;  /* set by the thread that started the outer region */
-static long barriers;  /* counted by that thread inside the outer region */
+static long skip = -1;    /* OMP_REGION_SKIP, read at the first region */
+static long period, from; /* OMP_REGION_PERIOD, OMP_REGION_FROM */
+static long outer;        /* outer regions started so far */
+static int in_region;     /* set by the thread that started the outer region */
+static long barriers;     /* counted by that thread inside the outer region */
 
 typedef struct {
   region_fn fn;
   void *data;
   double cpu[MAX_THREADS];
+  double in[MAX_THREADS], out[MAX_THREADS]; /* CLOCK_MONOTONIC */
 } Call;
 
 static double seconds(clockid_t clock) {
@@ -86,22 +108,27 @@ static double seconds(clockid_t clock) {
 
 static void trampoline(void *p) {
   Call *c = p;
+  double w0 = seconds(CLOCK_MONOTONIC);
   double t0 = seconds(CLOCK_THREAD_CPUTIME_ID);
   c->fn(c->data);
   int t = omp_get_thread_num();
-  if (t < MAX_THREADS)
+  if (t < MAX_THREADS) {
     c->cpu[t] = seconds(CLOCK_THREAD_CPUTIME_ID) - t0;
+    c->in[t] = w0;
+    c->out[t] = seconds(CLOCK_MONOTONIC);
+  }
 }
 
-static Entry *entry_for(region_fn fn) {
+static Entry *entry_for(region_fn fn, long place) {
   for (int i = 0; i < entries; i++)
-    if (table[i].fn == fn)
+    if (table[i].fn == fn && table[i].place == place)
       return &table[i];
   if (entries == MAX_FUNCS)
     return NULL;
   Entry *e = &table[entries++];
   Dl_info info;
   e->fn = fn;
+  e->place = place;
   if (dladdr((void *)(uintptr_t)fn, &info) && info.dli_fname) {
     e->object = strdup(info.dli_fname);
     e->offset = (unsigned long)((uintptr_t)fn - (uintptr_t)info.dli_fbase);
@@ -126,27 +153,38 @@ void GOMP_parallel(region_fn fn, void *data, unsigned nthreads,
   barriers = 0;
   double w0 = seconds(CLOCK_MONOTONIC);
   real(trampoline, &c, nthreads, flags);
-  double wall = seconds(CLOCK_MONOTONIC) - w0;
+  double w1 = seconds(CLOCK_MONOTONIC), wall = w1 - w0;
   in_region = 0;
-  Entry *e = entry_for(fn);
-  if (!e)
-    return;
   if (skip < 0) {
     const char *env = getenv("OMP_REGION_SKIP");
     skip = env ? atol(env) : 0;
     skip = skip < 0 ? 0 : skip;
+    env = getenv("OMP_REGION_PERIOD");
+    period = env ? atol(env) : 0;
+    env = getenv("OMP_REGION_FROM");
+    from = env ? atol(env) : 0;
   }
+  long i = outer++;
+  if (i < from)
+    return;
+  Entry *e = entry_for(fn, period > 0 ? (i - from) % period : -1);
+  if (!e)
+    return;
   if (e->seen++ < skip)
     return;
-  double sum = 0, max = 0;
+  double sum = 0, max = 0, in = w0, out = w0;
   int used = 0;
   for (int t = 0; t < MAX_THREADS; t++) {
     if (c.cpu[t] <= 0)
       continue;
     sum += c.cpu[t];
     max = c.cpu[t] > max ? c.cpu[t] : max;
+    in = c.in[t] > in ? c.in[t] : in;
+    out = c.out[t] > out ? c.out[t] : out;
     used = t + 1;
   }
+  e->start += in - w0;
+  e->join += w1 - out;
   e->calls++;
   e->wall += wall;
   e->cpu_sum += sum;
@@ -173,9 +211,10 @@ __attribute__((destructor)) static void write_table(void) {
   if (!f)
     return;
   for (int i = 0; i < entries; i++)
-    fprintf(f, "%s 0x%lx %ld %.6f %.6f %.6f %d %ld\n", table[i].object,
-            table[i].offset, table[i].calls, table[i].wall, table[i].cpu_sum,
-            table[i].cpu_max, table[i].threads, table[i].barriers);
+    fprintf(f, "%s 0x%lx %ld %.6f %.6f %.6f %d %ld %.6f %.6f %ld\n",
+            table[i].object, table[i].offset, table[i].calls, table[i].wall,
+            table[i].cpu_sum, table[i].cpu_max, table[i].threads,
+            table[i].barriers, table[i].start, table[i].join, table[i].place);
   if (f != stderr)
     fclose(f);
 }

@@ -2,6 +2,7 @@
 """omp-region-cpu.py — the table of tests/bench/omp-region-cpu.c's records.
 
     tests/bench/omp-region-cpu.py [--maps DIR] STEPS ONE.txt TWO.txt [TWO.txt...]
+    tests/bench/omp-region-cpu.py --places STEPS ONE.txt TWO.txt [TWO.txt...]
 
 ONE.txt is a run at 1 thread, each TWO.txt one at N threads, of the same
 kernel with STEPS calls (warm-up included).  Per kernel helper (the
@@ -26,6 +27,17 @@ outlined functions FUNCTION._omp_fn.K, K counting the function's
 parallel regions in source order, which is how a row finds its loop.
 (docs/performance.md, "The element-wise maps of resnet18's training
 step (trmap17)".)
+
+--places prints one row per region of the run instead (records written
+with OMP_REGION_PERIOD and OMP_REGION_FROM, omp-region-cpu.c: each record
+one call site), in the order the run starts them: the helper, the
+1-thread CPU time, the N-thread runs' busiest thread against half (a
+third, ...) of it, and the region's start and end.
+
+Records written since mob20 also hold the wall time from each region's
+start to the moment its last thread began the region's work, and from
+the moment its last thread finished to the region's end; their sums per
+step are printed below the table (starting the sleeping threads).
 """
 import glob
 import os
@@ -68,8 +80,9 @@ def helper(obj, off):
 
 
 def load(path, steps, key=helper):
-    """per key: regions, CPU all, CPU busiest, barriers, wall (per step)"""
-    d = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
+    """per key: regions, CPU all, CPU busiest, barriers, wall, start, join
+    (per step)"""
+    d = collections.defaultdict(lambda: [0.0] * 7)
     for line in open(path):
         f = line.split()
         obj, off, calls, wall, cpu_sum, cpu_max = f[:6]
@@ -82,6 +95,10 @@ def load(path, steps, key=helper):
         # the barriers inside the regions (records written since tst18)
         v[3] += (int(f[7]) if len(f) > 7 else 0) / steps
         v[4] += float(wall) / steps * 1e3
+        # the regions' start and end (records written since mob20)
+        if len(f) > 9:
+            v[5] += float(f[8]) / steps * 1e3
+            v[6] += float(f[9]) / steps * 1e3
     return d
 
 
@@ -127,11 +144,56 @@ def maps_table(folder, steps, paths):
             ' | '.join('%.3f / %.3f' % (t[k][1], t[k][2]) for t in tabs[1:])))
 
 
+def place(obj, off, p):
+    return (int(p), helper(obj, off))
+
+
+def load_places(path, steps):
+    """per (place, helper): as load(), from records with a place"""
+    d = collections.defaultdict(lambda: [0.0] * 7)
+    for line in open(path):
+        f = line.split()
+        if not f[0].startswith('/') or len(f) < 11 or int(f[10]) < 0:
+            continue
+        v = d[place(f[0], int(f[1], 16), f[10])]
+        v[0] += int(f[2]) / steps
+        v[1] += float(f[4]) / steps * 1e3
+        v[2] += float(f[5]) / steps * 1e3
+        v[3] = max(v[3], int(f[6]))  # threads (here: not barriers)
+        v[4] += float(f[3]) / steps * 1e3
+        v[5] += float(f[8]) / steps * 1e3
+        v[6] += float(f[9]) / steps * 1e3
+    return d
+
+
+def places_table(steps, paths):
+    one = load_places(paths[0], steps)
+    many = [load_places(p, steps) for p in paths[1:]]
+    keys = sorted(set(one) | set().union(*many))
+    print('| place | helper | 1 thread us | ' + ' | '.join(
+        'run %d busiest us (/ ideal), start + end us' % (i + 1)
+        for i in range(len(many))) + ' |')
+    print('|---|---|---|' + '---|' * len(many))
+    for k in keys:
+        cells = []
+        for m in many:
+            v = m[k]
+            ideal = one[k][1] / max(1, v[3]) if k in one else 0
+            cells.append('%.1f (%.2f), %.1f' % (
+                v[2] * 1e3, v[2] / ideal if ideal else 0,
+                (v[5] + v[6]) * 1e3))
+        print('| %d | %s | %.1f | %s |' % (k[0], k[1], one[k][1] * 1e3,
+                                          ' | '.join(cells)))
+
+
 def main():
     args = sys.argv[1:]
     folder = None
     if args[:1] == ['--maps'] and len(args) > 1:
         folder, args = args[1], args[2:]
+    if args[:1] == ['--places'] and len(args) > 3:
+        places_table(float(args[1]), args[2:])
+        return
     if len(args) < 3:
         sys.exit(__doc__)
     steps = float(args[0])
@@ -152,6 +214,13 @@ def main():
         tot(one, 0), tot(many[0], 3), tot(one, 1),
         ' | '.join('%.2f / %.2f (%.2f)' % (tot(m, 1), tot(m, 2), tot(m, 4))
                    for m in many)))
+    # records since mob20: the regions' start (until the last thread is
+    # in) and end (from the last thread out), summed, per N-thread run
+    if any(tot(m, 5) or tot(m, 6) for m in many):
+        print()
+        print('regions\' start / end per step, ms: ' + ', '.join(
+            'run %d %.3f / %.3f' % (i + 1, tot(m, 5), tot(m, 6))
+            for i, m in enumerate(many)))
     if folder:
         maps_table(folder, steps, args[1:])
 

@@ -1393,7 +1393,13 @@ static void test_threading_defaults(void **state) {
   const char *wait = weir_kernel_openmp_wait();
   assert_non_null(wait);
   if (g_str_has_prefix(wait, "spin ")) {
-    assert_string_equal(g_getenv("GOMP_SPINCOUNT"), "3000");
+    /* the rounds of about 50 us, as the sentence says */
+    const char *count = g_getenv("GOMP_SPINCOUNT");
+    assert_non_null(count);
+    guint64 rounds = g_ascii_strtoull(count, NULL, 10);
+    assert_in_range(rounds, 300, 100000);
+    g_autofree char *said = g_strdup_printf("spin %s rounds (", count);
+    assert_true(g_str_has_prefix(wait, said));
     assert_null(g_getenv("OMP_WAIT_POLICY"));
   } else {
     assert_true(g_str_has_prefix(wait, "sleep at once"));
@@ -1408,6 +1414,19 @@ static void test_threading_defaults(void **state) {
   assert_true(weir_threading_should_spin(3.0, 1, 4));
   assert_false(weir_threading_should_spin(-1.0, 1, 4));
   assert_false(weir_threading_should_spin(0.0, 1, 1));
+  /* the spin in time: rounds of 18 ns (Intel Xeon model 207) and 10 ns */
+  assert_int_equal(weir_threading_spin_rounds(18.0, 50000.0), 2778);
+  assert_int_equal(weir_threading_spin_rounds(10.0, 50000.0), 5000);
+  assert_int_equal(weir_threading_spin_rounds(10.0, 30000.0), 3000);
+  /* a preempted calibration (a round of 1 ms) still spins a little, a
+   * clock too coarse (a round of 1 ps) not for seconds */
+  assert_int_equal(weir_threading_spin_rounds(1e6, 50000.0), 300);
+  assert_int_equal(weir_threading_spin_rounds(1e-3, 50000.0), 100000);
+  /* unknown: the former fixed count */
+  assert_int_equal(weir_threading_spin_rounds(0.0, 50000.0), 3000);
+  assert_int_equal(weir_threading_spin_rounds(-1.0, 50000.0), 3000);
+  assert_int_equal(weir_threading_spin_rounds(NAN, 50000.0), 3000);
+  assert_int_equal(weir_threading_spin_rounds(18.0, 0.0), 3000);
   GModule *blas = g_module_open("libopenblas.so.0", G_MODULE_BIND_LOCAL);
   assert_non_null(blas);
   gpointer get = NULL, parallel = NULL;
