@@ -1433,13 +1433,16 @@ static const char gemm_t_ukr[] =
     " * are loaded and each column's B value broadcast; r[j][v] holds rows\n"
     " * [v * VL, + VL) of column j.  nv vectors and np columns are computed;\n"
     " * the tile goes to t (TNR x TMR, column by column), zeros past them.\n"
-    " */\n"
+    " * pf + k * VL / 2 is prefetched at step k (a line every two steps):\n"
+    " * the next pre-packed A block, spread over the block's tiles (r50),\n"
+    " * or ap itself (a no-op). */\n"
     "WEIR_GEMM_INL_@S@ void weir_gemm_ukt_@S@(const int nv, const int np,\n"
     "                                        int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
     "                                        const @T@ *restrict bp,\n"
     "                                        int64_t ldp,\n"
-    "                                        @T@ *restrict t) {\n"
+    "                                        @T@ *restrict t,\n"
+    "                                        const @T@ *pf) {\n"
     "  weir_gemm_v_@S@ r[@TNR@][@TMV@];\n"
     "#pragma GCC unroll 16\n"
     "  for (int j = 0; j < @TNR@; j++)\n"
@@ -1447,6 +1450,7 @@ static const char gemm_t_ukr[] =
     "    for (int v = 0; v < @TMV@; v++)\n"
     "      r[j][v] = weir_gemm_vzero_@S@();\n"
     "  for (int64_t k = 0; k < kc; k++) {\n"
+    "    __builtin_prefetch(pf + k * (@VL@ / 2), 0, 2);\n"
     "    weir_gemm_v_@S@ a[@TMV@];\n"
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @TMV@; v++)\n"
@@ -1476,8 +1480,8 @@ static const char gemm_t_ukr[] =
 static const char gemm_t_ukr_n[] =
     "static @TGT@ void weir_gemm_ukt@V@x@P@_@S@(int64_t kc, const @T@ *ap,\n"
     "                                         const @T@ *bp, int64_t ldp,\n"
-    "                                         @T@ *t) {\n"
-    "  weir_gemm_ukt_@S@(@V@, @P@, kc, ap, bp, ldp, t);\n"
+    "                                         @T@ *t, const @T@ *pf) {\n"
+    "  weir_gemm_ukt_@S@(@V@, @P@, kc, ap, bp, ldp, t, pf);\n"
     "}\n";
 
 /* Rows of a transposed tile when a vector holds two of them (VL = 2 TNR):
@@ -1672,6 +1676,11 @@ static const char gemm_t_run[] =
     "   * vectors (mcb is a multiple of TMR), so block ic's are [ic / VL,\n"
     "   * + its own) of them */\n"
     "  const int64_t mvt = (m + @VL@ - 1) / @VL@;\n"
+    "#ifdef WEIR_GEMM_CHECK_PF\n"
+    "  /* (tests) set when a prefetch of the next A block would start\n"
+    "   * outside the pre-packed A */\n"
+    "  int pfbad = 0;\n"
+    "#endif\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel num_threads(nthr) if (nthr > 1)\n"
     "#endif\n"
@@ -1730,6 +1739,18 @@ static const char gemm_t_run[] =
     "          for (int64_t p = p0; p < p1 && !apk; p++)\n"
     "            weir_gemm_tpack_a_@S@(ta, a, lda, alpha, ic, mc, pc, kc, p, "
     "ap);\n"
+    "          /* a pre-packed A comes from L3 or memory, and the first B\n"
+    "           * panel's tiles would wait for it: the next A block (the next\n"
+    "           * in memory, up to the end of A) is prefetched by this\n"
+    "           * block's tiles as they go, kc * VL / 2 elements each, each\n"
+    "           * thread its share of it, assuming it as large as this one\n"
+    "           * (r50) */\n"
+    "          const int64_t bsz = (mc + @TMR@ - 1) / @TMR@ * @TMR@ * kc;\n"
+    "          const int64_t pfe = apk ? mpad * k : 0;\n"
+    "          const int64_t pfn = pc * mpad + ic * kc + bsz;\n"
+    "          int64_t pfc = pfn + bsz * tid / nt;\n"
+    "          int64_t pfh = pfn + bsz * (tid + 1) / nt;\n"
+    "          pfh = pfh < pfe ? pfh : pfe;\n"
     "          for (int64_t q = q0; q < q1; q++) {\n"
     "            const int64_t nr =\n"
     "                nc - q * @TNR@ < @TNR@ ? nc - q * @TNR@ : @TNR@;\n"
@@ -1747,8 +1768,19 @@ static const char gemm_t_run[] =
     "                  mc - r0 < (e - s) * @VL@ ? mc - r0 : (e - s) * @VL@;\n"
     "              if (mr <= 0)\n"
     "                continue;\n"
+    "              const @T@ *pa = ab + p * kc * @TMR@ + s * @VL@;\n"
+    "#ifdef WEIR_GEMM_CHECK_PF\n"
+    "              if (pfc < pfh && (pfc < 0 || pfc >= mpad * k))\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp atomic write\n"
+    "#endif\n"
+    "                pfbad = 1;\n"
+    "#endif\n"
+    "              const @T@ *pf = pfc < pfh ? apk + pfc : pa;\n"
+    "              if (pfc < pfh)\n"
+    "                pfc += kc * (@VL@ / 2);\n"
     "              weir_gemm_ukt_tab_@S@[(mr + @VL@ - 1) / @VL@ - 1][nr - 1](\n"
-    "                  kc, ab + p * kc * @TMR@ + s * @VL@, pb, ldp, t);\n"
+    "                  kc, pa, pb, ldp, t, pf);\n"
     "              weir_gemm_stt_@S@(t, c + (ic + r0) * ldc + jc + q * @TNR@,\n"
     "                                ldc, mr, nr, acc, epk, ic + r0,\n"
     "                                jc + q * @TNR@);\n"
@@ -1759,6 +1791,10 @@ static const char gemm_t_run[] =
     "    }\n"
     "  }\n"
     "  free(own);\n"
+    "#ifdef WEIR_GEMM_CHECK_PF\n"
+    "  if (pfbad)\n"
+    "    return 2;\n"
+    "#endif\n"
     "  return 0;\n"
     "}\n";
 
@@ -1925,9 +1961,10 @@ static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
   g_string_append(s, rows->str);
   g_string_free(rows, TRUE);
   g_string_append(s, gemm_t_ukr);
-  GString *tab = g_string_new(
-      "static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
-      "    int64_t, const @T@ *, const @T@ *, int64_t, @T@ *) = {\n");
+  GString *tab =
+      g_string_new("static void (*const weir_gemm_ukt_tab_@S@[@TMV@][@TNR@])(\n"
+                   "    int64_t, const @T@ *, const @T@ *, int64_t, @T@ *,\n"
+                   "    const @T@ *) = {\n");
   /* every column count for whole tiles of rows (the pixel edge), whole
    * panels of columns for the rarer partial rows: their missing columns
    * are zeros of the padded B panel, computed and not stored (each

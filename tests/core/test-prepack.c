@@ -5,7 +5,7 @@
  * A Conv whose weight is a bound constant (the implementation "weir", the
  * f32 default), or a MatMul or Gemm whose B is, is generated with
  * <prefix>_prepack, and the kernel packs the weight at load: its output
- * matches the interpreter on the pure expansion at 1 and 2 threads for
+ * matches the interpreter on the pure expansion at 1, 2 and 3 threads for
  * odd sizes (M or N not a whole number of microkernel rows or columns,
  * several K blocks, several M or N blocks through the node's own MC or
  * NC, groups, a 1x1 kernel read in place, B transposed), is bit for bit
@@ -60,6 +60,12 @@ static const ConvCase cases[] = {
      * tile and the 1-column tail per A panel, each panel's tile
      * prefetching the next, across K blocks at the last; mob17) */
     {"plain_by_shape", 480, 576, 7, 7, 1, 1, 0, 1, 0, 0},
+    /* the transposed driver's prefetch of the next A block (r50): odd
+     * rows, two K blocks (K 990), a 5x5 map (three 8-column panels and
+     * one of 1); the blocks' last prefetches stop at the end of A (the
+     * kernels are compiled with WEIR_GEMM_CHECK_PF, which fails the call
+     * otherwise) */
+    {"channels_prefetch", 100, 110, 5, 5, 3, 1, 1, 1, 0, 2},
 };
 
 static GHashTable *tensors_new(void) {
@@ -176,7 +182,9 @@ static WeirTensor *reference(const WeirGraph *g, const WeirTensor *x) {
 static WeirTensor *run(WeirKernel *k, const WeirGraph *g, const WeirTensor *x,
                        int threads) {
   g_autoptr(GError) err = NULL;
-  weir_kernel_set_threads(k, threads, NULL);
+  g_autoptr(GError) terr = NULL;
+  if (!weir_kernel_set_threads(k, threads, &terr))
+    fail_msg("%d threads: %s", threads, terr->message);
   g_autoptr(WeirTensor) want = reference(g, x); /* for the shape */
   g_autoptr(GHashTable) args = tensors_new();
   g_hash_table_insert(args, g_strdup("X"), weir_tensor_copy(x));
@@ -190,7 +198,11 @@ static WeirTensor *run(WeirKernel *k, const WeirGraph *g, const WeirTensor *x,
 }
 
 static int setup(void **state) {
-  *state = fixture_new_shared();
+  Fixture *f = fixture_new_shared();
+  /* OpenMP, so that 2 and 3 threads are threads, and the transposed
+   * driver checking its prefetches' addresses (r50) */
+  f->opts.flags = "-O1 -fopenmp -fPIC -shared -DWEIR_GEMM_CHECK_PF";
+  *state = f;
   return 0;
 }
 
@@ -222,7 +234,7 @@ static void check(Fixture *f, const char *name, const WeirGraph *g,
     fail_msg("%s: %s", name, err->message);
   assert_int_equal(weir_kernel_prepacked_bytes(k), bytes);
   g_autoptr(WeirTensor) packed1 = NULL;
-  for (int threads = 1; threads <= 2; threads++) {
+  for (int threads = 1; threads <= 3; threads++) {
     g_autoptr(WeirTensor) y = run(k, g, x, threads);
     if (!weir_tensor_allclose(y, want, 1e-4, 1e-5, NULL, &err))
       fail_msg("%s (%d threads): %s", name, threads, err->message);
@@ -249,7 +261,7 @@ static void check(Fixture *f, const char *name, const WeirGraph *g,
   weir_compile_info_clear(&info);
   g_autoptr(WeirTensor) want2 = reference(g2, x);
   assert_false(weir_tensor_allclose(want2, want, 1e-4, 1e-5, NULL, NULL));
-  for (int threads = 1; threads <= 2; threads++) {
+  for (int threads = 1; threads <= 3; threads++) {
     g_autoptr(WeirTensor) y = run(k2, g2, x, threads);
     if (!weir_tensor_allclose(y, want2, 1e-4, 1e-5, NULL, &err))
       fail_msg("%s, other weights (%d threads): %s", name, threads,
