@@ -125,9 +125,14 @@ static void pin_openmp(GModule *module) {
  * policy is chosen, and the count is the rounds of WEIR_OMP_SPIN_NS. */
 #define WEIR_OMP_SPIN_NS 50000.0
 
+/* whether a timed round (ns) is a usable time at all */
+static gboolean round_timed(double round_ns) {
+  return round_ns > 0 && round_ns <= 1e9;
+}
+
 guint64 weir_threading_spin_rounds(double round_ns, double spin_ns) {
   /* unknown (a clock that did not move): the count of the AMD machine */
-  if (!(round_ns > 0) || !(spin_ns > 0) || round_ns > 1e9 || spin_ns > 1e12)
+  if (!round_timed(round_ns) || !(spin_ns > 0) || spin_ns > 1e12)
     return 3000;
   double rounds = spin_ns / round_ns + 0.5;
   /* a round timed too long (the calibrating thread preempted) must not
@@ -209,11 +214,15 @@ static void threading_defaults(void) {
         guint64 rounds = weir_threading_spin_rounds(round_ns, WEIR_OMP_SPIN_NS);
         g_autofree char *count = g_strdup_printf("%" G_GUINT64_FORMAT, rounds);
         g_setenv("GOMP_SPINCOUNT", count, FALSE);
+        g_autofree char *length =
+            round_timed(round_ns)
+                ? g_strdup_printf("%.0f us at %.1f ns a round",
+                                  (double)rounds * round_ns * 1e-3, round_ns)
+                : g_strdup("a round could not be timed");
         omp_wait_choice = g_strdup_printf(
-            "spin %s rounds (%.0f us at %.1f ns a round), then sleep (%.1f "
-            "other runnable tasks on %u processors when the first kernel "
-            "loaded)",
-            count, (double)rounds * round_ns * 1e-3, round_ns, others, procs);
+            "spin %s rounds (%s), then sleep (%.1f other runnable tasks on %u "
+            "processors when the first kernel loaded)",
+            count, length, others, procs);
       } else {
         g_setenv("OMP_WAIT_POLICY", "PASSIVE", FALSE);
         omp_wait_choice =

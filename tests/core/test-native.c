@@ -986,6 +986,16 @@ static const Case *case_named(const char *name) {
   return NULL;
 }
 
+/* The statement of src that starts with `prefix` (a generated helper's
+ * call), up to its ';'. */
+static char *call_text(const char *src, const char *prefix) {
+  const char *call = strstr(src, prefix);
+  assert_non_null(call);
+  const char *end = strchr(call, ';');
+  assert_non_null(end);
+  return g_strndup(call, (gsize)(end - call));
+}
+
 /* The filter gradient's chunks of images: enough images for
  * WEIR_CONV_GRAD_DEPTH pixels (4 of cgf_s2_capped's 12x12 outputs) unless
  * the chunk's patches and dY rows would pass WEIR_CONV_GRAD_COL_BYTES: 3
@@ -1012,11 +1022,7 @@ static void test_grad_filter_chunks(void **state) {
     g_autofree char *src = weir_codegen_c(g, NULL, &err);
     if (!src)
       fail_msg("%s: %s", want[i].name, err->message);
-    const char *call = strstr(src, "|= weir_wconv2d_grad_filter_");
-    assert_non_null(call);
-    const char *end = strchr(call, ';');
-    assert_non_null(end);
-    g_autofree char *text = g_strndup(call, (gsize)(end - call));
+    g_autofree char *text = call_text(src, "|= weir_wconv2d_grad_filter_");
     if (!strstr(text, want[i].args))
       fail_msg("%s: expected '%s' in %s", want[i].name, want[i].args, text);
   }
@@ -1055,11 +1061,7 @@ static void test_grad_input_chunks(void **state) {
     g_autofree char *src = weir_codegen_c(g, NULL, &err);
     if (!src)
       fail_msg("%s: %s", want[i].name, err->message);
-    const char *call = strstr(src, "|= weir_wconv2d_grad_input_");
-    assert_non_null(call);
-    const char *end = strchr(call, ';');
-    assert_non_null(end);
-    g_autofree char *text = g_strndup(call, (gsize)(end - call));
+    g_autofree char *text = call_text(src, "|= weir_wconv2d_grad_input_");
     g_auto(GStrv) args = g_strsplit(text, ",", -1);
     assert_true(g_strv_length(args) > 19);
     if (g_ascii_strtoll(args[19], NULL, 10) != want[i].nb)
