@@ -25,6 +25,13 @@
  *   OMP_REGION_OUT=/tmp/r2.txt LD_PRELOAD=/tmp/omp-region-cpu.so \
  *      build/tests/bench-train -O 2 --threads 2 --reps 5 --warmup 1 M.onnx
  *
+ * Set OMP_WAIT_POLICY (or GOMP_SPINCOUNT) yourself: this library brings
+ * libgomp in when the process starts, before Weir's runtime chooses how
+ * idle threads wait (core/runtime.c sets the variables before the first
+ * kernel loads libgomp), so under it that choice comes too late and the
+ * threads spin libgomp's default, about 5 ms per wait on the Intel
+ * machine, which the CPU times count (r51).
+ *
  * OMP_REGION_SKIP=N leaves each outlined function's first N calls
  * uncounted (they run as usual).  A program's own maps are one function
  * each, called once per step, so N = 1 measures them in the steady state

@@ -66,6 +66,14 @@ static const ConvCase cases[] = {
      * kernels are compiled with WEIR_GEMM_CHECK_PF, which fails the call
      * otherwise) */
     {"channels_prefetch", 100, 110, 5, 5, 3, 1, 1, 1, 0, 2},
+    /* the same, the threads splitting the A vectors (r51): 10 vectors of
+     * rows on a 7x7 map (seven 8-column panels: split by vectors at 2 and
+     * 3 threads), MC 40 (blocks of one 48-row panel: 3, 3, 3 and 1
+     * vectors on AVX-512), two K blocks; a thread's share starts and ends
+     * inside blocks, and each block's prefetch must take exactly the
+     * thread's panels of the next block it computes in
+     * (WEIR_GEMM_CHECK_PF fails the call otherwise) */
+    {"channels_by_m", 150, 300, 7, 7, 1, 1, 0, 1, 40, 2},
 };
 
 static GHashTable *tensors_new(void) {
