@@ -1533,7 +1533,32 @@ static void test_one_thread_pool(void **state) {
   }
 }
 
-int main(void) {
+/* The tests run as three meson tests (tests/meson.build passes "PART/3"),
+ * which meson runs beside each other: part 1 and part 2 are the tests named
+ * here, part 0 every other one (so a new test lands in part 0). */
+#define NATIVE_PARTS 3
+static const char *const native_parts[NATIVE_PARTS][3] = {
+    [1] = {"test_cases_f32", NULL},
+    [2] = {"test_cases_f64", "test_models_every_choice", NULL},
+};
+
+static guint native_part(const char *name) {
+  for (guint p = 1; p < NATIVE_PARTS; p++)
+    for (guint i = 0; native_parts[p][i]; i++)
+      if (strcmp(native_parts[p][i], name) == 0)
+        return p;
+  return 0;
+}
+
+/* test-native [PART/3]: every test, or those of one part. */
+int main(int argc, char **argv) {
+  unsigned part = 0, parts = 0;
+  if (argc > 1 && (argc != 2 || sscanf(argv[1], "%u/%u", &part, &parts) != 2 ||
+                   parts != NATIVE_PARTS || part >= parts)) {
+    fprintf(stderr, "usage: %s [PART/%d], PART < %d\n", argv[0], NATIVE_PARTS,
+            NATIVE_PARTS);
+    return 2;
+  }
   /* the defaults under test apply only when the user chose nothing; they
    * are set when the first kernel is loaded */
   g_unsetenv("OMP_WAIT_POLICY");
@@ -1555,5 +1580,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_models_every_choice, setup,
                                       teardown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  struct CMUnitTest run[G_N_ELEMENTS(tests)];
+  guint n = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(tests); i++)
+    if (argc < 2 || native_part(tests[i].name) == part)
+      run[n++] = tests[i];
+  return _cmocka_run_group_tests("native", run, n, NULL, NULL);
 }

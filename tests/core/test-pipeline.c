@@ -141,31 +141,43 @@ static void test_expand_default(void **state) {
 
 /* ------------------------------------------------------------ the models */
 
+/* The differential cases run as PIPELINE_PARTS meson tests
+ * (tests/meson.build passes "PART/PIPELINE_PARTS"), so meson runs them
+ * beside each other instead of one long test at the end of the suite; a
+ * model's part balances the parts' times (gcc compiling the programs is
+ * most of it).  Part 0 also runs the tests of the levels. */
+#define PIPELINE_PARTS 4
+
 typedef struct {
   const char *dir;  /* under WEIR_SRCDIR */
   const char *file; /* .onnx or .json */
+  guint part;       /* < PIPELINE_PARTS */
 } Model;
 
 static const Model models[] = {
-    {"samples/models", "mlp.onnx"},
-    {"samples/models", "digits_mlp.onnx"},
-    {"samples/models", "diabetes_mlp.onnx"},
-    {"samples/models", "digits_cnn.onnx"},
-    {"samples/models", "lenet.onnx"},
-    {"samples/models", "lenet64.onnx"},
-    {"samples/models", "resnet.onnx"},
-    {"samples/models", "transformer.onnx"},
-    {"tests/core/data", "activations.onnx"},
-    {"tests/core/data", "squeeze-excite.onnx"},
-    {"samples", "vector_add.json"},
-    {"samples", "matmul.json"},
-    {"samples", "softmax.json"},
-    {"samples", "loop.json"},
+    {"samples/models", "mlp.onnx", 0},
+    {"samples/models", "digits_mlp.onnx", 0},
+    {"samples/models", "diabetes_mlp.onnx", 0},
+    {"samples/models", "digits_cnn.onnx", 0},
+    {"samples/models", "lenet.onnx", 0},
+    {"samples/models", "lenet64.onnx", 0},
+    {"samples/models", "resnet.onnx", 2},
+    {"samples/models", "transformer.onnx", 3},
+    {"tests/core/data", "activations.onnx", 1},
+    {"tests/core/data", "squeeze-excite.onnx", 2},
+    {"samples", "vector_add.json", 0},
+    {"samples", "matmul.json", 0},
+    {"samples", "softmax.json", 0},
+    {"samples", "loop.json", 0},
 };
 
-/* Every sample model must be in the list above. */
+/* Every sample model must be in the list above, in one of the parts. */
 static void test_all_samples_listed(void **state) {
   (void)state;
+  for (guint i = 0; i < G_N_ELEMENTS(models); i++)
+    if (models[i].part >= PIPELINE_PARTS)
+      fail_msg("%s: part %u of %d", models[i].file, models[i].part,
+               PIPELINE_PARTS);
   const char *dirs[] = {"samples/models", "samples"};
   const char *exts[] = {".onnx", ".json"};
   for (guint d = 0; d < 2; d++) {
@@ -376,9 +388,21 @@ static void check_model(const Model *m) {
     g_ptr_array_add(is_level ? full : fast, g_ptr_array_index(unique, u));
     g_array_append_val(is_level ? full_at : fast_at, u);
   }
-  WeirCompileOptions co = {.no_cache = TRUE};
-  WeirCompileOptions cfast = {
-      .no_cache = TRUE, .flags = "-O1 -march=native -fopenmp -fPIC -shared"};
+  /* With $WEIR_TEST_CACHE_DIR (.ci/run sets it for both of its runs) the
+   * programs compile through that cache, so the sanitizer run loads the
+   * objects the plain run compiled: the key covers the generated program,
+   * the compiler, the flags and the host CPU, and the objects are never
+   * instrumented (docs/reliability.md, "Test suite time").  The
+   * transformations, the code generator (weir_codegen_c above) and the
+   * runs are those of the build under test either way. */
+  const char *shared = g_getenv("WEIR_TEST_CACHE_DIR");
+  gboolean no_cache = !(shared && *shared);
+  WeirCompileOptions co = {.no_cache = no_cache,
+                           .cache_dir = no_cache ? NULL : shared};
+  WeirCompileOptions cfast = {.no_cache = no_cache,
+                              .cache_dir = no_cache ? NULL : shared,
+                              .flags =
+                                  "-O1 -march=native -fopenmp -fPIC -shared"};
   g_autofree WeirKernel **kf = g_new0(WeirKernel *, fast->len + 1);
   g_autofree WeirKernel **kl = g_new0(WeirKernel *, full->len + 1);
   if (!weir_kernel_compile_many((const WeirGraph *const *)full->pdata,
@@ -485,18 +509,36 @@ static void test_squeeze_excite_folded(void **state) {
   assert_int_equal(scaled, 2);
 }
 
-int main(void) {
+/* test-pipeline [PART/PARTS]: without an argument every test; with one,
+ * the models of that part (and the tests of the levels in part 0). */
+int main(int argc, char **argv) {
+  guint part = 0;
+  gboolean all = argc < 2;
+  if (!all) {
+    unsigned p = 0, parts = 0;
+    if (argc != 2 || sscanf(argv[1], "%u/%u", &p, &parts) != 2 ||
+        parts != PIPELINE_PARTS || p >= parts) {
+      fprintf(stderr, "usage: %s [PART/%d], PART < %d\n", argv[0],
+              PIPELINE_PARTS, PIPELINE_PARTS);
+      return 2;
+    }
+    part = p;
+  }
   struct CMUnitTest tests[3 + 1 + 1 + 1 + G_N_ELEMENTS(models)];
   guint n = 0;
-  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_parse_level);
-  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_levels);
-  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_expand_default);
-  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_all_samples_listed);
-  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_activations_fused);
-  tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_squeeze_excite_folded);
+  if (all || part == 0) {
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_parse_level);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_levels);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_expand_default);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_all_samples_listed);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_activations_fused);
+    tests[n++] =
+        (struct CMUnitTest)cmocka_unit_test(test_squeeze_excite_folded);
+  }
   for (guint i = 0; i < G_N_ELEMENTS(models); i++)
-    tests[n++] = (struct CMUnitTest){.name = models[i].file,
-                                     .test_func = test_model,
-                                     .initial_state = (void *)&models[i]};
+    if (all || models[i].part == part)
+      tests[n++] = (struct CMUnitTest){.name = models[i].file,
+                                       .test_func = test_model,
+                                       .initial_state = (void *)&models[i]};
   return _cmocka_run_group_tests("pipeline", tests, n, NULL, NULL);
 }
