@@ -18,11 +18,13 @@
  *    or four or more each) the threads take whole images, each GEMM on
  *    one thread in its own slot of the packing buffers.  Maps smaller than
  * WEIR_CONV_GRAD_DEPTH pixels with at least as many input channels (per group)
- * as pixels and a flipped filter larger than half the L2 cache (the last
- * stage of a CIFAR ResNet, 256 channels of 4x4; its 128 channels of 8x8 too
- * where L2 is 1 MiB) take chunks of images instead: their patches side by side
- * in a column buffer, one GEMM per group and chunk (the flipped filter packed
- * once per chunk, not once per image), each image's rows then copied into dX.
+ * as pixels (the last two stages of a CIFAR ResNet, 128 channels of 8x8 and
+ * 256 of 4x4) take chunks of images instead: one GEMM per group and chunk
+ * whose packing gathers the chunk's patches from dY (its images side by side:
+ * no column buffer), so that the flipped filter is packed once per chunk, not
+ * once per image; each image's rows then copied into dX.  There the flipped
+ * filter is stored transposed (mg*kh*kw x cg), which each output channel's
+ * contiguous block of W becomes by a local copy.
  * At other strides (or pads beyond the kernel's reach): one GEMM per group and
  *    chunk of images into a column buffer, then col2im (threads split the
  *    (image, channel) pairs); the chunk's rows of dY are copied side by
@@ -46,10 +48,9 @@
  *    Its slices end with each image's first oh padded rows (the rows
  *    below meet no dy), and its B panels are as wide as suits m.
  *  - Small planes (at most 1024 values with the taps' reach): the
- *    im2col of the filter gradient and the chunked input gradient's
- *    patches copy each (channel, image) plane into a zero frame on the
- *    stack first and write every tap's rows from it without bounds
- *    tests.
+ *    im2col of the filter gradient copies each (channel, image) plane
+ *    into a zero frame on the stack first and writes every tap's rows
+ *    from it without bounds tests.
  *  - Every temporary (the flipped filter, the column buffer, the copied
  *    rows, the GEMM's packing buffers) lives in the node's scratch block
  *    of the kernel's workspace: steady-state runs allocate nothing.  The
@@ -82,13 +83,6 @@
  * chunks of twice the size were no faster (the GEMM's own packed blocks
  * take that L2 too). */
 #define WEIR_CONV_GRAD_COL_BYTES (768 << 10)
-
-/* The L2 cache of one core, from the hardware profile ($WEIR_HW_CACHES
- * replaces it); 1 MiB when unknown. */
-static gint64 grad_l2_bytes(void) {
-  g_autoptr(WeirHwProfile) hw = weir_hw_detect();
-  return hw && hw->l2_bytes > 0 ? hw->l2_bytes : (gint64)1 << 20;
-}
 
 static const char dw_grad[] =
     "/* Input gradient of a depthwise convolution (one input channel per\n"
@@ -206,8 +200,8 @@ static const char grad_input[] =
     " * w_g^T * dy_g (the chunk's rows of dy_g side by side), then col2im\n"
     " * into dx_g (zeroed first; threads split the (image, channel) pairs).\n"
     " * ws: the GEMM's packing buffers (gw bytes: gt slots of at least gs\n"
-    " * bytes for the per-image GEMMs), then wf or col (and the chunk's rows\n"
-    " * of dy). */\n"
+    " * bytes for the per-image GEMMs), then wf (and a chunk's product) or\n"
+    " * col (and the chunk's rows of dy). */\n"
     "static int weir_wconv2d_grad_input_@S@(const @T@ *dy, const @T@ *w,\n"
     "                                       @T@ *dx, int64_t n, int64_t c,\n"
     "                                       int64_t h, int64_t wd, int64_t "
@@ -237,91 +231,55 @@ static const char grad_input[] =
     "    const int64_t fk = mg * khw;\n"
     "    for (int64_t g = 0; g < groups; g++) {\n"
     "      const @T@ *wg = w + g * mg * kk;\n"
-    "      /* the flip is cg x mg x kh x kw elements read with a stride:\n"
+    "      /* the flip is cg x mg x kh x kw elements read with a stride,\n"
     "       * split over the threads (a serial copy of a 256x256x3x3 filter\n"
-    "       * is a serial part of every such step) */\n"
+    "       * is a serial part of every such step).  For chunks of images\n"
+    "       * (packed once per chunk) it is stored transposed, wft[fk x cg]\n"
+    "       * (the GEMM reads it with ta = 1): per output channel oc, its\n"
+    "       * cg x khw values of w (contiguous) become khw rows of cg\n"
+    "       * (contiguous), the taps in reverse order.  For one GEMM per\n"
+    "       * image, which packs it again for every image, as wf: the\n"
+    "       * packing reads MR whole rows of it. */\n"
+    "      const int ta = nb > 1;\n"
+    "      if (ta) {\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for schedule(static) if (cg * fk > 16384)\n"
     "#endif\n"
-    "      for (int64_t ic = 0; ic < cg; ic++)\n"
     "        for (int64_t oc = 0; oc < mg; oc++)\n"
-    "          for (int64_t t = 0; t < khw; t++)\n"
-    "            buf[ic * fk + oc * khw + t] =\n"
-    "                wg[(oc * cg + ic) * khw + khw - 1 - t];\n"
+    "          for (int64_t t = 0; t < khw; t++) {\n"
+    "            const @T@ *from = wg + oc * kk + khw - 1 - t;\n"
+    "            @T@ *to = buf + (oc * khw + t) * cg;\n"
+    "            for (int64_t ic = 0; ic < cg; ic++)\n"
+    "              to[ic] = from[ic * khw];\n"
+    "          }\n"
+    "      } else {\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (cg * fk > 16384)\n"
+    "#endif\n"
+    "        for (int64_t ic = 0; ic < cg; ic++)\n"
+    "          for (int64_t oc = 0; oc < mg; oc++)\n"
+    "            for (int64_t t = 0; t < khw; t++)\n"
+    "              buf[ic * fk + oc * khw + t] =\n"
+    "                  wg[(oc * cg + ic) * khw + khw - 1 - t];\n"
+    "      }\n"
     "      if (nb > 1) {\n"
-    "        /* small maps: nb images per GEMM, their patches side by side in\n"
-    "         * col[fk x nb*hw] (zeros outside dy), o[cg x nb*hw] = wf * col,\n"
-    "         * then each image's rows copied into dx (one GEMM of nb*hw\n"
-    "         * columns instead of nb GEMMs of hw columns that would each "
-    "pack\n"
-    "         * the whole flipped filter again) */\n"
-    "        @T@ *col = buf + cg * fk, *o = col + fk * nb * hw;\n"
+    "        /* small maps: nb images per GEMM, o[cg x nb*hw] = wf * their\n"
+    "         * patches side by side (gathered from dy by the GEMM's\n"
+    "         * packing), then each image's rows copied into dx (one GEMM of\n"
+    "         * nb*hw columns instead of nb GEMMs of hw columns that would\n"
+    "         * each pack the whole flipped filter again) */\n"
+    "        @T@ *o = buf + cg * fk;\n"
     "        const int64_t P = dh * (kh - 1) - ph, Q = dw * (kw - 1) - pw;\n"
     "        for (int64_t i0 = 0; i0 < n; i0 += nb) {\n"
     "          const int64_t cnt = n - i0 < nb ? n - i0 : nb, ld = cnt * hw;\n"
-    "          /* small planes (a CIFAR ResNet's 8x8 and 4x4): per (channel,\n"
-    "           * image) dy's plane once into a zero frame on the stack, then\n"
-    "           * every tap's rows copied from it without bounds tests */\n"
-    "          const int64_t Hp = h + dh * (kh - 1), Wp = wd + dw * (kw - 1);\n"
-    "          if (Hp * Wp <= 1024) {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for schedule(static) if (fk * ld > 16384)\n"
-    "#endif\n"
-    "            for (int64_t r = 0; r < mg * cnt; r++) {\n"
-    "              const int64_t oc = r / cnt, ii = r % cnt;\n"
-    "              const @T@ *src = dy + ((i0 + ii) * m + g * mg + oc) * ohw;\n"
-    "              @T@ pb[1024];\n"
-    "              for (int64_t k = 0; k < Hp * Wp; k++)\n"
-    "                pb[k] = (@T@)0;\n"
-    "              /* pb[u][v] = dy[u - P][v - Q] */\n"
-    "              for (int64_t sy = 0; sy < oh && sy + P < Hp; sy++)\n"
-    "                for (int64_t sx = 0; sx < ow && sx + Q < Wp; sx++)\n"
-    "                  pb[(sy + P) * Wp + sx + Q] = src[sy * ow + sx];\n"
-    "              for (int64_t i = 0; i < kh; i++)\n"
-    "                for (int64_t j = 0; j < kw; j++) {\n"
-    "                  @T@ *d = col + ((oc * kh + i) * kw + j) * ld + ii * "
-    "hw;\n"
-    "                  const @T@ *sp = pb + i * dh * Wp + j * dw;\n"
-    "                  for (int64_t y = 0; y < h; y++)\n"
-    "                    memcpy(d + y * wd, sp + y * Wp,\n"
-    "                           sizeof(@T@) * (size_t)wd);\n"
-    "                }\n"
-    "            }\n"
-    "          } else {\n"
-    "#ifdef _OPENMP\n"
-    "#pragma omp parallel for schedule(static) if (fk * ld > 16384)\n"
-    "#endif\n"
-    "          for (int64_t r = 0; r < fk * cnt; r++) {\n"
-    "            const int64_t rr = r / cnt, ii = r % cnt;\n"
-    "            const int64_t oc = rr / khw, i = rr / kw % kh, j = rr % kw;\n"
-    "            const @T@ *src = dy + ((i0 + ii) * m + g * mg + oc) * ohw;\n"
-    "            @T@ *d = col + rr * ld + ii * hw;\n"
-    "            const int64_t off = j * dw - Q;\n"
-    "            const int64_t qlo = off >= 0 ? 0 : -off;\n"
-    "            int64_t qhi = ow - off > 0 ? ow - off : 0;\n"
-    "            if (qhi > wd)\n"
-    "              qhi = wd;\n"
-    "            for (int64_t y = 0; y < h; y++) {\n"
-    "              const int64_t sy = y + i * dh - P;\n"
-    "              @T@ *dr = d + y * wd;\n"
-    "              if (sy < 0 || sy >= oh || qlo >= qhi) {\n"
-    "                for (int64_t x = 0; x < wd; x++)\n"
-    "                  dr[x] = (@T@)0;\n"
-    "                continue;\n"
-    "              }\n"
-    "              const @T@ *sr = src + sy * ow + off;\n"
-    "              for (int64_t x = 0; x < qlo; x++)\n"
-    "                dr[x] = (@T@)0;\n"
-    "              for (int64_t x = qlo; x < qhi; x++)\n"
-    "                dr[x] = sr[x];\n"
-    "              for (int64_t x = qhi; x < wd; x++)\n"
-    "                dr[x] = (@T@)0;\n"
-    "            }\n"
-    "          }\n"
-    "          }\n"
-    "          st |= weir_gemm_run_@S@(0, 0, cg, ld, fk, (@T@)1, buf, fk, col, "
-    "ld,\n"
-    "                                  NULL, (@T@)0, o, ld, NULL, ws);\n"
+    "          /* the chunk's patches gathered from dy by the GEMM's packing\n"
+    "           * (cnt images side by side: no column buffer) */\n"
+    "          const weir_gemm_patches_@S@ im = {\n"
+    "              dy + (i0 * m + g * mg) * ohw, oh, ow, kh, kw, wd, 1, 1,\n"
+    "              dh, dw, P, Q, h, m * ohw};\n"
+    "          st |= weir_gemm_run_@S@(1, 0, cg, ld, fk, (@T@)1, buf, cg, "
+    "NULL,\n"
+    "                                  ld, &im, (@T@)0, o, ld, NULL, ws);\n"
     "#ifdef _OPENMP\n"
     "#pragma omp parallel for collapse(2) schedule(static) if (cg * ld > "
     "16384)\n"
@@ -1140,20 +1098,17 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     /* unit stride on maps smaller than WEIR_CONV_GRAD_DEPTH with at
      * least as many input channels per group as pixels (packing the
      * flipped filter, cg x fk, once per image then costs more than
-     * writing the image's patches, fk x hw): nb images per GEMM, with
-     * their patches (fk x nb*hw) and the product (cg x nb*hw) after the
-     * flipped filter */
+     * gathering the image's patches, fk x hw): nb images per GEMM, their
+     * patches gathered by the GEMM's packing, the product (cg x nb*hw)
+     * after the flipped filter.  Whatever the size of the filter against
+     * the L2 cache (tr21: without a column buffer the 128-channel 8x8
+     * layer's 576 KiB filter, one GEMM per image since tr20, took 0.87
+     * times the CPU time in chunks) */
     g_autoptr(WeirExpr) fk = weir_expr_mul(mg, khw);
-    gint64 hw_v = 0, n_v = 0, cg_v = 0, fk_v = 0;
-    /* ... and a flipped filter larger than half the L2 cache: a smaller
-     * one, packed again for every image, is read from L2 each time (tr20,
-     * 2 MiB L2: the 128-channel 8x8 layer's 576 KiB filter, one GEMM per
-     * image, took 0.87 times the CPU time of chunks of 8 images; the
-     * 256-channel 4x4 layer's 2.3 MB one 1.4 times that of chunks) */
+    gint64 hw_v = 0, n_v = 0, cg_v = 0;
     if (unit && weir_expr_is_const(hw, &hw_v) &&
         weir_expr_is_const(dim(xc, 0), &n_v) && weir_expr_is_const(cg, &cg_v) &&
-        weir_expr_is_const(fk, &fk_v) && hw_v > 0 && cg_v >= hw_v &&
-        cg_v * fk_v * esz > grad_l2_bytes() / 2) {
+        hw_v > 0 && cg_v >= hw_v) {
       nb = (WEIR_CONV_GRAD_DEPTH + hw_v - 1) / hw_v;
       nb = CLAMP(nb, 1, MAX(n_v, 1));
     }
@@ -1168,8 +1123,7 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     g_autoptr(WeirExpr) flip0 = weir_expr_mul(cg, fk);
     g_autoptr(WeirExpr) flip = NULL;
     if (nb > 1) {
-      g_autoptr(WeirExpr) rows = weir_expr_add(fk, cg);
-      g_autoptr(WeirExpr) cols = weir_expr_mul(rows, depth);
+      g_autoptr(WeirExpr) cols = weir_expr_mul(cg, depth);
       flip = weir_expr_add(flip0, cols);
     } else {
       flip = weir_expr_ref(flip0);

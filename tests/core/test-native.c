@@ -554,6 +554,23 @@ static const Case cases[] = {
      win_3x3_p1,
      {"col2im", "weir"},
      "weir"},
+    /* tr21: 27 channels (three whole panels of the GEMM's A and a part
+     * one) of 5x5 maps, chunks of 21 images then 2; and 1x1 maps (every
+     * tap but the centre in the padding), one chunk of 5 images */
+    {"cgi_5x5_chunks",
+     "ConvGradInput",
+     {"23, 5, 5, 5", "5, 27, 3, 3", "23, 27, 5, 5"},
+     "23, 27, 5, 5",
+     win_3x3_p1,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_1x1map_chunks",
+     "ConvGradInput",
+     {"5, 4, 1, 1", "4, 7, 3, 3", "5, 7, 1, 1"},
+     "5, 7, 1, 1",
+     win_3x3_p1,
+     {"col2im", "weir"},
+     "weir"},
     /* the col2im path over chunks of images (nbs of them per GEMM, at
      * least 512 columns): 4x4 outputs at stride 2, 32 images then 1;
      * two groups of 5x5 outputs, 21 images then 2; 1x1 at stride 2 with
@@ -1028,28 +1045,29 @@ static void test_grad_filter_chunks(void **state) {
   }
 }
 
-/* The unit-stride input gradient's chunks of images (tr20): maps smaller
- * than WEIR_CONV_GRAD_DEPTH pixels with at least as many input channels as
- * pixels take chunks only where the flipped filter is larger than half the
- * L2 cache ($WEIR_HW_CACHES here; cgi_3x3_chunks' is 4.5 KiB,
- * cgi_chunks_g2_dil's 576 bytes a group), else one GEMM per image.  Both
- * paths against the interpreter at 1, 2 and 3 threads; the chunk size is
- * the helper's argument after the pads. */
+/* The unit-stride input gradient's chunks of images (tr20, tr21): maps
+ * smaller than WEIR_CONV_GRAD_DEPTH pixels with at least as many input
+ * channels as pixels take chunks of images whatever the L2 cache
+ * ($WEIR_HW_CACHES here: 1 KiB and 64 MiB; tr20 took them only where the
+ * flipped filter was larger than half of it), others one GEMM per image.
+ * Both paths against the interpreter at 1, 2 and 3 threads; the chunk size
+ * is the helper's argument after the pads. */
 static void test_grad_input_chunks(void **state) {
   static const struct {
     const char *name;
     const char *l2;
     gint64 nb;
   } want[] = {
-      /* 1 KiB: chunks of 512 pixels (32 images of 4x4, then 1; 43 of
-       * 3x4, then 7) */
+      /* chunks of 512 pixels: 32 images of 4x4, then 1; 43 of 3x4, then
+       * 7; 21 of 5x5, then 2; the 5 of 1x1 at once */
       {"cgi_3x3_chunks", "1024", 32},
       {"cgi_chunks_g2_dil", "1024", 43},
-      /* 4 KiB: the 576-byte filter per image, the 4.5 KiB one chunked */
-      {"cgi_3x3_chunks", "4096", 32},
-      {"cgi_chunks_g2_dil", "4096", 1},
-      {"cgi_3x3_chunks", "67108864", 1},
-      {"cgi_chunks_g2_dil", "67108864", 1},
+      {"cgi_3x3_chunks", "67108864", 32},
+      {"cgi_chunks_g2_dil", "67108864", 43},
+      {"cgi_5x5_chunks", "67108864", 21},
+      {"cgi_1x1map_chunks", "67108864", 5},
+      /* 63 pixels, 2 input channels per group: by image */
+      {"cgi_3x3_by_image", "1024", 1},
   };
   g_autofree char *saved = g_strdup(g_getenv("WEIR_HW_CACHES"));
   for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
