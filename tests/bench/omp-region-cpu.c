@@ -22,10 +22,12 @@
  *
  *   cc -O2 -shared -fPIC -fopenmp tests/bench/omp-region-cpu.c \
  *      -o /tmp/omp-region-cpu.so -ldl
- *   OMP_REGION_OUT=/tmp/r2.txt LD_PRELOAD=/tmp/omp-region-cpu.so \
+ *   OMP_WAIT_POLICY=PASSIVE OMP_REGION_OUT=/tmp/r2.txt \
+ *      LD_PRELOAD=/tmp/omp-region-cpu.so \
  *      build/tests/bench-train -O 2 --threads 2 --reps 5 --warmup 1 M.onnx
  *
- * Set OMP_WAIT_POLICY (or GOMP_SPINCOUNT) yourself: this library brings
+ * Set OMP_WAIT_POLICY (or GOMP_SPINCOUNT) yourself; without either, the
+ * library stops the process at its start with a message.  It brings
  * libgomp in when the process starts, before Weir's runtime chooses how
  * idle threads wait (core/runtime.c sets the variables before the first
  * kernel loads libgomp), so under it that choice comes too late and the
@@ -73,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef void (*region_fn)(void *);
 typedef void (*gomp_parallel_fn)(region_fn, void *, unsigned, unsigned);
@@ -106,6 +109,19 @@ typedef struct {
   double cpu[MAX_THREADS];
   double in[MAX_THREADS], out[MAX_THREADS]; /* CLOCK_MONOTONIC */
 } Call;
+
+/* The trap above as an error: libgomp has read its environment before this
+ * constructor runs, so the policy can only be checked here, not set. */
+__attribute__((constructor)) static void require_wait_policy(void) {
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+    fprintf(stderr,
+            "omp-region-cpu: set OMP_WAIT_POLICY or GOMP_SPINCOUNT: under "
+            "this library libgomp is loaded before Weir chooses how idle "
+            "threads wait, so they would spin libgomp's default and the CPU "
+            "times would count it\n");
+    _exit(2);
+  }
+}
 
 static double seconds(clockid_t clock) {
   struct timespec ts;
