@@ -73,10 +73,11 @@ int cli_cmd_hw(int argc, char **argv) {
     printf("measured at    load average %.2f on %u processors\n",
            p->load_average, p->logical_cores);
     /* More runnable work than half the processors: the loops shared the
-     * cores with it. */
+     * cores with it.  The peak counts each thread's own CPU time, so only
+     * the bandwidth (a wall-time rate) is lowered by that. */
     if (p->load_average > 0.5 * p->logical_cores)
-      printf("warning        the machine was busy: the peak and bandwidth are "
-             "too low; run `weir hw --remeasure` when it is idle\n");
+      printf("warning        the machine was busy: the bandwidth may be too "
+             "low; run `weir hw --remeasure` when it is idle\n");
   }
   return 0;
 }
