@@ -21,6 +21,7 @@
 
 #include <glib/gstdio.h>
 
+#include "test-parts.h"
 #include "weir-cache.h"
 #include "weir-runtime.h"
 
@@ -88,8 +89,8 @@ static inline void fixture_free(Fixture *f) {
  * header's comment says which tests may). */
 static inline Fixture *fixture_new_shared(void) {
   Fixture *f = fixture_new();
-  const char *dir = g_getenv("WEIR_TEST_CACHE_DIR");
-  if (dir && *dir) {
+  const char *dir = test_shared_cache_dir();
+  if (dir) {
     f->shared = g_strdup(dir);
     f->opts.cache_dir = f->shared;
   }

@@ -1570,13 +1570,10 @@ static guint native_part(const char *name) {
 
 /* test-native [PART/3]: every test, or those of one part. */
 int main(int argc, char **argv) {
-  unsigned part = 0, parts = 0;
-  if (argc > 1 && (argc != 2 || sscanf(argv[1], "%u/%u", &part, &parts) != 2 ||
-                   parts != NATIVE_PARTS || part >= parts)) {
-    fprintf(stderr, "usage: %s [PART/%d], PART < %d\n", argv[0], NATIVE_PARTS,
-            NATIVE_PARTS);
+  unsigned part;
+  gboolean all;
+  if (!test_parts_arg(argc, argv, NATIVE_PARTS, &part, &all))
     return 2;
-  }
   /* the defaults under test apply only when the user chose nothing; they
    * are set when the first kernel is loaded */
   g_unsetenv("OMP_WAIT_POLICY");
@@ -1601,7 +1598,7 @@ int main(int argc, char **argv) {
   struct CMUnitTest run[G_N_ELEMENTS(tests)];
   guint n = 0;
   for (guint i = 0; i < G_N_ELEMENTS(tests); i++)
-    if (argc < 2 || native_part(tests[i].name) == part)
+    if (all || native_part(tests[i].name) == part)
       run[n++] = tests[i];
   return _cmocka_run_group_tests("native", run, n, NULL, NULL);
 }

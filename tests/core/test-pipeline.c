@@ -30,6 +30,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "test-parts.h"
 #include "weir.h"
 
 #define TOL 1e-4
@@ -395,8 +396,8 @@ static void check_model(const Model *m) {
    * instrumented (docs/reliability.md, "Test suite time").  The
    * transformations, the code generator (weir_codegen_c above) and the
    * runs are those of the build under test either way. */
-  const char *shared = g_getenv("WEIR_TEST_CACHE_DIR");
-  gboolean no_cache = !(shared && *shared);
+  const char *shared = test_shared_cache_dir();
+  gboolean no_cache = !shared;
   WeirCompileOptions co = {.no_cache = no_cache,
                            .cache_dir = no_cache ? NULL : shared};
   WeirCompileOptions cfast = {.no_cache = no_cache,
@@ -512,18 +513,10 @@ static void test_squeeze_excite_folded(void **state) {
 /* test-pipeline [PART/PARTS]: without an argument every test; with one,
  * the models of that part (and the tests of the levels in part 0). */
 int main(int argc, char **argv) {
-  guint part = 0;
-  gboolean all = argc < 2;
-  if (!all) {
-    unsigned p = 0, parts = 0;
-    if (argc != 2 || sscanf(argv[1], "%u/%u", &p, &parts) != 2 ||
-        parts != PIPELINE_PARTS || p >= parts) {
-      fprintf(stderr, "usage: %s [PART/%d], PART < %d\n", argv[0],
-              PIPELINE_PARTS, PIPELINE_PARTS);
-      return 2;
-    }
-    part = p;
-  }
+  unsigned part;
+  gboolean all;
+  if (!test_parts_arg(argc, argv, PIPELINE_PARTS, &part, &all))
+    return 2;
   struct CMUnitTest tests[3 + 1 + 1 + 1 + G_N_ELEMENTS(models)];
   guint n = 0;
   if (all || part == 0) {
