@@ -484,10 +484,28 @@ static const Node chans[] = {
     /* and the same 480 x 49 x 96 as a plain 1x1: the usual tile with its
      * transposed tail (tail14p) */
     {"Conv", {"1, 96, 7, 7", "480, 96, 1, 1", "480"}, "1, 480, 7, 7", NULL},
+    /* squeeze-and-excitation FCs (a GEMV: B one column wide, its one
+     * panel packed with TNR - 1 columns of zeros per row, r52): 45 rows
+     * (a partial vector) over K 777 with SiLU, 3 columns (a 1x3 map) with
+     * sigmoid */
+    {"Conv",
+     {"1, 777, 1, 1", "45, 777, 1, 1", "45"},
+     "1, 45, 1, 1",
+     NULL,
+     "s = 1 / (1 + exp(-x))\ny = s * x",
+     FALSE,
+     "weir + SiLU"},
+    {"Conv",
+     {"1, 61, 1, 3", "50, 61, 1, 1", "50"},
+     "1, 50, 1, 3",
+     NULL,
+     "y = 1 / (1 + exp(-x))",
+     FALSE,
+     "weir + sigmoid"},
 };
 /* orient per node (0: none, by shape) */
-static const gint64 chans_orient[] = {2, 2, 2, 2, 2, 2, 2, 2,
-                                      2, 2, 2, 1, 0, 0, 0};
+static const gint64 chans_orient[] = {2, 2, 2, 2, 2, 2, 2, 2, 2,
+                                      2, 2, 1, 0, 0, 0, 2, 2};
 
 static void test_conv_channels(void **state) {
   (void)state;
