@@ -337,6 +337,93 @@ static const char grad_input[] =
     "    }\n"
     "    return st;\n"
     "  }\n"
+    "  /* strides above 1 without dilation: by phase (tr22).  Input row\n"
+    "   * sh*a + r (phase r of sh) meets the taps i = r + ph (mod sh) only,\n"
+    "   * at output row a + e_i, e_i = (r + ph - i) / sh: for phase (r, s) a\n"
+    "   * unit-stride convolution of dy with the sub-kernel of those taps\n"
+    "   * (khs x kws, flipped: e rises as i falls) and padding -e_min, one "
+    "GEMM\n"
+    "   * per chunk of nbs images whose packing gathers the patches from dy\n"
+    "   * (no column buffer, no col2im), o[cg x nbs*hr*wr] = wf * patches,\n"
+    "   * then each image's rows written into dx with the stride.  Phases no\n"
+    "   * tap meets are zero.  Not 1x1 kernels (one phase of sh*sw has\n"
+    "   * their only tap: the col2im below adds it into zeroed rows).  Where\n"
+    "   * a phase's first tap lies below its row\n"
+    "   * (e_min > 0: pads beyond the kernel's reach), the col2im below.\n"
+    "   * buf: wf (at most cg x mg*kh*kw), then o. */\n"
+    "  int phased = sh * sw > 1 && dh == 1 && dw == 1 && khw > 1;\n"
+    "  for (int64_t r = 0; r < sh && phased; r++)\n"
+    "    if ((r + ph) % sh < kh &&\n"
+    "        r + ph - ((r + ph) % sh + (kh - 1 - (r + ph) % sh) / sh * sh) > "
+    "0)\n"
+    "      phased = 0;\n"
+    "  for (int64_t q = 0; q < sw && phased; q++)\n"
+    "    if ((q + pw) % sw < kw &&\n"
+    "        q + pw - ((q + pw) % sw + (kw - 1 - (q + pw) % sw) / sw * sw) > "
+    "0)\n"
+    "      phased = 0;\n"
+    "  if (phased) {\n"
+    "    @T@ *wf = buf, *o = buf + cg * mg * khw;\n"
+    "    for (int64_t g = 0; g < groups; g++)\n"
+    "      for (int64_t r = 0; r < sh; r++)\n"
+    "        for (int64_t q = 0; q < sw; q++) {\n"
+    "          const int64_t hr = r < h ? (h - r + sh - 1) / sh : 0;\n"
+    "          const int64_t wr = q < wd ? (wd - q + sw - 1) / sw : 0;\n"
+    "          if (hr == 0 || wr == 0)\n"
+    "            continue;\n"
+    "          /* the phase's taps: i = imax - t*sh (t < khs), j likewise */\n"
+    "          const int64_t ti = (r + ph) % sh, tj = (q + pw) % sw;\n"
+    "          const int64_t khs = ti < kh ? (kh - 1 - ti) / sh + 1 : 0;\n"
+    "          const int64_t kws = tj < kw ? (kw - 1 - tj) / sw + 1 : 0;\n"
+    "          const int64_t imax = ti + (khs - 1) * sh, jmax = tj + (kws - 1) "
+    "* sw;\n"
+    "          /* -e_min, the padding of dy in the phase's convolution */\n"
+    "          const int64_t P = (imax - r - ph) / sh, Q = (jmax - q - pw) / "
+    "sw;\n"
+    "          const int64_t fk = mg * khs * kws;\n"
+    "          if (fk > 0) {\n"
+    "            const @T@ *wg = w + g * mg * kk;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (cg * fk > 16384)\n"
+    "#endif\n"
+    "            for (int64_t ic = 0; ic < cg; ic++)\n"
+    "              for (int64_t oc = 0; oc < mg; oc++)\n"
+    "                for (int64_t t = 0; t < khs; t++)\n"
+    "                  for (int64_t u = 0; u < kws; u++)\n"
+    "                    wf[ic * fk + (oc * khs + t) * kws + u] =\n"
+    "                        wg[(oc * cg + ic) * khw + (imax - t * sh) * kw +\n"
+    "                           jmax - u * sw];\n"
+    "          }\n"
+    "          for (int64_t i0 = 0; i0 < n; i0 += nbs) {\n"
+    "            const int64_t cnt = n - i0 < nbs ? n - i0 : nbs;\n"
+    "            const int64_t pl = hr * wr, ld = cnt * pl;\n"
+    "            if (fk > 0) {\n"
+    "              const weir_gemm_patches_@S@ im = {\n"
+    "                  dy + (i0 * m + g * mg) * ohw, oh, ow, khs, kws, wr, 1, "
+    "1,\n"
+    "                  1, 1, P, Q, hr, m * ohw};\n"
+    "              st |= weir_gemm_run_@S@(0, 0, cg, ld, fk, (@T@)1, wf, fk, "
+    "NULL,\n"
+    "                                      ld, &im, (@T@)0, o, ld, NULL, ws);\n"
+    "            }\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) schedule(static) if (cg * ld > "
+    "16384)\n"
+    "#endif\n"
+    "            for (int64_t ii = 0; ii < cnt; ii++)\n"
+    "              for (int64_t ic = 0; ic < cg; ic++) {\n"
+    "                @T@ *d = dx + ((i0 + ii) * c + g * cg + ic) * hw + r * wd "
+    "+ q;\n"
+    "                const @T@ *src = o + ic * ld + ii * pl;\n"
+    "                for (int64_t a = 0; a < hr; a++)\n"
+    "                  for (int64_t b = 0; b < wr; b++)\n"
+    "                    d[a * sh * wd + b * sw] =\n"
+    "                        fk > 0 ? src[a * wr + b] : (@T@)0;\n"
+    "              }\n"
+    "          }\n"
+    "        }\n"
+    "    return st;\n"
+    "  }\n"
     "  /* nbs images per GEMM: their rows of dy_g side by side in\n"
     "   * a[mg x nbs*oh*ow] (dy itself when nbs is 1), col[kk x nbs*oh*ow]\n"
     "   * = w_g^T * a, then col2im of every (image, channel) of the chunk\n"
@@ -1150,8 +1237,35 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     g_autoptr(WeirExpr) crows =
         nbs > 1 ? weir_expr_add(kk, mg) : weir_expr_ref(kk);
     g_autoptr(WeirExpr) col = weir_expr_mul(crows, sdepth);
-    g_autoptr(WeirExpr) elems =
+    g_autoptr(WeirExpr) elems0 =
         unit ? weir_expr_max(flip, col) : weir_expr_ref(col);
+    /* strides above 1 without dilation: the phases' sub-filters (at most
+     * cg x mg*kh*kw) and a chunk's product, cg x nbs*ceil(h/sh)*ceil(w/sw),
+     * and their GEMM (depth up to mg*kh*kw) */
+    g_autoptr(WeirExpr) elems = NULL;
+    gint64 khc = 0, kwc = 0;
+    if (!unit && d[0] == 1 && d[1] == 1 &&
+        !(dim_const(wc, 2, &khc) && dim_const(wc, 3, &kwc) && khc * kwc == 1)) {
+      g_autoptr(WeirExpr) sh1 = weir_expr_add_const(dim(xc, 2), st[0] - 1);
+      g_autoptr(WeirExpr) sw1 = weir_expr_add_const(dim(xc, 3), st[1] - 1);
+      g_autoptr(WeirExpr) she = weir_expr_const(st[0]);
+      g_autoptr(WeirExpr) swe = weir_expr_const(st[1]);
+      g_autoptr(WeirExpr) hq = weir_expr_floordiv(sh1, she);
+      g_autoptr(WeirExpr) wq = weir_expr_floordiv(sw1, swe);
+      g_autoptr(WeirExpr) pl = weir_expr_mul(hq, wq);
+      g_autoptr(WeirExpr) pdepth = weir_expr_mul(nbse, pl);
+      g_autoptr(WeirExpr) w3 =
+          weir_kernel_gemm_work_bytes(dt, &bl, cg, pdepth, fk);
+      g_autoptr(WeirExpr) gw2 = weir_expr_max(gwork, w3);
+      g_autoptr(WeirExpr) pf = weir_expr_mul(cg, fk);
+      g_autoptr(WeirExpr) po = weir_expr_mul(cg, pdepth);
+      g_autoptr(WeirExpr) pe = weir_expr_add(pf, po);
+      elems = weir_expr_max(elems0, pe);
+      weir_expr_unref(gwork);
+      gwork = g_steal_pointer(&gw2);
+    } else {
+      elems = weir_expr_ref(elems0);
+    }
     rest = weir_expr_mul(elems, four);
   } else {
     gint64 ohw_v = 0, n_v = 0;
