@@ -25,10 +25,16 @@
  * once per image; each image's rows then copied into dX.  There the flipped
  * filter is stored transposed (mg*kh*kw x cg), which each output channel's
  * contiguous block of W becomes by a local copy.
- * At other strides (or pads beyond the kernel's reach): one GEMM per group and
- *    chunk of images into a column buffer, then col2im (threads split the
- *    (image, channel) pairs); the chunk's rows of dY are copied side by
- *    side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
+ * Strides above 1 without dilation (kernels of more than one tap, pads
+ *    within the kernel's reach): by phase of the stride, each phase a
+ *    unit-stride convolution of dY with its taps (the flipped sub-filter
+ *    in the scratch block), one GEMM per chunk of images whose packing
+ *    gathers the patches from dY, its rows written into dX with the stride
+ *    (tr22: no column buffer, no col2im).
+ * At other strides (1x1 kernels, dilations, pads beyond the kernel's reach):
+ *    one GEMM per group and chunk of images into a column buffer, then col2im
+ * (threads split the (image, channel) pairs); the chunk's rows of dY are copied
+ * side by side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
  *    stride-2 layers of a CIFAR ResNet have 16 to 256 output pixels).
  *  - Filter gradient, depthwise: weir_dwconv2d_grad_filter_<dtype>, one
  *    channel per thread at a time, the images summed in order.  Otherwise
@@ -195,8 +201,9 @@ static const char grad_input[] =
     " * spatial axes; per image, dx_g[cg x h*wd] = wf * patches(dy_g), the\n"
     " * patches of a convolution of dy_g (mg channels of oh x ow) with "
     "padding\n"
-    " * dilation * (k - 1) - pad, gathered by the GEMM's packing.  Other\n"
-    " * strides: per group and chunk of nbs images, col[kk x nbs*oh*ow] =\n"
+    " * dilation * (k - 1) - pad, gathered by the GEMM's packing.  Larger\n"
+    " * strides: by phase where it applies (below), else per group and\n"
+    " * chunk of nbs images, col[kk x nbs*oh*ow] =\n"
     " * w_g^T * dy_g (the chunk's rows of dy_g side by side), then col2im\n"
     " * into dx_g (zeroed first; threads split the (image, channel) pairs).\n"
     " * ws: the GEMM's packing buffers (gw bytes: gt slots of at least gs\n"
