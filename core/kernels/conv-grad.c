@@ -25,10 +25,16 @@
  * once per image; each image's rows then copied into dX.  There the flipped
  * filter is stored transposed (mg*kh*kw x cg), which each output channel's
  * contiguous block of W becomes by a local copy.
- * At other strides (or pads beyond the kernel's reach): one GEMM per group and
- *    chunk of images into a column buffer, then col2im (threads split the
- *    (image, channel) pairs); the chunk's rows of dY are copied side by
- *    side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
+ * Strides above 1 without dilation (kernels of more than one tap, pads
+ *    within the kernel's reach): by phase of the stride, each phase a
+ *    unit-stride convolution of dY with its taps (the flipped sub-filter
+ *    in the scratch block), one GEMM per chunk of images whose packing
+ *    gathers the patches from dY, its rows written into dX with the stride
+ *    (tr22: no column buffer, no col2im).
+ * At other strides (1x1 kernels, dilations, pads beyond the kernel's reach):
+ *    one GEMM per group and chunk of images into a column buffer, then col2im
+ * (threads split the (image, channel) pairs); the chunk's rows of dY are copied
+ * side by side so that the GEMM has at least WEIR_CONV_GRAD_DEPTH columns (the
  *    stride-2 layers of a CIFAR ResNet have 16 to 256 output pixels).
  *  - Filter gradient, depthwise: weir_dwconv2d_grad_filter_<dtype>, one
  *    channel per thread at a time, the images summed in order.  Otherwise
@@ -195,8 +201,9 @@ static const char grad_input[] =
     " * spatial axes; per image, dx_g[cg x h*wd] = wf * patches(dy_g), the\n"
     " * patches of a convolution of dy_g (mg channels of oh x ow) with "
     "padding\n"
-    " * dilation * (k - 1) - pad, gathered by the GEMM's packing.  Other\n"
-    " * strides: per group and chunk of nbs images, col[kk x nbs*oh*ow] =\n"
+    " * dilation * (k - 1) - pad, gathered by the GEMM's packing.  Larger\n"
+    " * strides: by phase where it applies (below), else per group and\n"
+    " * chunk of nbs images, col[kk x nbs*oh*ow] =\n"
     " * w_g^T * dy_g (the chunk's rows of dy_g side by side), then col2im\n"
     " * into dx_g (zeroed first; threads split the (image, channel) pairs).\n"
     " * ws: the GEMM's packing buffers (gw bytes: gt slots of at least gs\n"
@@ -335,6 +342,93 @@ static const char grad_input[] =
     "                                ws);\n"
     "      }\n"
     "    }\n"
+    "    return st;\n"
+    "  }\n"
+    "  /* strides above 1 without dilation: by phase (tr22).  Input row\n"
+    "   * sh*a + r (phase r of sh) meets the taps i = r + ph (mod sh) only,\n"
+    "   * at output row a + e_i, e_i = (r + ph - i) / sh: for phase (r, s) a\n"
+    "   * unit-stride convolution of dy with the sub-kernel of those taps\n"
+    "   * (khs x kws, flipped: e rises as i falls) and padding -e_min, one "
+    "GEMM\n"
+    "   * per chunk of nbs images whose packing gathers the patches from dy\n"
+    "   * (no column buffer, no col2im), o[cg x nbs*hr*wr] = wf * patches,\n"
+    "   * then each image's rows written into dx with the stride.  Phases no\n"
+    "   * tap meets are zero.  Not 1x1 kernels (one phase of sh*sw has\n"
+    "   * their only tap: the col2im below adds it into zeroed rows).  Where\n"
+    "   * a phase's first tap lies below its row\n"
+    "   * (e_min > 0: pads beyond the kernel's reach), the col2im below.\n"
+    "   * buf: wf (at most cg x mg*kh*kw), then o. */\n"
+    "  int phased = sh * sw > 1 && dh == 1 && dw == 1 && khw > 1;\n"
+    "  for (int64_t r = 0; r < sh && phased; r++)\n"
+    "    if ((r + ph) % sh < kh &&\n"
+    "        r + ph - ((r + ph) % sh + (kh - 1 - (r + ph) % sh) / sh * sh) > "
+    "0)\n"
+    "      phased = 0;\n"
+    "  for (int64_t q = 0; q < sw && phased; q++)\n"
+    "    if ((q + pw) % sw < kw &&\n"
+    "        q + pw - ((q + pw) % sw + (kw - 1 - (q + pw) % sw) / sw * sw) > "
+    "0)\n"
+    "      phased = 0;\n"
+    "  if (phased) {\n"
+    "    @T@ *wf = buf, *o = buf + cg * mg * khw;\n"
+    "    for (int64_t g = 0; g < groups; g++)\n"
+    "      for (int64_t r = 0; r < sh; r++)\n"
+    "        for (int64_t q = 0; q < sw; q++) {\n"
+    "          const int64_t hr = r < h ? (h - r + sh - 1) / sh : 0;\n"
+    "          const int64_t wr = q < wd ? (wd - q + sw - 1) / sw : 0;\n"
+    "          if (hr == 0 || wr == 0)\n"
+    "            continue;\n"
+    "          /* the phase's taps: i = imax - t*sh (t < khs), j likewise */\n"
+    "          const int64_t ti = (r + ph) % sh, tj = (q + pw) % sw;\n"
+    "          const int64_t khs = ti < kh ? (kh - 1 - ti) / sh + 1 : 0;\n"
+    "          const int64_t kws = tj < kw ? (kw - 1 - tj) / sw + 1 : 0;\n"
+    "          const int64_t imax = ti + (khs - 1) * sh, jmax = tj + (kws - 1) "
+    "* sw;\n"
+    "          /* -e_min, the padding of dy in the phase's convolution */\n"
+    "          const int64_t P = (imax - r - ph) / sh, Q = (jmax - q - pw) / "
+    "sw;\n"
+    "          const int64_t fk = mg * khs * kws;\n"
+    "          if (fk > 0) {\n"
+    "            const @T@ *wg = w + g * mg * kk;\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for schedule(static) if (cg * fk > 16384)\n"
+    "#endif\n"
+    "            for (int64_t ic = 0; ic < cg; ic++)\n"
+    "              for (int64_t oc = 0; oc < mg; oc++)\n"
+    "                for (int64_t t = 0; t < khs; t++)\n"
+    "                  for (int64_t u = 0; u < kws; u++)\n"
+    "                    wf[ic * fk + (oc * khs + t) * kws + u] =\n"
+    "                        wg[(oc * cg + ic) * khw + (imax - t * sh) * kw +\n"
+    "                           jmax - u * sw];\n"
+    "          }\n"
+    "          for (int64_t i0 = 0; i0 < n; i0 += nbs) {\n"
+    "            const int64_t cnt = n - i0 < nbs ? n - i0 : nbs;\n"
+    "            const int64_t pl = hr * wr, ld = cnt * pl;\n"
+    "            if (fk > 0) {\n"
+    "              const weir_gemm_patches_@S@ im = {\n"
+    "                  dy + (i0 * m + g * mg) * ohw, oh, ow, khs, kws, wr, 1, "
+    "1,\n"
+    "                  1, 1, P, Q, hr, m * ohw};\n"
+    "              st |= weir_gemm_run_@S@(0, 0, cg, ld, fk, (@T@)1, wf, fk, "
+    "NULL,\n"
+    "                                      ld, &im, (@T@)0, o, ld, NULL, ws);\n"
+    "            }\n"
+    "#ifdef _OPENMP\n"
+    "#pragma omp parallel for collapse(2) schedule(static) if (cg * ld > "
+    "16384)\n"
+    "#endif\n"
+    "            for (int64_t ii = 0; ii < cnt; ii++)\n"
+    "              for (int64_t ic = 0; ic < cg; ic++) {\n"
+    "                @T@ *d = dx + ((i0 + ii) * c + g * cg + ic) * hw + r * wd "
+    "+ q;\n"
+    "                const @T@ *src = o + ic * ld + ii * pl;\n"
+    "                for (int64_t a = 0; a < hr; a++)\n"
+    "                  for (int64_t b = 0; b < wr; b++)\n"
+    "                    d[a * sh * wd + b * sw] =\n"
+    "                        fk > 0 ? src[a * wr + b] : (@T@)0;\n"
+    "              }\n"
+    "          }\n"
+    "        }\n"
     "    return st;\n"
     "  }\n"
     "  /* nbs images per GEMM: their rows of dy_g side by side in\n"
@@ -1150,8 +1244,35 @@ static gboolean grad_emit(WeirNativeEmit *e, char kind, GError **error) {
     g_autoptr(WeirExpr) crows =
         nbs > 1 ? weir_expr_add(kk, mg) : weir_expr_ref(kk);
     g_autoptr(WeirExpr) col = weir_expr_mul(crows, sdepth);
-    g_autoptr(WeirExpr) elems =
+    g_autoptr(WeirExpr) elems0 =
         unit ? weir_expr_max(flip, col) : weir_expr_ref(col);
+    /* strides above 1 without dilation: the phases' sub-filters (at most
+     * cg x mg*kh*kw) and a chunk's product, cg x nbs*ceil(h/sh)*ceil(w/sw),
+     * and their GEMM (depth up to mg*kh*kw) */
+    g_autoptr(WeirExpr) elems = NULL;
+    gint64 khc = 0, kwc = 0;
+    if (!unit && d[0] == 1 && d[1] == 1 &&
+        !(dim_const(wc, 2, &khc) && dim_const(wc, 3, &kwc) && khc * kwc == 1)) {
+      g_autoptr(WeirExpr) sh1 = weir_expr_add_const(dim(xc, 2), st[0] - 1);
+      g_autoptr(WeirExpr) sw1 = weir_expr_add_const(dim(xc, 3), st[1] - 1);
+      g_autoptr(WeirExpr) she = weir_expr_const(st[0]);
+      g_autoptr(WeirExpr) swe = weir_expr_const(st[1]);
+      g_autoptr(WeirExpr) hq = weir_expr_floordiv(sh1, she);
+      g_autoptr(WeirExpr) wq = weir_expr_floordiv(sw1, swe);
+      g_autoptr(WeirExpr) pl = weir_expr_mul(hq, wq);
+      g_autoptr(WeirExpr) pdepth = weir_expr_mul(nbse, pl);
+      g_autoptr(WeirExpr) w3 =
+          weir_kernel_gemm_work_bytes(dt, &bl, cg, pdepth, fk);
+      g_autoptr(WeirExpr) gw2 = weir_expr_max(gwork, w3);
+      g_autoptr(WeirExpr) pf = weir_expr_mul(cg, fk);
+      g_autoptr(WeirExpr) po = weir_expr_mul(cg, pdepth);
+      g_autoptr(WeirExpr) pe = weir_expr_add(pf, po);
+      elems = weir_expr_max(elems0, pe);
+      weir_expr_unref(gwork);
+      gwork = g_steal_pointer(&gw2);
+    } else {
+      elems = weir_expr_ref(elems0);
+    }
     rest = weir_expr_mul(elems, four);
   } else {
     gint64 ohw_v = 0, n_v = 0;

@@ -337,6 +337,14 @@ static void win_3x3_p1_g2(WeirNode *n) {
 static void win_3x2_s21_g2_dil(WeirNode *n) {
   window(n, 3, 2, 2, 1, 2, 0, 1, 1, 2, 1, 2);
 }
+/* 2x3 at stride 3 x 2, pads 0 and 1 before, 1 and 0 after */
+static void win_2x3_s32(WeirNode *n) {
+  window(n, 2, 3, 3, 2, 0, 1, 1, 0, 1, 1, 1);
+}
+/* 3x3 at stride 2, pads 3: beyond the kernel's reach */
+static void win_3x3_s2p3(WeirNode *n) {
+  window(n, 3, 3, 2, 2, 3, 3, 3, 3, 1, 1, 1);
+}
 static void win_3x3_s2p1_g2(WeirNode *n) {
   window(n, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2);
 }
@@ -598,6 +606,42 @@ static const Case cases[] = {
      {"23, 6, 5, 5", "6, 2, 3, 3", "23, 4, 9, 9"},
      "23, 4, 9, 9",
      win_3x3_s2p1_g2,
+     {"col2im", "weir"},
+     "weir"},
+    /* tr22: the strided input gradient by phase (cgi_s2p1,
+     * cgi_s2_chunks and cgi_s2_g2_chunks take it too): stride 3 x 2 with
+     * a 2x3 kernel (one row phase of three meets no tap and is zero; the
+     * last input column meets none either; 11x9: phases of 4 and 3 rows,
+     * 5 and 4 columns); pads beyond the kernel's reach (the first tap of
+     * a phase below its row: col2im instead); and enough channels for the
+     * threads to split the sub-filters' copy and the writes into dX */
+    {"cgi_phase_s32",
+     "ConvGradInput",
+     {"3, 4, 4, 4", "4, 5, 2, 3", "3, 5, 11, 9"},
+     "3, 5, 11, 9",
+     win_2x3_s32,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_s2_p3",
+     "ConvGradInput",
+     {"2, 4, 5, 5", "4, 3, 3, 3", "2, 3, 5, 6"},
+     "2, 3, 5, 6",
+     win_3x3_s2p3,
+     {"col2im", "weir"},
+     "weir"},
+    {"cgi_phase_wide",
+     "ConvGradInput",
+     {"6, 72, 7, 7", "72, 64, 3, 3", "6, 64, 14, 14"},
+     "6, 64, 14, 14",
+     win_3x3_s2p1,
+     {"col2im", "weir"},
+     "weir"},
+    /* tr22: a 1x2 map at stride 2 (the second row phase is empty) */
+    {"cgi_phase_1x2map",
+     "ConvGradInput",
+     {"2, 4, 1, 1", "4, 3, 3, 3", "2, 3, 1, 2"},
+     "2, 3, 1, 2",
+     win_3x3_s2p1,
      {"col2im", "weir"},
      "weir"},
     {"cgi_1x1_s2_chunks",
