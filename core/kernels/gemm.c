@@ -1447,17 +1447,20 @@ static const char gemm_t_ukr[] =
     " * the tile goes to t (TNR x TMR, column by column), zeros past them.\n"
     " * pf + k * VL / 2 is prefetched at step k (a line every two steps):\n"
     " * the next pre-packed A block, spread over the block's tiles (r50),\n"
-    " * or ap itself (a no-op). */\n"
+    " * or ap itself (a no-op).  With ne 1 (np TNR), one column more: its\n"
+    " * value at step k is bx[k * TNR] (the first column of the next, packed\n"
+    " * panel), its vectors at t + TNR * TMR (r53). */\n"
     "WEIR_GEMM_INL_@S@ void weir_gemm_ukt_@S@(const int nv, const int np,\n"
-    "                                        int64_t kc,\n"
+    "                                        const int ne, int64_t kc,\n"
     "                                        const @T@ *restrict ap,\n"
     "                                        const @T@ *restrict bp,\n"
     "                                        int64_t ldp,\n"
+    "                                        const @T@ *restrict bx,\n"
     "                                        @T@ *restrict t,\n"
     "                                        const @T@ *pf) {\n"
-    "  weir_gemm_v_@S@ r[@TNR@][@TMV@];\n"
+    "  weir_gemm_v_@S@ r[@TNR@ + 1][@TMV@];\n"
     "#pragma GCC unroll 16\n"
-    "  for (int j = 0; j < @TNR@; j++)\n"
+    "  for (int j = 0; j < @TNR@ + 1; j++)\n"
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @TMV@; v++)\n"
     "      r[j][v] = weir_gemm_vzero_@S@();\n"
@@ -1478,13 +1481,20 @@ static const char gemm_t_ukr[] =
     "        if (v < nv)\n"
     "          r[j][v] = weir_gemm_vfma_@S@(a[v], b, r[j][v]);\n"
     "    }\n"
+    "    if (ne) {\n"
+    "      const weir_gemm_v_@S@ b = weir_gemm_vset_@S@(bx[k * @TNR@]);\n"
+    "#pragma GCC unroll 8\n"
+    "      for (int v = 0; v < @TMV@; v++)\n"
+    "        if (v < nv)\n"
+    "          r[@TNR@][v] = weir_gemm_vfma_@S@(a[v], b, r[@TNR@][v]);\n"
+    "    }\n"
     "  }\n"
     "#pragma GCC unroll 16\n"
-    "  for (int j = 0; j < @TNR@; j++)\n"
+    "  for (int j = 0; j < @TNR@ + ne; j++)\n"
     "#pragma GCC unroll 8\n"
     "    for (int v = 0; v < @TMV@; v++)\n"
     "      weir_gemm_vstore_@S@(t + j * @TMR@ + v * @VL@,\n"
-    "                           j < np && v < nv ? r[j][v]\n"
+    "                           (j < np || j == @TNR@) && v < nv ? r[j][v]\n"
     "                                            : weir_gemm_vzero_@S@());\n"
     "}\n";
 
@@ -1493,7 +1503,16 @@ static const char gemm_t_ukr_n[] =
     "static @TGT@ void weir_gemm_ukt@V@x@P@_@S@(int64_t kc, const @T@ *ap,\n"
     "                                         const @T@ *bp, int64_t ldp,\n"
     "                                         @T@ *t, const @T@ *pf) {\n"
-    "  weir_gemm_ukt_@S@(@V@, @P@, kc, ap, bp, ldp, t, pf);\n"
+    "  weir_gemm_ukt_@S@(@V@, @P@, 0, kc, ap, bp, ldp, NULL, t, pf);\n"
+    "}\n";
+
+/* one per nv = @V@: TNR columns and the next panel's first (r53) */
+static const char gemm_t_ukr_e[] =
+    "static @TGT@ void weir_gemm_ukte@V@_@S@(int64_t kc, const @T@ *ap,\n"
+    "                                      const @T@ *bp, int64_t ldp,\n"
+    "                                      const @T@ *bx, @T@ *t,\n"
+    "                                      const @T@ *pf) {\n"
+    "  weir_gemm_ukt_@S@(@V@, @TNR@, 1, kc, ap, bp, ldp, bx, t, pf);\n"
     "}\n";
 
 /* Rows of a transposed tile when a vector holds two of them (VL = 2 TNR):
@@ -1705,7 +1724,11 @@ static const char gemm_t_run[] =
     "#endif\n"
     "    @T@ *bp = (@T@ *)((char *)work + (size_t)tid * (bbytes + abytes));\n"
     "    @T@ *ap = (@T@ *)((char *)bp + bbytes);\n"
-    "    @T@ t[@TNR@ * @TMR@] __attribute__((aligned(64)));\n"
+    "    /* the tile, and the joined column's (r53) with zeros after it:\n"
+    "     * weir_gemm_stt reads TNR columns */\n"
+    "    @T@ t[2 * @TNR@ * @TMR@] __attribute__((aligned(64)));\n"
+    "    for (int i = (@TNR@ + 1) * @TMR@; i < 2 * @TNR@ * @TMR@; i++)\n"
+    "      t[i] = 0;\n"
     "    for (int64_t jc = 0; jc < n; jc += @NC@) {\n"
     "#ifdef WEIR_GEMM_CHECK_PF\n"
     "      /* (tests) split by A vectors, where this thread's last block's\n"
@@ -1720,6 +1743,17 @@ static const char gemm_t_run[] =
     "                      (mvt + nt - 1) / nt * npan;\n"
     "      const int64_t q0 = byn ? npan * tid / nt : 0;\n"
     "      const int64_t q1 = byn ? npan * (tid + 1) / nt : npan;\n"
+    "      /* a last panel of one column (7x7 maps: 49 = 6 x 8 + 1) is\n"
+    "       * computed with the panel before it, when the thread has both,\n"
+    "       * as one tile of TNR + 1 columns: alone, it streamed every A\n"
+    "       * panel from L2 once more for 1/TNR of a tile's multiply-adds\n"
+    "       * (ResNet's 3x3 512 -> 512 on 7x7 at one thread: 15% of the\n"
+    "       * layer's time, r53).  The extra column is read from the last\n"
+    "       * panel, which is packed (partial) in every case.  Only where\n"
+    "       * its accumulators fit in the registers (AVX-512). */\n"
+    "      const int join = @TJOIN@ && npan >= 2 &&\n"
+    "                       nc - (npan - 1) * @TNR@ == 1 &&\n"
+    "                       q0 <= npan - 2 && q1 == npan;\n"
     "      for (int64_t pc = 0; pc < k; pc += kcb) {\n"
     "        const int64_t kc = k - pc < kcb ? k - pc : kcb;\n"
     "        const int acc = pc > 0 || first_acc;\n"
@@ -1815,9 +1849,10 @@ static const char gemm_t_run[] =
     "          pw0 = pfc < pfh ? pfc : -1;\n"
     "          pw1 = pfh;\n"
     "#endif\n"
-    "          for (int64_t q = q0; q < q1; q++) {\n"
+    "          for (int64_t q = q0; q < q1 - join; q++) {\n"
     "            const int64_t nr =\n"
     "                nc - q * @TNR@ < @TNR@ ? nc - q * @TNR@ : @TNR@;\n"
+    "            const int ext = join && q == npan - 2;\n"
     "            const int bin = inpl && nr == @TNR@;\n"
     "            const @T@ *pb = bin ? b + pc * ldb + jc + q * @TNR@\n"
     "                                : bp + q * kc * @TNR@;\n"
@@ -1843,11 +1878,22 @@ static const char gemm_t_run[] =
     "              const @T@ *pf = pfc < pfh ? apk + pfc : pa;\n"
     "              if (pfc < pfh)\n"
     "                pfc += kc * (@VL@ / 2);\n"
-    "              weir_gemm_ukt_tab_@S@[(mr + @VL@ - 1) / @VL@ - 1][nr - 1](\n"
-    "                  kc, pa, pb, ldp, t, pf);\n"
+    "              if (ext)\n"
+    "                weir_gemm_ukte_tab_@S@[(mr + @VL@ - 1) / @VL@ - 1](\n"
+    "                    kc, pa, pb, ldp, bp + (q + 1) * kc * @TNR@, t, pf);\n"
+    "              else\n"
+    "                weir_gemm_ukt_tab_@S@[(mr + @VL@ - 1) / @VL@ - 1][nr - "
+    "1](\n"
+    "                    kc, pa, pb, ldp, t, pf);\n"
     "              weir_gemm_stt_@S@(t, c + (ic + r0) * ldc + jc + q * @TNR@,\n"
     "                                ldc, mr, nr, acc, epk, ic + r0,\n"
     "                                jc + q * @TNR@);\n"
+    "              if (ext)\n"
+    "                weir_gemm_stt_@S@(t + @TNR@ * @TMR@,\n"
+    "                                  c + (ic + r0) * ldc + jc + (q + 1) * "
+    "@TNR@,\n"
+    "                                  ldc, mr, 1, acc, epk, ic + r0,\n"
+    "                                  jc + (q + 1) * @TNR@);\n"
     "            }\n"
     "          }\n"
     "        }\n"
@@ -2047,6 +2093,18 @@ static void append_transposed(GString *s, const WeirGemmBlocking *bl) {
                              v, v == bl->tmv ? p : bl->tnr);
     }
     g_string_append(tab, "},\n");
+  }
+  g_string_append(tab, "};\n");
+  g_string_append(
+      tab, "static void (*const weir_gemm_ukte_tab_@S@[@TMV@])(\n"
+           "    int64_t, const @T@ *, const @T@ *, int64_t, const @T@ *,\n"
+           "    @T@ *, const @T@ *) = {");
+  for (guint v = 1; v <= bl->tmv; v++) {
+    GString *u = g_string_new(gemm_t_ukr_e);
+    replace_uint(u, "@V@", v);
+    g_string_append(s, u->str);
+    g_string_free(u, TRUE);
+    g_string_append_printf(tab, "%sweir_gemm_ukte%u_@S@", v > 1 ? ", " : "", v);
   }
   g_string_append(tab, "};\n");
   g_string_append(s, tab->str);
@@ -2297,6 +2355,11 @@ char *weir_kernel_gemm_text(WeirDType t, const WeirGemmBlocking *bl) {
   replace_uint(s, "@BINK@", weir_kernel_gemm_inplace_k());
   replace_uint(s, "@RUNMIN@", weir_kernel_gemm_pack_runs());
   replace_uint(s, "@TKC@", bl->tkc);
+  /* the joined tile (r53): (TNR + 1) x TMV accumulators, TMV A vectors
+   * and a broadcast in the ISA's vector registers */
+  guint nregs = bl->isa == WEIR_HW_ISA_AVX512 ? 32 : 16;
+  replace_uint(s, "@TJOIN@",
+               (bl->tnr + 1) * bl->tmv + bl->tmv + 1 <= nregs ? 1 : 0);
   replace_uint(s, "@TAB@", bl->tab);
   replace_uint(s, "@TMR@", bl->tmr);
   replace_uint(s, "@TNR@", bl->tnr);

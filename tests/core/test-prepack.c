@@ -74,6 +74,11 @@ static const ConvCase cases[] = {
      * thread's panels of the next block it computes in
      * (WEIR_GEMM_CHECK_PF fails the call otherwise) */
     {"channels_by_m", 150, 300, 7, 7, 1, 1, 0, 1, 40, 2},
+    /* the one-column last panel joined to the one before it (r53): a 1x17
+     * map (8, 8 and 1 columns), one vector of rows, so the threads split
+     * the B panels: at 1 thread the join, at 2 the second thread's panels
+     * 1 and 2 joined, at 3 the third thread's last panel alone */
+    {"channels_join", 16, 40, 1, 17, 1, 1, 0, 1, 0, 2},
 };
 
 static GHashTable *tensors_new(void) {
