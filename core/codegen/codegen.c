@@ -236,6 +236,14 @@ static gsize skip_lexical(const char *t, gsize n, gsize i) {
  * "(" outside __attribute__((...)); NULL when it declares no function (a
  * struct, an initialized object) or an inline one. (transfer full) */
 static char *def_name(const char *d, gsize n) {
+  /* an initialized object (a table of function pointers) */
+  gboolean quoted = FALSE;
+  for (gsize i = 0; i < n; i++) {
+    if (d[i] == '"' && (i == 0 || d[i - 1] != '\\'))
+      quoted = !quoted;
+    if (d[i] == '=' && !quoted)
+      return NULL;
+  }
   for (gsize i = 0; i < n;) {
     if (d[i] == '=')
       return NULL;
@@ -262,6 +270,14 @@ static char *def_name(const char *d, gsize n) {
           i++;
           continue;
         }
+        /* the name, not a type of a function pointer's return */
+        static const char *const kw[] = {
+            "void",     "int",    "char",     "float",  "double",
+            "long",     "short",  "unsigned", "signed", "const",
+            "volatile", "struct", "_Bool",    "return"};
+        for (guint k = 0; k < G_N_ELEMENTS(kw); k++)
+          if (strcmp(w, kw[k]) == 0)
+            return NULL;
         return g_steal_pointer(&w);
       }
       continue;
