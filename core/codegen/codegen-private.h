@@ -130,6 +130,9 @@ typedef struct {
    * helpers) and the prototypes of their entry points (owned). */
   GHashTable *not_pasted;
   char *prototypes;
+  /* the headers the program's units paste for helpers with units of
+   * their own: key as not_pasted -> text (owned) */
+  GHashTable *headers;
   /* Bound constants: GBytes* of their data (shared by the prepared copy)
    * -> 1 + index in the constant table (weir_codegen_constants). */
   GHashTable *const_index;

@@ -120,7 +120,8 @@ static gint compare_strings(gconstpointer a, gconstpointer b, gpointer data) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static gboolean pasted(const Gen *gen, const char *key, const char *name);
+static void paste_helper(const Gen *gen, GString *s, const char *key,
+                         const char *name, const char *text);
 
 /* The helpers of native implementations, in name order (those pasted). */
 static void emit_native_helpers(Gen *gen, GString *s) {
@@ -129,10 +130,8 @@ static void emit_native_helpers(Gen *gen, GString *s) {
       (char **)g_hash_table_get_keys_as_array(gen->native_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    if (pasted(gen, "n", names[i]))
-      g_string_append_printf(
-          s, "%s\n",
-          (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
+    paste_helper(gen, s, "n", names[i],
+                 g_hash_table_lookup(gen->native_helpers, names[i]));
 }
 
 static void append_std_includes(GString *s) {
@@ -517,6 +516,22 @@ static gboolean pasted(const Gen *gen, const char *key, const char *name) {
   return !g_hash_table_contains(gen->not_pasted, k);
 }
 
+/* Pastes helper name of table key into a program unit: its text, or for a
+ * helper with a unit of its own its header (types, macros, inline
+ * functions, prototypes of what its unit exports), or nothing. */
+static void paste_helper(const Gen *gen, GString *s, const char *key,
+                         const char *name, const char *text) {
+  if (pasted(gen, key, name)) {
+    g_string_append_printf(s, "%s\n", text);
+    return;
+  }
+  g_autofree char *k = g_strconcat(key, ":", name, NULL);
+  const char *header =
+      gen->headers ? g_hash_table_lookup(gen->headers, k) : NULL;
+  if (header)
+    g_string_append(s, header);
+}
+
 /* The text of helper name in table key, or NULL. */
 static const char *helper_lookup(const Gen *gen, const char key,
                                  const char *name) {
@@ -605,17 +620,13 @@ static char *part_unit(Gen *gen, const Part *p, guint k, guint n,
   append_includes(s, gen);
   g_string_append(s, hidden_macro);
   cg_emit_helpers(gen, s);
-  if (gen->prototypes)
-    g_string_append(s, gen->prototypes);
   guint nh = g_hash_table_size(p->helpers);
   g_autofree char **names =
       (char **)g_hash_table_get_keys_as_array(p->helpers, NULL);
   g_qsort_with_data(names, (gint)nh, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < nh; i++)
-    if (pasted(gen, "n", names[i]))
-      g_string_append_printf(
-          s, "%s\n",
-          (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
+    paste_helper(gen, s, "n", names[i],
+                 g_hash_table_lookup(gen->native_helpers, names[i]));
   append_part_prototype(s, p);
   g_string_append_c(s, '\n');
   g_string_append(s, p->text);
@@ -681,10 +692,8 @@ static void emit_prepack(Gen *gen, GString *s, const char *size_name,
       (char **)g_hash_table_get_keys_as_array(gen->prepack_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    if (pasted(gen, "p", names[i]))
-      g_string_append_printf(
-          s, "%s\n",
-          (char *)g_hash_table_lookup(gen->prepack_helpers, names[i]));
+    paste_helper(gen, s, "p", names[i],
+                 g_hash_table_lookup(gen->prepack_helpers, names[i]));
   g_string_append_printf(
       s,
       "/* Bytes of the pre-packed constants: a caller that\n"
@@ -788,6 +797,16 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
     g_string_append(own, gen.prepack_body->str);
     plan = plan_helper_units(&gen, own->str);
     g_string_free(own, TRUE);
+    gen.headers =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    for (guint i = 0; i < plan->len; i++) {
+      const HelperText *h = g_ptr_array_index(plan, i);
+      if (!h->unit)
+        continue;
+      GString *hs = g_string_new(NULL);
+      append_helper_text(hs, h, TRUE);
+      g_hash_table_insert(gen.headers, plan_key(h), g_string_free(hs, FALSE));
+    }
   }
 
   GString *s = g_string_new(NULL);
@@ -832,12 +851,8 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
     g_string_append_c(s, '\n');
   }
   cg_emit_helpers(&gen, s);
-  if (gen.prototypes && *gen.prototypes) {
-    if (!nparts)
-      g_string_append(s, hidden_macro);
-    g_string_append(s, gen.prototypes);
-    g_string_append_c(s, '\n');
-  }
+  if (gen.headers && g_hash_table_size(gen.headers) && !nparts)
+    g_string_append(s, hidden_macro); /* for the helpers' headers */
   if (gen.profile)
     append_profile(s, &gen, prof_count, prof_nodes, prof_get);
   if (!nparts) /* split: every native call is in a part */
@@ -885,6 +900,7 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
   g_hash_table_unref(gen.helper_deps);
   g_clear_pointer(&gen.not_pasted, g_hash_table_unref);
   g_free(gen.prototypes);
+  g_clear_pointer(&gen.headers, g_hash_table_unref);
   g_hash_table_unref(gen.const_index);
   g_string_free(gen.prepack_body, TRUE);
   g_hash_table_unref(gen.prepack_at);
