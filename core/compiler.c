@@ -345,9 +345,27 @@ static gboolean run_compiler(char **cc, char **flags, char **libs,
   return run_checked(argv, name, inputs[0], output, seconds, error);
 }
 
-gboolean weir_compile(const char *source, const char *name, const char *output,
-                      const WeirCompileOptions *opts, double *seconds,
-                      GError **error) {
+/* inputs, then the objects (NULL-terminated, may be NULL) (transfer
+ * container) */
+static const char **with_objects(const char *const *inputs,
+                                 const char *const *objects) {
+  GPtrArray *a = g_ptr_array_new();
+  for (guint i = 0; inputs[i]; i++)
+    g_ptr_array_add(a, (gpointer)inputs[i]);
+  for (guint i = 0; objects && objects[i]; i++)
+    g_ptr_array_add(a, (gpointer)objects[i]);
+  g_ptr_array_add(a, NULL);
+  return (const char **)g_ptr_array_free(a, FALSE);
+}
+
+/* weir_compile, linking the object files objects (NULL-terminated, may be
+ * NULL) too; or with object set, `-c`: source to the object file output
+ * (no libraries). */
+static gboolean compile_source(const char *source, const char *name,
+                               const char *output,
+                               const WeirCompileOptions *opts,
+                               const char *const *objects, gboolean object,
+                               double *seconds, GError **error) {
   g_return_val_if_fail(source != NULL && output != NULL, FALSE);
   if (seconds)
     *seconds = 0;
@@ -386,11 +404,27 @@ gboolean weir_compile(const char *source, const char *name, const char *output,
   if (!ok)
     g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "compile '%s': %s", name,
                 local->message);
-  else
-    ok = run_compiler(cc, flags, libs, name, (const char *[]){src, NULL},
-                      output, seconds, error);
+  else if (object) {
+    g_autoptr(GStrvBuilder) b = g_strv_builder_new();
+    g_strv_builder_addv(b, (const char **)cc);
+    g_strv_builder_addv(b, (const char **)flags);
+    g_strv_builder_add_many(b, "-c", "-o", output, src, NULL);
+    g_auto(GStrv) argv = g_strv_builder_end(b);
+    ok = run_checked(argv, name, src, output, seconds, error);
+  } else {
+    g_autofree const char **inputs =
+        with_objects((const char *[]){src, NULL}, objects);
+    ok = run_compiler(cc, flags, libs, name, inputs, output, seconds, error);
+  }
   weir_scratch_remove(dir);
   return ok;
+}
+
+gboolean weir_compile(const char *source, const char *name, const char *output,
+                      const WeirCompileOptions *opts, double *seconds,
+                      GError **error) {
+  return compile_source(source, name, output, opts, NULL, FALSE, seconds,
+                        error);
 }
 
 /* ------------------------------------------------------- compile units */
@@ -435,13 +469,17 @@ static gboolean run_jobs(GFunc fn, gpointer jobs, gsize size, guint n,
   return TRUE;
 }
 
-gboolean weir_compile_units(const char *const *sources, guint n,
-                            const char *name, const char *output,
-                            const WeirCompileOptions *opts, double *seconds,
-                            GError **error) {
+/* weir_compile_units, linking the object files objects too (as
+ * compile_source). */
+static gboolean compile_units(const char *const *sources, guint n,
+                              const char *name, const char *output,
+                              const WeirCompileOptions *opts,
+                              const char *const *objects, double *seconds,
+                              GError **error) {
   g_return_val_if_fail(sources != NULL && n > 0 && output != NULL, FALSE);
   if (n == 1)
-    return weir_compile(sources[0], name, output, opts, seconds, error);
+    return compile_source(sources[0], name, output, opts, objects, FALSE,
+                          seconds, error);
   if (seconds)
     *seconds = 0;
   if (!name)
@@ -500,7 +538,8 @@ gboolean weir_compile_units(const char *const *sources, guint n,
     g_autofree const char **objs = g_new0(const char *, n + 1);
     for (guint i = 0; i < n; i++)
       objs[i] = jobs[i].obj;
-    ok = run_compiler(cc, flags, libs, name, objs, output, NULL, error);
+    g_autofree const char **inputs = with_objects(objs, objects);
+    ok = run_compiler(cc, flags, libs, name, inputs, output, NULL, error);
   }
   if (seconds)
     *seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
@@ -514,6 +553,13 @@ gboolean weir_compile_units(const char *const *sources, guint n,
   return ok;
 }
 
+gboolean weir_compile_units(const char *const *sources, guint n,
+                            const char *name, const char *output,
+                            const WeirCompileOptions *opts, double *seconds,
+                            GError **error) {
+  return compile_units(sources, n, name, output, opts, NULL, seconds, error);
+}
+
 /* ------------------------------------------------------- parallel units */
 
 typedef struct {
@@ -523,12 +569,12 @@ typedef struct {
 static void compile_job(gpointer data, gpointer user_data) {
   WeirCompileJob *job = data;
   const ManyCtx *ctx = user_data;
-  if (job->n_units > 1)
-    weir_compile_units(job->units, job->n_units, job->name, job->output,
-                       ctx->opts, &job->seconds, &job->error);
+  if (job->n_units > 1 && !job->object)
+    compile_units(job->units, job->n_units, job->name, job->output, ctx->opts,
+                  job->objects, &job->seconds, &job->error);
   else
-    weir_compile(job->source, job->name, job->output, ctx->opts, &job->seconds,
-                 &job->error);
+    compile_source(job->source, job->name, job->output, ctx->opts, job->objects,
+                   job->object, &job->seconds, &job->error);
 }
 
 gboolean weir_compile_many(WeirCompileJob *jobs, guint n_jobs,

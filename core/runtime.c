@@ -451,6 +451,14 @@ static gsize unit_bytes(void) {
   return WEIR_CODEGEN_UNIT_BYTES;
 }
 
+/* Whether kernel helpers are compiled into objects of their own
+ * (WeirCodegenOptions.helper_units; $WEIR_HELPER_UNITS=0 pastes them into
+ * every program, as before, to compare). */
+static gboolean helper_units(void) {
+  const char *v = g_getenv("WEIR_HELPER_UNITS");
+  return !(v && strcmp(v, "0") == 0);
+}
+
 static gboolean uses_openmp(const WeirCompileOptions *opts) {
   g_autofree char *flags = weir_compiler_flags(opts, NULL);
   if (!flags)
@@ -478,6 +486,8 @@ static char *program_key_text(const WeirGraph *g,
     g_string_append_printf(s, "units %" G_GSIZE_FORMAT "\n", cg->unit_bytes);
   if (cg->profile) /* instrumented (absent otherwise: keys stay the same) */
     g_string_append(s, "profile 1\n");
+  if (cg->helper_units) /* linked with helper objects */
+    g_string_append(s, "helper-units 1\n");
   g_string_append(s, structure);
   return g_string_free(s, FALSE);
 }
@@ -504,7 +514,8 @@ char *weir_kernel_key(const WeirGraph *g, const WeirCompileOptions *opts,
   g_autofree char *kflags = key_flags(flags);
   WeirCodegenOptions cg = {.openmp = uses_openmp(opts),
                            .unit_bytes = unit_bytes(),
-                           .profile = opts && opts->profile};
+                           .profile = opts && opts->profile,
+                           .helper_units = helper_units()};
   Unit u = {.g = g, .cg = &cg};
   return unit_key(&u, identity, kflags);
 }
@@ -517,6 +528,94 @@ static void remove_dir(const char *dir) {
     g_unlink(p);
   }
   g_rmdir(dir);
+}
+
+/* A kernel helper unit of the programs being built (weir_codegen_units
+ * with helper_units): its object file, from the compile cache or compiled
+ * once for all of them. */
+typedef struct {
+  const char *text; /* borrowed from a Unit's generated units */
+  char *key;        /* its cache key (helper_key) */
+  char *path;       /* the object, in the build's scratch directory */
+  gboolean hit;     /* path is a copy of the cached object */
+  gboolean rebuilt; /* the cached object was damaged */
+} Helper;
+
+static void helper_free(gpointer p) {
+  Helper *h = p;
+  g_free(h->key);
+  g_free(h->path);
+  g_free(h);
+}
+
+/* The cache key of a helper object: as a program's (the text, compiler
+ * identity, flags with the host CPU, ABI version), tagged so that it never
+ * equals the key of a shared object. */
+static char *helper_key(const char *text, const char *identity,
+                        const char *kflags) {
+  g_autofree char *f = g_strconcat(kflags, "\nhelper-object", NULL);
+  return weir_cache_key(text, identity, f, WEIR_CODEGEN_ABI_VERSION);
+}
+
+/* Makes every helper's object: a cached one is copied into the build's
+ * directory (an eviction by another process cannot take it away during
+ * the link), the others are compiled in parallel (`-c`) and inserted.
+ * *seconds accumulates the wall time. */
+static gboolean helper_objects(GPtrArray *helpers, WeirCache *cache,
+                               const WeirCompileOptions *opts, double *seconds,
+                               GError **error) {
+  double t0 = now_seconds();
+  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  for (guint i = 0; i < helpers->len; i++) {
+    Helper *h = g_ptr_array_index(helpers, i);
+    h->hit = FALSE;
+    if (cache) {
+      gboolean recovered = FALSE;
+      g_autoptr(GError) local = NULL;
+      g_autofree char *path =
+          weir_cache_lookup(cache, h->key, &recovered, &local);
+      if (local) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+      }
+      h->rebuilt = h->rebuilt || recovered;
+      g_autoptr(GBytes) bytes = path ? read_bytes(path, NULL) : NULL;
+      gsize len = 0;
+      const char *data = bytes ? g_bytes_get_data(bytes, &len) : NULL;
+      if (data && g_file_set_contents(h->path, data, (gssize)len, NULL)) {
+        h->hit = TRUE;
+        continue;
+      }
+    }
+    g_ptr_array_add(todo, h);
+  }
+  gboolean ok = TRUE;
+  if (todo->len) {
+    g_autofree WeirCompileJob *jobs = g_new0(WeirCompileJob, todo->len);
+    for (guint j = 0; j < todo->len; j++) {
+      Helper *h = g_ptr_array_index(todo, j);
+      jobs[j] = (WeirCompileJob){.source = h->text,
+                                 .name = "weir_helper",
+                                 .output = h->path,
+                                 .object = TRUE};
+    }
+    ok = weir_compile_many(jobs, todo->len, opts, error);
+    for (guint j = 0; ok && cache && j < todo->len; j++) {
+      Helper *h = g_ptr_array_index(todo, j);
+      g_autoptr(GError) local = NULL;
+      g_autoptr(GBytes) bytes = read_bytes(h->path, &local);
+      if (!bytes) {
+        g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "helper object: %s",
+                    local->message);
+        ok = FALSE;
+      } else
+        ok = weir_cache_insert(cache, h->key, bytes, NULL, error);
+    }
+    for (guint j = 0; j < todo->len; j++)
+      g_clear_error(&jobs[j].error);
+  }
+  *seconds += now_seconds() - t0;
+  return ok;
 }
 
 /* Builds units: cache lookups, then the misses compiled in parallel, loaded
@@ -602,27 +701,100 @@ static gboolean build_units(Unit *units, guint n,
                 local->message);
     return FALSE;
   }
+  /* the kernel helpers of the programs (helper units), each once */
+  g_autoptr(GPtrArray) helpers = g_ptr_array_new_with_free_func(helper_free);
+  g_autoptr(GHashTable) helper_index =
+      g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) objects =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+  for (guint j = 0; j < misses->len; j++) {
+    Unit *u = &units[g_array_index(misses, guint, j)];
+    GPtrArray *objs = g_ptr_array_new();
+    g_ptr_array_add(objects, objs);
+    for (guint k = 0; u->generated && k < u->generated->len; k++) {
+      const char *text = g_ptr_array_index(u->generated, k);
+      if (!g_str_has_prefix(text, WEIR_CODEGEN_HELPER_UNIT_TAG))
+        continue;
+      Helper *h = g_hash_table_lookup(helper_index, text);
+      if (!h) {
+        h = g_new0(Helper, 1);
+        h->text = text;
+        h->key = helper_key(text, identity, kflags);
+        g_autofree char *file = g_strdup_printf("helper-%u.o", helpers->len);
+        h->path = g_build_filename(dir, file, NULL);
+        g_ptr_array_add(helpers, h);
+        g_hash_table_insert(helper_index, (gpointer)text, h);
+      }
+      g_ptr_array_add(objs, h);
+    }
+    u->info.units -= objs->len; /* the program's own */
+  }
+  double helper_seconds = 0;
+  gboolean ok = helper_objects(helpers, cache, opts, &helper_seconds, error);
+
   g_autofree WeirCompileJob *jobs = g_new0(WeirCompileJob, misses->len);
   g_autoptr(GPtrArray) outputs = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) paths =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
   for (guint j = 0; j < misses->len; j++) {
     Unit *u = &units[g_array_index(misses, guint, j)];
     g_autofree char *file = g_strdup_printf("%u-%s.so", j, u->prefix);
     g_ptr_array_add(outputs, g_build_filename(dir, file, NULL));
+    GPtrArray *objs = g_ptr_array_index(objects, j);
+    GPtrArray *p = g_ptr_array_new();
+    for (guint k = 0; k < objs->len; k++)
+      g_ptr_array_add(p, ((Helper *)g_ptr_array_index(objs, k))->path);
+    g_ptr_array_add(p, NULL);
+    g_ptr_array_add(paths, p);
+    guint n_units = u->generated ? u->generated->len - objs->len : 1;
     jobs[j] = (WeirCompileJob){
         .source = u->source,
         .name = u->prefix,
         .output = g_ptr_array_index(outputs, j),
         .units = u->generated ? (const char *const *)u->generated->pdata : NULL,
-        .n_units = u->generated ? u->generated->len : 1};
+        .n_units = n_units,
+        .objects = objs->len ? (const char *const *)p->pdata : NULL};
   }
-  gboolean ok = weir_compile_many(jobs, misses->len, opts, error);
+  for (guint attempt = 0; ok; attempt++) {
+    ok = weir_compile_many(jobs, misses->len, opts, error);
+    for (guint j = 0; ok && j < misses->len; j++) {
+      Unit *u = &units[g_array_index(misses, guint, j)];
+      g_clear_pointer(&u->kernel, weir_kernel_free);
+      u->kernel = kernel_load(g_ptr_array_index(outputs, j), u->prefix, error);
+      ok = u->kernel != NULL;
+    }
+    /* a cached helper object that the checksum could not find damaged
+     * (stored damaged, or by another build of the compiler) fails the
+     * link or the load: rebuilt once, from its text */
+    guint stale = 0;
+    for (guint i = 0; !ok && attempt == 0 && i < helpers->len; i++) {
+      Helper *h = g_ptr_array_index(helpers, i);
+      if (!h->hit)
+        continue;
+      if (!weir_cache_remove(cache, h->key, NULL))
+        break;
+      h->rebuilt = TRUE;
+      stale++;
+    }
+    if (ok || !stale)
+      break;
+    g_clear_error(error);
+    for (guint j = 0; j < misses->len; j++)
+      g_clear_error(&jobs[j].error);
+    ok = helper_objects(helpers, cache, opts, &helper_seconds, error);
+  }
   for (guint j = 0; ok && j < misses->len; j++) {
     Unit *u = &units[g_array_index(misses, guint, j)];
     const char *out = g_ptr_array_index(outputs, j);
-    u->info.compile_seconds = jobs[j].seconds;
-    u->kernel = kernel_load(out, u->prefix, error);
-    ok = u->kernel != NULL;
-    if (ok && cache) {
+    GPtrArray *objs = g_ptr_array_index(objects, j);
+    u->info.compile_seconds = helper_seconds + jobs[j].seconds;
+    u->info.helper_units = objs->len;
+    for (guint k = 0; k < objs->len; k++) {
+      const Helper *h = g_ptr_array_index(objs, k);
+      u->info.helper_hits += h->hit;
+      u->info.helper_rebuilt += h->rebuilt;
+    }
+    if (cache) {
       g_autoptr(GBytes) bytes = read_bytes(out, &local);
       if (!bytes) {
         g_set_error(error, WEIR_ERROR, WEIR_ERROR_IO, "kernel '%s': %s",
@@ -631,7 +803,7 @@ static gboolean build_units(Unit *units, guint n,
       } else
         ok = weir_cache_insert(cache, u->info.key, bytes, &u->info.object_path,
                                error);
-    } else if (ok)
+    } else
       u->info.object_path = g_strdup(out);
   }
   for (guint j = 0; j < misses->len; j++)
@@ -769,7 +941,8 @@ gboolean weir_kernel_compile_many(const WeirGraph *const *graphs, guint n,
   g_return_val_if_fail(kernels_out != NULL || n == 0, FALSE);
   WeirCodegenOptions cg = {.openmp = uses_openmp(opts),
                            .unit_bytes = unit_bytes(),
-                           .profile = opts && opts->profile};
+                           .profile = opts && opts->profile,
+                           .helper_units = helper_units()};
   g_autoptr(GPtrArray) prefixes = g_ptr_array_new_with_free_func(g_free);
   g_autofree Unit *units = g_new0(Unit, n ? n : 1);
   for (guint i = 0; i < n; i++) {

@@ -65,7 +65,20 @@ typedef struct {
    * No allocation; the entry point is not split into units.  Default
    * FALSE: the code is then exactly the uninstrumented one. */
   gboolean profile;
+  /* weir_codegen_units (the runtime): every kernel helper text (of a
+   * native implementation, or of the pre-packing) that defines functions
+   * the program's own code calls becomes a unit of its own, after the
+   * program's units; it starts with WEIR_CODEGEN_HELPER_UNIT_TAG.  Those
+   * functions are hidden symbols there; the program's units declare them
+   * instead of pasting the text.  The runtime compiles each helper unit
+   * once into an object of the compile cache (docs/codegen.md, "Helper
+   * units").  Default FALSE: every helper pasted, static. */
+  gboolean helper_units;
 } WeirCodegenOptions;
+
+/* The first characters of a helper unit (WeirCodegenOptions.helper_units),
+ * followed by the helper's name and the end of the comment. */
+#define WEIR_CODEGEN_HELPER_UNIT_TAG "/* weir-helper-unit:"
 
 /* The unit size the runtime splits programs by (WeirCodegenOptions
  * unit_bytes; $WEIR_CODEGEN_UNIT_BYTES overrides it, 0 turns splitting

@@ -50,7 +50,14 @@ typedef struct {
   double codegen_seconds; /* generating C (0 on a cache hit) */
   gsize source_bytes;     /* size of the generated C (0 on a cache hit:
                              a hit generates no C) */
-  guint units;            /* compile units of the generated C (0 on a hit) */
+  guint units;            /* compile units of the generated C (0 on a hit),
+                             not counting helper units */
+  guint helper_units;     /* kernel helpers linked from objects of the
+                             compile cache (docs/runtime.md, "Helper
+                             objects"; 0 on a hit) */
+  guint helper_hits;      /* helper objects found in the cache */
+  guint helper_rebuilt;   /* cached helper objects found damaged (checksum,
+                             or the link or load failed) and rebuilt */
 } WeirCompileInfo;
 
 /* ------------------------------------------------------ compiler driver */
@@ -102,6 +109,13 @@ typedef struct {
    * instead of source when n_units > 1 (borrowed). */
   const char *const *units;
   guint n_units;
+  /* Object files linked into output after the program's own (the
+   * runtime's cached helper objects; NULL-terminated, borrowed, may be
+   * NULL). */
+  const char *const *objects;
+  /* Compile source (one unit) with `-c` into the object file output
+   * instead of a shared object; objects and libraries unused. */
+  gboolean object;
 } WeirCompileJob;
 
 /* Compiles the compile units sources[0..n) of one program

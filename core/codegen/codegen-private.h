@@ -118,6 +118,21 @@ typedef struct {
    * libraries to link (sets; printed sorted). */
   GHashTable *native_helpers;
   GHashTable *libraries;
+  /* Helper units (WeirCodegenOptions.helper_units): the helpers recorded
+   * so far by the native call being emitted (names, owned), and per
+   * helper (native or pre-pack) the helpers recorded before it by the
+   * call that recorded it first: name -> GPtrArray of names (owned).  A
+   * helper's own unit pastes those before it (cg_helper_deps_note). */
+  GPtrArray *emit_helpers;
+  GHashTable *helper_deps;
+  /* Set by emit_c with helper units: the helpers not pasted into the
+   * program's units ("n:" or "p:" and the name, for native and pre-pack
+   * helpers) and the prototypes of their entry points (owned). */
+  GHashTable *not_pasted;
+  char *prototypes;
+  /* the headers the program's units paste for helpers with units of
+   * their own: key as not_pasted -> text (owned) */
+  GHashTable *headers;
   /* Bound constants: GBytes* of their data (shared by the prepared copy)
    * -> 1 + index in the constant table (weir_codegen_constants). */
   GHashTable *const_index;
@@ -363,6 +378,11 @@ char *cg_half_bits(Gen *gen, WeirDType t, const char *value);
 
 /* Appends the text of every helper gen used, in HelperKind order. */
 void cg_emit_helpers(Gen *gen, GString *s);
+
+/* Notes that helper name was just recorded (the first time): its
+ * dependencies are the helpers the current native call recorded before
+ * it (gen->emit_helpers). */
+void cg_helper_deps_note(Gen *gen, const char *name);
 
 /* An integer constant as C text; *prec receives its precedence. */
 char *cg_format_int(gint64 v, int *prec);

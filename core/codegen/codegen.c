@@ -120,23 +120,30 @@ static gint compare_strings(gconstpointer a, gconstpointer b, gpointer data) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The helpers of native implementations, in name order. */
+static void paste_helper(const Gen *gen, GString *s, const char *key,
+                         const char *name, const char *text);
+
+/* The helpers of native implementations, in name order (those pasted). */
 static void emit_native_helpers(Gen *gen, GString *s) {
   guint n = g_hash_table_size(gen->native_helpers);
   g_autofree char **names =
       (char **)g_hash_table_get_keys_as_array(gen->native_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(
-        s, "%s\n", (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
+    paste_helper(gen, s, "n", names[i],
+                 g_hash_table_lookup(gen->native_helpers, names[i]));
 }
 
-static void append_includes(GString *s, const Gen *gen) {
+static void append_std_includes(GString *s) {
   g_string_append(s, "#include <math.h>\n"
                      "#include <stdbool.h>\n"
                      "#include <stdint.h>\n"
                      "#include <stdlib.h>\n"
                      "#include <string.h>\n");
+}
+
+static void append_includes(GString *s, const Gen *gen) {
+  append_std_includes(s);
   if (g_hash_table_contains(gen->libraries, "openblas"))
     g_string_append(s, "#include <cblas.h>\n");
   if (g_hash_table_contains(gen->libraries, "mpi"))
@@ -163,6 +170,441 @@ static void append_part_prototype(GString *s, const Part *p) {
                          p->params ? p->params : "");
 }
 
+/* ------------------------------------------------------- helper units */
+
+/* Helper units (WeirCodegenOptions.helper_units; docs/codegen.md,
+ * "Helper units"): every native or pre-pack helper text that defines a
+ * function the program's own code calls becomes a unit of its own, so
+ * that the runtime compiles it once into an object it caches by the
+ * unit's text.  Its entry points (those functions) lose `static` for
+ * weir_hidden; everything else in it stays static.  The program's units
+ * get prototypes of the entry points instead of the texts. */
+
+void cg_helper_deps_note(Gen *gen, const char *name) {
+  if (g_hash_table_contains(gen->helper_deps, name))
+    return;
+  GPtrArray *deps = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; i < gen->emit_helpers->len; i++) {
+    const char *d = g_ptr_array_index(gen->emit_helpers, i);
+    gboolean seen = strcmp(d, name) == 0;
+    for (guint k = 0; k < deps->len && !seen; k++)
+      seen = strcmp(g_ptr_array_index(deps, k), d) == 0;
+    if (!seen)
+      g_ptr_array_add(deps, g_strdup(d));
+  }
+  g_hash_table_insert(gen->helper_deps, g_strdup(name), deps);
+}
+
+/* A function definition at file scope: "static" at kw, its declarator
+ * up to the body's brace at brace, the body up to end (after its closing
+ * brace). */
+typedef struct {
+  char *name;
+  gsize kw, brace, end;
+} Def;
+
+static gboolean ident_start(char c) {
+  return g_ascii_isalpha(c) || c == '_';
+}
+static gboolean ident_char(char c) {
+  return g_ascii_isalnum(c) || c == '_';
+}
+
+/* Skips a comment, string or character literal at t[i]; the offset after
+ * it, or i when there is none. */
+static gsize skip_lexical(const char *t, gsize n, gsize i) {
+  if (t[i] == '/' && i + 1 < n && t[i + 1] == '*') {
+    const char *e = strstr(t + i + 2, "*/");
+    return e ? (gsize)(e - t) + 2 : n;
+  }
+  if (t[i] == '/' && i + 1 < n && t[i + 1] == '/') {
+    while (i < n && t[i] != '\n')
+      i++;
+    return i;
+  }
+  if (t[i] == '"' || t[i] == '\'') {
+    char q = t[i++];
+    while (i < n && t[i] != q)
+      i += t[i] == '\\' ? 2 : 1;
+    return MIN(i + 1, n);
+  }
+  return i;
+}
+
+/* The name a declarator text defines: the identifier before its first
+ * "(" outside __attribute__((...)); NULL when it declares no function (a
+ * struct, an initialized object) or an inline one. (transfer full) */
+static char *def_name(const char *d, gsize n) {
+  /* an initialized object (a table of function pointers) */
+  gboolean quoted = FALSE;
+  for (gsize i = 0; i < n; i++) {
+    if (d[i] == '"' && (i == 0 || d[i - 1] != '\\'))
+      quoted = !quoted;
+    if (d[i] == '=' && !quoted)
+      return NULL;
+  }
+  for (gsize i = 0; i < n;) {
+    if (d[i] == '=')
+      return NULL;
+    if (ident_start(d[i])) {
+      gsize s = i;
+      while (i < n && ident_char(d[i]))
+        i++;
+      g_autofree char *w = g_strndup(d + s, i - s);
+      if (strcmp(w, "inline") == 0 || strcmp(w, "__inline") == 0 ||
+          strcmp(w, "__inline__") == 0)
+        return NULL;
+      gsize j = i;
+      while (j < n && g_ascii_isspace(d[j]))
+        j++;
+      if (j < n && d[j] == '(') {
+        if (strcmp(w, "__attribute__") == 0) {
+          /* skip the balanced attribute list */
+          int depth = 0;
+          for (i = j; i < n; i++) {
+            depth += d[i] == '(' ? 1 : d[i] == ')' ? -1 : 0;
+            if (depth == 0)
+              break;
+          }
+          i++;
+          continue;
+        }
+        /* the name, not a type of a function pointer's return */
+        static const char *const kw[] = {
+            "void",     "int",    "char",     "float",  "double",
+            "long",     "short",  "unsigned", "signed", "const",
+            "volatile", "struct", "_Bool",    "return"};
+        for (guint k = 0; k < G_N_ELEMENTS(kw); k++)
+          if (strcmp(w, kw[k]) == 0)
+            return NULL;
+        return g_steal_pointer(&w);
+      }
+      continue;
+    }
+    i++;
+  }
+  return NULL;
+}
+
+/* The function definitions at file scope of helper text t that start
+ * with "static" and are not inline, in text order. */
+static GArray *helper_defs(const char *t) {
+  GArray *defs = g_array_new(FALSE, FALSE, sizeof(Def));
+  gsize n = strlen(t), i = 0;
+  int depth = 0;
+  gboolean line_start = TRUE;
+  gssize kw = -1;        /* "static" at file scope since the last ';' or '}' */
+  gboolean open = FALSE; /* the last def's body is being read */
+  while (i < n) {
+    gsize j = skip_lexical(t, n, i);
+    if (j != i) {
+      i = j;
+      continue;
+    }
+    char c = t[i];
+    if (c == '#' && line_start) { /* a preprocessor line */
+      while (i < n && t[i] != '\n')
+        i += t[i] == '\\' ? 2 : 1;
+      continue;
+    }
+    if (c == '\n')
+      line_start = TRUE;
+    else if (!g_ascii_isspace(c))
+      line_start = FALSE;
+    if (ident_start(c)) {
+      gsize s = i;
+      while (i < n && ident_char(t[i]))
+        i++;
+      if (depth == 0 && kw < 0 && i - s == 6 &&
+          strncmp(t + s, "static", 6) == 0)
+        kw = (gssize)s;
+      continue;
+    }
+    if (c == '{') {
+      if (depth == 0 && kw >= 0) {
+        char *name = def_name(t + kw + 6, i - (gsize)kw - 6);
+        if (name) {
+          Def d = {name, (gsize)kw, i, n};
+          g_array_append_val(defs, d);
+          open = TRUE;
+        }
+        kw = -1;
+      }
+      depth++;
+    } else if (c == '}') {
+      depth = MAX(depth - 1, 0);
+      if (depth == 0) {
+        kw = -1;
+        if (open)
+          g_array_index(defs, Def, defs->len - 1).end = i + 1;
+        open = FALSE;
+      }
+    } else if (c == ';' && depth == 0)
+      kw = -1;
+    i++;
+  }
+  return defs;
+}
+
+/* Adds the identifiers text calls ("name(") to the set called. */
+static void add_calls(GHashTable *called, const char *text) {
+  gsize n = text ? strlen(text) : 0;
+  for (gsize i = 0; i < n;) {
+    if (!ident_start(text[i])) {
+      i++;
+      continue;
+    }
+    gsize s = i;
+    while (i < n && ident_char(text[i]))
+      i++;
+    gsize j = i;
+    while (j < n && g_ascii_isspace(text[j]))
+      j++;
+    if (j < n && text[j] == '(')
+      g_hash_table_add(called, g_strndup(text + s, i - s));
+  }
+}
+
+/* One helper text in the plan. */
+typedef struct {
+  char key[2];        /* "n" native, "p" pre-pack */
+  const char *name;   /* borrowed from gen */
+  const char *text;   /* borrowed from gen */
+  GArray *defs;       /* Def (owned) */
+  GArray *entries;    /* indices into defs of its entry points (owned) */
+  gboolean unit;      /* it has entry points: a unit of its own */
+  gboolean *exported; /* per def: a hidden symbol of its unit (owned) */
+} HelperText;
+
+static void helper_text_free(gpointer p) {
+  HelperText *h = p;
+  for (guint i = 0; i < h->defs->len; i++)
+    g_free(g_array_index(h->defs, Def, i).name);
+  g_array_unref(h->defs);
+  g_array_unref(h->entries);
+  g_free(h->exported);
+  g_free(h);
+}
+
+static void plan_add(GPtrArray *plan, GHashTable *table, const char *key) {
+  guint n = g_hash_table_size(table);
+  g_autofree char **names =
+      (char **)g_hash_table_get_keys_as_array(table, NULL);
+  g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
+  for (guint i = 0; i < n; i++) {
+    HelperText *h = g_new0(HelperText, 1);
+    h->key[0] = key[0];
+    h->name = names[i];
+    h->text = g_hash_table_lookup(table, names[i]);
+    h->defs = helper_defs(h->text);
+    h->entries = g_array_new(FALSE, FALSE, sizeof(guint));
+    h->exported = g_new0(gboolean, h->defs->len + 1);
+    g_ptr_array_add(plan, h);
+  }
+}
+
+static char *plan_key(const HelperText *h) {
+  return g_strconcat(h->key, ":", h->name, NULL);
+}
+
+/* The declaration of d (text t) as a hidden prototype. (transfer full) */
+static char *def_prototype(const char *t, const Def *d) {
+  g_autofree char *decl = g_strndup(t + d->kw + 6, d->brace - d->kw - 6);
+  g_strstrip(decl);
+  return g_strdup_printf("weir_hidden %s;\n", decl);
+}
+
+static gboolean library_text(const char *t) {
+  return t && (strstr(t, "cblas_") || strstr(t, "MPI_"));
+}
+
+static const char *helper_lookup(const Gen *gen, const char key,
+                                 const char *name);
+
+/* Whether h or a helper its unit would paste calls a library. */
+static gboolean uses_library(const Gen *gen, const HelperText *h) {
+  if (library_text(h->text))
+    return TRUE;
+  GPtrArray *deps = g_hash_table_lookup(gen->helper_deps, h->name);
+  for (guint i = 0; deps && i < deps->len; i++)
+    if (library_text(helper_lookup(gen, 'n', g_ptr_array_index(deps, i))))
+      return TRUE;
+  return FALSE;
+}
+
+/* Decides which helpers become units: the entry points are the functions
+ * the program's own code (own: its functions, parts and pre-pack body)
+ * calls, each claimed by the first helper that defines it (pre-pack
+ * helpers first, then native ones, in name order).  Fills gen->not_pasted
+ * and gen->prototypes; returns every helper (HelperText, owned): those
+ * with entry points become units. */
+static GPtrArray *plan_helper_units(Gen *gen, const char *own) {
+  GPtrArray *plan = g_ptr_array_new_with_free_func(helper_text_free);
+  plan_add(plan, gen->prepack_helpers, "p");
+  plan_add(plan, gen->native_helpers, "n");
+  g_autoptr(GHashTable) called =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  add_calls(called, own);
+  g_autoptr(GHashTable) claimed =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GString *protos = g_string_new(NULL);
+  gen->not_pasted =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < plan->len; i++) {
+    HelperText *h = g_ptr_array_index(plan, i);
+    /* calls into a library stay in the program's units, which include
+     * its header and link it */
+    if (uses_library(gen, h))
+      continue;
+    for (guint k = 0; k < h->defs->len; k++) {
+      const Def *d = &g_array_index(h->defs, Def, k);
+      if (!g_hash_table_contains(called, d->name) ||
+          g_hash_table_contains(claimed, d->name))
+        continue;
+      g_hash_table_add(claimed, g_strdup(d->name));
+      g_array_append_val(h->entries, k);
+      g_autofree char *proto = def_prototype(h->text, d);
+      g_string_append(protos, proto);
+    }
+    if (h->entries->len) {
+      h->unit = TRUE;
+      g_hash_table_add(gen->not_pasted, plan_key(h));
+    }
+  }
+  /* a helper left in the program's units must not define an entry point
+   * of another one (a static definition after the hidden prototype): it
+   * is a second copy of code the program reaches through the unit */
+  for (guint i = 0; i < plan->len; i++) {
+    HelperText *h = g_ptr_array_index(plan, i);
+    for (guint k = 0; !h->entries->len && k < h->defs->len; k++)
+      if (g_hash_table_contains(claimed, g_array_index(h->defs, Def, k).name)) {
+        g_hash_table_add(gen->not_pasted, plan_key(h));
+        break;
+      }
+  }
+  /* a unit exports its entry points and the functions no other helper
+   * text defines (those its dependents' units call: declared there,
+   * defined once); a function two texts define (code shared under
+   * #ifndef guards) stays static in each */
+  g_autoptr(GHashTable) defined = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; i < plan->len; i++) {
+    HelperText *h = g_ptr_array_index(plan, i);
+    for (guint k = 0; k < h->defs->len; k++) {
+      const char *name = g_array_index(h->defs, Def, k).name;
+      guint c = GPOINTER_TO_UINT(g_hash_table_lookup(defined, name));
+      g_hash_table_insert(defined, (gpointer)name, GUINT_TO_POINTER(c + 1));
+    }
+  }
+  for (guint i = 0; i < plan->len; i++) {
+    HelperText *h = g_ptr_array_index(plan, i);
+    for (guint k = 0; h->unit && k < h->defs->len; k++)
+      h->exported[k] = GPOINTER_TO_UINT(g_hash_table_lookup(
+                           defined, g_array_index(h->defs, Def, k).name)) == 1;
+    for (guint k = 0; k < h->entries->len; k++)
+      h->exported[g_array_index(h->entries, guint, k)] = TRUE;
+  }
+  gen->prototypes = g_string_free(protos, FALSE);
+  return plan;
+}
+
+/* Whether helper name of table key ("n" or "p") is pasted into the
+ * program's units. */
+static gboolean pasted(const Gen *gen, const char *key, const char *name) {
+  if (!gen->not_pasted)
+    return TRUE;
+  g_autofree char *k = g_strconcat(key, ":", name, NULL);
+  return !g_hash_table_contains(gen->not_pasted, k);
+}
+
+/* Pastes helper name of table key into a program unit: its text, or for a
+ * helper with a unit of its own its header (types, macros, inline
+ * functions, prototypes of what its unit exports), or nothing. */
+static void paste_helper(const Gen *gen, GString *s, const char *key,
+                         const char *name, const char *text) {
+  if (pasted(gen, key, name)) {
+    g_string_append_printf(s, "%s\n", text);
+    return;
+  }
+  g_autofree char *k = g_strconcat(key, ":", name, NULL);
+  const char *header =
+      gen->headers ? g_hash_table_lookup(gen->headers, k) : NULL;
+  if (header)
+    g_string_append(s, header);
+}
+
+/* The text of helper name in table key, or NULL. */
+static const char *helper_lookup(const Gen *gen, const char key,
+                                 const char *name) {
+  return g_hash_table_lookup(
+      key == 'p' ? gen->prepack_helpers : gen->native_helpers, name);
+}
+
+static void append_std_includes(GString *s);
+
+/* Whether helper text d defines a function h exports: then it is another
+ * copy of h's code (the texts of one family share code under #ifndef
+ * guards), which must not hide h's definition in h's unit. */
+static gboolean defines_export(const HelperText *d, const HelperText *h) {
+  for (guint k = 0; k < d->defs->len; k++)
+    for (guint i = 0; i < h->defs->len; i++)
+      if (h->exported[i] && strcmp(g_array_index(d->defs, Def, k).name,
+                                   g_array_index(h->defs, Def, i).name) == 0)
+        return TRUE;
+  return FALSE;
+}
+
+/* Appends h's text: with its exported functions hidden, and as a header
+ * (their bodies left out, for a dependent's unit) when declare is set. */
+static void append_helper_text(GString *s, const HelperText *h,
+                               gboolean declare) {
+  gsize at = 0;
+  for (guint k = 0; k < h->defs->len; k++) {
+    const Def *d = &g_array_index(h->defs, Def, k);
+    if (!h->exported[k])
+      continue;
+    g_string_append_len(s, h->text + at, (gssize)(d->kw - at));
+    g_string_append(s, "weir_hidden");
+    if (declare) {
+      g_autofree char *decl =
+          g_strndup(h->text + d->kw + 6, d->brace - d->kw - 6);
+      g_string_append(s, g_strchomp(decl));
+      g_string_append(s, ";");
+      at = d->end;
+    } else
+      at = d->kw + 6;
+  }
+  g_string_append(s, h->text + at);
+  g_string_append_c(s, '\n');
+}
+
+/* The unit of helper h: includes, the helpers recorded before it by the
+ * same native call (as the program pastes them: static; not those that
+ * define one of its entry points), then its text with its entry points
+ * hidden. */
+static char *helper_unit(Gen *gen, GHashTable *natives, const HelperText *h) {
+  GString *s = g_string_new(NULL);
+  g_autofree char *name = cg_sanitize_comment(h->name);
+  g_string_append_printf(s,
+                         "%s %s */\n"
+                         "/* A kernel helper of Weir %s, compiled on its own "
+                         "and linked with the\n"
+                         " * program's units (docs/codegen.md, \"Helper "
+                         "units\"). */\n",
+                         WEIR_CODEGEN_HELPER_UNIT_TAG, name, weir_version());
+  append_std_includes(s);
+  g_string_append_c(s, '\n');
+  g_string_append(s, hidden_macro);
+  GPtrArray *deps = g_hash_table_lookup(gen->helper_deps, h->name);
+  for (guint i = 0; deps && i < deps->len; i++) {
+    const HelperText *d =
+        g_hash_table_lookup(natives, g_ptr_array_index(deps, i));
+    if (d && !defines_export(d, h))
+      append_helper_text(s, d, d->unit);
+  }
+  append_helper_text(s, h, FALSE);
+  return g_string_free(s, FALSE);
+}
+
 /* The unit of part k of n: includes, helpers, the part's native helpers
  * (name order) and its function. */
 static char *part_unit(Gen *gen, const Part *p, guint k, guint n,
@@ -183,8 +625,8 @@ static char *part_unit(Gen *gen, const Part *p, guint k, guint n,
       (char **)g_hash_table_get_keys_as_array(p->helpers, NULL);
   g_qsort_with_data(names, (gint)nh, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < nh; i++)
-    g_string_append_printf(
-        s, "%s\n", (char *)g_hash_table_lookup(gen->native_helpers, names[i]));
+    paste_helper(gen, s, "n", names[i],
+                 g_hash_table_lookup(gen->native_helpers, names[i]));
   append_part_prototype(s, p);
   g_string_append_c(s, '\n');
   g_string_append(s, p->text);
@@ -250,8 +692,8 @@ static void emit_prepack(Gen *gen, GString *s, const char *size_name,
       (char **)g_hash_table_get_keys_as_array(gen->prepack_helpers, NULL);
   g_qsort_with_data(names, (gint)n, sizeof(char *), compare_strings, NULL);
   for (guint i = 0; i < n; i++)
-    g_string_append_printf(
-        s, "%s\n", (char *)g_hash_table_lookup(gen->prepack_helpers, names[i]));
+    paste_helper(gen, s, "p", names[i],
+                 g_hash_table_lookup(gen->prepack_helpers, names[i]));
   g_string_append_printf(
       s,
       "/* Bytes of the pre-packed constants: a caller that\n"
@@ -286,6 +728,9 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
   gen.native_helpers =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   gen.libraries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  gen.emit_helpers = g_ptr_array_new_with_free_func(g_free);
+  gen.helper_deps = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)g_ptr_array_unref);
   g_autofree char *run = g_strdup_printf("%s_run", prefix);
   g_autofree char *abi = g_strdup_printf("%s_abi_version", prefix);
   g_autofree char *wsn = g_strdup_printf("%s_workspace_size", prefix);
@@ -341,6 +786,28 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
                                &can_fail, &uses_consts, &arena_bytes);
   }
   guint nparts = gen.parts ? gen.parts->len : 0;
+  g_autoptr(GPtrArray) plan = NULL;
+  if (opts && opts->helper_units && entry && !gen.error) {
+    /* the program's own code: what it calls becomes entry points */
+    GString *own = g_string_new(gen.defs->str);
+    g_string_append(own, entry);
+    for (guint i = 0; i < nparts; i++)
+      g_string_append(own,
+                      ((const Part *)g_ptr_array_index(gen.parts, i))->text);
+    g_string_append(own, gen.prepack_body->str);
+    plan = plan_helper_units(&gen, own->str);
+    g_string_free(own, TRUE);
+    gen.headers =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    for (guint i = 0; i < plan->len; i++) {
+      const HelperText *h = g_ptr_array_index(plan, i);
+      if (!h->unit)
+        continue;
+      GString *hs = g_string_new(NULL);
+      append_helper_text(hs, h, TRUE);
+      g_hash_table_insert(gen.headers, plan_key(h), g_string_free(hs, FALSE));
+    }
+  }
 
   GString *s = g_string_new(NULL);
   g_autofree char *file = g_strdup_printf("%s.c", prefix);
@@ -384,6 +851,8 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
     g_string_append_c(s, '\n');
   }
   cg_emit_helpers(&gen, s);
+  if (gen.headers && g_hash_table_size(gen.headers) && !nparts)
+    g_string_append(s, hidden_macro); /* for the helpers' headers */
   if (gen.profile)
     append_profile(s, &gen, prof_count, prof_nodes, prof_get);
   if (!nparts) /* split: every native call is in a part */
@@ -412,10 +881,26 @@ static GPtrArray *emit_c(const WeirCodegenBackend *be, const WeirGraph *g,
   for (guint i = 0; i < nparts && !gen.error; i++)
     g_ptr_array_add(units, part_unit(&gen, g_ptr_array_index(gen.parts, i),
                                      i + 1, nparts + 1, prefix));
+  g_autoptr(GHashTable) natives = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0; plan && i < plan->len; i++) {
+    const HelperText *h = g_ptr_array_index(plan, i);
+    if (h->key[0] == 'n')
+      g_hash_table_insert(natives, (gpointer)h->name, (gpointer)h);
+  }
+  for (guint i = 0; plan && i < plan->len && !gen.error; i++) {
+    const HelperText *h = g_ptr_array_index(plan, i);
+    if (h->unit)
+      g_ptr_array_add(units, helper_unit(&gen, natives, h));
+  }
   g_string_free(gen.defs, TRUE);
   cg_namer_free(gen.file_names);
   g_hash_table_unref(gen.native_helpers);
   g_hash_table_unref(gen.libraries);
+  g_ptr_array_unref(gen.emit_helpers);
+  g_hash_table_unref(gen.helper_deps);
+  g_clear_pointer(&gen.not_pasted, g_hash_table_unref);
+  g_free(gen.prototypes);
+  g_clear_pointer(&gen.headers, g_hash_table_unref);
   g_hash_table_unref(gen.const_index);
   g_string_free(gen.prepack_body, TRUE);
   g_hash_table_unref(gen.prepack_at);

@@ -388,8 +388,11 @@ static char *native_expr_c(WeirNativeEmit *e, WeirExpr *x) {
 static void native_helper(WeirNativeEmit *e, const char *name,
                           const char *text) {
   Fn *f = e->priv;
-  if (!g_hash_table_contains(f->gen->native_helpers, name))
+  if (!g_hash_table_contains(f->gen->native_helpers, name)) {
     g_hash_table_insert(f->gen->native_helpers, g_strdup(name), g_strdup(text));
+    cg_helper_deps_note(f->gen, name);
+  }
+  g_ptr_array_add(f->gen->emit_helpers, g_strdup(name));
   if (f->part) /* split mode: the part's unit needs it */
     g_hash_table_add(f->part->helpers, g_strdup(name));
 }
@@ -434,9 +437,11 @@ static char *native_prepacked(WeirNativeEmit *e, const WeirContainer *src,
     at = g_strdup_printf("%" G_GINT64_FORMAT, off);
     g_hash_table_insert(gen->prepack_at, g_strdup(st->str), (gpointer)at);
     if (helper && helper_text &&
-        !g_hash_table_contains(gen->prepack_helpers, helper))
+        !g_hash_table_contains(gen->prepack_helpers, helper)) {
       g_hash_table_insert(gen->prepack_helpers, g_strdup(helper),
                           g_strdup(helper_text));
+      cg_helper_deps_note(gen, helper);
+    }
   }
   g_string_free(st, TRUE);
   f->uses_consts = TRUE;
@@ -463,6 +468,8 @@ static void emit_native(StateCtx *sc, Out *o, const WeirNode *n, Frame *fr) {
                 f->where, sc->s->id, n->id, label, n->op ? n->op : "");
     return;
   }
+  /* the helpers this call records, in order (cg_helper_deps_note) */
+  g_ptr_array_set_size(f->gen->emit_helpers, 0);
   WeirNativeEmit e = {.g = f->g,
                       .s = sc->s,
                       .n = n,
