@@ -384,6 +384,22 @@ void cg_emit_helpers(Gen *gen, GString *s);
  * it (gen->emit_helpers). */
 void cg_helper_deps_note(Gen *gen, const char *name);
 
+/* A function definition at file scope: "static" at kw, its declarator
+ * up to the body's brace at brace, the body up to end (after its closing
+ * brace). */
+typedef struct {
+  char *name;
+  gsize kw, brace, end;
+} Def;
+
+/* The function definitions at file scope of helper text t that start
+ * with "static" and are not inline, in text order (Def; the caller frees
+ * each name). (helper-scan.c) */
+GArray *cg_helper_defs(const char *t);
+
+/* Adds the identifiers text calls ("name(") to the set called. */
+void cg_add_calls(GHashTable *called, const char *text);
+
 /* An integer constant as C text; *prec receives its precedence. */
 char *cg_format_int(gint64 v, int *prec);
 

@@ -180,191 +180,6 @@ static void append_part_prototype(GString *s, const Part *p) {
  * weir_hidden; everything else in it stays static.  The program's units
  * get prototypes of the entry points instead of the texts. */
 
-void cg_helper_deps_note(Gen *gen, const char *name) {
-  if (g_hash_table_contains(gen->helper_deps, name))
-    return;
-  GPtrArray *deps = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; i < gen->emit_helpers->len; i++) {
-    const char *d = g_ptr_array_index(gen->emit_helpers, i);
-    gboolean seen = strcmp(d, name) == 0;
-    for (guint k = 0; k < deps->len && !seen; k++)
-      seen = strcmp(g_ptr_array_index(deps, k), d) == 0;
-    if (!seen)
-      g_ptr_array_add(deps, g_strdup(d));
-  }
-  g_hash_table_insert(gen->helper_deps, g_strdup(name), deps);
-}
-
-/* A function definition at file scope: "static" at kw, its declarator
- * up to the body's brace at brace, the body up to end (after its closing
- * brace). */
-typedef struct {
-  char *name;
-  gsize kw, brace, end;
-} Def;
-
-static gboolean ident_start(char c) {
-  return g_ascii_isalpha(c) || c == '_';
-}
-static gboolean ident_char(char c) {
-  return g_ascii_isalnum(c) || c == '_';
-}
-
-/* Skips a comment, string or character literal at t[i]; the offset after
- * it, or i when there is none. */
-static gsize skip_lexical(const char *t, gsize n, gsize i) {
-  if (t[i] == '/' && i + 1 < n && t[i + 1] == '*') {
-    const char *e = strstr(t + i + 2, "*/");
-    return e ? (gsize)(e - t) + 2 : n;
-  }
-  if (t[i] == '/' && i + 1 < n && t[i + 1] == '/') {
-    while (i < n && t[i] != '\n')
-      i++;
-    return i;
-  }
-  if (t[i] == '"' || t[i] == '\'') {
-    char q = t[i++];
-    while (i < n && t[i] != q)
-      i += t[i] == '\\' ? 2 : 1;
-    return MIN(i + 1, n);
-  }
-  return i;
-}
-
-/* The name a declarator text defines: the identifier before its first
- * "(" outside __attribute__((...)); NULL when it declares no function (a
- * struct, an initialized object) or an inline one. (transfer full) */
-static char *def_name(const char *d, gsize n) {
-  /* an initialized object (a table of function pointers) */
-  gboolean quoted = FALSE;
-  for (gsize i = 0; i < n; i++) {
-    if (d[i] == '"' && (i == 0 || d[i - 1] != '\\'))
-      quoted = !quoted;
-    if (d[i] == '=' && !quoted)
-      return NULL;
-  }
-  for (gsize i = 0; i < n;) {
-    if (d[i] == '=')
-      return NULL;
-    if (ident_start(d[i])) {
-      gsize s = i;
-      while (i < n && ident_char(d[i]))
-        i++;
-      g_autofree char *w = g_strndup(d + s, i - s);
-      if (strcmp(w, "inline") == 0 || strcmp(w, "__inline") == 0 ||
-          strcmp(w, "__inline__") == 0)
-        return NULL;
-      gsize j = i;
-      while (j < n && g_ascii_isspace(d[j]))
-        j++;
-      if (j < n && d[j] == '(') {
-        if (strcmp(w, "__attribute__") == 0) {
-          /* skip the balanced attribute list */
-          int depth = 0;
-          for (i = j; i < n; i++) {
-            depth += d[i] == '(' ? 1 : d[i] == ')' ? -1 : 0;
-            if (depth == 0)
-              break;
-          }
-          i++;
-          continue;
-        }
-        /* the name, not a type of a function pointer's return */
-        static const char *const kw[] = {
-            "void",     "int",    "char",     "float",  "double",
-            "long",     "short",  "unsigned", "signed", "const",
-            "volatile", "struct", "_Bool",    "return"};
-        for (guint k = 0; k < G_N_ELEMENTS(kw); k++)
-          if (strcmp(w, kw[k]) == 0)
-            return NULL;
-        return g_steal_pointer(&w);
-      }
-      continue;
-    }
-    i++;
-  }
-  return NULL;
-}
-
-/* The function definitions at file scope of helper text t that start
- * with "static" and are not inline, in text order. */
-static GArray *helper_defs(const char *t) {
-  GArray *defs = g_array_new(FALSE, FALSE, sizeof(Def));
-  gsize n = strlen(t), i = 0;
-  int depth = 0;
-  gboolean line_start = TRUE;
-  gssize kw = -1;        /* "static" at file scope since the last ';' or '}' */
-  gboolean open = FALSE; /* the last def's body is being read */
-  while (i < n) {
-    gsize j = skip_lexical(t, n, i);
-    if (j != i) {
-      i = j;
-      continue;
-    }
-    char c = t[i];
-    if (c == '#' && line_start) { /* a preprocessor line */
-      while (i < n && t[i] != '\n')
-        i += t[i] == '\\' ? 2 : 1;
-      continue;
-    }
-    if (c == '\n')
-      line_start = TRUE;
-    else if (!g_ascii_isspace(c))
-      line_start = FALSE;
-    if (ident_start(c)) {
-      gsize s = i;
-      while (i < n && ident_char(t[i]))
-        i++;
-      if (depth == 0 && kw < 0 && i - s == 6 &&
-          strncmp(t + s, "static", 6) == 0)
-        kw = (gssize)s;
-      continue;
-    }
-    if (c == '{') {
-      if (depth == 0 && kw >= 0) {
-        char *name = def_name(t + kw + 6, i - (gsize)kw - 6);
-        if (name) {
-          Def d = {name, (gsize)kw, i, n};
-          g_array_append_val(defs, d);
-          open = TRUE;
-        }
-        kw = -1;
-      }
-      depth++;
-    } else if (c == '}') {
-      depth = MAX(depth - 1, 0);
-      if (depth == 0) {
-        kw = -1;
-        if (open)
-          g_array_index(defs, Def, defs->len - 1).end = i + 1;
-        open = FALSE;
-      }
-    } else if (c == ';' && depth == 0)
-      kw = -1;
-    i++;
-  }
-  return defs;
-}
-
-/* Adds the identifiers text calls ("name(") to the set called. */
-static void add_calls(GHashTable *called, const char *text) {
-  gsize n = text ? strlen(text) : 0;
-  for (gsize i = 0; i < n;) {
-    if (!ident_start(text[i])) {
-      i++;
-      continue;
-    }
-    gsize s = i;
-    while (i < n && ident_char(text[i]))
-      i++;
-    gsize j = i;
-    while (j < n && g_ascii_isspace(text[j]))
-      j++;
-    if (j < n && text[j] == '(')
-      g_hash_table_add(called, g_strndup(text + s, i - s));
-  }
-}
-
 /* One helper text in the plan. */
 typedef struct {
   char key[2];        /* "n" native, "p" pre-pack */
@@ -396,7 +211,7 @@ static void plan_add(GPtrArray *plan, GHashTable *table, const char *key) {
     h->key[0] = key[0];
     h->name = names[i];
     h->text = g_hash_table_lookup(table, names[i]);
-    h->defs = helper_defs(h->text);
+    h->defs = cg_helper_defs(h->text);
     h->entries = g_array_new(FALSE, FALSE, sizeof(guint));
     h->exported = g_new0(gboolean, h->defs->len + 1);
     g_ptr_array_add(plan, h);
@@ -444,7 +259,7 @@ static GPtrArray *plan_helper_units(Gen *gen, const char *own) {
   plan_add(plan, gen->native_helpers, "n");
   g_autoptr(GHashTable) called =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  add_calls(called, own);
+  cg_add_calls(called, own);
   g_autoptr(GHashTable) claimed =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GString *protos = g_string_new(NULL);
