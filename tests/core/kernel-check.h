@@ -7,6 +7,8 @@
 #ifndef WEIR_TEST_KERNEL_CHECK_H
 #define WEIR_TEST_KERNEL_CHECK_H
 
+#include "weir-hw.h"
+#include "weir-import.h"
 #include "weir-runtime.h"
 
 static inline GHashTable *tensors_new(void) {
@@ -129,5 +131,28 @@ static inline void check_runs(WeirKernel *k, GHashTable *args, GHashTable *ref,
     }
   }
 }
+
+#ifdef WEIR_SRCDIR
+/* (Tests that know WEIR_SRCDIR.) Sample model samples/models/<name>.onnx
+ * imported with its input "input" of the given shape; fails the test when it
+ * cannot be. */
+static inline WeirGraph *import_sample(const char *name, const gint64 *shape,
+                                       guint rank) {
+  g_autofree char *file = g_strconcat(name, ".onnx", NULL);
+  g_autofree char *path =
+      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
+  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
+      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+  GArray *a = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_array_append_vals(a, shape, rank);
+  g_hash_table_insert(shapes, "input", a);
+  WeirOnnxImportOptions io = {.input_shapes = shapes};
+  g_autoptr(GError) err = NULL;
+  WeirGraph *g = weir_onnx_import(path, &io, &err);
+  if (!g)
+    fail_msg("%s: %s", name, err->message);
+  return g;
+}
+#endif
 
 #endif

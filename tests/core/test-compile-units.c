@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "kernel-check.h"
 #include "runtime-fixture.h"
 #include "weir-codegen.h"
 #include "weir-evaluate.h"
@@ -21,25 +22,8 @@
 #include "weir-native.h"
 #include "weir-train.h"
 
-static WeirGraph *model(const char *name, const gint64 *shape, guint rank) {
-  g_autofree char *file = g_strconcat(name, ".onnx", NULL);
-  g_autofree char *path =
-      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
-  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
-  GArray *a = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_array_append_vals(a, shape, rank);
-  g_hash_table_insert(shapes, "input", a);
-  WeirOnnxImportOptions io = {.input_shapes = shapes};
-  g_autoptr(GError) err = NULL;
-  WeirGraph *g = weir_onnx_import(path, &io, &err);
-  if (!g)
-    fail_msg("%s: %s", name, err->message);
-  return g;
-}
-
 static WeirGraph *lenet(void) {
-  return model("lenet", (gint64[]){4, 1, 8, 8}, 4);
+  return import_sample("lenet", (gint64[]){4, 1, 8, 8}, 4);
 }
 
 static WeirGraph *lenet_training(void) {
@@ -106,7 +90,7 @@ static void check_split(Fixture *fx, WeirGraph *g) {
 static void test_models(void **state) {
   g_autoptr(WeirGraph) l = lenet();
   check_split(*state, l);
-  g_autoptr(WeirGraph) r = model("resnet", (gint64[]){2, 3, 16, 16}, 4);
+  g_autoptr(WeirGraph) r = import_sample("resnet", (gint64[]){2, 3, 16, 16}, 4);
   check_split(*state, r);
   g_autoptr(WeirGraph) t = lenet_training();
   check_split(*state, t);

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "kernel-check.h"
 #include "runtime-fixture.h"
 #include "weir-codegen.h"
 #include "weir-evaluate.h"
@@ -82,57 +83,10 @@ static WeirGraph *gemm_graph(const char *name, WeirDType dt, gint64 m, gint64 k,
   return g;
 }
 
-static WeirGraph *sample(const char *name, const gint64 *shape, guint rank) {
-  g_autofree char *file = g_strconcat(name, ".onnx", NULL);
-  g_autofree char *path =
-      g_build_filename(WEIR_SRCDIR, "samples", "models", file, NULL);
-  g_autoptr(GHashTable) shapes = g_hash_table_new_full(
-      g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
-  GArray *a = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_array_append_vals(a, shape, rank);
-  g_hash_table_insert(shapes, "input", a);
-  WeirOnnxImportOptions io = {.input_shapes = shapes};
-  g_autoptr(GError) err = NULL;
-  WeirGraph *g = weir_onnx_import(path, &io, &err);
-  if (!g)
-    fail_msg("%s: %s", name, err->message);
-  return g;
-}
-
-static GHashTable *tensors_new(void) {
-  return g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                               (GDestroyNotify)weir_tensor_free);
-}
-
-/* Random arguments of g (every non-constant container). */
-static GHashTable *random_args(const WeirGraph *g) {
-  GHashTable *args = tensors_new();
-  g_autoptr(GPtrArray) list = weir_codegen_arguments(g);
-  for (guint i = 0; i < list->len; i++) {
-    const WeirContainer *c = g_ptr_array_index(list, i);
-    g_autoptr(GError) err = NULL;
-    WeirTensor *t = weir_evaluate_random_input(c, NULL, 3 + i, &err);
-    if (!t)
-      fail_msg("%s: %s", c->name, err->message);
-    g_hash_table_insert(args, g_strdup(c->name), t);
-  }
-  return args;
-}
-
-static GHashTable *copy_args(GHashTable *args) {
-  GHashTable *c = tensors_new();
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, args);
-  while (g_hash_table_iter_next(&it, &k, &v))
-    g_hash_table_insert(c, g_strdup(k), weir_tensor_copy(v));
-  return c;
-}
-
 /* k computes what the interpreter computes on g, at 1 and 2 threads. */
 static void check_outputs(WeirKernel *k, const WeirGraph *g) {
   g_autoptr(GError) err = NULL;
-  g_autoptr(GHashTable) args = random_args(g);
+  g_autoptr(GHashTable) args = random_args(g, 3);
   g_autoptr(GHashTable) want = copy_args(args);
   g_autoptr(WeirGraph) pure = weir_graph_copy(g);
   if (!weir_expand_all(pure, NULL, NULL, &err))
@@ -337,8 +291,8 @@ static void test_other_parameters(void **state) {
  * interpreter. */
 static void test_cnn(void **state) {
   Fixture *f = *state;
-  g_autoptr(WeirGraph) r = sample("resnet", (gint64[]){2, 3, 16, 16}, 4);
-  g_autoptr(WeirGraph) l4 = sample("lenet", (gint64[]){4, 1, 8, 8}, 4);
+  g_autoptr(WeirGraph) r = import_sample("resnet", (gint64[]){2, 3, 16, 16}, 4);
+  g_autoptr(WeirGraph) l4 = import_sample("lenet", (gint64[]){4, 1, 8, 8}, 4);
   g_autoptr(WeirGraph) l2 = weir_graph_copy(l4); /* another program */
   g_free(l2->name);
   l2->name = g_strdup("lenet_again");
