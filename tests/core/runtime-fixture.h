@@ -104,33 +104,32 @@ static inline gboolean fixture_helper_line(const char *line) {
          strstr(line, ".o ");
 }
 
-/* Number of compiler runs that built something (not --version), helper
- * objects (fixture_helper_compiles) not counted. */
-static inline guint fixture_compiles(const Fixture *f) {
+/* Number of compiler runs in the log that built a kernel helper's object
+ * (helpers) or that built something else (not --version). */
+static inline guint fixture_count_compiles(const Fixture *f, gboolean helpers) {
   char *text = NULL;
   guint n = 0;
   if (g_file_get_contents(f->log, &text, NULL, NULL)) {
     char **lines = g_strsplit(text, "\n", -1);
     for (guint i = 0; lines[i]; i++)
-      n += strstr(lines[i], " -o ") != NULL && !fixture_helper_line(lines[i]);
+      n += fixture_helper_line(lines[i])
+               ? helpers
+               : !helpers && strstr(lines[i], " -o ") != NULL;
     g_strfreev(lines);
   }
   g_free(text);
   return n;
 }
 
+/* Number of compiler runs that built something (not --version), helper
+ * objects (fixture_helper_compiles) not counted. */
+static inline guint fixture_compiles(const Fixture *f) {
+  return fixture_count_compiles(f, FALSE);
+}
+
 /* Number of compiler runs that built a kernel helper's object. */
 static inline guint fixture_helper_compiles(const Fixture *f) {
-  char *text = NULL;
-  guint n = 0;
-  if (g_file_get_contents(f->log, &text, NULL, NULL)) {
-    char **lines = g_strsplit(text, "\n", -1);
-    for (guint i = 0; lines[i]; i++)
-      n += fixture_helper_line(lines[i]);
-    g_strfreev(lines);
-  }
-  g_free(text);
-  return n;
+  return fixture_count_compiles(f, TRUE);
 }
 
 /* Path of the object of key in the fixture's cache. (transfer full) */
